@@ -1,0 +1,51 @@
+//! The embedded store: a redb database in the data directory, the durable copy of all state.
+//!
+//! State lives in memory (the actors and their read indexes); this module only loads it at start-up and writes
+//! changes. Nothing outside this module names redb.
+//!
+//! - [`Store::open`] opens (or creates) `<data_dir>/service-auth.redb`; a second process gets [`StoreError::Locked`].
+//! - [`Store::load`] reads every record, for start-up.
+//! - [`Store::commit`] writes a list of [`StoreOp`]s in one transaction and returns after fsync.
+//! - [`StoreWriter`] is the one task that commits for the whole server. It takes every request pending
+//!   (`recv_many`), writes them in one transaction, commits once (group commit) and only then answers each
+//!   request. Secondary indexes (e-mail → user, slug → organization) are not stored: they are rebuilt in memory at
+//!   load, so they cannot disagree with the records.
+
+pub mod codec;
+pub mod records;
+mod writer;
+
+pub use records::{OrgRecordV1, SessionRecordV1, UserRecordV1};
+pub use writer::StoreWriter;
+
+/// SHA-256 of a session token: the key of the sessions table.
+pub type TokenHash = [u8; 32];
+
+/// One change to the store. A list of these is applied atomically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreOp {
+    PutUser(UserRecordV1),
+    PutOrg(OrgRecordV1),
+    PutSession(TokenHash, SessionRecordV1),
+    DeleteSession(TokenHash),
+}
+
+/// Everything in the store, as read at start-up.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub users: Vec<UserRecordV1>,
+    pub orgs: Vec<OrgRecordV1>,
+    pub sessions: Vec<(TokenHash, SessionRecordV1)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the data directory is in use by another service-auth process")]
+    Locked,
+    #[error("storage I/O failed: {0}")]
+    Io(String),
+    #[error("stored record is corrupt: {0}")]
+    Corrupt(String),
+    #[error("the store writer has stopped")]
+    WriterGone,
+}

@@ -1,0 +1,49 @@
+//! Persisted record formats.
+//!
+//! These structs are the on-disk format, kept apart from the domain types so that a change to a domain type cannot
+//! silently change what is written. Each value is framed as `[format version: u8][postcard bytes]`; a new field
+//! means a new `…V2` struct and a new version byte, and the loader keeps reading `V1`. The golden-bytes tests at the
+//! bottom pin every record's encoding: if one fails, you changed the format; add a version instead.
+
+use serde::{Deserialize, Serialize};
+
+/// A user account. Key: the 16 bytes of the user's UUID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecordV1 {
+    pub id: [u8; 16],
+    pub name: String,
+    /// Normalised (trimmed, lower-case).
+    pub email: String,
+    pub image: Option<String>,
+    pub role: String,
+    pub banned: bool,
+    pub ban_reason: Option<String>,
+    pub organization_id: Option<[u8; 16]>,
+    /// argon2id PHC string.
+    pub password_hash: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+/// An organization. Key: the 16 bytes of its UUID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRecordV1 {
+    pub id: [u8; 16],
+    pub name: String,
+    pub slug: String,
+    pub created_at_ms: i64,
+}
+
+/// A session. Key: SHA-256 of the session token, so a copied data directory yields no usable cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecordV1 {
+    pub id: [u8; 16],
+    pub user_id: [u8; 16],
+    pub expires_at_ms: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub ip_address: String,
+    pub user_agent: String,
+    /// `false` for a `rememberMe: false` session: short-lived and never extended.
+    pub remember_me: bool,
+}
