@@ -1,6 +1,16 @@
 //! The first administrator: `service-auth admin create` and the `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` variables.
+//!
+//! Neither has a default password: an auth service that ships `admin/admin` is compromised on its first day.
 
-use crate::config::Config;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use tokio_util::sync::CancellationToken;
+
+use crate::actors::users::EnsureAdmin;
+use crate::app::{AppError, Core};
+use crate::config::{BootstrapAdmin, Config};
+use crate::domain::{Email, Name, Password};
+use crate::store::StoreError;
 
 /// What `admin create` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,14 +18,14 @@ pub enum AdminCreated {
     /// A new account with role `admin`. `generated_password` is `Some` when no password was supplied: print it
     /// once, it is not stored anywhere in clear.
     Created { user_id: String, generated_password: Option<String> },
-    /// An existing account with that e-mail now has role `admin` (its password is unchanged).
+    /// An existing account with that e-mail now has role `admin` and is not banned (its password is unchanged).
     Promoted { user_id: String },
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] StoreError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -28,6 +38,51 @@ pub async fn create_admin(
     name: &str,
     password: Option<String>,
 ) -> Result<AdminCreated, AdminError> {
-    let _ = (config, email, name, password);
-    todo!("being written")
+    let (password, generated) = match password {
+        Some(p) => (p, false),
+        None => (generate_password(), true),
+    };
+    let core = Core::start(config, CancellationToken::new()).await.map_err(|e| match e {
+        AppError::Store(e) => AdminError::Store(e),
+        other => AdminError::Invalid(other.to_string()),
+    })?;
+    let outcome = ensure(&core, email, name, password.clone()).await;
+    core.stop().await;
+    Ok(match outcome? {
+        EnsureAdmin::Created(id) => {
+            AdminCreated::Created { user_id: id.to_string(), generated_password: generated.then_some(password) }
+        }
+        EnsureAdmin::Promoted(id) => AdminCreated::Promoted { user_id: id.to_string() },
+    })
+}
+
+/// At `serve`: when no account has role `admin` yet, creates (or promotes) the configured one. When one exists
+/// it does nothing, so changing the variables later cannot reset an administrator's password.
+pub(crate) async fn bootstrap(core: &Core, admin: &BootstrapAdmin) -> Result<(), AppError> {
+    if core.indexes.users.any_admin() {
+        tracing::info!("an administrator exists; the bootstrap variables are ignored");
+        return Ok(());
+    }
+    match ensure(core, &admin.email, &admin.name, admin.password.clone()).await {
+        Ok(EnsureAdmin::Created(id)) => tracing::info!(user = %id, "bootstrap administrator created"),
+        Ok(EnsureAdmin::Promoted(id)) => tracing::info!(user = %id, "existing account promoted to administrator"),
+        Err(e) => return Err(AppError::Startup(format!("bootstrap administrator: {e}"))),
+    }
+    Ok(())
+}
+
+async fn ensure(core: &Core, email: &str, name: &str, password: String) -> Result<EnsureAdmin, AdminError> {
+    let email = Email::parse(email).map_err(|_| AdminError::Invalid(format!("invalid e-mail address `{email}`")))?;
+    let name = Name::parse(name).map_err(|e| AdminError::Invalid(format!("name {e}")))?;
+    let password = Password::new(&password).map_err(|e| AdminError::Invalid(format!("{e}: 8 to 128 characters")))?;
+    let hash = core.hasher.hash(password).await.map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let outcome = core.system.handles.users.ensure_admin(name, email, hash).await;
+    outcome.map_err(|_| AdminError::Store(StoreError::Io("the store refused the write".into())))
+}
+
+/// 144 random bits as 24 URL-safe characters: strong, and easy to paste.
+fn generate_password() -> String {
+    let mut bytes = [0u8; 18];
+    getrandom::fill(&mut bytes).expect("the OS random number generator failed");
+    URL_SAFE_NO_PAD.encode(bytes)
 }

@@ -1,21 +1,107 @@
-//! Wiring: open the store, start the actors, bootstrap the first admin, serve HTTP until shut down.
+//! Wiring: open the store, load the state, start the actors, bootstrap the first admin, serve until shut down.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::actors::{self, System};
 use crate::config::Config;
+use crate::domain::RoleSet;
+use crate::hashing::Hasher;
+use crate::http::origins::Origins;
+use crate::http::response::CookieSettings;
+use crate::http::{self, AppState};
+use crate::store::{Store, StoreError, StoreWriter};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] StoreError),
     #[error("{0}")]
     Startup(String),
+    #[error("an internal actor failed; restart to reload the state from the store")]
+    ActorFailed,
+}
+
+/// The loaded state with its actors running: what both the server and the `admin create` command work on.
+pub(crate) struct Core {
+    pub indexes: Arc<actors::Indexes>,
+    pub system: System,
+    pub hasher: Hasher,
+    pub roles: RoleSet,
+    writer_task: tokio::task::JoinHandle<()>,
+}
+
+impl Core {
+    /// Opens the data directory, loads everything into the read indexes, and starts the writer and the actors.
+    pub async fn start(config: &Config, fatal: CancellationToken) -> Result<Self, AppError> {
+        let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
+        let hasher = Hasher::new(&config.hashing).map_err(|e| AppError::Startup(e.to_string()))?;
+        let data_dir = config.data_dir.clone();
+        let (store, loaded) = tokio::task::spawn_blocking(move || {
+            let store = Store::open(&data_dir)?;
+            let loaded = store.load()?;
+            Ok::<_, StoreError>((store, loaded))
+        })
+        .await
+        .map_err(|e| AppError::Startup(e.to_string()))??;
+        let (indexes, cleanup) = actors::load::indexes(loaded, &roles)?;
+        let store = Arc::new(store);
+        if !cleanup.is_empty() {
+            tracing::info!(sessions = cleanup.len(), "removing expired and revoked sessions");
+            let store = Arc::clone(&store);
+            tokio::task::spawn_blocking(move || store.commit(&cleanup)).await.map_err(|e| AppError::Startup(e.to_string()))??;
+        }
+        tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
+        let indexes = Arc::new(indexes);
+        let (writer, writer_task) = StoreWriter::spawn(store);
+        let system = System::start(Arc::clone(&indexes), writer, config.session.clone(), fatal)
+            .await
+            .map_err(|e| AppError::Startup(e.to_string()))?;
+        Ok(Self { indexes, system, hasher, roles, writer_task })
+    }
+
+    /// Stops the actors after their mailboxes are empty, then waits for the writer to commit what it holds.
+    pub async fn stop(self) {
+        self.system.stop().await;
+        // The actors held the last writer handles; the writer task ends once it has written everything.
+        let _ = self.writer_task.await;
+    }
 }
 
 /// Runs the server on `listener` until `shutdown` is cancelled, then stops accepting, finishes the requests in
 /// flight, makes everything durable and returns.
 pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), AppError> {
-    let _ = (listener, config, shutdown);
-    todo!("being written")
+    let fatal = CancellationToken::new();
+    let core = Core::start(&config, fatal.clone()).await?;
+    if let Some(admin) = &config.bootstrap_admin {
+        crate::admin::bootstrap(&core, admin).await?;
+    }
+    let state = Arc::new(AppState {
+        indexes: Arc::clone(&core.indexes),
+        actors: core.system.handles.clone(),
+        hasher: core.hasher.clone(),
+        roles: core.roles.clone(),
+        cookies: CookieSettings::new(&config.cookie.prefix, config.secure_cookies(), config.session.expires_in_secs),
+        origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
+        trusted_proxies: config.trusted_proxies.clone(),
+        update_age: Duration::from_secs(config.session.update_age_secs),
+    });
+    tracing::info!(address = ?listener.local_addr().ok(), "serving");
+    let stop = CancellationToken::new();
+    let serving = tokio::spawn(http::serve(listener, state, stop.clone()));
+    tokio::select! {
+        () = shutdown.cancelled() => {}
+        () = fatal.cancelled() => {}
+    }
+    stop.cancel();
+    let _ = serving.await;
+    core.stop().await;
+    if fatal.is_cancelled() {
+        return Err(AppError::ActorFailed);
+    }
+    tracing::info!("stopped; everything acknowledged is on disk");
+    Ok(())
 }

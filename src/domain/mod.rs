@@ -1,1 +1,73 @@
-//! (being written)
+//! Validated value types. Each has one constructor that checks it, so a value of these types is valid by
+//! construction and nothing downstream re-checks it.
+
+mod email;
+mod ids;
+mod name;
+mod password;
+mod role;
+mod slug;
+mod time;
+mod token;
+
+pub use email::{Email, EmailError};
+pub use ids::{OrgId, SessionId, UserId};
+pub use name::{Name, NameError};
+pub use password::{Password, PasswordError};
+pub use role::{Role, RoleSet};
+pub use slug::{Slug, SlugError};
+pub use time::Timestamp;
+pub use token::{SessionToken, TokenHash};
+
+/// A user account as the service sees it (the read index holds these behind `Arc`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: UserId,
+    pub name: Name,
+    pub email: Email,
+    pub image: Option<String>,
+    pub role: Role,
+    pub banned: bool,
+    pub ban_reason: Option<String>,
+    pub organization_id: Option<OrgId>,
+    /// argon2id PHC string. Never serialised into an answer.
+    pub password_hash: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl User {
+    /// An unbanned administrator: the kind the last-admin guard protects.
+    pub fn is_active_admin(&self) -> bool {
+        self.role.is_admin() && !self.banned
+    }
+}
+
+/// An organization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Organization {
+    pub id: OrgId,
+    pub name: Name,
+    pub slug: Slug,
+    pub created_at: Timestamp,
+}
+
+/// A session. The token itself is not kept: the index is keyed by its SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub id: SessionId,
+    pub user_id: UserId,
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub ip_address: String,
+    pub user_agent: String,
+    /// `false` for a `rememberMe: false` session: short-lived, cookie without `Max-Age`, never extended.
+    pub remember_me: bool,
+}
+
+impl Session {
+    pub fn is_expired(&self, now: Timestamp) -> bool {
+        self.expires_at <= now
+    }
+}

@@ -1,1 +1,161 @@
-//! (being written)
+//! The HTTP front end: the accept loop, the router and the handlers.
+//!
+//! - [`request`]: reading bodies, cookies, the client address.
+//! - [`response`]: answers, the two error shapes, the session cookie.
+//! - [`session`]: the caller's session, checked against current state.
+//! - [`auth`] and [`admin`]: the handlers, one short function per endpoint.
+//! - [`dto`]: the JSON shapes.
+
+mod admin;
+mod auth;
+pub mod dto;
+pub mod origins;
+pub mod request;
+pub mod response;
+mod session;
+
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use self::origins::Origins;
+use self::response::{Body, CookieSettings, Failure, Family};
+use crate::actors::{Handles, Indexes};
+use crate::domain::RoleSet;
+use crate::hashing::Hasher;
+
+/// A client gets this long to send its request headers; a slow-loris connection is closed after it.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for requests in flight.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Everything a handler needs, shared by all connections.
+pub struct AppState {
+    pub indexes: Arc<Indexes>,
+    pub actors: Handles,
+    pub hasher: Hasher,
+    pub roles: RoleSet,
+    pub cookies: CookieSettings,
+    pub origins: Origins,
+    pub trusted_proxies: Vec<IpAddr>,
+    /// A session used this long after its last refresh is extended.
+    pub update_age: Duration,
+}
+
+type State = AppState;
+
+/// Per-request facts gathered before the handler runs.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub peer: IpAddr,
+    pub host: Option<String>,
+}
+
+/// Accepts connections until `shutdown` is cancelled, then stops accepting and waits for the requests in flight.
+pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) {
+    let graceful = GracefulShutdown::new();
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(error) => {
+                    // Usually out of file descriptors: back off instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let state = Arc::clone(&state);
+        let service = service_fn(move |req| {
+            let state = Arc::clone(&state);
+            async move { Ok::<_, Infallible>(route(&state, peer.ip(), req).await) }
+        });
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
+        tracing::warn!("requests still in flight after {DRAIN_TIMEOUT:?}; closing them");
+    }
+}
+
+/// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
+/// it comes from another site, or when its `Origin` is neither ours nor trusted. Requests without cookies, and
+/// clients that send no `Origin` (curl, servers), are not affected: they cannot be riding a victim's session.
+fn is_cross_site(state: &State, req: &Request<Incoming>, host: Option<&str>) -> bool {
+    let headers = req.headers();
+    if !headers.contains_key(header::COOKIE) {
+        return false;
+    }
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if fetch_site.is_some_and(|v| v.eq_ignore_ascii_case("cross-site")) {
+        return true;
+    }
+    match headers.get(header::ORIGIN).map(|v| v.to_str()) {
+        None => false,
+        Some(Ok(origin)) => !state.origins.is_trusted(origin, host),
+        Some(Err(_)) => true,
+    }
+}
+
+/// The routes: path, then method. A known path with another method is 405 with `Allow`.
+async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path();
+    let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
+    let allowed: &[Method] = match path {
+        "/api/auth/sign-up/email" | "/api/auth/sign-in/email" | "/api/auth/sign-out" => &[Method::POST],
+        "/api/auth/get-session" => &[Method::GET],
+        "/api/admin/users" => &[Method::GET, Method::PATCH],
+        "/api/admin/organizations" => &[Method::GET, Method::POST],
+        _ => return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family),
+    };
+    if !allowed.contains(req.method()) {
+        let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
+        let failure = Failure::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "Method not allowed")
+            .with_header(header::ALLOW, HeaderValue::from_str(&allow).unwrap_or(HeaderValue::from_static("GET")));
+        return failure.into_response(family);
+    }
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned);
+    if *req.method() != Method::GET && is_cross_site(state, &req, host.as_deref()) {
+        let failure = Failure::new(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin");
+        return failure.into_response(family);
+    }
+    let ctx = Ctx { peer, host };
+    let result = match (path, req.method().clone()) {
+        ("/api/auth/sign-up/email", _) => auth::sign_up(state, ctx, req).await,
+        ("/api/auth/sign-in/email", _) => auth::sign_in(state, ctx, req).await,
+        ("/api/auth/get-session", _) => auth::get_session(state, ctx, req).await,
+        ("/api/auth/sign-out", _) => auth::sign_out(state, ctx, req).await,
+        ("/api/admin/users", Method::GET) => admin::list_users(state, ctx, req).await,
+        ("/api/admin/users", _) => admin::update_user(state, ctx, req).await,
+        ("/api/admin/organizations", Method::GET) => admin::list_organizations(state, ctx, req).await,
+        ("/api/admin/organizations", _) => admin::create_organization(state, ctx, req).await,
+        _ => unreachable!("every path in `allowed` has an arm"),
+    };
+    result.unwrap_or_else(|failure| {
+        if failure.status.is_server_error() {
+            tracing::warn!(status = %failure.status, code = failure.code, "request failed");
+        }
+        failure.into_response(family)
+    })
+}

@@ -1,0 +1,71 @@
+//! The batch an actor accumulates between two flushes: the records to write and the answers to send once they
+//! are durable.
+
+use ractor::{ActorRef, RpcReplyPort};
+
+use super::Unavailable;
+use crate::store::{StoreOp, StoreWriter};
+
+type Answer = Box<dyn FnOnce(bool) + Send>;
+
+#[derive(Default)]
+pub(super) struct Batch {
+    ops: Vec<StoreOp>,
+    answers: Vec<Answer>,
+    flush_scheduled: bool,
+}
+
+impl Batch {
+    /// Queues `ops`; once they are durable `port` gets `Ok(value)`, and if the store refuses them it gets
+    /// `Err(Unavailable.into())`.
+    pub(super) fn add<T, E>(&mut self, ops: impl IntoIterator<Item = StoreOp>, port: RpcReplyPort<Result<T, E>>, value: T)
+    where
+        T: Send + 'static,
+        E: From<Unavailable> + Send + 'static,
+    {
+        self.ops.extend(ops);
+        self.answers.push(Box::new(move |durable| {
+            // The caller may have timed out and gone; nothing to do about that here.
+            let _ = port.send(if durable { Ok(value) } else { Err(Unavailable.into()) });
+        }));
+    }
+
+    /// Makes sure a `Flush` is in the actor's mailbox, behind everything already queued, so that all of it
+    /// joins this batch.
+    pub(super) fn schedule_flush<M: ractor::Message>(&mut self, myself: &ActorRef<M>, flush: impl FnOnce() -> M) {
+        if !self.flush_scheduled {
+            self.flush_scheduled = true;
+            // Sending to ourselves only fails while we are stopping; the drain then flushes nothing further.
+            let _ = myself.send_message(flush());
+        }
+    }
+
+    /// Writes the batch in one store request and waits for it to be durable. Returns whether it is, and the
+    /// answers to send (after the caller has published the overlay, or dropped it).
+    pub(super) async fn write(&mut self, writer: &StoreWriter) -> (bool, Answers) {
+        self.flush_scheduled = false;
+        let ops = std::mem::take(&mut self.ops);
+        let answers = Answers(std::mem::take(&mut self.answers));
+        if ops.is_empty() {
+            return (true, answers);
+        }
+        match writer.write(ops).await {
+            Ok(()) => (true, answers),
+            Err(error) => {
+                tracing::error!(%error, "store write failed; the batch is refused and nothing of it applied");
+                (false, answers)
+            }
+        }
+    }
+}
+
+/// The answers of one flushed batch.
+pub(super) struct Answers(Vec<Answer>);
+
+impl Answers {
+    pub(super) fn send(self, durable: bool) {
+        for answer in self.0 {
+            answer(durable);
+        }
+    }
+}

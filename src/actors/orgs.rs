@@ -1,0 +1,132 @@
+//! The organizations actor: organizations and the uniqueness of their slugs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use super::batch::Batch;
+use super::{Indexes, Unavailable, call};
+use crate::domain::{Name, OrgId, Organization, Slug, Timestamp};
+use crate::store::{OrgRecordV1, StoreOp, StoreWriter};
+
+/// Read index of organizations: by id, and by slug.
+#[derive(Default)]
+pub struct OrgIndex {
+    by_id: papaya::HashMap<OrgId, Arc<Organization>>,
+    by_slug: papaya::HashMap<Slug, OrgId>,
+}
+
+impl OrgIndex {
+    pub fn get(&self, id: OrgId) -> Option<Arc<Organization>> {
+        self.by_id.pin().get(&id).cloned()
+    }
+
+    fn slug_taken(&self, slug: &Slug) -> bool {
+        self.by_slug.pin().contains_key(slug)
+    }
+
+    /// Every organization, ordered by creation time, then id.
+    pub fn list(&self) -> Vec<Arc<Organization>> {
+        let mut orgs: Vec<Arc<Organization>> = self.by_id.pin().values().cloned().collect();
+        orgs.sort_unstable_by_key(|o| (o.created_at, o.id));
+        orgs
+    }
+
+    pub(crate) fn publish(&self, org: Arc<Organization>) {
+        self.by_slug.pin().insert(org.slug.clone(), org.id);
+        self.by_id.pin().insert(org.id, org);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CreateOrgError {
+    #[error("an organization with this slug already exists")]
+    SlugTaken,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+pub enum OrgsMsg {
+    Create { name: Name, slug: Slug, reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>> },
+    Flush,
+}
+
+/// Typed handle to the organizations actor.
+#[derive(Clone)]
+pub struct OrgsHandle(ActorRef<OrgsMsg>);
+
+impl OrgsHandle {
+    pub async fn create(&self, name: Name, slug: Slug) -> Result<Arc<Organization>, CreateOrgError> {
+        call(&self.0, |reply| OrgsMsg::Create { name, slug, reply }).await?
+    }
+
+    pub(super) async fn drain(&self) {
+        let _ = self.0.drain_and_wait(None).await;
+    }
+}
+
+pub(super) async fn spawn(
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    supervisor: ActorCell,
+) -> Result<OrgsHandle, ActorProcessingErr> {
+    let (actor, _) = Actor::spawn_linked(None, OrgsActor { indexes, writer }, (), supervisor).await?;
+    Ok(OrgsHandle(actor))
+}
+
+struct OrgsActor {
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+}
+
+#[derive(Default)]
+struct State {
+    /// Organizations created in this batch, keyed by slug (what the uniqueness check needs).
+    pending: HashMap<Slug, Arc<Organization>>,
+    batch: Batch,
+}
+
+impl Actor for OrgsActor {
+    type Msg = OrgsMsg;
+    type State = State;
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<OrgsMsg>, _: ()) -> Result<State, ActorProcessingErr> {
+        Ok(State::default())
+    }
+
+    async fn handle(&self, myself: ActorRef<OrgsMsg>, msg: OrgsMsg, state: &mut State) -> Result<(), ActorProcessingErr> {
+        match msg {
+            OrgsMsg::Create { name, slug, reply } => {
+                if state.pending.contains_key(&slug) || self.indexes.orgs.slug_taken(&slug) {
+                    let _ = reply.send(Err(CreateOrgError::SlugTaken));
+                    return Ok(());
+                }
+                let org = Arc::new(Organization { id: OrgId::new(), name, slug, created_at: Timestamp::now() });
+                state.pending.insert(org.slug.clone(), Arc::clone(&org));
+                state.batch.add([StoreOp::PutOrg(record(&org))], reply, org);
+                state.batch.schedule_flush(&myself, || OrgsMsg::Flush);
+            }
+            OrgsMsg::Flush => {
+                let (durable, answers) = state.batch.write(&self.writer).await;
+                let pending = std::mem::take(&mut state.pending);
+                if durable {
+                    pending.into_values().for_each(|org| self.indexes.orgs.publish(org));
+                }
+                answers.send(durable);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The persisted form of an organization.
+pub(crate) fn record(org: &Organization) -> OrgRecordV1 {
+    OrgRecordV1 {
+        id: org.id.to_bytes(),
+        name: org.name.as_str().to_owned(),
+        slug: org.slug.as_str().to_owned(),
+        created_at_ms: org.created_at.as_millis(),
+    }
+}

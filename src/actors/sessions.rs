@@ -1,0 +1,262 @@
+//! The sessions actor: creating, extending and ending sessions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use super::batch::Batch;
+use super::{Indexes, Unavailable, call};
+use crate::config::SessionConfig;
+use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
+use crate::store::{SessionRecordV1, StoreOp, StoreWriter};
+
+/// Read index of sessions, keyed by the SHA-256 of the token.
+#[derive(Default)]
+pub struct SessionIndex {
+    by_hash: papaya::HashMap<TokenHash, Arc<Session>>,
+}
+
+impl SessionIndex {
+    pub fn get(&self, hash: &TokenHash) -> Option<Arc<Session>> {
+        self.by_hash.pin().get(hash).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+
+    pub(crate) fn publish(&self, hash: TokenHash, session: Option<Arc<Session>>) {
+        match session {
+            Some(session) => self.by_hash.pin().insert(hash, session),
+            None => self.by_hash.pin().remove(&hash),
+        };
+    }
+
+    fn of_user(&self, user: UserId) -> Vec<TokenHash> {
+        self.by_hash.pin().iter().filter(|(_, s)| s.user_id == user).map(|(h, _)| *h).collect()
+    }
+}
+
+/// Where a sign-in comes from, recorded on the session.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub ip_address: String,
+    pub user_agent: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CreateSessionError {
+    #[error("the account is banned")]
+    Banned,
+    #[error("the account does not exist")]
+    UnknownUser,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+pub enum SessionsMsg {
+    Create {
+        user: UserId,
+        remember_me: bool,
+        origin: Origin,
+        reply: RpcReplyPort<Result<(SessionToken, Arc<Session>), CreateSessionError>>,
+    },
+    Refresh { hash: TokenHash, reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>> },
+    End { hash: TokenHash, reply: RpcReplyPort<Result<(), Unavailable>> },
+    EndAllOf { user: UserId, reply: RpcReplyPort<Result<(), Unavailable>> },
+    Flush,
+}
+
+/// Typed handle to the sessions actor.
+#[derive(Clone)]
+pub struct SessionsHandle(ActorRef<SessionsMsg>);
+
+impl SessionsHandle {
+    /// Starts a session with a new token. Refused for a banned or unknown account, checked in message order after
+    /// any ban, so a ban and a sign-in racing each other cannot leave a live session behind.
+    pub async fn create(
+        &self,
+        user: UserId,
+        remember_me: bool,
+        origin: Origin,
+    ) -> Result<(SessionToken, Arc<Session>), CreateSessionError> {
+        call(&self.0, |reply| SessionsMsg::Create { user, remember_me, origin, reply }).await?
+    }
+
+    /// Extends a session to the full lifetime from now. `None` when it has ended or expired meanwhile.
+    pub async fn refresh(&self, hash: TokenHash) -> Result<Option<Arc<Session>>, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::Refresh { hash, reply }).await?
+    }
+
+    /// Ends one session (sign-out). Ending an unknown session succeeds.
+    pub async fn end(&self, hash: TokenHash) -> Result<(), Unavailable> {
+        call(&self.0, |reply| SessionsMsg::End { hash, reply }).await?
+    }
+
+    /// Ends every session of `user` (a ban).
+    pub async fn revoke_user(&self, user: UserId) -> Result<(), Unavailable> {
+        call(&self.0, |reply| SessionsMsg::EndAllOf { user, reply }).await?
+    }
+
+    pub(super) async fn drain(&self) {
+        let _ = self.0.drain_and_wait(None).await;
+    }
+}
+
+pub(super) async fn spawn(
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    config: SessionConfig,
+    supervisor: ActorCell,
+) -> Result<SessionsHandle, ActorProcessingErr> {
+    let (actor, _) = Actor::spawn_linked(None, SessionsActor { indexes, writer, config }, (), supervisor).await?;
+    Ok(SessionsHandle(actor))
+}
+
+struct SessionsActor {
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    config: SessionConfig,
+}
+
+#[derive(Default)]
+struct State {
+    /// Sessions created, changed (`Some`) or ended (`None`) in this batch.
+    pending: HashMap<TokenHash, Option<Arc<Session>>>,
+    batch: Batch,
+}
+
+impl Actor for SessionsActor {
+    type Msg = SessionsMsg;
+    type State = State;
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<SessionsMsg>, _: ()) -> Result<State, ActorProcessingErr> {
+        Ok(State::default())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SessionsMsg>,
+        msg: SessionsMsg,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SessionsMsg::Create { user, remember_me, origin, reply } => match self.create(user, remember_me, origin) {
+                Ok((token, hash, session)) => {
+                    state.pending.insert(hash, Some(Arc::clone(&session)));
+                    state.batch.add([put(hash, &session)], reply, (token, session));
+                }
+                Err(e) => return Ok(drop(reply.send(Err(e)))),
+            },
+            SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
+                Some(current) if !current.is_expired(Timestamp::now()) => {
+                    let now = Timestamp::now();
+                    let session = Arc::new(Session {
+                        expires_at: now.plus(self.lifetime(current.remember_me)),
+                        updated_at: now,
+                        ..Session::clone(&current)
+                    });
+                    state.pending.insert(hash, Some(Arc::clone(&session)));
+                    state.batch.add([put(hash, &session)], reply, Some(session));
+                }
+                _ => return Ok(drop(reply.send(Ok(None)))),
+            },
+            SessionsMsg::End { hash, reply } => {
+                if self.get(state, &hash).is_none() {
+                    return Ok(drop(reply.send(Ok(()))));
+                }
+                state.pending.insert(hash, None);
+                state.batch.add([StoreOp::DeleteSession(hash)], reply, ());
+            }
+            SessionsMsg::EndAllOf { user, reply } => {
+                let mut hashes = self.indexes.sessions.of_user(user);
+                hashes.extend(state.pending.iter().filter(|(_, s)| s.as_ref().is_some_and(|s| s.user_id == user)).map(|(h, _)| *h));
+                hashes.sort_unstable();
+                hashes.dedup();
+                for hash in &hashes {
+                    state.pending.insert(*hash, None);
+                }
+                state.batch.add(hashes.into_iter().map(StoreOp::DeleteSession), reply, ());
+            }
+            SessionsMsg::Flush => {
+                let (durable, answers) = state.batch.write(&self.writer).await;
+                let pending = std::mem::take(&mut state.pending);
+                if durable {
+                    pending.into_iter().for_each(|(hash, session)| self.indexes.sessions.publish(hash, session));
+                }
+                answers.send(durable);
+                return Ok(());
+            }
+        }
+        state.batch.schedule_flush(&myself, || SessionsMsg::Flush);
+        Ok(())
+    }
+}
+
+impl SessionsActor {
+    fn get(&self, state: &State, hash: &TokenHash) -> Option<Arc<Session>> {
+        match state.pending.get(hash) {
+            Some(pending) => pending.clone(),
+            None => self.indexes.sessions.get(hash),
+        }
+    }
+
+    fn lifetime(&self, remember_me: bool) -> Duration {
+        let secs = if remember_me { self.config.expires_in_secs } else { self.config.short_expires_in_secs };
+        Duration::from_secs(secs)
+    }
+
+    fn create(
+        &self,
+        user: UserId,
+        remember_me: bool,
+        origin: Origin,
+    ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
+        // The users actor publishes a ban before it asks us to end that user's sessions, so reading the index
+        // here, in our message order, cannot let a session slip past a ban.
+        match self.indexes.users.get(user) {
+            None => return Err(CreateSessionError::UnknownUser),
+            Some(u) if u.banned => return Err(CreateSessionError::Banned),
+            Some(_) => {}
+        }
+        let token = SessionToken::generate();
+        let hash = token.hash();
+        let now = Timestamp::now();
+        let session = Arc::new(Session {
+            id: SessionId::new(),
+            user_id: user,
+            expires_at: now.plus(self.lifetime(remember_me)),
+            created_at: now,
+            updated_at: now,
+            ip_address: origin.ip_address,
+            user_agent: origin.user_agent,
+            remember_me,
+        });
+        Ok((token, hash, session))
+    }
+}
+
+/// The persisted form of a session.
+pub(crate) fn record(session: &Session) -> SessionRecordV1 {
+    SessionRecordV1 {
+        id: session.id.to_bytes(),
+        user_id: session.user_id.to_bytes(),
+        expires_at_ms: session.expires_at.as_millis(),
+        created_at_ms: session.created_at.as_millis(),
+        updated_at_ms: session.updated_at.as_millis(),
+        ip_address: session.ip_address.clone(),
+        user_agent: session.user_agent.clone(),
+        remember_me: session.remember_me,
+    }
+}
+
+fn put(hash: TokenHash, session: &Session) -> StoreOp {
+    StoreOp::PutSession(hash, record(session))
+}

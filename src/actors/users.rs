@@ -1,0 +1,357 @@
+//! The users actor: accounts, the e-mail index, role and ban changes, and the guards on them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use super::batch::Batch;
+use super::{Indexes, SessionsHandle, Unavailable, call};
+use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserId};
+use crate::store::{StoreOp, StoreWriter, UserRecordV1};
+
+/// Read index of users: by id, and by normalised e-mail.
+#[derive(Default)]
+pub struct UserIndex {
+    by_id: papaya::HashMap<UserId, Arc<User>>,
+    by_email: papaya::HashMap<Email, UserId>,
+}
+
+impl UserIndex {
+    pub fn get(&self, id: UserId) -> Option<Arc<User>> {
+        self.by_id.pin().get(&id).cloned()
+    }
+
+    pub fn by_email(&self, email: &Email) -> Option<Arc<User>> {
+        let id = *self.by_email.pin().get(email)?;
+        self.get(id)
+    }
+
+    /// Every user, ordered by creation time, then id.
+    pub fn list(&self) -> Vec<Arc<User>> {
+        let mut users: Vec<Arc<User>> = self.by_id.pin().values().cloned().collect();
+        users.sort_unstable_by_key(|u| (u.created_at, u.id));
+        users
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// Whether any account has role `admin` (banned or not): the bootstrap variables act only when none has.
+    pub fn any_admin(&self) -> bool {
+        self.by_id.pin().values().any(|u| u.role.is_admin())
+    }
+
+    /// Used at load and after a durable write; only the users actor writes.
+    pub(crate) fn publish(&self, user: Arc<User>) {
+        self.by_email.pin().insert(user.email.clone(), user.id);
+        self.by_id.pin().insert(user.id, user);
+    }
+
+    fn active_admins(&self) -> impl Iterator<Item = UserId> {
+        self.by_id.pin().values().filter(|u| u.is_active_admin()).map(|u| u.id).collect::<Vec<_>>().into_iter()
+    }
+}
+
+/// A new account, validated.
+pub struct NewUser {
+    pub name: Name,
+    pub email: Email,
+    pub image: Option<String>,
+    pub role: Role,
+    pub password_hash: String,
+}
+
+/// An administrator's change to an account. `None` leaves a field as it is.
+#[derive(Debug, Default, Clone)]
+pub struct UserChange {
+    pub role: Option<Role>,
+    /// `Some(true)` bans (with an optional reason), `Some(false)` unbans.
+    pub banned: Option<bool>,
+    pub ban_reason: Option<String>,
+    /// `Some(None)` removes the account from its organization.
+    pub organization: Option<Option<OrgId>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CreateUserError {
+    #[error("User already exists. Use another email.")]
+    EmailTaken,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UpdateUserError {
+    #[error("caller is no longer an administrator")]
+    NotAdmin,
+    #[error("user not found")]
+    UserNotFound,
+    #[error("organization not found")]
+    OrganizationNotFound,
+    #[error("you cannot ban yourself")]
+    SelfBan,
+    #[error("the last active administrator cannot be demoted or banned")]
+    LastAdmin,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// What [`UsersHandle::ensure_admin`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnsureAdmin {
+    Created(UserId),
+    Promoted(UserId),
+}
+
+pub enum UsersMsg {
+    Create(NewUser, RpcReplyPort<Result<Arc<User>, CreateUserError>>),
+    Update { by: UserId, target: UserId, change: UserChange, reply: RpcReplyPort<Result<(), UpdateUserError>> },
+    EnsureAdmin { name: Name, email: Email, password_hash: String, reply: RpcReplyPort<Result<EnsureAdmin, Unavailable>> },
+    Flush,
+}
+
+/// Typed handle to the users actor.
+#[derive(Clone)]
+pub struct UsersHandle(ActorRef<UsersMsg>);
+
+impl UsersHandle {
+    pub async fn create(&self, user: NewUser) -> Result<Arc<User>, CreateUserError> {
+        call(&self.0, |reply| UsersMsg::Create(user, reply)).await?
+    }
+
+    /// Applies `change` to `target` on behalf of administrator `by`. A ban ends every session of `target` before
+    /// this returns.
+    pub async fn update(&self, by: UserId, target: UserId, change: UserChange) -> Result<(), UpdateUserError> {
+        call(&self.0, |reply| UsersMsg::Update { by, target, change, reply }).await?
+    }
+
+    /// Creates `email` as an administrator, or makes the existing account with that e-mail an unbanned
+    /// administrator (keeping its password). `password_hash` is used only when creating.
+    pub async fn ensure_admin(&self, name: Name, email: Email, password_hash: String) -> Result<EnsureAdmin, Unavailable> {
+        call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, reply }).await?
+    }
+
+    pub(super) async fn drain(&self) {
+        let _ = self.0.drain_and_wait(None).await;
+    }
+}
+
+pub(super) async fn spawn(
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    sessions: SessionsHandle,
+    supervisor: ActorCell,
+) -> Result<UsersHandle, ActorProcessingErr> {
+    let actor = UsersActor { indexes, writer, sessions };
+    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
+    Ok(UsersHandle(actor))
+}
+
+struct UsersActor {
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    sessions: SessionsHandle,
+}
+
+/// Changes not yet durable. Lookups see these first, so messages in one batch build on each other.
+#[derive(Default)]
+struct State {
+    pending: HashMap<UserId, Arc<User>>,
+    pending_emails: HashMap<Email, UserId>,
+    /// Users banned in this batch: their sessions are ended after the write, before anyone is answered.
+    banned: Vec<UserId>,
+    batch: Batch,
+}
+
+impl Actor for UsersActor {
+    type Msg = UsersMsg;
+    type State = State;
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<UsersMsg>, _: ()) -> Result<State, ActorProcessingErr> {
+        Ok(State::default())
+    }
+
+    async fn handle(&self, myself: ActorRef<UsersMsg>, msg: UsersMsg, state: &mut State) -> Result<(), ActorProcessingErr> {
+        match msg {
+            UsersMsg::Create(new, reply) => match self.create(state, new) {
+                Ok(user) => state.batch.add([put(&user)], reply, user),
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            UsersMsg::Update { by, target, change, reply } => match self.update(state, by, target, change) {
+                Ok(user) => state.batch.add([put(&user)], reply, ()),
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            UsersMsg::EnsureAdmin { name, email, password_hash, reply } => {
+                let (user, outcome) = self.ensure_admin(state, name, email, password_hash);
+                state.batch.add([put(&user)], reply, outcome);
+            }
+            UsersMsg::Flush => return self.flush(state).await,
+        }
+        state.batch.schedule_flush(&myself, || UsersMsg::Flush);
+        Ok(())
+    }
+}
+
+impl UsersActor {
+    fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
+        state.pending.get(&id).cloned().or_else(|| self.indexes.users.get(id))
+    }
+
+    fn stage(&self, state: &mut State, user: Arc<User>) {
+        state.pending_emails.insert(user.email.clone(), user.id);
+        state.pending.insert(user.id, user);
+    }
+
+    fn email_taken(&self, state: &State, email: &Email) -> bool {
+        state.pending_emails.contains_key(email) || self.indexes.users.by_email(email).is_some()
+    }
+
+    fn create(&self, state: &mut State, new: NewUser) -> Result<Arc<User>, CreateUserError> {
+        if self.email_taken(state, &new.email) {
+            return Err(CreateUserError::EmailTaken);
+        }
+        let now = Timestamp::now();
+        let user = Arc::new(User {
+            id: UserId::new(),
+            name: new.name,
+            email: new.email,
+            image: new.image,
+            role: new.role,
+            banned: false,
+            ban_reason: None,
+            organization_id: None,
+            password_hash: new.password_hash,
+            created_at: now,
+            updated_at: now,
+        });
+        self.stage(state, Arc::clone(&user));
+        Ok(user)
+    }
+
+    fn update(&self, state: &mut State, by: UserId, target: UserId, change: UserChange) -> Result<Arc<User>, UpdateUserError> {
+        // The HTTP side checked the caller's role when the request came in; check again here, in message order,
+        // so a demotion that landed in between is honoured.
+        if !self.get(state, by).is_some_and(|u| u.is_active_admin()) {
+            return Err(UpdateUserError::NotAdmin);
+        }
+        let current = self.get(state, target).ok_or(UpdateUserError::UserNotFound)?;
+        if change.banned == Some(true) && target == by {
+            return Err(UpdateUserError::SelfBan);
+        }
+        if let Some(Some(org)) = change.organization
+            && self.indexes.orgs.get(org).is_none()
+        {
+            return Err(UpdateUserError::OrganizationNotFound);
+        }
+        let mut user = User::clone(&current);
+        if let Some(role) = change.role {
+            user.role = role;
+        }
+        if let Some(banned) = change.banned {
+            user.banned = banned;
+            user.ban_reason = if banned { change.ban_reason } else { None };
+        }
+        if let Some(org) = change.organization {
+            user.organization_id = org;
+        }
+        if current.is_active_admin() && !user.is_active_admin() && self.active_admin_count(state) <= 1 {
+            return Err(UpdateUserError::LastAdmin);
+        }
+        user.updated_at = Timestamp::now();
+        if user.banned && !current.banned {
+            state.banned.push(user.id);
+        }
+        let user = Arc::new(user);
+        self.stage(state, Arc::clone(&user));
+        Ok(user)
+    }
+
+    fn ensure_admin(&self, state: &mut State, name: Name, email: Email, password_hash: String) -> (Arc<User>, EnsureAdmin) {
+        let existing = state.pending_emails.get(&email).copied().or_else(|| self.indexes.users.by_email(&email).map(|u| u.id));
+        let admin = Role::admin();
+        let (user, outcome) = match existing.and_then(|id| self.get(state, id)) {
+            Some(current) => {
+                let user = User { role: admin, banned: false, ban_reason: None, updated_at: Timestamp::now(), ..User::clone(&current) };
+                (user, EnsureAdmin::Promoted(current.id))
+            }
+            None => {
+                let now = Timestamp::now();
+                let id = UserId::new();
+                let user = User {
+                    id,
+                    name,
+                    email,
+                    image: None,
+                    role: admin,
+                    banned: false,
+                    ban_reason: None,
+                    organization_id: None,
+                    password_hash,
+                    created_at: now,
+                    updated_at: now,
+                };
+                (user, EnsureAdmin::Created(id))
+            }
+        };
+        let user = Arc::new(user);
+        self.stage(state, Arc::clone(&user));
+        (user, outcome)
+    }
+
+    /// Active administrators as they will be once the pending batch is durable.
+    fn active_admin_count(&self, state: &State) -> usize {
+        let committed = self.indexes.users.active_admins().filter(|id| !state.pending.contains_key(id)).count();
+        committed + state.pending.values().filter(|u| u.is_active_admin()).count()
+    }
+
+    async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
+        let (durable, answers) = state.batch.write(&self.writer).await;
+        let pending = std::mem::take(&mut state.pending);
+        state.pending_emails.clear();
+        let banned = std::mem::take(&mut state.banned);
+        if durable {
+            for user in pending.into_values() {
+                self.indexes.users.publish(user);
+            }
+            // The index now says "banned", so no new session can start for them (the sessions actor checks it);
+            // end the existing ones before anyone hears that the ban is done.
+            for id in banned {
+                if let Err(Unavailable) = self.sessions.revoke_user(id).await {
+                    // Their sessions stop working anyway (every session check looks at the user's current state);
+                    // the records are removed at the next start.
+                    tracing::error!(user = %id, "could not end the sessions of a banned user");
+                }
+            }
+        }
+        answers.send(durable);
+        Ok(())
+    }
+}
+
+/// The persisted form of a user.
+pub(crate) fn record(user: &User) -> UserRecordV1 {
+    UserRecordV1 {
+        id: user.id.to_bytes(),
+        name: user.name.as_str().to_owned(),
+        email: user.email.as_str().to_owned(),
+        image: user.image.clone(),
+        role: user.role.as_str().to_owned(),
+        banned: user.banned,
+        ban_reason: user.ban_reason.clone(),
+        organization_id: user.organization_id.map(OrgId::to_bytes),
+        password_hash: user.password_hash.clone(),
+        created_at_ms: user.created_at.as_millis(),
+        updated_at_ms: user.updated_at.as_millis(),
+    }
+}
+
+fn put(user: &User) -> StoreOp {
+    StoreOp::PutUser(record(user))
+}

@@ -1,0 +1,163 @@
+//! The JSON shapes of answers. Field names and sets are part of the contract: the auth endpoints use the auth
+//! library's camelCase objects, the admin endpoints the interface document's snake_case ones, and nothing here
+//! ever carries a password hash.
+
+use serde::Serialize;
+
+use crate::domain::{Organization, Session, Timestamp, User};
+
+/// A user on the auth endpoints.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthUser<'a> {
+    id: String,
+    name: &'a str,
+    email: &'a str,
+    email_verified: bool,
+    image: Option<&'a str>,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    role: &'a str,
+    banned: bool,
+    ban_reason: Option<&'a str>,
+    ban_expires: Option<Timestamp>,
+    organization_id: Option<String>,
+}
+
+impl<'a> From<&'a User> for AuthUser<'a> {
+    fn from(u: &'a User) -> Self {
+        Self {
+            id: u.id.to_string(),
+            name: u.name.as_str(),
+            email: u.email.as_str(),
+            // No e-mail verification flow exists, so nothing is ever verified.
+            email_verified: false,
+            image: u.image.as_deref(),
+            created_at: u.created_at,
+            updated_at: u.updated_at,
+            role: u.role.as_str(),
+            banned: u.banned,
+            ban_reason: u.ban_reason.as_deref(),
+            // Bans do not expire by themselves here; an administrator lifts them.
+            ban_expires: None,
+            organization_id: u.organization_id.map(|id| id.to_string()),
+        }
+    }
+}
+
+/// A session on the auth endpoints. `token` is the caller's own cookie value, echoed as the library does.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthSession<'a> {
+    id: String,
+    token: &'a str,
+    user_id: String,
+    expires_at: Timestamp,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    ip_address: &'a str,
+    user_agent: &'a str,
+}
+
+impl<'a> AuthSession<'a> {
+    pub fn new(session: &'a Session, token: &'a str) -> Self {
+        Self {
+            id: session.id.to_string(),
+            token,
+            user_id: session.user_id.to_string(),
+            expires_at: session.expires_at,
+            created_at: session.created_at,
+            updated_at: session.updated_at,
+            ip_address: &session.ip_address,
+            user_agent: &session.user_agent,
+        }
+    }
+}
+
+/// A user in `GET /api/admin/users`: exactly the seven fields of the interface document.
+#[derive(Serialize)]
+pub struct AdminUser<'a> {
+    id: String,
+    name: &'a str,
+    email: &'a str,
+    role: &'a str,
+    organization_id: Option<String>,
+    banned: bool,
+    created_at: Timestamp,
+}
+
+impl<'a> From<&'a User> for AdminUser<'a> {
+    fn from(u: &'a User) -> Self {
+        Self {
+            id: u.id.to_string(),
+            name: u.name.as_str(),
+            email: u.email.as_str(),
+            role: u.role.as_str(),
+            organization_id: u.organization_id.map(|id| id.to_string()),
+            banned: u.banned,
+            created_at: u.created_at,
+        }
+    }
+}
+
+/// An organization on the admin endpoints.
+#[derive(Serialize)]
+pub struct AdminOrganization<'a> {
+    id: String,
+    name: &'a str,
+    slug: &'a str,
+    created_at: Timestamp,
+}
+
+impl<'a> From<&'a Organization> for AdminOrganization<'a> {
+    fn from(o: &'a Organization) -> Self {
+        Self { id: o.id.to_string(), name: o.name.as_str(), slug: o.slug.as_str(), created_at: o.created_at }
+    }
+}
+
+/// `get-session` when signed in.
+#[derive(Serialize)]
+pub struct SessionAndUser<'a> {
+    pub session: AuthSession<'a>,
+    pub user: AuthUser<'a>,
+}
+
+/// Sign-up's answer.
+#[derive(Serialize)]
+pub struct TokenAndUser<'a> {
+    pub token: &'a str,
+    pub user: AuthUser<'a>,
+}
+
+/// Sign-in's answer; `url` only when the request gave a `callbackURL`.
+#[derive(Serialize)]
+pub struct SignedIn<'a> {
+    pub redirect: bool,
+    pub token: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<&'a str>,
+    pub user: AuthUser<'a>,
+}
+
+#[derive(Serialize)]
+pub struct UserList<'a> {
+    pub users: Vec<AdminUser<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct OrganizationList<'a> {
+    pub organizations: Vec<AdminOrganization<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct OneOrganization<'a> {
+    pub organization: AdminOrganization<'a>,
+}
+
+/// `{"success": true}`.
+#[derive(Serialize)]
+pub struct Success {
+    pub success: bool,
+}
+
+pub const SUCCESS: Success = Success { success: true };

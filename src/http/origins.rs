@@ -1,0 +1,87 @@
+//! Which origins are our own or trusted, and which redirect targets are safe.
+
+/// The server's own origin (from `base_url`, else from the request's `Host`) and the configured trusted ones.
+#[derive(Debug, Clone, Default)]
+pub struct Origins {
+    base: Option<String>,
+    trusted: Vec<String>,
+}
+
+impl Origins {
+    pub fn new(base_url: Option<&str>, trusted: &[String]) -> Self {
+        Self { base: base_url.and_then(origin_of), trusted: trusted.iter().filter_map(|o| origin_of(o)).collect() }
+    }
+
+    /// Whether `origin` (an `Origin` header value) is ours or trusted. Without a configured `base_url`, our own
+    /// origin is whatever host the request was sent to, over http or https.
+    pub fn is_trusted(&self, origin: &str, host: Option<&str>) -> bool {
+        let Some(origin) = origin_of(origin) else { return false };
+        let own = match (&self.base, host) {
+            (Some(base), _) => *base == origin,
+            (None, Some(host)) => {
+                let host = host.to_ascii_lowercase();
+                origin == format!("http://{host}") || origin == format!("https://{host}")
+            }
+            (None, None) => false,
+        };
+        own || self.trusted.contains(&origin)
+    }
+
+    /// Whether an absolute URL points at a trusted origin.
+    pub fn is_trusted_url(&self, url: &str, host: Option<&str>) -> bool {
+        origin_of(url).is_some_and(|origin| self.is_trusted(&origin, host))
+    }
+}
+
+/// `scheme://host[:port]`, lower-cased, of an absolute http(s) URL; `None` for anything else, including URLs
+/// with user info (`https://trusted@evil.example`), which exist mainly to fool this kind of check.
+pub fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let valid = !authority.is_empty()
+        && authority.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+    valid.then(|| format!("{scheme}://{}", authority.to_ascii_lowercase()))
+}
+
+/// A path on this site: one leading `/`, no `//` (protocol-relative), no backslash, no control characters, no
+/// encoded slash or backslash (which some servers decode before redirecting).
+pub fn safe_relative_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    path.starts_with('/')
+        && !path.contains("//")
+        && !path.contains('\\')
+        && !path.chars().any(char::is_control)
+        && !lower.contains("%2f")
+        && !lower.contains("%5c")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        assert_eq!(origin_of("https://App.Example.com:8443/x?y").as_deref(), Some("https://app.example.com:8443"));
+        assert_eq!(origin_of("https://trusted.example@evil.example/"), None);
+        assert_eq!(origin_of("javascript://alert(1)"), None);
+        let o = Origins::new(Some("https://auth.example.com"), &["http://localhost:5173".into()]);
+        assert!(o.is_trusted("https://auth.example.com", None));
+        assert!(o.is_trusted("http://localhost:5173", None));
+        assert!(!o.is_trusted("https://evil.example", Some("evil.example")));
+        let by_host = Origins::new(None, &[]);
+        assert!(by_host.is_trusted("http://localhost:3000", Some("localhost:3000")));
+        assert!(!by_host.is_trusted("http://localhost:3001", Some("localhost:3000")));
+    }
+
+    #[test]
+    fn relative_paths() {
+        assert!(safe_relative_path("/dashboard?tab=1"));
+        for bad in ["//evil.example", "/\\evil", "https://x", "dashboard", "/a%2f%2fb", "/a\nb"] {
+            assert!(!safe_relative_path(bad), "{bad}");
+        }
+    }
+}

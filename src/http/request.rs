@@ -1,0 +1,198 @@
+//! Reading requests: the JSON body (type, size, syntax), its fields, the session cookie, the client address.
+
+use std::net::IpAddr;
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap};
+use hyper::{Request, StatusCode};
+use serde_json::{Map, Value};
+
+use super::response::Failure;
+
+/// Largest request body accepted (contract §5).
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// Reads a JSON object body. `required: false` (sign-out) accepts an empty body of any type.
+pub async fn json_object(req: Request<Incoming>, required: bool) -> Result<Fields, Failure> {
+    let is_json = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json_type);
+    let declared_len = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared_len.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(too_large());
+    }
+    let bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Err(_) => return Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
+    };
+    if !required && bytes.is_empty() {
+        return Ok(Fields(Map::new()));
+    }
+    if !is_json {
+        return Err(Failure::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+            "Content-Type must be application/json",
+        ));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(Fields(map)),
+        Ok(other) => Err(Failure::validation(format!("[body] Invalid input: expected object, received {}", kind(Some(&other))))),
+        Err(_) => Err(Failure::bad_request("BAD_REQUEST", "Invalid JSON in request body")),
+    }
+}
+
+fn too_large() -> Failure {
+    Failure::new(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", "Request body is larger than 64 KiB")
+}
+
+/// `application/json`, with any parameters (`; charset=utf-8`), in any case.
+fn is_json_type(value: &str) -> bool {
+    value.split(';').next().is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The fields of a JSON object body, with typed accessors whose errors name the field the way the auth
+/// library's validator does (`[body.email] Invalid input: expected string, received number`).
+#[derive(Debug)]
+pub struct Fields(Map<String, Value>);
+
+impl Fields {
+    pub fn has(&self, key: &str) -> bool {
+        self.0.contains_key(key)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
+    pub fn string(&self, key: &str) -> Result<&str, Failure> {
+        self.optional_string(key)?.ok_or_else(|| expected(key, "string", None))
+    }
+
+    /// Absent or `null` is `None`.
+    pub fn optional_string(&self, key: &str) -> Result<Option<&str>, Failure> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(expected(key, "string", Some(other))),
+        }
+    }
+
+    pub fn optional_bool(&self, key: &str) -> Result<Option<bool>, Failure> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(expected(key, "boolean", Some(other))),
+        }
+    }
+
+    /// Tells "absent" (`None`) from "explicitly null" (`Some(None)`), for fields where null means "remove".
+    pub fn nullable_string(&self, key: &str) -> Result<Option<Option<&str>>, Failure> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(Value::String(s)) => Ok(Some(Some(s))),
+            Some(other) => Err(expected(key, "string or null", Some(other))),
+        }
+    }
+}
+
+fn expected(key: &str, what: &str, got: Option<&Value>) -> Failure {
+    Failure::validation(format!("[body.{key}] Invalid input: expected {what}, received {}", kind(got)))
+}
+
+fn kind(value: Option<&Value>) -> &'static str {
+    match value {
+        None => "undefined",
+        Some(Value::Null) => "null",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(Value::Array(_)) => "array",
+        Some(Value::Object(_)) => "object",
+    }
+}
+
+/// The value of cookie `name`, from any `Cookie` header.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim_matches('"'))
+}
+
+/// The value of query parameter `name` (no percent-decoding: only used for plain flags).
+pub fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
+    query?.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
+/// The client's address: the direct peer, or, when the peer is a trusted proxy, the nearest address in
+/// `X-Forwarded-For` that is not itself a trusted proxy. A client can put anything in that header, so it is
+/// believed only as far as our own proxies vouch for it.
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpAddr]) -> IpAddr {
+    if !trusted_proxies.contains(&peer) {
+        return peer;
+    }
+    let forwarded = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect::<Vec<_>>();
+    for hop in forwarded.iter().rev() {
+        match hop.parse::<IpAddr>() {
+            Ok(ip) if trusted_proxies.contains(&ip) => continue,
+            Ok(ip) => return ip,
+            Err(_) => return peer,
+        }
+    }
+    peer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    #[test]
+    fn json_content_types() {
+        assert!(is_json_type("application/json"));
+        assert!(is_json_type("Application/JSON; charset=utf-8"));
+        assert!(!is_json_type("text/plain"));
+        assert!(!is_json_type("application/jsonx"));
+        assert!(!is_json_type("application/x-www-form-urlencoded"));
+    }
+
+    #[test]
+    fn finds_the_cookie_among_others() {
+        let mut h = HeaderMap::new();
+        h.append(header::COOKIE, HeaderValue::from_static("a=1; service-auth.session_token=abc; b=2"));
+        assert_eq!(cookie(&h, "service-auth.session_token"), Some("abc"));
+        assert_eq!(cookie(&h, "missing"), None);
+        h.append(header::COOKIE, HeaderValue::from_static("other=x"));
+        assert_eq!(cookie(&h, "other"), Some("x"));
+    }
+
+    #[test]
+    fn forwarded_for_only_through_trusted_proxies() {
+        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
+        let client: IpAddr = "203.0.113.7".parse().unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static("198.51.100.1, 203.0.113.7, 10.0.0.1"));
+        assert_eq!(client_ip(proxy, &h, &[proxy]), client);
+        assert_eq!(client_ip(client, &h, &[proxy]), client, "an untrusted peer's header is ignored");
+        h.insert("x-forwarded-for", HeaderValue::from_static("garbage"));
+        assert_eq!(client_ip(proxy, &h, &[proxy]), proxy);
+    }
+
+    #[test]
+    fn query_flags() {
+        assert_eq!(query_param(Some("a=1&disableRefresh=true"), "disableRefresh"), Some("true"));
+        assert_eq!(query_param(None, "x"), None);
+    }
+}

@@ -1,0 +1,156 @@
+//! Building answers: JSON bodies, the two error shapes, and the session cookie.
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{self, HeaderValue};
+use hyper::{Response, StatusCode};
+use serde::Serialize;
+
+pub type Body = Full<Bytes>;
+
+/// Which family of endpoints an answer belongs to; it decides the error body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `/api/auth/*` (and anything unknown): `{"code": "UPPER_SNAKE", "message": "..."}`, as the auth library's
+    /// clients expect.
+    Auth,
+    /// `/api/admin/*`: `{"error": "..."}`, as the interface document fixes.
+    Admin,
+}
+
+/// A refusal: status, a stable code (shown on auth endpoints) and a human message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    /// Extra headers such as `Allow` on a 405.
+    pub headers: Vec<(header::HeaderName, HeaderValue)>,
+}
+
+impl Failure {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into(), headers: Vec::new() }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::bad_request("VALIDATION_ERROR", message)
+    }
+
+    pub fn unavailable() -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable")
+    }
+
+    pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    pub fn into_response(self, family: Family) -> Response<Body> {
+        let body = match family {
+            Family::Auth => serde_json::json!({ "code": self.code, "message": self.message }),
+            Family::Admin => serde_json::json!({ "error": self.message }),
+        };
+        let mut response = json(self.status, &body);
+        for (name, value) in self.headers {
+            response.headers_mut().append(name, value);
+        }
+        response
+    }
+}
+
+impl From<crate::actors::Unavailable> for Failure {
+    fn from(_: crate::actors::Unavailable) -> Self {
+        Self::unavailable()
+    }
+}
+
+/// A JSON answer. Every answer of this service carries `Cache-Control: no-store`: they are all about accounts
+/// and sessions, which no cache should keep.
+pub fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
+    // Serialising our own DTOs cannot fail (no maps with non-string keys, no failing Serialize impls).
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = Response::new(Full::new(Bytes::from(bytes)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    response
+}
+
+pub fn ok(body: &impl Serialize) -> Response<Body> {
+    json(StatusCode::OK, body)
+}
+
+/// Names and attributes of the session cookie.
+#[derive(Debug, Clone)]
+pub struct CookieSettings {
+    /// `service-auth.session_token`, or `__Secure-service-auth.session_token` with secure cookies.
+    pub name: String,
+    pub secure: bool,
+    /// `Max-Age` of a remembered session's cookie, seconds.
+    pub max_age: u64,
+}
+
+impl CookieSettings {
+    pub fn new(prefix: &str, secure: bool, max_age: u64) -> Self {
+        let name = format!("{}{prefix}.session_token", if secure { "__Secure-" } else { "" });
+        Self { name, secure, max_age }
+    }
+
+    /// The cookie carrying `token`. Without `remember` it has no `Max-Age`: the browser drops it when it closes.
+    pub fn set(&self, token: &str, remember: bool) -> HeaderValue {
+        let max_age = if remember { format!("; Max-Age={}", self.max_age) } else { String::new() };
+        self.header(&format!("{}={token}{max_age}", self.name))
+    }
+
+    /// Clears the cookie.
+    pub fn clear(&self) -> HeaderValue {
+        self.header(&format!("{}=; Max-Age=0", self.name))
+    }
+
+    fn header(&self, start: &str) -> HeaderValue {
+        let secure = if self.secure { "; Secure" } else { "" };
+        // Only token characters (base64url) and our own validated prefix go in: always a valid header value.
+        HeaderValue::from_str(&format!("{start}; Path=/; HttpOnly{secure}; SameSite=Lax"))
+            .unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+}
+
+pub fn with_cookie(mut response: Response<Body>, cookie: HeaderValue) -> Response<Body> {
+    response.headers_mut().append(header::SET_COOKIE, cookie);
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookie_attributes() {
+        let plain = CookieSettings::new("service-auth", false, 604_800);
+        assert_eq!(plain.set("tok", true), "service-auth.session_token=tok; Max-Age=604800; Path=/; HttpOnly; SameSite=Lax");
+        assert_eq!(plain.set("tok", false), "service-auth.session_token=tok; Path=/; HttpOnly; SameSite=Lax");
+        assert_eq!(plain.clear(), "service-auth.session_token=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax");
+        let secure = CookieSettings::new("service-auth", true, 604_800);
+        assert_eq!(
+            secure.set("tok", true),
+            "__Secure-service-auth.session_token=tok; Max-Age=604800; Path=/; HttpOnly; Secure; SameSite=Lax"
+        );
+    }
+
+    #[test]
+    fn error_shapes_per_family() {
+        let f = Failure::bad_request("INVALID_EMAIL", "Invalid email");
+        let auth = f.clone().into_response(Family::Auth);
+        assert_eq!(auth.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(auth.headers()[header::CONTENT_TYPE], "application/json");
+        let admin = f.into_response(Family::Admin);
+        assert_eq!(admin.status(), StatusCode::BAD_REQUEST);
+    }
+}
