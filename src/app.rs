@@ -6,10 +6,12 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::actors::users::AttemptPolicy;
 use crate::actors::{self, System};
 use crate::config::Config;
 use crate::domain::RoleSet;
 use crate::hashing::Hasher;
+use crate::http::limits::AddressLimits;
 use crate::http::origins::Origins;
 use crate::http::response::CookieSettings;
 use crate::http::{self, AppState};
@@ -57,7 +59,8 @@ impl Core {
         tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
         let indexes = Arc::new(indexes);
         let (writer, writer_task) = StoreWriter::spawn(store);
-        let system = System::start(Arc::clone(&indexes), writer, config.session.clone(), fatal)
+        let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(300) };
+        let system = System::start(Arc::clone(&indexes), writer, config.session.clone(), attempts, fatal)
             .await
             .map_err(|e| AppError::Startup(e.to_string()))?;
         Ok(Self { indexes, system, hasher, roles, writer_task })
@@ -68,6 +71,17 @@ impl Core {
         self.system.stop().await;
         // The actors held the last writer handles; the writer task ends once it has written everything.
         let _ = self.writer_task.await;
+    }
+}
+
+/// Forgets the rate-limit state of addresses that are back to a full allowance, once a minute.
+async fn sweep_rate_limits(state: Arc<AppState>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => state.limits.sweep(),
+            () = stop.cancelled() => return,
+        }
     }
 }
 
@@ -87,10 +101,12 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
         cookies: CookieSettings::new(&config.cookie.prefix, config.secure_cookies(), config.session.expires_in_secs),
         origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
         trusted_proxies: config.trusted_proxies.clone(),
+        limits: AddressLimits::new(30, 10, Duration::from_secs(60)),
         update_age: Duration::from_secs(config.session.update_age_secs),
     });
     tracing::info!(address = ?listener.local_addr().ok(), "serving");
     let stop = CancellationToken::new();
+    tokio::spawn(sweep_rate_limits(Arc::clone(&state), stop.clone()));
     let serving = tokio::spawn(http::serve(listener, state, stop.clone()));
     tokio::select! {
         () = shutdown.cancelled() => {}

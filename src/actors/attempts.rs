@@ -68,7 +68,8 @@ impl AttemptLimiter {
         self.entries.retain(|_, e| e.in_flight > 0 || now.duration_since(e.window_start) < window);
     }
 
-    pub fn tracked(&self) -> usize {
+    #[cfg(test)]
+    fn tracked(&self) -> usize {
         self.entries.len()
     }
 }

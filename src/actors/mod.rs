@@ -16,6 +16,7 @@
 //! overlay move into the read index and do callers get their answers. If the store fails, the overlay is
 //! dropped and every caller in the batch gets `Unavailable`: memory never runs ahead of the disk.
 
+mod attempts;
 mod batch;
 pub mod load;
 pub mod orgs;
@@ -84,13 +85,14 @@ impl System {
         indexes: Arc<Indexes>,
         writer: StoreWriter,
         sessions_config: SessionConfig,
+        attempts: users::AttemptPolicy,
         fatal: CancellationToken,
     ) -> Result<Self, ActorProcessingErr> {
         let (root, _) = Actor::spawn(None, Root { fatal }, ()).await?;
         let cell = root.get_cell();
         let sessions = sessions::spawn(Arc::clone(&indexes), writer.clone(), sessions_config, cell.clone()).await?;
         let orgs = orgs::spawn(Arc::clone(&indexes), writer.clone(), cell.clone()).await?;
-        let users = users::spawn(indexes, writer, sessions.clone(), cell).await?;
+        let users = users::spawn(indexes, writer, sessions.clone(), attempts, cell).await?;
         Ok(Self { handles: Handles { users, orgs, sessions }, root })
     }
 

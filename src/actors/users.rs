@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use super::attempts::AttemptLimiter;
 use super::batch::Batch;
 use super::{Indexes, SessionsHandle, Unavailable, call};
 use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserId};
@@ -71,8 +73,9 @@ pub struct NewUser {
 #[derive(Debug, Default, Clone)]
 pub struct UserChange {
     pub role: Option<Role>,
-    /// `Some(true)` bans (with an optional reason), `Some(false)` unbans.
+    /// `Some(true)` bans, `Some(false)` unbans (and forgets the reason).
     pub banned: Option<bool>,
+    /// Recorded only on an account that is (or is being) banned.
     pub ban_reason: Option<String>,
     /// `Some(None)` removes the account from its organization.
     pub organization: Option<Option<OrgId>>,
@@ -113,6 +116,8 @@ pub enum UsersMsg {
     Create(NewUser, RpcReplyPort<Result<Arc<User>, CreateUserError>>),
     Update { by: UserId, target: UserId, change: UserChange, reply: RpcReplyPort<Result<(), UpdateUserError>> },
     EnsureAdmin { name: Name, email: Email, password_hash: String, reply: RpcReplyPort<Result<EnsureAdmin, Unavailable>> },
+    BeginAttempt { user: UserId, reply: RpcReplyPort<Result<(), Duration>> },
+    FinishAttempt { user: UserId, success: bool },
     Flush,
 }
 
@@ -137,18 +142,37 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, reply }).await?
     }
 
+    /// Reserves one password check against `user`'s failure limit (see [`super::attempts`]); `Err` says how
+    /// long to wait. Every reservation must be ended with [`finish_attempt`](Self::finish_attempt).
+    pub async fn begin_attempt(&self, user: UserId) -> Result<Result<(), Duration>, Unavailable> {
+        call(&self.0, |reply| UsersMsg::BeginAttempt { user, reply }).await
+    }
+
+    pub fn finish_attempt(&self, user: UserId, success: bool) {
+        // Only fails while shutting down, when the counters no longer matter.
+        let _ = self.0.send_message(UsersMsg::FinishAttempt { user, success });
+    }
+
     pub(super) async fn drain(&self) {
         let _ = self.0.drain_and_wait(None).await;
     }
+}
+
+/// The per-account limit on failed sign-ins.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptPolicy {
+    pub max_failures: u32,
+    pub window: Duration,
 }
 
 pub(super) async fn spawn(
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     sessions: SessionsHandle,
+    attempts: AttemptPolicy,
     supervisor: ActorCell,
 ) -> Result<UsersHandle, ActorProcessingErr> {
-    let actor = UsersActor { indexes, writer, sessions };
+    let actor = UsersActor { indexes, writer, sessions, attempts };
     let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
     Ok(UsersHandle(actor))
 }
@@ -157,11 +181,14 @@ struct UsersActor {
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     sessions: SessionsHandle,
+    attempts: AttemptPolicy,
 }
 
 /// Changes not yet durable. Lookups see these first, so messages in one batch build on each other.
-#[derive(Default)]
 struct State {
+    attempts: AttemptLimiter,
+    /// Reservations since the attempt table was last swept of stale entries.
+    attempts_since_sweep: u32,
     pending: HashMap<UserId, Arc<User>>,
     pending_emails: HashMap<Email, UserId>,
     /// Users banned in this batch: their sessions are ended after the write, before anyone is answered.
@@ -175,7 +202,14 @@ impl Actor for UsersActor {
     type Arguments = ();
 
     async fn pre_start(&self, _: ActorRef<UsersMsg>, _: ()) -> Result<State, ActorProcessingErr> {
-        Ok(State::default())
+        Ok(State {
+            attempts: AttemptLimiter::new(self.attempts.max_failures, self.attempts.window),
+            attempts_since_sweep: 0,
+            pending: HashMap::new(),
+            pending_emails: HashMap::new(),
+            banned: Vec::new(),
+            batch: Batch::default(),
+        })
     }
 
     async fn handle(&self, myself: ActorRef<UsersMsg>, msg: UsersMsg, state: &mut State) -> Result<(), ActorProcessingErr> {
@@ -191,6 +225,20 @@ impl Actor for UsersActor {
             UsersMsg::EnsureAdmin { name, email, password_hash, reply } => {
                 let (user, outcome) = self.ensure_admin(state, name, email, password_hash);
                 state.batch.add([put(&user)], reply, outcome);
+            }
+            UsersMsg::BeginAttempt { user, reply } => {
+                let now = Instant::now();
+                state.attempts_since_sweep += 1;
+                if state.attempts_since_sweep >= 1024 {
+                    state.attempts.sweep(now);
+                    state.attempts_since_sweep = 0;
+                }
+                let _ = reply.send(state.attempts.begin(user, now));
+                return Ok(());
+            }
+            UsersMsg::FinishAttempt { user, success } => {
+                state.attempts.finish(user, success);
+                return Ok(());
             }
             UsersMsg::Flush => return self.flush(state).await,
         }
@@ -256,7 +304,11 @@ impl UsersActor {
         }
         if let Some(banned) = change.banned {
             user.banned = banned;
-            user.ban_reason = if banned { change.ban_reason } else { None };
+            user.ban_reason = None;
+        }
+        // A reason describes a ban: kept while the account is banned, dropped with the ban.
+        if user.banned && change.ban_reason.is_some() {
+            user.ban_reason = change.ban_reason;
         }
         if let Some(org) = change.organization {
             user.organization_id = org;

@@ -94,9 +94,6 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
     };
     let banned = body.optional_bool("banned")?;
     let ban_reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty());
-    if ban_reason.is_some() && banned != Some(true) {
-        return Err(Failure::validation("banReason is only accepted together with banned: true"));
-    }
     if ban_reason.is_some_and(|r| r.chars().count() > MAX_BAN_REASON) {
         return Err(Failure::validation("banReason must be at most 500 characters"));
     }
@@ -105,8 +102,8 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         Some(None) => Some(None),
         None => None,
     };
-    if role.is_none() && banned.is_none() && organization.is_none() {
-        return Err(Failure::validation("nothing to change: give role, banned or organizationId"));
+    if role.is_none() && banned.is_none() && ban_reason.is_none() && organization.is_none() {
+        return Err(Failure::validation("nothing to change: give role, banned, banReason or organizationId"));
     }
     Ok((target, UserChange { role, banned, ban_reason: ban_reason.map(str::to_owned), organization }))
 }

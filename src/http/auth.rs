@@ -4,6 +4,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
+use super::limits::Limited;
 use super::dto::{AuthSession, AuthUser, SUCCESS, SessionAndUser, SignedIn, TokenAndUser};
 use super::request::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
@@ -20,6 +21,7 @@ const ADMIN_ONLY_FIELDS: [&str; 6] = ["role", "banned", "banReason", "banExpires
 const MAX_IMAGE_LEN: usize = 2048;
 
 pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    rate_limit(state, &ctx, &req, Limited::SignUp)?;
     let origin = origin(state, &ctx, &req);
     let body = request::json_object(req, true).await?;
     if let Some(field) = ADMIN_ONLY_FIELDS.into_iter().find(|f| body.has(f)) {
@@ -51,6 +53,7 @@ pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<
 }
 
 pub async fn sign_in(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    rate_limit(state, &ctx, &req, Limited::SignIn)?;
     let origin = origin(state, &ctx, &req);
     let body = request::json_object(req, true).await?;
     let (email, password) = (body.string("email")?, body.string("password")?);
@@ -59,9 +62,15 @@ pub async fn sign_in(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::for_sign_in(password).map_err(password_failure)?;
     let user = state.indexes.users.by_email(&email);
+    if let Some(user) = &user {
+        state.actors.users.begin_attempt(user.id).await?.map_err(Failure::too_many_requests)?;
+    }
     // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
     // does not tell which accounts exist.
     let verified = state.hasher.verify(password, user.as_ref().map(|u| u.password_hash.clone())).await;
+    if let Some(user) = &user {
+        state.actors.users.finish_attempt(user.id, verified);
+    }
     let user = user.filter(|_| verified).ok_or_else(invalid_credentials)?;
     let (token, _) = state.actors.sessions.create(user.id, remember, origin).await.map_err(session_failure)?;
     let user = state.indexes.users.get(user.id).unwrap_or(user);
@@ -108,6 +117,12 @@ pub async fn sign_out(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result
         state.actors.sessions.end(token.hash()).await?;
     }
     Ok(with_cookie(ok(&SUCCESS), state.cookies.clear()))
+}
+
+/// The per-address limit, checked before the body is even read.
+fn rate_limit(state: &State, ctx: &Ctx, req: &Request<Incoming>, which: Limited) -> Result<(), Failure> {
+    let ip = request::client_ip(ctx.peer, req.headers(), &state.trusted_proxies);
+    state.limits.check(which, ip).map_err(Failure::too_many_requests)
 }
 
 fn origin(state: &State, ctx: &Ctx, req: &Request<Incoming>) -> Origin {

@@ -9,6 +9,7 @@
 mod admin;
 mod auth;
 pub mod dto;
+pub mod limits;
 pub mod origins;
 pub mod request;
 pub mod response;
@@ -49,6 +50,7 @@ pub struct AppState {
     pub cookies: CookieSettings,
     pub origins: Origins,
     pub trusted_proxies: Vec<IpAddr>,
+    pub limits: limits::AddressLimits,
     /// A session used this long after its last refresh is extended.
     pub update_age: Duration,
 }

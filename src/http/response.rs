@@ -45,6 +45,14 @@ impl Failure {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable")
     }
 
+    /// 429, with the wait in `Retry-After` and in `X-Retry-After` (which the auth library's clients read).
+    pub fn too_many_requests(wait: std::time::Duration) -> Self {
+        let secs = HeaderValue::from(super::limits::retry_after_secs(wait));
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_REQUESTS", "Too many requests. Please try again later.")
+            .with_header(header::RETRY_AFTER, secs.clone())
+            .with_header(header::HeaderName::from_static("x-retry-after"), secs)
+    }
+
     pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
         self

@@ -12,9 +12,11 @@
 //!   load, so they cannot disagree with the records.
 
 pub mod codec;
+mod db;
 pub mod records;
 mod writer;
 
+pub use db::Store;
 pub use records::{OrgRecordV1, SessionRecordV1, UserRecordV1};
 pub use writer::StoreWriter;
 

@@ -1,0 +1,175 @@
+//! The redb database file and its tables.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
+
+use super::codec::{self, Record};
+use super::records::{OrgRecordV1, SessionRecordV1, UserRecordV1};
+use super::{Loaded, StoreError, StoreOp};
+
+const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
+const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
+const SESSIONS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
+const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
+
+/// Layout of the tables. A database written by a newer layout is refused rather than misread.
+const SCHEMA_VERSION: u32 = 1;
+const FILE_NAME: &str = "service-auth.redb";
+
+/// The open database. `Send + Sync`; writes go through [`super::StoreWriter`], reads only happen at start-up.
+pub struct Store {
+    db: Database,
+    commits: AtomicU64,
+    /// Test seam for store faults: this many coming commits fail without writing anything.
+    failing_commits: AtomicU32,
+}
+
+impl Store {
+    /// Opens (or creates) `<data_dir>/service-auth.redb`. redb holds an exclusive file lock while it is open,
+    /// so a second server or an `admin create` on the same directory gets [`StoreError::Locked`].
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| StoreError::Io(format!("cannot create {}: {e}", data_dir.display())))?;
+        let db = Database::create(data_dir.join(FILE_NAME)).map_err(|e| match e {
+            DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
+            other => StoreError::Io(other.to_string()),
+        })?;
+        let store = Self { db, commits: AtomicU64::new(0), failing_commits: AtomicU32::new(0) };
+        store.init_schema()?;
+        Ok(store)
+    }
+
+    fn init_schema(&self) -> Result<(), StoreError> {
+        let tx = self.db.begin_write().map_err(io)?;
+        {
+            let mut meta = tx.open_table(META).map_err(io)?;
+            let found = meta.get("schema_version").map_err(io)?.map(|v| v.value());
+            match found {
+                Some(v) if v > SCHEMA_VERSION => {
+                    return Err(StoreError::Corrupt(format!(
+                        "the data directory was written by a newer service-auth (schema {v}; this one reads {SCHEMA_VERSION})"
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
+                }
+            }
+            tx.open_table(USERS).map_err(io)?;
+            tx.open_table(ORGS).map_err(io)?;
+            tx.open_table(SESSIONS).map_err(io)?;
+        }
+        tx.commit().map_err(io)
+    }
+
+    /// Reads every record, for start-up.
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        let tx = self.db.begin_read().map_err(io)?;
+        let mut loaded = Loaded::default();
+        for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
+            let (_, value) = entry.map_err(io)?;
+            loaded.users.push(codec::decode::<UserRecordV1>(value.value())?);
+        }
+        for entry in tx.open_table(ORGS).map_err(io)?.iter().map_err(io)? {
+            let (_, value) = entry.map_err(io)?;
+            loaded.orgs.push(codec::decode::<OrgRecordV1>(value.value())?);
+        }
+        for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            loaded.sessions.push((key.value(), codec::decode::<SessionRecordV1>(value.value())?));
+        }
+        Ok(loaded)
+    }
+
+    /// Applies `ops` in one transaction and returns once it is durable: redb's default durability,
+    /// `Immediate`, fsyncs before `commit` returns. Blocking: call it from a blocking thread.
+    pub fn commit(&self, ops: &[StoreOp]) -> Result<(), StoreError> {
+        self.commit_refs(&ops.iter().collect::<Vec<_>>())
+    }
+
+    /// [`commit`](Self::commit) over borrowed ops, so the writer can gather many requests without copying.
+    pub(super) fn commit_refs(&self, ops: &[&StoreOp]) -> Result<(), StoreError> {
+        if self.failing_commits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(StoreError::Io("injected store fault".into()));
+        }
+        let tx = self.db.begin_write().map_err(io)?;
+        {
+            let mut users = tx.open_table(USERS).map_err(io)?;
+            let mut orgs = tx.open_table(ORGS).map_err(io)?;
+            let mut sessions = tx.open_table(SESSIONS).map_err(io)?;
+            for &op in ops {
+                match op {
+                    StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
+                    StoreOp::PutOrg(r) => put(&mut orgs, r.id, r)?,
+                    StoreOp::PutSession(hash, r) => put(&mut sessions, *hash, r)?,
+                    StoreOp::DeleteSession(hash) => {
+                        sessions.remove(hash).map_err(io)?;
+                    }
+                }
+            }
+        }
+        tx.commit().map_err(io)?;
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Transactions committed since open: shows group commit at work (in tests and benchmarks).
+    pub fn commit_count(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Makes the next `n` commits fail without writing, as a full or read-only disk would.
+    #[doc(hidden)]
+    pub fn fail_next_commits(&self, n: u32) {
+        self.failing_commits.store(n, Ordering::SeqCst);
+    }
+}
+
+fn put<K, R>(table: &mut redb::Table<K, &[u8]>, key: K, record: &R) -> Result<(), StoreError>
+where
+    K: redb::Key + for<'a> std::borrow::Borrow<K::SelfType<'a>> + 'static,
+    R: Record,
+{
+    table.insert(key, codec::encode(record).as_slice()).map_err(io)?;
+    Ok(())
+}
+
+fn io(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_open_of_the_same_directory_is_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = Store::open(dir.path()).unwrap();
+        assert!(matches!(Store::open(dir.path()), Err(StoreError::Locked)));
+    }
+
+    #[test]
+    fn committed_state_survives_reopen_and_deletes_stick() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionRecordV1 {
+            id: [1; 16],
+            user_id: [2; 16],
+            expires_at_ms: 10,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            ip_address: String::new(),
+            user_agent: String::new(),
+            remember_me: true,
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.commit(&[StoreOp::PutSession([8; 32], session.clone()), StoreOp::PutSession([9; 32], session.clone())]).unwrap();
+            store.commit(&[StoreOp::DeleteSession([8; 32])]).unwrap();
+        }
+        let loaded = Store::open(dir.path()).unwrap().load().unwrap();
+        assert_eq!(loaded.sessions, vec![([9; 32], session)]);
+    }
+}
