@@ -59,7 +59,11 @@ impl Core {
         tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
         let indexes = Arc::new(indexes);
         let (writer, writer_task) = StoreWriter::spawn(store);
-        let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(300) };
+        let limits = &config.rate_limit;
+        let attempts = AttemptPolicy {
+            max_failures: limits.failures_per_account,
+            window: Duration::from_secs(limits.account_window_secs),
+        };
         let system = System::start(Arc::clone(&indexes), writer, config.session.clone(), attempts, fatal)
             .await
             .map_err(|e| AppError::Startup(e.to_string()))?;
@@ -101,7 +105,11 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
         cookies: CookieSettings::new(&config.cookie.prefix, config.secure_cookies(), config.session.expires_in_secs),
         origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
         trusted_proxies: config.trusted_proxies.clone(),
-        limits: AddressLimits::new(30, 10, Duration::from_secs(60)),
+        limits: AddressLimits::new(
+            config.rate_limit.sign_in_per_address,
+            config.rate_limit.sign_up_per_address,
+            Duration::from_secs(config.rate_limit.window_secs),
+        ),
         update_age: Duration::from_secs(config.session.update_age_secs),
     });
     tracing::info!(address = ?listener.local_addr().ok(), "serving");

@@ -5,12 +5,12 @@
 //! falling back to a default is a security bug.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 /// The whole configuration of a server. `Config::default()` is the built-in default set.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Address to listen on (`SERVICE_AUTH_LISTEN`).
@@ -30,13 +30,14 @@ pub struct Config {
     pub session: SessionConfig,
     pub roles: RolesConfig,
     pub hashing: HashingConfig,
+    pub rate_limit: RateLimitConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
     pub bootstrap_admin: Option<BootstrapAdmin>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CookieConfig {
     /// The part of the cookie name before `.session_token`.
@@ -45,7 +46,7 @@ pub struct CookieConfig {
     pub secure: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionConfig {
     /// Lifetime of a remembered session, seconds.
@@ -56,7 +57,7 @@ pub struct SessionConfig {
     pub short_expires_in_secs: u64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RolesConfig {
     /// Roles an administrator may assign. Must contain `admin` and `default`.
@@ -65,7 +66,7 @@ pub struct RolesConfig {
     pub default: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HashingConfig {
     /// argon2id memory cost in KiB; at least 19456 (the OWASP floor).
@@ -78,8 +79,22 @@ pub struct HashingConfig {
     pub workers: usize,
 }
 
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateLimitConfig {
+    /// Sign-in requests per client address per `window_secs`; 0 turns the limit off.
+    pub sign_in_per_address: u32,
+    /// Sign-up requests per client address per `window_secs`; 0 turns the limit off.
+    pub sign_up_per_address: u32,
+    /// Window of the two per-address limits, seconds.
+    pub window_secs: u64,
+    /// Failed sign-ins per account per `account_window_secs` before it is locked until the window ends.
+    pub failures_per_account: u32,
+    pub account_window_secs: u64,
+}
+
 /// The account created or promoted at `serve` when no administrator exists yet.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct BootstrapAdmin {
     pub email: String,
     pub name: String,
@@ -109,6 +124,7 @@ impl Default for Config {
             session: SessionConfig::default(),
             roles: RolesConfig::default(),
             hashing: HashingConfig::default(),
+            rate_limit: RateLimitConfig::default(),
             bootstrap_admin: None,
         }
     }
@@ -135,6 +151,18 @@ impl Default for RolesConfig {
     }
 }
 
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self {
+            sign_in_per_address: 30,
+            sign_up_per_address: 10,
+            window_secs: 60,
+            failures_per_account: 10,
+            account_window_secs: 300,
+        }
+    }
+}
+
 impl Default for HashingConfig {
     fn default() -> Self {
         Self { memory_kib: 19_456, iterations: 2, parallelism: 1, workers: 0 }
@@ -145,5 +173,247 @@ impl Config {
     /// Whether cookies get `Secure` and the `__Secure-` prefix.
     pub fn secure_cookies(&self) -> bool {
         self.cookie.secure || self.base_url.as_deref().is_some_and(|u| u.starts_with("https://"))
+    }
+}
+
+/// Why the configuration cannot be used. Each message names the file or variable and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{origin}: `{key}` {problem}")]
+    Invalid { origin: String, key: String, problem: String },
+}
+
+/// Loads the configuration: the file named by `explicit` (`--config`), else `$SERVICE_AUTH_CONFIG`, else
+/// `./config.toml` when present, else the built-in defaults; then the environment overrides; then checks it.
+pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+    load_from(explicit, |key| std::env::var(key).ok())
+}
+
+/// [`load`] with the environment passed in, so tests do not touch the process environment.
+pub fn load_from(explicit: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    let named = explicit.map(Path::to_path_buf).or_else(|| env("SERVICE_AUTH_CONFIG").map(PathBuf::from));
+    let (mut config, source) = match named {
+        Some(path) => (read_file(&path)?, path.display().to_string()),
+        None if Path::new("config.toml").is_file() => (read_file(Path::new("config.toml"))?, "config.toml".to_owned()),
+        None => (Config::default(), "the built-in defaults".to_owned()),
+    };
+    apply_env(&mut config, &env)?;
+    config.validate().map_err(|(key, problem)| ConfigError::Invalid { origin: source, key, problem })?;
+    Ok(config)
+}
+
+fn read_file(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| ConfigError::Read { path: path.display().to_string(), error })?;
+    parse(&text).map_err(|message| ConfigError::Parse { path: path.display().to_string(), message })
+}
+
+/// Parses TOML text into a configuration (without environment overrides or checks).
+pub fn parse(text: &str) -> Result<Config, String> {
+    toml::from_str(text).map_err(|e: toml::de::Error| {
+        // For an unknown key the span is the whole enclosing table, so a line number would mislead; the
+        // message names the key, which is what the reader needs.
+        let located = !e.message().starts_with("unknown field");
+        let line = e.span().filter(|_| located).map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+        match line {
+            Some(line) => format!("line {line}: {}", e.message()),
+            None => e.message().to_owned(),
+        }
+    })
+}
+
+fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+    let invalid = |key: &str, problem: String| ConfigError::Invalid {
+        origin: "the environment".to_owned(),
+        key: key.to_owned(),
+        problem,
+    };
+    if let Some(listen) = env("SERVICE_AUTH_LISTEN") {
+        config.listen = listen
+            .parse()
+            .map_err(|_| invalid("SERVICE_AUTH_LISTEN", format!("= {listen:?} is not host:port (e.g. 127.0.0.1:3000)")))?;
+    }
+    if let Some(dir) = env("SERVICE_AUTH_DATA_DIR") {
+        config.data_dir = PathBuf::from(dir);
+    }
+    if let Some(log) = env("SERVICE_AUTH_LOG") {
+        config.log = log;
+    }
+    let email = env("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL");
+    let password = env("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD");
+    config.bootstrap_admin = match (email, password) {
+        (Some(email), Some(password)) => Some(BootstrapAdmin {
+            email,
+            password,
+            name: env("SERVICE_AUTH_BOOTSTRAP_ADMIN_NAME").unwrap_or_else(|| "Administrator".to_owned()),
+        }),
+        (Some(_), None) => {
+            return Err(invalid("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD", "is required with ..._ADMIN_EMAIL".into()));
+        }
+        (None, Some(_)) => {
+            return Err(invalid("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL", "is required with ..._ADMIN_PASSWORD".into()));
+        }
+        (None, None) => None,
+    };
+    Ok(())
+}
+
+impl Config {
+    /// Checks every value; the error is (key, problem).
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let fail = |key: &str, problem: String| Err((key.to_owned(), problem));
+        if tracing_subscriber::EnvFilter::try_new(&self.log).is_err() {
+            return fail("log", format!("= {:?} is not a tracing filter (e.g. \"info\")", self.log));
+        }
+        if let Some(url) = &self.base_url
+            && !is_origin_url(url, true)
+        {
+            return fail("base_url", format!("= {url:?} must be http(s)://host[:port] with no path"));
+        }
+        if let Some(bad) = self.trusted_origins.iter().find(|o| !is_origin_url(o, false)) {
+            return fail("trusted_origins", format!("entry {bad:?} must be scheme://host[:port] with no path"));
+        }
+        let prefix = &self.cookie.prefix;
+        if prefix.is_empty() || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+            return fail("cookie.prefix", format!("= {prefix:?} must be 1 to 64 characters of A-Z a-z 0-9 . _ -"));
+        }
+        let s = &self.session;
+        if s.expires_in_secs == 0 || s.short_expires_in_secs == 0 {
+            return fail("session.expires_in_secs", "and session.short_expires_in_secs must be above 0".into());
+        }
+        if s.update_age_secs == 0 || s.update_age_secs >= s.expires_in_secs {
+            return fail("session.update_age_secs", "must be above 0 and below session.expires_in_secs".into());
+        }
+        if let Some(bad) = self.roles.allowed.iter().find(|r| !is_role_name(r)) {
+            return fail("roles.allowed", format!("entry {bad:?} must be 1 to 64 characters of a-z 0-9 _ -"));
+        }
+        if !self.roles.allowed.iter().any(|r| r == "admin") {
+            return fail("roles.allowed", "must contain \"admin\"".into());
+        }
+        if !self.roles.allowed.contains(&self.roles.default) {
+            return fail("roles.default", format!("= {:?} is not in roles.allowed", self.roles.default));
+        }
+        let h = &self.hashing;
+        if h.memory_kib < 19_456 {
+            return fail("hashing.memory_kib", format!("= {} is below the OWASP floor 19456", h.memory_kib));
+        }
+        if h.iterations < 2 {
+            return fail("hashing.iterations", format!("= {} is below the OWASP floor 2", h.iterations));
+        }
+        if h.parallelism == 0 {
+            return fail("hashing.parallelism", "must be at least 1".into());
+        }
+        let r = &self.rate_limit;
+        if r.window_secs == 0 || r.account_window_secs == 0 {
+            return fail("rate_limit.window_secs", "and rate_limit.account_window_secs must be above 0".into());
+        }
+        if r.failures_per_account == 0 {
+            return fail("rate_limit.failures_per_account", "must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+fn is_role_name(role: &str) -> bool {
+    (1..=64).contains(&role.len()) && role.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-".contains(&b))
+}
+
+/// `scheme://host[:port]`, optionally with one trailing `/`; with `http_only`, the scheme is http or https.
+fn is_origin_url(url: &str, http_only: bool) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else { return false };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let scheme_ok = if http_only {
+        scheme == "http" || scheme == "https"
+    } else {
+        !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b))
+    };
+    scheme_ok && !rest.is_empty() && !rest.contains(['/', '?', '#', '@', ' '])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: std::collections::HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(Config::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn the_repository_config_file_documents_exactly_the_defaults() {
+        assert_eq!(parse(include_str!("../config.toml")).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let e = parse("listen = \"127.0.0.1:1\"\ntrusted_orgins = []\n").unwrap_err();
+        assert!(e.contains("unknown field `trusted_orgins`"), "{e}");
+        let e = parse("listen = 5\n").unwrap_err();
+        assert!(e.contains("line 1"), "{e}");
+        let e = parse("[hashing]\nmemry_kib = 1\n").unwrap_err();
+        assert!(e.contains("memry_kib"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let check = |text: &str, key: &str| {
+            let config = parse(text).unwrap();
+            let (k, problem) = config.validate().unwrap_err();
+            assert_eq!(k, key, "{problem}");
+        };
+        check("[hashing]\nmemory_kib = 1024\n", "hashing.memory_kib");
+        check("[hashing]\niterations = 1\n", "hashing.iterations");
+        check("[roles]\nallowed = [\"user\"]\n", "roles.allowed");
+        check("[roles]\ndefault = \"guest\"\n", "roles.default");
+        check("base_url = \"ftp://x\"\n", "base_url");
+        check("trusted_origins = [\"http://a.example/path\"]\n", "trusted_origins");
+        check("[cookie]\nprefix = \"a b\"\n", "cookie.prefix");
+        check("[session]\nupdate_age_secs = 999999999\n", "session.update_age_secs");
+        check("log = \"[[[\"\n", "log");
+    }
+
+    #[test]
+    fn environment_beats_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "listen = \"127.0.0.1:1\"\ndata_dir = \"/from/file\"\n").unwrap();
+        let c = load_from(Some(&path), env(&[("SERVICE_AUTH_LISTEN", "0.0.0.0:8080"), ("SERVICE_AUTH_LOG", "debug")])).unwrap();
+        assert_eq!(c.listen.to_string(), "0.0.0.0:8080");
+        assert_eq!(c.data_dir, PathBuf::from("/from/file"));
+        assert_eq!(c.log, "debug");
+        let via_env = load_from(None, env(&[("SERVICE_AUTH_CONFIG", path.to_str().unwrap())])).unwrap();
+        assert_eq!(via_env.data_dir, PathBuf::from("/from/file"));
+        let e = load_from(Some(&path), env(&[("SERVICE_AUTH_LISTEN", "nope")])).unwrap_err().to_string();
+        assert!(e.contains("SERVICE_AUTH_LISTEN"), "{e}");
+        let missing = load_from(Some(&dir.path().join("absent.toml")), env(&[])).unwrap_err();
+        assert!(matches!(missing, ConfigError::Read { .. }));
+    }
+
+    #[test]
+    fn bootstrap_variables_come_in_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "").unwrap();
+        let both = env(&[("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL", "a@b.co"), ("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD", "pw")]);
+        let c = load_from(Some(&path), both).unwrap();
+        assert_eq!(c.bootstrap_admin.unwrap().name, "Administrator");
+        let e = load_from(Some(&path), env(&[("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL", "a@b.co")])).unwrap_err();
+        assert!(e.to_string().contains("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD"), "{e}");
+    }
+
+    #[test]
+    fn debug_never_prints_the_bootstrap_password() {
+        let admin = BootstrapAdmin { email: "a@b.co".into(), name: "A".into(), password: "hunter2hunter2".into() };
+        assert!(!format!("{admin:?}").contains("hunter2"));
     }
 }

@@ -1,1 +1,163 @@
-fn main() {}
+//! The `service-auth` command: parses the command line and the configuration, then hands over to the library.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use service_auth::admin::{self, AdminCreated, AdminError};
+use service_auth::config::{self, Config};
+use service_auth::store::StoreError;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(version, about = "Authentication and administration service with its own durable store")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Configuration file (default: $SERVICE_AUTH_CONFIG, else ./config.toml when present).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Manage administrators.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Create an administrator, or promote the existing account with that e-mail. Works while no server runs.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: String,
+        /// Read the password from standard input (one line). Otherwise $SERVICE_AUTH_ADMIN_PASSWORD, otherwise
+        /// a random password is generated and printed once.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match config::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("service-auth: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&config);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("service-auth: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => runtime.block_on(serve(config)),
+        Command::Admin { command: AdminCommand::Create { email, name, password_stdin } } => {
+            runtime.block_on(admin_create(&config, &email, &name, password_stdin))
+        }
+    }
+}
+
+fn init_logging(config: &Config) {
+    // The filter was validated with the configuration.
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_default();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+async fn serve(config: Config) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("service-auth: cannot listen on {}: {e}", config.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    // One plain line on stdout with the real address (the port may have been 0): scripts and tests read it.
+    if let Ok(addr) = listener.local_addr() {
+        println!("listening on {addr}");
+        let _ = std::io::stdout().flush();
+    }
+    let shutdown = CancellationToken::new();
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+    match service_auth::app::run(listener, config, shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("service-auth: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// SIGTERM or Ctrl-C starts a graceful shutdown.
+async fn stop_on_signal(shutdown: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}
+
+async fn admin_create(config: &Config, email: &str, name: &str, password_stdin: bool) -> ExitCode {
+    let password = if password_stdin {
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_err() {
+            eprintln!("service-auth: cannot read the password from standard input");
+            return ExitCode::from(2);
+        }
+        Some(line.trim_end_matches(['\n', '\r']).to_owned())
+    } else {
+        std::env::var("SERVICE_AUTH_ADMIN_PASSWORD").ok()
+    };
+    match admin::create_admin(config, email, name, password).await {
+        Ok(AdminCreated::Created { user_id, generated_password }) => {
+            println!("created administrator {email} ({user_id})");
+            if let Some(password) = generated_password {
+                println!("generated password (shown only this once, store it now): {password}");
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(AdminCreated::Promoted { user_id }) => {
+            println!("promoted the existing account {email} ({user_id}) to administrator; its password is unchanged");
+            ExitCode::SUCCESS
+        }
+        Err(AdminError::Store(StoreError::Locked)) => {
+            eprintln!(
+                "service-auth: a server is running on {}; stop it, or change roles through the admin API",
+                config.data_dir.display()
+            );
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("service-auth: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
