@@ -212,17 +212,36 @@ fn read_file(path: &Path) -> Result<Config, ConfigError> {
     parse(&text).map_err(|message| ConfigError::Parse { path: path.display().to_string(), message })
 }
 
-/// Parses TOML text into a configuration (without environment overrides or checks).
+/// Parses TOML text into a configuration (without environment overrides or checks). Errors name the key.
 pub fn parse(text: &str) -> Result<Config, String> {
     toml::from_str(text).map_err(|e: toml::de::Error| {
-        // For an unknown key the span is the whole enclosing table, so a line number would mislead; the
-        // message names the key, which is what the reader needs.
-        let located = !e.message().starts_with("unknown field");
-        let line = e.span().filter(|_| located).map(|span| text[..span.start.min(text.len())].lines().count().max(1));
-        match line {
-            Some(line) => format!("line {line}: {}", e.message()),
+        // For an unknown key the span is the whole enclosing table, but the message names the key already.
+        if e.message().starts_with("unknown field") {
+            return e.message().to_owned();
+        }
+        match e.span() {
+            Some(span) => {
+                let start = span.start.min(text.len());
+                let line = text[..start].lines().count().max(1);
+                match key_at(text, start) {
+                    Some(key) => format!("line {line}: `{key}`: {}", e.message()),
+                    None => format!("line {line}: {}", e.message()),
+                }
+            }
             None => e.message().to_owned(),
         }
+    })
+}
+
+/// The dotted key whose value sits at byte `offset`: the `key =` on that line, under the last `[table]` above.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next()?;
+    let key = line.split_once('=')?.0.trim();
+    let table = text[..line_start].lines().rev().map(str::trim).find(|l| l.starts_with('[') && l.ends_with(']'));
+    Some(match table {
+        Some(t) => format!("{}.{key}", t.trim_matches(['[', ']'])),
+        None => key.to_owned(),
     })
 }
 
@@ -359,7 +378,9 @@ mod tests {
         let e = parse("listen = \"127.0.0.1:1\"\ntrusted_orgins = []\n").unwrap_err();
         assert!(e.contains("unknown field `trusted_orgins`"), "{e}");
         let e = parse("listen = 5\n").unwrap_err();
-        assert!(e.contains("line 1"), "{e}");
+        assert!(e.contains("line 1: `listen`"), "{e}");
+        let e = parse("log = \"x\"\n[hashing]\nworkers = \"two\"\n").unwrap_err();
+        assert!(e.contains("line 3: `hashing.workers`"), "{e}");
         let e = parse("[hashing]\nmemry_kib = 1\n").unwrap_err();
         assert!(e.contains("memry_kib"), "{e}");
     }
