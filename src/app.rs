@@ -54,7 +54,9 @@ impl Core {
         if !cleanup.is_empty() {
             tracing::info!(sessions = cleanup.len(), "removing expired and revoked sessions");
             let store = Arc::clone(&store);
-            tokio::task::spawn_blocking(move || store.commit(&cleanup)).await.map_err(|e| AppError::Startup(e.to_string()))??;
+            tokio::task::spawn_blocking(move || store.commit(&cleanup))
+                .await
+                .map_err(|e| AppError::Startup(e.to_string()))??;
         }
         tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
         let indexes = Arc::new(indexes);

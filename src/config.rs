@@ -104,10 +104,7 @@ pub struct BootstrapAdmin {
 impl std::fmt::Debug for BootstrapAdmin {
     // Never print the password, not even in a debug dump of the config.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BootstrapAdmin")
-            .field("email", &self.email)
-            .field("name", &self.name)
-            .finish_non_exhaustive()
+        f.debug_struct("BootstrapAdmin").field("email", &self.email).field("name", &self.name).finish_non_exhaustive()
     }
 }
 
@@ -207,8 +204,8 @@ pub fn load_from(explicit: Option<&Path>, env: impl Fn(&str) -> Option<String>) 
 }
 
 fn read_file(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| ConfigError::Read { path: path.display().to_string(), error })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|error| ConfigError::Read { path: path.display().to_string(), error })?;
     parse(&text).map_err(|message| ConfigError::Parse { path: path.display().to_string(), message })
 }
 
@@ -252,9 +249,9 @@ fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Resu
         problem,
     };
     if let Some(listen) = env("SERVICE_AUTH_LISTEN") {
-        config.listen = listen
-            .parse()
-            .map_err(|_| invalid("SERVICE_AUTH_LISTEN", format!("= {listen:?} is not host:port (e.g. 127.0.0.1:3000)")))?;
+        config.listen = listen.parse().map_err(|_| {
+            invalid("SERVICE_AUTH_LISTEN", format!("= {listen:?} is not host:port (e.g. 127.0.0.1:3000)"))
+        })?;
     }
     if let Some(dir) = env("SERVICE_AUTH_DATA_DIR") {
         config.data_dir = PathBuf::from(dir);
@@ -297,7 +294,10 @@ impl Config {
             return fail("trusted_origins", format!("entry {bad:?} must be scheme://host[:port] with no path"));
         }
         let prefix = &self.cookie.prefix;
-        if prefix.is_empty() || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) {
+        if prefix.is_empty()
+            || prefix.len() > 64
+            || !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        {
             return fail("cookie.prefix", format!("= {prefix:?} must be 1 to 64 characters of A-Z a-z 0-9 . _ -"));
         }
         let s = &self.session;
@@ -338,7 +338,8 @@ impl Config {
 }
 
 fn is_role_name(role: &str) -> bool {
-    (1..=64).contains(&role.len()) && role.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-".contains(&b))
+    (1..=64).contains(&role.len())
+        && role.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-".contains(&b))
 }
 
 /// `scheme://host[:port]`, optionally with one trailing `/`; with `http_only`, the scheme is http or https.
@@ -408,7 +409,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         std::fs::write(&path, "listen = \"127.0.0.1:1\"\ndata_dir = \"/from/file\"\n").unwrap();
-        let c = load_from(Some(&path), env(&[("SERVICE_AUTH_LISTEN", "0.0.0.0:8080"), ("SERVICE_AUTH_LOG", "debug")])).unwrap();
+        let c = load_from(Some(&path), env(&[("SERVICE_AUTH_LISTEN", "0.0.0.0:8080"), ("SERVICE_AUTH_LOG", "debug")]))
+            .unwrap();
         assert_eq!(c.listen.to_string(), "0.0.0.0:8080");
         assert_eq!(c.data_dir, PathBuf::from("/from/file"));
         assert_eq!(c.log, "debug");
@@ -425,7 +427,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         std::fs::write(&path, "").unwrap();
-        let both = env(&[("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL", "a@b.co"), ("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD", "pw")]);
+        let both =
+            env(&[("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL", "a@b.co"), ("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD", "pw")]);
         let c = load_from(Some(&path), both).unwrap();
         assert_eq!(c.bootstrap_admin.unwrap().name, "Administrator");
         let e = load_from(Some(&path), env(&[("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL", "a@b.co")])).unwrap_err();

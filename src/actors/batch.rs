@@ -18,8 +18,12 @@ pub(super) struct Batch {
 impl Batch {
     /// Queues `ops`; once they are durable `port` gets `Ok(value)`, and if the store refuses them it gets
     /// `Err(Unavailable.into())`.
-    pub(super) fn add<T, E>(&mut self, ops: impl IntoIterator<Item = StoreOp>, port: RpcReplyPort<Result<T, E>>, value: T)
-    where
+    pub(super) fn add<T, E>(
+        &mut self,
+        ops: impl IntoIterator<Item = StoreOp>,
+        port: RpcReplyPort<Result<T, E>>,
+        value: T,
+    ) where
         T: Send + 'static,
         E: From<Unavailable> + Send + 'static,
     {
@@ -30,10 +34,10 @@ impl Batch {
         }));
     }
 
-    /// Makes sure a `Flush` is in the actor's mailbox, behind everything already queued, so that all of it
-    /// joins this batch.
+    /// When something waits in the batch, makes sure a `Flush` is in the actor's mailbox, behind everything
+    /// already queued, so that all of it joins this batch.
     pub(super) fn schedule_flush<M: ractor::Message>(&mut self, myself: &ActorRef<M>, flush: impl FnOnce() -> M) {
-        if !self.flush_scheduled {
+        if !self.flush_scheduled && !self.answers.is_empty() {
             self.flush_scheduled = true;
             // Sending to ourselves only fails while we are stopping; the drain then flushes nothing further.
             let _ = myself.send_message(flush());

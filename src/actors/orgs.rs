@@ -96,7 +96,12 @@ impl Actor for OrgsActor {
         Ok(State::default())
     }
 
-    async fn handle(&self, myself: ActorRef<OrgsMsg>, msg: OrgsMsg, state: &mut State) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<OrgsMsg>,
+        msg: OrgsMsg,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             OrgsMsg::Create { name, slug, reply } => {
                 if state.pending.contains_key(&slug) || self.indexes.orgs.slug_taken(&slug) {

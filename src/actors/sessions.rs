@@ -67,9 +67,18 @@ pub enum SessionsMsg {
         origin: Origin,
         reply: RpcReplyPort<Result<(SessionToken, Arc<Session>), CreateSessionError>>,
     },
-    Refresh { hash: TokenHash, reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>> },
-    End { hash: TokenHash, reply: RpcReplyPort<Result<(), Unavailable>> },
-    EndAllOf { user: UserId, reply: RpcReplyPort<Result<(), Unavailable>> },
+    Refresh {
+        hash: TokenHash,
+        reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>>,
+    },
+    End {
+        hash: TokenHash,
+        reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    EndAllOf {
+        user: UserId,
+        reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
     Flush,
 }
 
@@ -153,7 +162,7 @@ impl Actor for SessionsActor {
                     state.pending.insert(hash, Some(Arc::clone(&session)));
                     state.batch.add([put(hash, &session)], reply, (token, session));
                 }
-                Err(e) => return Ok(drop(reply.send(Err(e)))),
+                Err(e) => drop(reply.send(Err(e))),
             },
             SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
                 Some(current) if !current.is_expired(Timestamp::now()) => {
@@ -166,18 +175,25 @@ impl Actor for SessionsActor {
                     state.pending.insert(hash, Some(Arc::clone(&session)));
                     state.batch.add([put(hash, &session)], reply, Some(session));
                 }
-                _ => return Ok(drop(reply.send(Ok(None)))),
+                _ => drop(reply.send(Ok(None))),
             },
             SessionsMsg::End { hash, reply } => {
-                if self.get(state, &hash).is_none() {
-                    return Ok(drop(reply.send(Ok(()))));
+                if self.get(state, &hash).is_some() {
+                    state.pending.insert(hash, None);
+                    state.batch.add([StoreOp::DeleteSession(hash)], reply, ());
+                } else {
+                    let _ = reply.send(Ok(()));
                 }
-                state.pending.insert(hash, None);
-                state.batch.add([StoreOp::DeleteSession(hash)], reply, ());
             }
             SessionsMsg::EndAllOf { user, reply } => {
                 let mut hashes = self.indexes.sessions.of_user(user);
-                hashes.extend(state.pending.iter().filter(|(_, s)| s.as_ref().is_some_and(|s| s.user_id == user)).map(|(h, _)| *h));
+                hashes.extend(
+                    state
+                        .pending
+                        .iter()
+                        .filter(|(_, s)| s.as_ref().is_some_and(|s| s.user_id == user))
+                        .map(|(h, _)| *h),
+                );
                 hashes.sort_unstable();
                 hashes.dedup();
                 for hash in &hashes {

@@ -114,10 +114,26 @@ pub enum EnsureAdmin {
 
 pub enum UsersMsg {
     Create(NewUser, RpcReplyPort<Result<Arc<User>, CreateUserError>>),
-    Update { by: UserId, target: UserId, change: UserChange, reply: RpcReplyPort<Result<(), UpdateUserError>> },
-    EnsureAdmin { name: Name, email: Email, password_hash: String, reply: RpcReplyPort<Result<EnsureAdmin, Unavailable>> },
-    BeginAttempt { user: UserId, reply: RpcReplyPort<Result<(), Duration>> },
-    FinishAttempt { user: UserId, success: bool },
+    Update {
+        by: UserId,
+        target: UserId,
+        change: UserChange,
+        reply: RpcReplyPort<Result<(), UpdateUserError>>,
+    },
+    EnsureAdmin {
+        name: Name,
+        email: Email,
+        password_hash: String,
+        reply: RpcReplyPort<Result<EnsureAdmin, Unavailable>>,
+    },
+    BeginAttempt {
+        user: UserId,
+        reply: RpcReplyPort<Result<(), Duration>>,
+    },
+    FinishAttempt {
+        user: UserId,
+        success: bool,
+    },
     Flush,
 }
 
@@ -138,7 +154,12 @@ impl UsersHandle {
 
     /// Creates `email` as an administrator, or makes the existing account with that e-mail an unbanned
     /// administrator (keeping its password). `password_hash` is used only when creating.
-    pub async fn ensure_admin(&self, name: Name, email: Email, password_hash: String) -> Result<EnsureAdmin, Unavailable> {
+    pub async fn ensure_admin(
+        &self,
+        name: Name,
+        email: Email,
+        password_hash: String,
+    ) -> Result<EnsureAdmin, Unavailable> {
         call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, reply }).await?
     }
 
@@ -212,7 +233,12 @@ impl Actor for UsersActor {
         })
     }
 
-    async fn handle(&self, myself: ActorRef<UsersMsg>, msg: UsersMsg, state: &mut State) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<UsersMsg>,
+        msg: UsersMsg,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             UsersMsg::Create(new, reply) => match self.create(state, new) {
                 Ok(user) => state.batch.add([put(&user)], reply, user),
@@ -283,7 +309,13 @@ impl UsersActor {
         Ok(user)
     }
 
-    fn update(&self, state: &mut State, by: UserId, target: UserId, change: UserChange) -> Result<Arc<User>, UpdateUserError> {
+    fn update(
+        &self,
+        state: &mut State,
+        by: UserId,
+        target: UserId,
+        change: UserChange,
+    ) -> Result<Arc<User>, UpdateUserError> {
         // The HTTP side checked the caller's role when the request came in; check again here, in message order,
         // so a demotion that landed in between is honoured.
         if !self.get(state, by).is_some_and(|u| u.is_active_admin()) {
@@ -325,12 +357,25 @@ impl UsersActor {
         Ok(user)
     }
 
-    fn ensure_admin(&self, state: &mut State, name: Name, email: Email, password_hash: String) -> (Arc<User>, EnsureAdmin) {
-        let existing = state.pending_emails.get(&email).copied().or_else(|| self.indexes.users.by_email(&email).map(|u| u.id));
+    fn ensure_admin(
+        &self,
+        state: &mut State,
+        name: Name,
+        email: Email,
+        password_hash: String,
+    ) -> (Arc<User>, EnsureAdmin) {
+        let existing =
+            state.pending_emails.get(&email).copied().or_else(|| self.indexes.users.by_email(&email).map(|u| u.id));
         let admin = Role::admin();
         let (user, outcome) = match existing.and_then(|id| self.get(state, id)) {
             Some(current) => {
-                let user = User { role: admin, banned: false, ban_reason: None, updated_at: Timestamp::now(), ..User::clone(&current) };
+                let user = User {
+                    role: admin,
+                    banned: false,
+                    ban_reason: None,
+                    updated_at: Timestamp::now(),
+                    ..User::clone(&current)
+                };
                 (user, EnsureAdmin::Promoted(current.id))
             }
             None => {

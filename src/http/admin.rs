@@ -34,11 +34,9 @@ pub async fn update_user(state: &State, _: Ctx, req: Request<Incoming>) -> Resul
             Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "organization not found")
         }
         UpdateUserError::SelfBan => Failure::bad_request("BAD_REQUEST", "you cannot ban yourself"),
-        UpdateUserError::LastAdmin => Failure::new(
-            StatusCode::CONFLICT,
-            "CONFLICT",
-            "the last active administrator cannot be demoted or banned",
-        ),
+        UpdateUserError::LastAdmin => {
+            Failure::new(StatusCode::CONFLICT, "CONFLICT", "the last active administrator cannot be demoted or banned")
+        }
         UpdateUserError::Unavailable(u) => u.into(),
     })?;
     Ok(ok(&SUCCESS))
@@ -88,7 +86,10 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
     let target = UserId::parse(body.string("userId")?).ok_or_else(|| Failure::validation("userId must be a UUID"))?;
     let role = match body.optional_string("role")? {
         Some(r) => Some(roles.parse(r).ok_or_else(|| {
-            Failure::validation(format!("unknown role `{r}`; allowed: {}", roles.allowed().collect::<Vec<_>>().join(", ")))
+            Failure::validation(format!(
+                "unknown role `{r}`; allowed: {}",
+                roles.allowed().collect::<Vec<_>>().join(", ")
+            ))
         })?),
         None => None,
     };
@@ -98,7 +99,9 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         return Err(Failure::validation("banReason must be at most 500 characters"));
     }
     let organization = match body.nullable_string("organizationId")? {
-        Some(Some(id)) => Some(Some(OrgId::parse(id).ok_or_else(|| Failure::validation("organizationId must be a UUID or null"))?)),
+        Some(Some(id)) => {
+            Some(Some(OrgId::parse(id).ok_or_else(|| Failure::validation("organizationId must be a UUID or null"))?))
+        }
         Some(None) => Some(None),
         None => None,
     };

@@ -4,8 +4,8 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
-use super::limits::Limited;
 use super::dto::{AuthSession, AuthUser, SUCCESS, SessionAndUser, SignedIn, TokenAndUser};
+use super::limits::Limited;
 use super::request::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
 use super::session::{self, Current};
@@ -95,12 +95,16 @@ pub async fn get_session(state: &State, ctx: Ctx, req: Request<Incoming>) -> Res
     let Current { token, session, user } = current;
     let disable_refresh = matches!(request::query_param(req.uri().query(), "disableRefresh"), Some("true" | "1"));
     let due = session.remember_me && session.updated_at.plus(state.update_age) <= Timestamp::now();
-    if !(due && !disable_refresh) {
-        return Ok(ok(&SessionAndUser { session: AuthSession::new(&session, token.as_str()), user: AuthUser::from(&*user) }));
+    if !due || disable_refresh {
+        return Ok(ok(&SessionAndUser {
+            session: AuthSession::new(&session, token.as_str()),
+            user: AuthUser::from(&*user),
+        }));
     }
     match state.actors.sessions.refresh(token.hash()).await? {
         Some(session) => {
-            let body = SessionAndUser { session: AuthSession::new(&session, token.as_str()), user: AuthUser::from(&*user) };
+            let body =
+                SessionAndUser { session: AuthSession::new(&session, token.as_str()), user: AuthUser::from(&*user) };
             Ok(with_cookie(ok(&body), state.cookies.set(token.as_str(), true)))
         }
         // Ended between the read and the refresh (a sign-out or a ban in another request).

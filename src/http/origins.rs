@@ -42,8 +42,7 @@ pub fn origin_of(url: &str) -> Option<String> {
         return None;
     }
     let authority = rest.split(['/', '?', '#']).next()?;
-    let valid = !authority.is_empty()
-        && authority.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+    let valid = !authority.is_empty() && authority.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
     valid.then(|| format!("{scheme}://{}", authority.to_ascii_lowercase()))
 }
 

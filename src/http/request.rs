@@ -37,7 +37,9 @@ pub async fn json_object(req: Request<Incoming>, required: bool) -> Result<Field
     }
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => Ok(Fields(map)),
-        Ok(other) => Err(Failure::validation(format!("[body] Invalid input: expected object, received {}", kind(Some(&other))))),
+        Ok(other) => {
+            Err(Failure::validation(format!("[body] Invalid input: expected object, received {}", kind(Some(&other)))))
+        }
         Err(_) => Err(Failure::bad_request("BAD_REQUEST", "Invalid JSON in request body")),
     }
 }

@@ -142,7 +142,10 @@ mod tests {
     #[test]
     fn cookie_attributes() {
         let plain = CookieSettings::new("service-auth", false, 604_800);
-        assert_eq!(plain.set("tok", true), "service-auth.session_token=tok; Max-Age=604800; Path=/; HttpOnly; SameSite=Lax");
+        assert_eq!(
+            plain.set("tok", true),
+            "service-auth.session_token=tok; Max-Age=604800; Path=/; HttpOnly; SameSite=Lax"
+        );
         assert_eq!(plain.set("tok", false), "service-auth.session_token=tok; Path=/; HttpOnly; SameSite=Lax");
         assert_eq!(plain.clear(), "service-auth.session_token=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax");
         let secure = CookieSettings::new("service-auth", true, 604_800);

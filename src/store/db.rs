@@ -166,7 +166,9 @@ mod tests {
         };
         {
             let store = Store::open(dir.path()).unwrap();
-            store.commit(&[StoreOp::PutSession([8; 32], session.clone()), StoreOp::PutSession([9; 32], session.clone())]).unwrap();
+            store
+                .commit(&[StoreOp::PutSession([8; 32], session.clone()), StoreOp::PutSession([9; 32], session.clone())])
+                .unwrap();
             store.commit(&[StoreOp::DeleteSession([8; 32])]).unwrap();
         }
         let loaded = Store::open(dir.path()).unwrap().load().unwrap();
