@@ -1,0 +1,14 @@
+//! Integration tests: the whole service over real HTTP, against the real server.
+//!
+//! One test binary (each `tests/*.rs` file is a separate, slow link); the modules live in `tests/api/`.
+//! Every test starts its own server on a fresh temporary data directory, so tests run in parallel safely.
+
+mod api {
+    pub mod harness;
+
+    mod admin;
+    mod auth;
+    mod input;
+    mod lifecycle;
+    mod orgs;
+}
