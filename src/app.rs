@@ -30,6 +30,8 @@ pub enum AppError {
 /// The loaded state with its actors running: what both the server and the `admin create` command work on.
 pub(crate) struct Core {
     pub indexes: Arc<actors::Indexes>,
+    /// For readers that need a consistent snapshot of the file (backups); writes go through the actors.
+    pub store: Arc<Store>,
     pub system: System,
     pub hasher: Hasher,
     pub roles: RoleSet,
@@ -60,7 +62,7 @@ impl Core {
         }
         tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
         let indexes = Arc::new(indexes);
-        let (writer, writer_task) = StoreWriter::spawn(store);
+        let (writer, writer_task) = StoreWriter::spawn(Arc::clone(&store));
         let limits = &config.rate_limit;
         let attempts = AttemptPolicy {
             max_failures: limits.failures_per_account,
@@ -69,7 +71,7 @@ impl Core {
         let system = System::start(Arc::clone(&indexes), writer, config.session.clone(), attempts, fatal)
             .await
             .map_err(|e| AppError::Startup(e.to_string()))?;
-        Ok(Self { indexes, system, hasher, roles, writer_task })
+        Ok(Self { indexes, store, system, hasher, roles, writer_task })
     }
 
     /// Stops the actors after their mailboxes are empty, then waits for the writer to commit what it holds.
@@ -117,6 +119,14 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
     tracing::info!(address = ?listener.local_addr().ok(), "serving");
     let stop = CancellationToken::new();
     tokio::spawn(sweep_rate_limits(Arc::clone(&state), stop.clone()));
+    if let Some(dir) = &config.backup.dir {
+        let schedule = crate::ops::backup::Schedule {
+            dir: dir.clone(),
+            every: Duration::from_secs(config.backup.interval_secs),
+            keep: config.backup.keep,
+        };
+        tokio::spawn(crate::ops::backup::run_schedule(Arc::clone(&core.store), schedule, stop.clone()));
+    }
     let serving = tokio::spawn(http::serve(listener, state, stop.clone()));
     tokio::select! {
         () = shutdown.cancelled() => {}

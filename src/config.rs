@@ -31,6 +31,7 @@ pub struct Config {
     pub roles: RolesConfig,
     pub hashing: HashingConfig,
     pub rate_limit: RateLimitConfig,
+    pub backup: BackupConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -93,6 +94,23 @@ pub struct RateLimitConfig {
     pub account_window_secs: u64,
 }
 
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BackupConfig {
+    /// Directory for scheduled snapshots of the running server; `None` turns them off.
+    pub dir: Option<PathBuf>,
+    /// Seconds between snapshots.
+    pub interval_secs: u64,
+    /// Snapshots kept; older ones are deleted.
+    pub keep: usize,
+}
+
+impl Default for BackupConfig {
+    fn default() -> Self {
+        Self { dir: None, interval_secs: 3600, keep: 24 }
+    }
+}
+
 /// The account created or promoted at `serve` when no administrator exists yet.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BootstrapAdmin {
@@ -122,6 +140,7 @@ impl Default for Config {
             roles: RolesConfig::default(),
             hashing: HashingConfig::default(),
             rate_limit: RateLimitConfig::default(),
+            backup: BackupConfig::default(),
             bootstrap_admin: None,
         }
     }
@@ -329,6 +348,9 @@ impl Config {
         let r = &self.rate_limit;
         if r.window_secs == 0 || r.account_window_secs == 0 {
             return fail("rate_limit.window_secs", "and rate_limit.account_window_secs must be above 0".into());
+        }
+        if self.backup.interval_secs == 0 || self.backup.keep == 0 {
+            return fail("backup.interval_secs", "and backup.keep must be above 0".into());
         }
         if r.failures_per_account == 0 {
             return fail("rate_limit.failures_per_account", "must be at least 1".into());

@@ -13,6 +13,7 @@
 //! - [`http`]: the hyper front end: serve loop, router, extraction, responses and short handlers.
 //! - [`app`]: wires everything together; [`app::run`] is what `main` and the integration tests both call.
 //! - [`admin`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
+//! - [`ops`]: seeding, backups, export and import of a data directory.
 
 pub mod actors;
 pub mod admin;
@@ -21,4 +22,5 @@ pub mod config;
 pub mod domain;
 pub mod hashing;
 pub mod http;
+pub mod ops;
 pub mod store;

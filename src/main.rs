@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use service_auth::admin::{self, AdminCreated, AdminError};
 use service_auth::config::{self, Config};
+use service_auth::ops;
 use service_auth::store::StoreError;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +30,33 @@ enum Command {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// Fill the data directory with generated users, sessions and organizations (for tests and benchmarks).
+    Seed {
+        #[arg(long, default_value_t = 0)]
+        users: usize,
+        #[arg(long, default_value_t = 0)]
+        sessions: usize,
+        #[arg(long, default_value_t = 0)]
+        orgs: usize,
+        /// Write the generated session tokens here, one per line.
+        #[arg(long)]
+        tokens_out: Option<PathBuf>,
+    },
+    /// Write a consistent snapshot of the (stopped) server's store to FILE.
+    Backup {
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Replace the store with a snapshot written by `backup` (server stopped).
+    Restore { file: PathBuf },
+    /// Write users, organizations and memberships as JSON Lines (no session tokens).
+    Export {
+        /// Output file; standard output when absent.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Read a file written by `export`, refusing duplicates.
+    Import { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -67,6 +95,28 @@ fn main() -> ExitCode {
         Command::Serve => runtime.block_on(serve(config)),
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin))
+        }
+        Command::Seed { users, sessions, orgs, tokens_out } => {
+            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out };
+            report(runtime.block_on(ops::seed::seed(&config, args)))
+        }
+        Command::Backup { out } => report(ops::backup::backup(&config, &out)),
+        Command::Restore { file } => report(ops::backup::restore(&config, &file)),
+        Command::Export { out } => report(ops::export::export(&config, out.as_deref())),
+        Command::Import { file } => report(ops::export::import(&config, &file)),
+    }
+}
+
+/// Prints an operation's report (to stderr: `export` may be writing its data to stdout).
+fn report(outcome: Result<String, ops::OpsError>) -> ExitCode {
+    match outcome {
+        Ok(report) => {
+            eprintln!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("service-auth: {e}");
+            ExitCode::FAILURE
         }
     }
 }
