@@ -101,6 +101,27 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
     }
 }
 
+/// Every path and the methods it answers; anything else is 404, another method 405. The OpenAPI document is
+/// checked against this list so that the two cannot drift.
+pub const ROUTES: &[(&str, &[Method])] = &[
+    ("/api/auth/sign-up/email", &[Method::POST]),
+    ("/api/auth/sign-in/email", &[Method::POST]),
+    ("/api/auth/get-session", &[Method::GET]),
+    ("/api/auth/sign-out", &[Method::POST]),
+    ("/api/admin/users", &[Method::GET, Method::PATCH]),
+    ("/api/admin/organizations", &[Method::GET, Method::POST]),
+    ("/api/openapi.json", &[Method::GET]),
+];
+
+/// The OpenAPI 3.1 document of this service, as kept in the repository.
+pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
+
+fn openapi() -> Response<Body> {
+    let mut response = Response::new(Body::new(bytes::Bytes::from_static(OPENAPI.as_bytes())));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
 /// it comes from another site, or when its `Origin` is neither ours nor trusted. Requests without cookies, and
 /// clients that send no `Origin` (curl, servers), are not affected: they cannot be riding a victim's session.
@@ -124,12 +145,8 @@ fn is_cross_site(state: &State, req: &Request<Incoming>, host: Option<&str>) -> 
 async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
-    let allowed: &[Method] = match path {
-        "/api/auth/sign-up/email" | "/api/auth/sign-in/email" | "/api/auth/sign-out" => &[Method::POST],
-        "/api/auth/get-session" => &[Method::GET],
-        "/api/admin/users" => &[Method::GET, Method::PATCH],
-        "/api/admin/organizations" => &[Method::GET, Method::POST],
-        _ => return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family),
+    let Some(allowed) = ROUTES.iter().find(|(p, _)| *p == path).map(|(_, methods)| *methods) else {
+        return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family);
     };
     if !allowed.contains(req.method()) {
         let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
@@ -152,6 +169,7 @@ async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<
         ("/api/admin/users", _) => admin::update_user(state, ctx, req).await,
         ("/api/admin/organizations", Method::GET) => admin::list_organizations(state, ctx, req).await,
         ("/api/admin/organizations", _) => admin::create_organization(state, ctx, req).await,
+        ("/api/openapi.json", _) => Ok(openapi()),
         _ => unreachable!("every path in `allowed` has an arm"),
     };
     result.unwrap_or_else(|failure| {
