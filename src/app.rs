@@ -82,13 +82,23 @@ impl Core {
     }
 }
 
-/// Forgets the rate-limit state of addresses that are back to a full allowance, once a minute.
-async fn sweep_rate_limits(state: Arc<AppState>, stop: CancellationToken) {
+/// Housekeeping, once a minute: forget the rate-limit state of addresses back to a full allowance, and every ten
+/// minutes remove expired sessions from memory and disk (a session nobody presents again would otherwise stay
+/// forever).
+async fn housekeeping(state: Arc<AppState>, stop: CancellationToken) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
-    loop {
+    for round in 0u64.. {
         tokio::select! {
-            _ = tick.tick() => state.limits.sweep(),
+            _ = tick.tick() => {}
             () = stop.cancelled() => return,
+        }
+        state.limits.sweep();
+        if round % 10 == 0 {
+            match state.actors.sessions.sweep_expired().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
+                Err(_) => tracing::warn!("could not remove expired sessions; will retry"),
+            }
         }
     }
 }
@@ -109,6 +119,7 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
         cookies: CookieSettings::new(&config.cookie.prefix, config.secure_cookies(), config.session.expires_in_secs),
         origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
         trusted_proxies: config.trusted_proxies.clone(),
+        store: Arc::clone(&core.store),
         limits: AddressLimits::new(
             config.rate_limit.sign_in_per_address,
             config.rate_limit.sign_up_per_address,
@@ -118,7 +129,7 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
     });
     tracing::info!(address = ?listener.local_addr().ok(), "serving");
     let stop = CancellationToken::new();
-    tokio::spawn(sweep_rate_limits(Arc::clone(&state), stop.clone()));
+    tokio::spawn(housekeeping(Arc::clone(&state), stop.clone()));
     if let Some(dir) = &config.backup.dir {
         let schedule = crate::ops::backup::Schedule {
             dir: dir.clone(),

@@ -27,10 +27,24 @@ impl Batch {
         T: Send + 'static,
         E: From<Unavailable> + Send + 'static,
     {
+        self.add_result(ops, port, Ok(value));
+    }
+
+    /// Like [`add`](Self::add), for an answer that is itself a refusal which must not be given before its
+    /// record (an audit entry) is durable.
+    pub(super) fn add_result<T, E>(
+        &mut self,
+        ops: impl IntoIterator<Item = StoreOp>,
+        port: RpcReplyPort<Result<T, E>>,
+        result: Result<T, E>,
+    ) where
+        T: Send + 'static,
+        E: From<Unavailable> + Send + 'static,
+    {
         self.ops.extend(ops);
         self.answers.push(Box::new(move |durable| {
             // The caller may have timed out and gone; nothing to do about that here.
-            let _ = port.send(if durable { Ok(value) } else { Err(Unavailable.into()) });
+            let _ = port.send(if durable { result } else { Err(Unavailable.into()) });
         }));
     }
 

@@ -17,6 +17,7 @@
 //! dropped and every caller in the batch gets `Unavailable`: memory never runs ahead of the disk.
 
 mod attempts;
+pub mod audit;
 mod batch;
 pub mod load;
 pub mod orgs;

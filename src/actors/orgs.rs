@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use super::audit::{self, action};
 use super::batch::Batch;
 use super::{Indexes, Unavailable, call};
-use crate::domain::{Name, OrgId, Organization, Slug, Timestamp};
+use crate::domain::{Name, OrgId, Organization, Slug, Timestamp, UserId};
 use crate::store::{OrgRecordV1, StoreOp, StoreWriter};
 
 /// Read index of organizations: by id, and by slug.
@@ -48,7 +49,13 @@ pub enum CreateOrgError {
 }
 
 pub enum OrgsMsg {
-    Create { name: Name, slug: Slug, reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>> },
+    Create {
+        name: Name,
+        slug: Slug,
+        by: UserId,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>>,
+    },
     Flush,
 }
 
@@ -57,8 +64,15 @@ pub enum OrgsMsg {
 pub struct OrgsHandle(ActorRef<OrgsMsg>);
 
 impl OrgsHandle {
-    pub async fn create(&self, name: Name, slug: Slug) -> Result<Arc<Organization>, CreateOrgError> {
-        call(&self.0, |reply| OrgsMsg::Create { name, slug, reply }).await?
+    /// Creates an organization on behalf of administrator `by`, calling from address `ip`.
+    pub async fn create(
+        &self,
+        name: Name,
+        slug: Slug,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, CreateOrgError> {
+        call(&self.0, |reply| OrgsMsg::Create { name, slug, by, ip, reply }).await?
     }
 
     pub(super) async fn drain(&self) {
@@ -103,14 +117,21 @@ impl Actor for OrgsActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            OrgsMsg::Create { name, slug, reply } => {
+            OrgsMsg::Create { name, slug, by, ip, reply } => {
                 if state.pending.contains_key(&slug) || self.indexes.orgs.slug_taken(&slug) {
                     let _ = reply.send(Err(CreateOrgError::SlugTaken));
                     return Ok(());
                 }
                 let org = Arc::new(Organization { id: OrgId::new(), name, slug, created_at: Timestamp::now() });
                 state.pending.insert(org.slug.clone(), Arc::clone(&org));
-                state.batch.add([StoreOp::PutOrg(record(&org))], reply, org);
+                let logged = audit::entry(
+                    action::ORGANIZATION_CREATED,
+                    Some(by),
+                    Some(org.id.to_bytes()),
+                    &ip,
+                    org.slug.to_string(),
+                );
+                state.batch.add([StoreOp::PutOrg(record(&org)), logged], reply, org);
                 state.batch.schedule_flush(&myself, || OrgsMsg::Flush);
             }
             OrgsMsg::Flush => {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use super::audit::{self, action};
 use super::batch::Batch;
 use super::{Indexes, Unavailable, call};
 use crate::config::SessionConfig;
@@ -38,6 +39,10 @@ impl SessionIndex {
         };
     }
 
+    fn expired(&self, now: Timestamp) -> Vec<TokenHash> {
+        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, _)| *h).collect()
+    }
+
     fn of_user(&self, user: UserId) -> Vec<TokenHash> {
         self.by_hash.pin().iter().filter(|(_, s)| s.user_id == user).map(|(h, _)| *h).collect()
     }
@@ -48,6 +53,14 @@ impl SessionIndex {
 pub struct Origin {
     pub ip_address: String,
     pub user_agent: String,
+}
+
+/// Why a session starts; a sign-in is recorded in the audit log with its session (a sign-up's account creation
+/// is recorded by the users actor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    SignIn,
+    SignUp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -65,7 +78,11 @@ pub enum SessionsMsg {
         user: UserId,
         remember_me: bool,
         origin: Origin,
+        start: Start,
         reply: RpcReplyPort<Result<(SessionToken, Arc<Session>), CreateSessionError>>,
+    },
+    SweepExpired {
+        reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
     Refresh {
         hash: TokenHash,
@@ -94,8 +111,14 @@ impl SessionsHandle {
         user: UserId,
         remember_me: bool,
         origin: Origin,
+        start: Start,
     ) -> Result<(SessionToken, Arc<Session>), CreateSessionError> {
-        call(&self.0, |reply| SessionsMsg::Create { user, remember_me, origin, reply }).await?
+        call(&self.0, |reply| SessionsMsg::Create { user, remember_me, origin, start, reply }).await?
+    }
+
+    /// Removes expired sessions from memory and disk; returns how many.
+    pub async fn sweep_expired(&self) -> Result<usize, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::SweepExpired { reply }).await?
     }
 
     /// Extends a session to the full lifetime from now. `None` when it has ended or expired meanwhile.
@@ -157,13 +180,35 @@ impl Actor for SessionsActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionsMsg::Create { user, remember_me, origin, reply } => match self.create(user, remember_me, origin) {
-                Ok((token, hash, session)) => {
-                    state.pending.insert(hash, Some(Arc::clone(&session)));
-                    state.batch.add([put(hash, &session)], reply, (token, session));
+            SessionsMsg::Create { user, remember_me, origin, start, reply } => {
+                let ip = origin.ip_address.clone();
+                let logged =
+                    |what, detail: &str| audit::entry(what, Some(user), Some(user.to_bytes()), &ip, detail.into());
+                match (self.create(user, remember_me, origin), start) {
+                    (Ok((token, hash, session)), start) => {
+                        state.pending.insert(hash, Some(Arc::clone(&session)));
+                        let mut ops = vec![put(hash, &session)];
+                        if start == Start::SignIn {
+                            ops.push(logged(action::SIGN_IN_SUCCEEDED, ""));
+                        }
+                        state.batch.add(ops, reply, (token, session));
+                    }
+                    (Err(CreateSessionError::Banned), Start::SignIn) => {
+                        let refused = logged(action::SIGN_IN_REFUSED, "account is banned");
+                        state.batch.add_result([refused], reply, Err(CreateSessionError::Banned));
+                    }
+                    (Err(e), _) => drop(reply.send(Err(e))),
                 }
-                Err(e) => drop(reply.send(Err(e))),
-            },
+            }
+            SessionsMsg::SweepExpired { reply } => {
+                let now = Timestamp::now();
+                let expired: Vec<TokenHash> = self.indexes.sessions.expired(now);
+                let count = expired.len();
+                for hash in &expired {
+                    state.pending.insert(*hash, None);
+                }
+                state.batch.add(expired.into_iter().map(StoreOp::DeleteSession), reply, count);
+            }
             SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
                 Some(current) if !current.is_expired(Timestamp::now()) => {
                     let now = Timestamp::now();

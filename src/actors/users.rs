@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::attempts::AttemptLimiter;
+use super::audit::{self, action};
 use super::batch::Batch;
 use super::{Indexes, SessionsHandle, Unavailable, call};
 use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserId};
@@ -105,6 +106,15 @@ pub enum UpdateUserError {
     Unavailable(#[from] Unavailable),
 }
 
+/// Why a sign-in may not check a password now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AttemptRefused {
+    #[error("too many failed sign-ins for this account; retry after {0:?}")]
+    Locked(Duration),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
 /// What [`UsersHandle::ensure_admin`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnsureAdmin {
@@ -113,11 +123,16 @@ pub enum EnsureAdmin {
 }
 
 pub enum UsersMsg {
-    Create(NewUser, RpcReplyPort<Result<Arc<User>, CreateUserError>>),
+    Create {
+        user: NewUser,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<User>, CreateUserError>>,
+    },
     Update {
         by: UserId,
         target: UserId,
         change: UserChange,
+        ip: String,
         reply: RpcReplyPort<Result<(), UpdateUserError>>,
     },
     EnsureAdmin {
@@ -128,11 +143,14 @@ pub enum UsersMsg {
     },
     BeginAttempt {
         user: UserId,
-        reply: RpcReplyPort<Result<(), Duration>>,
+        ip: String,
+        reply: RpcReplyPort<Result<(), AttemptRefused>>,
     },
     FinishAttempt {
-        user: UserId,
+        user: Option<UserId>,
         success: bool,
+        ip: String,
+        reply: RpcReplyPort<Result<(), Unavailable>>,
     },
     Flush,
 }
@@ -142,14 +160,21 @@ pub enum UsersMsg {
 pub struct UsersHandle(ActorRef<UsersMsg>);
 
 impl UsersHandle {
-    pub async fn create(&self, user: NewUser) -> Result<Arc<User>, CreateUserError> {
-        call(&self.0, |reply| UsersMsg::Create(user, reply)).await?
+    /// Creates an account (sign-up from address `ip`).
+    pub async fn create(&self, user: NewUser, ip: String) -> Result<Arc<User>, CreateUserError> {
+        call(&self.0, |reply| UsersMsg::Create { user, ip, reply }).await?
     }
 
-    /// Applies `change` to `target` on behalf of administrator `by`. A ban ends every session of `target` before
-    /// this returns.
-    pub async fn update(&self, by: UserId, target: UserId, change: UserChange) -> Result<(), UpdateUserError> {
-        call(&self.0, |reply| UsersMsg::Update { by, target, change, reply }).await?
+    /// Applies `change` to `target` on behalf of administrator `by`, calling from `ip`. A ban ends every session
+    /// of `target` before this returns.
+    pub async fn update(
+        &self,
+        by: UserId,
+        target: UserId,
+        change: UserChange,
+        ip: String,
+    ) -> Result<(), UpdateUserError> {
+        call(&self.0, |reply| UsersMsg::Update { by, target, change, ip, reply }).await?
     }
 
     /// Creates `email` as an administrator, or makes the existing account with that e-mail an unbanned
@@ -163,15 +188,17 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, reply }).await?
     }
 
-    /// Reserves one password check against `user`'s failure limit (see [`super::attempts`]); `Err` says how
-    /// long to wait. Every reservation must be ended with [`finish_attempt`](Self::finish_attempt).
-    pub async fn begin_attempt(&self, user: UserId) -> Result<Result<(), Duration>, Unavailable> {
-        call(&self.0, |reply| UsersMsg::BeginAttempt { user, reply }).await
+    /// Reserves one password check against `user`'s failure limit (see [`super::attempts`]). A refusal is
+    /// recorded in the audit log before it is answered. Every reservation must be ended with
+    /// [`finish_attempt`](Self::finish_attempt).
+    pub async fn begin_attempt(&self, user: UserId, ip: String) -> Result<(), AttemptRefused> {
+        call(&self.0, |reply| UsersMsg::BeginAttempt { user, ip, reply }).await?
     }
 
-    pub fn finish_attempt(&self, user: UserId, success: bool) {
-        // Only fails while shutting down, when the counters no longer matter.
-        let _ = self.0.send_message(UsersMsg::FinishAttempt { user, success });
+    /// Ends a sign-in's password check (`user` is `None` for an unknown e-mail). A failure is recorded in the
+    /// audit log before this returns; a success is recorded with the new session, by the sessions actor.
+    pub async fn finish_attempt(&self, user: Option<UserId>, success: bool, ip: String) -> Result<(), Unavailable> {
+        call(&self.0, |reply| UsersMsg::FinishAttempt { user, success, ip, reply }).await?
     }
 
     pub(super) async fn drain(&self) {
@@ -240,31 +267,59 @@ impl Actor for UsersActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            UsersMsg::Create(new, reply) => match self.create(state, new) {
-                Ok(user) => state.batch.add([put(&user)], reply, user),
+            UsersMsg::Create { user, ip, reply } => match self.create(state, user) {
+                Ok(user) => {
+                    let logged =
+                        audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.to_bytes()), &ip, String::new());
+                    state.batch.add([put(&user), logged], reply, user);
+                }
                 Err(e) => drop(reply.send(Err(e))),
             },
-            UsersMsg::Update { by, target, change, reply } => match self.update(state, by, target, change) {
-                Ok(user) => state.batch.add([put(&user)], reply, ()),
+            UsersMsg::Update { by, target, change, ip, reply } => match self.update(state, by, target, change) {
+                Ok((before, after)) => {
+                    let mut ops = vec![put(&after)];
+                    ops.extend(
+                        changes(&before, &after)
+                            .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.to_bytes()), &ip, detail)),
+                    );
+                    state.batch.add(ops, reply, ());
+                }
                 Err(e) => drop(reply.send(Err(e))),
             },
             UsersMsg::EnsureAdmin { name, email, password_hash, reply } => {
                 let (user, outcome) = self.ensure_admin(state, name, email, password_hash);
-                state.batch.add([put(&user)], reply, outcome);
+                let detail = format!("administrator set up from the command line or bootstrap: {}", user.email);
+                let logged = audit::entry(action::ROLE_CHANGED, None, Some(user.id.to_bytes()), "", detail);
+                state.batch.add([put(&user), logged], reply, outcome);
             }
-            UsersMsg::BeginAttempt { user, reply } => {
+            UsersMsg::BeginAttempt { user, ip, reply } => {
                 let now = Instant::now();
                 state.attempts_since_sweep += 1;
                 if state.attempts_since_sweep >= 1024 {
                     state.attempts.sweep(now);
                     state.attempts_since_sweep = 0;
                 }
-                let _ = reply.send(state.attempts.begin(user, now));
-                return Ok(());
+                match state.attempts.begin(user, now) {
+                    Ok(()) => drop(reply.send(Ok(()))),
+                    Err(wait) => {
+                        let detail = "too many failed sign-ins".to_owned();
+                        let logged =
+                            audit::entry(action::SIGN_IN_REFUSED, Some(user), Some(user.to_bytes()), &ip, detail);
+                        state.batch.add_result([logged], reply, Err(AttemptRefused::Locked(wait)));
+                    }
+                }
             }
-            UsersMsg::FinishAttempt { user, success } => {
-                state.attempts.finish(user, success);
-                return Ok(());
+            UsersMsg::FinishAttempt { user, success, ip, reply } => {
+                if let Some(user) = user {
+                    state.attempts.finish(user, success);
+                }
+                if success {
+                    let _ = reply.send(Ok(()));
+                } else {
+                    let detail = if user.is_some() { "wrong password" } else { "unknown e-mail" }.to_owned();
+                    let logged = audit::entry(action::SIGN_IN_FAILED, user, user.map(UserId::to_bytes), &ip, detail);
+                    state.batch.add([logged], reply, ());
+                }
             }
             UsersMsg::Flush => return self.flush(state).await,
         }
@@ -315,7 +370,7 @@ impl UsersActor {
         by: UserId,
         target: UserId,
         change: UserChange,
-    ) -> Result<Arc<User>, UpdateUserError> {
+    ) -> Result<(Arc<User>, Arc<User>), UpdateUserError> {
         // The HTTP side checked the caller's role when the request came in; check again here, in message order,
         // so a demotion that landed in between is honoured.
         if !self.get(state, by).is_some_and(|u| u.is_active_admin()) {
@@ -354,7 +409,7 @@ impl UsersActor {
         }
         let user = Arc::new(user);
         self.stage(state, Arc::clone(&user));
-        Ok(user)
+        Ok((current, user))
     }
 
     fn ensure_admin(
@@ -430,6 +485,25 @@ impl UsersActor {
         answers.send(durable);
         Ok(())
     }
+}
+
+/// What an administrator's change did, as audit actions with their details.
+fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&'static str, String)> + 'a {
+    let org = |o: Option<OrgId>| o.map_or_else(|| "none".to_owned(), |id| id.to_string());
+    let role =
+        (before.role != after.role).then(|| (action::ROLE_CHANGED, format!("{} -> {}", before.role, after.role)));
+    let ban = match (before.banned, after.banned) {
+        (false, true) => Some((action::BANNED, after.ban_reason.clone().unwrap_or_default())),
+        (true, false) => Some((action::UNBANNED, String::new())),
+        _ if before.ban_reason != after.ban_reason => {
+            Some((action::BAN_REASON_CHANGED, after.ban_reason.clone().unwrap_or_default()))
+        }
+        _ => None,
+    };
+    let membership = (before.organization_id != after.organization_id).then(|| {
+        (action::ORGANIZATION_CHANGED, format!("{} -> {}", org(before.organization_id), org(after.organization_id)))
+    });
+    [role, ban, membership].into_iter().flatten()
 }
 
 /// The persisted form of a user.

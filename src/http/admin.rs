@@ -6,7 +6,9 @@ use hyper::body::Incoming;
 use hyper::header::HeaderMap;
 use hyper::{Request, Response, StatusCode};
 
-use super::dto::{AdminOrganization, AdminUser, OneOrganization, OrganizationList, SUCCESS, UserList};
+use super::dto::{
+    AdminOrganization, AdminUser, AuditEntry, AuditPage, OneOrganization, OrganizationList, SUCCESS, UserList,
+};
 use super::request::{self, Fields};
 use super::response::{Body, Failure, ok};
 use super::{Ctx, State, session};
@@ -16,6 +18,8 @@ use crate::domain::{Name, OrgId, RoleSet, Slug, User, UserId};
 
 /// Longest ban reason kept.
 const MAX_BAN_REASON: usize = 500;
+const DEFAULT_AUDIT_PAGE: usize = 50;
+const MAX_AUDIT_PAGE: usize = 500;
 
 pub async fn list_users(state: &State, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     require_admin(state, req.headers())?;
@@ -23,11 +27,11 @@ pub async fn list_users(state: &State, _: Ctx, req: Request<Incoming>) -> Result
     Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }))
 }
 
-pub async fn update_user(state: &State, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+pub async fn update_user(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let admin = require_admin(state, req.headers())?;
     let body = request::json_object(req, true).await?;
     let (target, change) = parse_update(&state.roles, &body)?;
-    state.actors.users.update(admin.id, target, change).await.map_err(|e| match e {
+    state.actors.users.update(admin.id, target, change, ctx.ip.to_string()).await.map_err(|e| match e {
         UpdateUserError::NotAdmin => forbidden(),
         UpdateUserError::UserNotFound => Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "user not found"),
         UpdateUserError::OrganizationNotFound => {
@@ -48,19 +52,45 @@ pub async fn list_organizations(state: &State, _: Ctx, req: Request<Incoming>) -
     Ok(ok(&OrganizationList { organizations: orgs.iter().map(|o| AdminOrganization::from(&**o)).collect() }))
 }
 
-pub async fn create_organization(state: &State, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    require_admin(state, req.headers())?;
+pub async fn create_organization(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let admin = require_admin(state, req.headers())?;
     let body = request::json_object(req, true).await?;
     reject_unknown(&body, &["name", "slug"])?;
     let name = Name::parse(body.string("name")?).map_err(|e| Failure::validation(format!("name {e}")))?;
     let slug = Slug::parse(body.string("slug")?).map_err(|e| Failure::validation(e.to_string()))?;
-    let org = state.actors.orgs.create(name, slug).await.map_err(|e| match e {
+    let org = state.actors.orgs.create(name, slug, admin.id, ctx.ip.to_string()).await.map_err(|e| match e {
         CreateOrgError::SlugTaken => {
             Failure::new(StatusCode::CONFLICT, "CONFLICT", "an organization with this slug already exists")
         }
         CreateOrgError::Unavailable(u) => u.into(),
     })?;
     Ok(ok(&OneOrganization { organization: AdminOrganization::from(&*org) }))
+}
+
+/// `GET /api/admin/audit?limit=N&cursor=ID`: the audit log, newest first. `next_cursor` is the `cursor` of the
+/// next (older) page, `null` on the last one. Read from the store, not memory: the log only grows.
+pub async fn audit(state: &State, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    require_admin(state, req.headers())?;
+    let query = req.uri().query();
+    let limit =
+        match request::query_param(query, "limit") {
+            None => DEFAULT_AUDIT_PAGE,
+            Some(v) => v.parse().ok().filter(|n| (1..=MAX_AUDIT_PAGE).contains(n)).ok_or_else(|| {
+                Failure::validation(format!("limit must be a whole number from 1 to {MAX_AUDIT_PAGE}"))
+            })?,
+        };
+    let before = match request::query_param(query, "cursor") {
+        None => None,
+        Some(c) => {
+            Some(uuid::Uuid::try_parse(c).map_err(|_| Failure::validation("cursor must be an entry id"))?.into_bytes())
+        }
+    };
+    let store = Arc::clone(&state.store);
+    let page = tokio::task::spawn_blocking(move || store.audit_page(before, limit)).await;
+    let entries = page.map_err(|_| Failure::unavailable())?.map_err(|_| Failure::unavailable())?;
+    let next_cursor =
+        (entries.len() == limit).then(|| entries.last().map(|e| uuid::Uuid::from_bytes(e.id).to_string())).flatten();
+    Ok(ok(&AuditPage { entries: entries.iter().map(AuditEntry::from).collect(), next_cursor }))
 }
 
 /// The caller, if their session is valid and their role is `admin` right now.

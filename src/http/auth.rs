@@ -10,8 +10,8 @@ use super::request::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
 use super::session::{self, Current};
 use super::{Ctx, State};
-use crate::actors::sessions::{CreateSessionError, Origin};
-use crate::actors::users::{CreateUserError, NewUser};
+use crate::actors::sessions::{CreateSessionError, Origin, Start};
+use crate::actors::users::{AttemptRefused, CreateUserError, NewUser};
 use crate::domain::{Email, Name, Password, PasswordError, SessionToken, Timestamp};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
@@ -21,8 +21,8 @@ const ADMIN_ONLY_FIELDS: [&str; 6] = ["role", "banned", "banReason", "banExpires
 const MAX_IMAGE_LEN: usize = 2048;
 
 pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    rate_limit(state, &ctx, &req, Limited::SignUp)?;
-    let origin = origin(state, &ctx, &req);
+    rate_limit(state, &ctx, Limited::SignUp)?;
+    let origin = origin(&ctx, &req);
     let body = request::json_object(req, true).await?;
     if let Some(field) = ADMIN_ONLY_FIELDS.into_iter().find(|f| body.has(f)) {
         return Err(Failure::bad_request("FIELD_NOT_ALLOWED", format!("{field} is not allowed to be set")));
@@ -43,36 +43,40 @@ pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<
     }
     let password_hash = state.hasher.hash(password).await.map_err(|_| Failure::unavailable())?;
     let new = NewUser { name, email, image: image.map(str::to_owned), role: state.roles.default_role(), password_hash };
-    let user = state.actors.users.create(new).await.map_err(|e| match e {
+    let user = state.actors.users.create(new, origin.ip_address.clone()).await.map_err(|e| match e {
         CreateUserError::EmailTaken => user_exists(),
         CreateUserError::Unavailable(u) => u.into(),
     })?;
-    let (token, _) = state.actors.sessions.create(user.id, remember, origin).await.map_err(session_failure)?;
+    let started = state.actors.sessions.create(user.id, remember, origin, Start::SignUp).await;
+    let (token, _) = started.map_err(session_failure)?;
     let answer = ok(&TokenAndUser { token: token.as_str(), user: AuthUser::from(&*user) });
     Ok(with_cookie(answer, state.cookies.set(token.as_str(), remember)))
 }
 
 pub async fn sign_in(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    rate_limit(state, &ctx, &req, Limited::SignIn)?;
-    let origin = origin(state, &ctx, &req);
+    rate_limit(state, &ctx, Limited::SignIn)?;
+    let origin = origin(&ctx, &req);
     let body = request::json_object(req, true).await?;
     let (email, password) = (body.string("email")?, body.string("password")?);
     let remember = body.optional_bool("rememberMe")?.unwrap_or(true);
     let callback = callback_url(state, &ctx, &body)?;
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::for_sign_in(password).map_err(password_failure)?;
+    let ip = origin.ip_address.clone();
     let user = state.indexes.users.by_email(&email);
     if let Some(user) = &user {
-        state.actors.users.begin_attempt(user.id).await?.map_err(Failure::too_many_requests)?;
+        state.actors.users.begin_attempt(user.id, ip.clone()).await.map_err(|e| match e {
+            AttemptRefused::Locked(wait) => Failure::too_many_requests(wait),
+            AttemptRefused::Unavailable(u) => u.into(),
+        })?;
     }
     // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
     // does not tell which accounts exist.
     let verified = state.hasher.verify(password, user.as_ref().map(|u| u.password_hash.clone())).await;
-    if let Some(user) = &user {
-        state.actors.users.finish_attempt(user.id, verified);
-    }
+    state.actors.users.finish_attempt(user.as_ref().map(|u| u.id), verified, ip).await?;
     let user = user.filter(|_| verified).ok_or_else(invalid_credentials)?;
-    let (token, _) = state.actors.sessions.create(user.id, remember, origin).await.map_err(session_failure)?;
+    let started = state.actors.sessions.create(user.id, remember, origin, Start::SignIn).await;
+    let (token, _) = started.map_err(session_failure)?;
     let user = state.indexes.users.get(user.id).unwrap_or(user);
     let body = SignedIn {
         redirect: callback.is_some(),
@@ -124,16 +128,15 @@ pub async fn sign_out(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result
 }
 
 /// The per-address limit, checked before the body is even read.
-fn rate_limit(state: &State, ctx: &Ctx, req: &Request<Incoming>, which: Limited) -> Result<(), Failure> {
-    let ip = request::client_ip(ctx.peer, req.headers(), &state.trusted_proxies);
-    state.limits.check(which, ip).map_err(Failure::too_many_requests)
+fn rate_limit(state: &State, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
+    state.limits.check(which, ctx.ip).map_err(Failure::too_many_requests)
 }
 
-fn origin(state: &State, ctx: &Ctx, req: &Request<Incoming>) -> Origin {
+fn origin(ctx: &Ctx, req: &Request<Incoming>) -> Origin {
     let user_agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
     // Bounded: a user agent is stored with every session.
     let user_agent: String = user_agent.chars().take(512).collect();
-    Origin { ip_address: request::client_ip(ctx.peer, req.headers(), &state.trusted_proxies).to_string(), user_agent }
+    Origin { ip_address: ctx.ip.to_string(), user_agent }
 }
 
 /// `callbackURL` must be a safe relative path or an absolute URL on a trusted origin; an open redirect on an

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::domain::{Organization, Session, Timestamp, User};
+use crate::store::AuditRecordV1;
 
 /// A user on the auth endpoints.
 #[derive(Serialize)]
@@ -161,3 +162,36 @@ pub struct Success {
 }
 
 pub const SUCCESS: Success = Success { success: true };
+
+/// One entry of `GET /api/admin/audit`.
+#[derive(Serialize)]
+pub struct AuditEntry<'a> {
+    id: String,
+    at: Timestamp,
+    action: &'a str,
+    actor_id: Option<String>,
+    target_id: Option<String>,
+    ip_address: &'a str,
+    detail: &'a str,
+}
+
+impl<'a> From<&'a AuditRecordV1> for AuditEntry<'a> {
+    fn from(r: &'a AuditRecordV1) -> Self {
+        let id = |bytes: [u8; 16]| uuid::Uuid::from_bytes(bytes).to_string();
+        Self {
+            id: id(r.id),
+            at: Timestamp::from_millis(r.at_ms),
+            action: &r.action,
+            actor_id: r.actor.map(id),
+            target_id: r.target.map(id),
+            ip_address: &r.ip_address,
+            detail: &r.detail,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct AuditPage<'a> {
+    pub entries: Vec<AuditEntry<'a>>,
+    pub next_cursor: Option<String>,
+}

@@ -51,6 +51,8 @@ pub struct AppState {
     pub origins: Origins,
     pub trusted_proxies: Vec<IpAddr>,
     pub limits: limits::AddressLimits,
+    /// For reading the audit log, which is not kept in memory.
+    pub store: Arc<crate::store::Store>,
     /// A session used this long after its last refresh is extended.
     pub update_age: Duration,
 }
@@ -60,7 +62,8 @@ type State = AppState;
 /// Per-request facts gathered before the handler runs.
 #[derive(Debug, Clone)]
 pub struct Ctx {
-    pub peer: IpAddr,
+    /// The client's address: the peer, or what a trusted proxy says in `X-Forwarded-For`.
+    pub ip: IpAddr,
     pub host: Option<String>,
 }
 
@@ -110,6 +113,7 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/auth/sign-out", &[Method::POST]),
     ("/api/admin/users", &[Method::GET, Method::PATCH]),
     ("/api/admin/organizations", &[Method::GET, Method::POST]),
+    ("/api/admin/audit", &[Method::GET]),
     ("/api/openapi.json", &[Method::GET]),
 ];
 
@@ -159,7 +163,7 @@ async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<
         let failure = Failure::new(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin");
         return failure.into_response(family);
     }
-    let ctx = Ctx { peer, host };
+    let ctx = Ctx { ip: request::client_ip(peer, req.headers(), &state.trusted_proxies), host };
     let result = match (path, req.method().clone()) {
         ("/api/auth/sign-up/email", _) => auth::sign_up(state, ctx, req).await,
         ("/api/auth/sign-in/email", _) => auth::sign_in(state, ctx, req).await,
@@ -169,6 +173,7 @@ async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<
         ("/api/admin/users", _) => admin::update_user(state, ctx, req).await,
         ("/api/admin/organizations", Method::GET) => admin::list_organizations(state, ctx, req).await,
         ("/api/admin/organizations", _) => admin::create_organization(state, ctx, req).await,
+        ("/api/admin/audit", _) => admin::audit(state, ctx, req).await,
         ("/api/openapi.json", _) => Ok(openapi()),
         _ => unreachable!("every path in `allowed` has an arm"),
     };

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::StoreError;
-use super::records::{OrgRecordV1, SessionRecordV1, UserRecordV1};
+use super::records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 
 /// A persisted record type and the version byte its encoding carries.
 pub trait Record: Serialize + DeserializeOwned {
@@ -24,6 +24,11 @@ impl Record for UserRecordV1 {
 impl Record for OrgRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "organization";
+}
+
+impl Record for AuditRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "audit";
 }
 
 impl Record for SessionRecordV1 {
@@ -111,6 +116,26 @@ mod tests {
         expected.extend([0xd8, 0x04, 0, 0x80, 0x01, 3, b':', b':', b'1', 0, 0]);
         assert_eq!(encode(&session), expected);
         assert_eq!(decode::<SessionRecordV1>(&expected).unwrap(), session);
+    }
+
+    #[test]
+    fn audit_golden_bytes() {
+        let entry = AuditRecordV1 {
+            id: [5; 16],
+            at_ms: 2,
+            action: "a.b".into(),
+            actor: Some([6; 16]),
+            target: None,
+            ip_address: "1".into(),
+            detail: "d".into(),
+        };
+        let mut expected = vec![1];
+        expected.extend([5; 16]);
+        expected.extend([4, 3, b'a', b'.', b'b', 1]);
+        expected.extend([6; 16]);
+        expected.extend([0, 1, b'1', 1, b'd']);
+        assert_eq!(encode(&entry), expected);
+        assert_eq!(decode::<AuditRecordV1>(&expected).unwrap(), entry);
     }
 
     #[test]

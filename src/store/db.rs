@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::codec::{self, Record};
-use super::records::{OrgRecordV1, SessionRecordV1, UserRecordV1};
+use super::records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 use super::{Loaded, StoreError, StoreOp};
 
 const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
 const SESSIONS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
+const AUDIT: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
@@ -60,6 +61,7 @@ impl Store {
             tx.open_table(USERS).map_err(io)?;
             tx.open_table(ORGS).map_err(io)?;
             tx.open_table(SESSIONS).map_err(io)?;
+            tx.open_table(AUDIT).map_err(io)?;
         }
         tx.commit().map_err(io)
     }
@@ -99,6 +101,7 @@ impl Store {
             let mut users = tx.open_table(USERS).map_err(io)?;
             let mut orgs = tx.open_table(ORGS).map_err(io)?;
             let mut sessions = tx.open_table(SESSIONS).map_err(io)?;
+            let mut audit = tx.open_table(AUDIT).map_err(io)?;
             for &op in ops {
                 match op {
                     StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
@@ -107,12 +110,25 @@ impl Store {
                     StoreOp::DeleteSession(hash) => {
                         sessions.remove(hash).map_err(io)?;
                     }
+                    StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
                 }
             }
         }
         tx.commit().map_err(io)?;
         self.commits.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Up to `limit` audit entries older than `before` (all when `None`), newest first. Reads a snapshot;
+    /// does not block writers. Blocking: call it from a blocking thread.
+    pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
+        let tx = self.db.begin_read().map_err(io)?;
+        let table = tx.open_table(AUDIT).map_err(io)?;
+        let range = match before {
+            Some(id) => table.range(..id).map_err(io)?,
+            None => table.range::<[u8; 16]>(..).map_err(io)?,
+        };
+        range.rev().take(limit).map(|entry| codec::decode::<AuditRecordV1>(entry.map_err(io)?.1.value())).collect()
     }
 
     /// Transactions committed since open: shows group commit at work (in tests and benchmarks).

@@ -17,7 +17,7 @@ pub mod records;
 mod writer;
 
 pub use db::Store;
-pub use records::{OrgRecordV1, SessionRecordV1, UserRecordV1};
+pub use records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 pub use writer::StoreWriter;
 
 /// SHA-256 of a session token: the key of the sessions table.
@@ -30,6 +30,8 @@ pub enum StoreOp {
     PutOrg(OrgRecordV1),
     PutSession(TokenHash, SessionRecordV1),
     DeleteSession(TokenHash),
+    /// Audit entries ride in the same transaction as the change they record.
+    PutAudit(AuditRecordV1),
 }
 
 /// Everything in the store, as read at start-up.

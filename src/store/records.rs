@@ -47,3 +47,21 @@ pub struct SessionRecordV1 {
     /// `false` for a `rememberMe: false` session: short-lived and never extended.
     pub remember_me: bool,
 }
+
+/// One audit entry: an admin change or a sign-in outcome. Key: its UUID v7 (time-ordered), so the table reads
+/// newest first by iterating backwards. Never holds a secret: no password, token or hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRecordV1 {
+    pub id: [u8; 16],
+    pub at_ms: i64,
+    /// What happened, e.g. `user.role_changed`, `sign_in.failed`.
+    pub action: String,
+    /// Who did it: the administrator, or the account signing in.
+    pub actor: Option<[u8; 16]>,
+    /// What it was done to: a user or an organization.
+    pub target: Option<[u8; 16]>,
+    /// The client address the request came from.
+    pub ip_address: String,
+    /// Short human-readable detail, e.g. `qa_manager -> admin`.
+    pub detail: String,
+}

@@ -1,0 +1,39 @@
+//! Audit entries. Each is written in the same store transaction as the change it records, so the log can neither
+//! miss a change nor record one that did not happen.
+
+use crate::domain::{Timestamp, UserId};
+use crate::store::{AuditRecordV1, StoreOp};
+
+/// Actions recorded in the audit log.
+pub mod action {
+    pub const USER_CREATED: &str = "user.created";
+    pub const ROLE_CHANGED: &str = "user.role_changed";
+    pub const BANNED: &str = "user.banned";
+    pub const UNBANNED: &str = "user.unbanned";
+    pub const BAN_REASON_CHANGED: &str = "user.ban_reason_changed";
+    pub const ORGANIZATION_CHANGED: &str = "user.organization_changed";
+    pub const ORGANIZATION_CREATED: &str = "organization.created";
+    pub const SIGN_IN_SUCCEEDED: &str = "sign_in.succeeded";
+    pub const SIGN_IN_FAILED: &str = "sign_in.failed";
+    pub const SIGN_IN_REFUSED: &str = "sign_in.refused";
+}
+
+/// An audit entry as a store operation. `detail` must never carry a secret.
+pub(crate) fn entry(
+    action: &str,
+    actor: Option<UserId>,
+    target: Option<[u8; 16]>,
+    ip: &str,
+    detail: String,
+) -> StoreOp {
+    StoreOp::PutAudit(AuditRecordV1 {
+        // UUID v7: unique and ordered by time, so the table is the log in order.
+        id: uuid::Uuid::now_v7().into_bytes(),
+        at_ms: Timestamp::now().as_millis(),
+        action: action.to_owned(),
+        actor: actor.map(UserId::to_bytes),
+        target,
+        ip_address: ip.to_owned(),
+        detail,
+    })
+}
