@@ -120,6 +120,7 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
         origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
         trusted_proxies: config.trusted_proxies.clone(),
         store: Arc::clone(&core.store),
+        connection_limits: config.limits.clone(),
         limits: AddressLimits::new(
             config.rate_limit.sign_in_per_address,
             config.rate_limit.sign_up_per_address,

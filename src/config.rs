@@ -32,6 +32,7 @@ pub struct Config {
     pub hashing: HashingConfig,
     pub rate_limit: RateLimitConfig,
     pub backup: BackupConfig,
+    pub limits: LimitsConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -111,6 +112,24 @@ impl Default for BackupConfig {
     }
 }
 
+/// Connection limits: how much of the server one client can hold.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Open connections at most; further clients wait in the kernel's accept queue.
+    pub max_connections: usize,
+    /// Seconds a client gets to send a request's headers; also how long an idle keep-alive connection stays.
+    pub header_read_timeout_secs: u64,
+    /// Seconds a client gets to send a request's body.
+    pub body_read_timeout_secs: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self { max_connections: 10_000, header_read_timeout_secs: 10, body_read_timeout_secs: 10 }
+    }
+}
+
 /// The account created or promoted at `serve` when no administrator exists yet.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BootstrapAdmin {
@@ -141,6 +160,7 @@ impl Default for Config {
             hashing: HashingConfig::default(),
             rate_limit: RateLimitConfig::default(),
             backup: BackupConfig::default(),
+            limits: LimitsConfig::default(),
             bootstrap_admin: None,
         }
     }
@@ -351,6 +371,13 @@ impl Config {
         }
         if self.backup.interval_secs == 0 || self.backup.keep == 0 {
             return fail("backup.interval_secs", "and backup.keep must be above 0".into());
+        }
+        let l = &self.limits;
+        if l.max_connections == 0 || l.header_read_timeout_secs == 0 || l.body_read_timeout_secs == 0 {
+            return fail(
+                "limits",
+                "max_connections, header_read_timeout_secs and body_read_timeout_secs must be above 0".into(),
+            );
         }
         if r.failures_per_account == 0 {
             return fail("rate_limit.failures_per_account", "must be at least 1".into());

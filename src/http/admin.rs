@@ -29,7 +29,7 @@ pub async fn list_users(state: &State, _: Ctx, req: Request<Incoming>) -> Result
 
 pub async fn update_user(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let admin = require_admin(state, req.headers())?;
-    let body = request::json_object(req, true).await?;
+    let body = request::json_object(req, true, state.body_timeout()).await?;
     let (target, change) = parse_update(&state.roles, &body)?;
     state.actors.users.update(admin.id, target, change, ctx.ip.to_string()).await.map_err(|e| match e {
         UpdateUserError::NotAdmin => forbidden(),
@@ -54,7 +54,7 @@ pub async fn list_organizations(state: &State, _: Ctx, req: Request<Incoming>) -
 
 pub async fn create_organization(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let admin = require_admin(state, req.headers())?;
-    let body = request::json_object(req, true).await?;
+    let body = request::json_object(req, true, state.body_timeout()).await?;
     reject_unknown(&body, &["name", "slug"])?;
     let name = Name::parse(body.string("name")?).map_err(|e| Failure::validation(format!("name {e}")))?;
     let slug = Slug::parse(body.string("slug")?).map_err(|e| Failure::validation(e.to_string()))?;

@@ -23,7 +23,7 @@ const MAX_IMAGE_LEN: usize = 2048;
 pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     rate_limit(state, &ctx, Limited::SignUp)?;
     let origin = origin(&ctx, &req);
-    let body = request::json_object(req, true).await?;
+    let body = request::json_object(req, true, state.body_timeout()).await?;
     if let Some(field) = ADMIN_ONLY_FIELDS.into_iter().find(|f| body.has(f)) {
         return Err(Failure::bad_request("FIELD_NOT_ALLOWED", format!("{field} is not allowed to be set")));
     }
@@ -56,7 +56,7 @@ pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<
 pub async fn sign_in(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     rate_limit(state, &ctx, Limited::SignIn)?;
     let origin = origin(&ctx, &req);
-    let body = request::json_object(req, true).await?;
+    let body = request::json_object(req, true, state.body_timeout()).await?;
     let (email, password) = (body.string("email")?, body.string("password")?);
     let remember = body.optional_bool("rememberMe")?.unwrap_or(true);
     let callback = callback_url(state, &ctx, &body)?;
@@ -120,7 +120,7 @@ pub async fn sign_out(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result
     let _ = ctx;
     let token = request::cookie(req.headers(), &state.cookies.name).and_then(SessionToken::parse);
     // The body is optional and ignored, but if one is sent it must still be well-formed.
-    request::json_object(req, false).await?;
+    request::json_object(req, false, state.body_timeout()).await?;
     if let Some(token) = token {
         state.actors.sessions.end(token.hash()).await?;
     }

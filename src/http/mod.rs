@@ -28,6 +28,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use self::origins::Origins;
@@ -36,8 +37,6 @@ use crate::actors::{Handles, Indexes};
 use crate::domain::RoleSet;
 use crate::hashing::Hasher;
 
-/// A client gets this long to send its request headers; a slow-loris connection is closed after it.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for requests in flight.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -51,6 +50,8 @@ pub struct AppState {
     pub origins: Origins,
     pub trusted_proxies: Vec<IpAddr>,
     pub limits: limits::AddressLimits,
+    /// Connection count and read timeouts.
+    pub connection_limits: crate::config::LimitsConfig,
     /// For reading the audit log, which is not kept in memory.
     pub store: Arc<crate::store::Store>,
     /// A session used this long after its last refresh is extended.
@@ -58,6 +59,12 @@ pub struct AppState {
 }
 
 type State = AppState;
+
+impl AppState {
+    fn body_timeout(&self) -> Duration {
+        Duration::from_secs(self.connection_limits.body_read_timeout_secs)
+    }
+}
 
 /// Per-request facts gathered before the handler runs.
 #[derive(Debug, Clone)]
@@ -70,9 +77,20 @@ pub struct Ctx {
 /// Accepts connections until `shutdown` is cancelled, then stops accepting and waits for the requests in flight.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) {
     let graceful = GracefulShutdown::new();
+    let limits = &state.connection_limits;
+    // A slow-loris client (or an idle keep-alive one) is closed once this passes without complete headers.
     let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
+    // Each connection holds a permit; at the cap we stop accepting and clients wait in the kernel's queue.
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
     loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&permits).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = shutdown.cancelled() => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -96,6 +114,7 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
+            drop(permit);
         });
     }
     drop(listener);

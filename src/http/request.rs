@@ -1,6 +1,7 @@
 //! Reading requests: the JSON body (type, size, syntax), its fields, the session cookie, the client address.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -13,17 +14,25 @@ use super::response::Failure;
 /// Largest request body accepted (contract §5).
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// Reads a JSON object body. `required: false` (sign-out) accepts an empty body of any type.
-pub async fn json_object(req: Request<Incoming>, required: bool) -> Result<Fields, Failure> {
+/// Reads a JSON object body within `timeout`. `required: false` (sign-out) accepts an empty body of any type.
+pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Duration) -> Result<Fields, Failure> {
     let is_json = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json_type);
     let declared_len = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared_len.is_some_and(|n| n > MAX_BODY as u64) {
         return Err(too_large());
     }
-    let bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
-        Err(_) => return Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
+    let collected = tokio::time::timeout(timeout, Limited::new(req.into_body(), MAX_BODY).collect()).await;
+    let bytes = match collected {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Ok(Err(_)) => return Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
+        Err(_) => {
+            return Err(Failure::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                "The request body came too slowly",
+            ));
+        }
     };
     if !required && bytes.is_empty() {
         return Ok(Fields(Map::new()));
