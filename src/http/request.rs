@@ -3,7 +3,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Limited};
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap};
 use hyper::{Request, StatusCode};
@@ -13,18 +14,15 @@ use super::response::Failure;
 
 /// Largest request body accepted (contract §5).
 pub const MAX_BODY: usize = 64 * 1024;
+/// How much of an oversized body is read and dropped before answering 413.
+const MAX_DRAIN: usize = 1024 * 1024;
 
 /// Reads a JSON object body within `timeout`. `required: false` (sign-out) accepts an empty body of any type.
 pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Duration) -> Result<Fields, Failure> {
     let is_json = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json_type);
-    let declared_len = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared_len.is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(too_large());
-    }
-    let collected = tokio::time::timeout(timeout, Limited::new(req.into_body(), MAX_BODY).collect()).await;
-    let bytes = match collected {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+    let bytes = match tokio::time::timeout(timeout, read_body(req.into_body())).await {
+        Ok(Ok(Some(bytes))) => bytes,
+        Ok(Ok(None)) => return Err(too_large()),
         Ok(Err(_)) => return Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
         Err(_) => {
             return Err(Failure::new(
@@ -51,6 +49,25 @@ pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Durati
         }
         Err(_) => Err(Failure::bad_request("BAD_REQUEST", "Invalid JSON in request body")),
     }
+}
+
+/// The body, or `None` when it is over [`MAX_BODY`]. An oversized body is still read (and dropped) up to
+/// [`MAX_DRAIN`]: a client that is still sending when the 413 goes out would otherwise see a reset connection
+/// instead of the answer. Past that, the connection is simply closed.
+async fn read_body(mut body: Incoming) -> Result<Option<Bytes>, hyper::Error> {
+    let mut kept = BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        if let Some(data) = frame?.data_ref() {
+            seen += data.len();
+            if seen <= MAX_BODY {
+                kept.extend_from_slice(data);
+            } else if seen > MAX_DRAIN {
+                break;
+            }
+        }
+    }
+    Ok((seen <= MAX_BODY).then(|| kept.freeze()))
 }
 
 fn too_large() -> Failure {

@@ -57,11 +57,20 @@ pub const BOOTSTRAP_ENV: &[(&str, &str)] = &[
 // Servers
 
 /// The configuration of a test server: defaults, the given data directory and the bootstrap admin.
+/// The default configuration on `data_dir`, with the bootstrap admin, and without the per-address rate limits:
+/// every test client is 127.0.0.1, and those limits have tests of their own.
 pub fn test_config(data_dir: &Path) -> Config {
-    let mut config = Config::default();
-    config.data_dir = data_dir.to_path_buf();
-    config.bootstrap_admin =
-        Some(BootstrapAdmin { email: ADMIN_EMAIL.into(), name: ADMIN_NAME.into(), password: ADMIN_PASSWORD.into() });
+    let mut config = Config {
+        data_dir: data_dir.to_path_buf(),
+        bootstrap_admin: Some(BootstrapAdmin {
+            email: ADMIN_EMAIL.into(),
+            name: ADMIN_NAME.into(),
+            password: ADMIN_PASSWORD.into(),
+        }),
+        ..Config::default()
+    };
+    config.rate_limit.sign_in_per_address = 0;
+    config.rate_limit.sign_up_per_address = 0;
     config
 }
 
