@@ -20,7 +20,12 @@ pub struct AttemptLimiter {
     max: u32,
     window: Duration,
     entries: HashMap<UserId, Entry>,
+    /// Reservations since stale entries were last swept.
+    since_sweep: u32,
 }
+
+/// Stale entries are swept every this many reservations, so memory follows current attacks.
+const SWEEP_EVERY: u32 = 1024;
 
 #[derive(Debug)]
 struct Entry {
@@ -31,11 +36,16 @@ struct Entry {
 
 impl AttemptLimiter {
     pub fn new(max: u32, window: Duration) -> Self {
-        Self { max: max.max(1), window, entries: HashMap::new() }
+        Self { max: max.max(1), window, entries: HashMap::new(), since_sweep: 0 }
     }
 
     /// Reserves one password check for `user`, or says how long until one is allowed.
     pub fn begin(&mut self, user: UserId, now: Instant) -> Result<(), Duration> {
+        self.since_sweep += 1;
+        if self.since_sweep >= SWEEP_EVERY {
+            self.sweep(now);
+            self.since_sweep = 0;
+        }
         let entry = self.entries.entry(user).or_insert(Entry { window_start: now, failures: 0, in_flight: 0 });
         if now.duration_since(entry.window_start) >= self.window {
             entry.window_start = now;
@@ -63,7 +73,7 @@ impl AttemptLimiter {
     }
 
     /// Forgets accounts whose window has passed, so the map holds only accounts under attack right now.
-    pub fn sweep(&mut self, now: Instant) {
+    fn sweep(&mut self, now: Instant) {
         let window = self.window;
         self.entries.retain(|_, e| e.in_flight > 0 || now.duration_since(e.window_start) < window);
     }

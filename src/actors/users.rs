@@ -235,8 +235,6 @@ struct UsersActor {
 /// Changes not yet durable. Lookups see these first, so messages in one batch build on each other.
 struct State {
     attempts: AttemptLimiter,
-    /// Reservations since the attempt table was last swept of stale entries.
-    attempts_since_sweep: u32,
     pending: HashMap<UserId, Arc<User>>,
     pending_emails: HashMap<Email, UserId>,
     /// Users banned in this batch: their sessions are ended after the write, before anyone is answered.
@@ -252,7 +250,6 @@ impl Actor for UsersActor {
     async fn pre_start(&self, _: ActorRef<UsersMsg>, _: ()) -> Result<State, ActorProcessingErr> {
         Ok(State {
             attempts: AttemptLimiter::new(self.attempts.max_failures, self.attempts.window),
-            attempts_since_sweep: 0,
             pending: HashMap::new(),
             pending_emails: HashMap::new(),
             banned: Vec::new(),
@@ -292,23 +289,14 @@ impl Actor for UsersActor {
                 let logged = audit::entry(action::ROLE_CHANGED, None, Some(user.id.to_bytes()), "", detail);
                 state.batch.add([put(&user), logged], reply, outcome);
             }
-            UsersMsg::BeginAttempt { user, ip, reply } => {
-                let now = Instant::now();
-                state.attempts_since_sweep += 1;
-                if state.attempts_since_sweep >= 1024 {
-                    state.attempts.sweep(now);
-                    state.attempts_since_sweep = 0;
+            UsersMsg::BeginAttempt { user, ip, reply } => match state.attempts.begin(user, Instant::now()) {
+                Ok(()) => drop(reply.send(Ok(()))),
+                Err(wait) => {
+                    let detail = "too many failed sign-ins".to_owned();
+                    let logged = audit::entry(action::SIGN_IN_REFUSED, Some(user), Some(user.to_bytes()), &ip, detail);
+                    state.batch.add_result([logged], reply, Err(AttemptRefused::Locked(wait)));
                 }
-                match state.attempts.begin(user, now) {
-                    Ok(()) => drop(reply.send(Ok(()))),
-                    Err(wait) => {
-                        let detail = "too many failed sign-ins".to_owned();
-                        let logged =
-                            audit::entry(action::SIGN_IN_REFUSED, Some(user), Some(user.to_bytes()), &ip, detail);
-                        state.batch.add_result([logged], reply, Err(AttemptRefused::Locked(wait)));
-                    }
-                }
-            }
+            },
             UsersMsg::FinishAttempt { user, success, ip, reply } => {
                 if let Some(user) = user {
                     state.attempts.finish(user, success);
