@@ -1,6 +1,6 @@
 //! The `service-auth` command: parses the command line and the configuration, then hands over to the library.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -124,7 +124,8 @@ fn report(outcome: Result<String, ops::OpsError>) -> ExitCode {
 fn init_logging(config: &Config) {
     // The filter was validated with the configuration.
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_default();
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let ansi = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
 }
 
 async fn serve(config: Config) -> ExitCode {

@@ -11,4 +11,5 @@ mod api {
     mod input;
     mod lifecycle;
     mod orgs;
+    mod security;
 }

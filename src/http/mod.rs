@@ -168,7 +168,7 @@ fn is_cross_site(state: &State, req: &Request<Incoming>, host: Option<&str>) -> 
 async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
-    let Some(allowed) = ROUTES.iter().find(|(p, _)| *p == path).map(|(_, methods)| *methods) else {
+    let Some(&(path, allowed)) = ROUTES.iter().find(|(p, _)| *p == path) else {
         return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family);
     };
     if !allowed.contains(req.method()) {
@@ -183,7 +183,8 @@ async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<
         return failure.into_response(family);
     }
     let ctx = Ctx { ip: request::client_ip(peer, req.headers(), &state.trusted_proxies), host };
-    let result = match (path, req.method().clone()) {
+    let method = req.method().clone();
+    let result = match (path, method.clone()) {
         ("/api/auth/sign-up/email", _) => auth::sign_up(state, ctx, req).await,
         ("/api/auth/sign-in/email", _) => auth::sign_in(state, ctx, req).await,
         ("/api/auth/get-session", _) => auth::get_session(state, ctx, req).await,
@@ -196,10 +197,13 @@ async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<
         ("/api/openapi.json", _) => Ok(openapi()),
         _ => unreachable!("every path in `allowed` has an arm"),
     };
-    result.unwrap_or_else(|failure| {
+    let response = result.unwrap_or_else(|failure| {
         if failure.status.is_server_error() {
             tracing::warn!(status = %failure.status, code = failure.code, "request failed");
         }
         failure.into_response(family)
-    })
+    });
+    // Method, path and status only: headers and bodies carry cookies and passwords, and never reach a log.
+    tracing::debug!(%method, path, status = response.status().as_u16(), "request");
+    response
 }
