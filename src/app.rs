@@ -43,9 +43,9 @@ impl Core {
     pub async fn start(config: &Config, fatal: CancellationToken) -> Result<Self, AppError> {
         let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
         let hasher = Hasher::new(&config.hashing).map_err(|e| AppError::Startup(e.to_string()))?;
-        let data_dir = config.data_dir.clone();
+        let (data_dir, faults) = (config.data_dir.clone(), config.store_faults.clone());
         let (store, loaded) = tokio::task::spawn_blocking(move || {
-            let store = Store::open(&data_dir)?;
+            let store = Store::open_with_faults(&data_dir, faults)?;
             let loaded = store.load()?;
             Ok::<_, StoreError>((store, loaded))
         })

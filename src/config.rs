@@ -37,6 +37,10 @@ pub struct Config {
     /// file that gets committed.
     #[serde(skip)]
     pub bootstrap_admin: Option<BootstrapAdmin>,
+    /// Test seam: makes store commits fail on demand. Never set from the file or the environment.
+    #[doc(hidden)]
+    #[serde(skip)]
+    pub store_faults: crate::store::FaultSwitch,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -162,6 +166,7 @@ impl Default for Config {
             backup: BackupConfig::default(),
             limits: LimitsConfig::default(),
             bootstrap_admin: None,
+            store_faults: Default::default(),
         }
     }
 }

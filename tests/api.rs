@@ -8,6 +8,7 @@ mod api {
 
     mod admin;
     mod auth;
+    mod faults;
     mod input;
     mod lifecycle;
     mod orgs;

@@ -1,6 +1,7 @@
 //! The redb database file and its tables.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
@@ -23,21 +24,52 @@ const FILE_NAME: &str = "service-auth.redb";
 pub struct Store {
     db: Database,
     commits: AtomicU64,
-    /// Test seam for store faults: this many coming commits fail without writing anything.
-    failing_commits: AtomicU32,
+    faults: FaultSwitch,
 }
+
+/// A switch that makes the next commits fail without writing, as a full or read-only disk would. It exists for
+/// tests of the failure path (503, memory not ahead of disk); nothing in normal operation turns it on.
+#[doc(hidden)]
+#[derive(Debug, Clone, Default)]
+pub struct FaultSwitch(Arc<AtomicU32>);
+
+impl FaultSwitch {
+    /// The next `n` commits fail.
+    pub fn fail_next_commits(&self, n: u32) {
+        self.0.store(n, Ordering::SeqCst);
+    }
+
+    fn take_failure(&self) -> bool {
+        self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+    }
+}
+
+/// Two switches are equal when they would fail the same number of commits.
+impl PartialEq for FaultSwitch {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.load(Ordering::SeqCst) == other.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Eq for FaultSwitch {}
 
 impl Store {
     /// Opens (or creates) `<data_dir>/service-auth.redb`. redb holds an exclusive file lock while it is open,
     /// so a second server or an `admin create` on the same directory gets [`StoreError::Locked`].
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with_faults(data_dir, FaultSwitch::default())
+    }
+
+    /// [`open`](Self::open) with a [`FaultSwitch`] the caller keeps, for failure tests.
+    #[doc(hidden)]
+    pub fn open_with_faults(data_dir: &Path, faults: FaultSwitch) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| StoreError::Io(format!("cannot create {}: {e}", data_dir.display())))?;
         let db = Database::create(data_dir.join(FILE_NAME)).map_err(|e| match e {
             DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
             other => StoreError::Io(other.to_string()),
         })?;
-        let store = Self { db, commits: AtomicU64::new(0), failing_commits: AtomicU32::new(0) };
+        let store = Self { db, commits: AtomicU64::new(0), faults };
         store.init_schema()?;
         Ok(store)
     }
@@ -93,7 +125,7 @@ impl Store {
 
     /// [`commit`](Self::commit) over borrowed ops, so the writer can gather many requests without copying.
     pub(super) fn commit_refs(&self, ops: &[&StoreOp]) -> Result<(), StoreError> {
-        if self.failing_commits.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+        if self.faults.take_failure() {
             return Err(StoreError::Io("injected store fault".into()));
         }
         let tx = self.db.begin_write().map_err(io)?;
@@ -139,7 +171,7 @@ impl Store {
     /// Makes the next `n` commits fail without writing, as a full or read-only disk would.
     #[doc(hidden)]
     pub fn fail_next_commits(&self, n: u32) {
-        self.failing_commits.store(n, Ordering::SeqCst);
+        self.faults.fail_next_commits(n);
     }
 }
 

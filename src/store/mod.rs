@@ -16,7 +16,7 @@ mod db;
 pub mod records;
 mod writer;
 
-pub use db::Store;
+pub use db::{FaultSwitch, Store};
 pub use records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 pub use writer::StoreWriter;
 
