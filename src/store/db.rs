@@ -19,6 +19,9 @@ const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 1;
 const FILE_NAME: &str = "service-auth.redb";
+/// redb's page cache. State is served from memory, and the file is read in full only at start-up, so a large
+/// cache would only keep a second copy of everything resident (redb's default is 1 GiB).
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The open database. `Send + Sync`; writes go through [`super::StoreWriter`], reads only happen at start-up.
 pub struct Store {
@@ -65,10 +68,11 @@ impl Store {
     pub fn open_with_faults(data_dir: &Path, faults: FaultSwitch) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| StoreError::Io(format!("cannot create {}: {e}", data_dir.display())))?;
-        let db = Database::create(data_dir.join(FILE_NAME)).map_err(|e| match e {
-            DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
-            other => StoreError::Io(other.to_string()),
-        })?;
+        let db =
+            Database::builder().set_cache_size(CACHE_BYTES).create(data_dir.join(FILE_NAME)).map_err(|e| match e {
+                DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
+                other => StoreError::Io(other.to_string()),
+            })?;
         let store = Self { db, commits: AtomicU64::new(0), faults };
         store.init_schema()?;
         Ok(store)
