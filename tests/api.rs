@@ -8,6 +8,7 @@ mod api {
 
     mod admin;
     mod auth;
+    mod crash;
     mod faults;
     mod input;
     mod lifecycle;
