@@ -118,14 +118,14 @@ async fn client(server: Client, admin: String, ledger: Arc<Mutex<Ledger>>, tag: 
                 let Some(token) = r.triple().2.filter(|_| r.status == 200) else { continue };
                 ledger.lock().unwrap().live.push((token.clone(), id));
                 if rng.below(2) == 0 {
+                    // From the moment the sign-out is sent, the session may be gone.
+                    ledger.lock().unwrap().live.retain(|(t, _)| *t != token);
                     let Some(r) = try_send(server.post("/api/auth/sign-out").cookie(&token).json(&json!({}))).await
                     else {
                         return;
                     };
                     if r.status == 200 {
-                        let mut l = ledger.lock().unwrap();
-                        l.live.retain(|(t, _)| *t != token);
-                        l.signed_out.push(token);
+                        ledger.lock().unwrap().signed_out.push(token);
                     }
                 }
                 true
