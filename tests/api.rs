@@ -12,6 +12,7 @@ mod api {
     mod faults;
     mod input;
     mod lifecycle;
+    mod ops;
     mod orgs;
     mod security;
 }
