@@ -1,0 +1,80 @@
+//! Micro-benchmarks of what every session check does: parse the cookie, hash the token, look the session and its
+//! user up, serialise the answer; and of the stored record codec. `cargo bench --bench hot_path`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hyper::header::{COOKIE, HeaderMap, HeaderValue};
+use service_auth::actors::load;
+use service_auth::domain::{RoleSet, SessionToken};
+use service_auth::store::{Loaded, SessionRecordV1, UserRecordV1, codec};
+
+const USERS: usize = 100_000;
+
+fn user(i: usize) -> UserRecordV1 {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&(i as u64).to_be_bytes());
+    UserRecordV1 {
+        id,
+        name: format!("User {i}"),
+        email: format!("user{i}@example.com"),
+        image: None,
+        role: "user".into(),
+        banned: false,
+        ban_reason: None,
+        organization_id: None,
+        password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaA".into(),
+        created_at_ms: 1_795_338_902_123,
+        updated_at_ms: 1_795_338_902_123,
+    }
+}
+
+fn session(user: &UserRecordV1) -> SessionRecordV1 {
+    SessionRecordV1 {
+        id: user.id,
+        user_id: user.id,
+        expires_at_ms: i64::MAX / 2,
+        created_at_ms: 1_795_338_902_123,
+        updated_at_ms: 1_795_338_902_123,
+        ip_address: "203.0.113.7".into(),
+        user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36".into(),
+        remember_me: true,
+    }
+}
+
+fn hot_path(c: &mut Criterion) {
+    let tokens: Vec<SessionToken> = (0..USERS).map(|_| SessionToken::generate()).collect();
+    let users: Vec<UserRecordV1> = (0..USERS).map(user).collect();
+    let sessions = tokens.iter().zip(&users).map(|(t, u)| (t.hash(), session(u))).collect();
+    let roles = RoleSet::new(&["admin".into(), "user".into()], "user");
+    let (indexes, _) = load::indexes(Loaded { users: users.clone(), orgs: Vec::new(), sessions }, &roles).unwrap();
+    let token = tokens[USERS / 2].clone();
+    let mut headers = HeaderMap::new();
+    let cookie = format!("theme=dark; service-auth.session_token={}; other=1", token.as_str());
+    headers.insert(COOKIE, HeaderValue::from_str(&cookie).unwrap());
+
+    c.bench_function("cookie parse + token hash", |b| {
+        b.iter(|| {
+            let value = service_auth::http::request::cookie(black_box(&headers), "service-auth.session_token").unwrap();
+            SessionToken::parse(value).unwrap().hash()
+        })
+    });
+    let hash = token.hash();
+    c.bench_function("session + user index lookup (100k)", |b| {
+        b.iter(|| {
+            let session = indexes.sessions.get(black_box(&hash)).unwrap();
+            indexes.users.get(session.user_id).unwrap()
+        })
+    });
+    let found = indexes.users.get(indexes.sessions.get(&hash).unwrap().user_id).unwrap();
+    c.bench_function("user JSON (auth shape)", |b| {
+        b.iter(|| serde_json::to_vec(&service_auth::http::dto::AuthUser::from(black_box(&*found))).unwrap())
+    });
+    let record = users[7].clone();
+    let bytes = codec::encode(&record);
+    c.bench_function("user record encode", |b| b.iter(|| codec::encode(black_box(&record))));
+    c.bench_function("user record decode", |b| b.iter(|| codec::decode::<UserRecordV1>(black_box(&bytes)).unwrap()));
+}
+
+criterion_group!(benches, hot_path);
+criterion_main!(benches);
