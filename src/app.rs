@@ -43,15 +43,16 @@ impl Core {
     pub async fn start(config: &Config, fatal: CancellationToken) -> Result<Self, AppError> {
         let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
         let hasher = Hasher::new(&config.hashing).map_err(|e| AppError::Startup(e.to_string()))?;
-        let (data_dir, faults) = (config.data_dir.clone(), config.store_faults.clone());
-        let (store, loaded) = tokio::task::spawn_blocking(move || {
+        let (data_dir, faults, set) = (config.data_dir.clone(), config.store_faults.clone(), roles.clone());
+        let (store, indexes, cleanup) = tokio::task::spawn_blocking(move || {
             let store = Store::open_with_faults(&data_dir, faults)?;
-            let loaded = store.load()?;
-            Ok::<_, StoreError>((store, loaded))
+            let mut builder = actors::load::IndexBuilder::new(&set);
+            store.visit(|record| builder.add(record))?;
+            let (indexes, cleanup) = builder.finish();
+            Ok::<_, StoreError>((store, indexes, cleanup))
         })
         .await
         .map_err(|e| AppError::Startup(e.to_string()))??;
-        let (indexes, cleanup) = actors::load::indexes(loaded, &roles)?;
         let store = Arc::new(store);
         if !cleanup.is_empty() {
             tracing::info!(sessions = cleanup.len(), "removing expired and revoked sessions");

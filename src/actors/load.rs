@@ -4,59 +4,90 @@ use std::sync::Arc;
 
 use super::Indexes;
 use crate::domain::{Email, Name, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, User, UserId};
-use crate::store::{Loaded, StoreError, StoreOp};
+use crate::store::{Loaded, Record, StoreError, StoreOp};
 
-/// Builds the indexes from everything in the store. Also returns the clean-up to commit before serving: sessions
-/// that are expired, or whose user is gone or banned (a ban whose session clean-up was cut short by a crash).
+/// Builds the indexes record by record. [`finish`](Self::finish) also returns the clean-up to commit before
+/// serving: sessions that are expired, or whose user is gone or banned (a ban whose session clean-up was cut
+/// short by a crash).
+pub struct IndexBuilder<'a> {
+    indexes: Indexes,
+    cleanup: Vec<StoreOp>,
+    roles: &'a RoleSet,
+    now: Timestamp,
+}
+
+impl<'a> IndexBuilder<'a> {
+    pub fn new(roles: &'a RoleSet) -> Self {
+        Self { indexes: Indexes::default(), cleanup: Vec::new(), roles, now: Timestamp::now() }
+    }
+
+    /// Adds one record; organizations must come before users, users before sessions (as `Store::visit` does).
+    pub fn add(&mut self, record: Record) -> Result<(), StoreError> {
+        match record {
+            Record::Org(r) => self.indexes.orgs.publish(Arc::new(Organization {
+                id: OrgId::from_bytes(r.id),
+                name: Name::from_trusted(r.name),
+                slug: Slug::from_trusted(r.slug),
+                created_at: Timestamp::from_millis(r.created_at_ms),
+            })),
+            Record::User(r) => {
+                let user = User {
+                    id: UserId::from_bytes(r.id),
+                    name: Name::from_trusted(r.name),
+                    email: Email::from_trusted(r.email),
+                    image: r.image,
+                    role: self.roles.from_store(&r.role),
+                    banned: r.banned,
+                    ban_reason: r.ban_reason,
+                    organization_id: r.organization_id.map(OrgId::from_bytes),
+                    password_hash: r.password_hash,
+                    created_at: Timestamp::from_millis(r.created_at_ms),
+                    updated_at: Timestamp::from_millis(r.updated_at_ms),
+                };
+                if self.indexes.users.by_email(&user.email).is_some() {
+                    return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {}", user.id)));
+                }
+                self.indexes.users.publish(Arc::new(user));
+            }
+            Record::Session(hash, r) => {
+                let session = Session {
+                    id: SessionId::from_bytes(r.id),
+                    user_id: UserId::from_bytes(r.user_id),
+                    expires_at: Timestamp::from_millis(r.expires_at_ms),
+                    created_at: Timestamp::from_millis(r.created_at_ms),
+                    updated_at: Timestamp::from_millis(r.updated_at_ms),
+                    ip_address: r.ip_address,
+                    user_agent: r.user_agent,
+                    remember_me: r.remember_me,
+                };
+                let live =
+                    !session.is_expired(self.now) && self.indexes.users.get(session.user_id).is_some_and(|u| !u.banned);
+                if live {
+                    self.indexes.sessions.publish(hash, Some(Arc::new(session)));
+                } else {
+                    self.cleanup.push(StoreOp::DeleteSession(hash));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> (Indexes, Vec<StoreOp>) {
+        (self.indexes, self.cleanup)
+    }
+}
+
+/// Builds the indexes from records already in memory (benchmarks, tools).
 pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<(Indexes, Vec<StoreOp>), StoreError> {
-    let indexes = Indexes::default();
-    for r in loaded.orgs {
-        let org = Organization {
-            id: OrgId::from_bytes(r.id),
-            name: Name::from_trusted(r.name),
-            slug: Slug::from_trusted(r.slug),
-            created_at: Timestamp::from_millis(r.created_at_ms),
-        };
-        indexes.orgs.publish(Arc::new(org));
+    let mut builder = IndexBuilder::new(roles);
+    let Loaded { users, orgs, sessions } = loaded;
+    let records = orgs
+        .into_iter()
+        .map(Record::Org)
+        .chain(users.into_iter().map(Record::User))
+        .chain(sessions.into_iter().map(|(h, s)| Record::Session(h, s)));
+    for record in records {
+        builder.add(record)?;
     }
-    for r in loaded.users {
-        let user = User {
-            id: UserId::from_bytes(r.id),
-            name: Name::from_trusted(r.name),
-            email: Email::from_trusted(r.email),
-            image: r.image,
-            role: roles.from_store(&r.role),
-            banned: r.banned,
-            ban_reason: r.ban_reason,
-            organization_id: r.organization_id.map(OrgId::from_bytes),
-            password_hash: r.password_hash,
-            created_at: Timestamp::from_millis(r.created_at_ms),
-            updated_at: Timestamp::from_millis(r.updated_at_ms),
-        };
-        if indexes.users.by_email(&user.email).is_some() {
-            return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {}", user.id)));
-        }
-        indexes.users.publish(Arc::new(user));
-    }
-    let now = Timestamp::now();
-    let mut cleanup = Vec::new();
-    for (hash, r) in loaded.sessions {
-        let session = Session {
-            id: SessionId::from_bytes(r.id),
-            user_id: UserId::from_bytes(r.user_id),
-            expires_at: Timestamp::from_millis(r.expires_at_ms),
-            created_at: Timestamp::from_millis(r.created_at_ms),
-            updated_at: Timestamp::from_millis(r.updated_at_ms),
-            ip_address: r.ip_address,
-            user_agent: r.user_agent,
-            remember_me: r.remember_me,
-        };
-        let live = !session.is_expired(now) && indexes.users.get(session.user_id).is_some_and(|u| !u.banned);
-        if live {
-            indexes.sessions.publish(hash, Some(Arc::new(session)));
-        } else {
-            cleanup.push(StoreOp::DeleteSession(hash));
-        }
-    }
-    Ok((indexes, cleanup))
+    Ok(builder.finish())
 }

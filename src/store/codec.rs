@@ -10,40 +10,40 @@ use super::StoreError;
 use super::records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 
 /// A persisted record type and the version byte its encoding carries.
-pub trait Record: Serialize + DeserializeOwned {
+pub trait Versioned: Serialize + DeserializeOwned {
     const VERSION: u8;
     /// What the record is, for error messages.
     const KIND: &'static str;
 }
 
-impl Record for UserRecordV1 {
+impl Versioned for UserRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "user";
 }
 
-impl Record for OrgRecordV1 {
+impl Versioned for OrgRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "organization";
 }
 
-impl Record for AuditRecordV1 {
+impl Versioned for AuditRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "audit";
 }
 
-impl Record for SessionRecordV1 {
+impl Versioned for SessionRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "session";
 }
 
-pub fn encode<R: Record>(record: &R) -> Vec<u8> {
+pub fn encode<R: Versioned>(record: &R) -> Vec<u8> {
     let mut bytes = vec![R::VERSION];
     // postcard cannot fail to serialise these plain structs into a growable buffer.
     bytes.extend(postcard::to_stdvec(record).unwrap_or_default());
     bytes
 }
 
-pub fn decode<R: Record>(bytes: &[u8]) -> Result<R, StoreError> {
+pub fn decode<R: Versioned>(bytes: &[u8]) -> Result<R, StoreError> {
     match bytes.split_first() {
         Some((&version, body)) if version == R::VERSION => postcard::from_bytes(body)
             .map_err(|e| StoreError::Corrupt(format!("{} record does not decode: {e}", R::KIND))),

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::codec::{self, Record};
-use super::records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
-use super::{Loaded, StoreError, StoreOp};
+use super::codec::{self, Versioned};
+use super::records::AuditRecordV1;
+use super::{Loaded, Record, StoreError, StoreOp};
 
 const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
@@ -102,23 +102,36 @@ impl Store {
         tx.commit().map_err(io)
     }
 
-    /// Reads every record, for start-up.
+    /// Reads every record into memory (for tools; the server streams with [`visit`](Self::visit)).
     pub fn load(&self) -> Result<Loaded, StoreError> {
-        let tx = self.db.begin_read().map_err(io)?;
         let mut loaded = Loaded::default();
-        for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
-            let (_, value) = entry.map_err(io)?;
-            loaded.users.push(codec::decode::<UserRecordV1>(value.value())?);
-        }
+        self.visit(|record| {
+            match record {
+                Record::Org(r) => loaded.orgs.push(r),
+                Record::User(r) => loaded.users.push(r),
+                Record::Session(hash, r) => loaded.sessions.push((hash, r)),
+            }
+            Ok(())
+        })?;
+        Ok(loaded)
+    }
+
+    /// Hands every record to `f`, one at a time, from one read transaction: organizations, then users, then
+    /// sessions (so each can refer to what came before). Start-up builds its indexes this way without holding a
+    /// second copy of the whole store in memory.
+    pub fn visit(&self, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        let tx = self.db.begin_read().map_err(io)?;
         for entry in tx.open_table(ORGS).map_err(io)?.iter().map_err(io)? {
-            let (_, value) = entry.map_err(io)?;
-            loaded.orgs.push(codec::decode::<OrgRecordV1>(value.value())?);
+            f(Record::Org(codec::decode(entry.map_err(io)?.1.value())?))?;
+        }
+        for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
+            f(Record::User(codec::decode(entry.map_err(io)?.1.value())?))?;
         }
         for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
             let (key, value) = entry.map_err(io)?;
-            loaded.sessions.push((key.value(), codec::decode::<SessionRecordV1>(value.value())?));
+            f(Record::Session(key.value(), codec::decode(value.value())?))?;
         }
-        Ok(loaded)
+        Ok(())
     }
 
     /// Applies `ops` in one transaction and returns once it is durable: redb's default durability,
@@ -245,7 +258,7 @@ fn copy_table<const N: usize>(
 fn put<K, R>(table: &mut redb::Table<K, &[u8]>, key: K, record: &R) -> Result<(), StoreError>
 where
     K: redb::Key + for<'a> std::borrow::Borrow<K::SelfType<'a>> + 'static,
-    R: Record,
+    R: Versioned,
 {
     table.insert(key, codec::encode(record).as_slice()).map_err(io)?;
     Ok(())
@@ -258,6 +271,7 @@ fn io(e: impl std::fmt::Display) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::SessionRecordV1;
 
     #[test]
     fn a_second_open_of_the_same_directory_is_locked() {

@@ -34,7 +34,15 @@ pub enum StoreOp {
     PutAudit(AuditRecordV1),
 }
 
-/// Everything in the store, as read at start-up.
+/// One stored record, as [`Store::visit`] hands them out.
+#[derive(Debug)]
+pub enum Record {
+    Org(OrgRecordV1),
+    User(UserRecordV1),
+    Session(TokenHash, SessionRecordV1),
+}
+
+/// Everything in the store, read into memory.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub users: Vec<UserRecordV1>,
