@@ -1,0 +1,108 @@
+// The real better-auth client (createAuthClient) against a running service-auth server, carrying cookies as a
+// browser would (a cookie jar, and an Origin header on every request). Run by ./run.sh, which starts the server.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createAuthClient } from "better-auth/client";
+
+const BASE = process.env.SERVICE_AUTH_URL;
+const ADMIN = { email: process.env.ADMIN_EMAIL, password: process.env.ADMIN_PASSWORD };
+const COOKIE = "service-auth.session_token";
+
+/** A client with its own cookie jar: what one browser profile would hold. */
+function browser() {
+  const jar = new Map();
+  const customFetchImpl = async (input, init = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("origin", BASE);
+    if (jar.size) headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
+    const response = await fetch(input, { ...init, headers });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair, ...attrs] = line.split(";").map((s) => s.trim());
+      const [name, value] = [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)];
+      if (attrs.some((a) => a.toLowerCase() === "max-age=0")) jar.delete(name);
+      else jar.set(name, value);
+    }
+    return response;
+  };
+  const client = createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl } });
+  return { client, jar };
+}
+
+const unique = (tag) => `${tag}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+const PASSWORD = "correct horse battery staple";
+
+test("sign-up, get-session, sign-out, sign-in through the client", async () => {
+  const { client, jar } = browser();
+  const email = unique("ann");
+  const up = await client.signUp.email({ name: "Ann", email, password: PASSWORD });
+  assert.equal(up.error, null);
+  assert.equal(up.data.user.email, email);
+  assert.equal(up.data.user.role, "user");
+  assert.equal(typeof up.data.token, "string");
+  assert.ok(jar.has(COOKIE), "the session cookie was set");
+
+  const session = await client.getSession();
+  assert.equal(session.error, null);
+  assert.equal(session.data.user.email, email);
+  assert.equal(session.data.session.userId, session.data.user.id);
+
+  const out = await client.signOut();
+  assert.equal(out.error, null);
+  assert.equal(out.data.success, true);
+  assert.ok(!jar.has(COOKIE), "sign-out cleared the cookie");
+  assert.equal((await client.getSession()).data, null);
+
+  const again = await client.signIn.email({ email, password: PASSWORD });
+  assert.equal(again.error, null);
+  assert.equal(again.data.redirect, false);
+  assert.equal(again.data.user.email, email);
+  assert.equal((await client.getSession()).data.user.email, email);
+});
+
+test("a duplicate sign-up is the client's error with status 422 and the library's code", async () => {
+  const { client } = browser();
+  const email = unique("dup");
+  assert.equal((await client.signUp.email({ name: "Dup", email, password: PASSWORD })).error, null);
+  const second = await browser().client.signUp.email({ name: "Dup", email: email.toUpperCase(), password: PASSWORD });
+  assert.equal(second.data, null);
+  assert.equal(second.error.status, 422);
+  assert.equal(second.error.code, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL");
+});
+
+test("a wrong password is status 401 INVALID_EMAIL_OR_PASSWORD", async () => {
+  const { client } = browser();
+  const email = unique("pw");
+  await client.signUp.email({ name: "Pw", email, password: PASSWORD });
+  const wrong = await browser().client.signIn.email({ email, password: "not the password" });
+  assert.equal(wrong.data, null);
+  assert.equal(wrong.error.status, 401);
+  assert.equal(wrong.error.code, "INVALID_EMAIL_OR_PASSWORD");
+});
+
+test("a banned account gets 403 BANNED_USER and its session ends", async () => {
+  const user = browser();
+  const email = unique("ban");
+  const up = await user.client.signUp.email({ name: "Ban", email, password: PASSWORD });
+  const admin = browser();
+  assert.equal((await admin.client.signIn.email(ADMIN)).error, null);
+  const ban = await fetch(`${BASE}/api/admin/users`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json", cookie: `${COOKIE}=${admin.jar.get(COOKIE)}`, origin: BASE },
+    body: JSON.stringify({ userId: up.data.user.id, banned: true }),
+  });
+  assert.equal(ban.status, 200);
+  assert.equal((await user.client.getSession()).data, null, "the ban ended the live session");
+  const refused = await browser().client.signIn.email({ email, password: PASSWORD });
+  assert.equal(refused.error.status, 403);
+  assert.equal(refused.error.code, "BANNED_USER");
+});
+
+test("rememberMe: false gives a browser-session cookie the client still uses", async () => {
+  const { client, jar } = browser();
+  const email = unique("short");
+  await browser().client.signUp.email({ name: "Short", email, password: PASSWORD });
+  const r = await client.signIn.email({ email, password: PASSWORD, rememberMe: false });
+  assert.equal(r.error, null);
+  assert.ok(jar.has(COOKIE));
+  assert.equal((await client.getSession()).data.user.email, email);
+});
