@@ -207,3 +207,34 @@ async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<
     tracing::debug!(%method, path, status = response.status().as_u16(), "request");
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The OpenAPI document lists exactly the routes the router answers, so the two cannot drift apart.
+    #[test]
+    fn the_openapi_document_matches_the_routes() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
+        let mut documented: Vec<(String, String)> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .iter()
+            .flat_map(|(path, ops)| ops.as_object().unwrap().keys().map(move |m| (path.clone(), m.to_uppercase())))
+            .collect();
+        let mut served: Vec<(String, String)> = ROUTES
+            .iter()
+            .flat_map(|(path, methods)| methods.iter().map(move |m| (path.to_string(), m.as_str().to_owned())))
+            .collect();
+        documented.sort();
+        served.sort();
+        assert_eq!(documented, served);
+        for (path, ops) in doc["paths"].as_object().unwrap() {
+            for (method, op) in ops.as_object().unwrap() {
+                let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
+                assert!(codes.iter().any(|c| c.starts_with('2')), "{method} {path} documents no success");
+                assert!(codes.iter().any(|c| *c == "405"), "{method} {path} does not document 405");
+            }
+        }
+    }
+}
