@@ -70,6 +70,18 @@ fn hot_path(c: &mut Criterion) {
     c.bench_function("user JSON (auth shape)", |b| {
         b.iter(|| serde_json::to_vec(&service_auth::http::dto::AuthUser::from(black_box(&*found))).unwrap())
     });
+    let hasher = service_auth::hashing::Hasher::new(&service_auth::config::HashingConfig::default()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let phc = runtime.block_on(hasher.hash(service_auth::domain::Password::new("correct horse").unwrap())).unwrap();
+    let mut group = c.benchmark_group("argon2id");
+    group.sample_size(20);
+    group.bench_function("verify at the OWASP floor (one core)", |b| {
+        b.iter(|| {
+            let password = service_auth::domain::Password::for_sign_in("correct horse").unwrap();
+            runtime.block_on(hasher.verify(password, Some(phc.clone())))
+        })
+    });
+    group.finish();
     let record = users[7].clone();
     let bytes = codec::encode(&record);
     c.bench_function("user record encode", |b| b.iter(|| codec::encode(black_box(&record))));

@@ -44,8 +44,11 @@ request = function()
 end
 LUA
 cat > "$WORK/sign-up.lua" <<'LUA'
+-- Unique e-mails across wrk's threads and runs: a thread number from setup, the clock, a counter.
+local threads = 0
+function setup(thread) thread:set("tid", threads); threads = threads + 1 end
+function init(args) tag = tostring(tid) .. "-" .. tostring(os.time()) end
 local n = 0
-local tag = tostring(math.random(1, 1e9))
 request = function()
   n = n + 1
   local body = string.format('{"name":"Load","email":"load-%s-%d@example.com","password":"load-password-1"}', tag, n)
@@ -61,13 +64,15 @@ run() {
   rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt")
   p50=$(awk '$1=="50%" {print $2}' "$WORK/wrk.txt")
   p99=$(awk '$1=="99%" {print $2}' "$WORK/wrk.txt")
-  echo "$rps $p50 $p99"
+  non2xx=$(awk '/Non-2xx/ {print $5}' "$WORK/wrk.txt")
+  echo "$rps $p50 $p99 ${non2xx:-0}"
 }
 report() { # label connections "rps p50 p99" [bare rps]
-  read -r rps p50 p99 <<<"$3"
+  read -r rps p50 p99 non2xx <<<"$3"
   local ratio="-"
   [ -n "${4:-}" ] && ratio=$(awk -v a="$rps" -v b="$4" 'BEGIN {printf "%.0f%%", 100*a/b}')
-  printf '%-44s %4s conns  %10s req/s  p50 %8s  p99 %8s  vs bare %s\n' "$1" "$2" "$rps" "$p50" "$p99" "$ratio"
+  printf '%-40s %3s conns %10s req/s  p50 %8s  p99 %8s  vs bare %5s  non-2xx %s\n' \
+    "$1" "$2" "$rps" "$p50" "$p99" "$ratio" "$non2xx"
 }
 
 G=http://127.0.0.1:3911/api/auth/get-session

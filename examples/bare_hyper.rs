@@ -29,7 +29,9 @@ async fn main() -> std::io::Result<()> {
             let body = body.clone();
             async move {
                 let mut response = Response::new(Full::new(body));
-                response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
                 Ok::<_, Infallible>(response)
             }
         });
