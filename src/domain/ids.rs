@@ -35,6 +35,13 @@ macro_rules! id_type {
             }
         }
 
+        /// As the hyphenated string, written without an intermediate allocation.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.0.hyphenated().encode_lower(&mut Uuid::encode_buffer()))
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 self.0.hyphenated().fmt(f)

@@ -143,7 +143,7 @@ fn origin(ctx: &Ctx, req: &Request<Incoming>) -> Origin {
 /// auth endpoint is a phishing tool.
 fn callback_url(state: &State, ctx: &Ctx, body: &Fields) -> Result<Option<String>, Failure> {
     let Some(url) = body.optional_string("callbackURL")? else { return Ok(None) };
-    if super::origins::safe_relative_path(url) || state.origins.is_trusted_url(url, ctx.host.as_deref()) {
+    if super::origins::safe_relative_path(url) || state.origins.is_trusted_url(url, ctx.host()) {
         Ok(Some(url.to_owned()))
     } else {
         Err(Failure::new(StatusCode::FORBIDDEN, "INVALID_CALLBACK_URL", "Invalid callbackURL"))

@@ -4,14 +4,14 @@
 
 use serde::Serialize;
 
-use crate::domain::{Organization, Session, Timestamp, User};
+use crate::domain::{OrgId, Organization, Session, SessionId, Timestamp, User, UserId};
 use crate::store::AuditRecordV1;
 
 /// A user on the auth endpoints.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthUser<'a> {
-    id: String,
+    id: UserId,
     name: &'a str,
     email: &'a str,
     email_verified: bool,
@@ -22,13 +22,13 @@ pub struct AuthUser<'a> {
     banned: bool,
     ban_reason: Option<&'a str>,
     ban_expires: Option<Timestamp>,
-    organization_id: Option<String>,
+    organization_id: Option<OrgId>,
 }
 
 impl<'a> From<&'a User> for AuthUser<'a> {
     fn from(u: &'a User) -> Self {
         Self {
-            id: u.id.to_string(),
+            id: u.id,
             name: u.name.as_str(),
             email: u.email.as_str(),
             // No e-mail verification flow exists, so nothing is ever verified.
@@ -41,7 +41,7 @@ impl<'a> From<&'a User> for AuthUser<'a> {
             ban_reason: u.ban_reason.as_deref(),
             // Bans do not expire by themselves here; an administrator lifts them.
             ban_expires: None,
-            organization_id: u.organization_id.map(|id| id.to_string()),
+            organization_id: u.organization_id,
         }
     }
 }
@@ -50,9 +50,9 @@ impl<'a> From<&'a User> for AuthUser<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthSession<'a> {
-    id: String,
+    id: SessionId,
     token: &'a str,
-    user_id: String,
+    user_id: UserId,
     expires_at: Timestamp,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -63,9 +63,9 @@ pub struct AuthSession<'a> {
 impl<'a> AuthSession<'a> {
     pub fn new(session: &'a Session, token: &'a str) -> Self {
         Self {
-            id: session.id.to_string(),
+            id: session.id,
             token,
-            user_id: session.user_id.to_string(),
+            user_id: session.user_id,
             expires_at: session.expires_at,
             created_at: session.created_at,
             updated_at: session.updated_at,
@@ -78,11 +78,11 @@ impl<'a> AuthSession<'a> {
 /// A user in `GET /api/admin/users`: exactly the seven fields of the interface document.
 #[derive(Serialize)]
 pub struct AdminUser<'a> {
-    id: String,
+    id: UserId,
     name: &'a str,
     email: &'a str,
     role: &'a str,
-    organization_id: Option<String>,
+    organization_id: Option<OrgId>,
     banned: bool,
     created_at: Timestamp,
 }
@@ -90,11 +90,11 @@ pub struct AdminUser<'a> {
 impl<'a> From<&'a User> for AdminUser<'a> {
     fn from(u: &'a User) -> Self {
         Self {
-            id: u.id.to_string(),
+            id: u.id,
             name: u.name.as_str(),
             email: u.email.as_str(),
             role: u.role.as_str(),
-            organization_id: u.organization_id.map(|id| id.to_string()),
+            organization_id: u.organization_id,
             banned: u.banned,
             created_at: u.created_at,
         }
@@ -104,7 +104,7 @@ impl<'a> From<&'a User> for AdminUser<'a> {
 /// An organization on the admin endpoints.
 #[derive(Serialize)]
 pub struct AdminOrganization<'a> {
-    id: String,
+    id: OrgId,
     name: &'a str,
     slug: &'a str,
     created_at: Timestamp,
@@ -112,7 +112,7 @@ pub struct AdminOrganization<'a> {
 
 impl<'a> From<&'a Organization> for AdminOrganization<'a> {
     fn from(o: &'a Organization) -> Self {
-        Self { id: o.id.to_string(), name: o.name.as_str(), slug: o.slug.as_str(), created_at: o.created_at }
+        Self { id: o.id, name: o.name.as_str(), slug: o.slug.as_str(), created_at: o.created_at }
     }
 }
 

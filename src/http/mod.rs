@@ -71,7 +71,14 @@ impl AppState {
 pub struct Ctx {
     /// The client's address: the peer, or what a trusted proxy says in `X-Forwarded-For`.
     pub ip: IpAddr,
-    pub host: Option<String>,
+    /// The `Host` header (a cheap reference-counted copy), for requests without a configured `base_url`.
+    pub host: Option<HeaderValue>,
+}
+
+impl Ctx {
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_ref().and_then(|h| h.to_str().ok())
+    }
 }
 
 /// Accepts connections until `shutdown` is cancelled, then stops accepting and waits for the requests in flight.
@@ -177,8 +184,8 @@ async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<
             .with_header(header::ALLOW, HeaderValue::from_str(&allow).unwrap_or(HeaderValue::from_static("GET")));
         return failure.into_response(family);
     }
-    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned);
-    if *req.method() != Method::GET && is_cross_site(state, &req, host.as_deref()) {
+    let host = req.headers().get(header::HOST).cloned();
+    if *req.method() != Method::GET && is_cross_site(state, &req, host.as_ref().and_then(|h| h.to_str().ok())) {
         let failure = Failure::new(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin");
         return failure.into_response(family);
     }

@@ -81,7 +81,8 @@ impl From<crate::actors::Unavailable> for Failure {
 /// and sessions, which no cache should keep.
 pub fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
     // Serialising our own DTOs cannot fail (no maps with non-string keys, no failing Serialize impls).
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut bytes = Vec::with_capacity(1024);
+    let _ = serde_json::to_writer(&mut bytes, body);
     let mut response = Response::new(Full::new(Bytes::from(bytes)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
