@@ -23,6 +23,7 @@ SERVICE_AUTH_DATA_DIR="$WORK/d" $BIN --config "$WORK/c.toml" seed --users 10000 
 
 start() { # name, port, command...
   local port=$2; shift 2
+  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "port $port is already in use" >&2; exit 1; fi
   "$@" > "$WORK/$port.out" 2> "$WORK/$port.err" &
   PIDS+=($!)
   until curl -s -o /dev/null "http://127.0.0.1:$port/"; do sleep 0.05; done
@@ -31,6 +32,8 @@ SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN=127.0.0.1:3911 SERVICE_AUTH_DATA_DIR="
   start auth 3911 $BIN --config "$WORK/c.toml"
 TOKEN=$(head -1 "$WORK/tokens.txt")
 SIZE=$(curl -s -b "service-auth.session_token=$TOKEN" http://127.0.0.1:3911/api/auth/get-session | wc -c)
+# A seeded token must open a session; if not, something else answers on the port and the figures would lie.
+[ "$SIZE" -gt 100 ] || { echo "the seeded token opens no session: is another server on 127.0.0.1:3911?" >&2; exit 1; }
 start bare 3912 target/release/examples/bare_hyper 127.0.0.1:3912 "$SIZE"
 ADMIN=$(curl -s -D - -o /dev/null http://127.0.0.1:3911/api/auth/sign-in/email -H 'content-type: application/json' \
   -d '{"email":"admin@seed.example","password":"seed-password-1"}' | sed -n 's/.*session_token=\([^;]*\);.*/\1/p')
@@ -89,6 +92,7 @@ for c in 16 64; do
 done
 # get-session latency while sign-ins saturate the hashing pool.
 wrk -t1 -c32 -d"$((DURATION + 2))s" -s "$WORK/sign-in.lua" http://127.0.0.1:3911 > /dev/null 2>&1 &
+FLOOD=$!
 sleep 1
 report "get-session during a sign-in flood" 16 "$(run mix 16 "$G" -H "Cookie: service-auth.session_token=$TOKEN")"
-wait
+wait "$FLOOD"
