@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::OpsError;
+use super::{OpsError, open_stopped};
 use crate::config::Config;
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 const STORE_FILE: &str = "service-auth.redb";
 const PREFIX: &str = "service-auth-";
@@ -101,16 +101,6 @@ pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
         file.display(),
         config.data_dir.display()
     ))
-}
-
-fn open_stopped(config: &Config) -> Result<Store, OpsError> {
-    Store::open(&config.data_dir).map_err(|e| match e {
-        StoreError::Locked => OpsError::Invalid(format!(
-            "a server is running on {}; stop it first (a running server writes scheduled backups: see [backup] in config.toml)",
-            config.data_dir.display()
-        )),
-        other => other.into(),
-    })
 }
 
 #[cfg(test)]

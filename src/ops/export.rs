@@ -11,10 +11,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::OpsError;
+use super::{OpsError, open_stopped};
 use crate::config::Config;
 use crate::domain::{Email, Name, OrgId, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{OrgRecordV1, Store, StoreError, StoreOp, UserRecordV1};
+use crate::store::{OrgRecordV1, StoreOp, UserRecordV1};
 
 /// Records per transaction on import.
 const BATCH: usize = 10_000;
@@ -240,18 +240,10 @@ fn user_line(u: &UserRecordV1) -> Line {
     }
 }
 
-fn open_stopped(config: &Config) -> Result<Store, OpsError> {
-    Store::open(&config.data_dir).map_err(|e| match e {
-        StoreError::Locked => {
-            OpsError::Invalid(format!("a server is running on {}; stop it first", config.data_dir.display()))
-        }
-        other => other.into(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     fn user(n: u8, org: Option<[u8; 16]>) -> StoreOp {
         StoreOp::PutUser(UserRecordV1 {

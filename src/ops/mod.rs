@@ -14,3 +14,14 @@ pub enum OpsError {
     #[error("{0}")]
     Invalid(String),
 }
+
+/// Opens the store of a data directory that no server holds; a running server gets a message saying so.
+fn open_stopped(config: &crate::config::Config) -> Result<crate::store::Store, OpsError> {
+    crate::store::Store::open(&config.data_dir).map_err(|e| match e {
+        crate::store::StoreError::Locked => OpsError::Invalid(format!(
+            "a server is running on {}; stop it first (a running server writes scheduled backups: see [backup] in config.toml)",
+            config.data_dir.display()
+        )),
+        other => other.into(),
+    })
+}
