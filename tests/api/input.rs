@@ -407,7 +407,7 @@ impl Client {
 // ---------------------------------------------------------------------------------------------------------------
 // Fuzzing: nothing produces a 5xx, errors keep their family's shape
 
-const VOCABULARY: &[&str] = &[
+pub(super) const VOCABULARY: &[&str] = &[
     "name",
     "email",
     "password",
