@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::users::EnsureAdmin;
+use crate::actors::users::{EnsureAdmin, EnsureAdminError};
 use crate::app::{AppError, Core};
 use crate::config::{BootstrapAdmin, Config};
 use crate::domain::{Email, Name, Password};
@@ -18,8 +18,9 @@ pub enum AdminCreated {
     /// A new account with role `admin`. `generated_password` is `Some` when no password was supplied: print it
     /// once, it is not stored anywhere in clear.
     Created { user_id: String, generated_password: Option<String> },
-    /// An existing account with that e-mail now has role `admin` and is not banned (its password is unchanged).
-    Promoted { user_id: String },
+    /// The existing account with that e-mail now has role `admin`, is not banned, has the given (or generated)
+    /// password, and none of its sessions are left.
+    Promoted { user_id: String, generated_password: Option<String> },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -28,15 +29,26 @@ pub enum AdminError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Invalid(String),
+    /// Promoting was not asked for. Without this refusal, whoever signed up with the operator's e-mail before the
+    /// operator ran the command would become administrator, keeping their own password and session.
+    #[error(
+        "an account with the e-mail {0} already exists, and anyone could have created it by signing up; \
+         refusing to make it an administrator. If it is yours, run again with --promote-existing \
+         (SERVICE_AUTH_BOOTSTRAP_ADMIN_PROMOTE_EXISTING=true for the bootstrap variables): its password is \
+         replaced by the one given and all its sessions end"
+    )]
+    Exists(String),
 }
 
-/// Creates the account `email` with role `admin`, or promotes the existing account with that e-mail, working
-/// directly on `config.data_dir`. Fails with `StoreError::Locked` while a server holds the directory.
+/// Creates the account `email` with role `admin`, working directly on `config.data_dir`. An existing account
+/// with that e-mail is refused unless `promote_existing`; then it is promoted, gets the password, and its
+/// sessions end. Fails with `StoreError::Locked` while a server holds the directory.
 pub async fn create_admin(
     config: &Config,
     email: &str,
     name: &str,
     password: Option<String>,
+    promote_existing: bool,
 ) -> Result<AdminCreated, AdminError> {
     let (password, generated) = match password {
         Some(p) => (p, false),
@@ -46,24 +58,24 @@ pub async fn create_admin(
         AppError::Store(e) => AdminError::Store(e),
         other => AdminError::Invalid(other.to_string()),
     })?;
-    let outcome = ensure(&core, email, name, password.clone()).await;
+    let outcome = ensure(&core, email, name, password.clone(), promote_existing).await;
     core.stop().await;
+    let generated_password = generated.then_some(password);
     Ok(match outcome? {
-        EnsureAdmin::Created(id) => {
-            AdminCreated::Created { user_id: id.to_string(), generated_password: generated.then_some(password) }
-        }
-        EnsureAdmin::Promoted(id) => AdminCreated::Promoted { user_id: id.to_string() },
+        EnsureAdmin::Created(id) => AdminCreated::Created { user_id: id.to_string(), generated_password },
+        EnsureAdmin::Promoted(id) => AdminCreated::Promoted { user_id: id.to_string(), generated_password },
     })
 }
 
-/// At `serve`: when no account has role `admin` yet, creates (or promotes) the configured one. When one exists
-/// it does nothing, so changing the variables later cannot reset an administrator's password.
+/// At `serve`: when no account has role `admin` yet, creates the configured one (or, only when told to, promotes
+/// the existing account with that e-mail). When an administrator exists it does nothing, so changing the
+/// variables later cannot reset an administrator's password.
 pub(crate) async fn bootstrap(core: &Core, admin: &BootstrapAdmin) -> Result<(), AppError> {
     if core.indexes.users.any_admin() {
         tracing::info!("an administrator exists; the bootstrap variables are ignored");
         return Ok(());
     }
-    match ensure(core, &admin.email, &admin.name, admin.password.clone()).await {
+    match ensure(core, &admin.email, &admin.name, admin.password.clone(), admin.promote_existing).await {
         Ok(EnsureAdmin::Created(id)) => tracing::info!(user = %id, "bootstrap administrator created"),
         Ok(EnsureAdmin::Promoted(id)) => tracing::info!(user = %id, "existing account promoted to administrator"),
         Err(e) => return Err(AppError::Startup(format!("bootstrap administrator: {e}"))),
@@ -71,13 +83,22 @@ pub(crate) async fn bootstrap(core: &Core, admin: &BootstrapAdmin) -> Result<(),
     Ok(())
 }
 
-async fn ensure(core: &Core, email: &str, name: &str, password: String) -> Result<EnsureAdmin, AdminError> {
+async fn ensure(
+    core: &Core,
+    email: &str,
+    name: &str,
+    password: String,
+    promote_existing: bool,
+) -> Result<EnsureAdmin, AdminError> {
     let email = Email::parse(email).map_err(|_| AdminError::Invalid(format!("invalid e-mail address `{email}`")))?;
     let name = Name::parse(name).map_err(|e| AdminError::Invalid(format!("name {e}")))?;
     let password = Password::new(&password).map_err(|e| AdminError::Invalid(format!("{e}: 8 to 128 characters")))?;
     let hash = core.hasher.hash(password).await.map_err(|e| AdminError::Invalid(e.to_string()))?;
-    let outcome = core.system.handles.users.ensure_admin(name, email, hash).await;
-    outcome.map_err(|_| AdminError::Store(StoreError::Io("the store refused the write".into())))
+    let outcome = core.system.handles.users.ensure_admin(name, email.clone(), hash, promote_existing).await;
+    outcome.map_err(|e| match e {
+        EnsureAdminError::Exists => AdminError::Exists(email.as_str().to_owned()),
+        EnsureAdminError::Unavailable(_) => AdminError::Store(StoreError::Io("the store refused the write".into())),
+    })
 }
 
 /// 144 random bits as 24 URL-safe characters: strong, and easy to paste.

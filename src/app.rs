@@ -109,8 +109,12 @@ async fn housekeeping(state: Arc<AppState>, stop: CancellationToken) {
 pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), AppError> {
     let fatal = CancellationToken::new();
     let core = Core::start(&config, fatal.clone()).await?;
-    if let Some(admin) = &config.bootstrap_admin {
-        crate::admin::bootstrap(&core, admin).await?;
+    if let Some(admin) = &config.bootstrap_admin
+        && let Err(e) = crate::admin::bootstrap(&core, admin).await
+    {
+        // Release the data directory before reporting: the caller may well start again on it.
+        core.stop().await;
+        return Err(e);
     }
     let state = Arc::new(AppState {
         indexes: Arc::clone(&core.indexes),
@@ -128,6 +132,7 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
             Duration::from_secs(config.rate_limit.window_secs),
         ),
         update_age: Duration::from_secs(config.session.update_age_secs),
+        tasks: tokio_util::task::TaskTracker::new(),
     });
     tracing::info!(address = ?listener.local_addr().ok(), "serving");
     let stop = CancellationToken::new();
@@ -140,13 +145,19 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationTo
         };
         tokio::spawn(crate::ops::backup::run_schedule(Arc::clone(&core.store), schedule, stop.clone()));
     }
-    let serving = tokio::spawn(http::serve(listener, state, stop.clone()));
+    let serving = tokio::spawn(http::serve(listener, Arc::clone(&state), stop.clone()));
     tokio::select! {
         () = shutdown.cancelled() => {}
         () = fatal.cancelled() => {}
     }
     stop.cancel();
     let _ = serving.await;
+    // Requests are done; work they started that outlives them (password checks of clients that left) ends now,
+    // while the actors still take messages.
+    state.tasks.close();
+    if tokio::time::timeout(Duration::from_secs(30), state.tasks.wait()).await.is_err() {
+        tracing::warn!("background request work still running after 30 s; stopping anyway");
+    }
     core.stop().await;
     if fatal.is_cancelled() {
         return Err(AppError::ActorFailed);

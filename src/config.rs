@@ -83,6 +83,10 @@ pub struct HashingConfig {
     pub parallelism: u32,
     /// Hashes that may run at once; 0 means one per CPU core.
     pub workers: usize,
+    /// Requests that may wait for a hashing worker; beyond that a request is answered 503 at once.
+    pub max_queue: usize,
+    /// Longest wait for a hashing worker, milliseconds; then 503 with `Retry-After`.
+    pub queue_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -140,12 +144,19 @@ pub struct BootstrapAdmin {
     pub email: String,
     pub name: String,
     pub password: String,
+    /// `SERVICE_AUTH_BOOTSTRAP_ADMIN_PROMOTE_EXISTING=true`: an existing account with the e-mail becomes the
+    /// administrator (its password replaced, its sessions ended). Without it such an account stops start-up.
+    pub promote_existing: bool,
 }
 
 impl std::fmt::Debug for BootstrapAdmin {
     // Never print the password, not even in a debug dump of the config.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BootstrapAdmin").field("email", &self.email).field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("BootstrapAdmin")
+            .field("email", &self.email)
+            .field("name", &self.name)
+            .field("promote_existing", &self.promote_existing)
+            .finish_non_exhaustive()
     }
 }
 
@@ -206,7 +217,7 @@ impl Default for RateLimitConfig {
 
 impl Default for HashingConfig {
     fn default() -> Self {
-        Self { memory_kib: 19_456, iterations: 2, parallelism: 1, workers: 0 }
+        Self { memory_kib: 19_456, iterations: 2, parallelism: 1, workers: 0, max_queue: 256, queue_timeout_ms: 3_000 }
     }
 }
 
@@ -305,11 +316,22 @@ fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Resu
     }
     let email = env("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL");
     let password = env("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD");
+    let promote_existing = match env("SERVICE_AUTH_BOOTSTRAP_ADMIN_PROMOTE_EXISTING").as_deref() {
+        None | Some("false" | "0") => false,
+        Some("true" | "1") => true,
+        Some(other) => {
+            return Err(invalid(
+                "SERVICE_AUTH_BOOTSTRAP_ADMIN_PROMOTE_EXISTING",
+                format!("= {other:?} is not true or false"),
+            ));
+        }
+    };
     config.bootstrap_admin = match (email, password) {
         (Some(email), Some(password)) => Some(BootstrapAdmin {
             email,
             password,
             name: env("SERVICE_AUTH_BOOTSTRAP_ADMIN_NAME").unwrap_or_else(|| "Administrator".to_owned()),
+            promote_existing,
         }),
         (Some(_), None) => {
             return Err(invalid("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD", "is required with ..._ADMIN_EMAIL".into()));
@@ -369,6 +391,9 @@ impl Config {
         }
         if h.parallelism == 0 {
             return fail("hashing.parallelism", "must be at least 1".into());
+        }
+        if h.queue_timeout_ms == 0 {
+            return fail("hashing.queue_timeout_ms", "must be at least 1".into());
         }
         let r = &self.rate_limit;
         if r.window_secs == 0 || r.account_window_secs == 0 {
@@ -491,7 +516,12 @@ mod tests {
 
     #[test]
     fn debug_never_prints_the_bootstrap_password() {
-        let admin = BootstrapAdmin { email: "a@b.co".into(), name: "A".into(), password: "hunter2hunter2".into() };
+        let admin = BootstrapAdmin {
+            email: "a@b.co".into(),
+            name: "A".into(),
+            password: "hunter2hunter2".into(),
+            promote_existing: false,
+        };
         assert!(!format!("{admin:?}").contains("hunter2"));
     }
 }

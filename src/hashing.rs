@@ -2,14 +2,23 @@
 //!
 //! One argon2id hash at the OWASP floor (19 MiB, t = 2) takes ~20 ms of one core. Run on the async runtime it
 //! would stall every connection on that worker, so each hash runs in `spawn_blocking`, behind a semaphore sized to
-//! the cores: a burst of sign-ins queues here instead of piling up blocking threads (and 19 MiB each).
+//! the cores.
+//!
+//! # A cap that holds
+//! The permit moves into the blocking closure and is released when the hash ends, not when the request ends: a
+//! client that disconnects mid-hash cannot start another one while its first still burns a core and 19 MiB. The
+//! wait for a permit is bounded twice, by a queue length and by a time, and a request over either bound gets
+//! [`HashError::Busy`] (503 with `Retry-After`) at once instead of piling up. The store writer commits on a
+//! thread of its own, so it never waits behind hashes.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::HashingConfig;
 use crate::domain::Password;
@@ -20,6 +29,9 @@ pub enum HashError {
     Params(String),
     #[error("hashing failed: {0}")]
     Failed(String),
+    /// Every worker is busy and the queue is full, or the wait ran out.
+    #[error("every hashing worker is busy")]
+    Busy,
 }
 
 /// The hashing pool. Cheap to clone.
@@ -30,7 +42,14 @@ pub struct Hasher {
 
 struct Inner {
     params: Params,
-    permits: Semaphore,
+    permits: Arc<Semaphore>,
+    max_queue: usize,
+    queue_timeout: Duration,
+    /// Requests waiting for a permit now.
+    waiting: AtomicUsize,
+    /// Hashes running now, and the most ever seen at once: what shows the cap holds.
+    running: AtomicUsize,
+    peak_running: AtomicUsize,
     /// A hash of a random password made with the current parameters. Verifying against it costs exactly what a
     /// real verify costs, so an unknown e-mail answers in the same time as a wrong password.
     dummy_hash: String,
@@ -47,7 +66,18 @@ impl Hasher {
         let mut random = [0u8; 32];
         getrandom::fill(&mut random).map_err(|e| HashError::Failed(e.to_string()))?;
         let dummy_hash = hash_blocking(&params, &random)?;
-        Ok(Self { inner: Arc::new(Inner { params, permits: Semaphore::new(workers), dummy_hash }) })
+        Ok(Self {
+            inner: Arc::new(Inner {
+                params,
+                permits: Arc::new(Semaphore::new(workers)),
+                max_queue: config.max_queue,
+                queue_timeout: Duration::from_millis(config.queue_timeout_ms),
+                waiting: AtomicUsize::new(0),
+                running: AtomicUsize::new(0),
+                peak_running: AtomicUsize::new(0),
+                dummy_hash,
+            }),
+        })
     }
 
     /// Hashes a new password into a PHC string.
@@ -57,24 +87,55 @@ impl Hasher {
     }
 
     /// Verifies `password` against `phc`, or against the dummy hash when there is no account, so both cases
-    /// cost one full verify. Returns `false` for a malformed stored hash rather than failing the request.
-    pub async fn verify(&self, password: Password, phc: Option<String>) -> bool {
+    /// cost one full verify. A malformed stored hash verifies nothing rather than failing the request.
+    pub async fn verify(&self, password: Password, phc: Option<String>) -> Result<bool, HashError> {
         let inner = Arc::clone(&self.inner);
         let known = phc.is_some();
-        let outcome = self
-            .run(move || {
-                let stored = phc.as_deref().unwrap_or(&inner.dummy_hash);
-                let ok = PasswordHash::new(stored)
-                    .is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok());
-                ok && known
-            })
-            .await;
-        outcome.unwrap_or(false)
+        self.run(move || {
+            let stored = phc.as_deref().unwrap_or(&inner.dummy_hash);
+            let ok = PasswordHash::new(stored)
+                .is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok());
+            ok && known
+        })
+        .await
+    }
+
+    /// The most hashes that ever ran at once.
+    pub fn peak_running(&self) -> usize {
+        self.inner.peak_running.load(Ordering::Relaxed)
     }
 
     async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, HashError> {
-        let _permit = self.inner.permits.acquire().await.map_err(|e| HashError::Failed(e.to_string()))?;
-        tokio::task::spawn_blocking(f).await.map_err(|e| HashError::Failed(e.to_string()))
+        let permit = self.permit().await?;
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            // Held until the hash is done, whether or not anyone still waits for it.
+            let _permit = permit;
+            let now = inner.running.fetch_add(1, Ordering::Relaxed) + 1;
+            inner.peak_running.fetch_max(now, Ordering::Relaxed);
+            let out = f();
+            inner.running.fetch_sub(1, Ordering::Relaxed);
+            out
+        })
+        .await
+        .map_err(|e| HashError::Failed(e.to_string()))
+    }
+
+    async fn permit(&self) -> Result<OwnedSemaphorePermit, HashError> {
+        let inner = &self.inner;
+        if let Ok(permit) = Arc::clone(&inner.permits).try_acquire_owned() {
+            return Ok(permit);
+        }
+        if inner.waiting.fetch_add(1, Ordering::Relaxed) >= inner.max_queue {
+            inner.waiting.fetch_sub(1, Ordering::Relaxed);
+            return Err(HashError::Busy);
+        }
+        let waited = tokio::time::timeout(inner.queue_timeout, Arc::clone(&inner.permits).acquire_owned()).await;
+        inner.waiting.fetch_sub(1, Ordering::Relaxed);
+        match waited {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) | Err(_) => Err(HashError::Busy),
+        }
     }
 }
 
@@ -91,19 +152,77 @@ mod tests {
         Hasher::new(&HashingConfig::default()).unwrap()
     }
 
+    fn small_pool(max_queue: usize, queue_timeout_ms: u64) -> Hasher {
+        Hasher::new(&HashingConfig { workers: 1, max_queue, queue_timeout_ms, ..HashingConfig::default() }).unwrap()
+    }
+
+    /// The issue: the permit was dropped with the request future while the blocking hash went on, so clients
+    /// that went away early could run any number of hashes at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn abandoned_hashes_keep_their_worker_until_they_end() {
+        let h = small_pool(1000, 60_000);
+        for _ in 0..20 {
+            let h = h.clone();
+            // The request goes away almost at once; its hash must still count against the single worker.
+            let started = tokio::spawn(async move { h.hash(Password::new("correct horse").unwrap()).await });
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            started.abort();
+        }
+        // Let whatever started finish.
+        h.hash(Password::new("correct horse").unwrap()).await.unwrap();
+        assert_eq!(h.peak_running(), 1, "more hashes ran at once than there are workers");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_queue_answers_busy_at_once() {
+        let h = small_pool(2, 60_000);
+        let calls: Vec<_> = (0..12)
+            .map(|_| {
+                let h = h.clone();
+                tokio::spawn(async move { h.hash(Password::new("correct horse").unwrap()).await })
+            })
+            .collect();
+        let mut busy = 0;
+        for call in calls {
+            if let Err(HashError::Busy) = call.await.unwrap() {
+                busy += 1;
+            }
+        }
+        // One runs, two wait, and of twelve at least nine are refused (timing may let a few more through).
+        assert!(busy >= 6, "only {busy} of 12 refused with one worker and a queue of two");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wait_for_a_worker_is_bounded() {
+        let h = small_pool(100, 1);
+        let calls: Vec<_> = (0..6)
+            .map(|_| {
+                let h = h.clone();
+                tokio::spawn(async move { h.hash(Password::new("correct horse").unwrap()).await })
+            })
+            .collect();
+        let mut busy = 0;
+        for call in calls {
+            if let Err(HashError::Busy) = call.await.unwrap() {
+                busy += 1;
+            }
+        }
+        assert!(busy >= 1, "nobody gave up after a 1 ms wait behind a 20 ms hash");
+    }
+
     #[tokio::test]
     async fn hashes_are_argon2id_at_the_configured_cost_and_verify() {
         let h = hasher();
         let phc = h.hash(Password::new("correct horse").unwrap()).await.unwrap();
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
-        assert!(h.verify(Password::for_sign_in("correct horse").unwrap(), Some(phc.clone())).await);
-        assert!(!h.verify(Password::for_sign_in("correct horsf").unwrap(), Some(phc)).await);
+        assert!(h.verify(Password::for_sign_in("correct horse").unwrap(), Some(phc.clone())).await.unwrap());
+        assert!(!h.verify(Password::for_sign_in("correct horsf").unwrap(), Some(phc)).await.unwrap());
     }
 
     #[tokio::test]
     async fn unknown_account_never_verifies() {
         let h = hasher();
-        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), None).await);
-        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), Some("garbage".into())).await);
+        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), None).await.unwrap());
+        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), Some("garbage".into())).await.unwrap());
     }
 }

@@ -61,7 +61,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum AdminCommand {
-    /// Create an administrator, or promote the existing account with that e-mail. Works while no server runs.
+    /// Create an administrator. Works while no server runs. An existing account with that e-mail is refused
+    /// unless --promote-existing is given.
     Create {
         #[arg(long)]
         email: String,
@@ -71,6 +72,11 @@ enum AdminCommand {
         /// a random password is generated and printed once.
         #[arg(long)]
         password_stdin: bool,
+        /// Make the existing account with this e-mail the administrator: its password is replaced by the one
+        /// given (or generated) and all its sessions end. Only for an account you know to be yours: without
+        /// e-mail verification anyone can sign up with any address.
+        #[arg(long)]
+        promote_existing: bool,
     },
 }
 
@@ -93,8 +99,8 @@ fn main() -> ExitCode {
     };
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => runtime.block_on(serve(config)),
-        Command::Admin { command: AdminCommand::Create { email, name, password_stdin } } => {
-            runtime.block_on(admin_create(&config, &email, &name, password_stdin))
+        Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
+            runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
         }
         Command::Seed { users, sessions, orgs, tokens_out } => {
             let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out };
@@ -176,7 +182,13 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     shutdown.cancel();
 }
 
-async fn admin_create(config: &Config, email: &str, name: &str, password_stdin: bool) -> ExitCode {
+async fn admin_create(
+    config: &Config,
+    email: &str,
+    name: &str,
+    password_stdin: bool,
+    promote_existing: bool,
+) -> ExitCode {
     let password = if password_stdin {
         let mut line = String::new();
         if std::io::stdin().lock().read_line(&mut line).is_err() {
@@ -187,28 +199,32 @@ async fn admin_create(config: &Config, email: &str, name: &str, password_stdin: 
     } else {
         std::env::var("SERVICE_AUTH_ADMIN_PASSWORD").ok()
     };
-    match admin::create_admin(config, email, name, password).await {
+    let generated_password = match admin::create_admin(config, email, name, password, promote_existing).await {
         Ok(AdminCreated::Created { user_id, generated_password }) => {
             println!("created administrator {email} ({user_id})");
-            if let Some(password) = generated_password {
-                println!("generated password (shown only this once, store it now): {password}");
-            }
-            ExitCode::SUCCESS
+            generated_password
         }
-        Ok(AdminCreated::Promoted { user_id }) => {
-            println!("promoted the existing account {email} ({user_id}) to administrator; its password is unchanged");
-            ExitCode::SUCCESS
+        Ok(AdminCreated::Promoted { user_id, generated_password }) => {
+            println!(
+                "promoted the existing account {email} ({user_id}) to administrator; its password was replaced \
+                 and its sessions ended"
+            );
+            generated_password
         }
         Err(AdminError::Store(StoreError::Locked)) => {
             eprintln!(
                 "service-auth: a server is running on {}; stop it, or change roles through the admin API",
                 config.data_dir.display()
             );
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
         }
         Err(e) => {
             eprintln!("service-auth: {e}");
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
         }
+    };
+    if let Some(password) = generated_password {
+        println!("generated password (shown only this once, store it now): {password}");
     }
+    ExitCode::SUCCESS
 }

@@ -16,6 +16,8 @@ pub mod action {
     pub const SIGN_IN_SUCCEEDED: &str = "sign_in.succeeded";
     pub const SIGN_IN_FAILED: &str = "sign_in.failed";
     pub const SIGN_IN_REFUSED: &str = "sign_in.refused";
+    /// Failures beyond the per-minute budget of itemised rows, counted into one row.
+    pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.

@@ -49,21 +49,26 @@ impl Batch {
     }
 
     /// When something waits in the batch, makes sure a `Flush` is in the actor's mailbox, behind everything
-    /// already queued, so that all of it joins this batch.
-    pub(super) fn schedule_flush<M: ractor::Message>(&mut self, myself: &ActorRef<M>, flush: impl FnOnce() -> M) {
-        if !self.flush_scheduled && !self.answers.is_empty() {
-            self.flush_scheduled = true;
-            // Sending to ourselves only fails while we are stopping; the drain then flushes nothing further.
-            let _ = myself.send_message(flush());
+    /// already queued, so that all of it joins this batch. Returns `true` when the caller must flush right now
+    /// instead: the actor is draining for shutdown and refuses new messages, its own `Flush` included, and what
+    /// was staged must still end with a durable answer or an error, never with silence.
+    #[must_use]
+    pub(super) fn schedule_flush<M: ractor::Message>(
+        &mut self,
+        myself: &ActorRef<M>,
+        flush: impl FnOnce() -> M,
+    ) -> bool {
+        if self.flush_scheduled || self.answers.is_empty() {
+            return false;
         }
+        self.flush_scheduled = myself.send_message(flush()).is_ok();
+        !self.flush_scheduled
     }
 
     /// Writes the batch in one store request and waits for it to be durable. Returns whether it is, and the
     /// answers to send (after the caller has published the overlay, or dropped it).
     pub(super) async fn write(&mut self, writer: &StoreWriter) -> (bool, Answers) {
-        self.flush_scheduled = false;
-        let ops = std::mem::take(&mut self.ops);
-        let answers = Answers(std::mem::take(&mut self.answers));
+        let (ops, answers) = self.take();
         if ops.is_empty() {
             return (true, answers);
         }
@@ -74,6 +79,12 @@ impl Batch {
                 (false, answers)
             }
         }
+    }
+
+    /// Empties the batch, for a caller that commits the records some other way (together with another actor's).
+    pub(super) fn take(&mut self) -> (Vec<StoreOp>, Answers) {
+        self.flush_scheduled = false;
+        (std::mem::take(&mut self.ops), Answers(std::mem::take(&mut self.answers)))
     }
 }
 

@@ -132,18 +132,24 @@ impl Actor for OrgsActor {
                     org.slug.to_string(),
                 );
                 state.batch.add([StoreOp::PutOrg(record(&org)), logged], reply, org);
-                state.batch.schedule_flush(&myself, || OrgsMsg::Flush);
-            }
-            OrgsMsg::Flush => {
-                let (durable, answers) = state.batch.write(&self.writer).await;
-                let pending = std::mem::take(&mut state.pending);
-                if durable {
-                    pending.into_values().for_each(|org| self.indexes.orgs.publish(org));
+                if state.batch.schedule_flush(&myself, || OrgsMsg::Flush) {
+                    self.flush(state).await;
                 }
-                answers.send(durable);
             }
+            OrgsMsg::Flush => self.flush(state).await,
         }
         Ok(())
+    }
+}
+
+impl OrgsActor {
+    async fn flush(&self, state: &mut State) {
+        let (durable, answers) = state.batch.write(&self.writer).await;
+        let pending = std::mem::take(&mut state.pending);
+        if durable {
+            pending.into_values().for_each(|org| self.indexes.orgs.publish(org));
+        }
+        answers.send(durable);
     }
 }
 

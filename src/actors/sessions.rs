@@ -1,6 +1,6 @@
 //! The sessions actor: creating, extending and ending sessions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,8 +43,8 @@ impl SessionIndex {
         self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, _)| *h).collect()
     }
 
-    fn of_user(&self, user: UserId) -> Vec<TokenHash> {
-        self.by_hash.pin().iter().filter(|(_, s)| s.user_id == user).map(|(h, _)| *h).collect()
+    fn of_users(&self, users: &[UserId]) -> Vec<TokenHash> {
+        self.by_hash.pin().iter().filter(|(_, s)| users.contains(&s.user_id)).map(|(h, _)| *h).collect()
     }
 }
 
@@ -92,9 +92,15 @@ pub enum SessionsMsg {
         hash: TokenHash,
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
-    EndAllOf {
-        user: UserId,
+    /// Another actor's records, committed together with the end of every session of `users`.
+    CommitEnding {
+        users: Vec<UserId>,
+        ops: Vec<StoreOp>,
         reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
+    Unfence {
+        users: Vec<UserId>,
     },
     Flush,
 }
@@ -131,9 +137,22 @@ impl SessionsHandle {
         call(&self.0, |reply| SessionsMsg::End { hash, reply }).await?
     }
 
-    /// Ends every session of `user` (a ban).
-    pub async fn revoke_user(&self, user: UserId) -> Result<(), Unavailable> {
-        call(&self.0, |reply| SessionsMsg::EndAllOf { user, reply }).await?
+    /// Commits `ops` (another actor's records: a ban, a new password) in one transaction with the end of every
+    /// session of `users`, so that both are durable or neither is. Until [`unfence`](Self::unfence), no session
+    /// of `users` is created or extended: one could otherwise slip in between the list of sessions to end and the
+    /// publication of the change that ends them.
+    ///
+    /// No timeout: the caller must learn the real outcome, or its memory would disagree with the disk.
+    pub async fn commit_ending(&self, users: Vec<UserId>, ops: Vec<StoreOp>) -> Result<(), Unavailable> {
+        match self.0.call(|reply| SessionsMsg::CommitEnding { users, ops, reply }, None).await {
+            Ok(ractor::rpc::CallResult::Success(result)) => result,
+            _ => Err(Unavailable),
+        }
+    }
+
+    /// Ends the fence of [`commit_ending`](Self::commit_ending), once the caller has published its change.
+    pub fn unfence(&self, users: Vec<UserId>) {
+        let _ = self.0.send_message(SessionsMsg::Unfence { users });
     }
 
     pub(super) async fn drain(&self) {
@@ -161,6 +180,8 @@ struct SessionsActor {
 struct State {
     /// Sessions created, changed (`Some`) or ended (`None`) in this batch.
     pending: HashMap<TokenHash, Option<Arc<Session>>>,
+    /// Users whose sessions are being ended with a change to their account: no session starts or extends.
+    fenced: HashSet<UserId>,
     batch: Batch,
 }
 
@@ -184,7 +205,7 @@ impl Actor for SessionsActor {
                 let ip = origin.ip_address.clone();
                 let logged =
                     |what, detail: &str| audit::entry(what, Some(user), Some(user.to_bytes()), &ip, detail.into());
-                match (self.create(user, remember_me, origin), start) {
+                match (self.create(state, user, remember_me, origin), start) {
                     (Ok((token, hash, session)), start) => {
                         state.pending.insert(hash, Some(Arc::clone(&session)));
                         let mut ops = vec![put(hash, &session)];
@@ -210,7 +231,11 @@ impl Actor for SessionsActor {
                 state.batch.add(expired.into_iter().map(StoreOp::DeleteSession), reply, count);
             }
             SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
-                Some(current) if !current.is_expired(Timestamp::now()) => {
+                // A banned (or being banned) user's session is not extended: it is about to end, and a refresh
+                // written after its end would bring it back.
+                Some(current)
+                    if !current.is_expired(Timestamp::now()) && self.may_hold_session(state, current.user_id) =>
+                {
                     let now = Timestamp::now();
                     let session = Arc::new(Session {
                         expires_at: now.plus(self.lifetime(current.remember_me)),
@@ -222,21 +247,22 @@ impl Actor for SessionsActor {
                 }
                 _ => drop(reply.send(Ok(None))),
             },
-            SessionsMsg::End { hash, reply } => {
-                if self.get(state, &hash).is_some() {
+            SessionsMsg::End { hash, reply } => match state.pending.get(&hash) {
+                // Already ending in this batch: answer with the same commit, not before it.
+                Some(None) => state.batch.add([], reply, ()),
+                _ if self.get(state, &hash).is_some() => {
                     state.pending.insert(hash, None);
                     state.batch.add([StoreOp::DeleteSession(hash)], reply, ());
-                } else {
-                    let _ = reply.send(Ok(()));
                 }
-            }
-            SessionsMsg::EndAllOf { user, reply } => {
-                let mut hashes = self.indexes.sessions.of_user(user);
+                _ => drop(reply.send(Ok(()))),
+            },
+            SessionsMsg::CommitEnding { users, mut ops, reply } => {
+                let mut hashes = self.indexes.sessions.of_users(&users);
                 hashes.extend(
                     state
                         .pending
                         .iter()
-                        .filter(|(_, s)| s.as_ref().is_some_and(|s| s.user_id == user))
+                        .filter(|(_, s)| s.as_ref().is_some_and(|s| users.contains(&s.user_id)))
                         .map(|(h, _)| *h),
                 );
                 hashes.sort_unstable();
@@ -244,24 +270,40 @@ impl Actor for SessionsActor {
                 for hash in &hashes {
                     state.pending.insert(*hash, None);
                 }
-                state.batch.add(hashes.into_iter().map(StoreOp::DeleteSession), reply, ());
+                state.fenced.extend(users);
+                ops.extend(hashes.into_iter().map(StoreOp::DeleteSession));
+                state.batch.add(ops, reply, ());
             }
-            SessionsMsg::Flush => {
-                let (durable, answers) = state.batch.write(&self.writer).await;
-                let pending = std::mem::take(&mut state.pending);
-                if durable {
-                    pending.into_iter().for_each(|(hash, session)| self.indexes.sessions.publish(hash, session));
+            SessionsMsg::Unfence { users } => {
+                for user in users {
+                    state.fenced.remove(&user);
                 }
-                answers.send(durable);
-                return Ok(());
             }
+            SessionsMsg::Flush => return self.flush(state).await,
         }
-        state.batch.schedule_flush(&myself, || SessionsMsg::Flush);
+        if state.batch.schedule_flush(&myself, || SessionsMsg::Flush) {
+            self.flush(state).await?;
+        }
         Ok(())
     }
 }
 
 impl SessionsActor {
+    async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
+        let (durable, answers) = state.batch.write(&self.writer).await;
+        let pending = std::mem::take(&mut state.pending);
+        if durable {
+            pending.into_iter().for_each(|(hash, session)| self.indexes.sessions.publish(hash, session));
+        }
+        answers.send(durable);
+        Ok(())
+    }
+
+    /// Whether `user` exists, is not banned, and is not having their sessions ended right now.
+    fn may_hold_session(&self, state: &State, user: UserId) -> bool {
+        !state.fenced.contains(&user) && self.indexes.users.get(user).is_some_and(|u| !u.banned)
+    }
+
     fn get(&self, state: &State, hash: &TokenHash) -> Option<Arc<Session>> {
         match state.pending.get(hash) {
             Some(pending) => pending.clone(),
@@ -276,12 +318,16 @@ impl SessionsActor {
 
     fn create(
         &self,
+        state: &State,
         user: UserId,
         remember_me: bool,
         origin: Origin,
     ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
-        // The users actor publishes a ban before it asks us to end that user's sessions, so reading the index
-        // here, in our message order, cannot let a session slip past a ban.
+        // A ban reaches us as a `CommitEnding` (fencing the user) before the users actor publishes it, and the
+        // fence lasts until the ban is in the index: in our message order, no session can slip past a ban.
+        if state.fenced.contains(&user) {
+            return Err(CreateSessionError::Unavailable(Unavailable));
+        }
         match self.indexes.users.get(user) {
             None => return Err(CreateSessionError::UnknownUser),
             Some(u) if u.banned => return Err(CreateSessionError::Banned),

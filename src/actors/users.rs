@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use super::attempts::AttemptLimiter;
+use super::attempts::{AttemptLimiter, Row};
 use super::audit::{self, action};
 use super::batch::Batch;
 use super::{Indexes, SessionsHandle, Unavailable, call};
@@ -115,11 +115,30 @@ pub enum AttemptRefused {
     Unavailable(#[from] Unavailable),
 }
 
+/// How a sign-in's password check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    Verified,
+    Wrong,
+    /// Never checked (the hashing pool was full): released without counting as a failure.
+    NotChecked,
+}
+
 /// What [`UsersHandle::ensure_admin`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnsureAdmin {
     Created(UserId),
     Promoted(UserId),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EnsureAdminError {
+    /// An account with the e-mail exists and promoting it was not asked for: whoever signed up with the
+    /// operator's e-mail would otherwise become administrator with their own password.
+    #[error("an account with this e-mail already exists")]
+    Exists,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
 }
 
 pub enum UsersMsg {
@@ -139,16 +158,19 @@ pub enum UsersMsg {
         name: Name,
         email: Email,
         password_hash: String,
-        reply: RpcReplyPort<Result<EnsureAdmin, Unavailable>>,
+        promote_existing: bool,
+        reply: RpcReplyPort<Result<EnsureAdmin, EnsureAdminError>>,
     },
     BeginAttempt {
-        user: UserId,
+        email: Email,
+        user: Option<UserId>,
         ip: String,
         reply: RpcReplyPort<Result<(), AttemptRefused>>,
     },
     FinishAttempt {
+        email: Email,
         user: Option<UserId>,
-        success: bool,
+        checked: Checked,
         ip: String,
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
@@ -177,28 +199,37 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::Update { by, target, change, ip, reply }).await?
     }
 
-    /// Creates `email` as an administrator, or makes the existing account with that e-mail an unbanned
-    /// administrator (keeping its password). `password_hash` is used only when creating.
+    /// Creates `email` as an administrator. An existing account with that e-mail is refused, unless
+    /// `promote_existing`: then it becomes an unbanned administrator with `password_hash` as its password, and
+    /// every session it had ends in the same commit.
     pub async fn ensure_admin(
         &self,
         name: Name,
         email: Email,
         password_hash: String,
-    ) -> Result<EnsureAdmin, Unavailable> {
-        call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, reply }).await?
+        promote_existing: bool,
+    ) -> Result<EnsureAdmin, EnsureAdminError> {
+        call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply }).await?
     }
 
-    /// Reserves one password check against `user`'s failure limit (see [`super::attempts`]). A refusal is
-    /// recorded in the audit log before it is answered. Every reservation must be ended with
-    /// [`finish_attempt`](Self::finish_attempt).
-    pub async fn begin_attempt(&self, user: UserId, ip: String) -> Result<(), AttemptRefused> {
-        call(&self.0, |reply| UsersMsg::BeginAttempt { user, ip, reply }).await?
+    /// Reserves one password check against the failure limit of `email` (see [`super::attempts`]); `user` is the
+    /// account it names, if any, for the audit log. Every reservation must be ended with
+    /// [`finish_attempt`](Self::finish_attempt), whatever happens to the request in between.
+    pub async fn begin_attempt(&self, email: Email, user: Option<UserId>, ip: String) -> Result<(), AttemptRefused> {
+        call(&self.0, |reply| UsersMsg::BeginAttempt { email, user, ip, reply }).await?
     }
 
-    /// Ends a sign-in's password check (`user` is `None` for an unknown e-mail). A failure is recorded in the
-    /// audit log before this returns; a success is recorded with the new session, by the sessions actor.
-    pub async fn finish_attempt(&self, user: Option<UserId>, success: bool, ip: String) -> Result<(), Unavailable> {
-        call(&self.0, |reply| UsersMsg::FinishAttempt { user, success, ip, reply }).await?
+    /// Ends a sign-in's password check. A failure is recorded in the audit log (within the bounds described in
+    /// [`super::attempts`]) before this returns; a success is recorded with the new session, by the sessions
+    /// actor.
+    pub async fn finish_attempt(
+        &self,
+        email: Email,
+        user: Option<UserId>,
+        checked: Checked,
+        ip: String,
+    ) -> Result<(), Unavailable> {
+        call(&self.0, |reply| UsersMsg::FinishAttempt { email, user, checked, ip, reply }).await?
     }
 
     pub(super) async fn drain(&self) {
@@ -237,8 +268,9 @@ struct State {
     attempts: AttemptLimiter,
     pending: HashMap<UserId, Arc<User>>,
     pending_emails: HashMap<Email, UserId>,
-    /// Users banned in this batch: their sessions are ended after the write, before anyone is answered.
-    banned: Vec<UserId>,
+    /// Users whose sessions end with this batch (banned, or given a new password): committed in the same
+    /// transaction as the batch, so the change and the end of the sessions are durable together or not at all.
+    ending: Vec<UserId>,
     batch: Batch,
 }
 
@@ -252,7 +284,7 @@ impl Actor for UsersActor {
             attempts: AttemptLimiter::new(self.attempts.max_failures, self.attempts.window),
             pending: HashMap::new(),
             pending_emails: HashMap::new(),
-            banned: Vec::new(),
+            ending: Vec::new(),
             batch: Batch::default(),
         })
     }
@@ -283,35 +315,48 @@ impl Actor for UsersActor {
                 }
                 Err(e) => drop(reply.send(Err(e))),
             },
-            UsersMsg::EnsureAdmin { name, email, password_hash, reply } => {
-                let (user, outcome) = self.ensure_admin(state, name, email, password_hash);
-                let detail = format!("administrator set up from the command line or bootstrap: {}", user.email);
-                let logged = audit::entry(action::ROLE_CHANGED, None, Some(user.id.to_bytes()), "", detail);
-                state.batch.add([put(&user), logged], reply, outcome);
+            UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply } => {
+                match self.ensure_admin(state, name, email, password_hash, promote_existing) {
+                    Ok((user, outcome)) => {
+                        let detail = match outcome {
+                            EnsureAdmin::Created(_) => "administrator created from the command line or bootstrap",
+                            EnsureAdmin::Promoted(_) => {
+                                "existing account made administrator from the command line or bootstrap; \
+                                 password replaced, sessions ended"
+                            }
+                        };
+                        let logged =
+                            audit::entry(action::ROLE_CHANGED, None, Some(user.id.to_bytes()), "", detail.into());
+                        state.batch.add([put(&user), logged], reply, outcome);
+                    }
+                    Err(e) => drop(reply.send(Err(e))),
+                }
             }
-            UsersMsg::BeginAttempt { user, ip, reply } => match state.attempts.begin(user, Instant::now()) {
+            UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
                 Ok(()) => drop(reply.send(Ok(()))),
-                Err(wait) => {
-                    let detail = "too many failed sign-ins".to_owned();
-                    let logged = audit::entry(action::SIGN_IN_REFUSED, Some(user), Some(user.to_bytes()), &ip, detail);
-                    state.batch.add_result([logged], reply, Err(AttemptRefused::Locked(wait)));
+                Err(locked) => {
+                    let detail = format!("too many failed sign-ins: {} in this window", locked.failures);
+                    let rows = attempt_rows(&locked.row, action::SIGN_IN_REFUSED, user, &ip, detail);
+                    state.batch.add_result(rows, reply, Err(AttemptRefused::Locked(locked.wait)));
                 }
             },
-            UsersMsg::FinishAttempt { user, success, ip, reply } => {
-                if let Some(user) = user {
-                    state.attempts.finish(user, success);
-                }
-                if success {
+            UsersMsg::FinishAttempt { email, user, checked, ip, reply } => {
+                let now = Instant::now();
+                let row =
+                    state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
+                let detail = if user.is_some() { "wrong password" } else { "unknown e-mail" };
+                let rows = attempt_rows(&row, action::SIGN_IN_FAILED, user, &ip, detail.to_owned());
+                if rows.is_empty() {
                     let _ = reply.send(Ok(()));
                 } else {
-                    let detail = if user.is_some() { "wrong password" } else { "unknown e-mail" }.to_owned();
-                    let logged = audit::entry(action::SIGN_IN_FAILED, user, user.map(UserId::to_bytes), &ip, detail);
-                    state.batch.add([logged], reply, ());
+                    state.batch.add(rows, reply, ());
                 }
             }
             UsersMsg::Flush => return self.flush(state).await,
         }
-        state.batch.schedule_flush(&myself, || UsersMsg::Flush);
+        if state.batch.schedule_flush(&myself, || UsersMsg::Flush) {
+            self.flush(state).await?;
+        }
         Ok(())
     }
 }
@@ -392,8 +437,10 @@ impl UsersActor {
             return Err(UpdateUserError::LastAdmin);
         }
         user.updated_at = Timestamp::now();
-        if user.banned && !current.banned {
-            state.banned.push(user.id);
+        // Every ban ends the sessions, even of an account already banned: a ban is how an administrator makes
+        // sure nobody is signed in there.
+        if change.banned == Some(true) {
+            state.ending.push(user.id);
         }
         let user = Arc::new(user);
         self.stage(state, Arc::clone(&user));
@@ -406,23 +453,29 @@ impl UsersActor {
         name: Name,
         email: Email,
         password_hash: String,
-    ) -> (Arc<User>, EnsureAdmin) {
+        promote_existing: bool,
+    ) -> Result<(Arc<User>, EnsureAdmin), EnsureAdminError> {
         let existing =
             state.pending_emails.get(&email).copied().or_else(|| self.indexes.users.by_email(&email).map(|u| u.id));
         let admin = Role::admin();
+        let now = Timestamp::now();
         let (user, outcome) = match existing.and_then(|id| self.get(state, id)) {
+            Some(_) if !promote_existing => return Err(EnsureAdminError::Exists),
             Some(current) => {
+                // Whoever held this account before (perhaps someone who signed up with the operator's e-mail)
+                // loses it: the operator's password replaces theirs and their sessions end.
+                state.ending.push(current.id);
                 let user = User {
                     role: admin,
                     banned: false,
                     ban_reason: None,
-                    updated_at: Timestamp::now(),
+                    password_hash,
+                    updated_at: now,
                     ..User::clone(&current)
                 };
                 (user, EnsureAdmin::Promoted(current.id))
             }
             None => {
-                let now = Timestamp::now();
                 let id = UserId::new();
                 let user = User {
                     id,
@@ -442,7 +495,7 @@ impl UsersActor {
         };
         let user = Arc::new(user);
         self.stage(state, Arc::clone(&user));
-        (user, outcome)
+        Ok((user, outcome))
     }
 
     /// Active administrators as they will be once the pending batch is durable.
@@ -452,26 +505,52 @@ impl UsersActor {
     }
 
     async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
-        let (durable, answers) = state.batch.write(&self.writer).await;
+        let mut ending = std::mem::take(&mut state.ending);
+        let (durable, answers) = if ending.is_empty() {
+            state.batch.write(&self.writer).await
+        } else {
+            // The sessions actor commits our records with the end of those users' sessions: one transaction.
+            ending.sort_unstable();
+            ending.dedup();
+            let (ops, answers) = state.batch.take();
+            let committed = self.sessions.commit_ending(ending.clone(), ops).await;
+            if committed.is_err() {
+                tracing::error!("store write failed; the batch is refused and nothing of it applied");
+            }
+            (committed.is_ok(), answers)
+        };
         let pending = std::mem::take(&mut state.pending);
         state.pending_emails.clear();
-        let banned = std::mem::take(&mut state.banned);
         if durable {
             for user in pending.into_values() {
                 self.indexes.users.publish(user);
             }
-            // The index now says "banned", so no new session can start for them (the sessions actor checks it);
-            // end the existing ones before anyone hears that the ban is done.
-            for id in banned {
-                if let Err(Unavailable) = self.sessions.revoke_user(id).await {
-                    // Their sessions stop working anyway (every session check looks at the user's current state);
-                    // the records are removed at the next start.
-                    tracing::error!(user = %id, "could not end the sessions of a banned user");
-                }
-            }
+        }
+        if !ending.is_empty() {
+            // After publishing: from here on the sessions actor reads the users' new state from the index.
+            self.sessions.unfence(ending);
         }
         answers.send(durable);
         Ok(())
+    }
+}
+
+/// The audit rows a sign-in failure or refusal gets under the bounds of [`super::attempts`].
+fn attempt_rows(row: &Row, what: &'static str, user: Option<UserId>, ip: &str, detail: String) -> Vec<StoreOp> {
+    let one = |what, detail| audit::entry(what, user, user.map(UserId::to_bytes), ip, detail);
+    match row {
+        Row::None => Vec::new(),
+        Row::One => vec![one(what, detail)],
+        Row::WithSummary(n) => vec![
+            audit::entry(
+                action::SIGN_IN_FAILURES_SUMMARISED,
+                None,
+                None,
+                "",
+                format!("{n} failed or refused sign-ins in the previous minute were counted, not itemised"),
+            ),
+            one(what, detail),
+        ],
     }
 }
 

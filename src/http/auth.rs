@@ -1,5 +1,7 @@
 //! `/api/auth/*`: sign-up, sign-in, get-session, sign-out. Each handler: parse → domain → actor → answer.
 
+use std::sync::Arc;
+
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -10,9 +12,11 @@ use super::request::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
 use super::session::{self, Current};
 use super::{Ctx, State};
+use crate::actors::UsersHandle;
 use crate::actors::sessions::{CreateSessionError, Origin, Start};
-use crate::actors::users::{AttemptRefused, CreateUserError, NewUser};
-use crate::domain::{Email, Name, Password, PasswordError, SessionToken, Timestamp};
+use crate::actors::users::{AttemptRefused, Checked, CreateUserError, NewUser};
+use crate::domain::{Email, Name, Password, PasswordError, SessionToken, Timestamp, User};
+use crate::hashing::{HashError, Hasher};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
 const ADMIN_ONLY_FIELDS: [&str; 6] = ["role", "banned", "banReason", "banExpires", "emailVerified", "organizationId"];
@@ -41,7 +45,7 @@ pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<
     if state.indexes.users.by_email(&email).is_some() {
         return Err(user_exists());
     }
-    let password_hash = state.hasher.hash(password).await.map_err(|_| Failure::unavailable())?;
+    let password_hash = state.hasher.hash(password).await.map_err(hash_failure)?;
     let new = NewUser { name, email, image: image.map(str::to_owned), role: state.roles.default_role(), password_hash };
     let user = state.actors.users.create(new, origin.ip_address.clone()).await.map_err(|e| match e {
         CreateUserError::EmailTaken => user_exists(),
@@ -62,18 +66,17 @@ pub async fn sign_in(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<
     let callback = callback_url(state, &ctx, &body)?;
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::for_sign_in(password).map_err(password_failure)?;
-    let ip = origin.ip_address.clone();
     let user = state.indexes.users.by_email(&email);
-    if let Some(user) = &user {
-        state.actors.users.begin_attempt(user.id, ip.clone()).await.map_err(|e| match e {
-            AttemptRefused::Locked(wait) => Failure::too_many_requests(wait),
-            AttemptRefused::Unavailable(u) => u.into(),
-        })?;
-    }
-    // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
-    // does not tell which accounts exist.
-    let verified = state.hasher.verify(password, user.as_ref().map(|u| u.password_hash.clone())).await;
-    state.actors.users.finish_attempt(user.as_ref().map(|u| u.id), verified, ip).await?;
+    let check = check_password(
+        state.actors.users.clone(),
+        state.hasher.clone(),
+        email,
+        user.clone(),
+        password,
+        origin.ip_address.clone(),
+    );
+    // A task of its own: the attempt it reserves is finished however the connection ends (see `check_password`).
+    let verified = state.tasks.spawn(check).await.map_err(|_| Failure::unavailable())??;
     let user = user.filter(|_| verified).ok_or_else(invalid_credentials)?;
     let started = state.actors.sessions.create(user.id, remember, origin, Start::SignIn).await;
     let (token, _) = started.map_err(session_failure)?;
@@ -125,6 +128,44 @@ pub async fn sign_out(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result
         state.actors.sessions.end(token.hash()).await?;
     }
     Ok(with_cookie(ok(&SUCCESS), state.cookies.clear()))
+}
+
+/// A sign-in's password check: reserve an attempt, verify, report the outcome. The handler runs it as a task of
+/// its own, because hyper drops a handler whose client has closed the connection: dropped between the reservation
+/// and its end, the reservation would count against the account forever (anyone could lock any account by
+/// disconnecting). As a task it always ends, counting the outcome as it came out.
+async fn check_password(
+    users: UsersHandle,
+    hasher: Hasher,
+    email: Email,
+    user: Option<Arc<User>>,
+    password: Password,
+    ip: String,
+) -> Result<bool, Failure> {
+    let id = user.as_ref().map(|u| u.id);
+    users.begin_attempt(email.clone(), id, ip.clone()).await.map_err(|e| match e {
+        AttemptRefused::Locked(wait) => Failure::too_many_requests(wait),
+        AttemptRefused::Unavailable(u) => u.into(),
+    })?;
+    // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
+    // does not tell which accounts exist.
+    let verified = hasher.verify(password, user.map(|u| u.password_hash.clone())).await;
+    let checked = match verified {
+        Ok(true) => Checked::Verified,
+        Ok(false) => Checked::Wrong,
+        Err(_) => Checked::NotChecked,
+    };
+    users.finish_attempt(email, id, checked, ip).await?;
+    verified.map_err(hash_failure)
+}
+
+/// A full hashing pool is a short overload: 503, retry in a second.
+fn hash_failure(e: HashError) -> Failure {
+    let failure = Failure::unavailable();
+    match e {
+        HashError::Busy => failure.with_header(header::RETRY_AFTER, HeaderValue::from_static("1")),
+        HashError::Params(_) | HashError::Failed(_) => failure,
+    }
 }
 
 /// The per-address limit, checked before the body is even read.

@@ -56,6 +56,8 @@ pub struct AppState {
     pub store: Arc<crate::store::Store>,
     /// A session used this long after its last refresh is extended.
     pub update_age: Duration,
+    /// Work that must finish even when its request is gone (a sign-in's password check); shutdown waits for it.
+    pub tasks: tokio_util::task::TaskTracker,
 }
 
 type State = AppState;

@@ -66,6 +66,7 @@ pub fn test_config(data_dir: &Path) -> Config {
             email: ADMIN_EMAIL.into(),
             name: ADMIN_NAME.into(),
             password: ADMIN_PASSWORD.into(),
+            promote_existing: false,
         }),
         ..Config::default()
     };

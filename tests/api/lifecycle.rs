@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::harness::*;
 use service_auth::config::BootstrapAdmin;
+use tokio_util::sync::CancellationToken;
 
 // ---------------------------------------------------------------------------------------------------------------
 // A populated service and its check after a restart or crash
@@ -150,7 +151,7 @@ async fn a_second_server_on_the_same_directory_is_refused() {
 // The first administrator
 
 fn bootstrap(email: &str, name: &str, password: &str) -> Option<BootstrapAdmin> {
-    Some(BootstrapAdmin { email: email.into(), name: name.into(), password: password.into() })
+    Some(BootstrapAdmin { email: email.into(), name: name.into(), password: password.into(), promote_existing: false })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,25 +198,35 @@ async fn bootstrap_changes_nothing_once_an_admin_exists() {
     s.stop().await;
 }
 
+/// The take-over the hardening issue showed: someone signs up with the operator's e-mail before the operator's
+/// first start with the bootstrap variables. Before: the squatter became administrator, keeping their password and
+/// session. Now: start-up refuses and says why, and only an explicit promotion takes the account over, replacing
+/// the password and ending the squatter's sessions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bootstrap_promotes_an_existing_account() {
+async fn bootstrap_refuses_an_account_someone_registered_first() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path());
     config.bootstrap_admin = None;
     let s = TestServer::start_with(config).await;
-    let boss = s.new_user("boss").await;
-    assert_admin_error(&s.list_users(Some(&boss.cookie)).await, 403);
+    let squatter = s.new_user("boss").await;
     s.stop().await;
 
     let mut config = test_config(dir.path());
     config.bootstrap_admin = bootstrap("  BOSS@example.com ", "Other Name", "bootstrap password");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let refused = service_auth::app::run(listener, config.clone(), CancellationToken::new()).await;
+    let message = refused.expect_err("start-up must refuse to promote an account anyone could have made").to_string();
+    assert!(message.contains("already exists") && message.contains("PROMOTE_EXISTING"), "{message}");
+
+    config.bootstrap_admin.as_mut().unwrap().promote_existing = true;
     let s = TestServer::start_with(config).await;
-    let r = s.list_users(Some(&boss.cookie)).await;
-    assert_eq!(r.status, 200, "promoted in place, existing session is admin: {}", r.text);
-    let users = r.json()["users"].as_array().unwrap().clone();
+    assert_eq!(s.session(&squatter.cookie).await, Value::Null, "the squatter's session ended");
+    let r = s.sign_in_body(&json!({"email": squatter.email, "password": PASSWORD})).await;
+    assert_auth_error(&r, 401, "INVALID_EMAIL_OR_PASSWORD");
+    let admin = s.login("boss@example.com", "bootstrap password").await;
+    let users = s.users(&admin).await;
     assert_eq!(users.len(), 1, "no second account: {users:?}");
-    assert_eq!((users[0]["id"].clone(), users[0]["role"].clone()), (json!(boss.id), json!("admin")));
-    s.login(&boss.email, PASSWORD).await; // the account's own password still works
+    assert_eq!((users[0]["id"].clone(), users[0]["role"].clone()), (json!(squatter.id), json!("admin")));
     s.stop().await;
 }
 
@@ -230,7 +241,7 @@ async fn without_bootstrap_nobody_is_admin() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn admin_create_command_creates_and_promotes() {
+async fn admin_create_command_creates_and_promotes_only_when_told() {
     let root = tempfile::tempdir().unwrap();
     let create = |args: &[&str], env: &[(&str, &str)], stdin: &str| {
         let mut all = vec!["admin", "create"];
@@ -253,18 +264,27 @@ async fn admin_create_command_creates_and_promotes() {
     assert!(!(out.trim().is_empty() && err.trim().is_empty()), "with a message");
     assert!(server.terminate().success());
 
-    // Promotion of an existing account, password from the environment (ignored for an existing account).
-    let (status, out, err) = create(
-        &["--email", "reg@example.com", "--name", "Reg"],
-        &[("SERVICE_AUTH_ADMIN_PASSWORD", "env password 123")],
-        "",
-    );
-    assert!(status.success(), "admin create (promote): {status:?} {out:?} {err:?}");
+    // An existing account is refused without --promote-existing, and nothing changes.
+    let promote = ["--email", "reg@example.com", "--name", "Reg"];
+    let env = [("SERVICE_AUTH_ADMIN_PASSWORD", "env password 123")];
+    let (status, out, err) = create(&promote, &env, "");
+    assert!(!status.success(), "admin create on a registered e-mail must refuse: {out:?} {err:?}");
+    assert!(err.contains("already exists") && err.contains("--promote-existing"), "says why and how: {err:?}");
     let server = ChildServer::spawn(root.path(), &[]).await;
-    assert_eq!(server.list_users(Some(&reg.cookie)).await.status, 200, "promoted");
+    assert_eq!(server.list_users(Some(&reg.cookie)).await.status, 403, "not promoted");
+    assert!(server.terminate().success());
+
+    // With the flag: promoted, the given password replaces the old one, and the old sessions end.
+    let (status, out, err) = create(&[&promote[..], &["--promote-existing"]].concat(), &env, "");
+    assert!(status.success(), "admin create --promote-existing: {status:?} {out:?} {err:?}");
+    let server = ChildServer::spawn(root.path(), &[]).await;
+    assert_eq!(server.list_users(Some(&reg.cookie)).await.status, 401, "the old session ended");
+    let reg_admin = server.login("reg@example.com", "env password 123").await;
+    assert_eq!(server.list_users(Some(&reg_admin)).await.status, 200, "promoted");
     let users = server.users(&cli).await;
     assert_eq!(users.len(), 2, "x@example.com was not created: {users:?}");
-    server.login("reg@example.com", PASSWORD).await;
+    let r = server.sign_in_body(&json!({"email": "reg@example.com", "password": PASSWORD})).await;
+    assert_auth_error(&r, 401, "INVALID_EMAIL_OR_PASSWORD");
     assert!(server.terminate().success());
 }
 
