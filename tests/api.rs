@@ -10,6 +10,7 @@ mod api {
     mod auth;
     mod crash;
     mod faults;
+    mod hardening;
     mod input;
     mod lifecycle;
     mod ops;
