@@ -24,6 +24,9 @@ pub mod orgs;
 pub mod sessions;
 pub mod users;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -18,6 +18,8 @@ mod writer;
 
 pub use db::{FaultSwitch, Store};
 pub use records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
+#[cfg(test)]
+pub(crate) use writer::ManualDisk;
 pub use writer::StoreWriter;
 
 /// SHA-256 of a session token: the key of the sessions table.

@@ -71,6 +71,56 @@ async fn run(store: Arc<Store>, mut rx: mpsc::Receiver<WriteRequest>) {
     }
 }
 
+/// A writer whose requests come to the test instead of the disk: the test decides when each one is durable and
+/// whether it fails, so the actors' answers can be checked against a write that blocks and then fails.
+#[cfg(test)]
+pub(crate) struct ManualDisk {
+    rx: mpsc::Receiver<WriteRequest>,
+    store: Arc<Store>,
+}
+
+#[cfg(test)]
+impl StoreWriter {
+    pub(crate) fn manual(store: Arc<Store>) -> (Self, ManualDisk) {
+        let (tx, rx) = mpsc::channel(MAX_BATCH);
+        (Self { tx, store: Arc::clone(&store) }, ManualDisk { rx, store })
+    }
+}
+
+#[cfg(test)]
+impl ManualDisk {
+    /// The next write request, if one arrives within `wait`.
+    pub(crate) async fn next(&mut self, wait: std::time::Duration) -> Option<PendingWrite> {
+        let request = tokio::time::timeout(wait, self.rx.recv()).await.ok()??;
+        Some(PendingWrite { request, store: Arc::clone(&self.store) })
+    }
+}
+
+/// One write request held by a [`ManualDisk`].
+#[cfg(test)]
+pub(crate) struct PendingWrite {
+    request: WriteRequest,
+    store: Arc<Store>,
+}
+
+#[cfg(test)]
+impl PendingWrite {
+    pub(crate) fn ops(&self) -> &[StoreOp] {
+        &self.request.ops
+    }
+
+    /// Commits the request for real and answers it.
+    pub(crate) fn commit(self) {
+        let result = self.store.commit(&self.request.ops);
+        let _ = self.request.done.send(result);
+    }
+
+    /// Answers it with a disk error; nothing is written.
+    pub(crate) fn fail(self) {
+        let _ = self.request.done.send(Err(StoreError::Io("the disk refused the write (test)".into())));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

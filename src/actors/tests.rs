@@ -1,0 +1,232 @@
+//! The actors against a disk the test controls: a write can be held, then committed or failed. These are the
+//! orderings no HTTP test can pin down (an answer before its commit, a ban whose sessions survive it, staged work
+//! at shutdown).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::users::{AttemptPolicy, UserChange};
+use super::{Indexes, System, Unavailable};
+use crate::config::{RolesConfig, SessionConfig};
+use crate::domain::{Email, Name, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User, UserId};
+use crate::store::{ManualDisk, Store, StoreOp, StoreWriter};
+
+/// Long enough for any message to be handled on a loaded machine; used only where the wait must time out for
+/// the test to pass (a correct actor sends nothing), never for what must happen.
+const QUIET: Duration = Duration::from_millis(200);
+/// The patience for what must happen.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+struct World {
+    system: System,
+    indexes: Arc<Indexes>,
+    disk: ManualDisk,
+    store: Arc<Store>,
+    admin: UserId,
+    user: UserId,
+    /// The user's two sessions.
+    sessions: [SessionToken; 2],
+    _dir: tempfile::TempDir,
+}
+
+fn user(email: &str, role: Role) -> User {
+    let now = Timestamp::now();
+    User {
+        id: UserId::new(),
+        name: Name::parse("Test").unwrap(),
+        email: Email::parse(email).unwrap(),
+        image: None,
+        role,
+        banned: false,
+        ban_reason: None,
+        organization_id: None,
+        password_hash: "$argon2id$not-used".into(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn session(user: UserId) -> (SessionToken, StoreOp) {
+    let token = SessionToken::generate();
+    let now = Timestamp::now();
+    let session = Session {
+        id: SessionId::new(),
+        user_id: user,
+        expires_at: now.plus(Duration::from_secs(3600)),
+        created_at: now,
+        updated_at: now,
+        ip_address: String::new(),
+        user_agent: String::new(),
+        remember_me: true,
+    };
+    let op = StoreOp::PutSession(token.hash(), super::sessions::record(&session));
+    (token, op)
+}
+
+/// An administrator, a user with two sessions, on disk and loaded, with the actors writing to a manual disk.
+async fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
+    let (admin, member) = (user("admin@example.com", Role::admin()), user("user@example.com", roles.default_role()));
+    let (first, put_first) = session(member.id);
+    let (second, put_second) = session(member.id);
+    let ops = [
+        StoreOp::PutUser(super::users::record(&admin)),
+        StoreOp::PutUser(super::users::record(&member)),
+        put_first,
+        put_second,
+    ];
+    store.commit(&ops).unwrap();
+    let mut builder = super::load::IndexBuilder::new(&roles);
+    store.visit(|record| builder.add(record)).unwrap();
+    let indexes = Arc::new(builder.finish().0);
+    let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
+    let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60) };
+    let system =
+        System::start(Arc::clone(&indexes), writer, SessionConfig::default(), attempts, CancellationToken::new())
+            .await
+            .unwrap();
+    World { system, indexes, disk, store, admin: admin.id, user: member.id, sessions: [first, second], _dir: dir }
+}
+
+fn ban() -> UserChange {
+    UserChange { banned: Some(true), ..UserChange::default() }
+}
+
+fn stored_sessions(store: &Store) -> usize {
+    store.load().unwrap().sessions.len()
+}
+
+/// Before: the ban was committed alone and acknowledged, then the sessions were ended in a second commit whose
+/// failure was only logged; a second ban did not retry, and an unban brought the sessions back.
+#[tokio::test]
+async fn a_ban_and_the_end_of_its_sessions_are_durable_together_or_not_at_all() {
+    let mut w = world().await;
+    let users = w.system.handles.users.clone();
+    let (admin, target) = (w.admin, w.user);
+
+    // The disk refuses the ban: nothing of it anywhere, the sessions live on.
+    let banning = tokio::spawn({
+        let users = users.clone();
+        async move { users.update(admin, target, ban(), String::new()).await }
+    });
+    let write = w.disk.next(PATIENCE).await.expect("the ban is written");
+    let deletes = write.ops().iter().filter(|op| matches!(op, StoreOp::DeleteSession(_))).count();
+    assert_eq!(deletes, 2, "the ban's commit does not end its sessions: {:?}", write.ops());
+    write.fail();
+    assert!(banning.await.unwrap().is_err(), "a refused ban was acknowledged");
+    assert!(!w.indexes.users.get(target).unwrap().banned);
+    assert!(w.indexes.sessions.get(&w.sessions[0].hash()).is_some());
+    assert_eq!(stored_sessions(&w.store), 2);
+    assert!(w.disk.next(QUIET).await.is_none(), "something was written after the refusal");
+
+    // The same ban again: the ban and the end of both sessions, in one commit.
+    let banning = tokio::spawn({
+        let users = users.clone();
+        async move { users.update(admin, target, ban(), String::new()).await }
+    });
+    w.disk.next(PATIENCE).await.expect("the ban is written").commit();
+    banning.await.unwrap().unwrap();
+    assert!(w.indexes.users.get(target).unwrap().banned);
+    assert!(w.indexes.sessions.get(&w.sessions[0].hash()).is_none());
+    assert!(w.indexes.sessions.get(&w.sessions[1].hash()).is_none());
+    assert_eq!(stored_sessions(&w.store), 0);
+
+    // An unban brings nothing back.
+    let unban = UserChange { banned: Some(false), ..UserChange::default() };
+    let unbanning = tokio::spawn(async move { users.update(admin, target, unban, String::new()).await });
+    w.disk.next(PATIENCE).await.expect("the unban is written").commit();
+    unbanning.await.unwrap().unwrap();
+    assert!(w.indexes.sessions.get(&w.sessions[0].hash()).is_none());
+    assert_eq!(stored_sessions(&w.store), 0);
+}
+
+/// A sign-out queued behind a failing one for the same session is not answered from the failed attempt: it
+/// writes the deletion itself and answers once that is durable.
+#[tokio::test]
+async fn a_sign_out_behind_a_failed_one_answers_only_after_its_own_commit() {
+    let mut w = world().await;
+    let sessions = w.system.handles.sessions.clone();
+    let hash = w.sessions[0].hash();
+    let first = tokio::spawn({
+        let sessions = sessions.clone();
+        async move { sessions.end(hash).await }
+    });
+    // The first sign-out's write is held, so the actor is busy flushing; the second one queues behind it...
+    let held = w.disk.next(PATIENCE).await.expect("the sign-out is written");
+    let second = tokio::spawn(async move { sessions.end(hash).await });
+    tokio::time::sleep(QUIET).await;
+    assert!(!first.is_finished() && !second.is_finished(), "a sign-out was answered before its commit");
+    held.fail();
+    assert_eq!(first.await.unwrap(), Err(Unavailable));
+    // ...and, the first having failed, it does the deletion itself and answers only once that is durable.
+    let retry = w.disk.next(PATIENCE).await.expect("the second sign-out writes its own deletion");
+    tokio::time::sleep(QUIET).await;
+    assert!(!second.is_finished(), "the second sign-out was answered before its commit");
+    retry.commit();
+    assert_eq!(second.await.unwrap(), Ok(()));
+    assert!(w.indexes.sessions.get(&hash).is_none());
+}
+
+/// Before: a sign-out of a session already being ended in the current batch was answered at once, before
+/// anything was on disk, and with success even when that commit then failed. Now it shares the batch's commit.
+#[tokio::test]
+async fn sign_outs_in_one_batch_are_answered_by_its_commit() {
+    let mut w = world().await;
+    let sessions = w.system.handles.sessions.clone();
+    let (hash, other) = (w.sessions[0].hash(), w.sessions[1].hash());
+    // Hold a first write so that the next messages gather in one batch behind it.
+    let blocker = tokio::spawn({
+        let sessions = sessions.clone();
+        async move { sessions.end(other).await }
+    });
+    let held = w.disk.next(PATIENCE).await.expect("first write");
+    let ends: Vec<_> = (0..2)
+        .map(|_| {
+            let sessions = sessions.clone();
+            tokio::spawn(async move { sessions.end(hash).await })
+        })
+        .collect();
+    tokio::time::sleep(QUIET).await;
+    held.commit();
+    blocker.await.unwrap().unwrap();
+    let batch = w.disk.next(PATIENCE).await.expect("the batch with both sign-outs");
+    tokio::time::sleep(QUIET).await;
+    assert!(ends.iter().all(|e| !e.is_finished()), "a sign-out in the batch was answered before its commit");
+    batch.fail();
+    for end in ends {
+        assert_eq!(end.await.unwrap(), Err(Unavailable), "answered success for a deletion that never happened");
+    }
+    assert!(w.indexes.sessions.get(&hash).is_some());
+}
+
+/// Before: at shutdown the actors drained their mailboxes but refused their own `Flush`, so a change staged from
+/// the last messages was never written and its caller got no answer but a dropped port.
+#[tokio::test]
+async fn work_staged_while_draining_is_flushed_not_dropped() {
+    let mut w = world().await;
+    let orgs = w.system.handles.orgs.clone();
+    let create = |slug: &'static str| {
+        let orgs = orgs.clone();
+        let by = w.admin;
+        tokio::spawn(async move {
+            orgs.create(Name::parse("Org").unwrap(), Slug::parse(slug).unwrap(), by, String::new()).await
+        })
+    };
+    let first = create("first");
+    let held = w.disk.next(PATIENCE).await.expect("first organization written");
+    let second = create("second");
+    tokio::time::sleep(QUIET).await; // the second is in the mailbox, ahead of the drain
+    let stopping = tokio::spawn(w.system.stop());
+    tokio::time::sleep(QUIET).await;
+    held.commit();
+    first.await.unwrap().unwrap();
+    let write = w.disk.next(PATIENCE).await.expect("the second organization was staged and never written");
+    write.commit();
+    second.await.unwrap().expect("the second organization was durable but its caller got an error");
+    stopping.await.unwrap();
+    assert_eq!(w.store.load().unwrap().orgs.len(), 2);
+}
