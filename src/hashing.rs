@@ -173,10 +173,9 @@ mod tests {
         assert_eq!(h.peak_running(), 1, "more hashes ran at once than there are workers");
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_full_queue_answers_busy_at_once() {
-        let h = small_pool(2, 60_000);
-        let calls: Vec<_> = (0..12)
+    /// Starts `n` hashes at once; returns how many were refused as busy.
+    async fn busy_of(h: &Hasher, n: usize) -> usize {
+        let calls: Vec<_> = (0..n)
             .map(|_| {
                 let h = h.clone();
                 tokio::spawn(async move { h.hash(Password::new("correct horse").unwrap()).await })
@@ -188,25 +187,19 @@ mod tests {
                 busy += 1;
             }
         }
+        busy
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_queue_answers_busy_at_once() {
         // One runs, two wait, and of twelve at least nine are refused (timing may let a few more through).
+        let busy = busy_of(&small_pool(2, 60_000), 12).await;
         assert!(busy >= 6, "only {busy} of 12 refused with one worker and a queue of two");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_wait_for_a_worker_is_bounded() {
-        let h = small_pool(100, 1);
-        let calls: Vec<_> = (0..6)
-            .map(|_| {
-                let h = h.clone();
-                tokio::spawn(async move { h.hash(Password::new("correct horse").unwrap()).await })
-            })
-            .collect();
-        let mut busy = 0;
-        for call in calls {
-            if let Err(HashError::Busy) = call.await.unwrap() {
-                busy += 1;
-            }
-        }
+        let busy = busy_of(&small_pool(100, 1), 6).await;
         assert!(busy >= 1, "nobody gave up after a 1 ms wait behind a 20 ms hash");
     }
 
