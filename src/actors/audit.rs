@@ -1,8 +1,10 @@
 //! Audit entries. Each is written in the same store transaction as the change it records, so the log can neither
 //! miss a change nor record one that did not happen.
 
-use crate::domain::{Timestamp, UserId};
-use crate::store::{AuditRecordV1, StoreOp};
+use uuid::Uuid;
+
+use crate::domain::{AuditEntry, UserId};
+use crate::store::{StoreOp, convert};
 
 /// Actions recorded in the audit log.
 pub mod action {
@@ -21,21 +23,6 @@ pub mod action {
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.
-pub(crate) fn entry(
-    action: &str,
-    actor: Option<UserId>,
-    target: Option<[u8; 16]>,
-    ip: &str,
-    detail: String,
-) -> StoreOp {
-    StoreOp::PutAudit(AuditRecordV1 {
-        // UUID v7: unique and ordered by time, so the table is the log in order.
-        id: uuid::Uuid::now_v7().into_bytes(),
-        at_ms: Timestamp::now().as_millis(),
-        action: action.to_owned(),
-        actor: actor.map(UserId::to_bytes),
-        target,
-        ip_address: ip.to_owned(),
-        detail,
-    })
+pub(crate) fn entry(action: &str, actor: Option<UserId>, target: Option<Uuid>, ip: &str, detail: String) -> StoreOp {
+    StoreOp::PutAudit(convert::audit_record(&AuditEntry::new(action, actor, target, ip, detail)))
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::Indexes;
-use crate::domain::{Email, Name, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, User, UserId};
-use crate::store::{Loaded, Record, StoreError, StoreOp};
+use crate::domain::{RoleSet, Timestamp};
+use crate::store::{Loaded, Record, StoreError, StoreOp, convert};
 
 /// Builds the indexes record by record. [`finish`](Self::finish) also returns the clean-up to commit before
 /// serving: sessions that are expired, or whose user is gone or banned (a ban whose session clean-up was cut
@@ -24,42 +24,16 @@ impl<'a> IndexBuilder<'a> {
     /// Adds one record; organizations must come before users, users before sessions (as `Store::visit` does).
     pub fn add(&mut self, record: Record) -> Result<(), StoreError> {
         match record {
-            Record::Org(r) => self.indexes.orgs.publish(Arc::new(Organization {
-                id: OrgId::from_bytes(r.id),
-                name: Name::from_trusted(r.name),
-                slug: Slug::from_trusted(r.slug),
-                created_at: Timestamp::from_millis(r.created_at_ms),
-            })),
+            Record::Org(r) => self.indexes.orgs.publish(Arc::new(convert::org(r))),
             Record::User(r) => {
-                let user = User {
-                    id: UserId::from_bytes(r.id),
-                    name: Name::from_trusted(r.name),
-                    email: Email::from_trusted(r.email),
-                    image: r.image,
-                    role: self.roles.from_store(&r.role),
-                    banned: r.banned,
-                    ban_reason: r.ban_reason,
-                    organization_id: r.organization_id.map(OrgId::from_bytes),
-                    password_hash: r.password_hash,
-                    created_at: Timestamp::from_millis(r.created_at_ms),
-                    updated_at: Timestamp::from_millis(r.updated_at_ms),
-                };
+                let user = convert::user(r, self.roles);
                 if self.indexes.users.by_email(&user.email).is_some() {
                     return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {}", user.id)));
                 }
                 self.indexes.users.publish(Arc::new(user));
             }
             Record::Session(hash, r) => {
-                let session = Session {
-                    id: SessionId::from_bytes(r.id),
-                    user_id: UserId::from_bytes(r.user_id),
-                    expires_at: Timestamp::from_millis(r.expires_at_ms),
-                    created_at: Timestamp::from_millis(r.created_at_ms),
-                    updated_at: Timestamp::from_millis(r.updated_at_ms),
-                    ip_address: r.ip_address,
-                    user_agent: r.user_agent,
-                    remember_me: r.remember_me,
-                };
+                let session = convert::session(r);
                 let live =
                     !session.is_expired(self.now) && self.indexes.users.get(session.user_id).is_some_and(|u| !u.banned);
                 if live {

@@ -9,7 +9,7 @@ use super::audit::{self, action};
 use super::batch::Batch;
 use super::{Indexes, Unavailable, call};
 use crate::domain::{Name, OrgId, Organization, Slug, Timestamp, UserId};
-use crate::store::{OrgRecordV1, StoreOp, StoreWriter};
+use crate::store::{StoreOp, StoreWriter, convert};
 
 /// Read index of organizations: by id, and by slug.
 #[derive(Default)]
@@ -127,11 +127,11 @@ impl Actor for OrgsActor {
                 let logged = audit::entry(
                     action::ORGANIZATION_CREATED,
                     Some(by),
-                    Some(org.id.to_bytes()),
+                    Some(org.id.into()),
                     &ip,
                     org.slug.to_string(),
                 );
-                state.batch.add([StoreOp::PutOrg(record(&org)), logged], reply, org);
+                state.batch.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
                 if state.batch.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }
@@ -150,15 +150,5 @@ impl OrgsActor {
             pending.into_values().for_each(|org| self.indexes.orgs.publish(org));
         }
         answers.send(durable);
-    }
-}
-
-/// The persisted form of an organization.
-pub(crate) fn record(org: &Organization) -> OrgRecordV1 {
-    OrgRecordV1 {
-        id: org.id.to_bytes(),
-        name: org.name.as_str().to_owned(),
-        slug: org.slug.as_str().to_owned(),
-        created_at_ms: org.created_at.as_millis(),
     }
 }

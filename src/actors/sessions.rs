@@ -11,7 +11,7 @@ use super::batch::Batch;
 use super::{Indexes, Unavailable, call};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
-use crate::store::{SessionRecordV1, StoreOp, StoreWriter};
+use crate::store::{StoreOp, StoreWriter, convert};
 
 /// Read index of sessions, keyed by the SHA-256 of the token.
 #[derive(Default)]
@@ -203,8 +203,7 @@ impl Actor for SessionsActor {
         match msg {
             SessionsMsg::Create { user, remember_me, origin, start, reply } => {
                 let ip = origin.ip_address.clone();
-                let logged =
-                    |what, detail: &str| audit::entry(what, Some(user), Some(user.to_bytes()), &ip, detail.into());
+                let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
                 match (self.create(state, user, remember_me, origin), start) {
                     (Ok((token, hash, session)), start) => {
                         state.pending.insert(hash, Some(Arc::clone(&session)));
@@ -350,20 +349,6 @@ impl SessionsActor {
     }
 }
 
-/// The persisted form of a session.
-pub(crate) fn record(session: &Session) -> SessionRecordV1 {
-    SessionRecordV1 {
-        id: session.id.to_bytes(),
-        user_id: session.user_id.to_bytes(),
-        expires_at_ms: session.expires_at.as_millis(),
-        created_at_ms: session.created_at.as_millis(),
-        updated_at_ms: session.updated_at.as_millis(),
-        ip_address: session.ip_address.clone(),
-        user_agent: session.user_agent.clone(),
-        remember_me: session.remember_me,
-    }
-}
-
 fn put(hash: TokenHash, session: &Session) -> StoreOp {
-    StoreOp::PutSession(hash, record(session))
+    StoreOp::PutSession(hash, convert::session_record(session))
 }

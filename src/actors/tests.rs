@@ -11,7 +11,7 @@ use super::users::{AttemptPolicy, UserChange};
 use super::{Indexes, System, Unavailable};
 use crate::config::{RolesConfig, SessionConfig};
 use crate::domain::{Email, Name, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User, UserId};
-use crate::store::{ManualDisk, Store, StoreOp, StoreWriter};
+use crate::store::{ManualDisk, Store, StoreOp, StoreWriter, convert};
 
 /// Long enough for any message to be handled on a loaded machine; used only where the wait must time out for
 /// the test to pass (a correct actor sends nothing), never for what must happen.
@@ -61,7 +61,7 @@ fn session(user: UserId) -> (SessionToken, StoreOp) {
         user_agent: String::new(),
         remember_me: true,
     };
-    let op = StoreOp::PutSession(token.hash(), super::sessions::record(&session));
+    let op = StoreOp::PutSession(token.hash(), convert::session_record(&session));
     (token, op)
 }
 
@@ -74,8 +74,8 @@ async fn world() -> World {
     let (first, put_first) = session(member.id);
     let (second, put_second) = session(member.id);
     let ops = [
-        StoreOp::PutUser(super::users::record(&admin)),
-        StoreOp::PutUser(super::users::record(&member)),
+        StoreOp::PutUser(convert::user_record(&admin)),
+        StoreOp::PutUser(convert::user_record(&member)),
         put_first,
         put_second,
     ];

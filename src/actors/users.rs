@@ -11,7 +11,7 @@ use super::audit::{self, action};
 use super::batch::Batch;
 use super::{Indexes, SessionsHandle, Unavailable, call};
 use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserId};
-use crate::store::{StoreOp, StoreWriter, UserRecordV1};
+use crate::store::{StoreOp, StoreWriter, convert};
 
 /// Read index of users: by id, and by normalised e-mail.
 #[derive(Default)]
@@ -299,7 +299,7 @@ impl Actor for UsersActor {
             UsersMsg::Create { user, ip, reply } => match self.create(state, user) {
                 Ok(user) => {
                     let logged =
-                        audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.to_bytes()), &ip, String::new());
+                        audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), &ip, String::new());
                     state.batch.add([put(&user), logged], reply, user);
                 }
                 Err(e) => drop(reply.send(Err(e))),
@@ -309,7 +309,7 @@ impl Actor for UsersActor {
                     let mut ops = vec![put(&after)];
                     ops.extend(
                         changes(&before, &after)
-                            .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.to_bytes()), &ip, detail)),
+                            .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.into()), &ip, detail)),
                     );
                     state.batch.add(ops, reply, ());
                 }
@@ -325,8 +325,7 @@ impl Actor for UsersActor {
                                  password replaced, sessions ended"
                             }
                         };
-                        let logged =
-                            audit::entry(action::ROLE_CHANGED, None, Some(user.id.to_bytes()), "", detail.into());
+                        let logged = audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), "", detail.into());
                         state.batch.add([put(&user), logged], reply, outcome);
                     }
                     Err(e) => drop(reply.send(Err(e))),
@@ -537,7 +536,7 @@ impl UsersActor {
 
 /// The audit rows a sign-in failure or refusal gets under the bounds of [`super::attempts`].
 fn attempt_rows(row: &Row, what: &'static str, user: Option<UserId>, ip: &str, detail: String) -> Vec<StoreOp> {
-    let one = |what, detail| audit::entry(what, user, user.map(UserId::to_bytes), ip, detail);
+    let one = |what, detail| audit::entry(what, user, user.map(Into::into), ip, detail);
     match row {
         Row::None => Vec::new(),
         Row::One => vec![one(what, detail)],
@@ -573,23 +572,6 @@ fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&'sta
     [role, ban, membership].into_iter().flatten()
 }
 
-/// The persisted form of a user.
-pub(crate) fn record(user: &User) -> UserRecordV1 {
-    UserRecordV1 {
-        id: user.id.to_bytes(),
-        name: user.name.as_str().to_owned(),
-        email: user.email.as_str().to_owned(),
-        image: user.image.clone(),
-        role: user.role.as_str().to_owned(),
-        banned: user.banned,
-        ban_reason: user.ban_reason.clone(),
-        organization_id: user.organization_id.map(OrgId::to_bytes),
-        password_hash: user.password_hash.clone(),
-        created_at_ms: user.created_at.as_millis(),
-        updated_at_ms: user.updated_at.as_millis(),
-    }
-}
-
 fn put(user: &User) -> StoreOp {
-    StoreOp::PutUser(record(user))
+    StoreOp::PutUser(convert::user_record(user))
 }

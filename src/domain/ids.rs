@@ -29,6 +29,13 @@ macro_rules! id_type {
             }
         }
 
+        /// The plain UUID, for places that hold an id of either kind (an audit entry's target).
+        impl From<$name> for Uuid {
+            fn from(id: $name) -> Uuid {
+                id.0
+            }
+        }
+
         impl Default for $name {
             fn default() -> Self {
                 Self::new()
@@ -57,6 +64,10 @@ id_type!(
 id_type!(
     /// Identifier of an organization.
     OrgId
+);
+id_type!(
+    /// Identifier of an audit entry; as a UUID v7 it orders the log by time.
+    AuditId
 );
 id_type!(
     /// Identifier of a session (not its token).

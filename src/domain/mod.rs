@@ -1,6 +1,7 @@
 //! Validated value types. Each has one constructor that checks it, so a value of these types is valid by
 //! construction and nothing downstream re-checks it.
 
+mod audit;
 mod email;
 mod ids;
 mod name;
@@ -10,8 +11,9 @@ mod slug;
 mod time;
 mod token;
 
+pub use audit::AuditEntry;
 pub use email::{Email, EmailError};
-pub use ids::{OrgId, SessionId, UserId};
+pub use ids::{AuditId, OrgId, SessionId, UserId};
 pub use name::{Name, NameError};
 pub use password::{Password, PasswordError};
 pub use role::{Role, RoleSet};

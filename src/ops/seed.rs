@@ -10,14 +10,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::OpsError;
-use crate::actors::{orgs, sessions, users};
 use crate::config::Config;
 use crate::domain::{
     Email, Name, OrgId, Organization, Password, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User,
     UserId,
 };
 use crate::hashing::Hasher;
-use crate::store::{Store, StoreOp};
+use crate::store::{Store, StoreOp, convert};
 
 /// The password of every seeded account.
 pub const SEED_PASSWORD: &str = "seed-password-1";
@@ -96,7 +95,7 @@ fn seed_orgs(store: &Store, n: usize) -> Result<Vec<OrgId>, OpsError> {
             created_at: Timestamp::now(),
         };
         ids.push(org.id);
-        StoreOp::PutOrg(orgs::record(&org))
+        StoreOp::PutOrg(convert::org_record(&org))
     });
     commit_in_batches(store, ops)?;
     Ok(ids)
@@ -125,7 +124,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             updated_at: now,
         };
         ids.push(user.id);
-        StoreOp::PutUser(users::record(&user))
+        StoreOp::PutUser(convert::user_record(&user))
     });
     commit_in_batches(store, ops)?;
     Ok(ids)
@@ -159,7 +158,7 @@ fn seed_sessions(
             user_agent: "seed".to_owned(),
             remember_me: true,
         };
-        StoreOp::PutSession(token.hash(), sessions::record(&session))
+        StoreOp::PutSession(token.hash(), convert::session_record(&session))
     });
     commit_in_batches(store, ops)?;
     match failed {

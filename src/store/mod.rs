@@ -12,6 +12,7 @@
 //!   load, so they cannot disagree with the records.
 
 pub mod codec;
+pub mod convert;
 mod db;
 pub mod records;
 mod writer;
@@ -22,8 +23,8 @@ pub use records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 pub(crate) use writer::ManualDisk;
 pub use writer::StoreWriter;
 
-/// SHA-256 of a session token: the key of the sessions table.
-pub type TokenHash = [u8; 32];
+/// SHA-256 of a session token: the key of the sessions table (one definition, the domain's).
+pub use crate::domain::TokenHash;
 
 /// One change to the store. A list of these is applied atomically.
 #[derive(Debug, Clone, PartialEq, Eq)]

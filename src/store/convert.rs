@@ -1,0 +1,165 @@
+//! Domain values ↔ persisted records, both ways. The only place that knows both shapes: a new field is added to
+//! the domain type, the record (as a new version) and here, and nowhere else.
+//!
+//! Records read back were validated before they were written, so they are rebuilt with the domain types'
+//! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
+
+use super::records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
+use crate::domain::{
+    AuditEntry, AuditId, Email, Name, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, User, UserId,
+};
+
+pub fn user_record(user: &User) -> UserRecordV1 {
+    UserRecordV1 {
+        id: user.id.to_bytes(),
+        name: user.name.as_str().to_owned(),
+        email: user.email.as_str().to_owned(),
+        image: user.image.clone(),
+        role: user.role.as_str().to_owned(),
+        banned: user.banned,
+        ban_reason: user.ban_reason.clone(),
+        organization_id: user.organization_id.map(OrgId::to_bytes),
+        password_hash: user.password_hash.clone(),
+        created_at_ms: user.created_at.as_millis(),
+        updated_at_ms: user.updated_at.as_millis(),
+    }
+}
+
+/// `roles` turns the stored role name back into a [`crate::domain::Role`]; a role no longer configured is kept.
+pub fn user(r: UserRecordV1, roles: &RoleSet) -> User {
+    User {
+        id: UserId::from_bytes(r.id),
+        name: Name::from_trusted(r.name),
+        email: Email::from_trusted(r.email),
+        image: r.image,
+        role: roles.from_store(&r.role),
+        banned: r.banned,
+        ban_reason: r.ban_reason,
+        organization_id: r.organization_id.map(OrgId::from_bytes),
+        password_hash: r.password_hash,
+        created_at: Timestamp::from_millis(r.created_at_ms),
+        updated_at: Timestamp::from_millis(r.updated_at_ms),
+    }
+}
+
+pub fn org_record(org: &Organization) -> OrgRecordV1 {
+    OrgRecordV1 {
+        id: org.id.to_bytes(),
+        name: org.name.as_str().to_owned(),
+        slug: org.slug.as_str().to_owned(),
+        created_at_ms: org.created_at.as_millis(),
+    }
+}
+
+pub fn org(r: OrgRecordV1) -> Organization {
+    Organization {
+        id: OrgId::from_bytes(r.id),
+        name: Name::from_trusted(r.name),
+        slug: Slug::from_trusted(r.slug),
+        created_at: Timestamp::from_millis(r.created_at_ms),
+    }
+}
+
+pub fn session_record(session: &Session) -> SessionRecordV1 {
+    SessionRecordV1 {
+        id: session.id.to_bytes(),
+        user_id: session.user_id.to_bytes(),
+        expires_at_ms: session.expires_at.as_millis(),
+        created_at_ms: session.created_at.as_millis(),
+        updated_at_ms: session.updated_at.as_millis(),
+        ip_address: session.ip_address.clone(),
+        user_agent: session.user_agent.clone(),
+        remember_me: session.remember_me,
+    }
+}
+
+pub fn session(r: SessionRecordV1) -> Session {
+    Session {
+        id: SessionId::from_bytes(r.id),
+        user_id: UserId::from_bytes(r.user_id),
+        expires_at: Timestamp::from_millis(r.expires_at_ms),
+        created_at: Timestamp::from_millis(r.created_at_ms),
+        updated_at: Timestamp::from_millis(r.updated_at_ms),
+        ip_address: r.ip_address,
+        user_agent: r.user_agent,
+        remember_me: r.remember_me,
+    }
+}
+
+pub fn audit_record(entry: &AuditEntry) -> AuditRecordV1 {
+    AuditRecordV1 {
+        id: entry.id.to_bytes(),
+        at_ms: entry.at.as_millis(),
+        action: entry.action.clone(),
+        actor: entry.actor.map(UserId::to_bytes),
+        target: entry.target.map(uuid::Uuid::into_bytes),
+        ip_address: entry.ip_address.clone(),
+        detail: entry.detail.clone(),
+    }
+}
+
+pub fn audit(r: AuditRecordV1) -> AuditEntry {
+    AuditEntry {
+        id: AuditId::from_bytes(r.id),
+        at: Timestamp::from_millis(r.at_ms),
+        action: r.action,
+        actor: r.actor.map(UserId::from_bytes),
+        target: r.target.map(uuid::Uuid::from_bytes),
+        ip_address: r.ip_address,
+        detail: r.detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Role;
+
+    #[test]
+    fn every_record_round_trips() {
+        let roles = RoleSet::new(&["admin".into(), "user".into()], "user");
+        let now = Timestamp::from_millis(1_700_000_000_123);
+        let u = User {
+            id: UserId::new(),
+            name: Name::parse("Alice").unwrap(),
+            email: Email::parse("alice@example.com").unwrap(),
+            image: Some("https://example.com/a.png".into()),
+            role: Role::admin(),
+            banned: true,
+            ban_reason: Some("why".into()),
+            organization_id: Some(OrgId::new()),
+            password_hash: "$argon2id$x".into(),
+            created_at: now,
+            updated_at: now,
+        };
+        assert_eq!(user(user_record(&u), &roles), u);
+        let o = Organization {
+            id: OrgId::new(),
+            name: Name::parse("St Mary").unwrap(),
+            slug: Slug::parse("st-mary").unwrap(),
+            created_at: now,
+        };
+        assert_eq!(org(org_record(&o)), o);
+        let s = Session {
+            id: SessionId::new(),
+            user_id: u.id,
+            expires_at: now,
+            created_at: now,
+            updated_at: now,
+            ip_address: "192.0.2.1".into(),
+            user_agent: "curl".into(),
+            remember_me: false,
+        };
+        assert_eq!(session(session_record(&s)), s);
+        let a = AuditEntry {
+            id: AuditId::new(),
+            at: now,
+            action: "user.banned".into(),
+            actor: Some(u.id),
+            target: Some(u.id.into()),
+            ip_address: "192.0.2.1".into(),
+            detail: "why".into(),
+        };
+        assert_eq!(audit(audit_record(&a)), a);
+    }
+}
