@@ -12,6 +12,14 @@ pub enum NameError {
     TooLong,
     #[error("must not contain control characters")]
     ControlCharacter,
+    #[error("must not contain bidirectional control characters")]
+    Bidi,
+}
+
+/// Characters that reorder the text around them (embeddings, overrides, isolates, marks). In a name they can make
+/// "Alice (admin)" display as something else in an admin screen; no real name needs them.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 impl Name {
@@ -26,6 +34,8 @@ impl Name {
         } else if name.chars().any(char::is_control) {
             // A newline or NUL in a name ends up in admin screens, CSV exports and log lines.
             Err(NameError::ControlCharacter)
+        } else if name.chars().any(is_bidi_control) {
+            Err(NameError::Bidi)
         } else {
             Ok(Self(name.to_owned()))
         }
@@ -49,6 +59,14 @@ impl fmt::Display for Name {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidirectional_controls_are_refused() {
+        for c in ['\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{200F}'] {
+            assert_eq!(Name::parse(&format!("Alice{c}nimda")), Err(NameError::Bidi), "{:?}", c);
+        }
+        assert!(Name::parse("شركة الصيدلة").is_ok(), "right-to-left text itself is fine");
+    }
 
     #[test]
     fn trims_and_bounds() {

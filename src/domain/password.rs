@@ -21,22 +21,28 @@ impl Password {
     pub const MIN_CHARS: usize = 8;
     pub const MAX_CHARS: usize = 128;
 
-    /// For sign-up: both bounds. Lengths count what the user typed, before normalisation.
+    /// For sign-up: both bounds, counted on the normalised form, which is what is hashed and what sign-in
+    /// checks, so that any password accepted here is accepted there.
     pub fn new(raw: &str) -> Result<Self, PasswordError> {
-        match raw.chars().count() {
-            n if n < Self::MIN_CHARS => Err(PasswordError::TooShort),
-            n if n > Self::MAX_CHARS => Err(PasswordError::TooLong),
-            _ => Ok(Self(raw.nfkc().collect())),
+        let password = Self::for_sign_in(raw)?;
+        if password.0.chars().count() < Self::MIN_CHARS {
+            return Err(PasswordError::TooShort);
         }
+        Ok(password)
     }
 
     /// For sign-in: only the upper bound (a shorter password simply does not match), so that a policy change
-    /// never locks out accounts created under the old one.
+    /// never locks out accounts created under the old one. The raw length is bounded first so that normalising
+    /// an absurd input costs nothing (NFKC expands a character into at most 18).
     pub fn for_sign_in(raw: &str) -> Result<Self, PasswordError> {
         if raw.chars().count() > Self::MAX_CHARS {
             return Err(PasswordError::TooLong);
         }
-        Ok(Self(raw.nfkc().collect()))
+        let normalised: String = raw.nfkc().collect();
+        if normalised.chars().count() > Self::MAX_CHARS {
+            return Err(PasswordError::TooLong);
+        }
+        Ok(Self(normalised))
     }
 
     /// The normalised bytes to hash.
@@ -64,6 +70,18 @@ mod tests {
         assert_eq!(Password::new(&"x".repeat(129)).err(), Some(PasswordError::TooLong));
         assert!(Password::for_sign_in("short").is_ok());
         assert_eq!(Password::for_sign_in(&"x".repeat(129)).err(), Some(PasswordError::TooLong));
+    }
+
+    /// U+FDFA normalises to 18 characters: 128 of them passed sign-up (counted before NFKC) and were then refused
+    /// at sign-in (counted after). Both count after normalisation now.
+    #[test]
+    fn length_is_counted_after_normalisation_at_sign_up_and_sign_in() {
+        let expanding = "\u{FDFA}".repeat(8);
+        assert_eq!(Password::new(&expanding).err(), Some(PasswordError::TooLong));
+        assert_eq!(Password::for_sign_in(&expanding).err(), Some(PasswordError::TooLong));
+        assert!(Password::new(&"\u{FDFA}".repeat(7)).is_ok(), "7 × 18 = 126 characters");
+        assert_eq!(Password::new("ﬁﬁﬁ").err(), Some(PasswordError::TooShort), "three ligatures are six letters");
+        assert!(Password::new("ﬁﬁﬁﬁ").is_ok(), "four ligatures are eight letters");
     }
 
     #[test]

@@ -173,8 +173,15 @@ fn is_cross_site(state: &State, req: &Request<Incoming>, host: Option<&str>) -> 
     }
 }
 
-/// The routes: path, then method. A known path with another method is 405 with `Allow`.
+/// Every answer, errors included, says that no browser may guess a type other than the one it declares.
 async fn route(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+    let mut response = dispatch(state, peer, req).await;
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+/// The routes: path, then method. A known path with another method is 405 with `Allow`.
+async fn dispatch(state: &State, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
     let Some(&(path, allowed)) = ROUTES.iter().find(|(p, _)| *p == path) else {

@@ -19,7 +19,13 @@ const MAX_DRAIN: usize = 1024 * 1024;
 
 /// Reads a JSON object body within `timeout`. `required: false` (sign-out) accepts an empty body of any type.
 pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Duration) -> Result<Fields, Failure> {
-    let is_json = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json_type);
+    let mut types = req.headers().get_all(header::CONTENT_TYPE).iter();
+    let first = types.next();
+    if types.next().is_some() {
+        // Two parsers (a proxy and us) could each believe a different one.
+        return Err(Failure::bad_request("BAD_REQUEST", "More than one Content-Type header"));
+    }
+    let is_json = first.and_then(|v| v.to_str().ok()).is_some_and(is_json_type);
     let bytes = match tokio::time::timeout(timeout, read_body(req.into_body())).await {
         Ok(Ok(Some(bytes))) => bytes,
         Ok(Ok(None)) => return Err(too_large()),
@@ -42,12 +48,86 @@ pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Durati
             "Content-Type must be application/json",
         ));
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(Fields(map)),
-        Ok(other) => {
+    match serde_json::from_slice::<Strict>(&bytes) {
+        Ok(Strict(Value::Object(map))) => Ok(Fields(map)),
+        Ok(Strict(other)) => {
             Err(Failure::validation(format!("[body] Invalid input: expected object, received {}", kind(Some(&other)))))
         }
+        Err(e) if e.to_string().starts_with(DUPLICATE_KEY) => {
+            Err(Failure::bad_request("BAD_REQUEST", "Duplicate key in the JSON body"))
+        }
         Err(_) => Err(Failure::bad_request("BAD_REQUEST", "Invalid JSON in request body")),
+    }
+}
+
+const DUPLICATE_KEY: &str = "duplicate key";
+
+/// A JSON value whose objects, at any depth, have no key twice. `serde_json` keeps the last of two equal keys,
+/// while other parsers (a proxy, a WAF, the client's library) may keep the first: a body that means two things
+/// to two parsers is refused instead.
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut fields = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Strict(value) = map.next_value()?;
+            if fields.contains_key(&key) {
+                return Err(serde::de::Error::custom(DUPLICATE_KEY));
+            }
+            fields.insert(key, value);
+        }
+        Ok(Value::Object(fields))
     }
 }
 
@@ -186,6 +266,17 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpAddr]) 
 mod tests {
     use super::*;
     use hyper::header::HeaderValue;
+
+    #[test]
+    fn duplicate_keys_are_refused_at_any_depth() {
+        let parse = |s: &str| serde_json::from_str::<Strict>(s).map(|v| v.0);
+        assert!(parse(r#"{"a": 1, "b": {"c": [1, {"d": null}]}}"#).is_ok());
+        for body in [r#"{"email": "a@b.co", "email": "c@d.co"}"#, r#"{"x": [{"k": 1, "k": 2}]}"#] {
+            let e = parse(body).unwrap_err();
+            assert!(e.to_string().starts_with(DUPLICATE_KEY), "{body}: {e}");
+        }
+        assert_eq!(parse(r#"{"n": 1.5, "m": -3}"#).unwrap(), serde_json::json!({"n": 1.5, "m": -3}));
+    }
 
     #[test]
     fn json_content_types() {

@@ -155,3 +155,104 @@ async fn a_full_hashing_pool_answers_503_with_retry_after() {
     }
     assert!(busy > 0, "24 sign-ups at once on one worker and a queue of one, and none was turned away");
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Headers and input (items 9 and 11)
+
+/// Before: the first of two `Content-Type` headers won.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_content_type_headers_are_refused() {
+    let s = TestServer::start().await;
+    let body = json!({"email": "a@example.com", "password": PASSWORD}).to_string();
+    let request = format!(
+        "POST /api/auth/sign-in/email HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, text) = raw_http(s.addr, request.as_bytes()).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("More than one Content-Type"), "{text}");
+}
+
+/// Before: no answer carried `X-Content-Type-Options`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_says_nosniff() {
+    let s = TestServer::start().await;
+    let answers = [
+        s.get("/api/openapi.json").send().await,
+        s.get("/nowhere").send().await,
+        s.req(reqwest::Method::DELETE, "/api/auth/sign-in/email").send().await,
+        s.get_session_resp(None).await,
+        s.sign_in_body(&json!({"email": "a@example.com", "password": "wrong password"})).await,
+        s.list_users(None).await,
+    ];
+    for r in answers {
+        assert_eq!(r.header("x-content-type-options").as_deref(), Some("nosniff"), "{} {}", r.status, r.text);
+    }
+}
+
+/// Before: `image` took any string, `javascript:` URLs and control characters included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_must_be_an_http_url() {
+    let s = TestServer::start().await;
+    for (n, image) in
+        ["javascript:alert(1)", "https://a.example/\u{1}x.png", "data:image/png;base64,AA"].iter().enumerate()
+    {
+        let body = json!({"name": "N", "email": format!("i{n}@example.com"), "password": PASSWORD, "image": image});
+        let r = s.sign_up_body(&body).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.json()["message"].as_str().unwrap().contains("[body.image]"), "{}", r.text);
+    }
+    let body =
+        json!({"name": "N", "email": "ok@example.com", "password": PASSWORD, "image": "https://cdn.example/a.png"});
+    let r = s.sign_up_body(&body).await;
+    assert_eq!((r.status, r.json()["user"]["image"].clone()), (200, json!("https://cdn.example/a.png")));
+}
+
+/// Before: a non-ASCII `callbackURL` went raw into `Location` (or the header was silently dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_ascii_callback_url_is_percent_encoded_in_location() {
+    let s = TestServer::start().await;
+    s.new_user("cb").await;
+    let body = json!({"email": "cb@example.com", "password": PASSWORD, "callbackURL": "/tableau/café"});
+    let r = s.sign_in_body(&body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("location").as_deref(), Some("/tableau/caf%C3%A9"));
+    assert_eq!(r.json()["url"], "/tableau/café");
+}
+
+/// Before: `{"email": x, "email": y}` was taken with the last value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_keys_in_a_body_are_refused() {
+    let s = TestServer::start().await;
+    let body =
+        format!(r#"{{"name": "N", "email": "a@example.com", "email": "b@example.com", "password": "{PASSWORD}"}}"#);
+    let r = s.post("/api/auth/sign-up/email").raw(Some("application/json"), body).send().await;
+    assert_auth_error(&r, 400, "BAD_REQUEST");
+    let admin = s.admin_session().await;
+    assert_eq!(s.users(&admin).await.len(), 1, "nothing was created");
+}
+
+/// Before: names took the bidirectional controls that make text display in another order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_bidirectional_controls_are_refused() {
+    let s = TestServer::start().await;
+    let body = json!({"name": "Alice\u{202E}nimda", "email": "bidi@example.com", "password": PASSWORD});
+    let r = s.sign_up_body(&body).await;
+    assert_auth_error(&r, 400, "VALIDATION_ERROR");
+    assert!(r.text.contains("bidirectional"), "{}", r.text);
+}
+
+/// Before: 128 × U+FDFA passed sign-up (length counted before NFKC) and its normalised form (2,304 characters)
+/// was refused at sign-in: an account nobody could ever sign in to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_is_measured_after_normalisation() {
+    let s = TestServer::start().await;
+    let expanding = "\u{FDFA}".repeat(128);
+    let r = s.sign_up_body(&json!({"name": "N", "email": "long@example.com", "password": expanding})).await;
+    assert_auth_error(&r, 400, "PASSWORD_TOO_LONG");
+    let fits = "\u{FDFA}".repeat(7);
+    let r = s.sign_up_body(&json!({"name": "N", "email": "fits@example.com", "password": fits})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(s.sign_in("fits@example.com", &fits).await.0, 200, "what sign-up takes, sign-in takes");
+}
