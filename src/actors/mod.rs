@@ -18,9 +18,9 @@
 
 mod attempts;
 pub mod audit;
-mod batch;
 pub mod load;
 pub mod orgs;
+mod overlay;
 pub mod sessions;
 pub mod users;
 

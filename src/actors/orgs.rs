@@ -1,12 +1,11 @@
 //! The organizations actor: organizations and the uniqueness of their slugs.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
-use super::batch::Batch;
+use super::overlay::{self, Overlay};
 use super::{Indexes, Unavailable, call};
 use crate::domain::{Name, OrgId, Organization, Slug, Timestamp, UserId};
 use crate::store::{StoreOp, StoreWriter, convert};
@@ -97,8 +96,7 @@ struct OrgsActor {
 #[derive(Default)]
 struct State {
     /// Organizations created in this batch, keyed by slug (what the uniqueness check needs).
-    pending: HashMap<Slug, Arc<Organization>>,
-    batch: Batch,
+    overlay: Overlay<Slug, Arc<Organization>>,
 }
 
 impl Actor for OrgsActor {
@@ -118,12 +116,12 @@ impl Actor for OrgsActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             OrgsMsg::Create { name, slug, by, ip, reply } => {
-                if state.pending.contains_key(&slug) || self.indexes.orgs.slug_taken(&slug) {
+                if state.overlay.get(&slug).is_some() || self.indexes.orgs.slug_taken(&slug) {
                     let _ = reply.send(Err(CreateOrgError::SlugTaken));
                     return Ok(());
                 }
                 let org = Arc::new(Organization { id: OrgId::new(), name, slug, created_at: Timestamp::now() });
-                state.pending.insert(org.slug.clone(), Arc::clone(&org));
+                state.overlay.stage(org.slug.clone(), Arc::clone(&org));
                 let logged = audit::entry(
                     action::ORGANIZATION_CREATED,
                     Some(by),
@@ -131,8 +129,8 @@ impl Actor for OrgsActor {
                     &ip,
                     org.slug.to_string(),
                 );
-                state.batch.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
-                if state.batch.schedule_flush(&myself, || OrgsMsg::Flush) {
+                state.overlay.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
+                if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }
             }
@@ -144,11 +142,7 @@ impl Actor for OrgsActor {
 
 impl OrgsActor {
     async fn flush(&self, state: &mut State) {
-        let (durable, answers) = state.batch.write(&self.writer).await;
-        let pending = std::mem::take(&mut state.pending);
-        if durable {
-            pending.into_values().for_each(|org| self.indexes.orgs.publish(org));
-        }
-        answers.send(durable);
+        let orgs = &self.indexes.orgs;
+        state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(_, org)| orgs.publish(org)).await;
     }
 }

@@ -1,13 +1,13 @@
 //! The sessions actor: creating, extending and ending sessions.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
-use super::batch::Batch;
+use super::overlay::{self, Overlay};
 use super::{Indexes, Unavailable, call};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
@@ -179,10 +179,9 @@ struct SessionsActor {
 #[derive(Default)]
 struct State {
     /// Sessions created, changed (`Some`) or ended (`None`) in this batch.
-    pending: HashMap<TokenHash, Option<Arc<Session>>>,
+    overlay: Overlay<TokenHash, Option<Arc<Session>>>,
     /// Users whose sessions are being ended with a change to their account: no session starts or extends.
     fenced: HashSet<UserId>,
-    batch: Batch,
 }
 
 impl Actor for SessionsActor {
@@ -206,16 +205,16 @@ impl Actor for SessionsActor {
                 let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
                 match (self.create(state, user, remember_me, origin), start) {
                     (Ok((token, hash, session)), start) => {
-                        state.pending.insert(hash, Some(Arc::clone(&session)));
+                        state.overlay.stage(hash, Some(Arc::clone(&session)));
                         let mut ops = vec![put(hash, &session)];
                         if start == Start::SignIn {
                             ops.push(logged(action::SIGN_IN_SUCCEEDED, ""));
                         }
-                        state.batch.add(ops, reply, (token, session));
+                        state.overlay.add(ops, reply, (token, session));
                     }
                     (Err(CreateSessionError::Banned), Start::SignIn) => {
                         let refused = logged(action::SIGN_IN_REFUSED, "account is banned");
-                        state.batch.add_result([refused], reply, Err(CreateSessionError::Banned));
+                        state.overlay.add_result([refused], reply, Err(CreateSessionError::Banned));
                     }
                     (Err(e), _) => drop(reply.send(Err(e))),
                 }
@@ -225,9 +224,9 @@ impl Actor for SessionsActor {
                 let expired: Vec<TokenHash> = self.indexes.sessions.expired(now);
                 let count = expired.len();
                 for hash in &expired {
-                    state.pending.insert(*hash, None);
+                    state.overlay.stage(*hash, None);
                 }
-                state.batch.add(expired.into_iter().map(StoreOp::DeleteSession), reply, count);
+                state.overlay.add(expired.into_iter().map(StoreOp::DeleteSession), reply, count);
             }
             SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
                 // A banned (or being banned) user's session is not extended: it is about to end, and a refresh
@@ -241,17 +240,17 @@ impl Actor for SessionsActor {
                         updated_at: now,
                         ..Session::clone(&current)
                     });
-                    state.pending.insert(hash, Some(Arc::clone(&session)));
-                    state.batch.add([put(hash, &session)], reply, Some(session));
+                    state.overlay.stage(hash, Some(Arc::clone(&session)));
+                    state.overlay.add([put(hash, &session)], reply, Some(session));
                 }
                 _ => drop(reply.send(Ok(None))),
             },
-            SessionsMsg::End { hash, reply } => match state.pending.get(&hash) {
+            SessionsMsg::End { hash, reply } => match state.overlay.get(&hash) {
                 // Already ending in this batch: answer with the same commit, not before it.
-                Some(None) => state.batch.add([], reply, ()),
+                Some(None) => state.overlay.add([], reply, ()),
                 _ if self.get(state, &hash).is_some() => {
-                    state.pending.insert(hash, None);
-                    state.batch.add([StoreOp::DeleteSession(hash)], reply, ());
+                    state.overlay.stage(hash, None);
+                    state.overlay.add([StoreOp::DeleteSession(hash)], reply, ());
                 }
                 _ => drop(reply.send(Ok(()))),
             },
@@ -259,7 +258,7 @@ impl Actor for SessionsActor {
                 let mut hashes = self.indexes.sessions.of_users(&users);
                 hashes.extend(
                     state
-                        .pending
+                        .overlay
                         .iter()
                         .filter(|(_, s)| s.as_ref().is_some_and(|s| users.contains(&s.user_id)))
                         .map(|(h, _)| *h),
@@ -267,11 +266,11 @@ impl Actor for SessionsActor {
                 hashes.sort_unstable();
                 hashes.dedup();
                 for hash in &hashes {
-                    state.pending.insert(*hash, None);
+                    state.overlay.stage(*hash, None);
                 }
                 state.fenced.extend(users);
                 ops.extend(hashes.into_iter().map(StoreOp::DeleteSession));
-                state.batch.add(ops, reply, ());
+                state.overlay.add(ops, reply, ());
             }
             SessionsMsg::Unfence { users } => {
                 for user in users {
@@ -280,7 +279,7 @@ impl Actor for SessionsActor {
             }
             SessionsMsg::Flush => return self.flush(state).await,
         }
-        if state.batch.schedule_flush(&myself, || SessionsMsg::Flush) {
+        if state.overlay.schedule_flush(&myself, || SessionsMsg::Flush) {
             self.flush(state).await?;
         }
         Ok(())
@@ -289,12 +288,8 @@ impl Actor for SessionsActor {
 
 impl SessionsActor {
     async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
-        let (durable, answers) = state.batch.write(&self.writer).await;
-        let pending = std::mem::take(&mut state.pending);
-        if durable {
-            pending.into_iter().for_each(|(hash, session)| self.indexes.sessions.publish(hash, session));
-        }
-        answers.send(durable);
+        let sessions = &self.indexes.sessions;
+        state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(hash, s)| sessions.publish(hash, s)).await;
         Ok(())
     }
 
@@ -304,7 +299,7 @@ impl SessionsActor {
     }
 
     fn get(&self, state: &State, hash: &TokenHash) -> Option<Arc<Session>> {
-        match state.pending.get(hash) {
+        match state.overlay.get(hash) {
             Some(pending) => pending.clone(),
             None => self.indexes.sessions.get(hash),
         }
@@ -322,15 +317,16 @@ impl SessionsActor {
         remember_me: bool,
         origin: Origin,
     ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
-        // A ban reaches us as a `CommitEnding` (fencing the user) before the users actor publishes it, and the
-        // fence lasts until the ban is in the index: in our message order, no session can slip past a ban.
-        if state.fenced.contains(&user) {
-            return Err(CreateSessionError::Unavailable(Unavailable));
-        }
         match self.indexes.users.get(user) {
             None => return Err(CreateSessionError::UnknownUser),
             Some(u) if u.banned => return Err(CreateSessionError::Banned),
             Some(_) => {}
+        }
+        // A ban reaches us as a `CommitEnding` (fencing the user) before the users actor publishes it, and the
+        // fence lasts until the ban is in the index: in our message order, no session can slip past a ban. (Once
+        // the ban is published, the check above answers `Banned`, even before the fence is lifted.)
+        if state.fenced.contains(&user) {
+            return Err(CreateSessionError::Unavailable(Unavailable));
         }
         let token = SessionToken::generate();
         let hash = token.hash();

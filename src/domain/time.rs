@@ -13,7 +13,7 @@ impl Timestamp {
         Self(Utc::now().timestamp_millis())
     }
 
-    pub fn from_millis(ms: i64) -> Self {
+    pub const fn from_millis(ms: i64) -> Self {
         Self(ms)
     }
 

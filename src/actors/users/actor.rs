@@ -1,0 +1,227 @@
+//! The users actor itself: applies [`super::rules`] in message order to the overlay, writes through it, and
+//! publishes to the index once durable. Changes that end a user's sessions (a ban, a new password) are committed
+//! by the sessions actor together with the end of those sessions: one transaction.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+
+use super::rules::{self, AdminSetup, Changed, Snapshot};
+use super::{AttemptPolicy, AttemptRefused, Checked, CreateUserError, EnsureAdmin, UsersHandle, UsersMsg};
+use crate::actors::attempts::{AttemptLimiter, Row};
+use crate::actors::audit::{self, action};
+use crate::actors::overlay::{self, Overlay};
+use crate::actors::{Indexes, SessionsHandle};
+use crate::domain::{Email, Timestamp, User, UserId};
+use crate::store::{StoreOp, StoreWriter, convert};
+
+pub(in crate::actors) async fn spawn(
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    sessions: SessionsHandle,
+    attempts: AttemptPolicy,
+    supervisor: ActorCell,
+) -> Result<UsersHandle, ActorProcessingErr> {
+    let actor = UsersActor { indexes, writer, sessions, attempts };
+    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
+    Ok(UsersHandle(actor))
+}
+
+struct UsersActor {
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    sessions: SessionsHandle,
+    attempts: AttemptPolicy,
+}
+
+/// Changes not yet durable. Lookups see these first, so messages in one batch build on each other.
+struct State {
+    attempts: AttemptLimiter,
+    overlay: Overlay<UserId, Arc<User>>,
+    /// The e-mails of the accounts in the overlay: the uniqueness check must see them too.
+    emails: HashMap<Email, UserId>,
+    /// Users whose sessions end with this batch (banned, or given a new password): committed in the same
+    /// transaction as the batch, so the change and the end of the sessions are durable together or not at all.
+    ending: Vec<UserId>,
+}
+
+impl Actor for UsersActor {
+    type Msg = UsersMsg;
+    type State = State;
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<UsersMsg>, _: ()) -> Result<State, ActorProcessingErr> {
+        Ok(State {
+            attempts: AttemptLimiter::new(self.attempts.max_failures, self.attempts.window),
+            overlay: Overlay::default(),
+            emails: HashMap::new(),
+            ending: Vec::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<UsersMsg>,
+        msg: UsersMsg,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            UsersMsg::Create { user, ip, reply } => {
+                if self.email_owner(state, &user.email).is_some() {
+                    let _ = reply.send(Err(CreateUserError::EmailTaken));
+                } else {
+                    let user = self.stage(state, rules::new_account(user, Timestamp::now()), false);
+                    let logged =
+                        audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), &ip, String::new());
+                    state.overlay.add([put(&user), logged], reply, user);
+                }
+            }
+            UsersMsg::Update { by, target, change, ip, reply } => {
+                let Some(current) = self.get(state, target) else {
+                    let _ = reply.send(Err(super::UpdateUserError::UserNotFound));
+                    return Ok(());
+                };
+                let caller = self.get(state, by);
+                let orgs = &self.indexes.orgs;
+                let snapshot = Snapshot {
+                    caller: caller.as_deref(),
+                    active_admins: self.active_admin_count(state),
+                    org_exists: &|org| orgs.get(org).is_some(),
+                };
+                match rules::apply_change(&snapshot, &current, change, Timestamp::now()) {
+                    Ok(Changed { user, ends_sessions }) => {
+                        let after = self.stage(state, user, ends_sessions);
+                        let mut ops = vec![put(&after)];
+                        ops.extend(
+                            rules::changes(&current, &after)
+                                .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.into()), &ip, detail)),
+                        );
+                        state.overlay.add(ops, reply, ());
+                    }
+                    Err(e) => drop(reply.send(Err(e))),
+                }
+            }
+            UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply } => {
+                let existing = self.email_owner(state, &email).and_then(|id| self.get(state, id));
+                let setup = AdminSetup { name, email, password_hash, promote_existing };
+                match rules::set_up_admin(existing.as_deref(), setup, Timestamp::now()) {
+                    Ok((Changed { user, ends_sessions }, outcome)) => {
+                        let user = self.stage(state, user, ends_sessions);
+                        let detail = match outcome {
+                            EnsureAdmin::Created(_) => "administrator created from the command line or bootstrap",
+                            EnsureAdmin::Promoted(_) => {
+                                "existing account made administrator from the command line or bootstrap; \
+                                 password replaced, sessions ended"
+                            }
+                        };
+                        let logged = audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), "", detail.into());
+                        state.overlay.add([put(&user), logged], reply, outcome);
+                    }
+                    Err(e) => drop(reply.send(Err(e))),
+                }
+            }
+            UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
+                Ok(()) => drop(reply.send(Ok(()))),
+                Err(locked) => {
+                    let detail = format!("too many failed sign-ins: {} in this window", locked.failures);
+                    let rows = attempt_rows(&locked.row, action::SIGN_IN_REFUSED, user, &ip, detail);
+                    state.overlay.add_result(rows, reply, Err(AttemptRefused::Locked(locked.wait)));
+                }
+            },
+            UsersMsg::FinishAttempt { email, user, checked, ip, reply } => {
+                let now = Instant::now();
+                let row =
+                    state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
+                let detail = if user.is_some() { "wrong password" } else { "unknown e-mail" };
+                let rows = attempt_rows(&row, action::SIGN_IN_FAILED, user, &ip, detail.to_owned());
+                if rows.is_empty() {
+                    let _ = reply.send(Ok(()));
+                } else {
+                    state.overlay.add(rows, reply, ());
+                }
+            }
+            UsersMsg::Flush => {
+                self.flush(state).await;
+                return Ok(());
+            }
+        }
+        if state.overlay.schedule_flush(&myself, || UsersMsg::Flush) {
+            self.flush(state).await;
+        }
+        Ok(())
+    }
+}
+
+impl UsersActor {
+    fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
+        state.overlay.get(&id).cloned().or_else(|| self.indexes.users.get(id))
+    }
+
+    fn email_owner(&self, state: &State, email: &Email) -> Option<UserId> {
+        state.emails.get(email).copied().or_else(|| self.indexes.users.by_email(email).map(|u| u.id))
+    }
+
+    fn stage(&self, state: &mut State, user: User, ends_sessions: bool) -> Arc<User> {
+        if ends_sessions {
+            state.ending.push(user.id);
+        }
+        let user = Arc::new(user);
+        state.emails.insert(user.email.clone(), user.id);
+        state.overlay.stage(user.id, Arc::clone(&user));
+        user
+    }
+
+    /// Active administrators as they will be once the pending batch is durable.
+    fn active_admin_count(&self, state: &State) -> usize {
+        let committed =
+            self.indexes.users.active_admins().into_iter().filter(|id| state.overlay.get(id).is_none()).count();
+        committed + state.overlay.values().filter(|u| u.is_active_admin()).count()
+    }
+
+    async fn flush(&self, state: &mut State) {
+        let mut ending = std::mem::take(&mut state.ending);
+        ending.sort_unstable();
+        ending.dedup();
+        state.emails.clear();
+        let (users, writer, sessions) = (&self.indexes.users, &self.writer, &self.sessions);
+        let ending_now = ending.clone();
+        let commit = |ops| async move {
+            if ending_now.is_empty() {
+                overlay::write(writer, ops).await
+            } else {
+                // The sessions actor commits our records with the end of those users' sessions: one transaction.
+                sessions.commit_ending(ending_now, ops).await
+            }
+        };
+        state.overlay.flush(commit, |(_, user)| users.publish(user)).await;
+        if !ending.is_empty() {
+            // After publishing: from here on the sessions actor reads the users' new state from the index.
+            self.sessions.unfence(ending);
+        }
+    }
+}
+
+/// The audit rows a sign-in failure or refusal gets under the bounds of [`crate::actors::attempts`].
+fn attempt_rows(row: &Row, what: &'static str, user: Option<UserId>, ip: &str, detail: String) -> Vec<StoreOp> {
+    let one = |what, detail| audit::entry(what, user, user.map(Into::into), ip, detail);
+    match row {
+        Row::None => Vec::new(),
+        Row::One => vec![one(what, detail)],
+        Row::WithSummary(n) => vec![
+            audit::entry(
+                action::SIGN_IN_FAILURES_SUMMARISED,
+                None,
+                None,
+                "",
+                format!("{n} failed or refused sign-ins in the previous minute were counted, not itemised"),
+            ),
+            one(what, detail),
+        ],
+    }
+}
+
+fn put(user: &User) -> StoreOp {
+    StoreOp::PutUser(convert::user_record(user))
+}

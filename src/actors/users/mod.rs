@@ -1,0 +1,204 @@
+//! The users actor: accounts, the e-mail index, role and ban changes, and the guards on them.
+//!
+//! - this file: what callers see (the handle, its messages, the values and errors they carry);
+//! - [`index`]: the read index;
+//! - [`rules`]: the rules of a change, pure functions;
+//! - `actor`: the actor, which applies the rules in message order and writes through the overlay.
+
+mod actor;
+mod index;
+pub mod rules;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{ActorRef, RpcReplyPort};
+
+pub(super) use actor::spawn;
+pub use index::UserIndex;
+
+use super::{Unavailable, call};
+use crate::domain::{Email, Name, OrgId, Role, User, UserId};
+
+/// A new account, validated.
+pub struct NewUser {
+    pub name: Name,
+    pub email: Email,
+    pub image: Option<String>,
+    pub role: Role,
+    pub password_hash: String,
+}
+
+/// An administrator's change to an account. `None` leaves a field as it is.
+#[derive(Debug, Default, Clone)]
+pub struct UserChange {
+    pub role: Option<Role>,
+    /// `Some(true)` bans, `Some(false)` unbans (and forgets the reason).
+    pub banned: Option<bool>,
+    /// Recorded only on an account that is (or is being) banned.
+    pub ban_reason: Option<String>,
+    /// `Some(None)` removes the account from its organization.
+    pub organization: Option<Option<OrgId>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CreateUserError {
+    #[error("User already exists. Use another email.")]
+    EmailTaken,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UpdateUserError {
+    #[error("caller is no longer an administrator")]
+    NotAdmin,
+    #[error("user not found")]
+    UserNotFound,
+    #[error("organization not found")]
+    OrganizationNotFound,
+    #[error("you cannot ban yourself")]
+    SelfBan,
+    #[error("the last active administrator cannot be demoted or banned")]
+    LastAdmin,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// Why a sign-in may not check a password now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AttemptRefused {
+    #[error("too many failed sign-ins for this account; retry after {0:?}")]
+    Locked(Duration),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// How a sign-in's password check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    Verified,
+    Wrong,
+    /// Never checked (the hashing pool was full): released without counting as a failure.
+    NotChecked,
+}
+
+/// What [`UsersHandle::ensure_admin`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnsureAdmin {
+    Created(UserId),
+    Promoted(UserId),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EnsureAdminError {
+    /// An account with the e-mail exists and promoting it was not asked for: whoever signed up with the
+    /// operator's e-mail would otherwise become administrator with their own password.
+    #[error("an account with this e-mail already exists")]
+    Exists,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+pub(super) enum UsersMsg {
+    Create {
+        user: NewUser,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<User>, CreateUserError>>,
+    },
+    Update {
+        by: UserId,
+        target: UserId,
+        change: UserChange,
+        ip: String,
+        reply: RpcReplyPort<Result<(), UpdateUserError>>,
+    },
+    EnsureAdmin {
+        name: Name,
+        email: Email,
+        password_hash: String,
+        promote_existing: bool,
+        reply: RpcReplyPort<Result<EnsureAdmin, EnsureAdminError>>,
+    },
+    BeginAttempt {
+        email: Email,
+        user: Option<UserId>,
+        ip: String,
+        reply: RpcReplyPort<Result<(), AttemptRefused>>,
+    },
+    FinishAttempt {
+        email: Email,
+        user: Option<UserId>,
+        checked: Checked,
+        ip: String,
+        reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    Flush,
+}
+
+/// Typed handle to the users actor.
+#[derive(Clone)]
+pub struct UsersHandle(pub(super) ActorRef<UsersMsg>);
+
+impl UsersHandle {
+    /// Creates an account (sign-up from address `ip`).
+    pub async fn create(&self, user: NewUser, ip: String) -> Result<Arc<User>, CreateUserError> {
+        call(&self.0, |reply| UsersMsg::Create { user, ip, reply }).await?
+    }
+
+    /// Applies `change` to `target` on behalf of administrator `by`, calling from `ip`. A ban ends every session
+    /// of `target` before this returns.
+    pub async fn update(
+        &self,
+        by: UserId,
+        target: UserId,
+        change: UserChange,
+        ip: String,
+    ) -> Result<(), UpdateUserError> {
+        call(&self.0, |reply| UsersMsg::Update { by, target, change, ip, reply }).await?
+    }
+
+    /// Creates `email` as an administrator. An existing account with that e-mail is refused, unless
+    /// `promote_existing`: then it becomes an unbanned administrator with `password_hash` as its password, and
+    /// every session it had ends in the same commit.
+    pub async fn ensure_admin(
+        &self,
+        name: Name,
+        email: Email,
+        password_hash: String,
+        promote_existing: bool,
+    ) -> Result<EnsureAdmin, EnsureAdminError> {
+        call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply }).await?
+    }
+
+    /// Reserves one password check against the failure limit of `email` (see [`super::attempts`]); `user` is the
+    /// account it names, if any, for the audit log. Every reservation must be ended with
+    /// [`finish_attempt`](Self::finish_attempt), whatever happens to the request in between.
+    pub async fn begin_attempt(&self, email: Email, user: Option<UserId>, ip: String) -> Result<(), AttemptRefused> {
+        call(&self.0, |reply| UsersMsg::BeginAttempt { email, user, ip, reply }).await?
+    }
+
+    /// Ends a sign-in's password check. A failure is recorded in the audit log (within the bounds described in
+    /// [`super::attempts`]) before this returns; a success is recorded with the new session, by the sessions
+    /// actor.
+    pub async fn finish_attempt(
+        &self,
+        email: Email,
+        user: Option<UserId>,
+        checked: Checked,
+        ip: String,
+    ) -> Result<(), Unavailable> {
+        call(&self.0, |reply| UsersMsg::FinishAttempt { email, user, checked, ip, reply }).await?
+    }
+
+    pub(in crate::actors) async fn drain(&self) {
+        let _ = self.0.drain_and_wait(None).await;
+    }
+}
+
+/// The per-account limit on failed sign-ins.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptPolicy {
+    pub max_failures: u32,
+    pub window: Duration,
+}

@@ -1,0 +1,284 @@
+//! The rules of account changes, as pure functions over what the users actor knows at that moment: no actor, no
+//! store and no hashing, so each rule is tested alone (below) in microseconds.
+
+use super::{EnsureAdmin, EnsureAdminError, NewUser, UpdateUserError, UserChange};
+use crate::actors::audit::action;
+use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserId};
+
+/// What the state around a change looks like, as the actor sees it (pending changes included).
+pub struct Snapshot<'a> {
+    /// The administrator asking, as they are now (`None`: the account is gone).
+    pub caller: Option<&'a User>,
+    /// Unbanned administrators once the pending batch is durable.
+    pub active_admins: usize,
+    pub org_exists: &'a dyn Fn(OrgId) -> bool,
+}
+
+/// A change the actor stages, and whether it ends every session of the account in the same commit.
+#[derive(Debug)]
+pub struct Changed {
+    pub user: User,
+    pub ends_sessions: bool,
+}
+
+pub fn new_account(new: NewUser, now: Timestamp) -> User {
+    User {
+        id: UserId::new(),
+        name: new.name,
+        email: new.email,
+        image: new.image,
+        role: new.role,
+        banned: false,
+        ban_reason: None,
+        organization_id: None,
+        password_hash: new.password_hash,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// An administrator's change to `current`.
+pub fn apply_change(
+    snapshot: &Snapshot<'_>,
+    current: &User,
+    change: UserChange,
+    now: Timestamp,
+) -> Result<Changed, UpdateUserError> {
+    // The HTTP side checked the caller's role when the request came in; the actor checks again, in message
+    // order, so a demotion that landed in between is honoured.
+    let caller = snapshot.caller.filter(|c| c.is_active_admin()).ok_or(UpdateUserError::NotAdmin)?;
+    if change.banned == Some(true) && current.id == caller.id {
+        return Err(UpdateUserError::SelfBan);
+    }
+    if let Some(Some(org)) = change.organization
+        && !(snapshot.org_exists)(org)
+    {
+        return Err(UpdateUserError::OrganizationNotFound);
+    }
+    let mut user = current.clone();
+    if let Some(role) = change.role {
+        user.role = role;
+    }
+    if let Some(banned) = change.banned {
+        user.banned = banned;
+        user.ban_reason = None;
+    }
+    // A reason describes a ban: kept while the account is banned, dropped with the ban.
+    if user.banned && change.ban_reason.is_some() {
+        user.ban_reason = change.ban_reason;
+    }
+    if let Some(org) = change.organization {
+        user.organization_id = org;
+    }
+    if current.is_active_admin() && !user.is_active_admin() && snapshot.active_admins <= 1 {
+        return Err(UpdateUserError::LastAdmin);
+    }
+    user.updated_at = now;
+    // Every ban ends the sessions, even of an account already banned: a ban is how an administrator makes sure
+    // nobody is signed in there.
+    Ok(Changed { user, ends_sessions: change.banned == Some(true) })
+}
+
+/// The first administrator, from the command line or the bootstrap variables.
+pub struct AdminSetup {
+    pub name: Name,
+    pub email: Email,
+    pub password_hash: String,
+    /// Take over an existing account with that e-mail (the operator said so explicitly).
+    pub promote_existing: bool,
+}
+
+pub fn set_up_admin(
+    existing: Option<&User>,
+    setup: AdminSetup,
+    now: Timestamp,
+) -> Result<(Changed, EnsureAdmin), EnsureAdminError> {
+    match existing {
+        // Anyone can sign up with any address: the account may be a squatter's.
+        Some(_) if !setup.promote_existing => Err(EnsureAdminError::Exists),
+        // Whoever held the account before loses it: the operator's password replaces theirs, their sessions end.
+        Some(current) => {
+            let user = User {
+                role: Role::admin(),
+                banned: false,
+                ban_reason: None,
+                password_hash: setup.password_hash,
+                updated_at: now,
+                ..current.clone()
+            };
+            Ok((Changed { user, ends_sessions: true }, EnsureAdmin::Promoted(current.id)))
+        }
+        None => {
+            let new = NewUser {
+                name: setup.name,
+                email: setup.email,
+                image: None,
+                role: Role::admin(),
+                password_hash: setup.password_hash,
+            };
+            let user = new_account(new, now);
+            let id = user.id;
+            Ok((Changed { user, ends_sessions: false }, EnsureAdmin::Created(id)))
+        }
+    }
+}
+
+/// What an administrator's change did, as audit actions with their details.
+pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&'static str, String)> + 'a {
+    let org = |o: Option<OrgId>| o.map_or_else(|| "none".to_owned(), |id| id.to_string());
+    let role =
+        (before.role != after.role).then(|| (action::ROLE_CHANGED, format!("{} -> {}", before.role, after.role)));
+    let ban = match (before.banned, after.banned) {
+        (false, true) => Some((action::BANNED, after.ban_reason.clone().unwrap_or_default())),
+        (true, false) => Some((action::UNBANNED, String::new())),
+        _ if before.ban_reason != after.ban_reason => {
+            Some((action::BAN_REASON_CHANGED, after.ban_reason.clone().unwrap_or_default()))
+        }
+        _ => None,
+    };
+    let membership = (before.organization_id != after.organization_id).then(|| {
+        (action::ORGANIZATION_CHANGED, format!("{} -> {}", org(before.organization_id), org(after.organization_id)))
+    });
+    [role, ban, membership].into_iter().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::RoleSet;
+
+    fn roles() -> RoleSet {
+        RoleSet::new(&["admin".into(), "qa_manager".into(), "user".into()], "user")
+    }
+
+    fn account(email: &str, role: &str) -> User {
+        let new = NewUser {
+            name: Name::parse("Someone").unwrap(),
+            email: Email::parse(email).unwrap(),
+            image: None,
+            role: roles().parse(role).unwrap(),
+            password_hash: "old hash".into(),
+        };
+        new_account(new, Timestamp::from_millis(1))
+    }
+
+    fn snapshot<'a>(caller: &'a User, active_admins: usize, orgs: &'a dyn Fn(OrgId) -> bool) -> Snapshot<'a> {
+        Snapshot { caller: Some(caller), active_admins, org_exists: orgs }
+    }
+
+    fn change() -> UserChange {
+        UserChange::default()
+    }
+
+    const NO_ORGS: &dyn Fn(OrgId) -> bool = &|_| false;
+    const NOW: Timestamp = Timestamp::from_millis(2);
+
+    #[test]
+    fn the_last_active_administrator_can_be_neither_demoted_nor_banned() {
+        let (admin, other) = (account("a@example.com", "admin"), account("b@example.com", "admin"));
+        let demote = UserChange { role: roles().parse("user"), ..change() };
+        let r = apply_change(&snapshot(&other, 1, NO_ORGS), &admin, demote.clone(), NOW);
+        assert_eq!(r.unwrap_err(), UpdateUserError::LastAdmin);
+        let ban = UserChange { banned: Some(true), ..change() };
+        assert_eq!(
+            apply_change(&snapshot(&other, 1, NO_ORGS), &admin, ban, NOW).unwrap_err(),
+            UpdateUserError::LastAdmin
+        );
+        let done = apply_change(&snapshot(&other, 2, NO_ORGS), &admin, demote, NOW).unwrap();
+        assert_eq!((done.user.role.as_str(), done.user.updated_at), ("user", NOW));
+    }
+
+    #[test]
+    fn an_administrator_cannot_ban_themselves_and_a_demoted_caller_is_refused() {
+        let admin = account("a@example.com", "admin");
+        let ban = UserChange { banned: Some(true), ..change() };
+        assert_eq!(
+            apply_change(&snapshot(&admin, 5, NO_ORGS), &admin, ban.clone(), NOW).unwrap_err(),
+            UpdateUserError::SelfBan
+        );
+        let demoted = account("d@example.com", "qa_manager");
+        let target = account("t@example.com", "user");
+        assert_eq!(
+            apply_change(&snapshot(&demoted, 5, NO_ORGS), &target, ban.clone(), NOW).unwrap_err(),
+            UpdateUserError::NotAdmin
+        );
+        let gone = Snapshot { caller: None, active_admins: 5, org_exists: NO_ORGS };
+        assert_eq!(apply_change(&gone, &target, ban, NOW).unwrap_err(), UpdateUserError::NotAdmin);
+    }
+
+    #[test]
+    fn a_ban_ends_sessions_every_time_and_its_reason_lives_with_it() {
+        let (admin, target) = (account("a@example.com", "admin"), account("t@example.com", "user"));
+        let s = snapshot(&admin, 1, NO_ORGS);
+        let ban = UserChange { banned: Some(true), ban_reason: Some("left".into()), ..change() };
+        let banned = apply_change(&s, &target, ban.clone(), NOW).unwrap();
+        assert!(banned.ends_sessions && banned.user.banned);
+        assert_eq!(banned.user.ban_reason.as_deref(), Some("left"));
+        assert!(apply_change(&s, &banned.user, ban, NOW).unwrap().ends_sessions, "a second ban ends them again");
+        let reason_only = UserChange { ban_reason: Some("ignored".into()), ..change() };
+        assert_eq!(apply_change(&s, &target, reason_only, NOW).unwrap().user.ban_reason, None);
+        let unban = UserChange { banned: Some(false), ..change() };
+        let unbanned = apply_change(&s, &banned.user, unban, NOW).unwrap();
+        assert!(!unbanned.ends_sessions && unbanned.user.ban_reason.is_none());
+    }
+
+    #[test]
+    fn a_membership_needs_an_existing_organization() {
+        let (admin, target) = (account("a@example.com", "admin"), account("t@example.com", "user"));
+        let org = OrgId::new();
+        let join = UserChange { organization: Some(Some(org)), ..change() };
+        let r = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, join.clone(), NOW);
+        assert_eq!(r.unwrap_err(), UpdateUserError::OrganizationNotFound);
+        let exists: &dyn Fn(OrgId) -> bool = &|o| o == org;
+        assert_eq!(
+            apply_change(&snapshot(&admin, 1, exists), &target, join, NOW).unwrap().user.organization_id,
+            Some(org)
+        );
+    }
+
+    fn setup(promote_existing: bool) -> AdminSetup {
+        AdminSetup {
+            name: Name::parse("Operator").unwrap(),
+            email: Email::parse("op@example.com").unwrap(),
+            password_hash: "operator hash".into(),
+            promote_existing,
+        }
+    }
+
+    #[test]
+    fn an_existing_account_becomes_administrator_only_when_asked_and_then_loses_its_password_and_sessions() {
+        let mut squatter = account("op@example.com", "user");
+        squatter.banned = true;
+        assert_eq!(set_up_admin(Some(&squatter), setup(false), NOW).unwrap_err(), EnsureAdminError::Exists);
+        let (changed, outcome) = set_up_admin(Some(&squatter), setup(true), NOW).unwrap();
+        assert_eq!(outcome, EnsureAdmin::Promoted(squatter.id));
+        assert!(changed.ends_sessions && changed.user.role.is_admin() && !changed.user.banned);
+        assert_eq!(changed.user.password_hash, "operator hash");
+        let (created, outcome) = set_up_admin(None, setup(false), NOW).unwrap();
+        assert_eq!(outcome, EnsureAdmin::Created(created.user.id));
+        assert!(!created.ends_sessions && created.user.role.is_admin());
+    }
+
+    #[test]
+    fn the_audit_diff_names_each_change() {
+        let before = account("t@example.com", "user");
+        let org = OrgId::new();
+        let after = User {
+            role: roles().parse("qa_manager").unwrap(),
+            banned: true,
+            ban_reason: Some("why".into()),
+            organization_id: Some(org),
+            ..before.clone()
+        };
+        let diff: Vec<_> = changes(&before, &after).collect();
+        assert_eq!(
+            diff,
+            [
+                (action::ROLE_CHANGED, "user -> qa_manager".to_owned()),
+                (action::BANNED, "why".to_owned()),
+                (action::ORGANIZATION_CHANGED, format!("none -> {org}")),
+            ]
+        );
+        assert_eq!(changes(&before, &before).count(), 0);
+    }
+}
