@@ -35,7 +35,7 @@ pub(crate) struct Core {
     pub system: System,
     pub hasher: Hasher,
     pub roles: RoleSet,
-    writer_task: tokio::task::JoinHandle<()>,
+    writer_done: crate::store::WriterDone,
 }
 
 impl Core {
@@ -63,7 +63,7 @@ impl Core {
         }
         tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
         let indexes = Arc::new(indexes);
-        let (writer, writer_task) = StoreWriter::spawn(Arc::clone(&store));
+        let (writer, writer_done) = StoreWriter::spawn(Arc::clone(&store))?;
         let limits = &config.rate_limit;
         let attempts = AttemptPolicy {
             max_failures: limits.failures_per_account,
@@ -72,14 +72,14 @@ impl Core {
         let system = System::start(Arc::clone(&indexes), writer, config.session.clone(), attempts, fatal)
             .await
             .map_err(|e| AppError::Startup(e.to_string()))?;
-        Ok(Self { indexes, store, system, hasher, roles, writer_task })
+        Ok(Self { indexes, store, system, hasher, roles, writer_done })
     }
 
     /// Stops the actors after their mailboxes are empty, then waits for the writer to commit what it holds.
     pub async fn stop(self) {
         self.system.stop().await;
         // The actors held the last writer handles; the writer task ends once it has written everything.
-        let _ = self.writer_task.await;
+        self.writer_done.wait().await;
     }
 }
 

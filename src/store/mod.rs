@@ -21,7 +21,7 @@ pub use db::{FaultSwitch, Store};
 pub use records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
-pub use writer::StoreWriter;
+pub use writer::{StoreWriter, WriterDone};
 
 /// SHA-256 of a session token: the key of the sessions table (one definition, the domain's).
 pub use crate::domain::TokenHash;

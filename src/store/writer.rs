@@ -1,8 +1,11 @@
-//! The one task that writes for the whole server: group commit.
+//! The one thread that writes for the whole server: group commit.
 //!
 //! Every request that arrives while a commit is running waits in the channel; the next round takes all of them
-//! (`recv_many`) and writes them in one transaction with one fsync. Under load that turns thousands of fsyncs
-//! into tens, and each caller still hears back only after its own change is on disk.
+//! and writes them in one transaction with one fsync. Under load that turns thousands of fsyncs into tens, and
+//! each caller still hears back only after its own change is on disk.
+//!
+//! The writer is an OS thread of its own, not a task on tokio's blocking pool: the pool also runs the password
+//! hashes, and a commit must never queue behind a pile of them.
 
 use std::sync::Arc;
 
@@ -18,7 +21,7 @@ struct WriteRequest {
     done: oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// Handle to the writer task. Cheap to clone; the task ends when the last clone is dropped, after writing
+/// Handle to the writer thread. Cheap to clone; the thread ends when the last clone is dropped, after writing
 /// everything it had received.
 #[derive(Clone)]
 pub struct StoreWriter {
@@ -26,11 +29,30 @@ pub struct StoreWriter {
     store: Arc<Store>,
 }
 
+/// Resolves once the writer thread has written everything and ended.
+pub struct WriterDone(oneshot::Receiver<()>);
+
+impl WriterDone {
+    pub async fn wait(self) {
+        let _ = self.0.await;
+    }
+}
+
 impl StoreWriter {
-    pub fn spawn(store: Arc<Store>) -> (Self, tokio::task::JoinHandle<()>) {
+    pub fn spawn(store: Arc<Store>) -> Result<(Self, WriterDone), StoreError> {
         let (tx, rx) = mpsc::channel(MAX_BATCH * 4);
-        let task = tokio::spawn(run(Arc::clone(&store), rx));
-        (Self { tx, store }, task)
+        let (ended, done) = oneshot::channel();
+        let thread_store = Arc::clone(&store);
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || {
+                run(&thread_store, rx);
+                // Let go of the database before saying so: whoever waits may open it again at once.
+                drop(thread_store);
+                let _ = ended.send(());
+            })
+            .map_err(|e| StoreError::Io(format!("cannot start the store writer thread: {e}")))?;
+        Ok((Self { tx, store }, WriterDone(done)))
     }
 
     /// Writes `ops` atomically; returns once they are durable.
@@ -45,22 +67,17 @@ impl StoreWriter {
     }
 }
 
-async fn run(store: Arc<Store>, mut rx: mpsc::Receiver<WriteRequest>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let requests = std::mem::take(&mut batch);
-        let store = Arc::clone(&store);
-        let committed = tokio::task::spawn_blocking(move || {
-            let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| &r.ops).collect();
-            let result = store.commit_refs(&ops);
-            (requests, result)
-        })
-        .await;
-        let Ok((requests, result)) = committed else {
-            // The commit thread panicked; the requests went with it and their callers see WriterGone.
-            tracing::error!("store commit panicked");
-            continue;
-        };
+fn run(store: &Store, mut rx: mpsc::Receiver<WriteRequest>) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut requests = vec![first];
+        while requests.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(request) => requests.push(request),
+                Err(_) => break,
+            }
+        }
+        let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| &r.ops).collect();
+        let result = store.commit_refs(&ops);
         for request in requests {
             let answer = match &result {
                 Ok(()) => Ok(()),
@@ -134,7 +151,7 @@ mod tests {
     async fn concurrent_writes_are_all_durable_in_few_commits() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let (writer, task) = StoreWriter::spawn(Arc::clone(&store));
+        let (writer, done) = StoreWriter::spawn(Arc::clone(&store)).unwrap();
         let writes: Vec<_> = (0..200u8)
             .map(|n| {
                 let w = writer.clone();
@@ -147,7 +164,7 @@ mod tests {
         let commits = store.commit_count();
         assert!(commits < 200, "{commits} commits for 200 writes: no grouping");
         drop(writer);
-        task.await.unwrap();
+        done.wait().await;
         drop(store);
         let loaded = Store::open(dir.path()).unwrap().load().unwrap();
         assert_eq!(loaded.orgs.len(), 200);
@@ -157,11 +174,32 @@ mod tests {
     async fn a_failed_commit_fails_its_batch_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path()).unwrap());
-        let (writer, _task) = StoreWriter::spawn(Arc::clone(&store));
+        let (writer, _done) = StoreWriter::spawn(Arc::clone(&store)).unwrap();
         store.fail_next_commits(1);
         assert!(matches!(writer.write(vec![org(1)]).await, Err(StoreError::Io(_))));
         writer.write(vec![org(2)]).await.unwrap();
         let ids: Vec<_> = store.load().unwrap().orgs.into_iter().map(|o| o.id[0]).collect();
         assert_eq!(ids, vec![2]);
+    }
+
+    /// The issue: commits ran on tokio's blocking pool, behind whatever hashes filled it. Here the pool has one
+    /// thread and it is busy for ten seconds; a write must still be durable long before that.
+    #[test]
+    fn a_write_does_not_wait_for_a_busy_blocking_pool() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let written = runtime.block_on(async {
+            let store = Arc::new(Store::open(dir.path()).unwrap());
+            let (writer, _done) = StoreWriter::spawn(store).unwrap();
+            tokio::task::spawn_blocking(|| std::thread::sleep(std::time::Duration::from_secs(10)));
+            tokio::time::timeout(std::time::Duration::from_secs(5), writer.write(vec![org(1)])).await
+        });
+        runtime.shutdown_background();
+        assert!(matches!(written, Ok(Ok(()))), "the write waited behind the blocking pool: {written:?}");
     }
 }
