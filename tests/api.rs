@@ -9,6 +9,7 @@ mod api {
     mod admin;
     mod auth;
     mod crash;
+    mod disk;
     mod faults;
     mod hardening;
     mod input;

@@ -10,6 +10,7 @@ mod admin;
 mod auth;
 pub mod dto;
 pub mod limits;
+mod ops;
 pub mod origins;
 pub mod request;
 pub mod response;
@@ -143,16 +144,11 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/admin/organizations", &[Method::GET, Method::POST]),
     ("/api/admin/audit", &[Method::GET]),
     ("/api/openapi.json", &[Method::GET]),
+    ("/healthz", &[Method::GET]),
+    ("/readyz", &[Method::GET]),
 ];
 
-/// The OpenAPI 3.1 document of this service, as kept in the repository.
-pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
-
-fn openapi() -> Response<Body> {
-    let mut response = Response::new(Body::new(bytes::Bytes::from_static(OPENAPI.as_bytes())));
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
+pub use ops::OPENAPI;
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
 /// it comes from another site, or when its `Origin` is neither ours nor trusted. Requests without cookies, and
@@ -210,7 +206,9 @@ async fn dispatch(state: &State, peer: IpAddr, req: Request<Incoming>) -> Respon
         ("/api/admin/organizations", Method::GET) => admin::list_organizations(state, ctx, req).await,
         ("/api/admin/organizations", _) => admin::create_organization(state, ctx, req).await,
         ("/api/admin/audit", _) => admin::audit(state, ctx, req).await,
-        ("/api/openapi.json", _) => Ok(openapi()),
+        ("/api/openapi.json", _) => Ok(ops::openapi()),
+        ("/healthz", _) => Ok(ops::alive()),
+        ("/readyz", _) => Ok(ops::ready(state)),
         _ => unreachable!("every path in `allowed` has an arm"),
     };
     let response = result.unwrap_or_else(|failure| {

@@ -1,8 +1,8 @@
 //! The redb database file and its tables.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -25,8 +25,19 @@ const FILE_NAME: &str = "service-auth.redb";
 const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The open database. `Send + Sync`; writes go through [`super::StoreWriter`], reads only happen at start-up.
+///
+/// # Recovering from a disk error
+/// redb latches an I/O failure: after one failed commit every later transaction answers `PreviousIo`, even once
+/// the disk has room again. So a failed commit marks the store *degraded*; the writer then refuses writes at once
+/// and, about once a second, drops the database and opens it again (redb recovers to the last durable commit)
+/// and proves it with a probe commit. Nothing in memory is ahead of that commit (the actors publish only after a
+/// durable write), so the reopened store and the server's state agree.
 pub struct Store {
-    db: Database,
+    path: PathBuf,
+    /// `None` only while a recovery has closed the file and not yet reopened it.
+    db: RwLock<Option<Database>>,
+    /// Why the store refuses writes now, if it does.
+    degraded: Mutex<Option<String>>,
     commits: AtomicU64,
     faults: FaultSwitch,
 }
@@ -69,40 +80,91 @@ impl Store {
     pub fn open_with_faults(data_dir: &Path, faults: FaultSwitch) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir)
             .map_err(|e| StoreError::Io(format!("cannot create {}: {e}", data_dir.display())))?;
-        let db =
-            Database::builder().set_cache_size(CACHE_BYTES).create(data_dir.join(FILE_NAME)).map_err(|e| match e {
-                DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
-                other => StoreError::Io(other.to_string()),
-            })?;
-        let store = Self { db, commits: AtomicU64::new(0), faults };
+        let path = data_dir.join(FILE_NAME);
+        let db = open_database(&path)?;
+        let store =
+            Self { path, db: RwLock::new(Some(db)), degraded: Mutex::new(None), commits: AtomicU64::new(0), faults };
         store.init_schema()?;
         Ok(store)
     }
 
-    fn init_schema(&self) -> Result<(), StoreError> {
-        let tx = self.db.begin_write().map_err(io)?;
-        {
-            let mut meta = tx.open_table(META).map_err(io)?;
-            let found = meta.get("schema_version").map_err(io)?.map(|v| v.value());
-            match found {
-                Some(v) if v > SCHEMA_VERSION => {
-                    return Err(StoreError::Corrupt(format!(
-                        "the data directory was written by a newer service-auth (schema {v}; this one reads {SCHEMA_VERSION})"
-                    )));
-                }
-                Some(_) => {}
-                None => {
-                    meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
-                }
-            }
-            tx.open_table(USERS).map_err(io)?;
-            tx.open_table(ORGS).map_err(io)?;
-            tx.open_table(SESSIONS).map_err(io)?;
-            tx.open_table(AUDIT).map_err(io)?;
+    /// Runs `f` on the open database; fails while a recovery has it closed.
+    fn with_db<T>(&self, f: impl FnOnce(&Database) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let guard = self.db.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match guard.as_ref() {
+            Some(db) => f(db),
+            None => Err(StoreError::Io("the store is reopening after a disk error".into())),
         }
-        tx.commit().map_err(io)
     }
 
+    /// `Ok` while commits are accepted; otherwise why not.
+    pub fn health(&self) -> Result<(), String> {
+        match &*self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            None => Ok(()),
+            Some(reason) => Err(reason.clone()),
+        }
+    }
+
+    fn set_degraded(&self, reason: Option<String>) {
+        *self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
+    }
+
+    /// After a disk error: closes the database, opens it again and proves with a probe commit that writes are
+    /// accepted. On success the store is healthy again; on failure it stays degraded (retry later).
+    pub(super) fn recover(&self) -> Result<(), StoreError> {
+        let mut guard = self.db.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The old handle must be gone first: it holds the file lock, and redb's latched error with it.
+        *guard = None;
+        let db = open_database(&self.path)?;
+        let tx = db.begin_write().map_err(io)?;
+        {
+            let mut meta = tx.open_table(META).map_err(io)?;
+            let probes = meta.get("recovery_probes").map_err(io)?.map_or(0, |v| v.value());
+            meta.insert("recovery_probes", probes.wrapping_add(1)).map_err(io)?;
+        }
+        tx.commit().map_err(io)?;
+        *guard = Some(db);
+        self.set_degraded(None);
+        Ok(())
+    }
+
+    fn init_schema(&self) -> Result<(), StoreError> {
+        self.with_db(init_schema)
+    }
+}
+
+fn open_database(path: &Path) -> Result<Database, StoreError> {
+    Database::builder().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
+        DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
+        other => StoreError::Io(other.to_string()),
+    })
+}
+
+fn init_schema(db: &Database) -> Result<(), StoreError> {
+    let tx = db.begin_write().map_err(io)?;
+    {
+        let mut meta = tx.open_table(META).map_err(io)?;
+        let found = meta.get("schema_version").map_err(io)?.map(|v| v.value());
+        match found {
+            Some(v) if v > SCHEMA_VERSION => {
+                return Err(StoreError::Corrupt(format!(
+                    "the data directory was written by a newer service-auth (schema {v}; this one reads {SCHEMA_VERSION})"
+                )));
+            }
+            Some(_) => {}
+            None => {
+                meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
+            }
+        }
+        tx.open_table(USERS).map_err(io)?;
+        tx.open_table(ORGS).map_err(io)?;
+        tx.open_table(SESSIONS).map_err(io)?;
+        tx.open_table(AUDIT).map_err(io)?;
+    }
+    tx.commit().map_err(io)
+}
+
+impl Store {
     /// Reads every record into memory (for tools; the server streams with [`visit`](Self::visit)).
     pub fn load(&self) -> Result<Loaded, StoreError> {
         let mut loaded = Loaded::default();
@@ -120,19 +182,8 @@ impl Store {
     /// Hands every record to `f`, one at a time, from one read transaction: organizations, then users, then
     /// sessions (so each can refer to what came before). Start-up builds its indexes this way without holding a
     /// second copy of the whole store in memory.
-    pub fn visit(&self, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
-        let tx = self.db.begin_read().map_err(io)?;
-        for entry in tx.open_table(ORGS).map_err(io)?.iter().map_err(io)? {
-            f(Record::Org(codec::decode(entry.map_err(io)?.1.value())?))?;
-        }
-        for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
-            f(Record::User(codec::decode(entry.map_err(io)?.1.value())?))?;
-        }
-        for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
-            let (key, value) = entry.map_err(io)?;
-            f(Record::Session(key.value(), codec::decode(value.value())?))?;
-        }
-        Ok(())
+    pub fn visit(&self, f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        self.with_db(|db| visit(db, f))
     }
 
     /// Applies `ops` in one transaction and returns once it is durable: redb's default durability,
@@ -141,75 +192,41 @@ impl Store {
         self.commit_refs(&ops.iter().collect::<Vec<_>>())
     }
 
-    /// [`commit`](Self::commit) over borrowed ops, so the writer can gather many requests without copying.
+    /// [`commit`](Self::commit) over borrowed ops, so the writer can gather many requests without copying. A
+    /// failure of the disk (not an injected one) marks the store degraded until [`recover`](Self::recover).
     pub(super) fn commit_refs(&self, ops: &[&StoreOp]) -> Result<(), StoreError> {
         if self.faults.take_failure() {
             return Err(StoreError::Io("injected store fault".into()));
         }
-        let tx = self.db.begin_write().map_err(io)?;
-        {
-            let mut users = tx.open_table(USERS).map_err(io)?;
-            let mut orgs = tx.open_table(ORGS).map_err(io)?;
-            let mut sessions = tx.open_table(SESSIONS).map_err(io)?;
-            let mut audit = tx.open_table(AUDIT).map_err(io)?;
-            for &op in ops {
-                match op {
-                    StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
-                    StoreOp::PutOrg(r) => put(&mut orgs, r.id, r)?,
-                    StoreOp::PutSession(hash, r) => put(&mut sessions, *hash, r)?,
-                    StoreOp::DeleteSession(hash) => {
-                        sessions.remove(hash).map_err(io)?;
-                    }
-                    StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
-                }
+        let committed = self.with_db(|db| commit(db, ops));
+        match &committed {
+            Ok(()) => {
+                self.commits.fetch_add(1, Ordering::Relaxed);
             }
+            Err(e) => self.set_degraded(Some(e.to_string())),
         }
-        tx.commit().map_err(io)?;
-        self.commits.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        committed
     }
 
     /// Up to `limit` audit entries older than `before` (all when `None`), newest first. Reads a snapshot;
     /// does not block writers. Blocking: call it from a blocking thread.
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
-        let tx = self.db.begin_read().map_err(io)?;
-        let table = tx.open_table(AUDIT).map_err(io)?;
-        let range = match before {
-            Some(id) => table.range(..id).map_err(io)?,
-            None => table.range::<[u8; 16]>(..).map_err(io)?,
-        };
-        range.rev().take(limit).map(|entry| codec::decode::<AuditRecordV1>(entry.map_err(io)?.1.value())).collect()
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(AUDIT).map_err(io)?;
+            let range = match before {
+                Some(id) => table.range(..id).map_err(io)?,
+                None => table.range::<[u8; 16]>(..).map_err(io)?,
+            };
+            range.rev().take(limit).map(|entry| codec::decode::<AuditRecordV1>(entry.map_err(io)?.1.value())).collect()
+        })
     }
 
     /// Writes a consistent copy of the whole store to `path`: every table as of one read transaction, into a new
     /// database written beside `path` and renamed into place once durable. Writers are not blocked: redb's read
     /// transactions see a fixed snapshot while commits go on.
     pub fn snapshot_to(&self, path: &Path) -> Result<(), StoreError> {
-        let tmp = path.with_extension("partial");
-        let _ = std::fs::remove_file(&tmp);
-        let source = self.db.begin_read().map_err(io)?;
-        {
-            let copy = Database::builder().set_cache_size(CACHE_BYTES).create(&tmp).map_err(io)?;
-            let tx = copy.begin_write().map_err(io)?;
-            copy_table(&source, &tx, USERS)?;
-            copy_table(&source, &tx, ORGS)?;
-            copy_table(&source, &tx, SESSIONS)?;
-            copy_table(&source, &tx, AUDIT)?;
-            {
-                let mut meta = tx.open_table(META).map_err(io)?;
-                for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {
-                    let (key, value) = entry.map_err(io)?;
-                    meta.insert(key.value(), value.value()).map_err(io)?;
-                }
-            }
-            tx.commit().map_err(io)?;
-        }
-        std::fs::rename(&tmp, path).map_err(io)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // The rename itself must survive a crash too.
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
-        }
-        Ok(())
+        self.with_db(|db| snapshot(db, path))
     }
 
     /// Opens a snapshot file read-only enough to check it: a known schema and records that decode. Returns
@@ -233,6 +250,71 @@ impl Store {
     pub fn fail_next_commits(&self, n: u32) {
         self.faults.fail_next_commits(n);
     }
+}
+
+fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    let tx = db.begin_read().map_err(io)?;
+    for entry in tx.open_table(ORGS).map_err(io)?.iter().map_err(io)? {
+        f(Record::Org(codec::decode(entry.map_err(io)?.1.value())?))?;
+    }
+    for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
+        f(Record::User(codec::decode(entry.map_err(io)?.1.value())?))?;
+    }
+    for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        f(Record::Session(key.value(), codec::decode(value.value())?))?;
+    }
+    Ok(())
+}
+
+fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
+    let tx = db.begin_write().map_err(io)?;
+    {
+        let mut users = tx.open_table(USERS).map_err(io)?;
+        let mut orgs = tx.open_table(ORGS).map_err(io)?;
+        let mut sessions = tx.open_table(SESSIONS).map_err(io)?;
+        let mut audit = tx.open_table(AUDIT).map_err(io)?;
+        for &op in ops {
+            match op {
+                StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
+                StoreOp::PutOrg(r) => put(&mut orgs, r.id, r)?,
+                StoreOp::PutSession(hash, r) => put(&mut sessions, *hash, r)?,
+                StoreOp::DeleteSession(hash) => {
+                    sessions.remove(hash).map_err(io)?;
+                }
+                StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
+            }
+        }
+    }
+    tx.commit().map_err(io)
+}
+
+fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
+    let tmp = path.with_extension("partial");
+    let _ = std::fs::remove_file(&tmp);
+    let source = db.begin_read().map_err(io)?;
+    {
+        let copy = Database::builder().set_cache_size(CACHE_BYTES).create(&tmp).map_err(io)?;
+        let tx = copy.begin_write().map_err(io)?;
+        copy_table(&source, &tx, USERS)?;
+        copy_table(&source, &tx, ORGS)?;
+        copy_table(&source, &tx, SESSIONS)?;
+        copy_table(&source, &tx, AUDIT)?;
+        {
+            let mut meta = tx.open_table(META).map_err(io)?;
+            for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                meta.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        tx.commit().map_err(io)?;
+    }
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // The rename itself must survive a crash too.
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+    }
+    Ok(())
 }
 
 /// A scratch directory beside `path`, for checking a snapshot without touching it.

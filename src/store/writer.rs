@@ -8,6 +8,7 @@
 //! hashes, and a commit must never queue behind a pile of them.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -67,8 +68,35 @@ impl StoreWriter {
     }
 }
 
+/// How often a degraded store tries to reopen.
+const RECOVERY_INTERVAL: Duration = Duration::from_secs(1);
+
 fn run(store: &Store, mut rx: mpsc::Receiver<WriteRequest>) {
-    while let Some(first) = rx.blocking_recv() {
+    let mut next_recovery = Instant::now();
+    loop {
+        let first = if store.health().is_ok() {
+            match rx.blocking_recv() {
+                Some(request) => request,
+                None => return,
+            }
+        } else {
+            // Degraded: keep trying to recover even when nobody writes, so readiness comes back by itself.
+            if Instant::now() >= next_recovery {
+                next_recovery = Instant::now() + RECOVERY_INTERVAL;
+                match store.recover() {
+                    Ok(()) => tracing::warn!("the store accepts writes again"),
+                    Err(error) => tracing::debug!(%error, "the store is still refusing writes"),
+                }
+            }
+            match rx.try_recv() {
+                Ok(request) => request,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
+            }
+        };
         let mut requests = vec![first];
         while requests.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -76,8 +104,19 @@ fn run(store: &Store, mut rx: mpsc::Receiver<WriteRequest>) {
                 Err(_) => break,
             }
         }
-        let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| &r.ops).collect();
-        let result = store.commit_refs(&ops);
+        let result = match store.health() {
+            // Refused at once while recovering: a commit now would only hit redb's latched error.
+            Err(reason) => Err(StoreError::Io(format!("the store refuses writes after a disk error: {reason}"))),
+            Ok(()) => {
+                let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| &r.ops).collect();
+                store.commit_refs(&ops)
+            }
+        };
+        if let Err(error) = &result
+            && store.health().is_err()
+        {
+            tracing::error!(%error, "the disk refused a commit; writes are refused until the store reopens");
+        }
         for request in requests {
             let answer = match &result {
                 Ok(()) => Ok(()),

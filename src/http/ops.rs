@@ -1,0 +1,32 @@
+//! Operations routes: liveness, readiness and the OpenAPI document. No session needed; nothing secret in them.
+
+use bytes::Bytes;
+use hyper::header::{self, HeaderValue};
+use hyper::{Response, StatusCode};
+use serde_json::json;
+
+use super::State;
+use super::response::{Body, json, ok};
+
+/// The OpenAPI 3.1 document of this service, as kept in the repository.
+pub const OPENAPI: &str = include_str!("../../docs/openapi.json");
+
+pub fn openapi() -> Response<Body> {
+    let mut response = Response::new(Body::new(Bytes::from_static(OPENAPI.as_bytes())));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// `GET /healthz`: the process runs and answers.
+pub fn alive() -> Response<Body> {
+    ok(&json!({"status": "alive"}))
+}
+
+/// `GET /readyz`: 200 while the store accepts commits; 503 with the reason while it refuses them (after a disk
+/// error, until it has reopened), so a load balancer sends writes elsewhere meanwhile.
+pub fn ready(state: &State) -> Response<Body> {
+    match state.store.health() {
+        Ok(()) => ok(&json!({"status": "ready"})),
+        Err(reason) => json(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "unavailable", "reason": reason})),
+    }
+}
