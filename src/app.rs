@@ -104,9 +104,35 @@ async fn housekeeping(state: Arc<AppState>, stop: CancellationToken) {
     }
 }
 
+/// Every connection is a file descriptor. At the open-file limit `accept` fails (and keeps failing) while clients
+/// wait, so: raise the soft limit to the hard one, and keep the connection cap far enough below it for the store,
+/// backups, logs and the listener.
+fn connection_budget(wanted: usize) -> usize {
+    let limit = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => limit,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read or raise the open-file limit; max_connections is used as it is");
+            return wanted;
+        }
+    };
+    let budget = limit.saturating_sub(64.min(limit / 2)).max(1);
+    match usize::try_from(budget) {
+        Ok(budget) if budget < wanted => {
+            tracing::warn!(
+                open_files = limit,
+                max_connections = budget,
+                "the open-file limit is lower than max_connections allows for; connections are capped lower"
+            );
+            budget
+        }
+        _ => wanted,
+    }
+}
+
 /// Runs the server on `listener` until `shutdown` is cancelled, then stops accepting, finishes the requests in
 /// flight, makes everything durable and returns.
-pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), AppError> {
+pub async fn run(listener: TcpListener, mut config: Config, shutdown: CancellationToken) -> Result<(), AppError> {
+    config.limits.max_connections = connection_budget(config.limits.max_connections);
     let fatal = CancellationToken::new();
     let core = Core::start(&config, fatal.clone()).await?;
     if let Some(admin) = &config.bootstrap_admin

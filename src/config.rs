@@ -130,11 +130,21 @@ pub struct LimitsConfig {
     pub header_read_timeout_secs: u64,
     /// Seconds a client gets to send a request's body.
     pub body_read_timeout_secs: u64,
+    /// Open connections from one client address (IPv6: one /64) at most; more are closed at once.
+    pub max_connections_per_address: usize,
+    /// Seconds an answer may wait for the client to read it; a client that stops reading is disconnected.
+    pub write_timeout_secs: u64,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        Self { max_connections: 10_000, header_read_timeout_secs: 10, body_read_timeout_secs: 10 }
+        Self {
+            max_connections: 10_000,
+            header_read_timeout_secs: 10,
+            body_read_timeout_secs: 10,
+            max_connections_per_address: 256,
+            write_timeout_secs: 10,
+        }
     }
 }
 
@@ -403,10 +413,15 @@ impl Config {
             return fail("backup.interval_secs", "and backup.keep must be above 0".into());
         }
         let l = &self.limits;
-        if l.max_connections == 0 || l.header_read_timeout_secs == 0 || l.body_read_timeout_secs == 0 {
+        if l.max_connections == 0
+            || l.header_read_timeout_secs == 0
+            || l.body_read_timeout_secs == 0
+            || l.max_connections_per_address == 0
+            || l.write_timeout_secs == 0
+        {
             return fail(
                 "limits",
-                "max_connections, header_read_timeout_secs and body_read_timeout_secs must be above 0".into(),
+                "max_connections, max_connections_per_address and the timeouts must be above 0".into(),
             );
         }
         if r.failures_per_account == 0 {

@@ -53,7 +53,8 @@ impl AddressLimits {
     }
 }
 
-fn key(ip: IpAddr) -> IpAddr {
+/// What counts as one client: an IPv4 address, or an IPv6 /64 (one host usually owns a whole /64).
+pub(super) fn key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

@@ -8,6 +8,7 @@
 
 mod admin;
 mod auth;
+mod connections;
 pub mod dto;
 pub mod limits;
 mod ops;
@@ -91,8 +92,11 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
     // A slow-loris client (or an idle keep-alive one) is closed once this passes without complete headers.
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
-    // Each connection holds a permit; at the cap we stop accepting and clients wait in the kernel's queue.
+    // Each connection holds a permit; at the cap we stop accepting and clients wait in the kernel's queue. No
+    // address may hold more than its share, or one client could fill the cap and keep everyone else waiting.
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let slots = connections::AddressSlots::new(limits.max_connections_per_address);
+    let write_timeout = Duration::from_secs(limits.write_timeout_secs);
     loop {
         let permit = tokio::select! {
             permit = Arc::clone(&permits).acquire_owned() => match permit {
@@ -113,7 +117,13 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
             },
             () = shutdown.cancelled() => break,
         };
+        let Some(slot) = slots.take(peer.ip()) else {
+            tracing::debug!(peer = %peer.ip(), "connection refused: the address holds its share of connections");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
+        let stream = connections::WriteTimeout::new(stream, write_timeout);
         let state = Arc::clone(&state);
         let service = service_fn(move |req| {
             let state = Arc::clone(&state);
@@ -124,7 +134,7 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
-            drop(permit);
+            drop((permit, slot));
         });
     }
     drop(listener);

@@ -256,3 +256,69 @@ async fn a_password_is_measured_after_normalisation() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(s.sign_in("fits@example.com", &fits).await.0, 200, "what sign-up takes, sign-in takes");
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Slow readers (item 7)
+
+/// A connection from `from` (another loopback address) that pipelines a thousand requests for the 43 KB OpenAPI
+/// document and never reads an answer.
+async fn slow_reader(from: &str, addr: std::net::SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(addr).await.expect("connect");
+    let requests = "GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n".repeat(1000);
+    let _ = stream.write_all(requests.as_bytes()).await;
+    stream
+}
+
+/// Before: an answer could wait forever for its reader, so clients that never read held their connections and
+/// the cap's permits for good (10,000 of them stopped the accept loop), and one address could take them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_never_read_cannot_hold_the_connections() {
+    use tokio::io::AsyncReadExt;
+    let s = TestServer::start_adjusted(|c| {
+        c.limits.max_connections = 6;
+        c.limits.max_connections_per_address = 3;
+        c.limits.write_timeout_secs = 2;
+    })
+    .await;
+    let mut hogs = Vec::new();
+    for _ in 0..3 {
+        hogs.push(slow_reader("127.0.0.2", s.addr).await);
+    }
+    // A fourth from the same address is closed at once.
+    let mut fourth = slow_reader("127.0.0.2", s.addr).await;
+    let mut buf = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_secs(5), fourth.read(&mut buf)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "the address got more than its share: {closed:?}");
+    for _ in 0..3 {
+        hogs.push(slow_reader("127.0.0.3", s.addr).await);
+    }
+    // Every connection is taken by a client that does not read; the write timeout frees them.
+    let served = tokio::time::timeout(Duration::from_secs(20), s.get("/healthz").send()).await;
+    assert_eq!(served.expect("a normal client was kept out by clients that never read").status, 200);
+    drop(hogs);
+}
+
+/// Before: `max_connections` (10,000) ignored the open-file limit; under `ulimit -n 128`, 200 idle connections
+/// made `accept` fail over and over ("Too many open files") and every request wait 9-10 s. Now the cap stays
+/// below the limit, and idle connections wait in the kernel's queue until the header timeout frees a place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_capped_below_the_open_file_limit() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("config.toml"), "[limits]\nheader_read_timeout_secs = 2\n").unwrap();
+    let s = ChildServer::spawn_with_open_files(root.path(), BOOTSTRAP_ENV, Some(64)).await;
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let addr = s.client.base.trim_start_matches("http://").parse().unwrap();
+        idle.push(socket.connect(addr).await.expect("connect"));
+    }
+    let served = tokio::time::timeout(Duration::from_secs(20), s.get("/healthz").send()).await;
+    assert_eq!(served.expect("no answer within 20 s").status, 200);
+    drop(idle);
+    let log = s.stderr();
+    assert!(!log.contains("Too many open files"), "accept ran out of descriptors:\n{log}");
+    assert!(log.contains("connections are capped lower"), "the lowered cap is not logged:\n{log}");
+}

@@ -155,10 +155,23 @@ impl ChildServer {
     /// current directory `root` (so no `config.toml` from the repository is read). No bootstrap admin unless
     /// `extra_env` has it (see [`BOOTSTRAP_ENV`]).
     pub async fn spawn(root: &Path, extra_env: &[(&str, &str)]) -> Self {
+        Self::spawn_with_open_files(root, extra_env, None).await
+    }
+
+    /// [`spawn`](Self::spawn), under `ulimit -n open_files` when given.
+    pub async fn spawn_with_open_files(root: &Path, extra_env: &[(&str, &str)], open_files: Option<u32>) -> Self {
         let data = root.join("data");
         let log = (0..).map(|n| root.join(format!("stderr-{n}.log"))).find(|p| !p.exists()).expect("log name");
         let stderr = std::fs::File::create(&log).expect("log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_service-auth"));
+        let binary = env!("CARGO_BIN_EXE_service-auth");
+        let mut cmd = match open_files {
+            None => Command::new(binary),
+            Some(n) => {
+                let mut sh = Command::new("sh");
+                sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), binary]);
+                sh
+            }
+        };
         cmd.arg("serve")
             .current_dir(root)
             .env_remove("SERVICE_AUTH_CONFIG")
