@@ -46,9 +46,7 @@ impl Core {
         let (data_dir, faults, set) = (config.data_dir.clone(), config.store_faults.clone(), roles.clone());
         let (store, indexes, cleanup) = tokio::task::spawn_blocking(move || {
             let store = Store::open_with_faults(&data_dir, faults)?;
-            let mut builder = actors::load::IndexBuilder::new(&set);
-            store.visit(|record| builder.add(record))?;
-            let (indexes, cleanup) = builder.finish();
+            let (indexes, cleanup) = actors::load::build(&store, &set)?;
             Ok::<_, StoreError>((store, indexes, cleanup))
         })
         .await

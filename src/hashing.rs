@@ -93,6 +93,10 @@ impl Hasher {
         let known = phc.is_some();
         self.run(move || {
             let stored = phc.as_deref().unwrap_or(&inner.dummy_hash);
+            if let Err(problem) = check_stored_hash(stored) {
+                tracing::error!(%problem, "a stored password hash cannot be verified safely; the sign-in fails");
+                return false;
+            }
             let ok = PasswordHash::new(stored)
                 .is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok());
             ok && known
@@ -137,6 +141,31 @@ impl Hasher {
             Ok(Err(_)) | Err(_) => Err(HashError::Busy),
         }
     }
+}
+
+/// The most a stored hash may ask of a verify: 256 MiB, 16 passes, 16 lanes. A hash from elsewhere (an import)
+/// with m = 4 GiB would make every sign-in of that account allocate 4 GiB; such a hash is refused at import and
+/// never verified.
+const MAX_MEMORY_KIB: u32 = 256 * 1024;
+const MAX_ITERATIONS: u32 = 16;
+const MAX_LANES: u32 = 16;
+
+/// Whether `phc` is an argon2 hash this server can verify at a bounded cost.
+pub fn check_stored_hash(phc: &str) -> Result<(), String> {
+    let parsed = PasswordHash::new(phc).map_err(|e| format!("not a PHC string ({e})"))?;
+    if !matches!(parsed.algorithm.as_str(), "argon2id" | "argon2i" | "argon2d") {
+        return Err(format!("algorithm {} is not argon2", parsed.algorithm));
+    }
+    let params = Params::try_from(&parsed).map_err(|e| format!("argon2 parameters: {e}"))?;
+    if params.m_cost() > MAX_MEMORY_KIB || params.t_cost() > MAX_ITERATIONS || params.p_cost() > MAX_LANES {
+        return Err(format!(
+            "cost m={} KiB, t={}, p={} is above the bound (m <= {MAX_MEMORY_KIB}, t <= {MAX_ITERATIONS}, p <= {MAX_LANES})",
+            params.m_cost(),
+            params.t_cost(),
+            params.p_cost()
+        ));
+    }
+    Ok(())
 }
 
 fn hash_blocking(params: &Params, password: &[u8]) -> Result<String, HashError> {
@@ -210,6 +239,24 @@ mod tests {
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
         assert!(h.verify(Password::for_sign_in("correct horse").unwrap(), Some(phc.clone())).await.unwrap());
         assert!(!h.verify(Password::for_sign_in("correct horsf").unwrap(), Some(phc)).await.unwrap());
+    }
+
+    #[test]
+    fn stored_hashes_are_bounded_in_cost() {
+        let floor = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo";
+        assert_eq!(check_stored_hash(floor), Ok(()));
+        let huge = "$argon2id$v=19$m=4194304,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo";
+        assert!(check_stored_hash(huge).unwrap_err().contains("m=4194304"));
+        assert!(check_stored_hash("$argon2id$v=19$m=19456,t=100,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo").is_err());
+        assert!(check_stored_hash("$2b$12$abcdefghijklmnopqrstuu").is_err(), "bcrypt is not argon2");
+        assert!(check_stored_hash("garbage").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_hash_of_unbounded_cost_is_never_verified() {
+        let h = hasher();
+        let huge = "$argon2id$v=19$m=4194304,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo".to_owned();
+        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), Some(huge)).await.unwrap());
     }
 
     #[tokio::test]

@@ -41,6 +41,9 @@ enum Command {
         /// Write the generated session tokens here, one per line.
         #[arg(long)]
         tokens_out: Option<PathBuf>,
+        /// Erase the data directory's store first (without it, a directory that is not empty is refused).
+        #[arg(long)]
+        force: bool,
     },
     /// Write a consistent snapshot of the (stopped) server's store to FILE.
     Backup {
@@ -102,8 +105,8 @@ fn main() -> ExitCode {
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
         }
-        Command::Seed { users, sessions, orgs, tokens_out } => {
-            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out };
+        Command::Seed { users, sessions, orgs, tokens_out, force } => {
+            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out, force };
             report(runtime.block_on(ops::seed::seed(&config, args)))
         }
         Command::Backup { out } => report(ops::backup::backup(&config, &out)),

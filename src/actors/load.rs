@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::Indexes;
 use crate::domain::{RoleSet, Timestamp};
-use crate::store::{Loaded, Record, StoreError, StoreOp, convert};
+use crate::store::{Loaded, Record, Store, StoreError, StoreOp, convert};
 
 /// Builds the indexes record by record. [`finish`](Self::finish) also returns the clean-up to commit before
 /// serving: sessions that are expired, or whose user is gone or banned (a ban whose session clean-up was cut
@@ -24,7 +24,13 @@ impl<'a> IndexBuilder<'a> {
     /// Adds one record; organizations must come before users, users before sessions (as `Store::visit` does).
     pub fn add(&mut self, record: Record) -> Result<(), StoreError> {
         match record {
-            Record::Org(r) => self.indexes.orgs.publish(Arc::new(convert::org(r))),
+            Record::Org(r) => {
+                let org = convert::org(r);
+                if self.indexes.orgs.slug_taken(&org.slug) {
+                    return Err(StoreError::Corrupt(format!("two organizations share the slug of {}", org.id)));
+                }
+                self.indexes.orgs.publish(Arc::new(org));
+            }
             Record::User(r) => {
                 let user = convert::user(r, self.roles);
                 if self.indexes.users.by_email(&user.email).is_some() {
@@ -49,6 +55,14 @@ impl<'a> IndexBuilder<'a> {
     pub fn finish(self) -> (Indexes, Vec<StoreOp>) {
         (self.indexes, self.cleanup)
     }
+}
+
+/// The indexes of everything in `store`, with the checks a server makes before it serves; also what `restore`
+/// runs on a backup before it replaces anything, so the two cannot drift apart.
+pub fn build(store: &Store, roles: &RoleSet) -> Result<(Indexes, Vec<StoreOp>), StoreError> {
+    let mut builder = IndexBuilder::new(roles);
+    store.visit(|record| builder.add(record))?;
+    Ok(builder.finish())
 }
 
 /// Builds the indexes from records already in memory (benchmarks, tools).

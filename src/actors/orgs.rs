@@ -22,7 +22,7 @@ impl OrgIndex {
         self.by_id.pin().get(&id).cloned()
     }
 
-    fn slug_taken(&self, slug: &Slug) -> bool {
+    pub(crate) fn slug_taken(&self, slug: &Slug) -> bool {
         self.by_slug.pin().contains_key(slug)
     }
 

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::{OpsError, open_stopped};
+use crate::actors::load;
 use crate::config::Config;
+use crate::domain::RoleSet;
 use crate::store::Store;
 
-const STORE_FILE: &str = "service-auth.redb";
 const PREFIX: &str = "service-auth-";
 const SUFFIX: &str = ".redb";
 
@@ -82,20 +83,18 @@ pub fn backup(config: &Config, out: &Path) -> Result<String, OpsError> {
     Ok(format!("backup written to {} in {:.1?}", out.display(), started.elapsed()))
 }
 
-/// Puts a snapshot back as `config.data_dir`'s store (no server may hold the directory). The file is checked
-/// first (schema, every record decodes), and the old store is replaced atomically.
+/// Puts a snapshot back as `config.data_dir`'s store (no server may hold the directory). The file first passes
+/// the checks a server runs at start-up (schema, every record decodes, unique e-mails and slugs): a backup the
+/// server would refuse to start on is refused here, before anything is replaced. The replacement is atomic.
 pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
-    let (users, orgs, sessions) = Store::check_snapshot(file)
-        .map_err(|e| OpsError::Invalid(format!("{} is not a usable backup: {e}", file.display())))?;
-    // Holding the store open keeps a server from starting on the directory while it is replaced.
-    let guard = open_stopped(config)?;
-    let target = config.data_dir.join(STORE_FILE);
-    let staged = config.data_dir.join("service-auth.redb.restoring");
-    std::fs::copy(file, &staged).map_err(|e| OpsError::Io(format!("{}: {e}", staged.display())))?;
-    std::fs::File::open(&staged).and_then(|f| f.sync_all()).map_err(|e| OpsError::Io(e.to_string()))?;
-    std::fs::rename(&staged, &target).map_err(|e| OpsError::Io(e.to_string()))?;
-    std::fs::File::open(&config.data_dir).and_then(|d| d.sync_all()).map_err(|e| OpsError::Io(e.to_string()))?;
-    drop(guard);
+    let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
+    let (users, orgs, sessions) = Store::check_file(file, |store| {
+        let (indexes, _) = load::build(store, &roles)?;
+        Ok((indexes.users.len(), indexes.orgs.list().len(), indexes.sessions.len()))
+    })
+    .map_err(|e| OpsError::Invalid(format!("{} is not a usable backup: {e}", file.display())))?;
+    open_stopped(config)?; // a clear message when a server runs
+    Store::replace_file(&config.data_dir, file)?;
     Ok(format!(
         "restored {} into {}: {users} users, {orgs} organizations, {sessions} sessions",
         file.display(),
@@ -136,6 +135,54 @@ mod tests {
         let junk = dir.path().join("junk.redb");
         std::fs::write(&junk, b"not a database").unwrap();
         assert!(restore(&config, &junk).unwrap_err().to_string().contains("not a usable backup"));
+    }
+
+    /// Before: restore checked only that records decode, so it put back a store the server then refused to start
+    /// on (two accounts with one e-mail, as a double `seed` made).
+    #[test]
+    fn restore_runs_the_start_up_checks_before_replacing_anything() {
+        use crate::store::UserRecordV1;
+        let dir = tempfile::tempdir().unwrap();
+        let user = |id: u8| {
+            StoreOp::PutUser(UserRecordV1 {
+                id: [id; 16],
+                name: "Twin".into(),
+                email: "twin@example.com".into(),
+                image: None,
+                role: "user".into(),
+                banned: false,
+                ban_reason: None,
+                organization_id: None,
+                password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo".into(),
+                created_at_ms: 0,
+                updated_at_ms: 0,
+            })
+        };
+        let broken = Config { data_dir: dir.path().join("broken"), ..Config::default() };
+        Store::open(&broken.data_dir).unwrap().commit(&[user(1), user(2)]).unwrap();
+        let file = dir.path().join("broken.redb");
+        backup(&broken, &file).unwrap();
+        let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
+        Store::open(&config.data_dir).unwrap().commit(&[org(3)]).unwrap();
+        let refused = restore(&config, &file).unwrap_err().to_string();
+        assert!(refused.contains("not a usable backup") && refused.contains("e-mail"), "{refused}");
+        let kept = Store::open(&config.data_dir).unwrap().load().unwrap();
+        assert_eq!((kept.orgs.len(), kept.users.len()), (1, 0), "the current store was touched");
+    }
+
+    #[test]
+    fn backups_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
+        Store::open(&config.data_dir).unwrap().commit(&[org(1)]).unwrap();
+        let file = dir.path().join("b.redb");
+        backup(&config, &file).unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        let store = Store::open(&dir.path().join("other")).unwrap();
+        let schedule = Schedule { dir: dir.path().join("backups"), every: Duration::from_secs(1), keep: 2 };
+        let (path, _) = scheduled_snapshot(&store, &schedule).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! One JSON object per line with a `type` field: every `organization` line first, then every `user` line (with
 //! its role, ban, membership and password hash in PHC form). Sessions are never exported: they are bearer
-//! secrets, and after a move people simply sign in again. Import is all or nothing: every line is checked, and
-//! any duplicate (in the file or against the data directory) is reported and nothing is written.
+//! secrets, and after a move people simply sign in again. Import is all or nothing: every line is checked, any
+//! duplicate (in the file or against the data directory) or unusable password hash is reported and nothing is
+//! written; then everything is written in one transaction. The file holds password hashes: it is created 0600.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufWriter, IsTerminal, Write};
@@ -11,13 +12,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{OpsError, open_stopped};
+use super::{OpsError, open_stopped, private_file};
 use crate::config::Config;
 use crate::domain::{Email, Name, OrgId, RoleSet, Slug, Timestamp, UserId};
 use crate::store::{OrgRecordV1, StoreOp, UserRecordV1};
-
-/// Records per transaction on import.
-const BATCH: usize = 10_000;
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -47,9 +45,7 @@ enum Line {
 pub fn export(config: &Config, out: Option<&Path>) -> Result<String, OpsError> {
     let loaded = open_stopped(config)?.load()?;
     let mut sink: Box<dyn Write> = match out {
-        Some(path) => {
-            Box::new(std::fs::File::create(path).map_err(|e| OpsError::Io(format!("{}: {e}", path.display())))?)
-        }
+        Some(path) => Box::new(private_file(path)?),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut w = BufWriter::new(&mut sink);
@@ -110,15 +106,8 @@ pub fn import(config: &Config, input: &Path) -> Result<String, OpsError> {
             shown.join("\n")
         )));
     }
-    for (n, chunk) in ops.chunks(BATCH).enumerate() {
-        store.commit(chunk)?;
-        if progress {
-            eprint!("\rimported {} of {}", (n * BATCH + chunk.len()), ops.len());
-        }
-    }
-    if progress {
-        eprintln!();
-    }
+    // One transaction: a crash or a disk error leaves the directory as it was, and a second run can start over.
+    store.commit(&ops)?;
     Ok(format!("imported {} organizations and {} users", seen.new_orgs, seen.new_users))
 }
 
@@ -177,9 +166,7 @@ impl Seen {
                     }
                     None => None,
                 };
-                if !password_hash.starts_with("$argon2") {
-                    return Err("password_hash is not an argon2 PHC string".into());
-                }
+                crate::hashing::check_stored_hash(&password_hash).map_err(|e| format!("password_hash: {e}"))?;
                 if !self.user_ids.insert(id) {
                     return Err("duplicate user id".into());
                 }
@@ -297,5 +284,60 @@ mod tests {
         assert!(report.contains("line 1: duplicate user id"), "{report}");
         assert!(report.contains("line 2: organization id is not a UUID"), "{report}");
         assert_eq!(Store::open(&a.data_dir).unwrap().load().unwrap().orgs.len(), 0);
+    }
+
+    /// Before: an imported hash could carry any cost (m = 4 GiB made each sign-in of that user allocate 4 GiB).
+    #[test]
+    fn a_hash_of_unbounded_cost_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (config(dir.path(), "a"), config(dir.path(), "b"));
+        Store::open(&a.data_dir).unwrap().commit(&[user(1, None)]).unwrap();
+        let file = dir.path().join("in.jsonl");
+        export(&a, Some(&file)).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap().replace("m=19456", "m=4194304");
+        std::fs::write(&file, text).unwrap();
+        let report = import(&b, &file).unwrap_err().to_string();
+        assert!(report.contains("line 1: password_hash: cost m=4194304"), "{report}");
+    }
+
+    /// Before: 10,000 lines per transaction, so a fault after the first chunk left a partial import that a second
+    /// run refused as duplicates. Now the whole file is one transaction.
+    #[test]
+    fn a_fault_during_import_leaves_nothing_and_a_second_run_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (config(dir.path(), "a"), config(dir.path(), "b"));
+        let users: Vec<StoreOp> = (0..10_050u32)
+            .map(|n| {
+                let StoreOp::PutUser(mut r) = user(0, None) else { unreachable!() };
+                r.id = *uuid::Uuid::now_v7().as_bytes();
+                r.email = format!("u{n}@example.com");
+                StoreOp::PutUser(r)
+            })
+            .collect();
+        Store::open(&a.data_dir).unwrap().commit(&users).unwrap();
+        let file = dir.path().join("in.jsonl");
+        export(&a, Some(&file)).unwrap();
+        b.store_faults.fail_commits_after(1, 1);
+        let count = || Store::open(&b.data_dir).unwrap().load().unwrap().users.len();
+        match import(&b, &file) {
+            Ok(_) => assert_eq!(count(), 10_050),
+            Err(_) => assert_eq!(count(), 0, "a partial import was left behind"),
+        }
+        let c = config(dir.path(), "c");
+        c.store_faults.fail_next_commits(1);
+        assert!(import(&c, &file).is_err());
+        assert_eq!(Store::open(&c.data_dir).unwrap().load().unwrap().users.len(), 0, "a failed import wrote something");
+        assert_eq!(import(&c, &file).unwrap(), "imported 0 organizations and 10050 users", "a second run succeeds");
+    }
+
+    #[test]
+    fn the_export_file_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let a = config(dir.path(), "a");
+        Store::open(&a.data_dir).unwrap().commit(&[user(1, None)]).unwrap();
+        let file = dir.path().join("out.jsonl");
+        export(&a, Some(&file)).unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
     }
 }

@@ -4,6 +4,11 @@ pub mod backup;
 pub mod export;
 pub mod seed;
 
+/// Creates `path` for data that includes password hashes or live tokens: readable by its owner only (0600).
+fn private_file(path: &std::path::Path) -> Result<std::fs::File, OpsError> {
+    crate::store::create_private(path).map_err(|e| OpsError::Io(format!("{}: {e}", path.display())))
+}
+
 /// Why an operation failed; messages are meant for a person at a terminal.
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
@@ -17,7 +22,7 @@ pub enum OpsError {
 
 /// Opens the store of a data directory that no server holds; a running server gets a message saying so.
 fn open_stopped(config: &crate::config::Config) -> Result<crate::store::Store, OpsError> {
-    crate::store::Store::open(&config.data_dir).map_err(|e| match e {
+    crate::store::Store::open_with_faults(&config.data_dir, config.store_faults.clone()).map_err(|e| match e {
         crate::store::StoreError::Locked => OpsError::Invalid(format!(
             "a server is running on {}; stop it first (a running server writes scheduled backups: see [backup] in config.toml)",
             config.data_dir.display()

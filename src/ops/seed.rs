@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::OpsError;
+use super::{OpsError, private_file};
 use crate::config::Config;
 use crate::domain::{
     Email, Name, OrgId, Organization, Password, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User,
@@ -32,6 +32,10 @@ pub struct SeedArgs {
     pub orgs: usize,
     /// Where to write the session tokens, one per line (load tests need them; the store keeps only hashes).
     pub tokens_out: Option<PathBuf>,
+    /// Erase whatever the directory holds first. Without it a directory that is not empty is refused: seeding
+    /// twice would duplicate every seeded e-mail (a store the server refuses to start on), and seeding a real
+    /// directory would plant an administrator with a published password in it.
+    pub force: bool,
 }
 
 /// Seeds `config.data_dir` (which no server may hold). Returns a report for the terminal.
@@ -44,12 +48,17 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
     let (dir, tokens_out) = (config.data_dir.clone(), args.tokens_out.clone());
     let report = tokio::task::spawn_blocking(move || {
         let store = Store::open(&dir)?;
-        let mut out = match &tokens_out {
-            Some(path) => Some(std::io::BufWriter::new(
-                std::fs::File::create(path).map_err(|e| OpsError::Io(format!("{}: {e}", path.display())))?,
-            )),
-            None => None,
-        };
+        if !store.is_empty()? {
+            if !args.force {
+                return Err(OpsError::Invalid(format!(
+                    "{} is not empty; seed only fills an empty data directory (--force erases it first)",
+                    dir.display()
+                )));
+            }
+            store.clear()?;
+        }
+        // Live session tokens: readable by the owner only.
+        let mut out = tokens_out.as_deref().map(private_file).transpose()?.map(std::io::BufWriter::new);
         let orgs = seed_orgs(&store, args.orgs)?;
         let user_ids = seed_users(&store, args.users, &hash, &roles, &orgs)?;
         let sessions = if user_ids.is_empty() { 0 } else { args.sessions };
@@ -176,13 +185,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.txt");
         let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
-        let args = SeedArgs { users: 25, sessions: 40, orgs: 3, tokens_out: Some(tokens.clone()) };
-        seed(&config, args).await.unwrap();
+        let args = SeedArgs { users: 25, sessions: 40, orgs: 3, tokens_out: Some(tokens.clone()), force: false };
+        seed(&config, args.clone()).await.unwrap();
         let loaded = Store::open(&config.data_dir).unwrap().load().unwrap();
         assert_eq!((loaded.users.len(), loaded.sessions.len(), loaded.orgs.len()), (25, 40, 3));
         assert_eq!(loaded.users.iter().filter(|u| u.role == "admin").count(), 1);
         let first = std::fs::read_to_string(&tokens).unwrap().lines().next().unwrap().to_owned();
         let hash = SessionToken::parse(&first).unwrap().hash();
         assert!(loaded.sessions.iter().any(|(h, _)| *h == hash), "a written token opens a seeded session");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777, 0o600, "live tokens");
+
+        // Before: a second run duplicated every seeded e-mail, and the server then refused to start.
+        let again = seed(&config, args.clone()).await.unwrap_err().to_string();
+        assert!(again.contains("is not empty") && again.contains("--force"), "{again}");
+        seed(&config, SeedArgs { users: 5, force: true, ..args }).await.unwrap();
+        let loaded = Store::open(&config.data_dir).unwrap().load().unwrap();
+        assert_eq!((loaded.users.len(), loaded.orgs.len()), (5, 3), "--force starts from an empty store");
+        let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
+        let store = Store::open(&config.data_dir).unwrap();
+        assert!(crate::actors::load::build(&store, &roles).is_ok(), "a server can start on it");
     }
 }

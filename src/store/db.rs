@@ -46,23 +46,40 @@ pub struct Store {
 /// tests of the failure path (503, memory not ahead of disk); nothing in normal operation turns it on.
 #[doc(hidden)]
 #[derive(Debug, Clone, Default)]
-pub struct FaultSwitch(Arc<AtomicU32>);
+pub struct FaultSwitch {
+    /// Commits that still succeed before the failures start.
+    spared: Arc<AtomicU32>,
+    failures: Arc<AtomicU32>,
+}
 
 impl FaultSwitch {
     /// The next `n` commits fail.
     pub fn fail_next_commits(&self, n: u32) {
-        self.0.store(n, Ordering::SeqCst);
+        self.fail_commits_after(0, n);
+    }
+
+    /// The next `spared` commits succeed, then `n` fail (a fault in the middle of a multi-commit operation).
+    pub fn fail_commits_after(&self, spared: u32, n: u32) {
+        self.spared.store(spared, Ordering::SeqCst);
+        self.failures.store(n, Ordering::SeqCst);
     }
 
     fn take_failure(&self) -> bool {
-        self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+        if self.failures.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        if self.spared.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return false;
+        }
+        self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
     }
 }
 
-/// Two switches are equal when they would fail the same number of commits.
+/// Two switches are equal when they would fail the same commits.
 impl PartialEq for FaultSwitch {
     fn eq(&self, other: &Self) -> bool {
-        self.0.load(Ordering::SeqCst) == other.0.load(Ordering::SeqCst)
+        let state = |f: &Self| (f.spared.load(Ordering::SeqCst), f.failures.load(Ordering::SeqCst));
+        state(self) == state(other)
     }
 }
 
@@ -134,6 +151,10 @@ impl Store {
 }
 
 fn open_database(path: &Path) -> Result<Database, StoreError> {
+    if !path.exists() {
+        // The store holds every password hash: readable by its owner only.
+        create_private(path).map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
+    }
     Database::builder().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
         DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
         other => StoreError::Io(other.to_string()),
@@ -229,15 +250,56 @@ impl Store {
         self.with_db(|db| snapshot(db, path))
     }
 
-    /// Opens a snapshot file read-only enough to check it: a known schema and records that decode. Returns
-    /// (users, organizations, sessions).
-    pub fn check_snapshot(path: &Path) -> Result<(usize, usize, usize), StoreError> {
+    /// Opens a scratch copy of the store file `path` (a backup) and runs `check` on it; the file itself is not
+    /// touched. What `check` finds wrong (and a schema or record this version cannot read) is the error.
+    pub fn check_file<T>(path: &Path, check: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let dir = tempfile_dir_for(path)?;
-        let copy = dir.join(FILE_NAME);
-        std::fs::copy(path, &copy).map_err(io)?;
-        let checked = Store::open(&dir).and_then(|s| s.load()).map(|l| (l.users.len(), l.orgs.len(), l.sessions.len()));
+        let checked = std::fs::copy(path, dir.join(FILE_NAME)).map_err(io).and_then(|_| check(&Store::open(&dir)?));
         let _ = std::fs::remove_dir_all(&dir);
         checked
+    }
+
+    /// Makes the store file `path` the store of `data_dir`: copied beside it, made durable, renamed over the old
+    /// one (atomic), the rename made durable. Fails with [`StoreError::Locked`] while a server holds the directory;
+    /// holding the lock meanwhile keeps one from starting half-way.
+    pub fn replace_file(data_dir: &Path, path: &Path) -> Result<(), StoreError> {
+        let guard = Store::open(data_dir)?;
+        let staged = data_dir.join(format!("{FILE_NAME}.restoring"));
+        std::fs::copy(path, &staged).map_err(|e| StoreError::Io(format!("{}: {e}", staged.display())))?;
+        std::fs::set_permissions(&staged, private()).map_err(io)?;
+        std::fs::File::open(&staged).and_then(|f| f.sync_all()).map_err(io)?;
+        std::fs::rename(&staged, data_dir.join(FILE_NAME)).map_err(io)?;
+        std::fs::File::open(data_dir).and_then(|d| d.sync_all()).map_err(io)?;
+        drop(guard);
+        Ok(())
+    }
+
+    /// Whether the store holds no account, organization or session.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        self.with_db(|db| {
+            use redb::ReadableTableMetadata;
+            let tx = db.begin_read().map_err(io)?;
+            let empty = tx.open_table(USERS).map_err(io)?.is_empty().map_err(io)?
+                && tx.open_table(ORGS).map_err(io)?.is_empty().map_err(io)?
+                && tx.open_table(SESSIONS).map_err(io)?.is_empty().map_err(io)?;
+            Ok(empty)
+        })
+    }
+
+    /// Deletes every record, the audit log included, in one transaction (`seed --force`).
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_write().map_err(io)?;
+            for table in [USERS, ORGS, AUDIT] {
+                tx.delete_table(table).map_err(io)?;
+            }
+            tx.delete_table(SESSIONS).map_err(io)?;
+            tx.open_table(USERS).map_err(io)?;
+            tx.open_table(ORGS).map_err(io)?;
+            tx.open_table(SESSIONS).map_err(io)?;
+            tx.open_table(AUDIT).map_err(io)?;
+            tx.commit().map_err(io)
+        })
     }
 
     /// Transactions committed since open: shows group commit at work (in tests and benchmarks).
@@ -294,6 +356,8 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
     let _ = std::fs::remove_file(&tmp);
     let source = db.begin_read().map_err(io)?;
     {
+        // A backup holds every password hash: readable by its owner only, from its first byte.
+        create_private(&tmp).map_err(|e| StoreError::Io(format!("{}: {e}", tmp.display())))?;
         let copy = Database::builder().set_cache_size(CACHE_BYTES).create(&tmp).map_err(io)?;
         let tx = copy.begin_write().map_err(io)?;
         copy_table(&source, &tx, USERS)?;
@@ -315,6 +379,19 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
     }
     Ok(())
+}
+
+/// Owner read and write only (0600).
+fn private() -> std::fs::Permissions {
+    std::os::unix::fs::PermissionsExt::from_mode(0o600)
+}
+
+/// Creates `path` empty with mode 0600 (or makes an existing file 0600).
+pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    file.set_permissions(private())?;
+    Ok(file)
 }
 
 /// A scratch directory beside `path`, for checking a snapshot without touching it.

@@ -17,7 +17,7 @@ mod db;
 pub mod records;
 mod writer;
 
-pub use db::{FaultSwitch, Store};
+pub use db::{FaultSwitch, Store, create_private};
 pub use records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
