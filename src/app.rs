@@ -35,6 +35,9 @@ pub(crate) struct Core {
     pub system: System,
     pub hasher: Hasher,
     pub roles: RoleSet,
+    pub audit: crate::actors::audit::AuditLog,
+    /// Kept to close the writer at stop, after the actors' last flushes.
+    writer: StoreWriter,
     writer_done: crate::store::WriterDone,
 }
 
@@ -67,16 +70,18 @@ impl Core {
             max_failures: limits.failures_per_account,
             window: Duration::from_secs(limits.account_window_secs),
         };
-        let system = System::start(Arc::clone(&indexes), writer, config.session.clone(), attempts, fatal)
+        let system = System::start(Arc::clone(&indexes), writer.clone(), config.session.clone(), attempts, fatal)
             .await
             .map_err(|e| AppError::Startup(e.to_string()))?;
-        Ok(Self { indexes, store, system, hasher, roles, writer_done })
+        let audit = crate::actors::audit::AuditLog::new(Arc::clone(&store), writer.clone());
+        Ok(Self { indexes, store, system, hasher, roles, audit, writer, writer_done })
     }
 
     /// Stops the actors after their mailboxes are empty, then waits for the writer to commit what it holds.
     pub async fn stop(self) {
         self.system.stop().await;
-        // The actors held the last writer handles; the writer task ends once it has written everything.
+        // The actors have flushed their last batches: the writer writes what it holds, then ends.
+        self.writer.close().await;
         self.writer_done.wait().await;
     }
 }

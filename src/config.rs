@@ -33,6 +33,7 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     pub backup: BackupConfig,
     pub limits: LimitsConfig,
+    pub audit: AuditConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -120,6 +121,22 @@ impl Default for BackupConfig {
     }
 }
 
+/// How long the audit log keeps its entries, and how many at most.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditConfig {
+    /// Entries older than this many days are deleted.
+    pub retain_days: u64,
+    /// Entries kept at most; the oldest beyond it are deleted.
+    pub max_entries: u64,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self { retain_days: 365, max_entries: 1_000_000 }
+    }
+}
+
 /// Connection limits: how much of the server one client can hold.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -185,6 +202,7 @@ impl Default for Config {
             hashing: HashingConfig::default(),
             rate_limit: RateLimitConfig::default(),
             backup: BackupConfig::default(),
+            audit: AuditConfig::default(),
             limits: LimitsConfig::default(),
             bootstrap_admin: None,
             store_faults: Default::default(),
@@ -408,6 +426,9 @@ impl Config {
         let r = &self.rate_limit;
         if r.window_secs == 0 || r.account_window_secs == 0 {
             return fail("rate_limit.window_secs", "and rate_limit.account_window_secs must be above 0".into());
+        }
+        if self.audit.retain_days == 0 || self.audit.max_entries == 0 {
+            return fail("audit.retain_days", "and audit.max_entries must be above 0".into());
         }
         if self.backup.interval_secs == 0 || self.backup.keep == 0 {
             return fail("backup.interval_secs", "and backup.keep must be above 0".into());

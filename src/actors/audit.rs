@@ -1,10 +1,14 @@
 //! Audit entries. Each is written in the same store transaction as the change it records, so the log can neither
 //! miss a change nor record one that did not happen.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use uuid::Uuid;
 
-use crate::domain::{AuditEntry, UserId};
-use crate::store::{StoreOp, convert};
+use super::Unavailable;
+use crate::domain::{AuditEntry, AuditId, Timestamp, UserId};
+use crate::store::{Store, StoreOp, StoreWriter, convert};
 
 /// Actions recorded in the audit log.
 pub mod action {
@@ -25,4 +29,113 @@ pub mod action {
 /// An audit entry as a store operation. `detail` must never carry a secret.
 pub(crate) fn entry(action: &str, actor: Option<UserId>, target: Option<Uuid>, ip: &str, detail: String) -> StoreOp {
     StoreOp::PutAudit(convert::audit_record(&AuditEntry::new(action, actor, target, ip, detail)))
+}
+
+/// The audit log as the rest of the server reads and trims it: pages of domain entries, and retention. The front
+/// end never sees the store.
+#[derive(Clone)]
+pub struct AuditLog {
+    store: Arc<Store>,
+    writer: StoreWriter,
+}
+
+/// How long entries are kept, and how many at most.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub max_age: Duration,
+    pub max_entries: u64,
+}
+
+/// Entries deleted per write during a prune, and writes per pass: a pass never holds the writer for long, and a
+/// large backlog (a lowered `max_entries`) is worked off over a few passes.
+const PRUNE_CHUNK: usize = 5_000;
+const PRUNE_CHUNKS_PER_PASS: usize = 20;
+
+impl AuditLog {
+    pub(crate) fn new(store: Arc<Store>, writer: StoreWriter) -> Self {
+        Self { store, writer }
+    }
+
+    /// Up to `limit` entries older than `before` (from the newest when `None`), newest first. Reads a snapshot
+    /// on a blocking thread; never blocks writers.
+    pub async fn page(&self, before: Option<AuditId>, limit: usize) -> Result<Vec<AuditEntry>, Unavailable> {
+        let store = Arc::clone(&self.store);
+        let page = tokio::task::spawn_blocking(move || store.audit_page(before.map(AuditId::to_bytes), limit)).await;
+        let records = page.map_err(|_| Unavailable)?.map_err(|_| Unavailable)?;
+        Ok(records.into_iter().map(convert::audit).collect())
+    }
+
+    /// Deletes entries older than the retention and the oldest beyond the cap, in bounded steps. Returns how many.
+    pub async fn prune(&self, retention: Retention, now: Timestamp) -> Result<usize, Unavailable> {
+        let cutoff = now.as_millis().saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));
+        // The smallest UUID v7 of that millisecond: every id made earlier sorts before it.
+        let before = uuid::Builder::from_unix_timestamp_millis(u64::try_from(cutoff).unwrap_or(0), &[0; 10])
+            .into_uuid()
+            .into_bytes();
+        let mut pruned = 0;
+        for _ in 0..PRUNE_CHUNKS_PER_PASS {
+            let store = Arc::clone(&self.store);
+            let found = tokio::task::spawn_blocking(move || {
+                store.audit_to_prune(before, retention.max_entries, PRUNE_CHUNK)
+            })
+            .await;
+            let ids = found.map_err(|_| Unavailable)?.map_err(|_| Unavailable)?;
+            if ids.is_empty() {
+                break;
+            }
+            pruned += ids.len();
+            self.writer.write(ids.into_iter().map(StoreOp::DeleteAudit).collect()).await.map_err(|_| Unavailable)?;
+        }
+        Ok(pruned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry_at(ms: u64) -> StoreOp {
+        let id = uuid::Builder::from_unix_timestamp_millis(ms, &rand_bytes()).into_uuid();
+        let mut record = convert::audit_record(&AuditEntry::new(action::BANNED, None, None, "", String::new()));
+        record.id = id.into_bytes();
+        StoreOp::PutAudit(record)
+    }
+
+    fn rand_bytes() -> [u8; 10] {
+        let mut bytes = [0; 10];
+        getrandom::fill(&mut bytes).unwrap();
+        bytes
+    }
+
+    #[tokio::test]
+    async fn entries_past_their_time_and_beyond_the_cap_are_pruned_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let (writer, _done) = StoreWriter::spawn(Arc::clone(&store)).unwrap();
+        let log = AuditLog::new(Arc::clone(&store), writer);
+        let day = 86_400_000u64;
+        let now = Timestamp::from_millis(i64::try_from(400 * day).unwrap());
+        let old: Vec<StoreOp> = (0..7).map(|n| entry_at(10 * day + n)).collect();
+        let recent: Vec<StoreOp> = (0..5).map(|n| entry_at(399 * day + n)).collect();
+        store.commit(&old).unwrap();
+        store.commit(&recent).unwrap();
+
+        let year = Retention { max_age: Duration::from_secs(365 * 86_400), max_entries: 1_000 };
+        assert_eq!(log.prune(year, now).await.unwrap(), 7, "the entries older than a year");
+        assert_eq!(log.page(None, 100).await.unwrap().len(), 5);
+
+        let capped = Retention { max_entries: 2, ..year };
+        assert_eq!(log.prune(capped, now).await.unwrap(), 3);
+        let left = log.page(None, 100).await.unwrap();
+        let newest: Vec<AuditId> = recent[3..]
+            .iter()
+            .rev()
+            .map(|op| match op {
+                StoreOp::PutAudit(r) => AuditId::from_bytes(r.id),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(left.iter().map(|e| e.id).collect::<Vec<_>>(), newest, "the newest two are kept");
+        assert_eq!(log.prune(capped, now).await.unwrap(), 0, "nothing more to do");
+    }
 }

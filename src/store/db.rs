@@ -243,6 +243,26 @@ impl Store {
         })
     }
 
+    /// Ids of at most `limit` audit entries to delete, oldest first: those before `before` (ids are UUID v7, so
+    /// key order is time order), then the oldest beyond `keep` entries.
+    pub fn audit_to_prune(&self, before: [u8; 16], keep: u64, limit: usize) -> Result<Vec<[u8; 16]>, StoreError> {
+        use redb::ReadableTableMetadata;
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(AUDIT).map_err(io)?;
+            let excess = table.len().map_err(io)?.saturating_sub(keep);
+            let mut ids = Vec::new();
+            for entry in table.iter().map_err(io)? {
+                let id = entry.map_err(io)?.0.value();
+                if ids.len() >= limit || (id >= before && ids.len() as u64 >= excess) {
+                    break;
+                }
+                ids.push(id);
+            }
+            Ok(ids)
+        })
+    }
+
     /// Writes a consistent copy of the whole store to `path`: every table as of one read transaction, into a new
     /// database written beside `path` and renamed into place once durable. Writers are not blocked: redb's read
     /// transactions see a fixed snapshot while commits go on.
@@ -345,6 +365,9 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     sessions.remove(hash).map_err(io)?;
                 }
                 StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
+                StoreOp::DeleteAudit(id) => {
+                    audit.remove(id).map_err(io)?;
+                }
             }
         }
     }

@@ -35,6 +35,8 @@ pub enum StoreOp {
     DeleteSession(TokenHash),
     /// Audit entries ride in the same transaction as the change they record.
     PutAudit(AuditRecordV1),
+    /// Retention: an audit entry past its time (or beyond the size cap).
+    DeleteAudit([u8; 16]),
 }
 
 /// One stored record, as [`Store::visit`] hands them out.

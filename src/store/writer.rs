@@ -22,11 +22,17 @@ struct WriteRequest {
     done: oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// Handle to the writer thread. Cheap to clone; the thread ends when the last clone is dropped, after writing
-/// everything it had received.
+enum Request {
+    Write(WriteRequest),
+    /// Write everything received before this, then end.
+    Close,
+}
+
+/// Handle to the writer thread. Cheap to clone; the thread ends at [`close`](Self::close) (or when the last
+/// clone is dropped), after writing everything it had received.
 #[derive(Clone)]
 pub struct StoreWriter {
-    tx: mpsc::Sender<WriteRequest>,
+    tx: mpsc::Sender<Request>,
     store: Arc<Store>,
 }
 
@@ -59,8 +65,13 @@ impl StoreWriter {
     /// Writes `ops` atomically; returns once they are durable.
     pub async fn write(&self, ops: Vec<StoreOp>) -> Result<(), StoreError> {
         let (done, answer) = oneshot::channel();
-        self.tx.send(WriteRequest { ops, done }).await.map_err(|_| StoreError::WriterGone)?;
+        self.tx.send(Request::Write(WriteRequest { ops, done })).await.map_err(|_| StoreError::WriterGone)?;
         answer.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Asks the thread to end once everything sent before is written; later writes fail with `WriterGone`.
+    pub async fn close(&self) {
+        let _ = self.tx.send(Request::Close).await;
     }
 
     pub fn store(&self) -> &Store {
@@ -71,9 +82,10 @@ impl StoreWriter {
 /// How often a degraded store tries to reopen.
 const RECOVERY_INTERVAL: Duration = Duration::from_secs(1);
 
-fn run(store: &Store, mut rx: mpsc::Receiver<WriteRequest>) {
+fn run(store: &Store, mut rx: mpsc::Receiver<Request>) {
     let mut next_recovery = Instant::now();
-    loop {
+    let mut closing = false;
+    while !closing {
         let first = if store.health().is_ok() {
             match rx.blocking_recv() {
                 Some(request) => request,
@@ -97,33 +109,45 @@ fn run(store: &Store, mut rx: mpsc::Receiver<WriteRequest>) {
                 Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
         };
-        let mut requests = vec![first];
-        while requests.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(request) => requests.push(request),
-                Err(_) => break,
+        let mut requests = Vec::new();
+        let mut next = Some(first);
+        while let Some(request) = next {
+            match request {
+                Request::Write(write) => requests.push(write),
+                Request::Close => {
+                    closing = true;
+                    break;
+                }
             }
+            next = if requests.len() < MAX_BATCH { rx.try_recv().ok() } else { None };
         }
-        let result = match store.health() {
-            // Refused at once while recovering: a commit now would only hit redb's latched error.
-            Err(reason) => Err(StoreError::Io(format!("the store refuses writes after a disk error: {reason}"))),
-            Ok(()) => {
-                let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| &r.ops).collect();
-                store.commit_refs(&ops)
-            }
+        if !requests.is_empty() {
+            commit(store, requests);
+        }
+    }
+}
+
+/// Commits the requests in one transaction (or refuses them at once while the store recovers) and answers each.
+fn commit(store: &Store, requests: Vec<WriteRequest>) {
+    let result = match store.health() {
+        // Refused at once while recovering: a commit now would only hit redb's latched error.
+        Err(reason) => Err(StoreError::Io(format!("the store refuses writes after a disk error: {reason}"))),
+        Ok(()) => {
+            let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| &r.ops).collect();
+            store.commit_refs(&ops)
+        }
+    };
+    if let Err(error) = &result
+        && store.health().is_err()
+    {
+        tracing::error!(%error, "the disk refused a commit; writes are refused until the store reopens");
+    }
+    for request in requests {
+        let answer = match &result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(StoreError::Io(e.to_string())),
         };
-        if let Err(error) = &result
-            && store.health().is_err()
-        {
-            tracing::error!(%error, "the disk refused a commit; writes are refused until the store reopens");
-        }
-        for request in requests {
-            let answer = match &result {
-                Ok(()) => Ok(()),
-                Err(e) => Err(StoreError::Io(e.to_string())),
-            };
-            let _ = request.done.send(answer);
-        }
+        let _ = request.done.send(answer);
     }
 }
 
@@ -131,7 +155,7 @@ fn run(store: &Store, mut rx: mpsc::Receiver<WriteRequest>) {
 /// whether it fails, so the actors' answers can be checked against a write that blocks and then fails.
 #[cfg(test)]
 pub(crate) struct ManualDisk {
-    rx: mpsc::Receiver<WriteRequest>,
+    rx: mpsc::Receiver<Request>,
     store: Arc<Store>,
 }
 
@@ -147,8 +171,12 @@ impl StoreWriter {
 impl ManualDisk {
     /// The next write request, if one arrives within `wait`.
     pub(crate) async fn next(&mut self, wait: std::time::Duration) -> Option<PendingWrite> {
-        let request = tokio::time::timeout(wait, self.rx.recv()).await.ok()??;
-        Some(PendingWrite { request, store: Arc::clone(&self.store) })
+        loop {
+            match tokio::time::timeout(wait, self.rx.recv()).await.ok()?? {
+                Request::Write(request) => return Some(PendingWrite { request, store: Arc::clone(&self.store) }),
+                Request::Close => continue,
+            }
+        }
     }
 }
 
