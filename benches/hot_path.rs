@@ -55,7 +55,7 @@ fn hot_path(c: &mut Criterion) {
 
     c.bench_function("cookie parse + token hash", |b| {
         b.iter(|| {
-            let value = service_auth::http::request::cookie(black_box(&headers), "service-auth.session_token").unwrap();
+            let value = service_auth::http::extract::cookie(black_box(&headers), "service-auth.session_token").unwrap();
             SessionToken::parse(value).unwrap().hash()
         })
     });

@@ -38,10 +38,6 @@ pub struct Config {
     /// file that gets committed.
     #[serde(skip)]
     pub bootstrap_admin: Option<BootstrapAdmin>,
-    /// Test seam: makes store commits fail on demand. Never set from the file or the environment.
-    #[doc(hidden)]
-    #[serde(skip)]
-    pub store_faults: crate::store::FaultSwitch,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -205,7 +201,6 @@ impl Default for Config {
             audit: AuditConfig::default(),
             limits: LimitsConfig::default(),
             bootstrap_admin: None,
-            store_faults: Default::default(),
         }
     }
 }

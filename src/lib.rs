@@ -5,22 +5,32 @@
 //! - [`config`]: the configuration file, environment overrides and their validation.
 //! - [`domain`]: validated value types (e-mail, password, role, slug, session token …). A value of one of these
 //!   types is valid by construction, so nothing downstream re-checks it.
-//! - [`store`]: the embedded redb database, the persisted record formats and the group-commit writer task.
-//!   Nothing outside this module names the storage engine.
+//! - [`store`]: the embedded redb database, the persisted record formats, the one place that maps domain values
+//!   to records (`store::convert`), the group-commit writer thread, backups and restores of the file. Nothing
+//!   outside this module names the storage engine.
 //! - [`actors`]: the users, organizations and sessions actors. Each is the only writer of its part of the state and
-//!   of the read index it publishes; invariants that need one point of truth live there.
+//!   of the read index it publishes; invariants that need one point of truth live there (the users' rules as
+//!   pure functions in `actors::users::rules`). Also the audit log's reader and retention.
 //! - [`hashing`]: argon2id on a bounded pool of blocking threads, never on the async runtime.
-//! - [`http`]: the hyper front end: serve loop, router, extraction, responses and short handlers.
-//! - [`app`]: wires everything together; [`app::run`] is what `main` and the integration tests both call.
-//! - [`admin`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
+//! - [`accounts`]: the facade the front end calls: index reads, actor writes, the hasher, and the operations that
+//!   span several of them.
+//! - [`http`]: the hyper front end: serve loop, router, extraction, responses, and the route families.
+//! - [`runtime`]: the running core (store, indexes, actors, facade); [`server`]: `run`, which `main` and the
+//!   integration tests both call, and housekeeping.
+//! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
 //! - [`ops`]: seeding, backups, export and import of a data directory.
+//!
+//! Who imports whom: `http` → `accounts` → `actors` → `store` → `domain`; `runtime` builds the core under
+//! `accounts`; `server` and `bootstrap` use `runtime`; nothing imports upward and there is no circle.
 
+pub mod accounts;
 pub mod actors;
-pub mod admin;
-pub mod app;
+pub mod bootstrap;
 pub mod config;
 pub mod domain;
 pub mod hashing;
 pub mod http;
 pub mod ops;
+pub mod runtime;
+pub mod server;
 pub mod store;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use service_auth::admin::{self, AdminCreated, AdminError};
+use service_auth::bootstrap::{self, AdminCreated, AdminError};
 use service_auth::config::{self, Config};
 use service_auth::ops;
 use service_auth::store::StoreError;
@@ -152,7 +152,7 @@ async fn serve(config: Config) -> ExitCode {
     }
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
-    match service_auth::app::run(listener, config, shutdown).await {
+    match service_auth::server::run(listener, config, shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("service-auth: {e}");
@@ -202,7 +202,7 @@ async fn admin_create(
     } else {
         std::env::var("SERVICE_AUTH_ADMIN_PASSWORD").ok()
     };
-    let generated_password = match admin::create_admin(config, email, name, password, promote_existing).await {
+    let generated_password = match bootstrap::create_admin(config, email, name, password, promote_existing).await {
         Ok(AdminCreated::Created { user_id, generated_password }) => {
             println!("created administrator {email} ({user_id})");
             generated_password

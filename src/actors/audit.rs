@@ -75,10 +75,9 @@ impl AuditLog {
         let mut pruned = 0;
         for _ in 0..PRUNE_CHUNKS_PER_PASS {
             let store = Arc::clone(&self.store);
-            let found = tokio::task::spawn_blocking(move || {
-                store.audit_to_prune(before, retention.max_entries, PRUNE_CHUNK)
-            })
-            .await;
+            let found =
+                tokio::task::spawn_blocking(move || store.audit_to_prune(before, retention.max_entries, PRUNE_CHUNK))
+                    .await;
             let ids = found.map_err(|_| Unavailable)?.map_err(|_| Unavailable)?;
             if ids.is_empty() {
                 break;

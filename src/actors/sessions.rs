@@ -48,9 +48,9 @@ impl SessionIndex {
     }
 }
 
-/// Where a sign-in comes from, recorded on the session.
+/// Where a sign-in comes from (the client's address and user agent), recorded on the session.
 #[derive(Debug, Clone, Default)]
-pub struct Origin {
+pub struct Client {
     pub ip_address: String,
     pub user_agent: String,
 }
@@ -77,7 +77,7 @@ pub enum SessionsMsg {
     Create {
         user: UserId,
         remember_me: bool,
-        origin: Origin,
+        client: Client,
         start: Start,
         reply: RpcReplyPort<Result<(SessionToken, Arc<Session>), CreateSessionError>>,
     },
@@ -116,10 +116,10 @@ impl SessionsHandle {
         &self,
         user: UserId,
         remember_me: bool,
-        origin: Origin,
+        client: Client,
         start: Start,
     ) -> Result<(SessionToken, Arc<Session>), CreateSessionError> {
-        call(&self.0, |reply| SessionsMsg::Create { user, remember_me, origin, start, reply }).await?
+        call(&self.0, |reply| SessionsMsg::Create { user, remember_me, client, start, reply }).await?
     }
 
     /// Removes expired sessions from memory and disk; returns how many.
@@ -200,10 +200,10 @@ impl Actor for SessionsActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionsMsg::Create { user, remember_me, origin, start, reply } => {
-                let ip = origin.ip_address.clone();
+            SessionsMsg::Create { user, remember_me, client, start, reply } => {
+                let ip = client.ip_address.clone();
                 let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
-                match (self.create(state, user, remember_me, origin), start) {
+                match (self.create(state, user, remember_me, client), start) {
                     (Ok((token, hash, session)), start) => {
                         state.overlay.stage(hash, Some(Arc::clone(&session)));
                         let mut ops = vec![put(hash, &session)];
@@ -315,7 +315,7 @@ impl SessionsActor {
         state: &State,
         user: UserId,
         remember_me: bool,
-        origin: Origin,
+        client: Client,
     ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
         match self.indexes.users.get(user) {
             None => return Err(CreateSessionError::UnknownUser),
@@ -337,8 +337,8 @@ impl SessionsActor {
             expires_at: now.plus(self.lifetime(remember_me)),
             created_at: now,
             updated_at: now,
-            ip_address: origin.ip_address,
-            user_agent: origin.user_agent,
+            ip_address: client.ip_address,
+            user_agent: client.user_agent,
             remember_me,
         });
         Ok((token, hash, session))

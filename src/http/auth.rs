@@ -1,22 +1,17 @@
-//! `/api/auth/*`: sign-up, sign-in, get-session, sign-out. Each handler: parse → domain → actor → answer.
-
-use std::sync::Arc;
+//! `/api/auth/*`: sign-up, sign-in, get-session, sign-out. Each handler: parse → domain → facade → answer.
 
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
-use super::dto::{AuthSession, AuthUser, SUCCESS, SessionAndUser, SignedIn, TokenAndUser};
-use super::limits::Limited;
-use super::request::{self, Fields};
+use super::AppState;
+use super::dto::{AuthSession, AuthUser, SUCCESS, SessionAndUser, SignedIn as SignedInBody, TokenAndUser};
+use super::extract::{self, Fields};
+use super::rate_limits::Limited;
 use super::response::{Body, Failure, ok, with_cookie};
-use super::session::{self, Current};
-use super::{Ctx, State};
-use crate::actors::UsersHandle;
-use crate::actors::sessions::{CreateSessionError, Origin, Start};
-use crate::actors::users::{AttemptRefused, Checked, CreateUserError, NewUser};
-use crate::domain::{Email, Name, Password, PasswordError, SessionToken, Timestamp, User};
-use crate::hashing::{HashError, Hasher};
+use super::router::Ctx;
+use crate::accounts::{SignUp, SignedIn};
+use crate::domain::{Email, Name, Password};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
 const ADMIN_ONLY_FIELDS: [&str; 6] = ["role", "banned", "banReason", "banExpires", "emailVerified", "organizationId"];
@@ -24,16 +19,16 @@ const ADMIN_ONLY_FIELDS: [&str; 6] = ["role", "banned", "banReason", "banExpires
 /// Longest `image` URL accepted at sign-up.
 const MAX_IMAGE_LEN: usize = 2048;
 
-pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     rate_limit(state, &ctx, Limited::SignUp)?;
-    let origin = origin(&ctx, &req);
-    let body = request::json_object(req, true, state.body_timeout()).await?;
+    let client = extract::client(&ctx, req.headers());
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
     if let Some(field) = ADMIN_ONLY_FIELDS.into_iter().find(|f| body.has(f)) {
         return Err(Failure::bad_request("FIELD_NOT_ALLOWED", format!("{field} is not allowed to be set")));
     }
     let (name, email, password) = (body.string("name")?, body.string("email")?, body.string("password")?);
     let image = body.optional_string("image")?;
-    let remember = body.optional_bool("rememberMe")?.unwrap_or(true);
+    let remember_me = body.optional_bool("rememberMe")?.unwrap_or(true);
     callback_url(state, &ctx, &body)?;
     let name = Name::parse(name).map_err(|e| Failure::validation(format!("[body.name] {e}")))?;
     if image.is_some_and(|i| i.len() > MAX_IMAGE_LEN) {
@@ -43,149 +38,82 @@ pub async fn sign_up(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<
         return Err(Failure::validation("[body.image] Invalid URL: expected an absolute http or https URL"));
     }
     let email = Email::parse(email).map_err(|_| invalid_email())?;
-    let password = Password::new(password).map_err(password_failure)?;
-    // Checked again inside the users actor; this early look only saves a 20 ms hash on an obvious duplicate.
-    if state.indexes.users.by_email(&email).is_some() {
-        return Err(user_exists());
-    }
-    let password_hash = state.hasher.hash(password).await.map_err(hash_failure)?;
-    let new = NewUser { name, email, image: image.map(str::to_owned), role: state.roles.default_role(), password_hash };
-    let user = state.actors.users.create(new, origin.ip_address.clone()).await.map_err(|e| match e {
-        CreateUserError::EmailTaken => user_exists(),
-        CreateUserError::Unavailable(u) => u.into(),
-    })?;
-    let started = state.actors.sessions.create(user.id, remember, origin, Start::SignUp).await;
-    let (token, _) = started.map_err(session_failure)?;
+    let password = Password::new(password)?;
+    let form = SignUp { name, email, password, image: image.map(str::to_owned), remember_me };
+    let SignedIn { token, user, .. } = state.accounts.sign_up(form, client).await?;
     let answer = ok(&TokenAndUser { token: token.as_str(), user: AuthUser::from(&*user) });
-    Ok(with_cookie(answer, state.cookies.set(token.as_str(), remember)))
+    Ok(with_cookie(answer, state.cookies.set(token.as_str(), remember_me)))
 }
 
-pub async fn sign_in(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     rate_limit(state, &ctx, Limited::SignIn)?;
-    let origin = origin(&ctx, &req);
-    let body = request::json_object(req, true, state.body_timeout()).await?;
+    let client = extract::client(&ctx, req.headers());
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
     let (email, password) = (body.string("email")?, body.string("password")?);
-    let remember = body.optional_bool("rememberMe")?.unwrap_or(true);
+    let remember_me = body.optional_bool("rememberMe")?.unwrap_or(true);
     let callback = callback_url(state, &ctx, &body)?;
     let email = Email::parse(email).map_err(|_| invalid_email())?;
-    let password = Password::for_sign_in(password).map_err(password_failure)?;
-    let user = state.indexes.users.by_email(&email);
-    let check = check_password(
-        state.actors.users.clone(),
-        state.hasher.clone(),
-        email,
-        user.clone(),
-        password,
-        origin.ip_address.clone(),
-    );
-    // A task of its own: the attempt it reserves is finished however the connection ends (see `check_password`).
-    let verified = state.tasks.spawn(check).await.map_err(|_| Failure::unavailable())??;
-    let user = user.filter(|_| verified).ok_or_else(invalid_credentials)?;
-    let started = state.actors.sessions.create(user.id, remember, origin, Start::SignIn).await;
-    let (token, _) = started.map_err(session_failure)?;
-    let user = state.indexes.users.get(user.id).unwrap_or(user);
-    let body = SignedIn {
+    let password = Password::for_sign_in(password)?;
+    let SignedIn { token, user, .. } = state.accounts.sign_in(email, password, remember_me, client).await?;
+    let body = SignedInBody {
         redirect: callback.is_some(),
         token: token.as_str(),
         url: callback.as_deref(),
         user: AuthUser::from(&*user),
     };
-    let mut answer = with_cookie(ok(&body), state.cookies.set(token.as_str(), remember));
+    let mut answer = with_cookie(ok(&body), state.cookies.set(token.as_str(), remember_me));
     if let Some(location) = callback.and_then(|url| HeaderValue::from_str(&location_value(&url)).ok()) {
         answer.headers_mut().insert(header::LOCATION, location);
     }
     Ok(answer)
 }
 
-pub async fn get_session(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let _ = ctx;
-    let Some(current) = session::current(state, req.headers()) else {
-        return Ok(session::no_session(state, req.headers()));
+pub async fn get_session(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let headers = req.headers();
+    let Some(token) = extract::session_token(state, headers) else {
+        return Ok(no_session(state, headers));
     };
-    let Current { token, session, user } = current;
-    let disable_refresh = matches!(request::query_param(req.uri().query(), "disableRefresh"), Some("true" | "1"));
-    let due = session.remember_me && session.updated_at.plus(state.update_age) <= Timestamp::now();
-    if !due || disable_refresh {
-        return Ok(ok(&SessionAndUser {
-            session: AuthSession::new(&session, token.as_str()),
-            user: AuthUser::from(&*user),
-        }));
-    }
-    match state.actors.sessions.refresh(token.hash()).await? {
-        Some(session) => {
-            let body =
-                SessionAndUser { session: AuthSession::new(&session, token.as_str()), user: AuthUser::from(&*user) };
-            Ok(with_cookie(ok(&body), state.cookies.set(token.as_str(), true)))
-        }
-        // Ended between the read and the refresh (a sign-out or a ban in another request).
-        None => Ok(with_cookie(ok(&serde_json::Value::Null), state.cookies.clear())),
-    }
+    let may_refresh = !matches!(extract::query_param(req.uri().query(), "disableRefresh"), Some("true" | "1"));
+    // `None` also when the session ended between the read and a refresh (a sign-out or a ban elsewhere).
+    let Some((current, refreshed)) = state.accounts.session(&token, may_refresh).await? else {
+        return Ok(no_session(state, headers));
+    };
+    let body = SessionAndUser {
+        session: AuthSession::new(&current.session, token.as_str()),
+        user: AuthUser::from(&*current.user),
+    };
+    let answer = ok(&body);
+    Ok(if refreshed { with_cookie(answer, state.cookies.set(token.as_str(), true)) } else { answer })
 }
 
-pub async fn sign_out(state: &State, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let _ = ctx;
-    let token = request::cookie(req.headers(), &state.cookies.name).and_then(SessionToken::parse);
+pub async fn sign_out(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let token = extract::session_token(state, req.headers());
     // The body is optional and ignored, but if one is sent it must still be well-formed.
-    request::json_object(req, false, state.body_timeout()).await?;
+    extract::json_object(req, false, state.body_timeout()).await?;
     if let Some(token) = token {
-        state.actors.sessions.end(token.hash()).await?;
+        state.accounts.sign_out(&token).await?;
     }
     Ok(with_cookie(ok(&SUCCESS), state.cookies.clear()))
 }
 
-/// A sign-in's password check: reserve an attempt, verify, report the outcome. The handler runs it as a task of
-/// its own, because hyper drops a handler whose client has closed the connection: dropped between the reservation
-/// and its end, the reservation would count against the account forever (anyone could lock any account by
-/// disconnecting). As a task it always ends, counting the outcome as it came out.
-async fn check_password(
-    users: UsersHandle,
-    hasher: Hasher,
-    email: Email,
-    user: Option<Arc<User>>,
-    password: Password,
-    ip: String,
-) -> Result<bool, Failure> {
-    let id = user.as_ref().map(|u| u.id);
-    users.begin_attempt(email.clone(), id, ip.clone()).await.map_err(|e| match e {
-        AttemptRefused::Locked(wait) => Failure::too_many_requests(wait),
-        AttemptRefused::Unavailable(u) => u.into(),
-    })?;
-    // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
-    // does not tell which accounts exist.
-    let verified = hasher.verify(password, user.map(|u| u.password_hash.clone())).await;
-    let checked = match verified {
-        Ok(true) => Checked::Verified,
-        Ok(false) => Checked::Wrong,
-        Err(_) => Checked::NotChecked,
-    };
-    users.finish_attempt(email, id, checked, ip).await?;
-    verified.map_err(hash_failure)
-}
-
-/// A full hashing pool is a short overload: 503, retry in a second.
-fn hash_failure(e: HashError) -> Failure {
-    let failure = Failure::unavailable();
-    match e {
-        HashError::Busy => failure.with_header(header::RETRY_AFTER, HeaderValue::from_static("1")),
-        HashError::Params(_) | HashError::Failed(_) => failure,
+/// `get-session` without a valid session: `null`, and a clearing cookie if the client sent one, so a browser
+/// stops presenting it.
+fn no_session(state: &AppState, headers: &hyper::HeaderMap) -> Response<Body> {
+    let answer = ok(&serde_json::Value::Null);
+    match extract::cookie(headers, &state.cookies.name) {
+        Some(_) => with_cookie(answer, state.cookies.clear()),
+        None => answer,
     }
 }
 
 /// The per-address limit, checked before the body is even read.
-fn rate_limit(state: &State, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
-    state.limits.check(which, ctx.ip).map_err(Failure::too_many_requests)
-}
-
-fn origin(ctx: &Ctx, req: &Request<Incoming>) -> Origin {
-    let user_agent = req.headers().get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    // Bounded: a user agent is stored with every session.
-    let user_agent: String = user_agent.chars().take(512).collect();
-    Origin { ip_address: ctx.ip.to_string(), user_agent }
+fn rate_limit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
+    state.rate_limits.check(which, ctx.ip).map_err(Failure::too_many_requests)
 }
 
 /// `callbackURL` must be a safe relative path or an absolute URL on a trusted origin; an open redirect on an
 /// auth endpoint is a phishing tool.
-fn callback_url(state: &State, ctx: &Ctx, body: &Fields) -> Result<Option<String>, Failure> {
+fn callback_url(state: &AppState, ctx: &Ctx, body: &Fields) -> Result<Option<String>, Failure> {
     let Some(url) = body.optional_string("callbackURL")? else { return Ok(None) };
     if super::origins::safe_relative_path(url) || state.origins.is_trusted_url(url, ctx.host()) {
         Ok(Some(url.to_owned()))
@@ -212,39 +140,6 @@ fn location_value(url: &str) -> String {
 
 fn invalid_email() -> Failure {
     Failure::bad_request("INVALID_EMAIL", "Invalid email")
-}
-
-fn user_exists() -> Failure {
-    Failure::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL",
-        "User already exists. Use another email.",
-    )
-}
-
-fn invalid_credentials() -> Failure {
-    Failure::new(StatusCode::UNAUTHORIZED, "INVALID_EMAIL_OR_PASSWORD", "Invalid email or password")
-}
-
-fn password_failure(e: PasswordError) -> Failure {
-    match e {
-        PasswordError::TooShort => Failure::bad_request("PASSWORD_TOO_SHORT", "Password too short"),
-        PasswordError::TooLong => Failure::bad_request("PASSWORD_TOO_LONG", "Password too long"),
-    }
-}
-
-fn session_failure(e: CreateSessionError) -> Failure {
-    match e {
-        CreateSessionError::Banned => Failure::new(
-            StatusCode::FORBIDDEN,
-            "BANNED_USER",
-            "You have been banned from this application. Please contact support if you believe this is an error.",
-        ),
-        // Only possible if the account vanished between the password check and now; to the caller it is
-        // the same as never having existed.
-        CreateSessionError::UnknownUser => invalid_credentials(),
-        CreateSessionError::Unavailable(u) => u.into(),
-    }
 }
 
 #[cfg(test)]

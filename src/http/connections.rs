@@ -32,7 +32,7 @@ impl AddressSlots {
 
     /// A place for one more connection from `ip`, or `None` when that address holds its share already.
     pub fn take(&self, ip: IpAddr) -> Option<Slot> {
-        let key = super::limits::key(ip);
+        let key = super::rate_limits::key(ip);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let count = open.entry(key).or_insert(0);
         if *count >= self.max {

@@ -4,8 +4,7 @@
 
 use serde::Serialize;
 
-use crate::domain::{OrgId, Organization, Session, SessionId, Timestamp, User, UserId};
-use crate::store::AuditRecordV1;
+use crate::domain::{self, AuditId, OrgId, Organization, Session, SessionId, Timestamp, User, UserId};
 
 /// A user on the auth endpoints.
 #[derive(Serialize)]
@@ -166,26 +165,25 @@ pub const SUCCESS: Success = Success { success: true };
 /// One entry of `GET /api/admin/audit`.
 #[derive(Serialize)]
 pub struct AuditEntry<'a> {
-    id: String,
+    id: AuditId,
     at: Timestamp,
     action: &'a str,
-    actor_id: Option<String>,
-    target_id: Option<String>,
+    actor_id: Option<UserId>,
+    target_id: Option<uuid::Uuid>,
     ip_address: &'a str,
     detail: &'a str,
 }
 
-impl<'a> From<&'a AuditRecordV1> for AuditEntry<'a> {
-    fn from(r: &'a AuditRecordV1) -> Self {
-        let id = |bytes: [u8; 16]| uuid::Uuid::from_bytes(bytes).to_string();
+impl<'a> From<&'a domain::AuditEntry> for AuditEntry<'a> {
+    fn from(e: &'a domain::AuditEntry) -> Self {
         Self {
-            id: id(r.id),
-            at: Timestamp::from_millis(r.at_ms),
-            action: &r.action,
-            actor_id: r.actor.map(id),
-            target_id: r.target.map(id),
-            ip_address: &r.ip_address,
-            detail: &r.detail,
+            id: e.id,
+            at: e.at,
+            action: &e.action,
+            actor_id: e.actor,
+            target_id: e.target,
+            ip_address: &e.ip_address,
+            detail: &e.detail,
         }
     }
 }

@@ -5,7 +5,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
-use super::State;
+use super::AppState;
 use super::response::{Body, json, ok};
 
 /// The OpenAPI 3.1 document of this service, as kept in the repository.
@@ -24,8 +24,8 @@ pub fn alive() -> Response<Body> {
 
 /// `GET /readyz`: 200 while the store accepts commits; 503 with the reason while it refuses them (after a disk
 /// error, until it has reopened), so a load balancer sends writes elsewhere meanwhile.
-pub fn ready(state: &State) -> Response<Body> {
-    match state.store.health() {
+pub fn ready(state: &AppState) -> Response<Body> {
+    match state.accounts.readiness() {
         Ok(()) => ok(&json!({"status": "ready"})),
         Err(reason) => json(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "unavailable", "reason": reason})),
     }

@@ -37,6 +37,20 @@ impl Failure {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
+    /// A refusal whose code is the status's own name (`NOT_FOUND`, `CONFLICT`, …): the admin family shows only
+    /// the message.
+    pub fn with_status(status: StatusCode, message: impl Into<String>) -> Self {
+        let code = match status {
+            StatusCode::BAD_REQUEST => "BAD_REQUEST",
+            StatusCode::UNAUTHORIZED => "UNAUTHORIZED",
+            StatusCode::FORBIDDEN => "FORBIDDEN",
+            StatusCode::NOT_FOUND => "NOT_FOUND",
+            StatusCode::CONFLICT => "CONFLICT",
+            _ => "ERROR",
+        };
+        Self::new(status, code, message)
+    }
+
     pub fn validation(message: impl Into<String>) -> Self {
         Self::bad_request("VALIDATION_ERROR", message)
     }
@@ -47,7 +61,7 @@ impl Failure {
 
     /// 429, with the wait in `Retry-After` and in `X-Retry-After` (which the auth library's clients read).
     pub fn too_many_requests(wait: std::time::Duration) -> Self {
-        let secs = HeaderValue::from(super::limits::retry_after_secs(wait));
+        let secs = HeaderValue::from(super::rate_limits::retry_after_secs(wait));
         Self::new(StatusCode::TOO_MANY_REQUESTS, "TOO_MANY_REQUESTS", "Too many requests. Please try again later.")
             .with_header(header::RETRY_AFTER, secs.clone())
             .with_header(header::HeaderName::from_static("x-retry-after"), secs)
@@ -68,12 +82,6 @@ impl Failure {
             response.headers_mut().append(name, value);
         }
         response
-    }
-}
-
-impl From<crate::actors::Unavailable> for Failure {
-    fn from(_: crate::actors::Unavailable) -> Self {
-        Self::unavailable()
     }
 }
 

@@ -12,10 +12,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{OpsError, open_stopped, private_file};
+use super::{OpsError, open_stopped, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::{Email, Name, OrgId, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{OrgRecordV1, StoreOp, UserRecordV1};
+use crate::store::{FaultSwitch, OrgRecordV1, StoreOp, UserRecordV1};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -65,7 +65,11 @@ pub fn export(config: &Config, out: Option<&Path>) -> Result<String, OpsError> {
 /// Reads a file written by [`export`] into `config.data_dir`. Returns a report; refuses the whole file, listing
 /// every problem, when any line is invalid or a duplicate.
 pub fn import(config: &Config, input: &Path) -> Result<String, OpsError> {
-    let store = open_stopped(config)?;
+    import_with_faults(config, input, FaultSwitch::default())
+}
+
+fn import_with_faults(config: &Config, input: &Path, faults: FaultSwitch) -> Result<String, OpsError> {
+    let store = open_stopped_with_faults(config, faults)?;
     let existing = store.load()?;
     let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
     let file = std::fs::File::open(input).map_err(|e| OpsError::Io(format!("{}: {e}", input.display())))?;
@@ -317,15 +321,17 @@ mod tests {
         Store::open(&a.data_dir).unwrap().commit(&users).unwrap();
         let file = dir.path().join("in.jsonl");
         export(&a, Some(&file)).unwrap();
-        b.store_faults.fail_commits_after(1, 1);
+        let faults = FaultSwitch::default();
+        faults.fail_commits_after(1, 1);
         let count = || Store::open(&b.data_dir).unwrap().load().unwrap().users.len();
-        match import(&b, &file) {
+        match import_with_faults(&b, &file, faults) {
             Ok(_) => assert_eq!(count(), 10_050),
             Err(_) => assert_eq!(count(), 0, "a partial import was left behind"),
         }
         let c = config(dir.path(), "c");
-        c.store_faults.fail_next_commits(1);
-        assert!(import(&c, &file).is_err());
+        let faults = FaultSwitch::default();
+        faults.fail_next_commits(1);
+        assert!(import_with_faults(&c, &file, faults).is_err());
         assert_eq!(Store::open(&c.data_dir).unwrap().load().unwrap().users.len(), 0, "a failed import wrote something");
         assert_eq!(import(&c, &file).unwrap(), "imported 0 organizations and 10050 users", "a second run succeeds");
     }

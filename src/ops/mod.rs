@@ -22,7 +22,15 @@ pub enum OpsError {
 
 /// Opens the store of a data directory that no server holds; a running server gets a message saying so.
 fn open_stopped(config: &crate::config::Config) -> Result<crate::store::Store, OpsError> {
-    crate::store::Store::open_with_faults(&config.data_dir, config.store_faults.clone()).map_err(|e| match e {
+    open_stopped_with_faults(config, crate::store::FaultSwitch::default())
+}
+
+/// [`open_stopped`] with the store's test seam.
+fn open_stopped_with_faults(
+    config: &crate::config::Config,
+    faults: crate::store::FaultSwitch,
+) -> Result<crate::store::Store, OpsError> {
+    crate::store::Store::open_with_faults(&config.data_dir, faults).map_err(|e| match e {
         crate::store::StoreError::Locked => OpsError::Invalid(format!(
             "a server is running on {}; stop it first (a running server writes scheduled backups: see [backup] in config.toml)",
             config.data_dir.display()

@@ -9,8 +9,8 @@ use super::harness::*;
 async fn a_refused_write_is_503_and_leaves_memory_and_disk_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(dir.path());
-    let faults = config.store_faults.clone();
-    let s = TestServer::start_with(config.clone()).await;
+    let faults = service_auth::store::FaultSwitch::default();
+    let s = TestServer::start_with_faults(config.clone(), faults.clone()).await;
     let admin = s.admin_session().await;
     let u = s.new_user("alice").await;
     let users_before = s.users(&admin).await;

@@ -11,8 +11,9 @@ use std::time::Duration;
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use service_auth::app::AppError;
 use service_auth::config::{BootstrapAdmin, Config};
+use service_auth::runtime::AppError;
+use service_auth::store::FaultSwitch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -109,10 +110,15 @@ impl TestServer {
     }
 
     pub async fn start_with(config: Config) -> Self {
+        Self::start_with_faults(config, FaultSwitch::default()).await
+    }
+
+    /// A server whose store commits fail when `faults` says so (the failure-path tests).
+    pub async fn start_with_faults(config: Config, faults: FaultSwitch) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local_addr");
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(service_auth::app::run(listener, config, shutdown.clone()));
+        let task = tokio::spawn(service_auth::server::run_with_faults(listener, config, faults, shutdown.clone()));
         Self { addr, client: Client::new(addr), shutdown, task: Some(task), _tmp: None }
     }
 

@@ -51,7 +51,7 @@ pub enum CreateUserError {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum UpdateUserError {
-    #[error("caller is no longer an administrator")]
+    #[error("administrator role required")]
     NotAdmin,
     #[error("user not found")]
     UserNotFound,

@@ -1,6 +1,8 @@
-//! Reading requests: the JSON body (type, size, syntax), its fields, the session cookie, the client address.
+//! Reading requests: the JSON body (type, size, syntax), its fields, the session cookie, the client address, and
+//! the administrator guard.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -10,7 +12,11 @@ use hyper::header::{self, HeaderMap};
 use hyper::{Request, StatusCode};
 use serde_json::{Map, Value};
 
+use super::AppState;
 use super::response::Failure;
+use super::router::Ctx;
+use crate::actors::sessions::Client;
+use crate::domain::{SessionToken, User};
 
 /// Largest request body accepted (contract §5).
 pub const MAX_BODY: usize = 64 * 1024;
@@ -231,6 +237,30 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.trim_matches('"'))
+}
+
+/// The session token in the request's cookie, if it has the shape of one.
+pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionToken> {
+    cookie(headers, &state.cookies.name).and_then(SessionToken::parse)
+}
+
+/// The caller, if their session is valid (401 otherwise) and their role is `admin` right now (403 otherwise).
+pub fn admin(state: &AppState, headers: &HeaderMap) -> Result<Arc<User>, Failure> {
+    let unauthorized = || Failure::with_status(StatusCode::UNAUTHORIZED, "authentication required");
+    let current = session_token(state, headers).and_then(|t| state.accounts.current(&t)).ok_or_else(unauthorized)?;
+    if current.user.role.is_admin() {
+        Ok(current.user)
+    } else {
+        Err(Failure::with_status(StatusCode::FORBIDDEN, "administrator role required"))
+    }
+}
+
+/// Where the request comes from, as a session records it.
+pub fn client(ctx: &Ctx, headers: &HeaderMap) -> Client {
+    let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    // Bounded: a user agent is stored with every session.
+    let user_agent: String = user_agent.chars().take(512).collect();
+    Client { ip_address: ctx.ip.to_string(), user_agent }
 }
 
 /// The value of query parameter `name` (no percent-decoding: only used for plain flags).

@@ -7,9 +7,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tokio_util::sync::CancellationToken;
 
 use crate::actors::users::{EnsureAdmin, EnsureAdminError};
-use crate::app::{AppError, Core};
 use crate::config::{BootstrapAdmin, Config};
 use crate::domain::{Email, Name, Password};
+use crate::runtime::{AppError, Core};
+use crate::store::FaultSwitch;
 use crate::store::StoreError;
 
 /// What `admin create` did.
@@ -54,7 +55,7 @@ pub async fn create_admin(
         Some(p) => (p, false),
         None => (generate_password(), true),
     };
-    let core = Core::start(config, CancellationToken::new()).await.map_err(|e| match e {
+    let core = Core::start(config, FaultSwitch::default(), CancellationToken::new()).await.map_err(|e| match e {
         AppError::Store(e) => AdminError::Store(e),
         other => AdminError::Invalid(other.to_string()),
     })?;
@@ -71,7 +72,7 @@ pub async fn create_admin(
 /// the existing account with that e-mail). When an administrator exists it does nothing, so changing the
 /// variables later cannot reset an administrator's password.
 pub(crate) async fn bootstrap(core: &Core, admin: &BootstrapAdmin) -> Result<(), AppError> {
-    if core.indexes.users.any_admin() {
+    if core.accounts.any_admin() {
         tracing::info!("an administrator exists; the bootstrap variables are ignored");
         return Ok(());
     }
@@ -93,8 +94,8 @@ async fn ensure(
     let email = Email::parse(email).map_err(|_| AdminError::Invalid(format!("invalid e-mail address `{email}`")))?;
     let name = Name::parse(name).map_err(|e| AdminError::Invalid(format!("name {e}")))?;
     let password = Password::new(&password).map_err(|e| AdminError::Invalid(format!("{e}: 8 to 128 characters")))?;
-    let hash = core.hasher.hash(password).await.map_err(|e| AdminError::Invalid(e.to_string()))?;
-    let outcome = core.system.handles.users.ensure_admin(name, email.clone(), hash, promote_existing).await;
+    let hash = core.accounts.hash(password).await.map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let outcome = core.users().ensure_admin(name, email.clone(), hash, promote_existing).await;
     outcome.map_err(|e| match e {
         EnsureAdminError::Exists => AdminError::Exists(email.as_str().to_owned()),
         EnsureAdminError::Unavailable(_) => AdminError::Store(StoreError::Io("the store refused the write".into())),

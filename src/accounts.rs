@@ -1,0 +1,300 @@
+//! The service facade: what the HTTP handlers (and nothing else in the front end) call.
+//!
+//! Reads go to the lock-free indexes, changes to the owning actor, passwords to the hashing pool; an operation
+//! that needs several of them (sign-up: hash, create the account, start a session; sign-in: reserve an attempt,
+//! verify, report, start a session) is orchestrated here, so a handler reads parse → facade → answer and no actor
+//! waits on another one's work. Each operation has its own error enum, whose messages are the ones clients see.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::task::TaskTracker;
+
+use crate::actors::audit::AuditLog;
+use crate::actors::orgs::CreateOrgError;
+use crate::actors::sessions::{Client, CreateSessionError, Start};
+use crate::actors::users::{AttemptRefused, Checked, CreateUserError, NewUser, UpdateUserError, UserChange};
+use crate::actors::{Handles, Indexes, Unavailable};
+use crate::domain::{
+    AuditEntry, AuditId, Email, Name, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp, User,
+    UserId,
+};
+use crate::hashing::{HashError, Hasher};
+use crate::store::Store;
+
+/// The facade. Cheap to clone.
+#[derive(Clone)]
+pub struct Accounts {
+    indexes: Arc<Indexes>,
+    actors: Handles,
+    hasher: Hasher,
+    roles: RoleSet,
+    audit: AuditLog,
+    store: Arc<Store>,
+    /// A remembered session used this long after its last refresh is extended.
+    update_age: Duration,
+    /// Work that must finish even when its request is gone (a sign-in's password check); shutdown waits for it.
+    tasks: TaskTracker,
+}
+
+/// A new account as the sign-up form gives it, validated.
+pub struct SignUp {
+    pub name: Name,
+    pub email: Email,
+    pub password: Password,
+    pub image: Option<String>,
+    pub remember_me: bool,
+}
+
+/// A valid session and its user, as they are right now.
+pub struct Current {
+    pub session: Arc<Session>,
+    pub user: Arc<User>,
+}
+
+/// What sign-up and sign-in give: the new session's token, the session and the account.
+pub struct SignedIn {
+    pub token: SessionToken,
+    pub session: Arc<Session>,
+    pub user: Arc<User>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignUpError {
+    #[error("User already exists. Use another email.")]
+    EmailTaken,
+    /// Every hashing worker is busy: a short overload, retry in a second.
+    #[error("The service is busy. Please try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignInError {
+    /// Unknown e-mail and wrong password alike: the answer does not say which accounts exist.
+    #[error("Invalid email or password")]
+    InvalidCredentials,
+    #[error("Too many requests. Please try again later.")]
+    Locked(Duration),
+    #[error("You have been banned from this application. Please contact support if you believe this is an error.")]
+    Banned,
+    #[error("The service is busy. Please try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+impl From<HashError> for SignUpError {
+    fn from(e: HashError) -> Self {
+        match e {
+            HashError::Busy => Self::Busy,
+            HashError::Params(_) | HashError::Failed(_) => Self::Unavailable(Unavailable),
+        }
+    }
+}
+
+impl From<CreateSessionError> for SignUpError {
+    fn from(_: CreateSessionError) -> Self {
+        // The account was created a moment ago; only an unavailable store can refuse its first session.
+        Self::Unavailable(Unavailable)
+    }
+}
+
+impl From<CreateSessionError> for SignInError {
+    fn from(e: CreateSessionError) -> Self {
+        match e {
+            CreateSessionError::Banned => Self::Banned,
+            // The account vanished between the password check and now: to the caller it never existed.
+            CreateSessionError::UnknownUser => Self::InvalidCredentials,
+            CreateSessionError::Unavailable(u) => Self::Unavailable(u),
+        }
+    }
+}
+
+impl Accounts {
+    pub(crate) fn new(
+        indexes: Arc<Indexes>,
+        actors: Handles,
+        hasher: Hasher,
+        roles: RoleSet,
+        audit: AuditLog,
+        store: Arc<Store>,
+        update_age: Duration,
+    ) -> Self {
+        Self { indexes, actors, hasher, roles, audit, store, update_age, tasks: TaskTracker::new() }
+    }
+
+    pub fn roles(&self) -> &RoleSet {
+        &self.roles
+    }
+
+    /// Whether any account has role `admin` (banned or not): the bootstrap variables act only when none has.
+    pub fn any_admin(&self) -> bool {
+        self.indexes.users.any_admin()
+    }
+
+    /// Hashes a new password on the pool (the first administrator's, from the command line).
+    pub(crate) async fn hash(&self, password: Password) -> Result<String, HashError> {
+        self.hasher.hash(password).await
+    }
+
+    // --- the caller's session: the hot path --------------------------------------------------------------
+
+    /// The session behind `token`, if it is live and its user exists and is not banned. Two map reads, no actor
+    /// hop: this is the hot path of every application behind us. Reading the user's *current* state here is what
+    /// makes a ban or a demotion count from the very next request.
+    pub fn current(&self, token: &SessionToken) -> Option<Current> {
+        let session = self.indexes.sessions.get(&token.hash())?;
+        if session.is_expired(Timestamp::now()) {
+            return None;
+        }
+        let user = self.indexes.users.get(session.user_id).filter(|u| !u.banned)?;
+        Some(Current { session, user })
+    }
+
+    /// [`current`](Self::current), extended to a full lifetime when it is due (a remembered session used more than
+    /// `update_age` after its last refresh) and `may_refresh`. The flag says whether it was extended (the cookie
+    /// then goes out again). `None` also when the session ended between the read and the refresh.
+    pub async fn session(
+        &self,
+        token: &SessionToken,
+        may_refresh: bool,
+    ) -> Result<Option<(Current, bool)>, Unavailable> {
+        let Some(current) = self.current(token) else { return Ok(None) };
+        let due = current.session.remember_me && current.session.updated_at.plus(self.update_age) <= Timestamp::now();
+        if !due || !may_refresh {
+            return Ok(Some((current, false)));
+        }
+        let refreshed = self.actors.sessions.refresh(token.hash()).await?;
+        Ok(refreshed.map(|session| (Current { session, user: current.user }, true)))
+    }
+
+    // --- auth -----------------------------------------------------------------------------------------------
+
+    pub async fn sign_up(&self, form: SignUp, client: Client) -> Result<SignedIn, SignUpError> {
+        // Checked again inside the users actor; this early look only saves a 20 ms hash on an obvious duplicate.
+        if self.indexes.users.by_email(&form.email).is_some() {
+            return Err(SignUpError::EmailTaken);
+        }
+        let password_hash = self.hasher.hash(form.password).await?;
+        let new = NewUser {
+            name: form.name,
+            email: form.email,
+            image: form.image,
+            role: self.roles.default_role(),
+            password_hash,
+        };
+        let user = self.actors.users.create(new, client.ip_address.clone()).await.map_err(|e| match e {
+            CreateUserError::EmailTaken => SignUpError::EmailTaken,
+            CreateUserError::Unavailable(u) => SignUpError::Unavailable(u),
+        })?;
+        let (token, session) = self.actors.sessions.create(user.id, form.remember_me, client, Start::SignUp).await?;
+        Ok(SignedIn { token, session, user })
+    }
+
+    pub async fn sign_in(
+        &self,
+        email: Email,
+        password: Password,
+        remember_me: bool,
+        client: Client,
+    ) -> Result<SignedIn, SignInError> {
+        let user = self.indexes.users.by_email(&email);
+        let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
+        // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
+        // the reservation and its end, the reservation would count against the account for good (anyone could
+        // lock any account by hanging up). As a task it always ends, counting the outcome as it came out.
+        let verified = self.tasks.spawn(check).await.map_err(|_| Unavailable)??;
+        let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
+        let (token, session) = self.actors.sessions.create(user.id, remember_me, client, Start::SignIn).await?;
+        let user = self.indexes.users.get(user.id).unwrap_or(user);
+        Ok(SignedIn { token, session, user })
+    }
+
+    /// Ends the session of `token`; ending one that does not exist succeeds.
+    pub async fn sign_out(&self, token: &SessionToken) -> Result<(), Unavailable> {
+        self.actors.sessions.end(token.hash()).await
+    }
+
+    // --- administration ---------------------------------------------------------------------------------------
+
+    /// Every user, ordered by creation.
+    pub fn users(&self) -> Vec<Arc<User>> {
+        self.indexes.users.list()
+    }
+
+    pub async fn update_user(
+        &self,
+        by: UserId,
+        target: UserId,
+        change: UserChange,
+        ip: String,
+    ) -> Result<(), UpdateUserError> {
+        self.actors.users.update(by, target, change, ip).await
+    }
+
+    /// Every organization, ordered by creation.
+    pub fn organizations(&self) -> Vec<Arc<Organization>> {
+        self.indexes.orgs.list()
+    }
+
+    pub async fn create_organization(
+        &self,
+        name: Name,
+        slug: Slug,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, CreateOrgError> {
+        self.actors.orgs.create(name, slug, by, ip).await
+    }
+
+    /// Up to `limit` audit entries older than `before`, newest first.
+    pub async fn audit(&self, before: Option<AuditId>, limit: usize) -> Result<Vec<AuditEntry>, Unavailable> {
+        self.audit.page(before, limit).await
+    }
+
+    // --- operations -------------------------------------------------------------------------------------------
+
+    /// `Ok` while the store accepts commits; otherwise why not.
+    pub fn readiness(&self) -> Result<(), String> {
+        self.store.health()
+    }
+
+    /// Waits (at most `limit`) for the work requests started and left behind, while the actors still answer.
+    pub(crate) async fn finish_background_work(&self, limit: Duration) {
+        self.tasks.close();
+        if tokio::time::timeout(limit, self.tasks.wait()).await.is_err() {
+            tracing::warn!("background request work still running after {limit:?}; stopping anyway");
+        }
+    }
+}
+
+/// A sign-in's password check: reserve an attempt, verify, report the outcome (see [`Accounts::sign_in`]).
+async fn check_password(
+    accounts: Accounts,
+    email: Email,
+    user: Option<Arc<User>>,
+    password: Password,
+    ip: String,
+) -> Result<bool, SignInError> {
+    let users = &accounts.actors.users;
+    let id = user.as_ref().map(|u| u.id);
+    users.begin_attempt(email.clone(), id, ip.clone()).await.map_err(|e| match e {
+        AttemptRefused::Locked(wait) => SignInError::Locked(wait),
+        AttemptRefused::Unavailable(u) => SignInError::Unavailable(u),
+    })?;
+    // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
+    // does not tell which accounts exist.
+    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.clone())).await;
+    let checked = match verified {
+        Ok(true) => Checked::Verified,
+        Ok(false) => Checked::Wrong,
+        Err(_) => Checked::NotChecked,
+    };
+    users.finish_attempt(email, id, checked, ip).await?;
+    verified.map_err(|e| match e {
+        HashError::Busy => SignInError::Busy,
+        HashError::Params(_) | HashError::Failed(_) => SignInError::Unavailable(Unavailable),
+    })
+}

@@ -1,0 +1,79 @@
+//! Each operation's error enum as an answer: status, code and the enum's own message, written once (in the enum).
+
+use hyper::StatusCode;
+use hyper::header::{self, HeaderValue};
+
+use super::response::Failure;
+use crate::accounts::{SignInError, SignUpError};
+use crate::actors::Unavailable;
+use crate::actors::orgs::CreateOrgError;
+use crate::actors::users::UpdateUserError;
+use crate::domain::PasswordError;
+
+impl From<Unavailable> for Failure {
+    fn from(_: Unavailable) -> Self {
+        Self::unavailable()
+    }
+}
+
+/// A full hashing pool is a short overload: 503, retry in a second.
+fn busy() -> Failure {
+    Failure::unavailable().with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+}
+
+impl From<SignUpError> for Failure {
+    fn from(e: SignUpError) -> Self {
+        match e {
+            SignUpError::EmailTaken => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", e.to_string())
+            }
+            SignUpError::Busy => busy(),
+            SignUpError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<SignInError> for Failure {
+    fn from(e: SignInError) -> Self {
+        match e {
+            SignInError::InvalidCredentials => {
+                Self::new(StatusCode::UNAUTHORIZED, "INVALID_EMAIL_OR_PASSWORD", e.to_string())
+            }
+            SignInError::Locked(wait) => Self::too_many_requests(wait),
+            SignInError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", e.to_string()),
+            SignInError::Busy => busy(),
+            SignInError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<PasswordError> for Failure {
+    fn from(e: PasswordError) -> Self {
+        match e {
+            PasswordError::TooShort => Self::bad_request("PASSWORD_TOO_SHORT", e.to_string()),
+            PasswordError::TooLong => Self::bad_request("PASSWORD_TOO_LONG", e.to_string()),
+        }
+    }
+}
+
+impl From<UpdateUserError> for Failure {
+    fn from(e: UpdateUserError) -> Self {
+        let status = match e {
+            UpdateUserError::NotAdmin => StatusCode::FORBIDDEN,
+            UpdateUserError::UserNotFound | UpdateUserError::OrganizationNotFound => StatusCode::NOT_FOUND,
+            UpdateUserError::SelfBan => StatusCode::BAD_REQUEST,
+            UpdateUserError::LastAdmin => StatusCode::CONFLICT,
+            UpdateUserError::Unavailable(u) => return u.into(),
+        };
+        Self::with_status(status, e.to_string())
+    }
+}
+
+impl From<CreateOrgError> for Failure {
+    fn from(e: CreateOrgError) -> Self {
+        match e {
+            CreateOrgError::SlugTaken => Self::with_status(StatusCode::CONFLICT, e.to_string()),
+            CreateOrgError::Unavailable(u) => u.into(),
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The route table and dispatch: path, then method, then the family's handler. A known path with another method
+//! is 405 with `Allow`; an unknown path 404. The OpenAPI document is checked against the table (test below).
+
+use std::net::IpAddr;
+
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::response::{Body, Failure, Family};
+use super::{AppState, admin, auth, extract, ops, organizations};
+
+/// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
+/// cannot drift.
+pub const ROUTES: &[(&str, &[Method])] = &[
+    ("/api/auth/sign-up/email", &[Method::POST]),
+    ("/api/auth/sign-in/email", &[Method::POST]),
+    ("/api/auth/get-session", &[Method::GET]),
+    ("/api/auth/sign-out", &[Method::POST]),
+    ("/api/admin/users", &[Method::GET, Method::PATCH]),
+    ("/api/admin/organizations", &[Method::GET, Method::POST]),
+    ("/api/admin/audit", &[Method::GET]),
+    ("/api/openapi.json", &[Method::GET]),
+    ("/healthz", &[Method::GET]),
+    ("/readyz", &[Method::GET]),
+];
+
+/// Per-request facts gathered before the handler runs.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The client's address: the peer, or what a trusted proxy says in `X-Forwarded-For`.
+    pub ip: IpAddr,
+    /// The `Host` header (a cheap reference-counted copy), for requests without a configured `base_url`.
+    pub host: Option<HeaderValue>,
+}
+
+impl Ctx {
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_ref().and_then(|h| h.to_str().ok())
+    }
+}
+
+/// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
+/// it comes from another site, or when its `Origin` is neither ours nor trusted. Requests without cookies, and
+/// clients that send no `Origin` (curl, servers), are not affected: they cannot be riding a victim's session.
+fn is_cross_site(state: &AppState, req: &Request<Incoming>, host: Option<&str>) -> bool {
+    let headers = req.headers();
+    if !headers.contains_key(header::COOKIE) {
+        return false;
+    }
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if fetch_site.is_some_and(|v| v.eq_ignore_ascii_case("cross-site")) {
+        return true;
+    }
+    match headers.get(header::ORIGIN).map(|v| v.to_str()) {
+        None => false,
+        Some(Ok(origin)) => !state.origins.is_trusted(origin, host),
+        Some(Err(_)) => true,
+    }
+}
+
+/// Every answer, errors included, says that no browser may guess a type other than the one it declares.
+pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+    let mut response = dispatch(state, peer, req).await;
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+/// The routes: path, then method. A known path with another method is 405 with `Allow`.
+async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path();
+    let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
+    let Some(&(path, allowed)) = ROUTES.iter().find(|(p, _)| *p == path) else {
+        return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family);
+    };
+    if !allowed.contains(req.method()) {
+        let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
+        let failure = Failure::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "Method not allowed")
+            .with_header(header::ALLOW, HeaderValue::from_str(&allow).unwrap_or(HeaderValue::from_static("GET")));
+        return failure.into_response(family);
+    }
+    let host = req.headers().get(header::HOST).cloned();
+    if *req.method() != Method::GET && is_cross_site(state, &req, host.as_ref().and_then(|h| h.to_str().ok())) {
+        let failure = Failure::new(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin");
+        return failure.into_response(family);
+    }
+    let ctx = Ctx { ip: extract::client_ip(peer, req.headers(), &state.trusted_proxies), host };
+    let method = req.method().clone();
+    let result = match (path, method.clone()) {
+        ("/api/auth/sign-up/email", _) => auth::sign_up(state, ctx, req).await,
+        ("/api/auth/sign-in/email", _) => auth::sign_in(state, ctx, req).await,
+        ("/api/auth/get-session", _) => auth::get_session(state, ctx, req).await,
+        ("/api/auth/sign-out", _) => auth::sign_out(state, ctx, req).await,
+        ("/api/admin/users", Method::GET) => admin::list_users(state, ctx, req).await,
+        ("/api/admin/users", _) => admin::update_user(state, ctx, req).await,
+        ("/api/admin/organizations", Method::GET) => organizations::list(state, ctx, req).await,
+        ("/api/admin/organizations", _) => organizations::create(state, ctx, req).await,
+        ("/api/admin/audit", _) => admin::audit(state, ctx, req).await,
+        ("/api/openapi.json", _) => Ok(ops::openapi()),
+        ("/healthz", _) => Ok(ops::alive()),
+        ("/readyz", _) => Ok(ops::ready(state)),
+        _ => unreachable!("every path in `allowed` has an arm"),
+    };
+    let response = result.unwrap_or_else(|failure| {
+        if failure.status.is_server_error() {
+            tracing::warn!(status = %failure.status, code = failure.code, "request failed");
+        }
+        failure.into_response(family)
+    });
+    // Method, path and status only: headers and bodies carry cookies and passwords, and never reach a log.
+    tracing::debug!(%method, path, status = response.status().as_u16(), "request");
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::OPENAPI;
+
+    /// The OpenAPI document lists exactly the routes the router answers, so the two cannot drift apart.
+    #[test]
+    fn the_openapi_document_matches_the_routes() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
+        let mut documented: Vec<(String, String)> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .iter()
+            .flat_map(|(path, ops)| ops.as_object().unwrap().keys().map(move |m| (path.clone(), m.to_uppercase())))
+            .collect();
+        let mut served: Vec<(String, String)> = ROUTES
+            .iter()
+            .flat_map(|(path, methods)| methods.iter().map(move |m| (path.to_string(), m.as_str().to_owned())))
+            .collect();
+        documented.sort();
+        served.sort();
+        assert_eq!(documented, served);
+        for (path, ops) in doc["paths"].as_object().unwrap() {
+            for (method, op) in ops.as_object().unwrap() {
+                let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
+                assert!(codes.iter().any(|c| c.starts_with('2')), "{method} {path} documents no success");
+                assert!(codes.iter().any(|c| *c == "405"), "{method} {path} does not document 405");
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! What every handler shares: the facade, and the front end's own settings.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::origins::Origins;
+use super::rate_limits::AddressLimits;
+use super::response::CookieSettings;
+use crate::accounts::Accounts;
+use crate::config::{Config, LimitsConfig};
+
+pub struct AppState {
+    pub accounts: Accounts,
+    pub cookies: CookieSettings,
+    pub origins: Origins,
+    /// Direct peers whose `X-Forwarded-For` header is believed.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// Per-address limits on sign-in and sign-up.
+    pub rate_limits: AddressLimits,
+    /// Connection count, per-address share and timeouts.
+    pub connections: LimitsConfig,
+}
+
+impl AppState {
+    pub fn new(config: &Config, accounts: Accounts) -> Self {
+        let limits = &config.rate_limit;
+        Self {
+            accounts,
+            cookies: CookieSettings::new(
+                &config.cookie.prefix,
+                config.secure_cookies(),
+                config.session.expires_in_secs,
+            ),
+            origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
+            trusted_proxies: config.trusted_proxies.clone(),
+            rate_limits: AddressLimits::new(
+                limits.sign_in_per_address,
+                limits.sign_up_per_address,
+                Duration::from_secs(limits.window_secs),
+            ),
+            connections: config.limits.clone(),
+        }
+    }
+
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_secs(self.connections.body_read_timeout_secs)
+    }
+}

@@ -1,0 +1,109 @@
+//! The loaded state with its actors running: what both the server and the `admin create` command work on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::accounts::Accounts;
+use crate::actors::audit::{AuditLog, Retention};
+use crate::actors::users::AttemptPolicy;
+use crate::actors::{self, System};
+use crate::config::Config;
+use crate::domain::RoleSet;
+use crate::hashing::Hasher;
+use crate::store::{FaultSwitch, Store, StoreError, StoreWriter, WriterDone};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Startup(String),
+    #[error("an internal actor failed; restart to reload the state from the store")]
+    ActorFailed,
+}
+
+/// The running core: store, indexes, actors, hashing pool, and the facade over them.
+pub struct Core {
+    pub accounts: Accounts,
+    /// For the work that needs the whole file (scheduled backups); writes go through the actors.
+    pub(crate) store: Arc<Store>,
+    pub(crate) audit: AuditLog,
+    pub(crate) retention: Retention,
+    system: System,
+    /// Kept to close the writer at stop, after the actors' last flushes.
+    writer: StoreWriter,
+    writer_done: WriterDone,
+}
+
+impl Core {
+    /// Opens the data directory, loads everything into the read indexes (with the start-up checks), removes
+    /// sessions that must not be loaded, and starts the writer and the actors. `faults` is a test seam that makes
+    /// commits fail on demand; `fatal` is cancelled if an actor dies.
+    pub async fn start(config: &Config, faults: FaultSwitch, fatal: CancellationToken) -> Result<Self, AppError> {
+        let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
+        let hasher = Hasher::new(&config.hashing).map_err(|e| AppError::Startup(e.to_string()))?;
+        let (data_dir, set) = (config.data_dir.clone(), roles.clone());
+        let (store, indexes, cleanup) = tokio::task::spawn_blocking(move || {
+            let store = Store::open_with_faults(&data_dir, faults)?;
+            let (indexes, cleanup) = actors::load::build(&store, &set)?;
+            Ok::<_, StoreError>((store, indexes, cleanup))
+        })
+        .await
+        .map_err(|e| AppError::Startup(e.to_string()))??;
+        let store = Arc::new(store);
+        if !cleanup.is_empty() {
+            tracing::info!(sessions = cleanup.len(), "removing expired and revoked sessions");
+            let store = Arc::clone(&store);
+            tokio::task::spawn_blocking(move || store.commit(&cleanup))
+                .await
+                .map_err(|e| AppError::Startup(e.to_string()))??;
+        }
+        tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
+        let indexes = Arc::new(indexes);
+        let (writer, writer_done) = StoreWriter::spawn(Arc::clone(&store))?;
+        let limits = &config.rate_limit;
+        let attempts = AttemptPolicy {
+            max_failures: limits.failures_per_account,
+            window: Duration::from_secs(limits.account_window_secs),
+        };
+        let system = System::start(Arc::clone(&indexes), writer.clone(), config.session.clone(), attempts, fatal)
+            .await
+            .map_err(|e| AppError::Startup(e.to_string()))?;
+        let audit = AuditLog::new(Arc::clone(&store), writer.clone());
+        let update_age = Duration::from_secs(config.session.update_age_secs);
+        let accounts = Accounts::new(
+            indexes,
+            system.handles.clone(),
+            hasher,
+            roles,
+            audit.clone(),
+            Arc::clone(&store),
+            update_age,
+        );
+        let retention = Retention {
+            max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
+            max_entries: config.audit.max_entries,
+        };
+        Ok(Self { accounts, store, audit, retention, system, writer, writer_done })
+    }
+
+    pub(crate) fn users(&self) -> &actors::UsersHandle {
+        &self.system.handles.users
+    }
+
+    pub(crate) fn sessions(&self) -> &actors::SessionsHandle {
+        &self.system.handles.sessions
+    }
+
+    /// Lets the work that requests left behind finish, stops the actors after their mailboxes are empty, then
+    /// waits for the writer to commit what it holds.
+    pub async fn stop(self) {
+        self.accounts.finish_background_work(Duration::from_secs(30)).await;
+        self.system.stop().await;
+        // The actors have flushed their last batches: the writer writes what it holds, then ends.
+        self.writer.close().await;
+        self.writer_done.wait().await;
+    }
+}

@@ -1,0 +1,133 @@
+//! The server: start the core, bootstrap the first administrator, serve HTTP, keep house, stop cleanly.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::actors::SessionsHandle;
+use crate::actors::audit::{AuditLog, Retention};
+use crate::config::Config;
+use crate::domain::Timestamp;
+use crate::http::{self, AppState};
+use crate::runtime::{AppError, Core};
+use crate::store::FaultSwitch;
+
+/// Runs the server on `listener` until `shutdown` is cancelled, then stops accepting, finishes the requests in
+/// flight, makes everything durable and returns.
+pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), AppError> {
+    run_with_faults(listener, config, FaultSwitch::default(), shutdown).await
+}
+
+/// [`run`] with a [`FaultSwitch`] the caller keeps: the test seam for the store's failure path.
+#[doc(hidden)]
+pub async fn run_with_faults(
+    listener: TcpListener,
+    mut config: Config,
+    faults: FaultSwitch,
+    shutdown: CancellationToken,
+) -> Result<(), AppError> {
+    config.limits.max_connections = connection_budget(config.limits.max_connections);
+    let fatal = CancellationToken::new();
+    let core = Core::start(&config, faults, fatal.clone()).await?;
+    if let Some(admin) = &config.bootstrap_admin
+        && let Err(e) = crate::bootstrap::bootstrap(&core, admin).await
+    {
+        // Release the data directory before reporting: the caller may well start again on it.
+        core.stop().await;
+        return Err(e);
+    }
+    let state = Arc::new(AppState::new(&config, core.accounts.clone()));
+    tracing::info!(address = ?listener.local_addr().ok(), "serving");
+    let stop = CancellationToken::new();
+    let chores = Chores {
+        state: Arc::clone(&state),
+        sessions: core.sessions().clone(),
+        audit: core.audit.clone(),
+        retention: core.retention,
+    };
+    let housekeeping = tokio::spawn(chores.run(stop.clone()));
+    if let Some(dir) = &config.backup.dir {
+        let schedule = crate::ops::backup::Schedule {
+            dir: dir.clone(),
+            every: Duration::from_secs(config.backup.interval_secs),
+            keep: config.backup.keep,
+        };
+        tokio::spawn(crate::ops::backup::run_schedule(Arc::clone(&core.store), schedule, stop.clone()));
+    }
+    let serving = tokio::spawn(http::serve(listener, state, stop.clone()));
+    tokio::select! {
+        () = shutdown.cancelled() => {}
+        () = fatal.cancelled() => {}
+    }
+    stop.cancel();
+    let _ = serving.await;
+    let _ = housekeeping.await;
+    core.stop().await;
+    if fatal.is_cancelled() {
+        return Err(AppError::ActorFailed);
+    }
+    tracing::info!("stopped; everything acknowledged is on disk");
+    Ok(())
+}
+
+/// Housekeeping, once a minute: forget the rate-limit state of addresses back to a full allowance, trim the
+/// audit log to its retention; every ten minutes remove expired sessions from memory and disk (a session nobody
+/// presents again would otherwise stay forever).
+struct Chores {
+    state: Arc<AppState>,
+    sessions: SessionsHandle,
+    audit: AuditLog,
+    retention: Retention,
+}
+
+impl Chores {
+    async fn run(self, stop: CancellationToken) {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        for round in 0u64.. {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = stop.cancelled() => return,
+            }
+            self.state.rate_limits.sweep();
+            match self.audit.prune(self.retention, Timestamp::now()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(entries = n, "audit entries past their retention removed"),
+                Err(_) => tracing::warn!("could not trim the audit log; will retry"),
+            }
+            if round % 10 == 0 {
+                match self.sessions.sweep_expired().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
+                    Err(_) => tracing::warn!("could not remove expired sessions; will retry"),
+                }
+            }
+        }
+    }
+}
+
+/// Every connection is a file descriptor. At the open-file limit `accept` fails (and keeps failing) while clients
+/// wait, so: raise the soft limit to the hard one, and keep the connection cap far enough below it for the store,
+/// backups, logs and the listener.
+fn connection_budget(wanted: usize) -> usize {
+    let limit = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => limit,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read or raise the open-file limit; max_connections is used as it is");
+            return wanted;
+        }
+    };
+    let budget = limit.saturating_sub(64.min(limit / 2)).max(1);
+    match usize::try_from(budget) {
+        Ok(budget) if budget < wanted => {
+            tracing::warn!(
+                open_files = limit,
+                max_connections = budget,
+                "the open-file limit is lower than max_connections allows for; connections are capped lower"
+            );
+            budget
+        }
+        _ => wanted,
+    }
+}
