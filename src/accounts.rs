@@ -22,19 +22,20 @@ use crate::domain::{
 use crate::hashing::{HashError, Hasher};
 use crate::store::Store;
 
-/// The facade. Cheap to clone.
+/// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]
 pub struct Accounts {
-    indexes: Arc<Indexes>,
-    actors: Handles,
-    hasher: Hasher,
-    roles: RoleSet,
-    audit: AuditLog,
-    store: Arc<Store>,
+    pub(crate) indexes: Arc<Indexes>,
+    pub(crate) actors: Handles,
+    pub(crate) hasher: Hasher,
+    pub(crate) roles: RoleSet,
+    pub(crate) audit: AuditLog,
+    /// Only for its health: whether it accepts commits.
+    pub(crate) store: Arc<Store>,
     /// A remembered session used this long after its last refresh is extended.
-    update_age: Duration,
+    pub(crate) update_age: Duration,
     /// Work that must finish even when its request is gone (a sign-in's password check); shutdown waits for it.
-    tasks: TaskTracker,
+    pub(crate) tasks: TaskTracker,
 }
 
 /// A new account as the sign-up form gives it, validated.
@@ -113,18 +114,6 @@ impl From<CreateSessionError> for SignInError {
 }
 
 impl Accounts {
-    pub(crate) fn new(
-        indexes: Arc<Indexes>,
-        actors: Handles,
-        hasher: Hasher,
-        roles: RoleSet,
-        audit: AuditLog,
-        store: Arc<Store>,
-        update_age: Duration,
-    ) -> Self {
-        Self { indexes, actors, hasher, roles, audit, store, update_age, tasks: TaskTracker::new() }
-    }
-
     pub fn roles(&self) -> &RoleSet {
         &self.roles
     }

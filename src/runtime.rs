@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::accounts::Accounts;
 use crate::actors::audit::{AuditLog, Retention};
@@ -73,15 +74,16 @@ impl Core {
             .map_err(|e| AppError::Startup(e.to_string()))?;
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
         let update_age = Duration::from_secs(config.session.update_age_secs);
-        let accounts = Accounts::new(
+        let accounts = Accounts {
             indexes,
-            system.handles.clone(),
+            actors: system.handles.clone(),
             hasher,
             roles,
-            audit.clone(),
-            Arc::clone(&store),
+            audit: audit.clone(),
+            store: Arc::clone(&store),
             update_age,
-        );
+            tasks: TaskTracker::new(),
+        };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
             max_entries: config.audit.max_entries,

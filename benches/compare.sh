@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Compares server builds on the hot path, in one run: get-session with a valid cookie (16 and 64 connections)
+# against each binary in turn, ROUNDS times, alternating so that the machine's noise hits all of them alike, and a
+# bare hyper server answering the same body size as the yardstick. Prints every round, then the medians.
+#
+#   benches/compare.sh before=/path/to/old/service-auth after=target/release/service-auth
+#   ROUNDS=5 DURATION=10 benches/compare.sh a=... b=...
+#
+# Build an older commit with: git worktree add /tmp/old <commit> && (cd /tmp/old && cargo build --release).
+# Only 127.0.0.1 is ever contacted. Needs wrk (installed from Debian's packages when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS="${ROUNDS:-3}"
+DURATION="${DURATION:-8}"
+[ "$#" -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+cargo build --release --quiet --example bare_hyper
+WORK=$(mktemp -d)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+NAMES=() BINS=()
+for arg in "$@"; do NAMES+=("${arg%%=*}"); BINS+=("${arg#*=}"); done
+
+# One seeded store (written by the first binary), copied for each server: same users, sessions and tokens. The
+# binaries run in $WORK, so no config.toml of this checkout (whose keys an older build may not know) is read.
+SERVICE_AUTH_DATA_DIR="$WORK/seed" env -C "$WORK" "$(realpath "${BINS[0]}")" seed --users 10000 --sessions 10000 --orgs 10 \
+  --tokens-out "$WORK/tokens.txt" >/dev/null 2>&1 </dev/null
+TOKEN=$(head -1 "$WORK/tokens.txt")
+
+wait_port() { until curl -s -o /dev/null "http://127.0.0.1:$1/"; do sleep 0.05; done; }
+for i in "${!BINS[@]}"; do
+  port=$((3921 + i))
+  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "port $port is already in use" >&2; exit 1; fi
+  cp -r "$WORK/seed" "$WORK/data-$i"
+  SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN="127.0.0.1:$port" SERVICE_AUTH_DATA_DIR="$WORK/data-$i" \
+    env -C "$WORK" "$(realpath "${BINS[$i]}")" serve > "$WORK/$i.out" 2> "$WORK/$i.err" </dev/null &
+  PIDS+=($!)
+  wait_port "$port"
+  size=$(curl -s -b "service-auth.session_token=$TOKEN" "http://127.0.0.1:$port/api/auth/get-session" | wc -c)
+  [ "$size" -gt 100 ] || { echo "${NAMES[$i]}: the seeded token opens no session" >&2; exit 1; }
+done
+target/release/examples/bare_hyper 127.0.0.1:3920 "$size" > /dev/null 2>&1 &
+PIDS+=($!)
+wait_port 3920
+
+# rps and p99 of one wrk run
+measure() { # connections url [wrk args]
+  local c=$1 url=$2; shift 2
+  wrk -t2 -c"$c" -d"${DURATION}s" --latency "$@" "$url" > "$WORK/wrk.txt" 2>&1 || true
+  echo "$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt") $(awk '$1=="99%" {print $2}' "$WORK/wrk.txt")"
+}
+
+: > "$WORK/results"
+for round in $(seq 1 "$ROUNDS"); do
+  for c in 16 64; do
+    read -r rps p99 <<<"$(measure "$c" http://127.0.0.1:3920/)"
+    echo "round $round  $c conns  bare          $rps req/s  p99 $p99"
+    echo "bare $c $rps $p99" >> "$WORK/results"
+    for i in "${!BINS[@]}"; do
+      read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$((3921 + i))/api/auth/get-session" \
+        -H "Cookie: service-auth.session_token=$TOKEN")"
+      printf 'round %s  %s conns  %-12s  %s req/s  p99 %s\n' "$round" "$c" "${NAMES[$i]}" "$rps" "$p99"
+      echo "${NAMES[$i]} $c $rps $p99" >> "$WORK/results"
+    done
+  done
+done
+
+echo
+echo "medians over $ROUNDS rounds of ${DURATION}s (get-session, valid cookie; ratio to bare hyper's median):"
+for c in 16 64; do
+  bare=$(awk -v c="$c" '$1=="bare" && $2==c {print $3}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  for name in bare "${NAMES[@]}"; do
+    rps=$(awk -v n="$name" -v c="$c" '$1==n && $2==c {print $3}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    p99=$(awk -v n="$name" -v c="$c" '$1==n && $2==c {print $4}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    printf '  %-12s %3s conns  %10s req/s  (%s of bare)  p99 %s\n' "$name" "$c" "$rps" \
+      "$(awk -v a="$rps" -v b="$bare" 'BEGIN {printf "%.0f%%", 100*a/b}')" "$p99"
+  done
+done
