@@ -345,3 +345,83 @@ mod tests {
         assert_eq!(query_param(None, "x"), None);
     }
 }
+
+/// Fuzzing the request parsing (bounded, so it runs in every `cargo test`): no input panics the JSON parser or the
+/// field accessors, a duplicate key is always refused, and the header readers take any bytes.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn fields(bytes: &[u8]) -> Option<Fields> {
+        match serde_json::from_slice::<Strict>(bytes) {
+            Ok(Strict(Value::Object(map))) => Some(Fields(map)),
+            _ => None,
+        }
+    }
+
+    /// JSON-ish text: the bytes a real body is made of, in any order.
+    fn jsonish() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("{"),
+                Just("}"),
+                Just("["),
+                Just("]"),
+                Just(":"),
+                Just(","),
+                Just("\""),
+                Just("\"email\""),
+                Just("\"password\""),
+                Just("null"),
+                Just("true"),
+                Just("1e999"),
+                Just("-0"),
+                Just("\\u0000"),
+                Just("\\ud800"),
+                Just(" "),
+                Just("é"),
+                Just("x"),
+            ],
+            0..40,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn no_body_panics_the_parser_or_the_accessors(bytes in proptest::collection::vec(any::<u8>(), 0..200), text in jsonish()) {
+            for body in [bytes.as_slice(), text.as_bytes()] {
+                if let Some(f) = fields(body) {
+                    for key in ["email", "password", "name", "image", "rememberMe", "x"] {
+                        let _ = (f.string(key), f.optional_bool(key), f.nullable_string(key), f.has(key));
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn a_repeated_key_is_always_refused(key in "[a-zA-Z]{1,8}", a in any::<u32>(), b in any::<u32>()) {
+            let body = format!(r#"{{"{key}": {a}, "other": null, "{key}": {b}}}"#);
+            prop_assert!(serde_json::from_str::<Strict>(&body).is_err());
+        }
+
+        #[test]
+        fn header_readers_take_any_text(cookie_header in ".{0,200}", xff in ".{0,100}", query in ".{0,100}") {
+            let mut headers = HeaderMap::new();
+            if let Ok(v) = header::HeaderValue::from_str(&cookie_header) {
+                headers.insert(header::COOKIE, v);
+            }
+            if let Ok(v) = header::HeaderValue::from_str(&xff) {
+                headers.insert("x-forwarded-for", v);
+            }
+            let _ = cookie(&headers, "service-auth.session_token");
+            let proxy: IpAddr = "10.0.0.1".parse().unwrap();
+            let _ = client_ip(proxy, &headers, &[proxy]);
+            let _ = query_param(Some(&query), "disableRefresh");
+        }
+    }
+}

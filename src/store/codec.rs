@@ -149,3 +149,79 @@ mod tests {
         assert!(matches!(decode::<UserRecordV1>(&wrong_version), Err(StoreError::Corrupt(_))));
     }
 }
+
+/// Fuzzing the codec (bounded, so it runs in every `cargo test`): arbitrary bytes never panic a decode, and every
+/// record survives an encode/decode round trip.
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn id() -> impl Strategy<Value = [u8; 16]> {
+        any::<[u8; 16]>()
+    }
+
+    fn user() -> impl Strategy<Value = UserRecordV1> {
+        let text = ".{0,40}";
+        (
+            (id(), text, text, proptest::option::of(text), text, any::<bool>()),
+            (proptest::option::of(text), proptest::option::of(id()), text, any::<i64>(), any::<i64>()),
+        )
+            .prop_map(|((id, name, email, image, role, banned), (ban_reason, org, hash, created, updated))| {
+                UserRecordV1 {
+                    id,
+                    name,
+                    email,
+                    image,
+                    role,
+                    banned,
+                    ban_reason,
+                    organization_id: org,
+                    password_hash: hash,
+                    created_at_ms: created,
+                    updated_at_ms: updated,
+                }
+            })
+    }
+
+    fn session() -> impl Strategy<Value = SessionRecordV1> {
+        (id(), id(), any::<(i64, i64, i64)>(), ".{0,40}", ".{0,80}", any::<bool>()).prop_map(
+            |(id, user_id, (expires, created, updated), ip_address, user_agent, remember_me)| SessionRecordV1 {
+                id,
+                user_id,
+                expires_at_ms: expires,
+                created_at_ms: created,
+                updated_at_ms: updated,
+                ip_address,
+                user_agent,
+                remember_me,
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic_a_decode(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = decode::<UserRecordV1>(&bytes);
+            let _ = decode::<SessionRecordV1>(&bytes);
+            let _ = decode::<OrgRecordV1>(&bytes);
+            let _ = decode::<AuditRecordV1>(&bytes);
+        }
+
+        #[test]
+        fn records_round_trip(u in user(), s in session()) {
+            prop_assert_eq!(decode::<UserRecordV1>(&encode(&u)).unwrap(), u);
+            prop_assert_eq!(decode::<SessionRecordV1>(&encode(&s)).unwrap(), s);
+        }
+
+        #[test]
+        fn a_truncated_record_is_an_error_not_a_panic(u in user(), cut in 0usize..200) {
+            let bytes = encode(&u);
+            let cut = cut.min(bytes.len().saturating_sub(1));
+            prop_assert!(decode::<UserRecordV1>(&bytes[..cut]).is_err());
+        }
+    }
+}
