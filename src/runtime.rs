@@ -107,5 +107,6 @@ impl Core {
         // The actors have flushed their last batches: the writer writes what it holds, then ends.
         self.writer.close().await;
         self.writer_done.wait().await;
+        self.store.close();
     }
 }

@@ -110,7 +110,7 @@ impl Store {
         let guard = self.db.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         match guard.as_ref() {
             Some(db) => f(db),
-            None => Err(StoreError::Io("the store is reopening after a disk error".into())),
+            None => Err(StoreError::Io("the store is closed, or reopening after a disk error".into())),
         }
     }
 
@@ -147,6 +147,14 @@ impl Store {
 
     fn init_schema(&self) -> Result<(), StoreError> {
         self.with_db(init_schema)
+    }
+
+    /// Closes the database and releases the directory's lock now, whoever still holds this `Store` (a
+    /// connection task finishing late, say): a server that has stopped must not keep the next one out. Later
+    /// reads and writes fail.
+    pub fn close(&self) {
+        self.set_degraded(Some("the store is closed".into()));
+        *self.db.write().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 }
 
@@ -455,6 +463,19 @@ fn io(e: impl std::fmt::Display) -> StoreError {
 mod tests {
     use super::*;
     use crate::store::SessionRecordV1;
+
+    /// A stopped server releases its directory even while a late task still holds the `Store` (the cause of a
+    /// restart test that flaked: the next server found the file locked).
+    #[test]
+    fn close_releases_the_directory_while_others_still_hold_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let late = Arc::clone(&store);
+        store.close();
+        let again = Store::open(dir.path()).expect("the directory is still locked");
+        assert!(late.load().is_err(), "a closed store still reads");
+        drop(again);
+    }
 
     #[test]
     fn a_second_open_of_the_same_directory_is_locked() {
