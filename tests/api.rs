@@ -6,6 +6,8 @@
 mod api {
     pub mod harness;
 
+    mod account;
+
     mod admin;
     mod auth;
     mod crash;

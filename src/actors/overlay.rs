@@ -104,6 +104,21 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
         F: FnOnce(Vec<StoreOp>) -> Fut,
         Fut: Future<Output = Result<(), Unavailable>>,
     {
+        self.flush_then(commit, publish, |_| {}).await
+    }
+
+    /// [`flush`](Self::flush), with `then` run after publishing and before anyone is answered (it gets whether
+    /// the batch is durable): what a caller learns next must already see its effects.
+    pub(super) async fn flush_then<F, Fut>(
+        &mut self,
+        commit: F,
+        publish: impl FnMut((K, V)),
+        then: impl FnOnce(bool),
+    ) -> bool
+    where
+        F: FnOnce(Vec<StoreOp>) -> Fut,
+        Fut: Future<Output = Result<(), Unavailable>>,
+    {
         self.flush_scheduled = false;
         let ops = std::mem::take(&mut self.ops);
         let answers = std::mem::take(&mut self.answers);
@@ -112,6 +127,7 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
         if durable {
             pending.into_iter().for_each(publish);
         }
+        then(durable);
         for answer in answers {
             answer(durable);
         }

@@ -13,10 +13,12 @@ use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
 use crate::store::{StoreOp, StoreWriter, convert};
 
-/// Read index of sessions, keyed by the SHA-256 of the token.
+/// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
+/// listing one user's sessions touches only theirs, not every session).
 #[derive(Default)]
 pub struct SessionIndex {
     by_hash: papaya::HashMap<TokenHash, Arc<Session>>,
+    by_user: papaya::HashMap<UserId, Arc<[TokenHash]>>,
 }
 
 impl SessionIndex {
@@ -32,11 +34,41 @@ impl SessionIndex {
         self.by_hash.is_empty()
     }
 
+    /// Used at load and after a durable write; only the sessions actor writes, so the read-modify-write of a
+    /// user's token list below cannot race another writer.
     pub(crate) fn publish(&self, hash: TokenHash, session: Option<Arc<Session>>) {
+        let by_user = self.by_user.pin();
+        let tokens = |user: &UserId| by_user.get(user).map(|t| t.to_vec()).unwrap_or_default();
         match session {
-            Some(session) => self.by_hash.pin().insert(hash, session),
-            None => self.by_hash.pin().remove(&hash),
-        };
+            Some(session) => {
+                let user = session.user_id;
+                if self.by_hash.pin().insert(hash, session).is_none() {
+                    let mut list = tokens(&user);
+                    list.push(hash);
+                    by_user.insert(user, list.into());
+                }
+            }
+            None => {
+                if let Some(old) = self.by_hash.pin().remove(&hash) {
+                    let mut list = tokens(&old.user_id);
+                    list.retain(|h| *h != hash);
+                    if list.is_empty() {
+                        by_user.remove(&old.user_id);
+                    } else {
+                        by_user.insert(old.user_id, list.into());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The live sessions of `user` with their token hashes, oldest first.
+    pub fn of_user(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
+        let Some(hashes) = self.by_user.pin().get(&user).cloned() else { return Vec::new() };
+        let by_hash = self.by_hash.pin();
+        let mut sessions: Vec<_> = hashes.iter().filter_map(|h| Some((*h, by_hash.get(h)?.clone()))).collect();
+        sessions.sort_unstable_by_key(|(_, s)| (s.created_at, s.id));
+        sessions
     }
 
     fn expired(&self, now: Timestamp) -> Vec<TokenHash> {
@@ -44,7 +76,8 @@ impl SessionIndex {
     }
 
     fn of_users(&self, users: &[UserId]) -> Vec<TokenHash> {
-        self.by_hash.pin().iter().filter(|(_, s)| users.contains(&s.user_id)).map(|(h, _)| *h).collect()
+        let by_user = self.by_user.pin();
+        users.iter().filter_map(|u| by_user.get(u)).flat_map(|hashes| hashes.iter().copied()).collect()
     }
 }
 
@@ -55,12 +88,24 @@ pub struct Client {
     pub user_agent: String,
 }
 
+/// Which of their own sessions a user ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoke {
+    /// One session, if it is theirs (anyone else's is left alone, silently).
+    One(TokenHash),
+    All,
+    /// Every one but this (the caller's current session).
+    AllBut(TokenHash),
+}
+
 /// Why a session starts; a sign-in is recorded in the audit log with its session (a sign-up's account creation
 /// is recorded by the users actor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
     SignIn,
     SignUp,
+    /// A new session for a user whose sessions were just ended on their own request (a password change).
+    Renewal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -91,6 +136,13 @@ pub enum SessionsMsg {
     End {
         hash: TokenHash,
         reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    /// A user ending their own sessions.
+    Revoke {
+        user: UserId,
+        which: Revoke,
+        ip: String,
+        reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
     /// Another actor's records, committed together with the end of every session of `users`.
     CommitEnding {
@@ -135,6 +187,11 @@ impl SessionsHandle {
     /// Ends one session (sign-out). Ending an unknown session succeeds.
     pub async fn end(&self, hash: TokenHash) -> Result<(), Unavailable> {
         call(&self.0, |reply| SessionsMsg::End { hash, reply }).await?
+    }
+
+    /// Ends sessions of `user` as `which` says, with an audit entry; returns how many ended. Only ever `user`'s.
+    pub async fn revoke(&self, user: UserId, which: Revoke, ip: String) -> Result<usize, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::Revoke { user, which, ip, reply }).await?
     }
 
     /// Commits `ops` (another actor's records: a ban, a new password) in one transaction with the end of every
@@ -254,6 +311,39 @@ impl Actor for SessionsActor {
                 }
                 _ => drop(reply.send(Ok(()))),
             },
+            // Already ending in this batch: answered with its commit, not before.
+            SessionsMsg::Revoke { which: Revoke::One(hash), reply, .. }
+                if matches!(state.overlay.get(&hash), Some(None)) =>
+            {
+                state.overlay.add([], reply, 0);
+            }
+            SessionsMsg::Revoke { user, which, ip, reply } => {
+                let live = |hash: &TokenHash| self.get(state, hash).is_some_and(|s| s.user_id == user);
+                let mut hashes: Vec<TokenHash> = match which {
+                    Revoke::One(hash) => vec![hash],
+                    Revoke::All | Revoke::AllBut(_) => self.indexes.sessions.of_users(&[user]),
+                };
+                hashes.extend(
+                    state
+                        .overlay
+                        .iter()
+                        .filter(|(_, s)| s.as_ref().is_some_and(|s| s.user_id == user))
+                        .map(|(h, _)| *h),
+                );
+                hashes.sort_unstable();
+                hashes.dedup();
+                hashes.retain(|h| live(h) && !matches!(which, Revoke::AllBut(keep) if keep == *h));
+                let count = hashes.len();
+                for hash in &hashes {
+                    state.overlay.stage(*hash, None);
+                }
+                let mut ops: Vec<StoreOp> = hashes.into_iter().map(StoreOp::DeleteSession).collect();
+                if count > 0 {
+                    let detail = format!("{count} session(s) ended by their user");
+                    ops.push(audit::entry(action::SESSIONS_REVOKED, Some(user), Some(user.into()), &ip, detail));
+                }
+                state.overlay.add(ops, reply, count);
+            }
             SessionsMsg::CommitEnding { users, mut ops, reply } => {
                 let mut hashes = self.indexes.sessions.of_users(&users);
                 hashes.extend(

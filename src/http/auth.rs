@@ -30,13 +30,8 @@ pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
     let image = body.optional_string("image")?;
     let remember_me = body.optional_bool("rememberMe")?.unwrap_or(true);
     callback_url(state, &ctx, &body)?;
-    let name = Name::parse(name).map_err(|e| Failure::validation(format!("[body.name] {e}")))?;
-    if image.is_some_and(|i| i.len() > MAX_IMAGE_LEN) {
-        return Err(Failure::validation("[body.image] Too big: expected string to have <=2048 characters"));
-    }
-    if image.is_some_and(|i| !is_web_url(i)) {
-        return Err(Failure::validation("[body.image] Invalid URL: expected an absolute http or https URL"));
-    }
+    let name = validated_name(name)?;
+    let image = image.map(image_url).transpose()?;
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::new(password)?;
     let form = SignUp { name, email, password, image: image.map(str::to_owned), remember_me };
@@ -104,6 +99,21 @@ fn no_session(state: &AppState, headers: &hyper::HeaderMap) -> Response<Body> {
         Some(_) => with_cookie(answer, state.cookies.clear()),
         None => answer,
     }
+}
+
+pub(super) fn validated_name(raw: &str) -> Result<Name, Failure> {
+    Name::parse(raw).map_err(|e| Failure::validation(format!("[body.name] {e}")))
+}
+
+/// An `image` as sign-up and update-user take it: an absolute http(s) URL of at most 2048 characters.
+pub(super) fn image_url(url: &str) -> Result<&str, Failure> {
+    if url.len() > MAX_IMAGE_LEN {
+        return Err(Failure::validation("[body.image] Too big: expected string to have <=2048 characters"));
+    }
+    if !is_web_url(url) {
+        return Err(Failure::validation("[body.image] Invalid URL: expected an absolute http or https URL"));
+    }
+    Ok(url)
 }
 
 /// The per-address limit, checked before the body is even read.

@@ -4,7 +4,7 @@ use hyper::StatusCode;
 use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
-use crate::accounts::{SignInError, SignUpError};
+use crate::accounts::{AccountError, SignInError, SignUpError};
 use crate::actors::Unavailable;
 use crate::actors::orgs::CreateOrgError;
 use crate::actors::users::UpdateUserError;
@@ -74,6 +74,19 @@ impl From<CreateOrgError> for Failure {
         match e {
             CreateOrgError::SlugTaken => Self::with_status(StatusCode::CONFLICT, e.to_string()),
             CreateOrgError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<AccountError> for Failure {
+    fn from(e: AccountError) -> Self {
+        match e {
+            AccountError::InvalidPassword => Self::bad_request("INVALID_PASSWORD", e.to_string()),
+            AccountError::Locked(wait) => Self::too_many_requests(wait),
+            AccountError::UserNotFound => Self::bad_request("USER_NOT_FOUND", e.to_string()),
+            AccountError::LastAdmin => Self::bad_request("LAST_ADMINISTRATOR", e.to_string()),
+            AccountError::Busy => busy(),
+            AccountError::Unavailable(u) => u.into(),
         }
     }
 }

@@ -4,10 +4,12 @@
 //! - [`state`]: what every handler shares.
 //! - [`extract`]: reading requests (body, fields, cookie, client address) and the administrator guard.
 //! - [`response`] and [`errors`]: answers, the two error shapes, the session cookie; one `From` per error enum.
-//! - The route families, each a file of short handlers: [`auth`], [`admin`] (users and the audit log),
+//! - The route families, each a file of short handlers: [`auth`], [`account`] (a user's own password, profile,
+//!   sessions and deletion), [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
 //! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
 
+mod account;
 mod admin;
 mod auth;
 mod connections;

@@ -8,7 +8,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, admin, auth, extract, ops, organizations};
+use super::{AppState, account, admin, auth, extract, ops, organizations};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -17,6 +17,13 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/auth/sign-in/email", &[Method::POST]),
     ("/api/auth/get-session", &[Method::GET]),
     ("/api/auth/sign-out", &[Method::POST]),
+    ("/api/auth/change-password", &[Method::POST]),
+    ("/api/auth/update-user", &[Method::POST]),
+    ("/api/auth/list-sessions", &[Method::GET]),
+    ("/api/auth/revoke-session", &[Method::POST]),
+    ("/api/auth/revoke-sessions", &[Method::POST]),
+    ("/api/auth/revoke-other-sessions", &[Method::POST]),
+    ("/api/auth/delete-user", &[Method::POST]),
     ("/api/admin/users", &[Method::GET, Method::PATCH]),
     ("/api/admin/organizations", &[Method::GET, Method::POST]),
     ("/api/admin/audit", &[Method::GET]),
@@ -91,6 +98,13 @@ async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Res
         ("/api/auth/sign-in/email", _) => auth::sign_in(state, ctx, req).await,
         ("/api/auth/get-session", _) => auth::get_session(state, ctx, req).await,
         ("/api/auth/sign-out", _) => auth::sign_out(state, ctx, req).await,
+        ("/api/auth/change-password", _) => account::change_password(state, ctx, req).await,
+        ("/api/auth/update-user", _) => account::update_user(state, ctx, req).await,
+        ("/api/auth/list-sessions", _) => account::list_sessions(state, ctx, req).await,
+        ("/api/auth/revoke-session", _) => account::revoke_session(state, ctx, req).await,
+        ("/api/auth/revoke-sessions", _) => account::revoke_sessions(state, ctx, req).await,
+        ("/api/auth/revoke-other-sessions", _) => account::revoke_other_sessions(state, ctx, req).await,
+        ("/api/auth/delete-user", _) => account::delete_user(state, ctx, req).await,
         ("/api/admin/users", Method::GET) => admin::list_users(state, ctx, req).await,
         ("/api/admin/users", _) => admin::update_user(state, ctx, req).await,
         ("/api/admin/organizations", Method::GET) => organizations::list(state, ctx, req).await,

@@ -367,6 +367,9 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         for &op in ops {
             match op {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
+                StoreOp::DeleteUser(id) => {
+                    users.remove(id).map_err(io)?;
+                }
                 StoreOp::PutOrg(r) => put(&mut orgs, r.id, r)?,
                 StoreOp::PutSession(hash, r) => put(&mut sessions, *hash, r)?,
                 StoreOp::DeleteSession(hash) => {

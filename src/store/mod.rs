@@ -30,6 +30,8 @@ pub use crate::domain::TokenHash;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOp {
     PutUser(UserRecordV1),
+    /// An account removed (its sessions are deleted in the same transaction by their own ops).
+    DeleteUser([u8; 16]),
     PutOrg(OrgRecordV1),
     PutSession(TokenHash, SessionRecordV1),
     DeleteSession(TokenHash),

@@ -106,3 +106,65 @@ test("rememberMe: false gives a browser-session cookie the client still uses", a
   assert.ok(jar.has(COOKIE));
   assert.equal((await client.getSession()).data.user.email, email);
 });
+
+test("account lifecycle: changePassword, updateUser, listSessions, revokeSession(s), deleteUser", async () => {
+  const { client, jar } = browser();
+  const email = unique("life");
+  assert.equal((await client.signUp.email({ name: "Life", email, password: PASSWORD })).error, null);
+  const second = browser();
+  assert.equal((await second.client.signIn.email({ email, password: PASSWORD })).error, null);
+
+  // updateUser: name and picture.
+  const updated = await client.updateUser({ name: "Life Two", image: "https://cdn.example/l.png" });
+  assert.equal(updated.error, null);
+  assert.equal(updated.data.status, true);
+  assert.equal((await client.getSession()).data.user.name, "Life Two");
+
+  // listSessions: both, the caller's own with its token, the other with an opaque handle.
+  const listed = await client.listSessions();
+  assert.equal(listed.error, null);
+  assert.equal(listed.data.length, 2);
+  const own = jar.get(COOKIE);
+  const other = listed.data.find((s) => s.token !== own);
+  assert.ok(other, "the other session is listed");
+
+  // revokeSession with the handle ends the other browser's session.
+  assert.equal((await client.revokeSession({ token: other.token })).error, null);
+  assert.equal((await second.client.getSession()).data, null);
+
+  // changePassword: a wrong current password is INVALID_PASSWORD; the right one with revokeOtherSessions gives a
+  // new session (and cookie), and the old password stops working.
+  const wrong = await client.changePassword({ currentPassword: "not the password", newPassword: "a brand new pw" });
+  assert.equal(wrong.error.status, 400);
+  assert.equal(wrong.error.code, "INVALID_PASSWORD");
+  const changed = await client.changePassword({
+    currentPassword: PASSWORD,
+    newPassword: "a brand new pw",
+    revokeOtherSessions: true,
+  });
+  assert.equal(changed.error, null);
+  assert.equal(typeof changed.data.token, "string");
+  assert.equal(jar.get(COOKIE), changed.data.token, "the new session's cookie was set");
+  assert.equal((await client.getSession()).data.user.email, email);
+  const old = await second.client.signIn.email({ email, password: PASSWORD });
+  assert.equal(old.error.status, 401);
+
+  // revokeOtherSessions keeps the current one; revokeSessions ends every one.
+  assert.equal((await second.client.signIn.email({ email, password: "a brand new pw" })).error, null);
+  assert.equal((await client.revokeOtherSessions()).error, null);
+  assert.equal((await second.client.getSession()).data, null);
+  assert.equal((await client.getSession()).data.user.email, email);
+  assert.equal((await second.client.signIn.email({ email, password: "a brand new pw" })).error, null);
+  assert.equal((await second.client.revokeSessions()).error, null);
+  assert.equal((await client.getSession()).data, null);
+  assert.equal((await second.client.getSession()).data, null);
+
+  // deleteUser with the password: the account is gone.
+  assert.equal((await client.signIn.email({ email, password: "a brand new pw" })).error, null);
+  const deleted = await client.deleteUser({ password: "a brand new pw" });
+  assert.equal(deleted.error, null);
+  assert.equal(deleted.data.success, true);
+  assert.equal((await client.getSession()).data, null);
+  const gone = await client.signIn.email({ email, password: "a brand new pw" });
+  assert.equal(gone.error.status, 401);
+});

@@ -9,7 +9,10 @@ use std::time::Instant;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::rules::{self, AdminSetup, Changed, Snapshot};
-use super::{AttemptPolicy, AttemptRefused, Checked, CreateUserError, EnsureAdmin, UsersHandle, UsersMsg};
+use super::{
+    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteUserError, EnsureAdmin, OwnChange, OwnChangeError,
+    UsersHandle, UsersMsg,
+};
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
@@ -39,7 +42,8 @@ struct UsersActor {
 /// Changes not yet durable. Lookups see these first, so messages in one batch build on each other.
 struct State {
     attempts: AttemptLimiter,
-    overlay: Overlay<UserId, Arc<User>>,
+    /// Accounts created or changed (`Some`) or deleted (`None`) in this batch.
+    overlay: Overlay<UserId, Option<Arc<User>>>,
     /// The e-mails of the accounts in the overlay: the uniqueness check must see them too.
     emails: HashMap<Email, UserId>,
     /// Users whose sessions end with this batch (banned, or given a new password): committed in the same
@@ -122,6 +126,41 @@ impl Actor for UsersActor {
                     Err(e) => drop(reply.send(Err(e))),
                 }
             }
+            UsersMsg::ChangeOwn { user, change, ip, reply } => {
+                let Some(current) = self.get(state, user) else {
+                    let _ = reply.send(Err(OwnChangeError::UserNotFound));
+                    return Ok(());
+                };
+                let what = match &change {
+                    OwnChange::Password { end_sessions: true, .. } => Some("password changed; every session ended"),
+                    OwnChange::Password { .. } => Some("password changed"),
+                    OwnChange::Profile { .. } => None,
+                };
+                let Changed { user, ends_sessions } = rules::apply_own_change(&current, change, Timestamp::now());
+                let user = self.stage(state, user, ends_sessions);
+                let mut ops = vec![put(&user)];
+                if let Some(detail) = what {
+                    let id = Some(user.id);
+                    ops.push(audit::entry(action::PASSWORD_CHANGED, id, id.map(Into::into), &ip, detail.into()));
+                }
+                state.overlay.add(ops, reply, user);
+            }
+            UsersMsg::Delete { user, ip, reply } => {
+                let Some(current) = self.get(state, user) else {
+                    let _ = reply.send(Err(DeleteUserError::UserNotFound));
+                    return Ok(());
+                };
+                if let Err(e) = rules::may_delete(&current, self.active_admin_count(state)) {
+                    let _ = reply.send(Err(e));
+                    return Ok(());
+                }
+                // The sessions end in the same commit (through the sessions actor, like a ban).
+                state.ending.push(user);
+                state.overlay.stage(user, None);
+                let detail = current.email.as_str().to_owned();
+                let logged = audit::entry(action::USER_DELETED, Some(user), Some(user.into()), &ip, detail);
+                state.overlay.add([StoreOp::DeleteUser(user.to_bytes()), logged], reply, ());
+            }
             UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
                 Ok(()) => drop(reply.send(Ok(()))),
                 Err(locked) => {
@@ -156,7 +195,10 @@ impl Actor for UsersActor {
 
 impl UsersActor {
     fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
-        state.overlay.get(&id).cloned().or_else(|| self.indexes.users.get(id))
+        match state.overlay.get(&id) {
+            Some(pending) => pending.clone(),
+            None => self.indexes.users.get(id),
+        }
     }
 
     fn email_owner(&self, state: &State, email: &Email) -> Option<UserId> {
@@ -169,7 +211,7 @@ impl UsersActor {
         }
         let user = Arc::new(user);
         state.emails.insert(user.email.clone(), user.id);
-        state.overlay.stage(user.id, Arc::clone(&user));
+        state.overlay.stage(user.id, Some(Arc::clone(&user)));
         user
     }
 
@@ -177,7 +219,7 @@ impl UsersActor {
     fn active_admin_count(&self, state: &State) -> usize {
         let committed =
             self.indexes.users.active_admins().into_iter().filter(|id| state.overlay.get(id).is_none()).count();
-        committed + state.overlay.values().filter(|u| u.is_active_admin()).count()
+        committed + state.overlay.values().flatten().filter(|u| u.is_active_admin()).count()
     }
 
     async fn flush(&self, state: &mut State) {
@@ -195,11 +237,18 @@ impl UsersActor {
                 sessions.commit_ending(ending_now, ops).await
             }
         };
-        state.overlay.flush(commit, |(_, user)| users.publish(user)).await;
-        if !ending.is_empty() {
-            // After publishing: from here on the sessions actor reads the users' new state from the index.
-            self.sessions.unfence(ending);
-        }
+        // Unfenced after publishing, before answering: from then on the sessions actor reads the users' new state
+        // from the index, and a caller's next request (a new session after a password change) is not refused.
+        let unfence = |_| {
+            if !ending.is_empty() {
+                sessions.unfence(ending);
+            }
+        };
+        let publish = |(id, user): (UserId, Option<Arc<User>>)| match user {
+            Some(user) => users.publish(user),
+            None => users.remove(id),
+        };
+        state.overlay.flush_then(commit, publish, unfence).await;
     }
 }
 

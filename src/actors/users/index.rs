@@ -46,6 +46,13 @@ impl UserIndex {
         self.by_id.pin().insert(user.id, user);
     }
 
+    /// After a durable deletion.
+    pub(crate) fn remove(&self, id: UserId) {
+        if let Some(user) = self.by_id.pin().remove(&id) {
+            self.by_email.pin().remove(&user.email);
+        }
+    }
+
     pub(super) fn active_admins(&self) -> Vec<UserId> {
         self.by_id.pin().values().filter(|u| u.is_active_admin()).map(|u| u.id).collect()
     }

@@ -100,7 +100,47 @@ pub enum EnsureAdminError {
     Unavailable(#[from] Unavailable),
 }
 
+/// A change a user makes to their own account.
+#[derive(Debug, Clone)]
+pub enum OwnChange {
+    /// A new password (its hash); `end_sessions` ends every session of the account in the same commit.
+    Password { password_hash: String, end_sessions: bool },
+    /// Name and picture; `None` leaves a field as it is, `Some(None)` removes the picture.
+    Profile { name: Option<Name>, image: Option<Option<String>> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OwnChangeError {
+    /// The account is gone (deleted in another request).
+    #[error("User not found")]
+    UserNotFound,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DeleteUserError {
+    #[error("User not found")]
+    UserNotFound,
+    /// Deleting the last active administrator would leave nobody to administer the service.
+    #[error("The last administrator cannot delete their account")]
+    LastAdmin,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
 pub(super) enum UsersMsg {
+    ChangeOwn {
+        user: UserId,
+        change: OwnChange,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<User>, OwnChangeError>>,
+    },
+    Delete {
+        user: UserId,
+        ip: String,
+        reply: RpcReplyPort<Result<(), DeleteUserError>>,
+    },
     Create {
         user: NewUser,
         ip: String,
@@ -169,6 +209,17 @@ impl UsersHandle {
         promote_existing: bool,
     ) -> Result<EnsureAdmin, EnsureAdminError> {
         call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply }).await?
+    }
+
+    /// A user's change to their own account. A new password with `end_sessions` ends every session of the account
+    /// in the same commit.
+    pub async fn change_own(&self, user: UserId, change: OwnChange, ip: String) -> Result<Arc<User>, OwnChangeError> {
+        call(&self.0, |reply| UsersMsg::ChangeOwn { user, change, ip, reply }).await?
+    }
+
+    /// Deletes the account and, in the same commit, every session of it (its membership goes with the record).
+    pub async fn delete(&self, user: UserId, ip: String) -> Result<(), DeleteUserError> {
+        call(&self.0, |reply| UsersMsg::Delete { user, ip, reply }).await?
     }
 
     /// Reserves one password check against the failure limit of `email` (see [`super::attempts`]); `user` is the

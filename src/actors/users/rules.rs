@@ -1,7 +1,7 @@
 //! The rules of account changes, as pure functions over what the users actor knows at that moment: no actor, no
 //! store and no hashing, so each rule is tested alone (below) in microseconds.
 
-use super::{EnsureAdmin, EnsureAdminError, NewUser, UpdateUserError, UserChange};
+use super::{DeleteUserError, EnsureAdmin, EnsureAdminError, NewUser, OwnChange, UpdateUserError, UserChange};
 use crate::actors::audit::action;
 use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserId};
 
@@ -77,6 +77,36 @@ pub fn apply_change(
     // Every ban ends the sessions, even of an account already banned: a ban is how an administrator makes sure
     // nobody is signed in there.
     Ok(Changed { user, ends_sessions: change.banned == Some(true) })
+}
+
+/// A user's own change: a new password (which may end every session) or a new name and picture.
+pub fn apply_own_change(current: &User, change: OwnChange, now: Timestamp) -> Changed {
+    let mut user = current.clone();
+    let ends_sessions = match change {
+        OwnChange::Password { password_hash, end_sessions } => {
+            user.password_hash = password_hash;
+            end_sessions
+        }
+        OwnChange::Profile { name, image } => {
+            if let Some(name) = name {
+                user.name = name;
+            }
+            if let Some(image) = image {
+                user.image = image;
+            }
+            false
+        }
+    };
+    user.updated_at = now;
+    Changed { user, ends_sessions }
+}
+
+/// Whether `user` may delete their account: not the last active administrator.
+pub fn may_delete(user: &User, active_admins: usize) -> Result<(), DeleteUserError> {
+    if user.is_active_admin() && active_admins <= 1 {
+        return Err(DeleteUserError::LastAdmin);
+    }
+    Ok(())
 }
 
 /// The first administrator, from the command line or the bootstrap variables.
@@ -257,6 +287,31 @@ mod tests {
         let (created, outcome) = set_up_admin(None, setup(false), NOW).unwrap();
         assert_eq!(outcome, EnsureAdmin::Created(created.user.id));
         assert!(!created.ends_sessions && created.user.role.is_admin());
+    }
+
+    #[test]
+    fn a_new_password_ends_sessions_only_when_asked_and_a_profile_change_never() {
+        let user = account("u@example.com", "user");
+        let keep = OwnChange::Password { password_hash: "new".into(), end_sessions: false };
+        let changed = apply_own_change(&user, keep, NOW);
+        assert_eq!((changed.user.password_hash.as_str(), changed.ends_sessions), ("new", false));
+        let end = OwnChange::Password { password_hash: "new".into(), end_sessions: true };
+        assert!(apply_own_change(&user, end, NOW).ends_sessions);
+        let profile = OwnChange::Profile { name: Some(Name::parse("Renamed").unwrap()), image: Some(None) };
+        let changed = apply_own_change(&user, profile, NOW);
+        assert_eq!(
+            (changed.user.name.as_str(), changed.user.image.as_deref(), changed.ends_sessions),
+            ("Renamed", None, false)
+        );
+        assert_eq!(changed.user.password_hash, user.password_hash);
+    }
+
+    #[test]
+    fn the_last_active_administrator_cannot_delete_their_account() {
+        let admin = account("a@example.com", "admin");
+        assert_eq!(may_delete(&admin, 1), Err(DeleteUserError::LastAdmin));
+        assert_eq!(may_delete(&admin, 2), Ok(()));
+        assert_eq!(may_delete(&account("u@example.com", "user"), 1), Ok(()));
     }
 
     #[test]

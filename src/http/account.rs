@@ -1,0 +1,145 @@
+//! `/api/auth/*` calls a signed-in user makes about their own account: password, profile, sessions, deletion.
+//! The better-auth client calls them by these names; every one needs a valid session (401 otherwise).
+
+use hyper::body::Incoming;
+use hyper::header::HeaderMap;
+use hyper::{Request, Response, StatusCode};
+use serde_json::json;
+
+use super::AppState;
+use super::auth::{image_url, validated_name};
+use super::dto::{AuthSession, AuthUser};
+use super::extract::{self, Fields};
+use super::response::{Body, Failure, ok, with_cookie};
+use super::router::Ctx;
+use crate::accounts::Current;
+use crate::actors::sessions::Revoke;
+use crate::domain::{Password, SessionId, SessionToken, Timestamp};
+
+/// A session older than this may not list the account's sessions (better-auth's `freshAge`): a stolen, long-lived
+/// cookie should not reveal where else the user is signed in.
+const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// The caller's token and session, or 401.
+fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    extract::session_token(state, headers)
+        .and_then(|token| state.accounts.current(&token).map(|current| (token, current)))
+        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))
+}
+
+fn status_true() -> Response<Body> {
+    ok(&json!({"status": true}))
+}
+
+pub async fn change_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, req.headers())?;
+    let client = extract::client(&ctx, req.headers());
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let new_password = Password::new(body.string("newPassword")?)?;
+    let current_password = Password::for_sign_in(body.string("currentPassword")?)?;
+    let revoke = body.optional_bool("revokeOtherSessions")?.unwrap_or(false);
+    let remember = current.session.remember_me;
+    let (user, renewed) =
+        state.accounts.change_password(&current, current_password, new_password, revoke, client).await?;
+    let token = renewed.as_ref().map(|(token, _)| token.as_str());
+    let answer = ok(&json!({"token": token, "user": AuthUser::from(&*user)}));
+    Ok(match renewed {
+        Some((token, _)) => with_cookie(answer, state.cookies.set(token.as_str(), remember)),
+        None => answer,
+    })
+}
+
+/// Fields of `update-user` that are not the user's to set here.
+const NOT_UPDATABLE: [&str; 8] =
+    ["password", "role", "banned", "banReason", "banExpires", "emailVerified", "organizationId", "id"];
+
+pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, req.headers())?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    if body.has("email") {
+        return Err(Failure::bad_request("EMAIL_CAN_NOT_BE_UPDATED", "Email can not be updated"));
+    }
+    if let Some(field) = body.keys().find(|k| NOT_UPDATABLE.contains(k) || !["name", "image"].contains(k)) {
+        return Err(Failure::bad_request("FIELD_NOT_ALLOWED", format!("{field} is not allowed to be set")));
+    }
+    let name = body.optional_string("name")?.map(validated_name).transpose()?;
+    let image = match body.nullable_string("image")? {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(url)) => Some(Some(image_url(url)?.to_owned())),
+    };
+    if name.is_none() && image.is_none() {
+        return Err(Failure::bad_request("NO_FIELDS_TO_UPDATE", "No fields to update"));
+    }
+    state.accounts.update_profile(current.user.id, name, image, &ctx.ip.to_string()).await?;
+    Ok(status_true())
+}
+
+/// The caller's live sessions. Only hashes of tokens are kept, so `token` in each is an opaque handle (the
+/// session's id) that `revoke-session` accepts; the caller's own session shows its real token.
+pub async fn list_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, req.headers())?;
+    if current.session.created_at.plus(FRESH_AGE) <= Timestamp::now() {
+        return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
+    }
+    let own = token.hash();
+    let sessions = state.accounts.own_sessions(current.user.id);
+    let handles: Vec<String> = sessions.iter().map(|(_, s)| s.id.to_string()).collect();
+    let listed: Vec<AuthSession> = sessions
+        .iter()
+        .zip(&handles)
+        .map(|((hash, s), handle)| AuthSession::new(s, if *hash == own { token.as_str() } else { handle }))
+        .collect();
+    Ok(ok(&listed))
+}
+
+/// `{token}`: a session token, or a handle from `list-sessions`. Only the caller's own sessions are ever ended;
+/// anything else is answered the same way and left alone.
+pub async fn revoke_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (own, current) = signed_in(state, req.headers())?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let given = body.string("token")?;
+    let user = current.user.id;
+    let hash = match (SessionToken::parse(given), SessionId::parse(given)) {
+        (Some(token), _) => Some(token.hash()),
+        (None, Some(id)) => state.accounts.own_sessions(user).into_iter().find(|(_, s)| s.id == id).map(|(h, _)| h),
+        (None, None) => None,
+    };
+    if let Some(hash) = hash {
+        state.accounts.revoke_own_sessions(user, Revoke::One(hash), &ctx.ip.to_string()).await?;
+    }
+    let answer = status_true();
+    Ok(if hash == Some(own.hash()) { with_cookie(answer, state.cookies.clear()) } else { answer })
+}
+
+pub async fn revoke_sessions(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    revoke(state, ctx, req, false).await
+}
+
+pub async fn revoke_other_sessions(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    revoke(state, ctx, req, true).await
+}
+
+async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>, keep_own: bool) -> Result<Response<Body>, Failure> {
+    let (own, current) = signed_in(state, req.headers())?;
+    // No body is needed, but one that is sent must be well-formed.
+    extract::json_object(req, false, state.body_timeout()).await?;
+    let which = if keep_own { Revoke::AllBut(own.hash()) } else { Revoke::All };
+    state.accounts.revoke_own_sessions(current.user.id, which, &ctx.ip.to_string()).await?;
+    Ok(if keep_own { status_true() } else { with_cookie(status_true(), state.cookies.clear()) })
+}
+
+/// `{password}`: the account, its membership and every session go in one commit. The password is required
+/// (better-auth also accepts a fresh session instead; a cookie alone is not enough to delete an account here).
+pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, req.headers())?;
+    let body: Fields = extract::json_object(req, true, state.body_timeout()).await?;
+    let password = Password::for_sign_in(body.string("password")?)?;
+    state.accounts.delete_account(&current, password, &ctx.ip.to_string()).await?;
+    let answer = ok(&json!({"success": true, "message": "User deleted"}));
+    Ok(with_cookie(answer, state.cookies.clear()))
+}
