@@ -14,16 +14,20 @@ use crate::actors::audit::AuditLog;
 use crate::actors::orgs::CreateOrgError;
 use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start};
 use crate::actors::users::{
-    AttemptRefused, Checked, CreateUserError, DeleteUserError, NewUser, OwnChange, OwnChangeError, UpdateUserError,
-    UserChange,
+    AttemptRefused, Checked, ComposeReset, CreateUserError, DeleteUserError, NewUser, OwnChange, OwnChangeError,
+    ResetError, UpdateUserError, UserChange,
 };
 use crate::actors::{Handles, Indexes, Unavailable};
 use crate::domain::{
     AuditEntry, AuditId, Email, Name, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp,
-    TokenHash, User, UserId,
+    TokenHash, TokenKind, User, UserId,
 };
 use crate::hashing::{HashError, Hasher};
+use crate::mail::Templates;
 use crate::store::Store;
+
+/// The earliest a reset request is answered: longer than either case takes, so neither can be told by its time.
+const RESET_ANSWER_FLOOR: Duration = Duration::from_millis(40);
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]
@@ -39,6 +43,17 @@ pub struct Accounts {
     pub(crate) update_age: Duration,
     /// Work that must finish even when its request is gone (a sign-in's password check); shutdown waits for it.
     pub(crate) tasks: TaskTracker,
+    /// Message templates, when a mail transport is configured (`None`: the calls that send mail are refused).
+    pub(crate) templates: Option<Arc<Templates>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MailError {
+    /// No transport is configured: nothing could ever be delivered.
+    #[error("Sending e-mail is not configured on this server")]
+    NotConfigured,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
 }
 
 /// A new account as the sign-up form gives it, validated.
@@ -83,6 +98,16 @@ pub enum SignInError {
     Locked(Duration),
     #[error("You have been banned from this application. Please contact support if you believe this is an error.")]
     Banned,
+    #[error("The service is busy. Please try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ResetPasswordError {
+    #[error("Invalid token")]
+    InvalidToken,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
     #[error(transparent)]
@@ -326,6 +351,54 @@ impl Accounts {
             DeleteUserError::UserNotFound => AccountError::UserNotFound,
             DeleteUserError::LastAdmin => AccountError::LastAdmin,
             DeleteUserError::Unavailable(u) => AccountError::Unavailable(u),
+        })
+    }
+
+    // --- password reset by mail -----------------------------------------------------------------------------
+
+    /// Mails a reset link to the account with `email`, if there is one. The answer is the same either way, and
+    /// takes the same time: one commit in both cases (the token and its message, or an audit entry).
+    pub async fn request_password_reset(
+        &self,
+        email: Email,
+        callback: Option<String>,
+        ip: &str,
+    ) -> Result<(), MailError> {
+        let started = tokio::time::Instant::now();
+        let templates = Arc::clone(self.templates.as_ref().ok_or(MailError::NotConfigured)?);
+        let ttl = templates.reset_ttl();
+        let compose: ComposeReset =
+            Box::new(move |user, token| templates.reset_password(user, token, callback.as_deref()));
+        self.actors.users.request_reset(email, ttl, compose, ip.to_owned()).await?;
+        // A known e-mail costs a little more (a token, a rendered message); answering no sooner than a fixed time
+        // after the request came in makes both cases take the same time.
+        tokio::time::sleep_until(started + RESET_ANSWER_FLOOR).await;
+        Ok(())
+    }
+
+    /// Whether `token` is a live reset token (the link in the mail leads to the form, or to an error).
+    pub fn reset_token_is_valid(&self, token: &SessionToken) -> bool {
+        let now = Timestamp::now();
+        self.indexes.tokens.get(&token.hash()).is_some_and(|t| t.kind == TokenKind::PasswordReset && !t.is_expired(now))
+    }
+
+    /// Sets a new password with a reset token (once), ending every session of the account.
+    pub async fn reset_password(
+        &self,
+        token: &SessionToken,
+        new_password: Password,
+        ip: &str,
+    ) -> Result<(), ResetPasswordError> {
+        if !self.reset_token_is_valid(token) {
+            return Err(ResetPasswordError::InvalidToken);
+        }
+        let hash = self.hasher.hash(new_password).await.map_err(|e| match e {
+            HashError::Busy => ResetPasswordError::Busy,
+            HashError::Params(_) | HashError::Failed(_) => ResetPasswordError::Unavailable(Unavailable),
+        })?;
+        self.actors.users.reset_password(token.hash(), hash, ip.to_owned()).await.map_err(|e| match e {
+            ResetError::InvalidToken => ResetPasswordError::InvalidToken,
+            ResetError::Unavailable(u) => ResetPasswordError::Unavailable(u),
         })
     }
 

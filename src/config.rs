@@ -34,6 +34,7 @@ pub struct Config {
     pub backup: BackupConfig,
     pub limits: LimitsConfig,
     pub audit: AuditConfig,
+    pub email: EmailConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -98,6 +99,9 @@ pub struct RateLimitConfig {
     /// Failed sign-ins per account per `account_window_secs` before it is locked until the window ends.
     pub failures_per_account: u32,
     pub account_window_secs: u64,
+    /// Calls that send mail (password reset) per client address, and per e-mail address, per `window_secs`.
+    pub mail_per_address: u32,
+    pub mail_per_email: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -114,6 +118,37 @@ pub struct BackupConfig {
 impl Default for BackupConfig {
     fn default() -> Self {
         Self { dir: None, interval_secs: 3600, keep: 24 }
+    }
+}
+
+/// How mail leaves the server. With neither `smtp_url` nor `directory` set, the calls that send mail answer 400
+/// `EMAIL_NOT_CONFIGURED`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailConfig {
+    /// `smtp://host:port` (STARTTLS when offered), `smtps://host:port` (TLS), with `user:password@` when the
+    /// server wants a login; `?tls=required` refuses a server without STARTTLS.
+    pub smtp_url: Option<String>,
+    /// Development: write each message as an `.eml` file here instead of sending it.
+    pub directory: Option<PathBuf>,
+    /// The sender, e.g. `"Pharmacy QA <no-reply@example.com>"`.
+    pub from: String,
+    /// The public URL that links in mails start with (`…/api/auth/reset-password/<token>`); defaults to
+    /// `base_url`, else `http://` + `listen`.
+    pub link_base_url: Option<String>,
+    /// Lifetime of a password-reset link, seconds.
+    pub reset_token_ttl_secs: u64,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        Self {
+            smtp_url: None,
+            directory: None,
+            from: "service-auth <no-reply@localhost.localdomain>".to_owned(),
+            link_base_url: None,
+            reset_token_ttl_secs: 3600,
+        }
     }
 }
 
@@ -199,6 +234,7 @@ impl Default for Config {
             rate_limit: RateLimitConfig::default(),
             backup: BackupConfig::default(),
             audit: AuditConfig::default(),
+            email: EmailConfig::default(),
             limits: LimitsConfig::default(),
             bootstrap_admin: None,
         }
@@ -234,6 +270,8 @@ impl Default for RateLimitConfig {
             window_secs: 60,
             failures_per_account: 10,
             account_window_secs: 300,
+            mail_per_address: 3,
+            mail_per_email: 3,
         }
     }
 }
@@ -421,6 +459,21 @@ impl Config {
         let r = &self.rate_limit;
         if r.window_secs == 0 || r.account_window_secs == 0 {
             return fail("rate_limit.window_secs", "and rate_limit.account_window_secs must be above 0".into());
+        }
+        let e = &self.email;
+        if e.smtp_url.is_some() && e.directory.is_some() {
+            return fail("email.smtp_url", "and email.directory cannot both be set".into());
+        }
+        if e.from.parse::<lettre::message::Mailbox>().is_err() {
+            return fail("email.from", format!("= {:?} is not a mailbox (name <address> or address)", e.from));
+        }
+        if let Some(url) = &e.smtp_url
+            && lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::from_url(url).is_err()
+        {
+            return fail("email.smtp_url", "is not an smtp:// or smtps:// URL".into());
+        }
+        if e.reset_token_ttl_secs == 0 {
+            return fail("email.reset_token_ttl_secs", "must be above 0".into());
         }
         if self.audit.retain_days == 0 || self.audit.max_entries == 0 {
             return fail("audit.retain_days", "and audit.max_entries must be above 0".into());

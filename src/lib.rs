@@ -18,6 +18,7 @@
 //! - [`runtime`]: the running core (store, indexes, actors, facade); [`server`]: `run`, which `main` and the
 //!   integration tests both call, and housekeeping.
 //! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
+//! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
 //! - [`ops`]: seeding, backups, export and import of a data directory.
 //!
 //! Who imports whom: `http` → `accounts` → `actors` → `store` → `domain`; `runtime` builds the core under
@@ -30,6 +31,7 @@ pub mod config;
 pub mod domain;
 pub mod hashing;
 pub mod http;
+pub mod mail;
 pub mod ops;
 pub mod runtime;
 pub mod server;

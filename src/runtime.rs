@@ -13,6 +13,7 @@ use crate::actors::{self, System};
 use crate::config::Config;
 use crate::domain::RoleSet;
 use crate::hashing::Hasher;
+use crate::mail::Templates;
 use crate::store::{FaultSwitch, Store, StoreError, StoreWriter, WriterDone};
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +34,9 @@ pub struct Core {
     pub(crate) audit: AuditLog,
     pub(crate) retention: Retention,
     system: System,
+    /// The mail sender, when a transport is configured; stopped before the writer.
+    mail_stop: CancellationToken,
+    mailer: Option<tokio::task::JoinHandle<()>>,
     /// Kept to close the writer at stop, after the actors' last flushes.
     writer: StoreWriter,
     writer_done: WriterDone,
@@ -46,14 +50,15 @@ impl Core {
         let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
         let hasher = Hasher::new(&config.hashing).map_err(|e| AppError::Startup(e.to_string()))?;
         let (data_dir, set) = (config.data_dir.clone(), roles.clone());
-        let (store, indexes, cleanup) = tokio::task::spawn_blocking(move || {
+        let (store, built) = tokio::task::spawn_blocking(move || {
             let store = Store::open_with_faults(&data_dir, faults)?;
-            let (indexes, cleanup) = actors::load::build(&store, &set)?;
-            Ok::<_, StoreError>((store, indexes, cleanup))
+            let built = actors::load::build(&store, &set)?;
+            Ok::<_, StoreError>((store, built))
         })
         .await
         .map_err(|e| AppError::Startup(e.to_string()))??;
         let store = Arc::new(store);
+        let actors::load::Built { indexes, cleanup, outbox } = built;
         if !cleanup.is_empty() {
             tracing::info!(sessions = cleanup.len(), "removing expired and revoked sessions");
             let store = Arc::clone(&store);
@@ -69,9 +74,19 @@ impl Core {
             max_failures: limits.failures_per_account,
             window: Duration::from_secs(limits.account_window_secs),
         };
-        let system = System::start(Arc::clone(&indexes), writer.clone(), config.session.clone(), attempts, fatal)
-            .await
-            .map_err(|e| AppError::Startup(e.to_string()))?;
+        if !outbox.is_empty() {
+            tracing::info!(messages = outbox.len(), "mail waiting in the outbox");
+        }
+        let mail_stop = CancellationToken::new();
+        let (mail, mailer) = match crate::mail::start(config, writer.clone(), outbox, mail_stop.clone()) {
+            Some((queue, task)) => (Some(queue), Some(task)),
+            None => (None, None),
+        };
+        let sessions_config = config.session.clone();
+        let system =
+            System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)
+                .await
+                .map_err(|e| AppError::Startup(e.to_string()))?;
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
         let update_age = Duration::from_secs(config.session.update_age_secs);
         let accounts = Accounts {
@@ -83,12 +98,13 @@ impl Core {
             store: Arc::clone(&store),
             update_age,
             tasks: TaskTracker::new(),
+            templates: mail.map(|_| Arc::new(Templates::new(config))),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
             max_entries: config.audit.max_entries,
         };
-        Ok(Self { accounts, store, audit, retention, system, writer, writer_done })
+        Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer })
     }
 
     pub(crate) fn users(&self) -> &actors::UsersHandle {
@@ -104,6 +120,11 @@ impl Core {
     pub async fn stop(self) {
         self.accounts.finish_background_work(Duration::from_secs(30)).await;
         self.system.stop().await;
+        // What is not sent yet stays in the outbox, for the next start.
+        self.mail_stop.cancel();
+        if let Some(mailer) = self.mailer {
+            let _ = mailer.await;
+        }
         // The actors have flushed their last batches: the writer writes what it holds, then ends.
         self.writer.close().await;
         self.writer_done.wait().await;

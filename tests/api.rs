@@ -16,6 +16,7 @@ mod api {
     mod hardening;
     mod input;
     mod lifecycle;
+    mod mail;
     mod ops;
     mod orgs;
     mod security;

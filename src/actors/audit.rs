@@ -24,6 +24,8 @@ pub mod action {
     pub const SIGN_IN_REFUSED: &str = "sign_in.refused";
     pub const PASSWORD_CHANGED: &str = "user.password_changed";
     pub const USER_DELETED: &str = "user.deleted";
+    pub const PASSWORD_RESET_REQUESTED: &str = "user.password_reset_requested";
+    pub const PASSWORD_RESET: &str = "user.password_reset";
     pub const SESSIONS_REVOKED: &str = "session.revoked";
     /// Failures beyond the per-minute budget of itemised rows, counted into one row.
     pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::Indexes;
-use crate::domain::{RoleSet, Timestamp};
+use crate::domain::{Mail, OneTimeToken, RoleSet, Timestamp};
 use crate::store::{Loaded, Record, Store, StoreError, StoreOp, convert};
 
 /// Builds the indexes record by record. [`finish`](Self::finish) also returns the clean-up to commit before
@@ -12,13 +12,23 @@ use crate::store::{Loaded, Record, Store, StoreError, StoreOp, convert};
 pub struct IndexBuilder<'a> {
     indexes: Indexes,
     cleanup: Vec<StoreOp>,
+    outbox: Vec<Mail>,
     roles: &'a RoleSet,
     now: Timestamp,
 }
 
+/// What start-up builds from the store.
+pub struct Built {
+    pub indexes: Indexes,
+    /// Records to remove before serving (expired sessions and tokens, those of banned or deleted users).
+    pub cleanup: Vec<StoreOp>,
+    /// Messages still to send, oldest first.
+    pub outbox: Vec<Mail>,
+}
+
 impl<'a> IndexBuilder<'a> {
     pub fn new(roles: &'a RoleSet) -> Self {
-        Self { indexes: Indexes::default(), cleanup: Vec::new(), roles, now: Timestamp::now() }
+        Self { indexes: Indexes::default(), cleanup: Vec::new(), outbox: Vec::new(), roles, now: Timestamp::now() }
     }
 
     /// Adds one record; organizations must come before users, users before sessions (as `Store::visit` does).
@@ -48,25 +58,47 @@ impl<'a> IndexBuilder<'a> {
                     self.cleanup.push(StoreOp::DeleteSession(hash));
                 }
             }
+            Record::Token(hash, r) => {
+                let token = convert::token(r)?;
+                let live = !token.is_expired(self.now) && self.indexes.users.get(token.user_id).is_some();
+                // Of two live tokens of one user and kind (a crash between issuing and cleaning up), the newer wins.
+                let newer = |t: &OneTimeToken| {
+                    self.indexes
+                        .tokens
+                        .latest(t.user_id, t.kind)
+                        .and_then(|h| self.indexes.tokens.get(&h))
+                        .is_none_or(|old| old.created_at <= t.created_at)
+                };
+                if live && newer(&token) {
+                    if let Some(old) = self.indexes.tokens.latest(token.user_id, token.kind) {
+                        self.indexes.tokens.publish(old, None);
+                        self.cleanup.push(StoreOp::DeleteToken(old));
+                    }
+                    self.indexes.tokens.publish(hash, Some(Arc::new(token)));
+                } else {
+                    self.cleanup.push(StoreOp::DeleteToken(hash));
+                }
+            }
+            Record::Outbox(r) => self.outbox.push(convert::mail(r)),
         }
         Ok(())
     }
 
-    pub fn finish(self) -> (Indexes, Vec<StoreOp>) {
-        (self.indexes, self.cleanup)
+    pub fn finish(self) -> Built {
+        Built { indexes: self.indexes, cleanup: self.cleanup, outbox: self.outbox }
     }
 }
 
 /// The indexes of everything in `store`, with the checks a server makes before it serves; also what `restore`
 /// runs on a backup before it replaces anything, so the two cannot drift apart.
-pub fn build(store: &Store, roles: &RoleSet) -> Result<(Indexes, Vec<StoreOp>), StoreError> {
+pub fn build(store: &Store, roles: &RoleSet) -> Result<Built, StoreError> {
     let mut builder = IndexBuilder::new(roles);
     store.visit(|record| builder.add(record))?;
     Ok(builder.finish())
 }
 
 /// Builds the indexes from records already in memory (benchmarks, tools).
-pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<(Indexes, Vec<StoreOp>), StoreError> {
+pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
     let mut builder = IndexBuilder::new(roles);
     let Loaded { users, orgs, sessions } = loaded;
     let records = orgs

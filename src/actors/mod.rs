@@ -22,6 +22,7 @@ pub mod load;
 pub mod orgs;
 mod overlay;
 pub mod sessions;
+pub mod tokens;
 pub mod users;
 
 #[cfg(test)]
@@ -49,6 +50,7 @@ pub struct Indexes {
     pub users: UserIndex,
     pub orgs: OrgIndex,
     pub sessions: SessionIndex,
+    pub tokens: tokens::TokenIndex,
 }
 
 /// The actor handles the HTTP side talks to. Cheap to clone.
@@ -90,13 +92,14 @@ impl System {
         writer: StoreWriter,
         sessions_config: SessionConfig,
         attempts: users::AttemptPolicy,
+        mail: Option<crate::mail::MailQueue>,
         fatal: CancellationToken,
     ) -> Result<Self, ActorProcessingErr> {
         let (root, _) = Actor::spawn(None, Root { fatal }, ()).await?;
         let cell = root.get_cell();
         let sessions = sessions::spawn(Arc::clone(&indexes), writer.clone(), sessions_config, cell.clone()).await?;
         let orgs = orgs::spawn(Arc::clone(&indexes), writer.clone(), cell.clone()).await?;
-        let users = users::spawn(indexes, writer, sessions.clone(), attempts, cell).await?;
+        let users = users::spawn(indexes, writer, sessions.clone(), attempts, mail, cell).await?;
         Ok(Self { handles: Handles { users, orgs, sessions }, root })
     }
 

@@ -82,11 +82,11 @@ async fn world() -> World {
     store.commit(&ops).unwrap();
     let mut builder = super::load::IndexBuilder::new(&roles);
     store.visit(|record| builder.add(record)).unwrap();
-    let indexes = Arc::new(builder.finish().0);
+    let indexes = Arc::new(builder.finish().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
     let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60) };
     let system =
-        System::start(Arc::clone(&indexes), writer, SessionConfig::default(), attempts, CancellationToken::new())
+        System::start(Arc::clone(&indexes), writer, SessionConfig::default(), attempts, None, CancellationToken::new())
             .await
             .unwrap();
     World { system, indexes, disk, store, admin: admin.id, user: member.id, sessions: [first, second], _dir: dir }

@@ -70,6 +70,10 @@ id_type!(
     AuditId
 );
 id_type!(
+    /// Identifier of a message in the outbox; as a UUID v7 it orders the outbox by time.
+    MailId
+);
+id_type!(
     /// Identifier of a session (not its token).
     SessionId
 );

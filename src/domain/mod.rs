@@ -4,6 +4,7 @@
 mod audit;
 mod email;
 mod ids;
+mod mail;
 mod name;
 mod password;
 mod role;
@@ -13,7 +14,8 @@ mod token;
 
 pub use audit::AuditEntry;
 pub use email::{Email, EmailError};
-pub use ids::{AuditId, OrgId, SessionId, UserId};
+pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
+pub use mail::{Mail, OneTimeToken, TokenKind};
 pub use name::{Name, NameError};
 pub use password::{Password, PasswordError};
 pub use role::{Role, RoleSet};

@@ -125,11 +125,14 @@ fn rate_limit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure
 /// auth endpoint is a phishing tool.
 fn callback_url(state: &AppState, ctx: &Ctx, body: &Fields) -> Result<Option<String>, Failure> {
     let Some(url) = body.optional_string("callbackURL")? else { return Ok(None) };
-    if super::origins::safe_relative_path(url) || state.origins.is_trusted_url(url, ctx.host()) {
-        Ok(Some(url.to_owned()))
-    } else {
-        Err(Failure::new(StatusCode::FORBIDDEN, "INVALID_CALLBACK_URL", "Invalid callbackURL"))
-    }
+    safe_redirect(state, ctx, url)
+        .map(Some)
+        .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, "INVALID_CALLBACK_URL", "Invalid callbackURL"))
+}
+
+/// `url` if it is a safe relative path or an absolute URL on a trusted origin.
+pub(super) fn safe_redirect(state: &AppState, ctx: &Ctx, url: &str) -> Option<String> {
+    (super::origins::safe_relative_path(url) || state.origins.is_trusted_url(url, ctx.host())).then(|| url.to_owned())
 }
 
 /// An avatar URL an admin screen can safely put in `<img src>`: absolute `http:` or `https:` with a host, and no
@@ -139,16 +142,16 @@ fn is_web_url(raw: &str) -> bool {
         && url::Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
 }
 
-/// `callbackURL` as a `Location` value: header values are bytes, and a raw non-ASCII URL is either refused by
+/// A URL as a `Location` value: header values are bytes, and a raw non-ASCII URL is either refused by
 /// the header type or misread by the client; percent-encoded, it means the same to everyone. The JSON `url`
 /// field keeps the string as given, as the auth library does.
-fn location_value(url: &str) -> String {
+pub(super) fn location_value(url: &str) -> String {
     const UNSAFE: &percent_encoding::AsciiSet =
         &percent_encoding::CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>').add(b'`').add(b'{').add(b'}');
     percent_encoding::utf8_percent_encode(url, UNSAFE).to_string()
 }
 
-fn invalid_email() -> Failure {
+pub(super) fn invalid_email() -> Failure {
     Failure::bad_request("INVALID_EMAIL", "Invalid email")
 }
 

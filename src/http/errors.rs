@@ -4,7 +4,7 @@ use hyper::StatusCode;
 use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
-use crate::accounts::{AccountError, SignInError, SignUpError};
+use crate::accounts::{AccountError, MailError, ResetPasswordError, SignInError, SignUpError};
 use crate::actors::Unavailable;
 use crate::actors::orgs::CreateOrgError;
 use crate::actors::users::UpdateUserError;
@@ -87,6 +87,25 @@ impl From<AccountError> for Failure {
             AccountError::LastAdmin => Self::bad_request("LAST_ADMINISTRATOR", e.to_string()),
             AccountError::Busy => busy(),
             AccountError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<MailError> for Failure {
+    fn from(e: MailError) -> Self {
+        match e {
+            MailError::NotConfigured => Self::bad_request("EMAIL_NOT_CONFIGURED", e.to_string()),
+            MailError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<ResetPasswordError> for Failure {
+    fn from(e: ResetPasswordError) -> Self {
+        match e {
+            ResetPasswordError::InvalidToken => Self::bad_request("INVALID_TOKEN", e.to_string()),
+            ResetPasswordError::Busy => busy(),
+            ResetPasswordError::Unavailable(u) => u.into(),
         }
     }
 }

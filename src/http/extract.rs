@@ -263,6 +263,11 @@ pub fn client(ctx: &Ctx, headers: &HeaderMap) -> Client {
     Client { ip_address: ctx.ip.to_string(), user_agent }
 }
 
+/// The percent-decoded value of query parameter `name` (a URL or a token).
+pub fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(query?.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+}
+
 /// The value of query parameter `name` (no percent-decoding: only used for plain flags).
 pub fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
     query?.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)

@@ -5,7 +5,7 @@
 //! - [`extract`]: reading requests (body, fields, cookie, client address) and the administrator guard.
 //! - [`response`] and [`errors`]: answers, the two error shapes, the session cookie; one `From` per error enum.
 //! - The route families, each a file of short handlers: [`auth`], [`account`] (a user's own password, profile,
-//!   sessions and deletion), [`admin`] (users and the audit log),
+//!   sessions and deletion), [`recovery`] (password reset by mail), [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
 //! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
 
@@ -20,6 +20,7 @@ mod ops;
 mod organizations;
 pub mod origins;
 pub mod rate_limits;
+mod recovery;
 pub mod response;
 mod router;
 mod state;

@@ -16,23 +16,45 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 pub enum Limited {
     SignIn,
     SignUp,
+    /// Calls that send mail.
+    Mail,
 }
 
 pub struct AddressLimits {
     sign_in: Option<DefaultKeyedRateLimiter<IpAddr>>,
     sign_up: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    mail: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    /// Mail to one e-mail address, whoever asks: a mailbox cannot be flooded from many addresses.
+    mail_to: Option<DefaultKeyedRateLimiter<String>>,
     clock: DefaultClock,
 }
 
 impl AddressLimits {
     /// `max` requests per `window` for each address, with bursts up to `max`; 0 turns a limit off.
     pub fn new(sign_in_max: u32, sign_up_max: u32, window: Duration) -> Self {
-        let limiter = |max: u32| {
+        Self::with_mail(sign_in_max, sign_up_max, 0, 0, window)
+    }
+
+    /// [`new`](Self::new), with limits on the calls that send mail, per address and per recipient.
+    pub fn with_mail(sign_in_max: u32, sign_up_max: u32, mail_max: u32, mail_to_max: u32, window: Duration) -> Self {
+        fn limiter<K: std::hash::Hash + Eq + Clone>(max: u32, window: Duration) -> Option<DefaultKeyedRateLimiter<K>> {
             let max = NonZeroU32::new(max)?;
             let quota = Quota::with_period(window / max.get())?.allow_burst(max);
             Some(DefaultKeyedRateLimiter::keyed(quota))
-        };
-        Self { sign_in: limiter(sign_in_max), sign_up: limiter(sign_up_max), clock: DefaultClock::default() }
+        }
+        Self {
+            sign_in: limiter(sign_in_max, window),
+            sign_up: limiter(sign_up_max, window),
+            mail: limiter(mail_max, window),
+            mail_to: limiter(mail_to_max, window),
+            clock: DefaultClock::default(),
+        }
+    }
+
+    /// Counts one message to `email`; `Err` carries how long to wait.
+    pub fn check_recipient(&self, email: &str) -> Result<(), Duration> {
+        let Some(limiter) = &self.mail_to else { return Ok(()) };
+        limiter.check_key(&email.to_owned()).map_err(|not_until| not_until.wait_time_from(self.clock.now()))
     }
 
     /// Counts one request from `ip`; `Err` carries how long the client should wait.
@@ -40,6 +62,7 @@ impl AddressLimits {
         let limiter = match which {
             Limited::SignIn => &self.sign_in,
             Limited::SignUp => &self.sign_up,
+            Limited::Mail => &self.mail,
         };
         let Some(limiter) = limiter else { return Ok(()) };
         limiter.check_key(&key(ip)).map_err(|not_until| not_until.wait_time_from(self.clock.now()))
@@ -47,7 +70,10 @@ impl AddressLimits {
 
     /// Drops the state of addresses that are back to a full allowance, so memory follows current traffic.
     pub fn sweep(&self) {
-        for limiter in [&self.sign_in, &self.sign_up].into_iter().flatten() {
+        for limiter in [&self.sign_in, &self.sign_up, &self.mail].into_iter().flatten() {
+            limiter.retain_recent();
+        }
+        if let Some(limiter) = &self.mail_to {
             limiter.retain_recent();
         }
     }

@@ -8,7 +8,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, auth, extract, ops, organizations};
+use super::{AppState, account, admin, auth, extract, ops, organizations, recovery};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -24,6 +24,9 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/auth/revoke-sessions", &[Method::POST]),
     ("/api/auth/revoke-other-sessions", &[Method::POST]),
     ("/api/auth/delete-user", &[Method::POST]),
+    ("/api/auth/request-password-reset", &[Method::POST]),
+    ("/api/auth/reset-password/{token}", &[Method::GET]),
+    ("/api/auth/reset-password", &[Method::POST]),
     ("/api/admin/users", &[Method::GET, Method::PATCH]),
     ("/api/admin/organizations", &[Method::GET, Method::POST]),
     ("/api/admin/audit", &[Method::GET]),
@@ -31,6 +34,23 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/healthz", &[Method::GET]),
     ("/readyz", &[Method::GET]),
 ];
+
+/// Whether `path` is `route`, where a `{name}` segment of the route stands for any one non-empty segment.
+fn matches(route: &str, path: &str) -> bool {
+    let (mut want, mut got) = (route.split('/'), path.split('/'));
+    loop {
+        match (want.next(), got.next()) {
+            (None, None) => return true,
+            (Some(w), Some(g)) if w.starts_with('{') && w.ends_with('}') => {
+                if g.is_empty() {
+                    return false;
+                }
+            }
+            (Some(w), Some(g)) if w == g => {}
+            _ => return false,
+        }
+    }
+}
 
 /// Per-request facts gathered before the handler runs.
 #[derive(Debug, Clone)]
@@ -77,7 +97,7 @@ pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>
 async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
-    let Some(&(path, allowed)) = ROUTES.iter().find(|(p, _)| *p == path) else {
+    let Some(&(path, allowed)) = ROUTES.iter().find(|(p, _)| matches(p, path)) else {
         return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family);
     };
     if !allowed.contains(req.method()) {
@@ -105,6 +125,9 @@ async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Res
         ("/api/auth/revoke-sessions", _) => account::revoke_sessions(state, ctx, req).await,
         ("/api/auth/revoke-other-sessions", _) => account::revoke_other_sessions(state, ctx, req).await,
         ("/api/auth/delete-user", _) => account::delete_user(state, ctx, req).await,
+        ("/api/auth/request-password-reset", _) => recovery::request_password_reset(state, ctx, req).await,
+        ("/api/auth/reset-password/{token}", _) => recovery::follow_reset_link(state, ctx, req).await,
+        ("/api/auth/reset-password", _) => recovery::reset_password(state, ctx, req).await,
         ("/api/admin/users", Method::GET) => admin::list_users(state, ctx, req).await,
         ("/api/admin/users", _) => admin::update_user(state, ctx, req).await,
         ("/api/admin/organizations", Method::GET) => organizations::list(state, ctx, req).await,
@@ -129,6 +152,15 @@ async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn templated_routes_match_one_segment() {
+        assert!(matches("/api/auth/reset-password/{token}", "/api/auth/reset-password/abc"));
+        assert!(!matches("/api/auth/reset-password/{token}", "/api/auth/reset-password/"));
+        assert!(!matches("/api/auth/reset-password/{token}", "/api/auth/reset-password/a/b"));
+        assert!(!matches("/api/auth/reset-password/{token}", "/api/auth/reset-password"));
+        assert!(matches("/api/auth/sign-out", "/api/auth/sign-out"));
+    }
     use crate::http::OPENAPI;
 
     /// The OpenAPI document lists exactly the routes the router answers, so the two cannot drift apart.

@@ -33,9 +33,11 @@ impl AppState {
             ),
             origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
             trusted_proxies: config.trusted_proxies.clone(),
-            rate_limits: AddressLimits::new(
+            rate_limits: AddressLimits::with_mail(
                 limits.sign_in_per_address,
                 limits.sign_up_per_address,
+                limits.mail_per_address,
+                limits.mail_per_email,
                 Duration::from_secs(limits.window_secs),
             ),
             connections: config.limits.clone(),

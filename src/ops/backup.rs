@@ -89,7 +89,7 @@ pub fn backup(config: &Config, out: &Path) -> Result<String, OpsError> {
 pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
     let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
     let (users, orgs, sessions) = Store::check_file(file, |store| {
-        let (indexes, _) = load::build(store, &roles)?;
+        let indexes = load::build(store, &roles)?.indexes;
         Ok((indexes.users.len(), indexes.orgs.list().len(), indexes.sessions.len()))
     })
     .map_err(|e| OpsError::Invalid(format!("{} is not a usable backup: {e}", file.display())))?;

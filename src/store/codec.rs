@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::StoreError;
-use super::records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
+use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1};
 
 /// A persisted record type and the version byte its encoding carries.
 pub trait Versioned: Serialize + DeserializeOwned {
@@ -34,6 +34,16 @@ impl Versioned for AuditRecordV1 {
 impl Versioned for SessionRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "session";
+}
+
+impl Versioned for TokenRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "token";
+}
+
+impl Versioned for OutboxRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "outbox";
 }
 
 pub fn encode<R: Versioned>(record: &R) -> Vec<u8> {
@@ -136,6 +146,33 @@ mod tests {
         expected.extend([0, 1, b'1', 1, b'd']);
         assert_eq!(encode(&entry), expected);
         assert_eq!(decode::<AuditRecordV1>(&expected).unwrap(), entry);
+    }
+
+    #[test]
+    fn token_golden_bytes() {
+        let token = TokenRecordV1 { kind: 1, user_id: [8; 16], created_at_ms: 1, expires_at_ms: 64 };
+        let mut expected = vec![1, 1];
+        expected.extend([8; 16]);
+        expected.extend([2, 0x80, 0x01]);
+        assert_eq!(encode(&token), expected);
+        assert_eq!(decode::<TokenRecordV1>(&expected).unwrap(), token);
+    }
+
+    #[test]
+    fn outbox_golden_bytes() {
+        let mail = OutboxRecordV1 {
+            id: [9; 16],
+            to: "a@b.co".into(),
+            subject: "S".into(),
+            text: "t".into(),
+            html: "<p>".into(),
+            created_at_ms: 3,
+        };
+        let mut expected = vec![1];
+        expected.extend([9; 16]);
+        expected.extend([6, b'a', b'@', b'b', b'.', b'c', b'o', 1, b'S', 1, b't', 3, b'<', b'p', b'>', 6]);
+        assert_eq!(encode(&mail), expected);
+        assert_eq!(decode::<OutboxRecordV1>(&expected).unwrap(), mail);
     }
 
     #[test]

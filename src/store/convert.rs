@@ -4,9 +4,11 @@
 //! Records read back were validated before they were written, so they are rebuilt with the domain types'
 //! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
 
-use super::records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
+use super::StoreError;
+use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1};
 use crate::domain::{
-    AuditEntry, AuditId, Email, Name, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, User, UserId,
+    AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
+    Slug, Timestamp, TokenKind, User, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecordV1 {
@@ -110,6 +112,48 @@ pub fn audit(r: AuditRecordV1) -> AuditEntry {
     }
 }
 
+pub fn token_record(token: &OneTimeToken) -> TokenRecordV1 {
+    TokenRecordV1 {
+        kind: token.kind.code(),
+        user_id: token.user_id.to_bytes(),
+        created_at_ms: token.created_at.as_millis(),
+        expires_at_ms: token.expires_at.as_millis(),
+    }
+}
+
+/// A token of a kind this version does not know is corrupt, not silently something else.
+pub fn token(r: TokenRecordV1) -> Result<OneTimeToken, StoreError> {
+    let kind = TokenKind::from_code(r.kind).ok_or_else(|| StoreError::Corrupt(format!("token kind {}", r.kind)))?;
+    Ok(OneTimeToken {
+        kind,
+        user_id: UserId::from_bytes(r.user_id),
+        created_at: Timestamp::from_millis(r.created_at_ms),
+        expires_at: Timestamp::from_millis(r.expires_at_ms),
+    })
+}
+
+pub fn mail_record(mail: &Mail) -> OutboxRecordV1 {
+    OutboxRecordV1 {
+        id: mail.id.to_bytes(),
+        to: mail.to.as_str().to_owned(),
+        subject: mail.subject.clone(),
+        text: mail.text.clone(),
+        html: mail.html.clone(),
+        created_at_ms: mail.created_at.as_millis(),
+    }
+}
+
+pub fn mail(r: OutboxRecordV1) -> Mail {
+    Mail {
+        id: MailId::from_bytes(r.id),
+        to: Email::from_trusted(r.to),
+        subject: r.subject,
+        text: r.text,
+        html: r.html,
+        created_at: Timestamp::from_millis(r.created_at_ms),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +205,16 @@ mod tests {
             detail: "why".into(),
         };
         assert_eq!(audit(audit_record(&a)), a);
+        let t = OneTimeToken { kind: TokenKind::PasswordReset, user_id: u.id, created_at: now, expires_at: now };
+        assert_eq!(token(token_record(&t)).unwrap(), t);
+        let m = Mail {
+            id: MailId::new(),
+            to: u.email.clone(),
+            subject: "Reset".into(),
+            text: "t".into(),
+            html: "<p>h</p>".into(),
+            created_at: now,
+        };
+        assert_eq!(mail(mail_record(&m)), m);
     }
 }

@@ -14,6 +14,8 @@ const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
 const SESSIONS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
 const AUDIT: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit");
+const TOKENS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("tokens");
+const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
@@ -189,6 +191,8 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
         tx.open_table(ORGS).map_err(io)?;
         tx.open_table(SESSIONS).map_err(io)?;
         tx.open_table(AUDIT).map_err(io)?;
+        tx.open_table(TOKENS).map_err(io)?;
+        tx.open_table(OUTBOX).map_err(io)?;
     }
     tx.commit().map_err(io)
 }
@@ -202,6 +206,7 @@ impl Store {
                 Record::Org(r) => loaded.orgs.push(r),
                 Record::User(r) => loaded.users.push(r),
                 Record::Session(hash, r) => loaded.sessions.push((hash, r)),
+                Record::Token(..) | Record::Outbox(_) => {}
             }
             Ok(())
         })?;
@@ -318,14 +323,17 @@ impl Store {
     pub fn clear(&self) -> Result<(), StoreError> {
         self.with_db(|db| {
             let tx = db.begin_write().map_err(io)?;
-            for table in [USERS, ORGS, AUDIT] {
+            for table in [USERS, ORGS, AUDIT, OUTBOX] {
                 tx.delete_table(table).map_err(io)?;
             }
             tx.delete_table(SESSIONS).map_err(io)?;
+            tx.delete_table(TOKENS).map_err(io)?;
             tx.open_table(USERS).map_err(io)?;
             tx.open_table(ORGS).map_err(io)?;
             tx.open_table(SESSIONS).map_err(io)?;
             tx.open_table(AUDIT).map_err(io)?;
+            tx.open_table(TOKENS).map_err(io)?;
+            tx.open_table(OUTBOX).map_err(io)?;
             tx.commit().map_err(io)
         })
     }
@@ -354,6 +362,13 @@ fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> 
         let (key, value) = entry.map_err(io)?;
         f(Record::Session(key.value(), codec::decode(value.value())?))?;
     }
+    for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        f(Record::Token(key.value(), codec::decode(value.value())?))?;
+    }
+    for entry in tx.open_table(OUTBOX).map_err(io)?.iter().map_err(io)? {
+        f(Record::Outbox(codec::decode(entry.map_err(io)?.1.value())?))?;
+    }
     Ok(())
 }
 
@@ -364,6 +379,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut orgs = tx.open_table(ORGS).map_err(io)?;
         let mut sessions = tx.open_table(SESSIONS).map_err(io)?;
         let mut audit = tx.open_table(AUDIT).map_err(io)?;
+        let mut tokens = tx.open_table(TOKENS).map_err(io)?;
+        let mut outbox = tx.open_table(OUTBOX).map_err(io)?;
         for &op in ops {
             match op {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
@@ -378,6 +395,14 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
                 StoreOp::DeleteAudit(id) => {
                     audit.remove(id).map_err(io)?;
+                }
+                StoreOp::PutToken(hash, r) => put(&mut tokens, *hash, r)?,
+                StoreOp::DeleteToken(hash) => {
+                    tokens.remove(hash).map_err(io)?;
+                }
+                StoreOp::PutOutbox(r) => put(&mut outbox, r.id, r)?,
+                StoreOp::DeleteOutbox(id) => {
+                    outbox.remove(id).map_err(io)?;
                 }
             }
         }
@@ -398,6 +423,8 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         copy_table(&source, &tx, ORGS)?;
         copy_table(&source, &tx, SESSIONS)?;
         copy_table(&source, &tx, AUDIT)?;
+        copy_table(&source, &tx, TOKENS)?;
+        copy_table(&source, &tx, OUTBOX)?;
         {
             let mut meta = tx.open_table(META).map_err(io)?;
             for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {

@@ -18,7 +18,7 @@ pub mod records;
 mod writer;
 
 pub use db::{FaultSwitch, Store, create_private};
-pub use records::{AuditRecordV1, OrgRecordV1, SessionRecordV1, UserRecordV1};
+pub use records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{StoreWriter, WriterDone};
@@ -39,6 +39,12 @@ pub enum StoreOp {
     PutAudit(AuditRecordV1),
     /// Retention: an audit entry past its time (or beyond the size cap).
     DeleteAudit([u8; 16]),
+    /// A one-time token, keyed by its SHA-256.
+    PutToken(TokenHash, TokenRecordV1),
+    DeleteToken(TokenHash),
+    /// A message to send; deleted once a mail server has accepted it.
+    PutOutbox(OutboxRecordV1),
+    DeleteOutbox([u8; 16]),
 }
 
 /// One stored record, as [`Store::visit`] hands them out.
@@ -47,6 +53,8 @@ pub enum Record {
     Org(OrgRecordV1),
     User(UserRecordV1),
     Session(TokenHash, SessionRecordV1),
+    Token(TokenHash, TokenRecordV1),
+    Outbox(OutboxRecordV1),
 }
 
 /// Everything in the store, read into memory.

@@ -65,3 +65,26 @@ pub struct AuditRecordV1 {
     /// Short human-readable detail, e.g. `qa_manager -> admin`.
     pub detail: String,
 }
+
+/// A one-time token (a password reset). Key: SHA-256 of the token, so a copied data directory holds no usable
+/// link. Single use: deleted when used, or when a newer one of the same kind is issued to the same user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecordV1 {
+    /// 1: password reset.
+    pub kind: u8,
+    pub user_id: [u8; 16],
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+/// A message waiting to be sent. Written in the same transaction as what it announces (a reset token), deleted
+/// once the mail server has accepted it. Key: its UUID v7, so the outbox reads oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxRecordV1 {
+    pub id: [u8; 16],
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+    pub created_at_ms: i64,
+}

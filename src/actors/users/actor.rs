@@ -11,13 +11,14 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
     AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteUserError, EnsureAdmin, OwnChange, OwnChangeError,
-    UsersHandle, UsersMsg,
+    ResetError, UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::{Indexes, SessionsHandle};
-use crate::domain::{Email, Timestamp, User, UserId};
+use crate::domain::{Email, Mail, OneTimeToken, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
+use crate::mail::MailQueue;
 use crate::store::{StoreOp, StoreWriter, convert};
 
 pub(in crate::actors) async fn spawn(
@@ -25,9 +26,10 @@ pub(in crate::actors) async fn spawn(
     writer: StoreWriter,
     sessions: SessionsHandle,
     attempts: AttemptPolicy,
+    mail: Option<MailQueue>,
     supervisor: ActorCell,
 ) -> Result<UsersHandle, ActorProcessingErr> {
-    let actor = UsersActor { indexes, writer, sessions, attempts };
+    let actor = UsersActor { indexes, writer, sessions, attempts, mail };
     let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
     Ok(UsersHandle(actor))
 }
@@ -37,6 +39,8 @@ struct UsersActor {
     writer: StoreWriter,
     sessions: SessionsHandle,
     attempts: AttemptPolicy,
+    /// Wakes the mail sender once a batch with messages is durable.
+    mail: Option<MailQueue>,
 }
 
 /// Changes not yet durable. Lookups see these first, so messages in one batch build on each other.
@@ -49,6 +53,10 @@ struct State {
     /// Users whose sessions end with this batch (banned, or given a new password): committed in the same
     /// transaction as the batch, so the change and the end of the sessions are durable together or not at all.
     ending: Vec<UserId>,
+    /// One-time tokens issued (`Some`) or used up (`None`) in this batch, published with it.
+    tokens: HashMap<TokenHash, Option<Arc<OneTimeToken>>>,
+    /// Messages written to the outbox in this batch, handed to the sender once durable.
+    mails: Vec<Mail>,
 }
 
 impl Actor for UsersActor {
@@ -62,6 +70,8 @@ impl Actor for UsersActor {
             overlay: Overlay::default(),
             emails: HashMap::new(),
             ending: Vec::new(),
+            tokens: HashMap::new(),
+            mails: Vec::new(),
         })
     }
 
@@ -126,6 +136,61 @@ impl Actor for UsersActor {
                     Err(e) => drop(reply.send(Err(e))),
                 }
             }
+            UsersMsg::RequestReset { email, ttl, compose, ip, reply } => {
+                let account = self.email_owner(state, &email).and_then(|id| self.get(state, id));
+                let Some(user) = account else {
+                    let detail = "password reset requested for an unknown e-mail".to_owned();
+                    state.overlay.add(
+                        [audit::entry(action::PASSWORD_RESET_REQUESTED, None, None, &ip, detail)],
+                        reply,
+                        (),
+                    );
+                    return self.after(state, &myself).await;
+                };
+                let token = SessionToken::generate();
+                let hash = token.hash();
+                let now = Timestamp::now();
+                let issued = Arc::new(OneTimeToken {
+                    kind: TokenKind::PasswordReset,
+                    user_id: user.id,
+                    created_at: now,
+                    expires_at: now.plus(ttl),
+                });
+                let mut ops = Vec::new();
+                // A newer request invalidates the older link.
+                if let Some(old) = self.live_token(state, user.id) {
+                    state.tokens.insert(old, None);
+                    ops.push(StoreOp::DeleteToken(old));
+                }
+                let mail = compose(&user, &token);
+                ops.push(StoreOp::PutToken(hash, convert::token_record(&issued)));
+                ops.push(StoreOp::PutOutbox(convert::mail_record(&mail)));
+                let id = Some(user.id);
+                ops.push(audit::entry(action::PASSWORD_RESET_REQUESTED, id, id.map(Into::into), &ip, String::new()));
+                state.tokens.insert(hash, Some(issued));
+                state.mails.push(mail);
+                state.overlay.add(ops, reply, ());
+            }
+            UsersMsg::ResetPassword { token, password_hash, ip, reply } => {
+                let now = Timestamp::now();
+                let valid = match state.tokens.get(&token) {
+                    Some(pending) => pending.clone(),
+                    None => self.indexes.tokens.get(&token),
+                }
+                .filter(|t| t.kind == TokenKind::PasswordReset && !t.is_expired(now));
+                let Some(user) = valid.and_then(|t| self.get(state, t.user_id)) else {
+                    let _ = reply.send(Err(ResetError::InvalidToken));
+                    return Ok(());
+                };
+                let change = OwnChange::Password { password_hash, end_sessions: true };
+                let Changed { user, ends_sessions } = rules::apply_own_change(&user, change, now);
+                let user = self.stage(state, user, ends_sessions);
+                state.tokens.insert(token, None);
+                let id = Some(user.id);
+                let detail = "password reset with a mailed link; every session ended".to_owned();
+                let logged = audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail);
+                state.overlay.add([put(&user), StoreOp::DeleteToken(token), logged], reply, ());
+            }
             UsersMsg::ChangeOwn { user, change, ip, reply } => {
                 let Some(current) = self.get(state, user) else {
                     let _ = reply.send(Err(OwnChangeError::UserNotFound));
@@ -186,14 +251,32 @@ impl Actor for UsersActor {
                 return Ok(());
             }
         }
-        if state.overlay.schedule_flush(&myself, || UsersMsg::Flush) {
-            self.flush(state).await;
-        }
-        Ok(())
+        self.after(state, &myself).await
     }
 }
 
 impl UsersActor {
+    /// After each message: make sure what it staged gets flushed.
+    async fn after(&self, state: &mut State, myself: &ActorRef<UsersMsg>) -> Result<(), ActorProcessingErr> {
+        if state.overlay.schedule_flush(myself, || UsersMsg::Flush) {
+            self.flush(state).await;
+        }
+        Ok(())
+    }
+
+    /// The live reset token of `user` (pending changes first).
+    fn live_token(&self, state: &State, user: UserId) -> Option<TokenHash> {
+        let pending = state.tokens.iter().find(|(_, t)| t.as_ref().is_some_and(|t| t.user_id == user));
+        match pending {
+            Some((hash, _)) => Some(*hash),
+            None => self
+                .indexes
+                .tokens
+                .latest(user, TokenKind::PasswordReset)
+                .filter(|h| !matches!(state.tokens.get(h), Some(None))),
+        }
+    }
+
     fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
         match state.overlay.get(&id) {
             Some(pending) => pending.clone(),
@@ -237,18 +320,27 @@ impl UsersActor {
                 sessions.commit_ending(ending_now, ops).await
             }
         };
-        // Unfenced after publishing, before answering: from then on the sessions actor reads the users' new state
-        // from the index, and a caller's next request (a new session after a password change) is not refused.
-        let unfence = |_| {
+        let tokens = std::mem::take(&mut state.tokens);
+        let mails = std::mem::take(&mut state.mails);
+        // After publishing, before answering: the sessions actor reads the users' new state from the index from
+        // then on (a caller's next request, a new session after a password change, is not refused); the tokens
+        // are usable and the mail sender has the messages.
+        let then = |durable: bool| {
             if !ending.is_empty() {
                 sessions.unfence(ending);
+            }
+            if durable {
+                tokens.into_iter().for_each(|(hash, token)| self.indexes.tokens.publish(hash, token));
+                if let Some(queue) = &self.mail {
+                    mails.into_iter().for_each(|mail| queue.push(mail));
+                }
             }
         };
         let publish = |(id, user): (UserId, Option<Arc<User>>)| match user {
             Some(user) => users.publish(user),
             None => users.remove(id),
         };
-        state.overlay.flush_then(commit, publish, unfence).await;
+        state.overlay.flush_then(commit, publish, then).await;
     }
 }
 

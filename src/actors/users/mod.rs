@@ -18,7 +18,7 @@ pub(super) use actor::spawn;
 pub use index::UserIndex;
 
 use super::{Unavailable, call};
-use crate::domain::{Email, Name, OrgId, Role, User, UserId};
+use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, TokenHash, User, UserId};
 
 /// A new account, validated.
 pub struct NewUser {
@@ -129,7 +129,33 @@ pub enum DeleteUserError {
     Unavailable(#[from] Unavailable),
 }
 
+/// Renders the reset message for an account and its new token (the actor writes it to the outbox in the same
+/// commit as the token).
+pub type ComposeReset = Box<dyn FnOnce(&User, &SessionToken) -> Mail + Send>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ResetError {
+    /// Unknown, expired, already used, or replaced by a newer request.
+    #[error("Invalid token")]
+    InvalidToken,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
 pub(super) enum UsersMsg {
+    RequestReset {
+        email: Email,
+        ttl: Duration,
+        compose: ComposeReset,
+        ip: String,
+        reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    ResetPassword {
+        token: TokenHash,
+        password_hash: String,
+        ip: String,
+        reply: RpcReplyPort<Result<(), ResetError>>,
+    },
     ChangeOwn {
         user: UserId,
         change: OwnChange,
@@ -209,6 +235,25 @@ impl UsersHandle {
         promote_existing: bool,
     ) -> Result<EnsureAdmin, EnsureAdminError> {
         call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply }).await?
+    }
+
+    /// Issues a password-reset token for the account with `email`, if there is one: the token (replacing an older
+    /// one) and the message announcing it are written in one commit. An unknown e-mail gets an audit entry
+    /// instead, so both cases cost one commit and answer alike.
+    pub async fn request_reset(
+        &self,
+        email: Email,
+        ttl: Duration,
+        compose: ComposeReset,
+        ip: String,
+    ) -> Result<(), Unavailable> {
+        call(&self.0, |reply| UsersMsg::RequestReset { email, ttl, compose, ip, reply }).await?
+    }
+
+    /// Uses the reset token `token` (once): the new password, the end of every session and the end of the token
+    /// in one commit.
+    pub async fn reset_password(&self, token: TokenHash, password_hash: String, ip: String) -> Result<(), ResetError> {
+        call(&self.0, |reply| UsersMsg::ResetPassword { token, password_hash, ip, reply }).await?
     }
 
     /// A user's change to their own account. A new password with `end_sessions` ends every session of the account

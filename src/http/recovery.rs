@@ -1,0 +1,85 @@
+//! `/api/auth/*` password reset by mail, as the better-auth client calls it: ask for a link, follow it, set a new
+//! password. No session needed; nothing in the answers says whether an account exists.
+
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use serde_json::json;
+
+use super::AppState;
+use super::auth::{invalid_email, location_value, safe_redirect};
+use super::extract;
+use super::rate_limits::Limited;
+use super::response::{Body, Failure, ok};
+use super::router::Ctx;
+use crate::domain::{Email, Password, SessionToken};
+
+/// The answer to every accepted reset request, whether or not the account exists.
+const RESET_REQUESTED: &str = "If this email exists in our system, check your email for the reset link";
+
+/// `{email, redirectTo?}`: mails a reset link if the account exists; the same answer in the same time otherwise.
+pub async fn request_password_reset(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    state.rate_limits.check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let email = Email::parse(body.string("email")?).map_err(|_| invalid_email())?;
+    let redirect = match body.optional_string("redirectTo")? {
+        Some(url) => Some(
+            safe_redirect(state, &ctx, url)
+                .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, "INVALID_REDIRECT_URL", "Invalid redirectURL"))?,
+        ),
+        None => None,
+    };
+    state.rate_limits.check_recipient(email.as_str()).map_err(Failure::too_many_requests)?;
+    state.accounts.request_password_reset(email, redirect, &ctx.ip.to_string()).await?;
+    Ok(ok(&json!({"status": true, "message": RESET_REQUESTED})))
+}
+
+/// `GET /api/auth/reset-password/{token}?callbackURL=`: the link in the mail. Redirects to the application's form
+/// with `?token=`, or with `?error=INVALID_TOKEN`; without a `callbackURL`, answers `{token}` or 400.
+pub async fn follow_reset_link(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let given = req.uri().path().rsplit('/').next().unwrap_or_default();
+    let valid = SessionToken::parse(given).filter(|t| state.accounts.reset_token_is_valid(t));
+    let callback = extract::query_value(req.uri().query(), "callbackURL");
+    let Some(callback) = callback else {
+        return match valid {
+            Some(token) => Ok(ok(&json!({"token": token.as_str()}))),
+            None => Err(invalid_token()),
+        };
+    };
+    let callback = safe_redirect(state, &ctx, &callback)
+        .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, "INVALID_CALLBACK_URL", "Invalid callbackURL"))?;
+    let separator = if callback.contains('?') { '&' } else { '?' };
+    let target = match valid {
+        Some(token) => format!("{callback}{separator}token={}", token.as_str()),
+        None => format!("{callback}{separator}error=INVALID_TOKEN"),
+    };
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::FOUND;
+    let location = HeaderValue::from_str(&location_value(&target)).map_err(|_| invalid_token())?;
+    response.headers_mut().insert(header::LOCATION, location);
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+/// `{newPassword, token}` (the token also as `?token=`): sets the password once per token, and ends every session
+/// of the account.
+pub async fn reset_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let from_query = extract::query_value(req.uri().query(), "token");
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let new_password = Password::new(body.string("newPassword")?)?;
+    let given = match body.optional_string("token")? {
+        Some(token) => token.to_owned(),
+        None => from_query.ok_or_else(invalid_token)?,
+    };
+    let token = SessionToken::parse(&given).ok_or_else(invalid_token)?;
+    state.accounts.reset_password(&token, new_password, &ctx.ip.to_string()).await?;
+    Ok(ok(&json!({"status": true})))
+}
+
+fn invalid_token() -> Failure {
+    Failure::bad_request("INVALID_TOKEN", "Invalid token")
+}

@@ -1,0 +1,242 @@
+//! Mail: messages rendered from the repository's templates (`templates/`), and the sender that empties the
+//! durable outbox.
+//!
+//! A message is written to the outbox in the same commit as what it announces (a reset token), so a request
+//! never waits on the mail server and a crash between the answer and the send loses nothing: the outbox is read
+//! again at start-up. The sender retries with backoff and deletes a message once a server has accepted it
+//! (at least once: a crash between the acceptance and the deletion sends it again).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use lettre::message::{Mailbox, MultiPart};
+use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::domain::{Mail, MailId, SessionToken, Timestamp, User};
+use crate::store::{StoreOp, StoreWriter};
+
+const RESET_TEXT: &str = include_str!("../templates/reset-password.txt");
+const RESET_HTML: &str = include_str!("../templates/reset-password.html");
+
+/// The longest wait between two attempts at one message.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// Renders messages: the templates, the public URL links start with, and the reset lifetime.
+pub struct Templates {
+    link_base: String,
+    reset_ttl: Duration,
+}
+
+impl Templates {
+    pub fn new(config: &Config) -> Self {
+        let base = config
+            .email
+            .link_base_url
+            .clone()
+            .or_else(|| config.base_url.clone())
+            .unwrap_or_else(|| format!("http://{}", config.listen));
+        Self {
+            link_base: base.trim_end_matches('/').to_owned(),
+            reset_ttl: Duration::from_secs(config.email.reset_token_ttl_secs),
+        }
+    }
+
+    pub fn reset_ttl(&self) -> Duration {
+        self.reset_ttl
+    }
+
+    /// The password-reset message for `user`, with the link carrying `token` (and the client's `callbackURL`).
+    pub fn reset_password(&self, user: &User, token: &SessionToken, callback: Option<&str>) -> Mail {
+        let mut link = format!("{}/api/auth/reset-password/{}", self.link_base, token.as_str());
+        if let Some(callback) = callback {
+            link.push_str("?callbackURL=");
+            link.extend(url::form_urlencoded::byte_serialize(callback.as_bytes()));
+        }
+        let minutes = (self.reset_ttl.as_secs() / 60).to_string();
+        let fill = |template: &str, escape: fn(&str) -> String| {
+            template
+                .replace("{{name}}", &escape(user.name.as_str()))
+                .replace("{{email}}", &escape(user.email.as_str()))
+                .replace("{{minutes}}", &minutes)
+                .replace("{{link}}", &escape(&link))
+        };
+        Mail {
+            id: MailId::new(),
+            to: user.email.clone(),
+            subject: "Reset your password".to_owned(),
+            text: fill(RESET_TEXT, str::to_owned),
+            html: fill(RESET_HTML, html_escape),
+            created_at: Timestamp::now(),
+        }
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+}
+
+/// Where messages go.
+enum Transport {
+    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    Directory(AsyncFileTransport<Tokio1Executor>),
+}
+
+impl Transport {
+    fn from_config(config: &Config) -> Option<Self> {
+        if let Some(url) = &config.email.smtp_url {
+            // Checked when the configuration was loaded.
+            return AsyncSmtpTransport::<Tokio1Executor>::from_url(url).ok().map(|b| Self::Smtp(b.build()));
+        }
+        let dir = config.email.directory.as_ref()?;
+        if let Err(error) = std::fs::create_dir_all(dir) {
+            tracing::error!(%error, dir = %dir.display(), "cannot create the mail directory");
+        }
+        Some(Self::Directory(AsyncFileTransport::new(dir)))
+    }
+
+    async fn send(&self, message: Message) -> Result<(), String> {
+        match self {
+            Self::Smtp(smtp) => smtp.send(message).await.map(drop).map_err(|e| e.to_string()),
+            Self::Directory(files) => files.send(message).await.map(drop).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// Hands committed messages to the sender. Cheap to clone.
+#[derive(Clone)]
+pub struct MailQueue(mpsc::UnboundedSender<Mail>);
+
+impl MailQueue {
+    /// `mail` is already in the outbox; this only wakes the sender.
+    pub fn push(&self, mail: Mail) {
+        let _ = self.0.send(mail);
+    }
+}
+
+/// Starts the sender when a transport is configured, with what the outbox held at start-up.
+pub fn start(
+    config: &Config,
+    writer: StoreWriter,
+    outbox: Vec<Mail>,
+    stop: CancellationToken,
+) -> Option<(MailQueue, tokio::task::JoinHandle<()>)> {
+    let transport = Transport::from_config(config)?;
+    let from: Mailbox = config.email.from.parse().ok()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sender = Sender { transport, from, writer, due: outbox.into_iter().map(Pending::now).collect() };
+    Some((MailQueue(tx), tokio::spawn(sender.run(rx, stop))))
+}
+
+struct Pending {
+    mail: Mail,
+    attempts: u32,
+    next: Instant,
+}
+
+impl Pending {
+    fn now(mail: Mail) -> Self {
+        Self { mail, attempts: 0, next: Instant::now() }
+    }
+}
+
+struct Sender {
+    transport: Transport,
+    from: Mailbox,
+    writer: StoreWriter,
+    due: VecDeque<Pending>,
+}
+
+impl Sender {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Mail>, stop: CancellationToken) {
+        loop {
+            let wake = self.due.iter().map(|p| p.next).min();
+            let sleep = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                received = rx.recv() => match received {
+                    Some(mail) => self.due.push_back(Pending::now(mail)),
+                    None => return,
+                },
+                () = sleep => self.send_due().await,
+            }
+        }
+    }
+
+    async fn send_due(&mut self) {
+        let now = Instant::now();
+        let (ready, waiting): (Vec<_>, Vec<_>) = self.due.drain(..).partition(|p| p.next <= now);
+        self.due.extend(waiting);
+        for mut pending in ready {
+            match self.send(&pending.mail).await {
+                Ok(()) => {
+                    let deleted = self.writer.write(vec![StoreOp::DeleteOutbox(pending.mail.id.to_bytes())]).await;
+                    if deleted.is_err() {
+                        // Sent, but still in the outbox: it goes out once more after a restart (at least once).
+                        tracing::warn!(mail = %pending.mail.id, "mail sent but not removed from the outbox");
+                    }
+                }
+                Err(error) => {
+                    pending.attempts += 1;
+                    let backoff = Duration::from_secs(1 << pending.attempts.min(9)).min(MAX_BACKOFF);
+                    // The error names the server's answer, never the message (which carries a token).
+                    tracing::warn!(mail = %pending.mail.id, attempts = pending.attempts, %error, ?backoff, "mail not sent; will retry");
+                    pending.next = Instant::now() + backoff;
+                    self.due.push_back(pending);
+                }
+            }
+        }
+    }
+
+    async fn send(&self, mail: &Mail) -> Result<(), String> {
+        let to: Mailbox = mail.to.as_str().parse().map_err(|e| format!("recipient: {e}"))?;
+        let message = Message::builder()
+            .from(self.from.clone())
+            .to(to)
+            .subject(&mail.subject)
+            .multipart(MultiPart::alternative_plain_html(mail.text.clone(), mail.html.clone()))
+            .map_err(|e| e.to_string())?;
+        self.transport.send(message).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Email, Name, Role};
+
+    #[test]
+    fn a_reset_message_carries_the_link_and_escapes_the_name_in_html() {
+        let config = Config { base_url: Some("https://auth.example.com/".into()), ..Config::default() };
+        let templates = Templates::new(&config);
+        let now = Timestamp::now();
+        let user = User {
+            id: crate::domain::UserId::new(),
+            name: Name::parse("<Ann & Co>").unwrap(),
+            email: Email::parse("ann@example.com").unwrap(),
+            image: None,
+            role: Role::admin(),
+            banned: false,
+            ban_reason: None,
+            organization_id: None,
+            password_hash: String::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        let token = SessionToken::generate();
+        let mail = templates.reset_password(&user, &token, Some("/reset?x=1"));
+        let link =
+            format!("https://auth.example.com/api/auth/reset-password/{}?callbackURL=%2Freset%3Fx%3D1", token.as_str());
+        assert!(mail.text.contains(&link), "{}", mail.text);
+        assert!(mail.text.contains("<Ann & Co>") && mail.text.contains("60 minutes"));
+        assert!(mail.html.contains("&lt;Ann &amp; Co&gt;") && !mail.html.contains("<Ann"), "{}", mail.html);
+        assert_eq!(mail.to.as_str(), "ann@example.com");
+    }
+}

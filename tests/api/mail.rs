@@ -1,0 +1,289 @@
+//! Password reset by mail, against a real SMTP server (aiosmtpd from PyPI, started here on loopback, writing what
+//! it receives into a Maildir that the tests read).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::harness::*;
+
+/// An SMTP server process on 127.0.0.1, killed when dropped.
+struct SmtpSink {
+    child: Child,
+    port: u16,
+    maildir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Installs aiosmtpd from PyPI the first time it is missing, so `cargo test` alone sets up what it needs.
+fn ensure_aiosmtpd() {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let present = Command::new("python3").args(["-c", "import aiosmtpd"]).status().is_ok_and(|s| s.success());
+        if !present {
+            let status = Command::new("python3")
+                .args(["-m", "pip", "install", "-q", "aiosmtpd==1.4.6"])
+                .status()
+                .expect("python3 -m pip");
+            assert!(status.success(), "pip install aiosmtpd failed");
+        }
+    });
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl SmtpSink {
+    fn start() -> Self {
+        Self::start_on(free_port())
+    }
+
+    fn start_on(port: u16) -> Self {
+        ensure_aiosmtpd();
+        let dir = tempfile::tempdir().unwrap();
+        let maildir = dir.path().join("box");
+        let child = Command::new("python3")
+            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(&maildir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 -m aiosmtpd (pip install aiosmtpd)");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(15), "aiosmtpd did not start on port {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port, maildir, _dir: dir }
+    }
+
+    fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.port)
+    }
+
+    fn messages(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.maildir.join("new")) else { return Vec::new() };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+        files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+    }
+
+    /// Waits (at most 30 s) until `n` messages have arrived.
+    async fn wait_for(&self, n: usize) -> Vec<String> {
+        let started = Instant::now();
+        loop {
+            let messages = self.messages();
+            if messages.len() >= n {
+                return messages;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{} of {n} messages arrived", messages.len());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The reset token in a raw message (soft line breaks of quoted-printable undone).
+fn token_in(message: &str) -> String {
+    let text = message.replace("=\r\n", "").replace("=\n", "");
+    let at = text.find("/api/auth/reset-password/").expect("a reset link") + "/api/auth/reset-password/".len();
+    text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect()
+}
+
+async fn request_reset(s: &TestServer, email: &str) -> Resp {
+    s.post("/api/auth/request-password-reset").json(&json!({"email": email, "redirectTo": "/reset"})).send().await
+}
+
+fn with_smtp(url: String) -> impl FnOnce(&mut service_auth::config::Config) {
+    move |c| {
+        c.email.smtp_url = Some(url);
+        c.base_url = Some("http://auth.test".into());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_link_is_mailed_and_sets_a_new_password_once_ending_every_session() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let u = s.new_user("forgot").await;
+    let other = s.login(&u.email, PASSWORD).await;
+    let r = request_reset(&s, &u.email).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["status"], true);
+    let mail = smtp.wait_for(1).await.remove(0);
+    assert!(mail.contains("To: forgot@example.com") && mail.contains("Subject: Reset your password"), "{mail}");
+    assert!(mail.contains("http://auth.test/api/auth/reset-password/"), "{mail}");
+    let token = token_in(&mail);
+    assert_eq!(token.len(), 43, "{token}");
+
+    let r = s.get(&format!("/api/auth/reset-password/{token}?callbackURL=%2Freset")).send().await;
+    assert_eq!((r.status, r.header("location")), (302, Some(format!("/reset?token={token}"))));
+    let r = s
+        .post("/api/auth/reset-password")
+        .json(&json!({"newPassword": "a fresh password", "token": token}))
+        .send()
+        .await;
+    assert_eq!((r.status, r.json()), (200, json!({"status": true})), "{}", r.text);
+    assert_eq!((s.session(&u.cookie).await, s.session(&other).await), (Value::Null, Value::Null), "sessions survived");
+    assert_eq!(s.sign_in(&u.email, PASSWORD).await.0, 401);
+    assert_eq!(s.sign_in(&u.email, "a fresh password").await.0, 200);
+
+    // Single use.
+    let again = s.post("/api/auth/reset-password").json(&json!({"newPassword": "another password", "token": token}));
+    assert_auth_error(&again.send().await, 400, "INVALID_TOKEN");
+    let r = s.get(&format!("/api/auth/reset-password/{token}?callbackURL=%2Freset")).send().await;
+    assert_eq!(r.header("location").as_deref(), Some("/reset?error=INVALID_TOKEN"));
+}
+
+/// Nothing in the answer tells whether the account exists, and no mail goes to an unknown address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_email_gets_the_same_answer_and_no_mail() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    s.new_user("known").await;
+    let unknown = request_reset(&s, "ghost@example.com").await;
+    let known = request_reset(&s, "known@example.com").await;
+    assert_eq!((unknown.status, unknown.json()), (known.status, known.json()));
+    let messages = smtp.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(smtp.messages().len(), 1, "a message for an unknown address: {messages:?}");
+    assert!(messages[0].contains("To: known@example.com"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_request_invalidates_the_older_link() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let u = s.new_user("twice").await;
+    request_reset(&s, &u.email).await;
+    let first = token_in(&smtp.wait_for(1).await[0]);
+    request_reset(&s, &u.email).await;
+    let messages = smtp.wait_for(2).await;
+    let second = messages.iter().map(|m| token_in(m)).find(|t| *t != first).expect("a second token");
+    let r =
+        s.post("/api/auth/reset-password").json(&json!({"newPassword": "password one!", "token": first})).send().await;
+    assert_auth_error(&r, 400, "INVALID_TOKEN");
+    let r = s.post("/api/auth/reset-password?token=".to_owned().as_str()).send().await;
+    assert_eq!(r.status, 415, "no body: {}", r.text);
+    let r = s
+        .post(&format!("/api/auth/reset-password?token={second}"))
+        .json(&json!({"newPassword": "password two!"}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "the token from the query string: {}", r.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_mail_transport_reset_is_refused_clearly() {
+    let s = TestServer::start().await;
+    s.new_user("nomail").await;
+    assert_auth_error(&request_reset(&s, "nomail@example.com").await, 400, "EMAIL_NOT_CONFIGURED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_requests_are_limited_per_recipient_and_per_address() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.rate_limit.mail_per_address = 6;
+        c.rate_limit.mail_per_email = 3;
+    })
+    .await;
+    for _ in 0..3 {
+        assert_eq!(request_reset(&s, "victim@example.com").await.status, 200);
+    }
+    let r = request_reset(&s, "victim@example.com").await;
+    assert_auth_error(&r, 429, "TOO_MANY_REQUESTS");
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(request_reset(&s, "other@example.com").await.status, 200);
+    assert_eq!(request_reset(&s, "third@example.com").await.status, 200);
+    assert_eq!(request_reset(&s, "fourth@example.com").await.status, 429, "the address's own limit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_a_foreign_site_is_refused() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let body = json!({"email": "a@example.com", "redirectTo": "https://evil.example/steal"});
+    let r = s.post("/api/auth/request-password-reset").json(&body).send().await;
+    assert_auth_error(&r, 403, "INVALID_REDIRECT_URL");
+    let r = s.get("/api/auth/reset-password/x?callbackURL=https%3A%2F%2Fevil.example").send().await;
+    assert_auth_error(&r, 403, "INVALID_CALLBACK_URL");
+}
+
+fn config_file(root: &Path, smtp_port: u16) {
+    let text = format!(
+        "base_url = \"http://auth.test\"\n[email]\nsmtp_url = \"smtp://127.0.0.1:{smtp_port}\"\n\
+         [rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\n"
+    );
+    std::fs::write(root.join("config.toml"), text).unwrap();
+}
+
+/// The message is in the outbox, in the same commit as its token, before the answer: a `kill -9` right after the
+/// answer (with the mail server down, so nothing was sent yet) loses nothing; the restarted server sends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_mail_survives_a_kill_9_before_it_is_sent() {
+    let root = tempfile::tempdir().unwrap();
+    let port = free_port();
+    config_file(root.path(), port);
+    let s = ChildServer::spawn(root.path(), BOOTSTRAP_ENV).await;
+    s.new_user("crash").await;
+    let r = s.post("/api/auth/request-password-reset").json(&json!({"email": "crash@example.com"})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    s.kill9();
+
+    let smtp = SmtpSink::start_on(port);
+    let s = ChildServer::spawn(root.path(), BOOTSTRAP_ENV).await;
+    let token = token_in(&smtp.wait_for(1).await[0]);
+    let r = s
+        .post("/api/auth/reset-password")
+        .json(&json!({"newPassword": "after the crash", "token": token}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(s.sign_in("crash@example.com", "after the crash").await.0, 200);
+    assert!(s.terminate().success());
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Both answers cost one commit (the token and its message, or an audit entry), so their time tells nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_password_reset_takes_the_same_time_for_unknown_and_known_emails() {
+    let mail = tempfile::tempdir().unwrap();
+    let dir = mail.path().to_path_buf();
+    let s = TestServer::start_adjusted(move |c| {
+        c.email.directory = Some(dir);
+        c.rate_limit.mail_per_address = 0;
+        c.rate_limit.mail_per_email = 0;
+    })
+    .await;
+    s.new_user("timed").await;
+    let (mut known, mut unknown) = (Vec::new(), Vec::new());
+    for i in 0..31 {
+        for (email, samples) in [("timed@example.com", &mut known), ("nobody@example.com", &mut unknown)] {
+            let started = Instant::now();
+            let r = request_reset(&s, email).await;
+            let took = started.elapsed().as_secs_f64() * 1000.0;
+            assert_eq!(r.status, 200);
+            if i > 0 {
+                samples.push(took);
+            }
+        }
+    }
+    let (k, u) = (median(known), median(unknown));
+    eprintln!("timing: request-password-reset median known {k:.2} ms, unknown {u:.2} ms");
+    assert!((k - u).abs() <= 0.05 * k.max(u), "medians differ by more than 5%: known {k:.2} ms vs unknown {u:.2} ms");
+}
