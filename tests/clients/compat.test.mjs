@@ -168,3 +168,43 @@ test("account lifecycle: changePassword, updateUser, listSessions, revokeSession
   const gone = await client.signIn.email({ email, password: "a brand new pw" });
   assert.equal(gone.error.status, 401);
 });
+
+/** The newest reset link's token in the Maildir the test SMTP server writes (waits up to 15 s for `count` mails). */
+async function resetTokenFromMail(to, count) {
+  const { readdir, readFile } = await import("node:fs/promises");
+  for (let i = 0; i < 150; i++) {
+    let files = [];
+    try { files = await readdir(`${process.env.MAILDIR}/new`); } catch {}
+    const mails = [];
+    for (const f of files) mails.push(await readFile(`${process.env.MAILDIR}/new/${f}`, "utf8"));
+    const mine = mails.filter((m) => m.includes(`To: ${to}`));
+    if (mine.length >= count) {
+      const text = mine.map((m) => m.replace(/=\r?\n/g, "")).join("\n");
+      const tokens = [...text.matchAll(/reset-password\/([A-Za-z0-9_-]{43})/g)].map((m) => m[1]);
+      return tokens[tokens.length - 1];
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no reset mail for ${to}`);
+}
+
+test("password reset: requestPasswordReset mails a link, resetPassword sets the password and ends sessions", async () => {
+  const { client } = browser();
+  const email = unique("reset");
+  assert.equal((await client.signUp.email({ name: "Reset", email, password: PASSWORD })).error, null);
+  const asked = await client.requestPasswordReset({ email, redirectTo: "/reset" });
+  assert.equal(asked.error, null);
+  assert.equal(asked.data.status, true);
+  const ghost = await client.requestPasswordReset({ email: unique("ghost") });
+  assert.deepEqual(ghost.data, asked.data, "an unknown e-mail gets the same answer");
+
+  const token = await resetTokenFromMail(email, 1);
+  const reset = await client.resetPassword({ newPassword: "reset by mail 1", token });
+  assert.equal(reset.error, null);
+  assert.equal(reset.data.status, true);
+  assert.equal((await client.getSession()).data, null, "the session ended with the reset");
+  assert.equal((await client.signIn.email({ email, password: PASSWORD })).error.status, 401);
+  assert.equal((await client.signIn.email({ email, password: "reset by mail 1" })).error, null);
+  const again = await client.resetPassword({ newPassword: "reset by mail 2", token });
+  assert.equal(again.error.code, "INVALID_TOKEN");
+});
