@@ -221,6 +221,7 @@ mod tests {
             id: crate::domain::UserId::new(),
             name: Name::parse("<Ann & Co>").unwrap(),
             email: Email::parse("ann@example.com").unwrap(),
+            email_verified: false,
             image: None,
             role: Role::admin(),
             banned: false,

@@ -37,6 +37,7 @@ fn user(email: &str, role: Role) -> User {
         id: UserId::new(),
         name: Name::parse("Test").unwrap(),
         email: Email::parse(email).unwrap(),
+        email_verified: false,
         image: None,
         role,
         banned: false,

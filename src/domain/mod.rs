@@ -29,6 +29,8 @@ pub struct User {
     pub id: UserId,
     pub name: Name,
     pub email: Email,
+    /// Proven by following a link mailed to the address.
+    pub email_verified: bool,
     pub image: Option<String>,
     pub role: Role,
     pub banned: bool,

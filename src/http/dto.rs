@@ -30,8 +30,7 @@ impl<'a> From<&'a User> for AuthUser<'a> {
             id: u.id,
             name: u.name.as_str(),
             email: u.email.as_str(),
-            // No e-mail verification flow exists, so nothing is ever verified.
-            email_verified: false,
+            email_verified: u.email_verified,
             image: u.image.as_deref(),
             created_at: u.created_at,
             updated_at: u.updated_at,

@@ -141,10 +141,10 @@ mod tests {
     /// on (two accounts with one e-mail, as a double `seed` made).
     #[test]
     fn restore_runs_the_start_up_checks_before_replacing_anything() {
-        use crate::store::UserRecordV1;
+        use crate::store::UserRecordV2;
         let dir = tempfile::tempdir().unwrap();
         let user = |id: u8| {
-            StoreOp::PutUser(UserRecordV1 {
+            StoreOp::PutUser(UserRecordV2 {
                 id: [id; 16],
                 name: "Twin".into(),
                 email: "twin@example.com".into(),
@@ -156,6 +156,7 @@ mod tests {
                 password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo".into(),
                 created_at_ms: 0,
                 updated_at_ms: 0,
+                email_verified: false,
             })
         };
         let broken = Config { data_dir: dir.path().join("broken"), ..Config::default() };

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::{OpsError, open_stopped, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::{Email, Name, OrgId, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{FaultSwitch, OrgRecordV1, StoreOp, UserRecordV1};
+use crate::store::{FaultSwitch, OrgRecordV1, StoreOp, UserRecordV2};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -38,6 +38,9 @@ enum Line {
         password_hash: String,
         created_at: String,
         updated_at: String,
+        /// Absent in files written before e-mail verification existed: unverified.
+        #[serde(default)]
+        email_verified: bool,
     },
 }
 
@@ -155,6 +158,7 @@ impl Seen {
                 password_hash,
                 created_at,
                 updated_at,
+                email_verified,
             } => {
                 let id = UserId::parse(&id).ok_or("user id is not a UUID")?.to_bytes();
                 let name = Name::parse(&name).map_err(|e| format!("name {e}"))?;
@@ -178,7 +182,7 @@ impl Seen {
                     return Err(format!("duplicate e-mail {email}"));
                 }
                 self.new_users += 1;
-                Ok(StoreOp::PutUser(UserRecordV1 {
+                Ok(StoreOp::PutUser(UserRecordV2 {
                     id,
                     name: name.to_string(),
                     email: email.to_string(),
@@ -190,6 +194,7 @@ impl Seen {
                     password_hash,
                     created_at_ms: millis(&created_at)?,
                     updated_at_ms: millis(&updated_at)?,
+                    email_verified,
                 }))
             }
         }
@@ -215,7 +220,7 @@ fn org_line(o: &OrgRecordV1) -> Line {
     }
 }
 
-fn user_line(u: &UserRecordV1) -> Line {
+fn user_line(u: &UserRecordV2) -> Line {
     Line::User {
         id: uuid(u.id),
         name: u.name.clone(),
@@ -228,6 +233,7 @@ fn user_line(u: &UserRecordV1) -> Line {
         password_hash: u.password_hash.clone(),
         created_at: Timestamp::from_millis(u.created_at_ms).to_rfc3339(),
         updated_at: Timestamp::from_millis(u.updated_at_ms).to_rfc3339(),
+        email_verified: u.email_verified,
     }
 }
 
@@ -237,7 +243,7 @@ mod tests {
     use crate::store::Store;
 
     fn user(n: u8, org: Option<[u8; 16]>) -> StoreOp {
-        StoreOp::PutUser(UserRecordV1 {
+        StoreOp::PutUser(UserRecordV2 {
             id: [n; 16],
             name: format!("User {n}"),
             email: format!("u{n}@example.com"),
@@ -249,6 +255,7 @@ mod tests {
             password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo".into(),
             created_at_ms: 1_000 + i64::from(n),
             updated_at_ms: 2_000,
+            email_verified: n % 3 == 0,
         })
     }
 

@@ -123,6 +123,8 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             id: UserId::new(),
             name: Name::from_trusted(format!("Seed user {i}")),
             email: Email::from_trusted(email),
+            // Seeded accounts work under `require_verification` too.
+            email_verified: true,
             image: None,
             role,
             banned: false,

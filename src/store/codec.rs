@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::StoreError;
-use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1};
+use super::records::{
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1, UserRecordV2,
+};
 
 /// A persisted record type and the version byte its encoding carries.
 pub trait Versioned: Serialize + DeserializeOwned {
@@ -19,6 +21,19 @@ pub trait Versioned: Serialize + DeserializeOwned {
 impl Versioned for UserRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "user";
+}
+
+impl Versioned for UserRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "user";
+}
+
+/// A user record in either format, as the current one: the first (no `email_verified`) reads as unverified.
+pub fn decode_user(bytes: &[u8]) -> Result<UserRecordV2, StoreError> {
+    match bytes.first() {
+        Some(&UserRecordV1::VERSION) => decode::<UserRecordV1>(bytes).map(Into::into),
+        _ => decode::<UserRecordV2>(bytes),
+    }
 }
 
 impl Versioned for OrgRecordV1 {
@@ -96,6 +111,18 @@ mod tests {
         expected.extend([2, b'$', b'h', 0xd6, 0xe9, 0xcc, 0xa8, 0xc0, 0x68, 2]);
         assert_eq!(encode(&user()), expected);
         assert_eq!(decode::<UserRecordV1>(&expected).unwrap(), user());
+    }
+
+    #[test]
+    fn user_v2_golden_bytes_and_v1_reads_as_unverified() {
+        let v2 = UserRecordV2 { email_verified: true, ..user().into() };
+        let mut expected = encode(&user());
+        expected[0] = 2;
+        expected.push(1);
+        assert_eq!(encode(&v2), expected);
+        assert_eq!(decode_user(&expected).unwrap(), v2);
+        let old = decode_user(&encode(&user())).unwrap();
+        assert_eq!(old, UserRecordV2 { email_verified: false, ..v2 });
     }
 
     #[test]

@@ -5,14 +5,14 @@
 //! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
 
 use super::StoreError;
-use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1};
+use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV2};
 use crate::domain::{
     AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
     Slug, Timestamp, TokenKind, User, UserId,
 };
 
-pub fn user_record(user: &User) -> UserRecordV1 {
-    UserRecordV1 {
+pub fn user_record(user: &User) -> UserRecordV2 {
+    UserRecordV2 {
         id: user.id.to_bytes(),
         name: user.name.as_str().to_owned(),
         email: user.email.as_str().to_owned(),
@@ -24,15 +24,17 @@ pub fn user_record(user: &User) -> UserRecordV1 {
         password_hash: user.password_hash.clone(),
         created_at_ms: user.created_at.as_millis(),
         updated_at_ms: user.updated_at.as_millis(),
+        email_verified: user.email_verified,
     }
 }
 
 /// `roles` turns the stored role name back into a [`crate::domain::Role`]; a role no longer configured is kept.
-pub fn user(r: UserRecordV1, roles: &RoleSet) -> User {
+pub fn user(r: UserRecordV2, roles: &RoleSet) -> User {
     User {
         id: UserId::from_bytes(r.id),
         name: Name::from_trusted(r.name),
         email: Email::from_trusted(r.email),
+        email_verified: r.email_verified,
         image: r.image,
         role: roles.from_store(&r.role),
         banned: r.banned,
@@ -167,6 +169,7 @@ mod tests {
             id: UserId::new(),
             name: Name::parse("Alice").unwrap(),
             email: Email::parse("alice@example.com").unwrap(),
+            email_verified: true,
             image: Some("https://example.com/a.png".into()),
             role: Role::admin(),
             banned: true,

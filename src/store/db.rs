@@ -356,7 +356,7 @@ fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> 
         f(Record::Org(codec::decode(entry.map_err(io)?.1.value())?))?;
     }
     for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
-        f(Record::User(codec::decode(entry.map_err(io)?.1.value())?))?;
+        f(Record::User(codec::decode_user(entry.map_err(io)?.1.value())?))?;
     }
     for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;

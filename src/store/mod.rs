@@ -18,7 +18,9 @@ pub mod records;
 mod writer;
 
 pub use db::{FaultSwitch, Store, create_private};
-pub use records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1};
+pub use records::{
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1, UserRecordV2,
+};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{StoreWriter, WriterDone};
@@ -29,7 +31,7 @@ pub use crate::domain::TokenHash;
 /// One change to the store. A list of these is applied atomically.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOp {
-    PutUser(UserRecordV1),
+    PutUser(UserRecordV2),
     /// An account removed (its sessions are deleted in the same transaction by their own ops).
     DeleteUser([u8; 16]),
     PutOrg(OrgRecordV1),
@@ -51,7 +53,7 @@ pub enum StoreOp {
 #[derive(Debug)]
 pub enum Record {
     Org(OrgRecordV1),
-    User(UserRecordV1),
+    User(UserRecordV2),
     Session(TokenHash, SessionRecordV1),
     Token(TokenHash, TokenRecordV1),
     Outbox(OutboxRecordV1),
@@ -60,7 +62,7 @@ pub enum Record {
 /// Everything in the store, read into memory.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    pub users: Vec<UserRecordV1>,
+    pub users: Vec<UserRecordV2>,
     pub orgs: Vec<OrgRecordV1>,
     pub sessions: Vec<(TokenHash, SessionRecordV1)>,
 }

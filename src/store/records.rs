@@ -25,6 +25,45 @@ pub struct UserRecordV1 {
     pub updated_at_ms: i64,
 }
 
+/// A user account, second format: [`UserRecordV1`] and whether the e-mail address is verified. Accounts written
+/// in the first format are read as unverified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecordV2 {
+    pub id: [u8; 16],
+    pub name: String,
+    /// Normalised (trimmed, lower-case).
+    pub email: String,
+    pub image: Option<String>,
+    pub role: String,
+    pub banned: bool,
+    pub ban_reason: Option<String>,
+    pub organization_id: Option<[u8; 16]>,
+    /// argon2id PHC string.
+    pub password_hash: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub email_verified: bool,
+}
+
+impl From<UserRecordV1> for UserRecordV2 {
+    fn from(r: UserRecordV1) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            email: r.email,
+            image: r.image,
+            role: r.role,
+            banned: r.banned,
+            ban_reason: r.ban_reason,
+            organization_id: r.organization_id,
+            password_hash: r.password_hash,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            email_verified: false,
+        }
+    }
+}
+
 /// An organization. Key: the 16 bytes of its UUID.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrgRecordV1 {
@@ -70,7 +109,7 @@ pub struct AuditRecordV1 {
 /// link. Single use: deleted when used, or when a newer one of the same kind is issued to the same user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRecordV1 {
-    /// 1: password reset.
+    /// 1: password reset, 2: e-mail verification.
     pub kind: u8,
     pub user_id: [u8; 16],
     pub created_at_ms: i64,

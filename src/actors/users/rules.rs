@@ -26,6 +26,7 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         id: UserId::new(),
         name: new.name,
         email: new.email,
+        email_verified: false,
         image: new.image,
         role: new.role,
         banned: false,
