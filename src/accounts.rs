@@ -14,8 +14,8 @@ use crate::actors::audit::AuditLog;
 use crate::actors::orgs::CreateOrgError;
 use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start};
 use crate::actors::users::{
-    AttemptRefused, Checked, ComposeReset, CreateUserError, DeleteUserError, NewUser, OwnChange, OwnChangeError,
-    ResetError, UpdateUserError, UserChange,
+    AttemptRefused, Checked, Compose, CreateUserError, DeleteUserError, NewUser, OwnChange, OwnChangeError, ResetError,
+    UpdateUserError, UserChange,
 };
 use crate::actors::{Handles, Indexes, Unavailable};
 use crate::domain::{
@@ -26,8 +26,9 @@ use crate::hashing::{HashError, Hasher};
 use crate::mail::Templates;
 use crate::store::Store;
 
-/// The earliest a reset request is answered: longer than either case takes, so neither can be told by its time.
-const RESET_ANSWER_FLOOR: Duration = Duration::from_millis(40);
+/// The earliest a request for a mailed link is answered: longer than either case (a link issued or not) takes,
+/// so neither can be told by its time.
+const LINK_ANSWER_FLOOR: Duration = Duration::from_millis(40);
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]
@@ -45,6 +46,8 @@ pub struct Accounts {
     pub(crate) tasks: TaskTracker,
     /// Message templates, when a mail transport is configured (`None`: the calls that send mail are refused).
     pub(crate) templates: Option<Arc<Templates>>,
+    /// Sign-up opens no session and sign-in is refused until the address is verified.
+    pub(crate) require_verification: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +81,13 @@ pub struct SignedIn {
     pub user: Arc<User>,
 }
 
+/// What sign-up gives: a session, or (when addresses must be verified first) only the account, a link having been
+/// mailed.
+pub enum SignedUp {
+    In(SignedIn),
+    VerifyFirst(Arc<User>),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SignUpError {
     #[error("User already exists. Use another email.")]
@@ -98,6 +108,9 @@ pub enum SignInError {
     Locked(Duration),
     #[error("You have been banned from this application. Please contact support if you believe this is an error.")]
     Banned,
+    /// The password is right, but the address must be verified first.
+    #[error("Email not verified")]
+    EmailNotVerified,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
     #[error(transparent)]
@@ -136,7 +149,9 @@ pub enum AccountError {
 impl From<SignInError> for AccountError {
     fn from(e: SignInError) -> Self {
         match e {
-            SignInError::InvalidCredentials | SignInError::Banned => Self::InvalidPassword,
+            SignInError::InvalidCredentials | SignInError::Banned | SignInError::EmailNotVerified => {
+                Self::InvalidPassword
+            }
             SignInError::Locked(wait) => Self::Locked(wait),
             SignInError::Busy => Self::Busy,
             SignInError::Unavailable(u) => Self::Unavailable(u),
@@ -228,7 +243,7 @@ impl Accounts {
 
     // --- auth -----------------------------------------------------------------------------------------------
 
-    pub async fn sign_up(&self, form: SignUp, client: Client) -> Result<SignedIn, SignUpError> {
+    pub async fn sign_up(&self, form: SignUp, client: Client) -> Result<SignedUp, SignUpError> {
         // Checked again inside the users actor; this early look only saves a 20 ms hash on an obvious duplicate.
         if self.indexes.users.by_email(&form.email).is_some() {
             return Err(SignUpError::EmailTaken);
@@ -245,8 +260,16 @@ impl Accounts {
             CreateUserError::EmailTaken => SignUpError::EmailTaken,
             CreateUserError::Unavailable(u) => SignUpError::Unavailable(u),
         })?;
+        if self.require_verification {
+            // The account exists either way; if this mail fails, the user asks for another link.
+            let sent = self.mail_link(TokenKind::EmailVerification, user.email.clone(), None, &client.ip_address).await;
+            if sent.is_err() {
+                tracing::warn!(user = %user.id, "could not issue the verification link of a new account");
+            }
+            return Ok(SignedUp::VerifyFirst(user));
+        }
         let (token, session) = self.actors.sessions.create(user.id, form.remember_me, client, Start::SignUp).await?;
-        Ok(SignedIn { token, session, user })
+        Ok(SignedUp::In(SignedIn { token, session, user }))
     }
 
     pub async fn sign_in(
@@ -263,6 +286,9 @@ impl Accounts {
         // lock any account by hanging up). As a task it always ends, counting the outcome as it came out.
         let verified = self.tasks.spawn(check).await.map_err(|_| Unavailable)??;
         let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
+        if self.require_verification && !user.email_verified {
+            return Err(SignInError::EmailNotVerified);
+        }
         let (token, session) = self.actors.sessions.create(user.id, remember_me, client, Start::SignIn).await?;
         let user = self.indexes.users.get(user.id).unwrap_or(user);
         Ok(SignedIn { token, session, user })
@@ -357,23 +383,51 @@ impl Accounts {
     // --- password reset by mail -----------------------------------------------------------------------------
 
     /// Mails a reset link to the account with `email`, if there is one. The answer is the same either way, and
-    /// takes the same time: one commit in both cases (the token and its message, or an audit entry).
+    /// takes the same time.
     pub async fn request_password_reset(
         &self,
         email: Email,
         callback: Option<String>,
         ip: &str,
     ) -> Result<(), MailError> {
+        self.mail_link(TokenKind::PasswordReset, email, callback, ip).await
+    }
+
+    /// Mails a verification link to the account with `email`, if there is one whose address is not verified yet.
+    /// The answer is the same either way, and takes the same time.
+    pub async fn send_verification_email(
+        &self,
+        email: Email,
+        callback: Option<String>,
+        ip: &str,
+    ) -> Result<(), MailError> {
+        self.mail_link(TokenKind::EmailVerification, email, callback, ip).await
+    }
+
+    async fn mail_link(
+        &self,
+        kind: TokenKind,
+        email: Email,
+        callback: Option<String>,
+        ip: &str,
+    ) -> Result<(), MailError> {
         let started = tokio::time::Instant::now();
         let templates = Arc::clone(self.templates.as_ref().ok_or(MailError::NotConfigured)?);
-        let ttl = templates.reset_ttl();
-        let compose: ComposeReset =
-            Box::new(move |user, token| templates.reset_password(user, token, callback.as_deref()));
-        self.actors.users.request_reset(email, ttl, compose, ip.to_owned()).await?;
-        // A known e-mail costs a little more (a token, a rendered message); answering no sooner than a fixed time
-        // after the request came in makes both cases take the same time.
-        tokio::time::sleep_until(started + RESET_ANSWER_FLOOR).await;
+        let ttl = templates.ttl(kind);
+        let compose: Compose = Box::new(move |user, token| templates.render(kind, user, token, callback.as_deref()));
+        self.actors.users.issue_token(kind, email, ttl, compose, ip.to_owned()).await?;
+        // Whether a link was issued costs a little more (a token, a rendered message) than not; answering no sooner
+        // than a fixed time after the request came in makes both cases take the same time.
+        tokio::time::sleep_until(started + LINK_ANSWER_FLOOR).await;
         Ok(())
+    }
+
+    /// Marks the address of the verification token's account as verified (once).
+    pub async fn verify_email(&self, token: &SessionToken, ip: &str) -> Result<(), ResetPasswordError> {
+        self.actors.users.verify_email(token.hash(), ip.to_owned()).await.map_err(|e| match e {
+            ResetError::InvalidToken => ResetPasswordError::InvalidToken,
+            ResetError::Unavailable(u) => ResetPasswordError::Unavailable(u),
+        })
     }
 
     /// Whether `token` is a live reset token (the link in the mail leads to the form, or to an error).

@@ -138,6 +138,11 @@ pub struct EmailConfig {
     pub link_base_url: Option<String>,
     /// Lifetime of a password-reset link, seconds.
     pub reset_token_ttl_secs: u64,
+    /// Lifetime of an e-mail verification link, seconds.
+    pub verification_token_ttl_secs: u64,
+    /// Accounts must verify their e-mail address: sign-up mails a link and opens no session, and sign-in of an
+    /// unverified account is refused (403 `EMAIL_NOT_VERIFIED`). Needs a mail transport.
+    pub require_verification: bool,
 }
 
 impl Default for EmailConfig {
@@ -148,6 +153,8 @@ impl Default for EmailConfig {
             from: "service-auth <no-reply@localhost.localdomain>".to_owned(),
             link_base_url: None,
             reset_token_ttl_secs: 3600,
+            verification_token_ttl_secs: 86_400,
+            require_verification: false,
         }
     }
 }
@@ -472,8 +479,14 @@ impl Config {
         {
             return fail("email.smtp_url", "is not an smtp:// or smtps:// URL".into());
         }
-        if e.reset_token_ttl_secs == 0 {
-            return fail("email.reset_token_ttl_secs", "must be above 0".into());
+        if e.reset_token_ttl_secs == 0 || e.verification_token_ttl_secs == 0 {
+            return fail("email.reset_token_ttl_secs", "and email.verification_token_ttl_secs must be above 0".into());
+        }
+        if e.require_verification && e.smtp_url.is_none() && e.directory.is_none() {
+            return fail(
+                "email.require_verification",
+                "needs email.smtp_url or email.directory to send the links".into(),
+            );
         }
         if self.audit.retain_days == 0 || self.audit.max_entries == 0 {
             return fail("audit.retain_days", "and audit.max_entries must be above 0".into());

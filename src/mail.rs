@@ -15,11 +15,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::domain::{Mail, MailId, SessionToken, Timestamp, User};
+use crate::domain::{Mail, MailId, SessionToken, Timestamp, TokenKind, User};
 use crate::store::{StoreOp, StoreWriter};
 
 const RESET_TEXT: &str = include_str!("../templates/reset-password.txt");
 const RESET_HTML: &str = include_str!("../templates/reset-password.html");
+const VERIFY_TEXT: &str = include_str!("../templates/verify-email.txt");
+const VERIFY_HTML: &str = include_str!("../templates/verify-email.html");
 
 /// The longest wait between two attempts at one message.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -28,6 +30,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 pub struct Templates {
     link_base: String,
     reset_ttl: Duration,
+    verify_ttl: Duration,
 }
 
 impl Templates {
@@ -41,21 +44,39 @@ impl Templates {
         Self {
             link_base: base.trim_end_matches('/').to_owned(),
             reset_ttl: Duration::from_secs(config.email.reset_token_ttl_secs),
+            verify_ttl: Duration::from_secs(config.email.verification_token_ttl_secs),
         }
     }
 
-    pub fn reset_ttl(&self) -> Duration {
-        self.reset_ttl
+    pub fn ttl(&self, kind: TokenKind) -> Duration {
+        match kind {
+            TokenKind::PasswordReset => self.reset_ttl,
+            TokenKind::EmailVerification => self.verify_ttl,
+        }
     }
 
-    /// The password-reset message for `user`, with the link carrying `token` (and the client's `callbackURL`).
-    pub fn reset_password(&self, user: &User, token: &SessionToken, callback: Option<&str>) -> Mail {
-        let mut link = format!("{}/api/auth/reset-password/{}", self.link_base, token.as_str());
+    /// The message for `user` that carries `token` (and the client's `callbackURL`) in its link.
+    pub fn render(&self, kind: TokenKind, user: &User, token: &SessionToken, callback: Option<&str>) -> Mail {
+        let (mut link, subject, text, html) = match kind {
+            TokenKind::PasswordReset => (
+                format!("{}/api/auth/reset-password/{}", self.link_base, token.as_str()),
+                "Reset your password",
+                RESET_TEXT,
+                RESET_HTML,
+            ),
+            TokenKind::EmailVerification => (
+                format!("{}/api/auth/verify-email?token={}", self.link_base, token.as_str()),
+                "Confirm your e-mail address",
+                VERIFY_TEXT,
+                VERIFY_HTML,
+            ),
+        };
         if let Some(callback) = callback {
-            link.push_str("?callbackURL=");
+            link.push(if link.contains('?') { '&' } else { '?' });
+            link.push_str("callbackURL=");
             link.extend(url::form_urlencoded::byte_serialize(callback.as_bytes()));
         }
-        let minutes = (self.reset_ttl.as_secs() / 60).to_string();
+        let minutes = (self.ttl(kind).as_secs() / 60).to_string();
         let fill = |template: &str, escape: fn(&str) -> String| {
             template
                 .replace("{{name}}", &escape(user.name.as_str()))
@@ -66,9 +87,9 @@ impl Templates {
         Mail {
             id: MailId::new(),
             to: user.email.clone(),
-            subject: "Reset your password".to_owned(),
-            text: fill(RESET_TEXT, str::to_owned),
-            html: fill(RESET_HTML, html_escape),
+            subject: subject.to_owned(),
+            text: fill(text, str::to_owned),
+            html: fill(html, html_escape),
             created_at: Timestamp::now(),
         }
     }
@@ -232,12 +253,16 @@ mod tests {
             updated_at: now,
         };
         let token = SessionToken::generate();
-        let mail = templates.reset_password(&user, &token, Some("/reset?x=1"));
+        let mail = templates.render(TokenKind::PasswordReset, &user, &token, Some("/reset?x=1"));
         let link =
             format!("https://auth.example.com/api/auth/reset-password/{}?callbackURL=%2Freset%3Fx%3D1", token.as_str());
         assert!(mail.text.contains(&link), "{}", mail.text);
         assert!(mail.text.contains("<Ann & Co>") && mail.text.contains("60 minutes"));
         assert!(mail.html.contains("&lt;Ann &amp; Co&gt;") && !mail.html.contains("<Ann"), "{}", mail.html);
         assert_eq!(mail.to.as_str(), "ann@example.com");
+        let verify = templates.render(TokenKind::EmailVerification, &user, &token, Some("/welcome"));
+        let link =
+            format!("https://auth.example.com/api/auth/verify-email?token={}&callbackURL=%2Fwelcome", token.as_str());
+        assert!(verify.text.contains(&link) && verify.subject.contains("e-mail"), "{}", verify.text);
     }
 }

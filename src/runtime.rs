@@ -99,6 +99,7 @@ impl Core {
             update_age,
             tasks: TaskTracker::new(),
             templates: mail.map(|_| Arc::new(Templates::new(config))),
+            require_verification: config.email.require_verification,
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

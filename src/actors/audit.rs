@@ -24,7 +24,9 @@ pub mod action {
     pub const SIGN_IN_REFUSED: &str = "sign_in.refused";
     pub const PASSWORD_CHANGED: &str = "user.password_changed";
     pub const USER_DELETED: &str = "user.deleted";
-    pub const PASSWORD_RESET_REQUESTED: &str = "user.password_reset_requested";
+    /// A mailed link asked for (password reset, e-mail verification; the detail says which).
+    pub const TOKEN_REQUESTED: &str = "user.link_requested";
+    pub const EMAIL_VERIFIED: &str = "user.email_verified";
     pub const PASSWORD_RESET: &str = "user.password_reset";
     pub const SESSIONS_REVOKED: &str = "session.revoked";
     /// Failures beyond the per-minute budget of itemised rows, counted into one row.

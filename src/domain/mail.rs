@@ -4,17 +4,23 @@ use super::{Email, MailId, Timestamp, UserId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TokenKind {
     PasswordReset,
+    EmailVerification,
 }
 
 impl TokenKind {
     pub fn code(self) -> u8 {
         match self {
             Self::PasswordReset => 1,
+            Self::EmailVerification => 2,
         }
     }
 
     pub fn from_code(code: u8) -> Option<Self> {
-        (code == 1).then_some(Self::PasswordReset)
+        match code {
+            1 => Some(Self::PasswordReset),
+            2 => Some(Self::EmailVerification),
+            _ => None,
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use super::extract::{self, Fields};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, ok, with_cookie};
 use super::router::Ctx;
-use crate::accounts::{SignUp, SignedIn};
+use crate::accounts::{SignUp, SignedIn, SignedUp};
 use crate::domain::{Email, Name, Password};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
@@ -35,9 +35,14 @@ pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::new(password)?;
     let form = SignUp { name, email, password, image: image.map(str::to_owned), remember_me };
-    let SignedIn { token, user, .. } = state.accounts.sign_up(form, client).await?;
-    let answer = ok(&TokenAndUser { token: token.as_str(), user: AuthUser::from(&*user) });
-    Ok(with_cookie(answer, state.cookies.set(token.as_str(), remember_me)))
+    match state.accounts.sign_up(form, client).await? {
+        SignedUp::In(SignedIn { token, user, .. }) => {
+            let answer = ok(&TokenAndUser { token: Some(token.as_str()), user: AuthUser::from(&*user) });
+            Ok(with_cookie(answer, state.cookies.set(token.as_str(), remember_me)))
+        }
+        // Addresses must be verified first: a link was mailed, no session was opened (as the auth library does).
+        SignedUp::VerifyFirst(user) => Ok(ok(&TokenAndUser { token: None, user: AuthUser::from(&*user) })),
+    }
 }
 
 pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {

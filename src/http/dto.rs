@@ -121,10 +121,10 @@ pub struct SessionAndUser<'a> {
     pub user: AuthUser<'a>,
 }
 
-/// Sign-up's answer.
+/// Sign-up's answer; `token` is `null` when the address must be verified before a session opens.
 #[derive(Serialize)]
 pub struct TokenAndUser<'a> {
-    pub token: &'a str,
+    pub token: Option<&'a str>,
     pub user: AuthUser<'a>,
 }
 

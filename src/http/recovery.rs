@@ -1,5 +1,6 @@
-//! `/api/auth/*` password reset by mail, as the better-auth client calls it: ask for a link, follow it, set a new
-//! password. No session needed; nothing in the answers says whether an account exists.
+//! `/api/auth/*` links sent by mail, as the better-auth client calls them: password reset (ask for a link, follow
+//! it, set a new password) and e-mail verification (ask for a link, follow it). No session needed; nothing in the
+//! answers says whether an account exists.
 
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -16,6 +17,68 @@ use crate::domain::{Email, Password, SessionToken};
 
 /// The answer to every accepted reset request, whether or not the account exists.
 const RESET_REQUESTED: &str = "If this email exists in our system, check your email for the reset link";
+
+/// `{email, callbackURL?}`: mails a verification link if an account has this address and it is not verified yet;
+/// the same answer in the same time otherwise.
+pub async fn send_verification_email(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    state.rate_limits.check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let email = Email::parse(body.string("email")?).map_err(|_| invalid_email())?;
+    let callback = match body.optional_string("callbackURL")? {
+        Some(url) => Some(safe_redirect(state, &ctx, url).ok_or_else(invalid_callback)?),
+        None => None,
+    };
+    state.rate_limits.check_recipient(email.as_str()).map_err(Failure::too_many_requests)?;
+    state.accounts.send_verification_email(email, callback, &ctx.ip.to_string()).await?;
+    Ok(ok(&json!({"status": true})))
+}
+
+/// `GET /api/auth/verify-email?token=&callbackURL=`: the link in the verification mail. Verifies the address, then
+/// redirects to `callbackURL` (with `?error=INVALID_TOKEN` when the token is not a live one), or answers
+/// `{status: true}` (401 `INVALID_TOKEN`) without one.
+pub async fn verify_email(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let query = req.uri().query();
+    let callback = match extract::query_value(query, "callbackURL") {
+        Some(url) => Some(safe_redirect(state, &ctx, &url).ok_or_else(invalid_callback)?),
+        None => None,
+    };
+    let token = extract::query_value(query, "token").and_then(|t| SessionToken::parse(&t));
+    let verified = match token {
+        Some(token) => state.accounts.verify_email(&token, &ctx.ip.to_string()).await,
+        None => Err(crate::accounts::ResetPasswordError::InvalidToken),
+    };
+    match (verified, callback) {
+        (Ok(()), None) => Ok(ok(&json!({"status": true}))),
+        (Ok(()), Some(callback)) => Ok(redirect(&callback)),
+        (Err(crate::accounts::ResetPasswordError::InvalidToken), Some(callback)) => {
+            let separator = if callback.contains('?') { '&' } else { '?' };
+            Ok(redirect(&format!("{callback}{separator}error=INVALID_TOKEN")))
+        }
+        (Err(crate::accounts::ResetPasswordError::InvalidToken), None) => {
+            Err(Failure::new(StatusCode::UNAUTHORIZED, "INVALID_TOKEN", "Invalid token"))
+        }
+        (Err(e), _) => Err(e.into()),
+    }
+}
+
+/// 302 to `target` (a checked redirect).
+fn redirect(target: &str) -> Response<Body> {
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::FOUND;
+    if let Ok(location) = HeaderValue::from_str(&location_value(target)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn invalid_callback() -> Failure {
+    Failure::new(StatusCode::FORBIDDEN, "INVALID_CALLBACK_URL", "Invalid callbackURL")
+}
 
 /// `{email, redirectTo?}`: mails a reset link if the account exists; the same answer in the same time otherwise.
 pub async fn request_password_reset(
@@ -50,19 +113,12 @@ pub async fn follow_reset_link(state: &AppState, ctx: Ctx, req: Request<Incoming
             None => Err(invalid_token()),
         };
     };
-    let callback = safe_redirect(state, &ctx, &callback)
-        .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, "INVALID_CALLBACK_URL", "Invalid callbackURL"))?;
+    let callback = safe_redirect(state, &ctx, &callback).ok_or_else(invalid_callback)?;
     let separator = if callback.contains('?') { '&' } else { '?' };
-    let target = match valid {
+    Ok(redirect(&match valid {
         Some(token) => format!("{callback}{separator}token={}", token.as_str()),
         None => format!("{callback}{separator}error=INVALID_TOKEN"),
-    };
-    let mut response = Response::new(Body::default());
-    *response.status_mut() = StatusCode::FOUND;
-    let location = HeaderValue::from_str(&location_value(&target)).map_err(|_| invalid_token())?;
-    response.headers_mut().insert(header::LOCATION, location);
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    }))
 }
 
 /// `{newPassword, token}` (the token also as `?token=`): sets the password once per token, and ends every session

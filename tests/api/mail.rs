@@ -287,3 +287,56 @@ async fn request_password_reset_takes_the_same_time_for_unknown_and_known_emails
     eprintln!("timing: request-password-reset median known {k:.2} ms, unknown {u:.2} ms");
     assert!((k - u).abs() <= 0.05 * k.max(u), "medians differ by more than 5%: known {k:.2} ms vs unknown {u:.2} ms");
 }
+
+/// The verification link in a raw message.
+fn verification_token_in(message: &str) -> String {
+    let text = message.replace("=\r\n", "").replace("=\n", "").replace("=3D", "=");
+    let at = text.find("verify-email?token=").expect("a verification link") + "verify-email?token=".len();
+    text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verification_link_proves_the_address_once() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let u = s.new_user("proof").await;
+    assert_eq!(u.user["emailVerified"], false);
+    let ask = json!({"email": u.email, "callbackURL": "/welcome"});
+    let r = s.post("/api/auth/send-verification-email").json(&ask).send().await;
+    assert_eq!((r.status, r.json()), (200, json!({"status": true})), "{}", r.text);
+    let mail = smtp.wait_for(1).await.remove(0);
+    assert!(mail.contains("Subject: Confirm your e-mail address"), "{mail}");
+    let token = verification_token_in(&mail);
+    let r = s.get(&format!("/api/auth/verify-email?token={token}&callbackURL=%2Fwelcome")).send().await;
+    assert_eq!((r.status, r.header("location")), (302, Some("/welcome".to_owned())), "{}", r.text);
+    assert_eq!(s.session(&u.cookie).await["user"]["emailVerified"], true);
+    assert_auth_error(&s.get(&format!("/api/auth/verify-email?token={token}")).send().await, 401, "INVALID_TOKEN");
+    // A verified address gets no further link, and the same answer.
+    let r = s.post("/api/auth/send-verification-email").json(&json!({"email": u.email})).send().await;
+    assert_eq!(r.status, 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(smtp.messages().len(), 1);
+}
+
+/// With `require_verification`, sign-up mails a link and opens no session; sign-in waits for the proof.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_required_verification_sign_in_waits_for_the_link() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.email.require_verification = true;
+    })
+    .await;
+    let r = s.sign_up_body(&json!({"name": "New", "email": "new@example.com", "password": PASSWORD})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["token"], Value::Null);
+    assert!(r.session_cookie().is_none(), "a session before the address is proven");
+    let r = s.sign_in_body(&json!({"email": "new@example.com", "password": PASSWORD})).await;
+    assert_auth_error(&r, 403, "EMAIL_NOT_VERIFIED");
+    let r = s.sign_in_body(&json!({"email": "new@example.com", "password": "a wrong password"})).await;
+    assert_auth_error(&r, 401, "INVALID_EMAIL_OR_PASSWORD");
+    let token = verification_token_in(&smtp.wait_for(1).await[0]);
+    assert_eq!(s.get(&format!("/api/auth/verify-email?token={token}")).send().await.status, 200);
+    let (status, body, _) = s.sign_in("new@example.com", PASSWORD).await;
+    assert_eq!((status, body["user"]["emailVerified"].clone()), (200, json!(true)));
+}

@@ -208,3 +208,32 @@ test("password reset: requestPasswordReset mails a link, resetPassword sets the 
   const again = await client.resetPassword({ newPassword: "reset by mail 2", token });
   assert.equal(again.error.code, "INVALID_TOKEN");
 });
+
+test("e-mail verification: sendVerificationEmail mails a link, verifyEmail marks the address verified", async () => {
+  const { client } = browser();
+  const email = unique("verify");
+  assert.equal((await client.signUp.email({ name: "Verify", email, password: PASSWORD })).error, null);
+  assert.equal((await client.getSession()).data.user.emailVerified, false);
+  const sent = await client.sendVerificationEmail({ email });
+  assert.equal(sent.error, null);
+  assert.equal(sent.data.status, true);
+  const { readdir, readFile } = await import("node:fs/promises");
+  let token;
+  for (let i = 0; i < 150 && !token; i++) {
+    let files = [];
+    try { files = await readdir(`${process.env.MAILDIR}/new`); } catch {}
+    for (const f of files) {
+      const text = (await readFile(`${process.env.MAILDIR}/new/${f}`, "utf8")).replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+      const found = text.includes(`To: ${email}`) && text.match(/verify-email\?token=([A-Za-z0-9_-]{43})/);
+      if (found) token = found[1];
+    }
+    if (!token) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(token, "a verification mail arrived");
+  const verified = await client.verifyEmail({ query: { token } });
+  assert.equal(verified.error, null);
+  assert.equal(verified.data.status, true);
+  assert.equal((await client.getSession()).data.user.emailVerified, true);
+  const again = await client.verifyEmail({ query: { token } });
+  assert.equal(again.error.code, "INVALID_TOKEN");
+});

@@ -136,29 +136,22 @@ impl Actor for UsersActor {
                     Err(e) => drop(reply.send(Err(e))),
                 }
             }
-            UsersMsg::RequestReset { email, ttl, compose, ip, reply } => {
+            UsersMsg::IssueToken { kind, email, ttl, compose, ip, reply } => {
                 let account = self.email_owner(state, &email).and_then(|id| self.get(state, id));
-                let Some(user) = account else {
-                    let detail = "password reset requested for an unknown e-mail".to_owned();
-                    state.overlay.add(
-                        [audit::entry(action::PASSWORD_RESET_REQUESTED, None, None, &ip, detail)],
-                        reply,
-                        (),
-                    );
+                let needed = |u: &User| kind != TokenKind::EmailVerification || !u.email_verified;
+                let Some(user) = account.filter(|u| needed(u)) else {
+                    let detail = format!("{} requested for an unknown or verified e-mail", kind_name(kind));
+                    state.overlay.add([audit::entry(action::TOKEN_REQUESTED, None, None, &ip, detail)], reply, ());
                     return self.after(state, &myself).await;
                 };
                 let token = SessionToken::generate();
                 let hash = token.hash();
                 let now = Timestamp::now();
-                let issued = Arc::new(OneTimeToken {
-                    kind: TokenKind::PasswordReset,
-                    user_id: user.id,
-                    created_at: now,
-                    expires_at: now.plus(ttl),
-                });
+                let issued =
+                    Arc::new(OneTimeToken { kind, user_id: user.id, created_at: now, expires_at: now.plus(ttl) });
                 let mut ops = Vec::new();
                 // A newer request invalidates the older link.
-                if let Some(old) = self.live_token(state, user.id) {
+                if let Some(old) = self.live_token(state, user.id, kind) {
                     state.tokens.insert(old, None);
                     ops.push(StoreOp::DeleteToken(old));
                 }
@@ -166,24 +159,31 @@ impl Actor for UsersActor {
                 ops.push(StoreOp::PutToken(hash, convert::token_record(&issued)));
                 ops.push(StoreOp::PutOutbox(convert::mail_record(&mail)));
                 let id = Some(user.id);
-                ops.push(audit::entry(action::PASSWORD_RESET_REQUESTED, id, id.map(Into::into), &ip, String::new()));
+                let detail = kind_name(kind).to_owned();
+                ops.push(audit::entry(action::TOKEN_REQUESTED, id, id.map(Into::into), &ip, detail));
                 state.tokens.insert(hash, Some(issued));
                 state.mails.push(mail);
                 state.overlay.add(ops, reply, ());
             }
+            UsersMsg::VerifyEmail { token, ip, reply } => {
+                let Some(user) = self.token_holder(state, &token, TokenKind::EmailVerification) else {
+                    let _ = reply.send(Err(ResetError::InvalidToken));
+                    return Ok(());
+                };
+                let verified = User { email_verified: true, updated_at: Timestamp::now(), ..User::clone(&user) };
+                let user = self.stage(state, verified, false);
+                state.tokens.insert(token, None);
+                let id = Some(user.id);
+                let logged = audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), &ip, String::new());
+                state.overlay.add([put(&user), StoreOp::DeleteToken(token), logged], reply, ());
+            }
             UsersMsg::ResetPassword { token, password_hash, ip, reply } => {
-                let now = Timestamp::now();
-                let valid = match state.tokens.get(&token) {
-                    Some(pending) => pending.clone(),
-                    None => self.indexes.tokens.get(&token),
-                }
-                .filter(|t| t.kind == TokenKind::PasswordReset && !t.is_expired(now));
-                let Some(user) = valid.and_then(|t| self.get(state, t.user_id)) else {
+                let Some(user) = self.token_holder(state, &token, TokenKind::PasswordReset) else {
                     let _ = reply.send(Err(ResetError::InvalidToken));
                     return Ok(());
                 };
                 let change = OwnChange::Password { password_hash, end_sessions: true };
-                let Changed { user, ends_sessions } = rules::apply_own_change(&user, change, now);
+                let Changed { user, ends_sessions } = rules::apply_own_change(&user, change, Timestamp::now());
                 let user = self.stage(state, user, ends_sessions);
                 state.tokens.insert(token, None);
                 let id = Some(user.id);
@@ -264,17 +264,23 @@ impl UsersActor {
         Ok(())
     }
 
-    /// The live reset token of `user` (pending changes first).
-    fn live_token(&self, state: &State, user: UserId) -> Option<TokenHash> {
-        let pending = state.tokens.iter().find(|(_, t)| t.as_ref().is_some_and(|t| t.user_id == user));
-        match pending {
+    /// The live token of `user` and `kind` (pending changes first).
+    fn live_token(&self, state: &State, user: UserId, kind: TokenKind) -> Option<TokenHash> {
+        let mine = |t: &Option<Arc<OneTimeToken>>| t.as_ref().is_some_and(|t| t.user_id == user && t.kind == kind);
+        match state.tokens.iter().find(|(_, t)| mine(t)) {
             Some((hash, _)) => Some(*hash),
-            None => self
-                .indexes
-                .tokens
-                .latest(user, TokenKind::PasswordReset)
-                .filter(|h| !matches!(state.tokens.get(h), Some(None))),
+            None => self.indexes.tokens.latest(user, kind).filter(|h| !matches!(state.tokens.get(h), Some(None))),
         }
+    }
+
+    /// The account a live token of `kind` belongs to, if `hash` is one.
+    fn token_holder(&self, state: &State, hash: &TokenHash, kind: TokenKind) -> Option<Arc<User>> {
+        let now = Timestamp::now();
+        let token = match state.tokens.get(hash) {
+            Some(pending) => pending.clone(),
+            None => self.indexes.tokens.get(hash),
+        };
+        token.filter(|t| t.kind == kind && !t.is_expired(now)).and_then(|t| self.get(state, t.user_id))
     }
 
     fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
@@ -365,4 +371,11 @@ fn attempt_rows(row: &Row, what: &'static str, user: Option<UserId>, ip: &str, d
 
 fn put(user: &User) -> StoreOp {
     StoreOp::PutUser(convert::user_record(user))
+}
+
+fn kind_name(kind: TokenKind) -> &'static str {
+    match kind {
+        TokenKind::PasswordReset => "password reset",
+        TokenKind::EmailVerification => "e-mail verification",
+    }
 }

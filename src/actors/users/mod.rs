@@ -18,7 +18,7 @@ pub(super) use actor::spawn;
 pub use index::UserIndex;
 
 use super::{Unavailable, call};
-use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, TokenHash, User, UserId};
+use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, TokenHash, TokenKind, User, UserId};
 
 /// A new account, validated.
 pub struct NewUser {
@@ -129,9 +129,9 @@ pub enum DeleteUserError {
     Unavailable(#[from] Unavailable),
 }
 
-/// Renders the reset message for an account and its new token (the actor writes it to the outbox in the same
-/// commit as the token).
-pub type ComposeReset = Box<dyn FnOnce(&User, &SessionToken) -> Mail + Send>;
+/// Renders the message for an account and its new token (the actor writes it to the outbox in the same commit as
+/// the token).
+pub type Compose = Box<dyn FnOnce(&User, &SessionToken) -> Mail + Send>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ResetError {
@@ -143,12 +143,18 @@ pub enum ResetError {
 }
 
 pub(super) enum UsersMsg {
-    RequestReset {
+    IssueToken {
+        kind: TokenKind,
         email: Email,
         ttl: Duration,
-        compose: ComposeReset,
+        compose: Compose,
         ip: String,
         reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    VerifyEmail {
+        token: TokenHash,
+        ip: String,
+        reply: RpcReplyPort<Result<(), ResetError>>,
     },
     ResetPassword {
         token: TokenHash,
@@ -237,17 +243,23 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply }).await?
     }
 
-    /// Issues a password-reset token for the account with `email`, if there is one: the token (replacing an older
-    /// one) and the message announcing it are written in one commit. An unknown e-mail gets an audit entry
-    /// instead, so both cases cost one commit and answer alike.
-    pub async fn request_reset(
+    /// Issues a token of `kind` for the account with `email`, if there is one (and, for a verification, if its
+    /// address is not verified yet): the token (replacing an older one of that kind) and the message announcing it
+    /// are written in one commit. Otherwise an audit entry is, so both cases cost one commit and answer alike.
+    pub async fn issue_token(
         &self,
+        kind: TokenKind,
         email: Email,
         ttl: Duration,
-        compose: ComposeReset,
+        compose: Compose,
         ip: String,
     ) -> Result<(), Unavailable> {
-        call(&self.0, |reply| UsersMsg::RequestReset { email, ttl, compose, ip, reply }).await?
+        call(&self.0, |reply| UsersMsg::IssueToken { kind, email, ttl, compose, ip, reply }).await?
+    }
+
+    /// Uses the verification token `token` (once): the account's address is verified.
+    pub async fn verify_email(&self, token: TokenHash, ip: String) -> Result<(), ResetError> {
+        call(&self.0, |reply| UsersMsg::VerifyEmail { token, ip, reply }).await?
     }
 
     /// Uses the reset token `token` (once): the new password, the end of every session and the end of the token
