@@ -33,7 +33,6 @@ enum Request {
 #[derive(Clone)]
 pub struct StoreWriter {
     tx: mpsc::Sender<Request>,
-    store: Arc<Store>,
 }
 
 /// Resolves once the writer thread has written everything and ended.
@@ -49,7 +48,7 @@ impl StoreWriter {
     pub fn spawn(store: Arc<Store>) -> Result<(Self, WriterDone), StoreError> {
         let (tx, rx) = mpsc::channel(MAX_BATCH * 4);
         let (ended, done) = oneshot::channel();
-        let thread_store = Arc::clone(&store);
+        let thread_store = store;
         std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
@@ -59,7 +58,7 @@ impl StoreWriter {
                 let _ = ended.send(());
             })
             .map_err(|e| StoreError::Io(format!("cannot start the store writer thread: {e}")))?;
-        Ok((Self { tx, store }, WriterDone(done)))
+        Ok((Self { tx }, WriterDone(done)))
     }
 
     /// Writes `ops` atomically; returns once they are durable.
@@ -72,10 +71,6 @@ impl StoreWriter {
     /// Asks the thread to end once everything sent before is written; later writes fail with `WriterGone`.
     pub async fn close(&self) {
         let _ = self.tx.send(Request::Close).await;
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 }
 
@@ -163,7 +158,7 @@ pub(crate) struct ManualDisk {
 impl StoreWriter {
     pub(crate) fn manual(store: Arc<Store>) -> (Self, ManualDisk) {
         let (tx, rx) = mpsc::channel(MAX_BATCH);
-        (Self { tx, store: Arc::clone(&store) }, ManualDisk { rx, store })
+        (Self { tx }, ManualDisk { rx, store })
     }
 }
 
