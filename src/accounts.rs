@@ -127,6 +127,51 @@ pub enum ResetPasswordError {
     Unavailable(#[from] Unavailable),
 }
 
+/// Errors of the administrator's calls on accounts (the better-auth admin plugin's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AdminError {
+    #[error("User already exists. Use another email.")]
+    EmailTaken,
+    #[error("User not found")]
+    UserNotFound,
+    #[error("administrator role required")]
+    NotAdmin,
+    #[error("You cannot remove yourself")]
+    SelfRemoval,
+    #[error("You cannot ban yourself")]
+    SelfBan,
+    #[error("the last active administrator cannot be demoted, banned or removed")]
+    LastAdmin,
+    #[error("organization not found")]
+    OrganizationNotFound,
+    #[error("The service is busy. Please try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+impl AdminError {
+    fn from_hash(e: HashError) -> Self {
+        match e {
+            HashError::Busy => Self::Busy,
+            HashError::Params(_) | HashError::Failed(_) => Self::Unavailable(Unavailable),
+        }
+    }
+}
+
+impl From<UpdateUserError> for AdminError {
+    fn from(e: UpdateUserError) -> Self {
+        match e {
+            UpdateUserError::NotAdmin => Self::NotAdmin,
+            UpdateUserError::UserNotFound => Self::UserNotFound,
+            UpdateUserError::OrganizationNotFound => Self::OrganizationNotFound,
+            UpdateUserError::SelfBan => Self::SelfBan,
+            UpdateUserError::LastAdmin => Self::LastAdmin,
+            UpdateUserError::Unavailable(u) => Self::Unavailable(u),
+        }
+    }
+}
+
 /// Errors of the calls a signed-in user makes about their own account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AccountError {
@@ -258,6 +303,7 @@ impl Accounts {
         };
         let user = self.actors.users.create(new, client.ip_address.clone()).await.map_err(|e| match e {
             CreateUserError::EmailTaken => SignUpError::EmailTaken,
+            CreateUserError::NotAdmin => SignUpError::Unavailable(Unavailable),
             CreateUserError::Unavailable(u) => SignUpError::Unavailable(u),
         })?;
         if self.require_verification {
@@ -366,7 +412,7 @@ impl Accounts {
 
     /// Ends some of the caller's own sessions; returns how many ended.
     pub async fn revoke_own_sessions(&self, user: UserId, which: Revoke, ip: &str) -> Result<usize, Unavailable> {
-        self.actors.sessions.revoke(user, which, ip.to_owned()).await
+        self.actors.sessions.revoke(user, user, which, ip.to_owned()).await
     }
 
     /// Deletes the caller's account after checking their password: the account, its membership and every
@@ -374,7 +420,9 @@ impl Accounts {
     pub async fn delete_account(&self, current: &Current, password: Password, ip: &str) -> Result<(), AccountError> {
         self.confirm_password(&current.user, password, ip).await?;
         self.actors.users.delete(current.user.id, ip.to_owned()).await.map_err(|e| match e {
-            DeleteUserError::UserNotFound => AccountError::UserNotFound,
+            DeleteUserError::UserNotFound | DeleteUserError::NotAdmin | DeleteUserError::SelfRemoval => {
+                AccountError::UserNotFound
+            }
             DeleteUserError::LastAdmin => AccountError::LastAdmin,
             DeleteUserError::Unavailable(u) => AccountError::Unavailable(u),
         })
@@ -454,6 +502,90 @@ impl Accounts {
             ResetError::InvalidToken => ResetPasswordError::InvalidToken,
             ResetError::Unavailable(u) => ResetPasswordError::Unavailable(u),
         })
+    }
+
+    // --- administration (the better-auth admin plugin's calls) ------------------------------------------------
+
+    /// Creates an account on behalf of administrator `by`. Without a password the account gets one nobody knows
+    /// (its owner sets theirs with a reset link).
+    pub async fn create_user_by(
+        &self,
+        by: UserId,
+        name: Name,
+        email: Email,
+        password: Option<Password>,
+        role: Option<crate::domain::Role>,
+        ip: &str,
+    ) -> Result<Arc<User>, AdminError> {
+        if self.indexes.users.by_email(&email).is_some() {
+            return Err(AdminError::EmailTaken);
+        }
+        let password = match password {
+            Some(p) => p,
+            None => Password::for_sign_in(SessionToken::generate().as_str()).map_err(|_| Unavailable)?,
+        };
+        let password_hash = self.hasher.hash(password).await.map_err(AdminError::from_hash)?;
+        let role = role.unwrap_or_else(|| self.roles.default_role());
+        let new = NewUser { name, email, image: None, role, password_hash };
+        self.actors.users.create_by(by, new, ip.to_owned()).await.map_err(|e| match e {
+            CreateUserError::EmailTaken => AdminError::EmailTaken,
+            CreateUserError::NotAdmin => AdminError::NotAdmin,
+            CreateUserError::Unavailable(u) => AdminError::Unavailable(u),
+        })
+    }
+
+    /// Sets `target`'s password on behalf of administrator `by`; every session of the account ends with it.
+    pub async fn set_user_password(
+        &self,
+        by: UserId,
+        target: UserId,
+        password: Password,
+        ip: &str,
+    ) -> Result<(), AdminError> {
+        let password_hash = self.hasher.hash(password).await.map_err(AdminError::from_hash)?;
+        let change = UserChange { password_hash: Some(password_hash), ..UserChange::default() };
+        Ok(self.update_user(by, target, change, ip.to_owned()).await?)
+    }
+
+    /// Removes `target`'s account on behalf of administrator `by`, with its sessions, in one commit.
+    pub async fn remove_user_by(&self, by: UserId, target: UserId, ip: &str) -> Result<(), AdminError> {
+        self.actors.users.remove_by(by, target, ip.to_owned()).await.map_err(|e| match e {
+            DeleteUserError::UserNotFound => AdminError::UserNotFound,
+            DeleteUserError::NotAdmin => AdminError::NotAdmin,
+            DeleteUserError::SelfRemoval => AdminError::SelfRemoval,
+            DeleteUserError::LastAdmin => AdminError::LastAdmin,
+            DeleteUserError::Unavailable(u) => AdminError::Unavailable(u),
+        })
+    }
+
+    /// Ends sessions of `target` on behalf of administrator `by`; returns how many ended.
+    pub async fn revoke_user_sessions(
+        &self,
+        by: UserId,
+        target: UserId,
+        which: Revoke,
+        ip: &str,
+    ) -> Result<usize, Unavailable> {
+        self.actors.sessions.revoke(target, by, which, ip.to_owned()).await
+    }
+
+    /// The live session behind `token`, whoever its user (an administrator ending it).
+    pub fn current_any(&self, token: &SessionToken) -> Option<Arc<Session>> {
+        self.indexes.sessions.get(&token.hash()).filter(|s| !s.is_expired(Timestamp::now()))
+    }
+
+    /// The session with id `id` (a handle from a session list): its token hash and user.
+    pub fn session_by_id(&self, id: crate::domain::SessionId) -> Option<(TokenHash, UserId)> {
+        self.indexes.sessions.find_by_id(id)
+    }
+
+    pub fn user(&self, id: UserId) -> Option<Arc<User>> {
+        self.indexes.users.get(id)
+    }
+
+    /// The live sessions of `user`, oldest first.
+    pub fn sessions_of(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
+        self.own_sessions(user)
     }
 
     // --- administration ---------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ mod api {
     mod account;
 
     mod admin;
+    mod admin_plugin;
     mod auth;
     mod crash;
     mod disk;

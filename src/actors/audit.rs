@@ -23,6 +23,7 @@ pub mod action {
     pub const SIGN_IN_FAILED: &str = "sign_in.failed";
     pub const SIGN_IN_REFUSED: &str = "sign_in.refused";
     pub const PASSWORD_CHANGED: &str = "user.password_changed";
+    pub const PASSWORD_SET: &str = "user.password_set";
     pub const USER_DELETED: &str = "user.deleted";
     /// A mailed link asked for (password reset, e-mail verification; the detail says which).
     pub const TOKEN_REQUESTED: &str = "user.link_requested";

@@ -71,6 +71,11 @@ impl SessionIndex {
         sessions
     }
 
+    /// The session with id `id`: its hash and user. A scan (an administrator's rare call; ids are not indexed).
+    pub fn find_by_id(&self, id: SessionId) -> Option<(TokenHash, UserId)> {
+        self.by_hash.pin().iter().find(|(_, s)| s.id == id).map(|(h, s)| (*h, s.user_id))
+    }
+
     fn expired(&self, now: Timestamp) -> Vec<TokenHash> {
         self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, _)| *h).collect()
     }
@@ -137,9 +142,10 @@ pub enum SessionsMsg {
         hash: TokenHash,
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
-    /// A user ending their own sessions.
+    /// A user ending their own sessions, or an administrator (`by`) ending a user's.
     Revoke {
         user: UserId,
+        by: UserId,
         which: Revoke,
         ip: String,
         reply: RpcReplyPort<Result<usize, Unavailable>>,
@@ -189,9 +195,10 @@ impl SessionsHandle {
         call(&self.0, |reply| SessionsMsg::End { hash, reply }).await?
     }
 
-    /// Ends sessions of `user` as `which` says, with an audit entry; returns how many ended. Only ever `user`'s.
-    pub async fn revoke(&self, user: UserId, which: Revoke, ip: String) -> Result<usize, Unavailable> {
-        call(&self.0, |reply| SessionsMsg::Revoke { user, which, ip, reply }).await?
+    /// Ends sessions of `user` as `which` says, on behalf of `by` (the user, or an administrator), with an audit
+    /// entry; returns how many ended. Only ever `user`'s.
+    pub async fn revoke(&self, user: UserId, by: UserId, which: Revoke, ip: String) -> Result<usize, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::Revoke { user, by, which, ip, reply }).await?
     }
 
     /// Commits `ops` (another actor's records: a ban, a new password) in one transaction with the end of every
@@ -317,7 +324,7 @@ impl Actor for SessionsActor {
             {
                 state.overlay.add([], reply, 0);
             }
-            SessionsMsg::Revoke { user, which, ip, reply } => {
+            SessionsMsg::Revoke { user, by, which, ip, reply } => {
                 let live = |hash: &TokenHash| self.get(state, hash).is_some_and(|s| s.user_id == user);
                 let mut hashes: Vec<TokenHash> = match which {
                     Revoke::One(hash) => vec![hash],
@@ -339,8 +346,9 @@ impl Actor for SessionsActor {
                 }
                 let mut ops: Vec<StoreOp> = hashes.into_iter().map(StoreOp::DeleteSession).collect();
                 if count > 0 {
-                    let detail = format!("{count} session(s) ended by their user");
-                    ops.push(audit::entry(action::SESSIONS_REVOKED, Some(user), Some(user.into()), &ip, detail));
+                    let whose = if by == user { "their user" } else { "an administrator" };
+                    let detail = format!("{count} session(s) ended by {whose}");
+                    ops.push(audit::entry(action::SESSIONS_REVOKED, Some(by), Some(user.into()), &ip, detail));
                 }
                 state.overlay.add(ops, reply, count);
             }

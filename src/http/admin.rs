@@ -86,5 +86,6 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
     if role.is_none() && banned.is_none() && ban_reason.is_none() && organization.is_none() {
         return Err(Failure::validation("nothing to change: give role, banned, banReason or organizationId"));
     }
-    Ok((target, UserChange { role, banned, ban_reason: ban_reason.map(str::to_owned), organization }))
+    let ban_reason = ban_reason.map(str::to_owned);
+    Ok((target, UserChange { role, banned, ban_reason, organization, password_hash: None }))
 }

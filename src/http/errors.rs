@@ -4,7 +4,7 @@ use hyper::StatusCode;
 use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
-use crate::accounts::{AccountError, MailError, ResetPasswordError, SignInError, SignUpError};
+use crate::accounts::{AccountError, AdminError, MailError, ResetPasswordError, SignInError, SignUpError};
 use crate::actors::Unavailable;
 use crate::actors::orgs::CreateOrgError;
 use crate::actors::users::UpdateUserError;
@@ -108,5 +108,22 @@ impl From<ResetPasswordError> for Failure {
             ResetPasswordError::Busy => busy(),
             ResetPasswordError::Unavailable(u) => u.into(),
         }
+    }
+}
+
+impl From<AdminError> for Failure {
+    fn from(e: AdminError) -> Self {
+        let (status, code) = match e {
+            AdminError::EmailTaken => (StatusCode::BAD_REQUEST, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL"),
+            AdminError::UserNotFound => (StatusCode::NOT_FOUND, "USER_NOT_FOUND"),
+            AdminError::NotAdmin => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            AdminError::SelfRemoval => (StatusCode::BAD_REQUEST, "YOU_CANNOT_REMOVE_YOURSELF"),
+            AdminError::SelfBan => (StatusCode::BAD_REQUEST, "YOU_CANNOT_BAN_YOURSELF"),
+            AdminError::LastAdmin => (StatusCode::BAD_REQUEST, "LAST_ADMINISTRATOR"),
+            AdminError::OrganizationNotFound => (StatusCode::NOT_FOUND, "ORGANIZATION_NOT_FOUND"),
+            AdminError::Busy => return busy(),
+            AdminError::Unavailable(u) => return u.into(),
+        };
+        Self::new(status, code, e.to_string())
     }
 }

@@ -175,6 +175,11 @@ impl Fields {
         self.0.contains_key(key)
     }
 
+    /// The raw value of `key`, for the few fields that are not strings or booleans.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
     }

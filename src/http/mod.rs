@@ -5,12 +5,14 @@
 //! - [`extract`]: reading requests (body, fields, cookie, client address) and the administrator guard.
 //! - [`response`] and [`errors`]: answers, the two error shapes, the session cookie; one `From` per error enum.
 //! - The route families, each a file of short handlers: [`auth`], [`account`] (a user's own password, profile,
-//!   sessions and deletion), [`recovery`] (password reset by mail), [`admin`] (users and the audit log),
+//!   sessions and deletion), [`recovery`] (links sent by mail), [`admin_plugin`] (the better-auth admin plugin's calls),
+//!   [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
 //! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
 
 mod account;
 mod admin;
+mod admin_plugin;
 mod auth;
 mod connections;
 pub mod dto;

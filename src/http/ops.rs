@@ -27,6 +27,10 @@ pub fn alive() -> Response<Body> {
 pub fn ready(state: &AppState) -> Response<Body> {
     match state.accounts.readiness() {
         Ok(()) => ok(&json!({"status": "ready"})),
-        Err(reason) => json(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "unavailable", "reason": reason})),
+        // A fixed text: the endpoint is public, and the error itself (paths, OS messages) is in the server's log.
+        Err(_) => {
+            let reason = "the store refuses writes after a disk error; it retries every second";
+            json(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "unavailable", "reason": reason}))
+        }
     }
 }

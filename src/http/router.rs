@@ -8,7 +8,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, auth, extract, ops, organizations, recovery};
+use super::{AppState, account, admin, admin_plugin, auth, extract, ops, organizations, recovery};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -29,6 +29,18 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/auth/reset-password", &[Method::POST]),
     ("/api/auth/send-verification-email", &[Method::POST]),
     ("/api/auth/verify-email", &[Method::GET]),
+    ("/api/auth/admin/list-users", &[Method::GET]),
+    ("/api/auth/admin/get-user", &[Method::GET]),
+    ("/api/auth/admin/create-user", &[Method::POST]),
+    ("/api/auth/admin/set-role", &[Method::POST]),
+    ("/api/auth/admin/ban-user", &[Method::POST]),
+    ("/api/auth/admin/unban-user", &[Method::POST]),
+    ("/api/auth/admin/list-user-sessions", &[Method::POST]),
+    ("/api/auth/admin/revoke-user-session", &[Method::POST]),
+    ("/api/auth/admin/revoke-user-sessions", &[Method::POST]),
+    ("/api/auth/admin/set-user-password", &[Method::POST]),
+    ("/api/auth/admin/remove-user", &[Method::POST]),
+    ("/api/auth/admin/has-permission", &[Method::POST]),
     ("/api/admin/users", &[Method::GET, Method::PATCH]),
     ("/api/admin/organizations", &[Method::GET, Method::POST]),
     ("/api/admin/audit", &[Method::GET]),
@@ -132,6 +144,18 @@ async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Res
         ("/api/auth/reset-password", _) => recovery::reset_password(state, ctx, req).await,
         ("/api/auth/send-verification-email", _) => recovery::send_verification_email(state, ctx, req).await,
         ("/api/auth/verify-email", _) => recovery::verify_email(state, ctx, req).await,
+        ("/api/auth/admin/list-users", _) => admin_plugin::list_users(state, ctx, req).await,
+        ("/api/auth/admin/get-user", _) => admin_plugin::get_user(state, ctx, req).await,
+        ("/api/auth/admin/create-user", _) => admin_plugin::create_user(state, ctx, req).await,
+        ("/api/auth/admin/set-role", _) => admin_plugin::set_role(state, ctx, req).await,
+        ("/api/auth/admin/ban-user", _) => admin_plugin::ban_user(state, ctx, req).await,
+        ("/api/auth/admin/unban-user", _) => admin_plugin::unban_user(state, ctx, req).await,
+        ("/api/auth/admin/list-user-sessions", _) => admin_plugin::list_user_sessions(state, ctx, req).await,
+        ("/api/auth/admin/revoke-user-session", _) => admin_plugin::revoke_user_session(state, ctx, req).await,
+        ("/api/auth/admin/revoke-user-sessions", _) => admin_plugin::revoke_user_sessions(state, ctx, req).await,
+        ("/api/auth/admin/set-user-password", _) => admin_plugin::set_user_password(state, ctx, req).await,
+        ("/api/auth/admin/remove-user", _) => admin_plugin::remove_user(state, ctx, req).await,
+        ("/api/auth/admin/has-permission", _) => admin_plugin::has_permission(state, ctx, req).await,
         ("/api/admin/users", Method::GET) => admin::list_users(state, ctx, req).await,
         ("/api/admin/users", _) => admin::update_user(state, ctx, req).await,
         ("/api/admin/organizations", Method::GET) => organizations::list(state, ctx, req).await,

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthClient } from "better-auth/client";
+import { adminClient } from "better-auth/client/plugins";
 
 const BASE = process.env.SERVICE_AUTH_URL;
 const ADMIN = { email: process.env.ADMIN_EMAIL, password: process.env.ADMIN_PASSWORD };
@@ -24,7 +25,7 @@ function browser() {
     }
     return response;
   };
-  const client = createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl } });
+  const client = createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl }, plugins: [adminClient()] });
   return { client, jar };
 }
 
@@ -236,4 +237,47 @@ test("e-mail verification: sendVerificationEmail mails a link, verifyEmail marks
   assert.equal((await client.getSession()).data.user.emailVerified, true);
   const again = await client.verifyEmail({ query: { token } });
   assert.equal(again.error.code, "INVALID_TOKEN");
+});
+
+test("admin plugin: listUsers, createUser, setRole, banUser, unbanUser, listUserSessions, revokeUserSession(s), setUserPassword, removeUser, hasPermission", async () => {
+  const { client: admin } = browser();
+  assert.equal((await admin.signIn.email(ADMIN)).error, null);
+  const email = unique("staff");
+  const created = await admin.admin.createUser({ email, password: PASSWORD, name: "Staff", role: "qa_manager" });
+  assert.equal(created.error, null);
+  const id = created.data.user.id;
+  assert.equal(created.data.user.role, "qa_manager");
+
+  const found = await admin.admin.listUsers({ query: { searchValue: email.split("@")[0], searchField: "email", limit: 10 } });
+  assert.equal(found.error, null);
+  assert.equal(found.data.total, 1);
+  assert.equal(found.data.users[0].id, id);
+
+  const role = await admin.admin.setRole({ userId: id, role: "pharmacist_in_charge" });
+  assert.equal(role.data.user.role, "pharmacist_in_charge");
+
+  const staff = browser();
+  assert.equal((await staff.client.signIn.email({ email, password: PASSWORD })).error, null);
+  const sessions = await admin.admin.listUserSessions({ userId: id });
+  assert.equal(sessions.data.sessions.length, 1);
+  assert.equal((await admin.admin.revokeUserSession({ sessionToken: sessions.data.sessions[0].token })).data.success, true);
+  assert.equal((await staff.client.getSession()).data, null, "the revoked session ended");
+
+  assert.equal((await staff.client.signIn.email({ email, password: PASSWORD })).error, null);
+  const banned = await admin.admin.banUser({ userId: id, banReason: "left" });
+  assert.equal(banned.data.user.banned, true);
+  assert.equal((await staff.client.getSession()).data, null, "the ban ended the session");
+  assert.equal((await staff.client.signIn.email({ email, password: PASSWORD })).error.status, 403);
+  assert.equal((await admin.admin.unbanUser({ userId: id })).data.user.banned, false);
+
+  assert.equal((await admin.admin.setUserPassword({ userId: id, newPassword: "set by the admin" })).data.status, true);
+  assert.equal((await staff.client.signIn.email({ email, password: PASSWORD })).error.status, 401);
+  assert.equal((await staff.client.signIn.email({ email, password: "set by the admin" })).error, null);
+  assert.equal((await admin.admin.revokeUserSessions({ userId: id })).data.success, true);
+  assert.equal((await staff.client.getSession()).data, null);
+
+  const allowed = await admin.admin.hasPermission({ permissions: { user: ["ban"] } });
+  assert.equal(allowed.data.success, true);
+  assert.equal((await admin.admin.removeUser({ userId: id })).data.success, true);
+  assert.equal((await staff.client.signIn.email({ email, password: "set by the admin" })).error.status, 401);
 });

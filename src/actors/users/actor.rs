@@ -82,13 +82,21 @@ impl Actor for UsersActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            UsersMsg::Create { user, ip, reply } => {
-                if self.email_owner(state, &user.email).is_some() {
-                    let _ = reply.send(Err(CreateUserError::EmailTaken));
+            UsersMsg::Create { user, by, ip, reply } => {
+                let refused = match by {
+                    Some(admin) if !self.get(state, admin).is_some_and(|a| a.is_active_admin()) => {
+                        Some(CreateUserError::NotAdmin)
+                    }
+                    _ if self.email_owner(state, &user.email).is_some() => Some(CreateUserError::EmailTaken),
+                    _ => None,
+                };
+                if let Some(e) = refused {
+                    let _ = reply.send(Err(e));
                 } else {
                     let user = self.stage(state, rules::new_account(user, Timestamp::now()), false);
-                    let logged =
-                        audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), &ip, String::new());
+                    let detail = if by.is_some() { "created by an administrator" } else { "" };
+                    let actor = by.or(Some(user.id));
+                    let logged = audit::entry(action::USER_CREATED, actor, Some(user.id.into()), &ip, detail.into());
                     state.overlay.add([put(&user), logged], reply, user);
                 }
             }
@@ -210,12 +218,17 @@ impl Actor for UsersActor {
                 }
                 state.overlay.add(ops, reply, user);
             }
-            UsersMsg::Delete { user, ip, reply } => {
+            UsersMsg::Delete { user, by, ip, reply } => {
                 let Some(current) = self.get(state, user) else {
                     let _ = reply.send(Err(DeleteUserError::UserNotFound));
                     return Ok(());
                 };
-                if let Err(e) = rules::may_delete(&current, self.active_admin_count(state)) {
+                let admins = self.active_admin_count(state);
+                let allowed = match by {
+                    Some(admin) => rules::may_remove(self.get(state, admin).as_deref(), &current, admins),
+                    None => rules::may_delete(&current, admins),
+                };
+                if let Err(e) = allowed {
                     let _ = reply.send(Err(e));
                     return Ok(());
                 }
@@ -223,7 +236,7 @@ impl Actor for UsersActor {
                 state.ending.push(user);
                 state.overlay.stage(user, None);
                 let detail = current.email.as_str().to_owned();
-                let logged = audit::entry(action::USER_DELETED, Some(user), Some(user.into()), &ip, detail);
+                let logged = audit::entry(action::USER_DELETED, by.or(Some(user)), Some(user.into()), &ip, detail);
                 state.overlay.add([StoreOp::DeleteUser(user.to_bytes()), logged], reply, ());
             }
             UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {

@@ -39,12 +39,17 @@ pub struct UserChange {
     pub ban_reason: Option<String>,
     /// `Some(None)` removes the account from its organization.
     pub organization: Option<Option<OrgId>>,
+    /// A new password (its hash) set by the administrator: every session of the account ends with it.
+    pub password_hash: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CreateUserError {
     #[error("User already exists. Use another email.")]
     EmailTaken,
+    /// The administrator creating it is no longer one (checked in message order).
+    #[error("administrator role required")]
+    NotAdmin,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -122,6 +127,11 @@ pub enum OwnChangeError {
 pub enum DeleteUserError {
     #[error("User not found")]
     UserNotFound,
+    #[error("administrator role required")]
+    NotAdmin,
+    /// An administrator removes other accounts, not their own (that is `delete-user`, with the password).
+    #[error("You cannot remove yourself")]
+    SelfRemoval,
     /// Deleting the last active administrator would leave nobody to administer the service.
     #[error("The last administrator cannot delete their account")]
     LastAdmin,
@@ -170,11 +180,13 @@ pub(super) enum UsersMsg {
     },
     Delete {
         user: UserId,
+        by: Option<UserId>,
         ip: String,
         reply: RpcReplyPort<Result<(), DeleteUserError>>,
     },
     Create {
         user: NewUser,
+        by: Option<UserId>,
         ip: String,
         reply: RpcReplyPort<Result<Arc<User>, CreateUserError>>,
     },
@@ -215,7 +227,12 @@ pub struct UsersHandle(pub(super) ActorRef<UsersMsg>);
 impl UsersHandle {
     /// Creates an account (sign-up from address `ip`).
     pub async fn create(&self, user: NewUser, ip: String) -> Result<Arc<User>, CreateUserError> {
-        call(&self.0, |reply| UsersMsg::Create { user, ip, reply }).await?
+        call(&self.0, |reply| UsersMsg::Create { user, by: None, ip, reply }).await?
+    }
+
+    /// Creates an account on behalf of administrator `by` (checked again in message order).
+    pub async fn create_by(&self, by: UserId, user: NewUser, ip: String) -> Result<Arc<User>, CreateUserError> {
+        call(&self.0, |reply| UsersMsg::Create { user, by: Some(by), ip, reply }).await?
     }
 
     /// Applies `change` to `target` on behalf of administrator `by`, calling from `ip`. A ban ends every session
@@ -276,7 +293,12 @@ impl UsersHandle {
 
     /// Deletes the account and, in the same commit, every session of it (its membership goes with the record).
     pub async fn delete(&self, user: UserId, ip: String) -> Result<(), DeleteUserError> {
-        call(&self.0, |reply| UsersMsg::Delete { user, ip, reply }).await?
+        call(&self.0, |reply| UsersMsg::Delete { user, by: None, ip, reply }).await?
+    }
+
+    /// Removes `user`'s account on behalf of administrator `by`: never their own, never the last administrator.
+    pub async fn remove_by(&self, by: UserId, user: UserId, ip: String) -> Result<(), DeleteUserError> {
+        call(&self.0, |reply| UsersMsg::Delete { user, by: Some(by), ip, reply }).await?
     }
 
     /// Reserves one password check against the failure limit of `email` (see [`super::attempts`]); `user` is the

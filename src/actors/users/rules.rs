@@ -71,13 +71,17 @@ pub fn apply_change(
     if let Some(org) = change.organization {
         user.organization_id = org;
     }
+    let new_password = change.password_hash.is_some();
+    if let Some(hash) = change.password_hash {
+        user.password_hash = hash;
+    }
     if current.is_active_admin() && !user.is_active_admin() && snapshot.active_admins <= 1 {
         return Err(UpdateUserError::LastAdmin);
     }
     user.updated_at = now;
     // Every ban ends the sessions, even of an account already banned: a ban is how an administrator makes sure
-    // nobody is signed in there.
-    Ok(Changed { user, ends_sessions: change.banned == Some(true) })
+    // nobody is signed in there. So does a password the administrator sets (after a lost phone, say).
+    Ok(Changed { user, ends_sessions: change.banned == Some(true) || new_password })
 }
 
 /// A user's own change: a new password (which may end every session) or a new name and picture.
@@ -170,7 +174,18 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
     let membership = (before.organization_id != after.organization_id).then(|| {
         (action::ORGANIZATION_CHANGED, format!("{} -> {}", org(before.organization_id), org(after.organization_id)))
     });
-    [role, ban, membership].into_iter().flatten()
+    let password = (before.password_hash != after.password_hash)
+        .then(|| (action::PASSWORD_SET, "set by an administrator; every session ended".to_owned()));
+    [role, ban, membership, password].into_iter().flatten()
+}
+
+/// Whether administrator `caller` may remove `target`: not themself, not the last active administrator.
+pub fn may_remove(caller: Option<&User>, target: &User, active_admins: usize) -> Result<(), DeleteUserError> {
+    let caller = caller.filter(|c| c.is_active_admin()).ok_or(DeleteUserError::NotAdmin)?;
+    if caller.id == target.id {
+        return Err(DeleteUserError::SelfRemoval);
+    }
+    may_delete(target, active_admins)
 }
 
 #[cfg(test)]
@@ -313,6 +328,30 @@ mod tests {
         assert_eq!(may_delete(&admin, 1), Err(DeleteUserError::LastAdmin));
         assert_eq!(may_delete(&admin, 2), Ok(()));
         assert_eq!(may_delete(&account("u@example.com", "user"), 1), Ok(()));
+    }
+
+    #[test]
+    fn an_administrator_removes_others_but_never_themself_nor_the_last_administrator() {
+        let (admin, other_admin, user) =
+            (account("a@example.com", "admin"), account("b@example.com", "admin"), account("u@example.com", "user"));
+        assert_eq!(may_remove(Some(&admin), &admin, 2), Err(DeleteUserError::SelfRemoval));
+        assert_eq!(may_remove(Some(&admin), &user, 1), Ok(()));
+        assert_eq!(may_remove(Some(&admin), &other_admin, 2), Ok(()));
+        assert_eq!(may_remove(Some(&user), &admin, 2), Err(DeleteUserError::NotAdmin));
+        assert_eq!(may_remove(None, &user, 2), Err(DeleteUserError::NotAdmin));
+    }
+
+    #[test]
+    fn a_password_set_by_an_administrator_ends_the_sessions_and_is_audited_without_the_hash() {
+        let (admin, target) = (account("a@example.com", "admin"), account("t@example.com", "user"));
+        let set = UserChange { password_hash: Some("new hash".into()), ..change() };
+        let changed = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, set, NOW).unwrap();
+        assert!(changed.ends_sessions);
+        assert_eq!(changed.user.password_hash, "new hash");
+        let diff: Vec<_> = changes(&target, &changed.user).collect();
+        assert_eq!(diff.len(), 1);
+        assert_eq!(diff[0].0, action::PASSWORD_SET);
+        assert!(!diff[0].1.contains("new hash"));
     }
 
     #[test]

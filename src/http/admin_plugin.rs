@@ -1,0 +1,298 @@
+//! `/api/auth/admin/*`: the better-auth admin plugin's calls, with its shapes and codes, so admin screens built on
+//! `adminClient()` work unchanged. Same rules as `/api/admin/*`: the caller's *current* role is checked on every
+//! request (and again by the users actor, in message order), roles come from the configured set, and the
+//! self-ban, self-removal and last-administrator guards hold.
+
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::auth::validated_name;
+use super::dto::{AuthSession, AuthUser};
+use super::extract::{self, Fields};
+use super::response::{Body, Failure, ok};
+use super::router::Ctx;
+use crate::accounts::AdminError;
+use crate::actors::sessions::Revoke;
+use crate::actors::users::UserChange;
+use crate::domain::{Email, Password, SessionId, SessionToken, User, UserId};
+
+/// The caller, if an administrator right now: 401 without a session, 403 with `code` otherwise.
+fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Result<Arc<User>, Failure> {
+    let current = extract::session_token(state, req.headers())
+        .and_then(|t| state.accounts.current(&t))
+        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
+    if current.user.role.is_admin() {
+        Ok(current.user)
+    } else {
+        Err(Failure::new(StatusCode::FORBIDDEN, code, "You are not allowed to do this"))
+    }
+}
+
+fn user_id(body: &Fields, key: &str) -> Result<UserId, Failure> {
+    UserId::parse(body.string(key)?).ok_or_else(|| Failure::validation(format!("[body.{key}] must be a user id")))
+}
+
+fn one_user(user: &User) -> Response<Body> {
+    ok(&json!({"user": AuthUser::from(user)}))
+}
+
+fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
+    state.accounts.user(id).ok_or_else(|| AdminError::UserNotFound.into())
+}
+
+/// `GET list-users`: search (`searchValue`, `searchField` email|name, `searchOperator`
+/// contains|starts_with|ends_with), filter (`filterField`, `filterValue`, `filterOperator` eq|ne), sort (`sortBy`,
+/// `sortDirection`), page (`limit`, `offset`). `{users, total, limit?, offset?}`; `total` counts the matches.
+pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")?;
+    let query = req.uri().query();
+    let param = |name: &str| extract::query_value(query, name);
+    let number = |name: &str| -> Result<Option<usize>, Failure> {
+        param(name)
+            .map(|v| v.parse::<usize>().map_err(|_| Failure::validation(format!("{name} must be a whole number"))))
+            .transpose()
+    };
+    let (limit, offset) = (number("limit")?, number("offset")?);
+    let field = |u: &User, name: &str| -> Result<String, Failure> {
+        Ok(match name {
+            "email" => u.email.as_str().to_owned(),
+            "name" => u.name.as_str().to_owned(),
+            "role" => u.role.as_str().to_owned(),
+            "banned" => u.banned.to_string(),
+            "emailVerified" => u.email_verified.to_string(),
+            "id" => u.id.to_string(),
+            other => return Err(Failure::validation(format!("unknown field `{other}`"))),
+        })
+    };
+    let mut users = state.accounts.users();
+    if let Some(value) = param("searchValue") {
+        let (search_field, operator) = (param("searchField"), param("searchOperator"));
+        let search_field = search_field.as_deref().unwrap_or("email");
+        if !["email", "name"].contains(&search_field) {
+            return Err(Failure::validation("searchField must be email or name"));
+        }
+        let value = value.to_lowercase();
+        let test: fn(&str, &str) -> bool = match operator.as_deref().unwrap_or("contains") {
+            "contains" => |h, n| h.contains(n),
+            "starts_with" => |h, n| h.starts_with(n),
+            "ends_with" => |h, n| h.ends_with(n),
+            _ => return Err(Failure::validation("searchOperator must be contains, starts_with or ends_with")),
+        };
+        let mut kept = Vec::with_capacity(users.len());
+        for u in users {
+            if test(&field(&u, search_field)?.to_lowercase(), &value) {
+                kept.push(u);
+            }
+        }
+        users = kept;
+    }
+    if let Some(value) = param("filterValue") {
+        let filter_field = param("filterField").unwrap_or_else(|| "email".to_owned());
+        let equal = match param("filterOperator").as_deref().unwrap_or("eq") {
+            "eq" => true,
+            "ne" => false,
+            _ => return Err(Failure::validation("filterOperator must be eq or ne")),
+        };
+        let mut kept = Vec::with_capacity(users.len());
+        for u in users {
+            if (field(&u, &filter_field)? == value) == equal {
+                kept.push(u);
+            }
+        }
+        users = kept;
+    }
+    if let Some(sort_by) = param("sortBy") {
+        let mut keyed = Vec::with_capacity(users.len());
+        for u in users {
+            keyed.push((
+                if sort_by == "createdAt" { format!("{:020}", u.created_at.as_millis()) } else { field(&u, &sort_by)? },
+                u,
+            ));
+        }
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        if param("sortDirection").as_deref() == Some("desc") {
+            keyed.reverse();
+        }
+        users = keyed.into_iter().map(|(_, u)| u).collect();
+    }
+    let total = users.len();
+    let page = users.iter().skip(offset.unwrap_or(0)).take(limit.unwrap_or(usize::MAX));
+    let mut answer = json!({"users": page.map(|u| AuthUser::from(&**u)).collect::<Vec<_>>(), "total": total});
+    // As the plugin: `limit` and `offset` only when given and not 0.
+    for (key, value) in [("limit", limit), ("offset", offset)] {
+        if let Some(n) = value.filter(|n| *n > 0) {
+            answer[key] = json!(n);
+        }
+    }
+    Ok(ok(&answer))
+}
+
+/// `GET get-user?id=`: the bare user object.
+pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_GET_USER")?;
+    let id = extract::query_value(req.uri().query(), "id").and_then(|id| UserId::parse(&id));
+    let id = id.ok_or_else(|| Failure::validation("id must be a user id"))?;
+    Ok(ok(&AuthUser::from(&*found(state, id)?)))
+}
+
+/// `{email, password?, name, role?}` → `{user}`. Without a password nobody knows the account's (its owner sets
+/// one with a reset link). A duplicate e-mail is 400 here, as in the plugin.
+pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let email = Email::parse(body.string("email")?).map_err(|_| super::auth::invalid_email())?;
+    let name = validated_name(body.string("name")?)?;
+    let password = body.optional_string("password")?.map(Password::new).transpose()?;
+    let role = body.optional_string("role")?.map(|r| role(state, r)).transpose()?;
+    let user = state.accounts.create_user_by(by.id, name, email, password, role, &ctx.ip.to_string()).await?;
+    Ok(one_user(&user))
+}
+
+fn role(state: &AppState, value: &str) -> Result<crate::domain::Role, Failure> {
+    state.accounts.roles().parse(value).ok_or_else(|| {
+        Failure::bad_request("YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE", format!("unknown role `{value}`"))
+    })
+}
+
+/// `{userId, role}` → `{user}`: a configured role (one; a list of roles is refused).
+pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    let role = role(
+        state,
+        body.string("role").map_err(|_| Failure::bad_request("INVALID_ROLE_TYPE", "role must be one role name"))?,
+    )?;
+    change(state, &ctx, by.id, target, UserChange { role: Some(role), ..UserChange::default() }).await
+}
+
+/// `{userId, banReason?}` → `{user}`; every session of the account ends in the ban's commit. `banExpiresIn` is
+/// refused: a ban here lasts until an administrator lifts it.
+pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    if body.has("banExpiresIn") && !matches!(body.nullable_string("banExpiresIn"), Ok(Some(None))) {
+        return Err(Failure::bad_request("BAN_EXPIRY_NOT_SUPPORTED", "Bans do not expire by themselves here"));
+    }
+    let reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("No reason");
+    if reason.chars().count() > 500 {
+        return Err(Failure::validation("banReason must be at most 500 characters"));
+    }
+    let ban = UserChange { banned: Some(true), ban_reason: Some(reason.to_owned()), ..UserChange::default() };
+    change(state, &ctx, by.id, target, ban).await
+}
+
+pub async fn unban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    change(state, &ctx, by.id, target, UserChange { banned: Some(false), ..UserChange::default() }).await
+}
+
+async fn change(
+    state: &AppState,
+    ctx: &Ctx,
+    by: UserId,
+    target: UserId,
+    change: UserChange,
+) -> Result<Response<Body>, Failure> {
+    state.accounts.update_user(by, target, change, ctx.ip.to_string()).await.map_err(AdminError::from)?;
+    Ok(one_user(&*found(state, target)?))
+}
+
+/// `{userId}` → `{sessions}`: the user's live sessions; their tokens are never shown (only hashes are kept), each
+/// carries a handle (its id) that `revoke-user-session` accepts.
+pub async fn list_user_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    let sessions = state.accounts.sessions_of(target);
+    let handles: Vec<String> = sessions.iter().map(|(_, s)| s.id.to_string()).collect();
+    let listed: Vec<AuthSession> = sessions.iter().zip(&handles).map(|((_, s), h)| AuthSession::new(s, h)).collect();
+    Ok(ok(&json!({"sessions": listed})))
+}
+
+/// `{sessionToken}` (a token or a handle from `list-user-sessions`) → `{success: true}`.
+pub async fn revoke_user_session(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let given = body.string("sessionToken")?;
+    let found = match (SessionToken::parse(given), SessionId::parse(given)) {
+        (Some(token), _) => state.accounts.current_any(&token).map(|s| (token.hash(), s.user_id)),
+        (None, Some(id)) => state.accounts.session_by_id(id),
+        (None, None) => None,
+    };
+    if let Some((hash, owner)) = found {
+        state.accounts.revoke_user_sessions(by.id, owner, Revoke::One(hash), &ctx.ip.to_string()).await?;
+    }
+    Ok(ok(&json!({"success": true})))
+}
+
+pub async fn revoke_user_sessions(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    state.accounts.revoke_user_sessions(by.id, target, Revoke::All, &ctx.ip.to_string()).await?;
+    Ok(ok(&json!({"success": true})))
+}
+
+/// `{userId, newPassword}` → `{status: true}`; every session of the account ends (stricter than the plugin).
+pub async fn set_user_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    let password = Password::new(body.string("newPassword")?)?;
+    state.accounts.set_user_password(by.id, target, password, &ctx.ip.to_string()).await?;
+    Ok(ok(&json!({"status": true})))
+}
+
+/// `{userId}` → `{success: true}`: the account and its sessions in one commit; never one's own, never the last
+/// administrator.
+pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS")?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    state.accounts.remove_user_by(by.id, target, &ctx.ip.to_string()).await?;
+    Ok(ok(&json!({"success": true})))
+}
+
+/// `{permissions: {resource: [actions]}}` → `{error: null, success}`: the `admin` role may do everything on users and
+/// sessions but impersonate administrators; every other role nothing.
+pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let current = extract::session_token(state, req.headers())
+        .and_then(|t| state.accounts.current(&t))
+        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let Some(Value::Object(wanted)) = body.get("permissions").or_else(|| body.get("permission")) else {
+        return Err(Failure::bad_request("BAD_REQUEST", "invalid permission check. no permission(s) were passed."));
+    };
+    const USER: &[&str] =
+        &["create", "list", "set-role", "ban", "impersonate", "delete", "set-password", "get", "update"];
+    const SESSION: &[&str] = &["list", "revoke", "delete"];
+    let allowed = |resource: &str, action: &Value| {
+        let actions = match resource {
+            "user" => USER,
+            "session" => SESSION,
+            _ => return false,
+        };
+        action.as_str().is_some_and(|a| actions.contains(&a))
+    };
+    let success = current.user.role.is_admin()
+        && wanted.iter().all(|(resource, actions)| {
+            actions.as_array().is_some_and(|list| list.iter().all(|action| allowed(resource, action)))
+        });
+    Ok(ok(&json!({"error": null, "success": success})))
+}
