@@ -9,17 +9,108 @@ use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok};
 use super::router::Ctx;
 use crate::actors::users::UserChange;
-use crate::domain::{AuditId, OrgId, RoleSet, UserId};
+use crate::domain::{AuditId, OrgId, RoleSet, User, UserId};
 
 /// Longest ban reason kept.
 const MAX_BAN_REASON: usize = 500;
 const DEFAULT_AUDIT_PAGE: usize = 50;
 const MAX_AUDIT_PAGE: usize = 500;
 
+/// `GET /api/admin/users`: every user, ordered by creation (the interface's answer), or, with any of `limit`,
+/// `cursor`, `q`, `role`, `banned`, `organization_id`, a filtered page with `next_cursor`. The cursor names the
+/// last user's place in the creation order, so pages stay stable while users are created.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
     let users = state.accounts.users();
-    Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }))
+    let Some(query) = req.uri().query().filter(|q| !q.is_empty()) else {
+        return Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }));
+    };
+    let filter = UserFilter::parse(state, query)?;
+    let mut page: Vec<&User> = Vec::new();
+    let mut more = false;
+    for user in users.iter().filter(|u| filter.after(u) && filter.matches(u)) {
+        if page.len() == filter.limit {
+            more = true;
+            break;
+        }
+        page.push(user);
+    }
+    let next_cursor = more.then(|| page.last().map(|u| format!("{}.{}", u.created_at.as_millis(), u.id))).flatten();
+    let users: Vec<AdminUser> = page.into_iter().map(AdminUser::from).collect();
+    Ok(ok(&serde_json::json!({"users": users, "next_cursor": next_cursor})))
+}
+
+const DEFAULT_USER_PAGE: usize = 100;
+const MAX_USER_PAGE: usize = 1000;
+
+/// The page and filters of `GET /api/admin/users`.
+struct UserFilter {
+    limit: usize,
+    /// Users after this place in the creation order.
+    after: Option<(i64, UserId)>,
+    /// Lower-cased; matches the e-mail or the name, anywhere in it.
+    q: Option<String>,
+    role: Option<String>,
+    banned: Option<bool>,
+    /// `Some(None)`: users in no organization.
+    organization: Option<Option<OrgId>>,
+}
+
+impl UserFilter {
+    fn parse(state: &AppState, query: &str) -> Result<Self, Failure> {
+        let mut filter =
+            Self { limit: DEFAULT_USER_PAGE, after: None, q: None, role: None, banned: None, organization: None };
+        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            let bad = |what: &str| Failure::validation(format!("{key} {what}"));
+            match &*key {
+                "limit" => {
+                    filter.limit = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=MAX_USER_PAGE).contains(n))
+                        .ok_or_else(|| bad(&format!("must be a whole number from 1 to {MAX_USER_PAGE}")))?;
+                }
+                "cursor" => {
+                    let parsed =
+                        value.split_once('.').and_then(|(ms, id)| Some((ms.parse().ok()?, UserId::parse(id)?)));
+                    filter.after = Some(parsed.ok_or_else(|| bad("must be a next_cursor from an earlier page"))?);
+                }
+                "q" if !value.trim().is_empty() && value.chars().count() <= 254 => {
+                    filter.q = Some(value.trim().to_lowercase());
+                }
+                "q" => return Err(bad("must be 1 to 254 characters")),
+                "role" => {
+                    let role = state.accounts.roles().parse(&value).ok_or_else(|| bad("is not a configured role"))?;
+                    filter.role = Some(role.as_str().to_owned());
+                }
+                "banned" => filter.banned = Some(value.parse().map_err(|_| bad("must be true or false"))?),
+                "organization_id" if value == "none" => filter.organization = Some(None),
+                "organization_id" => {
+                    let id = OrgId::parse(&value).ok_or_else(|| bad("must be an organization id or none"))?;
+                    filter.organization = Some(Some(id));
+                }
+                _ => {
+                    return Err(Failure::validation(format!(
+                        "unknown parameter `{key}`; allowed: limit, cursor, q, role, banned, organization_id"
+                    )));
+                }
+            }
+        }
+        Ok(filter)
+    }
+
+    fn after(&self, user: &User) -> bool {
+        self.after.is_none_or(|(ms, id)| (user.created_at.as_millis(), user.id) > (ms, id))
+    }
+
+    fn matches(&self, u: &User) -> bool {
+        let text =
+            |q: &String| u.email.as_str().contains(q.as_str()) || u.name.as_str().to_lowercase().contains(q.as_str());
+        self.q.as_ref().is_none_or(text)
+            && self.role.as_ref().is_none_or(|r| u.role.as_str() == r)
+            && self.banned.is_none_or(|b| u.banned == b)
+            && self.organization.is_none_or(|o| u.organization_id == o)
+    }
 }
 
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {

@@ -372,3 +372,48 @@ async fn membership_is_set_moved_and_removed() {
     // Other users are untouched.
     assert_eq!(s.session(&admin).await["user"]["organizationId"], Value::Null);
 }
+
+/// Pages of `GET /api/admin/users` with a cursor, while users keep being created: no user twice, none missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_page_with_a_cursor_stable_under_inserts_and_filter() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    for n in 0..7 {
+        s.new_user(&format!("page{n}")).await;
+    }
+    let mut seen: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut added = 0;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/admin/users?limit=3&cursor={c}"),
+            None => "/api/admin/users?limit=3".to_owned(),
+        };
+        let r = s.get(&path).cookie(&admin).send().await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let page = r.json();
+        seen.extend(page["users"].as_array().unwrap().iter().map(|u| u["id"].as_str().unwrap().to_owned()));
+        if added < 2 {
+            // A user created between two pages comes at the end, not twice and not never.
+            s.new_user(&format!("late{added}")).await;
+            added += 1;
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    let all: Vec<String> = s.users(&admin).await.iter().map(|u| u["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(seen, all, "pages lost or repeated a user");
+
+    let r = s.get("/api/admin/users?q=PAGE1&role=user&banned=false&organization_id=none").cookie(&admin).send().await;
+    let found: Vec<Value> = r.json()["users"].as_array().unwrap().clone();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["email"], "page1@example.com");
+    for bad in ["limit=0", "limit=x", "cursor=nope", "role=superuser", "banned=maybe", "sort=name"] {
+        let r = s.get(&format!("/api/admin/users?{bad}")).cookie(&admin).send().await;
+        assert_admin_error(&r, 400);
+        let name = bad.split('=').next().unwrap();
+        assert!(r.text.contains(name), "the error names {name}: {}", r.text);
+    }
+}
