@@ -32,6 +32,18 @@ fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Resul
     }
 }
 
+/// The calling administrator, the body, and its `userId`.
+async fn on_user(
+    state: &AppState,
+    req: Request<Incoming>,
+    code: &'static str,
+) -> Result<(Arc<User>, Fields, UserId), Failure> {
+    let by = admin(state, &req, code)?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let target = user_id(&body, "userId")?;
+    Ok((by, body, target))
+}
+
 fn user_id(body: &Fields, key: &str) -> Result<UserId, Failure> {
     UserId::parse(body.string(key)?).ok_or_else(|| Failure::validation(format!("[body.{key}] must be a user id")))
 }
@@ -160,9 +172,7 @@ fn role(state: &AppState, value: &str) -> Result<crate::domain::Role, Failure> {
 
 /// `{userId, role}` → `{user}`: a configured role (one; a list of roles is refused).
 pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE")?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let target = user_id(&body, "userId")?;
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE").await?;
     let role = role(
         state,
         body.string("role").map_err(|_| Failure::bad_request("INVALID_ROLE_TYPE", "role must be one role name"))?,
@@ -173,9 +183,7 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 /// `{userId, banReason?}` → `{user}`; every session of the account ends in the ban's commit. `banExpiresIn` is
 /// refused: a ban here lasts until an administrator lifts it.
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS")?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let target = user_id(&body, "userId")?;
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS").await?;
     if body.has("banExpiresIn") && !matches!(body.nullable_string("banExpiresIn"), Ok(Some(None))) {
         return Err(Failure::bad_request("BAN_EXPIRY_NOT_SUPPORTED", "Bans do not expire by themselves here"));
     }
@@ -188,9 +196,7 @@ pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 }
 
 pub async fn unban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS")?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let target = user_id(&body, "userId")?;
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS").await?;
     change(state, &ctx, by.id, target, UserChange { banned: Some(false), ..UserChange::default() }).await
 }
 
@@ -208,9 +214,7 @@ async fn change(
 /// `{userId}` → `{sessions}`: the user's live sessions; their tokens are never shown (only hashes are kept), each
 /// carries a handle (its id) that `revoke-user-session` accepts.
 pub async fn list_user_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS")?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let target = user_id(&body, "userId")?;
+    let (_, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS").await?;
     let sessions = state.accounts.sessions_of(target);
     let handles: Vec<String> = sessions.iter().map(|(_, s)| s.id.to_string()).collect();
     let listed: Vec<AuthSession> = sessions.iter().zip(&handles).map(|((_, s), h)| AuthSession::new(s, h)).collect();
@@ -226,12 +230,12 @@ pub async fn revoke_user_session(
     let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let given = body.string("sessionToken")?;
-    let found = match (SessionToken::parse(given), SessionId::parse(given)) {
+    let session = match (SessionToken::parse(given), SessionId::parse(given)) {
         (Some(token), _) => state.accounts.current_any(&token).map(|s| (token.hash(), s.user_id)),
         (None, Some(id)) => state.accounts.session_by_id(id),
         (None, None) => None,
     };
-    if let Some((hash, owner)) = found {
+    if let Some((hash, owner)) = session {
         state.accounts.revoke_user_sessions(by.id, owner, Revoke::One(hash), &ctx.ip.to_string()).await?;
     }
     Ok(ok(&json!({"success": true})))
@@ -242,18 +246,14 @@ pub async fn revoke_user_sessions(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let target = user_id(&body, "userId")?;
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS").await?;
     state.accounts.revoke_user_sessions(by.id, target, Revoke::All, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"success": true})))
 }
 
 /// `{userId, newPassword}` → `{status: true}`; every session of the account ends (stricter than the plugin).
 pub async fn set_user_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD")?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let target = user_id(&body, "userId")?;
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD").await?;
     let password = Password::new(body.string("newPassword")?)?;
     state.accounts.set_user_password(by.id, target, password, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"status": true})))
@@ -262,9 +262,7 @@ pub async fn set_user_password(state: &AppState, ctx: Ctx, req: Request<Incoming
 /// `{userId}` → `{success: true}`: the account and its sessions in one commit; never one's own, never the last
 /// administrator.
 pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS")?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let target = user_id(&body, "userId")?;
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS").await?;
     state.accounts.remove_user_by(by.id, target, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"success": true})))
 }

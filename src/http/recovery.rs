@@ -25,16 +25,32 @@ pub async fn send_verification_email(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
+    let (email, callback) = mail_request(state, &ctx, req, "callbackURL").await?;
+    state.accounts.send_verification_email(email, callback, &ctx.ip.to_string()).await?;
+    Ok(ok(&json!({"status": true})))
+}
+
+/// The body of a call that mails a link: `{email, <redirect_key>?}`, within the mail limits of the address and the
+/// recipient, the redirect checked like every other.
+async fn mail_request(
+    state: &AppState,
+    ctx: &Ctx,
+    req: Request<Incoming>,
+    redirect_key: &str,
+) -> Result<(Email, Option<String>), Failure> {
     state.rate_limits.check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let email = Email::parse(body.string("email")?).map_err(|_| invalid_email())?;
-    let callback = match body.optional_string("callbackURL")? {
-        Some(url) => Some(safe_redirect(state, &ctx, url).ok_or_else(invalid_callback)?),
+    let refused = || match redirect_key {
+        "redirectTo" => Failure::new(StatusCode::FORBIDDEN, "INVALID_REDIRECT_URL", "Invalid redirectURL"),
+        _ => invalid_callback(),
+    };
+    let redirect = match body.optional_string(redirect_key)? {
+        Some(url) => Some(safe_redirect(state, ctx, url).ok_or_else(refused)?),
         None => None,
     };
     state.rate_limits.check_recipient(email.as_str()).map_err(Failure::too_many_requests)?;
-    state.accounts.send_verification_email(email, callback, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"status": true})))
+    Ok((email, redirect))
 }
 
 /// `GET /api/auth/verify-email?token=&callbackURL=`: the link in the verification mail. Verifies the address, then
@@ -86,17 +102,7 @@ pub async fn request_password_reset(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    state.rate_limits.check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
-    let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let email = Email::parse(body.string("email")?).map_err(|_| invalid_email())?;
-    let redirect = match body.optional_string("redirectTo")? {
-        Some(url) => Some(
-            safe_redirect(state, &ctx, url)
-                .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, "INVALID_REDIRECT_URL", "Invalid redirectURL"))?,
-        ),
-        None => None,
-    };
-    state.rate_limits.check_recipient(email.as_str()).map_err(Failure::too_many_requests)?;
+    let (email, redirect) = mail_request(state, &ctx, req, "redirectTo").await?;
     state.accounts.request_password_reset(email, redirect, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"status": true, "message": RESET_REQUESTED})))
 }

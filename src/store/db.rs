@@ -187,14 +187,19 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
                 meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
             }
         }
-        tx.open_table(USERS).map_err(io)?;
-        tx.open_table(ORGS).map_err(io)?;
-        tx.open_table(SESSIONS).map_err(io)?;
-        tx.open_table(AUDIT).map_err(io)?;
-        tx.open_table(TOKENS).map_err(io)?;
-        tx.open_table(OUTBOX).map_err(io)?;
     }
+    open_tables(&tx)?;
     tx.commit().map_err(io)
+}
+
+/// Creates every table that does not exist yet.
+fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    for table in [USERS, ORGS, AUDIT, OUTBOX] {
+        tx.open_table(table).map_err(io)?;
+    }
+    tx.open_table(SESSIONS).map_err(io)?;
+    tx.open_table(TOKENS).map_err(io)?;
+    Ok(())
 }
 
 impl Store {
@@ -328,12 +333,7 @@ impl Store {
             }
             tx.delete_table(SESSIONS).map_err(io)?;
             tx.delete_table(TOKENS).map_err(io)?;
-            tx.open_table(USERS).map_err(io)?;
-            tx.open_table(ORGS).map_err(io)?;
-            tx.open_table(SESSIONS).map_err(io)?;
-            tx.open_table(AUDIT).map_err(io)?;
-            tx.open_table(TOKENS).map_err(io)?;
-            tx.open_table(OUTBOX).map_err(io)?;
+            open_tables(&tx)?;
             tx.commit().map_err(io)
         })
     }
