@@ -142,6 +142,20 @@ pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
     Ok(ok(&AuditPage { entries: entries.iter().map(AuditEntry::from).collect(), next_cursor }))
 }
 
+/// Longest ban with an end: beyond ten years, lift it by hand.
+const MAX_BAN_SECS: u64 = 10 * 365 * 86_400;
+
+/// `banExpiresIn` (whole seconds from now, 1 to ten years) as the moment the ban ends; absent or null: no end.
+pub(super) fn ban_expiry(body: &Fields) -> Result<Option<crate::domain::Timestamp>, Failure> {
+    let Some(secs) = body.optional_u64("banExpiresIn")? else { return Ok(None) };
+    if !(1..=MAX_BAN_SECS).contains(&secs) {
+        return Err(Failure::validation(format!(
+            "banExpiresIn must be a whole number of seconds from 1 to {MAX_BAN_SECS}"
+        )));
+    }
+    Ok(Some(crate::domain::Timestamp::now().plus(std::time::Duration::from_secs(secs))))
+}
+
 /// Refuses a body with a field outside `known`: a typo must not be silently ignored.
 pub(super) fn reject_unknown(body: &Fields, known: &[&str]) -> Result<(), Failure> {
     match body.keys().find(|k| !known.contains(k)) {
@@ -151,7 +165,7 @@ pub(super) fn reject_unknown(body: &Fields, known: &[&str]) -> Result<(), Failur
 }
 
 fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), Failure> {
-    reject_unknown(body, &["userId", "role", "banned", "banReason", "organizationId"])?;
+    reject_unknown(body, &["userId", "role", "banned", "banReason", "banExpiresIn", "organizationId"])?;
     let target = UserId::parse(body.string("userId")?).ok_or_else(|| Failure::validation("userId must be a UUID"))?;
     let role = match body.optional_string("role")? {
         Some(r) => Some(roles.parse(r).ok_or_else(|| {
@@ -163,6 +177,10 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         None => None,
     };
     let banned = body.optional_bool("banned")?;
+    let ban_expires = ban_expiry(body)?;
+    if ban_expires.is_some() && banned != Some(true) {
+        return Err(Failure::validation("banExpiresIn goes with banned: true"));
+    }
     let ban_reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty());
     if ban_reason.is_some_and(|r| r.chars().count() > MAX_BAN_REASON) {
         return Err(Failure::validation("banReason must be at most 500 characters"));
@@ -178,5 +196,5 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         return Err(Failure::validation("nothing to change: give role, banned, banReason or organizationId"));
     }
     let ban_reason = ban_reason.map(str::to_owned);
-    Ok((target, UserChange { role, banned, ban_reason, organization, password_hash: None }))
+    Ok((target, UserChange { role, banned, ban_reason, ban_expires, organization, ..UserChange::default() }))
 }

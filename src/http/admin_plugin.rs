@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::validated_name;
-use super::dto::{AuthSession, AuthUser};
+use super::dto::{AuthSession, AuthUser, SessionAndUser};
 use super::extract::{self, Fields};
-use super::response::{Body, Failure, ok};
+use super::response::{Body, Failure, ok, with_cookie};
 use super::router::Ctx;
 use crate::accounts::AdminError;
 use crate::actors::sessions::Revoke;
@@ -180,18 +180,17 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     change(state, &ctx, by.id, target, UserChange { role: Some(role), ..UserChange::default() }).await
 }
 
-/// `{userId, banReason?}` → `{user}`; every session of the account ends in the ban's commit. `banExpiresIn` is
-/// refused: a ban here lasts until an administrator lifts it.
+/// `{userId, banReason?, banExpiresIn?}` → `{user}`; every session of the account ends in the ban's commit. With
+/// `banExpiresIn` (seconds) the ban ends by itself then.
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS").await?;
-    if body.has("banExpiresIn") && !matches!(body.nullable_string("banExpiresIn"), Ok(Some(None))) {
-        return Err(Failure::bad_request("BAN_EXPIRY_NOT_SUPPORTED", "Bans do not expire by themselves here"));
-    }
     let reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("No reason");
     if reason.chars().count() > 500 {
         return Err(Failure::validation("banReason must be at most 500 characters"));
     }
-    let ban = UserChange { banned: Some(true), ban_reason: Some(reason.to_owned()), ..UserChange::default() };
+    let ban_expires = super::admin::ban_expiry(&body)?;
+    let ban =
+        UserChange { banned: Some(true), ban_reason: Some(reason.to_owned()), ban_expires, ..UserChange::default() };
     change(state, &ctx, by.id, target, ban).await
 }
 
@@ -209,6 +208,99 @@ async fn change(
 ) -> Result<Response<Body>, Failure> {
     state.accounts.update_user(by, target, change, ctx.ip.to_string()).await.map_err(AdminError::from)?;
     Ok(one_user(&*found(state, target)?))
+}
+
+/// `{userId, data: {name?, image?, role?, emailVerified?, banned?, banReason?}}` → the bare user. A ban here ends
+/// the sessions like `ban-user`; the e-mail, the password and the id are not changed this way.
+pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS").await?;
+    super::admin::reject_unknown(&body, &["userId", "data"])?;
+    let data = match body.get("data") {
+        Some(Value::Object(data)) if !data.is_empty() => Fields::from(data.clone()),
+        Some(Value::Object(_)) | None => return Err(Failure::bad_request("NO_DATA_TO_UPDATE", "No data to update")),
+        Some(_) => return Err(Failure::validation("[body.data] Invalid input: expected object")),
+    };
+    for (key, code, message) in [
+        ("password", "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER", "Use set-user-password to set a password"),
+        ("id", "USER_ID_CANNOT_BE_UPDATED", "The user id cannot be changed"),
+        ("email", "EMAIL_CANNOT_BE_UPDATED", "The e-mail address cannot be changed here"),
+    ] {
+        if data.has(key) {
+            return Err(Failure::bad_request(code, message));
+        }
+    }
+    let known = ["name", "image", "role", "emailVerified", "banned", "banReason"];
+    if let Some(key) = data.keys().find(|k| !known.contains(k)) {
+        return Err(Failure::validation(format!("[body.data.{key}] unknown field; allowed: {}", known.join(", "))));
+    }
+    let image = match data.nullable_string("image")? {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(url)) => Some(Some(super::auth::image_url(url)?.to_owned())),
+    };
+    let ban_reason = data.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty());
+    if ban_reason.is_some_and(|r| r.chars().count() > 500) {
+        return Err(Failure::validation("banReason must be at most 500 characters"));
+    }
+    let edit = UserChange {
+        name: data.optional_string("name")?.map(validated_name).transpose()?,
+        image,
+        role: data.optional_string("role")?.map(|r| role(state, r)).transpose()?,
+        email_verified: data.optional_bool("emailVerified")?,
+        banned: data.optional_bool("banned")?,
+        ban_reason: ban_reason.map(str::to_owned),
+        ..UserChange::default()
+    };
+    state.accounts.update_user(by.id, target, edit, ctx.ip.to_string()).await.map_err(AdminError::from)?;
+    Ok(ok(&AuthUser::from(&*found(state, target)?)))
+}
+
+/// `{userId}` → `{session, user}`: the caller's browser becomes `userId` for at most an hour. The administrator's
+/// own session is kept aside in a second cookie for `stop-impersonating`. Never an administrator.
+pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let admin_token = extract::session_token(state, req.headers());
+    let client = extract::client(&ctx, req.headers());
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS").await?;
+    let (token, current) = state.accounts.impersonate(by.id, target, client).await?;
+    let answer = ok(&SessionAndUser {
+        session: AuthSession::new(&current.session, token.as_str()),
+        user: AuthUser::from(&*current.user),
+    });
+    let answer = with_cookie(answer, state.cookies.set(token.as_str(), false));
+    // `on_user` found a valid administrator session, so there is a token to keep.
+    Ok(match admin_token {
+        Some(admin) => with_cookie(answer, state.cookies.set_admin(admin.as_str())),
+        None => answer,
+    })
+}
+
+/// `{}` → `{session, user}` of the administrator again: the impersonation session ends (audited) and the
+/// administrator's own session comes back, if it is still valid and still an administrator's.
+pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let token = extract::session_token(state, req.headers());
+    let current = token.as_ref().and_then(|t| state.accounts.current(t));
+    let (Some(token), Some(current)) = (token, current) else {
+        return Err(Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"));
+    };
+    let Some(admin_id) = current.session.impersonated_by else {
+        return Err(Failure::bad_request("NOT_IMPERSONATING", "You are not impersonating anyone"));
+    };
+    let admin_token = extract::cookie(req.headers(), &state.cookies.admin_name).and_then(SessionToken::parse);
+    state.accounts.stop_impersonating(&current.session, token.hash(), &ctx.ip.to_string()).await?;
+    let admin = admin_token
+        .as_ref()
+        .and_then(|t| Some((t, state.accounts.current(t)?)))
+        .filter(|(_, a)| a.user.id == admin_id && a.user.role.is_admin());
+    let Some((admin_token, admin)) = admin else {
+        let failure = Failure::bad_request("FAILED_TO_FIND_ADMIN_SESSION", "The administrator's session has ended");
+        return Err(failure.with_header(hyper::header::SET_COOKIE, state.cookies.clear()));
+    };
+    let answer = ok(&SessionAndUser {
+        session: AuthSession::new(&admin.session, admin_token.as_str()),
+        user: AuthUser::from(&*admin.user),
+    });
+    let answer = with_cookie(answer, state.cookies.set(admin_token.as_str(), admin.session.remember_me));
+    Ok(with_cookie(answer, state.cookies.clear_admin()))
 }
 
 /// `{userId}` → `{sessions}`: the user's live sessions; their tokens are never shown (only hashes are kept), each

@@ -129,6 +129,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             role,
             banned: false,
             ban_reason: None,
+            ban_expires: None,
             organization_id: (!orgs.is_empty()).then(|| orgs[i % orgs.len()]),
             password_hash: hash.to_owned(),
             created_at: now,
@@ -168,6 +169,7 @@ fn seed_sessions(
             ip_address: "127.0.0.1".to_owned(),
             user_agent: "seed".to_owned(),
             remember_me: true,
+            impersonated_by: None,
         };
         StoreOp::PutSession(token.hash(), convert::session_record(&session))
     });

@@ -53,6 +53,11 @@ impl UserIndex {
         }
     }
 
+    /// The ids of the users for which `keep` holds. A scan of every user.
+    pub(crate) fn matching(&self, keep: impl Fn(&User) -> bool) -> Vec<UserId> {
+        self.by_id.pin().values().filter(|u| keep(u)).map(|u| u.id).collect()
+    }
+
     pub(super) fn active_admins(&self) -> Vec<UserId> {
         self.by_id.pin().values().filter(|u| u.is_active_admin()).map(|u| u.id).collect()
     }
