@@ -15,7 +15,7 @@ use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start};
 use crate::actors::users::{
     AttemptRefused, Checked, Compose, CreateUserError, DeleteOrgError, DeleteUserError, NewUser, OwnChange,
-    OwnChangeError, ResetError, UpdateUserError, UserChange,
+    OwnChangeError, Place, ResetError, UpdateUserError, UserChange,
 };
 use crate::actors::{Handles, Indexes, Unavailable};
 use crate::domain::{
@@ -629,6 +629,20 @@ impl Accounts {
     /// Every user, ordered by creation.
     pub fn users(&self) -> Vec<Arc<User>> {
         self.indexes.users.list()
+    }
+
+    pub fn user_count(&self) -> usize {
+        self.indexes.users.len()
+    }
+
+    /// Visits users in creation order (newest first with `descending`) after `after`, until `visit` says stop.
+    pub fn scan_users(&self, after: Option<Place>, descending: bool, visit: impl FnMut(&Arc<User>) -> bool) {
+        self.indexes.users.scan(after, descending, visit);
+    }
+
+    /// The users whose (lower-case) e-mail starts with `prefix`, in e-mail order.
+    pub fn users_with_email_prefix(&self, prefix: &str) -> Vec<Arc<User>> {
+        self.indexes.users.with_email_prefix(prefix)
     }
 
     pub async fn update_user(

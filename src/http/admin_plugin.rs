@@ -59,6 +59,10 @@ fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
 /// `GET list-users`: search (`searchValue`, `searchField` email|name, `searchOperator`
 /// contains|starts_with|ends_with), filter (`filterField`, `filterValue`, `filterOperator` eq|ne), sort (`sortBy`,
 /// `sortDirection`), page (`limit`, `offset`). `{users, total, limit?, offset?}`; `total` counts the matches.
+///
+/// Served from the ordered views of the user index: without a search or filter the page is read where it starts
+/// and `total` is the number of accounts; an e-mail prefix is a range of the e-mail view; anything else is one
+/// pass over the accounts in creation order, with no copy of the ones that do not match.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")?;
     let query = req.uri().query();
@@ -69,71 +73,90 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
             .transpose()
     };
     let (limit, offset) = (number("limit")?, number("offset")?);
-    let field = |u: &User, name: &str| -> Result<String, Failure> {
-        Ok(match name {
-            "email" => u.email.as_str().to_owned(),
-            "name" => u.name.as_str().to_owned(),
-            "role" => u.role.as_str().to_owned(),
-            "banned" => u.banned.to_string(),
-            "emailVerified" => u.email_verified.to_string(),
-            "id" => u.id.to_string(),
-            other => return Err(Failure::validation(format!("unknown field `{other}`"))),
-        })
+    let search = match param("searchValue") {
+        None => None,
+        Some(value) => {
+            let field = param("searchField").unwrap_or_else(|| "email".to_owned());
+            let field = Field::parse(&field).filter(|f| matches!(f, Field::Email | Field::Name));
+            let field = field.ok_or_else(|| Failure::validation("searchField must be email or name"))?;
+            let operator = match param("searchOperator").as_deref().unwrap_or("contains") {
+                "contains" => Operator::Contains,
+                "starts_with" => Operator::StartsWith,
+                "ends_with" => Operator::EndsWith,
+                _ => return Err(Failure::validation("searchOperator must be contains, starts_with or ends_with")),
+            };
+            Some((field, operator, value.to_lowercase()))
+        }
     };
-    let mut users = state.accounts.users();
-    if let Some(value) = param("searchValue") {
-        let (search_field, operator) = (param("searchField"), param("searchOperator"));
-        let search_field = search_field.as_deref().unwrap_or("email");
-        if !["email", "name"].contains(&search_field) {
-            return Err(Failure::validation("searchField must be email or name"));
+    let filter = match param("filterValue") {
+        None => None,
+        Some(value) => {
+            let field = param("filterField").unwrap_or_else(|| "email".to_owned());
+            let field = Field::parse(&field).ok_or_else(|| Failure::validation(format!("unknown field `{field}`")))?;
+            let equal = match param("filterOperator").as_deref().unwrap_or("eq") {
+                "eq" => true,
+                "ne" => false,
+                _ => return Err(Failure::validation("filterOperator must be eq or ne")),
+            };
+            Some((field, value, equal))
         }
-        let value = value.to_lowercase();
-        let test: fn(&str, &str) -> bool = match operator.as_deref().unwrap_or("contains") {
-            "contains" => |h, n| h.contains(n),
-            "starts_with" => |h, n| h.starts_with(n),
-            "ends_with" => |h, n| h.ends_with(n),
-            _ => return Err(Failure::validation("searchOperator must be contains, starts_with or ends_with")),
+    };
+    let sort = match param("sortBy") {
+        None => None,
+        Some(name) if name == "createdAt" => None,
+        Some(name) => Some(Field::parse(&name).ok_or_else(|| Failure::validation(format!("unknown field `{name}`")))?),
+    };
+    let descending = param("sortDirection").as_deref() == Some("desc");
+    let matches = |u: &User| {
+        search.as_ref().is_none_or(|(field, operator, value)| operator.test(&field.of(u), value))
+            && filter.as_ref().is_none_or(|(field, value, equal)| (field.of(u) == value.as_str()) == *equal)
+    };
+    let (offset_n, limit_n) = (offset.unwrap_or(0), limit.unwrap_or(usize::MAX));
+    let (total, page): (usize, Vec<Arc<User>>) = if search.is_none() && filter.is_none() && sort.is_none() {
+        // The common case at any scale: no pass over the accounts at all.
+        let mut page = Vec::new();
+        let mut skipped = 0;
+        state.accounts.scan_users(None, descending, |u| {
+            if skipped < offset_n {
+                skipped += 1;
+            } else {
+                page.push(Arc::clone(u));
+            }
+            page.len() < limit_n
+        });
+        (state.accounts.user_count(), page)
+    } else {
+        let mut found = match &search {
+            Some((Field::Email, Operator::StartsWith, prefix)) => {
+                let mut found: Vec<Arc<User>> =
+                    state.accounts.users_with_email_prefix(prefix).into_iter().filter(|u| matches(u)).collect();
+                found.sort_unstable_by_key(|u| (u.created_at, u.id));
+                if descending {
+                    found.reverse();
+                }
+                found
+            }
+            _ => {
+                let mut found = Vec::new();
+                state.accounts.scan_users(None, descending, |u| {
+                    if matches(u) {
+                        found.push(Arc::clone(u));
+                    }
+                    true
+                });
+                found
+            }
         };
-        let mut kept = Vec::with_capacity(users.len());
-        for u in users {
-            if test(&field(&u, search_field)?.to_lowercase(), &value) {
-                kept.push(u);
+        if let Some(field) = sort {
+            found.sort_by(|a, b| field.of(a).cmp(&field.of(b)));
+            if descending {
+                found.reverse();
             }
         }
-        users = kept;
-    }
-    if let Some(value) = param("filterValue") {
-        let filter_field = param("filterField").unwrap_or_else(|| "email".to_owned());
-        let equal = match param("filterOperator").as_deref().unwrap_or("eq") {
-            "eq" => true,
-            "ne" => false,
-            _ => return Err(Failure::validation("filterOperator must be eq or ne")),
-        };
-        let mut kept = Vec::with_capacity(users.len());
-        for u in users {
-            if (field(&u, &filter_field)? == value) == equal {
-                kept.push(u);
-            }
-        }
-        users = kept;
-    }
-    if let Some(sort_by) = param("sortBy") {
-        let mut keyed = Vec::with_capacity(users.len());
-        for u in users {
-            keyed.push((
-                if sort_by == "createdAt" { format!("{:020}", u.created_at.as_millis()) } else { field(&u, &sort_by)? },
-                u,
-            ));
-        }
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        if param("sortDirection").as_deref() == Some("desc") {
-            keyed.reverse();
-        }
-        users = keyed.into_iter().map(|(_, u)| u).collect();
-    }
-    let total = users.len();
-    let page = users.iter().skip(offset.unwrap_or(0)).take(limit.unwrap_or(usize::MAX));
-    let mut answer = json!({"users": page.map(|u| AuthUser::from(&**u)).collect::<Vec<_>>(), "total": total});
+        let total = found.len();
+        (total, found.into_iter().skip(offset_n).take(limit_n).collect())
+    };
+    let mut answer = json!({"users": page.iter().map(|u| AuthUser::from(&**u)).collect::<Vec<_>>(), "total": total});
     // As the plugin: `limit` and `offset` only when given and not 0.
     for (key, value) in [("limit", limit), ("offset", offset)] {
         if let Some(n) = value.filter(|n| *n > 0) {
@@ -141,6 +164,69 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
         }
     }
     Ok(ok(&answer))
+}
+
+/// A user field `list-users` searches, filters or sorts by.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Email,
+    Name,
+    Role,
+    Banned,
+    EmailVerified,
+    Id,
+}
+
+impl Field {
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "email" => Self::Email,
+            "name" => Self::Name,
+            "role" => Self::Role,
+            "banned" => Self::Banned,
+            "emailVerified" => Self::EmailVerified,
+            "id" => Self::Id,
+            _ => return None,
+        })
+    }
+
+    /// The field's value as text (the plugin compares everything as strings); e-mails are stored lower-case,
+    /// names are lowered for the search only where it asks for it (see [`Operator::test`]).
+    fn of(self, u: &User) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Email => u.email.as_str().into(),
+            Self::Name => u.name.as_str().into(),
+            Self::Role => u.role.as_str().into(),
+            Self::Banned => u.banned.to_string().into(),
+            Self::EmailVerified => u.email_verified.to_string().into(),
+            Self::Id => u.id.to_string().into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Operator {
+    Contains,
+    StartsWith,
+    EndsWith,
+}
+
+impl Operator {
+    /// Case-insensitive; `needle` is already lower-case.
+    fn test(self, haystack: &str, needle: &str) -> bool {
+        match self {
+            Self::Contains => super::admin::contains_ignoring_case(haystack, needle),
+            Self::StartsWith if needle.is_ascii() => {
+                haystack.as_bytes().get(..needle.len()).is_some_and(|h| h.eq_ignore_ascii_case(needle.as_bytes()))
+            }
+            Self::EndsWith if needle.is_ascii() => {
+                let start = haystack.len().checked_sub(needle.len());
+                start.is_some_and(|s| haystack.as_bytes()[s..].eq_ignore_ascii_case(needle.as_bytes()))
+            }
+            Self::StartsWith => haystack.to_lowercase().starts_with(needle),
+            Self::EndsWith => haystack.to_lowercase().ends_with(needle),
+        }
+    }
 }
 
 /// `GET get-user?id=`: the bare user object.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ractor::{ActorRef, RpcReplyPort};
 
 pub(super) use actor::spawn;
-pub use index::UserIndex;
+pub use index::{Place, UserIndex};
 
 use super::{Unavailable, call};
 use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
