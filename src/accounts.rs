@@ -664,12 +664,14 @@ impl Accounts {
         self.indexes.orgs.get(id)
     }
 
-    /// The members of `org`, ordered by creation. A scan of every account: an administrator's occasional call.
+    /// The members of `org`, ordered by creation.
     pub fn members(&self, org: OrgId) -> Vec<Arc<User>> {
-        let ids = self.indexes.users.matching(|u| u.organization_id == Some(org));
-        let mut members: Vec<Arc<User>> = ids.into_iter().filter_map(|id| self.indexes.users.get(id)).collect();
-        members.sort_unstable_by_key(|u| (u.created_at, u.id));
-        members
+        self.indexes.users.members_of(org)
+    }
+
+    /// Visits the members of `org` in creation order after `after`, until `visit` says stop.
+    pub fn scan_members(&self, org: OrgId, after: Option<Place>, visit: impl FnMut(&Arc<User>) -> bool) {
+        self.indexes.users.scan_org(org, after, visit);
     }
 
     pub async fn update_organization(

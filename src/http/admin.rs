@@ -29,21 +29,11 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
         return Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }));
     };
     let filter = UserFilter::parse(state, query)?;
-    let mut page: Vec<Arc<User>> = Vec::with_capacity(filter.limit.min(DEFAULT_USER_PAGE));
-    let mut more = false;
-    // Starts where the cursor points in the creation order: a page costs its own rows (and, with a filter, the
-    // rows passed over), never the accounts before it.
-    state.accounts.scan_users(filter.after, false, |u| {
-        if !filter.matches(u) {
-            return true;
-        }
-        if page.len() == filter.limit {
-            more = true;
-            return false;
-        }
-        page.push(Arc::clone(u));
-        true
-    });
+    let accounts = state.accounts.clone();
+    // Off the async workers: a search that matches little passes over every account, and must not hold up the
+    // session checks queued behind it.
+    let (page, more) =
+        tokio::task::spawn_blocking(move || filter.page(&accounts)).await.map_err(|_| Failure::unavailable())?;
     let next_cursor = more.then(|| page.last().map(|u| format!("{}.{}", u.created_at.as_millis(), u.id))).flatten();
     let users: Vec<AdminUser> = page.iter().map(|u| AdminUser::from(&**u)).collect();
     Ok(ok(&serde_json::json!({"users": users, "next_cursor": next_cursor})))
@@ -118,6 +108,29 @@ impl UserFilter {
             }
         }
         Ok(filter)
+    }
+
+    /// One page: starts where the cursor points in the creation order (or in the organization's members), so a
+    /// page costs its own rows and, with a filter, the rows passed over; never the accounts before it.
+    fn page(&self, accounts: &crate::accounts::Accounts) -> (Vec<Arc<User>>, bool) {
+        let mut page: Vec<Arc<User>> = Vec::with_capacity(self.limit.min(DEFAULT_USER_PAGE));
+        let mut more = false;
+        let visit = |u: &Arc<User>| {
+            if !self.matches(u) {
+                return true;
+            }
+            if page.len() == self.limit {
+                more = true;
+                return false;
+            }
+            page.push(Arc::clone(u));
+            true
+        };
+        match self.organization {
+            Some(Some(org)) => accounts.scan_members(org, self.after, visit),
+            _ => accounts.scan_users(self.after, false, visit),
+        }
+        (page, more)
     }
 
     fn matches(&self, u: &User) -> bool {

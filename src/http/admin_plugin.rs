@@ -107,55 +107,63 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
         Some(name) => Some(Field::parse(&name).ok_or_else(|| Failure::validation(format!("unknown field `{name}`")))?),
     };
     let descending = param("sortDirection").as_deref() == Some("desc");
-    let matches = |u: &User| {
-        search.as_ref().is_none_or(|(field, operator, value)| operator.test(&field.of(u), value))
-            && filter.as_ref().is_none_or(|(field, value, equal)| (field.of(u) == value.as_str()) == *equal)
-    };
-    let (offset_n, limit_n) = (offset.unwrap_or(0), limit.unwrap_or(usize::MAX));
-    let (total, page): (usize, Vec<Arc<User>>) = if search.is_none() && filter.is_none() && sort.is_none() {
-        // The common case at any scale: no pass over the accounts at all.
-        let mut page = Vec::new();
-        let mut skipped = 0;
-        state.accounts.scan_users(None, descending, |u| {
-            if skipped < offset_n {
-                skipped += 1;
-            } else {
-                page.push(Arc::clone(u));
-            }
-            page.len() < limit_n
-        });
-        (state.accounts.user_count(), page)
-    } else {
-        let mut found = match &search {
-            Some((Field::Email, Operator::StartsWith, prefix)) => {
-                let mut found: Vec<Arc<User>> =
-                    state.accounts.users_with_email_prefix(prefix).into_iter().filter(|u| matches(u)).collect();
-                found.sort_unstable_by_key(|u| (u.created_at, u.id));
+    let accounts = state.accounts.clone();
+    // Off the async workers: a search or filter passes over every account, and must not hold up the session
+    // checks queued behind it.
+    let (total, page) = tokio::task::spawn_blocking(move || {
+        let matches = |u: &User| {
+            search.as_ref().is_none_or(|(field, operator, value)| operator.test(&field.of(u), value))
+                && filter.as_ref().is_none_or(|(field, value, equal)| (field.of(u) == value.as_str()) == *equal)
+        };
+        let (offset_n, limit_n) = (offset.unwrap_or(0), limit.unwrap_or(usize::MAX));
+        let (total, page): (usize, Vec<Arc<User>>) = if search.is_none() && filter.is_none() && sort.is_none() {
+            // The common case at any scale: no pass over the accounts at all.
+            let mut page = Vec::new();
+            let mut skipped = 0;
+            accounts.scan_users(None, descending, |u| {
+                if skipped < offset_n {
+                    skipped += 1;
+                } else {
+                    page.push(Arc::clone(u));
+                }
+                page.len() < limit_n
+            });
+            (accounts.user_count(), page)
+        } else {
+            let mut found = match &search {
+                Some((Field::Email, Operator::StartsWith, prefix)) => {
+                    let mut found: Vec<Arc<User>> =
+                        accounts.users_with_email_prefix(prefix).into_iter().filter(|u| matches(u)).collect();
+                    found.sort_unstable_by_key(|u| (u.created_at, u.id));
+                    if descending {
+                        found.reverse();
+                    }
+                    found
+                }
+                _ => {
+                    let mut found = Vec::new();
+                    accounts.scan_users(None, descending, |u| {
+                        if matches(u) {
+                            found.push(Arc::clone(u));
+                        }
+                        true
+                    });
+                    found
+                }
+            };
+            if let Some(field) = sort {
+                found.sort_by(|a, b| field.of(a).cmp(&field.of(b)));
                 if descending {
                     found.reverse();
                 }
-                found
             }
-            _ => {
-                let mut found = Vec::new();
-                state.accounts.scan_users(None, descending, |u| {
-                    if matches(u) {
-                        found.push(Arc::clone(u));
-                    }
-                    true
-                });
-                found
-            }
+            let total = found.len();
+            (total, found.into_iter().skip(offset_n).take(limit_n).collect())
         };
-        if let Some(field) = sort {
-            found.sort_by(|a, b| field.of(a).cmp(&field.of(b)));
-            if descending {
-                found.reverse();
-            }
-        }
-        let total = found.len();
-        (total, found.into_iter().skip(offset_n).take(limit_n).collect())
-    };
+        (total, page)
+    })
+    .await
+    .map_err(|_| Failure::unavailable())?;
     let mut answer = json!({"users": page.iter().map(|u| AuthUser::from(&**u)).collect::<Vec<_>>(), "total": total});
     // As the plugin: `limit` and `offset` only when given and not 0.
     for (key, value) in [("limit", limit), ("offset", offset)] {

@@ -293,7 +293,7 @@ impl Actor for UsersActor {
             UsersMsg::LiftExpiredBans { reply } => {
                 let now = Timestamp::now();
                 let ran_out = |u: &User| u.banned && u.ban_expires.is_some_and(|end| end <= now);
-                let mut candidates: Vec<UserId> = self.indexes.users.matching(ran_out);
+                let mut candidates: Vec<UserId> = self.indexes.users.bans_ended_by(now);
                 candidates.extend(state.overlay.values().flatten().filter(|u| ran_out(u)).map(|u| u.id));
                 candidates.sort_unstable();
                 candidates.dedup();
@@ -370,10 +370,9 @@ impl UsersActor {
         user
     }
 
-    /// The members of `org` as they will be once the pending batch is durable. A scan: deleting an organization
-    /// is rare, and an index of members would cost memory on every account.
+    /// The members of `org` as they will be once the pending batch is durable.
     fn members(&self, state: &State, org: OrgId) -> Vec<Arc<User>> {
-        let mut ids = self.indexes.users.matching(|u| u.organization_id == Some(org));
+        let mut ids: Vec<UserId> = self.indexes.users.members_of(org).iter().map(|u| u.id).collect();
         ids.extend(state.overlay.iter().map(|(id, _)| *id));
         ids.sort_unstable();
         ids.dedup();

@@ -8,11 +8,11 @@
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::domain::{Email, Timestamp, User, UserId};
+use crate::domain::{Email, OrgId, Timestamp, User, UserId};
 
 /// A user's place in the creation order: the admin lists' order, and the key their cursors name.
 pub type Place = (Timestamp, UserId);
@@ -23,6 +23,12 @@ pub struct UserIndex {
     by_email: papaya::HashMap<Email, UserId>,
     by_created: RwLock<BTreeMap<Place, Arc<User>>>,
     by_email_order: RwLock<BTreeSet<ByEmail>>,
+    /// Members of each organization in creation order (only accounts that have one).
+    by_org: RwLock<BTreeSet<(OrgId, Place)>>,
+    /// Unbanned administrators: the last-admin guard counts them on every administrative change.
+    active_admins: RwLock<HashSet<UserId>>,
+    /// Bans with an end, by their end: housekeeping lifts the ones that ran out without a pass over everyone.
+    bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
 }
 
 /// A user ordered by e-mail address, looked up by it: the ordered e-mail view holds a pointer per user, not a
@@ -97,6 +103,37 @@ impl UserIndex {
             .collect()
     }
 
+    /// Visits the members of `org` in creation order, starting after `after`, until `visit` returns `false`.
+    pub fn scan_org(&self, org: OrgId, after: Option<Place>, mut visit: impl FnMut(&Arc<User>) -> bool) {
+        let first = match after {
+            Some(place) => Bound::Excluded((org, place)),
+            None => Bound::Included((org, (Timestamp::from_millis(i64::MIN), UserId::from_bytes([0; 16])))),
+        };
+        let members = read(&self.by_org);
+        for (_, (_, id)) in members.range((first, Bound::Unbounded)).take_while(|(o, _)| *o == org) {
+            if let Some(user) = self.get(*id)
+                && !visit(&user)
+            {
+                break;
+            }
+        }
+    }
+
+    /// The members of `org`, in creation order.
+    pub fn members_of(&self, org: OrgId) -> Vec<Arc<User>> {
+        let mut members = Vec::new();
+        self.scan_org(org, None, |u| {
+            members.push(Arc::clone(u));
+            true
+        });
+        members
+    }
+
+    /// Accounts whose ban has an end at or before `now`.
+    pub fn bans_ended_by(&self, now: Timestamp) -> Vec<UserId> {
+        read(&self.bans_ending).iter().take_while(|(end, _)| *end <= now).map(|(_, id)| *id).collect()
+    }
+
     pub fn len(&self) -> usize {
         self.by_id.len()
     }
@@ -114,32 +151,50 @@ impl UserIndex {
     pub(crate) fn publish(&self, user: Arc<User>) {
         let old = self.by_id.pin().insert(user.id, Arc::clone(&user)).cloned();
         self.by_email.pin().insert(user.email.clone(), user.id);
-        let mut created = write(&self.by_created);
-        let mut emails = write(&self.by_email_order);
         if let Some(old) = &old {
-            created.remove(&(old.created_at, old.id));
-            emails.remove(old.email.as_str());
+            self.unlist(old);
         }
-        created.insert((user.created_at, user.id), Arc::clone(&user));
-        emails.insert(ByEmail(user));
+        self.list_in_views(user);
+    }
+
+    fn list_in_views(&self, user: Arc<User>) {
+        let place = (user.created_at, user.id);
+        if let Some(org) = user.organization_id {
+            write(&self.by_org).insert((org, place));
+        }
+        if user.is_active_admin() {
+            write(&self.active_admins).insert(user.id);
+        }
+        if let Some(end) = user.ban_expires.filter(|_| user.banned) {
+            write(&self.bans_ending).insert((end, user.id));
+        }
+        write(&self.by_created).insert(place, Arc::clone(&user));
+        write(&self.by_email_order).insert(ByEmail(user));
+    }
+
+    fn unlist(&self, user: &User) {
+        let place = (user.created_at, user.id);
+        if let Some(org) = user.organization_id {
+            write(&self.by_org).remove(&(org, place));
+        }
+        write(&self.active_admins).remove(&user.id);
+        if let Some(end) = user.ban_expires {
+            write(&self.bans_ending).remove(&(end, user.id));
+        }
+        write(&self.by_created).remove(&place);
+        write(&self.by_email_order).remove(user.email.as_str());
     }
 
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: UserId) {
         if let Some(user) = self.by_id.pin().remove(&id) {
             self.by_email.pin().remove(&user.email);
-            write(&self.by_created).remove(&(user.created_at, user.id));
-            write(&self.by_email_order).remove(user.email.as_str());
+            self.unlist(user);
         }
     }
 
-    /// The ids of the users for which `keep` holds. A scan of every user.
-    pub(crate) fn matching(&self, keep: impl Fn(&User) -> bool) -> Vec<UserId> {
-        self.by_id.pin().values().filter(|u| keep(u)).map(|u| u.id).collect()
-    }
-
     pub(super) fn active_admins(&self) -> Vec<UserId> {
-        self.by_id.pin().values().filter(|u| u.is_active_admin()).map(|u| u.id).collect()
+        read(&self.active_admins).iter().copied().collect()
     }
 }
 
@@ -209,5 +264,31 @@ mod tests {
         index.remove(a.id);
         assert_eq!(emails(index.list()), ["b@x.io", "ab@y.io"]);
         assert_eq!(emails(index.with_email_prefix("a")), ["ab@y.io"]);
+    }
+
+    #[test]
+    fn members_admins_and_ending_bans_are_kept_as_they_change() {
+        let index = UserIndex::default();
+        let (org, other) = (OrgId::new(), OrgId::new());
+        let (x, y) = (user("x@x.io", 1), user("y@x.io", 2));
+        index.publish(Arc::new(User { organization_id: Some(org), ..User::clone(&y) }));
+        index.publish(Arc::new(User { organization_id: Some(org), ..User::clone(&x) }));
+        let ids = |users: Vec<Arc<User>>| users.iter().map(|u| u.id).collect::<Vec<_>>();
+        assert_eq!(ids(index.members_of(org)), [x.id, y.id], "in creation order");
+        assert_eq!(index.active_admins().len(), 2);
+
+        let end = Timestamp::from_millis(50);
+        let banned = User { banned: true, ban_expires: Some(end), organization_id: Some(other), ..User::clone(&x) };
+        index.publish(Arc::new(banned));
+        assert_eq!(ids(index.members_of(org)), [y.id], "moved out");
+        assert_eq!(ids(index.members_of(other)), [x.id]);
+        assert_eq!(index.active_admins(), [y.id], "a banned administrator is not an active one");
+        assert_eq!(index.bans_ended_by(Timestamp::from_millis(49)), Vec::<UserId>::new());
+        assert_eq!(index.bans_ended_by(end), [x.id]);
+        index.publish(Arc::clone(&x));
+        assert_eq!(index.bans_ended_by(end), Vec::<UserId>::new(), "lifted");
+        index.remove(y.id);
+        assert!(index.members_of(org).is_empty());
+        assert_eq!(index.active_admins(), [x.id]);
     }
 }
