@@ -629,7 +629,7 @@ impl Accounts {
 
     /// `Ok` while the store accepts commits; otherwise why not.
     pub fn readiness(&self) -> Result<(), String> {
-        self.store.health()
+        self.store.accepts_writes()
     }
 
     /// Waits (at most `limit`) for the work requests started and left behind, while the actors still answer.

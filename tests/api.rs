@@ -15,6 +15,7 @@ mod api {
     mod disk;
     mod faults;
     mod hardening;
+    mod health;
     mod input;
     mod lifecycle;
     mod mail;
