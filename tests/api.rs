@@ -19,6 +19,7 @@ mod api {
     mod input;
     mod lifecycle;
     mod mail;
+    mod metrics;
     mod ops;
     mod orgs;
     mod security;

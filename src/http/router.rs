@@ -3,6 +3,7 @@
 //! headers, no body. The OpenAPI document is checked against the table (test below).
 
 use std::net::IpAddr;
+use std::time::Instant;
 
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -105,7 +106,12 @@ fn is_cross_site(state: &AppState, req: &Request<Incoming>, host: Option<&str>) 
 /// Every answer, errors included, says that no browser may guess a type other than the one it declares.
 pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let head = req.method() == Method::HEAD;
-    let (_route, mut response) = dispatch(state, peer, req).await;
+    // The clock is read only when something records the time.
+    let started = state.route_metrics.enabled().then(Instant::now);
+    let (route, mut response) = dispatch(state, peer, req).await;
+    if let Some(started) = started {
+        state.route_metrics.observe(&state.accounts.metrics, route, response.status(), started.elapsed());
+    }
     response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     if head {
         strip_body(&mut response);
@@ -200,6 +206,10 @@ async fn dispatch(state: &AppState, peer: IpAddr, mut req: Request<Incoming>) ->
         ("/readyz", _) => Ok(ops::ready(state)),
         _ => unreachable!("every path in `allowed` has an arm"),
     };
+    if path == "/api/auth/sign-in/email" && state.route_metrics.enabled() {
+        let outcome = result.as_ref().map_or_else(|failure| failure.code, |_| "success");
+        state.accounts.metrics.sign_in(outcome).increment(1);
+    }
     let response = result.unwrap_or_else(|failure| {
         if failure.status.is_server_error() {
             tracing::warn!(status = %failure.status, code = failure.code, "request failed");
