@@ -79,6 +79,11 @@ impl FaultSwitch {
         }
         self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
     }
+
+    /// Whether the next commit would fail.
+    fn refuses_next(&self) -> bool {
+        self.failures.load(Ordering::SeqCst) > 0 && self.spared.load(Ordering::SeqCst) == 0
+    }
 }
 
 /// Two switches are equal when they would fail the same commits.
@@ -126,6 +131,16 @@ impl Store {
             None => Ok(()),
             Some(reason) => Err(reason.clone()),
         }
+    }
+
+    /// What readiness reports: [`health`](Self::health), and also refused while an injected fault would fail the
+    /// next commit, so the tests of the failure path see readiness follow it as it follows a full disk.
+    pub fn accepts_writes(&self) -> Result<(), String> {
+        self.health()?;
+        if self.faults.refuses_next() {
+            return Err("injected store fault".into());
+        }
+        Ok(())
     }
 
     fn set_degraded(&self, reason: Option<String>) {

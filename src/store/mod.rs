@@ -24,7 +24,7 @@ pub use records::{
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
-pub use writer::{StoreWriter, WriterDone};
+pub use writer::{CommitMetrics, StoreWriter, WriterDone};
 
 /// SHA-256 of a session token: the key of the sessions table (one definition, the domain's).
 pub use crate::domain::TokenHash;
