@@ -8,13 +8,15 @@
 //!   sessions and deletion), [`recovery`] (links sent by mail), [`admin_plugin`] (the better-auth admin plugin's calls),
 //!   [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
-//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
+//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
+//!   [`cors`]: what a browser page on a trusted origin may read and send.
 
 mod account;
 mod admin;
 mod admin_plugin;
 mod auth;
 mod connections;
+mod cors;
 pub mod dto;
 mod errors;
 pub mod extract;

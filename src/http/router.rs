@@ -1,5 +1,6 @@
 //! The route table and dispatch: path, then method, then the family's handler. A known path with another method
-//! is 405 with `Allow`; an unknown path 404. The OpenAPI document is checked against the table (test below).
+//! is 405 with `Allow`, `OPTIONS` on a known path a CORS preflight; an unknown path 404. The OpenAPI document is
+//! checked against the table (test below).
 
 use std::net::IpAddr;
 
@@ -8,7 +9,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, admin_plugin, auth, extract, ops, organizations, recovery};
+use super::{AppState, account, admin, admin_plugin, auth, cors, extract, ops, organizations, recovery};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -100,20 +101,32 @@ fn is_cross_site(state: &AppState, req: &Request<Incoming>, host: Option<&str>) 
     }
 }
 
-/// Every answer, errors included, says that no browser may guess a type other than the one it declares.
+/// Every answer, errors included, says that no browser may guess a type other than the one it declares, and
+/// carries the CORS headers when it answers a trusted origin.
 pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
-    let mut response = dispatch(state, peer, req).await;
+    let origin = cors::trusted_origin(&state.origins, req.headers());
+    let mut response = dispatch(state, peer, req, origin.as_ref()).await;
     response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    cors::decorate(&mut response, origin);
     response
 }
 
 /// The routes: path, then method. A known path with another method is 405 with `Allow`.
-async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+/// `OPTIONS` on a known path is a CORS preflight (or a question about the methods): see [`cors::preflight`].
+async fn dispatch(
+    state: &AppState,
+    peer: IpAddr,
+    req: Request<Incoming>,
+    origin: Option<&HeaderValue>,
+) -> Response<Body> {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
     let Some(&(path, allowed)) = ROUTES.iter().find(|(p, _)| matches(p, path)) else {
         return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family);
     };
+    if *req.method() == Method::OPTIONS {
+        return cors::preflight(allowed, origin);
+    }
     if !allowed.contains(req.method()) {
         let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
         let failure = Failure::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "Method not allowed")
