@@ -22,4 +22,5 @@ mod api {
     mod ops;
     mod orgs;
     mod security;
+    mod upgrade;
 }
