@@ -11,6 +11,7 @@ mod api {
     mod admin;
     mod admin_plugin;
     mod auth;
+    mod cors;
     mod crash;
     mod disk;
     mod faults;
@@ -23,4 +24,5 @@ mod api {
     mod ops;
     mod orgs;
     mod security;
+    mod upgrade;
 }

@@ -9,13 +9,15 @@
 //!   [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
 //! - [`metrics`]: per-route request metrics, and the separate listener that serves `GET /metrics`.
-//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
+//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
+//!   [`cors`]: what a browser page on a trusted origin may read and send.
 
 mod account;
 mod admin;
 mod admin_plugin;
 mod auth;
 mod connections;
+mod cors;
 pub mod dto;
 mod errors;
 pub mod extract;
