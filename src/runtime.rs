@@ -66,7 +66,12 @@ impl Core {
                 .await
                 .map_err(|e| AppError::Startup(e.to_string()))??;
         }
-        tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
+        tracing::info!(
+            users = indexes.users.len(),
+            sessions = indexes.sessions.len(),
+            legacy_password_hashes = indexes.users.legacy_hashes(),
+            "state loaded"
+        );
         let indexes = Arc::new(indexes);
         let (writer, writer_done) = StoreWriter::spawn(Arc::clone(&store))?;
         let limits = &config.rate_limit;
