@@ -238,6 +238,16 @@ pub fn check_stored_hash(phc: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// An argon2id hash (at the configured cost) of a random password that is never shown: for an imported account
+/// that had no password, so that nobody can sign in to it until a password reset sets one.
+pub fn hash_unknown_password(config: &HashingConfig) -> Result<String, HashError> {
+    let params = Params::new(config.memory_kib, config.iterations, config.parallelism, None)
+        .map_err(|e| HashError::Params(e.to_string()))?;
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random).map_err(|e| HashError::Failed(e.to_string()))?;
+    hash_blocking(&params, &random)
+}
+
 fn hash_blocking(params: &Params, password: &[u8]) -> Result<String, HashError> {
     let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone());
     argon.hash_password(password).map(|h| h.to_string()).map_err(|e| HashError::Failed(e.to_string()))
