@@ -18,6 +18,7 @@ mod api {
     mod input;
     mod lifecycle;
     mod mail;
+    mod migration;
     mod ops;
     mod orgs;
     mod security;
