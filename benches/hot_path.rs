@@ -7,14 +7,14 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use hyper::header::{COOKIE, HeaderMap, HeaderValue};
 use service_auth::actors::load;
 use service_auth::domain::{RoleSet, SessionToken};
-use service_auth::store::{Loaded, SessionRecordV1, UserRecordV2, codec};
+use service_auth::store::{Loaded, SessionRecord, UserRecord, codec};
 
 const USERS: usize = 100_000;
 
-fn user(i: usize) -> UserRecordV2 {
+fn user(i: usize) -> UserRecord {
     let mut id = [0u8; 16];
     id[..8].copy_from_slice(&(i as u64).to_be_bytes());
-    UserRecordV2 {
+    UserRecord {
         id,
         name: format!("User {i}"),
         email: format!("user{i}@example.com"),
@@ -27,11 +27,12 @@ fn user(i: usize) -> UserRecordV2 {
         created_at_ms: 1_795_338_902_123,
         updated_at_ms: 1_795_338_902_123,
         email_verified: false,
+        ban_expires_ms: None,
     }
 }
 
-fn session(user: &UserRecordV2) -> SessionRecordV1 {
-    SessionRecordV1 {
+fn session(user: &UserRecord) -> SessionRecord {
+    SessionRecord {
         id: user.id,
         user_id: user.id,
         expires_at_ms: i64::MAX / 2,
@@ -40,12 +41,13 @@ fn session(user: &UserRecordV2) -> SessionRecordV1 {
         ip_address: "203.0.113.7".into(),
         user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36".into(),
         remember_me: true,
+        impersonated_by: None,
     }
 }
 
 fn hot_path(c: &mut Criterion) {
     let tokens: Vec<SessionToken> = (0..USERS).map(|_| SessionToken::generate()).collect();
-    let users: Vec<UserRecordV2> = (0..USERS).map(user).collect();
+    let users: Vec<UserRecord> = (0..USERS).map(user).collect();
     let sessions = tokens.iter().zip(&users).map(|(t, u)| (t.hash(), session(u))).collect();
     let roles = RoleSet::new(&["admin".into(), "user".into()], "user");
     let indexes = load::indexes(Loaded { users: users.clone(), orgs: Vec::new(), sessions }, &roles).unwrap().indexes;

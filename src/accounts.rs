@@ -11,15 +11,15 @@ use std::time::Duration;
 use tokio_util::task::TaskTracker;
 
 use crate::actors::audit::AuditLog;
-use crate::actors::orgs::CreateOrgError;
+use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start, StartWith};
 use crate::actors::users::{
-    AttemptRefused, Checked, Compose, CreateUserError, DeleteUserError, NewUser, OwnChange, OwnChangeError, ResetError,
-    UpdateUserError, UserChange,
+    AttemptRefused, Checked, Compose, CreateUserError, DeleteOrgError, DeleteUserError, NewUser, OwnChange,
+    OwnChangeError, Place, ResetError, UpdateUserError, UserChange,
 };
 use crate::actors::{Handles, Indexes, Unavailable};
 use crate::domain::{
-    AuditEntry, AuditId, Email, Name, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp,
+    AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp,
     TokenHash, TokenKind, User, UserId,
 };
 use crate::hashing::{HashError, Hasher};
@@ -144,6 +144,10 @@ pub enum AdminError {
     LastAdmin,
     #[error("organization not found")]
     OrganizationNotFound,
+    #[error("You cannot impersonate admins")]
+    CannotImpersonateAdmin,
+    #[error("The user is banned")]
+    TargetBanned,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
     #[error(transparent)]
@@ -262,10 +266,11 @@ impl Accounts {
     /// makes a ban or a demotion count from the very next request.
     pub fn current(&self, token: &SessionToken) -> Option<Current> {
         let session = self.indexes.sessions.get(&token.hash())?;
-        if session.is_expired(Timestamp::now()) {
+        let now = Timestamp::now();
+        if session.is_expired(now) {
             return None;
         }
-        let user = self.indexes.users.get(session.user_id).filter(|u| !u.banned)?;
+        let user = self.indexes.users.get(session.user_id).filter(|u| !u.is_banned_at(now))?;
         Some(Current { session, user })
     }
 
@@ -415,11 +420,11 @@ impl Accounts {
         })
     }
 
-    /// The caller's live sessions with their token hashes, oldest first.
+    /// The caller's live sessions with their token hashes, oldest first; an administrator's impersonation is not
+    /// the user's to see (nor to pick out and end).
     pub fn own_sessions(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
-        let now = Timestamp::now();
-        let mut sessions = self.indexes.sessions.of_user(user);
-        sessions.retain(|(_, s)| !s.is_expired(now));
+        let mut sessions = self.sessions_of(user);
+        sessions.retain(|(_, s)| s.impersonated_by.is_none());
         sessions
     }
 
@@ -596,9 +601,40 @@ impl Accounts {
         self.indexes.users.get(id)
     }
 
-    /// The live sessions of `user`, oldest first.
+    /// The live sessions of `user`, impersonations included, oldest first.
     pub fn sessions_of(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
-        self.own_sessions(user)
+        let now = Timestamp::now();
+        let mut sessions = self.indexes.sessions.of_user(user);
+        sessions.retain(|(_, s)| !s.is_expired(now));
+        sessions
+    }
+
+    /// Starts a session as `target` for administrator `by` (never as another administrator): at most an hour,
+    /// never extended, marked with `by`, audited with the session.
+    pub async fn impersonate(
+        &self,
+        by: UserId,
+        target: UserId,
+        client: Client,
+    ) -> Result<(SessionToken, Current), AdminError> {
+        let user = self.indexes.users.get(target).ok_or(AdminError::UserNotFound)?;
+        if user.role.is_admin() {
+            return Err(AdminError::CannotImpersonateAdmin);
+        }
+        let start = Start::Impersonation { by };
+        let (token, session) =
+            self.actors.sessions.create(target, false, client, start).await.map_err(|e| match e {
+                CreateSessionError::Banned => AdminError::TargetBanned,
+                CreateSessionError::UnknownUser => AdminError::UserNotFound,
+                CreateSessionError::Unavailable(u) => AdminError::Unavailable(u),
+            })?;
+        Ok((token, Current { session, user }))
+    }
+
+    /// Ends the impersonation session `session` (audited as its end) on behalf of the administrator behind it.
+    pub async fn stop_impersonating(&self, session: &Session, hash: TokenHash, ip: &str) -> Result<(), Unavailable> {
+        let Some(by) = session.impersonated_by else { return Ok(()) };
+        self.actors.sessions.revoke(session.user_id, by, Revoke::Impersonation(hash), ip.to_owned()).await.map(drop)
     }
 
     // --- administration ---------------------------------------------------------------------------------------
@@ -606,6 +642,20 @@ impl Accounts {
     /// Every user, ordered by creation.
     pub fn users(&self) -> Vec<Arc<User>> {
         self.indexes.users.list()
+    }
+
+    pub fn user_count(&self) -> usize {
+        self.indexes.users.len()
+    }
+
+    /// Visits users in creation order (newest first with `descending`) after `after`, until `visit` says stop.
+    pub fn scan_users(&self, after: Option<Place>, descending: bool, visit: impl FnMut(&Arc<User>) -> bool) {
+        self.indexes.users.scan(after, descending, visit);
+    }
+
+    /// The users whose (lower-case) e-mail starts with `prefix`, in e-mail order.
+    pub fn users_with_email_prefix(&self, prefix: &str) -> Vec<Arc<User>> {
+        self.indexes.users.with_email_prefix(prefix)
     }
 
     pub async fn update_user(
@@ -621,6 +671,57 @@ impl Accounts {
     /// Every organization, ordered by creation.
     pub fn organizations(&self) -> Vec<Arc<Organization>> {
         self.indexes.orgs.list()
+    }
+
+    pub fn organization(&self, id: OrgId) -> Option<Arc<Organization>> {
+        self.indexes.orgs.get(id)
+    }
+
+    /// The members of `org`, ordered by creation.
+    pub fn members(&self, org: OrgId) -> Vec<Arc<User>> {
+        self.indexes.users.members_of(org)
+    }
+
+    /// Visits the members of `org` in creation order after `after`, until `visit` says stop.
+    pub fn scan_members(&self, org: OrgId, after: Option<Place>, visit: impl FnMut(&Arc<User>) -> bool) {
+        self.indexes.users.scan_org(org, after, visit);
+    }
+
+    pub async fn update_organization(
+        &self,
+        id: OrgId,
+        name: Option<Name>,
+        slug: Option<Slug>,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, UpdateOrgError> {
+        self.actors.orgs.update(id, name, slug, by, ip).await
+    }
+
+    /// Deletes organization `id` on behalf of administrator `by`; with `detach`, its members leave it in the same
+    /// commit, otherwise a non-empty organization is refused. Returns how many members were detached.
+    ///
+    /// Runs as a tracked task: the organizations actor holds changes to `id` back until the deletion is over, and
+    /// that hold must be released even if the client hangs up.
+    pub async fn delete_organization(
+        &self,
+        by: UserId,
+        id: OrgId,
+        detach: bool,
+        ip: String,
+    ) -> Result<usize, DeleteOrgError> {
+        let actors = self.actors.clone();
+        let task = self.tasks.spawn(async move {
+            let started = actors.orgs.begin_delete(id).await;
+            let result = match started {
+                Ok(true) => actors.users.delete_organization(by, id, detach, ip).await,
+                Ok(false) => Err(DeleteOrgError::NotFound),
+                Err(u) => Err(u.into()),
+            };
+            actors.orgs.end_delete(id);
+            result
+        });
+        task.await.unwrap_or(Err(DeleteOrgError::Unavailable(Unavailable)))
     }
 
     pub async fn create_organization(

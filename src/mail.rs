@@ -247,6 +247,7 @@ mod tests {
             role: Role::admin(),
             banned: false,
             ban_reason: None,
+            ban_expires: None,
             organization_id: None,
             password_hash: String::new(),
             created_at: now,

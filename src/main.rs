@@ -41,6 +41,9 @@ enum Command {
         /// Write the generated session tokens here, one per line.
         #[arg(long)]
         tokens_out: Option<PathBuf>,
+        /// Give user1 … user<N> 1,000 more sessions each (what banning a busy account costs, in benchmarks).
+        #[arg(long, default_value_t = 0)]
+        busy_users: usize,
         /// Erase the data directory's store first (without it, a directory that is not empty is refused).
         #[arg(long)]
         force: bool,
@@ -122,8 +125,8 @@ fn main() -> ExitCode {
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
         }
-        Command::Seed { users, sessions, orgs, tokens_out, force } => {
-            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out, force };
+        Command::Seed { users, sessions, orgs, tokens_out, busy_users, force } => {
+            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out, busy_users, force };
             report(runtime.block_on(ops::seed::seed(&config, args)))
         }
         Command::Backup { out } => report(ops::backup::backup(&config, &out)),

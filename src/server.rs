@@ -6,8 +6,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::SessionsHandle;
 use crate::actors::audit::{AuditLog, Retention};
+use crate::actors::{SessionsHandle, UsersHandle};
 use crate::config::Config;
 use crate::domain::Timestamp;
 use crate::http::{self, AppState};
@@ -44,6 +44,7 @@ pub async fn run_with_faults(
     let chores = Chores {
         state: Arc::clone(&state),
         sessions: core.sessions().clone(),
+        users: core.users().clone(),
         audit: core.audit.clone(),
         retention: core.retention,
     };
@@ -73,11 +74,13 @@ pub async fn run_with_faults(
 }
 
 /// Housekeeping, once a minute: forget the rate-limit state of addresses back to a full allowance, trim the
-/// audit log to its retention; every ten minutes remove expired sessions from memory and disk (a session nobody
+/// audit log to its retention, lift bans that have run out (they stopped counting when they did; this writes it
+/// down and audits it); every ten minutes remove expired sessions from memory and disk (a session nobody
 /// presents again would otherwise stay forever).
 struct Chores {
     state: Arc<AppState>,
     sessions: SessionsHandle,
+    users: UsersHandle,
     audit: AuditLog,
     retention: Retention,
 }
@@ -95,6 +98,11 @@ impl Chores {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(entries = n, "audit entries past their retention removed"),
                 Err(_) => tracing::warn!("could not trim the audit log; will retry"),
+            }
+            match self.users.lift_expired_bans().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(users = n, "bans that ran out lifted"),
+                Err(_) => tracing::warn!("could not lift bans that ran out; will retry"),
             }
             if round % 10 == 0 {
                 match self.sessions.sweep_expired().await {

@@ -18,7 +18,13 @@ pub mod action {
     pub const UNBANNED: &str = "user.unbanned";
     pub const BAN_REASON_CHANGED: &str = "user.ban_reason_changed";
     pub const ORGANIZATION_CHANGED: &str = "user.organization_changed";
+    pub const BAN_EXPIRED: &str = "user.ban_expired";
     pub const ORGANIZATION_CREATED: &str = "organization.created";
+    pub const ORGANIZATION_UPDATED: &str = "organization.updated";
+    pub const ORGANIZATION_DELETED: &str = "organization.deleted";
+    pub const PROFILE_UPDATED: &str = "user.profile_updated";
+    pub const IMPERSONATION_STARTED: &str = "user.impersonation_started";
+    pub const IMPERSONATION_STOPPED: &str = "user.impersonation_stopped";
     pub const SIGN_IN_SUCCEEDED: &str = "sign_in.succeeded";
     pub const SIGN_IN_FAILED: &str = "sign_in.failed";
     pub const SIGN_IN_REFUSED: &str = "sign_in.refused";

@@ -50,8 +50,8 @@ impl<'a> IndexBuilder<'a> {
             }
             Record::Session(hash, r) => {
                 let session = convert::session(r);
-                let live =
-                    !session.is_expired(self.now) && self.indexes.users.get(session.user_id).is_some_and(|u| !u.banned);
+                let live = !session.is_expired(self.now)
+                    && self.indexes.users.get(session.user_id).is_some_and(|u| !u.is_banned_at(self.now));
                 if live {
                     self.indexes.sessions.publish(hash, Some(Arc::new(session)));
                 } else {

@@ -34,13 +34,34 @@ impl OrgIndex {
     }
 
     pub(crate) fn publish(&self, org: Arc<Organization>) {
+        if let Some(old) = self.by_id.pin().insert(org.id, Arc::clone(&org))
+            && old.slug != org.slug
+        {
+            self.by_slug.pin().remove(&old.slug);
+        }
         self.by_slug.pin().insert(org.slug.clone(), org.id);
-        self.by_id.pin().insert(org.id, org);
+    }
+
+    /// After a durable deletion.
+    pub(crate) fn remove(&self, id: OrgId) {
+        if let Some(old) = self.by_id.pin().remove(&id) {
+            self.by_slug.pin().remove(&old.slug);
+        }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CreateOrgError {
+    #[error("an organization with this slug already exists")]
+    SlugTaken,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UpdateOrgError {
+    #[error("organization not found")]
+    NotFound,
     #[error("an organization with this slug already exists")]
     SlugTaken,
     #[error(transparent)]
@@ -54,6 +75,22 @@ pub enum OrgsMsg {
         by: UserId,
         ip: String,
         reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>>,
+    },
+    Update {
+        id: OrgId,
+        name: Option<Name>,
+        slug: Option<Slug>,
+        by: UserId,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<Organization>, UpdateOrgError>>,
+    },
+    /// No change to `id` until [`OrgsMsg::EndDelete`]: its deletion is under way in the users actor.
+    BeginDelete {
+        id: OrgId,
+        reply: RpcReplyPort<bool>,
+    },
+    EndDelete {
+        id: OrgId,
     },
     Flush,
 }
@@ -72,6 +109,28 @@ impl OrgsHandle {
         ip: String,
     ) -> Result<Arc<Organization>, CreateOrgError> {
         call(&self.0, |reply| OrgsMsg::Create { name, slug, by, ip, reply }).await?
+    }
+
+    /// Renames organization `id` (name, slug or both) on behalf of administrator `by`.
+    pub async fn update(
+        &self,
+        id: OrgId,
+        name: Option<Name>,
+        slug: Option<Slug>,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, UpdateOrgError> {
+        call(&self.0, |reply| OrgsMsg::Update { id, name, slug, by, ip, reply }).await?
+    }
+
+    /// Holds every change to `id` back while the users actor deletes it (with its memberships, in one commit);
+    /// `false` if there is no such organization. Must be followed by [`end_delete`](Self::end_delete).
+    pub async fn begin_delete(&self, id: OrgId) -> Result<bool, Unavailable> {
+        call(&self.0, |reply| OrgsMsg::BeginDelete { id, reply }).await
+    }
+
+    pub fn end_delete(&self, id: OrgId) {
+        let _ = self.0.send_message(OrgsMsg::EndDelete { id });
     }
 
     pub(super) async fn drain(&self) {
@@ -95,8 +154,10 @@ struct OrgsActor {
 
 #[derive(Default)]
 struct State {
-    /// Organizations created in this batch, keyed by slug (what the uniqueness check needs).
+    /// Organizations created or changed in this batch, keyed by slug (what the uniqueness check needs).
     overlay: Overlay<Slug, Arc<Organization>>,
+    /// Organizations being deleted: left alone until the deletion is over.
+    deleting: std::collections::HashSet<OrgId>,
 }
 
 impl Actor for OrgsActor {
@@ -133,6 +194,57 @@ impl Actor for OrgsActor {
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }
+            }
+            OrgsMsg::Update { id, name, slug, by, ip, reply } => {
+                // One pending version per organization: the overlay is keyed by slug, so a second rename in one
+                // batch would leave two versions to publish in no particular order.
+                if state.overlay.values().any(|o| o.id == id) {
+                    self.flush(state).await;
+                }
+                let Some(current) = self.indexes.orgs.get(id).filter(|_| !state.deleting.contains(&id)) else {
+                    let _ = reply.send(Err(UpdateOrgError::NotFound));
+                    return Ok(());
+                };
+                let new_slug = slug.filter(|s| *s != current.slug);
+                if let Some(slug) = &new_slug
+                    && (state.overlay.get(slug).is_some() || self.indexes.orgs.slug_taken(slug))
+                {
+                    let _ = reply.send(Err(UpdateOrgError::SlugTaken));
+                    return Ok(());
+                }
+                let mut detail = Vec::new();
+                if let Some(name) = name.as_ref().filter(|n| **n != current.name) {
+                    detail.push(format!("name: {} -> {name}", current.name));
+                }
+                if let Some(slug) = &new_slug {
+                    detail.push(format!("slug: {} -> {slug}", current.slug));
+                }
+                if detail.is_empty() {
+                    let _ = reply.send(Ok(current));
+                    return Ok(());
+                }
+                let org = Arc::new(Organization {
+                    name: name.unwrap_or_else(|| current.name.clone()),
+                    slug: new_slug.unwrap_or_else(|| current.slug.clone()),
+                    ..Organization::clone(&current)
+                });
+                state.overlay.stage(org.slug.clone(), Arc::clone(&org));
+                let logged =
+                    audit::entry(action::ORGANIZATION_UPDATED, Some(by), Some(id.into()), &ip, detail.join("; "));
+                state.overlay.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
+                if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
+                    self.flush(state).await;
+                }
+            }
+            OrgsMsg::BeginDelete { id, reply } => {
+                // Whatever is pending for it is made durable first, so nothing of this actor's lands after the
+                // deletion and brings the organization back.
+                self.flush(state).await;
+                let exists = self.indexes.orgs.get(id).is_some() && state.deleting.insert(id);
+                let _ = reply.send(exists);
+            }
+            OrgsMsg::EndDelete { id } => {
+                state.deleting.remove(&id);
             }
             OrgsMsg::Flush => self.flush(state).await,
         }

@@ -101,6 +101,8 @@ pub enum Revoke {
     All,
     /// Every one but this (the caller's current session).
     AllBut(TokenHash),
+    /// An impersonation session, ended by the administrator behind it (audited as the end of the impersonation).
+    Impersonation(TokenHash),
 }
 
 /// A session to start with another actor's records (a sign-in that replaces an imported password hash).
@@ -122,7 +124,14 @@ pub enum Start {
     SignUp,
     /// A new session for a user whose sessions were just ended on their own request (a password change).
     Renewal,
+    /// Administrator `by` acting as the user: at most [`IMPERSONATION_LIFETIME`], never extended, audited.
+    Impersonation {
+        by: UserId,
+    },
 }
+
+/// How long an impersonation session lasts: an administrator acting as someone else is a temporary state.
+pub const IMPERSONATION_LIFETIME: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CreateSessionError {
@@ -292,12 +301,20 @@ impl Actor for SessionsActor {
             SessionsMsg::Create { user, remember_me, client, start, reply } => {
                 let ip = client.ip_address.clone();
                 let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
-                match (self.create(state, user, remember_me, client), start) {
+                match (self.create(state, user, remember_me, client, start), start) {
                     (Ok((token, hash, session)), start) => {
                         state.overlay.stage(hash, Some(Arc::clone(&session)));
                         let mut ops = vec![put(hash, &session)];
-                        if start == Start::SignIn {
-                            ops.push(logged(action::SIGN_IN_SUCCEEDED, ""));
+                        match start {
+                            Start::SignIn => ops.push(logged(action::SIGN_IN_SUCCEEDED, "")),
+                            Start::Impersonation { by } => ops.push(audit::entry(
+                                action::IMPERSONATION_STARTED,
+                                Some(by),
+                                Some(user.into()),
+                                &ip,
+                                format!("until {}", session.expires_at.to_rfc3339()),
+                            )),
+                            Start::SignUp | Start::Renewal => {}
                         }
                         state.overlay.add(ops, reply, (token, session));
                     }
@@ -344,7 +361,7 @@ impl Actor for SessionsActor {
                 _ => drop(reply.send(Ok(()))),
             },
             // Already ending in this batch: answered with its commit, not before.
-            SessionsMsg::Revoke { which: Revoke::One(hash), reply, .. }
+            SessionsMsg::Revoke { which: Revoke::One(hash) | Revoke::Impersonation(hash), reply, .. }
                 if matches!(state.overlay.get(&hash), Some(None)) =>
             {
                 state.overlay.add([], reply, 0);
@@ -352,7 +369,7 @@ impl Actor for SessionsActor {
             SessionsMsg::Revoke { user, by, which, ip, reply } => {
                 let live = |hash: &TokenHash| self.get(state, hash).is_some_and(|s| s.user_id == user);
                 let mut hashes: Vec<TokenHash> = match which {
-                    Revoke::One(hash) => vec![hash],
+                    Revoke::One(hash) | Revoke::Impersonation(hash) => vec![hash],
                     Revoke::All | Revoke::AllBut(_) => self.indexes.sessions.of_users(&[user]),
                 };
                 hashes.extend(
@@ -370,7 +387,11 @@ impl Actor for SessionsActor {
                     state.overlay.stage(*hash, None);
                 }
                 let mut ops: Vec<StoreOp> = hashes.into_iter().map(StoreOp::DeleteSession).collect();
-                if count > 0 {
+                if count > 0 && matches!(which, Revoke::Impersonation(_)) {
+                    let ended =
+                        audit::entry(action::IMPERSONATION_STOPPED, Some(by), Some(user.into()), &ip, "".into());
+                    ops.push(ended);
+                } else if count > 0 {
                     let whose = if by == user { "their user" } else { "an administrator" };
                     let detail = format!("{count} session(s) ended by {whose}");
                     ops.push(audit::entry(action::SESSIONS_REVOKED, Some(by), Some(user.into()), &ip, detail));
@@ -416,7 +437,7 @@ impl SessionsActor {
         let StartWith { user, remember_me, client } = start;
         let ip = client.ip_address.clone();
         let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
-        match self.create(state, user, remember_me, client) {
+        match self.create(state, user, remember_me, client, Start::SignIn) {
             Ok((token, hash, session)) => {
                 state.overlay.stage(hash, Some(Arc::clone(&session)));
                 ops.push(put(hash, &session));
@@ -440,7 +461,8 @@ impl SessionsActor {
 
     /// Whether `user` exists, is not banned, and is not having their sessions ended right now.
     fn may_hold_session(&self, state: &State, user: UserId) -> bool {
-        !state.fenced.contains(&user) && self.indexes.users.get(user).is_some_and(|u| !u.banned)
+        let now = Timestamp::now();
+        !state.fenced.contains(&user) && self.indexes.users.get(user).is_some_and(|u| !u.is_banned_at(now))
     }
 
     fn get(&self, state: &State, hash: &TokenHash) -> Option<Arc<Session>> {
@@ -461,10 +483,12 @@ impl SessionsActor {
         user: UserId,
         remember_me: bool,
         client: Client,
+        start: Start,
     ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
+        let now = Timestamp::now();
         match self.indexes.users.get(user) {
             None => return Err(CreateSessionError::UnknownUser),
-            Some(u) if u.banned => return Err(CreateSessionError::Banned),
+            Some(u) if u.is_banned_at(now) => return Err(CreateSessionError::Banned),
             Some(_) => {}
         }
         // A ban reaches us as a `CommitEnding` (fencing the user) before the users actor publishes it, and the
@@ -475,16 +499,21 @@ impl SessionsActor {
         }
         let token = SessionToken::generate();
         let hash = token.hash();
-        let now = Timestamp::now();
+        let (lifetime, impersonated_by) = match start {
+            Start::Impersonation { by } => (IMPERSONATION_LIFETIME.min(self.lifetime(false)), Some(by)),
+            _ => (self.lifetime(remember_me), None),
+        };
         let session = Arc::new(Session {
             id: SessionId::new(),
             user_id: user,
-            expires_at: now.plus(self.lifetime(remember_me)),
+            expires_at: now.plus(lifetime),
             created_at: now,
             updated_at: now,
             ip_address: client.ip_address,
             user_agent: client.user_agent,
-            remember_me,
+            // An impersonation is never extended, and its cookie ends with the browser.
+            remember_me: remember_me && impersonated_by.is_none(),
+            impersonated_by,
         });
         Ok((token, hash, session))
     }

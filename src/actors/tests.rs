@@ -42,6 +42,7 @@ fn user(email: &str, role: Role) -> User {
         role,
         banned: false,
         ban_reason: None,
+        ban_expires: None,
         organization_id: None,
         password_hash: "$argon2id$not-used".into(),
         created_at: now,
@@ -61,6 +62,7 @@ fn session(user: UserId) -> (SessionToken, StoreOp) {
         ip_address: String::new(),
         user_agent: String::new(),
         remember_me: true,
+        impersonated_by: None,
     };
     let op = StoreOp::PutSession(token.hash(), convert::session_record(&session));
     (token, op)

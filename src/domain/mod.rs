@@ -35,6 +35,8 @@ pub struct User {
     pub role: Role,
     pub banned: bool,
     pub ban_reason: Option<String>,
+    /// When a ban ends by itself; `None` while it lasts until lifted (or when not banned).
+    pub ban_expires: Option<Timestamp>,
     pub organization_id: Option<OrgId>,
     /// argon2id PHC string, or a better-auth scrypt hash kept from an import until the next sign-in replaces it
     /// ([`is_legacy_hash`]). Never serialised into an answer.
@@ -49,9 +51,16 @@ impl User {
         is_legacy_hash(&self.password_hash)
     }
 
-    /// An unbanned administrator: the kind the last-admin guard protects.
+    /// An unbanned administrator: the kind the last-admin guard protects. A ban that has run out but is not yet
+    /// lifted still counts as a ban here, so the guard errs on the side of keeping an administrator.
     pub fn is_active_admin(&self) -> bool {
         self.role.is_admin() && !self.banned
+    }
+
+    /// Whether a ban is in force at `now`: set, and not run out. A ban that has run out stops counting at once,
+    /// even before housekeeping lifts it in the store.
+    pub fn is_banned_at(&self, now: Timestamp) -> bool {
+        self.banned && self.ban_expires.is_none_or(|end| end > now)
     }
 }
 
@@ -76,6 +85,8 @@ pub struct Session {
     pub user_agent: String,
     /// `false` for a `rememberMe: false` session: short-lived, cookie without `Max-Age`, never extended.
     pub remember_me: bool,
+    /// The administrator acting as the user through this session, if it is an impersonation.
+    pub impersonated_by: Option<UserId>,
 }
 
 impl Session {

@@ -9,7 +9,10 @@ use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok};
 use super::router::Ctx;
 use crate::actors::users::UserChange;
-use crate::domain::{AuditId, OrgId, RoleSet, User, UserId};
+use std::sync::Arc;
+
+use crate::actors::users::Place;
+use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, User, UserId};
 
 /// Longest ban reason kept.
 const MAX_BAN_REASON: usize = 500;
@@ -21,23 +24,30 @@ const MAX_AUDIT_PAGE: usize = 500;
 /// last user's place in the creation order, so pages stay stable while users are created.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
-    let users = state.accounts.users();
     let Some(query) = req.uri().query().filter(|q| !q.is_empty()) else {
+        let users = state.accounts.users();
         return Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }));
     };
     let filter = UserFilter::parse(state, query)?;
-    let mut page: Vec<&User> = Vec::new();
-    let mut more = false;
-    for user in users.iter().filter(|u| filter.after(u) && filter.matches(u)) {
-        if page.len() == filter.limit {
-            more = true;
-            break;
-        }
-        page.push(user);
-    }
+    let accounts = state.accounts.clone();
+    // Off the async workers: a search that matches little passes over every account, and must not hold up the
+    // session checks queued behind it.
+    let (page, more) =
+        tokio::task::spawn_blocking(move || filter.page(&accounts)).await.map_err(|_| Failure::unavailable())?;
     let next_cursor = more.then(|| page.last().map(|u| format!("{}.{}", u.created_at.as_millis(), u.id))).flatten();
-    let users: Vec<AdminUser> = page.into_iter().map(AdminUser::from).collect();
+    let users: Vec<AdminUser> = page.iter().map(|u| AdminUser::from(&**u)).collect();
     Ok(ok(&serde_json::json!({"users": users, "next_cursor": next_cursor})))
+}
+
+/// Whether `haystack` contains `needle` (already lower-case), ignoring case. ASCII needles (almost every search)
+/// are compared in place, so a pass over a million accounts allocates nothing.
+pub(super) fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
+    if needle.is_ascii() {
+        let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+        n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    } else {
+        haystack.to_lowercase().contains(needle)
+    }
 }
 
 const DEFAULT_USER_PAGE: usize = 100;
@@ -47,7 +57,7 @@ const MAX_USER_PAGE: usize = 1000;
 struct UserFilter {
     limit: usize,
     /// Users after this place in the creation order.
-    after: Option<(i64, UserId)>,
+    after: Option<Place>,
     /// Lower-cased; matches the e-mail or the name, anywhere in it.
     q: Option<String>,
     role: Option<String>,
@@ -71,8 +81,9 @@ impl UserFilter {
                         .ok_or_else(|| bad(&format!("must be a whole number from 1 to {MAX_USER_PAGE}")))?;
                 }
                 "cursor" => {
-                    let parsed =
-                        value.split_once('.').and_then(|(ms, id)| Some((ms.parse().ok()?, UserId::parse(id)?)));
+                    let parsed = value
+                        .split_once('.')
+                        .and_then(|(ms, id)| Some((Timestamp::from_millis(ms.parse().ok()?), UserId::parse(id)?)));
                     filter.after = Some(parsed.ok_or_else(|| bad("must be a next_cursor from an earlier page"))?);
                 }
                 "q" if !value.trim().is_empty() && value.chars().count() <= 254 => {
@@ -99,13 +110,31 @@ impl UserFilter {
         Ok(filter)
     }
 
-    fn after(&self, user: &User) -> bool {
-        self.after.is_none_or(|(ms, id)| (user.created_at.as_millis(), user.id) > (ms, id))
+    /// One page: starts where the cursor points in the creation order (or in the organization's members), so a
+    /// page costs its own rows and, with a filter, the rows passed over; never the accounts before it.
+    fn page(&self, accounts: &crate::accounts::Accounts) -> (Vec<Arc<User>>, bool) {
+        let mut page: Vec<Arc<User>> = Vec::with_capacity(self.limit.min(DEFAULT_USER_PAGE));
+        let mut more = false;
+        let visit = |u: &Arc<User>| {
+            if !self.matches(u) {
+                return true;
+            }
+            if page.len() == self.limit {
+                more = true;
+                return false;
+            }
+            page.push(Arc::clone(u));
+            true
+        };
+        match self.organization {
+            Some(Some(org)) => accounts.scan_members(org, self.after, visit),
+            _ => accounts.scan_users(self.after, false, visit),
+        }
+        (page, more)
     }
 
     fn matches(&self, u: &User) -> bool {
-        let text =
-            |q: &String| u.email.as_str().contains(q.as_str()) || u.name.as_str().to_lowercase().contains(q.as_str());
+        let text = |q: &String| u.email.as_str().contains(q.as_str()) || contains_ignoring_case(u.name.as_str(), q);
         self.q.as_ref().is_none_or(text)
             && self.role.as_ref().is_none_or(|r| u.role.as_str() == r)
             && self.banned.is_none_or(|b| u.banned == b)
@@ -142,6 +171,20 @@ pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
     Ok(ok(&AuditPage { entries: entries.iter().map(AuditEntry::from).collect(), next_cursor }))
 }
 
+/// Longest ban with an end: beyond ten years, lift it by hand.
+const MAX_BAN_SECS: u64 = 10 * 365 * 86_400;
+
+/// `banExpiresIn` (whole seconds from now, 1 to ten years) as the moment the ban ends; absent or null: no end.
+pub(super) fn ban_expiry(body: &Fields) -> Result<Option<crate::domain::Timestamp>, Failure> {
+    let Some(secs) = body.optional_u64("banExpiresIn")? else { return Ok(None) };
+    if !(1..=MAX_BAN_SECS).contains(&secs) {
+        return Err(Failure::validation(format!(
+            "banExpiresIn must be a whole number of seconds from 1 to {MAX_BAN_SECS}"
+        )));
+    }
+    Ok(Some(crate::domain::Timestamp::now().plus(std::time::Duration::from_secs(secs))))
+}
+
 /// Refuses a body with a field outside `known`: a typo must not be silently ignored.
 pub(super) fn reject_unknown(body: &Fields, known: &[&str]) -> Result<(), Failure> {
     match body.keys().find(|k| !known.contains(k)) {
@@ -151,7 +194,7 @@ pub(super) fn reject_unknown(body: &Fields, known: &[&str]) -> Result<(), Failur
 }
 
 fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), Failure> {
-    reject_unknown(body, &["userId", "role", "banned", "banReason", "organizationId"])?;
+    reject_unknown(body, &["userId", "role", "banned", "banReason", "banExpiresIn", "organizationId"])?;
     let target = UserId::parse(body.string("userId")?).ok_or_else(|| Failure::validation("userId must be a UUID"))?;
     let role = match body.optional_string("role")? {
         Some(r) => Some(roles.parse(r).ok_or_else(|| {
@@ -163,6 +206,10 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         None => None,
     };
     let banned = body.optional_bool("banned")?;
+    let ban_expires = ban_expiry(body)?;
+    if ban_expires.is_some() && banned != Some(true) {
+        return Err(Failure::validation("banExpiresIn goes with banned: true"));
+    }
     let ban_reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty());
     if ban_reason.is_some_and(|r| r.chars().count() > MAX_BAN_REASON) {
         return Err(Failure::validation("banReason must be at most 500 characters"));
@@ -178,5 +225,5 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         return Err(Failure::validation("nothing to change: give role, banned, banReason or organizationId"));
     }
     let ban_reason = ban_reason.map(str::to_owned);
-    Ok((target, UserChange { role, banned, ban_reason, organization, password_hash: None }))
+    Ok((target, UserChange { role, banned, ban_reason, ban_expires, organization, ..UserChange::default() }))
 }

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::validated_name;
-use super::dto::{AuthSession, AuthUser};
+use super::dto::{AuthSession, AuthUser, SessionAndUser};
 use super::extract::{self, Fields};
-use super::response::{Body, Failure, ok};
+use super::response::{Body, Failure, ok, with_cookie};
 use super::router::Ctx;
 use crate::accounts::AdminError;
 use crate::actors::sessions::Revoke;
@@ -59,6 +59,10 @@ fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
 /// `GET list-users`: search (`searchValue`, `searchField` email|name, `searchOperator`
 /// contains|starts_with|ends_with), filter (`filterField`, `filterValue`, `filterOperator` eq|ne), sort (`sortBy`,
 /// `sortDirection`), page (`limit`, `offset`). `{users, total, limit?, offset?}`; `total` counts the matches.
+///
+/// Served from the ordered views of the user index: without a search or filter the page is read where it starts
+/// and `total` is the number of accounts; an e-mail prefix is a range of the e-mail view; anything else is one
+/// pass over the accounts in creation order, with no copy of the ones that do not match.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")?;
     let query = req.uri().query();
@@ -69,71 +73,98 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
             .transpose()
     };
     let (limit, offset) = (number("limit")?, number("offset")?);
-    let field = |u: &User, name: &str| -> Result<String, Failure> {
-        Ok(match name {
-            "email" => u.email.as_str().to_owned(),
-            "name" => u.name.as_str().to_owned(),
-            "role" => u.role.as_str().to_owned(),
-            "banned" => u.banned.to_string(),
-            "emailVerified" => u.email_verified.to_string(),
-            "id" => u.id.to_string(),
-            other => return Err(Failure::validation(format!("unknown field `{other}`"))),
-        })
+    let search = match param("searchValue") {
+        None => None,
+        Some(value) => {
+            let field = param("searchField").unwrap_or_else(|| "email".to_owned());
+            let field = Field::parse(&field).filter(|f| matches!(f, Field::Email | Field::Name));
+            let field = field.ok_or_else(|| Failure::validation("searchField must be email or name"))?;
+            let operator = match param("searchOperator").as_deref().unwrap_or("contains") {
+                "contains" => Operator::Contains,
+                "starts_with" => Operator::StartsWith,
+                "ends_with" => Operator::EndsWith,
+                _ => return Err(Failure::validation("searchOperator must be contains, starts_with or ends_with")),
+            };
+            Some((field, operator, value.to_lowercase()))
+        }
     };
-    let mut users = state.accounts.users();
-    if let Some(value) = param("searchValue") {
-        let (search_field, operator) = (param("searchField"), param("searchOperator"));
-        let search_field = search_field.as_deref().unwrap_or("email");
-        if !["email", "name"].contains(&search_field) {
-            return Err(Failure::validation("searchField must be email or name"));
+    let filter = match param("filterValue") {
+        None => None,
+        Some(value) => {
+            let field = param("filterField").unwrap_or_else(|| "email".to_owned());
+            let field = Field::parse(&field).ok_or_else(|| Failure::validation(format!("unknown field `{field}`")))?;
+            let equal = match param("filterOperator").as_deref().unwrap_or("eq") {
+                "eq" => true,
+                "ne" => false,
+                _ => return Err(Failure::validation("filterOperator must be eq or ne")),
+            };
+            Some((field, value, equal))
         }
-        let value = value.to_lowercase();
-        let test: fn(&str, &str) -> bool = match operator.as_deref().unwrap_or("contains") {
-            "contains" => |h, n| h.contains(n),
-            "starts_with" => |h, n| h.starts_with(n),
-            "ends_with" => |h, n| h.ends_with(n),
-            _ => return Err(Failure::validation("searchOperator must be contains, starts_with or ends_with")),
+    };
+    let sort = match param("sortBy") {
+        None => None,
+        Some(name) if name == "createdAt" => None,
+        Some(name) => Some(Field::parse(&name).ok_or_else(|| Failure::validation(format!("unknown field `{name}`")))?),
+    };
+    let descending = param("sortDirection").as_deref() == Some("desc");
+    let accounts = state.accounts.clone();
+    // Off the async workers: a search or filter passes over every account, and must not hold up the session
+    // checks queued behind it.
+    let (total, page) = tokio::task::spawn_blocking(move || {
+        let matches = |u: &User| {
+            search.as_ref().is_none_or(|(field, operator, value)| operator.test(&field.of(u), value))
+                && filter.as_ref().is_none_or(|(field, value, equal)| (field.of(u) == value.as_str()) == *equal)
         };
-        let mut kept = Vec::with_capacity(users.len());
-        for u in users {
-            if test(&field(&u, search_field)?.to_lowercase(), &value) {
-                kept.push(u);
+        let (offset_n, limit_n) = (offset.unwrap_or(0), limit.unwrap_or(usize::MAX));
+        let (total, page): (usize, Vec<Arc<User>>) = if search.is_none() && filter.is_none() && sort.is_none() {
+            // The common case at any scale: no pass over the accounts at all.
+            let mut page = Vec::new();
+            let mut skipped = 0;
+            accounts.scan_users(None, descending, |u| {
+                if skipped < offset_n {
+                    skipped += 1;
+                } else {
+                    page.push(Arc::clone(u));
+                }
+                page.len() < limit_n
+            });
+            (accounts.user_count(), page)
+        } else {
+            let mut found = match &search {
+                Some((Field::Email, Operator::StartsWith, prefix)) => {
+                    let mut found: Vec<Arc<User>> =
+                        accounts.users_with_email_prefix(prefix).into_iter().filter(|u| matches(u)).collect();
+                    found.sort_unstable_by_key(|u| (u.created_at, u.id));
+                    if descending {
+                        found.reverse();
+                    }
+                    found
+                }
+                _ => {
+                    let mut found = Vec::new();
+                    accounts.scan_users(None, descending, |u| {
+                        if matches(u) {
+                            found.push(Arc::clone(u));
+                        }
+                        true
+                    });
+                    found
+                }
+            };
+            if let Some(field) = sort {
+                found.sort_by(|a, b| field.of(a).cmp(&field.of(b)));
+                if descending {
+                    found.reverse();
+                }
             }
-        }
-        users = kept;
-    }
-    if let Some(value) = param("filterValue") {
-        let filter_field = param("filterField").unwrap_or_else(|| "email".to_owned());
-        let equal = match param("filterOperator").as_deref().unwrap_or("eq") {
-            "eq" => true,
-            "ne" => false,
-            _ => return Err(Failure::validation("filterOperator must be eq or ne")),
+            let total = found.len();
+            (total, found.into_iter().skip(offset_n).take(limit_n).collect())
         };
-        let mut kept = Vec::with_capacity(users.len());
-        for u in users {
-            if (field(&u, &filter_field)? == value) == equal {
-                kept.push(u);
-            }
-        }
-        users = kept;
-    }
-    if let Some(sort_by) = param("sortBy") {
-        let mut keyed = Vec::with_capacity(users.len());
-        for u in users {
-            keyed.push((
-                if sort_by == "createdAt" { format!("{:020}", u.created_at.as_millis()) } else { field(&u, &sort_by)? },
-                u,
-            ));
-        }
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        if param("sortDirection").as_deref() == Some("desc") {
-            keyed.reverse();
-        }
-        users = keyed.into_iter().map(|(_, u)| u).collect();
-    }
-    let total = users.len();
-    let page = users.iter().skip(offset.unwrap_or(0)).take(limit.unwrap_or(usize::MAX));
-    let mut answer = json!({"users": page.map(|u| AuthUser::from(&**u)).collect::<Vec<_>>(), "total": total});
+        (total, page)
+    })
+    .await
+    .map_err(|_| Failure::unavailable())?;
+    let mut answer = json!({"users": page.iter().map(|u| AuthUser::from(&**u)).collect::<Vec<_>>(), "total": total});
     // As the plugin: `limit` and `offset` only when given and not 0.
     for (key, value) in [("limit", limit), ("offset", offset)] {
         if let Some(n) = value.filter(|n| *n > 0) {
@@ -141,6 +172,69 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
         }
     }
     Ok(ok(&answer))
+}
+
+/// A user field `list-users` searches, filters or sorts by.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Email,
+    Name,
+    Role,
+    Banned,
+    EmailVerified,
+    Id,
+}
+
+impl Field {
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "email" => Self::Email,
+            "name" => Self::Name,
+            "role" => Self::Role,
+            "banned" => Self::Banned,
+            "emailVerified" => Self::EmailVerified,
+            "id" => Self::Id,
+            _ => return None,
+        })
+    }
+
+    /// The field's value as text (the plugin compares everything as strings); e-mails are stored lower-case,
+    /// names are lowered for the search only where it asks for it (see [`Operator::test`]).
+    fn of(self, u: &User) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Email => u.email.as_str().into(),
+            Self::Name => u.name.as_str().into(),
+            Self::Role => u.role.as_str().into(),
+            Self::Banned => u.banned.to_string().into(),
+            Self::EmailVerified => u.email_verified.to_string().into(),
+            Self::Id => u.id.to_string().into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Operator {
+    Contains,
+    StartsWith,
+    EndsWith,
+}
+
+impl Operator {
+    /// Case-insensitive; `needle` is already lower-case.
+    fn test(self, haystack: &str, needle: &str) -> bool {
+        match self {
+            Self::Contains => super::admin::contains_ignoring_case(haystack, needle),
+            Self::StartsWith if needle.is_ascii() => {
+                haystack.as_bytes().get(..needle.len()).is_some_and(|h| h.eq_ignore_ascii_case(needle.as_bytes()))
+            }
+            Self::EndsWith if needle.is_ascii() => {
+                let start = haystack.len().checked_sub(needle.len());
+                start.is_some_and(|s| haystack.as_bytes()[s..].eq_ignore_ascii_case(needle.as_bytes()))
+            }
+            Self::StartsWith => haystack.to_lowercase().starts_with(needle),
+            Self::EndsWith => haystack.to_lowercase().ends_with(needle),
+        }
+    }
 }
 
 /// `GET get-user?id=`: the bare user object.
@@ -180,18 +274,17 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     change(state, &ctx, by.id, target, UserChange { role: Some(role), ..UserChange::default() }).await
 }
 
-/// `{userId, banReason?}` → `{user}`; every session of the account ends in the ban's commit. `banExpiresIn` is
-/// refused: a ban here lasts until an administrator lifts it.
+/// `{userId, banReason?, banExpiresIn?}` → `{user}`; every session of the account ends in the ban's commit. With
+/// `banExpiresIn` (seconds) the ban ends by itself then.
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS").await?;
-    if body.has("banExpiresIn") && !matches!(body.nullable_string("banExpiresIn"), Ok(Some(None))) {
-        return Err(Failure::bad_request("BAN_EXPIRY_NOT_SUPPORTED", "Bans do not expire by themselves here"));
-    }
     let reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("No reason");
     if reason.chars().count() > 500 {
         return Err(Failure::validation("banReason must be at most 500 characters"));
     }
-    let ban = UserChange { banned: Some(true), ban_reason: Some(reason.to_owned()), ..UserChange::default() };
+    let ban_expires = super::admin::ban_expiry(&body)?;
+    let ban =
+        UserChange { banned: Some(true), ban_reason: Some(reason.to_owned()), ban_expires, ..UserChange::default() };
     change(state, &ctx, by.id, target, ban).await
 }
 
@@ -209,6 +302,99 @@ async fn change(
 ) -> Result<Response<Body>, Failure> {
     state.accounts.update_user(by, target, change, ctx.ip.to_string()).await.map_err(AdminError::from)?;
     Ok(one_user(&*found(state, target)?))
+}
+
+/// `{userId, data: {name?, image?, role?, emailVerified?, banned?, banReason?}}` → the bare user. A ban here ends
+/// the sessions like `ban-user`; the e-mail, the password and the id are not changed this way.
+pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS").await?;
+    super::admin::reject_unknown(&body, &["userId", "data"])?;
+    let data = match body.get("data") {
+        Some(Value::Object(data)) if !data.is_empty() => Fields::from(data.clone()),
+        Some(Value::Object(_)) | None => return Err(Failure::bad_request("NO_DATA_TO_UPDATE", "No data to update")),
+        Some(_) => return Err(Failure::validation("[body.data] Invalid input: expected object")),
+    };
+    for (key, code, message) in [
+        ("password", "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER", "Use set-user-password to set a password"),
+        ("id", "USER_ID_CANNOT_BE_UPDATED", "The user id cannot be changed"),
+        ("email", "EMAIL_CANNOT_BE_UPDATED", "The e-mail address cannot be changed here"),
+    ] {
+        if data.has(key) {
+            return Err(Failure::bad_request(code, message));
+        }
+    }
+    let known = ["name", "image", "role", "emailVerified", "banned", "banReason"];
+    if let Some(key) = data.keys().find(|k| !known.contains(k)) {
+        return Err(Failure::validation(format!("[body.data.{key}] unknown field; allowed: {}", known.join(", "))));
+    }
+    let image = match data.nullable_string("image")? {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(url)) => Some(Some(super::auth::image_url(url)?.to_owned())),
+    };
+    let ban_reason = data.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty());
+    if ban_reason.is_some_and(|r| r.chars().count() > 500) {
+        return Err(Failure::validation("banReason must be at most 500 characters"));
+    }
+    let edit = UserChange {
+        name: data.optional_string("name")?.map(validated_name).transpose()?,
+        image,
+        role: data.optional_string("role")?.map(|r| role(state, r)).transpose()?,
+        email_verified: data.optional_bool("emailVerified")?,
+        banned: data.optional_bool("banned")?,
+        ban_reason: ban_reason.map(str::to_owned),
+        ..UserChange::default()
+    };
+    state.accounts.update_user(by.id, target, edit, ctx.ip.to_string()).await.map_err(AdminError::from)?;
+    Ok(ok(&AuthUser::from(&*found(state, target)?)))
+}
+
+/// `{userId}` → `{session, user}`: the caller's browser becomes `userId` for at most an hour. The administrator's
+/// own session is kept aside in a second cookie for `stop-impersonating`. Never an administrator.
+pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let admin_token = extract::session_token(state, req.headers());
+    let client = extract::client(&ctx, req.headers());
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS").await?;
+    let (token, current) = state.accounts.impersonate(by.id, target, client).await?;
+    let answer = ok(&SessionAndUser {
+        session: AuthSession::new(&current.session, token.as_str()),
+        user: AuthUser::from(&*current.user),
+    });
+    let answer = with_cookie(answer, state.cookies.set(token.as_str(), false));
+    // `on_user` found a valid administrator session, so there is a token to keep.
+    Ok(match admin_token {
+        Some(admin) => with_cookie(answer, state.cookies.set_admin(admin.as_str())),
+        None => answer,
+    })
+}
+
+/// `{}` → `{session, user}` of the administrator again: the impersonation session ends (audited) and the
+/// administrator's own session comes back, if it is still valid and still an administrator's.
+pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let token = extract::session_token(state, req.headers());
+    let current = token.as_ref().and_then(|t| state.accounts.current(t));
+    let (Some(token), Some(current)) = (token, current) else {
+        return Err(Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"));
+    };
+    let Some(admin_id) = current.session.impersonated_by else {
+        return Err(Failure::bad_request("NOT_IMPERSONATING", "You are not impersonating anyone"));
+    };
+    let admin_token = extract::cookie(req.headers(), &state.cookies.admin_name).and_then(SessionToken::parse);
+    state.accounts.stop_impersonating(&current.session, token.hash(), &ctx.ip.to_string()).await?;
+    let admin = admin_token
+        .as_ref()
+        .and_then(|t| Some((t, state.accounts.current(t)?)))
+        .filter(|(_, a)| a.user.id == admin_id && a.user.role.is_admin());
+    let Some((admin_token, admin)) = admin else {
+        let failure = Failure::bad_request("FAILED_TO_FIND_ADMIN_SESSION", "The administrator's session has ended");
+        return Err(failure.with_header(hyper::header::SET_COOKIE, state.cookies.clear()));
+    };
+    let answer = ok(&SessionAndUser {
+        session: AuthSession::new(&admin.session, admin_token.as_str()),
+        user: AuthUser::from(&*admin.user),
+    });
+    let answer = with_cookie(answer, state.cookies.set(admin_token.as_str(), admin.session.remember_me));
+    Ok(with_cookie(answer, state.cookies.clear_admin()))
 }
 
 /// `{userId}` → `{sessions}`: the user's live sessions; their tokens are never shown (only hashes are kept), each

@@ -37,8 +37,7 @@ impl<'a> From<&'a User> for AuthUser<'a> {
             role: u.role.as_str(),
             banned: u.banned,
             ban_reason: u.ban_reason.as_deref(),
-            // Bans do not expire by themselves here; an administrator lifts them.
-            ban_expires: None,
+            ban_expires: u.ban_expires,
             organization_id: u.organization_id,
         }
     }
@@ -56,6 +55,8 @@ pub struct AuthSession<'a> {
     updated_at: Timestamp,
     ip_address: &'a str,
     user_agent: &'a str,
+    /// The administrator acting as the user through this session (the admin plugin's field).
+    impersonated_by: Option<UserId>,
 }
 
 impl<'a> AuthSession<'a> {
@@ -69,6 +70,7 @@ impl<'a> AuthSession<'a> {
             updated_at: session.updated_at,
             ip_address: &session.ip_address,
             user_agent: &session.user_agent,
+            impersonated_by: session.impersonated_by,
         }
     }
 }

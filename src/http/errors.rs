@@ -6,8 +6,8 @@ use hyper::header::{self, HeaderValue};
 use super::response::Failure;
 use crate::accounts::{AccountError, AdminError, MailError, ResetPasswordError, SignInError, SignUpError};
 use crate::actors::Unavailable;
-use crate::actors::orgs::CreateOrgError;
-use crate::actors::users::UpdateUserError;
+use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
+use crate::actors::users::{DeleteOrgError, UpdateUserError};
 use crate::domain::PasswordError;
 
 impl From<Unavailable> for Failure {
@@ -79,6 +79,27 @@ impl From<CreateOrgError> for Failure {
     }
 }
 
+impl From<UpdateOrgError> for Failure {
+    fn from(e: UpdateOrgError) -> Self {
+        match e {
+            UpdateOrgError::NotFound => Self::with_status(StatusCode::NOT_FOUND, e.to_string()),
+            UpdateOrgError::SlugTaken => Self::with_status(StatusCode::CONFLICT, e.to_string()),
+            UpdateOrgError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<DeleteOrgError> for Failure {
+    fn from(e: DeleteOrgError) -> Self {
+        match e {
+            DeleteOrgError::NotFound => Self::with_status(StatusCode::NOT_FOUND, e.to_string()),
+            DeleteOrgError::NotAdmin => Self::with_status(StatusCode::FORBIDDEN, e.to_string()),
+            DeleteOrgError::NotEmpty(_) => Self::with_status(StatusCode::CONFLICT, e.to_string()),
+            DeleteOrgError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
 impl From<AccountError> for Failure {
     fn from(e: AccountError) -> Self {
         match e {
@@ -121,6 +142,8 @@ impl From<AdminError> for Failure {
             AdminError::SelfBan => (StatusCode::BAD_REQUEST, "YOU_CANNOT_BAN_YOURSELF"),
             AdminError::LastAdmin => (StatusCode::BAD_REQUEST, "LAST_ADMINISTRATOR"),
             AdminError::OrganizationNotFound => (StatusCode::NOT_FOUND, "ORGANIZATION_NOT_FOUND"),
+            AdminError::CannotImpersonateAdmin => (StatusCode::FORBIDDEN, "YOU_CANNOT_IMPERSONATE_ADMINS"),
+            AdminError::TargetBanned => (StatusCode::FORBIDDEN, "BANNED_USER"),
             AdminError::Busy => return busy(),
             AdminError::Unavailable(u) => return u.into(),
         };

@@ -170,6 +170,13 @@ fn is_json_type(value: &str) -> bool {
 #[derive(Debug)]
 pub struct Fields(Map<String, Value>);
 
+impl From<Map<String, Value>> for Fields {
+    /// A nested object of a body (already checked for duplicate keys with the body).
+    fn from(map: Map<String, Value>) -> Self {
+        Self(map)
+    }
+}
+
 impl Fields {
     pub fn has(&self, key: &str) -> bool {
         self.0.contains_key(key)
@@ -202,6 +209,17 @@ impl Fields {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(other) => Err(expected(key, "boolean", Some(other))),
+        }
+    }
+
+    /// A whole number from 0 up; absent or `null` is `None`.
+    pub fn optional_u64(&self, key: &str) -> Result<Option<u64>, Failure> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
+                Failure::validation(format!("[body.{key}] Invalid input: expected a whole number from 0 up"))
+            }),
+            Some(other) => Err(expected(key, "number", Some(other))),
         }
     }
 

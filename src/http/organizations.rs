@@ -1,15 +1,17 @@
-//! `/api/admin/organizations`: listing and creating organizations, for administrators.
+//! `/api/admin/organizations`: organizations and their members, for administrators. Every change is audited in
+//! its own commit.
 
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
 use super::admin::reject_unknown;
-use super::dto::{AdminOrganization, OneOrganization, OrganizationList};
+use super::dto::{AdminOrganization, AdminUser, OneOrganization, OrganizationList};
 use super::extract;
 use super::response::{Body, Failure, ok};
 use super::router::Ctx;
-use crate::domain::{Name, Slug};
+use crate::domain::{Name, OrgId, Organization, Slug};
+use std::sync::Arc;
 
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
@@ -25,4 +27,69 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let slug = Slug::parse(body.string("slug")?).map_err(|e| Failure::validation(e.to_string()))?;
     let org = state.accounts.create_organization(name, slug, admin.id, ctx.ip.to_string()).await?;
     Ok(ok(&OneOrganization { organization: AdminOrganization::from(&*org) }))
+}
+
+/// The `{id}` segment of `/api/admin/organizations/{id}[/members]`.
+fn org_id(req: &Request<Incoming>) -> Result<OrgId, Failure> {
+    let id = req.uri().path().trim_start_matches("/api/admin/organizations/").split('/').next().unwrap_or_default();
+    OrgId::parse(id).ok_or_else(|| Failure::validation("the organization id in the path must be a UUID"))
+}
+
+fn found(state: &AppState, id: OrgId) -> Result<Arc<Organization>, Failure> {
+    state.accounts.organization(id).ok_or_else(|| Failure::with_status(StatusCode::NOT_FOUND, "organization not found"))
+}
+
+/// `GET /api/admin/organizations/{id}` → `{organization}` with `member_count`.
+pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    extract::admin(state, req.headers())?;
+    let org = found(state, org_id(&req)?)?;
+    let members = state.accounts.members(org.id).len();
+    let mut answer = serde_json::to_value(OneOrganization { organization: AdminOrganization::from(&*org) })
+        .map_err(|_| Failure::unavailable())?;
+    answer["organization"]["member_count"] = members.into();
+    Ok(ok(&answer))
+}
+
+/// `PATCH /api/admin/organizations/{id}` with `name`, `slug` or both → `{organization}`; a slug in use is 409.
+pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let admin = extract::admin(state, req.headers())?;
+    let id = org_id(&req)?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    reject_unknown(&body, &["name", "slug"])?;
+    let name = body.optional_string("name")?.map(Name::parse).transpose();
+    let name = name.map_err(|e| Failure::validation(format!("name {e}")))?;
+    let slug = body.optional_string("slug")?.map(Slug::parse).transpose();
+    let slug = slug.map_err(|e| Failure::validation(e.to_string()))?;
+    if name.is_none() && slug.is_none() {
+        return Err(Failure::validation("nothing to change: give name, slug or both"));
+    }
+    let org = state.accounts.update_organization(id, name, slug, admin.id, ctx.ip.to_string()).await?;
+    Ok(ok(&OneOrganization { organization: AdminOrganization::from(&*org) }))
+}
+
+/// `DELETE /api/admin/organizations/{id}[?detach_members=true]` → `{success, detached}`. An organization with
+/// members is refused (409) unless they are to be detached, which then happens in the deletion's commit.
+pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let admin = extract::admin(state, req.headers())?;
+    let id = org_id(&req)?;
+    let mut detach = false;
+    for (key, value) in url::form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes()) {
+        match (&*key, &*value) {
+            ("detach_members", "true") => detach = true,
+            ("detach_members", "false") => detach = false,
+            ("detach_members", _) => return Err(Failure::validation("detach_members must be true or false")),
+            _ => return Err(Failure::validation(format!("unknown parameter `{key}`; allowed: detach_members"))),
+        }
+    }
+    let detached = state.accounts.delete_organization(admin.id, id, detach, ctx.ip.to_string()).await?;
+    Ok(ok(&serde_json::json!({"success": true, "detached": detached})))
+}
+
+/// `GET /api/admin/organizations/{id}/members` → `{members}`: its users as `GET /api/admin/users` shows them,
+/// ordered by creation.
+pub async fn members(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    extract::admin(state, req.headers())?;
+    let org = found(state, org_id(&req)?)?;
+    let members = state.accounts.members(org.id);
+    Ok(ok(&serde_json::json!({"members": members.iter().map(|u| AdminUser::from(&**u)).collect::<Vec<_>>()})))
 }

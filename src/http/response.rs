@@ -112,12 +112,26 @@ pub struct CookieSettings {
     pub secure: bool,
     /// `Max-Age` of a remembered session's cookie, seconds.
     pub max_age: u64,
+    /// `service-auth.admin_session`: an impersonating administrator's own session, kept aside until they stop.
+    pub admin_name: String,
 }
 
 impl CookieSettings {
     pub fn new(prefix: &str, secure: bool, max_age: u64) -> Self {
-        let name = format!("{}{prefix}.session_token", if secure { "__Secure-" } else { "" });
-        Self { name, secure, max_age }
+        let secure_prefix = if secure { "__Secure-" } else { "" };
+        let name = format!("{secure_prefix}{prefix}.session_token");
+        let admin_name = format!("{secure_prefix}{prefix}.admin_session");
+        Self { name, secure, max_age, admin_name }
+    }
+
+    /// The cookie keeping the administrator's own token during an impersonation; no `Max-Age`, like the
+    /// impersonation's own cookie.
+    pub fn set_admin(&self, token: &str) -> HeaderValue {
+        self.header(&format!("{}={token}", self.admin_name))
+    }
+
+    pub fn clear_admin(&self) -> HeaderValue {
+        self.header(&format!("{}=; Max-Age=0", self.admin_name))
     }
 
     /// The cookie carrying `token`. Without `remember` it has no `Max-Age`: the browser drops it when it closes.

@@ -141,10 +141,10 @@ mod tests {
     /// on (two accounts with one e-mail, as a double `seed` made).
     #[test]
     fn restore_runs_the_start_up_checks_before_replacing_anything() {
-        use crate::store::UserRecordV2;
+        use crate::store::UserRecord;
         let dir = tempfile::tempdir().unwrap();
         let user = |id: u8| {
-            StoreOp::PutUser(UserRecordV2 {
+            StoreOp::PutUser(UserRecord {
                 id: [id; 16],
                 name: "Twin".into(),
                 email: "twin@example.com".into(),
@@ -157,6 +157,7 @@ mod tests {
                 created_at_ms: 0,
                 updated_at_ms: 0,
                 email_verified: false,
+                ban_expires_ms: None,
             })
         };
         let broken = Config { data_dir: dir.path().join("broken"), ..Config::default() };

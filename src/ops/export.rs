@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::{OpsError, open_stopped, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::{Email, Name, OrgId, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{FaultSwitch, OrgRecordV1, StoreOp, UserRecordV2};
+use crate::store::{FaultSwitch, OrgRecordV1, StoreOp, UserRecord};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -41,6 +41,9 @@ enum Line {
         /// Absent in files written before e-mail verification existed: unverified.
         #[serde(default)]
         email_verified: bool,
+        /// When a ban ends by itself; absent or null: it lasts until lifted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ban_expires: Option<String>,
     },
 }
 
@@ -159,6 +162,7 @@ impl Seen {
                 created_at,
                 updated_at,
                 email_verified,
+                ban_expires,
             } => {
                 let id = UserId::parse(&id).ok_or("user id is not a UUID")?.to_bytes();
                 let name = Name::parse(&name).map_err(|e| format!("name {e}"))?;
@@ -182,7 +186,8 @@ impl Seen {
                     return Err(format!("duplicate e-mail {email}"));
                 }
                 self.new_users += 1;
-                Ok(StoreOp::PutUser(UserRecordV2 {
+                let ban_expires_ms = ban_expires.as_deref().map(millis).transpose()?.filter(|_| banned);
+                Ok(StoreOp::PutUser(UserRecord {
                     id,
                     name: name.to_string(),
                     email: email.to_string(),
@@ -195,6 +200,7 @@ impl Seen {
                     created_at_ms: millis(&created_at)?,
                     updated_at_ms: millis(&updated_at)?,
                     email_verified,
+                    ban_expires_ms,
                 }))
             }
         }
@@ -220,7 +226,7 @@ fn org_line(o: &OrgRecordV1) -> Line {
     }
 }
 
-fn user_line(u: &UserRecordV2) -> Line {
+fn user_line(u: &UserRecord) -> Line {
     Line::User {
         id: uuid(u.id),
         name: u.name.clone(),
@@ -234,6 +240,7 @@ fn user_line(u: &UserRecordV2) -> Line {
         created_at: Timestamp::from_millis(u.created_at_ms).to_rfc3339(),
         updated_at: Timestamp::from_millis(u.updated_at_ms).to_rfc3339(),
         email_verified: u.email_verified,
+        ban_expires: u.ban_expires_ms.map(|ms| Timestamp::from_millis(ms).to_rfc3339()),
     }
 }
 
@@ -243,7 +250,7 @@ mod tests {
     use crate::store::Store;
 
     fn user(n: u8, org: Option<[u8; 16]>) -> StoreOp {
-        StoreOp::PutUser(UserRecordV2 {
+        StoreOp::PutUser(UserRecord {
             id: [n; 16],
             name: format!("User {n}"),
             email: format!("u{n}@example.com"),
@@ -256,6 +263,7 @@ mod tests {
             created_at_ms: 1_000 + i64::from(n),
             updated_at_ms: 2_000,
             email_verified: n % 3 == 0,
+            ban_expires_ms: (n % 4 == 0).then_some(9_000),
         })
     }
 

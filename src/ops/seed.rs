@@ -21,6 +21,9 @@ use crate::store::{Store, StoreOp, convert};
 /// The password of every seeded account.
 pub const SEED_PASSWORD: &str = "seed-password-1";
 
+/// Sessions of each of the `--busy-users`.
+pub const BUSY_SESSIONS: usize = 1_000;
+
 /// Records per transaction: large enough that fsyncs do not dominate, small enough to bound memory.
 const BATCH: usize = 10_000;
 
@@ -32,6 +35,8 @@ pub struct SeedArgs {
     pub orgs: usize,
     /// Where to write the session tokens, one per line (load tests need them; the store keeps only hashes).
     pub tokens_out: Option<PathBuf>,
+    /// `user1` … `user<N>` get [`BUSY_SESSIONS`] more sessions each (what a ban costs, in the benchmarks).
+    pub busy_users: usize,
     /// Erase whatever the directory holds first. Without it a directory that is not empty is refused: seeding
     /// twice would duplicate every seeded e-mail (a store the server refuses to start on), and seeding a real
     /// directory would plant an administrator with a published password in it.
@@ -63,6 +68,8 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
         let user_ids = seed_users(&store, args.users, &hash, &roles, &orgs)?;
         let sessions = if user_ids.is_empty() { 0 } else { args.sessions };
         seed_sessions(&store, sessions, &user_ids, out.as_mut())?;
+        let busy = user_ids.get(1..=args.busy_users).unwrap_or_default();
+        seed_sessions(&store, busy.len() * BUSY_SESSIONS, busy, None::<&mut std::io::Sink>)?;
         if let Some(out) = out.as_mut() {
             out.flush().map_err(|e| OpsError::Io(e.to_string()))?;
         }
@@ -129,6 +136,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             role,
             banned: false,
             ban_reason: None,
+            ban_expires: None,
             organization_id: (!orgs.is_empty()).then(|| orgs[i % orgs.len()]),
             password_hash: hash.to_owned(),
             created_at: now,
@@ -168,6 +176,7 @@ fn seed_sessions(
             ip_address: "127.0.0.1".to_owned(),
             user_agent: "seed".to_owned(),
             remember_me: true,
+            impersonated_by: None,
         };
         StoreOp::PutSession(token.hash(), convert::session_record(&session))
     });
@@ -187,7 +196,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("tokens.txt");
         let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
-        let args = SeedArgs { users: 25, sessions: 40, orgs: 3, tokens_out: Some(tokens.clone()), force: false };
+        let args = SeedArgs {
+            users: 25,
+            sessions: 40,
+            orgs: 3,
+            tokens_out: Some(tokens.clone()),
+            busy_users: 0,
+            force: false,
+        };
         seed(&config, args.clone()).await.unwrap();
         let loaded = Store::open(&config.data_dir).unwrap().load().unwrap();
         assert_eq!((loaded.users.len(), loaded.sessions.len(), loaded.orgs.len()), (25, 40, 3));

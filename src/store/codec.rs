@@ -8,7 +8,8 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1, UserRecordV2,
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, TokenRecordV1,
+    UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -28,11 +29,26 @@ impl Versioned for UserRecordV2 {
     const KIND: &'static str = "user";
 }
 
-/// A user record in either format, as the current one: the first (no `email_verified`) reads as unverified.
-pub fn decode_user(bytes: &[u8]) -> Result<UserRecordV2, StoreError> {
+impl Versioned for UserRecordV3 {
+    const VERSION: u8 = 3;
+    const KIND: &'static str = "user";
+}
+
+/// A user record in any format, as the current one: the first (no `email_verified`) reads as unverified, the
+/// first two (no `ban_expires_ms`) with bans that last until lifted.
+pub fn decode_user(bytes: &[u8]) -> Result<UserRecord, StoreError> {
     match bytes.first() {
-        Some(&UserRecordV1::VERSION) => decode::<UserRecordV1>(bytes).map(Into::into),
-        _ => decode::<UserRecordV2>(bytes),
+        Some(&UserRecordV1::VERSION) => decode::<UserRecordV1>(bytes).map(|r| UserRecordV2::from(r).into()),
+        Some(&UserRecordV2::VERSION) => decode::<UserRecordV2>(bytes).map(Into::into),
+        _ => decode::<UserRecordV3>(bytes),
+    }
+}
+
+/// A session record in any format, as the current one: the first is never an impersonation.
+pub fn decode_session(bytes: &[u8]) -> Result<SessionRecord, StoreError> {
+    match bytes.first() {
+        Some(&SessionRecordV1::VERSION) => decode::<SessionRecordV1>(bytes).map(Into::into),
+        _ => decode::<SessionRecordV2>(bytes),
     }
 }
 
@@ -48,6 +64,11 @@ impl Versioned for AuditRecordV1 {
 
 impl Versioned for SessionRecordV1 {
     const VERSION: u8 = 1;
+    const KIND: &'static str = "session";
+}
+
+impl Versioned for SessionRecordV2 {
+    const VERSION: u8 = 2;
     const KIND: &'static str = "session";
 }
 
@@ -120,9 +141,21 @@ mod tests {
         expected[0] = 2;
         expected.push(1);
         assert_eq!(encode(&v2), expected);
-        assert_eq!(decode_user(&expected).unwrap(), v2);
+        assert_eq!(decode_user(&expected).unwrap(), v2.clone().into());
         let old = decode_user(&encode(&user())).unwrap();
-        assert_eq!(old, UserRecordV2 { email_verified: false, ..v2 });
+        assert_eq!(old, UserRecordV3::from(UserRecordV2 { email_verified: false, ..v2 }));
+    }
+
+    #[test]
+    fn user_v3_golden_bytes_and_older_formats_read_without_expiry() {
+        let v2 = UserRecordV2 { email_verified: true, ..user().into() };
+        let v3 = UserRecordV3 { ban_expires_ms: Some(64), ..v2.clone().into() };
+        let mut expected = encode(&v2);
+        expected[0] = 3;
+        expected.extend([1, 0x80, 0x01]);
+        assert_eq!(encode(&v3), expected);
+        assert_eq!(decode_user(&expected).unwrap(), v3);
+        assert_eq!(decode_user(&encode(&v2)).unwrap(), UserRecordV3 { ban_expires_ms: None, ..v3 });
     }
 
     #[test]
@@ -153,6 +186,14 @@ mod tests {
         expected.extend([0xd8, 0x04, 0, 0x80, 0x01, 3, b':', b':', b'1', 0, 0]);
         assert_eq!(encode(&session), expected);
         assert_eq!(decode::<SessionRecordV1>(&expected).unwrap(), session);
+        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV2::from(session.clone()));
+
+        let v2 = SessionRecordV2 { impersonated_by: Some([5; 16]), ..session.into() };
+        expected[0] = 2;
+        expected.push(1);
+        expected.extend([5; 16]);
+        assert_eq!(encode(&v2), expected);
+        assert_eq!(decode_session(&expected).unwrap(), v2);
     }
 
     #[test]

@@ -5,14 +5,14 @@
 //! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
 
 use super::StoreError;
-use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV2};
+use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecordV1, UserRecord};
 use crate::domain::{
     AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
     Slug, Timestamp, TokenKind, User, UserId,
 };
 
-pub fn user_record(user: &User) -> UserRecordV2 {
-    UserRecordV2 {
+pub fn user_record(user: &User) -> UserRecord {
+    UserRecord {
         id: user.id.to_bytes(),
         name: user.name.as_str().to_owned(),
         email: user.email.as_str().to_owned(),
@@ -25,11 +25,12 @@ pub fn user_record(user: &User) -> UserRecordV2 {
         created_at_ms: user.created_at.as_millis(),
         updated_at_ms: user.updated_at.as_millis(),
         email_verified: user.email_verified,
+        ban_expires_ms: user.ban_expires.map(Timestamp::as_millis),
     }
 }
 
 /// `roles` turns the stored role name back into a [`crate::domain::Role`]; a role no longer configured is kept.
-pub fn user(r: UserRecordV2, roles: &RoleSet) -> User {
+pub fn user(r: UserRecord, roles: &RoleSet) -> User {
     User {
         id: UserId::from_bytes(r.id),
         name: Name::from_trusted(r.name),
@@ -39,6 +40,7 @@ pub fn user(r: UserRecordV2, roles: &RoleSet) -> User {
         role: roles.from_store(&r.role),
         banned: r.banned,
         ban_reason: r.ban_reason,
+        ban_expires: r.ban_expires_ms.map(Timestamp::from_millis),
         organization_id: r.organization_id.map(OrgId::from_bytes),
         password_hash: r.password_hash,
         created_at: Timestamp::from_millis(r.created_at_ms),
@@ -64,8 +66,8 @@ pub fn org(r: OrgRecordV1) -> Organization {
     }
 }
 
-pub fn session_record(session: &Session) -> SessionRecordV1 {
-    SessionRecordV1 {
+pub fn session_record(session: &Session) -> SessionRecord {
+    SessionRecord {
         id: session.id.to_bytes(),
         user_id: session.user_id.to_bytes(),
         expires_at_ms: session.expires_at.as_millis(),
@@ -74,10 +76,11 @@ pub fn session_record(session: &Session) -> SessionRecordV1 {
         ip_address: session.ip_address.clone(),
         user_agent: session.user_agent.clone(),
         remember_me: session.remember_me,
+        impersonated_by: session.impersonated_by.map(UserId::to_bytes),
     }
 }
 
-pub fn session(r: SessionRecordV1) -> Session {
+pub fn session(r: SessionRecord) -> Session {
     Session {
         id: SessionId::from_bytes(r.id),
         user_id: UserId::from_bytes(r.user_id),
@@ -87,6 +90,7 @@ pub fn session(r: SessionRecordV1) -> Session {
         ip_address: r.ip_address,
         user_agent: r.user_agent,
         remember_me: r.remember_me,
+        impersonated_by: r.impersonated_by.map(UserId::from_bytes),
     }
 }
 
@@ -174,6 +178,7 @@ mod tests {
             role: Role::admin(),
             banned: true,
             ban_reason: Some("why".into()),
+            ban_expires: Some(now),
             organization_id: Some(OrgId::new()),
             password_hash: "$argon2id$x".into(),
             created_at: now,
@@ -196,6 +201,7 @@ mod tests {
             ip_address: "192.0.2.1".into(),
             user_agent: "curl".into(),
             remember_me: false,
+            impersonated_by: Some(u.id),
         };
         assert_eq!(session(session_record(&s)), s);
         let a = AuditEntry {

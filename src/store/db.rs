@@ -360,7 +360,7 @@ fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> 
     }
     for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
-        f(Record::Session(key.value(), codec::decode(value.value())?))?;
+        f(Record::Session(key.value(), codec::decode_session(value.value())?))?;
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
@@ -388,6 +388,9 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     users.remove(id).map_err(io)?;
                 }
                 StoreOp::PutOrg(r) => put(&mut orgs, r.id, r)?,
+                StoreOp::DeleteOrg(id) => {
+                    orgs.remove(id).map_err(io)?;
+                }
                 StoreOp::PutSession(hash, r) => put(&mut sessions, *hash, r)?,
                 StoreOp::DeleteSession(hash) => {
                     sessions.remove(hash).map_err(io)?;
@@ -492,7 +495,7 @@ fn io(e: impl std::fmt::Display) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::SessionRecordV1;
+    use crate::store::SessionRecord;
 
     /// A stopped server releases its directory even while a late task still holds the `Store` (the cause of a
     /// restart test that flaked: the next server found the file locked).
@@ -517,7 +520,7 @@ mod tests {
     #[test]
     fn committed_state_survives_reopen_and_deletes_stick() {
         let dir = tempfile::tempdir().unwrap();
-        let session = SessionRecordV1 {
+        let session = SessionRecord {
             id: [1; 16],
             user_id: [2; 16],
             expires_at_ms: 10,
@@ -526,6 +529,7 @@ mod tests {
             ip_address: String::new(),
             user_agent: String::new(),
             remember_me: true,
+            impersonated_by: None,
         };
         {
             let store = Store::open(dir.path()).unwrap();

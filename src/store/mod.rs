@@ -19,7 +19,8 @@ mod writer;
 
 pub use db::{FaultSwitch, Store, create_private};
 pub use records::{
-    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecordV1, TokenRecordV1, UserRecordV1, UserRecordV2,
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecordV1, UserRecord,
+    UserRecordV1, UserRecordV2,
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
@@ -31,11 +32,13 @@ pub use crate::domain::TokenHash;
 /// One change to the store. A list of these is applied atomically.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOp {
-    PutUser(UserRecordV2),
+    PutUser(UserRecord),
     /// An account removed (its sessions are deleted in the same transaction by their own ops).
     DeleteUser([u8; 16]),
     PutOrg(OrgRecordV1),
-    PutSession(TokenHash, SessionRecordV1),
+    /// An organization removed (its members are detached in the same transaction by their own ops).
+    DeleteOrg([u8; 16]),
+    PutSession(TokenHash, SessionRecord),
     DeleteSession(TokenHash),
     /// Audit entries ride in the same transaction as the change they record.
     PutAudit(AuditRecordV1),
@@ -53,8 +56,8 @@ pub enum StoreOp {
 #[derive(Debug)]
 pub enum Record {
     Org(OrgRecordV1),
-    User(UserRecordV2),
-    Session(TokenHash, SessionRecordV1),
+    User(UserRecord),
+    Session(TokenHash, SessionRecord),
     Token(TokenHash, TokenRecordV1),
     Outbox(OutboxRecordV1),
 }
@@ -62,9 +65,9 @@ pub enum Record {
 /// Everything in the store, read into memory.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    pub users: Vec<UserRecordV2>,
+    pub users: Vec<UserRecord>,
     pub orgs: Vec<OrgRecordV1>,
-    pub sessions: Vec<(TokenHash, SessionRecordV1)>,
+    pub sessions: Vec<(TokenHash, SessionRecord)>,
 }
 
 #[derive(Debug, thiserror::Error)]

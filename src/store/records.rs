@@ -64,6 +64,51 @@ impl From<UserRecordV1> for UserRecordV2 {
     }
 }
 
+/// A user account, third format: [`UserRecordV2`] and when a ban ends by itself (`None`: when lifted). Accounts
+/// written in earlier formats are read with bans that last until lifted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecordV3 {
+    pub id: [u8; 16],
+    pub name: String,
+    /// Normalised (trimmed, lower-case).
+    pub email: String,
+    pub image: Option<String>,
+    pub role: String,
+    pub banned: bool,
+    pub ban_reason: Option<String>,
+    pub organization_id: Option<[u8; 16]>,
+    /// argon2id PHC string, or a better-auth scrypt hash (`saltHex:keyHex`) kept from an import until the next
+    /// sign-in replaces it.
+    pub password_hash: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub email_verified: bool,
+    pub ban_expires_ms: Option<i64>,
+}
+
+impl From<UserRecordV2> for UserRecordV3 {
+    fn from(r: UserRecordV2) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            email: r.email,
+            image: r.image,
+            role: r.role,
+            banned: r.banned,
+            ban_reason: r.ban_reason,
+            organization_id: r.organization_id,
+            password_hash: r.password_hash,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            email_verified: r.email_verified,
+            ban_expires_ms: None,
+        }
+    }
+}
+
+/// The user record format written today.
+pub type UserRecord = UserRecordV3;
+
 /// An organization. Key: the 16 bytes of its UUID.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrgRecordV1 {
@@ -86,6 +131,40 @@ pub struct SessionRecordV1 {
     /// `false` for a `rememberMe: false` session: short-lived and never extended.
     pub remember_me: bool,
 }
+
+/// A session, second format: [`SessionRecordV1`] and the administrator impersonating the user through it, if any.
+/// Sessions written in the first format are the user's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecordV2 {
+    pub id: [u8; 16],
+    pub user_id: [u8; 16],
+    pub expires_at_ms: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub ip_address: String,
+    pub user_agent: String,
+    pub remember_me: bool,
+    pub impersonated_by: Option<[u8; 16]>,
+}
+
+impl From<SessionRecordV1> for SessionRecordV2 {
+    fn from(r: SessionRecordV1) -> Self {
+        Self {
+            id: r.id,
+            user_id: r.user_id,
+            expires_at_ms: r.expires_at_ms,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            ip_address: r.ip_address,
+            user_agent: r.user_agent,
+            remember_me: r.remember_me,
+            impersonated_by: None,
+        }
+    }
+}
+
+/// The session record format written today.
+pub type SessionRecord = SessionRecordV2;
 
 /// One audit entry: an admin change or a sign-in outcome. Key: its UUID v7 (time-ordered), so the table reads
 /// newest first by iterating backwards. Never holds a secret: no password, token or hash.

@@ -78,8 +78,6 @@ async fn create_get_set_role_ban_unban() {
         (json!(true), json!("left"))
     );
     assert_eq!(s.session(&staff).await, Value::Null, "the ban ended the session");
-    let r = post(&s, "ban-user", &admin, &json!({"userId": id, "banExpiresIn": 60})).await;
-    assert_auth_error(&r, 400, "BAN_EXPIRY_NOT_SUPPORTED");
     let me = s.session(&admin).await["user"]["id"].as_str().unwrap().to_owned();
     assert_auth_error(&post(&s, "ban-user", &admin, &json!({"userId": me})).await, 400, "YOU_CANNOT_BAN_YOURSELF");
     let r = post(&s, "unban-user", &admin, &json!({"userId": id})).await;
@@ -146,4 +144,137 @@ async fn two_administrators_demoting_each_other_at_once_leave_one() {
     let still_admin = if one.status == 200 { &first } else { &b.cookie };
     let admins = s.users(still_admin).await.iter().filter(|u| u["role"] == "admin").count();
     assert_eq!(admins, 1, "exactly one administrator is left");
+}
+
+/// The audit actions recorded so far, newest first.
+async fn audit_actions(s: &TestServer, admin: &str) -> Vec<String> {
+    let r = s.get("/api/admin/audit?limit=500").cookie(admin).send().await;
+    r.json()["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_with_an_expiry_ends_by_itself() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let u = s.new_user("brief").await;
+    for bad in [json!(0), json!(-5), json!(1.5), json!("60"), json!(400_000_000)] {
+        let r = post(&s, "ban-user", &admin, &json!({"userId": u.id, "banExpiresIn": bad})).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+    }
+    let r = post(&s, "ban-user", &admin, &json!({"userId": u.id, "banReason": "cool off", "banExpiresIn": 1})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let until = r.json()["user"]["banExpires"].as_str().expect("banExpires is set").to_owned();
+    assert_eq!(s.session(&u.cookie).await, Value::Null, "the ban ended the session at once");
+    assert_auth_error(&s.sign_in_body(&json!({"email": u.email, "password": PASSWORD})).await, 403, "BANNED_USER");
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let (status, body, cookie) = s.sign_in(&u.email, PASSWORD).await;
+    assert_eq!(status, 200, "the ban (until {until}) has ended: {body}");
+    assert_ne!(s.session(&cookie.unwrap()).await, Value::Null);
+
+    // The same through PATCH /api/admin/users; an expiry without a ban is refused.
+    let r = s.patch_user(&admin, &json!({"userId": u.id, "banExpiresIn": 60})).await;
+    assert_admin_error(&r, 400);
+    s.patch_ok(&admin, &json!({"userId": u.id, "banned": true, "banExpiresIn": 3600})).await;
+    let r = s.get(&format!("/api/auth/admin/get-user?id={}", u.id)).cookie(&admin).send().await;
+    assert_eq!(r.json()["banned"], true);
+    assert!(r.json()["banExpires"].is_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_user_changes_the_profile_and_refuses_what_it_may_not_change() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let u = s.new_user("edited").await;
+    let update = |data: Value| {
+        let body = json!({"userId": u.id, "data": data});
+        let (s, admin) = (&s, &admin);
+        async move { post(s, "update-user", admin, &body).await }
+    };
+    let r = update(json!({"name": "Edited Name", "emailVerified": true, "role": "qa_manager"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let user = r.json();
+    assert_eq!((user["name"].clone(), user["emailVerified"].clone()), (json!("Edited Name"), json!(true)));
+    assert_eq!(user["role"], "qa_manager", "the answer is the bare user");
+    assert_auth_error(&update(json!({})).await, 400, "NO_DATA_TO_UPDATE");
+    assert_auth_error(
+        &update(json!({"password": "new password 1"})).await,
+        400,
+        "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER",
+    );
+    assert_auth_error(&update(json!({"id": u.id})).await, 400, "USER_ID_CANNOT_BE_UPDATED");
+    assert_auth_error(&update(json!({"email": "other@example.com"})).await, 400, "EMAIL_CANNOT_BE_UPDATED");
+    assert_auth_error(
+        &update(json!({"role": "superuser"})).await,
+        400,
+        "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE",
+    );
+    assert_auth_error(&update(json!({"favourite": 1})).await, 400, "VALIDATION_ERROR");
+    assert_auth_error(&update(json!({"name": "  "})).await, 400, "VALIDATION_ERROR");
+    let admin_id = s.session(&admin).await["user"]["id"].as_str().unwrap().to_owned();
+    let r = post(&s, "update-user", &admin, &json!({"userId": admin_id, "data": {"banned": true}})).await;
+    assert_auth_error(&r, 400, "YOU_CANNOT_BAN_YOURSELF");
+    // A ban here ends the sessions as ban-user does.
+    let r = update(json!({"banned": true, "banReason": "spam"})).await;
+    assert_eq!((r.json()["banned"].clone(), r.json()["banReason"].clone()), (json!(true), json!("spam")));
+    assert_eq!(s.session(&u.cookie).await, Value::Null);
+    let plain = s.new_user("plain").await;
+    let r = post(&s, "update-user", &plain.cookie, &json!({"userId": u.id, "data": {"name": "X"}})).await;
+    assert_auth_error(&r, 403, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS");
+    let actions = audit_actions(&s, &admin).await;
+    assert!(actions.contains(&"user.profile_updated".to_owned()), "{actions:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonation_acts_as_the_user_for_at_most_an_hour_and_stops() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let admin_id = s.session(&admin).await["user"]["id"].as_str().unwrap().to_owned();
+    let u = s.new_user("helped").await;
+    let other_admin = s.new_user("deputy").await;
+    s.patch_ok(&admin, &json!({"userId": other_admin.id, "role": "admin"})).await;
+
+    let r = post(&s, "impersonate-user", &admin, &json!({"userId": other_admin.id})).await;
+    assert_auth_error(&r, 403, "YOU_CANNOT_IMPERSONATE_ADMINS");
+    let r = post(&s, "impersonate-user", &u.cookie, &json!({"userId": other_admin.id})).await;
+    assert_auth_error(&r, 403, "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS");
+    assert_auth_error(&post(&s, "stop-impersonating", &admin, &json!({})).await, 400, "NOT_IMPERSONATING");
+
+    let r = post(&s, "impersonate-user", &admin, &json!({"userId": u.id})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let body = r.json();
+    assert_eq!((body["user"]["id"].clone(), body["session"]["impersonatedBy"].clone()), (json!(u.id), json!(admin_id)));
+    let lasts = ts(&body["session"]["expiresAt"]) - ts(&body["session"]["createdAt"]);
+    assert!(lasts <= 3_600_000, "an impersonation lasts at most an hour, not {lasts} ms");
+    let cookie = r.session_cookie().expect("the impersonation's cookie");
+    assert_eq!(cookie.attr("max-age"), None, "it ends with the browser");
+    let kept = r.set_cookies().into_iter().find(|c| c.name == "service-auth.admin_session").expect("admin cookie");
+    assert_eq!(kept.value, admin, "the administrator's own session is kept aside");
+    assert!(kept.attrs.contains_key("httponly"));
+    let acting = cookie.value;
+    assert_eq!(s.session(&acting).await["user"]["id"], json!(u.id));
+
+    // Hidden from the user's own list, shown (with its mark) to administrators.
+    let own = s.get("/api/auth/list-sessions").cookie(&u.cookie).send().await.json();
+    assert_eq!(own.as_array().unwrap().len(), 1, "{own}");
+    let listed = post(&s, "list-user-sessions", &admin, &json!({"userId": u.id})).await.json();
+    let marks: Vec<Value> =
+        listed["sessions"].as_array().unwrap().iter().map(|s| s["impersonatedBy"].clone()).collect();
+    assert!(marks.contains(&json!(admin_id)) && marks.contains(&Value::Null), "{listed}");
+
+    let both = format!("{COOKIE}={acting}; service-auth.admin_session={admin}");
+    let r = s.post("/api/auth/admin/stop-impersonating").header("cookie", &both).json(&json!({})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["user"]["id"], json!(admin_id));
+    assert_eq!(r.session_cookie().unwrap().value, admin, "back to the administrator's session");
+    assert_eq!(s.session(&acting).await, Value::Null, "the impersonation session is over");
+    assert_ne!(s.session(&admin).await, Value::Null);
+    let actions = audit_actions(&s, &admin).await;
+    let started = actions.iter().position(|a| a == "user.impersonation_started").expect("start audited");
+    let stopped = actions.iter().position(|a| a == "user.impersonation_stopped").expect("stop audited");
+    assert!(stopped < started, "newest first: {actions:?}");
+}
+
+/// Milliseconds of an RFC 3339 timestamp.
+fn ts(v: &Value) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap().timestamp_millis()
 }

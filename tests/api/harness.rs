@@ -41,7 +41,7 @@ pub const USER_KEYS: &[&str] = &[
     "organizationId",
 ];
 pub const SESSION_KEYS: &[&str] =
-    &["id", "token", "userId", "expiresAt", "createdAt", "updatedAt", "ipAddress", "userAgent"];
+    &["id", "token", "userId", "expiresAt", "createdAt", "updatedAt", "ipAddress", "userAgent", "impersonatedBy"];
 pub const ADMIN_USER_KEYS: &[&str] = &["id", "name", "email", "role", "organization_id", "banned", "created_at"];
 pub const ORG_KEYS: &[&str] = &["id", "name", "slug", "created_at"];
 
@@ -390,6 +390,9 @@ impl Client {
     pub fn patch(&self, path: &str) -> Req {
         self.req(Method::PATCH, path)
     }
+    pub fn delete(&self, path: &str) -> Req {
+        self.req(Method::DELETE, path)
+    }
 
     // ----- auth
 
@@ -712,6 +715,7 @@ pub fn assert_session(s: &Value) {
     ts(&s["updatedAt"]);
     str_of(&s["ipAddress"]);
     str_of(&s["userAgent"]);
+    assert!(s["impersonatedBy"].is_null(), "a session of one's own is no impersonation");
 }
 
 pub fn assert_admin_user(u: &Value) {

@@ -109,3 +109,128 @@ async fn organization_name_and_body_rules() {
         assert_eq!(r.status, 200, "name of {} chars: {}", name.chars().count(), r.text);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_organization_is_read_renamed_and_shows_its_members() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let org = s.new_org(&admin, "St Mary", "st-mary").await;
+    s.new_org(&admin, "Other", "other").await;
+    let id = org["id"].as_str().unwrap();
+    let (a, b) = (s.new_user("member-a").await, s.new_user("outsider").await);
+    s.patch_ok(&admin, &json!({"userId": a.id, "organizationId": id})).await;
+
+    let r = s.get(&format!("/api/admin/organizations/{id}")).cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        (r.json()["organization"]["slug"].clone(), r.json()["organization"]["member_count"].clone()),
+        (json!("st-mary"), json!(1))
+    );
+    let r = s.get(&format!("/api/admin/organizations/{id}/members")).cookie(&admin).send().await;
+    let members = r.json()["members"].as_array().unwrap().clone();
+    assert_eq!(members.len(), 1);
+    assert_admin_user(&members[0]);
+    assert_eq!(members[0]["id"], json!(a.id));
+
+    let rename = |body: Value| s.patch(&format!("/api/admin/organizations/{id}")).cookie(&admin).json(&body).send();
+    let r = rename(json!({"name": "St Mary Hospital Pharmacy", "slug": "st-mary-hospital"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["organization"]["slug"], "st-mary-hospital");
+    assert_eq!(r.json()["organization"]["created_at"], org["created_at"], "only name and slug change");
+    assert_admin_error(&rename(json!({"slug": "other"})).await, 409);
+    assert_admin_error(&rename(json!({})).await, 400);
+    assert_admin_error(&rename(json!({"slug": "Not A Slug"})).await, 400);
+    assert_admin_error(&rename(json!({"owner": "x"})).await, 400);
+    let listed = s.orgs(&admin).await;
+    assert!(listed.iter().any(|o| o["slug"] == "st-mary-hospital") && !listed.iter().any(|o| o["slug"] == "st-mary"));
+    assert_eq!(s.create_org(&admin, "Again", "st-mary").await.status, 200, "the old slug is free again");
+
+    let unknown = uuid::Uuid::now_v7();
+    assert_admin_error(&s.get(&format!("/api/admin/organizations/{unknown}")).cookie(&admin).send().await, 404);
+    assert_admin_error(&s.get("/api/admin/organizations/not-an-id").cookie(&admin).send().await, 400);
+    assert_admin_error(&s.get(&format!("/api/admin/organizations/{id}/members")).cookie(&b.cookie).send().await, 403);
+    assert_admin_error(&s.get(&format!("/api/admin/organizations/{id}")).send().await, 401);
+    let audit = s.get("/api/admin/audit?limit=50").cookie(&admin).send().await.json();
+    assert!(audit["entries"].as_array().unwrap().iter().any(|e| e["action"] == "organization.updated"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_empty_organization_is_deleted_only_with_its_members_detached_and_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start_in(dir.path()).await;
+    let admin = s.admin_session().await;
+    let org = s.new_org(&admin, "Closing", "closing").await;
+    let id = org["id"].as_str().unwrap().to_owned();
+    let u = s.new_user("staff").await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "organizationId": id})).await;
+    let delete = |query: &str| s.delete(&format!("/api/admin/organizations/{id}{query}")).cookie(&admin).send();
+    assert_admin_error(&delete("").await, 409);
+    assert_admin_error(&delete("?detach_members=maybe").await, 400);
+    assert_admin_error(&delete("?cascade=true").await, 400);
+    assert_eq!(s.listed_user(&admin, &u.id).await["organization_id"], json!(id), "a refusal changes nothing");
+    let r = delete("?detach_members=true").await;
+    assert_eq!((r.status, r.json()), (200, json!({"success": true, "detached": 1})), "{}", r.text);
+    assert_admin_error(&delete("?detach_members=true").await, 404);
+    assert_eq!(s.listed_user(&admin, &u.id).await["organization_id"], Value::Null);
+    assert_admin_error(&s.patch_user(&admin, &json!({"userId": u.id, "organizationId": id})).await, 404);
+    let empty = s.new_org(&admin, "Empty", "empty").await;
+    let r =
+        s.delete(&format!("/api/admin/organizations/{}", empty["id"].as_str().unwrap())).cookie(&admin).send().await;
+    assert_eq!(r.json(), json!({"success": true, "detached": 0}));
+    s.stop().await;
+
+    let s = TestServer::start_in(dir.path()).await;
+    let admin = s.admin_session().await;
+    assert!(s.orgs(&admin).await.is_empty(), "both deletions are durable");
+    assert_eq!(s.listed_user(&admin, &u.id).await["organization_id"], Value::Null);
+    assert_eq!(s.create_org(&admin, "Closing again", "closing").await.status, 200, "the slug is free");
+    let audit = s.get("/api/admin/audit?limit=50").cookie(&admin).send().await.json();
+    let deleted: Vec<&Value> =
+        audit["entries"].as_array().unwrap().iter().filter(|e| e["action"] == "organization.deleted").collect();
+    assert_eq!(deleted.len(), 2);
+    assert!(deleted.iter().any(|e| e["detail"] == "closing; 1 member(s) detached"), "{deleted:?}");
+}
+
+/// Joining an organization while it is being deleted: whatever the order, no account is left a member of an
+/// organization that no longer exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_racing_a_deletion_never_leave_a_member_of_nothing() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let mut users = Vec::new();
+    for i in 0..6 {
+        users.push(s.new_user(&format!("racer{i}")).await.id);
+    }
+    for round in 0..8 {
+        let org = s.new_org(&admin, "Race", &format!("race-{round}")).await;
+        let id = org["id"].as_str().unwrap().to_owned();
+        let path = format!("/api/admin/organizations/{id}");
+        let joins: Vec<_> = users
+            .iter()
+            .map(|u| {
+                let (client, admin, body) =
+                    (s.client.clone(), admin.clone(), json!({"userId": u, "organizationId": id}));
+                tokio::spawn(async move { client.patch_user(&admin, &body).await })
+            })
+            .collect();
+        let deleted = s.delete(&path).cookie(&admin).send().await;
+        let mut joined = Vec::new();
+        for join in joins {
+            joined.push(join.await.unwrap());
+        }
+        let exists = s.get(&path).cookie(&admin).send().await.status == 200;
+        assert!(deleted.status == 200 || deleted.status == 409, "{}", deleted.text);
+        assert_eq!(exists, deleted.status == 409, "round {round}");
+        for (user, join) in users.iter().zip(&joined) {
+            let listed = s.listed_user(&admin, user).await;
+            if !exists {
+                assert_ne!(listed["organization_id"], json!(id), "round {round}: a member of a deleted organization");
+            } else if join.status == 200 {
+                assert_eq!(listed["organization_id"], json!(id));
+            }
+        }
+        for user in &users {
+            s.patch_ok(&admin, &json!({"userId": user, "organizationId": null})).await;
+        }
+    }
+}

@@ -281,3 +281,49 @@ test("admin plugin: listUsers, createUser, setRole, banUser, unbanUser, listUser
   assert.equal((await admin.admin.removeUser({ userId: id })).data.success, true);
   assert.equal((await staff.client.signIn.email({ email, password: "set by the admin" })).error.status, 401);
 });
+
+test("admin plugin: updateUser, banUser with banExpiresIn, impersonateUser, stopImpersonating, listUsers paging", async () => {
+  const { client: admin, jar } = browser();
+  assert.equal((await admin.signIn.email(ADMIN)).error, null);
+  const adminToken = jar.get(COOKIE);
+  const tag = unique("paged").split("@")[0];
+  const ids = [];
+  for (let i = 0; i < 3; i++) {
+    const made = await admin.admin.createUser({ email: `${tag}-${i}@example.com`, password: PASSWORD, name: `Paged ${i}` });
+    assert.equal(made.error, null);
+    ids.push(made.data.user.id);
+  }
+  const page = async (offset) =>
+    (await admin.admin.listUsers({ query: { searchValue: tag, searchField: "email", searchOperator: "starts_with", limit: 2, offset } })).data;
+  const [first, second] = [await page(0), await page(2)];
+  assert.equal(first.total, 3);
+  assert.deepEqual([...first.users, ...second.users].map((u) => u.id), ids, "two pages, every user once, in creation order");
+
+  const updated = await admin.admin.updateUser({ userId: ids[0], data: { name: "Renamed", emailVerified: true } });
+  assert.equal(updated.error, null);
+  assert.equal(updated.data.name, "Renamed");
+  assert.equal((await admin.admin.updateUser({ userId: ids[0], data: { password: "x" } })).error.code, "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER");
+
+  const staff = browser();
+  const email = `${tag}-1@example.com`;
+  assert.equal((await staff.client.signIn.email({ email, password: PASSWORD })).error, null);
+  const banned = await admin.admin.banUser({ userId: ids[1], banReason: "cool off", banExpiresIn: 1 });
+  assert.equal(banned.error, null);
+  assert.ok(banned.data.user.banExpires, "the ban's end is shown");
+  assert.equal((await staff.client.getSession()).data, null, "the ban ended the session");
+  assert.equal((await staff.client.signIn.email({ email, password: PASSWORD })).error.status, 403);
+  await new Promise((resolve) => setTimeout(resolve, 1300));
+  assert.equal((await staff.client.signIn.email({ email, password: PASSWORD })).error, null, "the ban ended by itself");
+
+  const acting = await admin.admin.impersonateUser({ userId: ids[2] });
+  assert.equal(acting.error, null);
+  assert.equal(acting.data.user.id, ids[2]);
+  const now = await admin.getSession();
+  assert.equal(now.data.user.id, ids[2], "the browser is the user now");
+  assert.ok(now.data.session.impersonatedBy, "and the session says who is behind it");
+  const stopped = await admin.admin.stopImpersonating();
+  assert.equal(stopped.error, null);
+  assert.equal(jar.get(COOKIE), adminToken, "the administrator's own session is back");
+  assert.equal((await admin.getSession()).data.user.email, ADMIN.email);
+  assert.equal((await admin.admin.impersonateUser({ userId: (await admin.getSession()).data.user.id })).error.status, 403);
+});

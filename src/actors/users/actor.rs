@@ -10,15 +10,15 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
-    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteUserError, EnsureAdmin, OwnChange, OwnChangeError,
-    ResetError, UsersHandle, UsersMsg,
+    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, OwnChange,
+    OwnChangeError, ResetError, UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, SessionsHandle, Unavailable};
-use crate::domain::{Email, Mail, OneTimeToken, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
+use crate::domain::{Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 use crate::mail::MailQueue;
 use crate::store::{StoreOp, StoreWriter, convert};
 
@@ -60,6 +60,8 @@ struct State {
     mails: Vec<Mail>,
     /// Sign-ins whose session starts in this batch's commit (with their account's re-hashed password).
     starting: Vec<(StartWith, StartReply)>,
+    /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
+    closing_orgs: Vec<OrgId>,
 }
 
 type StartReply = ractor::RpcReplyPort<super::UpgradedStart>;
@@ -78,6 +80,7 @@ impl Actor for UsersActor {
             tokens: HashMap::new(),
             mails: Vec::new(),
             starting: Vec::new(),
+            closing_orgs: Vec::new(),
         })
     }
 
@@ -112,13 +115,14 @@ impl Actor for UsersActor {
                     return Ok(());
                 };
                 let caller = self.get(state, by);
-                let orgs = &self.indexes.orgs;
+                let (orgs, closing) = (&self.indexes.orgs, &state.closing_orgs);
                 let snapshot = Snapshot {
                     caller: caller.as_deref(),
                     active_admins: self.active_admin_count(state),
-                    org_exists: &|org| orgs.get(org).is_some(),
+                    org_exists: &|org| orgs.get(org).is_some() && !closing.contains(&org),
                 };
-                match rules::apply_change(&snapshot, &current, change, Timestamp::now()) {
+                let changed = rules::apply_change(&snapshot, &current, change, Timestamp::now());
+                match changed {
                     Ok(Changed { user, ends_sessions }) => {
                         let after = self.stage(state, user, ends_sessions);
                         let mut ops = vec![put(&after)];
@@ -276,6 +280,55 @@ impl Actor for UsersActor {
                     state.overlay.add(rows, reply, ());
                 }
             }
+            UsersMsg::DeleteOrg { by, org, detach, ip, reply } => {
+                let Some(organization) = self.indexes.orgs.get(org).filter(|_| !state.closing_orgs.contains(&org))
+                else {
+                    let _ = reply.send(Err(DeleteOrgError::NotFound));
+                    return Ok(());
+                };
+                if !self.get(state, by).is_some_and(|a| a.is_active_admin()) {
+                    let _ = reply.send(Err(DeleteOrgError::NotAdmin));
+                    return Ok(());
+                }
+                let members = self.members(state, org);
+                if !members.is_empty() && !detach {
+                    let _ = reply.send(Err(DeleteOrgError::NotEmpty(members.len())));
+                    return Ok(());
+                }
+                let now = Timestamp::now();
+                let mut ops = Vec::with_capacity(members.len() + 2);
+                for member in &members {
+                    let detached = User { organization_id: None, updated_at: now, ..User::clone(member) };
+                    ops.push(put(&self.stage(state, detached, false)));
+                }
+                let detail = format!("{}; {} member(s) detached", organization.slug, members.len());
+                ops.push(StoreOp::DeleteOrg(org.to_bytes()));
+                ops.push(audit::entry(action::ORGANIZATION_DELETED, Some(by), Some(org.into()), &ip, detail));
+                state.closing_orgs.push(org);
+                state.overlay.add(ops, reply, members.len());
+            }
+            UsersMsg::LiftExpiredBans { reply } => {
+                let now = Timestamp::now();
+                let ran_out = |u: &User| u.banned && u.ban_expires.is_some_and(|end| end <= now);
+                let mut candidates: Vec<UserId> = self.indexes.users.bans_ended_by(now);
+                candidates.extend(state.overlay.values().flatten().filter(|u| ran_out(u)).map(|u| u.id));
+                candidates.sort_unstable();
+                candidates.dedup();
+                let mut ops = Vec::new();
+                for id in candidates {
+                    if let Some(lifted) = self.get(state, id).and_then(|u| rules::lift_expired_ban(&u, now)) {
+                        let lifted = self.stage(state, lifted, false);
+                        ops.push(put(&lifted));
+                        ops.push(audit::entry(action::BAN_EXPIRED, None, Some(id.into()), "", String::new()));
+                    }
+                }
+                if ops.is_empty() {
+                    let _ = reply.send(Ok(0));
+                    return Ok(());
+                }
+                let count = ops.len() / 2;
+                state.overlay.add(ops, reply, count);
+            }
             UsersMsg::Flush => {
                 self.flush(state).await;
                 return Ok(());
@@ -334,6 +387,15 @@ impl UsersActor {
         user
     }
 
+    /// The members of `org` as they will be once the pending batch is durable.
+    fn members(&self, state: &State, org: OrgId) -> Vec<Arc<User>> {
+        let mut ids: Vec<UserId> = self.indexes.users.members_of(org).iter().map(|u| u.id).collect();
+        ids.extend(state.overlay.iter().map(|(id, _)| *id));
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().filter_map(|id| self.get(state, id)).filter(|u| u.organization_id == Some(org)).collect()
+    }
+
     /// Active administrators as they will be once the pending batch is durable.
     fn active_admin_count(&self, state: &State) -> usize {
         let committed =
@@ -364,6 +426,7 @@ impl UsersActor {
         };
         let tokens = std::mem::take(&mut state.tokens);
         let mails = std::mem::take(&mut state.mails);
+        let closed = std::mem::take(&mut state.closing_orgs);
         // After publishing, before answering: the sessions actor reads the users' new state from the index from
         // then on (a caller's next request, a new session after a password change, is not refused); the tokens
         // are usable and the mail sender has the messages.
@@ -372,6 +435,9 @@ impl UsersActor {
                 sessions.unfence(ending);
             }
             if durable {
+                // The organizations actor writes this index otherwise; it is waiting for this very deletion
+                // (see `Accounts::delete_organization`), so the two never write it at once.
+                closed.into_iter().for_each(|org| self.indexes.orgs.remove(org));
                 tokens.into_iter().for_each(|(hash, token)| self.indexes.tokens.publish(hash, token));
                 if let Some(queue) = &self.mail {
                     mails.into_iter().for_each(|mail| queue.push(mail));

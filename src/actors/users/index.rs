@@ -1,16 +1,67 @@
-//! The read index of users: by id, and by normalised e-mail. Only the users actor writes it.
+//! The read index of users: by id, by normalised e-mail, in creation order and in e-mail order. Only the users
+//! actor writes it.
+//!
+//! The two ordered views serve the administrator's lists at any scale: a page in creation order starts where the
+//! cursor points (no sort, no count of what came before), and an e-mail prefix is a range. They are behind
+//! read-write locks, not lock-free maps, because only those calls read them and only the users actor writes them;
+//! the session check never touches them.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::domain::{Email, User, UserId};
+use crate::domain::{Email, OrgId, Timestamp, User, UserId};
+
+/// A user's place in the creation order: the admin lists' order, and the key their cursors name.
+pub type Place = (Timestamp, UserId);
 
 #[derive(Default)]
 pub struct UserIndex {
     by_id: papaya::HashMap<UserId, Arc<User>>,
     by_email: papaya::HashMap<Email, UserId>,
+    by_created: RwLock<BTreeMap<Place, Arc<User>>>,
+    by_email_order: RwLock<BTreeSet<ByEmail>>,
+    /// Members of each organization in creation order (only accounts that have one).
+    by_org: RwLock<BTreeSet<(OrgId, Place)>>,
+    /// Unbanned administrators: the last-admin guard counts them on every administrative change.
+    active_admins: RwLock<HashSet<UserId>>,
+    /// Bans with an end, by their end: housekeeping lifts the ones that ran out without a pass over everyone.
+    bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
     /// Accounts whose password hash is still a better-auth scrypt hash (imported, not yet signed in since).
     legacy_hashes: AtomicUsize,
+}
+
+/// A user ordered by e-mail address, looked up by it: the ordered e-mail view holds a pointer per user, not a
+/// second copy of every address.
+struct ByEmail(Arc<User>);
+
+impl Borrow<str> for ByEmail {
+    fn borrow(&self) -> &str {
+        self.0.email.as_str()
+    }
+}
+
+impl PartialEq for ByEmail {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.email == other.0.email
+    }
+}
+
+impl Eq for ByEmail {}
+
+impl PartialOrd for ByEmail {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByEmail {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.email.as_str().cmp(other.0.email.as_str())
+    }
 }
 
 impl UserIndex {
@@ -25,9 +76,65 @@ impl UserIndex {
 
     /// Every user, ordered by creation time, then id.
     pub fn list(&self) -> Vec<Arc<User>> {
-        let mut users: Vec<Arc<User>> = self.by_id.pin().values().cloned().collect();
-        users.sort_unstable_by_key(|u| (u.created_at, u.id));
-        users
+        read(&self.by_created).values().cloned().collect()
+    }
+
+    /// Visits users in creation order (newest first with `descending`), starting after `after`, until `visit`
+    /// returns `false`.
+    pub fn scan(&self, after: Option<Place>, descending: bool, mut visit: impl FnMut(&Arc<User>) -> bool) {
+        let users = read(&self.by_created);
+        let range = match after {
+            None => users.range(..),
+            Some(place) if descending => users.range(..place),
+            Some(place) => users.range((Bound::Excluded(place), Bound::Unbounded)),
+        };
+        if descending {
+            range.rev().map(|(_, u)| u).take_while(|u| visit(u)).for_each(drop);
+        } else {
+            range.map(|(_, u)| u).take_while(|u| visit(u)).for_each(drop);
+        }
+    }
+
+    /// The users whose e-mail starts with `prefix` (normalised, lower-case), in e-mail order.
+    pub fn with_email_prefix(&self, prefix: &str) -> Vec<Arc<User>> {
+        let emails = read(&self.by_email_order);
+        let from: (Bound<&str>, Bound<&str>) = (Bound::Included(prefix), Bound::Unbounded);
+        emails
+            .range::<str, _>(from)
+            .take_while(|u| u.0.email.as_str().starts_with(prefix))
+            .map(|u| u.0.clone())
+            .collect()
+    }
+
+    /// Visits the members of `org` in creation order, starting after `after`, until `visit` returns `false`.
+    pub fn scan_org(&self, org: OrgId, after: Option<Place>, mut visit: impl FnMut(&Arc<User>) -> bool) {
+        let first = match after {
+            Some(place) => Bound::Excluded((org, place)),
+            None => Bound::Included((org, (Timestamp::from_millis(i64::MIN), UserId::from_bytes([0; 16])))),
+        };
+        let members = read(&self.by_org);
+        for (_, (_, id)) in members.range((first, Bound::Unbounded)).take_while(|(o, _)| *o == org) {
+            if let Some(user) = self.get(*id)
+                && !visit(&user)
+            {
+                break;
+            }
+        }
+    }
+
+    /// The members of `org`, in creation order.
+    pub fn members_of(&self, org: OrgId) -> Vec<Arc<User>> {
+        let mut members = Vec::new();
+        self.scan_org(org, None, |u| {
+            members.push(Arc::clone(u));
+            true
+        });
+        members
+    }
+
+    /// Accounts whose ban has an end at or before `now`.
+    pub fn bans_ended_by(&self, now: Timestamp) -> Vec<UserId> {
+        read(&self.bans_ending).iter().take_while(|(end, _)| *end <= now).map(|(_, id)| *id).collect()
     }
 
     pub fn len(&self) -> usize {
@@ -45,16 +152,54 @@ impl UserIndex {
 
     /// How many accounts still have a better-auth scrypt hash.
     pub fn legacy_hashes(&self) -> usize {
-        self.legacy_hashes.load(Ordering::Relaxed)
+        self.legacy_hashes.load(Atomic::Relaxed)
     }
 
     /// Used at load and after a durable write; only the users actor writes.
     pub(crate) fn publish(&self, user: Arc<User>) {
-        let legacy = user.has_legacy_hash();
+        let old = self.by_id.pin().insert(user.id, Arc::clone(&user)).cloned();
         self.by_email.pin().insert(user.email.clone(), user.id);
-        let by_id = self.by_id.pin();
-        let was_legacy = by_id.insert(user.id, user).is_some_and(|old| old.has_legacy_hash());
-        self.count_legacy(was_legacy, legacy);
+        self.count_legacy(old.as_ref().is_some_and(|o| o.has_legacy_hash()), user.has_legacy_hash());
+        if let Some(old) = &old {
+            self.unlist(old);
+        }
+        self.list_in_views(user);
+    }
+
+    fn list_in_views(&self, user: Arc<User>) {
+        let place = (user.created_at, user.id);
+        if let Some(org) = user.organization_id {
+            write(&self.by_org).insert((org, place));
+        }
+        if user.is_active_admin() {
+            write(&self.active_admins).insert(user.id);
+        }
+        if let Some(end) = user.ban_expires.filter(|_| user.banned) {
+            write(&self.bans_ending).insert((end, user.id));
+        }
+        write(&self.by_created).insert(place, Arc::clone(&user));
+        write(&self.by_email_order).insert(ByEmail(user));
+    }
+
+    fn unlist(&self, user: &User) {
+        let place = (user.created_at, user.id);
+        if let Some(org) = user.organization_id {
+            write(&self.by_org).remove(&(org, place));
+        }
+        write(&self.active_admins).remove(&user.id);
+        if let Some(end) = user.ban_expires {
+            write(&self.bans_ending).remove(&(end, user.id));
+        }
+        write(&self.by_created).remove(&place);
+        write(&self.by_email_order).remove(user.email.as_str());
+    }
+
+    fn count_legacy(&self, before: bool, after: bool) {
+        match (before, after) {
+            (false, true) => drop(self.legacy_hashes.fetch_add(1, Atomic::Relaxed)),
+            (true, false) => drop(self.legacy_hashes.fetch_sub(1, Atomic::Relaxed)),
+            _ => {}
+        }
     }
 
     /// After a durable deletion.
@@ -62,18 +207,106 @@ impl UserIndex {
         if let Some(user) = self.by_id.pin().remove(&id) {
             self.by_email.pin().remove(&user.email);
             self.count_legacy(user.has_legacy_hash(), false);
-        }
-    }
-
-    fn count_legacy(&self, before: bool, after: bool) {
-        match (before, after) {
-            (false, true) => drop(self.legacy_hashes.fetch_add(1, Ordering::Relaxed)),
-            (true, false) => drop(self.legacy_hashes.fetch_sub(1, Ordering::Relaxed)),
-            _ => {}
+            self.unlist(user);
         }
     }
 
     pub(super) fn active_admins(&self) -> Vec<UserId> {
-        self.by_id.pin().values().filter(|u| u.is_active_admin()).map(|u| u.id).collect()
+        read(&self.active_admins).iter().copied().collect()
+    }
+}
+
+/// A poisoned lock means a panic while the users actor published; the map itself is still whole (every update
+/// is a single insert or remove), and the actor's death stops the service anyway.
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Name, Role};
+
+    fn user(email: &str, ms: i64) -> Arc<User> {
+        Arc::new(User {
+            id: UserId::new(),
+            name: Name::parse("N").unwrap(),
+            email: Email::parse(email).unwrap(),
+            email_verified: false,
+            image: None,
+            role: Role::admin(),
+            banned: false,
+            ban_reason: None,
+            ban_expires: None,
+            organization_id: None,
+            password_hash: String::new(),
+            created_at: Timestamp::from_millis(ms),
+            updated_at: Timestamp::from_millis(ms),
+        })
+    }
+
+    #[test]
+    fn the_ordered_views_follow_every_change() {
+        let index = UserIndex::default();
+        let (b, a, c) = (user("b@x.io", 1), user("a@x.io", 2), user("ab@y.io", 3));
+        for u in [&b, &a, &c] {
+            index.publish(Arc::clone(u));
+        }
+        let emails = |users: Vec<Arc<User>>| users.iter().map(|u| u.email.to_string()).collect::<Vec<_>>();
+        assert_eq!(emails(index.list()), ["b@x.io", "a@x.io", "ab@y.io"]);
+        assert_eq!(emails(index.with_email_prefix("a")), ["a@x.io", "ab@y.io"]);
+        assert_eq!(emails(index.with_email_prefix("c")), Vec::<String>::new());
+
+        let renamed = Arc::new(User { name: Name::parse("M").unwrap(), ..User::clone(&a) });
+        index.publish(Arc::clone(&renamed));
+        assert_eq!(index.list()[1].name.as_str(), "M", "a change replaces, never duplicates");
+        assert_eq!(index.with_email_prefix("a@").len(), 1);
+
+        let mut seen = Vec::new();
+        index.scan(Some((b.created_at, b.id)), false, |u| {
+            seen.push(u.email.to_string());
+            true
+        });
+        assert_eq!(seen, ["a@x.io", "ab@y.io"]);
+        seen.clear();
+        index.scan(Some((c.created_at, c.id)), true, |u| {
+            seen.push(u.email.to_string());
+            seen.is_empty()
+        });
+        assert_eq!(seen, ["a@x.io"], "newest first, stopping when told");
+
+        index.remove(a.id);
+        assert_eq!(emails(index.list()), ["b@x.io", "ab@y.io"]);
+        assert_eq!(emails(index.with_email_prefix("a")), ["ab@y.io"]);
+    }
+
+    #[test]
+    fn members_admins_and_ending_bans_are_kept_as_they_change() {
+        let index = UserIndex::default();
+        let (org, other) = (OrgId::new(), OrgId::new());
+        let (x, y) = (user("x@x.io", 1), user("y@x.io", 2));
+        index.publish(Arc::new(User { organization_id: Some(org), ..User::clone(&y) }));
+        index.publish(Arc::new(User { organization_id: Some(org), ..User::clone(&x) }));
+        let ids = |users: Vec<Arc<User>>| users.iter().map(|u| u.id).collect::<Vec<_>>();
+        assert_eq!(ids(index.members_of(org)), [x.id, y.id], "in creation order");
+        assert_eq!(index.active_admins().len(), 2);
+
+        let end = Timestamp::from_millis(50);
+        let banned = User { banned: true, ban_expires: Some(end), organization_id: Some(other), ..User::clone(&x) };
+        index.publish(Arc::new(banned));
+        assert_eq!(ids(index.members_of(org)), [y.id], "moved out");
+        assert_eq!(ids(index.members_of(other)), [x.id]);
+        assert_eq!(index.active_admins(), [y.id], "a banned administrator is not an active one");
+        assert_eq!(index.bans_ended_by(Timestamp::from_millis(49)), Vec::<UserId>::new());
+        assert_eq!(index.bans_ended_by(end), [x.id]);
+        index.publish(Arc::clone(&x));
+        assert_eq!(index.bans_ended_by(end), Vec::<UserId>::new(), "lifted");
+        index.remove(y.id);
+        assert!(index.members_of(org).is_empty());
+        assert_eq!(index.active_admins(), [x.id]);
     }
 }

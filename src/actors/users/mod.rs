@@ -15,11 +15,11 @@ use std::time::Duration;
 use ractor::{ActorRef, RpcReplyPort};
 
 pub(super) use actor::spawn;
-pub use index::UserIndex;
+pub use index::{Place, UserIndex};
 
 use super::sessions::{CreateSessionError, StartWith};
 use super::{Unavailable, call};
-use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, TokenHash, TokenKind, User, UserId};
+use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 
 /// A new account, validated.
 pub struct NewUser {
@@ -38,6 +38,12 @@ pub struct UserChange {
     pub banned: Option<bool>,
     /// Recorded only on an account that is (or is being) banned.
     pub ban_reason: Option<String>,
+    /// With `banned: Some(true)`: when the ban ends by itself (`None`: when lifted).
+    pub ban_expires: Option<Timestamp>,
+    pub name: Option<Name>,
+    /// `Some(None)` removes the picture.
+    pub image: Option<Option<String>>,
+    pub email_verified: Option<bool>,
     /// `Some(None)` removes the account from its organization.
     pub organization: Option<Option<OrgId>>,
     /// A new password (its hash) set by the administrator: every session of the account ends with it.
@@ -140,6 +146,19 @@ pub enum DeleteUserError {
     Unavailable(#[from] Unavailable),
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DeleteOrgError {
+    #[error("administrator role required")]
+    NotAdmin,
+    #[error("organization not found")]
+    NotFound,
+    /// Members would be left pointing at nothing; the caller must ask for them to be detached.
+    #[error("the organization has {0} member(s); remove them first or pass detach_members=true")]
+    NotEmpty(usize),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
 /// Renders the message for an account and its new token (the actor writes it to the outbox in the same commit as
 /// the token).
 pub type Compose = Box<dyn FnOnce(&User, &SessionToken) -> Mail + Send>;
@@ -226,6 +245,17 @@ pub(super) enum UsersMsg {
         checked: Checked,
         ip: String,
         reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    /// Deletes an organization and, in the same commit, detaches its members (only with `detach`).
+    DeleteOrg {
+        by: UserId,
+        org: OrgId,
+        detach: bool,
+        ip: String,
+        reply: RpcReplyPort<Result<usize, DeleteOrgError>>,
+    },
+    LiftExpiredBans {
+        reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
     Flush,
 }
@@ -336,6 +366,25 @@ impl UsersHandle {
     /// is no longer `from` (changed meanwhile), nothing was done, and the session is to be started as usual.
     pub async fn sign_in_upgrading(&self, from: String, to: String, start: StartWith) -> UpgradedStart {
         call(&self.0, |reply| UsersMsg::SignInUpgrading { from, to, start, reply }).await?
+    }
+
+    /// Deletes organization `org` on behalf of administrator `by`. Its members are detached in the same commit
+    /// when `detach`; otherwise a non-empty organization is refused. Returns how many members were detached. The
+    /// organization leaves the read index before this returns, and no account joins it meanwhile.
+    pub async fn delete_organization(
+        &self,
+        by: UserId,
+        org: OrgId,
+        detach: bool,
+        ip: String,
+    ) -> Result<usize, DeleteOrgError> {
+        call(&self.0, |reply| UsersMsg::DeleteOrg { by, org, detach, ip, reply }).await?
+    }
+
+    /// Lifts (durably, audited) every ban that has run out; returns how many. Such bans already stopped counting
+    /// when they ran out: this only brings the records in line.
+    pub async fn lift_expired_bans(&self) -> Result<usize, Unavailable> {
+        call(&self.0, |reply| UsersMsg::LiftExpiredBans { reply }).await?
     }
 
     pub(in crate::actors) async fn drain(&self) {

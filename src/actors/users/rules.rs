@@ -31,6 +31,7 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         role: new.role,
         banned: false,
         ban_reason: None,
+        ban_expires: None,
         organization_id: None,
         password_hash: new.password_hash,
         created_at: now,
@@ -63,6 +64,7 @@ pub fn apply_change(
     if let Some(banned) = change.banned {
         user.banned = banned;
         user.ban_reason = None;
+        user.ban_expires = change.ban_expires.filter(|_| banned);
     }
     // A reason describes a ban: kept while the account is banned, dropped with the ban.
     if user.banned && change.ban_reason.is_some() {
@@ -70,6 +72,15 @@ pub fn apply_change(
     }
     if let Some(org) = change.organization {
         user.organization_id = org;
+    }
+    if let Some(name) = change.name {
+        user.name = name;
+    }
+    if let Some(image) = change.image {
+        user.image = image;
+    }
+    if let Some(verified) = change.email_verified {
+        user.email_verified = verified;
     }
     let new_password = change.password_hash.is_some();
     if let Some(hash) = change.password_hash {
@@ -82,6 +93,12 @@ pub fn apply_change(
     // Every ban ends the sessions, even of an account already banned: a ban is how an administrator makes sure
     // nobody is signed in there. So does a password the administrator sets (after a lost phone, say).
     Ok(Changed { user, ends_sessions: change.banned == Some(true) || new_password })
+}
+
+/// `current` with its ban lifted, if the ban has run out by `now`.
+pub fn lift_expired_ban(current: &User, now: Timestamp) -> Option<User> {
+    let ran_out = current.banned && current.ban_expires.is_some_and(|end| end <= now);
+    ran_out.then(|| User { banned: false, ban_reason: None, ban_expires: None, updated_at: now, ..current.clone() })
 }
 
 /// A user's own change: a new password (which may end every session) or a new name and picture.
@@ -137,6 +154,7 @@ pub fn set_up_admin(
                 role: Role::admin(),
                 banned: false,
                 ban_reason: None,
+                ban_expires: None,
                 password_hash: setup.password_hash,
                 updated_at: now,
                 ..current.clone()
@@ -163,8 +181,17 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
     let org = |o: Option<OrgId>| o.map_or_else(|| "none".to_owned(), |id| id.to_string());
     let role =
         (before.role != after.role).then(|| (action::ROLE_CHANGED, format!("{} -> {}", before.role, after.role)));
+    let ban_detail = || {
+        let reason = after.ban_reason.clone().unwrap_or_default();
+        match after.ban_expires {
+            Some(end) if reason.is_empty() => format!("until {}", end.to_rfc3339()),
+            Some(end) => format!("{reason} (until {})", end.to_rfc3339()),
+            None => reason,
+        }
+    };
     let ban = match (before.banned, after.banned) {
-        (false, true) => Some((action::BANNED, after.ban_reason.clone().unwrap_or_default())),
+        (false, true) => Some((action::BANNED, ban_detail())),
+        (true, true) if before.ban_expires != after.ban_expires => Some((action::BANNED, ban_detail())),
         (true, false) => Some((action::UNBANNED, String::new())),
         _ if before.ban_reason != after.ban_reason => {
             Some((action::BAN_REASON_CHANGED, after.ban_reason.clone().unwrap_or_default()))
@@ -174,9 +201,20 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
     let membership = (before.organization_id != after.organization_id).then(|| {
         (action::ORGANIZATION_CHANGED, format!("{} -> {}", org(before.organization_id), org(after.organization_id)))
     });
+    let mut profile = Vec::new();
+    if before.name != after.name {
+        profile.push("name");
+    }
+    if before.image != after.image {
+        profile.push("image");
+    }
+    if before.email_verified != after.email_verified {
+        profile.push(if after.email_verified { "e-mail marked verified" } else { "e-mail marked unverified" });
+    }
+    let profile = (!profile.is_empty()).then(|| (action::PROFILE_UPDATED, profile.join(", ")));
     let password = (before.password_hash != after.password_hash)
         .then(|| (action::PASSWORD_SET, "set by an administrator; every session ended".to_owned()));
-    [role, ban, membership, password].into_iter().flatten()
+    [role, ban, membership, profile, password].into_iter().flatten()
 }
 
 /// Whether administrator `caller` may remove `target`: not themself, not the last active administrator.
@@ -375,5 +413,43 @@ mod tests {
             ]
         );
         assert_eq!(changes(&before, &before).count(), 0);
+    }
+
+    #[test]
+    fn a_ban_with_an_end_stops_counting_then_and_is_lifted_by_housekeeping() {
+        let (admin, target) = (account("a@example.com", "admin"), account("t@example.com", "user"));
+        let end = Timestamp::from_millis(1_000);
+        let ban = UserChange { banned: Some(true), ban_expires: Some(end), ..change() };
+        let banned = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, ban, NOW).unwrap().user;
+        assert!(banned.is_banned_at(Timestamp::from_millis(999)));
+        assert!(!banned.is_banned_at(end), "the ban ends at its end, not a moment later");
+        assert_eq!(lift_expired_ban(&banned, Timestamp::from_millis(999)), None);
+        let lifted = lift_expired_ban(&banned, end).unwrap();
+        assert!(!lifted.banned && lifted.ban_expires.is_none() && lifted.ban_reason.is_none());
+        let diff: Vec<_> = changes(&target, &banned).collect();
+        assert_eq!(diff, [(action::BANNED, "until 1970-01-01T00:00:01.000Z".to_owned())]);
+
+        let forever = UserChange { banned: Some(true), ..change() };
+        let banned = apply_change(&snapshot(&admin, 1, NO_ORGS), &banned, forever, NOW).unwrap().user;
+        assert_eq!(banned.ban_expires, None, "a new ban without an end replaces the end");
+        assert_eq!(lift_expired_ban(&banned, Timestamp::from_millis(i64::MAX)), None);
+        let unban = UserChange { banned: Some(false), ban_expires: Some(end), ..change() };
+        assert_eq!(apply_change(&snapshot(&admin, 1, NO_ORGS), &banned, unban, NOW).unwrap().user.ban_expires, None);
+    }
+
+    #[test]
+    fn an_administrator_edits_the_profile_and_the_audit_names_the_fields() {
+        let (admin, target) = (account("a@example.com", "admin"), account("t@example.com", "user"));
+        let edit = UserChange {
+            name: Some(Name::parse("New Name").unwrap()),
+            image: Some(None),
+            email_verified: Some(true),
+            ..change()
+        };
+        let changed = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, edit, NOW).unwrap();
+        assert!(!changed.ends_sessions);
+        assert_eq!(changed.user.name.as_str(), "New Name");
+        let diff: Vec<_> = changes(&target, &changed.user).collect();
+        assert_eq!(diff, [(action::PROFILE_UPDATED, "name, e-mail marked verified".to_owned())]);
     }
 }

@@ -20,8 +20,8 @@
 //!   configured one, else the default role);
 //! - memberships beyond the first (this service has one organization per account), memberships naming no
 //!   imported user or organization, and the organization roles (owner/admin/member), which have no counterpart;
-//! - a ban whose `banExpires` has passed (imported unbanned, as better-auth would lift it at the next sign-in) or
-//!   lies ahead (imported as a ban that lasts until lifted: bans here do not expire);
+//! - a ban whose `banExpires` has passed (imported unbanned, as better-auth would lift it at the next sign-in; a
+//!   ban that ends later keeps its end);
 //! - users without a password (social sign-in only): imported with a password nobody knows; a password reset
 //!   gives them one.
 //!

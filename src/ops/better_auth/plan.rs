@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{Cell, Snapshot};
 use crate::domain::{Email, Name, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{Loaded, OrgRecordV1, StoreOp, UserRecordV2};
+use crate::store::{Loaded, OrgRecordV1, StoreOp, UserRecord};
 
 /// One line of the mapping file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -341,18 +341,10 @@ pub fn plan(
             ));
         }
         let mut banned = flag(&row[8]);
-        if banned {
-            match time(&row[10]) {
-                Some(until) if until <= now.as_millis() => {
-                    banned = false;
-                    plan.notes.push(format!("user {email}: the ban expired; imported unbanned"));
-                }
-                Some(until) => plan.notes.push(format!(
-                    "user {email}: the ban was to end at {}; imported as a ban that lasts until it is lifted",
-                    Timestamp::from_millis(until).to_rfc3339()
-                )),
-                None => {}
-            }
+        let mut ban_expires_ms = time(&row[10]).filter(|_| banned);
+        if ban_expires_ms.is_some_and(|until| until <= now.as_millis()) {
+            (banned, ban_expires_ms) = (false, None);
+            plan.notes.push(format!("user {email}: the ban expired; imported unbanned"));
         }
         let organization_id = match by_user.get_mut(id) {
             Some(list) => {
@@ -379,7 +371,7 @@ pub fn plan(
         plan.counts.users += 1;
         plan.counts.admins += usize::from(role.is_admin());
         plan.counts.banned += usize::from(banned);
-        plan.ops.push(StoreOp::PutUser(UserRecordV2 {
+        plan.ops.push(StoreOp::PutUser(UserRecord {
             id: new_id.to_bytes(),
             name: name.to_string(),
             email: email.to_string(),
@@ -392,6 +384,7 @@ pub fn plan(
             created_at_ms,
             updated_at_ms: time(&row[6]).unwrap_or(created_at_ms),
             email_verified: flag(&row[3]),
+            ban_expires_ms,
         }));
     }
     plan

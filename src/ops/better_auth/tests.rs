@@ -104,11 +104,13 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     db.user("uOdd00000000000000000000000000", Some("odd@example.com"), Some("superuser"), false, None);
     db.user("uLapsed00000000000000000000000", Some("lapsed@example.com"), None, true, Some("2020-01-01T00:00:00.000Z"));
     db.user("uSocial00000000000000000000000", Some("social@example.com"), None, false, None);
+    db.user("uLater000000000000000000000000", Some("later@example.com"), None, true, Some("2999-01-01T00:00:00.000Z"));
     for user in ["uAdmin0000000000000000000000000", "uBanned000000000000000000000000", "uOdd00000000000000000000000000"]
     {
         db.password(user, HASH.trim());
     }
     db.password("uLapsed00000000000000000000000", HASH.trim());
+    db.password("uLater000000000000000000000000", HASH.trim());
     db.org("o1", "st-mary");
     db.org("o2", "north");
     db.member("o2", "uAdmin0000000000000000000000000", "2026-02-01T00:00:00.000Z");
@@ -118,7 +120,7 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     let mapping = dir.path().join("mapping.jsonl");
     let report = import(&config, &Options { mapping_out: Some(mapping.clone()), ..options(&db) }).unwrap();
     assert!(
-        report.contains("imported: 5 users (1 administrators, 1 banned; 4 with better-auth password hashes"),
+        report.contains("imported: 6 users (1 administrators, 2 banned; 5 with better-auth password hashes"),
         "{report}"
     );
     assert!(report.contains("2 organizations, 2 memberships"), "{report}");
@@ -138,11 +140,13 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     let banned = by_email("banned@example.com");
     assert_eq!((banned.banned, banned.ban_reason.as_deref()), (true, Some("spam")));
     assert!(!by_email("lapsed@example.com").banned);
+    let later = by_email("later@example.com");
+    assert_eq!((later.banned, later.ban_expires_ms), (true, Some(parse_time_ok("2999-01-01T00:00:00.000Z"))));
     assert!(by_email("social@example.com").password_hash.starts_with("$argon2id$"));
 
     let lines: Vec<serde_json::Value> =
         std::fs::read_to_string(&mapping).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 7);
+    assert_eq!(lines.len(), 8);
     let line = lines.iter().find(|l| l["better_auth_id"] == "uAdmin0000000000000000000000000").unwrap();
     assert_eq!(line["id"], uuid::Uuid::from_bytes(admin.id).to_string());
     assert_eq!(line["type"], "user");
@@ -185,7 +189,7 @@ fn a_missing_table_is_reported_and_nothing_is_written() {
 fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
-    let present = crate::store::UserRecordV2 {
+    let present = crate::store::UserRecord {
         id: [7; 16],
         name: "Here".into(),
         email: "here@example.com".into(),
@@ -198,6 +202,7 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
         created_at_ms: 1,
         updated_at_ms: 1,
         email_verified: false,
+        ban_expires_ms: None,
     };
     Store::open(&config.data_dir).unwrap().commit(&[StoreOp::PutUser(present)]).unwrap();
     let path = dir.path().join("bad.db");
