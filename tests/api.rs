@@ -21,6 +21,7 @@ mod api {
     mod lifecycle;
     mod mail;
     mod metrics;
+    mod migration;
     mod ops;
     mod orgs;
     mod security;
