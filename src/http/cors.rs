@@ -77,7 +77,7 @@ mod tests {
 
     #[test]
     fn only_an_exact_trusted_origin_is_echoed() {
-        let origins = Origins::new(Some("https://auth.example.com"), &["https://App.example.com".into()]);
+        let origins = Origins::new(Some("https://auth.example.com"), &["https://App.example.com:443".into()]);
         let trusted = trusted_origin(&origins, &origin_header("https://app.example.com"));
         assert_eq!(trusted.as_ref().map(|v| v.to_str().unwrap()), Some("https://app.example.com"));
         // Our own origin needs no CORS; a path, another port, scheme or host, `null` and user info are no match.
