@@ -16,9 +16,11 @@ mod api {
     mod disk;
     mod faults;
     mod hardening;
+    mod health;
     mod input;
     mod lifecycle;
     mod mail;
+    mod metrics;
     mod ops;
     mod orgs;
     mod security;
