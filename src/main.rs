@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use service_auth::bootstrap::{self, AdminCreated, AdminError};
-use service_auth::config::{self, Config};
+use service_auth::config::{self, Config, LogFormat};
 use service_auth::ops;
 use service_auth::server::Started;
 use service_auth::store::StoreError;
@@ -97,6 +97,9 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&config);
+    let source =
+        config.source.as_ref().map_or_else(|| "none (built-in defaults)".to_owned(), |p| p.display().to_string());
+    tracing::info!(config = %source, data_dir = %config.data_dir.display(), "configuration");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -136,9 +139,13 @@ fn report(outcome: Result<String, ops::OpsError>) -> ExitCode {
 
 fn init_logging(config: &Config) {
     // The filter was validated with the configuration.
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_default();
-    let ansi = std::io::stderr().is_terminal();
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_default();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        // One object per line; the request's span (its id) on each line logged inside it.
+        LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
+    }
 }
 
 async fn serve(config: Config) -> ExitCode {

@@ -18,6 +18,7 @@ mod api {
     mod health;
     mod input;
     mod lifecycle;
+    mod logs;
     mod mail;
     mod metrics;
     mod ops;
