@@ -420,9 +420,17 @@ fn read_file(path: &Path) -> Result<Config, ConfigError> {
 /// Parses TOML text into a configuration (without environment overrides or checks). Errors name the key.
 pub fn parse(text: &str) -> Result<Config, String> {
     toml::from_str(text).map_err(|e: toml::de::Error| {
-        // For an unknown key the span is the whole enclosing table, but the message names the key already.
-        if e.message().starts_with("unknown field") {
-            return e.message().to_owned();
+        // Name the table and the line of an unknown key, as for a bad value.
+        if let Some(field) = unknown_field(e.message()) {
+            let (start, end) = e.span().map_or((0, text.len()), |s| (s.start.min(text.len()), s.end.min(text.len())));
+            return match line_of_key(text, start, end, field) {
+                Some(offset) => {
+                    let line = text[..offset].lines().count() + 1;
+                    let key = key_at(text, offset).unwrap_or_else(|| field.to_owned());
+                    format!("line {line}: `{key}`: {}", e.message())
+                }
+                None => e.message().to_owned(),
+            };
         }
         match e.span() {
             Some(span) => {
@@ -436,6 +444,29 @@ pub fn parse(text: &str) -> Result<Config, String> {
             None => e.message().to_owned(),
         }
     })
+}
+
+/// The key that an "unknown field `x`, expected …" message names.
+fn unknown_field(message: &str) -> Option<&str> {
+    message.strip_prefix("unknown field `")?.split_once('`').map(|(field, _)| field)
+}
+
+/// Byte offset of the first line in `text[start..end]` that assigns `field` (`field =`, `"field" =`, or a dotted
+/// key ending in it).
+fn line_of_key(text: &str, start: usize, end: usize, field: &str) -> Option<usize> {
+    let mut offset = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    // The span is the key itself, or (older parsers) the whole table: search whole lines either way.
+    let end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    for line in text[offset..end].split_inclusive('\n') {
+        if let Some((key, _)) = line.split_once('=') {
+            let last = key.trim().rsplit('.').next().unwrap_or_default().trim().trim_matches(['"', '\'']);
+            if last == field {
+                return Some(offset);
+            }
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The dotted key whose value sits at byte `offset`: the `key =` on that line, under the last `[table]` above.
@@ -669,7 +700,12 @@ mod tests {
         let e = parse("log = \"x\"\n[hashing]\nworkers = \"two\"\n").unwrap_err();
         assert!(e.contains("line 3: `hashing.workers`"), "{e}");
         let e = parse("[hashing]\nmemry_kib = 1\n").unwrap_err();
-        assert!(e.contains("memry_kib"), "{e}");
+        assert!(e.starts_with("line 2: `hashing.memry_kib`: unknown field `memry_kib`"), "{e}");
+        let e = parse("listen = \"127.0.0.1:1\"\n\n[cookie]\nprefix = \"x\"\n\n[limits]\nmax_connections = 5\nmax_conections = 5\n")
+            .unwrap_err();
+        assert!(e.starts_with("line 8: `limits.max_conections`: unknown field"), "{e}");
+        let e = parse("log = \"info\"\ntrusted_orgins = []\n").unwrap_err();
+        assert!(e.starts_with("line 2: `trusted_orgins`: unknown field"), "{e}");
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod api {
     mod crash;
     mod disk;
     mod faults;
+    mod first_run;
     mod hardening;
     mod health;
     mod input;
