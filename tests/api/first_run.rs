@@ -99,3 +99,39 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
     assert!(!server.stderr().contains("no administrator yet"), "{}", server.stderr());
     assert!(server.terminate().success());
 }
+
+/// README's walk-through, pasted as written into `sh` (only the address changed), against a real server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_walk_through_runs_as_written() {
+    for tool in ["curl", "jq"] {
+        let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().unwrap().status.success();
+        assert!(
+            found,
+            "the walk-through needs {tool}: install it (Debian: apt-get install -y {tool}), as .ci/run does"
+        );
+    }
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find("## A walk through").expect("the walk-through section")..];
+    let block = section.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).expect("its sh block");
+    assert!(block.contains("B=http://127.0.0.1:3000\n"), "{block}");
+
+    let root = tempfile::tempdir().unwrap();
+    let env = [
+        ("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL", "admin@example.com"),
+        ("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD", "a long passphrase"),
+    ];
+    let server = ChildServer::spawn(root.path(), &env).await;
+    let script = block.replace("B=http://127.0.0.1:3000\n", &format!("B={}\n", server.base));
+    let out = tokio::task::spawn_blocking(move || Command::new("sh").args(["-eu", "-c", &script]).output().unwrap())
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("\"error\"") && !stdout.contains("\"code\""), "a call failed:\n{stdout}");
+    assert_eq!(stdout.matches("{\"success\":true}").count(), 4, "three PATCHes and the sign-out:\n{stdout}");
+    assert!(stdout.contains("\"slug\":\"st-mary\""), "{stdout}");
+    let admin = server.login("admin@example.com", "a long passphrase").await;
+    let alice = server.users(&admin).await.into_iter().find(|u| u["email"] == "alice@example.com").unwrap();
+    assert_eq!(alice["role"], "pharmacist_in_charge");
+    assert!(alice["organization_id"].is_string() && alice["banned"] == false, "{alice}");
+}
