@@ -8,18 +8,22 @@ use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefini
 
 use super::codec::{self, Versioned};
 use super::records::AuditRecordV1;
-use super::{Loaded, Record, StoreError, StoreOp};
+use super::{Loaded, Record, StoreError, StoreOp, TokenHash};
 
 const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
-const SESSIONS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
+/// Sessions by `user id ‖ token hash`: one account's sessions are neighbours, so a ban that ends a thousand of
+/// them rewrites a few pages instead of a thousand scattered ones.
+const SESSIONS: TableDefinition<[u8; 48], &[u8]> = TableDefinition::new("sessions_by_user");
+/// Schema 1 kept sessions by token hash alone; read once, at the upgrade to schema 2.
+const SESSIONS_BY_HASH: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
 const AUDIT: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit");
 const TOKENS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("tokens");
 const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
-const SCHEMA_VERSION: u32 = 1;
+const SCHEMA_VERSION: u32 = 2;
 const FILE_NAME: &str = "service-auth.redb";
 /// redb's page cache. State is served from memory, and the file is read in full only at start-up, so a large
 /// cache would only keep a second copy of everything resident (redb's default is 1 GiB). 4 MiB holds a commit's
@@ -197,7 +201,11 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
                     "the data directory was written by a newer service-auth (schema {v}; this one reads {SCHEMA_VERSION})"
                 )));
             }
-            Some(_) => {}
+            Some(SCHEMA_VERSION) => {}
+            Some(_) => {
+                upgrade_sessions_table(&tx)?;
+                meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
+            }
             None => {
                 meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
             }
@@ -205,6 +213,29 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
     }
     open_tables(&tx)?;
     tx.commit().map_err(io)
+}
+
+/// Schema 1 → 2: every session moves from `hash` to `user ‖ hash`, in the transaction that records schema 2, so
+/// an interrupted upgrade leaves schema 1 whole and runs again at the next start.
+fn upgrade_sessions_table(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    {
+        let old = tx.open_table(SESSIONS_BY_HASH).map_err(io)?;
+        let mut new = tx.open_table(SESSIONS).map_err(io)?;
+        for entry in old.iter().map_err(io)? {
+            let (hash, value) = entry.map_err(io)?;
+            let record = codec::decode_session(value.value())?;
+            new.insert(session_key(record.user_id, &hash.value()), value.value()).map_err(io)?;
+        }
+    }
+    tx.delete_table(SESSIONS_BY_HASH).map_err(io)?;
+    Ok(())
+}
+
+fn session_key(user: [u8; 16], hash: &TokenHash) -> [u8; 48] {
+    let mut key = [0; 48];
+    key[..16].copy_from_slice(&user);
+    key[16..].copy_from_slice(hash);
+    key
 }
 
 /// Creates every table that does not exist yet.
@@ -375,7 +406,9 @@ fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> 
     }
     for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
-        f(Record::Session(key.value(), codec::decode_session(value.value())?))?;
+        let mut hash: TokenHash = [0; 32];
+        hash.copy_from_slice(&key.value()[16..]);
+        f(Record::Session(hash, codec::decode_session(value.value())?))?;
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
@@ -406,9 +439,9 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOrg(id) => {
                     orgs.remove(id).map_err(io)?;
                 }
-                StoreOp::PutSession(hash, r) => put(&mut sessions, *hash, r)?,
-                StoreOp::DeleteSession(hash) => {
-                    sessions.remove(hash).map_err(io)?;
+                StoreOp::PutSession(hash, r) => put(&mut sessions, session_key(r.user_id, hash), r)?,
+                StoreOp::DeleteSession(user, hash) => {
+                    sessions.remove(session_key(*user, hash)).map_err(io)?;
                 }
                 StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
                 StoreOp::DeleteAudit(id) => {
@@ -551,9 +584,43 @@ mod tests {
             store
                 .commit(&[StoreOp::PutSession([8; 32], session.clone()), StoreOp::PutSession([9; 32], session.clone())])
                 .unwrap();
-            store.commit(&[StoreOp::DeleteSession([8; 32])]).unwrap();
+            store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
         }
         let loaded = Store::open(dir.path()).unwrap().load().unwrap();
         assert_eq!(loaded.sessions, vec![([9; 32], session)]);
+    }
+
+    /// Before: sessions were keyed by token hash alone, so ending a thousand sessions of one account rewrote a
+    /// thousand scattered pages. A store of that schema is upgraded at open, sessions and all.
+    #[test]
+    fn a_schema_1_store_is_upgraded_with_its_sessions() {
+        use crate::store::SessionRecordV1;
+        let dir = tempfile::tempdir().unwrap();
+        let old = SessionRecordV1 {
+            id: [1; 16],
+            user_id: [2; 16],
+            expires_at_ms: 10,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            ip_address: String::new(),
+            user_agent: String::new(),
+            remember_me: true,
+        };
+        {
+            let db = Database::create(dir.path().join(FILE_NAME)).unwrap();
+            let tx = db.begin_write().unwrap();
+            tx.open_table(META).unwrap().insert("schema_version", 1).unwrap();
+            tx.open_table(SESSIONS_BY_HASH).unwrap().insert([8; 32], codec::encode(&old).as_slice()).unwrap();
+            tx.commit().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.load().unwrap().sessions, vec![([8; 32], SessionRecord::from(old))]);
+        store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
+        assert!(store.load().unwrap().sessions.is_empty(), "the upgraded key is the one deletes use");
+        drop(store);
+        let db = Database::create(dir.path().join(FILE_NAME)).unwrap();
+        let tx = db.begin_read().unwrap();
+        assert_eq!(tx.open_table(META).unwrap().get("schema_version").unwrap().unwrap().value(), SCHEMA_VERSION);
+        assert!(tx.open_table(SESSIONS_BY_HASH).is_err(), "the old table is gone");
     }
 }

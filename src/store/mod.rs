@@ -39,7 +39,9 @@ pub enum StoreOp {
     /// An organization removed (its members are detached in the same transaction by their own ops).
     DeleteOrg([u8; 16]),
     PutSession(TokenHash, SessionRecord),
-    DeleteSession(TokenHash),
+    /// A session ended: its user's id and its token's hash (sessions are stored by user, then hash, so that
+    /// ending every session of one account writes a few neighbouring pages, not one page per session).
+    DeleteSession([u8; 16], TokenHash),
     /// Audit entries ride in the same transaction as the change they record.
     PutAudit(AuditRecordV1),
     /// Retention: an audit entry past its time (or beyond the size cap).
