@@ -56,3 +56,43 @@ for run in $(seq "$RUNS"); do
 done
 echo "median of ${#times[@]}: $(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (${#times[@]} + 1) / 2 ))p") s for $N users"
 echo "data file: $(du -h "$WORK/data/service-auth.redb" | cut -f1), source: $(du -h "$WORK/ba.db" | cut -f1)"
+
+# --- What a password check costs while imported hashes remain, and without them ------------------------------
+# A wrong password answers 401 after the full verification: 25 sequential wrong sign-ins each, the median time.
+printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 100000\n' > "$WORK/config.toml"
+# Interleaved (one of each in turn), so that noise on the shared machine falls on every kind alike.
+time_wrong() { # base-url email...
+  local base=$1; shift
+  for _ in $(seq 25); do
+    for email in "$@"; do
+      curl -s -o /dev/null -w "$email %{time_total}\n" "$base/api/auth/sign-in/email" \
+        -H 'Content-Type: application/json' -d "{\"email\": \"$email\", \"password\": \"a wrong password\"}"
+    done
+  done | python3 -c '
+import sys, statistics
+by = {}
+for line in sys.stdin:
+    email, t = line.split()
+    by.setdefault(email, []).append(float(t) * 1000)
+print(", ".join(f"{e}: {statistics.median(v):.1f} ms" for e, v in by.items()))'
+}
+serve() { # data-dir
+  SERVICE_AUTH_CONFIG="$WORK/config.toml" SERVICE_AUTH_DATA_DIR="$1" SERVICE_AUTH_LISTEN=127.0.0.1:0 \
+    SERVICE_AUTH_LOG=warn target/release/service-auth > "$WORK/out" 2>/dev/null &
+  PID=$!
+  for _ in $(seq 300); do grep -q 'listening on' "$WORK/out" 2>/dev/null && break; sleep 0.1; done
+  sleep 1
+  BASE="http://$(sed -n 's/^listening on //p' "$WORK/out")"
+}
+serve "$WORK/data"
+curl -s -o /dev/null "$BASE/api/auth/sign-up/email" -H 'Content-Type: application/json' \
+  -d '{"name": "New", "email": "new@example.com", "password": "a new long password"}'
+echo "with imported hashes, median of 25 wrong sign-ins (imported account, argon2id account, unknown e-mail):"
+echo "  $(time_wrong "$BASE" user5@example.com new@example.com ghost@example.com)"
+kill "$PID"; wait "$PID" 2>/dev/null || true
+serve "$WORK/fresh"
+curl -s -o /dev/null "$BASE/api/auth/sign-up/email" -H 'Content-Type: application/json' \
+  -d '{"name": "New", "email": "new@example.com", "password": "a new long password"}'
+echo "without imported hashes (argon2id account, unknown e-mail):"
+echo "  $(time_wrong "$BASE" new@example.com ghost@example.com)"
+kill "$PID"; wait "$PID" 2>/dev/null || true
