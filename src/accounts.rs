@@ -24,6 +24,7 @@ use crate::domain::{
 };
 use crate::hashing::{HashError, Hasher};
 use crate::mail::Templates;
+use crate::metrics::{Levels, Metrics};
 use crate::store::Store;
 
 /// The earliest a request for a mailed link is answered: longer than either case (a link issued or not) takes,
@@ -48,6 +49,8 @@ pub struct Accounts {
     pub(crate) templates: Option<Arc<Templates>>,
     /// Sign-up opens no session and sign-in is refused until the address is verified.
     pub(crate) require_verification: bool,
+    /// The server's metrics (no-ops unless a metrics listener is configured).
+    pub metrics: Arc<Metrics>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -746,9 +749,20 @@ impl Accounts {
         self.indexes.users.legacy_hashes()
     }
 
+    /// The levels a metrics scrape shows: accounts, sessions, organizations, hashes waiting.
+    pub fn levels(&self) -> Levels {
+        Levels {
+            users: self.indexes.users.len(),
+            sessions: self.indexes.sessions.len(),
+            organizations: self.indexes.orgs.len(),
+            hash_queue: self.hasher.waiting(),
+            legacy_hashes: self.indexes.users.legacy_hashes(),
+        }
+    }
+
     /// `Ok` while the store accepts commits; otherwise why not.
     pub fn readiness(&self) -> Result<(), String> {
-        self.store.health()
+        self.store.accepts_writes()
     }
 
     /// Waits (at most `limit`) for the work requests started and left behind, while the actors still answer.

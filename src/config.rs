@@ -35,6 +35,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub audit: AuditConfig,
     pub email: EmailConfig,
+    pub metrics: MetricsConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -159,6 +160,15 @@ impl Default for EmailConfig {
     }
 }
 
+/// The Prometheus listener: a separate address, off unless set, so metrics are never exposed on the public port
+/// by accident.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Address of the `GET /metrics` listener, host:port (`SERVICE_AUTH_METRICS_LISTEN`); `None`: no metrics.
+    pub listen: Option<SocketAddr>,
+}
+
 /// How long the audit log keeps its entries, and how many at most.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -243,6 +253,7 @@ impl Default for Config {
             audit: AuditConfig::default(),
             email: EmailConfig::default(),
             limits: LimitsConfig::default(),
+            metrics: MetricsConfig::default(),
             bootstrap_admin: None,
         }
     }
@@ -376,6 +387,12 @@ fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Resu
             invalid("SERVICE_AUTH_LISTEN", format!("= {listen:?} is not host:port (e.g. 127.0.0.1:3000)"))
         })?;
     }
+    if let Some(listen) = env("SERVICE_AUTH_METRICS_LISTEN") {
+        let addr = listen.parse().map_err(|_| {
+            invalid("SERVICE_AUTH_METRICS_LISTEN", format!("= {listen:?} is not host:port (e.g. 127.0.0.1:9100)"))
+        })?;
+        config.metrics.listen = Some(addr);
+    }
     if let Some(dir) = env("SERVICE_AUTH_DATA_DIR") {
         config.data_dir = PathBuf::from(dir);
     }
@@ -505,6 +522,11 @@ impl Config {
                 "limits",
                 "max_connections, max_connections_per_address and the timeouts must be above 0".into(),
             );
+        }
+        if let Some(metrics) = self.metrics.listen
+            && metrics == self.listen
+        {
+            return fail("metrics.listen", format!("= \"{metrics}\" is the public listen address; use another port"));
         }
         if r.failures_per_account == 0 {
             return fail("rate_limit.failures_per_account", "must be at least 1".into());

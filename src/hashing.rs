@@ -19,6 +19,9 @@ use std::time::Duration;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
+use std::time::Instant;
+
+use metrics::Histogram;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::HashingConfig;
@@ -51,6 +54,8 @@ struct Inner {
     /// Hashes running now, and the most ever seen at once: what shows the cap holds.
     running: AtomicUsize,
     peak_running: AtomicUsize,
+    /// How long each hash waited for a worker (a no-op unless metrics are on).
+    wait_time: Histogram,
     /// A hash of a random password made with the current parameters. Verifying against it costs exactly what a
     /// real verify costs, so an unknown e-mail answers in the same time as a wrong password.
     dummy_hash: String,
@@ -61,6 +66,11 @@ struct Inner {
 
 impl Hasher {
     pub fn new(config: &HashingConfig) -> Result<Self, HashError> {
+        Self::observed(config, Histogram::noop())
+    }
+
+    /// [`new`](Self::new), recording each hash's wait for a worker into `wait_time`.
+    pub fn observed(config: &HashingConfig, wait_time: Histogram) -> Result<Self, HashError> {
         let params = Params::new(config.memory_kib, config.iterations, config.parallelism, None)
             .map_err(|e| HashError::Params(e.to_string()))?;
         let workers = match config.workers {
@@ -83,6 +93,7 @@ impl Hasher {
                 waiting: AtomicUsize::new(0),
                 running: AtomicUsize::new(0),
                 peak_running: AtomicUsize::new(0),
+                wait_time,
                 dummy_hash,
                 dummy_legacy,
             }),
@@ -135,6 +146,11 @@ impl Hasher {
         .await
     }
 
+    /// Hashes waiting for a worker now.
+    pub fn waiting(&self) -> usize {
+        self.inner.waiting.load(Ordering::Relaxed)
+    }
+
     /// The most hashes that ever ran at once.
     pub fn peak_running(&self) -> usize {
         self.inner.peak_running.load(Ordering::Relaxed)
@@ -159,14 +175,17 @@ impl Hasher {
     async fn permit(&self) -> Result<OwnedSemaphorePermit, HashError> {
         let inner = &self.inner;
         if let Ok(permit) = Arc::clone(&inner.permits).try_acquire_owned() {
+            inner.wait_time.record(0.0);
             return Ok(permit);
         }
+        let started = Instant::now();
         if inner.waiting.fetch_add(1, Ordering::Relaxed) >= inner.max_queue {
             inner.waiting.fetch_sub(1, Ordering::Relaxed);
             return Err(HashError::Busy);
         }
         let waited = tokio::time::timeout(inner.queue_timeout, Arc::clone(&inner.permits).acquire_owned()).await;
         inner.waiting.fetch_sub(1, Ordering::Relaxed);
+        inner.wait_time.record(started.elapsed());
         match waited {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) | Err(_) => Err(HashError::Busy),

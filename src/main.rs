@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use service_auth::bootstrap::{self, AdminCreated, AdminError};
 use service_auth::config::{self, Config};
 use service_auth::ops;
+use service_auth::server::Started;
 use service_auth::store::StoreError;
 use tokio_util::sync::CancellationToken;
 
@@ -175,19 +176,30 @@ async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // One plain line on stdout with the real address (the port may have been 0): scripts and tests read it.
-    if let Ok(addr) = listener.local_addr() {
-        println!("listening on {addr}");
-        let _ = std::io::stdout().flush();
-    }
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
-    match service_auth::server::run(listener, config, shutdown).await {
+    match service_auth::server::run(listener, config, shutdown, announce).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("service-auth: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Once the server serves: one plain line on stdout with the real address (the port may have been 0), which scripts
+/// and tests read, and, while nobody can administer the service, how to change that.
+fn announce(started: &Started) {
+    println!("listening on {}", started.address);
+    if let Some(metrics) = started.metrics {
+        println!("metrics on {metrics}/metrics");
+    }
+    let _ = std::io::stdout().flush();
+    if !started.has_admin {
+        tracing::warn!(
+            "no administrator yet: stop the server and run `service-auth admin create --email you@example.com \
+             --name You`, or start it with SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL and SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD"
+        );
     }
 }
 

@@ -11,15 +11,19 @@ mod api {
     mod admin;
     mod admin_plugin;
     mod auth;
+    mod cors;
     mod crash;
     mod disk;
     mod faults;
     mod hardening;
+    mod health;
     mod input;
     mod lifecycle;
     mod mail;
+    mod metrics;
     mod migration;
     mod ops;
     mod orgs;
     mod security;
+    mod upgrade;
 }

@@ -76,13 +76,14 @@ impl SessionIndex {
         self.by_hash.pin().iter().find(|(_, s)| s.id == id).map(|(h, s)| (*h, s.user_id))
     }
 
-    fn expired(&self, now: Timestamp) -> Vec<TokenHash> {
-        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, _)| *h).collect()
+    fn expired(&self, now: Timestamp) -> Vec<(UserId, TokenHash)> {
+        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, s)| (s.user_id, *h)).collect()
     }
 
-    fn of_users(&self, users: &[UserId]) -> Vec<TokenHash> {
+    fn of_users(&self, users: &[UserId]) -> Vec<(UserId, TokenHash)> {
         let by_user = self.by_user.pin();
-        users.iter().filter_map(|u| by_user.get(u)).flat_map(|hashes| hashes.iter().copied()).collect()
+        let of = |u: &UserId| Some(by_user.get(u)?.iter().map(|h| (*u, *h)).collect::<Vec<_>>());
+        users.iter().filter_map(of).flatten().collect()
     }
 }
 
@@ -327,12 +328,12 @@ impl Actor for SessionsActor {
             }
             SessionsMsg::SweepExpired { reply } => {
                 let now = Timestamp::now();
-                let expired: Vec<TokenHash> = self.indexes.sessions.expired(now);
+                let expired = self.indexes.sessions.expired(now);
                 let count = expired.len();
-                for hash in &expired {
+                for (_, hash) in &expired {
                     state.overlay.stage(*hash, None);
                 }
-                state.overlay.add(expired.into_iter().map(StoreOp::DeleteSession), reply, count);
+                state.overlay.add(expired.into_iter().map(delete), reply, count);
             }
             SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
                 // A banned (or being banned) user's session is not extended: it is about to end, and a refresh
@@ -354,9 +355,9 @@ impl Actor for SessionsActor {
             SessionsMsg::End { hash, reply } => match state.overlay.get(&hash) {
                 // Already ending in this batch: answer with the same commit, not before it.
                 Some(None) => state.overlay.add([], reply, ()),
-                _ if self.get(state, &hash).is_some() => {
+                _ if let Some(session) = self.get(state, &hash) => {
                     state.overlay.stage(hash, None);
-                    state.overlay.add([StoreOp::DeleteSession(hash)], reply, ());
+                    state.overlay.add([delete((session.user_id, hash))], reply, ());
                 }
                 _ => drop(reply.send(Ok(()))),
             },
@@ -370,7 +371,9 @@ impl Actor for SessionsActor {
                 let live = |hash: &TokenHash| self.get(state, hash).is_some_and(|s| s.user_id == user);
                 let mut hashes: Vec<TokenHash> = match which {
                     Revoke::One(hash) | Revoke::Impersonation(hash) => vec![hash],
-                    Revoke::All | Revoke::AllBut(_) => self.indexes.sessions.of_users(&[user]),
+                    Revoke::All | Revoke::AllBut(_) => {
+                        self.indexes.sessions.of_users(&[user]).into_iter().map(|(_, h)| h).collect()
+                    }
                 };
                 hashes.extend(
                     state
@@ -386,7 +389,7 @@ impl Actor for SessionsActor {
                 for hash in &hashes {
                     state.overlay.stage(*hash, None);
                 }
-                let mut ops: Vec<StoreOp> = hashes.into_iter().map(StoreOp::DeleteSession).collect();
+                let mut ops: Vec<StoreOp> = hashes.into_iter().map(|h| delete((user, h))).collect();
                 if count > 0 && matches!(which, Revoke::Impersonation(_)) {
                     let ended =
                         audit::entry(action::IMPERSONATION_STOPPED, Some(by), Some(user.into()), &ip, "".into());
@@ -399,21 +402,18 @@ impl Actor for SessionsActor {
                 state.overlay.add(ops, reply, count);
             }
             SessionsMsg::CommitEnding { users, mut ops, starts, reply } => {
-                let mut hashes = self.indexes.sessions.of_users(&users);
-                hashes.extend(
-                    state
-                        .overlay
-                        .iter()
-                        .filter(|(_, s)| s.as_ref().is_some_and(|s| users.contains(&s.user_id)))
-                        .map(|(h, _)| *h),
-                );
-                hashes.sort_unstable();
-                hashes.dedup();
-                for hash in &hashes {
+                let mut ending = self.indexes.sessions.of_users(&users);
+                ending.extend(state.overlay.iter().filter_map(|(h, s)| {
+                    let session = s.as_ref().filter(|s| users.contains(&s.user_id))?;
+                    Some((session.user_id, *h))
+                }));
+                ending.sort_unstable();
+                ending.dedup();
+                for (_, hash) in &ending {
                     state.overlay.stage(*hash, None);
                 }
                 state.fenced.extend(users);
-                ops.extend(hashes.into_iter().map(StoreOp::DeleteSession));
+                ops.extend(ending.into_iter().map(delete));
                 let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
                 state.overlay.add(ops, reply, started);
             }
@@ -521,4 +521,8 @@ impl SessionsActor {
 
 fn put(hash: TokenHash, session: &Session) -> StoreOp {
     StoreOp::PutSession(hash, convert::session_record(session))
+}
+
+fn delete((user, hash): (UserId, TokenHash)) -> StoreOp {
+    StoreOp::DeleteSession(user.to_bytes(), hash)
 }

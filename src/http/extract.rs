@@ -18,7 +18,7 @@ use super::router::Ctx;
 use crate::actors::sessions::Client;
 use crate::domain::{SessionToken, User};
 
-/// Largest request body accepted (contract §5).
+/// Largest request body accepted (docs/reference.md, "Requests: bodies and limits").
 pub const MAX_BODY: usize = 64 * 1024;
 /// How much of an oversized body is read and dropped before answering 413.
 const MAX_DRAIN: usize = 1024 * 1024;

@@ -8,16 +8,20 @@
 //!   sessions and deletion), [`recovery`] (links sent by mail), [`admin_plugin`] (the better-auth admin plugin's calls),
 //!   [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
-//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
+//! - [`metrics`]: per-route request metrics, and the separate listener that serves `GET /metrics`.
+//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
+//!   [`cors`]: what a browser page on a trusted origin may read and send.
 
 mod account;
 mod admin;
 mod admin_plugin;
 mod auth;
 mod connections;
+mod cors;
 pub mod dto;
 mod errors;
 pub mod extract;
+mod metrics;
 mod ops;
 mod organizations;
 pub mod origins;
@@ -39,6 +43,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+pub use metrics::serve_metrics;
 pub use ops::OPENAPI;
 pub use router::ROUTES;
 pub use state::AppState;

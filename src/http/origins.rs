@@ -27,6 +27,13 @@ impl Origins {
         own || self.trusted.contains(&origin)
     }
 
+    /// Whether `origin` (an `Origin` header value) is one of the configured trusted origins, byte for byte as a
+    /// browser serialises it (lower case, no path, no default port). Our own origin is not in the list: a
+    /// same-origin request needs no CORS.
+    pub fn allows_cors(&self, origin: &str) -> bool {
+        self.trusted.iter().any(|trusted| trusted == origin)
+    }
+
     /// Whether an absolute URL points at a trusted origin.
     pub fn is_trusted_url(&self, url: &str, host: Option<&str>) -> bool {
         origin_of(url).is_some_and(|origin| self.is_trusted(&origin, host))

@@ -3,6 +3,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use super::metrics::RouteMetrics;
 use super::origins::Origins;
 use super::rate_limits::AddressLimits;
 use super::response::CookieSettings;
@@ -19,13 +20,14 @@ pub struct AppState {
     pub rate_limits: AddressLimits,
     /// Connection count, per-address share and timeouts.
     pub connections: LimitsConfig,
+    /// Requests, latencies and refusals per route (no-ops without a metrics listener).
+    pub route_metrics: RouteMetrics,
 }
 
 impl AppState {
     pub fn new(config: &Config, accounts: Accounts) -> Self {
         let limits = &config.rate_limit;
         Self {
-            accounts,
             cookies: CookieSettings::new(
                 &config.cookie.prefix,
                 config.secure_cookies(),
@@ -41,6 +43,8 @@ impl AppState {
                 Duration::from_secs(limits.window_secs),
             ),
             connections: config.limits.clone(),
+            route_metrics: RouteMetrics::new(&accounts.metrics),
+            accounts,
         }
     }
 
