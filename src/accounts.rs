@@ -752,6 +752,7 @@ impl Accounts {
             sessions: self.indexes.sessions.len(),
             organizations: self.indexes.orgs.len(),
             hash_queue: self.hasher.waiting(),
+            legacy_hashes: self.indexes.users.legacy_hashes(),
         }
     }
 

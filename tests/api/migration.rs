@@ -57,6 +57,14 @@ fn stored_hash(root: &Path, email: &str) -> String {
         .unwrap()
 }
 
+/// The `service_auth_legacy_password_hashes` gauge of a scrape of the metrics listener.
+async fn legacy_gauge(addr: std::net::SocketAddr) -> f64 {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let text = client.get(format!("http://{addr}/metrics")).send().await.unwrap().text().await.unwrap();
+    let line = text.lines().find(|l| l.starts_with("service_auth_legacy_password_hashes ")).expect(&text);
+    line.rsplit_once(' ').unwrap().1.parse().unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_user_signs_in_with_the_old_password_and_the_hash_becomes_argon2id() {
     let root = tempfile::tempdir().unwrap();
@@ -64,13 +72,18 @@ async fn an_imported_user_signs_in_with_the_old_password_and_the_hash_becomes_ar
     import(root.path(), &["old@example.com"]);
     assert_eq!(stored_hash(root.path(), "old@example.com"), HASH.trim());
 
-    let s = TestServer::start_in(&data).await;
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut config = test_config(&data);
+    config.metrics.listen = Some(metrics);
+    let s = TestServer::start_with(config).await;
+    assert_eq!(legacy_gauge(metrics).await, 1.0);
     assert_eq!(s.sign_in("old@example.com", "not the password").await.0, 401);
     let (status, body, cookie) = s.sign_in("old@example.com", OLD_PASSWORD).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["user"]["createdAt"], "2025-05-01T10:00:00.000Z");
     let cookie = cookie.unwrap();
     // The new hash is in force at once: the old password still works (now against argon2id).
+    assert_eq!(legacy_gauge(metrics).await, 0.0);
     assert_eq!(s.sign_in("old@example.com", OLD_PASSWORD).await.0, 200);
     s.stop().await;
 
