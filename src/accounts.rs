@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use crate::actors::audit::AuditLog;
 use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
-use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start};
+use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start, StartWith};
 use crate::actors::users::{
     AttemptRefused, Checked, Compose, CreateUserError, DeleteOrgError, DeleteUserError, NewUser, OwnChange,
     OwnChangeError, Place, ResetError, UpdateUserError, UserChange,
@@ -335,6 +335,8 @@ impl Accounts {
         client: Client,
     ) -> Result<SignedIn, SignInError> {
         let user = self.indexes.users.by_email(&email);
+        // Kept only for an account whose hash was imported from better-auth: it is re-hashed with argon2id.
+        let legacy = user.as_ref().filter(|u| u.has_legacy_hash()).map(|u| (u.password_hash.clone(), password.clone()));
         let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
         // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
         // the reservation and its end, the reservation would count against the account for good (anyone could
@@ -343,6 +345,17 @@ impl Accounts {
         let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
         if self.require_verification && !user.email_verified {
             return Err(SignInError::EmailNotVerified);
+        }
+        if let Some((from, password)) = legacy {
+            // The imported scrypt hash is replaced in the commit that starts the session. If every hashing worker
+            // is busy, the sign-in still succeeds and the next one replaces it.
+            if let Ok(to) = self.hasher.hash(password).await {
+                let start = StartWith { user: user.id, remember_me, client: client.clone() };
+                if let Some((token, session)) = self.actors.users.sign_in_upgrading(from, to, start).await? {
+                    let user = self.indexes.users.get(user.id).unwrap_or(user);
+                    return Ok(SignedIn { token, session, user });
+                }
+            }
         }
         let (token, session) = self.actors.sessions.create(user.id, remember_me, client, Start::SignIn).await?;
         let user = self.indexes.users.get(user.id).unwrap_or(user);
@@ -739,7 +752,13 @@ impl Accounts {
             sessions: self.indexes.sessions.len(),
             organizations: self.indexes.orgs.len(),
             hash_queue: self.hasher.waiting(),
+            legacy_hashes: self.indexes.users.legacy_hashes(),
         }
+    }
+
+    /// How many accounts still have a password hash imported from better-auth (replaced at their next sign-in).
+    pub fn legacy_hashes(&self) -> usize {
+        self.indexes.users.legacy_hashes()
     }
 
     /// `Ok` while the store accepts commits; otherwise why not.
@@ -772,7 +791,8 @@ async fn check_password(
     })?;
     // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
     // does not tell which accounts exist.
-    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.clone())).await;
+    let legacy_present = accounts.indexes.users.legacy_hashes() > 0;
+    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.clone()), legacy_present).await;
     let checked = match verified {
         Ok(true) => Checked::Verified,
         Ok(false) => Checked::Wrong,

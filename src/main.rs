@@ -67,6 +67,23 @@ enum Command {
     },
     /// Read a file written by `export`, refusing duplicates.
     Import { file: PathBuf },
+    /// Bring users (with their passwords), roles, bans and organizations over from a better-auth database, all
+    /// or nothing (server stopped). Sessions are not imported.
+    #[command(group(clap::ArgGroup::new("source").required(true).args(["sqlite", "postgres"])))]
+    ImportBetterAuth {
+        /// The better-auth SQLite file (opened read-only).
+        #[arg(long)]
+        sqlite: Option<PathBuf>,
+        /// The better-auth PostgreSQL database, as a postgres:// URL.
+        #[arg(long)]
+        postgres: Option<String>,
+        /// Check and print the report; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write better-auth id → new id here, one JSON object per line (for the application's own tables).
+        #[arg(long)]
+        mapping_out: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -128,6 +145,16 @@ fn main() -> ExitCode {
         Command::Restore { file } => report(ops::backup::restore(&config, &file)),
         Command::Export { out } => report(ops::export::export(&config, out.as_deref())),
         Command::Import { file } => report(ops::export::import(&config, &file)),
+        Command::ImportBetterAuth { sqlite, postgres, dry_run, mapping_out } => {
+            // clap lets exactly one of the two through.
+            let source = match (sqlite, postgres) {
+                (Some(path), _) => Some(ops::better_auth::Source::Sqlite(path)),
+                (None, url) => url.map(ops::better_auth::Source::Postgres),
+            };
+            let Some(source) = source else { return ExitCode::from(2) };
+            let options = ops::better_auth::Options { source, dry_run, mapping_out };
+            report(ops::better_auth::import(&config, &options))
+        }
     }
 }
 

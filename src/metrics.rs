@@ -30,6 +30,8 @@ pub const USERS: &str = "service_auth_users";
 pub const SESSIONS: &str = "service_auth_sessions";
 pub const ORGANIZATIONS: &str = "service_auth_organizations";
 pub const OUTBOX: &str = "service_auth_mail_outbox_depth";
+/// Accounts whose password hash is still one imported from better-auth (replaced at their next sign-in).
+pub const LEGACY_HASHES: &str = "service_auth_legacy_password_hashes";
 
 /// Latency buckets, seconds: from a cached session check (tens of microseconds) to a queued hash (seconds).
 const SECONDS_BUCKETS: &[f64] =
@@ -48,6 +50,7 @@ pub struct Metrics {
     users: Gauge,
     sessions: Gauge,
     organizations: Gauge,
+    legacy_hashes: Gauge,
 }
 
 /// What the scrape reads from the running server at that moment.
@@ -57,6 +60,7 @@ pub struct Levels {
     pub sessions: usize,
     pub organizations: usize,
     pub hash_queue: usize,
+    pub legacy_hashes: usize,
 }
 
 impl Metrics {
@@ -73,6 +77,7 @@ impl Metrics {
                 users: Gauge::noop(),
                 sessions: Gauge::noop(),
                 organizations: Gauge::noop(),
+                legacy_hashes: Gauge::noop(),
             };
         }
         let recorder = PrometheusBuilder::new()
@@ -91,6 +96,7 @@ impl Metrics {
             users: recorder.register_gauge(&Key::from_static_name(USERS), &META),
             sessions: recorder.register_gauge(&Key::from_static_name(SESSIONS), &META),
             organizations: recorder.register_gauge(&Key::from_static_name(ORGANIZATIONS), &META),
+            legacy_hashes: recorder.register_gauge(&Key::from_static_name(LEGACY_HASHES), &META),
             recorder: Some((recorder, handle)),
         };
         // Present from the first scrape, before any sign-in or mail.
@@ -139,6 +145,7 @@ impl Metrics {
         self.sessions.set(levels.sessions as f64);
         self.organizations.set(levels.organizations as f64);
         self.hash_queue.set(levels.hash_queue as f64);
+        self.legacy_hashes.set(levels.legacy_hashes as f64);
         handle.render()
     }
 }
@@ -160,6 +167,11 @@ fn describe(r: &PrometheusRecorder) {
     r.describe_gauge(SESSIONS.into(), None, help("Sessions held (expired ones until the next sweep)."));
     r.describe_gauge(ORGANIZATIONS.into(), None, help("Organizations."));
     r.describe_gauge(OUTBOX.into(), None, help("Mail messages waiting to be sent."));
+    r.describe_gauge(
+        LEGACY_HASHES.into(),
+        None,
+        help("Accounts whose password hash is still one imported from better-auth (re-hashed at their next sign-in)."),
+    );
 }
 
 #[cfg(test)]
@@ -181,10 +193,11 @@ mod tests {
         m.counter(HTTP_REQUESTS, vec![Label::new("route", "/x"), Label::new("status", "200")]).increment(3);
         m.commit_batch.record(3.0);
         m.upkeep();
-        let text = m.render(Levels { users: 7, ..Levels::default() });
+        let text = m.render(Levels { users: 7, legacy_hashes: 2, ..Levels::default() });
         assert!(text.contains("# TYPE service_auth_http_requests_total counter"), "{text}");
         assert!(text.contains("service_auth_http_requests_total{route=\"/x\",status=\"200\"} 3"), "{text}");
         assert!(text.contains("service_auth_users 7"), "{text}");
+        assert!(text.contains("service_auth_legacy_password_hashes 2"), "{text}");
         assert!(text.contains("service_auth_store_commit_batch_requests_bucket{le=\"4\"} 1"), "{text}");
         assert!(text.contains("service_auth_sign_ins_total{outcome=\"success\"} 0"), "{text}");
     }

@@ -69,7 +69,12 @@ impl Core {
                 .await
                 .map_err(|e| AppError::Startup(e.to_string()))??;
         }
-        tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
+        tracing::info!(
+            users = indexes.users.len(),
+            sessions = indexes.sessions.len(),
+            legacy_password_hashes = indexes.users.legacy_hashes(),
+            "state loaded"
+        );
         let indexes = Arc::new(indexes);
         let commits = CommitMetrics { duration: metrics.commit_duration.clone(), batch: metrics.commit_batch.clone() };
         let (writer, writer_done) = StoreWriter::spawn_observed(Arc::clone(&store), commits)?;

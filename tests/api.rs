@@ -11,6 +11,7 @@ mod api {
     mod admin;
     mod admin_plugin;
     mod auth;
+    mod cors;
     mod crash;
     mod disk;
     mod faults;
@@ -22,7 +23,9 @@ mod api {
     mod logs;
     mod mail;
     mod metrics;
+    mod migration;
     mod ops;
     mod orgs;
     mod security;
+    mod upgrade;
 }

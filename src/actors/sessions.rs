@@ -106,6 +106,17 @@ pub enum Revoke {
     Impersonation(TokenHash),
 }
 
+/// A session to start with another actor's records (a sign-in that replaces an imported password hash).
+#[derive(Debug, Clone)]
+pub struct StartWith {
+    pub user: UserId,
+    pub remember_me: bool,
+    pub client: Client,
+}
+
+/// What starting a session gives: its token and the session.
+pub type Started = Result<(SessionToken, Arc<Session>), CreateSessionError>;
+
 /// Why a session starts; a sign-in is recorded in the audit log with its session (a sign-up's account creation
 /// is recorded by the users actor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,10 +172,12 @@ pub enum SessionsMsg {
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
     /// Another actor's records, committed together with the end of every session of `users`.
+    /// Also starts a session for each of `starts` (sign-ins), in the same transaction.
     CommitEnding {
         users: Vec<UserId>,
         ops: Vec<StoreOp>,
-        reply: RpcReplyPort<Result<(), Unavailable>>,
+        starts: Vec<StartWith>,
+        reply: RpcReplyPort<Result<Vec<Started>, Unavailable>>,
     },
     /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
     Unfence {
@@ -218,7 +231,19 @@ impl SessionsHandle {
     ///
     /// No timeout: the caller must learn the real outcome, or its memory would disagree with the disk.
     pub async fn commit_ending(&self, users: Vec<UserId>, ops: Vec<StoreOp>) -> Result<(), Unavailable> {
-        match self.0.call(|reply| SessionsMsg::CommitEnding { users, ops, reply }, None).await {
+        self.commit_with(users, ops, Vec::new()).await.map(drop)
+    }
+
+    /// [`commit_ending`](Self::commit_ending) that also starts the sessions `starts` (sign-ins, checked like
+    /// [`create`](Self::create)) in the same transaction: another actor's change that must be durable with a new
+    /// session (an imported password hash replaced at sign-in). One answer per start, in order.
+    pub async fn commit_with(
+        &self,
+        users: Vec<UserId>,
+        ops: Vec<StoreOp>,
+        starts: Vec<StartWith>,
+    ) -> Result<Vec<Started>, Unavailable> {
+        match self.0.call(|reply| SessionsMsg::CommitEnding { users, ops, starts, reply }, None).await {
             Ok(ractor::rpc::CallResult::Success(result)) => result,
             _ => Err(Unavailable),
         }
@@ -376,7 +401,7 @@ impl Actor for SessionsActor {
                 }
                 state.overlay.add(ops, reply, count);
             }
-            SessionsMsg::CommitEnding { users, mut ops, reply } => {
+            SessionsMsg::CommitEnding { users, mut ops, starts, reply } => {
                 let mut ending = self.indexes.sessions.of_users(&users);
                 ending.extend(state.overlay.iter().filter_map(|(h, s)| {
                     let session = s.as_ref().filter(|s| users.contains(&s.user_id))?;
@@ -389,7 +414,8 @@ impl Actor for SessionsActor {
                 }
                 state.fenced.extend(users);
                 ops.extend(ending.into_iter().map(delete));
-                state.overlay.add(ops, reply, ());
+                let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
+                state.overlay.add(ops, reply, started);
             }
             SessionsMsg::Unfence { users } => {
                 for user in users {
@@ -406,6 +432,27 @@ impl Actor for SessionsActor {
 }
 
 impl SessionsActor {
+    /// A sign-in's session, staged with its records in `ops` (a refusal of a banned account is recorded too).
+    fn start_with(&self, state: &mut State, start: StartWith, ops: &mut Vec<StoreOp>) -> Started {
+        let StartWith { user, remember_me, client } = start;
+        let ip = client.ip_address.clone();
+        let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
+        match self.create(state, user, remember_me, client, Start::SignIn) {
+            Ok((token, hash, session)) => {
+                state.overlay.stage(hash, Some(Arc::clone(&session)));
+                ops.push(put(hash, &session));
+                ops.push(logged(action::SIGN_IN_SUCCEEDED, ""));
+                Ok((token, session))
+            }
+            Err(e) => {
+                if e == CreateSessionError::Banned {
+                    ops.push(logged(action::SIGN_IN_REFUSED, "account is banned"));
+                }
+                Err(e)
+            }
+        }
+    }
+
     async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
         let sessions = &self.indexes.sessions;
         state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(hash, s)| sessions.publish(hash, s)).await;

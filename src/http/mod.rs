@@ -9,7 +9,8 @@
 //!   [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
 //! - [`metrics`]: per-route request metrics, and the separate listener that serves `GET /metrics`.
-//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
+//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
+//!   [`cors`]: what a browser page on a trusted origin may read and send.
 //! - [`request_id`]: the id on every log line of a request, and in its answer.
 
 mod account;
@@ -17,6 +18,7 @@ mod admin;
 mod admin_plugin;
 mod auth;
 mod connections;
+mod cors;
 pub mod dto;
 mod errors;
 pub mod extract;

@@ -1,6 +1,7 @@
 //! The route table and dispatch: path, then method, then the family's handler. A known path with another method
-//! is 405 with `Allow`; an unknown path 404. `HEAD` is answered for every `GET` route: the same status and
-//! headers, no body. The OpenAPI document is checked against the table (test below).
+//! is 405 with `Allow`, `OPTIONS` on a known path a CORS preflight; an unknown path 404. `HEAD` is answered for
+//! every `GET` route: the same status and headers, no body. The OpenAPI document is checked against the table
+//! (test below).
 
 use std::net::IpAddr;
 use std::time::Instant;
@@ -11,7 +12,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use tracing::Instrument;
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, admin_plugin, auth, extract, ops, organizations, recovery, request_id};
+use super::{AppState, account, admin, admin_plugin, auth, cors, extract, ops, organizations, recovery, request_id};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -109,8 +110,9 @@ fn is_cross_site(state: &AppState, req: &Request<Incoming>, host: Option<&str>) 
     }
 }
 
-/// Every answer, errors included, says that no browser may guess a type other than the one it declares.
-/// Every answer carries the request's id, and every log line while it runs (a span).
+/// Every answer, errors included, says that no browser may guess a type other than the one it declares, carries
+/// the CORS headers when it answers a trusted origin, and carries the request's id, which every log line while it
+/// runs has too (a span).
 pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let id = state.request_ids.for_request(peer, req.headers(), &state.trusted_proxies);
     let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or_default());
@@ -123,10 +125,11 @@ pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>
 async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
     let head = req.method() == Method::HEAD;
     let client = extract::client_ip(peer, req.headers(), &state.trusted_proxies);
+    let origin = cors::trusted_origin(&state.origins, req.headers());
     // The clock is read, and the method kept, only when something records them.
     let started = (state.route_metrics.enabled() || state.access_log).then(Instant::now);
     let method = state.access_log.then(|| req.method().clone());
-    let (route, mut response) = dispatch(state, client, req).await;
+    let (route, mut response) = dispatch(state, client, req, origin.as_ref()).await;
     if let Some(started) = started {
         let elapsed = started.elapsed();
         state.route_metrics.observe(&state.accounts.metrics, route, response.status(), elapsed);
@@ -144,6 +147,7 @@ async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Respo
             );
         }
     }
+    cors::decorate(&mut response, origin);
     if head {
         strip_body(&mut response);
     }
@@ -172,15 +176,24 @@ fn allow_header(allowed: &[Method]) -> HeaderValue {
     HeaderValue::from_str(&methods.join(", ")).unwrap_or(HeaderValue::from_static("GET"))
 }
 
-/// The routes: path, then method. A known path with another method is 405 with `Allow`. Returns the index of the
+/// The routes: path, then method. A known path with another method is 405 with `Allow`; `OPTIONS` on a known path
+/// is a CORS preflight (or a question about the methods): see [`cors::preflight`]. Returns the index of the
 /// matched route (for the metrics) with the answer.
-async fn dispatch(state: &AppState, client: IpAddr, mut req: Request<Incoming>) -> (Option<usize>, Response<Body>) {
+async fn dispatch(
+    state: &AppState,
+    client: IpAddr,
+    mut req: Request<Incoming>,
+    origin: Option<&HeaderValue>,
+) -> (Option<usize>, Response<Body>) {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
     let Some(index) = find_route(path) else {
         return (None, Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family));
     };
     let (path, allowed) = ROUTES[index];
+    if req.method() == Method::OPTIONS {
+        return (Some(index), cors::preflight(allowed, &allow_header(allowed), origin));
+    }
     // HEAD runs the GET handler; `route` drops the body. Nothing a GET handler does changes state.
     if req.method() == Method::HEAD && allowed.contains(&Method::GET) {
         *req.method_mut() = Method::GET;

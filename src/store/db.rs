@@ -167,7 +167,12 @@ impl Store {
     }
 
     fn init_schema(&self) -> Result<(), StoreError> {
-        self.with_db(init_schema)
+        self.with_db(init_schema).map_err(|e| match e {
+            StoreError::NewerSchema { found, supported, .. } => {
+                StoreError::NewerSchema { path: self.path.display().to_string(), found, supported }
+            }
+            other => other,
+        })
     }
 
     /// Closes the database and releases the directory's lock now, whoever still holds this `Store` (a
@@ -196,10 +201,9 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
         let mut meta = tx.open_table(META).map_err(io)?;
         let found = meta.get("schema_version").map_err(io)?.map(|v| v.value());
         match found {
+            // Returning drops the transaction uncommitted: the newer file is left exactly as it was.
             Some(v) if v > SCHEMA_VERSION => {
-                return Err(StoreError::Corrupt(format!(
-                    "the data directory was written by a newer service-auth (schema {v}; this one reads {SCHEMA_VERSION})"
-                )));
+                return Err(StoreError::NewerSchema { path: String::new(), found: v, supported: SCHEMA_VERSION });
             }
             Some(SCHEMA_VERSION) => {}
             Some(_) => {
@@ -556,6 +560,38 @@ mod tests {
         let again = Store::open(dir.path()).expect("the directory is still locked");
         assert!(late.load().is_err(), "a closed store still reads");
         drop(again);
+    }
+
+    /// What an upgrade then a downgrade does: a file stamped with a newer schema is refused with a message naming
+    /// both schemas, and its stamp is not rewritten (redb itself touches its header on open, so the bytes are not
+    /// compared).
+    #[test]
+    fn a_store_written_by_a_newer_schema_is_refused_and_left_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        drop(Store::open(dir.path()).unwrap());
+        let stamp = |version: Option<u32>| {
+            let db = Database::create(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            let found = {
+                let mut meta = tx.open_table(META).unwrap();
+                if let Some(v) = version {
+                    meta.insert("schema_version", v).unwrap();
+                }
+                meta.get("schema_version").unwrap().map(|v| v.value())
+            };
+            tx.commit().unwrap();
+            found
+        };
+        stamp(Some(SCHEMA_VERSION + 1));
+        let err = Store::open(dir.path()).err().expect("a newer schema was opened");
+        assert!(
+            matches!(&err, StoreError::NewerSchema { found, supported: SCHEMA_VERSION, .. } if *found == SCHEMA_VERSION + 1),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("newer version of service-auth") && message.contains(&path.display().to_string()));
+        assert_eq!(stamp(None), Some(SCHEMA_VERSION + 1));
     }
 
     #[test]

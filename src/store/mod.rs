@@ -80,6 +80,14 @@ pub enum StoreError {
     Io(String),
     #[error("stored record is corrupt: {0}")]
     Corrupt(String),
+    /// The file was written by a newer release, whose layout this one cannot know: refused before anything is
+    /// read or written, so the newer release can still open it.
+    #[error(
+        "{path} was written by a newer version of service-auth (data schema {found}; this version reads schema \
+         {supported} and older). Nothing was read or changed: run the newer version, or restore a backup taken by \
+         this version"
+    )]
+    NewerSchema { path: String, found: u32, supported: u32 },
     #[error("the store writer has stopped")]
     WriterGone,
 }
