@@ -744,11 +744,6 @@ impl Accounts {
 
     // --- operations -------------------------------------------------------------------------------------------
 
-    /// How many accounts still have a password hash imported from better-auth (replaced at their next sign-in).
-    pub fn legacy_hashes(&self) -> usize {
-        self.indexes.users.legacy_hashes()
-    }
-
     /// The levels a metrics scrape shows: accounts, sessions, organizations, hashes waiting.
     pub fn levels(&self) -> Levels {
         Levels {
@@ -758,6 +753,11 @@ impl Accounts {
             hash_queue: self.hasher.waiting(),
             legacy_hashes: self.indexes.users.legacy_hashes(),
         }
+    }
+
+    /// How many accounts still have a password hash imported from better-auth (replaced at their next sign-in).
+    pub fn legacy_hashes(&self) -> usize {
+        self.indexes.users.legacy_hashes()
     }
 
     /// `Ok` while the store accepts commits; otherwise why not.

@@ -395,7 +395,9 @@ mod tests {
             }
         }
         let (a, l, u) = (median(a), median(l), median(u));
-        let close = |x: Duration, y: Duration| x.abs_diff(y) * 100 <= x.max(y) * 15;
+        // Generous for a shared, noisy machine: the defect this guards against (an unknown e-mail skipping the
+        // scrypt verification) makes one median about twice the other.
+        let close = |x: Duration, y: Duration| x.abs_diff(y) * 100 <= x.max(y) * 25;
         assert!(close(a, u) && close(l, u), "argon2 {a:?}, scrypt {l:?}, unknown {u:?}");
     }
 

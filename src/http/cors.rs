@@ -33,15 +33,16 @@ pub fn trusted_origin(origins: &Origins, headers: &HeaderMap) -> Option<HeaderVa
     origins.allows_cors(origin.to_str().ok()?).then(|| origin.clone())
 }
 
-/// The answer to `OPTIONS` on a known path: 204 with `Allow`, and for a trusted origin what its preflight needs.
-/// An untrusted origin gets the same 204 without any CORS header, which the browser treats as a refusal; a 403
-/// would refuse no more and would tell a prober which origins are configured no less.
-pub fn preflight(allowed: &[Method], origin: Option<&HeaderValue>) -> Response<Body> {
+/// The answer to `OPTIONS` on a known path: 204 with `Allow` (the route's, as a 405 shows it, and `OPTIONS`), and
+/// for a trusted origin what its preflight needs. An untrusted origin gets the same 204 without any CORS header,
+/// which the browser treats as a refusal; a 403 would refuse no more and would tell a prober which origins are
+/// configured no less.
+pub fn preflight(allowed: &[Method], allow: &HeaderValue, origin: Option<&HeaderValue>) -> Response<Body> {
     let methods = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
     let mut response = Response::new(Body::default());
     *response.status_mut() = StatusCode::NO_CONTENT;
     let headers = response.headers_mut();
-    let allow = format!("{methods}, OPTIONS");
+    let allow = format!("{}, OPTIONS", allow.to_str().unwrap_or_default());
     // Route methods are static tokens: always a valid header value.
     headers.insert(header::ALLOW, HeaderValue::from_str(&allow).unwrap_or(HeaderValue::from_static("OPTIONS")));
     if origin.is_some() {
@@ -77,7 +78,7 @@ mod tests {
 
     #[test]
     fn only_an_exact_trusted_origin_is_echoed() {
-        let origins = Origins::new(Some("https://auth.example.com"), &["https://App.example.com".into()]);
+        let origins = Origins::new(Some("https://auth.example.com"), &["https://App.example.com:443".into()]);
         let trusted = trusted_origin(&origins, &origin_header("https://app.example.com"));
         assert_eq!(trusted.as_ref().map(|v| v.to_str().unwrap()), Some("https://app.example.com"));
         // Our own origin needs no CORS; a path, another port, scheme or host, `null` and user info are no match.
@@ -98,13 +99,14 @@ mod tests {
     #[test]
     fn preflight_lists_the_routes_methods_only_for_a_trusted_origin() {
         let origin = HeaderValue::from_static("https://app.example.com");
-        let trusted = preflight(&[Method::GET, Method::PATCH], Some(&origin));
+        let trusted =
+            preflight(&[Method::GET, Method::PATCH], &HeaderValue::from_static("GET, PATCH, HEAD"), Some(&origin));
         assert_eq!(trusted.status(), StatusCode::NO_CONTENT);
-        assert_eq!(trusted.headers()[header::ALLOW], "GET, PATCH, OPTIONS");
+        assert_eq!(trusted.headers()[header::ALLOW], "GET, PATCH, HEAD, OPTIONS");
         assert_eq!(trusted.headers()[header::ACCESS_CONTROL_ALLOW_METHODS], "GET, PATCH");
         assert_eq!(trusted.headers()[header::ACCESS_CONTROL_ALLOW_HEADERS], "Content-Type");
         assert_eq!(trusted.headers()[header::ACCESS_CONTROL_MAX_AGE], "600");
-        let untrusted = preflight(&[Method::POST], None);
+        let untrusted = preflight(&[Method::POST], &HeaderValue::from_static("POST"), None);
         assert_eq!(untrusted.status(), StatusCode::NO_CONTENT);
         assert!(untrusted.headers().keys().all(|name| !name.as_str().starts_with("access-control-")));
     }

@@ -165,8 +165,8 @@ async fn dispatch(
         return (None, Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family));
     };
     let (path, allowed) = ROUTES[index];
-    if *req.method() == Method::OPTIONS {
-        return (Some(index), cors::preflight(allowed, origin));
+    if req.method() == Method::OPTIONS {
+        return (Some(index), cors::preflight(allowed, &allow_header(allowed), origin));
     }
     // HEAD runs the GET handler; `route` drops the body. Nothing a GET handler does changes state.
     if req.method() == Method::HEAD && allowed.contains(&Method::GET) {

@@ -137,16 +137,15 @@ fn run(store: &Store, mut rx: mpsc::Receiver<Request>, metrics: &CommitMetrics) 
             next = if requests.len() < MAX_BATCH { rx.try_recv().ok() } else { None };
         }
         if !requests.is_empty() {
-            let started = Instant::now();
-            metrics.batch.record(requests.len() as f64);
-            commit(store, requests);
-            metrics.duration.record(started.elapsed());
+            commit(store, requests, metrics);
         }
     }
 }
 
 /// Commits the requests in one transaction (or refuses them at once while the store recovers) and answers each.
-fn commit(store: &Store, requests: Vec<WriteRequest>) {
+/// The metrics are recorded before anyone is answered, so a caller that reads them next sees its own commit.
+fn commit(store: &Store, requests: Vec<WriteRequest>, metrics: &CommitMetrics) {
+    let started = Instant::now();
     let result = match store.health() {
         // Refused at once while recovering: a commit now would only hit redb's latched error.
         Err(reason) => Err(StoreError::Io(format!("the store refuses writes after a disk error: {reason}"))),
@@ -155,6 +154,8 @@ fn commit(store: &Store, requests: Vec<WriteRequest>) {
             store.commit_refs(&ops)
         }
     };
+    metrics.batch.record(requests.len() as f64);
+    metrics.duration.record(started.elapsed());
     if let Err(error) = &result
         && store.health().is_err()
     {

@@ -57,6 +57,8 @@ async fn a_trusted_origins_preflight_gets_204_with_its_origin_the_routes_methods
         assert!(varies_on_origin(&r), "{path}");
         let mut allow = r.allow();
         assert!(allow.remove("OPTIONS"), "{path}: Allow lacks OPTIONS");
+        // HEAD goes with GET, as in a 405's Allow.
+        assert_eq!(allow.remove("HEAD"), methods.contains(&Method::GET), "{path}: HEAD");
         assert_eq!(allow, methods.iter().map(|m| m.as_str().to_owned()).collect(), "{path}");
     }
     // The second trusted origin gets itself back, never the first.
@@ -85,7 +87,7 @@ async fn any_other_origins_preflight_gets_204_without_a_cors_header() {
     // Without an Origin at all, OPTIONS just lists the methods.
     let r = s.req(Method::OPTIONS, "/api/admin/users").send().await;
     assert_eq!(r.status, 204);
-    assert_eq!(r.allow(), ["GET", "OPTIONS", "PATCH"].map(String::from).into());
+    assert_eq!(r.allow(), ["GET", "HEAD", "OPTIONS", "PATCH"].map(String::from).into());
     assert_eq!(cors_headers(&r), Vec::<String>::new());
     // A server without trusted origins answers no origin.
     let plain = TestServer::start().await;
