@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::actors::audit::AuditLog;
 use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
@@ -340,7 +341,7 @@ impl Accounts {
         // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
         // the reservation and its end, the reservation would count against the account for good (anyone could
         // lock any account by hanging up). As a task it always ends, counting the outcome as it came out.
-        let verified = self.tasks.spawn(check).await.map_err(|_| Unavailable)??;
+        let verified = self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)??;
         let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
         if self.require_verification && !user.email_verified {
             return Err(SignInError::EmailNotVerified);
@@ -372,7 +373,7 @@ impl Accounts {
     /// confirmation counts as a failed sign-in), in a task that finishes whatever the connection does.
     async fn confirm_password(&self, user: &Arc<User>, password: Password, ip: &str) -> Result<(), AccountError> {
         let check = check_password(self.clone(), user.email.clone(), Some(Arc::clone(user)), password, ip.to_owned());
-        match self.tasks.spawn(check).await.map_err(|_| Unavailable)?? {
+        match self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)?? {
             true => Ok(()),
             false => Err(AccountError::InvalidPassword),
         }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use service_auth::bootstrap::{self, AdminCreated, AdminError};
-use service_auth::config::{self, Config};
+use service_auth::config::{self, Config, LogFormat};
 use service_auth::ops;
 use service_auth::server::Started;
 use service_auth::store::StoreError;
@@ -26,6 +26,9 @@ struct Cli {
 enum Command {
     /// Run the server (the default).
     Serve,
+    /// Load and check the configuration (file and environment), print a one-line summary, and exit: 0 when the
+    /// server would start with it, 2 with the key named otherwise.
+    CheckConfig,
     /// Manage administrators.
     Admin {
         #[command(subcommand)]
@@ -113,7 +116,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::CheckConfig) = cli.command {
+        println!("{}", summary(&config));
+        return ExitCode::SUCCESS;
+    }
     init_logging(&config);
+    let source =
+        config.source.as_ref().map_or_else(|| "none (built-in defaults)".to_owned(), |p| p.display().to_string());
+    tracing::info!(config = %source, data_dir = %config.data_dir.display(), "configuration");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -123,6 +133,7 @@ fn main() -> ExitCode {
     };
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => runtime.block_on(serve(config)),
+        Command::CheckConfig => unreachable!("answered before logging starts"),
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
         }
@@ -147,6 +158,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// `check-config`'s line: where the configuration came from and what matters most in it.
+fn summary(config: &Config) -> String {
+    let source = config.source.as_ref().map_or_else(|| "the built-in defaults".to_owned(), |p| p.display().to_string());
+    let metrics = config.metrics.listen.map_or_else(|| "off".to_owned(), |a| a.to_string());
+    let format = match config.log.format {
+        LogFormat::Text => "text",
+        LogFormat::Json => "json",
+    };
+    format!(
+        "configuration OK ({source}): listen {}, data_dir {}, metrics {metrics}, log {} as {format}{}",
+        config.listen,
+        config.data_dir.display(),
+        config.log.level,
+        if config.log.access { " with access lines" } else { "" }
+    )
+}
+
 /// Prints an operation's report (to stderr: `export` may be writing its data to stdout).
 fn report(outcome: Result<String, ops::OpsError>) -> ExitCode {
     match outcome {
@@ -163,9 +191,13 @@ fn report(outcome: Result<String, ops::OpsError>) -> ExitCode {
 
 fn init_logging(config: &Config) {
     // The filter was validated with the configuration.
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_default();
-    let ansi = std::io::stderr().is_terminal();
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_default();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        // One object per line; the request's span (its id) on each line logged inside it.
+        LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
+    }
 }
 
 async fn serve(config: Config) -> ExitCode {
@@ -187,20 +219,21 @@ async fn serve(config: Config) -> ExitCode {
     }
 }
 
-/// Once the server serves: one plain line on stdout with the real address (the port may have been 0), which scripts
-/// and tests read, and, while nobody can administer the service, how to change that.
+/// Once the server serves: while nobody can administer the service, how to change that (logged first, so whoever
+/// reads the next line has it); then one plain line on stdout with the real address (the port may have been 0),
+/// which scripts and tests read.
 fn announce(started: &Started) {
-    println!("listening on {}", started.address);
-    if let Some(metrics) = started.metrics {
-        println!("metrics on {metrics}/metrics");
-    }
-    let _ = std::io::stdout().flush();
     if !started.has_admin {
         tracing::warn!(
             "no administrator yet: stop the server and run `service-auth admin create --email you@example.com \
              --name You`, or start it with SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL and SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD"
         );
     }
+    println!("listening on {}", started.address);
+    if let Some(metrics) = started.metrics {
+        println!("metrics on {metrics}/metrics");
+    }
+    let _ = std::io::stdout().flush();
 }
 
 /// SIGTERM or Ctrl-C starts a graceful shutdown.

@@ -15,10 +15,12 @@ mod api {
     mod crash;
     mod disk;
     mod faults;
+    mod first_run;
     mod hardening;
     mod health;
     mod input;
     mod lifecycle;
+    mod logs;
     mod mail;
     mod metrics;
     mod migration;

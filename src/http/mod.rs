@@ -11,6 +11,7 @@
 //! - [`metrics`]: per-route request metrics, and the separate listener that serves `GET /metrics`.
 //! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
 //!   [`cors`]: what a browser page on a trusted origin may read and send.
+//! - [`request_id`]: the id on every log line of a request, and in its answer.
 
 mod account;
 mod admin;
@@ -27,6 +28,7 @@ mod organizations;
 pub mod origins;
 pub mod rate_limits;
 mod recovery;
+mod request_id;
 pub mod response;
 mod router;
 mod state;

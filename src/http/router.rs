@@ -9,9 +9,10 @@ use std::time::Instant;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use tracing::Instrument;
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, admin_plugin, auth, cors, extract, ops, organizations, recovery};
+use super::{AppState, account, admin, admin_plugin, auth, cors, extract, ops, organizations, recovery, request_id};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -109,18 +110,43 @@ fn is_cross_site(state: &AppState, req: &Request<Incoming>, host: Option<&str>) 
     }
 }
 
-/// Every answer, errors included, says that no browser may guess a type other than the one it declares, and
-/// carries the CORS headers when it answers a trusted origin.
+/// Every answer, errors included, says that no browser may guess a type other than the one it declares, carries
+/// the CORS headers when it answers a trusted origin, and carries the request's id, which every log line while it
+/// runs has too (a span).
 pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
-    let head = req.method() == Method::HEAD;
-    let origin = cors::trusted_origin(&state.origins, req.headers());
-    // The clock is read only when something records the time.
-    let started = state.route_metrics.enabled().then(Instant::now);
-    let (route, mut response) = dispatch(state, peer, req, origin.as_ref()).await;
-    if let Some(started) = started {
-        state.route_metrics.observe(&state.accounts.metrics, route, response.status(), started.elapsed());
-    }
+    let id = state.request_ids.for_request(peer, req.headers(), &state.trusted_proxies);
+    let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or_default());
+    let mut response = answer(state, peer, req).instrument(span).await;
     response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response.headers_mut().insert(request_id::HEADER, id);
+    response
+}
+
+async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+    let head = req.method() == Method::HEAD;
+    let client = extract::client_ip(peer, req.headers(), &state.trusted_proxies);
+    let origin = cors::trusted_origin(&state.origins, req.headers());
+    // The clock is read, and the method kept, only when something records them.
+    let started = (state.route_metrics.enabled() || state.access_log).then(Instant::now);
+    let method = state.access_log.then(|| req.method().clone());
+    let (route, mut response) = dispatch(state, client, req, origin.as_ref()).await;
+    if let Some(started) = started {
+        let elapsed = started.elapsed();
+        state.route_metrics.observe(&state.accounts.metrics, route, response.status(), elapsed);
+        if let Some(method) = method {
+            // Method, route pattern, status, time, client: never a header value, a cookie, a token or a body.
+            let route = route.map_or("unmatched", |i| ROUTES[i].0);
+            tracing::info!(
+                target: "access",
+                %method,
+                route,
+                status = response.status().as_u16(),
+                duration_ms = elapsed.as_secs_f64() * 1000.0,
+                client = %client,
+                "request"
+            );
+        }
+    }
     cors::decorate(&mut response, origin);
     if head {
         strip_body(&mut response);
@@ -155,7 +181,7 @@ fn allow_header(allowed: &[Method]) -> HeaderValue {
 /// matched route (for the metrics) with the answer.
 async fn dispatch(
     state: &AppState,
-    peer: IpAddr,
+    client: IpAddr,
     mut req: Request<Incoming>,
     origin: Option<&HeaderValue>,
 ) -> (Option<usize>, Response<Body>) {
@@ -182,7 +208,7 @@ async fn dispatch(
         let failure = Failure::new(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin");
         return (Some(index), failure.into_response(family));
     }
-    let ctx = Ctx { ip: extract::client_ip(peer, req.headers(), &state.trusted_proxies), host };
+    let ctx = Ctx { ip: client, host };
     let method = req.method().clone();
     let result = match (path, method.clone()) {
         ("/api/auth/sign-up/email", _) => auth::sign_up(state, ctx, req).await,
@@ -237,12 +263,10 @@ async fn dispatch(
     }
     let response = result.unwrap_or_else(|failure| {
         if failure.status.is_server_error() {
-            tracing::warn!(status = %failure.status, code = failure.code, "request failed");
+            tracing::warn!(%method, route = path, status = %failure.status, code = failure.code, "request failed");
         }
         failure.into_response(family)
     });
-    // Method, path and status only: headers and bodies carry cookies and passwords, and never reach a log.
-    tracing::debug!(%method, path, status = response.status().as_u16(), "request");
     (Some(index), response)
 }
 

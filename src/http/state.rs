@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::metrics::RouteMetrics;
 use super::origins::Origins;
 use super::rate_limits::AddressLimits;
+use super::request_id::RequestIds;
 use super::response::CookieSettings;
 use crate::accounts::Accounts;
 use crate::config::{Config, LimitsConfig};
@@ -22,6 +23,9 @@ pub struct AppState {
     pub connections: LimitsConfig,
     /// Requests, latencies and refusals per route (no-ops without a metrics listener).
     pub route_metrics: RouteMetrics,
+    pub request_ids: RequestIds,
+    /// `[log] access`: one line per request.
+    pub access_log: bool,
 }
 
 impl AppState {
@@ -44,6 +48,8 @@ impl AppState {
             ),
             connections: config.limits.clone(),
             route_metrics: RouteMetrics::new(&accounts.metrics),
+            request_ids: RequestIds::new(),
+            access_log: config.log.access,
             accounts,
         }
     }

@@ -252,10 +252,10 @@ pub fn plan(
     let taken_emails: HashSet<&str> = existing.users.iter().map(|u| u.email.as_str()).collect();
     let mut emails: HashMap<String, Vec<&str>> = HashMap::new();
     for row in users {
-        if let (Some(id), Some(email)) = (text(&row[0]), text(&row[2])) {
-            if let Ok(email) = Email::parse(email) {
-                emails.entry(email.to_string()).or_default().push(id);
-            }
+        if let (Some(id), Some(email)) = (text(&row[0]), text(&row[2]))
+            && let Ok(email) = Email::parse(email)
+        {
+            emails.entry(email.to_string()).or_default().push(id);
         }
     }
     let mut unusable_hash = Some(unusable_hash);
