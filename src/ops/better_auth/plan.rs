@@ -261,7 +261,10 @@ pub fn plan(
     let mut unusable_hash = Some(unusable_hash);
     let mut unusable: Option<String> = None;
     for row in users {
-        let id = text(&row[0]).unwrap_or_default();
+        let Some(id) = text(&row[0]).filter(|id| !id.is_empty()) else {
+            plan.blocking.push(format!("a user without an id (e-mail {:?})", text(&row[2]).unwrap_or_default()));
+            continue;
+        };
         let email = match text(&row[2]).map(str::trim).filter(|e| !e.is_empty()) {
             None => {
                 plan.blocking.push(format!("user {id:?}: no e-mail (NULL or empty)"));
@@ -275,7 +278,7 @@ pub fn plan(
                 }
             },
         };
-        let same = &emails[email.as_str()];
+        let same = emails.get(email.as_str()).map_or(&[][..], Vec::as_slice);
         if same.len() > 1 {
             // Reported once, at the first of them.
             if same[0] == id {

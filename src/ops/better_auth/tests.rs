@@ -208,7 +208,9 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
     let path = dir.path().join("bad.db");
     let conn = Connection::open(&path).unwrap();
     // NOT NULL dropped on e-mail, as in a hand-made or damaged database.
-    conn.execute_batch(&SCHEMA.replace(r#""email" text NOT NULL UNIQUE"#, r#""email" text"#)).unwrap();
+    // NOT NULL dropped on the user's id too: a user row without one is named, not a crash.
+    let schema = SCHEMA.replace(r#""email" text NOT NULL UNIQUE"#, r#""email" text"#);
+    conn.execute_batch(&schema.replacen(r#""id" text NOT NULL PRIMARY KEY"#, r#""id" text UNIQUE"#, 1)).unwrap();
     let db = Db { conn, path };
     db.user("good", Some("good@example.com"), None, false, None);
     db.user("nomail", None, None, false, None);
@@ -216,11 +218,13 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
     db.user("lower", Some("same@example.com"), None, false, None);
     db.user("bcrypt", Some("bcrypt@example.com"), None, false, None);
     db.user("here", Some("HERE@example.com"), None, false, None);
+    db.conn.execute(r#"INSERT INTO "user" ("name", "email", "emailVerified", "createdAt", "updatedAt") VALUES ('No Id', 'noid@example.com', 0, '2026-01-01', '2026-01-01')"#, []).unwrap();
     db.password("good", HASH.trim());
     db.password("bcrypt", "$2b$10$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234");
     for dry_run in [true, false] {
         let report = import(&config, &Options { dry_run, ..options(&db) }).unwrap_err().to_string();
-        assert!(report.contains("4 blocking problem(s)"), "{report}");
+        assert!(report.contains("5 blocking problem(s)"), "{report}");
+        assert!(report.contains("a user without an id (e-mail \"noid@example.com\")"), "{report}");
         assert!(report.contains("user \"nomail\": no e-mail (NULL or empty)"), "{report}");
         assert!(
             report.contains("e-mail same@example.com: 2 users differ only in its case (\"upper\", \"lower\")"),
