@@ -262,3 +262,26 @@ fn a_directory_a_server_holds_is_refused() {
     assert!(report.contains("a server is running"), "{report}");
     drop(held);
 }
+
+/// A disk error at the commit: nothing of the import is in the store, no mapping file is left, and a second run
+/// succeeds.
+#[test]
+fn a_fault_at_the_commit_leaves_nothing_and_a_second_run_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    db.user("a", Some("a@example.com"), Some("admin"), false, None);
+    db.password("a", HASH.trim());
+    db.org("o1", "st-mary");
+    db.member("o1", "a", "2026-01-01T00:00:00.000Z");
+    let config = config(dir.path());
+    let mapping = dir.path().join("mapping.jsonl");
+    let options = Options { mapping_out: Some(mapping.clone()), ..options(&db) };
+    let faults = crate::store::FaultSwitch::default();
+    faults.fail_next_commits(1);
+    assert!(import_with_faults(&config, &options, faults).is_err());
+    let loaded = stored(&config);
+    assert!(loaded.users.is_empty() && loaded.orgs.is_empty(), "a failed import wrote something");
+    assert!(!mapping.exists(), "a mapping file names ids that do not exist");
+    assert!(import(&config, &options).unwrap().contains("imported: 1 users"));
+    assert_eq!(std::fs::read_to_string(&mapping).unwrap().lines().count(), 2);
+}
