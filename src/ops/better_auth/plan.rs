@@ -132,6 +132,15 @@ fn time(cell: &Cell) -> Option<i64> {
     }
 }
 
+/// The rule sign-up and update-user apply to `image`: an absolute http(s) URL of at most 2048 characters without
+/// whitespace or control characters. Anything else (a `data:` or `javascript:` URL, a relative path) would reach
+/// the admin screens that show it.
+fn is_image_url(raw: &str) -> bool {
+    raw.len() <= 2048
+        && !raw.chars().any(|c| c.is_control() || c.is_whitespace())
+        && url::Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+}
+
 /// A better-auth role list (`"admin,user"`) on the configured roles: `admin` if it is there, else the first
 /// configured one, else the default. Returns the role and the values that were dropped.
 fn map_role(raw: Option<&str>, roles: &RoleSet) -> (Role, Vec<String>) {
@@ -363,6 +372,15 @@ pub fn plan(
             }
             None => None,
         };
+        let image = text(&row[4]).filter(|image| {
+            let keep = is_image_url(image);
+            if !keep {
+                plan.notes.push(format!(
+                    "user {email}: image dropped: not an absolute http(s) URL of at most 2048 characters"
+                ));
+            }
+            keep
+        });
         let created_at_ms = time(&row[5]).unwrap_or(now.as_millis());
         let new_id = UserId::new();
         plan.mapping.push(Mapping {
@@ -378,7 +396,7 @@ pub fn plan(
             id: new_id.to_bytes(),
             name: name.to_string(),
             email: email.to_string(),
-            image: text(&row[4]).map(str::to_owned),
+            image: image.map(str::to_owned),
             role: role.to_string(),
             banned,
             ban_reason: text(&row[9]).filter(|_| banned).map(str::to_owned),

@@ -111,6 +111,18 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     }
     db.password("uLapsed00000000000000000000000", HASH.trim());
     db.password("uLater000000000000000000000000", HASH.trim());
+    db.conn
+        .execute(
+            r#"UPDATE "user" SET "image" = 'javascript:alert(1)' WHERE "id" = 'uOdd00000000000000000000000000'"#,
+            [],
+        )
+        .unwrap();
+    db.conn
+        .execute(
+            r#"UPDATE "user" SET "image" = 'https://cdn.example.com/a.png' WHERE "email" = 'Admin@Example.com'"#,
+            [],
+        )
+        .unwrap();
     db.org("o1", "st-mary");
     db.org("o2", "north");
     db.member("o2", "uAdmin0000000000000000000000000", "2026-02-01T00:00:00.000Z");
@@ -134,6 +146,9 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     let admin = by_email("admin@example.com");
     assert_eq!((admin.role.as_str(), admin.banned, admin.email_verified), ("admin", false, true));
     assert_eq!(admin.password_hash, HASH.trim(), "the hash is kept as it is");
+    assert_eq!(admin.image.as_deref(), Some("https://cdn.example.com/a.png"));
+    assert_eq!(by_email("odd@example.com").image, None);
+    assert!(report.contains("odd@example.com: image dropped"), "{report}");
     assert_eq!(admin.created_at_ms, parse_time_ok("2026-01-02T03:04:05.678Z"));
     let st_mary = loaded.orgs.iter().find(|o| o.slug == "st-mary").unwrap();
     assert_eq!(admin.organization_id, Some(st_mary.id), "the first membership is kept");
