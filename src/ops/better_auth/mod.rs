@@ -22,6 +22,7 @@
 //!   imported user or organization, and the organization roles (owner/admin/member), which have no counterpart;
 //! - a ban whose `banExpires` has passed (imported unbanned, as better-auth would lift it at the next sign-in; a
 //!   ban that ends later keeps its end);
+//! - an empty name (better-auth takes one): the e-mail's local part instead;
 //! - an `image` that is not an absolute http(s) URL (sign-up's rule): dropped;
 //! - users without a password (social sign-in only): imported with a password nobody knows; a password reset
 //!   gives them one.

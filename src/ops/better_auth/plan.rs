@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::{Cell, Snapshot};
-use crate::domain::{Email, Name, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
+use crate::domain::{Email, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
 use crate::store::{Loaded, OrgRecordV1, StoreOp, UserRecord};
 
 /// One line of the mapping file.
@@ -307,6 +307,20 @@ pub fn plan(
         }
         let name = match Name::parse(text(&row[1]).unwrap_or_default()) {
             Ok(name) => name,
+            // better-auth takes an empty name (a social profile may have none); a name is required here.
+            Err(NameError::Empty) => {
+                let local = email.as_str().split('@').next().unwrap_or_default();
+                match Name::parse(local) {
+                    Ok(name) => {
+                        plan.notes.push(format!("user {email}: no name; imported as {name:?}"));
+                        name
+                    }
+                    Err(e) => {
+                        plan.blocking.push(format!("user {email}: no name, and the e-mail's local part: {e}"));
+                        continue;
+                    }
+                }
+            }
             Err(e) => {
                 plan.blocking.push(format!("user {email}: name {e}"));
                 continue;

@@ -123,6 +123,7 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
             [],
         )
         .unwrap();
+    db.conn.execute(r#"UPDATE "user" SET "name" = '' WHERE "email" = 'social@example.com'"#, []).unwrap();
     db.org("o1", "st-mary");
     db.org("o2", "north");
     db.member("o2", "uAdmin0000000000000000000000000", "2026-02-01T00:00:00.000Z");
@@ -158,6 +159,7 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     let later = by_email("later@example.com");
     assert_eq!((later.banned, later.ban_expires_ms), (true, Some(parse_time_ok("2999-01-01T00:00:00.000Z"))));
     assert!(by_email("social@example.com").password_hash.starts_with("$argon2id$"));
+    assert_eq!(by_email("social@example.com").name, "social", "an empty name becomes the e-mail's local part");
 
     let lines: Vec<serde_json::Value> =
         std::fs::read_to_string(&mapping).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
