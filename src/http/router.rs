@@ -8,7 +8,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, admin_plugin, auth, extract, ops, organizations, recovery};
+use super::{AppState, account, admin, admin_plugin, auth, console, extract, ops, organizations, recovery};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -49,9 +49,12 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/admin/organizations/{id}", &[Method::GET, Method::PATCH, Method::DELETE]),
     ("/api/admin/organizations/{id}/members", &[Method::GET]),
     ("/api/admin/audit", &[Method::GET]),
+    ("/api/admin/status", &[Method::GET]),
     ("/api/openapi.json", &[Method::GET]),
     ("/healthz", &[Method::GET]),
     ("/readyz", &[Method::GET]),
+    ("/admin/", &[Method::GET]),
+    ("/admin/{asset}", &[Method::GET]),
 ];
 
 /// Whether `path` is `route`, where a `{name}` segment of the route stands for any one non-empty segment.
@@ -173,9 +176,11 @@ async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Res
         ("/api/admin/organizations/{id}", _) => organizations::delete(state, ctx, req).await,
         ("/api/admin/organizations/{id}/members", _) => organizations::members(state, ctx, req).await,
         ("/api/admin/audit", _) => admin::audit(state, ctx, req).await,
+        ("/api/admin/status", _) => console::status(state, ctx, req).await,
         ("/api/openapi.json", _) => Ok(ops::openapi()),
         ("/healthz", _) => Ok(ops::alive()),
         ("/readyz", _) => Ok(ops::ready(state)),
+        ("/admin/" | "/admin/{asset}", _) => console::asset(&req),
         _ => unreachable!("every path in `allowed` has an arm"),
     };
     let response = result.unwrap_or_else(|failure| {
