@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::actors::audit::AuditLog;
 use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
-use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start};
+use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start, StartWith};
 use crate::actors::users::{
     AttemptRefused, Checked, Compose, CreateUserError, DeleteOrgError, DeleteUserError, NewUser, OwnChange,
     OwnChangeError, Place, ResetError, UpdateUserError, UserChange,
@@ -24,6 +25,7 @@ use crate::domain::{
 };
 use crate::hashing::{HashError, Hasher};
 use crate::mail::Templates;
+use crate::metrics::{Levels, Metrics};
 use crate::store::Store;
 
 /// The earliest a request for a mailed link is answered: longer than either case (a link issued or not) takes,
@@ -48,6 +50,8 @@ pub struct Accounts {
     pub(crate) templates: Option<Arc<Templates>>,
     /// Sign-up opens no session and sign-in is refused until the address is verified.
     pub(crate) require_verification: bool,
+    /// The server's metrics (no-ops unless a metrics listener is configured).
+    pub metrics: Arc<Metrics>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -331,14 +335,27 @@ impl Accounts {
         client: Client,
     ) -> Result<SignedIn, SignInError> {
         let user = self.indexes.users.by_email(&email);
+        // Kept only for an account whose hash was imported from better-auth: it is re-hashed with argon2id.
+        let legacy = user.as_ref().filter(|u| u.has_legacy_hash()).map(|u| (u.password_hash.clone(), password.clone()));
         let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
         // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
         // the reservation and its end, the reservation would count against the account for good (anyone could
         // lock any account by hanging up). As a task it always ends, counting the outcome as it came out.
-        let verified = self.tasks.spawn(check).await.map_err(|_| Unavailable)??;
+        let verified = self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)??;
         let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
         if self.require_verification && !user.email_verified {
             return Err(SignInError::EmailNotVerified);
+        }
+        if let Some((from, password)) = legacy {
+            // The imported scrypt hash is replaced in the commit that starts the session. If every hashing worker
+            // is busy, the sign-in still succeeds and the next one replaces it.
+            if let Ok(to) = self.hasher.hash(password).await {
+                let start = StartWith { user: user.id, remember_me, client: client.clone() };
+                if let Some((token, session)) = self.actors.users.sign_in_upgrading(from, to, start).await? {
+                    let user = self.indexes.users.get(user.id).unwrap_or(user);
+                    return Ok(SignedIn { token, session, user });
+                }
+            }
         }
         let (token, session) = self.actors.sessions.create(user.id, remember_me, client, Start::SignIn).await?;
         let user = self.indexes.users.get(user.id).unwrap_or(user);
@@ -356,7 +373,7 @@ impl Accounts {
     /// confirmation counts as a failed sign-in), in a task that finishes whatever the connection does.
     async fn confirm_password(&self, user: &Arc<User>, password: Password, ip: &str) -> Result<(), AccountError> {
         let check = check_password(self.clone(), user.email.clone(), Some(Arc::clone(user)), password, ip.to_owned());
-        match self.tasks.spawn(check).await.map_err(|_| Unavailable)?? {
+        match self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)?? {
             true => Ok(()),
             false => Err(AccountError::InvalidPassword),
         }
@@ -733,9 +750,25 @@ impl Accounts {
 
     // --- operations -------------------------------------------------------------------------------------------
 
+    /// The levels a metrics scrape shows: accounts, sessions, organizations, hashes waiting.
+    pub fn levels(&self) -> Levels {
+        Levels {
+            users: self.indexes.users.len(),
+            sessions: self.indexes.sessions.len(),
+            organizations: self.indexes.orgs.len(),
+            hash_queue: self.hasher.waiting(),
+            legacy_hashes: self.indexes.users.legacy_hashes(),
+        }
+    }
+
+    /// How many accounts still have a password hash imported from better-auth (replaced at their next sign-in).
+    pub fn legacy_hashes(&self) -> usize {
+        self.indexes.users.legacy_hashes()
+    }
+
     /// `Ok` while the store accepts commits; otherwise why not.
     pub fn readiness(&self) -> Result<(), String> {
-        self.store.health()
+        self.store.accepts_writes()
     }
 
     /// Waits (at most `limit`) for the work requests started and left behind, while the actors still answer.
@@ -763,7 +796,8 @@ async fn check_password(
     })?;
     // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
     // does not tell which accounts exist.
-    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.clone())).await;
+    let legacy_present = accounts.indexes.users.legacy_hashes() > 0;
+    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.clone()), legacy_present).await;
     let checked = match verified {
         Ok(true) => Checked::Verified,
         Ok(false) => Checked::Wrong,

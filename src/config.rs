@@ -17,8 +17,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Directory of the embedded store (`SERVICE_AUTH_DATA_DIR`).
     pub data_dir: PathBuf,
-    /// tracing filter (`SERVICE_AUTH_LOG`).
-    pub log: String,
+    /// What is logged and how. `log = "info"` (a filter alone) is accepted too, as older files have it.
+    #[serde(deserialize_with = "log_table_or_filter")]
+    pub log: LogConfig,
     /// The public URL clients use, e.g. `https://auth.example.com`. Its origin is trusted for cross-site checks;
     /// an `https` URL turns secure cookies on. `None`: the origin is taken from the request's `Host`.
     pub base_url: Option<String>,
@@ -35,10 +36,59 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub audit: AuditConfig,
     pub email: EmailConfig,
+    pub metrics: MetricsConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
     pub bootstrap_admin: Option<BootstrapAdmin>,
+    /// The file this configuration was read from; `None`: the built-in defaults.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// Logging: the filter, the line format, and whether each request gets an access line.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A level or a tracing filter, e.g. `info` or `warn,service_auth=debug` (`SERVICE_AUTH_LOG`).
+    pub level: String,
+    /// `text` for people, `json` (one object per line) for log collectors (`SERVICE_AUTH_LOG_FORMAT`).
+    pub format: LogFormat,
+    /// One line per request: method, route, status, duration, request id, client address. Never a header value,
+    /// cookie, token or body.
+    pub access: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { level: "info".to_owned(), format: LogFormat::Text, access: false }
+    }
+}
+
+/// `[log]` as a table, or `log = "filter"` as before the table existed.
+fn log_table_or_filter<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LogConfig, D::Error> {
+    struct Either;
+    impl<'de> serde::de::Visitor<'de> for Either {
+        type Value = LogConfig;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a [log] table, or a filter string such as \"info\"")
+        }
+        fn visit_str<E: serde::de::Error>(self, level: &str) -> Result<LogConfig, E> {
+            Ok(LogConfig { level: level.to_owned(), ..LogConfig::default() })
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<LogConfig, A::Error> {
+            LogConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(Either)
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -159,6 +209,15 @@ impl Default for EmailConfig {
     }
 }
 
+/// The Prometheus listener: a separate address, off unless set, so metrics are never exposed on the public port
+/// by accident.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Address of the `GET /metrics` listener, host:port (`SERVICE_AUTH_METRICS_LISTEN`); `None`: no metrics.
+    pub listen: Option<SocketAddr>,
+}
+
 /// How long the audit log keeps its entries, and how many at most.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -230,7 +289,7 @@ impl Default for Config {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 3000)),
             data_dir: PathBuf::from("./data"),
-            log: "info".to_owned(),
+            log: LogConfig::default(),
             base_url: None,
             trusted_origins: Vec::new(),
             trusted_proxies: Vec::new(),
@@ -243,7 +302,9 @@ impl Default for Config {
             audit: AuditConfig::default(),
             email: EmailConfig::default(),
             limits: LimitsConfig::default(),
+            metrics: MetricsConfig::default(),
             bootstrap_admin: None,
+            source: None,
         }
     }
 }
@@ -290,6 +351,22 @@ impl Default for HashingConfig {
 }
 
 impl Config {
+    /// Makes the relative paths of a file's configuration relative to `folder`, the file's own.
+    fn resolve_paths(&mut self, folder: &Path) {
+        let resolve = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = folder.join(&*path);
+            }
+        };
+        resolve(&mut self.data_dir);
+        if let Some(dir) = &mut self.backup.dir {
+            resolve(dir);
+        }
+        if let Some(dir) = &mut self.email.directory {
+            resolve(dir);
+        }
+    }
+
     /// Whether cookies get `Secure` and the `__Secure-` prefix.
     pub fn secure_cookies(&self) -> bool {
         self.cookie.secure || self.base_url.as_deref().is_some_and(|u| u.starts_with("https://"))
@@ -316,9 +393,17 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
 /// [`load`] with the environment passed in, so tests do not touch the process environment.
 pub fn load_from(explicit: Option<&Path>, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
     let named = explicit.map(Path::to_path_buf).or_else(|| env("SERVICE_AUTH_CONFIG").map(PathBuf::from));
-    let (mut config, source) = match named {
-        Some(path) => (read_file(&path)?, path.display().to_string()),
-        None if Path::new("config.toml").is_file() => (read_file(Path::new("config.toml"))?, "config.toml".to_owned()),
+    let file = named.or_else(|| Some(PathBuf::from("config.toml")).filter(|p| p.is_file()));
+    let (mut config, source) = match file {
+        Some(path) => {
+            let mut config = read_file(&path)?;
+            // Paths in a file mean the same wherever the server is started from: relative to the file.
+            let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            config.resolve_paths(&folder);
+            let source = path.display().to_string();
+            config.source = Some(path);
+            (config, source)
+        }
         None => (Config::default(), "the built-in defaults".to_owned()),
     };
     apply_env(&mut config, &env)?;
@@ -335,9 +420,17 @@ fn read_file(path: &Path) -> Result<Config, ConfigError> {
 /// Parses TOML text into a configuration (without environment overrides or checks). Errors name the key.
 pub fn parse(text: &str) -> Result<Config, String> {
     toml::from_str(text).map_err(|e: toml::de::Error| {
-        // For an unknown key the span is the whole enclosing table, but the message names the key already.
-        if e.message().starts_with("unknown field") {
-            return e.message().to_owned();
+        // Name the table and the line of an unknown key, as for a bad value.
+        if let Some(field) = unknown_field(e.message()) {
+            let (start, end) = e.span().map_or((0, text.len()), |s| (s.start.min(text.len()), s.end.min(text.len())));
+            return match line_of_key(text, start, end, field) {
+                Some(offset) => {
+                    let line = text[..offset].lines().count() + 1;
+                    let key = key_at(text, offset).unwrap_or_else(|| field.to_owned());
+                    format!("line {line}: `{key}`: {}", e.message())
+                }
+                None => e.message().to_owned(),
+            };
         }
         match e.span() {
             Some(span) => {
@@ -351,6 +444,29 @@ pub fn parse(text: &str) -> Result<Config, String> {
             None => e.message().to_owned(),
         }
     })
+}
+
+/// The key that an "unknown field `x`, expected …" message names.
+fn unknown_field(message: &str) -> Option<&str> {
+    message.strip_prefix("unknown field `")?.split_once('`').map(|(field, _)| field)
+}
+
+/// Byte offset of the first line in `text[start..end]` that assigns `field` (`field =`, `"field" =`, or a dotted
+/// key ending in it).
+fn line_of_key(text: &str, start: usize, end: usize, field: &str) -> Option<usize> {
+    let mut offset = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    // The span is the key itself, or (older parsers) the whole table: search whole lines either way.
+    let end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    for line in text[offset..end].split_inclusive('\n') {
+        if let Some((key, _)) = line.split_once('=') {
+            let last = key.trim().rsplit('.').next().unwrap_or_default().trim().trim_matches(['"', '\'']);
+            if last == field {
+                return Some(offset);
+            }
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The dotted key whose value sits at byte `offset`: the `key =` on that line, under the last `[table]` above.
@@ -376,11 +492,31 @@ fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Resu
             invalid("SERVICE_AUTH_LISTEN", format!("= {listen:?} is not host:port (e.g. 127.0.0.1:3000)"))
         })?;
     }
+    if let Some(listen) = env("SERVICE_AUTH_METRICS_LISTEN") {
+        let addr = listen.parse().map_err(|_| {
+            invalid("SERVICE_AUTH_METRICS_LISTEN", format!("= {listen:?} is not host:port (e.g. 127.0.0.1:9100)"))
+        })?;
+        config.metrics.listen = Some(addr);
+    }
     if let Some(dir) = env("SERVICE_AUTH_DATA_DIR") {
         config.data_dir = PathBuf::from(dir);
     }
-    if let Some(log) = env("SERVICE_AUTH_LOG") {
-        config.log = log;
+    if let Some(level) = env("SERVICE_AUTH_LOG") {
+        // Checked here, so that a bad value is reported as the variable's, not the file's.
+        if tracing_subscriber::EnvFilter::try_new(&level).is_err() {
+            return Err(invalid(
+                "SERVICE_AUTH_LOG",
+                format!("= {level:?} is not a log level or filter (e.g. \"info\")"),
+            ));
+        }
+        config.log.level = level;
+    }
+    if let Some(format) = env("SERVICE_AUTH_LOG_FORMAT") {
+        config.log.format = match format.as_str() {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            _ => return Err(invalid("SERVICE_AUTH_LOG_FORMAT", format!("= {format:?} is not text or json"))),
+        };
     }
     let email = env("SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL");
     let password = env("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD");
@@ -416,8 +552,8 @@ impl Config {
     /// Checks every value; the error is (key, problem).
     pub fn validate(&self) -> Result<(), (String, String)> {
         let fail = |key: &str, problem: String| Err((key.to_owned(), problem));
-        if tracing_subscriber::EnvFilter::try_new(&self.log).is_err() {
-            return fail("log", format!("= {:?} is not a tracing filter (e.g. \"info\")", self.log));
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            return fail("log.level", format!("= {:?} is not a log level or filter (e.g. \"info\")", self.log.level));
         }
         if let Some(url) = &self.base_url
             && !is_origin_url(url, true)
@@ -506,6 +642,11 @@ impl Config {
                 "max_connections, max_connections_per_address and the timeouts must be above 0".into(),
             );
         }
+        if let Some(metrics) = self.metrics.listen
+            && metrics == self.listen
+        {
+            return fail("metrics.listen", format!("= \"{metrics}\" is the public listen address; use another port"));
+        }
         if r.failures_per_account == 0 {
             return fail("rate_limit.failures_per_account", "must be at least 1".into());
         }
@@ -559,7 +700,12 @@ mod tests {
         let e = parse("log = \"x\"\n[hashing]\nworkers = \"two\"\n").unwrap_err();
         assert!(e.contains("line 3: `hashing.workers`"), "{e}");
         let e = parse("[hashing]\nmemry_kib = 1\n").unwrap_err();
-        assert!(e.contains("memry_kib"), "{e}");
+        assert!(e.starts_with("line 2: `hashing.memry_kib`: unknown field `memry_kib`"), "{e}");
+        let e = parse("listen = \"127.0.0.1:1\"\n\n[cookie]\nprefix = \"x\"\n\n[limits]\nmax_connections = 5\nmax_conections = 5\n")
+            .unwrap_err();
+        assert!(e.starts_with("line 8: `limits.max_conections`: unknown field"), "{e}");
+        let e = parse("log = \"info\"\ntrusted_orgins = []\n").unwrap_err();
+        assert!(e.starts_with("line 2: `trusted_orgins`: unknown field"), "{e}");
     }
 
     #[test]
@@ -577,7 +723,8 @@ mod tests {
         check("trusted_origins = [\"http://a.example/path\"]\n", "trusted_origins");
         check("[cookie]\nprefix = \"a b\"\n", "cookie.prefix");
         check("[session]\nupdate_age_secs = 999999999\n", "session.update_age_secs");
-        check("log = \"[[[\"\n", "log");
+        check("log = \"[[[\"\n", "log.level");
+        check("[log]\nlevel = \"[[[\"\n", "log.level");
     }
 
     #[test]
@@ -589,13 +736,47 @@ mod tests {
             .unwrap();
         assert_eq!(c.listen.to_string(), "0.0.0.0:8080");
         assert_eq!(c.data_dir, PathBuf::from("/from/file"));
-        assert_eq!(c.log, "debug");
+        assert_eq!(c.log.level, "debug");
         let via_env = load_from(None, env(&[("SERVICE_AUTH_CONFIG", path.to_str().unwrap())])).unwrap();
         assert_eq!(via_env.data_dir, PathBuf::from("/from/file"));
         let e = load_from(Some(&path), env(&[("SERVICE_AUTH_LISTEN", "nope")])).unwrap_err().to_string();
         assert!(e.contains("SERVICE_AUTH_LISTEN"), "{e}");
         let missing = load_from(Some(&dir.path().join("absent.toml")), env(&[])).unwrap_err();
         assert!(matches!(missing, ConfigError::Read { .. }));
+    }
+
+    #[test]
+    fn relative_paths_in_a_file_are_relative_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "data_dir = \"./data\"\n[backup]\ndir = \"backups\"\n").unwrap();
+        let c = load_from(Some(&path), env(&[])).unwrap();
+        assert_eq!(c.data_dir, dir.path().join("./data"));
+        assert_eq!(c.backup.dir, Some(dir.path().join("backups")));
+        assert_eq!(c.source.as_deref(), Some(path.as_path()));
+        // The environment is the shell's: relative to where the server starts.
+        let c = load_from(Some(&path), env(&[("SERVICE_AUTH_DATA_DIR", "here")])).unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("here"));
+        assert_eq!(
+            load_from(None, env(&[])).map(|c| c.source.is_none()).ok(),
+            Some(!Path::new("config.toml").is_file())
+        );
+    }
+
+    #[test]
+    fn log_is_a_table_or_a_filter_and_a_bad_variable_is_named() {
+        let c = parse("[log]\nlevel = \"debug\"\nformat = \"json\"\naccess = true\n").unwrap();
+        assert_eq!(c.log, LogConfig { level: "debug".into(), format: LogFormat::Json, access: true });
+        assert_eq!(parse("log = \"warn\"\n").unwrap().log, LogConfig { level: "warn".into(), ..LogConfig::default() });
+        let e = parse("[log]\nformat = \"xml\"\n").unwrap_err();
+        assert!(e.contains("log.format") && e.contains("line 2"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "").unwrap();
+        let e = load_from(Some(&path), env(&[("SERVICE_AUTH_LOG", "[[[")])).unwrap_err().to_string();
+        assert!(e.starts_with("the environment: `SERVICE_AUTH_LOG`"), "{e}");
+        let e = load_from(Some(&path), env(&[("SERVICE_AUTH_LOG_FORMAT", "xml")])).unwrap_err().to_string();
+        assert!(e.contains("SERVICE_AUTH_LOG_FORMAT"), "{e}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Password hashing: argon2id on a bounded pool of blocking threads.
+//! Password hashing: argon2id on a bounded pool of blocking threads, and the verification of hashes imported
+//! from better-auth (scrypt), which are kept as they are until their owner's next sign-in replaces them.
 //!
 //! One argon2id hash at the OWASP floor (19 MiB, t = 2) takes ~20 ms of one core. Run on the async runtime it
 //! would stall every connection on that worker, so each hash runs in `spawn_blocking`, behind a semaphore sized to
@@ -18,6 +19,9 @@ use std::time::Duration;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
+use std::time::Instant;
+
+use metrics::Histogram;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::HashingConfig;
@@ -50,13 +54,23 @@ struct Inner {
     /// Hashes running now, and the most ever seen at once: what shows the cap holds.
     running: AtomicUsize,
     peak_running: AtomicUsize,
+    /// How long each hash waited for a worker (a no-op unless metrics are on).
+    wait_time: Histogram,
     /// A hash of a random password made with the current parameters. Verifying against it costs exactly what a
     /// real verify costs, so an unknown e-mail answers in the same time as a wrong password.
     dummy_hash: String,
+    /// The same for a better-auth scrypt hash: a random salt and key (a scrypt verify costs the same whatever
+    /// the key, and a random one matches nothing).
+    dummy_legacy: String,
 }
 
 impl Hasher {
     pub fn new(config: &HashingConfig) -> Result<Self, HashError> {
+        Self::observed(config, Histogram::noop())
+    }
+
+    /// [`new`](Self::new), recording each hash's wait for a worker into `wait_time`.
+    pub fn observed(config: &HashingConfig, wait_time: Histogram) -> Result<Self, HashError> {
         let params = Params::new(config.memory_kib, config.iterations, config.parallelism, None)
             .map_err(|e| HashError::Params(e.to_string()))?;
         let workers = match config.workers {
@@ -66,6 +80,10 @@ impl Hasher {
         let mut random = [0u8; 32];
         getrandom::fill(&mut random).map_err(|e| HashError::Failed(e.to_string()))?;
         let dummy_hash = hash_blocking(&params, &random)?;
+        let mut salt_and_key = [0u8; 16 + LEGACY_KEY_LEN];
+        getrandom::fill(&mut salt_and_key).map_err(|e| HashError::Failed(e.to_string()))?;
+        let (salt, key) = salt_and_key.split_at(16);
+        let dummy_legacy = format!("{}:{}", hex::encode(salt), hex::encode(key));
         Ok(Self {
             inner: Arc::new(Inner {
                 params,
@@ -75,7 +93,9 @@ impl Hasher {
                 waiting: AtomicUsize::new(0),
                 running: AtomicUsize::new(0),
                 peak_running: AtomicUsize::new(0),
+                wait_time,
                 dummy_hash,
+                dummy_legacy,
             }),
         })
     }
@@ -86,22 +106,49 @@ impl Hasher {
         self.run(move || hash_blocking(&inner.params, password.as_bytes())).await?
     }
 
-    /// Verifies `password` against `phc`, or against the dummy hash when there is no account, so both cases
+    /// Verifies `password` against `stored`, or against the dummy hash when there is no account, so both cases
     /// cost one full verify. A malformed stored hash verifies nothing rather than failing the request.
-    pub async fn verify(&self, password: Password, phc: Option<String>) -> Result<bool, HashError> {
+    ///
+    /// `legacy_present`: some account still has a better-auth scrypt hash. Then every verify costs one argon2 and
+    /// one scrypt verification (the real one of the stored kind, a dummy of the other), so that neither a wrong
+    /// password on an account of either kind nor an unknown e-mail can be told apart by the time it takes.
+    pub async fn verify(
+        &self,
+        password: Password,
+        stored: Option<String>,
+        legacy_present: bool,
+    ) -> Result<bool, HashError> {
         let inner = Arc::clone(&self.inner);
-        let known = phc.is_some();
+        let known = stored.is_some();
         self.run(move || {
-            let stored = phc.as_deref().unwrap_or(&inner.dummy_hash);
-            if let Err(problem) = check_stored_hash(stored) {
+            let stored = stored.as_deref();
+            let legacy = stored.and_then(parse_legacy);
+            let stored_is_legacy = legacy.is_some();
+            let argon_target = match (stored, &legacy) {
+                (Some(phc), None) => phc,
+                _ => inner.dummy_hash.as_str(),
+            };
+            if let Err(problem) = check_stored_hash(argon_target) {
                 tracing::error!(%problem, "a stored password hash cannot be verified safely; the sign-in fails");
                 return false;
             }
-            let ok = PasswordHash::new(stored)
+            let argon_ok = PasswordHash::new(argon_target)
                 .is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok());
-            ok && known
+            let legacy_ok = match legacy {
+                Some(hash) => hash.verify(&password),
+                None if legacy_present => {
+                    parse_legacy(&inner.dummy_legacy).is_some_and(|dummy| dummy.verify(&password))
+                }
+                None => false,
+            };
+            known && if stored_is_legacy { legacy_ok } else { argon_ok }
         })
         .await
+    }
+
+    /// Hashes waiting for a worker now.
+    pub fn waiting(&self) -> usize {
+        self.inner.waiting.load(Ordering::Relaxed)
     }
 
     /// The most hashes that ever ran at once.
@@ -128,14 +175,17 @@ impl Hasher {
     async fn permit(&self) -> Result<OwnedSemaphorePermit, HashError> {
         let inner = &self.inner;
         if let Ok(permit) = Arc::clone(&inner.permits).try_acquire_owned() {
+            inner.wait_time.record(0.0);
             return Ok(permit);
         }
+        let started = Instant::now();
         if inner.waiting.fetch_add(1, Ordering::Relaxed) >= inner.max_queue {
             inner.waiting.fetch_sub(1, Ordering::Relaxed);
             return Err(HashError::Busy);
         }
         let waited = tokio::time::timeout(inner.queue_timeout, Arc::clone(&inner.permits).acquire_owned()).await;
         inner.waiting.fetch_sub(1, Ordering::Relaxed);
+        inner.wait_time.record(started.elapsed());
         match waited {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) | Err(_) => Err(HashError::Busy),
@@ -150,8 +200,47 @@ const MAX_MEMORY_KIB: u32 = 256 * 1024;
 const MAX_ITERATIONS: u32 = 16;
 const MAX_LANES: u32 = 16;
 
-/// Whether `phc` is an argon2 hash this server can verify at a bounded cost.
+/// better-auth's scrypt: N = 2^14, r = 16, p = 1, a 64-byte key. Fixed, so a legacy hash has a bounded cost.
+const LEGACY_LOG_N: u8 = 14;
+const LEGACY_R: u32 = 16;
+const LEGACY_KEY_LEN: usize = 64;
+
+/// A better-auth password hash, `<salt: 32 hex digits>:<key: 128 hex digits>`, as that library stores it.
+struct LegacyHash<'a> {
+    /// The salt's hex *text*: better-auth feeds the text, not the 16 bytes it encodes, to scrypt.
+    salt_hex: &'a str,
+    key: [u8; LEGACY_KEY_LEN],
+}
+
+impl LegacyHash<'_> {
+    /// scrypt of the NFKC password (the [`Password`] is already normalised), compared in constant time.
+    fn verify(&self, password: &Password) -> bool {
+        use subtle::ConstantTimeEq;
+        let Ok(params) = scrypt::Params::new(LEGACY_LOG_N, LEGACY_R, 1, LEGACY_KEY_LEN) else { return false };
+        let mut derived = [0u8; LEGACY_KEY_LEN];
+        if scrypt::scrypt(password.as_bytes(), self.salt_hex.as_bytes(), &params, &mut derived).is_err() {
+            return false;
+        }
+        derived.ct_eq(&self.key).into()
+    }
+}
+
+fn parse_legacy(stored: &str) -> Option<LegacyHash<'_>> {
+    if !crate::domain::is_legacy_hash(stored) {
+        return None;
+    }
+    let (salt_hex, key_hex) = stored.split_once(':')?;
+    let mut key = [0u8; LEGACY_KEY_LEN];
+    hex::decode_to_slice(key_hex, &mut key).ok()?;
+    Some(LegacyHash { salt_hex, key })
+}
+
+/// Whether `phc` is an argon2 hash this server can verify at a bounded cost, or a better-auth scrypt hash (whose
+/// cost is fixed).
 pub fn check_stored_hash(phc: &str) -> Result<(), String> {
+    if crate::domain::is_legacy_hash(phc) {
+        return Ok(());
+    }
     let parsed = PasswordHash::new(phc).map_err(|e| format!("not a PHC string ({e})"))?;
     if !matches!(parsed.algorithm.as_str(), "argon2id" | "argon2i" | "argon2d") {
         return Err(format!("algorithm {} is not argon2", parsed.algorithm));
@@ -166,6 +255,16 @@ pub fn check_stored_hash(phc: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// An argon2id hash (at the configured cost) of a random password that is never shown: for an imported account
+/// that had no password, so that nobody can sign in to it until a password reset sets one.
+pub fn hash_unknown_password(config: &HashingConfig) -> Result<String, HashError> {
+    let params = Params::new(config.memory_kib, config.iterations, config.parallelism, None)
+        .map_err(|e| HashError::Params(e.to_string()))?;
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random).map_err(|e| HashError::Failed(e.to_string()))?;
+    hash_blocking(&params, &random)
 }
 
 fn hash_blocking(params: &Params, password: &[u8]) -> Result<String, HashError> {
@@ -237,8 +336,8 @@ mod tests {
         let h = hasher();
         let phc = h.hash(Password::new("correct horse").unwrap()).await.unwrap();
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
-        assert!(h.verify(Password::for_sign_in("correct horse").unwrap(), Some(phc.clone())).await.unwrap());
-        assert!(!h.verify(Password::for_sign_in("correct horsf").unwrap(), Some(phc)).await.unwrap());
+        assert!(h.verify(Password::for_sign_in("correct horse").unwrap(), Some(phc.clone()), false).await.unwrap());
+        assert!(!h.verify(Password::for_sign_in("correct horsf").unwrap(), Some(phc), false).await.unwrap());
     }
 
     #[test]
@@ -250,19 +349,71 @@ mod tests {
         assert!(check_stored_hash("$argon2id$v=19$m=19456,t=100,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo").is_err());
         assert!(check_stored_hash("$2b$12$abcdefghijklmnopqrstuu").is_err(), "bcrypt is not argon2");
         assert!(check_stored_hash("garbage").is_err());
+        assert_eq!(check_stored_hash(BETTER_AUTH_HASH), Ok(()), "a better-auth scrypt hash has a fixed cost");
+        assert!(check_stored_hash(&BETTER_AUTH_HASH[1..]).is_err(), "a salt of 31 digits is not one");
+    }
+
+    /// Made by better-auth 1.7.25 (`hashPassword` from `better-auth/crypto`, Node's scrypt) for "correct horse
+    /// battery": the same hash must verify here.
+    const BETTER_AUTH_HASH: &str = include_str!("../tests/migration/fixtures/better-auth-hash.txt");
+
+    #[tokio::test]
+    async fn better_auth_scrypt_hashes_verify_as_they_are() {
+        let h = hasher();
+        let stored = BETTER_AUTH_HASH.trim().to_owned();
+        assert!(crate::domain::is_legacy_hash(&stored));
+        let right = Password::for_sign_in("correct horse battery").unwrap();
+        assert!(h.verify(right.clone(), Some(stored.clone()), true).await.unwrap());
+        assert!(h.verify(right, Some(stored.clone()), false).await.unwrap());
+        let wrong = Password::for_sign_in("correct horse batterz").unwrap();
+        assert!(!h.verify(wrong, Some(stored.clone()), true).await.unwrap());
+        // One bit off in the key: refused.
+        let mut flipped = stored.clone();
+        let last = flipped.pop().unwrap();
+        flipped.push(if last == '0' { '1' } else { '0' });
+        assert!(!h.verify(Password::for_sign_in("correct horse battery").unwrap(), Some(flipped), true).await.unwrap());
+    }
+
+    /// While legacy hashes remain, a wrong password on either kind of account and an unknown e-mail each cost
+    /// one argon2 and one scrypt verification: their medians stay within a few percent of each other.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unknown_and_wrong_passwords_cost_the_same_for_both_hash_kinds() {
+        let h = hasher();
+        let argon = h.hash(Password::new("correct horse").unwrap()).await.unwrap();
+        let legacy = BETTER_AUTH_HASH.trim().to_owned();
+        let wrong = || Password::for_sign_in("wrong password").unwrap();
+        let median = |mut v: Vec<Duration>| {
+            v.sort();
+            v[v.len() / 2]
+        };
+        let (mut a, mut l, mut u) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..15 {
+            for (stored, out) in [(Some(argon.clone()), &mut a), (Some(legacy.clone()), &mut l), (None, &mut u)] {
+                let started = std::time::Instant::now();
+                assert!(!h.verify(wrong(), stored, true).await.unwrap());
+                out.push(started.elapsed());
+            }
+        }
+        let (a, l, u) = (median(a), median(l), median(u));
+        // Generous for a shared, noisy machine: the defect this guards against (an unknown e-mail skipping the
+        // scrypt verification) makes one median about twice the other.
+        let close = |x: Duration, y: Duration| x.abs_diff(y) * 100 <= x.max(y) * 25;
+        assert!(close(a, u) && close(l, u), "argon2 {a:?}, scrypt {l:?}, unknown {u:?}");
     }
 
     #[tokio::test]
     async fn a_hash_of_unbounded_cost_is_never_verified() {
         let h = hasher();
         let huge = "$argon2id$v=19$m=4194304,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo".to_owned();
-        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), Some(huge)).await.unwrap());
+        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), Some(huge), false).await.unwrap());
     }
 
     #[tokio::test]
     async fn unknown_account_never_verifies() {
         let h = hasher();
-        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), None).await.unwrap());
-        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), Some("garbage".into())).await.unwrap());
+        assert!(!h.verify(Password::for_sign_in("anything at all").unwrap(), None, false).await.unwrap());
+        assert!(
+            !h.verify(Password::for_sign_in("anything at all").unwrap(), Some("garbage".into()), false).await.unwrap()
+        );
     }
 }

@@ -19,6 +19,8 @@
 //!   integration tests both call, and housekeeping.
 //! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
+//! - [`metrics`]: the Prometheus recorder of a server and the handles the other parts record into (a leaf: it
+//!   imports nothing of this crate).
 //! - [`ops`]: seeding, backups, export and import of a data directory.
 //!
 //! Who imports whom: `http` → `accounts` → `actors` → `store` → `domain`; `runtime` builds the core under
@@ -32,6 +34,7 @@ pub mod domain;
 pub mod hashing;
 pub mod http;
 pub mod mail;
+pub mod metrics;
 pub mod ops;
 pub mod runtime;
 pub mod server;

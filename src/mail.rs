@@ -142,12 +142,13 @@ pub fn start(
     config: &Config,
     writer: StoreWriter,
     outbox: Vec<Mail>,
+    depth: metrics::Gauge,
     stop: CancellationToken,
 ) -> Option<(MailQueue, tokio::task::JoinHandle<()>)> {
     let transport = Transport::from_config(config)?;
     let from: Mailbox = config.email.from.parse().ok()?;
     let (tx, rx) = mpsc::unbounded_channel();
-    let sender = Sender { transport, from, writer, due: outbox.into_iter().map(Pending::now).collect() };
+    let sender = Sender { transport, from, writer, due: outbox.into_iter().map(Pending::now).collect(), depth };
     Some((MailQueue(tx), tokio::spawn(sender.run(rx, stop))))
 }
 
@@ -168,11 +169,14 @@ struct Sender {
     from: Mailbox,
     writer: StoreWriter,
     due: VecDeque<Pending>,
+    /// Messages not sent yet (the metrics' outbox depth).
+    depth: metrics::Gauge,
 }
 
 impl Sender {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Mail>, stop: CancellationToken) {
         loop {
+            self.depth.set(self.due.len() as f64);
             let wake = self.due.iter().map(|p| p.next).min();
             let sleep = async {
                 match wake {

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use service_auth::bootstrap::{self, AdminCreated, AdminError};
-use service_auth::config::{self, Config};
+use service_auth::config::{self, Config, LogFormat};
 use service_auth::ops;
+use service_auth::server::Started;
 use service_auth::store::StoreError;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +26,9 @@ struct Cli {
 enum Command {
     /// Run the server (the default).
     Serve,
+    /// Load and check the configuration (file and environment), print a one-line summary, and exit: 0 when the
+    /// server would start with it, 2 with the key named otherwise.
+    CheckConfig,
     /// Manage administrators.
     Admin {
         #[command(subcommand)]
@@ -63,6 +67,23 @@ enum Command {
     },
     /// Read a file written by `export`, refusing duplicates.
     Import { file: PathBuf },
+    /// Bring users (with their passwords), roles, bans and organizations over from a better-auth database, all
+    /// or nothing (server stopped). Sessions are not imported.
+    #[command(group(clap::ArgGroup::new("source").required(true).args(["sqlite", "postgres"])))]
+    ImportBetterAuth {
+        /// The better-auth SQLite file (opened read-only).
+        #[arg(long)]
+        sqlite: Option<PathBuf>,
+        /// The better-auth PostgreSQL database, as a postgres:// URL.
+        #[arg(long)]
+        postgres: Option<String>,
+        /// Check and print the report; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write better-auth id → new id here, one JSON object per line (for the application's own tables).
+        #[arg(long)]
+        mapping_out: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -95,7 +116,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::CheckConfig) = cli.command {
+        println!("{}", summary(&config));
+        return ExitCode::SUCCESS;
+    }
     init_logging(&config);
+    let source =
+        config.source.as_ref().map_or_else(|| "none (built-in defaults)".to_owned(), |p| p.display().to_string());
+    tracing::info!(config = %source, data_dir = %config.data_dir.display(), "configuration");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -105,6 +133,7 @@ fn main() -> ExitCode {
     };
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => runtime.block_on(serve(config)),
+        Command::CheckConfig => unreachable!("answered before logging starts"),
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
         }
@@ -116,7 +145,34 @@ fn main() -> ExitCode {
         Command::Restore { file } => report(ops::backup::restore(&config, &file)),
         Command::Export { out } => report(ops::export::export(&config, out.as_deref())),
         Command::Import { file } => report(ops::export::import(&config, &file)),
+        Command::ImportBetterAuth { sqlite, postgres, dry_run, mapping_out } => {
+            // clap lets exactly one of the two through.
+            let source = match (sqlite, postgres) {
+                (Some(path), _) => Some(ops::better_auth::Source::Sqlite(path)),
+                (None, url) => url.map(ops::better_auth::Source::Postgres),
+            };
+            let Some(source) = source else { return ExitCode::from(2) };
+            let options = ops::better_auth::Options { source, dry_run, mapping_out };
+            report(ops::better_auth::import(&config, &options))
+        }
     }
+}
+
+/// `check-config`'s line: where the configuration came from and what matters most in it.
+fn summary(config: &Config) -> String {
+    let source = config.source.as_ref().map_or_else(|| "the built-in defaults".to_owned(), |p| p.display().to_string());
+    let metrics = config.metrics.listen.map_or_else(|| "off".to_owned(), |a| a.to_string());
+    let format = match config.log.format {
+        LogFormat::Text => "text",
+        LogFormat::Json => "json",
+    };
+    format!(
+        "configuration OK ({source}): listen {}, data_dir {}, metrics {metrics}, log {} as {format}{}",
+        config.listen,
+        config.data_dir.display(),
+        config.log.level,
+        if config.log.access { " with access lines" } else { "" }
+    )
 }
 
 /// Prints an operation's report (to stderr: `export` may be writing its data to stdout).
@@ -135,9 +191,13 @@ fn report(outcome: Result<String, ops::OpsError>) -> ExitCode {
 
 fn init_logging(config: &Config) {
     // The filter was validated with the configuration.
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_default();
-    let ansi = std::io::stderr().is_terminal();
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log.level).unwrap_or_default();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        // One object per line; the request's span (its id) on each line logged inside it.
+        LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
+    }
 }
 
 async fn serve(config: Config) -> ExitCode {
@@ -148,20 +208,32 @@ async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // One plain line on stdout with the real address (the port may have been 0): scripts and tests read it.
-    if let Ok(addr) = listener.local_addr() {
-        println!("listening on {addr}");
-        let _ = std::io::stdout().flush();
-    }
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
-    match service_auth::server::run(listener, config, shutdown).await {
+    match service_auth::server::run(listener, config, shutdown, announce).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("service-auth: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Once the server serves: while nobody can administer the service, how to change that (logged first, so whoever
+/// reads the next line has it); then one plain line on stdout with the real address (the port may have been 0),
+/// which scripts and tests read.
+fn announce(started: &Started) {
+    if !started.has_admin {
+        tracing::warn!(
+            "no administrator yet: stop the server and run `service-auth admin create --email you@example.com \
+             --name You`, or start it with SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL and SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD"
+        );
+    }
+    println!("listening on {}", started.address);
+    if let Some(metrics) = started.metrics {
+        println!("metrics on {metrics}/metrics");
+    }
+    let _ = std::io::stdout().flush();
 }
 
 /// SIGTERM or Ctrl-C starts a graceful shutdown.

@@ -14,7 +14,8 @@ use crate::config::Config;
 use crate::domain::RoleSet;
 use crate::hashing::Hasher;
 use crate::mail::Templates;
-use crate::store::{FaultSwitch, Store, StoreError, StoreWriter, WriterDone};
+use crate::metrics::Metrics;
+use crate::store::{CommitMetrics, FaultSwitch, Store, StoreError, StoreWriter, WriterDone};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -48,7 +49,9 @@ impl Core {
     /// commits fail on demand; `fatal` is cancelled if an actor dies.
     pub async fn start(config: &Config, faults: FaultSwitch, fatal: CancellationToken) -> Result<Self, AppError> {
         let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
-        let hasher = Hasher::new(&config.hashing).map_err(|e| AppError::Startup(e.to_string()))?;
+        let metrics = Arc::new(Metrics::new(config.metrics.listen.is_some()));
+        let hasher = Hasher::observed(&config.hashing, metrics.hash_wait.clone())
+            .map_err(|e| AppError::Startup(e.to_string()))?;
         let (data_dir, set) = (config.data_dir.clone(), roles.clone());
         let (store, built) = tokio::task::spawn_blocking(move || {
             let store = Store::open_with_faults(&data_dir, faults)?;
@@ -66,9 +69,15 @@ impl Core {
                 .await
                 .map_err(|e| AppError::Startup(e.to_string()))??;
         }
-        tracing::info!(users = indexes.users.len(), sessions = indexes.sessions.len(), "state loaded");
+        tracing::info!(
+            users = indexes.users.len(),
+            sessions = indexes.sessions.len(),
+            legacy_password_hashes = indexes.users.legacy_hashes(),
+            "state loaded"
+        );
         let indexes = Arc::new(indexes);
-        let (writer, writer_done) = StoreWriter::spawn(Arc::clone(&store))?;
+        let commits = CommitMetrics { duration: metrics.commit_duration.clone(), batch: metrics.commit_batch.clone() };
+        let (writer, writer_done) = StoreWriter::spawn_observed(Arc::clone(&store), commits)?;
         let limits = &config.rate_limit;
         let attempts = AttemptPolicy {
             max_failures: limits.failures_per_account,
@@ -78,10 +87,11 @@ impl Core {
             tracing::info!(messages = outbox.len(), "mail waiting in the outbox");
         }
         let mail_stop = CancellationToken::new();
-        let (mail, mailer) = match crate::mail::start(config, writer.clone(), outbox, mail_stop.clone()) {
-            Some((queue, task)) => (Some(queue), Some(task)),
-            None => (None, None),
-        };
+        let (mail, mailer) =
+            match crate::mail::start(config, writer.clone(), outbox, metrics.outbox.clone(), mail_stop.clone()) {
+                Some((queue, task)) => (Some(queue), Some(task)),
+                None => (None, None),
+            };
         let sessions_config = config.session.clone();
         let system =
             System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)
@@ -100,6 +110,7 @@ impl Core {
             tasks: TaskTracker::new(),
             templates: mail.map(|_| Arc::new(Templates::new(config))),
             require_verification: config.email.require_verification,
+            metrics,
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

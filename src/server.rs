@@ -1,5 +1,6 @@
 //! The server: start the core, bootstrap the first administrator, serve HTTP, keep house, stop cleanly.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,21 +15,56 @@ use crate::http::{self, AppState};
 use crate::runtime::{AppError, Core};
 use crate::store::FaultSwitch;
 
+/// What a server reports once it serves: the store is open, the state loaded, the first administrator made.
+#[derive(Debug, Clone)]
+pub struct Started {
+    /// The address it answers on (the real port when 0 was asked for).
+    pub address: SocketAddr,
+    /// The metrics listener's address, when one is configured.
+    pub metrics: Option<SocketAddr>,
+    /// Whether an administrator exists: without one nobody can manage the service yet.
+    pub has_admin: bool,
+}
+
 /// Runs the server on `listener` until `shutdown` is cancelled, then stops accepting, finishes the requests in
-/// flight, makes everything durable and returns.
-pub async fn run(listener: TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), AppError> {
-    run_with_faults(listener, config, FaultSwitch::default(), shutdown).await
+/// flight, makes everything durable and returns. `started` is called once it serves (not before: start-up can
+/// still fail on a locked or invalid data directory).
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: CancellationToken,
+    started: impl FnOnce(&Started) + Send,
+) -> Result<(), AppError> {
+    serve_until(listener, config, FaultSwitch::default(), shutdown, started).await
 }
 
 /// [`run`] with a [`FaultSwitch`] the caller keeps: the test seam for the store's failure path.
 #[doc(hidden)]
 pub async fn run_with_faults(
     listener: TcpListener,
-    mut config: Config,
+    config: Config,
     faults: FaultSwitch,
     shutdown: CancellationToken,
 ) -> Result<(), AppError> {
+    serve_until(listener, config, faults, shutdown, |_| {}).await
+}
+
+async fn serve_until(
+    listener: TcpListener,
+    mut config: Config,
+    faults: FaultSwitch,
+    shutdown: CancellationToken,
+    started: impl FnOnce(&Started) + Send,
+) -> Result<(), AppError> {
     config.limits.max_connections = connection_budget(config.limits.max_connections);
+    // Bound before anything starts, so a taken metrics port stops start-up at once and says which.
+    let metrics_listener =
+        match config.metrics.listen {
+            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+                AppError::Startup(format!("cannot listen for metrics ([metrics] listen) on {addr}: {e}"))
+            })?),
+            None => None,
+        };
     let fatal = CancellationToken::new();
     let core = Core::start(&config, faults, fatal.clone()).await?;
     if let Some(admin) = &config.bootstrap_admin
@@ -39,7 +75,7 @@ pub async fn run_with_faults(
         return Err(e);
     }
     let state = Arc::new(AppState::new(&config, core.accounts.clone()));
-    tracing::info!(address = ?listener.local_addr().ok(), "serving");
+    tracing::info!(address = %display_addr(&listener), "serving");
     let stop = CancellationToken::new();
     let chores = Chores {
         state: Arc::clone(&state),
@@ -57,7 +93,19 @@ pub async fn run_with_faults(
         };
         tokio::spawn(crate::ops::backup::run_schedule(Arc::clone(&core.store), schedule, stop.clone()));
     }
+    if let Some(metrics_listener) = &metrics_listener {
+        tracing::info!(address = %display_addr(metrics_listener), "metrics at /metrics");
+    }
+    let report = Started {
+        address: listener.local_addr().map_err(|e| AppError::Startup(format!("the listener has no address: {e}")))?,
+        metrics: metrics_listener.as_ref().and_then(|l| l.local_addr().ok()),
+        has_admin: core.accounts.any_admin(),
+    };
+    if let Some(metrics_listener) = metrics_listener {
+        tokio::spawn(http::serve_metrics(metrics_listener, Arc::clone(&state), stop.clone()));
+    }
     let serving = tokio::spawn(http::serve(listener, state, stop.clone()));
+    started(&report);
     tokio::select! {
         () = shutdown.cancelled() => {}
         () = fatal.cancelled() => {}
@@ -71,6 +119,11 @@ pub async fn run_with_faults(
     }
     tracing::info!("stopped; everything acknowledged is on disk");
     Ok(())
+}
+
+/// A listener's address as `127.0.0.1:3000` (or `?` if the OS cannot say).
+fn display_addr(listener: &TcpListener) -> String {
+    listener.local_addr().map_or_else(|_| "?".to_owned(), |a| a.to_string())
 }
 
 /// Housekeeping, once a minute: forget the rate-limit state of addresses back to a full allowance, trim the

@@ -12,14 +12,21 @@ mod api {
     mod admin_plugin;
     mod auth;
     mod console;
+    mod cors;
     mod crash;
     mod disk;
     mod faults;
+    mod first_run;
     mod hardening;
+    mod health;
     mod input;
     mod lifecycle;
+    mod logs;
     mod mail;
+    mod metrics;
+    mod migration;
     mod ops;
     mod orgs;
     mod security;
+    mod upgrade;
 }

@@ -55,7 +55,7 @@ impl<'a> IndexBuilder<'a> {
                 if live {
                     self.indexes.sessions.publish(hash, Some(Arc::new(session)));
                 } else {
-                    self.cleanup.push(StoreOp::DeleteSession(hash));
+                    self.cleanup.push(StoreOp::DeleteSession(session.user_id.to_bytes(), hash));
                 }
             }
             Record::Token(hash, r) => {

@@ -22,6 +22,14 @@ impl OrgIndex {
         self.by_id.pin().get(&id).cloned()
     }
 
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
     pub(crate) fn slug_taken(&self, slug: &Slug) -> bool {
         self.by_slug.pin().contains_key(slug)
     }

@@ -80,6 +80,13 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
         }));
     }
 
+    /// Queues `ops` for a caller the actor answers itself after the flush, with what only the commit gives (a
+    /// session started in it).
+    pub(super) fn add_unanswered(&mut self, ops: impl IntoIterator<Item = StoreOp>) {
+        self.ops.extend(ops);
+        self.answers.push(Box::new(|_| {}));
+    }
+
     /// When something waits in the batch, makes sure a `Flush` is in the actor's mailbox, behind everything
     /// already queued, so that all of it joins this batch. Returns `true` when the caller must flush right now
     /// instead: the actor is draining for shutdown and refuses new messages, its own `Flush` included, and what

@@ -76,13 +76,14 @@ impl SessionIndex {
         self.by_hash.pin().iter().find(|(_, s)| s.id == id).map(|(h, s)| (*h, s.user_id))
     }
 
-    fn expired(&self, now: Timestamp) -> Vec<TokenHash> {
-        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, _)| *h).collect()
+    fn expired(&self, now: Timestamp) -> Vec<(UserId, TokenHash)> {
+        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, s)| (s.user_id, *h)).collect()
     }
 
-    fn of_users(&self, users: &[UserId]) -> Vec<TokenHash> {
+    fn of_users(&self, users: &[UserId]) -> Vec<(UserId, TokenHash)> {
         let by_user = self.by_user.pin();
-        users.iter().filter_map(|u| by_user.get(u)).flat_map(|hashes| hashes.iter().copied()).collect()
+        let of = |u: &UserId| Some(by_user.get(u)?.iter().map(|h| (*u, *h)).collect::<Vec<_>>());
+        users.iter().filter_map(of).flatten().collect()
     }
 }
 
@@ -104,6 +105,17 @@ pub enum Revoke {
     /// An impersonation session, ended by the administrator behind it (audited as the end of the impersonation).
     Impersonation(TokenHash),
 }
+
+/// A session to start with another actor's records (a sign-in that replaces an imported password hash).
+#[derive(Debug, Clone)]
+pub struct StartWith {
+    pub user: UserId,
+    pub remember_me: bool,
+    pub client: Client,
+}
+
+/// What starting a session gives: its token and the session.
+pub type Started = Result<(SessionToken, Arc<Session>), CreateSessionError>;
 
 /// Why a session starts; a sign-in is recorded in the audit log with its session (a sign-up's account creation
 /// is recorded by the users actor).
@@ -160,10 +172,12 @@ pub enum SessionsMsg {
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
     /// Another actor's records, committed together with the end of every session of `users`.
+    /// Also starts a session for each of `starts` (sign-ins), in the same transaction.
     CommitEnding {
         users: Vec<UserId>,
         ops: Vec<StoreOp>,
-        reply: RpcReplyPort<Result<(), Unavailable>>,
+        starts: Vec<StartWith>,
+        reply: RpcReplyPort<Result<Vec<Started>, Unavailable>>,
     },
     /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
     Unfence {
@@ -217,7 +231,19 @@ impl SessionsHandle {
     ///
     /// No timeout: the caller must learn the real outcome, or its memory would disagree with the disk.
     pub async fn commit_ending(&self, users: Vec<UserId>, ops: Vec<StoreOp>) -> Result<(), Unavailable> {
-        match self.0.call(|reply| SessionsMsg::CommitEnding { users, ops, reply }, None).await {
+        self.commit_with(users, ops, Vec::new()).await.map(drop)
+    }
+
+    /// [`commit_ending`](Self::commit_ending) that also starts the sessions `starts` (sign-ins, checked like
+    /// [`create`](Self::create)) in the same transaction: another actor's change that must be durable with a new
+    /// session (an imported password hash replaced at sign-in). One answer per start, in order.
+    pub async fn commit_with(
+        &self,
+        users: Vec<UserId>,
+        ops: Vec<StoreOp>,
+        starts: Vec<StartWith>,
+    ) -> Result<Vec<Started>, Unavailable> {
+        match self.0.call(|reply| SessionsMsg::CommitEnding { users, ops, starts, reply }, None).await {
             Ok(ractor::rpc::CallResult::Success(result)) => result,
             _ => Err(Unavailable),
         }
@@ -302,12 +328,12 @@ impl Actor for SessionsActor {
             }
             SessionsMsg::SweepExpired { reply } => {
                 let now = Timestamp::now();
-                let expired: Vec<TokenHash> = self.indexes.sessions.expired(now);
+                let expired = self.indexes.sessions.expired(now);
                 let count = expired.len();
-                for hash in &expired {
+                for (_, hash) in &expired {
                     state.overlay.stage(*hash, None);
                 }
-                state.overlay.add(expired.into_iter().map(StoreOp::DeleteSession), reply, count);
+                state.overlay.add(expired.into_iter().map(delete), reply, count);
             }
             SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
                 // A banned (or being banned) user's session is not extended: it is about to end, and a refresh
@@ -329,9 +355,9 @@ impl Actor for SessionsActor {
             SessionsMsg::End { hash, reply } => match state.overlay.get(&hash) {
                 // Already ending in this batch: answer with the same commit, not before it.
                 Some(None) => state.overlay.add([], reply, ()),
-                _ if self.get(state, &hash).is_some() => {
+                _ if let Some(session) = self.get(state, &hash) => {
                     state.overlay.stage(hash, None);
-                    state.overlay.add([StoreOp::DeleteSession(hash)], reply, ());
+                    state.overlay.add([delete((session.user_id, hash))], reply, ());
                 }
                 _ => drop(reply.send(Ok(()))),
             },
@@ -345,7 +371,9 @@ impl Actor for SessionsActor {
                 let live = |hash: &TokenHash| self.get(state, hash).is_some_and(|s| s.user_id == user);
                 let mut hashes: Vec<TokenHash> = match which {
                     Revoke::One(hash) | Revoke::Impersonation(hash) => vec![hash],
-                    Revoke::All | Revoke::AllBut(_) => self.indexes.sessions.of_users(&[user]),
+                    Revoke::All | Revoke::AllBut(_) => {
+                        self.indexes.sessions.of_users(&[user]).into_iter().map(|(_, h)| h).collect()
+                    }
                 };
                 hashes.extend(
                     state
@@ -361,7 +389,7 @@ impl Actor for SessionsActor {
                 for hash in &hashes {
                     state.overlay.stage(*hash, None);
                 }
-                let mut ops: Vec<StoreOp> = hashes.into_iter().map(StoreOp::DeleteSession).collect();
+                let mut ops: Vec<StoreOp> = hashes.into_iter().map(|h| delete((user, h))).collect();
                 if count > 0 && matches!(which, Revoke::Impersonation(_)) {
                     let ended =
                         audit::entry(action::IMPERSONATION_STOPPED, Some(by), Some(user.into()), &ip, "".into());
@@ -373,23 +401,21 @@ impl Actor for SessionsActor {
                 }
                 state.overlay.add(ops, reply, count);
             }
-            SessionsMsg::CommitEnding { users, mut ops, reply } => {
-                let mut hashes = self.indexes.sessions.of_users(&users);
-                hashes.extend(
-                    state
-                        .overlay
-                        .iter()
-                        .filter(|(_, s)| s.as_ref().is_some_and(|s| users.contains(&s.user_id)))
-                        .map(|(h, _)| *h),
-                );
-                hashes.sort_unstable();
-                hashes.dedup();
-                for hash in &hashes {
+            SessionsMsg::CommitEnding { users, mut ops, starts, reply } => {
+                let mut ending = self.indexes.sessions.of_users(&users);
+                ending.extend(state.overlay.iter().filter_map(|(h, s)| {
+                    let session = s.as_ref().filter(|s| users.contains(&s.user_id))?;
+                    Some((session.user_id, *h))
+                }));
+                ending.sort_unstable();
+                ending.dedup();
+                for (_, hash) in &ending {
                     state.overlay.stage(*hash, None);
                 }
                 state.fenced.extend(users);
-                ops.extend(hashes.into_iter().map(StoreOp::DeleteSession));
-                state.overlay.add(ops, reply, ());
+                ops.extend(ending.into_iter().map(delete));
+                let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
+                state.overlay.add(ops, reply, started);
             }
             SessionsMsg::Unfence { users } => {
                 for user in users {
@@ -406,6 +432,27 @@ impl Actor for SessionsActor {
 }
 
 impl SessionsActor {
+    /// A sign-in's session, staged with its records in `ops` (a refusal of a banned account is recorded too).
+    fn start_with(&self, state: &mut State, start: StartWith, ops: &mut Vec<StoreOp>) -> Started {
+        let StartWith { user, remember_me, client } = start;
+        let ip = client.ip_address.clone();
+        let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
+        match self.create(state, user, remember_me, client, Start::SignIn) {
+            Ok((token, hash, session)) => {
+                state.overlay.stage(hash, Some(Arc::clone(&session)));
+                ops.push(put(hash, &session));
+                ops.push(logged(action::SIGN_IN_SUCCEEDED, ""));
+                Ok((token, session))
+            }
+            Err(e) => {
+                if e == CreateSessionError::Banned {
+                    ops.push(logged(action::SIGN_IN_REFUSED, "account is banned"));
+                }
+                Err(e)
+            }
+        }
+    }
+
     async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
         let sessions = &self.indexes.sessions;
         state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(hash, s)| sessions.publish(hash, s)).await;
@@ -474,4 +521,8 @@ impl SessionsActor {
 
 fn put(hash: TokenHash, session: &Session) -> StoreOp {
     StoreOp::PutSession(hash, convert::session_record(session))
+}
+
+fn delete((user, hash): (UserId, TokenHash)) -> StoreOp {
+    StoreOp::DeleteSession(user.to_bytes(), hash)
 }

@@ -17,7 +17,7 @@ pub use email::{Email, EmailError};
 pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
 pub use mail::{Mail, OneTimeToken, TokenKind};
 pub use name::{Name, NameError};
-pub use password::{Password, PasswordError};
+pub use password::{Password, PasswordError, is_legacy_hash};
 pub use role::{Role, RoleSet};
 pub use slug::{Slug, SlugError};
 pub use time::Timestamp;
@@ -38,13 +38,19 @@ pub struct User {
     /// When a ban ends by itself; `None` while it lasts until lifted (or when not banned).
     pub ban_expires: Option<Timestamp>,
     pub organization_id: Option<OrgId>,
-    /// argon2id PHC string. Never serialised into an answer.
+    /// argon2id PHC string, or a better-auth scrypt hash kept from an import until the next sign-in replaces it
+    /// ([`is_legacy_hash`]). Never serialised into an answer.
     pub password_hash: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
 
 impl User {
+    /// Whether the password hash is still one imported from better-auth.
+    pub fn has_legacy_hash(&self) -> bool {
+        is_legacy_hash(&self.password_hash)
+    }
+
     /// An unbanned administrator: the kind the last-admin guard protects. A ban that has run out but is not yet
     /// lifted still counts as a ban here, so the guard errs on the side of keeping an administrator.
     pub fn is_active_admin(&self) -> bool {

@@ -51,6 +51,14 @@ impl Password {
     }
 }
 
+/// Whether a stored hash is better-auth's `<salt: 32 hex digits>:<key: 128 hex digits>` (scrypt), kept as it was
+/// imported until its owner's next sign-in re-hashes the password with argon2id. An argon2 PHC string starts
+/// with `$`, so the two kinds cannot be confused.
+pub fn is_legacy_hash(stored: &str) -> bool {
+    let hex_digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    stored.split_once(':').is_some_and(|(salt, key)| hex_digits(salt, 32) && hex_digits(key, 128))
+}
+
 impl fmt::Debug for Password {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Password(<redacted>)")

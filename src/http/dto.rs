@@ -1,5 +1,5 @@
 //! The JSON shapes of answers. Field names and sets are part of the contract: the auth endpoints use the auth
-//! library's camelCase objects, the admin endpoints the interface document's snake_case ones, and nothing here
+//! library's camelCase objects, the admin endpoints their own snake_case ones (docs/reference.md), and nothing here
 //! ever carries a password hash.
 
 use serde::Serialize;
@@ -75,7 +75,7 @@ impl<'a> AuthSession<'a> {
     }
 }
 
-/// A user in `GET /api/admin/users`: exactly the seven fields of the interface document.
+/// A user in `GET /api/admin/users`: exactly the seven fields docs/reference.md lists.
 #[derive(Serialize)]
 pub struct AdminUser<'a> {
     id: UserId,

@@ -18,7 +18,7 @@ use super::router::Ctx;
 use crate::actors::sessions::Client;
 use crate::domain::{SessionToken, User};
 
-/// Largest request body accepted (contract §5).
+/// Largest request body accepted (docs/reference.md, "Requests: bodies and limits").
 pub const MAX_BODY: usize = 64 * 1024;
 /// How much of an oversized body is read and dropped before answering 413.
 const MAX_DRAIN: usize = 1024 * 1024;
@@ -216,9 +216,14 @@ impl Fields {
     pub fn optional_u64(&self, key: &str) -> Result<Option<u64>, Failure> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
-                Failure::validation(format!("[body.{key}] Invalid input: expected a whole number from 0 up"))
-            }),
+            // `60.0` is the whole number 60 to JSON (and to JSON Schema's `integer`).
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=9.0e15).contains(f)).map(|f| f as u64))
+                .map(Some)
+                .ok_or_else(|| {
+                    Failure::validation(format!("[body.{key}] Invalid input: expected a whole number from 0 up"))
+                }),
             Some(other) => Err(expected(key, "number", Some(other))),
         }
     }

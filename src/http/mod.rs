@@ -9,7 +9,10 @@
 //!   [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document), [`console`] (the administration
 //!   console's embedded files at `/admin/` and its status panel's numbers).
-//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with.
+//! - [`metrics`]: per-route request metrics, and the separate listener that serves `GET /metrics`.
+//! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
+//!   [`cors`]: what a browser page on a trusted origin may read and send.
+//! - [`request_id`]: the id on every log line of a request, and in its answer.
 
 mod account;
 mod admin;
@@ -17,14 +20,17 @@ mod admin_plugin;
 mod auth;
 mod connections;
 mod console;
+mod cors;
 pub mod dto;
 mod errors;
 pub mod extract;
+mod metrics;
 mod ops;
 mod organizations;
 pub mod origins;
 pub mod rate_limits;
 mod recovery;
+mod request_id;
 pub mod response;
 mod router;
 mod state;
@@ -41,6 +47,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+pub use metrics::serve_metrics;
 pub use ops::OPENAPI;
 pub use router::ROUTES;
 pub use state::AppState;

@@ -1,4 +1,4 @@
-//! Operations routes: liveness, readiness and the OpenAPI document. No session needed; nothing secret in them.
+//! Operations routes: liveness (`/healthz`, and better-auth's `/api/auth/ok`), readiness and the OpenAPI document. No session needed; nothing secret in them.
 
 use bytes::Bytes;
 use hyper::header::{self, HeaderValue};
@@ -15,6 +15,11 @@ pub fn openapi() -> Response<Body> {
     let mut response = Response::new(Body::new(Bytes::from_static(OPENAPI.as_bytes())));
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// `GET /api/auth/ok`: better-auth's own liveness call, for clients and monitors written against the library.
+pub fn auth_ok() -> Response<Body> {
+    ok(&json!({"ok": true}))
 }
 
 /// `GET /healthz`: the process runs and answers.

@@ -27,6 +27,13 @@ impl Origins {
         own || self.trusted.contains(&origin)
     }
 
+    /// Whether `origin` (an `Origin` header value) is one of the configured trusted origins, byte for byte as a
+    /// browser serialises it (lower case, no path, no default port). Our own origin is not in the list: a
+    /// same-origin request needs no CORS.
+    pub fn allows_cors(&self, origin: &str) -> bool {
+        self.trusted.iter().any(|trusted| trusted == origin)
+    }
+
     /// Whether an absolute URL points at a trusted origin.
     pub fn is_trusted_url(&self, url: &str, host: Option<&str>) -> bool {
         origin_of(url).is_some_and(|origin| self.is_trusted(&origin, host))
@@ -43,7 +50,15 @@ pub fn origin_of(url: &str) -> Option<String> {
     }
     let authority = rest.split(['/', '?', '#']).next()?;
     let valid = !authority.is_empty() && authority.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
-    valid.then(|| format!("{scheme}://{}", authority.to_ascii_lowercase()))
+    if !valid {
+        return None;
+    }
+    // A browser never writes the scheme's default port in an `Origin`, so a configured `https://a.example:443`
+    // must mean `https://a.example` to match it.
+    let authority = authority.to_ascii_lowercase();
+    let default_port = if scheme == "https" { ":443" } else { ":80" };
+    let authority = authority.strip_suffix(default_port).unwrap_or(&authority);
+    Some(format!("{scheme}://{authority}"))
 }
 
 /// A path on this site: one leading `/`, no `//` (protocol-relative), no backslash, no control characters, no
@@ -67,6 +82,10 @@ mod tests {
         assert_eq!(origin_of("https://App.Example.com:8443/x?y").as_deref(), Some("https://app.example.com:8443"));
         assert_eq!(origin_of("https://trusted.example@evil.example/"), None);
         assert_eq!(origin_of("javascript://alert(1)"), None);
+        assert_eq!(origin_of("https://app.example.com:443").as_deref(), Some("https://app.example.com"));
+        assert_eq!(origin_of("http://app.example.com:80/").as_deref(), Some("http://app.example.com"));
+        assert_eq!(origin_of("http://app.example.com:443").as_deref(), Some("http://app.example.com:443"));
+        assert_eq!(origin_of("http://[::1]:80").as_deref(), Some("http://[::1]"));
         let o = Origins::new(Some("https://auth.example.com"), &["http://localhost:5173".into()]);
         assert!(o.is_trusted("https://auth.example.com", None));
         assert!(o.is_trusted("http://localhost:5173", None));

@@ -14,7 +14,7 @@ pub enum Family {
     /// `/api/auth/*` (and anything unknown): `{"code": "UPPER_SNAKE", "message": "..."}`, as the auth library's
     /// clients expect.
     Auth,
-    /// `/api/admin/*`: `{"error": "..."}`, as the interface document fixes.
+    /// `/api/admin/*`: `{"error": "..."}`, as docs/reference.md fixes.
     Admin,
 }
 

@@ -1,14 +1,20 @@
 //! The route table and dispatch: path, then method, then the family's handler. A known path with another method
-//! is 405 with `Allow`; an unknown path 404. The OpenAPI document is checked against the table (test below).
+//! is 405 with `Allow`, `OPTIONS` on a known path a CORS preflight; an unknown path 404. `HEAD` is answered for
+//! every `GET` route: the same status and headers, no body. The OpenAPI document is checked against the table
+//! (test below).
 
 use std::net::IpAddr;
+use std::time::Instant;
 
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use tracing::Instrument;
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, admin_plugin, auth, console, extract, ops, organizations, recovery};
+use super::{
+    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, recovery, request_id,
+};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -51,6 +57,7 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/admin/audit", &[Method::GET]),
     ("/api/admin/status", &[Method::GET]),
     ("/api/openapi.json", &[Method::GET]),
+    ("/api/auth/ok", &[Method::GET]),
     ("/healthz", &[Method::GET]),
     ("/readyz", &[Method::GET]),
     ("/admin/", &[Method::GET]),
@@ -108,32 +115,105 @@ fn is_cross_site(state: &AppState, req: &Request<Incoming>, host: Option<&str>) 
     }
 }
 
-/// Every answer, errors included, says that no browser may guess a type other than the one it declares.
+/// Every answer, errors included, says that no browser may guess a type other than the one it declares, carries
+/// the CORS headers when it answers a trusted origin, and carries the request's id, which every log line while it
+/// runs has too (a span).
 pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
-    let mut response = dispatch(state, peer, req).await;
+    let id = state.request_ids.for_request(peer, req.headers(), &state.trusted_proxies);
+    let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or_default());
+    let mut response = answer(state, peer, req).instrument(span).await;
     response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response.headers_mut().insert(request_id::HEADER, id);
     response
 }
 
-/// The routes: path, then method. A known path with another method is 405 with `Allow`.
-async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+    let head = req.method() == Method::HEAD;
+    let client = extract::client_ip(peer, req.headers(), &state.trusted_proxies);
+    let origin = cors::trusted_origin(&state.origins, req.headers());
+    // The clock is read, and the method kept, only when something records them.
+    let started = (state.route_metrics.enabled() || state.access_log).then(Instant::now);
+    let method = state.access_log.then(|| req.method().clone());
+    let (route, mut response) = dispatch(state, client, req, origin.as_ref()).await;
+    if let Some(started) = started {
+        let elapsed = started.elapsed();
+        state.route_metrics.observe(&state.accounts.metrics, route, response.status(), elapsed);
+        if let Some(method) = method {
+            // Method, route pattern, status, time, client: never a header value, a cookie, a token or a body.
+            let route = route.map_or("unmatched", |i| ROUTES[i].0);
+            tracing::info!(
+                target: "access",
+                %method,
+                route,
+                status = response.status().as_u16(),
+                duration_ms = elapsed.as_secs_f64() * 1000.0,
+                client = %client,
+                "request"
+            );
+        }
+    }
+    cors::decorate(&mut response, origin);
+    if head {
+        strip_body(&mut response);
+    }
+    response
+}
+
+/// A `HEAD` answer: the `GET` answer's status and headers, with the length the body would have had.
+fn strip_body(response: &mut Response<Body>) {
+    if let Some(length) = hyper::body::Body::size_hint(response.body()).exact() {
+        response.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    *response.body_mut() = Body::default();
+}
+
+/// Index into [`ROUTES`] of the route `path` matches.
+pub(super) fn find_route(path: &str) -> Option<usize> {
+    ROUTES.iter().position(|(p, _)| matches(p, path))
+}
+
+/// The `Allow` header of a route: its methods, and `HEAD` wherever `GET` is allowed.
+fn allow_header(allowed: &[Method]) -> HeaderValue {
+    let mut methods: Vec<&str> = allowed.iter().map(Method::as_str).collect();
+    if allowed.contains(&Method::GET) {
+        methods.push("HEAD");
+    }
+    HeaderValue::from_str(&methods.join(", ")).unwrap_or(HeaderValue::from_static("GET"))
+}
+
+/// The routes: path, then method. A known path with another method is 405 with `Allow`; `OPTIONS` on a known path
+/// is a CORS preflight (or a question about the methods): see [`cors::preflight`]. Returns the index of the
+/// matched route (for the metrics) with the answer.
+async fn dispatch(
+    state: &AppState,
+    client: IpAddr,
+    mut req: Request<Incoming>,
+    origin: Option<&HeaderValue>,
+) -> (Option<usize>, Response<Body>) {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
-    let Some(&(path, allowed)) = ROUTES.iter().find(|(p, _)| matches(p, path)) else {
-        return Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family);
+    let Some(index) = find_route(path) else {
+        return (None, Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family));
     };
+    let (path, allowed) = ROUTES[index];
+    if req.method() == Method::OPTIONS {
+        return (Some(index), cors::preflight(allowed, &allow_header(allowed), origin));
+    }
+    // HEAD runs the GET handler; `route` drops the body. Nothing a GET handler does changes state.
+    if req.method() == Method::HEAD && allowed.contains(&Method::GET) {
+        *req.method_mut() = Method::GET;
+    }
     if !allowed.contains(req.method()) {
-        let allow = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
         let failure = Failure::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "Method not allowed")
-            .with_header(header::ALLOW, HeaderValue::from_str(&allow).unwrap_or(HeaderValue::from_static("GET")));
-        return failure.into_response(family);
+            .with_header(header::ALLOW, allow_header(allowed));
+        return (Some(index), failure.into_response(family));
     }
     let host = req.headers().get(header::HOST).cloned();
     if *req.method() != Method::GET && is_cross_site(state, &req, host.as_ref().and_then(|h| h.to_str().ok())) {
         let failure = Failure::new(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin");
-        return failure.into_response(family);
+        return (Some(index), failure.into_response(family));
     }
-    let ctx = Ctx { ip: extract::client_ip(peer, req.headers(), &state.trusted_proxies), host };
+    let ctx = Ctx { ip: client, host };
     let method = req.method().clone();
     let result = match (path, method.clone()) {
         ("/api/auth/sign-up/email", _) => auth::sign_up(state, ctx, req).await,
@@ -178,20 +258,23 @@ async fn dispatch(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Res
         ("/api/admin/audit", _) => admin::audit(state, ctx, req).await,
         ("/api/admin/status", _) => console::status(state, ctx, req).await,
         ("/api/openapi.json", _) => Ok(ops::openapi()),
+        ("/api/auth/ok", _) => Ok(ops::auth_ok()),
         ("/healthz", _) => Ok(ops::alive()),
         ("/readyz", _) => Ok(ops::ready(state)),
         ("/admin/" | "/admin/{asset}", _) => console::asset(&req),
         _ => unreachable!("every path in `allowed` has an arm"),
     };
+    if path == "/api/auth/sign-in/email" && state.route_metrics.enabled() {
+        let outcome = result.as_ref().map_or_else(|failure| failure.code, |_| "success");
+        state.accounts.metrics.sign_in(outcome).increment(1);
+    }
     let response = result.unwrap_or_else(|failure| {
         if failure.status.is_server_error() {
-            tracing::warn!(status = %failure.status, code = failure.code, "request failed");
+            tracing::warn!(%method, route = path, status = %failure.status, code = failure.code, "request failed");
         }
         failure.into_response(family)
     });
-    // Method, path and status only: headers and bodies carry cookies and passwords, and never reach a log.
-    tracing::debug!(%method, path, status = response.status().as_u16(), "request");
-    response
+    (Some(index), response)
 }
 
 #[cfg(test)]

@@ -4,8 +4,10 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::metrics::RouteMetrics;
 use super::origins::Origins;
 use super::rate_limits::AddressLimits;
+use super::request_id::RequestIds;
 use super::response::CookieSettings;
 use crate::accounts::Accounts;
 use crate::config::{Config, LimitsConfig};
@@ -23,13 +25,17 @@ pub struct AppState {
     /// The store's file and the scheduled backups' directory, for the console's status panel.
     pub store_file: PathBuf,
     pub backup_dir: Option<PathBuf>,
+    /// Requests, latencies and refusals per route (no-ops without a metrics listener).
+    pub route_metrics: RouteMetrics,
+    pub request_ids: RequestIds,
+    /// `[log] access`: one line per request.
+    pub access_log: bool,
 }
 
 impl AppState {
     pub fn new(config: &Config, accounts: Accounts) -> Self {
         let limits = &config.rate_limit;
         Self {
-            accounts,
             cookies: CookieSettings::new(
                 &config.cookie.prefix,
                 config.secure_cookies(),
@@ -47,6 +53,10 @@ impl AppState {
             connections: config.limits.clone(),
             store_file: crate::store::file_in(&config.data_dir),
             backup_dir: config.backup.dir.clone(),
+            route_metrics: RouteMetrics::new(&accounts.metrics),
+            request_ids: RequestIds::new(),
+            access_log: config.log.access,
+            accounts,
         }
     }
 

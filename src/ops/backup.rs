@@ -86,7 +86,8 @@ fn prune(dir: &Path, keep: usize) -> Result<(), OpsError> {
 pub fn backup(config: &Config, out: &Path) -> Result<String, OpsError> {
     let store = open_stopped(config)?;
     let started = Instant::now();
-    store.snapshot_to(out)?;
+    // The OS error alone ("No such file or directory") does not say which path.
+    store.snapshot_to(out).map_err(|e| OpsError::Io(format!("cannot write the backup to {}: {e}", out.display())))?;
     Ok(format!("backup written to {} in {:.1?}", out.display(), started.elapsed()))
 }
 

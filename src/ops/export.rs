@@ -256,14 +256,14 @@ mod tests {
             email: format!("u{n}@example.com"),
             image: None,
             role: "qa_manager".into(),
-            banned: n % 2 == 0,
-            ban_reason: (n % 2 == 0).then(|| "left".into()),
+            banned: n.is_multiple_of(2),
+            ban_reason: (n.is_multiple_of(2)).then(|| "left".into()),
             organization_id: org,
             password_hash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo".into(),
             created_at_ms: 1_000 + i64::from(n),
             updated_at_ms: 2_000,
-            email_verified: n % 3 == 0,
-            ban_expires_ms: (n % 4 == 0).then_some(9_000),
+            email_verified: n.is_multiple_of(3),
+            ban_expires_ms: (n.is_multiple_of(4)).then_some(9_000),
         })
     }
 

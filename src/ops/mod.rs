@@ -1,6 +1,8 @@
-//! Operations on a data directory outside the request path: seeding, backups, export and import.
+//! Operations on a data directory outside the request path: seeding, backups, export and import, and the import
+//! of a better-auth database.
 
 pub mod backup;
+pub mod better_auth;
 pub mod export;
 pub mod seed;
 

@@ -93,6 +93,13 @@ pub fn decode<R: Versioned>(bytes: &[u8]) -> Result<R, StoreError> {
     match bytes.split_first() {
         Some((&version, body)) if version == R::VERSION => postcard::from_bytes(body)
             .map_err(|e| StoreError::Corrupt(format!("{} record does not decode: {e}", R::KIND))),
+        // A higher byte is most likely a record a newer release wrote (into a store whose schema it did not bump):
+        // refused, never decoded as the old layout.
+        Some((&version, _)) if version > R::VERSION => Err(StoreError::Corrupt(format!(
+            "{} record has format version {version}, newer than this version of service-auth reads ({})",
+            R::KIND,
+            R::VERSION
+        ))),
         Some((&version, _)) => {
             Err(StoreError::Corrupt(format!("{} record has unknown format version {version}", R::KIND)))
         }

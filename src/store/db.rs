@@ -8,18 +8,22 @@ use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefini
 
 use super::codec::{self, Versioned};
 use super::records::AuditRecordV1;
-use super::{Loaded, Record, StoreError, StoreOp};
+use super::{Loaded, Record, StoreError, StoreOp, TokenHash};
 
 const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
-const SESSIONS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
+/// Sessions by `user id ‖ token hash`: one account's sessions are neighbours, so a ban that ends a thousand of
+/// them rewrites a few pages instead of a thousand scattered ones.
+const SESSIONS: TableDefinition<[u8; 48], &[u8]> = TableDefinition::new("sessions_by_user");
+/// Schema 1 kept sessions by token hash alone; read once, at the upgrade to schema 2.
+const SESSIONS_BY_HASH: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
 const AUDIT: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit");
 const TOKENS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("tokens");
 const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
-const SCHEMA_VERSION: u32 = 1;
+const SCHEMA_VERSION: u32 = 2;
 pub(super) const FILE_NAME: &str = "service-auth.redb";
 /// redb's page cache. State is served from memory, and the file is read in full only at start-up, so a large
 /// cache would only keep a second copy of everything resident (redb's default is 1 GiB). 4 MiB holds a commit's
@@ -75,6 +79,11 @@ impl FaultSwitch {
         }
         self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
     }
+
+    /// Whether the next commit would fail.
+    fn refuses_next(&self) -> bool {
+        self.failures.load(Ordering::SeqCst) > 0 && self.spared.load(Ordering::SeqCst) == 0
+    }
 }
 
 /// Two switches are equal when they would fail the same commits.
@@ -124,6 +133,16 @@ impl Store {
         }
     }
 
+    /// What readiness reports: [`health`](Self::health), and also refused while an injected fault would fail the
+    /// next commit, so the tests of the failure path see readiness follow it as it follows a full disk.
+    pub fn accepts_writes(&self) -> Result<(), String> {
+        self.health()?;
+        if self.faults.refuses_next() {
+            return Err("injected store fault".into());
+        }
+        Ok(())
+    }
+
     fn set_degraded(&self, reason: Option<String>) {
         *self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
     }
@@ -148,7 +167,12 @@ impl Store {
     }
 
     fn init_schema(&self) -> Result<(), StoreError> {
-        self.with_db(init_schema)
+        self.with_db(init_schema).map_err(|e| match e {
+            StoreError::NewerSchema { found, supported, .. } => {
+                StoreError::NewerSchema { path: self.path.display().to_string(), found, supported }
+            }
+            other => other,
+        })
     }
 
     /// Closes the database and releases the directory's lock now, whoever still holds this `Store` (a
@@ -177,12 +201,15 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
         let mut meta = tx.open_table(META).map_err(io)?;
         let found = meta.get("schema_version").map_err(io)?.map(|v| v.value());
         match found {
+            // Returning drops the transaction uncommitted: the newer file is left exactly as it was.
             Some(v) if v > SCHEMA_VERSION => {
-                return Err(StoreError::Corrupt(format!(
-                    "the data directory was written by a newer service-auth (schema {v}; this one reads {SCHEMA_VERSION})"
-                )));
+                return Err(StoreError::NewerSchema { path: String::new(), found: v, supported: SCHEMA_VERSION });
             }
-            Some(_) => {}
+            Some(SCHEMA_VERSION) => {}
+            Some(_) => {
+                upgrade_sessions_table(&tx)?;
+                meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
+            }
             None => {
                 meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
             }
@@ -190,6 +217,29 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
     }
     open_tables(&tx)?;
     tx.commit().map_err(io)
+}
+
+/// Schema 1 → 2: every session moves from `hash` to `user ‖ hash`, in the transaction that records schema 2, so
+/// an interrupted upgrade leaves schema 1 whole and runs again at the next start.
+fn upgrade_sessions_table(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    {
+        let old = tx.open_table(SESSIONS_BY_HASH).map_err(io)?;
+        let mut new = tx.open_table(SESSIONS).map_err(io)?;
+        for entry in old.iter().map_err(io)? {
+            let (hash, value) = entry.map_err(io)?;
+            let record = codec::decode_session(value.value())?;
+            new.insert(session_key(record.user_id, &hash.value()), value.value()).map_err(io)?;
+        }
+    }
+    tx.delete_table(SESSIONS_BY_HASH).map_err(io)?;
+    Ok(())
+}
+
+fn session_key(user: [u8; 16], hash: &TokenHash) -> [u8; 48] {
+    let mut key = [0; 48];
+    key[..16].copy_from_slice(&user);
+    key[16..].copy_from_slice(hash);
+    key
 }
 
 /// Creates every table that does not exist yet.
@@ -360,7 +410,9 @@ fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> 
     }
     for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
-        f(Record::Session(key.value(), codec::decode_session(value.value())?))?;
+        let mut hash: TokenHash = [0; 32];
+        hash.copy_from_slice(&key.value()[16..]);
+        f(Record::Session(hash, codec::decode_session(value.value())?))?;
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
@@ -391,9 +443,9 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOrg(id) => {
                     orgs.remove(id).map_err(io)?;
                 }
-                StoreOp::PutSession(hash, r) => put(&mut sessions, *hash, r)?,
-                StoreOp::DeleteSession(hash) => {
-                    sessions.remove(hash).map_err(io)?;
+                StoreOp::PutSession(hash, r) => put(&mut sessions, session_key(r.user_id, hash), r)?,
+                StoreOp::DeleteSession(user, hash) => {
+                    sessions.remove(session_key(*user, hash)).map_err(io)?;
                 }
                 StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
                 StoreOp::DeleteAudit(id) => {
@@ -510,6 +562,38 @@ mod tests {
         drop(again);
     }
 
+    /// What an upgrade then a downgrade does: a file stamped with a newer schema is refused with a message naming
+    /// both schemas, and its stamp is not rewritten (redb itself touches its header on open, so the bytes are not
+    /// compared).
+    #[test]
+    fn a_store_written_by_a_newer_schema_is_refused_and_left_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        drop(Store::open(dir.path()).unwrap());
+        let stamp = |version: Option<u32>| {
+            let db = Database::create(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            let found = {
+                let mut meta = tx.open_table(META).unwrap();
+                if let Some(v) = version {
+                    meta.insert("schema_version", v).unwrap();
+                }
+                meta.get("schema_version").unwrap().map(|v| v.value())
+            };
+            tx.commit().unwrap();
+            found
+        };
+        stamp(Some(SCHEMA_VERSION + 1));
+        let err = Store::open(dir.path()).err().expect("a newer schema was opened");
+        assert!(
+            matches!(&err, StoreError::NewerSchema { found, supported: SCHEMA_VERSION, .. } if *found == SCHEMA_VERSION + 1),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("newer version of service-auth") && message.contains(&path.display().to_string()));
+        assert_eq!(stamp(None), Some(SCHEMA_VERSION + 1));
+    }
+
     #[test]
     fn a_second_open_of_the_same_directory_is_locked() {
         let dir = tempfile::tempdir().unwrap();
@@ -536,9 +620,43 @@ mod tests {
             store
                 .commit(&[StoreOp::PutSession([8; 32], session.clone()), StoreOp::PutSession([9; 32], session.clone())])
                 .unwrap();
-            store.commit(&[StoreOp::DeleteSession([8; 32])]).unwrap();
+            store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
         }
         let loaded = Store::open(dir.path()).unwrap().load().unwrap();
         assert_eq!(loaded.sessions, vec![([9; 32], session)]);
+    }
+
+    /// Before: sessions were keyed by token hash alone, so ending a thousand sessions of one account rewrote a
+    /// thousand scattered pages. A store of that schema is upgraded at open, sessions and all.
+    #[test]
+    fn a_schema_1_store_is_upgraded_with_its_sessions() {
+        use crate::store::SessionRecordV1;
+        let dir = tempfile::tempdir().unwrap();
+        let old = SessionRecordV1 {
+            id: [1; 16],
+            user_id: [2; 16],
+            expires_at_ms: 10,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            ip_address: String::new(),
+            user_agent: String::new(),
+            remember_me: true,
+        };
+        {
+            let db = Database::create(dir.path().join(FILE_NAME)).unwrap();
+            let tx = db.begin_write().unwrap();
+            tx.open_table(META).unwrap().insert("schema_version", 1).unwrap();
+            tx.open_table(SESSIONS_BY_HASH).unwrap().insert([8; 32], codec::encode(&old).as_slice()).unwrap();
+            tx.commit().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.load().unwrap().sessions, vec![([8; 32], SessionRecord::from(old))]);
+        store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
+        assert!(store.load().unwrap().sessions.is_empty(), "the upgraded key is the one deletes use");
+        drop(store);
+        let db = Database::create(dir.path().join(FILE_NAME)).unwrap();
+        let tx = db.begin_read().unwrap();
+        assert_eq!(tx.open_table(META).unwrap().get("schema_version").unwrap().unwrap().value(), SCHEMA_VERSION);
+        assert!(tx.open_table(SESSIONS_BY_HASH).is_err(), "the old table is gone");
     }
 }

@@ -29,7 +29,7 @@ pub use records::{
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
-pub use writer::{StoreWriter, WriterDone};
+pub use writer::{CommitMetrics, StoreWriter, WriterDone};
 
 /// SHA-256 of a session token: the key of the sessions table (one definition, the domain's).
 pub use crate::domain::TokenHash;
@@ -44,7 +44,9 @@ pub enum StoreOp {
     /// An organization removed (its members are detached in the same transaction by their own ops).
     DeleteOrg([u8; 16]),
     PutSession(TokenHash, SessionRecord),
-    DeleteSession(TokenHash),
+    /// A session ended: its user's id and its token's hash (sessions are stored by user, then hash, so that
+    /// ending every session of one account writes a few neighbouring pages, not one page per session).
+    DeleteSession([u8; 16], TokenHash),
     /// Audit entries ride in the same transaction as the change they record.
     PutAudit(AuditRecordV1),
     /// Retention: an audit entry past its time (or beyond the size cap).
@@ -83,6 +85,14 @@ pub enum StoreError {
     Io(String),
     #[error("stored record is corrupt: {0}")]
     Corrupt(String),
+    /// The file was written by a newer release, whose layout this one cannot know: refused before anything is
+    /// read or written, so the newer release can still open it.
+    #[error(
+        "{path} was written by a newer version of service-auth (data schema {found}; this version reads schema \
+         {supported} and older). Nothing was read or changed: run the newer version, or restore a backup taken by \
+         this version"
+    )]
+    NewerSchema { path: String, found: u32, supported: u32 },
     #[error("the store writer has stopped")]
     WriterGone,
 }

@@ -77,7 +77,8 @@ pub struct UserRecordV3 {
     pub banned: bool,
     pub ban_reason: Option<String>,
     pub organization_id: Option<[u8; 16]>,
-    /// argon2id PHC string.
+    /// argon2id PHC string, or a better-auth scrypt hash (`saltHex:keyHex`) kept from an import until the next
+    /// sign-in replaces it.
     pub password_hash: String,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,

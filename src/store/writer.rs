@@ -46,13 +46,18 @@ impl WriterDone {
 
 impl StoreWriter {
     pub fn spawn(store: Arc<Store>) -> Result<(Self, WriterDone), StoreError> {
+        Self::spawn_observed(store, CommitMetrics::default())
+    }
+
+    /// [`spawn`](Self::spawn), recording each commit's duration and size into `metrics`.
+    pub fn spawn_observed(store: Arc<Store>, metrics: CommitMetrics) -> Result<(Self, WriterDone), StoreError> {
         let (tx, rx) = mpsc::channel(MAX_BATCH * 4);
         let (ended, done) = oneshot::channel();
         let thread_store = store;
         std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
-                run(&thread_store, rx);
+                run(&thread_store, rx, &metrics);
                 // Let go of the database before saying so: whoever waits may open it again at once.
                 drop(thread_store);
                 let _ = ended.send(());
@@ -77,7 +82,22 @@ impl StoreWriter {
 /// How often a degraded store tries to reopen.
 const RECOVERY_INTERVAL: Duration = Duration::from_secs(1);
 
-fn run(store: &Store, mut rx: mpsc::Receiver<Request>) {
+/// What the writer records about its commits (no-ops by default).
+#[derive(Clone)]
+pub struct CommitMetrics {
+    /// Seconds per commit, fsync included.
+    pub duration: metrics::Histogram,
+    /// Write requests grouped into one commit.
+    pub batch: metrics::Histogram,
+}
+
+impl Default for CommitMetrics {
+    fn default() -> Self {
+        Self { duration: metrics::Histogram::noop(), batch: metrics::Histogram::noop() }
+    }
+}
+
+fn run(store: &Store, mut rx: mpsc::Receiver<Request>, metrics: &CommitMetrics) {
     let mut next_recovery = Instant::now();
     let mut closing = false;
     while !closing {
@@ -117,13 +137,15 @@ fn run(store: &Store, mut rx: mpsc::Receiver<Request>) {
             next = if requests.len() < MAX_BATCH { rx.try_recv().ok() } else { None };
         }
         if !requests.is_empty() {
-            commit(store, requests);
+            commit(store, requests, metrics);
         }
     }
 }
 
 /// Commits the requests in one transaction (or refuses them at once while the store recovers) and answers each.
-fn commit(store: &Store, requests: Vec<WriteRequest>) {
+/// The metrics are recorded before anyone is answered, so a caller that reads them next sees its own commit.
+fn commit(store: &Store, requests: Vec<WriteRequest>, metrics: &CommitMetrics) {
+    let started = Instant::now();
     let result = match store.health() {
         // Refused at once while recovering: a commit now would only hit redb's latched error.
         Err(reason) => Err(StoreError::Io(format!("the store refuses writes after a disk error: {reason}"))),
@@ -132,6 +154,8 @@ fn commit(store: &Store, requests: Vec<WriteRequest>) {
             store.commit_refs(&ops)
         }
     };
+    metrics.batch.record(requests.len() as f64);
+    metrics.duration.record(started.elapsed());
     if let Err(error) = &result
         && store.health().is_err()
     {

@@ -47,7 +47,7 @@ async fn only_the_console_files_are_served_and_only_to_get() {
     }
     let r = s.post("/admin/").json(&json!({})).send().await;
     assert_eq!(r.status, 405);
-    assert_eq!(r.allow(), ["GET".to_owned()].into());
+    assert_eq!(r.allow(), ["GET".to_owned(), "HEAD".to_owned()].into());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,7 +51,9 @@ fn valid_body(path: &str, n: usize, target_user: &str) -> Value {
         }
         "/api/auth/sign-in/email" => json!({"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}),
         "/api/auth/sign-out" => json!({}),
-        "/api/admin/users" => json!({"userId": target_user, "role": if n % 2 == 0 { "qa_manager" } else { "user" }}),
+        "/api/admin/users" => {
+            json!({"userId": target_user, "role": if n.is_multiple_of(2) { "qa_manager" } else { "user" }})
+        }
         "/api/admin/organizations" => json!({"name": "Org", "slug": format!("org-{n}")}),
         _ => unreachable!(),
     }

@@ -214,7 +214,7 @@ async fn bootstrap_refuses_an_account_someone_registered_first() {
     let mut config = test_config(dir.path());
     config.bootstrap_admin = bootstrap("  BOSS@example.com ", "Other Name", "bootstrap password");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let refused = service_auth::server::run(listener, config.clone(), CancellationToken::new()).await;
+    let refused = service_auth::server::run(listener, config.clone(), CancellationToken::new(), |_| {}).await;
     let message = refused.expect_err("start-up must refuse to promote an account anyone could have made").to_string();
     assert!(message.contains("already exists") && message.contains("PROMOTE_EXISTING"), "{message}");
 

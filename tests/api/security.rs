@@ -384,8 +384,11 @@ async fn the_audit_log_pages_with_a_cursor_and_a_refused_change_leaves_no_entry(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_never_contain_passwords_tokens_or_cookies() {
     let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("access-log.toml");
+    std::fs::write(&config, "[log]\naccess = true\n").unwrap();
     let mut env = BOOTSTRAP_ENV.to_vec();
     env.push(("SERVICE_AUTH_LOG", "trace"));
+    env.push(("SERVICE_AUTH_CONFIG", config.to_str().unwrap()));
     let s = ChildServer::spawn(root.path(), &env).await;
     let u = s.new_user("alice").await;
     let token = s.login(&u.email, PASSWORD).await;
@@ -396,7 +399,7 @@ async fn logs_never_contain_passwords_tokens_or_cookies() {
     s.sign_out(Some(&token)).await;
     let log = s.stderr();
     drop(s);
-    assert!(log.matches(" request ").count() >= 7, "trace logging should show every request: {log}");
+    assert!(log.matches(" request ").count() >= 7, "the access log should show every request: {log}");
     for secret in [PASSWORD, ADMIN_PASSWORD, "a wrong password", &u.cookie, &token, &admin] {
         assert!(!log.contains(secret), "a secret reached the log");
     }

@@ -22,7 +22,8 @@ TOKEN=$(curl -s -D - -o /dev/null "$BASE/api/auth/sign-in/email" -H 'content-typ
 # (which would end the admin session the run depends on), change-password and delete-user (a current password no
 # schema can know; a wrong one is a 400, and a right one would change or delete the admin), and the two
 # reset-password operations (a token only the mail knows; any other is a 400 INVALID_TOKEN); tests/api covers
-# those, and the admin plugin's create-user (generated e-mails repeat, and a duplicate is the plugin's 400).
+# those, and the admin plugin's create-user (generated e-mails repeat, and a duplicate is the plugin's 400) and
+# impersonate-user / stop-impersonating (they trade the run's cookie for another; the stop needs the first).
 # Mail goes to a directory transport, so the calls that send mail are exercised past EMAIL_NOT_CONFIGURED.
 # Valid data only (tests/api/security.rs fuzzes invalid
 # input), every check: no 5xx, every answer conforms to the document, valid requests accepted. No stateful phase:
@@ -36,6 +37,7 @@ SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$PWD" schemathesis --config-file schemathes
   --exclude-path /api/auth/change-password --exclude-path /api/auth/delete-user \
   --exclude-path /api/auth/reset-password --exclude-path '/api/auth/reset-password/{token}' \
   --exclude-path /api/auth/admin/create-user \
+  --exclude-path /api/auth/admin/impersonate-user --exclude-path /api/auth/admin/stop-impersonating \
   -H "Cookie: service-auth.session_token=$TOKEN" \
   --checks all --max-examples "${MAX_EXAMPLES:-40}" --no-color \
   --mode positive --phases examples,coverage,fuzzing

@@ -16,7 +16,8 @@ use super::{
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
-use crate::actors::{Indexes, SessionsHandle};
+use crate::actors::sessions::{StartWith, Started};
+use crate::actors::{Indexes, SessionsHandle, Unavailable};
 use crate::domain::{Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 use crate::mail::MailQueue;
 use crate::store::{StoreOp, StoreWriter, convert};
@@ -57,9 +58,13 @@ struct State {
     tokens: HashMap<TokenHash, Option<Arc<OneTimeToken>>>,
     /// Messages written to the outbox in this batch, handed to the sender once durable.
     mails: Vec<Mail>,
+    /// Sign-ins whose session starts in this batch's commit (with their account's re-hashed password).
+    starting: Vec<(StartWith, StartReply)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
 }
+
+type StartReply = ractor::RpcReplyPort<super::UpgradedStart>;
 
 impl Actor for UsersActor {
     type Msg = UsersMsg;
@@ -74,6 +79,7 @@ impl Actor for UsersActor {
             ending: Vec::new(),
             tokens: HashMap::new(),
             mails: Vec::new(),
+            starting: Vec::new(),
             closing_orgs: Vec::new(),
         })
     }
@@ -251,6 +257,17 @@ impl Actor for UsersActor {
                     state.overlay.add_result(rows, reply, Err(AttemptRefused::Locked(locked.wait)));
                 }
             },
+            UsersMsg::SignInUpgrading { from, to, start, reply } => {
+                match self.get(state, start.user).filter(|u| u.password_hash == from) {
+                    // Not the hash that was verified any more (a password change won the race): leave it.
+                    None => drop(reply.send(Ok(None))),
+                    Some(current) => {
+                        let user = self.stage(state, User { password_hash: to, ..User::clone(&current) }, false);
+                        state.overlay.add_unanswered([put(&user)]);
+                        state.starting.push((start, reply));
+                    }
+                }
+            }
             UsersMsg::FinishAttempt { email, user, checked, ip, reply } => {
                 let now = Instant::now();
                 let row =
@@ -393,12 +410,18 @@ impl UsersActor {
         state.emails.clear();
         let (users, writer, sessions) = (&self.indexes.users, &self.writer, &self.sessions);
         let ending_now = ending.clone();
+        let (starts, start_replies): (Vec<StartWith>, Vec<StartReply>) =
+            std::mem::take(&mut state.starting).into_iter().unzip();
+        let mut started: Option<Vec<Started>> = None;
+        let started_slot = &mut started;
         let commit = |ops| async move {
-            if ending_now.is_empty() {
+            if ending_now.is_empty() && starts.is_empty() {
                 overlay::write(writer, ops).await
             } else {
-                // The sessions actor commits our records with the end of those users' sessions: one transaction.
-                sessions.commit_ending(ending_now, ops).await
+                // The sessions actor commits our records with the end of those users' sessions and the start of
+                // the sign-ins' sessions: one transaction.
+                *started_slot = Some(sessions.commit_with(ending_now, ops, starts).await?);
+                Ok(())
             }
         };
         let tokens = std::mem::take(&mut state.tokens);
@@ -425,7 +448,13 @@ impl UsersActor {
             Some(user) => users.publish(user),
             None => users.remove(id),
         };
-        state.overlay.flush_then(commit, publish, then).await;
+        let durable = state.overlay.flush_then(commit, publish, then).await;
+        // After publishing: the signed-in user's next request sees the new hash and the session.
+        let mut started = started.filter(|_| durable).map(Vec::into_iter);
+        for reply in start_replies {
+            let outcome = started.as_mut().and_then(Iterator::next).unwrap_or(Err(Unavailable.into()));
+            let _ = reply.send(outcome.map(Some));
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::domain::{Email, OrgId, Timestamp, User, UserId};
@@ -29,6 +30,8 @@ pub struct UserIndex {
     active_admins: RwLock<HashSet<UserId>>,
     /// Bans with an end, by their end: housekeeping lifts the ones that ran out without a pass over everyone.
     bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
+    /// Accounts whose password hash is still a better-auth scrypt hash (imported, not yet signed in since).
+    legacy_hashes: AtomicUsize,
 }
 
 /// A user ordered by e-mail address, looked up by it: the ordered e-mail view holds a pointer per user, not a
@@ -147,10 +150,16 @@ impl UserIndex {
         self.by_id.pin().values().any(|u| u.role.is_admin())
     }
 
+    /// How many accounts still have a better-auth scrypt hash.
+    pub fn legacy_hashes(&self) -> usize {
+        self.legacy_hashes.load(Atomic::Relaxed)
+    }
+
     /// Used at load and after a durable write; only the users actor writes.
     pub(crate) fn publish(&self, user: Arc<User>) {
         let old = self.by_id.pin().insert(user.id, Arc::clone(&user)).cloned();
         self.by_email.pin().insert(user.email.clone(), user.id);
+        self.count_legacy(old.as_ref().is_some_and(|o| o.has_legacy_hash()), user.has_legacy_hash());
         if let Some(old) = &old {
             self.unlist(old);
         }
@@ -185,10 +194,19 @@ impl UserIndex {
         write(&self.by_email_order).remove(user.email.as_str());
     }
 
+    fn count_legacy(&self, before: bool, after: bool) {
+        match (before, after) {
+            (false, true) => drop(self.legacy_hashes.fetch_add(1, Atomic::Relaxed)),
+            (true, false) => drop(self.legacy_hashes.fetch_sub(1, Atomic::Relaxed)),
+            _ => {}
+        }
+    }
+
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: UserId) {
         if let Some(user) = self.by_id.pin().remove(&id) {
             self.by_email.pin().remove(&user.email);
+            self.count_legacy(user.has_legacy_hash(), false);
             self.unlist(user);
         }
     }

@@ -17,6 +17,7 @@ use ractor::{ActorRef, RpcReplyPort};
 pub(super) use actor::spawn;
 pub use index::{Place, UserIndex};
 
+use super::sessions::{CreateSessionError, StartWith};
 use super::{Unavailable, call};
 use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 
@@ -171,6 +172,9 @@ pub enum ResetError {
     Unavailable(#[from] Unavailable),
 }
 
+/// What [`UsersHandle::sign_in_upgrading`] gives: the new session, or `None` when nothing was done.
+pub type UpgradedStart = Result<Option<(SessionToken, Arc<crate::domain::Session>)>, CreateSessionError>;
+
 pub(super) enum UsersMsg {
     IssueToken {
         kind: TokenKind,
@@ -228,6 +232,12 @@ pub(super) enum UsersMsg {
         user: Option<UserId>,
         ip: String,
         reply: RpcReplyPort<Result<(), AttemptRefused>>,
+    },
+    SignInUpgrading {
+        from: String,
+        to: String,
+        start: StartWith,
+        reply: RpcReplyPort<UpgradedStart>,
     },
     FinishAttempt {
         email: Email,
@@ -349,6 +359,13 @@ impl UsersHandle {
         ip: String,
     ) -> Result<(), Unavailable> {
         call(&self.0, |reply| UsersMsg::FinishAttempt { email, user, checked, ip, reply }).await?
+    }
+
+    /// A sign-in whose password was verified against an imported hash `from`: replaces it with `to` (argon2id) and
+    /// starts the session in the same commit, so that neither is durable without the other. `Ok(None)`: the hash
+    /// is no longer `from` (changed meanwhile), nothing was done, and the session is to be started as usual.
+    pub async fn sign_in_upgrading(&self, from: String, to: String, start: StartWith) -> UpgradedStart {
+        call(&self.0, |reply| UsersMsg::SignInUpgrading { from, to, start, reply }).await?
     }
 
     /// Deletes organization `org` on behalf of administrator `by`. Its members are detached in the same commit

@@ -1,0 +1,391 @@
+//! From the rows as read to the records to write: every check, every mapping, and the report. Pure: the same
+//! snapshot and data directory give the same plan (apart from the minted ids).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{Cell, Snapshot};
+use crate::domain::{Email, Name, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
+use crate::store::{Loaded, OrgRecordV1, StoreOp, UserRecord};
+
+/// One line of the mapping file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mapping {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub better_auth_id: String,
+    pub id: String,
+    /// The account's e-mail or the organization's slug, for a person reading the file.
+    pub key: String,
+}
+
+/// What an import would do.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub ops: Vec<StoreOp>,
+    pub mapping: Vec<Mapping>,
+    /// Any of these: nothing is written.
+    pub blocking: Vec<String>,
+    /// Reported; the rest of the row is imported.
+    pub notes: Vec<String>,
+    pub counts: Counts,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counts {
+    pub users_read: usize,
+    pub orgs_read: usize,
+    pub members_read: usize,
+    pub sessions_read: u64,
+    pub users: usize,
+    pub admins: usize,
+    pub banned: usize,
+    pub legacy_hashes: usize,
+    pub without_password: usize,
+    pub orgs: usize,
+    pub memberships: usize,
+}
+
+/// How many problems of each list the report shows; the rest are counted.
+const SHOWN: usize = 50;
+
+impl Plan {
+    /// The report for a person at a terminal.
+    pub fn report(&self, dry_run: bool) -> String {
+        let c = &self.counts;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "better-auth database: {} users, {} organizations, {} memberships, {} sessions",
+            c.users_read, c.orgs_read, c.members_read, c.sessions_read
+        );
+        let verb = match (dry_run, self.blocking.is_empty()) {
+            (_, false) => "nothing imported",
+            (true, true) => "would import (dry run, nothing written)",
+            (false, true) => "imported",
+        };
+        let _ = writeln!(
+            out,
+            "{verb}: {} users ({} administrators, {} banned; {} with better-auth password hashes, replaced by \
+             argon2id at their next sign-in; {} without a password), {} organizations, {} memberships",
+            c.users, c.admins, c.banned, c.legacy_hashes, c.without_password, c.orgs, c.memberships
+        );
+        if !self.blocking.is_empty() {
+            let _ = writeln!(out, "{} blocking problem(s); fix them in the source and run again:", self.blocking.len());
+            list(&mut out, &self.blocking);
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(out, "{} change(s) reported, the rest of each row imported:", self.notes.len());
+            list(&mut out, &self.notes);
+        }
+        out.push_str("not imported: sessions (everyone signs in once more), verification tokens, invitations");
+        out
+    }
+}
+
+fn list(out: &mut String, items: &[String]) {
+    for item in items.iter().take(SHOWN) {
+        let _ = writeln!(out, "  - {item}");
+    }
+    if items.len() > SHOWN {
+        let _ = writeln!(out, "  … and {} more", items.len() - SHOWN);
+    }
+}
+
+/// An ISO 8601 / RFC 3339 time (`2026-11-23T10:00:00.000Z`), or SQL's `2026-11-23 10:00:00[.fff][+zz]`, as
+/// milliseconds since the epoch. Without an offset, UTC.
+pub(crate) fn parse_time(text: &str) -> Option<i64> {
+    let t = text.trim();
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(t) {
+        return Some(at.timestamp_millis());
+    }
+    let t = t.replacen(' ', "T", 1);
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(&t) {
+        return Some(at.timestamp_millis());
+    }
+    for format in ["%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%#z"] {
+        if let Ok(at) = chrono::DateTime::parse_from_str(&t, format) {
+            return Some(at.timestamp_millis());
+        }
+    }
+    chrono::NaiveDateTime::parse_from_str(&t, "%Y-%m-%dT%H:%M:%S%.f").ok().map(|at| at.and_utc().timestamp_millis())
+}
+
+fn text(cell: &Cell) -> Option<&str> {
+    match cell {
+        Cell::Text(t) => Some(t.as_str()),
+        _ => None,
+    }
+}
+
+fn flag(cell: &Cell) -> bool {
+    matches!(cell, Cell::Bool(true))
+}
+
+fn time(cell: &Cell) -> Option<i64> {
+    match cell {
+        Cell::Time(ms) => Some(*ms),
+        Cell::Text(t) => parse_time(t),
+        _ => None,
+    }
+}
+
+/// A better-auth role list (`"admin,user"`) on the configured roles: `admin` if it is there, else the first
+/// configured one, else the default. Returns the role and the values that were dropped.
+fn map_role(raw: Option<&str>, roles: &RoleSet) -> (Role, Vec<String>) {
+    let values: Vec<&str> = raw.unwrap_or("").split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+    let configured: Vec<Role> = values.iter().filter_map(|v| roles.parse(v)).collect();
+    let chosen = configured
+        .iter()
+        .find(|r| r.is_admin())
+        .or_else(|| configured.first())
+        .cloned()
+        .unwrap_or_else(|| roles.default_role());
+    let dropped = values.iter().filter(|v| **v != chosen.as_str()).map(|v| (*v).to_owned()).collect();
+    (chosen, dropped)
+}
+
+/// Checks every row of `snapshot` against itself and the data directory `existing`, and builds the records.
+/// `unusable_hash` gives the hash stored for accounts without a password (asked at most once).
+pub fn plan(
+    snapshot: &Snapshot,
+    existing: &Loaded,
+    roles: &RoleSet,
+    unusable_hash: impl FnOnce() -> Result<String, String>,
+    now: Timestamp,
+) -> Plan {
+    let mut plan = Plan { blocking: snapshot.missing.clone(), ..Plan::default() };
+    let empty = Vec::new();
+    let users = snapshot.users.as_ref().unwrap_or(&empty);
+    let accounts = snapshot.accounts.as_ref().unwrap_or(&empty);
+    let orgs = snapshot.orgs.as_ref().unwrap_or(&empty);
+    let members = snapshot.members.as_ref().unwrap_or(&empty);
+    plan.counts.users_read = users.len();
+    plan.counts.orgs_read = orgs.len();
+    plan.counts.members_read = members.len();
+    plan.counts.sessions_read = snapshot.sessions;
+
+    // --- organizations ----------------------------------------------------------------------------------------
+    let taken_slugs: HashSet<&str> = existing.orgs.iter().map(|o| o.slug.as_str()).collect();
+    let mut slugs = HashSet::new();
+    let mut org_ids: HashMap<&str, [u8; 16]> = HashMap::new();
+    for row in orgs {
+        let id = text(&row[0]).unwrap_or_default();
+        let what = format!("organization {id:?}");
+        let name = match Name::parse(text(&row[1]).unwrap_or_default()) {
+            Ok(name) => name,
+            Err(e) => {
+                plan.blocking.push(format!("{what}: name {e}"));
+                continue;
+            }
+        };
+        let slug = match Slug::parse(text(&row[2]).unwrap_or_default()) {
+            Ok(slug) => slug,
+            Err(e) => {
+                plan.blocking.push(format!("{what}: {e}"));
+                continue;
+            }
+        };
+        if taken_slugs.contains(slug.as_str()) {
+            plan.blocking.push(format!("{what}: slug {slug} is already taken in the data directory"));
+            continue;
+        }
+        if !slugs.insert(slug.to_string()) {
+            plan.blocking.push(format!("{what}: slug {slug} appears twice"));
+            continue;
+        }
+        let new_id = OrgId::new();
+        org_ids.insert(id, new_id.to_bytes());
+        plan.mapping.push(Mapping {
+            kind: "organization",
+            better_auth_id: id.to_owned(),
+            id: uuid::Uuid::from(new_id).to_string(),
+            key: slug.to_string(),
+        });
+        plan.ops.push(StoreOp::PutOrg(OrgRecordV1 {
+            id: new_id.to_bytes(),
+            name: name.to_string(),
+            slug: slug.to_string(),
+            created_at_ms: time(&row[3]).unwrap_or(now.as_millis()),
+        }));
+        plan.counts.orgs += 1;
+    }
+
+    // --- passwords: the credential account of each user -------------------------------------------------------
+    let mut passwords: HashMap<&str, &str> = HashMap::new();
+    for row in accounts {
+        let (Some(user), Some("credential")) = (text(&row[0]), text(&row[1])) else { continue };
+        if let Some(hash) = text(&row[2]) {
+            passwords.insert(user, hash);
+        }
+    }
+
+    // --- memberships: the first of each user (by time, then as read) -------------------------------------------
+    let user_ids: HashSet<&str> = users.iter().filter_map(|r| text(&r[0])).collect();
+    let mut by_user: HashMap<&str, Vec<(i64, usize, &str)>> = HashMap::new();
+    let mut org_roles = 0;
+    for (n, row) in members.iter().enumerate() {
+        let (org, user) = (text(&row[0]).unwrap_or_default(), text(&row[1]).unwrap_or_default());
+        if !user_ids.contains(user) {
+            plan.notes.push(format!("membership of {user:?} in organization {org:?} dropped: no such user"));
+            continue;
+        }
+        if !org_ids.contains_key(org) {
+            plan.notes.push(format!("membership of user {user:?} dropped: organization {org:?} is not imported"));
+            continue;
+        }
+        if text(&row[2]).is_some() {
+            org_roles += 1;
+        }
+        by_user.entry(user).or_default().push((time(&row[3]).unwrap_or(i64::MAX), n, org));
+    }
+    if org_roles > 0 {
+        plan.notes.push(format!(
+            "{org_roles} organization role(s) (owner, admin, member) not imported: an account here has one role, \
+             and membership gives no rights of its own"
+        ));
+    }
+
+    // --- users ---------------------------------------------------------------------------------------------------
+    let taken_emails: HashSet<&str> = existing.users.iter().map(|u| u.email.as_str()).collect();
+    let mut emails: HashMap<String, Vec<&str>> = HashMap::new();
+    for row in users {
+        if let (Some(id), Some(email)) = (text(&row[0]), text(&row[2]))
+            && let Ok(email) = Email::parse(email)
+        {
+            emails.entry(email.to_string()).or_default().push(id);
+        }
+    }
+    let mut unusable_hash = Some(unusable_hash);
+    let mut unusable: Option<String> = None;
+    for row in users {
+        let id = text(&row[0]).unwrap_or_default();
+        let email = match text(&row[2]).map(str::trim).filter(|e| !e.is_empty()) {
+            None => {
+                plan.blocking.push(format!("user {id:?}: no e-mail (NULL or empty)"));
+                continue;
+            }
+            Some(raw) => match Email::parse(raw) {
+                Ok(email) => email,
+                Err(_) => {
+                    plan.blocking.push(format!("user {id:?}: {raw:?} is not an e-mail address"));
+                    continue;
+                }
+            },
+        };
+        let same = &emails[email.as_str()];
+        if same.len() > 1 {
+            // Reported once, at the first of them.
+            if same[0] == id {
+                let ids: Vec<String> = same.iter().map(|i| format!("{i:?}")).collect();
+                plan.blocking.push(format!(
+                    "e-mail {email}: {} users differ only in its case ({}); addresses are case-insensitive here: \
+                     merge or change them first",
+                    same.len(),
+                    ids.join(", ")
+                ));
+            }
+            continue;
+        }
+        if taken_emails.contains(email.as_str()) {
+            plan.blocking.push(format!("user {id:?}: e-mail {email} already has an account in the data directory"));
+            continue;
+        }
+        let name = match Name::parse(text(&row[1]).unwrap_or_default()) {
+            Ok(name) => name,
+            Err(e) => {
+                plan.blocking.push(format!("user {email}: name {e}"));
+                continue;
+            }
+        };
+        let password_hash = match passwords.get(id) {
+            Some(hash) => match crate::hashing::check_stored_hash(hash) {
+                Ok(()) => {
+                    if crate::domain::is_legacy_hash(hash) {
+                        plan.counts.legacy_hashes += 1;
+                    }
+                    (*hash).to_owned()
+                }
+                Err(_) => {
+                    plan.blocking.push(format!(
+                        "user {email}: the password hash is in another format (neither better-auth's scrypt \
+                         saltHex:keyHex nor argon2); it could never be verified"
+                    ));
+                    continue;
+                }
+            },
+            None => {
+                if unusable.is_none() {
+                    match unusable_hash.take().map(|f| f()) {
+                        Some(Ok(hash)) => unusable = Some(hash),
+                        Some(Err(e)) => plan.blocking.push(format!("hashing a password: {e}")),
+                        None => {}
+                    }
+                }
+                plan.counts.without_password += 1;
+                plan.notes.push(format!(
+                    "user {email}: no password (no credential account): imported with a password nobody knows; a \
+                     password reset gives them one"
+                ));
+                unusable.clone().unwrap_or_default()
+            }
+        };
+        let (role, dropped) = map_role(text(&row[7]), roles);
+        if !dropped.is_empty() {
+            plan.notes.push(format!(
+                "user {email}: role {:?} imported as {role} ({} not in [roles] allowed or not kept)",
+                text(&row[7]).unwrap_or_default(),
+                dropped.join(", ")
+            ));
+        }
+        let mut banned = flag(&row[8]);
+        let mut ban_expires_ms = time(&row[10]).filter(|_| banned);
+        if ban_expires_ms.is_some_and(|until| until <= now.as_millis()) {
+            (banned, ban_expires_ms) = (false, None);
+            plan.notes.push(format!("user {email}: the ban expired; imported unbanned"));
+        }
+        let organization_id = match by_user.get_mut(id) {
+            Some(list) => {
+                list.sort_unstable();
+                for (_, _, org) in &list[1..] {
+                    plan.notes.push(format!(
+                        "user {email}: membership in organization {org:?} dropped (one organization per account; \
+                         the first one is kept)"
+                    ));
+                }
+                plan.counts.memberships += 1;
+                Some(org_ids[list[0].2])
+            }
+            None => None,
+        };
+        let created_at_ms = time(&row[5]).unwrap_or(now.as_millis());
+        let new_id = UserId::new();
+        plan.mapping.push(Mapping {
+            kind: "user",
+            better_auth_id: id.to_owned(),
+            id: uuid::Uuid::from(new_id).to_string(),
+            key: email.to_string(),
+        });
+        plan.counts.users += 1;
+        plan.counts.admins += usize::from(role.is_admin());
+        plan.counts.banned += usize::from(banned);
+        plan.ops.push(StoreOp::PutUser(UserRecord {
+            id: new_id.to_bytes(),
+            name: name.to_string(),
+            email: email.to_string(),
+            image: text(&row[4]).map(str::to_owned),
+            role: role.to_string(),
+            banned,
+            ban_reason: text(&row[9]).filter(|_| banned).map(str::to_owned),
+            organization_id,
+            password_hash,
+            created_at_ms,
+            updated_at_ms: time(&row[6]).unwrap_or(created_at_ms),
+            email_verified: flag(&row[3]),
+            ban_expires_ms,
+        }));
+    }
+    plan
+}

@@ -1,0 +1,260 @@
+//! Small better-auth SQLite files built with the schema better-auth's migrations create (the end-to-end test
+//! with a real better-auth server is `tests/migration/`).
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params};
+
+use super::*;
+use crate::store::{Store, StoreOp};
+
+/// better-auth 1.7's SQLite schema with the admin and organization plugins (dates as ISO text, booleans 0/1).
+const SCHEMA: &str = r#"
+CREATE TABLE "user" ("id" text NOT NULL PRIMARY KEY, "name" text NOT NULL, "email" text NOT NULL UNIQUE,
+  "emailVerified" integer NOT NULL, "image" text, "createdAt" date NOT NULL, "updatedAt" date NOT NULL,
+  "role" text, "banned" integer, "banReason" text, "banExpires" date);
+CREATE TABLE "session" ("id" text NOT NULL PRIMARY KEY, "expiresAt" date NOT NULL, "token" text NOT NULL UNIQUE,
+  "createdAt" date NOT NULL, "updatedAt" date NOT NULL, "ipAddress" text, "userAgent" text,
+  "userId" text NOT NULL REFERENCES "user" ("id"), "impersonatedBy" text, "activeOrganizationId" text);
+CREATE TABLE "account" ("id" text NOT NULL PRIMARY KEY, "accountId" text NOT NULL, "providerId" text NOT NULL,
+  "userId" text NOT NULL REFERENCES "user" ("id"), "accessToken" text, "refreshToken" text, "idToken" text,
+  "accessTokenExpiresAt" date, "refreshTokenExpiresAt" date, "scope" text, "password" text,
+  "createdAt" date NOT NULL, "updatedAt" date NOT NULL);
+CREATE TABLE "organization" ("id" text NOT NULL PRIMARY KEY, "name" text NOT NULL, "slug" text NOT NULL UNIQUE,
+  "logo" text, "createdAt" date NOT NULL, "metadata" text);
+CREATE TABLE "member" ("id" text NOT NULL PRIMARY KEY, "organizationId" text NOT NULL, "userId" text NOT NULL,
+  "role" text NOT NULL, "createdAt" date NOT NULL);
+"#;
+
+/// Made by better-auth 1.7.25 for "correct horse battery".
+const HASH: &str = include_str!("../../../tests/migration/fixtures/better-auth-hash.txt");
+
+struct Db {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Db {
+    fn new(dir: &Path) -> Self {
+        let path = dir.join("better-auth.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        Self { conn, path }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn user(&self, id: &str, email: Option<&str>, role: Option<&str>, banned: bool, expires: Option<&str>) {
+        self.conn
+            .execute(
+                r#"INSERT INTO "user" VALUES (?1, ?2, ?3, 1, NULL, '2026-01-02T03:04:05.678Z',
+                   '2026-01-03T03:04:05.678Z', ?4, ?5, ?6, ?7)"#,
+                params![id, format!("Name {id}"), email, role, i64::from(banned), banned.then_some("spam"), expires],
+            )
+            .unwrap();
+    }
+
+    fn password(&self, user: &str, hash: &str) {
+        self.conn
+            .execute(
+                r#"INSERT INTO "account" ("id", "accountId", "providerId", "userId", "password", "createdAt",
+                   "updatedAt") VALUES (?1, ?2, 'credential', ?2, ?3, '2026-01-02T03:04:05.678Z',
+                   '2026-01-02T03:04:05.678Z')"#,
+                params![format!("acc-{user}"), user, hash],
+            )
+            .unwrap();
+    }
+
+    fn org(&self, id: &str, slug: &str) {
+        self.conn
+            .execute(
+                r#"INSERT INTO "organization" VALUES (?1, ?2, ?3, NULL, '2026-01-01T00:00:00.000Z', '{}')"#,
+                params![id, format!("Org {slug}"), slug],
+            )
+            .unwrap();
+    }
+
+    fn member(&self, org: &str, user: &str, at: &str) {
+        self.conn
+            .execute(
+                r#"INSERT INTO "member" VALUES (?1, ?2, ?3, 'member', ?4)"#,
+                params![format!("m-{org}-{user}"), org, user, at],
+            )
+            .unwrap();
+    }
+}
+
+fn config(dir: &Path) -> Config {
+    Config { data_dir: dir.join("data"), ..Config::default() }
+}
+
+fn options(db: &Db) -> Options {
+    Options { source: Source::Sqlite(db.path.clone()), dry_run: false, mapping_out: None }
+}
+
+fn stored(config: &Config) -> crate::store::Loaded {
+    Store::open(&config.data_dir).unwrap().load().unwrap()
+}
+
+#[test]
+fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    db.user("uAdmin0000000000000000000000000", Some("Admin@Example.com"), Some("user,admin"), false, None);
+    db.user("uBanned000000000000000000000000", Some("banned@example.com"), Some("user"), true, None);
+    db.user("uOdd00000000000000000000000000", Some("odd@example.com"), Some("superuser"), false, None);
+    db.user("uLapsed00000000000000000000000", Some("lapsed@example.com"), None, true, Some("2020-01-01T00:00:00.000Z"));
+    db.user("uSocial00000000000000000000000", Some("social@example.com"), None, false, None);
+    db.user("uLater000000000000000000000000", Some("later@example.com"), None, true, Some("2999-01-01T00:00:00.000Z"));
+    for user in ["uAdmin0000000000000000000000000", "uBanned000000000000000000000000", "uOdd00000000000000000000000000"]
+    {
+        db.password(user, HASH.trim());
+    }
+    db.password("uLapsed00000000000000000000000", HASH.trim());
+    db.password("uLater000000000000000000000000", HASH.trim());
+    db.org("o1", "st-mary");
+    db.org("o2", "north");
+    db.member("o2", "uAdmin0000000000000000000000000", "2026-02-01T00:00:00.000Z");
+    db.member("o1", "uAdmin0000000000000000000000000", "2026-01-15T00:00:00.000Z");
+    db.member("o1", "uBanned000000000000000000000000", "2026-01-15T00:00:00.000Z");
+    let config = config(dir.path());
+    let mapping = dir.path().join("mapping.jsonl");
+    let report = import(&config, &Options { mapping_out: Some(mapping.clone()), ..options(&db) }).unwrap();
+    assert!(
+        report.contains("imported: 6 users (1 administrators, 2 banned; 5 with better-auth password hashes"),
+        "{report}"
+    );
+    assert!(report.contains("2 organizations, 2 memberships"), "{report}");
+    assert!(report.contains("role \"superuser\" imported as user (superuser"), "{report}");
+    assert!(report.contains("membership in organization \"o2\" dropped"), "{report}");
+    assert!(report.contains("lapsed@example.com: the ban expired; imported unbanned"), "{report}");
+    assert!(report.contains("social@example.com: no password"), "{report}");
+
+    let loaded = stored(&config);
+    let by_email = |e: &str| loaded.users.iter().find(|u| u.email == e).unwrap().clone();
+    let admin = by_email("admin@example.com");
+    assert_eq!((admin.role.as_str(), admin.banned, admin.email_verified), ("admin", false, true));
+    assert_eq!(admin.password_hash, HASH.trim(), "the hash is kept as it is");
+    assert_eq!(admin.created_at_ms, parse_time_ok("2026-01-02T03:04:05.678Z"));
+    let st_mary = loaded.orgs.iter().find(|o| o.slug == "st-mary").unwrap();
+    assert_eq!(admin.organization_id, Some(st_mary.id), "the first membership is kept");
+    let banned = by_email("banned@example.com");
+    assert_eq!((banned.banned, banned.ban_reason.as_deref()), (true, Some("spam")));
+    assert!(!by_email("lapsed@example.com").banned);
+    let later = by_email("later@example.com");
+    assert_eq!((later.banned, later.ban_expires_ms), (true, Some(parse_time_ok("2999-01-01T00:00:00.000Z"))));
+    assert!(by_email("social@example.com").password_hash.starts_with("$argon2id$"));
+
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&mapping).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 8);
+    let line = lines.iter().find(|l| l["better_auth_id"] == "uAdmin0000000000000000000000000").unwrap();
+    assert_eq!(line["id"], uuid::Uuid::from_bytes(admin.id).to_string());
+    assert_eq!(line["type"], "user");
+}
+
+fn parse_time_ok(t: &str) -> i64 {
+    plan::parse_time(t).unwrap()
+}
+
+#[test]
+fn times_in_the_forms_databases_write_are_read() {
+    let ms = 1_767_323_045_678;
+    assert_eq!(plan::parse_time("2026-01-02T03:04:05.678Z"), Some(ms));
+    assert_eq!(plan::parse_time("2026-01-02 03:04:05.678"), Some(ms));
+    assert_eq!(plan::parse_time("2026-01-02 03:04:05.678+00"), Some(ms));
+    assert_eq!(plan::parse_time("2026-01-02 04:04:05.678+01:00"), Some(ms));
+    assert_eq!(plan::parse_time("yesterday"), None);
+}
+
+#[test]
+fn a_missing_table_is_reported_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    Connection::open(&path).unwrap().execute_batch(r#"CREATE TABLE "user" ("id" text, "email" text);"#).unwrap();
+    let config = config(dir.path());
+    let options = Options { source: Source::Sqlite(path), dry_run: false, mapping_out: None };
+    let report = import(&config, &options).unwrap_err().to_string();
+    assert!(report.contains("nothing imported"), "{report}");
+    assert!(report.contains("no table \"account\""), "{report}");
+    assert!(stored(&config).users.is_empty());
+    let not_sqlite = dir.path().join("text.db");
+    std::fs::write(&not_sqlite, "this is not a database file, just text").unwrap();
+    let options = Options { source: Source::Sqlite(not_sqlite), dry_run: false, mapping_out: None };
+    assert!(import(&config, &options).unwrap_err().to_string().contains("cannot read as SQLite"));
+}
+
+/// NULL e-mail, two e-mails differing in case, a bcrypt hash, an e-mail already in the data directory: each is
+/// named in the report, and the valid rows beside them are not written either.
+#[test]
+fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let present = crate::store::UserRecord {
+        id: [7; 16],
+        name: "Here".into(),
+        email: "here@example.com".into(),
+        image: None,
+        role: "user".into(),
+        banned: false,
+        ban_reason: None,
+        organization_id: None,
+        password_hash: HASH.trim().into(),
+        created_at_ms: 1,
+        updated_at_ms: 1,
+        email_verified: false,
+        ban_expires_ms: None,
+    };
+    Store::open(&config.data_dir).unwrap().commit(&[StoreOp::PutUser(present)]).unwrap();
+    let path = dir.path().join("bad.db");
+    let conn = Connection::open(&path).unwrap();
+    // NOT NULL dropped on e-mail, as in a hand-made or damaged database.
+    conn.execute_batch(&SCHEMA.replace(r#""email" text NOT NULL UNIQUE"#, r#""email" text"#)).unwrap();
+    let db = Db { conn, path };
+    db.user("good", Some("good@example.com"), None, false, None);
+    db.user("nomail", None, None, false, None);
+    db.user("upper", Some("Same@Example.com"), None, false, None);
+    db.user("lower", Some("same@example.com"), None, false, None);
+    db.user("bcrypt", Some("bcrypt@example.com"), None, false, None);
+    db.user("here", Some("HERE@example.com"), None, false, None);
+    db.password("good", HASH.trim());
+    db.password("bcrypt", "$2b$10$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234");
+    for dry_run in [true, false] {
+        let report = import(&config, &Options { dry_run, ..options(&db) }).unwrap_err().to_string();
+        assert!(report.contains("4 blocking problem(s)"), "{report}");
+        assert!(report.contains("user \"nomail\": no e-mail (NULL or empty)"), "{report}");
+        assert!(
+            report.contains("e-mail same@example.com: 2 users differ only in its case (\"upper\", \"lower\")"),
+            "{report}"
+        );
+        assert!(report.contains("bcrypt@example.com: the password hash is in another format"), "{report}");
+        assert!(report.contains("here@example.com already has an account in the data directory"), "{report}");
+        let loaded = stored(&config);
+        assert_eq!(loaded.users.len(), 1, "nothing written");
+    }
+}
+
+#[test]
+fn a_dry_run_reports_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    db.user("a", Some("a@example.com"), Some("admin"), false, None);
+    db.password("a", HASH.trim());
+    let config = config(dir.path());
+    let mapping = dir.path().join("mapping.jsonl");
+    let dry = Options { dry_run: true, mapping_out: Some(mapping.clone()), ..options(&db) };
+    let report = import(&config, &dry).unwrap();
+    assert!(report.contains("would import (dry run, nothing written): 1 users (1 administrators"), "{report}");
+    assert!(stored(&config).users.is_empty());
+    assert!(!mapping.exists());
+}
+
+#[test]
+fn a_directory_a_server_holds_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    let config = config(dir.path());
+    let held = Store::open(&config.data_dir).unwrap();
+    let report = import(&config, &options(&db)).unwrap_err().to_string();
+    assert!(report.contains("a server is running"), "{report}");
+    drop(held);
+}

@@ -1,0 +1,146 @@
+//! Prometheus metrics on their own listener: known traffic shows up as the exact numbers, labels are route
+//! patterns (never raw paths), and `promtool check metrics` accepts a real scrape.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+
+use reqwest::Method;
+use serde_json::json;
+
+use super::harness::*;
+
+/// A port free now on loopback (the metrics listener is configured by address, like in production).
+fn free_port() -> SocketAddr {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap()
+}
+
+async fn scrape(addr: SocketAddr) -> (String, String) {
+    let r = reqwest::Client::builder().no_proxy().build().unwrap();
+    let answer = r.get(format!("http://{addr}/metrics")).send().await.expect("scrape");
+    assert_eq!(answer.status(), 200);
+    let content_type = answer.headers()["content-type"].to_str().unwrap().to_owned();
+    (content_type, answer.text().await.unwrap())
+}
+
+/// `name{labels}` → value, for every sample line.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (key, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad sample line {l:?}"));
+            (key.to_owned(), value.parse().unwrap_or_else(|_| panic!("bad value in {l:?}")))
+        })
+        .collect()
+}
+
+fn value(samples: &BTreeMap<String, f64>, key: &str) -> f64 {
+    *samples.get(key).unwrap_or_else(|| panic!("no sample {key}; have:\n{samples:#?}"))
+}
+
+/// Runs `promtool check metrics` on `text`; fails (never skips) when promtool is missing.
+pub fn promtool_check(text: &str) {
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = child.unwrap_or_else(|e| {
+        panic!("cannot run promtool ({e}): install it, e.g. `apt-get install -y prometheus` (Debian), as .ci/run does")
+    });
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{}{}\non:\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_traffic_shows_in_the_metrics_and_promtool_accepts_them() {
+    let metrics = free_port();
+    let s = TestServer::start_adjusted(|c| {
+        c.metrics.listen = Some(metrics);
+        c.rate_limit.sign_in_per_address = 4;
+    })
+    .await;
+    // Once the server answers, its metrics listener is up too. Before other traffic: the levels are there, the
+    // bootstrap administrator counted.
+    assert_eq!(s.get("/api/auth/get-session").send().await.status, 200);
+    let (content_type, text) = scrape(metrics).await;
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    let before = samples(&text);
+    assert_eq!(value(&before, "service_auth_users"), 1.0);
+    assert_eq!(value(&before, "service_auth_sessions"), 0.0);
+
+    for _ in 0..2 {
+        assert_eq!(s.get("/api/auth/get-session").send().await.status, 200);
+    }
+    assert_eq!(s.req(Method::HEAD, "/healthz").send().await.status, 200);
+    for path in ["/nope", "/api/auth/secret-path-abc"] {
+        assert_eq!(s.get(path).send().await.status, 404);
+    }
+    let alice = s.new_user("alice").await;
+    s.post("/api/admin/organizations").cookie(&alice.cookie).json(&json!({"name": "A", "slug": "a"})).send().await;
+    let mut statuses = Vec::new();
+    for password in ["wrong-password-1", "wrong-password-2", PASSWORD, "wrong-password-3", PASSWORD] {
+        statuses.push(s.sign_in(&alice.email, password).await.0);
+    }
+    assert_eq!(statuses, [401, 401, 200, 401, 429]);
+
+    let (_, text) = scrape(metrics).await;
+    let m = samples(&text);
+    let requests = |route: &str, status: u16| {
+        value(&m, &format!("service_auth_http_requests_total{{route=\"{route}\",status=\"{status}\"}}"))
+    };
+    assert_eq!(requests("/api/auth/get-session", 200), 3.0);
+    assert_eq!(requests("/healthz", 200), 1.0, "HEAD counts as its route");
+    assert_eq!(requests("unmatched", 404), 2.0);
+    assert_eq!(requests("/api/auth/sign-up/email", 200), 1.0);
+    assert_eq!(requests("/api/admin/organizations", 403), 1.0);
+    assert_eq!(requests("/api/auth/sign-in/email", 401), 3.0);
+    assert_eq!(requests("/api/auth/sign-in/email", 200), 1.0);
+    assert_eq!(requests("/api/auth/sign-in/email", 429), 1.0);
+    assert!(!text.contains("/nope") && !text.contains("secret-path"), "a raw path became a label:\n{text}");
+    let duration = "service_auth_http_request_duration_seconds";
+    assert_eq!(value(&m, &format!("{duration}_count{{route=\"/api/auth/get-session\"}}")), 3.0);
+    assert_eq!(value(&m, &format!("{duration}_bucket{{route=\"/api/auth/get-session\",le=\"+Inf\"}}")), 3.0);
+    assert_eq!(value(&m, "service_auth_rate_limited_total{route=\"/api/auth/sign-in/email\"}"), 1.0);
+    assert_eq!(value(&m, "service_auth_sign_ins_total{outcome=\"success\"}"), 1.0);
+    assert_eq!(value(&m, "service_auth_sign_ins_total{outcome=\"INVALID_EMAIL_OR_PASSWORD\"}"), 3.0);
+    assert_eq!(value(&m, "service_auth_sign_ins_total{outcome=\"TOO_MANY_REQUESTS\"}"), 1.0);
+    assert_eq!(value(&m, "service_auth_users"), 2.0);
+    assert_eq!(value(&m, "service_auth_sessions"), 2.0, "alice's sign-up and sign-in sessions");
+    assert_eq!(value(&m, "service_auth_organizations"), 0.0);
+    assert_eq!(value(&m, "service_auth_mail_outbox_depth"), 0.0);
+    assert_eq!(value(&m, "service_auth_hashing_queue_depth"), 0.0);
+    // A sign-up hash and four verifies (the rate-limited sign-in never reached the pool).
+    assert!(value(&m, "service_auth_hashing_wait_seconds_count") >= 5.0, "{text}");
+    let commits = value(&m, "service_auth_store_commit_duration_seconds_count");
+    assert!(commits >= 2.0, "sign-up and sign-in each committed: {commits}");
+    assert_eq!(value(&m, "service_auth_store_commit_batch_requests_count"), commits);
+    assert!(value(&m, "service_auth_store_commit_batch_requests_sum") >= commits);
+
+    promtool_check(&text);
+
+    // Never on the public port.
+    assert_eq!(s.get("/metrics").send().await.status, 404);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_metrics_port_stops_start_up_naming_the_key() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (status, stdout, stderr) =
+        run_binary(root.path(), &["serve"], &[("SERVICE_AUTH_METRICS_LISTEN", addr.as_str())], "");
+    assert!(!status.success());
+    assert!(!stdout.contains("listening on"), "announced before failing: {stdout}");
+    assert!(stderr.contains("[metrics] listen") && stderr.contains(&addr), "{stderr}");
+}

@@ -1,0 +1,133 @@
+//! Moving from better-auth: an imported account signs in with its old password, which is then re-hashed.
+//! (The end-to-end run with a real better-auth server is `tests/migration/`.)
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::harness::*;
+
+/// Made by better-auth 1.7.25 (`hashPassword`) for this password.
+const HASH: &str = include_str!("../migration/fixtures/better-auth-hash.txt");
+const OLD_PASSWORD: &str = "correct horse battery";
+
+/// A better-auth SQLite file (the columns the importer reads) with one user per e-mail, all with [`HASH`].
+fn better_auth_file(path: &Path, emails: &[&str]) {
+    let db = rusqlite::Connection::open(path).unwrap();
+    db.execute_batch(
+        r#"CREATE TABLE "user" ("id" text PRIMARY KEY, "name" text, "email" text, "emailVerified" integer,
+             "image" text, "createdAt" date, "updatedAt" date, "role" text, "banned" integer, "banReason" text,
+             "banExpires" date);
+           CREATE TABLE "account" ("id" text PRIMARY KEY, "accountId" text, "providerId" text, "userId" text,
+             "password" text, "createdAt" date, "updatedAt" date);"#,
+    )
+    .unwrap();
+    for (n, email) in emails.iter().enumerate() {
+        let id = format!("ba{n:030}");
+        db.execute(
+            r#"INSERT INTO "user" VALUES (?1, 'Old User', ?2, 1, NULL, '2025-05-01T10:00:00.000Z',
+               '2025-05-01T10:00:00.000Z', 'user', 0, NULL, NULL)"#,
+            rusqlite::params![id, email],
+        )
+        .unwrap();
+        db.execute(
+            r#"INSERT INTO "account" VALUES (?1, ?2, 'credential', ?2, ?3, '2025-05-01T10:00:00.000Z',
+               '2025-05-01T10:00:00.000Z')"#,
+            rusqlite::params![format!("acc{n}"), id, HASH.trim()],
+        )
+        .unwrap();
+    }
+}
+
+fn import(root: &Path, emails: &[&str]) {
+    better_auth_file(&root.join("ba.db"), emails);
+    let (status, _, err) = run_binary(root, &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(status.success(), "import: {err}");
+}
+
+/// The stored hash of `email`, read with `export` (server stopped).
+fn stored_hash(root: &Path, email: &str) -> String {
+    let (status, out, err) = run_binary(root, &["export"], &[], "");
+    assert!(status.success(), "export: {err}");
+    out.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["email"] == email)
+        .map(|l| l["password_hash"].as_str().unwrap().to_owned())
+        .unwrap()
+}
+
+/// The `service_auth_legacy_password_hashes` gauge of a scrape of the metrics listener.
+async fn legacy_gauge(addr: std::net::SocketAddr) -> f64 {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let text = client.get(format!("http://{addr}/metrics")).send().await.unwrap().text().await.unwrap();
+    let line = text.lines().find(|l| l.starts_with("service_auth_legacy_password_hashes ")).expect(&text);
+    line.rsplit_once(' ').unwrap().1.parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_user_signs_in_with_the_old_password_and_the_hash_becomes_argon2id() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    import(root.path(), &["old@example.com"]);
+    assert_eq!(stored_hash(root.path(), "old@example.com"), HASH.trim());
+
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut config = test_config(&data);
+    config.metrics.listen = Some(metrics);
+    let s = TestServer::start_with(config).await;
+    assert_eq!(legacy_gauge(metrics).await, 1.0);
+    assert_eq!(s.sign_in("old@example.com", "not the password").await.0, 401);
+    let (status, body, cookie) = s.sign_in("old@example.com", OLD_PASSWORD).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["user"]["createdAt"], "2025-05-01T10:00:00.000Z");
+    let cookie = cookie.unwrap();
+    // The new hash is in force at once: the old password still works (now against argon2id).
+    assert_eq!(legacy_gauge(metrics).await, 0.0);
+    assert_eq!(s.sign_in("old@example.com", OLD_PASSWORD).await.0, 200);
+    s.stop().await;
+
+    let hash = stored_hash(root.path(), "old@example.com");
+    assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
+    // The session and the hash were made durable together: both are there after a restart.
+    let s = TestServer::start_in(&data).await;
+    assert!(s.session(&cookie).await.is_object());
+    assert_eq!(s.sign_in("old@example.com", OLD_PASSWORD).await.0, 200);
+    s.stop().await;
+}
+
+/// While legacy hashes remain, a wrong password on a better-auth account, a wrong password on an argon2id
+/// account and an unknown e-mail take the same time (each runs one argon2 and one scrypt verification).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_email_and_wrong_password_take_the_same_time_with_legacy_hashes() {
+    let root = tempfile::tempdir().unwrap();
+    import(root.path(), &["legacy@example.com"]);
+    let mut config = test_config(&root.path().join("data"));
+    config.rate_limit.failures_per_account = 1000;
+    let s = TestServer::start_with(config).await;
+    s.new_user("modern").await;
+    let (mut unknown, mut legacy, mut modern) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..20 {
+        for (email, samples) in [
+            ("legacy@example.com", &mut legacy),
+            ("modern@example.com", &mut modern),
+            ("ghost@example.com", &mut unknown),
+        ] {
+            let t = Instant::now();
+            let (status, _, _) = s.sign_in(email, &format!("wrong-password-{i}")).await;
+            samples.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(status, 401);
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (u, l, m) = (median(unknown), median(legacy), median(modern));
+    eprintln!("timing: median unknown e-mail {u:.1} ms, wrong scrypt password {l:.1} ms, wrong argon2 {m:.1} ms");
+    assert!(u > 5.0 && l > 5.0 && m > 5.0, "each must run full verifications: {u:.1} / {l:.1} / {m:.1} ms");
+    for (what, x) in [("scrypt", l), ("argon2", m)] {
+        assert!((u - x).abs() < 0.35 * u.max(x), "unknown {u:.1} ms vs wrong {what} password {x:.1} ms");
+    }
+    s.stop().await;
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# A page on another origin, using the better-auth client, in headless Chromium against a release server: see
+# browser.test.mjs. Needs Debian's `chromium` (CHROMIUM=/path overrides /usr/bin/chromium) and Node 20.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(cd ../.. && pwd)
+[ -d node_modules/puppeteer-core ] || npm ci --no-audit --no-fund
+cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
+node --test

@@ -1,0 +1,30 @@
+// A real better-auth server (admin and organization plugins) over HTTP on a loopback port, on SQLite (a
+// better-sqlite3 file) or PostgreSQL (a pg pool): its own migrations create the tables, its own API fills them.
+import http from "node:http";
+import { betterAuth } from "better-auth";
+import { getMigrations } from "better-auth/db/migration";
+import { toNodeHandler } from "better-auth/node";
+import { admin, organization } from "better-auth/plugins";
+
+/** Starts better-auth on `database`; `adminUserIds` lets the first administrator give itself the role. */
+export async function startBetterAuth(database, { adminUserIds = [] } = {}) {
+  const server = http.createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const baseURL = `http://127.0.0.1:${server.address().port}`;
+  const auth = betterAuth({
+    baseURL,
+    secret: "a test secret that is long enough for better-auth",
+    database,
+    emailAndPassword: { enabled: true },
+    rateLimit: { enabled: false },
+    plugins: [admin({ adminUserIds }), organization()],
+  });
+  const { runMigrations } = await getMigrations(auth.options);
+  await runMigrations();
+  server.on("request", toNodeHandler(auth));
+  return {
+    auth,
+    baseURL,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
