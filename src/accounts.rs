@@ -652,6 +652,11 @@ impl Accounts {
         self.indexes.users.len()
     }
 
+    /// Sessions held in memory: the live ones and the expired ones the next sweep removes.
+    pub fn session_count(&self) -> usize {
+        self.indexes.sessions.len()
+    }
+
     /// Visits users in creation order (newest first with `descending`) after `after`, until `visit` says stop.
     pub fn scan_users(&self, after: Option<Place>, descending: bool, visit: impl FnMut(&Arc<User>) -> bool) {
         self.indexes.users.scan(after, descending, visit);

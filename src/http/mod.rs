@@ -7,7 +7,8 @@
 //! - The route families, each a file of short handlers: [`auth`], [`account`] (a user's own password, profile,
 //!   sessions and deletion), [`recovery`] (links sent by mail), [`admin_plugin`] (the better-auth admin plugin's calls),
 //!   [`admin`] (users and the audit log),
-//!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document).
+//!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document), [`console`] (the administration
+//!   console's embedded files at `/admin/` and its status panel's numbers).
 //! - [`metrics`]: per-route request metrics, and the separate listener that serves `GET /metrics`.
 //! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
 //!   [`cors`]: what a browser page on a trusted origin may read and send.
@@ -18,6 +19,7 @@ mod admin;
 mod admin_plugin;
 mod auth;
 mod connections;
+mod console;
 mod cors;
 pub mod dto;
 mod errors;

@@ -12,7 +12,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use tracing::Instrument;
 
 use super::response::{Body, Failure, Family};
-use super::{AppState, account, admin, admin_plugin, auth, cors, extract, ops, organizations, recovery, request_id};
+use super::{
+    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, recovery, request_id,
+};
 
 /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the two
 /// cannot drift.
@@ -53,10 +55,13 @@ pub const ROUTES: &[(&str, &[Method])] = &[
     ("/api/admin/organizations/{id}", &[Method::GET, Method::PATCH, Method::DELETE]),
     ("/api/admin/organizations/{id}/members", &[Method::GET]),
     ("/api/admin/audit", &[Method::GET]),
+    ("/api/admin/status", &[Method::GET]),
     ("/api/openapi.json", &[Method::GET]),
     ("/api/auth/ok", &[Method::GET]),
     ("/healthz", &[Method::GET]),
     ("/readyz", &[Method::GET]),
+    ("/admin/", &[Method::GET]),
+    ("/admin/{asset}", &[Method::GET]),
 ];
 
 /// Whether `path` is `route`, where a `{name}` segment of the route stands for any one non-empty segment.
@@ -251,10 +256,12 @@ async fn dispatch(
         ("/api/admin/organizations/{id}", _) => organizations::delete(state, ctx, req).await,
         ("/api/admin/organizations/{id}/members", _) => organizations::members(state, ctx, req).await,
         ("/api/admin/audit", _) => admin::audit(state, ctx, req).await,
+        ("/api/admin/status", _) => console::status(state, ctx, req).await,
         ("/api/openapi.json", _) => Ok(ops::openapi()),
         ("/api/auth/ok", _) => Ok(ops::auth_ok()),
         ("/healthz", _) => Ok(ops::alive()),
         ("/readyz", _) => Ok(ops::ready(state)),
+        ("/admin/" | "/admin/{asset}", _) => console::asset(&req),
         _ => unreachable!("every path in `allowed` has an arm"),
     };
     if path == "/api/auth/sign-in/email" && state.route_metrics.enabled() {

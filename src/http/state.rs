@@ -1,6 +1,7 @@
 //! What every handler shares: the facade, and the front end's own settings.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::metrics::RouteMetrics;
@@ -21,6 +22,9 @@ pub struct AppState {
     pub rate_limits: AddressLimits,
     /// Connection count, per-address share and timeouts.
     pub connections: LimitsConfig,
+    /// The store's file and the scheduled backups' directory, for the console's status panel.
+    pub store_file: PathBuf,
+    pub backup_dir: Option<PathBuf>,
     /// Requests, latencies and refusals per route (no-ops without a metrics listener).
     pub route_metrics: RouteMetrics,
     pub request_ids: RequestIds,
@@ -47,6 +51,8 @@ impl AppState {
                 Duration::from_secs(limits.window_secs),
             ),
             connections: config.limits.clone(),
+            store_file: crate::store::file_in(&config.data_dir),
+            backup_dir: config.backup.dir.clone(),
             route_metrics: RouteMetrics::new(&accounts.metrics),
             request_ids: RequestIds::new(),
             access_log: config.log.access,

@@ -58,16 +58,23 @@ fn scheduled_snapshot(store: &Store, schedule: &Schedule) -> Result<(PathBuf, Du
     Ok((path, took))
 }
 
-/// Deletes all but the newest `keep` snapshots in `dir`.
-fn prune(dir: &Path, keep: usize) -> Result<(), OpsError> {
-    let mut snapshots: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| OpsError::Io(e.to_string()))?
+/// The scheduled snapshots in `dir`, oldest first (empty if `dir` cannot be read).
+pub fn snapshots(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut snapshots: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
         })
         .collect();
     snapshots.sort();
+    snapshots
+}
+
+/// Deletes all but the newest `keep` snapshots in `dir`.
+fn prune(dir: &Path, keep: usize) -> Result<(), OpsError> {
+    std::fs::read_dir(dir).map_err(|e| OpsError::Io(e.to_string()))?;
+    let snapshots = snapshots(dir);
     let excess = snapshots.len().saturating_sub(keep);
     for old in &snapshots[..excess] {
         std::fs::remove_file(old).map_err(|e| OpsError::Io(format!("{}: {e}", old.display())))?;

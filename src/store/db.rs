@@ -24,7 +24,7 @@ const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
-const FILE_NAME: &str = "service-auth.redb";
+pub(super) const FILE_NAME: &str = "service-auth.redb";
 /// redb's page cache. State is served from memory, and the file is read in full only at start-up, so a large
 /// cache would only keep a second copy of everything resident (redb's default is 1 GiB). 4 MiB holds a commit's
 /// dirty pages; measured at 100k users + 100k sessions: 16 MiB → 4 MiB took resident memory from 104 to 91 MB.

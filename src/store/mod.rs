@@ -18,6 +18,11 @@ pub mod records;
 mod writer;
 
 pub use db::{FaultSwitch, Store, create_private};
+
+/// The store's file in `data_dir` (what the console's status panel measures).
+pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
+    data_dir.join(db::FILE_NAME)
+}
 pub use records::{
     AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecordV1, UserRecord,
     UserRecordV1, UserRecordV2,

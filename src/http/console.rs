@@ -1,0 +1,150 @@
+//! The administration console: one page, one script module and one style sheet, embedded at compile time from
+//! `console/` and served at `/admin/`, and `GET /api/admin/status`, the numbers its status panel shows.
+//!
+//! The console is a client of the same API as everyone else (same guards, same audit); it holds no token: the
+//! session cookie is HttpOnly, and the script never reads an answer that carries one (see `console/app.js`).
+
+use std::path::Path;
+use std::sync::LazyLock;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::AppState;
+use super::extract;
+use super::response::{Body, Failure, ok};
+use super::router::Ctx;
+
+/// What the browser may do with the console's answers: only our own script and style (no inline code, so an
+/// injected `<script>` or `style=` does nothing), never inside a frame (no click-jacking), no `<base>` tricks, and
+/// forms post only here.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+     img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/// One embedded file: its name under `/admin/`, type and bytes, and an ETag over the bytes.
+struct Asset {
+    name: &'static str,
+    content_type: &'static str,
+    body: &'static [u8],
+    etag: HeaderValue,
+}
+
+impl Asset {
+    fn new(name: &'static str, content_type: &'static str, body: &'static [u8]) -> Self {
+        // The ETag is the content's hash, so a new build with other assets never matches a cached copy.
+        let digest = Sha256::digest(body);
+        let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        let etag = HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"0\""));
+        Self { name, content_type, body, etag }
+    }
+}
+
+static ASSETS: LazyLock<[Asset; 3]> = LazyLock::new(|| {
+    [
+        Asset::new("", "text/html; charset=utf-8", include_bytes!("../../console/index.html")),
+        Asset::new("app.js", "text/javascript; charset=utf-8", include_bytes!("../../console/app.js")),
+        Asset::new("console.css", "text/css; charset=utf-8", include_bytes!("../../console/console.css")),
+    ]
+});
+
+/// `GET /admin/` and `GET /admin/{asset}`: the console's files. `Cache-Control: no-cache` with an ETag: the
+/// browser keeps a copy but asks every time (a 304 costs a few bytes), so an upgraded server never runs with the
+/// previous version's script.
+pub fn asset(req: &Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let name = req.uri().path().trim_start_matches("/admin/");
+    let asset = ASSETS
+        .iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| Failure::with_status(StatusCode::NOT_FOUND, "Not found"))?;
+    let fresh = req
+        .headers()
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| tag.trim() == asset.etag || tag.trim() == "*");
+    let mut response = if fresh {
+        let mut response = Response::new(Body::default());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        response
+    } else {
+        let mut response = Response::new(Body::new(Bytes::from_static(asset.body)));
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
+        response
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, asset.etag.clone());
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    // The console's addresses carry user ids; no other site needs to see them.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    Ok(response)
+}
+
+/// `GET /api/admin/status`: who is signed in, the version, the counts, the store's size and the newest backup.
+/// Numbers only, for administrators; paths are left out (they are the operator's business, not the page's).
+pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let admin = extract::admin(state, req.headers())?;
+    let store_bytes = tokio::fs::metadata(&state.store_file).await.map(|m| m.len()).ok();
+    let last_backup_at = match state.backup_dir.clone() {
+        Some(dir) => tokio::task::spawn_blocking(move || newest_backup(&dir)).await.ok().flatten(),
+        None => None,
+    };
+    Ok(ok(&json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "signed_in_as": {"id": admin.id, "email": admin.email.as_str(), "name": admin.name.as_str()},
+        "roles": state.accounts.roles().allowed().collect::<Vec<_>>(),
+        "users": state.accounts.user_count(),
+        "sessions": state.accounts.session_count(),
+        "organizations": state.accounts.organizations().len(),
+        "store_bytes": store_bytes,
+        "backups_configured": state.backup_dir.is_some(),
+        "last_backup_at": last_backup_at,
+    })))
+}
+
+/// When the newest snapshot in the backup directory was written (RFC 3339), if there is one.
+fn newest_backup(dir: &Path) -> Option<String> {
+    let newest: SystemTime = crate::ops::backup::snapshots(dir)
+        .into_iter()
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .max()?;
+    Some(chrono::DateTime::<chrono::Utc>::from(newest).to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_asset_has_its_type_and_a_distinct_etag() {
+        let names: Vec<&str> = ASSETS.iter().map(|a| a.name).collect();
+        assert_eq!(names, ["", "app.js", "console.css"]);
+        assert!(ASSETS[0].content_type.starts_with("text/html"));
+        assert!(ASSETS[1].content_type.starts_with("text/javascript"));
+        assert!(ASSETS[2].content_type.starts_with("text/css"));
+        assert_ne!(ASSETS[0].etag, ASSETS[1].etag);
+        assert_ne!(ASSETS[1].etag, ASSETS[2].etag);
+    }
+
+    /// The page may load only its own files: no inline script or style anywhere in it, and it names the
+    /// script and the style sheet that the router serves.
+    #[test]
+    fn the_page_has_no_inline_script_or_style() {
+        let page = std::str::from_utf8(ASSETS[0].body).unwrap();
+        assert!(page.contains(r#"<script type="module" src="app.js"></script>"#));
+        assert!(page.contains(r#"<link rel="stylesheet" href="console.css">"#));
+        assert!(!page.contains("style="), "inline style attribute");
+        assert!(!page.contains("<style"), "inline style element");
+        assert_eq!(page.matches("<script").count(), 1, "one script, from a file");
+        let script = std::str::from_utf8(ASSETS[1].body).unwrap();
+        // innerHTML would turn a user's name into markup; the script builds nodes and sets text only.
+        assert!(!script.contains("innerHTML"), "app.js must not use innerHTML");
+        assert!(!script.contains("eval("), "app.js must not use eval");
+    }
+}
