@@ -1,5 +1,7 @@
 //! `/api/admin/users` and `/api/admin/audit`: for callers whose *current* role is `admin`.
 
+use std::sync::Arc;
+
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
@@ -8,10 +10,7 @@ use super::dto::{AdminUser, AuditEntry, AuditPage, SUCCESS, UserList};
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok};
 use super::router::Ctx;
-use crate::actors::users::UserChange;
-use std::sync::Arc;
-
-use crate::actors::users::Place;
+use crate::actors::users::{Place, UserChange};
 use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, User, UserId};
 
 /// Longest ban reason kept.

@@ -1,6 +1,8 @@
 //! `/api/admin/organizations`: organizations and their members, for administrators. Every change is audited in
 //! its own commit.
 
+use std::sync::Arc;
+
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
@@ -11,7 +13,6 @@ use super::extract;
 use super::response::{Body, Failure, ok};
 use super::router::Ctx;
 use crate::domain::{Name, OrgId, Organization, Slug};
-use std::sync::Arc;
 
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
