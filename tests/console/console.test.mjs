@@ -261,10 +261,12 @@ test("the audit log shows the ban", async () => {
   const [, action, by, on, , detail] = rows[0];
   assert.equal(action, "user.banned");
   assert.equal(by, "you");
-  assert.equal(on, userId);
+  assert.equal(on, TARGET);
+  assert.equal(await page.$eval("#audit-table tbody tr td:nth-child(4) a", (a) => a.getAttribute("href")), `#/users/${userId}`);
   assert.match(detail, /Left the pharmacy/);
   await page.select("#audit-filter select", "user.role_changed");
-  assert.equal(await page.$eval("#audit-table tbody tr td:nth-child(4)", (td) => td.textContent), userId);
+  assert.deepEqual(await page.$$eval("#audit-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].slice(1, 6).map((c) => c.textContent))),
+    [["user.role_changed", "you", TARGET, "127.0.0.1", "user -> pharmacist_in_charge"]]);
   await page.select("#audit-filter select", "");
   await checkAccessibility("audit");
   await screenshot("audit");
