@@ -1,5 +1,6 @@
 //! Micro-benchmarks of what every session check does: parse the cookie, hash the token, look the session and its
-//! user up, serialise the answer; and of the stored record codec. `cargo bench --bench hot_path`.
+//! user up, serialise the answer; of the stored record codec; and of what metrics and the request's log span add.
+//! `cargo bench --bench hot_path`.
 
 use std::hint::black_box;
 
@@ -91,5 +92,38 @@ fn hot_path(c: &mut Criterion) {
     c.bench_function("user record decode", |b| b.iter(|| codec::decode_user(black_box(&bytes)).unwrap()));
 }
 
-criterion_group!(benches, hot_path);
+/// What every request adds for operations: the route's counter and latency histogram (with `[metrics] listen`), and
+/// the log span that carries its request id (enabled at the default level, info).
+fn observability(c: &mut Criterion) {
+    use service_auth::metrics::{HTTP_DURATION, HTTP_REQUESTS, Metrics};
+    let m = Metrics::new(true);
+    let route = || vec![::metrics::Label::new("route", "/api/auth/get-session")];
+    let mut labels = route();
+    labels.push(::metrics::Label::new("status", "200"));
+    let requests = m.counter(HTTP_REQUESTS, labels);
+    let latency = m.histogram(HTTP_DURATION, route());
+    let mut n = 0u32;
+    c.bench_function("metrics: count one request and record its latency", |b| {
+        b.iter(|| {
+            requests.increment(1);
+            latency.record(black_box(0.000_05));
+            // The server folds recorded latencies into buckets every 5 s; here every 64k requests.
+            n = n.wrapping_add(1);
+            if n.is_multiple_of(65_536) {
+                m.upkeep();
+            }
+        })
+    });
+    let logs = tracing_subscriber::fmt().with_writer(std::io::sink).with_env_filter("info").finish();
+    tracing::subscriber::with_default(logs, || {
+        c.bench_function("log span with the request id, entered once (level info)", |b| {
+            b.iter(|| {
+                let span = tracing::info_span!("request", request_id = black_box("0123456789abcdef0123456789abcdef"));
+                span.in_scope(|| black_box(1))
+            })
+        });
+    });
+}
+
+criterion_group!(benches, hot_path, observability);
 criterion_main!(benches);

@@ -96,3 +96,11 @@ FLOOD=$!
 sleep 1
 report "get-session during a sign-in flood" 16 "$(run mix 16 "$G" -H "Cookie: service-auth.session_token=$TOKEN")"
 wait "$FLOOD"
+
+# With SERVICE_AUTH_METRICS_LISTEN set (e.g. 127.0.0.1:9913), what a Prometheus scrape shows after the run: every
+# sample but the histogram buckets and the zeros.
+if [ -n "${SERVICE_AUTH_METRICS_LISTEN:-}" ]; then
+  echo
+  echo "Prometheus scrape after the run (http://$SERVICE_AUTH_METRICS_LISTEN/metrics; buckets and zeros left out):"
+  curl -s "http://$SERVICE_AUTH_METRICS_LISTEN/metrics" | grep -v -e '^#' -e '_bucket{' | awk 'NF && $NF != 0'
+fi

@@ -725,6 +725,7 @@ mod tests {
         check("[session]\nupdate_age_secs = 999999999\n", "session.update_age_secs");
         check("log = \"[[[\"\n", "log.level");
         check("[log]\nlevel = \"[[[\"\n", "log.level");
+        check("listen = \"127.0.0.1:3000\"\n[metrics]\nlisten = \"127.0.0.1:3000\"\n", "metrics.listen");
     }
 
     #[test]

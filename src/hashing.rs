@@ -375,17 +375,16 @@ mod tests {
     }
 
     /// While legacy hashes remain, a wrong password on either kind of account and an unknown e-mail each cost
-    /// one argon2 and one scrypt verification: their medians stay within a few percent of each other.
+    /// one argon2 and one scrypt verification. Compared on the fastest of 15 runs each (other tests load the
+    /// machine meanwhile, and noise only ever adds time): within 35%, where skipping either verification would
+    /// make one of them 4 to 5 times faster.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn unknown_and_wrong_passwords_cost_the_same_for_both_hash_kinds() {
         let h = hasher();
         let argon = h.hash(Password::new("correct horse").unwrap()).await.unwrap();
         let legacy = BETTER_AUTH_HASH.trim().to_owned();
         let wrong = || Password::for_sign_in("wrong password").unwrap();
-        let median = |mut v: Vec<Duration>| {
-            v.sort();
-            v[v.len() / 2]
-        };
+        let fastest = |v: Vec<Duration>| v.into_iter().min().unwrap();
         let (mut a, mut l, mut u) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..15 {
             for (stored, out) in [(Some(argon.clone()), &mut a), (Some(legacy.clone()), &mut l), (None, &mut u)] {
@@ -394,10 +393,8 @@ mod tests {
                 out.push(started.elapsed());
             }
         }
-        let (a, l, u) = (median(a), median(l), median(u));
-        // Generous for a shared, noisy machine: the defect this guards against (an unknown e-mail skipping the
-        // scrypt verification) makes one median about twice the other.
-        let close = |x: Duration, y: Duration| x.abs_diff(y) * 100 <= x.max(y) * 25;
+        let (a, l, u) = (fastest(a), fastest(l), fastest(u));
+        let close = |x: Duration, y: Duration| x.abs_diff(y) * 100 <= x.max(y) * 35;
         assert!(close(a, u) && close(l, u), "argon2 {a:?}, scrypt {l:?}, unknown {u:?}");
     }
 

@@ -21,7 +21,7 @@
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
 //! - [`metrics`]: the Prometheus recorder of a server and the handles the other parts record into (a leaf: it
 //!   imports nothing of this crate).
-//! - [`ops`]: seeding, backups, export and import of a data directory.
+//! - [`ops`]: seeding, backups, export and import of a data directory, and the import of a better-auth database.
 //!
 //! Who imports whom: `http` → `accounts` → `actors` → `store` → `domain`; `runtime` builds the core under
 //! `accounts`; `server` and `bootstrap` use `runtime`; nothing imports upward and there is no circle.

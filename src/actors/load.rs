@@ -46,7 +46,7 @@ impl<'a> IndexBuilder<'a> {
                 if self.indexes.users.by_email(&user.email).is_some() {
                     return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {}", user.id)));
                 }
-                self.indexes.users.publish(Arc::new(user));
+                self.indexes.users.publish_loaded(Arc::new(user));
             }
             Record::Session(hash, r) => {
                 let session = convert::session(r);
@@ -85,6 +85,7 @@ impl<'a> IndexBuilder<'a> {
     }
 
     pub fn finish(self) -> Built {
+        self.indexes.users.finish_load();
         Built { indexes: self.indexes, cleanup: self.cleanup, outbox: self.outbox }
     }
 }

@@ -22,6 +22,8 @@
 //!   imported user or organization, and the organization roles (owner/admin/member), which have no counterpart;
 //! - a ban whose `banExpires` has passed (imported unbanned, as better-auth would lift it at the next sign-in; a
 //!   ban that ends later keeps its end);
+//! - an empty name (better-auth takes one): the e-mail's local part instead;
+//! - an `image` that is not an absolute http(s) URL (sign-up's rule): dropped;
 //! - users without a password (social sign-in only): imported with a password nobody knows; a password reset
 //!   gives them one.
 //!
@@ -38,7 +40,7 @@ mod sqlite;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use super::{OpsError, open_stopped, private_file};
+use super::{OpsError, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::RoleSet;
 
@@ -177,8 +179,17 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
 /// blocking problem) writes it all in one transaction. Returns the report; a blocking problem is an error whose
 /// message is the report.
 pub fn import(config: &Config, options: &Options) -> Result<String, OpsError> {
+    import_with_faults(config, options, crate::store::FaultSwitch::default())
+}
+
+/// [`import`] with the store's test seam.
+fn import_with_faults(
+    config: &Config,
+    options: &Options,
+    faults: crate::store::FaultSwitch,
+) -> Result<String, OpsError> {
     // First, so that a directory a server holds is refused before anything is read.
-    let store = open_stopped(config)?;
+    let store = open_stopped_with_faults(config, faults)?;
     let existing = store.load()?;
     let snapshot = match &options.source {
         Source::Sqlite(path) => read(&mut sqlite::SqliteReader::open(path)?)?,

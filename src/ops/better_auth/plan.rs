@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::{Cell, Snapshot};
-use crate::domain::{Email, Name, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
+use crate::domain::{Email, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
 use crate::store::{Loaded, OrgRecordV1, StoreOp, UserRecord};
 
 /// One line of the mapping file.
@@ -130,6 +130,15 @@ fn time(cell: &Cell) -> Option<i64> {
         Cell::Text(t) => parse_time(t),
         _ => None,
     }
+}
+
+/// The rule sign-up and update-user apply to `image`: an absolute http(s) URL of at most 2048 characters without
+/// whitespace or control characters. Anything else (a `data:` or `javascript:` URL, a relative path) would reach
+/// the admin screens that show it.
+fn is_image_url(raw: &str) -> bool {
+    raw.len() <= 2048
+        && !raw.chars().any(|c| c.is_control() || c.is_whitespace())
+        && url::Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
 }
 
 /// A better-auth role list (`"admin,user"`) on the configured roles: `admin` if it is there, else the first
@@ -261,7 +270,10 @@ pub fn plan(
     let mut unusable_hash = Some(unusable_hash);
     let mut unusable: Option<String> = None;
     for row in users {
-        let id = text(&row[0]).unwrap_or_default();
+        let Some(id) = text(&row[0]).filter(|id| !id.is_empty()) else {
+            plan.blocking.push(format!("a user without an id (e-mail {:?})", text(&row[2]).unwrap_or_default()));
+            continue;
+        };
         let email = match text(&row[2]).map(str::trim).filter(|e| !e.is_empty()) {
             None => {
                 plan.blocking.push(format!("user {id:?}: no e-mail (NULL or empty)"));
@@ -275,7 +287,7 @@ pub fn plan(
                 }
             },
         };
-        let same = &emails[email.as_str()];
+        let same = emails.get(email.as_str()).map_or(&[][..], Vec::as_slice);
         if same.len() > 1 {
             // Reported once, at the first of them.
             if same[0] == id {
@@ -295,6 +307,20 @@ pub fn plan(
         }
         let name = match Name::parse(text(&row[1]).unwrap_or_default()) {
             Ok(name) => name,
+            // better-auth takes an empty name (a social profile may have none); a name is required here.
+            Err(NameError::Empty) => {
+                let local = email.as_str().split('@').next().unwrap_or_default();
+                match Name::parse(local) {
+                    Ok(name) => {
+                        plan.notes.push(format!("user {email}: no name; imported as {name:?}"));
+                        name
+                    }
+                    Err(e) => {
+                        plan.blocking.push(format!("user {email}: no name, and the e-mail's local part: {e}"));
+                        continue;
+                    }
+                }
+            }
             Err(e) => {
                 plan.blocking.push(format!("user {email}: name {e}"));
                 continue;
@@ -360,6 +386,15 @@ pub fn plan(
             }
             None => None,
         };
+        let image = text(&row[4]).filter(|image| {
+            let keep = is_image_url(image);
+            if !keep {
+                plan.notes.push(format!(
+                    "user {email}: image dropped: not an absolute http(s) URL of at most 2048 characters"
+                ));
+            }
+            keep
+        });
         let created_at_ms = time(&row[5]).unwrap_or(now.as_millis());
         let new_id = UserId::new();
         plan.mapping.push(Mapping {
@@ -375,7 +410,7 @@ pub fn plan(
             id: new_id.to_bytes(),
             name: name.to_string(),
             email: email.to_string(),
-            image: text(&row[4]).map(str::to_owned),
+            image: image.map(str::to_owned),
             role: role.to_string(),
             banned,
             ban_reason: text(&row[9]).filter(|_| banned).map(str::to_owned),

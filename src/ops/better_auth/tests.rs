@@ -111,6 +111,19 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     }
     db.password("uLapsed00000000000000000000000", HASH.trim());
     db.password("uLater000000000000000000000000", HASH.trim());
+    db.conn
+        .execute(
+            r#"UPDATE "user" SET "image" = 'javascript:alert(1)' WHERE "id" = 'uOdd00000000000000000000000000'"#,
+            [],
+        )
+        .unwrap();
+    db.conn
+        .execute(
+            r#"UPDATE "user" SET "image" = 'https://cdn.example.com/a.png' WHERE "email" = 'Admin@Example.com'"#,
+            [],
+        )
+        .unwrap();
+    db.conn.execute(r#"UPDATE "user" SET "name" = '' WHERE "email" = 'social@example.com'"#, []).unwrap();
     db.org("o1", "st-mary");
     db.org("o2", "north");
     db.member("o2", "uAdmin0000000000000000000000000", "2026-02-01T00:00:00.000Z");
@@ -134,6 +147,9 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     let admin = by_email("admin@example.com");
     assert_eq!((admin.role.as_str(), admin.banned, admin.email_verified), ("admin", false, true));
     assert_eq!(admin.password_hash, HASH.trim(), "the hash is kept as it is");
+    assert_eq!(admin.image.as_deref(), Some("https://cdn.example.com/a.png"));
+    assert_eq!(by_email("odd@example.com").image, None);
+    assert!(report.contains("odd@example.com: image dropped"), "{report}");
     assert_eq!(admin.created_at_ms, parse_time_ok("2026-01-02T03:04:05.678Z"));
     let st_mary = loaded.orgs.iter().find(|o| o.slug == "st-mary").unwrap();
     assert_eq!(admin.organization_id, Some(st_mary.id), "the first membership is kept");
@@ -143,6 +159,7 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     let later = by_email("later@example.com");
     assert_eq!((later.banned, later.ban_expires_ms), (true, Some(parse_time_ok("2999-01-01T00:00:00.000Z"))));
     assert!(by_email("social@example.com").password_hash.starts_with("$argon2id$"));
+    assert_eq!(by_email("social@example.com").name, "social", "an empty name becomes the e-mail's local part");
 
     let lines: Vec<serde_json::Value> =
         std::fs::read_to_string(&mapping).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -208,7 +225,9 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
     let path = dir.path().join("bad.db");
     let conn = Connection::open(&path).unwrap();
     // NOT NULL dropped on e-mail, as in a hand-made or damaged database.
-    conn.execute_batch(&SCHEMA.replace(r#""email" text NOT NULL UNIQUE"#, r#""email" text"#)).unwrap();
+    // NOT NULL dropped on the user's id too: a user row without one is named, not a crash.
+    let schema = SCHEMA.replace(r#""email" text NOT NULL UNIQUE"#, r#""email" text"#);
+    conn.execute_batch(&schema.replacen(r#""id" text NOT NULL PRIMARY KEY"#, r#""id" text UNIQUE"#, 1)).unwrap();
     let db = Db { conn, path };
     db.user("good", Some("good@example.com"), None, false, None);
     db.user("nomail", None, None, false, None);
@@ -216,11 +235,13 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
     db.user("lower", Some("same@example.com"), None, false, None);
     db.user("bcrypt", Some("bcrypt@example.com"), None, false, None);
     db.user("here", Some("HERE@example.com"), None, false, None);
+    db.conn.execute(r#"INSERT INTO "user" ("name", "email", "emailVerified", "createdAt", "updatedAt") VALUES ('No Id', 'noid@example.com', 0, '2026-01-01', '2026-01-01')"#, []).unwrap();
     db.password("good", HASH.trim());
     db.password("bcrypt", "$2b$10$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234");
     for dry_run in [true, false] {
         let report = import(&config, &Options { dry_run, ..options(&db) }).unwrap_err().to_string();
-        assert!(report.contains("4 blocking problem(s)"), "{report}");
+        assert!(report.contains("5 blocking problem(s)"), "{report}");
+        assert!(report.contains("a user without an id (e-mail \"noid@example.com\")"), "{report}");
         assert!(report.contains("user \"nomail\": no e-mail (NULL or empty)"), "{report}");
         assert!(
             report.contains("e-mail same@example.com: 2 users differ only in its case (\"upper\", \"lower\")"),
@@ -257,4 +278,27 @@ fn a_directory_a_server_holds_is_refused() {
     let report = import(&config, &options(&db)).unwrap_err().to_string();
     assert!(report.contains("a server is running"), "{report}");
     drop(held);
+}
+
+/// A disk error at the commit: nothing of the import is in the store, no mapping file is left, and a second run
+/// succeeds.
+#[test]
+fn a_fault_at_the_commit_leaves_nothing_and_a_second_run_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    db.user("a", Some("a@example.com"), Some("admin"), false, None);
+    db.password("a", HASH.trim());
+    db.org("o1", "st-mary");
+    db.member("o1", "a", "2026-01-01T00:00:00.000Z");
+    let config = config(dir.path());
+    let mapping = dir.path().join("mapping.jsonl");
+    let options = Options { mapping_out: Some(mapping.clone()), ..options(&db) };
+    let faults = crate::store::FaultSwitch::default();
+    faults.fail_next_commits(1);
+    assert!(import_with_faults(&config, &options, faults).is_err());
+    let loaded = stored(&config);
+    assert!(loaded.users.is_empty() && loaded.orgs.is_empty(), "a failed import wrote something");
+    assert!(!mapping.exists(), "a mapping file names ids that do not exist");
+    assert!(import(&config, &options).unwrap().contains("imported: 1 users"));
+    assert_eq!(std::fs::read_to_string(&mapping).unwrap().lines().count(), 2);
 }
