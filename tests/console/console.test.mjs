@@ -321,11 +321,38 @@ test("the organization lists its member; deleting it needs the detach option", a
   assert.equal(await textOf("#user-org"), "—");
 });
 
+test("impersonate another user, stop, then set their password and remove them", async () => {
+  const other = "user5@seed.example";
+  const otherSession = await signInElsewhere(other);
+  await page.goto(`${base}/admin/#/users?q=${encodeURIComponent("user5@")}`);
+  await page.waitForFunction((e) => document.querySelector("#users-table tbody tr td a")?.textContent === e, {}, other);
+  await page.click("#users-table tbody tr td a");
+  await waitForHeading(other);
+  await confirmWith("#impersonate", "ok");
+  await waitForHeading("Impersonating");
+  assert.match(await textOf("#impersonating"), /signed in as user5@seed\.example/);
+  await checkAccessibility("impersonating");
+  await screenshot("impersonating");
+  await page.click("#impersonating ~ button");
+  await waitForHeading(other);
+  assert.equal(await textOf("#who"), "Signed in as admin@seed.example");
+  // A new password ends the user's sessions; the page says so.
+  await page.type("#password-form input[type=password]", "a new passphrase for user5");
+  await confirmWith("#password-form button[type=submit]", "ok");
+  assert.equal(await waitForText("#password-msg", /Password set/), "Password set; the user's sessions have ended.");
+  assert.equal(await isLive(otherSession), false);
+  await confirmWith("#remove", "ok");
+  await waitForHeading("Users");
+  const gone = await page.evaluate(async (q) => (await (await fetch(`/api/admin/users?q=${q}`)).json()).users.length,
+    encodeURIComponent("user5@"));
+  assert.equal(gone, 0);
+});
+
 test("the status panel", async () => {
   await page.click('#nav a[href="#/status"]');
   await waitForHeading("Status");
   const facts = await page.$$eval("#status dt", (dts) => Object.fromEntries(dts.map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
-  assert.equal(facts.Users, "100,000");
+  assert.equal(facts.Users, "99,999"); // 100,000 seeded, one removed above
   assert.match(facts.Sessions, /^\d{1,3}(,\d{3})*$/);
   assert.equal(facts.Organizations, "0");
   assert.match(facts["Store size"], /^\d+(\.\d)? MiB$/);
