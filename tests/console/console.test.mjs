@@ -309,6 +309,12 @@ test("the organization lists its member; deleting it needs the detach option", a
   assert.deepEqual(await page.$$eval("#members-table tbody a", (as) => as.map((a) => a.textContent)), [TARGET]);
   await checkAccessibility("organization");
   await screenshot("organization");
+  // Rename: the heading follows, and the organizations list shows the new name.
+  await page.$eval("#rename-org input[name=name]", (i) => (i.value = ""));
+  await page.type("#rename-org input[name=name]", "St Mary Hospital Pharmacy");
+  await page.click("#rename-org button[type=submit]");
+  assert.equal(await waitForText("#rename-msg", /Saved/), "Saved.");
+  assert.equal(await heading(), "St Mary Hospital Pharmacy");
   // Without taking the member out, the server refuses, and the page says why beside the button.
   await confirmWith("#delete-org", "ok");
   assert.match(await waitForText("#delete-org-msg", /member/i), /member/i);
@@ -316,6 +322,11 @@ test("the organization lists its member; deleting it needs the detach option", a
   await confirmWith("#delete-org", "ok", () => page.click("#detach-members"));
   await waitForHeading("Organizations");
   assert.equal(await page.$("#orgs-table"), null);
+  await page.click('#nav a[href="#/audit"]');
+  await waitForHeading("Audit log");
+  const orgEntries = await page.$$eval("#audit-table tbody tr", (trs) => trs.map((tr) => tr.cells[1].textContent));
+  assert.equal(orgEntries[0], "organization.deleted");
+  assert.ok(orgEntries.includes("organization.updated"), orgEntries.join(", "));
   await page.goto(`${base}/admin/#/users/${userId}`);
   await waitForHeading(TARGET);
   assert.equal(await textOf("#user-org"), "—");
