@@ -76,6 +76,8 @@ async fn an_imported_user_signs_in_with_the_old_password_and_the_hash_becomes_ar
     let mut config = test_config(&data);
     config.metrics.listen = Some(metrics);
     let s = TestServer::start_with(config).await;
+    // Once the server answers, its metrics listener is bound too (before that, a scrape may find nothing).
+    assert_eq!(s.get("/api/auth/ok").send().await.status, 200);
     assert_eq!(legacy_gauge(metrics).await, 1.0);
     assert_eq!(s.sign_in("old@example.com", "not the password").await.0, 401);
     let (status, body, cookie) = s.sign_in("old@example.com", OLD_PASSWORD).await;
