@@ -671,12 +671,36 @@ async function organizationPage(id) {
 
 // --- audit log ----------------------------------------------------------------------------------------------
 
+/// What the audit log's ids stand for: an organization's name, a user's e-mail (one get-user per distinct id on the
+/// page), or the id itself for what no longer exists.
+async function namesOf(ids) {
+  await loadOrgs();
+  const names = new Map();
+  await Promise.all([...new Set(ids.filter(Boolean))].map(async (id) => {
+    if (orgs.has(id)) return names.set(id, { kind: "organization", text: orgs.get(id).name });
+    try {
+      const user = await api("GET", `/api/auth/admin/get-user?id=${encodeURIComponent(id)}`);
+      names.set(id, { kind: "user", text: user.email });
+    } catch {
+      names.set(id, { kind: "gone", text: id });
+    }
+  }));
+  return names;
+}
+
+function subject(id, name) {
+  if (name.kind === "user") return h("a", { href: `#/users/${id}`, text: name.text });
+  if (name.kind === "organization") return h("a", { href: `#/organizations/${id}`, text: name.text });
+  return h("code", { title: "no longer exists, or not a user or organization", text: id });
+}
+
 /// The audit log, newest first, 50 entries a page from the server; the action filter applies to the page shown.
 async function auditPage(params) {
   const cursor = params.get("cursor");
   const query = new URLSearchParams({ limit: "50" });
   if (cursor) query.set("cursor", cursor);
   const { entries, next_cursor } = await api("GET", `/api/admin/audit?${query}`);
+  const names = await namesOf(entries.flatMap((e) => [e.actor_id, e.target_id]));
   const actions = [...new Set(entries.map((e) => e.action))].sort();
   const filter = h("select", { name: "action" }, h("option", { value: "", text: "All actions" }),
     actions.map((a) => h("option", { value: a, text: a })));
@@ -687,8 +711,8 @@ async function auditPage(params) {
     body.replaceChildren(...shown.map((e) => h("tr", {},
       h("td", { text: when(e.at) }),
       h("td", {}, h("code", { text: e.action })),
-      h("td", {}, e.actor_id ? h("a", { href: `#/users/${e.actor_id}`, text: e.actor_id === status.signed_in_as.id ? "you" : e.actor_id.slice(0, 8) }) : "—"),
-      h("td", {}, e.target_id ? h("code", { title: e.target_id, text: e.target_id }) : "—"),
+      h("td", {}, e.actor_id ? h("a", { href: `#/users/${e.actor_id}`, text: e.actor_id === status.signed_in_as.id ? "you" : names.get(e.actor_id).text }) : "—"),
+      h("td", {}, e.target_id ? subject(e.target_id, names.get(e.target_id)) : "—"),
       h("td", { text: e.ip_address || "—" }),
       h("td", { class: "detail", text: e.detail || "" }))));
     say(line, `${shown.length} of the ${entries.length} entries on this page.`);

@@ -261,10 +261,12 @@ test("the audit log shows the ban", async () => {
   const [, action, by, on, , detail] = rows[0];
   assert.equal(action, "user.banned");
   assert.equal(by, "you");
-  assert.equal(on, userId);
+  assert.equal(on, TARGET);
+  assert.equal(await page.$eval("#audit-table tbody tr td:nth-child(4) a", (a) => a.getAttribute("href")), `#/users/${userId}`);
   assert.match(detail, /Left the pharmacy/);
   await page.select("#audit-filter select", "user.role_changed");
-  assert.equal(await page.$eval("#audit-table tbody tr td:nth-child(4)", (td) => td.textContent), userId);
+  assert.deepEqual(await page.$$eval("#audit-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].slice(1, 6).map((c) => c.textContent))),
+    [["user.role_changed", "you", TARGET, "127.0.0.1", "user -> pharmacist_in_charge"]]);
   await page.select("#audit-filter select", "");
   await checkAccessibility("audit");
   await screenshot("audit");
@@ -307,6 +309,12 @@ test("the organization lists its member; deleting it needs the detach option", a
   assert.deepEqual(await page.$$eval("#members-table tbody a", (as) => as.map((a) => a.textContent)), [TARGET]);
   await checkAccessibility("organization");
   await screenshot("organization");
+  // Rename: the heading follows, and the organizations list shows the new name.
+  await page.$eval("#rename-org input[name=name]", (i) => (i.value = ""));
+  await page.type("#rename-org input[name=name]", "St Mary Hospital Pharmacy");
+  await page.click("#rename-org button[type=submit]");
+  assert.equal(await waitForText("#rename-msg", /Saved/), "Saved.");
+  assert.equal(await heading(), "St Mary Hospital Pharmacy");
   // Without taking the member out, the server refuses, and the page says why beside the button.
   await confirmWith("#delete-org", "ok");
   assert.match(await waitForText("#delete-org-msg", /member/i), /member/i);
@@ -314,16 +322,48 @@ test("the organization lists its member; deleting it needs the detach option", a
   await confirmWith("#delete-org", "ok", () => page.click("#detach-members"));
   await waitForHeading("Organizations");
   assert.equal(await page.$("#orgs-table"), null);
+  await page.click('#nav a[href="#/audit"]');
+  await waitForHeading("Audit log");
+  const orgEntries = await page.$$eval("#audit-table tbody tr", (trs) => trs.map((tr) => tr.cells[1].textContent));
+  assert.equal(orgEntries[0], "organization.deleted");
+  assert.ok(orgEntries.includes("organization.updated"), orgEntries.join(", "));
   await page.goto(`${base}/admin/#/users/${userId}`);
   await waitForHeading(TARGET);
   assert.equal(await textOf("#user-org"), "—");
+});
+
+test("impersonate another user, stop, then set their password and remove them", async () => {
+  const other = "user5@seed.example";
+  const otherSession = await signInElsewhere(other);
+  await page.goto(`${base}/admin/#/users?q=${encodeURIComponent("user5@")}`);
+  await page.waitForFunction((e) => document.querySelector("#users-table tbody tr td a")?.textContent === e, {}, other);
+  await page.click("#users-table tbody tr td a");
+  await waitForHeading(other);
+  await confirmWith("#impersonate", "ok");
+  await waitForHeading("Impersonating");
+  assert.match(await textOf("#impersonating"), /signed in as user5@seed\.example/);
+  await checkAccessibility("impersonating");
+  await screenshot("impersonating");
+  await page.click("#impersonating ~ button");
+  await waitForHeading(other);
+  assert.equal(await textOf("#who"), "Signed in as admin@seed.example");
+  // A new password ends the user's sessions; the page says so.
+  await page.type("#password-form input[type=password]", "a new passphrase for user5");
+  await confirmWith("#password-form button[type=submit]", "ok");
+  assert.equal(await waitForText("#password-msg", /Password set/), "Password set; the user's sessions have ended.");
+  assert.equal(await isLive(otherSession), false);
+  await confirmWith("#remove", "ok");
+  await waitForHeading("Users");
+  const gone = await page.evaluate(async (q) => (await (await fetch(`/api/admin/users?q=${q}`)).json()).users.length,
+    encodeURIComponent("user5@"));
+  assert.equal(gone, 0);
 });
 
 test("the status panel", async () => {
   await page.click('#nav a[href="#/status"]');
   await waitForHeading("Status");
   const facts = await page.$$eval("#status dt", (dts) => Object.fromEntries(dts.map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
-  assert.equal(facts.Users, "100,000");
+  assert.equal(facts.Users, "99,999"); // 100,000 seeded, one removed above
   assert.match(facts.Sessions, /^\d{1,3}(,\d{3})*$/);
   assert.equal(facts.Organizations, "0");
   assert.match(facts["Store size"], /^\d+(\.\d)? MiB$/);
