@@ -46,6 +46,7 @@ run() { # label, path
 run "GET /api/admin/users?limit=100 (first page)" "/api/admin/users?limit=100"
 CURSOR=$(curl -s -b "service-auth.session_token=$ADMIN" "$B/api/admin/users?limit=1000" | sed -n 's/.*"next_cursor":"\([^"]*\)".*/\1/p')
 run "GET /api/admin/users?limit=100&cursor= (a later page)" "/api/admin/users?limit=100&cursor=$CURSOR"
+run "GET /api/admin/users?limit=100&q=user12345&match=prefix (the index)" "/api/admin/users?limit=100&q=user12345&match=prefix"
 run "GET /api/admin/users?limit=100&q=user12345 (contains: a pass)" "/api/admin/users?limit=100&q=user12345"
 run "list-users?limit=100 (with total)" "/api/auth/admin/list-users?limit=100"
 run "list-users e-mail starts_with user12345 (with total)" \

@@ -19,7 +19,7 @@ const DEFAULT_AUDIT_PAGE: usize = 50;
 const MAX_AUDIT_PAGE: usize = 500;
 
 /// `GET /api/admin/users`: every user, ordered by creation (the interface's answer), or, with any of `limit`,
-/// `cursor`, `q`, `role`, `banned`, `organization_id`, a filtered page with `next_cursor`. The cursor names the
+/// `cursor`, `q`, `match`, `role`, `banned`, `organization_id`, a filtered page with `next_cursor`. The cursor names the
 /// last user's place in the creation order, so pages stay stable while users are created.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
@@ -57,8 +57,10 @@ struct UserFilter {
     limit: usize,
     /// Users after this place in the creation order.
     after: Option<Place>,
-    /// Lower-cased; matches the e-mail or the name, anywhere in it.
+    /// Lower-cased; matches the e-mail or the name, anywhere in it, or with `prefix` the start of the e-mail.
     q: Option<String>,
+    /// `match=prefix`: `q` is the start of an e-mail address, found in the e-mail index at any scale.
+    prefix: bool,
     role: Option<String>,
     banned: Option<bool>,
     /// `Some(None)`: users in no organization.
@@ -67,8 +69,15 @@ struct UserFilter {
 
 impl UserFilter {
     fn parse(state: &AppState, query: &str) -> Result<Self, Failure> {
-        let mut filter =
-            Self { limit: DEFAULT_USER_PAGE, after: None, q: None, role: None, banned: None, organization: None };
+        let mut filter = Self {
+            limit: DEFAULT_USER_PAGE,
+            after: None,
+            q: None,
+            prefix: false,
+            role: None,
+            banned: None,
+            organization: None,
+        };
         for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
             let bad = |what: &str| Failure::validation(format!("{key} {what}"));
             match &*key {
@@ -89,6 +98,9 @@ impl UserFilter {
                     filter.q = Some(value.trim().to_lowercase());
                 }
                 "q" => return Err(bad("must be 1 to 254 characters")),
+                "match" if value == "prefix" => filter.prefix = true,
+                "match" if value == "contains" => filter.prefix = false,
+                "match" => return Err(bad("must be prefix or contains")),
                 "role" => {
                     let role = state.accounts.roles().parse(&value).ok_or_else(|| bad("is not a configured role"))?;
                     filter.role = Some(role.as_str().to_owned());
@@ -101,7 +113,7 @@ impl UserFilter {
                 }
                 _ => {
                     return Err(Failure::validation(format!(
-                        "unknown parameter `{key}`; allowed: limit, cursor, q, role, banned, organization_id"
+                        "unknown parameter `{key}`; allowed: limit, cursor, q, match, role, banned, organization_id"
                     )));
                 }
             }
@@ -112,6 +124,16 @@ impl UserFilter {
     /// One page: starts where the cursor points in the creation order (or in the organization's members), so a
     /// page costs its own rows and, with a filter, the rows passed over; never the accounts before it.
     fn page(&self, accounts: &crate::accounts::Accounts) -> (Vec<Arc<User>>, bool) {
+        if let (true, Some(q)) = (self.prefix, &self.q) {
+            // The e-mail index's range, put in creation order: as many rows as the prefix matches, however many
+            // accounts there are.
+            let mut found: Vec<Arc<User>> =
+                accounts.users_with_email_prefix(q).into_iter().filter(|u| self.matches(u)).collect();
+            found.sort_unstable_by_key(|u| (u.created_at, u.id));
+            let start = self.after.map_or(0, |after| found.partition_point(|u| (u.created_at, u.id) <= after));
+            let rest = &found[start..];
+            return (rest.iter().take(self.limit).cloned().collect(), rest.len() > self.limit);
+        }
         let mut page: Vec<Arc<User>> = Vec::with_capacity(self.limit.min(DEFAULT_USER_PAGE));
         let mut more = false;
         let visit = |u: &Arc<User>| {
@@ -133,7 +155,10 @@ impl UserFilter {
     }
 
     fn matches(&self, u: &User) -> bool {
-        let text = |q: &String| u.email.as_str().contains(q.as_str()) || contains_ignoring_case(u.name.as_str(), q);
+        let text = |q: &String| match self.prefix {
+            true => u.email.as_str().starts_with(q.as_str()),
+            false => u.email.as_str().contains(q.as_str()) || contains_ignoring_case(u.name.as_str(), q),
+        };
         self.q.as_ref().is_none_or(text)
             && self.role.as_ref().is_none_or(|r| u.role.as_str() == r)
             && self.banned.is_none_or(|b| u.banned == b)

@@ -417,3 +417,36 @@ async fn users_page_with_a_cursor_stable_under_inserts_and_filter() {
         assert!(r.text.contains(name), "the error names {name}: {}", r.text);
     }
 }
+
+/// `match=prefix`: the start of an e-mail, from the e-mail index, in creation order and paged with the same cursor,
+/// stable while matching accounts are created between pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_prefix_pages_in_creation_order_from_the_index() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    for tag in ["pharm-b", "other", "pharm-a", "pharm-c", "xpharm"] {
+        s.new_user(tag).await;
+    }
+    let page = |cursor: Option<String>| {
+        let path = match cursor {
+            Some(c) => format!("/api/admin/users?q=Pharm-&match=prefix&limit=2&cursor={c}"),
+            None => "/api/admin/users?q=Pharm-&match=prefix&limit=2".to_owned(),
+        };
+        let (s, admin) = (&s, &admin);
+        async move { s.get(&path).cookie(admin).send().await.json() }
+    };
+    let first = page(None).await;
+    let emails = |p: &Value| -> Vec<String> {
+        p["users"].as_array().unwrap().iter().map(|u| u["email"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(emails(&first), ["pharm-b@example.com", "pharm-a@example.com"], "creation order, not e-mail order");
+    s.new_user("pharm-d").await;
+    let second = page(first["next_cursor"].as_str().map(str::to_owned)).await;
+    assert_eq!(emails(&second), ["pharm-c@example.com", "pharm-d@example.com"]);
+    assert_eq!(second["next_cursor"], Value::Null, "no gap, no repeat, nothing after the last");
+    let r = s.get("/api/admin/users?q=pharm&match=prefix&role=user").cookie(&admin).send().await.json();
+    assert_eq!(emails(&r).len(), 4, "xpharm does not start with it: {r}");
+    let r = s.get("/api/admin/users?q=pharm").cookie(&admin).send().await.json();
+    assert_eq!(emails(&r).len(), 5, "contains finds xpharm too");
+    assert_admin_error(&s.get("/api/admin/users?q=a&match=regex").cookie(&admin).send().await, 400);
+}
