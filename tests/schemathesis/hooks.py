@@ -8,7 +8,13 @@ cases are dropped here. tests/api covers each of them.
 
 import os
 
+import hypothesis
 import schemathesis
+
+# Schemathesis steers fuzzing toward accepted inputs with `hypothesis.target`, and Hypothesis 6.170's optimiser for
+# targets crashed on the nested body of admin update-user (IndexError in `hill_climb`, an error of the tool, not an
+# answer of ours). Steering only changes which valid inputs are tried; every check still runs on every case.
+hypothesis.target = lambda *args, **kwargs: None
 
 ADMIN_ID = os.environ.get("ADMIN_ID", "")
 ADMIN_SESSION = os.environ.get("ADMIN_SESSION_ID", "")
