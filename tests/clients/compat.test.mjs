@@ -302,6 +302,9 @@ test("admin plugin: updateUser, banUser with banExpiresIn, impersonateUser, stop
   const updated = await admin.admin.updateUser({ userId: ids[0], data: { name: "Renamed", emailVerified: true } });
   assert.equal(updated.error, null);
   assert.equal(updated.data.name, "Renamed");
+  const fetched = await admin.admin.getUser({ query: { id: ids[0] } });
+  assert.equal(fetched.error, null);
+  assert.deepEqual([fetched.data.name, fetched.data.emailVerified], ["Renamed", true], "get-user sees the change");
   assert.equal((await admin.admin.updateUser({ userId: ids[0], data: { password: "x" } })).error.code, "PASSWORD_CANNOT_BE_UPDATED_VIA_UPDATE_USER");
 
   const staff = browser();
