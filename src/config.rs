@@ -248,6 +248,8 @@ pub struct LimitsConfig {
     pub max_connections_per_address: usize,
     /// Seconds an answer may wait for the client to read it; a client that stops reading is disconnected.
     pub write_timeout_secs: u64,
+    /// Threads serving connections, each a single-threaded event loop; 0: one per core.
+    pub io_threads: usize,
 }
 
 impl Default for LimitsConfig {
@@ -258,6 +260,7 @@ impl Default for LimitsConfig {
             body_read_timeout_secs: 10,
             max_connections_per_address: 256,
             write_timeout_secs: 10,
+            io_threads: 0,
         }
     }
 }

@@ -256,6 +256,7 @@ mod tests {
             password_hash: String::new(),
             created_at: now,
             updated_at: now,
+            rendered: Default::default(),
         };
         let token = SessionToken::generate();
         let mail = templates.render(TokenKind::PasswordReset, &user, &token, Some("/reset?x=1"));

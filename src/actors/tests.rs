@@ -47,6 +47,7 @@ fn user(email: &str, role: Role) -> User {
         password_hash: "$argon2id$not-used".into(),
         created_at: now,
         updated_at: now,
+        rendered: Default::default(),
     }
 }
 

@@ -5,10 +5,10 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
-use super::dto::{AuthSession, AuthUser, SUCCESS, SessionAndUser, SignedIn as SignedInBody, TokenAndUser};
+use super::dto::{AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, session_and_user_json};
 use super::extract::{self, Fields};
 use super::rate_limits::Limited;
-use super::response::{Body, Failure, ok, with_cookie};
+use super::response::{Body, Failure, json_bytes, ok, with_cookie};
 use super::router::Ctx;
 use crate::accounts::{SignUp, SignedIn, SignedUp};
 use crate::domain::{Email, Name, Password};
@@ -78,11 +78,7 @@ pub async fn get_session(state: &AppState, _: Ctx, req: Request<Incoming>) -> Re
     let Some((current, refreshed)) = state.accounts.session(&token, may_refresh).await? else {
         return Ok(no_session(state, headers));
     };
-    let body = SessionAndUser {
-        session: AuthSession::new(&current.session, token.as_str()),
-        user: AuthUser::from(&*current.user),
-    };
-    let answer = ok(&body);
+    let answer = json_bytes(StatusCode::OK, session_and_user_json(&current.session, token.as_str(), &current.user));
     Ok(if refreshed { with_cookie(answer, state.cookies.set(token.as_str(), true)) } else { answer })
 }
 

@@ -123,6 +123,21 @@ pub struct SessionAndUser<'a> {
     pub user: AuthUser<'a>,
 }
 
+/// `get-session`'s answer as bytes: the same as serialising [`SessionAndUser`], with the user's part copied from
+/// the user's kept rendering ([`domain::Rendered`]) instead of serialised again. Sessions are checked far more
+/// often than users change, so most answers serialise only the session.
+pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec<u8> {
+    let rendered = user.rendered.get_or_render(|| serde_json::to_vec(&AuthUser::from(user)).unwrap_or_default());
+    let mut bytes = Vec::with_capacity(512 + rendered.len());
+    bytes.extend_from_slice(b"{\"session\":");
+    // Serialising our own DTO into a Vec cannot fail (no maps, no failing Serialize impls).
+    let _ = serde_json::to_writer(&mut bytes, &AuthSession::new(session, token));
+    bytes.extend_from_slice(b",\"user\":");
+    bytes.extend_from_slice(rendered);
+    bytes.push(b'}');
+    bytes
+}
+
 /// Sign-up's answer; `token` is `null` when the address must be verified before a session opens.
 #[derive(Serialize)]
 pub struct TokenAndUser<'a> {
@@ -193,4 +208,75 @@ impl<'a> From<&'a domain::AuditEntry> for AuditEntry<'a> {
 pub struct AuditPage<'a> {
     pub entries: Vec<AuditEntry<'a>>,
     pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Email, Name, Role};
+
+    fn user(name: &str, image: Option<&str>) -> User {
+        let now = Timestamp::from_millis(1_795_338_902_123);
+        User {
+            id: UserId::new(),
+            name: Name::from_trusted(name.to_owned()),
+            email: Email::from_trusted("ana@example.com".to_owned()),
+            email_verified: true,
+            image: image.map(str::to_owned),
+            role: Role::admin(),
+            banned: true,
+            ban_reason: Some("a \"quoted\" reason \u{7} with \\ and \u{e9}".to_owned()),
+            ban_expires: Some(now),
+            organization_id: Some(OrgId::new()),
+            password_hash: "$argon2id$never-shown".to_owned(),
+            created_at: now,
+            updated_at: Timestamp::from_millis(-1),
+            rendered: domain::Rendered::default(),
+        }
+    }
+
+    fn session(user: &User) -> Session {
+        Session {
+            id: SessionId::new(),
+            user_id: user.id,
+            expires_at: Timestamp::from_millis(253_402_300_799_999),
+            created_at: Timestamp::from_millis(0),
+            updated_at: Timestamp::from_millis(1),
+            ip_address: "2001:db8::1".to_owned(),
+            user_agent: "Mozilla/5.0 \"tab\t\"".to_owned(),
+            remember_me: true,
+            impersonated_by: Some(UserId::new()),
+        }
+    }
+
+    /// The spliced answer is byte for byte the one serde makes of the whole, the first time (rendering) and
+    /// every time after (the kept bytes).
+    #[test]
+    fn get_session_answer_is_the_plain_serialisation() {
+        for u in [user("Ana \"A\" <b>", Some("https://example.com/a.png")), user("Bo", None)] {
+            let s = session(&u);
+            let plain =
+                serde_json::to_vec(&SessionAndUser { session: AuthSession::new(&s, "tok"), user: AuthUser::from(&u) })
+                    .unwrap();
+            assert_eq!(session_and_user_json(&s, "tok", &u), plain);
+            assert_eq!(session_and_user_json(&s, "tok", &u), plain, "from the kept rendering");
+            assert!(!String::from_utf8(plain).unwrap().contains("argon2"));
+        }
+    }
+
+    /// A change starts from a clone, and a clone keeps nothing rendered: the changed user's answer is new.
+    #[test]
+    fn a_changed_user_is_rendered_anew() {
+        let before = user("Before", None);
+        let s = session(&before);
+        let first = session_and_user_json(&s, "tok", &before);
+        let mut after = before.clone();
+        after.name = Name::from_trusted("After".to_owned());
+        let second = session_and_user_json(&s, "tok", &after);
+        assert_ne!(first, second);
+        let plain =
+            serde_json::to_vec(&SessionAndUser { session: AuthSession::new(&s, "tok"), user: AuthUser::from(&after) })
+                .unwrap();
+        assert_eq!(second, plain);
+    }
 }

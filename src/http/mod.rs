@@ -13,6 +13,7 @@
 //! - [`connections`], [`rate_limits`], [`origins`]: what one client may hold, send and be trusted with;
 //!   [`cors`]: what a browser page on a trusted origin may read and send.
 //! - [`request_id`]: the id on every log line of a request, and in its answer.
+//! - [`event_loops`]: the single-threaded runtimes, one per core, that connections are served on.
 
 mod account;
 mod admin;
@@ -23,6 +24,7 @@ mod console;
 mod cors;
 pub mod dto;
 mod errors;
+mod event_loops;
 pub mod extract;
 mod metrics;
 mod ops;
@@ -67,6 +69,13 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let slots = connections::AddressSlots::new(limits.max_connections_per_address);
     let write_timeout = Duration::from_secs(limits.write_timeout_secs);
+    let loops = match event_loops::EventLoops::start(limits.io_threads) {
+        Ok(loops) => loops,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the event loops that serve connections");
+            return;
+        }
+    };
     loop {
         let permit = tokio::select! {
             permit = Arc::clone(&permits).acquire_owned() => match permit {
@@ -93,22 +102,27 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let stream = connections::WriteTimeout::new(stream, write_timeout);
         let state = Arc::clone(&state);
-        let service = service_fn(move |req| {
-            let state = Arc::clone(&state);
-            async move { Ok::<_, Infallible>(router::route(&state, peer.ip(), req).await) }
-        });
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-        tokio::spawn(async move {
+        let (builder, watcher) = (builder.clone(), graceful.watcher());
+        let placed = loops.place(stream, move |stream, place| async move {
+            let stream = connections::WriteTimeout::new(stream, write_timeout);
+            let service = service_fn(move |req| {
+                let state = Arc::clone(&state);
+                async move { Ok::<_, Infallible>(router::route(&state, peer.ip(), req).await) }
+            });
+            let connection = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
-            drop((permit, slot));
+            drop((permit, slot, place));
         });
+        if let Err(error) = placed {
+            tracing::debug!(%error, "could not hand a connection to an event loop");
+        }
     }
     drop(listener);
     if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
         tracing::warn!("requests still in flight after {DRAIN_TIMEOUT:?}; closing them");
     }
+    loops.stop().await;
 }

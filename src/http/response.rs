@@ -91,6 +91,11 @@ pub fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
     // Serialising our own DTOs cannot fail (no maps with non-string keys, no failing Serialize impls).
     let mut bytes = Vec::with_capacity(1024);
     let _ = serde_json::to_writer(&mut bytes, body);
+    json_bytes(status, bytes)
+}
+
+/// A JSON answer already serialised into `bytes`.
+pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(bytes)));
     *response.status_mut() = status;
     let headers = response.headers_mut();

@@ -141,6 +141,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             password_hash: hash.to_owned(),
             created_at: now,
             updated_at: now,
+            rendered: Default::default(),
         };
         ids.push(user.id);
         StoreOp::PutUser(convert::user_record(&user))

@@ -45,6 +45,7 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
         password_hash: r.password_hash,
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
+        rendered: Default::default(),
     }
 }
 
@@ -183,6 +184,7 @@ mod tests {
             password_hash: "$argon2id$x".into(),
             created_at: now,
             updated_at: now,
+            rendered: Default::default(),
         };
         assert_eq!(user(user_record(&u), &roles), u);
         let o = Organization {

@@ -264,6 +264,7 @@ mod tests {
             password_hash: String::new(),
             created_at: Timestamp::from_millis(ms),
             updated_at: Timestamp::from_millis(ms),
+            rendered: Default::default(),
         })
     }
 

@@ -36,6 +36,7 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         password_hash: new.password_hash,
         created_at: now,
         updated_at: now,
+        rendered: Default::default(),
     }
 }
 
