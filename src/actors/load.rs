@@ -1,9 +1,10 @@
 //! Start-up: the read indexes rebuilt from the store's records.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::Indexes;
-use crate::domain::{Mail, OneTimeToken, RoleSet, Timestamp};
+use crate::domain::{Mail, OneTimeToken, RoleSet, Timestamp, TokenHash, UserId};
 use crate::store::{Loaded, Record, Store, StoreError, StoreOp, convert};
 
 /// Builds the indexes record by record. [`finish`](Self::finish) also returns the clean-up to commit before
@@ -15,6 +16,22 @@ pub struct IndexBuilder<'a> {
     outbox: Vec<Mail>,
     roles: &'a RoleSet,
     now: Timestamp,
+    /// The user and token hash of every live session, for the sessions-by-user view built at the end.
+    sessions_by_user: Vec<(UserId, TokenHash)>,
+    started: Instant,
+    /// When the first session record came: the end of the accounts.
+    sessions_started: Option<Instant>,
+}
+
+/// Where a start-up's time went (logged with the state loaded).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadTimes {
+    /// Reading, decoding and indexing the organizations and accounts.
+    pub users: Duration,
+    /// The same for the sessions (and tokens and outbox, which are few).
+    pub sessions: Duration,
+    /// Building the ordered views (creation order, e-mail order, members, sessions by user).
+    pub views: Duration,
 }
 
 /// What start-up builds from the store.
@@ -24,11 +41,21 @@ pub struct Built {
     pub cleanup: Vec<StoreOp>,
     /// Messages still to send, oldest first.
     pub outbox: Vec<Mail>,
+    pub times: LoadTimes,
 }
 
 impl<'a> IndexBuilder<'a> {
     pub fn new(roles: &'a RoleSet) -> Self {
-        Self { indexes: Indexes::default(), cleanup: Vec::new(), outbox: Vec::new(), roles, now: Timestamp::now() }
+        Self {
+            indexes: Indexes::default(),
+            cleanup: Vec::new(),
+            outbox: Vec::new(),
+            roles,
+            now: Timestamp::now(),
+            sessions_by_user: Vec::new(),
+            started: Instant::now(),
+            sessions_started: None,
+        }
     }
 
     /// Adds one record; organizations must come before users, users before sessions (as `Store::visit` does).
@@ -42,18 +69,17 @@ impl<'a> IndexBuilder<'a> {
                 self.indexes.orgs.publish(Arc::new(org));
             }
             Record::User(r) => {
-                let user = convert::user(r, self.roles);
-                if self.indexes.users.by_email(&user.email).is_some() {
-                    return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {}", user.id)));
-                }
-                self.indexes.users.publish_loaded(Arc::new(user));
+                // Two accounts with one e-mail are refused in `finish`, where the e-mail order is built.
+                self.indexes.users.publish_loaded(Arc::new(convert::user(r, self.roles)));
             }
             Record::Session(hash, r) => {
+                self.sessions_started.get_or_insert_with(Instant::now);
                 let session = convert::session(r);
                 let live = !session.is_expired(self.now)
                     && self.indexes.users.get(session.user_id).is_some_and(|u| !u.is_banned_at(self.now));
                 if live {
-                    self.indexes.sessions.publish(hash, Some(Arc::new(session)));
+                    self.sessions_by_user.push((session.user_id, hash));
+                    self.indexes.sessions.publish_loaded(hash, Arc::new(session));
                 } else {
                     self.cleanup.push(StoreOp::DeleteSession(session.user_id.to_bytes(), hash));
                 }
@@ -84,9 +110,20 @@ impl<'a> IndexBuilder<'a> {
         Ok(())
     }
 
-    pub fn finish(self) -> Built {
-        self.indexes.users.finish_load();
-        Built { indexes: self.indexes, cleanup: self.cleanup, outbox: self.outbox }
+    /// Builds the ordered views. Fails when two accounts share an e-mail address.
+    pub fn finish(self) -> Result<Built, StoreError> {
+        let read = Instant::now();
+        let sessions_started = self.sessions_started.unwrap_or(read);
+        if let Err(id) = self.indexes.users.finish_load() {
+            return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {id}")));
+        }
+        self.indexes.sessions.finish_load(self.sessions_by_user);
+        let times = LoadTimes {
+            users: sessions_started - self.started,
+            sessions: read - sessions_started,
+            views: read.elapsed(),
+        };
+        Ok(Built { indexes: self.indexes, cleanup: self.cleanup, outbox: self.outbox, times })
     }
 }
 
@@ -95,7 +132,7 @@ impl<'a> IndexBuilder<'a> {
 pub fn build(store: &Store, roles: &RoleSet) -> Result<Built, StoreError> {
     let mut builder = IndexBuilder::new(roles);
     store.visit(|record| builder.add(record))?;
-    Ok(builder.finish())
+    builder.finish()
 }
 
 /// Builds the indexes from records already in memory (benchmarks, tools).
@@ -110,5 +147,5 @@ pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
     for record in records {
         builder.add(record)?;
     }
-    Ok(builder.finish())
+    builder.finish()
 }

@@ -1,14 +1,15 @@
 //! The sessions actor: creating, extending and ending sessions.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashSet};
+use std::ops::RangeInclusive;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
 use super::overlay::{self, Overlay};
-use super::{Indexes, Unavailable, call};
+use super::{Indexes, Unavailable, call, read, write};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
 use crate::store::{StoreOp, StoreWriter, convert};
@@ -18,7 +19,11 @@ use crate::store::{StoreOp, StoreWriter, convert};
 #[derive(Default)]
 pub struct SessionIndex {
     by_hash: papaya::HashMap<TokenHash, Arc<Session>>,
-    by_user: papaya::HashMap<UserId, Arc<[TokenHash]>>,
+    /// Every session's user and token hash, in that order: one user's sessions are a range. An ordered set of
+    /// 48-byte keys costs about half of a map from user to a list of hashes (an entry, a list and a table slot per
+    /// user, and the list copied on every change); only the sessions actor writes it, and only calls about one
+    /// account's sessions (list, revoke, ban) read it, never the session check.
+    by_user: RwLock<BTreeSet<(UserId, TokenHash)>>,
 }
 
 impl SessionIndex {
@@ -34,37 +39,38 @@ impl SessionIndex {
         self.by_hash.is_empty()
     }
 
-    /// Used at load and after a durable write; only the sessions actor writes, so the read-modify-write of a
-    /// user's token list below cannot race another writer.
+    /// Used after a durable write; only the sessions actor writes.
     pub(crate) fn publish(&self, hash: TokenHash, session: Option<Arc<Session>>) {
-        let by_user = self.by_user.pin();
-        let tokens = |user: &UserId| by_user.get(user).map(|t| t.to_vec()).unwrap_or_default();
         match session {
             Some(session) => {
                 let user = session.user_id;
                 if self.by_hash.pin().insert(hash, session).is_none() {
-                    let mut list = tokens(&user);
-                    list.push(hash);
-                    by_user.insert(user, list.into());
+                    write(&self.by_user).insert((user, hash));
                 }
             }
             None => {
                 if let Some(old) = self.by_hash.pin().remove(&hash) {
-                    let mut list = tokens(&old.user_id);
-                    list.retain(|h| *h != hash);
-                    if list.is_empty() {
-                        by_user.remove(&old.user_id);
-                    } else {
-                        by_user.insert(old.user_id, list.into());
-                    }
+                    write(&self.by_user).remove(&(old.user_id, hash));
                 }
             }
         }
     }
 
+    /// At start-up, before anything reads the index: the session check's map only.
+    /// [`finish_load`](Self::finish_load) then builds the sessions by user in one pass.
+    pub(crate) fn publish_loaded(&self, hash: TokenHash, session: Arc<Session>) {
+        self.by_hash.pin().insert(hash, session);
+    }
+
+    /// `loaded`: the user and token hash of every session given to [`publish_loaded`](Self::publish_loaded). The
+    /// store hands them over in this order, so the sort is a pass that finds them sorted.
+    pub(crate) fn finish_load(&self, loaded: Vec<(UserId, TokenHash)>) {
+        *write(&self.by_user) = loaded.into_iter().collect();
+    }
+
     /// The live sessions of `user` with their token hashes, oldest first.
     pub fn of_user(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
-        let Some(hashes) = self.by_user.pin().get(&user).cloned() else { return Vec::new() };
+        let hashes: Vec<TokenHash> = read(&self.by_user).range(of(user)).map(|(_, h)| *h).collect();
         let by_hash = self.by_hash.pin();
         let mut sessions: Vec<_> = hashes.iter().filter_map(|h| Some((*h, by_hash.get(h)?.clone()))).collect();
         sessions.sort_unstable_by_key(|(_, s)| (s.created_at, s.id));
@@ -81,10 +87,14 @@ impl SessionIndex {
     }
 
     fn of_users(&self, users: &[UserId]) -> Vec<(UserId, TokenHash)> {
-        let by_user = self.by_user.pin();
-        let of = |u: &UserId| Some(by_user.get(u)?.iter().map(|h| (*u, *h)).collect::<Vec<_>>());
-        users.iter().filter_map(of).flatten().collect()
+        let by_user = read(&self.by_user);
+        users.iter().flat_map(|u| by_user.range(of(*u)).copied()).collect()
     }
+}
+
+/// The range of `user`'s entries in [`SessionIndex::by_user`].
+fn of(user: UserId) -> RangeInclusive<(UserId, TokenHash)> {
+    (user, [0; 32])..=(user, [u8::MAX; 32])
 }
 
 /// Where a sign-in comes from (the client's address and user agent), recorded on the session.
@@ -525,4 +535,64 @@ fn put(hash: TokenHash, session: &Session) -> StoreOp {
 
 fn delete((user, hash): (UserId, TokenHash)) -> StoreOp {
     StoreOp::DeleteSession(user.to_bytes(), hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(user: UserId, created_ms: i64) -> Arc<Session> {
+        let at = Timestamp::from_millis(created_ms);
+        Arc::new(Session {
+            id: SessionId::new(),
+            user_id: user,
+            expires_at: at,
+            created_at: at,
+            updated_at: at,
+            ip_address: "192.0.2.1".into(),
+            user_agent: "test".into(),
+            remember_me: true,
+            impersonated_by: None,
+        })
+    }
+
+    /// Three users side by side in the ordered set; the middle one's hashes at both ends of the hash range.
+    #[test]
+    fn a_users_sessions_are_theirs_only_after_every_change_and_after_a_load() {
+        let (before, user, after) =
+            (UserId::from_bytes([1; 16]), UserId::from_bytes([2; 16]), UserId::from_bytes([3; 16]));
+        let (low, mid, high) = ([0; 32], [7; 32], [u8::MAX; 32]);
+        let sessions = [
+            (high, session(user, 3)),
+            (low, session(user, 1)),
+            ([5; 32], session(before, 1)),
+            ([6; 32], session(after, 1)),
+            (mid, session(user, 2)),
+        ];
+        let hashes = |index: &SessionIndex, u| index.of_user(u).into_iter().map(|(h, _)| h).collect::<Vec<_>>();
+
+        let index = SessionIndex::default();
+        for (hash, s) in &sessions {
+            index.publish(*hash, Some(Arc::clone(s)));
+        }
+        index.publish(mid, Some(session(user, 2)));
+        assert_eq!(hashes(&index, user), [low, mid, high], "oldest first; a refresh does not duplicate");
+        assert_eq!(index.of_users(&[before, after]), [(before, [5; 32]), (after, [6; 32])]);
+
+        index.publish(low, None);
+        index.publish([9; 32], None);
+        assert_eq!(hashes(&index, user), [mid, high]);
+        assert_eq!(index.len(), 4);
+
+        let loaded = SessionIndex::default();
+        let mut pairs = Vec::new();
+        for (hash, s) in &sessions {
+            pairs.push((s.user_id, *hash));
+            loaded.publish_loaded(*hash, Arc::clone(s));
+        }
+        loaded.finish_load(pairs);
+        assert_eq!(hashes(&loaded, user), [low, mid, high]);
+        assert_eq!(hashes(&loaded, after), [[6; 32]]);
+        assert!(loaded.of_user(UserId::from_bytes([4; 16])).is_empty());
+    }
 }

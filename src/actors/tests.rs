@@ -85,7 +85,7 @@ async fn world() -> World {
     store.commit(&ops).unwrap();
     let mut builder = super::load::IndexBuilder::new(&roles);
     store.visit(|record| builder.add(record)).unwrap();
-    let indexes = Arc::new(builder.finish().indexes);
+    let indexes = Arc::new(builder.finish().unwrap().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
     let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60) };
     let system =

@@ -1,18 +1,21 @@
-//! The read index of users: by id, by normalised e-mail, in creation order and in e-mail order. Only the users
-//! actor writes it.
+//! The read index of users: by id, in creation order and in e-mail order. Only the users actor writes it.
 //!
 //! The two ordered views serve the administrator's lists at any scale: a page in creation order starts where the
-//! cursor points (no sort, no count of what came before), and an e-mail prefix is a range. They are behind
-//! read-write locks, not lock-free maps, because only those calls read them and only the users actor writes them;
-//! the session check never touches them.
+//! cursor points (no sort, no count of what came before), and an e-mail prefix is a range. The e-mail order is
+//! also the lookup by e-mail (sign-in, sign-up): a tree of pointers to the accounts, ordered by their own
+//! addresses, so no address is held twice (a hash map from e-mail to id cost ~100 bytes per account: its entry, a
+//! second copy of the address and a table slot). A lookup is ~20 comparisons, nothing beside a password hash.
+//! The views are behind read-write locks, not lock-free maps, because only those calls read them and only the
+//! users actor writes them; the session check never touches them.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock};
 
+use crate::actors::{read, write};
 use crate::domain::{Email, OrgId, Timestamp, User, UserId};
 
 /// A user's place in the creation order: the admin lists' order, and the key their cursors name.
@@ -21,7 +24,6 @@ pub type Place = (Timestamp, UserId);
 #[derive(Default)]
 pub struct UserIndex {
     by_id: papaya::HashMap<UserId, Arc<User>>,
-    by_email: papaya::HashMap<Email, UserId>,
     by_created: RwLock<BTreeMap<Place, Arc<User>>>,
     by_email_order: RwLock<BTreeSet<ByEmail>>,
     /// Members of each organization in creation order (only accounts that have one).
@@ -69,9 +71,9 @@ impl UserIndex {
         self.by_id.pin().get(&id).cloned()
     }
 
+    /// Not before [`finish_load`](Self::finish_load) at start-up (the e-mail order is built there).
     pub fn by_email(&self, email: &Email) -> Option<Arc<User>> {
-        let id = *self.by_email.pin().get(email)?;
-        self.get(id)
+        read(&self.by_email_order).get(email.as_str()).map(|u| Arc::clone(&u.0))
     }
 
     /// Every user, ordered by creation time, then id.
@@ -160,23 +162,30 @@ impl UserIndex {
     /// the ordered views in one pass, sorting once instead of a million scattered tree inserts.
     pub(crate) fn publish_loaded(&self, user: Arc<User>) {
         self.count_legacy(false, user.has_legacy_hash());
-        self.by_email.pin().insert(user.email.clone(), user.id);
         self.by_id.pin().insert(user.id, user);
     }
 
-    pub(crate) fn finish_load(&self) {
+    /// Builds the ordered views of the accounts loaded. Two accounts with one e-mail (a store written wrongly) are
+    /// refused: the id of one of them.
+    pub(crate) fn finish_load(&self) -> Result<(), UserId> {
         let users: Vec<Arc<User>> = self.by_id.pin().values().cloned().collect();
+        let mut by_email: Vec<ByEmail> = users.iter().cloned().map(ByEmail).collect();
+        by_email.sort_unstable();
+        if let Some(twins) = by_email.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(twins[1].0.id);
+        }
         *write(&self.by_created) = users.iter().map(|u| ((u.created_at, u.id), Arc::clone(u))).collect();
         *write(&self.by_org) = users.iter().filter_map(|u| Some((u.organization_id?, (u.created_at, u.id)))).collect();
         *write(&self.active_admins) = users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect();
         *write(&self.bans_ending) =
             users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires?, u.id))).collect();
-        *write(&self.by_email_order) = users.into_iter().map(ByEmail).collect();
+        // Already sorted: built in one pass.
+        *write(&self.by_email_order) = by_email.into_iter().collect();
+        Ok(())
     }
 
     pub(crate) fn publish(&self, user: Arc<User>) {
         let old = self.by_id.pin().insert(user.id, Arc::clone(&user)).cloned();
-        self.by_email.pin().insert(user.email.clone(), user.id);
         self.count_legacy(old.as_ref().is_some_and(|o| o.has_legacy_hash()), user.has_legacy_hash());
         if let Some(old) = &old {
             self.unlist(old);
@@ -223,7 +232,6 @@ impl UserIndex {
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: UserId) {
         if let Some(user) = self.by_id.pin().remove(&id) {
-            self.by_email.pin().remove(&user.email);
             self.count_legacy(user.has_legacy_hash(), false);
             self.unlist(user);
         }
@@ -232,16 +240,6 @@ impl UserIndex {
     pub(super) fn active_admins(&self) -> Vec<UserId> {
         read(&self.active_admins).iter().copied().collect()
     }
-}
-
-/// A poisoned lock means a panic while the users actor published; the map itself is still whole (every update
-/// is a single insert or remove), and the actor's death stops the service anyway.
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -345,7 +343,7 @@ mod tests {
             one_by_one.publish(Arc::clone(u));
             bulk.publish_loaded(Arc::clone(u));
         }
-        bulk.finish_load();
+        bulk.finish_load().unwrap();
         let ids = |v: Vec<Arc<User>>| v.iter().map(|u| u.id).collect::<Vec<_>>();
         for index in [&one_by_one, &bulk] {
             assert_eq!(ids(index.list()), [users[1].id, users[2].id, users[0].id]);
@@ -357,6 +355,41 @@ mod tests {
             want.sort();
             assert_eq!(admins, want);
             assert_eq!(index.bans_ended_by(Timestamp::from_millis(9)), [users[2].id]);
+            assert_eq!(index.by_email(&users[2].email).map(|u| u.id), Some(users[2].id));
         }
+    }
+
+    #[test]
+    fn the_lookup_by_email_is_the_email_order() {
+        let index = UserIndex::default();
+        let (a, b) = (user("a@x.io", 1), user("b@x.io", 2));
+        index.publish(Arc::clone(&a));
+        index.publish(Arc::clone(&b));
+        assert_eq!(index.by_email(&a.email).map(|u| u.id), Some(a.id));
+        assert!(index.by_email(&Email::parse("c@x.io").unwrap()).is_none());
+
+        let moved = Arc::new(User { email: Email::parse("z@x.io").unwrap(), ..User::clone(&a) });
+        index.publish(Arc::clone(&moved));
+        assert!(index.by_email(&a.email).is_none(), "the old address no longer finds the account");
+        assert_eq!(index.by_email(&moved.email).map(|u| u.id), Some(a.id));
+        index.remove(a.id);
+        assert!(index.by_email(&moved.email).is_none());
+        assert_eq!(index.by_email(&b.email).map(|u| u.id), Some(b.id));
+    }
+
+    #[test]
+    fn a_load_with_two_accounts_sharing_an_email_is_refused() {
+        let index = UserIndex::default();
+        let (a, b, c) = (user("a@x.io", 1), user("b@x.io", 2), user("a@x.io", 3));
+        for u in [&a, &b, &c] {
+            index.publish_loaded(Arc::clone(u));
+        }
+        let twin = index.finish_load().unwrap_err();
+        assert!(twin == a.id || twin == c.id, "names one of the two");
+
+        let fine = UserIndex::default();
+        fine.publish_loaded(a);
+        fine.publish_loaded(b);
+        assert_eq!(fine.finish_load(), Ok(()));
     }
 }
