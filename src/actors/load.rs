@@ -1,10 +1,12 @@
 //! Start-up: the read indexes rebuilt from the store's records.
 
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Indexes;
-use crate::domain::{Mail, OneTimeToken, RoleSet, Timestamp, TokenHash, UserId};
+use super::users::{UserIndex, Views};
+use crate::domain::{Mail, OneTimeToken, RoleSet, Timestamp, TokenHash, User, UserId};
 use crate::store::{Loaded, Record, Store, StoreError, StoreOp, convert};
 
 /// Builds the indexes record by record. [`finish`](Self::finish) also returns the clean-up to commit before
@@ -16,6 +18,10 @@ pub struct IndexBuilder<'a> {
     outbox: Vec<Mail>,
     roles: &'a RoleSet,
     now: Timestamp,
+    /// Every account, in the store's order, until the thread that builds their ordered views takes them.
+    users: Vec<Arc<User>>,
+    /// That thread: it starts when the accounts are read and runs while the sessions are.
+    views: Option<JoinHandle<Result<Views, UserId>>>,
     /// The user and token hash of every live session, for the sessions-by-user view built at the end.
     sessions_by_user: Vec<(UserId, TokenHash)>,
     started: Instant,
@@ -30,7 +36,8 @@ pub struct LoadTimes {
     pub users: Duration,
     /// The same for the sessions (and tokens and outbox, which are few).
     pub sessions: Duration,
-    /// Building the ordered views (creation order, e-mail order, members, sessions by user).
+    /// Building the ordered views (creation order, e-mail order, members, sessions by user) beyond the reading of
+    /// the sessions, which the accounts' views overlap on another thread.
     pub views: Duration,
 }
 
@@ -52,6 +59,8 @@ impl<'a> IndexBuilder<'a> {
             outbox: Vec::new(),
             roles,
             now: Timestamp::now(),
+            users: Vec::new(),
+            views: None,
             sessions_by_user: Vec::new(),
             started: Instant::now(),
             sessions_started: None,
@@ -70,13 +79,18 @@ impl<'a> IndexBuilder<'a> {
             }
             Record::User(r) => {
                 // Two accounts with one e-mail are refused in `finish`, where the e-mail order is built.
-                self.indexes.users.publish_loaded(Arc::new(convert::user(r, self.roles)));
+                let user = Arc::new(convert::user(r, self.roles));
+                self.users.push(Arc::clone(&user));
+                self.indexes.users.publish_loaded(user);
             }
             Record::Session(hash, r) => {
-                self.sessions_started.get_or_insert_with(Instant::now);
+                if self.sessions_started.is_none() {
+                    self.sessions_started = Some(Instant::now());
+                    self.build_views();
+                }
                 let session = convert::session(r);
-                let live = !session.is_expired(self.now)
-                    && self.indexes.users.get(session.user_id).is_some_and(|u| !u.is_banned_at(self.now));
+                let live =
+                    !session.is_expired(self.now) && self.indexes.users.may_hold_session(session.user_id, self.now);
                 if live {
                     self.sessions_by_user.push((session.user_id, hash));
                     self.indexes.sessions.publish_loaded(hash, Arc::new(session));
@@ -110,14 +124,29 @@ impl<'a> IndexBuilder<'a> {
         Ok(())
     }
 
+    /// Starts building the accounts' ordered views on another thread (the second core), once every account is read.
+    fn build_views(&mut self) {
+        let users = std::mem::take(&mut self.users);
+        self.views = Some(std::thread::spawn(move || UserIndex::build_views(users)));
+    }
+
     /// Builds the ordered views. Fails when two accounts share an e-mail address.
-    pub fn finish(self) -> Result<Built, StoreError> {
+    pub fn finish(mut self) -> Result<Built, StoreError> {
         let read = Instant::now();
         let sessions_started = self.sessions_started.unwrap_or(read);
-        if let Err(id) = self.indexes.users.finish_load() {
-            return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {id}")));
+        if self.views.is_none() {
+            self.build_views();
         }
-        self.indexes.sessions.finish_load(self.sessions_by_user);
+        self.indexes.sessions.finish_load(std::mem::take(&mut self.sessions_by_user));
+        let views = self.views.take().map(JoinHandle::join);
+        // A panic there is a bug, not bad data: the same as a panic here.
+        match views
+            .unwrap_or_else(|| Ok(UserIndex::build_views(Vec::new())))
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        {
+            Ok(views) => self.indexes.users.install(views),
+            Err(id) => return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {id}"))),
+        }
         let times = LoadTimes {
             users: sessions_started - self.started,
             sessions: read - sessions_started,

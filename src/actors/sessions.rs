@@ -9,7 +9,7 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
 use super::overlay::{self, Overlay};
-use super::{Indexes, Unavailable, call, read, write};
+use super::{Indexes, KeyHash, Unavailable, call, read, write};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
 use crate::store::{StoreOp, StoreWriter, convert};
@@ -18,7 +18,7 @@ use crate::store::{StoreOp, StoreWriter, convert};
 /// listing one user's sessions touches only theirs, not every session).
 #[derive(Default)]
 pub struct SessionIndex {
-    by_hash: papaya::HashMap<TokenHash, Arc<Session>>,
+    by_hash: papaya::HashMap<TokenHash, Arc<Session>, KeyHash>,
     /// Every session's user and token hash, in that order: one user's sessions are a range. An ordered set of
     /// 48-byte keys costs about half of a map from user to a list of hashes (an entry, a list and a table slot per
     /// user, and the list copied on every change); only the sessions actor writes it, and only calls about one

@@ -15,7 +15,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
 use std::sync::{Arc, RwLock};
 
-use crate::actors::{read, write};
+use crate::actors::{KeyHash, read, write};
 use crate::domain::{Email, OrgId, Timestamp, User, UserId};
 
 /// A user's place in the creation order: the admin lists' order, and the key their cursors name.
@@ -23,7 +23,7 @@ pub type Place = (Timestamp, UserId);
 
 #[derive(Default)]
 pub struct UserIndex {
-    by_id: papaya::HashMap<UserId, Arc<User>>,
+    by_id: papaya::HashMap<UserId, Arc<User>, KeyHash>,
     by_created: RwLock<BTreeMap<Place, Arc<User>>>,
     by_email_order: RwLock<BTreeSet<ByEmail>>,
     /// Members of each organization in creation order (only accounts that have one).
@@ -34,6 +34,15 @@ pub struct UserIndex {
     bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
     /// Accounts whose password hash is still a better-auth scrypt hash (imported, not yet signed in since).
     legacy_hashes: AtomicUsize,
+}
+
+/// The ordered views of the index, built apart at start-up (see [`UserIndex::build_views`]).
+pub(crate) struct Views {
+    by_created: BTreeMap<Place, Arc<User>>,
+    by_email_order: BTreeSet<ByEmail>,
+    by_org: BTreeSet<(OrgId, Place)>,
+    active_admins: HashSet<UserId>,
+    bans_ending: BTreeSet<(Timestamp, UserId)>,
 }
 
 /// A user ordered by e-mail address, looked up by it: the ordered e-mail view holds a pointer per user, not a
@@ -165,23 +174,46 @@ impl UserIndex {
         self.by_id.pin().insert(user.id, user);
     }
 
-    /// Builds the ordered views of the accounts loaded. Two accounts with one e-mail (a store written wrongly) are
-    /// refused: the id of one of them.
+    /// Builds the ordered views of the accounts loaded, from the map (start-up builds them on another thread with
+    /// [`build_views`](Self::build_views) and [`install`](Self::install)).
+    #[cfg(test)]
     pub(crate) fn finish_load(&self) -> Result<(), UserId> {
         let users: Vec<Arc<User>> = self.by_id.pin().values().cloned().collect();
+        self.install(Self::build_views(users)?);
+        Ok(())
+    }
+
+    /// The ordered views of `users`, each in one sort (users read in id order are nearly in creation order
+    /// already). Two accounts with one e-mail (a store written wrongly) are refused: the id of one of them.
+    pub(crate) fn build_views(users: Vec<Arc<User>>) -> Result<Views, UserId> {
         let mut by_email: Vec<ByEmail> = users.iter().cloned().map(ByEmail).collect();
         by_email.sort_unstable();
         if let Some(twins) = by_email.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(twins[1].0.id);
         }
-        *write(&self.by_created) = users.iter().map(|u| ((u.created_at, u.id), Arc::clone(u))).collect();
-        *write(&self.by_org) = users.iter().filter_map(|u| Some((u.organization_id?, (u.created_at, u.id)))).collect();
-        *write(&self.active_admins) = users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect();
-        *write(&self.bans_ending) =
-            users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires?, u.id))).collect();
-        // Already sorted: built in one pass.
-        *write(&self.by_email_order) = by_email.into_iter().collect();
-        Ok(())
+        Ok(Views {
+            by_created: users.iter().map(|u| ((u.created_at, u.id), Arc::clone(u))).collect(),
+            by_org: users.iter().filter_map(|u| Some((u.organization_id?, (u.created_at, u.id)))).collect(),
+            active_admins: users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect(),
+            bans_ending: users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires?, u.id))).collect(),
+            // Already sorted: built in one pass.
+            by_email_order: by_email.into_iter().collect(),
+        })
+    }
+
+    /// Makes `views` (of the accounts published with [`publish_loaded`](Self::publish_loaded)) the ordered views.
+    pub(crate) fn install(&self, views: Views) {
+        *write(&self.by_created) = views.by_created;
+        *write(&self.by_email_order) = views.by_email_order;
+        *write(&self.by_org) = views.by_org;
+        *write(&self.active_admins) = views.active_admins;
+        *write(&self.bans_ending) = views.bans_ending;
+    }
+
+    /// Whether account `id` exists and is not banned at `now`, without taking a reference to it (start-up asks
+    /// this for every session while another thread builds the views from the same accounts).
+    pub(crate) fn may_hold_session(&self, id: UserId, now: Timestamp) -> bool {
+        self.by_id.pin().get(&id).is_some_and(|u| !u.is_banned_at(now))
     }
 
     pub(crate) fn publish(&self, user: Arc<User>) {
