@@ -519,8 +519,8 @@ impl SessionsActor {
             expires_at: now.plus(lifetime),
             created_at: now,
             updated_at: now,
-            ip_address: client.ip_address,
-            user_agent: client.user_agent,
+            ip_address: client.ip_address.into(),
+            user_agent: client.user_agent.into(),
             // An impersonation is never extended, and its cookie ends with the browser.
             remember_me: remember_me && impersonated_by.is_none(),
             impersonated_by,

@@ -59,8 +59,8 @@ fn session(user: UserId) -> (SessionToken, StoreOp) {
         expires_at: now.plus(Duration::from_secs(3600)),
         created_at: now,
         updated_at: now,
-        ip_address: String::new(),
-        user_agent: String::new(),
+        ip_address: "".into(),
+        user_agent: "".into(),
         remember_me: true,
         impersonated_by: None,
     };

@@ -23,7 +23,8 @@ pub use slug::{Slug, SlugError};
 pub use time::Timestamp;
 pub use token::{SessionToken, TokenHash};
 
-/// A user account as the service sees it (the read index holds these behind `Arc`).
+/// A user account as the service sees it (the read index holds these behind `Arc`). Its text is in boxed strings,
+/// not `String`s: a million accounts are kept in memory, and a box is 8 bytes smaller (no spare capacity).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
     pub id: UserId,
@@ -31,16 +32,16 @@ pub struct User {
     pub email: Email,
     /// Proven by following a link mailed to the address.
     pub email_verified: bool,
-    pub image: Option<String>,
+    pub image: Option<Box<str>>,
     pub role: Role,
     pub banned: bool,
-    pub ban_reason: Option<String>,
+    pub ban_reason: Option<Box<str>>,
     /// When a ban ends by itself; `None` while it lasts until lifted (or when not banned).
     pub ban_expires: Option<Timestamp>,
     pub organization_id: Option<OrgId>,
     /// argon2id PHC string, or a better-auth scrypt hash kept from an import until the next sign-in replaces it
     /// ([`is_legacy_hash`]). Never serialised into an answer.
-    pub password_hash: String,
+    pub password_hash: Box<str>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -81,8 +82,8 @@ pub struct Session {
     pub expires_at: Timestamp,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
-    pub ip_address: String,
-    pub user_agent: String,
+    pub ip_address: Box<str>,
+    pub user_agent: Box<str>,
     /// `false` for a `rememberMe: false` session: short-lived, cookie without `Max-Age`, never extended.
     pub remember_me: bool,
     /// The administrator acting as the user through this session, if it is an impersonation.

@@ -138,7 +138,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             ban_reason: None,
             ban_expires: None,
             organization_id: (!orgs.is_empty()).then(|| orgs[i % orgs.len()]),
-            password_hash: hash.to_owned(),
+            password_hash: hash.into(),
             created_at: now,
             updated_at: now,
         };
@@ -173,8 +173,8 @@ fn seed_sessions(
             expires_at: now.plus(std::time::Duration::from_secs(7 * 86_400)),
             created_at: now,
             updated_at: now,
-            ip_address: "127.0.0.1".to_owned(),
-            user_agent: "seed".to_owned(),
+            ip_address: "127.0.0.1".into(),
+            user_agent: "seed".into(),
             remember_me: true,
             impersonated_by: None,
         };

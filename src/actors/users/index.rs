@@ -291,7 +291,7 @@ mod tests {
             ban_reason: None,
             ban_expires: None,
             organization_id: None,
-            password_hash: String::new(),
+            password_hash: "".into(),
             created_at: Timestamp::from_millis(ms),
             updated_at: Timestamp::from_millis(ms),
         })
