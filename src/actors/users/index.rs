@@ -10,7 +10,8 @@
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
+use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
 use std::sync::{Arc, RwLock};
@@ -24,10 +25,10 @@ pub type Place = (Timestamp, UserId);
 #[derive(Default)]
 pub struct UserIndex {
     by_id: papaya::HashMap<UserId, Arc<User>, KeyHash>,
-    by_created: RwLock<BTreeMap<Place, Arc<User>>>,
+    by_created: RwLock<BTreeSet<InOrder<Created>>>,
     by_email_order: RwLock<BTreeSet<ByEmail>>,
     /// Members of each organization in creation order (only accounts that have one).
-    by_org: RwLock<BTreeSet<(OrgId, Place)>>,
+    by_org: RwLock<BTreeSet<InOrder<Member>>>,
     /// Unbanned administrators: the last-admin guard counts them on every administrative change.
     active_admins: RwLock<HashSet<UserId>>,
     /// Bans with an end, by their end: housekeeping lifts the ones that ran out without a pass over everyone.
@@ -38,11 +39,120 @@ pub struct UserIndex {
 
 /// The ordered views of the index, built apart at start-up (see [`UserIndex::build_views`]).
 pub(crate) struct Views {
-    by_created: BTreeMap<Place, Arc<User>>,
+    by_created: BTreeSet<InOrder<Created>>,
     by_email_order: BTreeSet<ByEmail>,
-    by_org: BTreeSet<(OrgId, Place)>,
+    by_org: BTreeSet<InOrder<Member>>,
     active_admins: HashSet<UserId>,
     bans_ending: BTreeSet<(Timestamp, UserId)>,
+}
+
+/// An order of accounts: the key an account sorts by, read from the account.
+trait Order {
+    type Key: Ord;
+    fn key(user: &User) -> Self::Key;
+}
+
+/// The creation order.
+struct Created;
+
+impl Order for Created {
+    type Key = Place;
+    fn key(user: &User) -> Place {
+        (user.created_at, user.id)
+    }
+}
+
+/// The members of each organization in creation order.
+struct Member;
+
+/// The view holds only accounts that have an organization; `None` sorts them before any that has one.
+type MemberKey = (Option<OrgId>, Place);
+
+impl Order for Member {
+    type Key = MemberKey;
+    fn key(user: &User) -> MemberKey {
+        (user.organization_id, (user.created_at, user.id))
+    }
+}
+
+/// An account in a view ordered by `O`: the view holds a pointer per account, and the key is read from the
+/// account, not copied beside it (8 bytes an entry instead of the creation order's 32 and the members' 40).
+struct InOrder<O>(Arc<User>, PhantomData<O>);
+
+impl<O: Order> InOrder<O> {
+    fn new(user: Arc<User>) -> Self {
+        Self(user, PhantomData)
+    }
+}
+
+impl<O: Order> PartialEq for InOrder<O> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl<O: Order> Eq for InOrder<O> {}
+
+impl<O: Order> PartialOrd for InOrder<O> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<O: Order> Ord for InOrder<O> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        O::key(&self.0).cmp(&O::key(&other.0))
+    }
+}
+
+/// What a view is searched with: a bare key, or an entry, which has one. The views are sets of entries looked up
+/// by bare keys (a cursor's place), so both borrow as this.
+trait Probe<K> {
+    fn probe(&self) -> K;
+}
+
+impl Probe<Place> for Place {
+    fn probe(&self) -> Place {
+        *self
+    }
+}
+
+impl Probe<MemberKey> for MemberKey {
+    fn probe(&self) -> MemberKey {
+        *self
+    }
+}
+
+impl<O: Order> Probe<O::Key> for InOrder<O> {
+    fn probe(&self) -> O::Key {
+        O::key(&self.0)
+    }
+}
+
+impl<O: Order + 'static> Borrow<dyn Probe<O::Key>> for InOrder<O> {
+    fn borrow(&self) -> &(dyn Probe<O::Key> + 'static) {
+        self
+    }
+}
+
+impl<K: Ord> PartialEq for dyn Probe<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.probe() == other.probe()
+    }
+}
+
+impl<K: Ord> Eq for dyn Probe<K> {}
+
+impl<K: Ord> PartialOrd for dyn Probe<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K: Ord> Ord for dyn Probe<K> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.probe().cmp(&other.probe())
+    }
 }
 
 /// A user ordered by e-mail address, looked up by it: the ordered e-mail view holds a pointer per user, not a
@@ -87,22 +197,24 @@ impl UserIndex {
 
     /// Every user, ordered by creation time, then id.
     pub fn list(&self) -> Vec<Arc<User>> {
-        read(&self.by_created).values().cloned().collect()
+        read(&self.by_created).iter().map(|u| Arc::clone(&u.0)).collect()
     }
 
     /// Visits users in creation order (newest first with `descending`), starting after `after`, until `visit`
     /// returns `false`.
     pub fn scan(&self, after: Option<Place>, descending: bool, mut visit: impl FnMut(&Arc<User>) -> bool) {
         let users = read(&self.by_created);
-        let range = match after {
-            None => users.range(..),
-            Some(place) if descending => users.range(..place),
-            Some(place) => users.range((Bound::Excluded(place), Bound::Unbounded)),
+        let range = match &after {
+            None => users.range::<dyn Probe<Place>, _>(..),
+            Some(place) if descending => {
+                users.range::<dyn Probe<Place>, _>((Bound::Unbounded, Bound::Excluded(place as _)))
+            }
+            Some(place) => users.range::<dyn Probe<Place>, _>((Bound::Excluded(place as _), Bound::Unbounded)),
         };
         if descending {
-            range.rev().map(|(_, u)| u).take_while(|u| visit(u)).for_each(drop);
+            range.rev().map(|u| &u.0).take_while(|u| visit(u)).for_each(drop);
         } else {
-            range.map(|(_, u)| u).take_while(|u| visit(u)).for_each(drop);
+            range.map(|u| &u.0).take_while(|u| visit(u)).for_each(drop);
         }
     }
 
@@ -119,18 +231,17 @@ impl UserIndex {
 
     /// Visits the members of `org` in creation order, starting after `after`, until `visit` returns `false`.
     pub fn scan_org(&self, org: OrgId, after: Option<Place>, mut visit: impl FnMut(&Arc<User>) -> bool) {
-        let first = match after {
-            Some(place) => Bound::Excluded((org, place)),
-            None => Bound::Included((org, (Timestamp::from_millis(i64::MIN), UserId::from_bytes([0; 16])))),
+        let start: MemberKey = match after {
+            Some(place) => (Some(org), place),
+            None => (Some(org), (Timestamp::from_millis(i64::MIN), UserId::from_bytes([0; 16]))),
         };
+        let first = if after.is_some() { Bound::Excluded(&start as _) } else { Bound::Included(&start as _) };
         let members = read(&self.by_org);
-        for (_, (_, id)) in members.range((first, Bound::Unbounded)).take_while(|(o, _)| *o == org) {
-            if let Some(user) = self.get(*id)
-                && !visit(&user)
-            {
-                break;
-            }
-        }
+        members
+            .range::<dyn Probe<MemberKey>, _>((first, Bound::Unbounded))
+            .map(|m| &m.0)
+            .take_while(|u| u.organization_id == Some(org) && visit(u))
+            .for_each(drop);
     }
 
     /// The members of `org`, in creation order.
@@ -192,8 +303,8 @@ impl UserIndex {
             return Err(twins[1].0.id);
         }
         Ok(Views {
-            by_created: users.iter().map(|u| ((u.created_at, u.id), Arc::clone(u))).collect(),
-            by_org: users.iter().filter_map(|u| Some((u.organization_id?, (u.created_at, u.id)))).collect(),
+            by_created: users.iter().cloned().map(InOrder::new).collect(),
+            by_org: users.iter().filter(|u| u.organization_id.is_some()).cloned().map(InOrder::new).collect(),
             active_admins: users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect(),
             bans_ending: users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires?, u.id))).collect(),
             // Already sorted: built in one pass.
@@ -225,10 +336,11 @@ impl UserIndex {
         self.list_in_views(user);
     }
 
+    /// `replace`, not `insert`: an entry equal in order (the same account, unchanged in that order) must still
+    /// point to the new version of the account.
     fn list_in_views(&self, user: Arc<User>) {
-        let place = (user.created_at, user.id);
-        if let Some(org) = user.organization_id {
-            write(&self.by_org).insert((org, place));
+        if user.organization_id.is_some() {
+            write(&self.by_org).replace(InOrder::new(Arc::clone(&user)));
         }
         if user.is_active_admin() {
             write(&self.active_admins).insert(user.id);
@@ -236,20 +348,20 @@ impl UserIndex {
         if let Some(end) = user.ban_expires.filter(|_| user.banned) {
             write(&self.bans_ending).insert((end, user.id));
         }
-        write(&self.by_created).insert(place, Arc::clone(&user));
-        write(&self.by_email_order).insert(ByEmail(user));
+        write(&self.by_created).replace(InOrder::new(Arc::clone(&user)));
+        write(&self.by_email_order).replace(ByEmail(user));
     }
 
     fn unlist(&self, user: &User) {
-        let place = (user.created_at, user.id);
-        if let Some(org) = user.organization_id {
-            write(&self.by_org).remove(&(org, place));
+        let place = Created::key(user);
+        if user.organization_id.is_some() {
+            write(&self.by_org).remove(&Member::key(user) as &dyn Probe<MemberKey>);
         }
         write(&self.active_admins).remove(&user.id);
         if let Some(end) = user.ban_expires {
             write(&self.bans_ending).remove(&(end, user.id));
         }
-        write(&self.by_created).remove(&place);
+        write(&self.by_created).remove(&place as &dyn Probe<Place>);
         write(&self.by_email_order).remove(user.email.as_str());
     }
 
@@ -347,6 +459,9 @@ mod tests {
         let banned = User { banned: true, ban_expires: Some(end), organization_id: Some(other), ..User::clone(&x) };
         index.publish(Arc::new(banned));
         assert_eq!(ids(index.members_of(org)), [y.id], "moved out");
+        let renamed = User { name: Name::parse("Y2").unwrap(), organization_id: Some(org), ..User::clone(&y) };
+        index.publish(Arc::new(renamed));
+        assert_eq!(index.members_of(org)[0].name.as_str(), "Y2", "a member's entry is the account as it is now");
         assert_eq!(ids(index.members_of(other)), [x.id]);
         assert_eq!(index.active_admins(), [y.id], "a banned administrator is not an active one");
         assert_eq!(index.bans_ended_by(Timestamp::from_millis(49)), Vec::<UserId>::new());
