@@ -88,7 +88,8 @@ impl<'a> IndexBuilder<'a> {
                     self.sessions_started = Some(Instant::now());
                     self.build_views();
                 }
-                let session = convert::session(r);
+                let mut session = convert::session(r);
+                session.user_agent = self.indexes.sessions.user_agent(&session.user_agent);
                 let live =
                     !session.is_expired(self.now) && self.indexes.users.may_hold_session(session.user_id, self.now);
                 if live {

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::ops::RangeInclusive;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -11,7 +11,7 @@ use super::audit::{self, action};
 use super::overlay::{self, Overlay};
 use super::{Indexes, KeyHash, Unavailable, call, read, write};
 use crate::config::SessionConfig;
-use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
+use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserAgent, UserId};
 use crate::store::{StoreOp, StoreWriter, convert};
 
 /// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
@@ -24,6 +24,9 @@ pub struct SessionIndex {
     /// user, and the list copied on every change); only the sessions actor writes it, and only calls about one
     /// account's sessions (list, revoke, ban) read it, never the session check.
     by_user: RwLock<BTreeSet<(UserId, TokenHash)>>,
+    /// One copy of each user agent the sessions have (see [`UserAgent`]); only the sessions actor and start-up use
+    /// it, so the lock is never contended.
+    agents: Mutex<HashSet<UserAgent>>,
 }
 
 impl SessionIndex {
@@ -66,6 +69,24 @@ impl SessionIndex {
     /// store hands them over in this order, so the sort is a pass that finds them sorted.
     pub(crate) fn finish_load(&self, loaded: Vec<(UserId, TokenHash)>) {
         *write(&self.by_user) = loaded.into_iter().collect();
+    }
+
+    /// The shared copy of user agent `text`, made on its first use.
+    pub(crate) fn user_agent(&self, text: &str) -> UserAgent {
+        let mut agents = self.agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(agent) = agents.get(text) {
+            return agent.clone();
+        }
+        let agent = UserAgent::from(text);
+        agents.insert(agent.clone());
+        agent
+    }
+
+    /// Drops the copies of user agents that no session holds any more; returns how many are left.
+    fn forget_unused_agents(&self) -> usize {
+        let mut agents = self.agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        agents.retain(|agent| agent.holders() > 1);
+        agents.len()
     }
 
     /// The live sessions of `user` with their token hashes, oldest first.
@@ -337,6 +358,8 @@ impl Actor for SessionsActor {
                 }
             }
             SessionsMsg::SweepExpired { reply } => {
+                // The sessions ended since the last sweep are gone from the index by now.
+                self.indexes.sessions.forget_unused_agents();
                 let now = Timestamp::now();
                 let expired = self.indexes.sessions.expired(now);
                 let count = expired.len();
@@ -520,7 +543,7 @@ impl SessionsActor {
             created_at: now,
             updated_at: now,
             ip_address: client.ip_address.into(),
-            user_agent: client.user_agent.into(),
+            user_agent: self.indexes.sessions.user_agent(&client.user_agent),
             // An impersonation is never extended, and its cookie ends with the browser.
             remember_me: remember_me && impersonated_by.is_none(),
             impersonated_by,
@@ -554,6 +577,19 @@ mod tests {
             remember_me: true,
             impersonated_by: None,
         })
+    }
+
+    #[test]
+    fn sessions_share_one_copy_of_each_user_agent_until_none_holds_it() {
+        let index = SessionIndex::default();
+        let (a, b, c) = (index.user_agent("Firefox"), index.user_agent("Firefox"), index.user_agent("curl"));
+        assert_eq!(a.as_str(), "Firefox");
+        assert_eq!(a.holders(), 3, "the index's copy, a and b: one text");
+        assert_eq!(index.forget_unused_agents(), 2, "both still held");
+        drop((a, b));
+        assert_eq!(index.forget_unused_agents(), 1, "only curl is left");
+        assert_eq!(index.user_agent("Firefox").holders(), 2, "made again on its next use");
+        drop(c);
     }
 
     /// Three users side by side in the ordered set; the middle one's hashes at both ends of the hash range.

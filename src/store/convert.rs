@@ -73,8 +73,8 @@ pub fn session_record(session: &Session) -> SessionRecord {
         expires_at_ms: session.expires_at.as_millis(),
         created_at_ms: session.created_at.as_millis(),
         updated_at_ms: session.updated_at.as_millis(),
-        ip_address: session.ip_address.to_string(),
-        user_agent: session.user_agent.to_string(),
+        ip_address: session.ip_address.as_str().to_owned(),
+        user_agent: session.user_agent.as_str().to_owned(),
         remember_me: session.remember_me,
         impersonated_by: session.impersonated_by.map(UserId::to_bytes),
     }
@@ -87,8 +87,8 @@ pub fn session(r: SessionRecord) -> Session {
         expires_at: Timestamp::from_millis(r.expires_at_ms),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
-        ip_address: r.ip_address.into_boxed_str(),
-        user_agent: r.user_agent.into_boxed_str(),
+        ip_address: r.ip_address.into(),
+        user_agent: r.user_agent.into(),
         remember_me: r.remember_me,
         impersonated_by: r.impersonated_by.map(UserId::from_bytes),
     }

@@ -1,0 +1,54 @@
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// A client's user agent, as a session records it. A million sessions come from a few thousand browsers and
+/// versions, so the sessions with the same user agent share one copy of it (the sessions index hands it out):
+/// an `Arc`, cloned, never copied.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct UserAgent(Arc<str>);
+
+impl UserAgent {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// How many holders this copy has, itself included.
+    pub fn holders(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+}
+
+impl Deref for UserAgent {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A set of user agents is searched by the text.
+impl Borrow<str> for UserAgent {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for UserAgent {
+    fn from(s: &str) -> Self {
+        Self(s.into())
+    }
+}
+
+impl From<String> for UserAgent {
+    fn from(s: String) -> Self {
+        Self(s.into())
+    }
+}
+
+impl fmt::Display for UserAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
