@@ -19,7 +19,7 @@ pub use email::{Email, EmailError};
 pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
 pub use mail::{Mail, OneTimeToken, TokenKind};
 pub use name::{Name, NameError};
-pub use password::{Password, PasswordError, is_legacy_hash};
+pub use password::{Password, PasswordError, PasswordHash, is_legacy_hash};
 pub use role::{Role, RoleSet};
 pub use slug::{Slug, SlugError};
 pub use time::Timestamp;
@@ -43,7 +43,7 @@ pub struct User {
     pub organization_id: Option<OrgId>,
     /// argon2id PHC string, or a better-auth scrypt hash kept from an import until the next sign-in replaces it
     /// ([`is_legacy_hash`]). Never serialised into an answer.
-    pub password_hash: Box<str>,
+    pub password_hash: PasswordHash,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -51,7 +51,7 @@ pub struct User {
 impl User {
     /// Whether the password hash is still one imported from better-auth.
     pub fn has_legacy_hash(&self) -> bool {
-        is_legacy_hash(&self.password_hash)
+        self.password_hash.is_legacy()
     }
 
     /// An unbanned administrator: the kind the last-admin guard protects. A ban that has run out but is not yet

@@ -21,7 +21,7 @@ pub fn user_record(user: &User) -> UserRecord {
         banned: user.banned,
         ban_reason: user.ban_reason.as_deref().map(str::to_owned),
         organization_id: user.organization_id.map(OrgId::to_bytes),
-        password_hash: user.password_hash.to_string(),
+        password_hash: user.password_hash.as_phc().into_owned(),
         created_at_ms: user.created_at.as_millis(),
         updated_at_ms: user.updated_at.as_millis(),
         email_verified: user.email_verified,
@@ -42,7 +42,7 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
         ban_reason: r.ban_reason.map(String::into_boxed_str),
         ban_expires: r.ban_expires_ms.map(Timestamp::from_millis),
         organization_id: r.organization_id.map(OrgId::from_bytes),
-        password_hash: r.password_hash.into_boxed_str(),
+        password_hash: r.password_hash.into(),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
     }

@@ -337,7 +337,7 @@ mod tests {
         let (changed, outcome) = set_up_admin(Some(&squatter), setup(true), NOW).unwrap();
         assert_eq!(outcome, EnsureAdmin::Promoted(squatter.id));
         assert!(changed.ends_sessions && changed.user.role.is_admin() && !changed.user.banned);
-        assert_eq!(&*changed.user.password_hash, "operator hash");
+        assert_eq!(changed.user.password_hash.as_phc(), "operator hash");
         let (created, outcome) = set_up_admin(None, setup(false), NOW).unwrap();
         assert_eq!(outcome, EnsureAdmin::Created(created.user.id));
         assert!(!created.ends_sessions && created.user.role.is_admin());
@@ -348,7 +348,7 @@ mod tests {
         let user = account("u@example.com", "user");
         let keep = OwnChange::Password { password_hash: "new".into(), end_sessions: false };
         let changed = apply_own_change(&user, keep, NOW);
-        assert_eq!((&*changed.user.password_hash, changed.ends_sessions), ("new", false));
+        assert_eq!((changed.user.password_hash.as_phc().as_ref(), changed.ends_sessions), ("new", false));
         let end = OwnChange::Password { password_hash: "new".into(), end_sessions: true };
         assert!(apply_own_change(&user, end, NOW).ends_sessions);
         let profile = OwnChange::Profile { name: Some(Name::parse("Renamed").unwrap()), image: Some(None) };
@@ -385,7 +385,7 @@ mod tests {
         let set = UserChange { password_hash: Some("new hash".into()), ..change() };
         let changed = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, set, NOW).unwrap();
         assert!(changed.ends_sessions);
-        assert_eq!(&*changed.user.password_hash, "new hash");
+        assert_eq!(changed.user.password_hash.as_phc(), "new hash");
         let diff: Vec<_> = changes(&target, &changed.user).collect();
         assert_eq!(diff.len(), 1);
         assert_eq!(diff[0].0, action::PASSWORD_SET);
