@@ -53,8 +53,14 @@ pub struct Built {
 
 impl<'a> IndexBuilder<'a> {
     pub fn new(roles: &'a RoleSet) -> Self {
+        Self::with_capacity(roles, 0, 0)
+    }
+
+    /// With room for `users` accounts and `sessions` sessions: maps grown one insert at a time copy themselves at
+    /// every doubling, and leave the old tables behind until they are reclaimed.
+    pub fn with_capacity(roles: &'a RoleSet, users: usize, sessions: usize) -> Self {
         Self {
-            indexes: Indexes::default(),
+            indexes: Indexes::with_capacity(users, sessions),
             cleanup: Vec::new(),
             outbox: Vec::new(),
             roles,
@@ -88,8 +94,8 @@ impl<'a> IndexBuilder<'a> {
                     self.sessions_started = Some(Instant::now());
                     self.build_views();
                 }
-                let mut session = convert::session(r);
-                session.user_agent = self.indexes.sessions.user_agent(&session.user_agent);
+                let agent = self.indexes.sessions.user_agent(&r.user_agent);
+                let session = convert::session_with_agent(r, agent);
                 let live =
                     !session.is_expired(self.now) && self.indexes.users.may_hold_session(session.user_id, self.now);
                 if live {
@@ -160,9 +166,14 @@ impl<'a> IndexBuilder<'a> {
 /// The indexes of everything in `store`, with the checks a server makes before it serves; also what `restore`
 /// runs on a backup before it replaces anything, so the two cannot drift apart.
 pub fn build(store: &Store, roles: &RoleSet) -> Result<Built, StoreError> {
-    let mut builder = IndexBuilder::new(roles);
+    let (users, sessions) = store.counts()?;
+    let mut builder = IndexBuilder::with_capacity(roles, to_usize(users), to_usize(sessions));
     store.visit(|record| builder.add(record))?;
     builder.finish()
+}
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// Builds the indexes from records already in memory (benchmarks, tools).

@@ -53,6 +53,17 @@ pub struct Indexes {
     pub tokens: tokens::TokenIndex,
 }
 
+impl Indexes {
+    /// With room for `users` accounts and `sessions` sessions in the maps the session check reads.
+    pub fn with_capacity(users: usize, sessions: usize) -> Self {
+        Self {
+            users: UserIndex::with_capacity(users),
+            sessions: SessionIndex::with_capacity(sessions),
+            ..Self::default()
+        }
+    }
+}
+
 /// The actor handles the HTTP side talks to. Cheap to clone.
 #[derive(Clone)]
 pub struct Handles {

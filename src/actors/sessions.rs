@@ -30,6 +30,10 @@ pub struct SessionIndex {
 }
 
 impl SessionIndex {
+    pub fn with_capacity(sessions: usize) -> Self {
+        Self { by_hash: papaya::HashMap::with_capacity_and_hasher(sessions, KeyHash::default()), ..Self::default() }
+    }
+
     pub fn get(&self, hash: &TokenHash) -> Option<Arc<Session>> {
         self.by_hash.pin().get(hash).cloned()
     }

@@ -99,8 +99,10 @@ impl PasswordHash {
         if !parameters.starts_with("$argon2") {
             return None;
         }
+        // The parameters with the `$` that ends them.
+        let parameters = &stored[..=parameters.len()];
         let (salt, hash) = (STANDARD_NO_PAD.decode(salt).ok()?, STANDARD_NO_PAD.decode(hash).ok()?);
-        let index = u8::try_from(parameters_index(&format!("{parameters}$"))?).ok()?;
+        let index = u8::try_from(parameters_index(parameters)?).ok()?;
         let mut bytes = Vec::with_capacity(3 + salt.len() + hash.len());
         bytes.extend([PHC, index, u8::try_from(salt.len()).ok()?]);
         bytes.extend(salt);

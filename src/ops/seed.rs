@@ -207,6 +207,11 @@ mod tests {
         seed(&config, args.clone()).await.unwrap();
         let loaded = Store::open(&config.data_dir).unwrap().load().unwrap();
         assert_eq!((loaded.users.len(), loaded.sessions.len(), loaded.orgs.len()), (25, 40, 3));
+        assert_eq!(
+            Store::open(&config.data_dir).unwrap().counts().unwrap(),
+            (25, 40),
+            "what start-up sizes its maps by"
+        );
         assert_eq!(loaded.users.iter().filter(|u| u.role == "admin").count(), 1);
         let first = std::fs::read_to_string(&tokens).unwrap().lines().next().unwrap().to_owned();
         let hash = SessionToken::parse(&first).unwrap().hash();

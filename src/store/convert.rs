@@ -8,7 +8,7 @@ use super::StoreError;
 use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecordV1, UserRecord};
 use crate::domain::{
     AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
-    Slug, Timestamp, TokenKind, User, UserId,
+    Slug, Timestamp, TokenKind, User, UserAgent, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -81,6 +81,12 @@ pub fn session_record(session: &Session) -> SessionRecord {
 }
 
 pub fn session(r: SessionRecord) -> Session {
+    let agent = UserAgent::from(r.user_agent.as_str());
+    session_with_agent(r, agent)
+}
+
+/// [`session`], with its user agent given (a copy shared with other sessions) instead of made from the record's.
+pub fn session_with_agent(r: SessionRecord, user_agent: UserAgent) -> Session {
     Session {
         id: SessionId::from_bytes(r.id),
         user_id: UserId::from_bytes(r.user_id),
@@ -88,7 +94,7 @@ pub fn session(r: SessionRecord) -> Session {
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
         ip_address: r.ip_address.into(),
-        user_agent: r.user_agent.into(),
+        user_agent,
         remember_me: r.remember_me,
         impersonated_by: r.impersonated_by.map(UserId::from_bytes),
     }

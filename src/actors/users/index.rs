@@ -186,6 +186,10 @@ impl Ord for ByEmail {
 }
 
 impl UserIndex {
+    pub fn with_capacity(users: usize) -> Self {
+        Self { by_id: papaya::HashMap::with_capacity_and_hasher(users, KeyHash::default()), ..Self::default() }
+    }
+
     pub fn get(&self, id: UserId) -> Option<Arc<User>> {
         self.by_id.pin().get(&id).cloned()
     }
