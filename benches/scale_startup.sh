@@ -43,6 +43,7 @@ kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$PID/status"; }
 ready=() answered=() rss=() hwm=()
 for run in $(seq 1 "$RUNS"); do
   sync
+  rm -f "$WORK/out"
   started=$(date +%s.%N)
   $BIN --config "$WORK/c.toml" > "$WORK/out" 2> "$WORK/err" &
   PID=$!
