@@ -165,38 +165,10 @@ impl<'a> IndexBuilder<'a> {
 
 /// The indexes of everything in `store`, with the checks a server makes before it serves; also what `restore`
 /// runs on a backup before it replaces anything, so the two cannot drift apart.
-///
-/// Two threads: one reads the store and decodes its records, in batches, while this one indexes them (and a
-/// third builds the accounts' ordered views while the sessions come): a start-up is a few seconds of work at a
-/// million accounts and sessions, and a server has more than one core.
 pub fn build(store: &Store, roles: &RoleSet) -> Result<Built, StoreError> {
-    const BATCH: usize = 4096;
     let (users, sessions) = store.counts()?;
     let mut builder = IndexBuilder::with_capacity(roles, to_usize(users), to_usize(sessions));
-    let (batches, received) = std::sync::mpsc::sync_channel::<Vec<Record>>(4);
-    let (read, added) = std::thread::scope(|scope| {
-        let reader = scope.spawn(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            let read = store.visit(|record| {
-                batch.push(record);
-                if batch.len() == BATCH {
-                    // Refused only when the indexing side has stopped at an error of its own, which is the one told.
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    batches.send(full).map_err(|_| StoreError::Corrupt("start-up stopped".into()))?;
-                }
-                Ok(())
-            });
-            if read.is_ok() && !batch.is_empty() {
-                let _ = batches.send(batch);
-            }
-            read
-        });
-        // Until the first error; then `received` is dropped, which stops the reader.
-        let added = received.into_iter().flatten().try_for_each(|record| builder.add(record));
-        (reader.join(), added)
-    });
-    added?;
-    read.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+    store.visit(|record| builder.add(record))?;
     builder.finish()
 }
 

@@ -236,9 +236,8 @@ async fn work_staged_while_draining_is_flushed_not_dropped() {
     assert_eq!(w.store.load().unwrap().orgs.len(), 2);
 }
 
-/// Start-up reads the store on one thread and indexes what it reads on another: a store read whole loads every
-/// record; an error found while indexing stops the reading, however much is left (more than the batches in
-/// flight), and is the error told.
+/// A store read whole loads every record (the maps sized from the store's counts, the sessions by account built
+/// at the end); a bad record stops the load, with what is wrong with it.
 #[test]
 fn a_load_reads_every_record_or_stops_at_the_first_bad_one() {
     let dir = tempfile::tempdir().unwrap();
