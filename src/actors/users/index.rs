@@ -10,7 +10,7 @@
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
@@ -306,9 +306,20 @@ impl UserIndex {
         if let Some(twins) = by_email.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(twins[1].0.id);
         }
+        let by_created: BTreeSet<InOrder<Created>> = users.iter().cloned().map(InOrder::new).collect();
+        // The members: each organization's in creation order, then the organizations in order. Sorting them whole
+        // compared a million pairs of accounts through their pointers, twenty times each; organizations are few.
+        let mut by_org: HashMap<OrgId, Vec<Arc<User>>> = HashMap::new();
+        for user in &by_created {
+            if let Some(org) = user.0.organization_id {
+                by_org.entry(org).or_default().push(Arc::clone(&user.0));
+            }
+        }
+        let mut by_org: Vec<_> = by_org.into_iter().collect();
+        by_org.sort_unstable_by_key(|(org, _)| *org);
         Ok(Views {
-            by_created: users.iter().cloned().map(InOrder::new).collect(),
-            by_org: users.iter().filter(|u| u.organization_id.is_some()).cloned().map(InOrder::new).collect(),
+            by_created,
+            by_org: by_org.into_iter().flat_map(|(_, members)| members).map(InOrder::new).collect(),
             active_admins: users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect(),
             bans_ending: users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires?, u.id))).collect(),
             // Already sorted: built in one pass.
@@ -507,6 +518,27 @@ mod tests {
             assert_eq!(admins, want);
             assert_eq!(index.bans_ended_by(Timestamp::from_millis(9)), [users[2].id]);
             assert_eq!(index.by_email(&users[2].email).map(|u| u.id), Some(users[2].id));
+        }
+    }
+
+    #[test]
+    fn a_bulk_load_lists_each_organizations_members_in_creation_order() {
+        let (a, b) = (OrgId::new(), OrgId::new());
+        // Given in neither creation nor organization order, with one account in none.
+        let users: Vec<Arc<User>> = [(5, Some(b)), (2, Some(a)), (9, Some(a)), (1, None), (3, Some(b)), (4, Some(a))]
+            .into_iter()
+            .map(|(ms, org)| Arc::new(User { organization_id: org, ..User::clone(&user(&format!("u{ms}@x.io"), ms)) }))
+            .collect();
+        let (one_by_one, bulk) = (UserIndex::default(), UserIndex::default());
+        for u in &users {
+            one_by_one.publish(Arc::clone(u));
+            bulk.publish_loaded(Arc::clone(u));
+        }
+        bulk.finish_load().unwrap();
+        let created = |members: Vec<Arc<User>>| members.iter().map(|u| u.created_at.as_millis()).collect::<Vec<_>>();
+        for index in [&one_by_one, &bulk] {
+            assert_eq!(created(index.members_of(a)), [2, 4, 9]);
+            assert_eq!(created(index.members_of(b)), [3, 5]);
         }
     }
 
