@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start-up and memory at scale: seeds USERS users, SESSIONS sessions and ORGS organizations (timed), then starts
 # the release server RUNS times on that data directory and prints, per start, the time from exec to its
-# `listening on` line, to the first answered get-session, and the resident memory (VmRSS after that answer, VmHWM:
+# `listening on` line, to the first answered get-session, the CPU time it took by then (user + system, all threads:
+# what a start costs whatever else the machine is doing), and the resident memory (VmRSS after that answer, VmHWM:
 # the peak while loading), then the medians.
 #
 #   benches/scale_startup.sh                      # USERS=1000000 SESSIONS=$USERS ORGS=100 RUNS=3
@@ -40,7 +41,8 @@ fi
 TOKEN=$(head -1 "$DATA.tokens")
 
 kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$PID/status"; }
-ready=() answered=() rss=() hwm=()
+TICK=$(getconf CLK_TCK)
+ready=() answered=() cpu=() rss=() hwm=()
 for run in $(seq 1 "$RUNS"); do
   sync
   rm -f "$WORK/out"
@@ -60,8 +62,10 @@ for run in $(seq 1 "$RUNS"); do
   ready+=("$(echo "$listening - $started" | bc)")
   answered+=("$(echo "$first - $started" | bc)")
   rss+=("$(kb VmRSS)") hwm+=("$(kb VmHWM)")
-  printf 'run %d: listening after %.2f s, first get-session answered after %.2f s, VmRSS %d MB, VmHWM %d MB\n' \
-    "$run" "${ready[-1]}" "${answered[-1]}" "$((rss[-1] / 1024))" "$((hwm[-1] / 1024))"
+  # The command name is one word (no spaces), so fields 14 and 15 are utime and stime.
+  cpu+=("$(awk -v t="$TICK" '{ print ($14 + $15) / t }' "/proc/$PID/stat")")
+  printf 'run %d: listening after %.2f s, first get-session answered after %.2f s, CPU %.2f s, VmRSS %d MB, VmHWM %d MB\n' \
+    "$run" "${ready[-1]}" "${answered[-1]}" "${cpu[-1]}" "$((rss[-1] / 1024))" "$((hwm[-1] / 1024))"
   grep -o 'state loaded.*' "$WORK/err" | sed 's/^/  /' || true
   kill -TERM "$PID"
   wait "$PID" || true
@@ -69,6 +73,6 @@ for run in $(seq 1 "$RUNS"); do
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-printf 'median of %d: listening after %.2f s, answered after %.2f s, VmRSS %.1f MB, VmHWM %.1f MB (%d users, %d sessions)\n' \
-  "$RUNS" "$(median "${ready[@]}")" "$(median "${answered[@]}")" "$(echo "$(median "${rss[@]}") / 1024" | bc -l)" \
+printf 'median of %d: listening after %.2f s, answered after %.2f s, CPU %.2f s, VmRSS %.1f MB, VmHWM %.1f MB (%d users, %d sessions)\n' \
+  "$RUNS" "$(median "${ready[@]}")" "$(median "${answered[@]}")" "$(median "${cpu[@]}")" "$(echo "$(median "${rss[@]}") / 1024" | bc -l)" \
   "$(echo "$(median "${hwm[@]}") / 1024" | bc -l)" "$USERS" "$SESSIONS"
