@@ -550,7 +550,7 @@ impl SessionsActor {
             user_agent: self.indexes.sessions.user_agent(&client.user_agent),
             // An impersonation is never extended, and its cookie ends with the browser.
             remember_me: remember_me && impersonated_by.is_none(),
-            impersonated_by,
+            impersonated_by: impersonated_by.map(Box::new),
         });
         Ok((token, hash, session))
     }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 /// A client's user agent, as a session records it. A million sessions come from a few thousand browsers and
 /// versions, so the sessions with the same user agent share one copy of it (the sessions index hands it out):
-/// an `Arc`, cloned, never copied.
+/// an `Arc`, cloned, never copied. A thin one (to a boxed `str`, not to the text itself), 8 bytes in a session
+/// instead of 16: reading the text takes one more pointer, and the copies are few and hot.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct UserAgent(Arc<str>);
+pub struct UserAgent(Arc<Box<str>>);
 
 impl UserAgent {
     pub fn as_str(&self) -> &str {
@@ -37,18 +38,18 @@ impl Borrow<str> for UserAgent {
 
 impl From<&str> for UserAgent {
     fn from(s: &str) -> Self {
-        Self(s.into())
+        Self(Arc::new(s.into()))
     }
 }
 
 impl From<String> for UserAgent {
     fn from(s: String) -> Self {
-        Self(s.into())
+        Self(Arc::new(s.into_boxed_str()))
     }
 }
 
 impl fmt::Display for UserAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }

@@ -76,7 +76,7 @@ pub fn session_record(session: &Session) -> SessionRecord {
         ip_address: session.ip_address.as_str().to_owned(),
         user_agent: session.user_agent.as_str().to_owned(),
         remember_me: session.remember_me,
-        impersonated_by: session.impersonated_by.map(UserId::to_bytes),
+        impersonated_by: session.impersonated_by.as_deref().copied().map(UserId::to_bytes),
     }
 }
 
@@ -96,7 +96,7 @@ pub fn session_with_agent(r: SessionRecord, user_agent: UserAgent) -> Session {
         ip_address: r.ip_address.into(),
         user_agent,
         remember_me: r.remember_me,
-        impersonated_by: r.impersonated_by.map(UserId::from_bytes),
+        impersonated_by: r.impersonated_by.map(|id| Box::new(UserId::from_bytes(id))),
     }
 }
 
@@ -207,7 +207,7 @@ mod tests {
             ip_address: "192.0.2.1".into(),
             user_agent: "curl".into(),
             remember_me: false,
-            impersonated_by: Some(u.id),
+            impersonated_by: Some(Box::new(u.id)),
         };
         assert_eq!(session(session_record(&s)), s);
         let a = AuditEntry {
