@@ -336,7 +336,8 @@ impl Accounts {
     ) -> Result<SignedIn, SignInError> {
         let user = self.indexes.users.by_email(&email);
         // Kept only for an account whose hash was imported from better-auth: it is re-hashed with argon2id.
-        let legacy = user.as_ref().filter(|u| u.has_legacy_hash()).map(|u| (u.password_hash.clone(), password.clone()));
+        let legacy =
+            user.as_ref().filter(|u| u.has_legacy_hash()).map(|u| (u.password_hash.to_string(), password.clone()));
         let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
         // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
         // the reservation and its end, the reservation would count against the account for good (anyone could
@@ -637,7 +638,7 @@ impl Accounts {
 
     /// Ends the impersonation session `session` (audited as its end) on behalf of the administrator behind it.
     pub async fn stop_impersonating(&self, session: &Session, hash: TokenHash, ip: &str) -> Result<(), Unavailable> {
-        let Some(by) = session.impersonated_by else { return Ok(()) };
+        let Some(by) = session.impersonated_by.as_deref().copied() else { return Ok(()) };
         self.actors.sessions.revoke(session.user_id, by, Revoke::Impersonation(hash), ip.to_owned()).await.map(drop)
     }
 
@@ -797,7 +798,7 @@ async fn check_password(
     // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
     // does not tell which accounts exist.
     let legacy_present = accounts.indexes.users.legacy_hashes() > 0;
-    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.clone()), legacy_present).await;
+    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.to_string()), legacy_present).await;
     let checked = match verified {
         Ok(true) => Checked::Verified,
         Ok(false) => Checked::Wrong,

@@ -253,7 +253,7 @@ mod tests {
             ban_reason: None,
             ban_expires: None,
             organization_id: None,
-            password_hash: String::new(),
+            password_hash: "".into(),
             created_at: now,
             updated_at: now,
             rendered: Default::default(),

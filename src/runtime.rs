@@ -61,7 +61,7 @@ impl Core {
         .await
         .map_err(|e| AppError::Startup(e.to_string()))??;
         let store = Arc::new(store);
-        let actors::load::Built { indexes, cleanup, outbox } = built;
+        let actors::load::Built { indexes, cleanup, outbox, times } = built;
         if !cleanup.is_empty() {
             tracing::info!(sessions = cleanup.len(), "removing expired and revoked sessions");
             let store = Arc::clone(&store);
@@ -73,6 +73,9 @@ impl Core {
             users = indexes.users.len(),
             sessions = indexes.sessions.len(),
             legacy_password_hashes = indexes.users.legacy_hashes(),
+            users_ms = times.users.as_millis(),
+            sessions_ms = times.sessions.as_millis(),
+            views_ms = times.views.as_millis(),
             "state loaded"
         );
         let indexes = Arc::new(indexes);

@@ -28,7 +28,7 @@ pub mod users;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -53,6 +53,17 @@ pub struct Indexes {
     pub tokens: tokens::TokenIndex,
 }
 
+impl Indexes {
+    /// With room for `users` accounts and `sessions` sessions in the maps the session check reads.
+    pub fn with_capacity(users: usize, sessions: usize) -> Self {
+        Self {
+            users: UserIndex::with_capacity(users),
+            sessions: SessionIndex::with_capacity(sessions),
+            ..Self::default()
+        }
+    }
+}
+
 /// The actor handles the HTTP side talks to. Cheap to clone.
 #[derive(Clone)]
 pub struct Handles {
@@ -65,6 +76,24 @@ pub struct Handles {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the service is temporarily unavailable")]
 pub struct Unavailable;
+
+/// The hash of the two big read maps: accounts by id and sessions by token hash, which every session check reads.
+/// Their keys are made by the server (random UUIDs, SHA-256 digests of random tokens), never chosen by a client, so
+/// a fast seeded hash is enough: SipHash, the standard library's, was a fifth of the start-up time at a million
+/// accounts and sessions.
+type KeyHash = foldhash::fast::RandomState;
+
+/// A read lock on one of the ordered views of an index. A poisoned lock means a panic while the actor that owns
+/// the view published; the view itself is still whole (every update is a single insert or remove), and the
+/// actor's death stops the service anyway.
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A write lock on one of the ordered views of an index (see [`read`]).
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Sends `build(port)` to `actor` and waits for the answer; a dead, stuck or overloaded actor is [`Unavailable`].
 async fn call<M, T>(actor: &ActorRef<M>, build: impl FnOnce(RpcReplyPort<T>) -> M) -> Result<T, Unavailable>

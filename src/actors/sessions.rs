@@ -1,27 +1,39 @@
 //! The sessions actor: creating, extending and ending sessions.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashSet};
+use std::ops::RangeInclusive;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
 use super::overlay::{self, Overlay};
-use super::{Indexes, Unavailable, call};
+use super::{Indexes, KeyHash, Unavailable, call, read, write};
 use crate::config::SessionConfig;
-use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
+use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserAgent, UserId};
 use crate::store::{StoreOp, StoreWriter, convert};
 
 /// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
 /// listing one user's sessions touches only theirs, not every session).
 #[derive(Default)]
 pub struct SessionIndex {
-    by_hash: papaya::HashMap<TokenHash, Arc<Session>>,
-    by_user: papaya::HashMap<UserId, Arc<[TokenHash]>>,
+    by_hash: papaya::HashMap<TokenHash, Arc<Session>, KeyHash>,
+    /// Every session's user and token hash, in that order: one user's sessions are a range. An ordered set of
+    /// 48-byte keys costs about half of a map from user to a list of hashes (an entry, a list and a table slot per
+    /// user, and the list copied on every change); only the sessions actor writes it, and only calls about one
+    /// account's sessions (list, revoke, ban) read it, never the session check.
+    by_user: RwLock<BTreeSet<(UserId, TokenHash)>>,
+    /// One copy of each user agent the sessions have (see [`UserAgent`]); only the sessions actor and start-up use
+    /// it, so the lock is never contended.
+    agents: Mutex<HashSet<UserAgent>>,
 }
 
 impl SessionIndex {
+    pub fn with_capacity(sessions: usize) -> Self {
+        Self { by_hash: papaya::HashMap::with_capacity_and_hasher(sessions, KeyHash::default()), ..Self::default() }
+    }
+
     pub fn get(&self, hash: &TokenHash) -> Option<Arc<Session>> {
         self.by_hash.pin().get(hash).cloned()
     }
@@ -34,37 +46,56 @@ impl SessionIndex {
         self.by_hash.is_empty()
     }
 
-    /// Used at load and after a durable write; only the sessions actor writes, so the read-modify-write of a
-    /// user's token list below cannot race another writer.
+    /// Used after a durable write; only the sessions actor writes.
     pub(crate) fn publish(&self, hash: TokenHash, session: Option<Arc<Session>>) {
-        let by_user = self.by_user.pin();
-        let tokens = |user: &UserId| by_user.get(user).map(|t| t.to_vec()).unwrap_or_default();
         match session {
             Some(session) => {
                 let user = session.user_id;
                 if self.by_hash.pin().insert(hash, session).is_none() {
-                    let mut list = tokens(&user);
-                    list.push(hash);
-                    by_user.insert(user, list.into());
+                    write(&self.by_user).insert((user, hash));
                 }
             }
             None => {
                 if let Some(old) = self.by_hash.pin().remove(&hash) {
-                    let mut list = tokens(&old.user_id);
-                    list.retain(|h| *h != hash);
-                    if list.is_empty() {
-                        by_user.remove(&old.user_id);
-                    } else {
-                        by_user.insert(old.user_id, list.into());
-                    }
+                    write(&self.by_user).remove(&(old.user_id, hash));
                 }
             }
         }
     }
 
+    /// At start-up, before anything reads the index: the session check's map only.
+    /// [`finish_load`](Self::finish_load) then builds the sessions by user in one pass.
+    pub(crate) fn publish_loaded(&self, hash: TokenHash, session: Arc<Session>) {
+        self.by_hash.pin().insert(hash, session);
+    }
+
+    /// `loaded`: the user and token hash of every session given to [`publish_loaded`](Self::publish_loaded). The
+    /// store hands them over in this order, so the sort is a pass that finds them sorted.
+    pub(crate) fn finish_load(&self, loaded: Vec<(UserId, TokenHash)>) {
+        *write(&self.by_user) = loaded.into_iter().collect();
+    }
+
+    /// The shared copy of user agent `text`, made on its first use.
+    pub(crate) fn user_agent(&self, text: &str) -> UserAgent {
+        let mut agents = self.agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(agent) = agents.get(text) {
+            return agent.clone();
+        }
+        let agent = UserAgent::from(text);
+        agents.insert(agent.clone());
+        agent
+    }
+
+    /// Drops the copies of user agents that no session holds any more; returns how many are left.
+    fn forget_unused_agents(&self) -> usize {
+        let mut agents = self.agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        agents.retain(|agent| agent.holders() > 1);
+        agents.len()
+    }
+
     /// The live sessions of `user` with their token hashes, oldest first.
     pub fn of_user(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
-        let Some(hashes) = self.by_user.pin().get(&user).cloned() else { return Vec::new() };
+        let hashes: Vec<TokenHash> = read(&self.by_user).range(of(user)).map(|(_, h)| *h).collect();
         let by_hash = self.by_hash.pin();
         let mut sessions: Vec<_> = hashes.iter().filter_map(|h| Some((*h, by_hash.get(h)?.clone()))).collect();
         sessions.sort_unstable_by_key(|(_, s)| (s.created_at, s.id));
@@ -81,10 +112,14 @@ impl SessionIndex {
     }
 
     fn of_users(&self, users: &[UserId]) -> Vec<(UserId, TokenHash)> {
-        let by_user = self.by_user.pin();
-        let of = |u: &UserId| Some(by_user.get(u)?.iter().map(|h| (*u, *h)).collect::<Vec<_>>());
-        users.iter().filter_map(of).flatten().collect()
+        let by_user = read(&self.by_user);
+        users.iter().flat_map(|u| by_user.range(of(*u)).copied()).collect()
     }
+}
+
+/// The range of `user`'s entries in [`SessionIndex::by_user`].
+fn of(user: UserId) -> RangeInclusive<(UserId, TokenHash)> {
+    (user, [0; 32])..=(user, [u8::MAX; 32])
 }
 
 /// Where a sign-in comes from (the client's address and user agent), recorded on the session.
@@ -327,6 +362,8 @@ impl Actor for SessionsActor {
                 }
             }
             SessionsMsg::SweepExpired { reply } => {
+                // The sessions ended since the last sweep are gone from the index by now.
+                self.indexes.sessions.forget_unused_agents();
                 let now = Timestamp::now();
                 let expired = self.indexes.sessions.expired(now);
                 let count = expired.len();
@@ -509,11 +546,11 @@ impl SessionsActor {
             expires_at: now.plus(lifetime),
             created_at: now,
             updated_at: now,
-            ip_address: client.ip_address,
-            user_agent: client.user_agent,
+            ip_address: client.ip_address.into(),
+            user_agent: self.indexes.sessions.user_agent(&client.user_agent),
             // An impersonation is never extended, and its cookie ends with the browser.
             remember_me: remember_me && impersonated_by.is_none(),
-            impersonated_by,
+            impersonated_by: impersonated_by.map(Box::new),
         });
         Ok((token, hash, session))
     }
@@ -525,4 +562,77 @@ fn put(hash: TokenHash, session: &Session) -> StoreOp {
 
 fn delete((user, hash): (UserId, TokenHash)) -> StoreOp {
     StoreOp::DeleteSession(user.to_bytes(), hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(user: UserId, created_ms: i64) -> Arc<Session> {
+        let at = Timestamp::from_millis(created_ms);
+        Arc::new(Session {
+            id: SessionId::new(),
+            user_id: user,
+            expires_at: at,
+            created_at: at,
+            updated_at: at,
+            ip_address: "192.0.2.1".into(),
+            user_agent: "test".into(),
+            remember_me: true,
+            impersonated_by: None,
+        })
+    }
+
+    #[test]
+    fn sessions_share_one_copy_of_each_user_agent_until_none_holds_it() {
+        let index = SessionIndex::default();
+        let (a, b, c) = (index.user_agent("Firefox"), index.user_agent("Firefox"), index.user_agent("curl"));
+        assert_eq!(a.as_str(), "Firefox");
+        assert_eq!(a.holders(), 3, "the index's copy, a and b: one text");
+        assert_eq!(index.forget_unused_agents(), 2, "both still held");
+        drop((a, b));
+        assert_eq!(index.forget_unused_agents(), 1, "only curl is left");
+        assert_eq!(index.user_agent("Firefox").holders(), 2, "made again on its next use");
+        drop(c);
+    }
+
+    /// Three users side by side in the ordered set; the middle one's hashes at both ends of the hash range.
+    #[test]
+    fn a_users_sessions_are_theirs_only_after_every_change_and_after_a_load() {
+        let (before, user, after) =
+            (UserId::from_bytes([1; 16]), UserId::from_bytes([2; 16]), UserId::from_bytes([3; 16]));
+        let (low, mid, high) = ([0; 32], [7; 32], [u8::MAX; 32]);
+        let sessions = [
+            (high, session(user, 3)),
+            (low, session(user, 1)),
+            ([5; 32], session(before, 1)),
+            ([6; 32], session(after, 1)),
+            (mid, session(user, 2)),
+        ];
+        let hashes = |index: &SessionIndex, u| index.of_user(u).into_iter().map(|(h, _)| h).collect::<Vec<_>>();
+
+        let index = SessionIndex::default();
+        for (hash, s) in &sessions {
+            index.publish(*hash, Some(Arc::clone(s)));
+        }
+        index.publish(mid, Some(session(user, 2)));
+        assert_eq!(hashes(&index, user), [low, mid, high], "oldest first; a refresh does not duplicate");
+        assert_eq!(index.of_users(&[before, after]), [(before, [5; 32]), (after, [6; 32])]);
+
+        index.publish(low, None);
+        index.publish([9; 32], None);
+        assert_eq!(hashes(&index, user), [mid, high]);
+        assert_eq!(index.len(), 4);
+
+        let loaded = SessionIndex::default();
+        let mut pairs = Vec::new();
+        for (hash, s) in &sessions {
+            pairs.push((s.user_id, *hash));
+            loaded.publish_loaded(*hash, Arc::clone(s));
+        }
+        loaded.finish_load(pairs);
+        assert_eq!(hashes(&loaded, user), [low, mid, high]);
+        assert_eq!(hashes(&loaded, after), [[6; 32]]);
+        assert!(loaded.of_user(UserId::from_bytes([4; 16])).is_empty());
+    }
 }

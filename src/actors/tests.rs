@@ -10,7 +10,9 @@ use tokio_util::sync::CancellationToken;
 use super::users::{AttemptPolicy, UserChange};
 use super::{Indexes, System, Unavailable};
 use crate::config::{RolesConfig, SessionConfig};
-use crate::domain::{Email, Name, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User, UserId};
+use crate::domain::{
+    Email, Name, OrgId, Organization, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User, UserId,
+};
 use crate::store::{ManualDisk, Store, StoreOp, StoreWriter, convert};
 
 /// Long enough for any message to be handled on a loaded machine; used only where the wait must time out for
@@ -60,8 +62,8 @@ fn session(user: UserId) -> (SessionToken, StoreOp) {
         expires_at: now.plus(Duration::from_secs(3600)),
         created_at: now,
         updated_at: now,
-        ip_address: String::new(),
-        user_agent: String::new(),
+        ip_address: "".into(),
+        user_agent: "".into(),
         remember_me: true,
         impersonated_by: None,
     };
@@ -86,7 +88,7 @@ async fn world() -> World {
     store.commit(&ops).unwrap();
     let mut builder = super::load::IndexBuilder::new(&roles);
     store.visit(|record| builder.add(record)).unwrap();
-    let indexes = Arc::new(builder.finish().indexes);
+    let indexes = Arc::new(builder.finish().unwrap().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
     let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60) };
     let system =
@@ -233,4 +235,32 @@ async fn work_staged_while_draining_is_flushed_not_dropped() {
     second.await.unwrap().expect("the second organization was durable but its caller got an error");
     stopping.await.unwrap();
     assert_eq!(w.store.load().unwrap().orgs.len(), 2);
+}
+
+/// A store read whole loads every record (the maps sized from the store's counts, the sessions by account built
+/// at the end); a bad record stops the load, with what is wrong with it.
+#[test]
+fn a_load_reads_every_record_or_stops_at_the_first_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
+    let member = user("member@example.com", roles.default_role());
+    let mut ops = vec![StoreOp::PutUser(convert::user_record(&member))];
+    ops.extend((0..30_000).map(|_| session(member.id).1));
+    store.commit(&ops).unwrap();
+    let built = super::load::build(&store, &roles).unwrap();
+    assert_eq!((built.indexes.users.len(), built.indexes.sessions.len()), (1, 30_000));
+    assert_eq!(built.indexes.sessions.of_user(member.id).len(), 30_000);
+
+    let twin = || Organization {
+        id: OrgId::new(),
+        name: Name::parse("Twin").unwrap(),
+        slug: Slug::parse("twin").unwrap(),
+        created_at: Timestamp::now(),
+    };
+    store
+        .commit(&[StoreOp::PutOrg(convert::org_record(&twin())), StoreOp::PutOrg(convert::org_record(&twin()))])
+        .unwrap();
+    let refused = super::load::build(&store, &roles).err().unwrap().to_string();
+    assert!(refused.contains("share the slug"), "{refused}");
 }

@@ -7,7 +7,7 @@ use std::fmt;
 /// display names (`Alice <a@x.com>`), quoted local parts, IP-literal domains and `a@localhost`, which an account
 /// e-mail has no business being, and accepts what people type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Email(String);
+pub struct Email(Box<str>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("invalid e-mail address")]
@@ -25,7 +25,7 @@ impl Email {
         if !valid_local(local) || !valid_domain(domain) {
             return Err(EmailError);
         }
-        Ok(Self(email))
+        Ok(Self(email.into_boxed_str()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -34,7 +34,7 @@ impl Email {
 
     /// Rebuilds a value read from the store, where it was validated before it was written.
     pub(crate) fn from_trusted(s: String) -> Self {
-        Self(s)
+        Self(s.into_boxed_str())
     }
 }
 

@@ -2,7 +2,7 @@ use std::fmt;
 
 /// A display name (of a user or an organization): 1 to 200 characters after trimming, no control characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Name(String);
+pub struct Name(Box<str>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
@@ -37,7 +37,7 @@ impl Name {
         } else if name.chars().any(is_bidi_control) {
             Err(NameError::Bidi)
         } else {
-            Ok(Self(name.to_owned()))
+            Ok(Self(name.into()))
         }
     }
 
@@ -46,7 +46,7 @@ impl Name {
     }
 
     pub(crate) fn from_trusted(s: String) -> Self {
-        Self(s)
+        Self(s.into_boxed_str())
     }
 }
 

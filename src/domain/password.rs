@@ -1,5 +1,9 @@
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Mutex;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD_NO_PAD;
 use unicode_normalization::UnicodeNormalization;
 
 /// A password as given at sign-up: 8 to 128 Unicode scalar values, NFKC-normalised, never truncated.
@@ -59,6 +63,121 @@ pub fn is_legacy_hash(stored: &str) -> bool {
     stored.split_once(':').is_some_and(|(salt, key)| hex_digits(salt, 32) && hex_digits(key, 128))
 }
 
+/// A stored password hash: an argon2 PHC string (`$argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>`), or anything
+/// else kept as it is (a better-auth scrypt hash from an import, see [`is_legacy_hash`]).
+///
+/// Every account's hash is in memory, so a PHC string is kept compact: its parameters (the same for every
+/// account hashed under one configuration) are stored once per process, and its salt and hash as the bytes their
+/// base64 stands for: 51 bytes instead of 97 characters. [`as_phc`](Self::as_phc) gives the string back, byte for
+/// byte (the base64 decoder refuses any text it would not write itself, and such text is kept as text).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PasswordHash(Box<[u8]>);
+
+/// `[TEXT][the string]`, or `[PHC][parameters' index][salt length][salt][hash]`.
+const TEXT: u8 = 0;
+const PHC: u8 = 1;
+
+/// The parameter parts of the PHC strings seen (`$argon2id$v=19$m=19456,t=2,p=1$`), each once for the process:
+/// a few configurations' worth. Bounded, so that a store full of odd parameters cannot grow it without end:
+/// beyond it, hashes are kept as text.
+static PHC_PARAMETERS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+const MAX_PHC_PARAMETERS: usize = 256;
+
+impl PasswordHash {
+    pub fn new(stored: &str) -> Self {
+        Self::compact(stored).unwrap_or_else(|| {
+            let mut bytes = Vec::with_capacity(1 + stored.len());
+            bytes.push(TEXT);
+            bytes.extend_from_slice(stored.as_bytes());
+            Self(bytes.into())
+        })
+    }
+
+    fn compact(stored: &str) -> Option<Self> {
+        let mut parts = stored.rsplitn(3, '$');
+        let (hash, salt, parameters) = (parts.next()?, parts.next()?, parts.next()?);
+        if !parameters.starts_with("$argon2") {
+            return None;
+        }
+        // The parameters with the `$` that ends them.
+        let parameters = &stored[..=parameters.len()];
+        let (salt, hash) = (STANDARD_NO_PAD.decode(salt).ok()?, STANDARD_NO_PAD.decode(hash).ok()?);
+        let index = u8::try_from(parameters_index(parameters)?).ok()?;
+        let mut bytes = Vec::with_capacity(3 + salt.len() + hash.len());
+        bytes.extend([PHC, index, u8::try_from(salt.len()).ok()?]);
+        bytes.extend(salt);
+        bytes.extend(hash);
+        Some(Self(bytes.into()))
+    }
+
+    /// The stored string.
+    pub fn as_phc(&self) -> Cow<'_, str> {
+        match &*self.0 {
+            [PHC, index, salt_len, rest @ ..] => {
+                let parameters = lock_parameters().get(usize::from(*index)).copied().unwrap_or_default();
+                let (salt, hash) = rest.split_at(usize::from(*salt_len).min(rest.len()));
+                let mut phc = String::with_capacity(parameters.len() + 1 + 4 * (salt.len() + hash.len()).div_ceil(3));
+                phc.push_str(parameters);
+                STANDARD_NO_PAD.encode_string(salt, &mut phc);
+                phc.push('$');
+                STANDARD_NO_PAD.encode_string(hash, &mut phc);
+                Cow::Owned(phc)
+            }
+            // Made from a `&str`: always UTF-8.
+            [_, text @ ..] => String::from_utf8_lossy(text),
+            [] => Cow::Borrowed(""),
+        }
+    }
+
+    /// Whether this is a hash imported from better-auth (see [`is_legacy_hash`]).
+    pub fn is_legacy(&self) -> bool {
+        self.0.first() == Some(&TEXT) && is_legacy_hash(&self.as_phc())
+    }
+}
+
+fn lock_parameters() -> std::sync::MutexGuard<'static, Vec<&'static str>> {
+    PHC_PARAMETERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The index of `parameters` in [`PHC_PARAMETERS`], added if new and there is room.
+fn parameters_index(parameters: &str) -> Option<usize> {
+    let mut known = lock_parameters();
+    if let Some(index) = known.iter().position(|p| *p == parameters) {
+        return Some(index);
+    }
+    if known.len() >= MAX_PHC_PARAMETERS {
+        return None;
+    }
+    // Kept for the life of the process, like the configuration they come from; bounded above.
+    known.push(Box::leak(parameters.into()));
+    Some(known.len() - 1)
+}
+
+impl From<&str> for PasswordHash {
+    fn from(stored: &str) -> Self {
+        Self::new(stored)
+    }
+}
+
+impl From<String> for PasswordHash {
+    fn from(stored: String) -> Self {
+        Self::new(&stored)
+    }
+}
+
+impl fmt::Display for PasswordHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_phc())
+    }
+}
+
+/// Not the hash itself: a `User` printed for debugging does not carry it into a log.
+impl fmt::Debug for PasswordHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PasswordHash(<redacted>)")
+    }
+}
+
 impl fmt::Debug for Password {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Password(<redacted>)")
@@ -100,7 +219,64 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_hash_comes_back_byte_for_byte_and_a_phc_string_is_kept_compact() {
+        let phc = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g";
+        let stored = PasswordHash::new(phc);
+        assert_eq!(stored.as_phc(), phc);
+        assert_eq!(stored.0.len(), 3 + 16 + 32, "the salt and the hash as bytes, not as base64");
+        assert_eq!(stored, PasswordHash::from(phc.to_owned()), "the same string, the same value");
+        assert!(!stored.is_legacy());
+        let other = "$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$aGFzaGhhc2g";
+        assert_eq!(PasswordHash::new(other).as_phc(), other, "other parameters");
+        assert_ne!(PasswordHash::new(other), stored);
+
+        let scrypt = format!("{}:{}", "a1".repeat(16), "0f".repeat(64));
+        let legacy = PasswordHash::new(&scrypt);
+        assert_eq!(legacy.as_phc(), scrypt);
+        assert!(legacy.is_legacy());
+        // Kept as text, and so given back unchanged: base64 with padding, or with bits a decoder would drop, or
+        // another alphabet; no salt; not argon2; empty.
+        for text in [
+            "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA==$aGFzaA",
+            "$argon2id$v=19$m=19456,t=2,p=1$c2FsdB$aGFzaA",
+            "$argon2id$v=19$m=19456,t=2,p=1$c2-_dA$aGFzaA",
+            "$argon2id$aGFzaA",
+            "$scrypt$ln=15,r=8,p=1$c2FsdA$aGFzaA",
+            "$argon2id$not-used",
+            "",
+        ] {
+            let kept = PasswordHash::new(text);
+            assert_eq!(kept.as_phc(), text);
+            assert!(!kept.is_legacy(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_stored_hash_is_not_printed_for_debugging() {
+        let stored = PasswordHash::new("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA");
+        assert_eq!(format!("{stored:?}"), "PasswordHash(<redacted>)");
+    }
+
+    #[test]
     fn debug_hides_the_value() {
         assert_eq!(format!("{:?}", Password::new("hunter2hunter2").unwrap()), "Password(<redacted>)");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_stored_hash_comes_back_unchanged(
+            salt in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            hash in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..70),
+            cost in 1u32..100_000,
+            text in ".{0,120}",
+        ) {
+            let phc = format!(
+                "$argon2id$v=19$m={cost},t=2,p=1${}${}",
+                STANDARD_NO_PAD.encode(&salt),
+                STANDARD_NO_PAD.encode(&hash)
+            );
+            proptest::prop_assert_eq!(PasswordHash::new(&phc).as_phc().into_owned(), phc);
+            proptest::prop_assert_eq!(PasswordHash::new(&text).as_phc().into_owned(), text);
+        }
     }
 }

@@ -376,7 +376,7 @@ pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incomin
     let (Some(token), Some(current)) = (token, current) else {
         return Err(Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"));
     };
-    let Some(admin_id) = current.session.impersonated_by else {
+    let Some(admin_id) = current.session.impersonated_by.as_deref().copied() else {
         return Err(Failure::bad_request("NOT_IMPERSONATING", "You are not impersonating anyone"));
     };
     let admin_token = extract::cookie(req.headers(), &state.cookies.admin_name).and_then(SessionToken::parse);

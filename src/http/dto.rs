@@ -70,7 +70,7 @@ impl<'a> AuthSession<'a> {
             updated_at: session.updated_at,
             ip_address: &session.ip_address,
             user_agent: &session.user_agent,
-            impersonated_by: session.impersonated_by,
+            impersonated_by: session.impersonated_by.as_deref().copied(),
         }
     }
 }

@@ -138,7 +138,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             ban_reason: None,
             ban_expires: None,
             organization_id: (!orgs.is_empty()).then(|| orgs[i % orgs.len()]),
-            password_hash: hash.to_owned(),
+            password_hash: hash.into(),
             created_at: now,
             updated_at: now,
             rendered: Default::default(),
@@ -174,8 +174,8 @@ fn seed_sessions(
             expires_at: now.plus(std::time::Duration::from_secs(7 * 86_400)),
             created_at: now,
             updated_at: now,
-            ip_address: "127.0.0.1".to_owned(),
-            user_agent: "seed".to_owned(),
+            ip_address: "127.0.0.1".into(),
+            user_agent: "seed".into(),
             remember_me: true,
             impersonated_by: None,
         };
@@ -208,6 +208,11 @@ mod tests {
         seed(&config, args.clone()).await.unwrap();
         let loaded = Store::open(&config.data_dir).unwrap().load().unwrap();
         assert_eq!((loaded.users.len(), loaded.sessions.len(), loaded.orgs.len()), (25, 40, 3));
+        assert_eq!(
+            Store::open(&config.data_dir).unwrap().counts().unwrap(),
+            (25, 40),
+            "what start-up sizes its maps by"
+        );
         assert_eq!(loaded.users.iter().filter(|u| u.role == "admin").count(), 1);
         let first = std::fs::read_to_string(&tokens).unwrap().lines().next().unwrap().to_owned();
         let hash = SessionToken::parse(&first).unwrap().hash();

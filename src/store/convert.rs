@@ -8,7 +8,7 @@ use super::StoreError;
 use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecordV1, UserRecord};
 use crate::domain::{
     AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
-    Slug, Timestamp, TokenKind, User, UserId,
+    Slug, Timestamp, TokenKind, User, UserAgent, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -16,12 +16,12 @@ pub fn user_record(user: &User) -> UserRecord {
         id: user.id.to_bytes(),
         name: user.name.as_str().to_owned(),
         email: user.email.as_str().to_owned(),
-        image: user.image.clone(),
+        image: user.image.as_deref().map(str::to_owned),
         role: user.role.as_str().to_owned(),
         banned: user.banned,
-        ban_reason: user.ban_reason.clone(),
+        ban_reason: user.ban_reason.as_deref().map(str::to_owned),
         organization_id: user.organization_id.map(OrgId::to_bytes),
-        password_hash: user.password_hash.clone(),
+        password_hash: user.password_hash.as_phc().into_owned(),
         created_at_ms: user.created_at.as_millis(),
         updated_at_ms: user.updated_at.as_millis(),
         email_verified: user.email_verified,
@@ -36,13 +36,13 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
         name: Name::from_trusted(r.name),
         email: Email::from_trusted(r.email),
         email_verified: r.email_verified,
-        image: r.image,
+        image: r.image.map(String::into_boxed_str),
         role: roles.from_store(&r.role),
         banned: r.banned,
-        ban_reason: r.ban_reason,
+        ban_reason: r.ban_reason.map(String::into_boxed_str),
         ban_expires: r.ban_expires_ms.map(Timestamp::from_millis),
         organization_id: r.organization_id.map(OrgId::from_bytes),
-        password_hash: r.password_hash,
+        password_hash: r.password_hash.into(),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
         rendered: Default::default(),
@@ -74,24 +74,30 @@ pub fn session_record(session: &Session) -> SessionRecord {
         expires_at_ms: session.expires_at.as_millis(),
         created_at_ms: session.created_at.as_millis(),
         updated_at_ms: session.updated_at.as_millis(),
-        ip_address: session.ip_address.clone(),
-        user_agent: session.user_agent.clone(),
+        ip_address: session.ip_address.as_str().to_owned(),
+        user_agent: session.user_agent.as_str().to_owned(),
         remember_me: session.remember_me,
-        impersonated_by: session.impersonated_by.map(UserId::to_bytes),
+        impersonated_by: session.impersonated_by.as_deref().copied().map(UserId::to_bytes),
     }
 }
 
 pub fn session(r: SessionRecord) -> Session {
+    let agent = UserAgent::from(r.user_agent.as_str());
+    session_with_agent(r, agent)
+}
+
+/// [`session`], with its user agent given (a copy shared with other sessions) instead of made from the record's.
+pub fn session_with_agent(r: SessionRecord, user_agent: UserAgent) -> Session {
     Session {
         id: SessionId::from_bytes(r.id),
         user_id: UserId::from_bytes(r.user_id),
         expires_at: Timestamp::from_millis(r.expires_at_ms),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
-        ip_address: r.ip_address,
-        user_agent: r.user_agent,
+        ip_address: r.ip_address.into(),
+        user_agent,
         remember_me: r.remember_me,
-        impersonated_by: r.impersonated_by.map(UserId::from_bytes),
+        impersonated_by: r.impersonated_by.map(|id| Box::new(UserId::from_bytes(id))),
     }
 }
 
@@ -203,7 +209,7 @@ mod tests {
             ip_address: "192.0.2.1".into(),
             user_agent: "curl".into(),
             remember_me: false,
-            impersonated_by: Some(u.id),
+            impersonated_by: Some(Box::new(u.id)),
         };
         assert_eq!(session(session_record(&s)), s);
         let a = AuditEntry {

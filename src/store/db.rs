@@ -362,6 +362,17 @@ impl Store {
         Ok(())
     }
 
+    /// How many accounts and sessions the store holds (start-up sizes its maps with these). Cheap: redb keeps
+    /// each table's length.
+    pub fn counts(&self) -> Result<(u64, u64), StoreError> {
+        self.with_db(|db| {
+            use redb::ReadableTableMetadata;
+            let tx = db.begin_read().map_err(io)?;
+            let users = tx.open_table(USERS).map_err(io)?.len().map_err(io)?;
+            Ok((users, tx.open_table(SESSIONS).map_err(io)?.len().map_err(io)?))
+        })
+    }
+
     /// Whether the store holds no account, organization or session.
     pub fn is_empty(&self) -> Result<bool, StoreError> {
         self.with_db(|db| {

@@ -258,11 +258,11 @@ impl Actor for UsersActor {
                 }
             },
             UsersMsg::SignInUpgrading { from, to, start, reply } => {
-                match self.get(state, start.user).filter(|u| u.password_hash == from) {
+                match self.get(state, start.user).filter(|u| u.password_hash.as_phc() == from.as_str()) {
                     // Not the hash that was verified any more (a password change won the race): leave it.
                     None => drop(reply.send(Ok(None))),
                     Some(current) => {
-                        let user = self.stage(state, User { password_hash: to, ..User::clone(&current) }, false);
+                        let user = self.stage(state, User { password_hash: to.into(), ..User::clone(&current) }, false);
                         state.overlay.add_unanswered([put(&user)]);
                         state.starting.push((start, reply));
                     }

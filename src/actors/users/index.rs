@@ -1,18 +1,22 @@
-//! The read index of users: by id, by normalised e-mail, in creation order and in e-mail order. Only the users
-//! actor writes it.
+//! The read index of users: by id, in creation order and in e-mail order. Only the users actor writes it.
 //!
 //! The two ordered views serve the administrator's lists at any scale: a page in creation order starts where the
-//! cursor points (no sort, no count of what came before), and an e-mail prefix is a range. They are behind
-//! read-write locks, not lock-free maps, because only those calls read them and only the users actor writes them;
-//! the session check never touches them.
+//! cursor points (no sort, no count of what came before), and an e-mail prefix is a range. The e-mail order is
+//! also the lookup by e-mail (sign-in, sign-up): a tree of pointers to the accounts, ordered by their own
+//! addresses, so no address is held twice (a hash map from e-mail to id cost ~100 bytes per account: its entry, a
+//! second copy of the address and a table slot). A lookup is ~20 comparisons, nothing beside a password hash.
+//! The views are behind read-write locks, not lock-free maps, because only those calls read them and only the
+//! users actor writes them; the session check never touches them.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock};
 
+use crate::actors::{KeyHash, read, write};
 use crate::domain::{Email, OrgId, Timestamp, User, UserId};
 
 /// A user's place in the creation order: the admin lists' order, and the key their cursors name.
@@ -20,18 +24,135 @@ pub type Place = (Timestamp, UserId);
 
 #[derive(Default)]
 pub struct UserIndex {
-    by_id: papaya::HashMap<UserId, Arc<User>>,
-    by_email: papaya::HashMap<Email, UserId>,
-    by_created: RwLock<BTreeMap<Place, Arc<User>>>,
+    by_id: papaya::HashMap<UserId, Arc<User>, KeyHash>,
+    by_created: RwLock<BTreeSet<InOrder<Created>>>,
     by_email_order: RwLock<BTreeSet<ByEmail>>,
     /// Members of each organization in creation order (only accounts that have one).
-    by_org: RwLock<BTreeSet<(OrgId, Place)>>,
+    by_org: RwLock<BTreeSet<InOrder<Member>>>,
     /// Unbanned administrators: the last-admin guard counts them on every administrative change.
     active_admins: RwLock<HashSet<UserId>>,
     /// Bans with an end, by their end: housekeeping lifts the ones that ran out without a pass over everyone.
     bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
     /// Accounts whose password hash is still a better-auth scrypt hash (imported, not yet signed in since).
     legacy_hashes: AtomicUsize,
+}
+
+/// The ordered views of the index, built apart at start-up (see [`UserIndex::build_views`]).
+pub(crate) struct Views {
+    by_created: BTreeSet<InOrder<Created>>,
+    by_email_order: BTreeSet<ByEmail>,
+    by_org: BTreeSet<InOrder<Member>>,
+    active_admins: HashSet<UserId>,
+    bans_ending: BTreeSet<(Timestamp, UserId)>,
+}
+
+/// An order of accounts: the key an account sorts by, read from the account.
+trait Order {
+    type Key: Ord;
+    fn key(user: &User) -> Self::Key;
+}
+
+/// The creation order.
+struct Created;
+
+impl Order for Created {
+    type Key = Place;
+    fn key(user: &User) -> Place {
+        (user.created_at, user.id)
+    }
+}
+
+/// The members of each organization in creation order.
+struct Member;
+
+/// The view holds only accounts that have an organization; `None` sorts them before any that has one.
+type MemberKey = (Option<OrgId>, Place);
+
+impl Order for Member {
+    type Key = MemberKey;
+    fn key(user: &User) -> MemberKey {
+        (user.organization_id, (user.created_at, user.id))
+    }
+}
+
+/// An account in a view ordered by `O`: the view holds a pointer per account, and the key is read from the
+/// account, not copied beside it (8 bytes an entry instead of the creation order's 32 and the members' 40).
+struct InOrder<O>(Arc<User>, PhantomData<O>);
+
+impl<O: Order> InOrder<O> {
+    fn new(user: Arc<User>) -> Self {
+        Self(user, PhantomData)
+    }
+}
+
+impl<O: Order> PartialEq for InOrder<O> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl<O: Order> Eq for InOrder<O> {}
+
+impl<O: Order> PartialOrd for InOrder<O> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<O: Order> Ord for InOrder<O> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        O::key(&self.0).cmp(&O::key(&other.0))
+    }
+}
+
+/// What a view is searched with: a bare key, or an entry, which has one. The views are sets of entries looked up
+/// by bare keys (a cursor's place), so both borrow as this.
+trait Probe<K> {
+    fn probe(&self) -> K;
+}
+
+impl Probe<Place> for Place {
+    fn probe(&self) -> Place {
+        *self
+    }
+}
+
+impl Probe<MemberKey> for MemberKey {
+    fn probe(&self) -> MemberKey {
+        *self
+    }
+}
+
+impl<O: Order> Probe<O::Key> for InOrder<O> {
+    fn probe(&self) -> O::Key {
+        O::key(&self.0)
+    }
+}
+
+impl<O: Order + 'static> Borrow<dyn Probe<O::Key>> for InOrder<O> {
+    fn borrow(&self) -> &(dyn Probe<O::Key> + 'static) {
+        self
+    }
+}
+
+impl<K: Ord> PartialEq for dyn Probe<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.probe() == other.probe()
+    }
+}
+
+impl<K: Ord> Eq for dyn Probe<K> {}
+
+impl<K: Ord> PartialOrd for dyn Probe<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K: Ord> Ord for dyn Probe<K> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.probe().cmp(&other.probe())
+    }
 }
 
 /// A user ordered by e-mail address, looked up by it: the ordered e-mail view holds a pointer per user, not a
@@ -65,33 +186,39 @@ impl Ord for ByEmail {
 }
 
 impl UserIndex {
+    pub fn with_capacity(users: usize) -> Self {
+        Self { by_id: papaya::HashMap::with_capacity_and_hasher(users, KeyHash::default()), ..Self::default() }
+    }
+
     pub fn get(&self, id: UserId) -> Option<Arc<User>> {
         self.by_id.pin().get(&id).cloned()
     }
 
+    /// Not before [`finish_load`](Self::finish_load) at start-up (the e-mail order is built there).
     pub fn by_email(&self, email: &Email) -> Option<Arc<User>> {
-        let id = *self.by_email.pin().get(email)?;
-        self.get(id)
+        read(&self.by_email_order).get(email.as_str()).map(|u| Arc::clone(&u.0))
     }
 
     /// Every user, ordered by creation time, then id.
     pub fn list(&self) -> Vec<Arc<User>> {
-        read(&self.by_created).values().cloned().collect()
+        read(&self.by_created).iter().map(|u| Arc::clone(&u.0)).collect()
     }
 
     /// Visits users in creation order (newest first with `descending`), starting after `after`, until `visit`
     /// returns `false`.
     pub fn scan(&self, after: Option<Place>, descending: bool, mut visit: impl FnMut(&Arc<User>) -> bool) {
         let users = read(&self.by_created);
-        let range = match after {
-            None => users.range(..),
-            Some(place) if descending => users.range(..place),
-            Some(place) => users.range((Bound::Excluded(place), Bound::Unbounded)),
+        let range = match &after {
+            None => users.range::<dyn Probe<Place>, _>(..),
+            Some(place) if descending => {
+                users.range::<dyn Probe<Place>, _>((Bound::Unbounded, Bound::Excluded(place as _)))
+            }
+            Some(place) => users.range::<dyn Probe<Place>, _>((Bound::Excluded(place as _), Bound::Unbounded)),
         };
         if descending {
-            range.rev().map(|(_, u)| u).take_while(|u| visit(u)).for_each(drop);
+            range.rev().map(|u| &u.0).take_while(|u| visit(u)).for_each(drop);
         } else {
-            range.map(|(_, u)| u).take_while(|u| visit(u)).for_each(drop);
+            range.map(|u| &u.0).take_while(|u| visit(u)).for_each(drop);
         }
     }
 
@@ -108,18 +235,17 @@ impl UserIndex {
 
     /// Visits the members of `org` in creation order, starting after `after`, until `visit` returns `false`.
     pub fn scan_org(&self, org: OrgId, after: Option<Place>, mut visit: impl FnMut(&Arc<User>) -> bool) {
-        let first = match after {
-            Some(place) => Bound::Excluded((org, place)),
-            None => Bound::Included((org, (Timestamp::from_millis(i64::MIN), UserId::from_bytes([0; 16])))),
+        let start: MemberKey = match after {
+            Some(place) => (Some(org), place),
+            None => (Some(org), (Timestamp::from_millis(i64::MIN), UserId::from_bytes([0; 16]))),
         };
+        let first = if after.is_some() { Bound::Excluded(&start as _) } else { Bound::Included(&start as _) };
         let members = read(&self.by_org);
-        for (_, (_, id)) in members.range((first, Bound::Unbounded)).take_while(|(o, _)| *o == org) {
-            if let Some(user) = self.get(*id)
-                && !visit(&user)
-            {
-                break;
-            }
-        }
+        members
+            .range::<dyn Probe<MemberKey>, _>((first, Bound::Unbounded))
+            .map(|m| &m.0)
+            .take_while(|u| u.organization_id == Some(org) && visit(u))
+            .for_each(drop);
     }
 
     /// The members of `org`, in creation order.
@@ -160,23 +286,64 @@ impl UserIndex {
     /// the ordered views in one pass, sorting once instead of a million scattered tree inserts.
     pub(crate) fn publish_loaded(&self, user: Arc<User>) {
         self.count_legacy(false, user.has_legacy_hash());
-        self.by_email.pin().insert(user.email.clone(), user.id);
         self.by_id.pin().insert(user.id, user);
     }
 
-    pub(crate) fn finish_load(&self) {
+    /// Builds the ordered views of the accounts loaded, from the map (start-up builds them on another thread with
+    /// [`build_views`](Self::build_views) and [`install`](Self::install)).
+    #[cfg(test)]
+    pub(crate) fn finish_load(&self) -> Result<(), UserId> {
         let users: Vec<Arc<User>> = self.by_id.pin().values().cloned().collect();
-        *write(&self.by_created) = users.iter().map(|u| ((u.created_at, u.id), Arc::clone(u))).collect();
-        *write(&self.by_org) = users.iter().filter_map(|u| Some((u.organization_id?, (u.created_at, u.id)))).collect();
-        *write(&self.active_admins) = users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect();
-        *write(&self.bans_ending) =
-            users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires?, u.id))).collect();
-        *write(&self.by_email_order) = users.into_iter().map(ByEmail).collect();
+        self.install(Self::build_views(users)?);
+        Ok(())
+    }
+
+    /// The ordered views of `users`, each in one sort (users read in id order are nearly in creation order
+    /// already). Two accounts with one e-mail (a store written wrongly) are refused: the id of one of them.
+    pub(crate) fn build_views(users: Vec<Arc<User>>) -> Result<Views, UserId> {
+        let mut by_email: Vec<ByEmail> = users.iter().cloned().map(ByEmail).collect();
+        by_email.sort_unstable();
+        if let Some(twins) = by_email.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(twins[1].0.id);
+        }
+        let by_created: BTreeSet<InOrder<Created>> = users.iter().cloned().map(InOrder::new).collect();
+        // The members: each organization's in creation order, then the organizations in order. Sorting them whole
+        // compared a million pairs of accounts through their pointers, twenty times each; organizations are few.
+        let mut by_org: HashMap<OrgId, Vec<Arc<User>>> = HashMap::new();
+        for user in &by_created {
+            if let Some(org) = user.0.organization_id {
+                by_org.entry(org).or_default().push(Arc::clone(&user.0));
+            }
+        }
+        let mut by_org: Vec<_> = by_org.into_iter().collect();
+        by_org.sort_unstable_by_key(|(org, _)| *org);
+        Ok(Views {
+            by_created,
+            by_org: by_org.into_iter().flat_map(|(_, members)| members).map(InOrder::new).collect(),
+            active_admins: users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect(),
+            bans_ending: users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires?, u.id))).collect(),
+            // Already sorted: built in one pass.
+            by_email_order: by_email.into_iter().collect(),
+        })
+    }
+
+    /// Makes `views` (of the accounts published with [`publish_loaded`](Self::publish_loaded)) the ordered views.
+    pub(crate) fn install(&self, views: Views) {
+        *write(&self.by_created) = views.by_created;
+        *write(&self.by_email_order) = views.by_email_order;
+        *write(&self.by_org) = views.by_org;
+        *write(&self.active_admins) = views.active_admins;
+        *write(&self.bans_ending) = views.bans_ending;
+    }
+
+    /// Whether account `id` exists and is not banned at `now`, without taking a reference to it (start-up asks
+    /// this for every session while another thread builds the views from the same accounts).
+    pub(crate) fn may_hold_session(&self, id: UserId, now: Timestamp) -> bool {
+        self.by_id.pin().get(&id).is_some_and(|u| !u.is_banned_at(now))
     }
 
     pub(crate) fn publish(&self, user: Arc<User>) {
         let old = self.by_id.pin().insert(user.id, Arc::clone(&user)).cloned();
-        self.by_email.pin().insert(user.email.clone(), user.id);
         self.count_legacy(old.as_ref().is_some_and(|o| o.has_legacy_hash()), user.has_legacy_hash());
         if let Some(old) = &old {
             self.unlist(old);
@@ -184,10 +351,11 @@ impl UserIndex {
         self.list_in_views(user);
     }
 
+    /// `replace`, not `insert`: an entry equal in order (the same account, unchanged in that order) must still
+    /// point to the new version of the account.
     fn list_in_views(&self, user: Arc<User>) {
-        let place = (user.created_at, user.id);
-        if let Some(org) = user.organization_id {
-            write(&self.by_org).insert((org, place));
+        if user.organization_id.is_some() {
+            write(&self.by_org).replace(InOrder::new(Arc::clone(&user)));
         }
         if user.is_active_admin() {
             write(&self.active_admins).insert(user.id);
@@ -195,20 +363,20 @@ impl UserIndex {
         if let Some(end) = user.ban_expires.filter(|_| user.banned) {
             write(&self.bans_ending).insert((end, user.id));
         }
-        write(&self.by_created).insert(place, Arc::clone(&user));
-        write(&self.by_email_order).insert(ByEmail(user));
+        write(&self.by_created).replace(InOrder::new(Arc::clone(&user)));
+        write(&self.by_email_order).replace(ByEmail(user));
     }
 
     fn unlist(&self, user: &User) {
-        let place = (user.created_at, user.id);
-        if let Some(org) = user.organization_id {
-            write(&self.by_org).remove(&(org, place));
+        let place = Created::key(user);
+        if user.organization_id.is_some() {
+            write(&self.by_org).remove(&Member::key(user) as &dyn Probe<MemberKey>);
         }
         write(&self.active_admins).remove(&user.id);
         if let Some(end) = user.ban_expires {
             write(&self.bans_ending).remove(&(end, user.id));
         }
-        write(&self.by_created).remove(&place);
+        write(&self.by_created).remove(&place as &dyn Probe<Place>);
         write(&self.by_email_order).remove(user.email.as_str());
     }
 
@@ -223,7 +391,6 @@ impl UserIndex {
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: UserId) {
         if let Some(user) = self.by_id.pin().remove(&id) {
-            self.by_email.pin().remove(&user.email);
             self.count_legacy(user.has_legacy_hash(), false);
             self.unlist(user);
         }
@@ -232,16 +399,6 @@ impl UserIndex {
     pub(super) fn active_admins(&self) -> Vec<UserId> {
         read(&self.active_admins).iter().copied().collect()
     }
-}
-
-/// A poisoned lock means a panic while the users actor published; the map itself is still whole (every update
-/// is a single insert or remove), and the actor's death stops the service anyway.
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -261,7 +418,7 @@ mod tests {
             ban_reason: None,
             ban_expires: None,
             organization_id: None,
-            password_hash: String::new(),
+            password_hash: "".into(),
             created_at: Timestamp::from_millis(ms),
             updated_at: Timestamp::from_millis(ms),
             rendered: Default::default(),
@@ -318,6 +475,9 @@ mod tests {
         let banned = User { banned: true, ban_expires: Some(end), organization_id: Some(other), ..User::clone(&x) };
         index.publish(Arc::new(banned));
         assert_eq!(ids(index.members_of(org)), [y.id], "moved out");
+        let renamed = User { name: Name::parse("Y2").unwrap(), organization_id: Some(org), ..User::clone(&y) };
+        index.publish(Arc::new(renamed));
+        assert_eq!(index.members_of(org)[0].name.as_str(), "Y2", "a member's entry is the account as it is now");
         assert_eq!(ids(index.members_of(other)), [x.id]);
         assert_eq!(index.active_admins(), [y.id], "a banned administrator is not an active one");
         assert_eq!(index.bans_ended_by(Timestamp::from_millis(49)), Vec::<UserId>::new());
@@ -346,7 +506,7 @@ mod tests {
             one_by_one.publish(Arc::clone(u));
             bulk.publish_loaded(Arc::clone(u));
         }
-        bulk.finish_load();
+        bulk.finish_load().unwrap();
         let ids = |v: Vec<Arc<User>>| v.iter().map(|u| u.id).collect::<Vec<_>>();
         for index in [&one_by_one, &bulk] {
             assert_eq!(ids(index.list()), [users[1].id, users[2].id, users[0].id]);
@@ -358,6 +518,62 @@ mod tests {
             want.sort();
             assert_eq!(admins, want);
             assert_eq!(index.bans_ended_by(Timestamp::from_millis(9)), [users[2].id]);
+            assert_eq!(index.by_email(&users[2].email).map(|u| u.id), Some(users[2].id));
         }
+    }
+
+    #[test]
+    fn a_bulk_load_lists_each_organizations_members_in_creation_order() {
+        let (a, b) = (OrgId::new(), OrgId::new());
+        // Given in neither creation nor organization order, with one account in none.
+        let users: Vec<Arc<User>> = [(5, Some(b)), (2, Some(a)), (9, Some(a)), (1, None), (3, Some(b)), (4, Some(a))]
+            .into_iter()
+            .map(|(ms, org)| Arc::new(User { organization_id: org, ..User::clone(&user(&format!("u{ms}@x.io"), ms)) }))
+            .collect();
+        let (one_by_one, bulk) = (UserIndex::default(), UserIndex::default());
+        for u in &users {
+            one_by_one.publish(Arc::clone(u));
+            bulk.publish_loaded(Arc::clone(u));
+        }
+        bulk.finish_load().unwrap();
+        let created = |members: Vec<Arc<User>>| members.iter().map(|u| u.created_at.as_millis()).collect::<Vec<_>>();
+        for index in [&one_by_one, &bulk] {
+            assert_eq!(created(index.members_of(a)), [2, 4, 9]);
+            assert_eq!(created(index.members_of(b)), [3, 5]);
+        }
+    }
+
+    #[test]
+    fn the_lookup_by_email_is_the_email_order() {
+        let index = UserIndex::default();
+        let (a, b) = (user("a@x.io", 1), user("b@x.io", 2));
+        index.publish(Arc::clone(&a));
+        index.publish(Arc::clone(&b));
+        assert_eq!(index.by_email(&a.email).map(|u| u.id), Some(a.id));
+        assert!(index.by_email(&Email::parse("c@x.io").unwrap()).is_none());
+
+        let moved = Arc::new(User { email: Email::parse("z@x.io").unwrap(), ..User::clone(&a) });
+        index.publish(Arc::clone(&moved));
+        assert!(index.by_email(&a.email).is_none(), "the old address no longer finds the account");
+        assert_eq!(index.by_email(&moved.email).map(|u| u.id), Some(a.id));
+        index.remove(a.id);
+        assert!(index.by_email(&moved.email).is_none());
+        assert_eq!(index.by_email(&b.email).map(|u| u.id), Some(b.id));
+    }
+
+    #[test]
+    fn a_load_with_two_accounts_sharing_an_email_is_refused() {
+        let index = UserIndex::default();
+        let (a, b, c) = (user("a@x.io", 1), user("b@x.io", 2), user("a@x.io", 3));
+        for u in [&a, &b, &c] {
+            index.publish_loaded(Arc::clone(u));
+        }
+        let twin = index.finish_load().unwrap_err();
+        assert!(twin == a.id || twin == c.id, "names one of the two");
+
+        let fine = UserIndex::default();
+        fine.publish_loaded(a);
+        fine.publish_loaded(b);
+        assert_eq!(fine.finish_load(), Ok(()));
     }
 }

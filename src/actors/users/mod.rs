@@ -15,6 +15,7 @@ use std::time::Duration;
 use ractor::{ActorRef, RpcReplyPort};
 
 pub(super) use actor::spawn;
+pub(crate) use index::Views;
 pub use index::{Place, UserIndex};
 
 use super::sessions::{CreateSessionError, StartWith};

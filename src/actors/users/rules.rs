@@ -27,13 +27,13 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         name: new.name,
         email: new.email,
         email_verified: false,
-        image: new.image,
+        image: new.image.map(Into::into),
         role: new.role,
         banned: false,
         ban_reason: None,
         ban_expires: None,
         organization_id: None,
-        password_hash: new.password_hash,
+        password_hash: new.password_hash.into(),
         created_at: now,
         updated_at: now,
         rendered: Default::default(),
@@ -69,7 +69,7 @@ pub fn apply_change(
     }
     // A reason describes a ban: kept while the account is banned, dropped with the ban.
     if user.banned && change.ban_reason.is_some() {
-        user.ban_reason = change.ban_reason;
+        user.ban_reason = change.ban_reason.map(Into::into);
     }
     if let Some(org) = change.organization {
         user.organization_id = org;
@@ -78,14 +78,14 @@ pub fn apply_change(
         user.name = name;
     }
     if let Some(image) = change.image {
-        user.image = image;
+        user.image = image.map(Into::into);
     }
     if let Some(verified) = change.email_verified {
         user.email_verified = verified;
     }
     let new_password = change.password_hash.is_some();
     if let Some(hash) = change.password_hash {
-        user.password_hash = hash;
+        user.password_hash = hash.into();
     }
     if current.is_active_admin() && !user.is_active_admin() && snapshot.active_admins <= 1 {
         return Err(UpdateUserError::LastAdmin);
@@ -107,7 +107,7 @@ pub fn apply_own_change(current: &User, change: OwnChange, now: Timestamp) -> Ch
     let mut user = current.clone();
     let ends_sessions = match change {
         OwnChange::Password { password_hash, end_sessions } => {
-            user.password_hash = password_hash;
+            user.password_hash = password_hash.into();
             end_sessions
         }
         OwnChange::Profile { name, image } => {
@@ -115,7 +115,7 @@ pub fn apply_own_change(current: &User, change: OwnChange, now: Timestamp) -> Ch
                 user.name = name;
             }
             if let Some(image) = image {
-                user.image = image;
+                user.image = image.map(Into::into);
             }
             false
         }
@@ -156,7 +156,7 @@ pub fn set_up_admin(
                 banned: false,
                 ban_reason: None,
                 ban_expires: None,
-                password_hash: setup.password_hash,
+                password_hash: setup.password_hash.into(),
                 updated_at: now,
                 ..current.clone()
             };
@@ -183,7 +183,7 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
     let role =
         (before.role != after.role).then(|| (action::ROLE_CHANGED, format!("{} -> {}", before.role, after.role)));
     let ban_detail = || {
-        let reason = after.ban_reason.clone().unwrap_or_default();
+        let reason = after.ban_reason.as_deref().unwrap_or_default().to_owned();
         match after.ban_expires {
             Some(end) if reason.is_empty() => format!("until {}", end.to_rfc3339()),
             Some(end) => format!("{reason} (until {})", end.to_rfc3339()),
@@ -195,7 +195,7 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
         (true, true) if before.ban_expires != after.ban_expires => Some((action::BANNED, ban_detail())),
         (true, false) => Some((action::UNBANNED, String::new())),
         _ if before.ban_reason != after.ban_reason => {
-            Some((action::BAN_REASON_CHANGED, after.ban_reason.clone().unwrap_or_default()))
+            Some((action::BAN_REASON_CHANGED, after.ban_reason.as_deref().unwrap_or_default().to_owned()))
         }
         _ => None,
     };
@@ -338,7 +338,7 @@ mod tests {
         let (changed, outcome) = set_up_admin(Some(&squatter), setup(true), NOW).unwrap();
         assert_eq!(outcome, EnsureAdmin::Promoted(squatter.id));
         assert!(changed.ends_sessions && changed.user.role.is_admin() && !changed.user.banned);
-        assert_eq!(changed.user.password_hash, "operator hash");
+        assert_eq!(changed.user.password_hash.as_phc(), "operator hash");
         let (created, outcome) = set_up_admin(None, setup(false), NOW).unwrap();
         assert_eq!(outcome, EnsureAdmin::Created(created.user.id));
         assert!(!created.ends_sessions && created.user.role.is_admin());
@@ -349,7 +349,7 @@ mod tests {
         let user = account("u@example.com", "user");
         let keep = OwnChange::Password { password_hash: "new".into(), end_sessions: false };
         let changed = apply_own_change(&user, keep, NOW);
-        assert_eq!((changed.user.password_hash.as_str(), changed.ends_sessions), ("new", false));
+        assert_eq!((changed.user.password_hash.as_phc().as_ref(), changed.ends_sessions), ("new", false));
         let end = OwnChange::Password { password_hash: "new".into(), end_sessions: true };
         assert!(apply_own_change(&user, end, NOW).ends_sessions);
         let profile = OwnChange::Profile { name: Some(Name::parse("Renamed").unwrap()), image: Some(None) };
@@ -386,7 +386,7 @@ mod tests {
         let set = UserChange { password_hash: Some("new hash".into()), ..change() };
         let changed = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, set, NOW).unwrap();
         assert!(changed.ends_sessions);
-        assert_eq!(changed.user.password_hash, "new hash");
+        assert_eq!(changed.user.password_hash.as_phc(), "new hash");
         let diff: Vec<_> = changes(&target, &changed.user).collect();
         assert_eq!(diff.len(), 1);
         assert_eq!(diff[0].0, action::PASSWORD_SET);
