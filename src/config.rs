@@ -346,7 +346,7 @@ impl Default for RateLimitConfig {
 
 impl Default for HashingConfig {
     fn default() -> Self {
-        Self { memory_kib: 19_456, iterations: 2, parallelism: 1, workers: 0, max_queue: 256, queue_timeout_ms: 1_000 }
+        Self { memory_kib: 19_456, iterations: 2, parallelism: 1, workers: 0, max_queue: 256, queue_timeout_ms: 3_000 }
     }
 }
 
