@@ -3,21 +3,29 @@
 #
 #   benches/load.sh            # 10 s per scenario
 #   DURATION=5 benches/load.sh
+#   BASE=/tmp/base/target/release/service-auth benches/load.sh   # the durable writes on that build too
 #
-# Prints one line per scenario and connection count: requests/s, p50, p99, and the ratio to the bare server.
+# Prints one line per scenario as it goes, then ONE summary table (scenario, connections, requests/s, p50, p99,
+# ratio to the bare server where it applies, notes) in Markdown, which BENCHMARKS.md quotes. Scenarios: get-session
+# against bare hyper, sign-in and sign-up (one argon2id each), the admin list, get-session during a sign-in flood,
+# 1,000 sign-ins at once (examples/overload.rs: how fast the excess gets its 503, get-session meanwhile, the
+# server's memory), and the durable writes at 64 connections (update-user, sign-out, session refresh: each a
+# group commit with fsync; the notes give the commits' mean batch size from the metrics listener).
 # Needs wrk (installed from Debian's packages when missing). Only 127.0.0.1 is ever contacted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-10}"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-cargo build --release --quiet --bin service-auth --example bare_hyper
+cargo build --release --quiet --bin service-auth --example bare_hyper --example overload
 BIN=target/release/service-auth
 WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 # Rate limits off: every request comes from 127.0.0.1.
+# Rate limits off: every request comes from 127.0.0.1 (and the flood's 1,000 connections too).
 printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n' > "$WORK/c.toml"
+printf '[limits]\nmax_connections_per_address = 4000\n' >> "$WORK/c.toml"
 SERVICE_AUTH_DATA_DIR="$WORK/d" $BIN --config "$WORK/c.toml" seed --users 10000 --sessions 10000 --orgs 10 \
   --tokens-out "$WORK/tokens.txt" >/dev/null 2>&1
 
@@ -70,12 +78,15 @@ run() {
   non2xx=$(awk '/Non-2xx/ {print $5}' "$WORK/wrk.txt")
   echo "$rps $p50 $p99 ${non2xx:-0}"
 }
-report() { # label connections "rps p50 p99" [bare rps]
+ROWS=()  # "scenario|conns|req/s|p50|p99|vs bare|notes", printed as one table at the end
+report() { # label connections "rps p50 p99 non2xx" [bare rps] [notes]
   read -r rps p50 p99 non2xx <<<"$3"
-  local ratio="-"
+  local ratio="-" notes="${5:-}"
   [ -n "${4:-}" ] && ratio=$(awk -v a="$rps" -v b="$4" 'BEGIN {printf "%.0f%%", 100*a/b}')
-  printf '%-40s %3s conns %10s req/s  p50 %8s  p99 %8s  vs bare %5s  non-2xx %s\n' \
-    "$1" "$2" "$rps" "$p50" "$p99" "$ratio" "$non2xx"
+  [ "${non2xx:-0}" != 0 ] && notes="${notes:+$notes; }non-2xx $non2xx"
+  printf '%-40s %4s conns %10s req/s  p50 %8s  p99 %8s  vs bare %5s  %s\n' \
+    "$1" "$2" "$rps" "$p50" "$p99" "$ratio" "$notes"
+  ROWS+=("$1|$2|$rps|$p50|$p99|$ratio|$notes")
 }
 
 G=http://127.0.0.1:3911/api/auth/get-session
@@ -94,8 +105,82 @@ done
 wrk -t1 -c32 -d"$((DURATION + 2))s" -s "$WORK/sign-in.lua" http://127.0.0.1:3911 > /dev/null 2>&1 &
 FLOOD=$!
 sleep 1
-report "get-session during a sign-in flood" 16 "$(run mix 16 "$G" -H "Cookie: service-auth.session_token=$TOKEN")"
+report "get-session during a sign-in flood (32 conns)" 16 "$(run mix 16 "$G" -H "Cookie: service-auth.session_token=$TOKEN")"
 wait "$FLOOD"
+
+# 1,000 sign-ins at once, ten times what the pool can hash in the time a client waits, for DURATION seconds;
+# refused clients wait Retry-After as asked. Then the same with clients that never back off.
+for mode in "" --no-backoff; do
+  target/release/examples/overload --url http://127.0.0.1:3911 --tokens "$WORK/tokens.txt" --sign-ins 1000 \
+    --secs "$DURATION" --pid "${PIDS[0]}" --rows $mode > "$WORK/overload.txt"
+  grep -v '^ROW|' "$WORK/overload.txt"
+  while IFS='|' read -r _ label c rps p50 p99 notes; do
+    ROWS+=("$label${mode:+ (no back-off)}|$c|$rps|$p50|$p99|-|$notes")
+  done < <(grep '^ROW|' "$WORK/overload.txt")
+done
+
+# --- Durable writes: each answer waits for its commit (fsync). A server of their own per build, on a copy of one
+# seeded store, with [session] update_age_secs = 1 so that every seeded session is old enough to be extended by
+# get-session (a write), and the metrics listener on for the commits' batch sizes.
+printf '[session]\nupdate_age_secs = 1\n' >> "$WORK/c.toml"
+SERVICE_AUTH_DATA_DIR="$WORK/w" $BIN --config "$WORK/c.toml" seed --users 10000 --sessions 90000 --orgs 10 \
+  --tokens-out "$WORK/wtokens.txt" >/dev/null 2>&1
+[ -n "${BASE:-}" ] && cp -a "$WORK/w" "$WORK/w-base"
+sleep 1.5  # every seeded session is now older than update_age_secs
+cat > "$WORK/writes.lua" <<'LUA'
+-- MODE: update-user | sign-out | refresh. Each request takes the next token of lines FROM..TO of TOKENS, wrk's
+-- threads interleaved, so no session is signed out twice and each is refreshed once.
+local threads = 0
+function setup(thread) thread:set("tid", threads); threads = threads + 1 end
+function init(args)
+  tokens = {}
+  local i = 0
+  for line in io.lines(os.getenv("TOKENS")) do
+    i = i + 1
+    if i >= tonumber(os.getenv("FROM")) and i <= tonumber(os.getenv("TO")) then tokens[#tokens + 1] = line end
+  end
+  n = tid; step = 2; mode = os.getenv("MODE")
+end
+request = function()
+  local token = tokens[(n % #tokens) + 1]
+  n = n + step
+  local h = {["Cookie"] = "service-auth.session_token=" .. token}
+  if mode == "update-user" then
+    h["Content-Type"] = "application/json"
+    return wrk.format("POST", "/api/auth/update-user", h, string.format('{"name":"Renamed %d"}', n))
+  elseif mode == "sign-out" then
+    h["Content-Type"] = "application/json"
+    return wrk.format("POST", "/api/auth/sign-out", h, "{}")
+  end
+  return wrk.format("GET", "/api/auth/get-session", h)
+end
+LUA
+batches() { # metrics address -> "commits requests"
+  curl -s "http://$1/metrics" | awk '/^service_auth_store_commit_batch_requests_count/ {c=$2}
+    /^service_auth_store_commit_batch_requests_sum/ {s=$2} END {print c+0, s+0}'
+}
+writes() { # build-label binary port metrics-port data-dir
+  local label=$1 bin=$2 port=$3 mport=$4 dir=$5
+  SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN=127.0.0.1:$port SERVICE_AUTH_DATA_DIR="$dir" \
+    SERVICE_AUTH_METRICS_LISTEN=127.0.0.1:$mport start "writes-$label" "$port" "$bin" --config "$WORK/c.toml"
+  for spec in "update-user 1 30000" "sign-out 30001 60000" "refresh 60001 90000"; do
+    read -r mode from to <<<"$spec"
+    local b0 b1
+    b0=$(batches 127.0.0.1:$mport)
+    local out
+    out=$(MODE=$mode TOKENS="$WORK/wtokens.txt" FROM=$from TO=$to run w 64 "http://127.0.0.1:$port" -s "$WORK/writes.lua")
+    b1=$(batches 127.0.0.1:$mport)
+    local note
+    # The actors gather the writes waiting in their mailboxes into one store request, so the answers a commit
+    # made durable (req/s over commits/s) say more than the store's own batch metric.
+    note=$(awk -v a="$b0" -v b="$b1" -v d="$DURATION" -v rps="${out%% *}" 'BEGIN {split(a, x, " "); split(b, y, " ");
+      c = (y[1] - x[1]) / d; printf "%d commits/s, %.1f answers a commit", c, (c ? rps / c : 0)}')
+    report "$mode, $label (durable write)" 64 "$out" "" "$note"
+  done
+  kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
+}
+[ -n "${BASE:-}" ] && writes base "$BASE" 3914 9914 "$WORK/w-base"
+writes "this build" "$BIN" 3915 9915 "$WORK/w"
 
 # With SERVICE_AUTH_METRICS_LISTEN set (e.g. 127.0.0.1:9913), what a Prometheus scrape shows after the run: every
 # sample but the histogram buckets and the zeros.
@@ -104,3 +189,10 @@ if [ -n "${SERVICE_AUTH_METRICS_LISTEN:-}" ]; then
   echo "Prometheus scrape after the run (http://$SERVICE_AUTH_METRICS_LISTEN/metrics; buckets and zeros left out):"
   curl -s "http://$SERVICE_AUTH_METRICS_LISTEN/metrics" | grep -v -e '^#' -e '_bucket{' | awk 'NF && $NF != 0'
 fi
+
+echo
+echo "Summary (DURATION=${DURATION}s per scenario; vs bare: req/s against bare hyper in the same run):"
+echo
+echo "| scenario | conns | req/s | p50 | p99 | vs bare | notes |"
+echo "|---|---|---|---|---|---|---|"
+for row in "${ROWS[@]}"; do echo "| ${row//|/ | } |"; done

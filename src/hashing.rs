@@ -2,27 +2,41 @@
 //! from better-auth (scrypt), which are kept as they are until their owner's next sign-in replaces them.
 //!
 //! One argon2id hash at the OWASP floor (19 MiB, t = 2) takes ~20 ms of one core. Run on the async runtime it
-//! would stall every connection on that worker, so each hash runs in `spawn_blocking`, behind a semaphore sized to
-//! the cores.
+//! would stall every connection on that worker, so each hash runs on a worker thread of the pool's own, behind a
+//! semaphore with one permit per worker.
 //!
 //! # A cap that holds
-//! The permit moves into the blocking closure and is released when the hash ends, not when the request ends: a
-//! client that disconnects mid-hash cannot start another one while its first still burns a core and 19 MiB. The
-//! wait for a permit is bounded twice, by a queue length and by a time, and a request over either bound gets
-//! [`HashError::Busy`] (503 with `Retry-After`) at once instead of piling up. The store writer commits on a
-//! thread of its own, so it never waits behind hashes.
+//! The permit moves into the job and is released when the hash ends, not when the request ends: a client that
+//! disconnects mid-hash cannot start another one while its first still burns a core and 19 MiB. The wait for a
+//! permit is bounded three ways, and a request over any bound gets [`HashError::Busy`] (503 with `Retry-After`)
+//! at once instead of piling up: the queue's length, the time waited, and the wait the queue ahead predicts (its
+//! length over the workers, times the recent time of one hash). The last makes a flood's excess fail in
+//! microseconds rather than after a full timeout in the queue. The store writer commits on a thread of its own,
+//! so it never waits behind hashes.
+//!
+//! # Memory: workers × the argon2 cost, no more
+//! Each worker keeps one argon2 block buffer (`memory_kib`) and reuses it for every hash. Allocated per hash, the
+//! 19 MiB buffers ended up spread over the allocator's per-thread arenas, which keep freed memory: a flood of
+//! sign-ins left the server hundreds of MiB larger than the pool needs (BENCHMARKS.md). A stored hash that asks
+//! for more memory than the configured cost (an import, at most [`MAX_MEMORY_KIB`]) gets a buffer of its own for
+//! that one verify.
+//!
+//! # get-session first
+//! The workers run at a lower scheduling priority (nice 10) than the async runtime, so that when every core is
+//! hashing, a session check still gets a core at once; hashing takes whatever the requests leave.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::time::{Duration, Instant};
 
-use argon2::password_hash::phc::PasswordHash;
-use argon2::password_hash::{PasswordHasher, PasswordVerifier};
-use argon2::{Algorithm, Argon2, Params, Version};
-use std::time::Instant;
+use argon2::password_hash::PasswordHasher;
+use argon2::password_hash::phc::{Output, ParamsString, PasswordHash, Salt};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
+use subtle::ConstantTimeEq;
 
 use metrics::Histogram;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::config::HashingConfig;
 use crate::domain::Password;
@@ -47,6 +61,11 @@ pub struct Hasher {
 struct Inner {
     params: Params,
     permits: Arc<Semaphore>,
+    workers: usize,
+    /// Jobs for the worker threads; they end when this is dropped.
+    jobs: Mutex<mpsc::Sender<Job>>,
+    /// How long one hash took recently, nanoseconds (a moving average): what the queue's wait is predicted from.
+    hash_nanos: AtomicU64,
     max_queue: usize,
     queue_timeout: Duration,
     /// Requests waiting for a permit now.
@@ -79,7 +98,10 @@ impl Hasher {
         };
         let mut random = [0u8; 32];
         getrandom::fill(&mut random).map_err(|e| HashError::Failed(e.to_string()))?;
+        let started = Instant::now();
         let dummy_hash = hash_blocking(&params, &random)?;
+        let hash_nanos = AtomicU64::new(nanos(started.elapsed()));
+        let jobs = start_workers(workers, params.block_count())?;
         let mut salt_and_key = [0u8; 16 + LEGACY_KEY_LEN];
         getrandom::fill(&mut salt_and_key).map_err(|e| HashError::Failed(e.to_string()))?;
         let (salt, key) = salt_and_key.split_at(16);
@@ -88,6 +110,9 @@ impl Hasher {
             inner: Arc::new(Inner {
                 params,
                 permits: Arc::new(Semaphore::new(workers)),
+                workers,
+                jobs: Mutex::new(jobs),
+                hash_nanos,
                 max_queue: config.max_queue,
                 queue_timeout: Duration::from_millis(config.queue_timeout_ms),
                 waiting: AtomicUsize::new(0),
@@ -103,7 +128,7 @@ impl Hasher {
     /// Hashes a new password into a PHC string.
     pub async fn hash(&self, password: Password) -> Result<String, HashError> {
         let inner = Arc::clone(&self.inner);
-        self.run(move || hash_blocking(&inner.params, password.as_bytes())).await?
+        self.run(move |memory| hash_with(&inner.params, password.as_bytes(), memory)).await?
     }
 
     /// Verifies `password` against `stored`, or against the dummy hash when there is no account, so both cases
@@ -120,7 +145,7 @@ impl Hasher {
     ) -> Result<bool, HashError> {
         let inner = Arc::clone(&self.inner);
         let known = stored.is_some();
-        self.run(move || {
+        self.run(move |memory| {
             let stored = stored.as_deref();
             let legacy = stored.and_then(parse_legacy);
             let stored_is_legacy = legacy.is_some();
@@ -132,8 +157,7 @@ impl Hasher {
                 tracing::error!(%problem, "a stored password hash cannot be verified safely; the sign-in fails");
                 return false;
             }
-            let argon_ok = PasswordHash::new(argon_target)
-                .is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok());
+            let argon_ok = verify_with(argon_target, password.as_bytes(), memory);
             let legacy_ok = match legacy {
                 Some(hash) => hash.verify(&password),
                 None if legacy_present => {
@@ -156,20 +180,31 @@ impl Hasher {
         self.inner.peak_running.load(Ordering::Relaxed)
     }
 
-    async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, HashError> {
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
+    ) -> Result<T, HashError> {
         let permit = self.permit().await?;
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |memory| {
             // Held until the hash is done, whether or not anyone still waits for it.
             let _permit = permit;
             let now = inner.running.fetch_add(1, Ordering::Relaxed) + 1;
             inner.peak_running.fetch_max(now, Ordering::Relaxed);
-            let out = f();
+            let started = Instant::now();
+            let out = f(memory);
+            // A moving average over about eight hashes: quick to follow a machine that got busier.
+            let took = nanos(started.elapsed());
+            let _ = inner
+                .hash_nanos
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |avg| Some(avg - avg / 8 + took / 8));
             inner.running.fetch_sub(1, Ordering::Relaxed);
-            out
-        })
-        .await
-        .map_err(|e| HashError::Failed(e.to_string()))
+            let _ = tx.send(out);
+        });
+        let sent = self.inner.jobs.lock().unwrap_or_else(PoisonError::into_inner).send(job);
+        sent.map_err(|_| HashError::Failed("the hashing workers have stopped".into()))?;
+        rx.await.map_err(|_| HashError::Failed("a hashing job ended without an answer".into()))
     }
 
     async fn permit(&self) -> Result<OwnedSemaphorePermit, HashError> {
@@ -179,7 +214,8 @@ impl Hasher {
             return Ok(permit);
         }
         let started = Instant::now();
-        if inner.waiting.fetch_add(1, Ordering::Relaxed) >= inner.max_queue {
+        let ahead = inner.waiting.fetch_add(1, Ordering::Relaxed);
+        if ahead >= inner.max_queue || self.predicted_wait(ahead) > inner.queue_timeout {
             inner.waiting.fetch_sub(1, Ordering::Relaxed);
             return Err(HashError::Busy);
         }
@@ -191,6 +227,60 @@ impl Hasher {
             Ok(Err(_)) | Err(_) => Err(HashError::Busy),
         }
     }
+
+    /// The wait of a request with `ahead` others queued before it: the hashes running now end (at most one hash
+    /// time), then the queue ahead goes through the workers in rounds of one hash time each.
+    fn predicted_wait(&self, ahead: usize) -> Duration {
+        let inner = &self.inner;
+        let rounds = 1 + ahead / inner.workers;
+        Duration::from_nanos(inner.hash_nanos.load(Ordering::Relaxed)).saturating_mul(rounds as u32)
+    }
+}
+
+/// A hashing job: runs on a worker thread, given that worker's argon2 memory.
+type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
+
+/// Starts `workers` threads taking jobs from one channel. Each allocates its `blocks` of argon2 memory at its
+/// first job and keeps it; they end when the sender is dropped (the [`Hasher`] with it).
+fn start_workers(workers: usize, blocks: usize) -> Result<mpsc::Sender<Job>, HashError> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let rx = Arc::new(Mutex::new(rx));
+    for n in 0..workers {
+        let rx = Arc::clone(&rx);
+        std::thread::Builder::new()
+            .name(format!("argon2-{n}"))
+            .spawn(move || {
+                lower_priority();
+                let mut memory: Vec<Block> = Vec::new();
+                loop {
+                    let job = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    let Ok(job) = job else { return };
+                    if memory.len() < blocks {
+                        memory = vec![Block::default(); blocks];
+                    }
+                    // A panic in one hash fails that request (its answer channel is dropped), not the worker:
+                    // the pool keeps as many threads as it has permits.
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut memory)));
+                }
+            })
+            .map_err(|e| HashError::Failed(format!("starting a hashing worker: {e}")))?;
+    }
+    Ok(tx)
+}
+
+/// nice 10 for the calling thread (Linux: a thread's own priority), so that the async runtime's threads win the
+/// cores when hashes and requests compete. Best effort: where it cannot be set, hashing runs at normal priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no preconditions; setpriority only reads its arguments, and a failure is harmless.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The most a stored hash may ask of a verify: 256 MiB, 16 passes, 16 lanes. A hash from elsewhere (an import)
@@ -215,7 +305,6 @@ struct LegacyHash<'a> {
 impl LegacyHash<'_> {
     /// scrypt of the NFKC password (the [`Password`] is already normalised), compared in constant time.
     fn verify(&self, password: &Password) -> bool {
-        use subtle::ConstantTimeEq;
         let Ok(params) = scrypt::Params::new(LEGACY_LOG_N, LEGACY_R, 1, LEGACY_KEY_LEN) else { return false };
         let mut derived = [0u8; LEGACY_KEY_LEN];
         if scrypt::scrypt(password.as_bytes(), self.salt_hex.as_bytes(), &params, &mut derived).is_err() {
@@ -270,6 +359,44 @@ pub fn hash_unknown_password(config: &HashingConfig) -> Result<String, HashError
 fn hash_blocking(params: &Params, password: &[u8]) -> Result<String, HashError> {
     let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone());
     argon.hash_password(password).map(|h| h.to_string()).map_err(|e| HashError::Failed(e.to_string()))
+}
+
+/// [`hash_blocking`] in a worker's `memory`: the same PHC string (argon2id v19, a random 16-byte salt, a 32-byte
+/// output), without allocating the blocks.
+fn hash_with(params: &Params, password: &[u8], memory: &mut [Block]) -> Result<String, HashError> {
+    let failed = |e: &dyn std::fmt::Display| HashError::Failed(e.to_string());
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|e| failed(&e))?;
+    let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+    let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone());
+    argon.hash_password_into_with_memory(password, &salt, &mut out, memory).map_err(|e| failed(&e))?;
+    let phc = PasswordHash {
+        algorithm: Algorithm::Argon2id.ident(),
+        version: Some(Version::V0x13.into()),
+        params: ParamsString::try_from(params).map_err(|e| failed(&e))?,
+        salt: Some(Salt::new(&salt).map_err(|e| failed(&e))?),
+        hash: Some(Output::new(&out).map_err(|e| failed(&e))?),
+    };
+    Ok(phc.to_string())
+}
+
+/// Whether `password` matches the argon2 PHC string `stored`, computed in a worker's `memory` (or, for a stored
+/// cost above it, in a buffer of its own). The outputs are compared in constant time. The caller has checked the
+/// cost is bounded ([`check_stored_hash`]).
+fn verify_with(stored: &str, password: &[u8], memory: &mut [Block]) -> bool {
+    let Ok(parsed) = PasswordHash::new(stored) else { return false };
+    let (Some(salt), Some(expected)) = (&parsed.salt, &parsed.hash) else { return false };
+    let Ok(algorithm) = Algorithm::try_from(parsed.algorithm.as_str()) else { return false };
+    let Ok(version) = parsed.version.map_or(Ok(Version::default()), Version::try_from) else { return false };
+    let Ok(params) = Params::try_from(&parsed) else { return false };
+    let mut out = vec![0u8; expected.len()];
+    let argon = Argon2::new(algorithm, version, params.clone());
+    let computed = if params.block_count() <= memory.len() {
+        argon.hash_password_into_with_memory(password, salt, &mut out, &mut memory[..params.block_count()])
+    } else {
+        argon.hash_password_into(password, salt, &mut out)
+    };
+    computed.is_ok() && bool::from(out.ct_eq(expected.as_bytes()))
 }
 
 #[cfg(test)]
@@ -338,6 +465,26 @@ mod tests {
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
         assert!(h.verify(Password::for_sign_in("correct horse").unwrap(), Some(phc.clone()), false).await.unwrap());
         assert!(!h.verify(Password::for_sign_in("correct horsf").unwrap(), Some(phc), false).await.unwrap());
+    }
+
+    /// Hashes made in a worker's reused memory are ordinary PHC strings, and verifying in that memory agrees with
+    /// the library's own verifier, also for a stored cost above the buffer (an import) and after the buffer held
+    /// another hash.
+    #[test]
+    fn hashing_in_reused_memory_matches_the_library() {
+        use argon2::password_hash::PasswordVerifier;
+        let params = Params::new(19_456, 2, 1, None).unwrap();
+        let mut memory = vec![Block::default(); params.block_count()];
+        let phc = hash_with(&params, b"correct horse", &mut memory).unwrap();
+        assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
+        let parsed = PasswordHash::new(&phc).unwrap();
+        assert!(Argon2::default().verify_password(b"correct horse", &parsed).is_ok());
+        assert!(verify_with(&phc, b"correct horse", &mut memory));
+        assert!(!verify_with(&phc, b"correct horsf", &mut memory));
+        let bigger = hash_blocking(&Params::new(32_768, 2, 2, None).unwrap(), b"correct horse").unwrap();
+        assert!(verify_with(&bigger, b"correct horse", &mut memory));
+        assert!(!verify_with(&bigger, b"correct horsf", &mut memory));
+        assert!(!verify_with("garbage", b"correct horse", &mut memory));
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod api {
     mod migration;
     mod ops;
     mod orgs;
+    mod overload;
     mod security;
     mod upgrade;
 }

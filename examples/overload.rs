@@ -1,0 +1,311 @@
+//! Overload: many more simultaneous sign-ins than the hashing pool can serve, against a running server, while a
+//! few connections keep checking a session. It shows whether the excess is refused fast (503 with `Retry-After`)
+//! instead of queuing, whether get-session stays quick meanwhile, and (given the server's pid) how much resident
+//! memory the flood costs.
+//!
+//! ```sh
+//! cargo run --release --example overload -- --url http://127.0.0.1:3911 --tokens tokens.txt --pid "$PID"
+//! ```
+//!
+//! Every sign-in client has a connection of its own, opened before the start; then all of them send at the same
+//! instant and go on sending for `--secs`, each as soon as its previous answer came, or after the wait a 503's
+//! `Retry-After` asks (`--no-backoff`: at once, as a hostile client would). The first answer of each client is the "first wave" (`--sign-ins` at once). The server needs the
+//! per-address limits raised for this (`[rate_limit] sign_in_per_address = 0`, `[limits]
+//! max_connections_per_address` above `--sign-ins`), since every client comes from 127.0.0.1. The users are
+//! `user1..userN@seed.example` of `service-auth seed`, with its password. `benches/load.sh` runs it and takes
+//! its `--rows` into the summary table.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use tokio::sync::Barrier;
+
+#[derive(Parser)]
+struct Args {
+    /// The server, on loopback.
+    #[arg(long, default_value = "http://127.0.0.1:3911")]
+    url: String,
+    /// Sign-in clients, each on its own connection, all starting at once.
+    #[arg(long, default_value_t = 1000)]
+    sign_ins: usize,
+    /// How long the flood lasts, seconds.
+    #[arg(long, default_value_t = 10)]
+    secs: u64,
+    /// Connections checking get-session before and during the flood.
+    #[arg(long, default_value_t = 16)]
+    probes: usize,
+    /// Session tokens, one a line (`service-auth seed --tokens-out`); the probes use the first ones.
+    #[arg(long)]
+    tokens: PathBuf,
+    /// Seeded users signing in: user1..user<N>@seed.example.
+    #[arg(long, default_value_t = 10_000)]
+    users: usize,
+    #[arg(long, default_value = "seed-password-1")]
+    password: String,
+    /// The server's process id: its resident memory is sampled from /proc every 5 ms.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Name of the session cookie.
+    #[arg(long, default_value = "service-auth.session_token")]
+    cookie: String,
+    /// Send again at once after a 503, ignoring `Retry-After` (a hostile client); by default a refused client
+    /// waits the seconds `Retry-After` asks, as a well-behaved one does.
+    #[arg(long)]
+    no_backoff: bool,
+    /// Also print the summary as `ROW|scenario|conns|req/s|p50|p99|note` lines (for benches/load.sh).
+    #[arg(long)]
+    rows: bool,
+}
+
+/// Latencies of one kind of answer.
+#[derive(Default)]
+struct Timings(Vec<Duration>);
+
+impl Timings {
+    fn quantile(&self, q: f64) -> Duration {
+        let mut v = self.0.clone();
+        v.sort_unstable();
+        // Nearest rank: the smallest value with at least q of the samples at or below it.
+        let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1));
+        v.get(rank - 1).copied().unwrap_or_default()
+    }
+    fn max(&self) -> Duration {
+        self.0.iter().max().copied().unwrap_or_default()
+    }
+}
+
+/// What the sign-in clients saw, by kind of answer.
+#[derive(Default)]
+struct SignIns {
+    first: BTreeMap<String, Timings>,
+    all: BTreeMap<String, Timings>,
+}
+
+fn kind(status: u16, retry_after: Option<&str>) -> String {
+    match (status, retry_after) {
+        (503, Some(v)) => format!("503, Retry-After: {v}"),
+        (503, None) => "503 WITHOUT Retry-After".to_owned(),
+        (s, _) => s.to_string(),
+    }
+}
+
+async fn sign_in_client(
+    base: Arc<str>,
+    n: usize,
+    args: Arc<Args>,
+    start: Arc<Barrier>,
+    stop: Arc<AtomicBool>,
+) -> Result<Vec<(String, Duration)>, reqwest::Error> {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(1).build()?;
+    // The connection is opened (and the server has accepted it) before the start.
+    client.get(format!("{base}/healthz")).send().await?.bytes().await?;
+    let url = format!("{base}/api/auth/sign-in/email");
+    let mut seen = Vec::new();
+    start.wait().await;
+    let mut i = n;
+    loop {
+        let body = format!(r#"{{"email":"user{}@seed.example","password":"{}"}}"#, 1 + i % args.users, args.password);
+        let sent = Instant::now();
+        let answer = client.post(&url).header("content-type", "application/json").body(body).send().await?;
+        let status = answer.status().as_u16();
+        let retry = answer.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        answer.bytes().await?;
+        seen.push((kind(status, retry.as_deref()), sent.elapsed()));
+        i += args.sign_ins;
+        if stop.load(Ordering::Relaxed) {
+            return Ok(seen);
+        }
+        if status == 503 && !args.no_backoff {
+            let secs = retry.and_then(|v| v.parse().ok()).unwrap_or(1);
+            let wake = Instant::now() + Duration::from_secs(secs);
+            // Wakes early when the flood ends, so the run does not outlast it.
+            while Instant::now() < wake && !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Ok(seen);
+            }
+        }
+    }
+}
+
+/// get-session on one connection until `stop`, each answer's latency into `before` until `flooding`, then into
+/// `during`.
+async fn probe(
+    url: String,
+    cookie: String,
+    flooding: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) -> Result<(Timings, Timings, u64), reqwest::Error> {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(1).build()?;
+    let (mut before, mut during, mut failed) = (Timings::default(), Timings::default(), 0);
+    while !stop.load(Ordering::Relaxed) {
+        let sent = Instant::now();
+        let answer = client.get(&url).header("cookie", &cookie).send().await?;
+        let ok = answer.status() == 200;
+        let body = answer.bytes().await?;
+        let took = sent.elapsed();
+        if !ok || body.len() < 100 {
+            failed += 1;
+        }
+        if flooding.load(Ordering::Relaxed) { &mut during } else { &mut before }.0.push(took);
+    }
+    Ok((before, during, failed))
+}
+
+fn resident_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Arc::new(Args::parse());
+    let base: Arc<str> = args.url.trim_end_matches('/').into();
+    let tokens = std::fs::read_to_string(&args.tokens)?;
+    let tokens: Vec<&str> = tokens.lines().filter(|l| !l.is_empty()).take(args.probes).collect();
+    if tokens.is_empty() {
+        return Err("no session token in --tokens".into());
+    }
+
+    let stop_probes = Arc::new(AtomicBool::new(false));
+    let flooding = Arc::new(AtomicBool::new(false));
+    let probes: Vec<_> = (0..args.probes)
+        .map(|i| {
+            let cookie = format!("{}={}", args.cookie, tokens[i % tokens.len()]);
+            // disableRefresh: a probe reads, it never waits for a commit.
+            let url = format!("{base}/api/auth/get-session?disableRefresh=true");
+            tokio::spawn(probe(url, cookie, Arc::clone(&flooding), Arc::clone(&stop_probes)))
+        })
+        .collect();
+
+    // Resident memory, sampled until the end.
+    let sampling = Arc::new(AtomicBool::new(true));
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = args.pid.map(|pid| {
+        let (sampling, peak, flooding) = (Arc::clone(&sampling), Arc::clone(&peak), Arc::clone(&flooding));
+        tokio::spawn(async move {
+            while sampling.load(Ordering::Relaxed) {
+                if flooding.load(Ordering::Relaxed)
+                    && let Some(kib) = resident_kib(pid)
+                {
+                    peak.fetch_max(kib, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    });
+
+    // The sign-in clients connect; then two seconds of probes alone (the "before" figures), then the flood.
+    let start = Arc::new(Barrier::new(args.sign_ins + 1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..args.sign_ins)
+        .map(|n| {
+            let (base, args, start, stop) =
+                (Arc::clone(&base), Arc::clone(&args), Arc::clone(&start), Arc::clone(&stop));
+            tokio::spawn(sign_in_client(base, n, args, start, stop))
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before_kib = args.pid.and_then(resident_kib);
+    flooding.store(true, Ordering::Relaxed);
+    start.wait().await;
+    let began = Instant::now();
+    tokio::time::sleep(Duration::from_secs(args.secs)).await;
+    stop.store(true, Ordering::Relaxed);
+
+    let mut sign_ins = SignIns::default();
+    let mut requests = 0usize;
+    for client in clients {
+        let seen = client.await??;
+        requests += seen.len();
+        for (i, (kind, took)) in seen.into_iter().enumerate() {
+            if i == 0 {
+                sign_ins.first.entry(kind.clone()).or_default().0.push(took);
+            }
+            sign_ins.all.entry(kind).or_default().0.push(took);
+        }
+    }
+    let flood_time = began.elapsed();
+    stop_probes.store(true, Ordering::Relaxed);
+    let (mut before, mut during, mut failed) = (Timings::default(), Timings::default(), 0);
+    for p in probes {
+        let (b, d, f) = p.await??;
+        before.0.extend(b.0);
+        during.0.extend(d.0);
+        failed += f;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after_kib = args.pid.and_then(resident_kib);
+    sampling.store(false, Ordering::Relaxed);
+    if let Some(s) = sampler {
+        s.await?;
+    }
+
+    println!(
+        "{} sign-in clients at once{} for {} s ({} requests in {:.1} s), {} get-session probes",
+        args.sign_ins,
+        if args.no_backoff { ", not backing off after a 503" } else { ", each waiting Retry-After after a 503" },
+        args.secs,
+        requests,
+        flood_time.as_secs_f64(),
+        args.probes
+    );
+    println!("| answers | count | p50 | p99 | max |");
+    println!("|---|---|---|---|---|");
+    for (label, table) in [("first wave", &sign_ins.first), ("whole flood", &sign_ins.all)] {
+        for (kind, t) in table {
+            let (p50, p99, max) = (ms(t.quantile(0.5)), ms(t.quantile(0.99)), ms(t.max()));
+            println!("| sign-in, {label}: {kind} | {} | {p50} | {p99} | {max} |", t.0.len());
+        }
+    }
+    for (label, t) in [("before the flood", &before), ("during the flood", &during)] {
+        let (p50, p99, max) = (ms(t.quantile(0.5)), ms(t.quantile(0.99)), ms(t.max()));
+        println!("| get-session, {label} | {} | {p50} | {p99} | {max} |", t.0.len());
+    }
+    if failed > 0 {
+        println!("get-session answers that were not a session: {failed}");
+    }
+    let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
+    if let (Some(b), Some(a)) = (before_kib, after_kib) {
+        let p = peak.load(Ordering::Relaxed).max(b);
+        println!(
+            "server resident memory: {} before, {} at the peak of the flood (+{}), {} one second after",
+            mib(b),
+            mib(p),
+            mib(p - b),
+            mib(a)
+        );
+    }
+
+    if args.rows {
+        let secs = flood_time.as_secs_f64();
+        let c = args.sign_ins;
+        for (kind, t) in &sign_ins.all {
+            let rps = t.0.len() as f64 / secs;
+            let (p50, p99) = (ms(t.quantile(0.5)), ms(t.quantile(0.99)));
+            println!("ROW|sign-in flood: {kind}|{c}|{rps:.1}|{p50}|{p99}|max {}", ms(t.max()));
+        }
+        let rps = during.0.len() as f64 / secs;
+        let (p50, p99) = (ms(during.quantile(0.5)), ms(during.quantile(0.99)));
+        let memory = match (before_kib, after_kib) {
+            (Some(b), Some(_)) => format!("; server RSS +{}", mib(peak.load(Ordering::Relaxed).max(b) - b)),
+            _ => String::new(),
+        };
+        println!(
+            "ROW|get-session during the {c} sign-in flood|{}|{rps:.1}|{p50}|{p99}|max {}{memory}",
+            args.probes,
+            ms(during.max())
+        );
+    }
+    Ok(())
+}
