@@ -100,12 +100,17 @@ pub enum OrgsMsg {
     EndDelete {
         id: OrgId,
     },
+    /// Organizations another node created, changed (`Some`) or deleted (`None`): into the read index.
+    Remote {
+        orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
+        reply: RpcReplyPort<()>,
+    },
     Flush,
 }
 
 /// Typed handle to the organizations actor.
 #[derive(Clone)]
-pub struct OrgsHandle(ActorRef<OrgsMsg>);
+pub struct OrgsHandle(pub(super) ActorRef<OrgsMsg>);
 
 impl OrgsHandle {
     /// Creates an organization on behalf of administrator `by`, calling from address `ip`.
@@ -253,6 +258,15 @@ impl Actor for OrgsActor {
             }
             OrgsMsg::EndDelete { id } => {
                 state.deleting.remove(&id);
+            }
+            OrgsMsg::Remote { orgs, reply } => {
+                for (id, org) in orgs {
+                    match org {
+                        Some(org) => self.indexes.orgs.publish(org),
+                        None => self.indexes.orgs.remove(id),
+                    }
+                }
+                let _ = reply.send(());
             }
             OrgsMsg::Flush => self.flush(state).await,
         }

@@ -183,12 +183,17 @@ pub enum SessionsMsg {
     Unfence {
         users: Vec<UserId>,
     },
+    /// Sessions another node started, extended (`Some`) or ended (`None`): into the read index.
+    Remote {
+        sessions: Vec<(TokenHash, Option<Arc<Session>>)>,
+        reply: RpcReplyPort<()>,
+    },
     Flush,
 }
 
 /// Typed handle to the sessions actor.
 #[derive(Clone)]
-pub struct SessionsHandle(ActorRef<SessionsMsg>);
+pub struct SessionsHandle(pub(super) ActorRef<SessionsMsg>);
 
 impl SessionsHandle {
     /// Starts a session with a new token. Refused for a banned or unknown account, checked in message order after
@@ -421,6 +426,12 @@ impl Actor for SessionsActor {
                 for user in users {
                     state.fenced.remove(&user);
                 }
+            }
+            SessionsMsg::Remote { sessions, reply } => {
+                for (hash, session) in sessions {
+                    self.indexes.sessions.publish(hash, session);
+                }
+                let _ = reply.send(());
             }
             SessionsMsg::Flush => return self.flush(state).await,
         }

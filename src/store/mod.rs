@@ -1,4 +1,5 @@
-//! The embedded store: a redb database in the data directory, the durable copy of all state.
+//! The store: the durable copy of all state, in a redb database in the data directory (the default) or in a
+//! PostgreSQL database shared by several nodes ([`backend`], docs/cluster.md).
 //!
 //! State lives in memory (the actors and their read indexes); this module only loads it at start-up and writes
 //! changes. Nothing outside this module names redb.
@@ -11,13 +12,19 @@
 //!   request. Secondary indexes (e-mail → user, slug → organization) are not stored: they are rebuilt in memory at
 //!   load, so they cannot disagree with the records.
 
+mod backend;
+pub mod changes;
 pub mod codec;
 pub mod convert;
 mod db;
+pub mod follower;
+pub(crate) mod postgres;
 pub mod records;
 mod writer;
 
-pub use db::{FaultSwitch, Store, create_private};
+pub use backend::Store;
+pub use db::{FaultSwitch, create_private};
+pub use postgres::PgStore;
 
 /// The store's file in `data_dir` (what the console's status panel measures).
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
@@ -95,4 +102,21 @@ pub enum StoreError {
     NewerSchema { path: String, found: u32, supported: u32 },
     #[error("the store writer has stopped")]
     WriterGone,
+    /// A request broke a rule another node's change made it break (PostgreSQL only): nothing of it was written.
+    #[error("conflict: {0}")]
+    Conflict(Conflict),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// What a request conflicted with, in PostgreSQL's constraints or guards: answered as the same conflict would be
+/// on one node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Conflict {
+    #[error("the e-mail {0} is taken")]
+    EmailTaken(String),
+    #[error("the slug {0} is taken")]
+    SlugTaken(String),
+    #[error("the last active administrator would be demoted, banned or removed")]
+    LastAdmin,
 }

@@ -329,6 +329,19 @@ impl Actor for UsersActor {
                 let count = ops.len() / 2;
                 state.overlay.add(ops, reply, count);
             }
+            UsersMsg::Remote { users, tokens, reply } => {
+                for (id, user) in users {
+                    match user {
+                        Some(user) => self.indexes.users.publish(user),
+                        None => self.indexes.users.remove(id),
+                    }
+                }
+                for (hash, token) in tokens {
+                    self.indexes.tokens.publish(hash, token);
+                }
+                let _ = reply.send(());
+                return Ok(());
+            }
             UsersMsg::Flush => {
                 self.flush(state).await;
                 return Ok(());

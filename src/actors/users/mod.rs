@@ -257,6 +257,12 @@ pub(super) enum UsersMsg {
     LiftExpiredBans {
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
+    /// Accounts and one-time tokens another node changed (`Some`) or removed (`None`): into the read indexes.
+    Remote {
+        users: Vec<(UserId, Option<Arc<User>>)>,
+        tokens: Vec<(TokenHash, Option<Arc<crate::domain::OneTimeToken>>)>,
+        reply: RpcReplyPort<()>,
+    },
     Flush,
 }
 
