@@ -548,7 +548,10 @@ fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Resu
             "embedded" => StoreBackend::Embedded,
             "postgres" => StoreBackend::Postgres,
             _ => {
-                return Err(invalid("SERVICE_AUTH_STORE_BACKEND", format!("= {backend:?} is not embedded or postgres")));
+                return Err(invalid(
+                    "SERVICE_AUTH_STORE_BACKEND",
+                    format!("= {backend:?} is not embedded or postgres"),
+                ));
             }
         };
     }

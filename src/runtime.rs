@@ -86,6 +86,7 @@ impl Core {
         let attempts = AttemptPolicy {
             max_failures: limits.failures_per_account,
             window: Duration::from_secs(limits.account_window_secs),
+            shared: store.postgres().is_some(),
         };
         if !outbox.is_empty() {
             tracing::info!(messages = outbox.len(), "mail waiting in the outbox");

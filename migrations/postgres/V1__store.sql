@@ -42,6 +42,14 @@ CREATE TABLE outbox (
     record bytea NOT NULL
 );
 
+-- The failed-sign-in limit every node shares: per e-mail (normalised, known or not), the end of the current
+-- window and the checks counted in it (reservations in flight and failures).
+CREATE TABLE attempts (
+    email text PRIMARY KEY,
+    window_end_ms bigint NOT NULL,
+    used integer NOT NULL
+);
+
 -- Each running node's progress through the change log (written by its follower after each catch-up and about
 -- once a second): `SELECT * FROM nodes` shows which nodes follow and how far behind any is.
 CREATE TABLE nodes (

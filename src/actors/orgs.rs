@@ -8,7 +8,7 @@ use super::audit::{self, action};
 use super::overlay::{self, Overlay};
 use super::{Indexes, Unavailable, call};
 use crate::domain::{Name, OrgId, Organization, Slug, Timestamp, UserId};
-use crate::store::{StoreOp, StoreWriter, convert};
+use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 /// Read index of organizations: by id, and by slug.
 #[derive(Default)]
@@ -203,7 +203,12 @@ impl Actor for OrgsActor {
                     &ip,
                     org.slug.to_string(),
                 );
-                state.overlay.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
+                let slug = org.slug.to_string();
+                let taken = move |c: &Conflict| {
+                    matches!(c, Conflict::SlugTaken(s) if *s == slug).then_some(CreateOrgError::SlugTaken)
+                };
+                let ops = [StoreOp::PutOrg(convert::org_record(&org)), logged];
+                state.overlay.add_guarded(ops, reply, Ok(org), taken);
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }
@@ -244,7 +249,12 @@ impl Actor for OrgsActor {
                 state.overlay.stage(org.slug.clone(), Arc::clone(&org));
                 let logged =
                     audit::entry(action::ORGANIZATION_UPDATED, Some(by), Some(id.into()), &ip, detail.join("; "));
-                state.overlay.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
+                let slug = org.slug.to_string();
+                let taken = move |c: &Conflict| {
+                    matches!(c, Conflict::SlugTaken(s) if *s == slug).then_some(UpdateOrgError::SlugTaken)
+                };
+                let ops = [StoreOp::PutOrg(convert::org_record(&org)), logged];
+                state.overlay.add_guarded(ops, reply, Ok(org), taken);
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }

@@ -33,7 +33,12 @@ impl RemoteChange {
                 StoreOp::DeleteToken(hash) => change.tokens.push((hash, None)),
                 StoreOp::PutSession(hash, r) => change.sessions.push((hash, Some(Arc::new(convert::session(r))))),
                 StoreOp::DeleteSession(_, hash) => change.sessions.push((hash, None)),
-                StoreOp::PutAudit(_) | StoreOp::DeleteAudit(_) | StoreOp::PutOutbox(_) | StoreOp::DeleteOutbox(_) => {}
+                StoreOp::PutAudit(_)
+                | StoreOp::DeleteAudit(_)
+                | StoreOp::PutOutbox(_)
+                | StoreOp::DeleteOutbox(_)
+                | StoreOp::ReserveAttempt { .. }
+                | StoreOp::EndAttempt { .. } => {}
             }
         }
         Ok(change)

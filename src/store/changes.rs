@@ -38,9 +38,12 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
                 StoreOp::DeleteSession(user, hash) => Wire::DeleteSession(*user, *hash),
                 StoreOp::PutToken(hash, r) => Wire::PutToken(*hash, codec::encode(r)),
                 StoreOp::DeleteToken(hash) => Wire::DeleteToken(*hash),
-                StoreOp::PutAudit(_) | StoreOp::DeleteAudit(_) | StoreOp::PutOutbox(_) | StoreOp::DeleteOutbox(_) => {
-                    return None;
-                }
+                StoreOp::PutAudit(_)
+                | StoreOp::DeleteAudit(_)
+                | StoreOp::PutOutbox(_)
+                | StoreOp::DeleteOutbox(_)
+                | StoreOp::ReserveAttempt { .. }
+                | StoreOp::EndAttempt { .. } => return None,
             })
         })
         .collect();

@@ -460,6 +460,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOutbox(id) => {
                     outbox.remove(id).map_err(io)?;
                 }
+                // One node: the users actor keeps the failure limit in memory.
+                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } => {}
             }
         }
     }

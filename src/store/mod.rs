@@ -64,6 +64,21 @@ pub enum StoreOp {
     /// A message to send; deleted once a mail server has accepted it.
     PutOutbox(OutboxRecordV1),
     DeleteOutbox([u8; 16]),
+    /// Several nodes: reserve one password check of `email` against the failure limit every node shares, in the
+    /// database (refused with [`Conflict::Locked`] at `max` reservations and failures per window). The embedded
+    /// store has nothing to do: one node's users actor keeps the limit alone.
+    ReserveAttempt {
+        email: String,
+        max: u32,
+        window_ms: i64,
+        now_ms: i64,
+    },
+    /// Several nodes: a reserved check ended without a failure: `verified` clears the count, otherwise (never
+    /// checked) the reservation is given back. A wrong password leaves it counted.
+    EndAttempt {
+        email: String,
+        verified: bool,
+    },
 }
 
 /// One stored record, as [`Store::visit`] hands them out.
@@ -119,4 +134,6 @@ pub enum Conflict {
     SlugTaken(String),
     #[error("the last active administrator would be demoted, banned or removed")]
     LastAdmin,
+    #[error("too many failed sign-ins for this e-mail across the nodes")]
+    Locked { email: String, wait_ms: i64 },
 }

@@ -73,6 +73,10 @@ struct Prepared {
     put_outbox: Statement,
     delete_outbox: Statement,
     append: Statement,
+    reserve_attempt: Statement,
+    attempt_window: Statement,
+    clear_attempts: Statement,
+    release_attempt: Statement,
 }
 
 impl Writer {
@@ -103,6 +107,19 @@ impl Writer {
             put_outbox: client.prepare(&upsert("outbox", "id", &["record"]))?,
             delete_outbox: client.prepare("DELETE FROM outbox WHERE id = $1")?,
             append: client.prepare("INSERT INTO changes (node, ops) VALUES ($1, $2) RETURNING seq")?,
+            // A new window when the last one has ended; otherwise one more, while under the limit. No row back:
+            // locked. The row lock makes concurrent reservations from every node count one after the other.
+            reserve_attempt: client.prepare(
+                "INSERT INTO attempts AS a (email, window_end_ms, used) VALUES ($1, $2, 1) \
+                 ON CONFLICT (email) DO UPDATE SET \
+                   window_end_ms = CASE WHEN a.window_end_ms <= $4 THEN excluded.window_end_ms ELSE a.window_end_ms END, \
+                   used = CASE WHEN a.window_end_ms <= $4 THEN 1 ELSE a.used + 1 END \
+                 WHERE a.window_end_ms <= $4 OR a.used < $3 \
+                 RETURNING used",
+            )?,
+            attempt_window: client.prepare("SELECT window_end_ms FROM attempts WHERE email = $1")?,
+            clear_attempts: client.prepare("DELETE FROM attempts WHERE email = $1")?,
+            release_attempt: client.prepare("UPDATE attempts SET used = greatest(used - 1, 0) WHERE email = $1")?,
         };
         Ok(Self { client, s })
     }
@@ -261,7 +278,20 @@ impl PgStore {
         let Some(writer) = guard.as_mut() else {
             return Err(StoreError::Io("the store is closed, or reconnecting".into()));
         };
-        match commit(writer, self.node, requests) {
+        let mut committed = commit(writer, self.node, requests);
+        if committed.is_err() && writer.client.is_closed() {
+            // The connection was gone before this commit (the database restarted while this node had nothing to
+            // write): one new connection and one more try. Were it cut during COMMIT itself, the retry writes the
+            // same records again, which the upserts, deletes and followers take as they come.
+            match Writer::connect(&self.config) {
+                Ok(fresh) => {
+                    drop_off_runtime(std::mem::replace(writer, fresh));
+                    committed = commit(writer, self.node, requests);
+                }
+                Err(e) => committed = Err(db(e)),
+            }
+        }
+        match committed {
             Ok(results) => {
                 self.commits.fetch_add(1, Ordering::Relaxed);
                 Ok(results)
@@ -367,8 +397,12 @@ fn commit(
     let mut applied: Vec<&StoreOp> = Vec::new();
     for &ops in requests {
         // Only a request that can break a rule of the whole cluster pays for a savepoint (two more round trips).
-        let risky =
-            ops.iter().any(|op| matches!(op, StoreOp::PutUser(_) | StoreOp::DeleteUser(_) | StoreOp::PutOrg(_)));
+        let risky = ops.iter().any(|op| {
+            matches!(
+                op,
+                StoreOp::PutUser(_) | StoreOp::DeleteUser(_) | StoreOp::PutOrg(_) | StoreOp::ReserveAttempt { .. }
+            )
+        });
         let outcome = if risky {
             let mut savepoint = tx.savepoint("request").map_err(db)?;
             match apply(&mut savepoint, s, ops) {
@@ -445,6 +479,22 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
             StoreOp::DeleteToken(hash) => tx.execute(&s.delete_token, &[&hash.as_slice()]),
             StoreOp::PutOutbox(r) => tx.execute(&s.put_outbox, &[&r.id.as_slice(), &codec::encode(r)]),
             StoreOp::DeleteOutbox(id) => tx.execute(&s.delete_outbox, &[&id.as_slice()]),
+            StoreOp::ReserveAttempt { email, max, window_ms, now_ms } => {
+                let max = i32::try_from(*max).unwrap_or(i32::MAX);
+                match tx.query_opt(&s.reserve_attempt, &[email, &(now_ms + window_ms), &max, now_ms]) {
+                    Ok(Some(_)) => Ok(1),
+                    Ok(None) => {
+                        let end: i64 = tx.query_one(&s.attempt_window, &[email])?.get(0);
+                        return Err(Refused::Conflict(Conflict::Locked {
+                            email: email.clone(),
+                            wait_ms: end - now_ms,
+                        }));
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            StoreOp::EndAttempt { email, verified: true } => tx.execute(&s.clear_attempts, &[email]),
+            StoreOp::EndAttempt { email, verified: false } => tx.execute(&s.release_attempt, &[email]),
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {
@@ -482,5 +532,8 @@ fn id16(bytes: &[u8]) -> Result<[u8; 16], StoreError> {
 }
 
 fn db(e: postgres::Error) -> StoreError {
-    StoreError::Io(format!("PostgreSQL: {e}"))
+    match e.as_db_error() {
+        Some(db) => StoreError::Io(format!("PostgreSQL: {}: {}", db.code().code(), db.message())),
+        None => StoreError::Io(format!("PostgreSQL: {e}")),
+    }
 }

@@ -87,6 +87,8 @@ pub struct TestServer {
     task: Option<JoinHandle<Result<(), AppError>>>,
     /// The second node, when there are two.
     peer: Option<JoinHandle<Result<(), AppError>>>,
+    /// A client of each node alone (one entry on one node).
+    pub nodes: Vec<Client>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -126,7 +128,7 @@ impl TestServer {
 
     /// Two nodes on the database of `config.data_dir` (a fresh one per directory, the same one again after a
     /// restart on that directory): the first starts (and creates the bootstrap admin), then the second.
-    async fn start_cluster(config: Config, base: &str) -> Self {
+    pub async fn start_cluster(config: Config, base: &str) -> Self {
         let url = cluster::database_for(base, &config.data_dir).await;
         let first = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let second = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -144,8 +146,10 @@ impl TestServer {
         cluster::wait_ready(addrs[0]).await;
         let peer = tokio::spawn(run(second, two, FaultSwitch::default(), shutdown.clone()));
         cluster::wait_ready(addrs[1]).await;
-        let client = Client::cluster(&addrs, cluster::Sync::connect(&url).await);
-        Self { addr: addrs[0], client, shutdown, task: Some(task), peer: Some(peer), _tmp: None }
+        let sync = std::sync::Arc::new(cluster::Sync::connect(&url).await);
+        let client = Client::cluster(&addrs, std::sync::Arc::clone(&sync));
+        let nodes = addrs.iter().map(|a| Client::cluster(&[*a], std::sync::Arc::clone(&sync))).collect();
+        Self { addr: addrs[0], client, shutdown, task: Some(task), peer: Some(peer), nodes, _tmp: None }
     }
 
     /// A server whose store commits fail when `faults` says so (the failure-path tests).
@@ -154,7 +158,8 @@ impl TestServer {
         let addr = listener.local_addr().expect("local_addr");
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(service_auth::server::run_with_faults(listener, config, faults, shutdown.clone()));
-        Self { addr, client: Client::new(addr), shutdown, task: Some(task), peer: None, _tmp: None }
+        let client = Client::new(addr);
+        Self { addr, nodes: vec![client.clone()], client, shutdown, task: Some(task), peer: None, _tmp: None }
     }
 
     /// Graceful shutdown; returns once the server has made everything durable.
@@ -428,10 +433,10 @@ impl Client {
 
     /// A client of several nodes: each request goes to the next node, and returns once every node has applied
     /// the changes it made.
-    fn cluster(addrs: &[SocketAddr], sync: cluster::Sync) -> Self {
+    fn cluster(addrs: &[SocketAddr], sync: std::sync::Arc<cluster::Sync>) -> Self {
         let mut client = Self::new(addrs[0]);
         client.bases = std::sync::Arc::new(addrs.iter().map(|a| format!("http://{a}")).collect());
-        client.sync = Some(std::sync::Arc::new(sync));
+        client.sync = Some(sync);
         client
     }
 
@@ -864,6 +869,90 @@ pub mod cluster {
         format!("{server}/{name}")
     }
 
+    /// A PostgreSQL server of the test's own in a temporary directory (Debian's `postgresql` package), for the
+    /// tests that stop and start it; as the `postgres` user when run as root (initdb refuses root).
+    pub struct Postgres {
+        dir: tempfile::TempDir,
+        port: u16,
+        bin: std::path::PathBuf,
+    }
+
+    impl Postgres {
+        /// Blocking: call from `spawn_blocking`.
+        pub fn start() -> Self {
+            let bin = std::fs::read_dir("/usr/lib/postgresql")
+                .expect("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+                .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+                .filter(|p| p.join("initdb").exists())
+                .max()
+                .expect("no /usr/lib/postgresql/*/bin/initdb");
+            let dir = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let pg = Self { dir, port, bin };
+            if pg.as_root() {
+                pg.run("chown", &["postgres", pg.data()]);
+            }
+            pg.tool("initdb", &["-D", pg.data(), "-A", "trust", "-U", "postgres"]);
+            pg.resume();
+            pg
+        }
+
+        fn as_root(&self) -> bool {
+            std::process::Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false)
+        }
+
+        fn data(&self) -> &str {
+            self.dir.path().to_str().unwrap()
+        }
+
+        fn run(&self, program: &str, args: &[&str]) {
+            let out = std::process::Command::new(program).args(args).output().expect(program);
+            assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+
+        fn tool(&self, name: &str, args: &[&str]) {
+            let path = self.bin.join(name);
+            let path = path.to_str().unwrap();
+            if self.as_root() {
+                let mut all = vec!["-u", "postgres", "--", path];
+                all.extend(args);
+                self.run("runuser", &all);
+            } else {
+                self.run(path, args);
+            }
+        }
+
+        /// `postgres://…/postgres` on this server.
+        pub fn url(&self) -> String {
+            format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        }
+
+        /// Stops the server (fast shutdown: connections are cut). Blocking.
+        pub fn pause(&self) {
+            self.tool("pg_ctl", &["-D", self.data(), "-m", "fast", "-w", "stop"]);
+        }
+
+        /// Starts it again on the same port. Blocking.
+        pub fn resume(&self) {
+            let options = format!("-c listen_addresses=127.0.0.1 -p {} -k {}", self.port, self.data());
+            let log = format!("{}/log", self.data());
+            self.tool("pg_ctl", &["-D", self.data(), "-l", &log, "-w", "-o", &options, "start"]);
+        }
+    }
+
+    impl Drop for Postgres {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(self.bin.join("pg_ctl"))
+                .args(["-D", self.data(), "-m", "immediate", "stop"])
+                .output();
+            let _ = std::process::Command::new(self.bin.join("pg_ctl"))
+                .args(["-D", self.data(), "-m", "immediate", "stop"])
+                .output();
+        }
+    }
+
     /// Waits until the node at `addr` answers `/readyz` with 200.
     pub async fn wait_ready(addr: SocketAddr) {
         let client = super::Client::new(addr);
@@ -879,6 +968,7 @@ pub mod cluster {
     }
 
     pub struct Sync {
+        url: String,
         client: Arc<Mutex<Option<postgres::Client>>>,
     }
 
@@ -892,40 +982,49 @@ pub mod cluster {
 
     impl Sync {
         pub async fn connect(url: &str) -> Self {
+            let client_url = url.to_owned();
             let url = url.to_owned();
             let client = tokio::task::spawn_blocking(move || postgres::Client::connect(&url, postgres::NoTls))
                 .await
                 .unwrap()
                 .expect("connect to the test database");
-            Self { client: Arc::new(Mutex::new(Some(client))) }
+            Self { url: client_url, client: Arc::new(Mutex::new(Some(client))) }
         }
 
         /// Returns once every running node (seen in the last 3 s) has applied the whole change log.
         pub async fn wait(&self) {
-            let client = Arc::clone(&self.client);
+            let (client, url) = (Arc::clone(&self.client), self.url.clone());
             tokio::task::spawn_blocking(move || {
                 let mut guard = client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let Some(client) = guard.as_mut() else { return };
                 let started = Instant::now();
-                let last: i64 = client.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[]).unwrap().get(0);
                 loop {
-                    let behind: i64 = client
-                        .query_one(
-                            "SELECT count(*) FROM nodes \
-                             WHERE applied_seq < $1 AND seen_at > now() - interval '3 seconds'",
-                            &[&last],
-                        )
-                        .unwrap()
-                        .get(0);
-                    if behind == 0 {
-                        return;
+                    match guard.as_mut().map(caught_up) {
+                        None | Some(Ok(true)) => return,
+                        Some(Ok(false)) => std::thread::sleep(Duration::from_millis(1)),
+                        // A test that stopped PostgreSQL left this connection dead: a new one.
+                        Some(Err(_)) => {
+                            let old = guard.take();
+                            std::thread::spawn(move || drop(old));
+                            *guard = Some(postgres::Client::connect(&url, postgres::NoTls).expect("reconnect"));
+                        }
                     }
-                    assert!(started.elapsed() < Duration::from_secs(10), "a node is 10 s behind change {last}");
-                    std::thread::sleep(Duration::from_millis(1));
+                    assert!(started.elapsed() < Duration::from_secs(10), "a node is 10 s behind the change log");
                 }
             })
             .await
             .unwrap();
         }
+    }
+
+    /// Whether every node seen in the last 3 s has applied the change log to its end.
+    fn caught_up(client: &mut postgres::Client) -> Result<bool, postgres::Error> {
+        let last: i64 = client.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[])?.get(0);
+        let behind: i64 = client
+            .query_one(
+                "SELECT count(*) FROM nodes WHERE applied_seq < $1 AND seen_at > now() - interval '3 seconds'",
+                &[&last],
+            )?
+            .get(0);
+        Ok(behind == 0)
     }
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Several nodes on PostgreSQL (docs/cluster.md), end to end: starts a real PostgreSQL (Debian's `postgresql`) in a
-# temporary directory on a loopback port (as the `postgres` user when run as root: initdb refuses root), then
-#  1. every HTTP integration test against two nodes sharing one database per test, requests alternating between
-#     the nodes (tests/api/harness.rs, SERVICE_AUTH_TEST_POSTGRES);
-#  2. the cluster's own tests (tests/cluster.rs): races across nodes, kill -9 under load, PostgreSQL stopped.
+# Several nodes on PostgreSQL (docs/cluster.md): starts a real PostgreSQL (Debian's `postgresql`) in a
+# temporary directory on a loopback port (as the `postgres` user when run as root: initdb refuses root), then runs
+# every HTTP integration test against two nodes sharing one database per test, requests alternating between
+# the nodes (tests/api/harness.rs, SERVICE_AUTH_TEST_POSTGRES). The cross-node races and the outage
+# (tests/api/cluster.rs) start PostgreSQL servers of their own and run in the plain `cargo test` too.
 # Extra arguments go to the first cargo test (a filter, say).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,9 +24,4 @@ PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
   -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA -c max_connections=400 -c fsync=on" start >/dev/null
 
 export SERVICE_AUTH_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/postgres"
-# The cluster tests stop and start this PostgreSQL themselves.
-export SERVICE_AUTH_TEST_PG_CTL="${AS[*]:+${AS[*]} }$PGBIN/pg_ctl -D $PGDATA"
 cargo test --test api -- "$@"
-if [ -f tests/cluster.rs ]; then
-  cargo test --test cluster
-fi

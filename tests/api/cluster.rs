@@ -1,0 +1,167 @@
+//! Several nodes on one PostgreSQL (docs/cluster.md): the rules one node's actors can no longer keep alone, held
+//! across nodes; a database outage. Each test starts a PostgreSQL server of its own (Debian's `postgresql`) and
+//! two nodes on it.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::harness::*;
+
+/// A PostgreSQL server and two nodes on it, with the default test configuration (adjusted).
+async fn two_nodes(
+    adjust: impl FnOnce(&mut service_auth::config::Config),
+) -> (cluster::Postgres, TestServer, tempfile::TempDir) {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config(tmp.path());
+    adjust(&mut config);
+    let server = TestServer::start_cluster(config, &pg.url()).await;
+    (pg, server, tmp)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_email_signed_up_on_both_nodes_at_once_has_one_winner() {
+    let (_pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    for round in 0..10 {
+        let email = format!("race{round}@example.com");
+        let (one, two) = tokio::join!(a.sign_up("One", &email, PASSWORD), b.sign_up("Two", &email, PASSWORD));
+        let mut statuses = [one.0, two.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 422], "round {round}: {one:?} {two:?}");
+        let loser = if one.0 == 422 { &one.1 } else { &two.1 };
+        assert_eq!(loser["code"], "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", "{loser}");
+        // Both nodes agree on who won: the winner's name, and one account.
+        let winner = if one.0 == 200 { "One" } else { "Two" };
+        for node in [a, b] {
+            let session = node.session(&node.login(&email, PASSWORD).await).await;
+            assert_eq!(session["user"]["name"], winner);
+        }
+    }
+    let admin = a.admin_session().await;
+    for node in [a, b] {
+        let races = node.users(&admin).await.into_iter().filter(|u| u["email"].as_str().unwrap().starts_with("race"));
+        assert_eq!(races.count(), 10);
+    }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_admins_demoting_each_other_on_different_nodes_leave_one() {
+    let (_pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let first = a.admin_session().await;
+    let first_id = a.session(&first).await["user"]["id"].as_str().unwrap().to_owned();
+    let second = a.new_user("second").await;
+    a.patch_ok(&first, &json!({"userId": second.id, "role": "admin"})).await;
+    let second_on_b = b.login(&second.email, PASSWORD).await;
+    for round in 0..5 {
+        let (demote_second, demote_first) =
+            (json!({"userId": second.id, "role": "user"}), json!({"userId": first_id, "role": "user"}));
+        let (x, y) = tokio::join!(a.patch_user(&first, &demote_second), b.patch_user(&second_on_b, &demote_first));
+        let mut statuses = [x.status, y.status];
+        statuses.sort_unstable();
+        // The later one finds itself demoted (403) or would demote the last administrator (409): never both 200.
+        assert!(
+            statuses == [200, 403] || statuses == [200, 409],
+            "round {round}: {} {} / {} {}",
+            x.status,
+            x.text,
+            y.status,
+            y.text
+        );
+        let (remaining, demoted, node) =
+            if x.status == 200 { (&first, &second.id, a) } else { (&second_on_b, &first_id, b) };
+        for n in [a, b] {
+            let admins = n.users(remaining).await.into_iter().filter(|u| u["role"] == "admin").count();
+            assert_eq!(admins, 1, "round {round}: {admins} administrators");
+        }
+        node.patch_ok(remaining, &json!({"userId": demoted, "role": "admin"})).await;
+    }
+    s.stop().await;
+}
+
+/// PostgreSQL stopped for 10 s under two nodes: writes answer 503 at once; session checks answer from memory for
+/// at most `max_staleness_secs` (5), then refuse with 503 (fail closed) and `/readyz` says why; once PostgreSQL is
+/// back, the nodes catch up and answer as before, and a change made on one is seen on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_for_10_s_gives_503s_and_fail_closed_checks_then_full_recovery() {
+    let (pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let alice = a.new_user("alice").await;
+    let pg = std::sync::Arc::new(pg);
+    let stopper = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || stopper.pause()).await.unwrap();
+    let stopped = Instant::now();
+    // Requests straight to a node: the client's wait for replication needs the database.
+    let direct = |c: &Client| Client::new(c.base.trim_start_matches("http://").parse().unwrap());
+    let (a_direct, b_direct) = (direct(a), direct(b));
+
+    let write = a_direct.sign_up("Late", "late@example.com", PASSWORD).await;
+    assert_eq!(write.0, 503, "a write without the database: {:?}", write.1);
+    assert!(stopped.elapsed() < Duration::from_secs(2), "the refusal took {:?}", stopped.elapsed());
+    for node in [&a_direct, &b_direct] {
+        let r = node.get_session_resp(Some(&alice.cookie)).await;
+        assert_eq!(r.status, 200, "a session check within max_staleness_secs answers from memory: {}", r.text);
+        assert_eq!(r.json()["user"]["email"], alice.email);
+    }
+    tokio::time::sleep(Duration::from_secs(6).saturating_sub(stopped.elapsed())).await;
+    for node in [&a_direct, &b_direct] {
+        let r = node.get_session_resp(Some(&alice.cookie)).await;
+        assert_eq!(r.status, 503, "a session check past max_staleness_secs must refuse: {}", r.text);
+        let ready = node.get("/readyz").send().await;
+        assert_eq!(ready.status, 503);
+        assert_eq!(ready.json()["status"], "unavailable");
+    }
+    tokio::time::sleep(Duration::from_secs(10).saturating_sub(stopped.elapsed())).await;
+    let starter = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || starter.resume()).await.unwrap();
+
+    let back = Instant::now();
+    for node in [&a_direct, &b_direct] {
+        while node.get("/readyz").send().await.status != 200 {
+            assert!(back.elapsed() < Duration::from_secs(10), "not ready 10 s after PostgreSQL came back");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    println!("both nodes ready {:?} after PostgreSQL came back", back.elapsed());
+    assert_eq!(a.session(&alice.cookie).await["user"]["email"], alice.email);
+    let bob = b.new_user("bob").await;
+    assert_eq!(a.session(&bob.cookie).await["user"]["email"], bob.email, "node A sees node B's sign-up");
+    let out = a.sign_out(Some(&bob.cookie)).await;
+    assert_eq!(out.status, 200);
+    assert_eq!(b.get_session_resp(Some(&bob.cookie)).await.text, "null", "node B sees node A's sign-out");
+    s.stop().await;
+}
+
+/// 200 wrong passwords for one account at once, spread over both nodes: at most the account limit (5) of
+/// password checks run in the whole cluster, not 5 per node; the rest are refused with 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_wrong_passwords_over_both_nodes_hold_the_account_limit() {
+    let (_pg, s, _tmp) = two_nodes(|c| c.rate_limit.failures_per_account = 5).await;
+    s.nodes[0].new_user("target").await;
+    let body = json!({"email": "target@example.com", "password": "wrong password!"});
+    let addrs: Vec<std::net::SocketAddr> =
+        s.nodes.iter().map(|n| n.base.trim_start_matches("http://").parse().unwrap()).collect();
+    let requests: Vec<_> = (0..200)
+        .map(|i| {
+            let client = Client::new(addrs[i % 2]);
+            let body = body.clone();
+            tokio::spawn(async move { client.sign_in_body(&body).await.status })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for r in requests {
+        statuses.push(r.await.unwrap());
+    }
+    let verified = statuses.iter().filter(|&&s| s == 401).count();
+    let limited = statuses.iter().filter(|&&s| s == 429).count();
+    eprintln!("200 parallel wrong passwords over two nodes -> {verified} verified (401), {limited} refused (429)");
+    assert_eq!(verified + limited, 200, "only 401 and 429 expected: {statuses:?}");
+    assert!(verified <= 5, "{verified} password checks ran across the nodes; the limit is 5");
+    for node in &s.nodes {
+        assert_eq!(node.sign_in("target@example.com", PASSWORD).await.0, 429, "the lock holds on every node");
+    }
+    s.stop().await;
+}
