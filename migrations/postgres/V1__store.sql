@@ -15,6 +15,9 @@ CREATE TABLE users (
     email text NOT NULL UNIQUE,
     -- role = admin and not banned: the last-administrator guard counts these under a lock.
     active_admin boolean NOT NULL,
+    -- Membership: no account joins an organization another node is deleting, and no organization is deleted
+    -- while an account another node just moved into it is a member.
+    organization_id bytea REFERENCES organizations (id),
     record bytea NOT NULL
 );
 

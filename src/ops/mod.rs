@@ -4,6 +4,7 @@
 pub mod backup;
 pub mod better_auth;
 pub mod export;
+pub mod migrate_store;
 pub mod seed;
 
 /// Creates `path` for data that includes password hashes or live tokens: readable by its owner only (0600).

@@ -134,6 +134,10 @@ pub enum Conflict {
     SlugTaken(String),
     #[error("the last active administrator would be demoted, banned or removed")]
     LastAdmin,
+    #[error("the organization was deleted on another node")]
+    OrganizationGone { user: [u8; 16] },
+    #[error("an account joined the organization on another node")]
+    OrganizationHasMembers { org: [u8; 16] },
     #[error("too many failed sign-ins for this e-mail across the nodes")]
     Locked { email: String, wait_ms: i64 },
 }

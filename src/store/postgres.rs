@@ -94,7 +94,7 @@ impl Writer {
             )
         };
         let s = Prepared {
-            put_user: client.prepare(&upsert("users", "id", &["email", "active_admin", "record"]))?,
+            put_user: client.prepare(&upsert("users", "id", &["email", "active_admin", "organization_id", "record"]))?,
             delete_user: client.prepare("DELETE FROM users WHERE id = $1")?,
             put_org: client.prepare(&upsert("organizations", "id", &["slug", "record"]))?,
             delete_org: client.prepare("DELETE FROM organizations WHERE id = $1")?,
@@ -400,7 +400,11 @@ fn commit(
         let risky = ops.iter().any(|op| {
             matches!(
                 op,
-                StoreOp::PutUser(_) | StoreOp::DeleteUser(_) | StoreOp::PutOrg(_) | StoreOp::ReserveAttempt { .. }
+                StoreOp::PutUser(_)
+                    | StoreOp::DeleteUser(_)
+                    | StoreOp::PutOrg(_)
+                    | StoreOp::DeleteOrg(_)
+                    | StoreOp::ReserveAttempt { .. }
             )
         });
         let outcome = if risky {
@@ -464,7 +468,8 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
     for op in ops {
         let done = match op {
             StoreOp::PutUser(r) => {
-                tx.execute(&s.put_user, &[&r.id.as_slice(), &r.email, &active_admin(r), &codec::encode(r)])
+                let org = r.organization_id.as_ref().map(|o| o.as_slice());
+                tx.execute(&s.put_user, &[&r.id.as_slice(), &r.email, &active_admin(r), &org, &codec::encode(r)])
             }
             StoreOp::DeleteUser(id) => tx.execute(&s.delete_user, &[&id.as_slice()]),
             StoreOp::PutOrg(r) => tx.execute(&s.put_org, &[&r.id.as_slice(), &r.slug, &codec::encode(r)]),
@@ -503,6 +508,12 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                 }
                 (StoreOp::PutOrg(r), Some(&SqlState::UNIQUE_VIOLATION)) => {
                     Refused::Conflict(Conflict::SlugTaken(r.slug.clone()))
+                }
+                (StoreOp::PutUser(r), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                    Refused::Conflict(Conflict::OrganizationGone { user: r.id })
+                }
+                (StoreOp::DeleteOrg(id), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                    Refused::Conflict(Conflict::OrganizationHasMembers { org: *id })
                 }
                 _ => Refused::Failed(e),
             });

@@ -101,6 +101,22 @@ impl TestServer {
         server
     }
 
+    /// One server on the embedded store, whatever the run: for the tests of the embedded store itself (its file,
+    /// backups, a full disk) and of what each node keeps alone (the per-address limits, docs/cluster.md).
+    pub async fn start_embedded(config: Config) -> Self {
+        Self::start_with_faults(config, FaultSwitch::default()).await
+    }
+
+    /// [`start_embedded`](Self::start_embedded) on a fresh directory, `adjust` applied to the config.
+    pub async fn start_embedded_adjusted(adjust: impl FnOnce(&mut Config)) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut config = test_config(tmp.path());
+        adjust(&mut config);
+        let mut server = Self::start_embedded(config).await;
+        server._tmp = Some(tmp);
+        server
+    }
+
     /// A server with the default test configuration on `dir` (which outlives the server: restart tests).
     pub async fn start_in(dir: &Path) -> Self {
         Self::start_with(test_config(dir)).await
@@ -136,8 +152,9 @@ impl TestServer {
         let mut one = config;
         one.store.backend = StoreBackend::Postgres;
         one.store.url = Some(url.clone());
-        // Either node may get a request whose Origin is the other's: both are this service's own origins.
-        one.trusted_origins.extend(addrs.iter().map(|a| format!("http://{a}")));
+        // Both nodes are one service, as behind a load balancer: one public URL (the first node's), so a request
+        // from either node's pages is same-origin on both.
+        one.base_url.get_or_insert_with(|| format!("http://{}", addrs[0]));
         let mut two = one.clone();
         two.data_dir = one.data_dir.join("node2");
         let shutdown = CancellationToken::new();

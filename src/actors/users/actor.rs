@@ -136,9 +136,16 @@ impl Actor for UsersActor {
                                 .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.into()), &ip, detail)),
                         );
                         // Several nodes: an administrator demoted elsewhere at the same time may make this one the
-                        // last; PostgreSQL's guard then refuses it as the actor would have.
-                        let last =
-                            |c: &Conflict| (*c == Conflict::LastAdmin).then_some(super::UpdateUserError::LastAdmin);
+                        // last; PostgreSQL's guard then refuses it as the actor would have. Likewise a move into an
+                        // organization another node deleted meanwhile.
+                        let id = after.id.to_bytes();
+                        let last = move |c: &Conflict| match c {
+                            Conflict::LastAdmin => Some(super::UpdateUserError::LastAdmin),
+                            Conflict::OrganizationGone { user } if *user == id => {
+                                Some(super::UpdateUserError::OrganizationNotFound)
+                            }
+                            _ => None,
+                        };
                         state.overlay.add_guarded(ops, reply, Ok(()), last);
                     }
                     Err(e) => drop(reply.send(Err(e))),
@@ -347,7 +354,14 @@ impl Actor for UsersActor {
                 ops.push(StoreOp::DeleteOrg(org.to_bytes()));
                 ops.push(audit::entry(action::ORGANIZATION_DELETED, Some(by), Some(org.into()), &ip, detail));
                 state.closing_orgs.push(org);
-                state.overlay.add(ops, reply, members.len());
+                // Several nodes: an account another node moved into it meanwhile keeps it (the database's
+                // membership reference), answered as a non-empty organization.
+                let gone = org.to_bytes();
+                let has_members = move |c: &Conflict| {
+                    matches!(c, Conflict::OrganizationHasMembers { org } if *org == gone)
+                        .then_some(DeleteOrgError::NotEmpty(1))
+                };
+                state.overlay.add_guarded(ops, reply, Ok(members.len()), has_members);
             }
             UsersMsg::LiftExpiredBans { reply } => {
                 let now = Timestamp::now();
