@@ -169,8 +169,9 @@ async fn sign_in(a: &str, b: &str, users: usize, requests: usize, concurrency: u
     }
     let elapsed = started.elapsed();
     latencies.sort_unstable();
+    let over = if a == b { "one node" } else { "two nodes, alternating" };
     println!(
-        "sign-in across two nodes: {requests} in {elapsed:.2?} = {:.0}/s with {concurrency} in flight; p50 {:.2?}, p99 {:.2?}",
+        "sign-in, {over}: {requests} in {elapsed:.2?} = {:.0}/s with {concurrency} in flight; p50 {:.2?}, p99 {:.2?}",
         requests as f64 / elapsed.as_secs_f64(),
         percentile(&latencies, 0.50),
         percentile(&latencies, 0.99)
