@@ -3,7 +3,7 @@
 //! target in one transaction: the target is complete or untouched. The target must hold no account, organization
 //! or session; the source is left as it was. The embedded side must not be held by a running server.
 
-use super::{OpsError, open_stopped};
+use super::{OpsError, open_embedded_stopped};
 use crate::config::Config;
 use crate::store::{Record, Store, StoreOp};
 
@@ -18,7 +18,7 @@ pub enum Direction {
 const AUDIT_PAGE: usize = 10_000;
 
 pub fn migrate(config: &Config, direction: Direction, url: &str, pool_size: usize) -> Result<String, OpsError> {
-    let embedded = open_stopped(config)?;
+    let embedded = open_embedded_stopped(config, crate::store::FaultSwitch::default())?;
     let postgres = Store::connect_postgres(url, pool_size)?;
     let (from, to, target) = match direction {
         Direction::ToPostgres => (&embedded, &postgres, "the PostgreSQL database"),
