@@ -257,3 +257,30 @@ async fn kill_9_of_one_node_under_load_loses_nothing_acknowledged() {
     eprintln!("kill -9 under load: {} acknowledged sign-ups, all present on the other node", acknowledged.len());
     drop(b);
 }
+
+/// A database migrated by a newer version (a schema migration this version does not have) is refused at connect,
+/// with a message that says so, and left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_migrated_by_a_newer_version_is_refused() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let url = pg.url();
+    let refused = tokio::task::spawn_blocking(move || {
+        drop(service_auth::store::Store::connect_postgres(&url, 1).expect("a fresh database is migrated"));
+        let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        admin
+            .execute(
+                "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
+                 VALUES (99, 'later', '2030-01-01T00:00:00Z', '1')",
+                &[],
+            )
+            .unwrap();
+        let refused = service_auth::store::Store::connect_postgres(&url, 1).err().expect("a newer schema was accepted");
+        let still: i64 =
+            admin.query_one("SELECT count(*) FROM refinery_schema_history WHERE version = 99", &[]).unwrap().get(0);
+        (refused.to_string(), still)
+    })
+    .await
+    .unwrap();
+    assert!(refused.0.contains("newer version of service-auth"), "{}", refused.0);
+    assert_eq!(refused.1, 1);
+}
