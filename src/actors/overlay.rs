@@ -124,6 +124,11 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
         }));
     }
 
+    /// Queues `ops` that belong to the next caller's change (written before it, with it, or not at all).
+    pub(super) fn push_ops(&mut self, ops: impl IntoIterator<Item = StoreOp>) {
+        self.ops.extend(ops);
+    }
+
     /// Queues `ops` for a caller the actor answers itself after the flush, with what only the commit gives (a
     /// session started in it).
     pub(super) fn add_unanswered(&mut self, ops: impl IntoIterator<Item = StoreOp>) {

@@ -38,7 +38,8 @@ impl RemoteChange {
                 | StoreOp::PutOutbox(_)
                 | StoreOp::DeleteOutbox(_)
                 | StoreOp::ReserveAttempt { .. }
-                | StoreOp::EndAttempt { .. } => {}
+                | StoreOp::EndAttempt { .. }
+                | StoreOp::ExpectUser { .. } => {}
             }
         }
         Ok(change)

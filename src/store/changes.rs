@@ -43,7 +43,8 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
                 | StoreOp::PutOutbox(_)
                 | StoreOp::DeleteOutbox(_)
                 | StoreOp::ReserveAttempt { .. }
-                | StoreOp::EndAttempt { .. } => return None,
+                | StoreOp::EndAttempt { .. }
+                | StoreOp::ExpectUser { .. } => return None,
             })
         })
         .collect();

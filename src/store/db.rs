@@ -461,7 +461,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     outbox.remove(id).map_err(io)?;
                 }
                 // One node: the users actor keeps the failure limit in memory.
-                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } => {}
+                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
             }
         }
     }

@@ -73,6 +73,14 @@ pub enum StoreOp {
         window_ms: i64,
         now_ms: i64,
     },
+    /// Several nodes: the account must still be `record` (`None`: must not exist) in the database, or the request
+    /// is refused with [`Conflict::Changed`]: another node changed it since this node read it, and writing the
+    /// whole record computed from the older one would undo that change (a ban, say). The embedded store has
+    /// nothing to check: one node's users actor is the only writer.
+    ExpectUser {
+        id: [u8; 16],
+        record: Option<Box<UserRecord>>,
+    },
     /// Several nodes: a reserved check ended without a failure: `verified` clears the count, otherwise (never
     /// checked) the reservation is given back. A wrong password leaves it counted.
     EndAttempt {
@@ -134,6 +142,8 @@ pub enum Conflict {
     SlugTaken(String),
     #[error("the last active administrator would be demoted, banned or removed")]
     LastAdmin,
+    #[error("the account was changed on another node meanwhile")]
+    Changed { user: [u8; 16] },
     #[error("the organization was deleted on another node")]
     OrganizationGone { user: [u8; 16] },
     #[error("an account joined the organization on another node")]

@@ -405,6 +405,7 @@ fn commit(
                     | StoreOp::PutOrg(_)
                     | StoreOp::DeleteOrg(_)
                     | StoreOp::ReserveAttempt { .. }
+                    | StoreOp::ExpectUser { .. }
             )
         });
         let outcome = if risky {
@@ -497,6 +498,21 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                     }
                     Err(e) => Err(e),
                 }
+            }
+            StoreOp::ExpectUser { id, record } => {
+                // Locked to the commit: no other node's change to the account slips in between.
+                let found =
+                    match tx.query_opt("SELECT record FROM users WHERE id = $1 FOR UPDATE", &[&id.as_slice()])? {
+                        Some(row) => Some(
+                            codec::decode_user(row.get(0))
+                                .map_err(|_| Refused::Conflict(Conflict::Changed { user: *id }))?,
+                        ),
+                        None => None,
+                    };
+                if found.as_ref() != record.as_deref() {
+                    return Err(Refused::Conflict(Conflict::Changed { user: *id }));
+                }
+                Ok(0)
             }
             StoreOp::EndAttempt { email, verified: true } => tx.execute(&s.clear_attempts, &[email]),
             StoreOp::EndAttempt { email, verified: false } => tx.execute(&s.release_attempt, &[email]),

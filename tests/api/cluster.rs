@@ -284,3 +284,36 @@ async fn a_database_migrated_by_a_newer_version_is_refused() {
     assert!(refused.0.contains("newer version of service-auth"), "{}", refused.0);
     assert_eq!(refused.1, 1);
 }
+
+/// A ban on node A racing the account's own profile change on node B: whichever commits second was computed from
+/// an account that has changed since and answers 503 (retry) instead of writing over the other; an acknowledged
+/// ban is never undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_on_one_node_is_never_undone_by_a_racing_change_on_the_other() {
+    let (_pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let target = a.new_user("target").await;
+    let (mut renamed, mut retried) = (0, 0);
+    for round in 0..10 {
+        let own = b.login(&target.email, PASSWORD).await;
+        let (ban, rename) = (json!({"userId": target.id, "banned": true}), json!({"name": format!("Round {round}")}));
+        let (banned, changed) =
+            tokio::join!(a.patch_user(&admin, &ban), b.post("/api/auth/update-user").cookie(&own).json(&rename).send());
+        assert!([200, 503].contains(&banned.status), "round {round}: {} {}", banned.status, banned.text);
+        assert!([200, 401, 503].contains(&changed.status), "round {round}: {} {}", changed.status, changed.text);
+        renamed += usize::from(changed.status == 200);
+        if banned.status == 503 {
+            // The rename won: the ban, retried as a client would, goes through.
+            retried += 1;
+            a.patch_ok(&admin, &ban).await;
+        }
+        for node in [a, b] {
+            assert!(node.listed_user(&admin, &target.id).await["banned"] == true, "round {round}: the ban was undone");
+            assert_eq!(node.get_session_resp(Some(&own)).await.text, "null", "round {round}");
+        }
+        a.patch_ok(&admin, &json!({"userId": target.id, "banned": false})).await;
+    }
+    eprintln!("ban racing a rename on the other node: {renamed} renames went through, {retried} bans were retried");
+    s.stop().await;
+}

@@ -451,6 +451,12 @@ impl UsersActor {
     }
 
     fn stage(&self, state: &mut State, user: User, ends_sessions: bool) -> Arc<User> {
+        if self.attempts.shared {
+            // Several nodes: the record is written whole, computed from what this node holds; the database checks
+            // that it still holds that too, so a change another node made meanwhile (a ban) is not undone.
+            let before = self.get(state, user.id).map(|u| Box::new(convert::user_record(&u)));
+            state.overlay.push_ops([StoreOp::ExpectUser { id: user.id.to_bytes(), record: before }]);
+        }
         if ends_sessions {
             state.ending.push(user.id);
         }
