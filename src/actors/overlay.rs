@@ -112,12 +112,26 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
         T: Send + 'static,
         E: From<Unavailable> + Send + 'static,
     {
+        self.add_answering(ops, port, result, move |c| conflict(c).map(Err));
+    }
+
+    /// Like [`add_guarded`](Self::add_guarded), for a conflict that has an answer of its own (not an error).
+    pub(super) fn add_answering<T, E>(
+        &mut self,
+        ops: impl IntoIterator<Item = StoreOp>,
+        port: RpcReplyPort<Result<T, E>>,
+        result: Result<T, E>,
+        conflict: impl FnOnce(&Conflict) -> Option<Result<T, E>> + Send + 'static,
+    ) where
+        T: Send + 'static,
+        E: From<Unavailable> + Send + 'static,
+    {
         self.ops.extend(ops);
         self.answers.push(Box::new(move |outcome: &Outcome| {
             let answer = match outcome {
                 Outcome::Durable => result,
                 Outcome::Refused => Err(Unavailable.into()),
-                Outcome::Conflict(c) => Err(conflict(c).unwrap_or_else(|| Unavailable.into())),
+                Outcome::Conflict(c) => conflict(c).unwrap_or_else(|| Err(Unavailable.into())),
             };
             // The caller may have timed out and gone; nothing to do about that here.
             let _ = port.send(answer);

@@ -31,7 +31,9 @@ impl RemoteChange {
                 StoreOp::DeleteUser(id) => change.users.push((UserId::from_bytes(id), None)),
                 StoreOp::PutToken(hash, r) => change.tokens.push((hash, Some(Arc::new(convert::token(r)?)))),
                 StoreOp::DeleteToken(hash) => change.tokens.push((hash, None)),
-                StoreOp::PutSession(hash, r) => change.sessions.push((hash, Some(Arc::new(convert::session(r))))),
+                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
+                    change.sessions.push((hash, Some(Arc::new(convert::session(r)))))
+                }
                 StoreOp::DeleteSession(_, hash) => change.sessions.push((hash, None)),
                 StoreOp::PutAudit(_)
                 | StoreOp::DeleteAudit(_)

@@ -11,7 +11,7 @@ use super::overlay::{self, Overlay};
 use super::{Indexes, Unavailable, call};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
-use crate::store::{StoreOp, StoreWriter, convert};
+use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 /// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
 /// listing one user's sessions touches only theirs, not every session).
@@ -353,7 +353,10 @@ impl Actor for SessionsActor {
                         ..Session::clone(&current)
                     });
                     state.overlay.stage(hash, Some(Arc::clone(&session)));
-                    state.overlay.add([put(hash, &session)], reply, Some(session));
+                    let refresh = StoreOp::RefreshSession(hash, convert::session_record(&session));
+                    // Several nodes: ended on another node a moment ago, it stays ended (the caller sees none).
+                    let gone = |c: &Conflict| (*c == Conflict::SessionGone).then_some(Ok(None));
+                    state.overlay.add_answering([refresh], reply, Ok(Some(session)), gone);
                 }
                 _ => drop(reply.send(Ok(None))),
             },

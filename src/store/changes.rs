@@ -34,7 +34,9 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
                 StoreOp::DeleteUser(id) => Wire::DeleteUser(*id),
                 StoreOp::PutOrg(r) => Wire::PutOrg(codec::encode(r)),
                 StoreOp::DeleteOrg(id) => Wire::DeleteOrg(*id),
-                StoreOp::PutSession(hash, r) => Wire::PutSession(*hash, codec::encode(r)),
+                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
+                    Wire::PutSession(*hash, codec::encode(r))
+                }
                 StoreOp::DeleteSession(user, hash) => Wire::DeleteSession(*user, *hash),
                 StoreOp::PutToken(hash, r) => Wire::PutToken(*hash, codec::encode(r)),
                 StoreOp::DeleteToken(hash) => Wire::DeleteToken(*hash),

@@ -444,7 +444,10 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOrg(id) => {
                     orgs.remove(id).map_err(io)?;
                 }
-                StoreOp::PutSession(hash, r) => put(&mut sessions, session_key(r.user_id, hash), r)?,
+                // One node: the sessions actor never refreshes a session it has ended.
+                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
+                    put(&mut sessions, session_key(r.user_id, hash), r)?
+                }
                 StoreOp::DeleteSession(user, hash) => {
                     sessions.remove(session_key(*user, hash)).map_err(io)?;
                 }

@@ -406,6 +406,7 @@ fn commit(
                     | StoreOp::DeleteOrg(_)
                     | StoreOp::ReserveAttempt { .. }
                     | StoreOp::ExpectUser { .. }
+                    | StoreOp::RefreshSession(..)
             )
         });
         let outcome = if risky {
@@ -498,6 +499,16 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                     }
                     Err(e) => Err(e),
                 }
+            }
+            StoreOp::RefreshSession(hash, r) => {
+                let updated = tx.execute(
+                    "UPDATE sessions SET record = $3 WHERE user_id = $1 AND hash = $2",
+                    &[&r.user_id.as_slice(), &hash.as_slice(), &codec::encode(r)],
+                )?;
+                if updated == 0 {
+                    return Err(Refused::Conflict(Conflict::SessionGone));
+                }
+                Ok(updated)
             }
             StoreOp::ExpectUser { id, record } => {
                 // Locked to the commit: no other node's change to the account slips in between.

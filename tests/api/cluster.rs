@@ -317,3 +317,36 @@ async fn a_ban_on_one_node_is_never_undone_by_a_racing_change_on_the_other() {
     eprintln!("ban racing a rename on the other node: {renamed} renames went through, {retried} bans were retried");
     s.stop().await;
 }
+
+/// A session ended on one node stays ended when another node's refresh of it (written from what that node held)
+/// commits after the end: the refresh is refused as a conflict, nothing is written back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_never_brings_back_a_session_ended_on_another_node() {
+    use service_auth::store::{Conflict, SessionRecord, Store, StoreError, StoreOp};
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let url = pg.url();
+    tokio::task::spawn_blocking(move || {
+        let store = Store::connect_postgres(&url, 1).unwrap();
+        let session = SessionRecord {
+            id: [1; 16],
+            user_id: [2; 16],
+            expires_at_ms: i64::MAX / 2,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            ip_address: String::new(),
+            user_agent: String::new(),
+            remember_me: true,
+            impersonated_by: None,
+        };
+        store.commit(&[StoreOp::PutSession([8; 32], session.clone())]).unwrap();
+        let refreshed = SessionRecord { updated_at_ms: 2, ..session.clone() };
+        store.commit(&[StoreOp::RefreshSession([8; 32], refreshed.clone())]).expect("a live session refreshes");
+        store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
+        let late = store.commit(&[StoreOp::RefreshSession([8; 32], refreshed)]);
+        assert!(matches!(late, Err(StoreError::Conflict(Conflict::SessionGone))), "{late:?}");
+        assert!(store.load().unwrap().sessions.is_empty(), "the ended session came back");
+        store.close();
+    })
+    .await
+    .unwrap();
+}
