@@ -27,6 +27,7 @@ use crate::hashing::{HashError, Hasher};
 use crate::mail::Templates;
 use crate::metrics::{Levels, Metrics};
 use crate::store::Store;
+use crate::store::follower::Freshness;
 
 /// The earliest a request for a mailed link is answered: longer than either case (a link issued or not) takes,
 /// so neither can be told by its time.
@@ -52,6 +53,8 @@ pub struct Accounts {
     pub(crate) require_verification: bool,
     /// The server's metrics (no-ops unless a metrics listener is configured).
     pub metrics: Arc<Metrics>,
+    /// How far behind the shared database this node's state may be (always fresh on the embedded store).
+    pub(crate) freshness: Arc<Freshness>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -70,6 +73,15 @@ pub struct SignUp {
     pub password: Password,
     pub image: Option<String>,
     pub remember_me: bool,
+}
+
+/// Why `/readyz` says 503.
+#[derive(Debug)]
+pub enum NotReady {
+    /// The store refuses commits (a disk error, or the database is unreachable); the detail is for the log.
+    Writes(String),
+    /// Several nodes: this node has not caught up with the database for this long, and refuses session checks.
+    Stale(Duration),
 }
 
 /// A valid session and its user, as they are right now.
@@ -269,6 +281,11 @@ impl Accounts {
     /// hop: this is the hot path of every application behind us. Reading the user's *current* state here is what
     /// makes a ban or a demotion count from the very next request.
     pub fn current(&self, token: &SessionToken) -> Option<Current> {
+        // Several nodes: a state too far behind the database may miss a sign-out or ban made elsewhere, so it
+        // vouches for no session (fail closed); `session` answers 503 then.
+        if self.freshness.check().is_err() {
+            return None;
+        }
         let session = self.indexes.sessions.get(&token.hash())?;
         let now = Timestamp::now();
         if session.is_expired(now) {
@@ -286,6 +303,9 @@ impl Accounts {
         token: &SessionToken,
         may_refresh: bool,
     ) -> Result<Option<(Current, bool)>, Unavailable> {
+        if self.freshness.check().is_err() {
+            return Err(Unavailable);
+        }
         let Some(current) = self.current(token) else { return Ok(None) };
         let due = current.session.remember_me && current.session.updated_at.plus(self.update_age) <= Timestamp::now();
         if !due || !may_refresh {
@@ -767,9 +787,12 @@ impl Accounts {
         self.indexes.users.legacy_hashes()
     }
 
-    /// `Ok` while the store accepts commits; otherwise why not.
-    pub fn readiness(&self) -> Result<(), String> {
-        self.store.accepts_writes()
+    /// `Ok` while the store accepts commits and (several nodes) this node's state is fresh; otherwise why not.
+    pub fn readiness(&self) -> Result<(), NotReady> {
+        if let Err(reason) = self.store.accepts_writes() {
+            return Err(NotReady::Writes(reason));
+        }
+        self.freshness.check().map_err(NotReady::Stale)
     }
 
     /// Waits (at most `limit`) for the work requests started and left behind, while the actors still answer.

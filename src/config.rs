@@ -37,6 +37,7 @@ pub struct Config {
     pub audit: AuditConfig,
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
+    pub store: StoreConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -218,6 +219,49 @@ pub struct MetricsConfig {
     pub listen: Option<SocketAddr>,
 }
 
+/// Where the durable copy of the state lives: the embedded file (one node), or a PostgreSQL database shared by
+/// several nodes (docs/cluster.md).
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `embedded` or `postgres` (`SERVICE_AUTH_STORE_BACKEND`).
+    pub backend: StoreBackend,
+    /// With `postgres`: a `postgres://` URL (`SERVICE_AUTH_STORE_URL`). May hold a password, so never printed.
+    pub url: Option<String>,
+    /// With `postgres`: connections for reads outside the start-up load (audit pages), besides the writer's and
+    /// the follower's own.
+    pub pool_size: usize,
+    /// With `postgres`: seconds session checks keep answering from memory after the node last heard from
+    /// PostgreSQL; then they refuse (503) until it catches up again.
+    pub max_staleness_secs: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreBackend {
+    #[default]
+    Embedded,
+    Postgres,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { backend: StoreBackend::Embedded, url: None, pool_size: 4, max_staleness_secs: 5 }
+    }
+}
+
+impl std::fmt::Debug for StoreConfig {
+    // The URL may carry a password: only whether one is set.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("backend", &self.backend)
+            .field("url", &self.url.as_ref().map(|_| "<set>"))
+            .field("pool_size", &self.pool_size)
+            .field("max_staleness_secs", &self.max_staleness_secs)
+            .finish()
+    }
+}
+
 /// How long the audit log keeps its entries, and how many at most.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -306,6 +350,7 @@ impl Default for Config {
             email: EmailConfig::default(),
             limits: LimitsConfig::default(),
             metrics: MetricsConfig::default(),
+            store: StoreConfig::default(),
             bootstrap_admin: None,
             source: None,
         }
@@ -501,6 +546,21 @@ fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Resu
         })?;
         config.metrics.listen = Some(addr);
     }
+    if let Some(backend) = env("SERVICE_AUTH_STORE_BACKEND") {
+        config.store.backend = match backend.as_str() {
+            "embedded" => StoreBackend::Embedded,
+            "postgres" => StoreBackend::Postgres,
+            _ => {
+                return Err(invalid(
+                    "SERVICE_AUTH_STORE_BACKEND",
+                    format!("= {backend:?} is not embedded or postgres"),
+                ));
+            }
+        };
+    }
+    if let Some(url) = env("SERVICE_AUTH_STORE_URL") {
+        config.store.url = Some(url);
+    }
     if let Some(dir) = env("SERVICE_AUTH_DATA_DIR") {
         config.data_dir = PathBuf::from(dir);
     }
@@ -653,6 +713,28 @@ impl Config {
         if r.failures_per_account == 0 {
             return fail("rate_limit.failures_per_account", "must be at least 1".into());
         }
+        let store = &self.store;
+        if store.backend == StoreBackend::Postgres {
+            match &store.url {
+                None => return fail("store.url", "is required with store.backend = \"postgres\"".into()),
+                // The parser's message would quote the URL, password and all: only say what is wrong.
+                Some(url) if !url.starts_with("postgres://") && !url.starts_with("postgresql://") => {
+                    return fail("store.url", "must start with postgres:// or postgresql://".into());
+                }
+                Some(url) if url.parse::<postgres::Config>().is_err() => {
+                    return fail("store.url", "is not a valid PostgreSQL connection URL".into());
+                }
+                Some(_) => {}
+            }
+        } else if store.url.is_some() {
+            return fail("store.url", "is only used with store.backend = \"postgres\"".into());
+        }
+        if !(1..=64).contains(&store.pool_size) {
+            return fail("store.pool_size", format!("= {} must be 1 to 64", store.pool_size));
+        }
+        if store.max_staleness_secs == 0 || store.max_staleness_secs > 3600 {
+            return fail("store.max_staleness_secs", format!("= {} must be 1 to 3600", store.max_staleness_secs));
+        }
         Ok(())
     }
 }
@@ -729,6 +811,37 @@ mod tests {
         check("log = \"[[[\"\n", "log.level");
         check("[log]\nlevel = \"[[[\"\n", "log.level");
         check("listen = \"127.0.0.1:3000\"\n[metrics]\nlisten = \"127.0.0.1:3000\"\n", "metrics.listen");
+    }
+
+    #[test]
+    fn the_postgres_store_needs_a_valid_url_and_sane_bounds() {
+        let check = |text: &str, key: &str| {
+            let (k, problem) = parse(text).unwrap().validate().unwrap_err();
+            assert_eq!(k, key, "{problem}");
+            assert!(!problem.contains("secret"), "the password leaked into the message: {problem}");
+        };
+        check("[store]\nbackend = \"postgres\"\n", "store.url");
+        check("[store]\nbackend = \"postgres\"\nurl = \"mysql://u:secret@h/db\"\n", "store.url");
+        check("[store]\nbackend = \"postgres\"\nurl = \"postgres://u:secret@h:notaport/db\"\n", "store.url");
+        check("[store]\nurl = \"postgres://h/db\"\n", "store.url");
+        check("[store]\npool_size = 0\n", "store.pool_size");
+        check("[store]\nmax_staleness_secs = 0\n", "store.max_staleness_secs");
+        let e = parse("[store]\nbackend = \"mysql\"\n").unwrap_err();
+        assert!(e.contains("store.backend"), "{e}");
+        let ok = parse("[store]\nbackend = \"postgres\"\nurl = \"postgres://u:secret@db.internal/auth\"\n").unwrap();
+        assert_eq!(ok.validate(), Ok(()));
+        assert!(!format!("{ok:?}").contains("secret"), "Debug printed the URL");
+        let via_env = load_from(
+            None,
+            env(&[("SERVICE_AUTH_STORE_BACKEND", "postgres"), ("SERVICE_AUTH_STORE_URL", "postgres://h/db")]),
+        )
+        .unwrap();
+        assert_eq!(
+            (via_env.store.backend, via_env.store.url.as_deref()),
+            (StoreBackend::Postgres, Some("postgres://h/db"))
+        );
+        let e = load_from(None, env(&[("SERVICE_AUTH_STORE_BACKEND", "pg")])).unwrap_err().to_string();
+        assert!(e.contains("SERVICE_AUTH_STORE_BACKEND"), "{e}");
     }
 
     #[test]

@@ -59,6 +59,16 @@ enum Command {
     },
     /// Replace the store with a snapshot written by `backup` (server stopped).
     Restore { file: PathBuf },
+    /// Move the data directory's content into an empty PostgreSQL database (`--to postgres`), or a PostgreSQL
+    /// database's content into an empty data directory (`--to embedded`). Servers stopped; the source is kept.
+    MigrateStore {
+        /// `postgres` or `embedded`.
+        #[arg(long, value_parser = ["postgres", "embedded"])]
+        to: String,
+        /// The PostgreSQL database, as a postgres:// URL (default: [store] url, or $SERVICE_AUTH_STORE_URL).
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Write users, organizations and memberships as JSON Lines (no session tokens).
     Export {
         /// Output file; standard output when absent.
@@ -143,6 +153,18 @@ fn main() -> ExitCode {
         }
         Command::Backup { out } => report(ops::backup::backup(&config, &out)),
         Command::Restore { file } => report(ops::backup::restore(&config, &file)),
+        Command::MigrateStore { to, url } => {
+            let direction = match to.as_str() {
+                "postgres" => ops::migrate_store::Direction::ToPostgres,
+                _ => ops::migrate_store::Direction::ToEmbedded,
+            };
+            match url.or_else(|| config.store.url.clone()) {
+                Some(url) => report(ops::migrate_store::migrate(&config, direction, &url, config.store.pool_size)),
+                None => report(Err(ops::OpsError::Invalid(
+                    "migrate-store needs --url postgres://… (or [store] url, or SERVICE_AUTH_STORE_URL)".into(),
+                ))),
+            }
+        }
         Command::Export { out } => report(ops::export::export(&config, out.as_deref())),
         Command::Import { file } => report(ops::export::import(&config, &file)),
         Command::ImportBetterAuth { sqlite, postgres, dry_run, mapping_out } => {

@@ -1,6 +1,7 @@
 //! The loaded state with its actors running: what both the server and the `admin create` command work on.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,7 @@ use crate::domain::RoleSet;
 use crate::hashing::Hasher;
 use crate::mail::Templates;
 use crate::metrics::Metrics;
+use crate::store::follower::{self, Freshness};
 use crate::store::{CommitMetrics, FaultSwitch, Store, StoreError, StoreWriter, WriterDone};
 
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +43,8 @@ pub struct Core {
     /// Kept to close the writer at stop, after the actors' last flushes.
     writer: StoreWriter,
     writer_done: WriterDone,
+    /// With PostgreSQL: the thread applying the other nodes' changes, and its stop flag.
+    follower: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
 }
 
 impl Core {
@@ -52,9 +56,9 @@ impl Core {
         let metrics = Arc::new(Metrics::new(config.metrics.listen.is_some()));
         let hasher = Hasher::observed(&config.hashing, metrics.hash_wait.clone())
             .map_err(|e| AppError::Startup(e.to_string()))?;
-        let (data_dir, set) = (config.data_dir.clone(), roles.clone());
+        let (opened, set) = (config.clone(), roles.clone());
         let (store, built) = tokio::task::spawn_blocking(move || {
-            let store = Store::open_with_faults(&data_dir, faults)?;
+            let store = Store::open_configured(&opened, faults)?;
             let built = actors::load::build(&store, &set)?;
             Ok::<_, StoreError>((store, built))
         })
@@ -85,6 +89,7 @@ impl Core {
         let attempts = AttemptPolicy {
             max_failures: limits.failures_per_account,
             window: Duration::from_secs(limits.account_window_secs),
+            shared: store.postgres().is_some(),
         };
         if !outbox.is_empty() {
             tracing::info!(messages = outbox.len(), "mail waiting in the outbox");
@@ -100,6 +105,14 @@ impl Core {
             System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)
                 .await
                 .map_err(|e| AppError::Startup(e.to_string()))?;
+        let freshness = match store.postgres() {
+            Some(_) => Freshness::within(Duration::from_secs(config.store.max_staleness_secs)),
+            None => Freshness::always(),
+        };
+        let follower = match store.postgres() {
+            Some(pg) => Some(start_follower(Arc::clone(pg), Arc::clone(&freshness), system.handles.clone(), &roles)?),
+            None => None,
+        };
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
         let update_age = Duration::from_secs(config.session.update_age_secs);
         let accounts = Accounts {
@@ -114,12 +127,13 @@ impl Core {
             templates: mail.map(|_| Arc::new(Templates::new(config))),
             require_verification: config.email.require_verification,
             metrics,
+            freshness,
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
             max_entries: config.audit.max_entries,
         };
-        Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer })
+        Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer, follower })
     }
 
     pub(crate) fn users(&self) -> &actors::UsersHandle {
@@ -134,6 +148,10 @@ impl Core {
     /// waits for the writer to commit what it holds.
     pub async fn stop(self) {
         self.accounts.finish_background_work(Duration::from_secs(30)).await;
+        if let Some((stop, thread)) = self.follower {
+            stop.store(true, Ordering::SeqCst);
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
         self.system.stop().await;
         // What is not sent yet stays in the outbox, for the next start.
         self.mail_stop.cancel();
@@ -145,4 +163,25 @@ impl Core {
         self.writer_done.wait().await;
         self.store.close();
     }
+}
+
+/// Starts the follower of the PostgreSQL change log: each other node's change goes to the actors that own it, and
+/// the follower moves on only once they have applied it (so a change is never skipped, only retried).
+fn start_follower(
+    pg: Arc<crate::store::PgStore>,
+    freshness: Arc<Freshness>,
+    handles: actors::Handles,
+    roles: &RoleSet,
+) -> Result<(Arc<AtomicBool>, std::thread::JoinHandle<()>), AppError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let runtime = tokio::runtime::Handle::current();
+    let roles = roles.clone();
+    let apply = move |ops| {
+        let change = actors::remote::RemoteChange::from_ops(ops, &roles).map_err(|e| e.to_string())?;
+        // The follower is an OS thread of its own, outside the runtime: it may block on the actors' answer.
+        runtime.block_on(handles.apply_remote(change)).map_err(|e| e.to_string())
+    };
+    let thread = follower::spawn(pg, freshness, Arc::clone(&stop), apply)
+        .map_err(|e| AppError::Startup(format!("cannot start the change log follower: {e}")))?;
+    Ok((stop, thread))
 }

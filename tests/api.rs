@@ -11,6 +11,7 @@ mod api {
     mod admin;
     mod admin_plugin;
     mod auth;
+    mod cluster;
     mod console;
     mod cors;
     mod crash;

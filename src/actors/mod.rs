@@ -21,6 +21,7 @@ pub mod audit;
 pub mod load;
 pub mod orgs;
 mod overlay;
+pub mod remote;
 pub mod sessions;
 pub mod tokens;
 pub mod users;

@@ -8,7 +8,7 @@ use super::audit::{self, action};
 use super::overlay::{self, Overlay};
 use super::{Indexes, Unavailable, call};
 use crate::domain::{Name, OrgId, Organization, Slug, Timestamp, UserId};
-use crate::store::{StoreOp, StoreWriter, convert};
+use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 /// Read index of organizations: by id, and by slug.
 #[derive(Default)]
@@ -100,12 +100,17 @@ pub enum OrgsMsg {
     EndDelete {
         id: OrgId,
     },
+    /// Organizations another node created, changed (`Some`) or deleted (`None`): into the read index.
+    Remote {
+        orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
+        reply: RpcReplyPort<()>,
+    },
     Flush,
 }
 
 /// Typed handle to the organizations actor.
 #[derive(Clone)]
-pub struct OrgsHandle(ActorRef<OrgsMsg>);
+pub struct OrgsHandle(pub(super) ActorRef<OrgsMsg>);
 
 impl OrgsHandle {
     /// Creates an organization on behalf of administrator `by`, calling from address `ip`.
@@ -198,7 +203,12 @@ impl Actor for OrgsActor {
                     &ip,
                     org.slug.to_string(),
                 );
-                state.overlay.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
+                let slug = org.slug.to_string();
+                let taken = move |c: &Conflict| {
+                    matches!(c, Conflict::SlugTaken(s) if *s == slug).then_some(CreateOrgError::SlugTaken)
+                };
+                let ops = [StoreOp::PutOrg(convert::org_record(&org)), logged];
+                state.overlay.add_guarded(ops, reply, Ok(org), taken);
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }
@@ -239,7 +249,12 @@ impl Actor for OrgsActor {
                 state.overlay.stage(org.slug.clone(), Arc::clone(&org));
                 let logged =
                     audit::entry(action::ORGANIZATION_UPDATED, Some(by), Some(id.into()), &ip, detail.join("; "));
-                state.overlay.add([StoreOp::PutOrg(convert::org_record(&org)), logged], reply, org);
+                let slug = org.slug.to_string();
+                let taken = move |c: &Conflict| {
+                    matches!(c, Conflict::SlugTaken(s) if *s == slug).then_some(UpdateOrgError::SlugTaken)
+                };
+                let ops = [StoreOp::PutOrg(convert::org_record(&org)), logged];
+                state.overlay.add_guarded(ops, reply, Ok(org), taken);
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }
@@ -253,6 +268,15 @@ impl Actor for OrgsActor {
             }
             OrgsMsg::EndDelete { id } => {
                 state.deleting.remove(&id);
+            }
+            OrgsMsg::Remote { orgs, reply } => {
+                for (id, org) in orgs {
+                    match org {
+                        Some(org) => self.indexes.orgs.publish(org),
+                        None => self.indexes.orgs.remove(id),
+                    }
+                }
+                let _ = reply.send(());
             }
             OrgsMsg::Flush => self.flush(state).await,
         }

@@ -12,9 +12,33 @@ use std::hash::Hash;
 use ractor::{ActorRef, RpcReplyPort};
 
 use super::Unavailable;
-use crate::store::{StoreOp, StoreWriter};
+use crate::store::{Conflict, StoreError, StoreOp, StoreWriter};
 
-type Answer = Box<dyn FnOnce(bool) + Send>;
+type Answer = Box<dyn FnOnce(&Outcome) + Send>;
+
+/// How a batch's commit ended.
+pub(super) enum Outcome {
+    Durable,
+    /// The store refused it (a disk or database error): every caller gets `Unavailable`.
+    Refused,
+    /// Several nodes: PostgreSQL refused one request of the batch for a rule another node's change made it
+    /// break; nothing of the batch is applied. The caller whose change it was gets the same conflict as on one
+    /// node (see [`Overlay::add_guarded`]); the others get `Unavailable` and may retry.
+    Conflict(Conflict),
+}
+
+/// Why a batch was not committed.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    Unavailable,
+    Conflict(Conflict),
+}
+
+impl From<Unavailable> for Refusal {
+    fn from(_: Unavailable) -> Self {
+        Refusal::Unavailable
+    }
+}
 
 pub(super) struct Overlay<K, V> {
     pending: HashMap<K, V>,
@@ -73,18 +97,57 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
         T: Send + 'static,
         E: From<Unavailable> + Send + 'static,
     {
+        self.add_guarded(ops, port, result, |_| None);
+    }
+
+    /// Like [`add_result`](Self::add_result), for a change that can conflict with another node's: if the batch
+    /// fails with a conflict `conflict` recognises as this change's own, the caller gets that error.
+    pub(super) fn add_guarded<T, E>(
+        &mut self,
+        ops: impl IntoIterator<Item = StoreOp>,
+        port: RpcReplyPort<Result<T, E>>,
+        result: Result<T, E>,
+        conflict: impl FnOnce(&Conflict) -> Option<E> + Send + 'static,
+    ) where
+        T: Send + 'static,
+        E: From<Unavailable> + Send + 'static,
+    {
+        self.add_answering(ops, port, result, move |c| conflict(c).map(Err));
+    }
+
+    /// Like [`add_guarded`](Self::add_guarded), for a conflict that has an answer of its own (not an error).
+    pub(super) fn add_answering<T, E>(
+        &mut self,
+        ops: impl IntoIterator<Item = StoreOp>,
+        port: RpcReplyPort<Result<T, E>>,
+        result: Result<T, E>,
+        conflict: impl FnOnce(&Conflict) -> Option<Result<T, E>> + Send + 'static,
+    ) where
+        T: Send + 'static,
+        E: From<Unavailable> + Send + 'static,
+    {
         self.ops.extend(ops);
-        self.answers.push(Box::new(move |durable| {
+        self.answers.push(Box::new(move |outcome: &Outcome| {
+            let answer = match outcome {
+                Outcome::Durable => result,
+                Outcome::Refused => Err(Unavailable.into()),
+                Outcome::Conflict(c) => conflict(c).unwrap_or_else(|| Err(Unavailable.into())),
+            };
             // The caller may have timed out and gone; nothing to do about that here.
-            let _ = port.send(if durable { result } else { Err(Unavailable.into()) });
+            let _ = port.send(answer);
         }));
+    }
+
+    /// Queues `ops` that belong to the next caller's change (written before it, with it, or not at all).
+    pub(super) fn push_ops(&mut self, ops: impl IntoIterator<Item = StoreOp>) {
+        self.ops.extend(ops);
     }
 
     /// Queues `ops` for a caller the actor answers itself after the flush, with what only the commit gives (a
     /// session started in it).
     pub(super) fn add_unanswered(&mut self, ops: impl IntoIterator<Item = StoreOp>) {
         self.ops.extend(ops);
-        self.answers.push(Box::new(|_| {}));
+        self.answers.push(Box::new(|_: &Outcome| {}));
     }
 
     /// When something waits in the batch, makes sure a `Flush` is in the actor's mailbox, behind everything
@@ -109,7 +172,7 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
     pub(super) async fn flush<F, Fut>(&mut self, commit: F, publish: impl FnMut((K, V))) -> bool
     where
         F: FnOnce(Vec<StoreOp>) -> Fut,
-        Fut: Future<Output = Result<(), Unavailable>>,
+        Fut: Future<Output = Result<(), Refusal>>,
     {
         self.flush_then(commit, publish, |_| {}).await
     }
@@ -124,28 +187,42 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
     ) -> bool
     where
         F: FnOnce(Vec<StoreOp>) -> Fut,
-        Fut: Future<Output = Result<(), Unavailable>>,
+        Fut: Future<Output = Result<(), Refusal>>,
     {
         self.flush_scheduled = false;
         let ops = std::mem::take(&mut self.ops);
         let answers = std::mem::take(&mut self.answers);
         let pending = std::mem::take(&mut self.pending);
-        let durable = ops.is_empty() || commit(ops).await.is_ok();
+        let outcome = match ops.is_empty() {
+            true => Outcome::Durable,
+            false => match commit(ops).await {
+                Ok(()) => Outcome::Durable,
+                Err(Refusal::Unavailable) => Outcome::Refused,
+                Err(Refusal::Conflict(c)) => Outcome::Conflict(c),
+            },
+        };
+        let durable = matches!(outcome, Outcome::Durable);
         if durable {
             pending.into_iter().for_each(publish);
         }
         then(durable);
         for answer in answers {
-            answer(durable);
+            answer(&outcome);
         }
         durable
     }
 }
 
 /// The usual way to commit a batch: one request to the store writer.
-pub(super) async fn write(writer: &StoreWriter, ops: Vec<StoreOp>) -> Result<(), Unavailable> {
-    writer.write(ops).await.map_err(|error| {
-        tracing::error!(%error, "store write failed; the batch is refused and nothing of it applied");
-        Unavailable
+pub(super) async fn write(writer: &StoreWriter, ops: Vec<StoreOp>) -> Result<(), Refusal> {
+    writer.write(ops).await.map_err(|error| match error {
+        StoreError::Conflict(conflict) => {
+            tracing::info!(%conflict, "another node's change conflicts with this batch; nothing of it applied");
+            Refusal::Conflict(conflict)
+        }
+        error => {
+            tracing::error!(%error, "store write failed; the batch is refused and nothing of it applied");
+            Refusal::Unavailable
+        }
     })
 }

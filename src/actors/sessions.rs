@@ -12,7 +12,7 @@ use super::overlay::{self, Overlay};
 use super::{Indexes, KeyHash, Unavailable, call, read, write};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserAgent, UserId};
-use crate::store::{StoreOp, StoreWriter, convert};
+use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 /// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
 /// listing one user's sessions touches only theirs, not every session).
@@ -218,12 +218,17 @@ pub enum SessionsMsg {
     Unfence {
         users: Vec<UserId>,
     },
+    /// Sessions another node started, extended (`Some`) or ended (`None`): into the read index.
+    Remote {
+        sessions: Vec<(TokenHash, Option<Arc<Session>>)>,
+        reply: RpcReplyPort<()>,
+    },
     Flush,
 }
 
 /// Typed handle to the sessions actor.
 #[derive(Clone)]
-pub struct SessionsHandle(ActorRef<SessionsMsg>);
+pub struct SessionsHandle(pub(super) ActorRef<SessionsMsg>);
 
 impl SessionsHandle {
     /// Starts a session with a new token. Refused for a banned or unknown account, checked in message order after
@@ -385,7 +390,10 @@ impl Actor for SessionsActor {
                         ..Session::clone(&current)
                     });
                     state.overlay.stage(hash, Some(Arc::clone(&session)));
-                    state.overlay.add([put(hash, &session)], reply, Some(session));
+                    let refresh = StoreOp::RefreshSession(hash, convert::session_record(&session));
+                    // Several nodes: ended on another node a moment ago, it stays ended (the caller sees none).
+                    let gone = |c: &Conflict| (*c == Conflict::SessionGone).then_some(Ok(None));
+                    state.overlay.add_answering([refresh], reply, Ok(Some(session)), gone);
                 }
                 _ => drop(reply.send(Ok(None))),
             },
@@ -458,6 +466,12 @@ impl Actor for SessionsActor {
                 for user in users {
                     state.fenced.remove(&user);
                 }
+            }
+            SessionsMsg::Remote { sessions, reply } => {
+                for (hash, session) in sessions {
+                    self.indexes.sessions.publish(hash, session);
+                }
+                let _ = reply.send(());
             }
             SessionsMsg::Flush => return self.flush(state).await,
         }

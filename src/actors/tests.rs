@@ -90,7 +90,7 @@ async fn world() -> World {
     store.visit(|record| builder.add(record)).unwrap();
     let indexes = Arc::new(builder.finish().unwrap().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
-    let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60) };
+    let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60), shared: false };
     let system =
         System::start(Arc::clone(&indexes), writer, SessionConfig::default(), attempts, None, CancellationToken::new())
             .await

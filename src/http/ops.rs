@@ -5,6 +5,8 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
+use crate::accounts::NotReady;
+
 use super::AppState;
 use super::response::{Body, json, ok};
 
@@ -33,8 +35,16 @@ pub fn ready(state: &AppState) -> Response<Body> {
     match state.accounts.readiness() {
         Ok(()) => ok(&json!({"status": "ready"})),
         // A fixed text: the endpoint is public, and the error itself (paths, OS messages) is in the server's log.
-        Err(_) => {
-            let reason = "the store refuses writes after a disk error; it retries every second";
+        Err(not_ready) => {
+            let reason = match not_ready {
+                NotReady::Writes(_) => {
+                    "the store refuses writes after a disk or database error; it retries every second"
+                }
+                NotReady::Stale(_) => {
+                    "this node has lost the shared database for longer than store.max_staleness_secs; session checks \
+                     are refused until it has caught up"
+                }
+            };
             json(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "unavailable", "reason": reason}))
         }
     }

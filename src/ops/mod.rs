@@ -4,6 +4,7 @@
 pub mod backup;
 pub mod better_auth;
 pub mod export;
+pub mod migrate_store;
 pub mod seed;
 
 /// Creates `path` for data that includes password hashes or live tokens: readable by its owner only (0600).
@@ -27,8 +28,24 @@ fn open_stopped(config: &crate::config::Config) -> Result<crate::store::Store, O
     open_stopped_with_faults(config, crate::store::FaultSwitch::default())
 }
 
-/// [`open_stopped`] with the store's test seam.
+/// [`open_stopped`] with the store's test seam. These commands work on the embedded file: with
+/// `[store] backend = "postgres"` they are refused rather than silently working on a directory nobody serves.
 fn open_stopped_with_faults(
+    config: &crate::config::Config,
+    faults: crate::store::FaultSwitch,
+) -> Result<crate::store::Store, OpsError> {
+    if config.store.backend == crate::config::StoreBackend::Postgres {
+        return Err(OpsError::Invalid(
+            "this command works on the embedded store, and [store] backend is \"postgres\": use PostgreSQL's own \
+             tools (pg_dump) for backups, or `migrate-store --to embedded` to bring the data into a directory"
+                .into(),
+        ));
+    }
+    open_embedded_stopped(config, faults)
+}
+
+/// The embedded store of `config.data_dir`, whatever the configured backend (`migrate-store` moves it).
+fn open_embedded_stopped(
     config: &crate::config::Config,
     faults: crate::store::FaultSwitch,
 ) -> Result<crate::store::Store, OpsError> {
@@ -39,4 +56,21 @@ fn open_stopped_with_faults(
         )),
         other => other.into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With PostgreSQL configured, a command on the embedded file would work on a directory nobody serves.
+    #[test]
+    fn embedded_commands_are_refused_when_the_store_is_postgres() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
+        config.store.backend = crate::config::StoreBackend::Postgres;
+        config.store.url = Some("postgres://db.invalid/auth".into());
+        let refused = backup::backup(&config, &dir.path().join("b.redb")).unwrap_err().to_string();
+        assert!(refused.contains("pg_dump") && refused.contains("migrate-store"), "{refused}");
+        assert!(!dir.path().join("service-auth.redb").exists(), "the embedded store was created anyway");
+    }
 }

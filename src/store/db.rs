@@ -8,7 +8,7 @@ use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefini
 
 use super::codec::{self, Versioned};
 use super::records::AuditRecordV1;
-use super::{Loaded, Record, StoreError, StoreOp, TokenHash};
+use super::{Record, StoreError, StoreOp, TokenHash};
 
 const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
@@ -38,7 +38,7 @@ const CACHE_BYTES: usize = 4 * 1024 * 1024;
 /// and, about once a second, drops the database and opens it again (redb recovers to the last durable commit)
 /// and proves it with a probe commit. Nothing in memory is ahead of that commit (the actors publish only after a
 /// durable write), so the reopened store and the server's state agree.
-pub struct Store {
+pub struct EmbeddedStore {
     path: PathBuf,
     /// `None` only while a recovery has closed the file and not yet reopened it.
     db: RwLock<Option<Database>>,
@@ -96,7 +96,7 @@ impl PartialEq for FaultSwitch {
 
 impl Eq for FaultSwitch {}
 
-impl Store {
+impl EmbeddedStore {
     /// Opens (or creates) `<data_dir>/service-auth.redb`. redb holds an exclusive file lock while it is open,
     /// so a second server or an `admin create` on the same directory gets [`StoreError::Locked`].
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
@@ -175,7 +175,7 @@ impl Store {
         })
     }
 
-    /// Closes the database and releases the directory's lock now, whoever still holds this `Store` (a
+    /// Closes the database and releases the directory's lock now, whoever still holds this `EmbeddedStore` (a
     /// connection task finishing late, say): a server that has stopped must not keep the next one out. Later
     /// reads and writes fail.
     pub fn close(&self) {
@@ -252,10 +252,11 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-impl Store {
-    /// Reads every record into memory (for tools; the server streams with [`visit`](Self::visit)).
-    pub fn load(&self) -> Result<Loaded, StoreError> {
-        let mut loaded = Loaded::default();
+impl EmbeddedStore {
+    /// Reads every record into memory (the facade's [`super::Store::load`] is the one callers use).
+    #[cfg(test)]
+    pub fn load(&self) -> Result<super::Loaded, StoreError> {
+        let mut loaded = super::Loaded::default();
         self.visit(|record| {
             match record {
                 Record::Org(r) => loaded.orgs.push(r),
@@ -340,9 +341,9 @@ impl Store {
 
     /// Opens a scratch copy of the store file `path` (a backup) and runs `check` on it; the file itself is not
     /// touched. What `check` finds wrong (and a schema or record this version cannot read) is the error.
-    pub fn check_file<T>(path: &Path, check: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    pub fn check_file<T>(path: &Path, check: impl FnOnce(&Path) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let dir = tempfile_dir_for(path)?;
-        let checked = std::fs::copy(path, dir.join(FILE_NAME)).map_err(io).and_then(|_| check(&Store::open(&dir)?));
+        let checked = std::fs::copy(path, dir.join(FILE_NAME)).map_err(io).and_then(|_| check(&dir));
         let _ = std::fs::remove_dir_all(&dir);
         checked
     }
@@ -351,7 +352,7 @@ impl Store {
     /// one (atomic), the rename made durable. Fails with [`StoreError::Locked`] while a server holds the directory;
     /// holding the lock meanwhile keeps one from starting half-way.
     pub fn replace_file(data_dir: &Path, path: &Path) -> Result<(), StoreError> {
-        let guard = Store::open(data_dir)?;
+        let guard = EmbeddedStore::open(data_dir)?;
         let staged = data_dir.join(format!("{FILE_NAME}.restoring"));
         std::fs::copy(path, &staged).map_err(|e| StoreError::Io(format!("{}: {e}", staged.display())))?;
         std::fs::set_permissions(&staged, private()).map_err(io)?;
@@ -454,7 +455,10 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOrg(id) => {
                     orgs.remove(id).map_err(io)?;
                 }
-                StoreOp::PutSession(hash, r) => put(&mut sessions, session_key(r.user_id, hash), r)?,
+                // One node: the sessions actor never refreshes a session it has ended.
+                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
+                    put(&mut sessions, session_key(r.user_id, hash), r)?
+                }
                 StoreOp::DeleteSession(user, hash) => {
                     sessions.remove(session_key(*user, hash)).map_err(io)?;
                 }
@@ -470,6 +474,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOutbox(id) => {
                     outbox.remove(id).map_err(io)?;
                 }
+                // One node: the users actor keeps the failure limit in memory.
+                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
             }
         }
     }
@@ -560,15 +566,15 @@ mod tests {
     use super::*;
     use crate::store::SessionRecord;
 
-    /// A stopped server releases its directory even while a late task still holds the `Store` (the cause of a
+    /// A stopped server releases its directory even while a late task still holds the `EmbeddedStore` (the cause of a
     /// restart test that flaked: the next server found the file locked).
     #[test]
     fn close_releases_the_directory_while_others_still_hold_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let store = Arc::new(EmbeddedStore::open(dir.path()).unwrap());
         let late = Arc::clone(&store);
         store.close();
-        let again = Store::open(dir.path()).expect("the directory is still locked");
+        let again = EmbeddedStore::open(dir.path()).expect("the directory is still locked");
         assert!(late.load().is_err(), "a closed store still reads");
         drop(again);
     }
@@ -580,7 +586,7 @@ mod tests {
     fn a_store_written_by_a_newer_schema_is_refused_and_left_unchanged() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(FILE_NAME);
-        drop(Store::open(dir.path()).unwrap());
+        drop(EmbeddedStore::open(dir.path()).unwrap());
         let stamp = |version: Option<u32>| {
             let db = Database::create(&path).unwrap();
             let tx = db.begin_write().unwrap();
@@ -595,7 +601,7 @@ mod tests {
             found
         };
         stamp(Some(SCHEMA_VERSION + 1));
-        let err = Store::open(dir.path()).err().expect("a newer schema was opened");
+        let err = EmbeddedStore::open(dir.path()).err().expect("a newer schema was opened");
         assert!(
             matches!(&err, StoreError::NewerSchema { found, supported: SCHEMA_VERSION, .. } if *found == SCHEMA_VERSION + 1),
             "{err:?}"
@@ -608,8 +614,8 @@ mod tests {
     #[test]
     fn a_second_open_of_the_same_directory_is_locked() {
         let dir = tempfile::tempdir().unwrap();
-        let _first = Store::open(dir.path()).unwrap();
-        assert!(matches!(Store::open(dir.path()), Err(StoreError::Locked)));
+        let _first = EmbeddedStore::open(dir.path()).unwrap();
+        assert!(matches!(EmbeddedStore::open(dir.path()), Err(StoreError::Locked)));
     }
 
     #[test]
@@ -627,13 +633,13 @@ mod tests {
             impersonated_by: None,
         };
         {
-            let store = Store::open(dir.path()).unwrap();
+            let store = EmbeddedStore::open(dir.path()).unwrap();
             store
                 .commit(&[StoreOp::PutSession([8; 32], session.clone()), StoreOp::PutSession([9; 32], session.clone())])
                 .unwrap();
             store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
         }
-        let loaded = Store::open(dir.path()).unwrap().load().unwrap();
+        let loaded = EmbeddedStore::open(dir.path()).unwrap().load().unwrap();
         assert_eq!(loaded.sessions, vec![([9; 32], session)]);
     }
 
@@ -660,7 +666,7 @@ mod tests {
             tx.open_table(SESSIONS_BY_HASH).unwrap().insert([8; 32], codec::encode(&old).as_slice()).unwrap();
             tx.commit().unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
         assert_eq!(store.load().unwrap().sessions, vec![([8; 32], SessionRecord::from(old))]);
         store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
         assert!(store.load().unwrap().sessions.is_empty(), "the upgraded key is the one deletes use");

@@ -1,4 +1,5 @@
-//! The embedded store: a redb database in the data directory, the durable copy of all state.
+//! The store: the durable copy of all state, in a redb database in the data directory (the default) or in a
+//! PostgreSQL database shared by several nodes ([`backend`], docs/cluster.md).
 //!
 //! State lives in memory (the actors and their read indexes); this module only loads it at start-up and writes
 //! changes. Nothing outside this module names redb.
@@ -11,13 +12,19 @@
 //!   request. Secondary indexes (e-mail → user, slug → organization) are not stored: they are rebuilt in memory at
 //!   load, so they cannot disagree with the records.
 
+mod backend;
+pub mod changes;
 pub mod codec;
 pub mod convert;
 mod db;
+pub mod follower;
+pub(crate) mod postgres;
 pub mod records;
 mod writer;
 
-pub use db::{FaultSwitch, Store, create_private};
+pub use backend::Store;
+pub use db::{FaultSwitch, create_private};
+pub use postgres::PgStore;
 
 /// The store's file in `data_dir` (what the console's status panel measures).
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
@@ -44,6 +51,10 @@ pub enum StoreOp {
     /// An organization removed (its members are detached in the same transaction by their own ops).
     DeleteOrg([u8; 16]),
     PutSession(TokenHash, SessionRecord),
+    /// A live session extended (its new expiry): like [`PutSession`](Self::PutSession), except that a session
+    /// ended meanwhile stays ended. Several nodes: a sign-out on another node may have removed it a moment ago; the
+    /// refresh is then refused with [`Conflict::SessionGone`] instead of bringing the session back.
+    RefreshSession(TokenHash, SessionRecord),
     /// A session ended: its user's id and its token's hash (sessions are stored by user, then hash, so that
     /// ending every session of one account writes a few neighbouring pages, not one page per session).
     DeleteSession([u8; 16], TokenHash),
@@ -57,6 +68,29 @@ pub enum StoreOp {
     /// A message to send; deleted once a mail server has accepted it.
     PutOutbox(OutboxRecordV1),
     DeleteOutbox([u8; 16]),
+    /// Several nodes: reserve one password check of `email` against the failure limit every node shares, in the
+    /// database (refused with [`Conflict::Locked`] at `max` reservations and failures per window). The embedded
+    /// store has nothing to do: one node's users actor keeps the limit alone.
+    ReserveAttempt {
+        email: String,
+        max: u32,
+        window_ms: i64,
+        now_ms: i64,
+    },
+    /// Several nodes: the account must still be `record` (`None`: must not exist) in the database, or the request
+    /// is refused with [`Conflict::Changed`]: another node changed it since this node read it, and writing the
+    /// whole record computed from the older one would undo that change (a ban, say). The embedded store has
+    /// nothing to check: one node's users actor is the only writer.
+    ExpectUser {
+        id: [u8; 16],
+        record: Option<Box<UserRecord>>,
+    },
+    /// Several nodes: a reserved check ended without a failure: `verified` clears the count, otherwise (never
+    /// checked) the reservation is given back. A wrong password leaves it counted.
+    EndAttempt {
+        email: String,
+        verified: bool,
+    },
 }
 
 /// One stored record, as [`Store::visit`] hands them out.
@@ -95,4 +129,31 @@ pub enum StoreError {
     NewerSchema { path: String, found: u32, supported: u32 },
     #[error("the store writer has stopped")]
     WriterGone,
+    /// A request broke a rule another node's change made it break (PostgreSQL only): nothing of it was written.
+    #[error("conflict: {0}")]
+    Conflict(Conflict),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// What a request conflicted with, in PostgreSQL's constraints or guards: answered as the same conflict would be
+/// on one node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Conflict {
+    #[error("the e-mail {0} is taken")]
+    EmailTaken(String),
+    #[error("the slug {0} is taken")]
+    SlugTaken(String),
+    #[error("the last active administrator would be demoted, banned or removed")]
+    LastAdmin,
+    #[error("the account was changed on another node meanwhile")]
+    Changed { user: [u8; 16] },
+    #[error("the session was ended on another node")]
+    SessionGone,
+    #[error("the organization was deleted on another node")]
+    OrganizationGone { user: [u8; 16] },
+    #[error("an account joined the organization on another node")]
+    OrganizationHasMembers { org: [u8; 16] },
+    #[error("too many failed sign-ins for this e-mail across the nodes")]
+    Locked { email: String, wait_ms: i64 },
 }

@@ -146,27 +146,32 @@ fn run(store: &Store, mut rx: mpsc::Receiver<Request>, metrics: &CommitMetrics) 
 /// The metrics are recorded before anyone is answered, so a caller that reads them next sees its own commit.
 fn commit(store: &Store, requests: Vec<WriteRequest>, metrics: &CommitMetrics) {
     let started = Instant::now();
-    let result = match store.health() {
-        // Refused at once while recovering: a commit now would only hit redb's latched error.
-        Err(reason) => Err(StoreError::Io(format!("the store refuses writes after a disk error: {reason}"))),
+    let results = match store.health() {
+        // Refused at once while recovering: a commit now would only hit redb's latched error (or a dead connection).
+        Err(reason) => Err(StoreError::Io(format!("the store refuses writes until it recovers: {reason}"))),
         Ok(()) => {
-            let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| &r.ops).collect();
-            store.commit_refs(&ops)
+            let batch: Vec<&[StoreOp]> = requests.iter().map(|r| r.ops.as_slice()).collect();
+            store.commit_requests(&batch)
         }
     };
     metrics.batch.record(requests.len() as f64);
     metrics.duration.record(started.elapsed());
-    if let Err(error) = &result
+    if let Err(error) = &results
         && store.health().is_err()
     {
-        tracing::error!(%error, "the disk refused a commit; writes are refused until the store reopens");
+        tracing::error!(%error, "the store refused a commit; writes are refused until it recovers");
     }
-    for request in requests {
-        let answer = match &result {
-            Ok(()) => Ok(()),
-            Err(e) => Err(StoreError::Io(e.to_string())),
-        };
-        let _ = request.done.send(answer);
+    match results {
+        Ok(results) => {
+            for (request, result) in requests.into_iter().zip(results) {
+                let _ = request.done.send(result);
+            }
+        }
+        Err(error) => {
+            for request in requests {
+                let _ = request.done.send(Err(StoreError::Io(error.to_string())));
+            }
+        }
     }
 }
 

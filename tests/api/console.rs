@@ -57,7 +57,8 @@ async fn status_is_for_administrators_and_counts_what_the_server_holds() {
     std::fs::write(backups.path().join("service-auth-20260101T000000.000Z.redb"), b"x").unwrap();
     std::fs::write(backups.path().join("notes.txt"), b"x").unwrap();
     let dir = backups.path().to_path_buf();
-    let s = TestServer::start_adjusted(move |c| c.backup.dir = Some(dir)).await;
+    // Scheduled backups and the store file's size are the embedded store's: one node on it, in two-node runs too.
+    let s = TestServer::start_embedded_adjusted(move |c| c.backup.dir = Some(dir)).await;
     let r = s.get("/api/admin/status").send().await;
     assert_eq!((r.status, r.json()), (401, json!({"error": "authentication required"})));
     let user = s.new_user("status").await;

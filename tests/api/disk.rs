@@ -59,7 +59,8 @@ async fn readiness(s: &TestServer) -> (u16, Value) {
 async fn a_full_disk_refuses_writes_then_recovers_without_a_restart() {
     let fs = Tmpfs::mount(16);
     let data = fs.path().join("data");
-    let s = TestServer::start_in(&data).await;
+    // The embedded store's own behaviour (its file on disk): one node on it, also in two-node runs.
+    let s = TestServer::start_embedded(test_config(&data)).await;
     let admin = s.admin_session().await;
     assert_eq!(readiness(&s).await.0, 200);
 
@@ -94,7 +95,7 @@ async fn a_full_disk_refuses_writes_then_recovers_without_a_restart() {
     acknowledged.push("after-recovery".into());
     s.stop().await;
 
-    let s = TestServer::start_in(&data).await;
+    let s = TestServer::start_embedded(test_config(&data)).await;
     let admin = s.admin_session().await;
     let slugs: Vec<String> = s.orgs(&admin).await.iter().map(|o| o["slug"].as_str().unwrap().to_owned()).collect();
     assert_eq!(slugs.len(), acknowledged.len(), "after a restart");

@@ -41,7 +41,8 @@ async fn a_refused_write_is_503_and_leaves_memory_and_disk_unchanged() {
     assert_eq!(status, 200, "the e-mail was not left reserved");
     s.stop().await;
 
-    let s = TestServer::start_in(dir.path()).await;
+    // The embedded store's own behaviour (its file on disk): one node on it, also in two-node runs.
+    let s = TestServer::start_embedded(test_config(dir.path())).await;
     let admin = s.admin_session().await;
     let listed: Vec<Value> = s.users(&admin).await;
     assert_eq!(listed.len(), 3);

@@ -11,7 +11,7 @@ use std::time::Duration;
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use service_auth::config::{BootstrapAdmin, Config};
+use service_auth::config::{BootstrapAdmin, Config, StoreBackend};
 use service_auth::runtime::AppError;
 use service_auth::store::FaultSwitch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -76,12 +76,19 @@ pub fn test_config(data_dir: &Path) -> Config {
     config
 }
 
-/// A server running in this process on an ephemeral port.
+/// A server running in this process on an ephemeral port. With `SERVICE_AUTH_TEST_POSTGRES` set (a PostgreSQL
+/// URL; `tests/cluster/run.sh` sets it), two nodes sharing one fresh database of that server instead, and the
+/// client alternates its requests between them (see [`cluster`]).
 pub struct TestServer {
+    /// The first node's address (raw-socket tests talk to it alone).
     pub addr: SocketAddr,
     pub client: Client,
     shutdown: CancellationToken,
     task: Option<JoinHandle<Result<(), AppError>>>,
+    /// The second node, when there are two.
+    peer: Option<JoinHandle<Result<(), AppError>>>,
+    /// A client of each node alone (one entry on one node).
+    pub nodes: Vec<Client>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -90,6 +97,22 @@ impl TestServer {
     pub async fn start() -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut server = Self::start_with(test_config(tmp.path())).await;
+        server._tmp = Some(tmp);
+        server
+    }
+
+    /// One server on the embedded store, whatever the run: for the tests of the embedded store itself (its file,
+    /// backups, a full disk) and of what each node keeps alone (the per-address limits, docs/cluster.md).
+    pub async fn start_embedded(config: Config) -> Self {
+        Self::start_with_faults(config, FaultSwitch::default()).await
+    }
+
+    /// [`start_embedded`](Self::start_embedded) on a fresh directory, `adjust` applied to the config.
+    pub async fn start_embedded_adjusted(adjust: impl FnOnce(&mut Config)) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut config = test_config(tmp.path());
+        adjust(&mut config);
+        let mut server = Self::start_embedded(config).await;
         server._tmp = Some(tmp);
         server
     }
@@ -110,7 +133,40 @@ impl TestServer {
     }
 
     pub async fn start_with(config: Config) -> Self {
-        Self::start_with_faults(config, FaultSwitch::default()).await
+        match cluster::base_url() {
+            // A test that asks for something one node owns alone (a metrics port) runs on one node.
+            Some(base) if config.store.backend == StoreBackend::Embedded && config.metrics.listen.is_none() => {
+                Self::start_cluster(config, &base).await
+            }
+            _ => Self::start_with_faults(config, FaultSwitch::default()).await,
+        }
+    }
+
+    /// Two nodes on the database of `config.data_dir` (a fresh one per directory, the same one again after a
+    /// restart on that directory): the first starts (and creates the bootstrap admin), then the second.
+    pub async fn start_cluster(config: Config, base: &str) -> Self {
+        let url = cluster::database_for(base, &config.data_dir).await;
+        let first = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let second = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addrs = [first.local_addr().unwrap(), second.local_addr().unwrap()];
+        let mut one = config;
+        one.store.backend = StoreBackend::Postgres;
+        one.store.url = Some(url.clone());
+        // Both nodes are one service, as behind a load balancer: one public URL (the first node's), so a request
+        // from either node's pages is same-origin on both.
+        one.base_url.get_or_insert_with(|| format!("http://{}", addrs[0]));
+        let mut two = one.clone();
+        two.data_dir = one.data_dir.join("node2");
+        let shutdown = CancellationToken::new();
+        let run = service_auth::server::run_with_faults;
+        let task = tokio::spawn(run(first, one, FaultSwitch::default(), shutdown.clone()));
+        cluster::wait_ready(addrs[0]).await;
+        let peer = tokio::spawn(run(second, two, FaultSwitch::default(), shutdown.clone()));
+        cluster::wait_ready(addrs[1]).await;
+        let sync = std::sync::Arc::new(cluster::Sync::connect(&url).await);
+        let client = Client::cluster(&addrs, std::sync::Arc::clone(&sync));
+        let nodes = addrs.iter().map(|a| Client::cluster(&[*a], std::sync::Arc::clone(&sync))).collect();
+        Self { addr: addrs[0], client, shutdown, task: Some(task), peer: Some(peer), nodes, _tmp: None }
     }
 
     /// A server whose store commits fail when `faults` says so (the failure-path tests).
@@ -119,18 +175,21 @@ impl TestServer {
         let addr = listener.local_addr().expect("local_addr");
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(service_auth::server::run_with_faults(listener, config, faults, shutdown.clone()));
-        Self { addr, client: Client::new(addr), shutdown, task: Some(task), _tmp: None }
+        let client = Client::new(addr);
+        Self { addr, nodes: vec![client.clone()], client, shutdown, task: Some(task), peer: None, _tmp: None }
     }
 
     /// Graceful shutdown; returns once the server has made everything durable.
     pub async fn stop(mut self) {
         self.shutdown.cancel();
         let task = self.task.take().expect("not stopped twice");
-        match tokio::time::timeout(Duration::from_secs(30), task).await {
-            Err(_) => panic!("server did not stop within 30 s of shutdown"),
-            Ok(Err(join)) => panic!("server task panicked: {join}"),
-            Ok(Ok(Err(e))) => panic!("server returned an error: {e}"),
-            Ok(Ok(Ok(()))) => {}
+        for task in std::iter::once(task).chain(self.peer.take()) {
+            match tokio::time::timeout(Duration::from_secs(30), task).await {
+                Err(_) => panic!("server did not stop within 30 s of shutdown"),
+                Ok(Err(join)) => panic!("server task panicked: {join}"),
+                Ok(Ok(Err(e))) => panic!("server returned an error: {e}"),
+                Ok(Ok(Ok(()))) => {}
+            }
         }
     }
 }
@@ -318,15 +377,22 @@ pub fn run_binary(
 // ---------------------------------------------------------------------------------------------------------------
 // Client
 
-/// An HTTP client for one server. No cookie store: tests pass the session cookie value explicitly.
+/// An HTTP client for one server (or, in two-node runs, for both nodes in turn). No cookie store: tests pass the
+/// session cookie value explicitly.
 #[derive(Clone)]
 pub struct Client {
+    /// The first node's URL.
     pub base: String,
     http: reqwest::Client,
+    /// Every node's URL; requests take them in turn.
+    bases: std::sync::Arc<Vec<String>>,
+    turn: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Two nodes: waits after each request until every node has applied what it changed.
+    sync: Option<std::sync::Arc<cluster::Sync>>,
 }
 
 /// A request being built.
-pub struct Req(reqwest::RequestBuilder);
+pub struct Req(reqwest::RequestBuilder, Option<std::sync::Arc<cluster::Sync>>);
 
 impl Req {
     /// Sends `service-auth.session_token=<value>`.
@@ -340,7 +406,7 @@ impl Req {
         }
     }
     pub fn header(self, name: &str, value: &str) -> Self {
-        Self(self.0.header(name, value))
+        Self(self.0.header(name, value), self.1)
     }
     /// A JSON body with `Content-Type: application/json`.
     pub fn json(self, body: &Value) -> Self {
@@ -352,7 +418,7 @@ impl Req {
             Some(ct) => self.0.header("content-type", ct),
             None => self.0,
         };
-        Self(b.body(body.into()))
+        Self(b.body(body.into()), self.1)
     }
     pub async fn send(self) -> Resp {
         self.try_send().await.expect("HTTP request failed (connection error)")
@@ -363,6 +429,9 @@ impl Req {
         let status = r.status().as_u16();
         let headers = r.headers().clone();
         let text = r.text().await?;
+        if let Some(sync) = self.1 {
+            sync.wait().await;
+        }
         Ok(Resp { status, headers, text })
     }
 }
@@ -375,11 +444,23 @@ impl Client {
             .timeout(Duration::from_secs(30))
             .build()
             .expect("reqwest client");
-        Self { base: format!("http://{addr}"), http }
+        let base = format!("http://{addr}");
+        Self { bases: std::sync::Arc::new(vec![base.clone()]), base, http, turn: Default::default(), sync: None }
+    }
+
+    /// A client of several nodes: each request goes to the next node, and returns once every node has applied
+    /// the changes it made.
+    fn cluster(addrs: &[SocketAddr], sync: std::sync::Arc<cluster::Sync>) -> Self {
+        let mut client = Self::new(addrs[0]);
+        client.bases = std::sync::Arc::new(addrs.iter().map(|a| format!("http://{a}")).collect());
+        client.sync = Some(sync);
+        client
     }
 
     pub fn req(&self, method: Method, path: &str) -> Req {
-        Req(self.http.request(method, format!("{}{path}", self.base)))
+        let turn = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let base = &self.bases[turn % self.bases.len()];
+        Req(self.http.request(method, format!("{base}{path}")), self.sync.clone())
     }
     pub fn get(&self, path: &str) -> Req {
         self.req(Method::GET, path)
@@ -762,4 +843,201 @@ pub async fn raw_http(addr: SocketAddr, request: &[u8]) -> (u16, String) {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no HTTP/1.1 status line in {text:?}"));
     (status, text)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Two nodes on PostgreSQL
+
+/// The two-node runs (`tests/cluster/run.sh`): a database per test, and the wait that makes alternating requests
+/// see each other's changes.
+///
+/// A node applies another node's change within milliseconds (BENCHMARKS.md measures it), not at once. A test
+/// reads its own writes on the other node at the very next request, so after each request the client waits until
+/// every node has applied the change log up to its end (each node's follower records its progress in `nodes`).
+/// What is tested is that the nodes converge on the same answers; the delay is measured apart.
+pub mod cluster {
+    use std::net::SocketAddr;
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// The PostgreSQL server the two-node runs use, if this is one.
+    pub fn base_url() -> Option<String> {
+        std::env::var("SERVICE_AUTH_TEST_POSTGRES").ok().filter(|u| !u.is_empty())
+    }
+
+    /// The URL of the database that belongs to `data_dir` on the server at `base` (created when missing).
+    pub async fn database_for(base: &str, data_dir: &Path) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
+        let name = format!("t_{}", hex::encode(&digest[..12]));
+        let (admin_url, db) = (base.to_owned(), name.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut admin =
+                postgres::Client::connect(&admin_url, postgres::NoTls).expect("connect to the test PostgreSQL");
+            let exists = admin.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db]).unwrap().is_some();
+            if !exists {
+                admin.batch_execute(&format!("CREATE DATABASE {db}")).expect("create the test database");
+            }
+        })
+        .await
+        .unwrap();
+        let (server, _) = base.rsplit_once('/').expect("a postgres:// URL with a database");
+        format!("{server}/{name}")
+    }
+
+    /// A PostgreSQL server of the test's own in a temporary directory (Debian's `postgresql` package), for the
+    /// tests that stop and start it; as the `postgres` user when run as root (initdb refuses root).
+    pub struct Postgres {
+        dir: tempfile::TempDir,
+        port: u16,
+        bin: std::path::PathBuf,
+    }
+
+    impl Postgres {
+        /// Blocking: call from `spawn_blocking`.
+        pub fn start() -> Self {
+            let bin = std::fs::read_dir("/usr/lib/postgresql")
+                .expect("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+                .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+                .filter(|p| p.join("initdb").exists())
+                .max()
+                .expect("no /usr/lib/postgresql/*/bin/initdb");
+            let dir = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let pg = Self { dir, port, bin };
+            if pg.as_root() {
+                pg.run("chown", &["postgres", pg.data()]);
+            }
+            pg.tool("initdb", &["-D", pg.data(), "-A", "trust", "-U", "postgres"]);
+            pg.resume();
+            pg
+        }
+
+        fn as_root(&self) -> bool {
+            std::process::Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false)
+        }
+
+        fn data(&self) -> &str {
+            self.dir.path().to_str().unwrap()
+        }
+
+        fn run(&self, program: &str, args: &[&str]) {
+            let out = std::process::Command::new(program).args(args).output().expect(program);
+            assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+
+        fn tool(&self, name: &str, args: &[&str]) {
+            let path = self.bin.join(name);
+            let path = path.to_str().unwrap();
+            if self.as_root() {
+                let mut all = vec!["-u", "postgres", "--", path];
+                all.extend(args);
+                self.run("runuser", &all);
+            } else {
+                self.run(path, args);
+            }
+        }
+
+        /// `postgres://…/postgres` on this server.
+        pub fn url(&self) -> String {
+            format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        }
+
+        /// Stops the server (fast shutdown: connections are cut). Blocking.
+        pub fn pause(&self) {
+            self.tool("pg_ctl", &["-D", self.data(), "-m", "fast", "-w", "stop"]);
+        }
+
+        /// Starts it again on the same port. Blocking.
+        pub fn resume(&self) {
+            let options = format!("-c listen_addresses=127.0.0.1 -p {} -k {}", self.port, self.data());
+            let log = format!("{}/log", self.data());
+            self.tool("pg_ctl", &["-D", self.data(), "-l", &log, "-w", "-o", &options, "start"]);
+        }
+    }
+
+    impl Drop for Postgres {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(self.bin.join("pg_ctl"))
+                .args(["-D", self.data(), "-m", "immediate", "stop"])
+                .output();
+            let _ = std::process::Command::new(self.bin.join("pg_ctl"))
+                .args(["-D", self.data(), "-m", "immediate", "stop"])
+                .output();
+        }
+    }
+
+    /// Waits until the node at `addr` answers `/readyz` with 200.
+    pub async fn wait_ready(addr: SocketAddr) {
+        let client = super::Client::new(addr);
+        for _ in 0..500 {
+            if let Ok(r) = client.get("/readyz").try_send().await
+                && r.status == 200
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("node {addr} not ready within 10 s");
+    }
+
+    pub struct Sync {
+        url: String,
+        client: Arc<Mutex<Option<postgres::Client>>>,
+    }
+
+    impl Drop for Sync {
+        // The synchronous client closes its connection on a runtime of its own: not on the test's thread.
+        fn drop(&mut self) {
+            let client = self.client.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            std::thread::spawn(move || drop(client));
+        }
+    }
+
+    impl Sync {
+        pub async fn connect(url: &str) -> Self {
+            let client_url = url.to_owned();
+            let url = url.to_owned();
+            let client = tokio::task::spawn_blocking(move || postgres::Client::connect(&url, postgres::NoTls))
+                .await
+                .unwrap()
+                .expect("connect to the test database");
+            Self { url: client_url, client: Arc::new(Mutex::new(Some(client))) }
+        }
+
+        /// Returns once both nodes have applied the whole change log (a node that stops removes its row, so the
+        /// two counted are the two running).
+        pub async fn wait(&self) {
+            let (client, url) = (Arc::clone(&self.client), self.url.clone());
+            tokio::task::spawn_blocking(move || {
+                let mut guard = client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let started = Instant::now();
+                loop {
+                    match guard.as_mut().map(caught_up) {
+                        None | Some(Ok(true)) => return,
+                        Some(Ok(false)) => std::thread::sleep(Duration::from_millis(1)),
+                        // A test that stopped PostgreSQL left this connection dead: a new one.
+                        Some(Err(_)) => {
+                            let old = guard.take();
+                            std::thread::spawn(move || drop(old));
+                            *guard = Some(postgres::Client::connect(&url, postgres::NoTls).expect("reconnect"));
+                        }
+                    }
+                    assert!(started.elapsed() < Duration::from_secs(10), "a node is 10 s behind the change log");
+                }
+            })
+            .await
+            .unwrap();
+        }
+    }
+
+    /// Whether both nodes have applied the change log to its end.
+    fn caught_up(client: &mut postgres::Client) -> Result<bool, postgres::Error> {
+        let last: i64 = client.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[])?.get(0);
+        let done: i64 = client.query_one("SELECT count(*) FROM nodes WHERE applied_seq >= $1", &[&last])?.get(0);
+        Ok(done >= 2)
+    }
 }

@@ -207,7 +207,8 @@ async fn bootstrap_refuses_an_account_someone_registered_first() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path());
     config.bootstrap_admin = None;
-    let s = TestServer::start_with(config).await;
+    // Starts on the embedded store in between (`server::run`): one node on it, also in two-node runs.
+    let s = TestServer::start_embedded(config).await;
     let squatter = s.new_user("boss").await;
     s.stop().await;
 
@@ -219,7 +220,7 @@ async fn bootstrap_refuses_an_account_someone_registered_first() {
     assert!(message.contains("already exists") && message.contains("PROMOTE_EXISTING"), "{message}");
 
     config.bootstrap_admin.as_mut().unwrap().promote_existing = true;
-    let s = TestServer::start_with(config).await;
+    let s = TestServer::start_embedded(config).await;
     assert_eq!(s.session(&squatter.cookie).await, Value::Null, "the squatter's session ended");
     let r = s.sign_in_body(&json!({"email": squatter.email, "password": PASSWORD})).await;
     assert_auth_error(&r, 401, "INVALID_EMAIL_OR_PASSWORD");

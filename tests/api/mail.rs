@@ -192,7 +192,8 @@ async fn without_a_mail_transport_reset_is_refused_clearly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mail_requests_are_limited_per_recipient_and_per_address() {
     let smtp = SmtpSink::start();
-    let s = TestServer::start_adjusted(|c| {
+    // Mail limits per address and per recipient are each node's own (docs/cluster.md): one node, in two-node runs too.
+    let s = TestServer::start_embedded_adjusted(|c| {
         with_smtp(smtp.url())(c);
         c.rate_limit.mail_per_address = 6;
         c.rate_limit.mail_per_email = 3;

@@ -75,7 +75,8 @@ async fn an_imported_user_signs_in_with_the_old_password_and_the_hash_becomes_ar
     let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let mut config = test_config(&data);
     config.metrics.listen = Some(metrics);
-    let s = TestServer::start_with(config).await;
+    // The embedded store's own behaviour (its file on disk): one node on it, also in two-node runs.
+    let s = TestServer::start_embedded(config).await;
     // Once the server answers, its metrics listener is bound too (before that, a scrape may find nothing).
     assert_eq!(s.get("/api/auth/ok").send().await.status, 200);
     assert_eq!(legacy_gauge(metrics).await, 1.0);
@@ -92,7 +93,7 @@ async fn an_imported_user_signs_in_with_the_old_password_and_the_hash_becomes_ar
     let hash = stored_hash(root.path(), "old@example.com");
     assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
     // The session and the hash were made durable together: both are there after a restart.
-    let s = TestServer::start_in(&data).await;
+    let s = TestServer::start_embedded(test_config(&data)).await;
     assert!(s.session(&cookie).await.is_object());
     assert_eq!(s.sign_in("old@example.com", OLD_PASSWORD).await.0, 200);
     s.stop().await;

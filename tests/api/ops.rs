@@ -4,8 +4,9 @@ use serde_json::json;
 
 use super::harness::*;
 
+/// Fills the embedded store of `data` (these commands work on the embedded file; one node, in two-node runs too).
 async fn populate(data: &std::path::Path) -> (Vec<serde_json::Value>, TestUser) {
-    let s = TestServer::start_in(data).await;
+    let s = TestServer::start_embedded(test_config(data)).await;
     let admin = s.admin_session().await;
     let u = s.new_user("alice").await;
     let org = s.new_org(&admin, "St Mary", "st-mary").await;
@@ -27,7 +28,8 @@ async fn a_restored_backup_serves_the_same_users_and_sessions() {
     assert!(status.success(), "restore: {err}");
     assert!(err.contains("2 users, 1 organizations"), "{err}");
 
-    let s = TestServer::start_in(&data).await;
+    // The embedded store's own behaviour (its file on disk): one node on it, also in two-node runs.
+    let s = TestServer::start_embedded(test_config(&data)).await;
     let admin = s.admin_session().await;
     assert_eq!(s.users(&admin).await, before);
     assert_eq!(s.orgs(&admin).await.len(), 1);
@@ -52,7 +54,7 @@ async fn export_then_import_into_a_fresh_directory_keeps_accounts_and_membership
     let (status, _, err) = run_binary(root.path(), &["import", "all.jsonl"], &env, "");
     assert!(!status.success() && err.contains("duplicate"), "a second import must be refused: {err}");
 
-    let s = TestServer::start_in(&fresh).await;
+    let s = TestServer::start_embedded(test_config(&fresh)).await;
     let admin = s.admin_session().await;
     assert_eq!(s.users(&admin).await, before, "same accounts, roles, memberships and creation times");
     assert_eq!(s.get_session_resp(Some(&alice.cookie)).await.json(), serde_json::Value::Null, "sessions stay behind");

@@ -69,7 +69,8 @@ async fn the_account_lock_ends_with_its_window_and_a_success_clears_failures() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_address_limits_answer_429_with_both_retry_headers() {
-    let s = TestServer::start_adjusted(|c| {
+    // Per-address limits are each node's own (docs/cluster.md): one node, also in two-node runs.
+    let s = TestServer::start_embedded_adjusted(|c| {
         c.rate_limit.sign_in_per_address = 3;
         c.rate_limit.sign_up_per_address = 2;
         c.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
@@ -106,7 +107,8 @@ async fn per_address_limits_answer_429_with_both_retry_headers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_for_from_an_untrusted_peer_does_not_escape_the_limit() {
-    let s = TestServer::start_adjusted(|c| c.rate_limit.sign_in_per_address = 2).await;
+    // Per-address limits are each node's own (docs/cluster.md): one node, also in two-node runs.
+    let s = TestServer::start_embedded_adjusted(|c| c.rate_limit.sign_in_per_address = 2).await;
     let body = json!({"email": "nobody@example.com", "password": "whatever123"});
     let mut last = 0;
     for n in 0..3 {
@@ -149,7 +151,8 @@ async fn unknown_email_and_wrong_password_take_the_same_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_are_256_bit_and_only_their_hash_is_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let s = TestServer::start_in(dir.path()).await;
+    // The embedded store's own behaviour (its file on disk): one node on it, also in two-node runs.
+    let s = TestServer::start_embedded(test_config(dir.path())).await;
     let u = s.new_user("alice").await;
     let again = s.login(&u.email, PASSWORD).await;
     s.stop().await;

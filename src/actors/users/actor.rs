@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
@@ -20,7 +20,7 @@ use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, SessionsHandle, Unavailable};
 use crate::domain::{Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 use crate::mail::MailQueue;
-use crate::store::{StoreOp, StoreWriter, convert};
+use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
 
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
@@ -106,7 +106,12 @@ impl Actor for UsersActor {
                     let detail = if by.is_some() { "created by an administrator" } else { "" };
                     let actor = by.or(Some(user.id));
                     let logged = audit::entry(action::USER_CREATED, actor, Some(user.id.into()), &ip, detail.into());
-                    state.overlay.add([put(&user), logged], reply, user);
+                    // Several nodes: another node may have taken the address a moment ago.
+                    let email = user.email.as_str().to_owned();
+                    let taken = move |c: &Conflict| {
+                        matches!(c, Conflict::EmailTaken(e) if *e == email).then_some(CreateUserError::EmailTaken)
+                    };
+                    state.overlay.add_guarded([put(&user), logged], reply, Ok(user), taken);
                 }
             }
             UsersMsg::Update { by, target, change, ip, reply } => {
@@ -130,7 +135,18 @@ impl Actor for UsersActor {
                             rules::changes(&current, &after)
                                 .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.into()), &ip, detail)),
                         );
-                        state.overlay.add(ops, reply, ());
+                        // Several nodes: an administrator demoted elsewhere at the same time may make this one the
+                        // last; PostgreSQL's guard then refuses it as the actor would have. Likewise a move into an
+                        // organization another node deleted meanwhile.
+                        let id = after.id.to_bytes();
+                        let last = move |c: &Conflict| match c {
+                            Conflict::LastAdmin => Some(super::UpdateUserError::LastAdmin),
+                            Conflict::OrganizationGone { user } if *user == id => {
+                                Some(super::UpdateUserError::OrganizationNotFound)
+                            }
+                            _ => None,
+                        };
+                        state.overlay.add_guarded(ops, reply, Ok(()), last);
                     }
                     Err(e) => drop(reply.send(Err(e))),
                 }
@@ -247,9 +263,38 @@ impl Actor for UsersActor {
                 state.overlay.stage(user, None);
                 let detail = current.email.as_str().to_owned();
                 let logged = audit::entry(action::USER_DELETED, by.or(Some(user)), Some(user.into()), &ip, detail);
-                state.overlay.add([StoreOp::DeleteUser(user.to_bytes()), logged], reply, ());
+                let last = |c: &Conflict| (*c == Conflict::LastAdmin).then_some(DeleteUserError::LastAdmin);
+                state.overlay.add_guarded([StoreOp::DeleteUser(user.to_bytes()), logged], reply, Ok(()), last);
             }
             UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
+                Ok(()) if self.attempts.shared => {
+                    // Several nodes: this node's count is not the whole story; the database's is (one write per
+                    // check, grouped with the others). Refused there: this node's reservation is given back.
+                    let reserve = StoreOp::ReserveAttempt {
+                        email: email.as_str().to_owned(),
+                        max: self.attempts.max_failures,
+                        window_ms: self.attempts.window.as_millis() as i64,
+                        now_ms: Timestamp::now().as_millis(),
+                    };
+                    // A request of its own to the writer (a savepoint of its own), not part of this actor's batch:
+                    // a refusal must not take other callers' changes down with it.
+                    let (writer, me) = (self.writer.clone(), myself.clone());
+                    tokio::spawn(async move {
+                        let answer = match writer.write(vec![reserve]).await {
+                            Ok(()) => Ok(()),
+                            Err(StoreError::Conflict(Conflict::Locked { wait_ms, .. })) => {
+                                let _ = me.send_message(UsersMsg::ReleaseLocal { email });
+                                Err(AttemptRefused::Locked(Duration::from_millis(wait_ms.max(1_000) as u64)))
+                            }
+                            Err(error) => {
+                                tracing::error!(%error, "the shared failure limit could not be checked");
+                                let _ = me.send_message(UsersMsg::ReleaseLocal { email });
+                                Err(AttemptRefused::Unavailable(Unavailable))
+                            }
+                        };
+                        let _ = reply.send(answer);
+                    });
+                }
                 Ok(()) => drop(reply.send(Ok(()))),
                 Err(locked) => {
                     let detail = format!("too many failed sign-ins: {} in this window", locked.failures);
@@ -273,7 +318,11 @@ impl Actor for UsersActor {
                 let row =
                     state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
                 let detail = if user.is_some() { "wrong password" } else { "unknown e-mail" };
-                let rows = attempt_rows(&row, action::SIGN_IN_FAILED, user, &ip, detail.to_owned());
+                let mut rows = attempt_rows(&row, action::SIGN_IN_FAILED, user, &ip, detail.to_owned());
+                if self.attempts.shared && checked != Checked::Wrong {
+                    let verified = checked == Checked::Verified;
+                    rows.push(StoreOp::EndAttempt { email: email.as_str().to_owned(), verified });
+                }
                 if rows.is_empty() {
                     let _ = reply.send(Ok(()));
                 } else {
@@ -305,7 +354,14 @@ impl Actor for UsersActor {
                 ops.push(StoreOp::DeleteOrg(org.to_bytes()));
                 ops.push(audit::entry(action::ORGANIZATION_DELETED, Some(by), Some(org.into()), &ip, detail));
                 state.closing_orgs.push(org);
-                state.overlay.add(ops, reply, members.len());
+                // Several nodes: an account another node moved into it meanwhile keeps it (the database's
+                // membership reference), answered as a non-empty organization.
+                let gone = org.to_bytes();
+                let has_members = move |c: &Conflict| {
+                    matches!(c, Conflict::OrganizationHasMembers { org } if *org == gone)
+                        .then_some(DeleteOrgError::NotEmpty(1))
+                };
+                state.overlay.add_guarded(ops, reply, Ok(members.len()), has_members);
             }
             UsersMsg::LiftExpiredBans { reply } => {
                 let now = Timestamp::now();
@@ -328,6 +384,23 @@ impl Actor for UsersActor {
                 }
                 let count = ops.len() / 2;
                 state.overlay.add(ops, reply, count);
+            }
+            UsersMsg::ReleaseLocal { email } => {
+                state.attempts.finish(&email, false, false, Instant::now());
+                return Ok(());
+            }
+            UsersMsg::Remote { users, tokens, reply } => {
+                for (id, user) in users {
+                    match user {
+                        Some(user) => self.indexes.users.publish(user),
+                        None => self.indexes.users.remove(id),
+                    }
+                }
+                for (hash, token) in tokens {
+                    self.indexes.tokens.publish(hash, token);
+                }
+                let _ = reply.send(());
+                return Ok(());
             }
             UsersMsg::Flush => {
                 self.flush(state).await;
@@ -378,6 +451,12 @@ impl UsersActor {
     }
 
     fn stage(&self, state: &mut State, user: User, ends_sessions: bool) -> Arc<User> {
+        if self.attempts.shared {
+            // Several nodes: the record is written whole, computed from what this node holds; the database checks
+            // that it still holds that too, so a change another node made meanwhile (a ban) is not undone.
+            let before = self.get(state, user.id).map(|u| Box::new(convert::user_record(&u)));
+            state.overlay.push_ops([StoreOp::ExpectUser { id: user.id.to_bytes(), record: before }]);
+        }
         if ends_sessions {
             state.ending.push(user.id);
         }

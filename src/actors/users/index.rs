@@ -300,6 +300,9 @@ impl UserIndex {
 
     /// The ordered views of `users`, each in one sort (users read in id order are nearly in creation order
     /// already). Two accounts with one e-mail (a store written wrongly) are refused: the id of one of them.
+    // The views order accounts by their own fields; the one interior-mutable part of a `User`, its kept rendering,
+    // takes no part in any comparison.
+    #[allow(clippy::mutable_key_type)]
     pub(crate) fn build_views(users: Vec<Arc<User>>) -> Result<Views, UserId> {
         let mut by_email: Vec<ByEmail> = users.iter().cloned().map(ByEmail).collect();
         by_email.sort_unstable();

@@ -258,6 +258,16 @@ pub(super) enum UsersMsg {
     LiftExpiredBans {
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
+    /// A reservation the shared limit refused: give back the one this node took.
+    ReleaseLocal {
+        email: Email,
+    },
+    /// Accounts and one-time tokens another node changed (`Some`) or removed (`None`): into the read indexes.
+    Remote {
+        users: Vec<(UserId, Option<Arc<User>>)>,
+        tokens: Vec<(TokenHash, Option<Arc<crate::domain::OneTimeToken>>)>,
+        reply: RpcReplyPort<()>,
+    },
     Flush,
 }
 
@@ -398,4 +408,6 @@ impl UsersHandle {
 pub struct AttemptPolicy {
     pub max_failures: u32,
     pub window: Duration,
+    /// Several nodes share the limit: each check is also reserved in the database (docs/cluster.md).
+    pub shared: bool,
 }

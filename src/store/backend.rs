@@ -1,0 +1,209 @@
+//! [`Store`]: the one interface the rest of the server uses, over either backend: the embedded redb file (one
+//! node, the default) or a PostgreSQL database shared by several nodes (docs/cluster.md). Both load everything at
+//! start and commit lists of [`StoreOp`]s atomically; what only one of them can do says so in its error.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::db::EmbeddedStore;
+use super::postgres::PgStore;
+use super::records::AuditRecordV1;
+use super::{FaultSwitch, Loaded, Record, StoreError, StoreOp};
+
+pub struct Store {
+    backend: Backend,
+}
+
+enum Backend {
+    Embedded(EmbeddedStore),
+    Postgres(Arc<PgStore>),
+}
+
+impl Store {
+    /// Opens (or creates) the embedded store of `data_dir`; a second process gets [`StoreError::Locked`].
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with_faults(data_dir, FaultSwitch::default())
+    }
+
+    /// [`open`](Self::open) with a [`FaultSwitch`] the caller keeps, for failure tests.
+    #[doc(hidden)]
+    pub fn open_with_faults(data_dir: &Path, faults: FaultSwitch) -> Result<Self, StoreError> {
+        Ok(Self { backend: Backend::Embedded(EmbeddedStore::open_with_faults(data_dir, faults)?) })
+    }
+
+    /// Connects to the PostgreSQL database at `url` and brings its schema up to date. Blocking.
+    pub fn connect_postgres(url: &str, pool_size: usize) -> Result<Self, StoreError> {
+        Ok(Self { backend: Backend::Postgres(Arc::new(PgStore::connect(url, pool_size)?)) })
+    }
+
+    /// Opens the store `config` names: the embedded file, or the PostgreSQL database. Blocking.
+    pub fn open_configured(config: &crate::config::Config, faults: FaultSwitch) -> Result<Self, StoreError> {
+        match (&config.store.backend, &config.store.url) {
+            (crate::config::StoreBackend::Postgres, Some(url)) => Self::connect_postgres(url, config.store.pool_size),
+            _ => Self::open_with_faults(&config.data_dir, faults),
+        }
+    }
+
+    /// The PostgreSQL store, when that is the backend (the follower and the migration need it).
+    pub(crate) fn postgres(&self) -> Option<&Arc<PgStore>> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg),
+            Backend::Embedded(_) => None,
+        }
+    }
+
+    /// `Ok` while commits are accepted; otherwise why not.
+    pub fn health(&self) -> Result<(), String> {
+        match &self.backend {
+            Backend::Embedded(s) => s.health(),
+            Backend::Postgres(s) => s.health(),
+        }
+    }
+
+    /// What readiness reports about writes (see [`EmbeddedStore::accepts_writes`]).
+    pub fn accepts_writes(&self) -> Result<(), String> {
+        match &self.backend {
+            Backend::Embedded(s) => s.accepts_writes(),
+            Backend::Postgres(s) => s.health(),
+        }
+    }
+
+    /// After a failed commit: reopen (embedded) or reconnect (PostgreSQL) and prove writes work again.
+    pub(super) fn recover(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.recover(),
+            Backend::Postgres(s) => s.recover(),
+        }
+    }
+
+    /// Releases the store now (the directory's lock, the database connections); later reads and writes fail.
+    pub fn close(&self) {
+        match &self.backend {
+            Backend::Embedded(s) => s.close(),
+            Backend::Postgres(s) => s.close(),
+        }
+    }
+
+    /// Reads every record into memory (for tools; the server streams with [`visit`](Self::visit)).
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        let mut loaded = Loaded::default();
+        self.visit(|record| {
+            match record {
+                Record::Org(r) => loaded.orgs.push(r),
+                Record::User(r) => loaded.users.push(r),
+                Record::Session(hash, r) => loaded.sessions.push((hash, r)),
+                Record::Token(..) | Record::Outbox(_) => {}
+            }
+            Ok(())
+        })?;
+        Ok(loaded)
+    }
+
+    /// Hands every record to `f` from one consistent snapshot: organizations, users, sessions, tokens, outbox.
+    pub fn visit(&self, f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.visit(f),
+            Backend::Postgres(s) => s.visit(f),
+        }
+    }
+
+    /// Applies `ops` in one transaction and returns once it is durable. Blocking.
+    pub fn commit(&self, ops: &[StoreOp]) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.commit(ops),
+            Backend::Postgres(s) => s.commit_requests(&[ops])?.pop().unwrap_or(Ok(())),
+        }
+    }
+
+    /// Commits several requests in one transaction (group commit). The outer error fails them all; otherwise each
+    /// request has its own result: PostgreSQL runs each under a savepoint, so one request's conflict (an e-mail
+    /// another node took) fails that request alone. The embedded store never has such conflicts (its actors
+    /// guard them), so its requests succeed or fail together.
+    pub(super) fn commit_requests(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => {
+                let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| r.iter()).collect();
+                s.commit_refs(&ops)?;
+                Ok(requests.iter().map(|_| Ok(())).collect())
+            }
+            Backend::Postgres(s) => s.commit_requests(requests),
+        }
+    }
+
+    /// Up to `limit` audit entries older than `before` (all when `None`), newest first. Blocking.
+    pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.audit_page(before, limit),
+            Backend::Postgres(s) => s.audit_page(before, limit),
+        }
+    }
+
+    /// Ids of at most `limit` audit entries to delete, oldest first (see [`EmbeddedStore::audit_to_prune`]).
+    pub fn audit_to_prune(&self, before: [u8; 16], keep: u64, limit: usize) -> Result<Vec<[u8; 16]>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.audit_to_prune(before, keep, limit),
+            Backend::Postgres(s) => s.audit_to_prune(before, keep, limit),
+        }
+    }
+
+    /// Writes a consistent copy of the embedded store to `path`. A PostgreSQL store is backed up with
+    /// PostgreSQL's own tools.
+    pub fn snapshot_to(&self, path: &Path) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.snapshot_to(path),
+            Backend::Postgres(_) => Err(StoreError::Unsupported(
+                "backups of a PostgreSQL store are PostgreSQL's (pg_dump, replication); see docs/cluster.md".into(),
+            )),
+        }
+    }
+
+    /// Opens a scratch copy of the embedded store file `path` (a backup) and runs `check` on it.
+    pub fn check_file<T>(path: &Path, check: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        EmbeddedStore::check_file(path, |dir| check(&Store::open(dir)?))
+    }
+
+    /// Makes the store file `path` the embedded store of `data_dir` (atomic; refused while a server holds it).
+    pub fn replace_file(data_dir: &Path, path: &Path) -> Result<(), StoreError> {
+        EmbeddedStore::replace_file(data_dir, path)
+    }
+
+    /// Whether the store holds no account, organization or session.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.is_empty(),
+            Backend::Postgres(s) => s.is_empty(),
+        }
+    }
+
+    /// How many accounts and sessions the store holds (start-up sizes its maps with these).
+    pub fn counts(&self) -> Result<(u64, u64), StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.counts(),
+            Backend::Postgres(s) => s.counts(),
+        }
+    }
+
+    /// Deletes every record, the audit log included, in one transaction.
+    pub fn clear(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.clear(),
+            Backend::Postgres(s) => s.clear(),
+        }
+    }
+
+    /// Transactions committed since open: shows group commit at work (in tests and benchmarks).
+    pub fn commit_count(&self) -> u64 {
+        match &self.backend {
+            Backend::Embedded(s) => s.commit_count(),
+            Backend::Postgres(s) => s.commit_count(),
+        }
+    }
+
+    /// Makes the next `n` commits of the embedded store fail without writing, as a full or read-only disk would.
+    #[doc(hidden)]
+    pub fn fail_next_commits(&self, n: u32) {
+        if let Backend::Embedded(s) = &self.backend {
+            s.fail_next_commits(n);
+        }
+    }
+}

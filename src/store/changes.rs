@@ -1,0 +1,117 @@
+//! The change log's entries (PostgreSQL backend): what one commit changed, for the other nodes to apply to their
+//! indexes. Records travel in the store's own framing ([`codec`]), so a record format change is handled once.
+//!
+//! Audit entries and the outbox are left out: no node holds them in memory (the audit log is read from the
+//! database, and each node sends the mail it queued itself).
+
+use serde::{Deserialize, Serialize};
+
+use super::codec;
+use super::{StoreError, StoreOp, TokenHash};
+
+/// Format of an entry: a version byte, then postcard of `Vec<Wire>`.
+const VERSION: u8 = 1;
+
+#[derive(Serialize, Deserialize)]
+enum Wire {
+    PutUser(Vec<u8>),
+    DeleteUser([u8; 16]),
+    PutOrg(Vec<u8>),
+    DeleteOrg([u8; 16]),
+    PutSession(TokenHash, Vec<u8>),
+    DeleteSession([u8; 16], TokenHash),
+    PutToken(TokenHash, Vec<u8>),
+    DeleteToken(TokenHash),
+}
+
+/// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
+pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>> {
+    let wire: Vec<Wire> = ops
+        .into_iter()
+        .filter_map(|op| {
+            Some(match op {
+                StoreOp::PutUser(r) => Wire::PutUser(codec::encode(r)),
+                StoreOp::DeleteUser(id) => Wire::DeleteUser(*id),
+                StoreOp::PutOrg(r) => Wire::PutOrg(codec::encode(r)),
+                StoreOp::DeleteOrg(id) => Wire::DeleteOrg(*id),
+                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
+                    Wire::PutSession(*hash, codec::encode(r))
+                }
+                StoreOp::DeleteSession(user, hash) => Wire::DeleteSession(*user, *hash),
+                StoreOp::PutToken(hash, r) => Wire::PutToken(*hash, codec::encode(r)),
+                StoreOp::DeleteToken(hash) => Wire::DeleteToken(*hash),
+                StoreOp::PutAudit(_)
+                | StoreOp::DeleteAudit(_)
+                | StoreOp::PutOutbox(_)
+                | StoreOp::DeleteOutbox(_)
+                | StoreOp::ReserveAttempt { .. }
+                | StoreOp::EndAttempt { .. }
+                | StoreOp::ExpectUser { .. } => return None,
+            })
+        })
+        .collect();
+    if wire.is_empty() {
+        return None;
+    }
+    let mut bytes = vec![VERSION];
+    // postcard cannot fail to serialise plain enums into a growable buffer.
+    bytes.extend(postcard::to_stdvec(&wire).unwrap_or_default());
+    Some(bytes)
+}
+
+/// The changes of one entry.
+pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
+    let body = match bytes.split_first() {
+        Some((&VERSION, body)) => body,
+        Some((v, _)) => {
+            return Err(StoreError::Corrupt(format!(
+                "change log entry has format {v}; this version of service-auth reads {VERSION} (a newer node wrote it?)"
+            )));
+        }
+        None => return Err(StoreError::Corrupt("empty change log entry".into())),
+    };
+    let wire: Vec<Wire> = postcard::from_bytes(body)
+        .map_err(|e| StoreError::Corrupt(format!("change log entry does not decode: {e}")))?;
+    wire.into_iter()
+        .map(|w| {
+            Ok(match w {
+                Wire::PutUser(b) => StoreOp::PutUser(codec::decode_user(&b)?),
+                Wire::DeleteUser(id) => StoreOp::DeleteUser(id),
+                Wire::PutOrg(b) => StoreOp::PutOrg(codec::decode(&b)?),
+                Wire::DeleteOrg(id) => StoreOp::DeleteOrg(id),
+                Wire::PutSession(hash, b) => StoreOp::PutSession(hash, codec::decode_session(&b)?),
+                Wire::DeleteSession(user, hash) => StoreOp::DeleteSession(user, hash),
+                Wire::PutToken(hash, b) => StoreOp::PutToken(hash, codec::decode(&b)?),
+                Wire::DeleteToken(hash) => StoreOp::DeleteToken(hash),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::records::{AuditRecordV1, OrgRecordV1};
+
+    #[test]
+    fn an_entry_round_trips_and_leaves_out_what_no_node_holds() {
+        let org = OrgRecordV1 { id: [1; 16], name: "A".into(), slug: "a".into(), created_at_ms: 5 };
+        let audit = AuditRecordV1 {
+            id: [2; 16],
+            at_ms: 1,
+            action: "x".into(),
+            actor: None,
+            target: None,
+            ip_address: String::new(),
+            detail: String::new(),
+        };
+        let ops =
+            [StoreOp::PutOrg(org.clone()), StoreOp::PutAudit(audit.clone()), StoreOp::DeleteSession([3; 16], [4; 32])];
+        let bytes = encode(&ops).unwrap();
+        assert_eq!(decode(&bytes).unwrap(), vec![StoreOp::PutOrg(org), StoreOp::DeleteSession([3; 16], [4; 32])]);
+        assert_eq!(encode(&[StoreOp::PutAudit(audit)]), None);
+        let mut newer = bytes.clone();
+        newer[0] = VERSION + 1;
+        assert!(matches!(decode(&newer), Err(StoreError::Corrupt(_))));
+    }
+}

@@ -1,0 +1,586 @@
+//! The PostgreSQL backend (docs/cluster.md): the same records as the embedded store, in tables several nodes share.
+//!
+//! - The schema is `migrations/postgres/*.sql`, applied at connect by refinery under an advisory lock (nodes
+//!   starting together do not race), and a database migrated further than this version knows is refused.
+//! - The writer's connection commits a batch of requests in one transaction, a savepoint around each request that
+//!   can conflict with another node (unique e-mail, unique slug, the last administrator), so a conflict fails
+//!   that request alone and answers as it would on one node.
+//! - Every commit appends its changes to `changes` under a transaction-scoped advisory lock (sequence order is
+//!   commit order) and notifies; [`super::follower`] applies the other nodes' changes.
+//!
+//! The synchronous client fits the writer, which is an OS thread of its own. Connections are plain TCP or a
+//! Unix socket: TLS to PostgreSQL is not built (see docs/cluster.md).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use postgres::error::SqlState;
+use postgres::{Client, NoTls, Statement, Transaction};
+
+use super::codec;
+use super::records::{AuditRecordV1, UserRecord};
+use super::{Conflict, Record, StoreError, StoreOp, changes};
+
+mod embedded {
+    refinery::embed_migrations!("migrations/postgres");
+}
+
+/// The channel `NOTIFY` uses after each commit; the payload is the new sequence number.
+pub(crate) const CHANNEL: &str = "service_auth_changes";
+/// Advisory lock keys (an arbitrary 64-bit constant each, "sa" + purpose).
+const MIGRATION_LOCK: i64 = 0x7361_0001;
+const CHANGES_LOCK: i64 = 0x7361_0002;
+const ADMINS_LOCK: i64 = 0x7361_0003;
+/// Rows fetched per round trip while loading.
+const LOAD_CHUNK: i32 = 10_000;
+/// Connecting gives up after this: a node that cannot reach the database must say so, not hang.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Turns one loaded row into a record.
+type ReadRow = fn(&postgres::Row) -> Result<Record, StoreError>;
+
+pub struct PgStore {
+    config: postgres::Config,
+    /// This process: its own changes are skipped by its follower.
+    node: uuid::Uuid,
+    writer: Mutex<Option<Writer>>,
+    pool: Mutex<Vec<Client>>,
+    pool_size: usize,
+    degraded: Mutex<Option<String>>,
+    commits: AtomicU64,
+    /// The last change the loaded state includes: the follower starts after it.
+    loaded_seq: AtomicI64,
+}
+
+/// The writer's connection and its prepared statements (prepared once: each would otherwise cost a round trip).
+struct Writer {
+    client: Client,
+    s: Prepared,
+}
+
+struct Prepared {
+    put_user: Statement,
+    delete_user: Statement,
+    put_org: Statement,
+    delete_org: Statement,
+    put_session: Statement,
+    delete_session: Statement,
+    put_audit: Statement,
+    delete_audit: Statement,
+    put_token: Statement,
+    delete_token: Statement,
+    put_outbox: Statement,
+    delete_outbox: Statement,
+    append: Statement,
+    reserve_attempt: Statement,
+    attempt_window: Statement,
+    clear_attempts: Statement,
+    release_attempt: Statement,
+}
+
+impl Writer {
+    fn connect(config: &postgres::Config) -> Result<Self, postgres::Error> {
+        let mut client = config.connect(NoTls)?;
+        let upsert = |table: &str, key: &str, columns: &[&str]| {
+            let all: Vec<&str> = key.split(", ").chain(columns.iter().copied()).collect();
+            let marks: Vec<String> = (1..=all.len()).map(|n| format!("${n}")).collect();
+            let set: Vec<String> = columns.iter().map(|c| format!("{c} = excluded.{c}")).collect();
+            format!(
+                "INSERT INTO {table} ({}) VALUES ({}) ON CONFLICT ({key}) DO UPDATE SET {}",
+                all.join(", "),
+                marks.join(", "),
+                set.join(", ")
+            )
+        };
+        let s = Prepared {
+            put_user: client.prepare(&upsert("users", "id", &["email", "active_admin", "organization_id", "record"]))?,
+            delete_user: client.prepare("DELETE FROM users WHERE id = $1")?,
+            put_org: client.prepare(&upsert("organizations", "id", &["slug", "record"]))?,
+            delete_org: client.prepare("DELETE FROM organizations WHERE id = $1")?,
+            put_session: client.prepare(&upsert("sessions", "user_id, hash", &["record"]))?,
+            delete_session: client.prepare("DELETE FROM sessions WHERE user_id = $1 AND hash = $2")?,
+            put_audit: client.prepare(&upsert("audit", "id", &["record"]))?,
+            delete_audit: client.prepare("DELETE FROM audit WHERE id = $1")?,
+            put_token: client.prepare(&upsert("tokens", "hash", &["record"]))?,
+            delete_token: client.prepare("DELETE FROM tokens WHERE hash = $1")?,
+            put_outbox: client.prepare(&upsert("outbox", "id", &["record"]))?,
+            delete_outbox: client.prepare("DELETE FROM outbox WHERE id = $1")?,
+            append: client.prepare("INSERT INTO changes (node, ops) VALUES ($1, $2) RETURNING seq")?,
+            // A new window when the last one has ended; otherwise one more, while under the limit. No row back:
+            // locked. The row lock makes concurrent reservations from every node count one after the other.
+            reserve_attempt: client.prepare(
+                "INSERT INTO attempts AS a (email, window_end_ms, used) VALUES ($1, $2, 1) \
+                 ON CONFLICT (email) DO UPDATE SET \
+                   window_end_ms = CASE WHEN a.window_end_ms <= $4 THEN excluded.window_end_ms ELSE a.window_end_ms END, \
+                   used = CASE WHEN a.window_end_ms <= $4 THEN 1 ELSE a.used + 1 END \
+                 WHERE a.window_end_ms <= $4 OR a.used < $3 \
+                 RETURNING used",
+            )?,
+            attempt_window: client.prepare("SELECT window_end_ms FROM attempts WHERE email = $1")?,
+            clear_attempts: client.prepare("DELETE FROM attempts WHERE email = $1")?,
+            release_attempt: client.prepare("UPDATE attempts SET used = greatest(used - 1, 0) WHERE email = $1")?,
+        };
+        Ok(Self { client, s })
+    }
+}
+
+/// Why one request's ops were not applied.
+enum Refused {
+    /// A rule of the whole cluster: this request alone is refused.
+    Conflict(Conflict),
+    /// The database failed: the whole transaction is lost.
+    Failed(postgres::Error),
+}
+
+impl From<postgres::Error> for Refused {
+    fn from(e: postgres::Error) -> Self {
+        Refused::Failed(e)
+    }
+}
+
+impl PgStore {
+    /// Connects, applies the migrations this version has (refusing a database migrated further), and prepares
+    /// the writer's connection.
+    pub fn connect(url: &str, pool_size: usize) -> Result<Self, StoreError> {
+        let mut config: postgres::Config =
+            url.parse().map_err(|_| StoreError::Io("store.url is not a valid PostgreSQL connection URL".into()))?;
+        config.connect_timeout(CONNECT_TIMEOUT);
+        config.application_name("service-auth");
+        let mut client = config.connect(NoTls).map_err(db)?;
+        migrate(&mut client)?;
+        let writer = Writer::connect(&config).map_err(db)?;
+        Ok(Self {
+            config,
+            node: uuid::Uuid::now_v7(),
+            writer: Mutex::new(Some(writer)),
+            pool: Mutex::new(vec![client]),
+            pool_size,
+            degraded: Mutex::new(None),
+            commits: AtomicU64::new(0),
+            loaded_seq: AtomicI64::new(0),
+        })
+    }
+
+    /// A new connection with the store's settings (the follower's own).
+    pub(crate) fn connect_client(&self) -> Result<Client, postgres::Error> {
+        self.config.connect(NoTls)
+    }
+
+    pub(crate) fn node(&self) -> uuid::Uuid {
+        self.node
+    }
+
+    /// The sequence number of the last change the last [`visit`](Self::visit) included.
+    pub(crate) fn loaded_seq(&self) -> i64 {
+        self.loaded_seq.load(Ordering::SeqCst)
+    }
+
+    pub fn health(&self) -> Result<(), String> {
+        match &*self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            None => Ok(()),
+            Some(reason) => Err(reason.clone()),
+        }
+    }
+
+    fn set_degraded(&self, reason: Option<String>) {
+        *self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = reason;
+    }
+
+    /// After a failed commit: a new writer connection, proven with a round trip.
+    pub(super) fn recover(&self) -> Result<(), StoreError> {
+        let mut writer = Writer::connect(&self.config).map_err(db)?;
+        writer.client.simple_query("SELECT 1").map_err(db)?;
+        let old = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).replace(writer);
+        let pool = std::mem::take(&mut *self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        drop_off_runtime((old, pool));
+        self.set_degraded(None);
+        Ok(())
+    }
+
+    pub fn close(&self) {
+        self.set_degraded(Some("the store is closed".into()));
+        let writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let pool = std::mem::take(&mut *self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        drop_off_runtime((writer, pool));
+    }
+
+    /// Runs `f` on a pooled connection (a new one when none is idle); a connection that failed is not kept.
+    fn pooled<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, StoreError> {
+        let idle = self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        let mut client = match idle {
+            Some(client) if !client.is_closed() => client,
+            _ => self.config.connect(NoTls).map_err(db)?,
+        };
+        let result = match f(&mut client) {
+            Ok(result) => result,
+            Err(e) => {
+                drop_off_runtime(client);
+                return Err(db(e));
+            }
+        };
+        let mut pool = self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pool.len() < self.pool_size {
+            pool.push(client);
+        } else {
+            drop_off_runtime(client);
+        }
+        Ok(result)
+    }
+
+    /// Every record from one snapshot (repeatable read), in the embedded store's order, and the sequence number
+    /// of the last change that snapshot includes.
+    pub fn visit(&self, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        let mut client = self.config.connect(NoTls).map_err(db)?;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(db)?;
+        // Appends are serialised and in commit order, so every change up to this one is in the snapshot and none
+        // after it is.
+        let seq: i64 = tx.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[]).map_err(db)?.get(0);
+        let tables: [(&str, ReadRow); 5] = [
+            ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode(r.get(0))?))),
+            ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
+            ("SELECT hash, record FROM sessions", |r| {
+                Ok(Record::Session(hash(r.get(0))?, codec::decode_session(r.get(1))?))
+            }),
+            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode(r.get(1))?))),
+            ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
+        ];
+        for (query, read) in tables {
+            // A portal streams the table in chunks instead of holding a million rows at once.
+            let portal = tx.bind(query, &[]).map_err(db)?;
+            loop {
+                let rows = tx.query_portal(&portal, LOAD_CHUNK).map_err(db)?;
+                for row in &rows {
+                    f(read(row)?)?;
+                }
+                if rows.len() < LOAD_CHUNK as usize {
+                    break;
+                }
+            }
+        }
+        tx.commit().map_err(db)?;
+        self.loaded_seq.store(seq, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Commits `requests` in one transaction; see [`super::Store::commit_requests`]. A failure of the database
+    /// (not a conflict) marks the store degraded: writes are refused until [`recover`](Self::recover).
+    pub fn commit_requests(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        if let Err(reason) = self.health() {
+            return Err(StoreError::Io(reason));
+        }
+        let mut guard = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(writer) = guard.as_mut() else {
+            return Err(StoreError::Io("the store is closed, or reconnecting".into()));
+        };
+        let mut committed = commit(writer, self.node, requests);
+        if committed.is_err() && writer.client.is_closed() {
+            // The connection was gone before this commit (the database restarted while this node had nothing to
+            // write): one new connection and one more try. Were it cut during COMMIT itself, the retry writes the
+            // same records again, which the upserts, deletes and followers take as they come.
+            match Writer::connect(&self.config) {
+                Ok(fresh) => {
+                    drop_off_runtime(std::mem::replace(writer, fresh));
+                    committed = commit(writer, self.node, requests);
+                }
+                Err(e) => committed = Err(db(e)),
+            }
+        }
+        match committed {
+            Ok(results) => {
+                self.commits.fetch_add(1, Ordering::Relaxed);
+                Ok(results)
+            }
+            Err(error) => {
+                self.set_degraded(Some(error.to_string()));
+                *guard = None;
+                Err(error)
+            }
+        }
+    }
+
+    pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.pooled(|c| match before {
+            Some(id) => {
+                c.query("SELECT record FROM audit WHERE id < $1 ORDER BY id DESC LIMIT $2", &[&id.as_slice(), &limit])
+            }
+            None => c.query("SELECT record FROM audit ORDER BY id DESC LIMIT $1", &[&limit]),
+        })?;
+        rows.iter().map(|r| codec::decode::<AuditRecordV1>(r.get(0))).collect()
+    }
+
+    /// As [`super::db::EmbeddedStore::audit_to_prune`]: those before `before`, then the oldest beyond `keep`.
+    pub fn audit_to_prune(&self, before: [u8; 16], keep: u64, limit: usize) -> Result<Vec<[u8; 16]>, StoreError> {
+        let rows = self.pooled(|c| {
+            let count: i64 = c.query_one("SELECT count(*) FROM audit", &[])?.get(0);
+            let excess = (count as u64).saturating_sub(keep);
+            let rows = c.query("SELECT id FROM audit ORDER BY id LIMIT $1", &[&(limit as i64)])?;
+            Ok((excess, rows))
+        })?;
+        let (excess, rows) = rows;
+        let mut ids = Vec::new();
+        for row in rows {
+            let id = id16(row.get(0))?;
+            if id >= before && ids.len() as u64 >= excess {
+                break;
+            }
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        self.pooled(|c| {
+            let row = c.query_one(
+                "SELECT NOT EXISTS (SELECT 1 FROM users) AND NOT EXISTS (SELECT 1 FROM organizations) \
+                 AND NOT EXISTS (SELECT 1 FROM sessions)",
+                &[],
+            )?;
+            Ok(row.get(0))
+        })
+    }
+
+    /// How many accounts and sessions the database holds (start-up sizes its maps with these).
+    pub fn counts(&self) -> Result<(u64, u64), StoreError> {
+        self.pooled(|c| {
+            let row = c.query_one("SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM sessions)", &[])?;
+            let (users, sessions): (i64, i64) = (row.get(0), row.get(1));
+            Ok((users.unsigned_abs(), sessions.unsigned_abs()))
+        })
+    }
+
+    /// Deletes every record (not the change log: nodes still running follow it), in one transaction.
+    pub fn clear(&self) -> Result<(), StoreError> {
+        self.pooled(|c| c.batch_execute("TRUNCATE users, organizations, sessions, audit, tokens, outbox"))
+    }
+
+    pub fn commit_count(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Drops `value` (connections) where that may block: the synchronous client closes a connection by running its
+/// own small runtime, which panics on a thread that drives tokio's (the store is often dropped by a task).
+fn drop_off_runtime<T: Send + 'static>(value: T) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let _ = std::thread::Builder::new().name("store-close".into()).spawn(move || drop(value));
+    } else {
+        drop(value);
+    }
+}
+
+/// Applies the migrations this version has. Several nodes may start at once: the first migrates, the others wait
+/// for it on the advisory lock and then find nothing to do.
+fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK]).map_err(db)?;
+    let migrated = embedded::migrations::runner().set_abort_divergent(true).set_abort_missing(true).run(client);
+    let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
+    migrated.map(drop).map_err(|e| {
+        StoreError::Io(format!(
+            "the PostgreSQL schema cannot be brought up to date ({e}); a database migrated by a newer version of \
+             service-auth is refused: run that version"
+        ))
+    })
+}
+
+fn commit(
+    writer: &mut Writer,
+    node: uuid::Uuid,
+    requests: &[&[StoreOp]],
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let Writer { client, s } = writer;
+    let mut tx = client.transaction().map_err(db)?;
+    let mut results = Vec::with_capacity(requests.len());
+    let mut applied: Vec<&StoreOp> = Vec::new();
+    for &ops in requests {
+        // Only a request that can break a rule of the whole cluster pays for a savepoint (two more round trips).
+        let risky = ops.iter().any(|op| {
+            matches!(
+                op,
+                StoreOp::PutUser(_)
+                    | StoreOp::DeleteUser(_)
+                    | StoreOp::PutOrg(_)
+                    | StoreOp::DeleteOrg(_)
+                    | StoreOp::ReserveAttempt { .. }
+                    | StoreOp::ExpectUser { .. }
+                    | StoreOp::RefreshSession(..)
+            )
+        });
+        let outcome = if risky {
+            let mut savepoint = tx.savepoint("request").map_err(db)?;
+            match apply(&mut savepoint, s, ops) {
+                Ok(()) => savepoint.commit().map_err(db).map(|()| Ok(())),
+                Err(Refused::Conflict(conflict)) => savepoint.rollback().map_err(db).map(|()| Err(conflict)),
+                Err(Refused::Failed(e)) => Err(db(e)),
+            }
+        } else {
+            match apply(&mut tx, s, ops) {
+                Ok(()) => Ok(Ok(())),
+                // Only the ops that make a request risky can conflict; without a savepoint the transaction could not
+                // go on, so this would fail the batch rather than write half of it.
+                Err(Refused::Conflict(c)) => Err(StoreError::Corrupt(format!("an unguarded request conflicted: {c}"))),
+                Err(Refused::Failed(e)) => Err(db(e)),
+            }
+        }?;
+        match outcome {
+            Ok(()) => {
+                applied.extend(ops);
+                results.push(Ok(()));
+            }
+            Err(conflict) => results.push(Err(StoreError::Conflict(conflict))),
+        }
+    }
+    if let Some(entry) = changes::encode(applied) {
+        // Held to the commit: the next node's append waits, so sequence order is commit order.
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGES_LOCK]).map_err(db)?;
+        let seq: i64 = tx.query_one(&s.append, &[&node, &entry]).map_err(db)?.get(0);
+        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()]).map_err(db)?;
+    }
+    tx.commit().map_err(db)?;
+    Ok(results)
+}
+
+/// Applies one request's ops, with the last-administrator guard when they demote, ban or remove an account that
+/// is an active administrator now.
+fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), Refused> {
+    let touched: Vec<&[u8]> = ops
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::PutUser(r) if !active_admin(r) => Some(r.id.as_slice()),
+            StoreOp::DeleteUser(id) => Some(id.as_slice()),
+            _ => None,
+        })
+        .collect();
+    let guard_admins = !touched.is_empty()
+        && tx
+            .query_one("SELECT count(*) FROM users WHERE id = ANY($1) AND active_admin", &[&touched])?
+            .get::<_, i64>(0)
+            > 0;
+    let admins_before = if guard_admins {
+        // Serialises every change that may remove an administrator, across nodes: the second waits here for the
+        // first to commit, then counts what it left (each statement reads the latest commits).
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ADMINS_LOCK])?;
+        count_admins(tx)?
+    } else {
+        0
+    };
+    for op in ops {
+        let done = match op {
+            StoreOp::PutUser(r) => {
+                let org = r.organization_id.as_ref().map(|o| o.as_slice());
+                tx.execute(&s.put_user, &[&r.id.as_slice(), &r.email, &active_admin(r), &org, &codec::encode(r)])
+            }
+            StoreOp::DeleteUser(id) => tx.execute(&s.delete_user, &[&id.as_slice()]),
+            StoreOp::PutOrg(r) => tx.execute(&s.put_org, &[&r.id.as_slice(), &r.slug, &codec::encode(r)]),
+            StoreOp::DeleteOrg(id) => tx.execute(&s.delete_org, &[&id.as_slice()]),
+            StoreOp::PutSession(hash, r) => {
+                tx.execute(&s.put_session, &[&r.user_id.as_slice(), &hash.as_slice(), &codec::encode(r)])
+            }
+            StoreOp::DeleteSession(user, hash) => tx.execute(&s.delete_session, &[&user.as_slice(), &hash.as_slice()]),
+            StoreOp::PutAudit(r) => tx.execute(&s.put_audit, &[&r.id.as_slice(), &codec::encode(r)]),
+            StoreOp::DeleteAudit(id) => tx.execute(&s.delete_audit, &[&id.as_slice()]),
+            StoreOp::PutToken(hash, r) => tx.execute(&s.put_token, &[&hash.as_slice(), &codec::encode(r)]),
+            StoreOp::DeleteToken(hash) => tx.execute(&s.delete_token, &[&hash.as_slice()]),
+            StoreOp::PutOutbox(r) => tx.execute(&s.put_outbox, &[&r.id.as_slice(), &codec::encode(r)]),
+            StoreOp::DeleteOutbox(id) => tx.execute(&s.delete_outbox, &[&id.as_slice()]),
+            StoreOp::ReserveAttempt { email, max, window_ms, now_ms } => {
+                let max = i32::try_from(*max).unwrap_or(i32::MAX);
+                match tx.query_opt(&s.reserve_attempt, &[email, &(now_ms + window_ms), &max, now_ms]) {
+                    Ok(Some(_)) => Ok(1),
+                    Ok(None) => {
+                        let end: i64 = tx.query_one(&s.attempt_window, &[email])?.get(0);
+                        return Err(Refused::Conflict(Conflict::Locked {
+                            email: email.clone(),
+                            wait_ms: end - now_ms,
+                        }));
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            StoreOp::RefreshSession(hash, r) => {
+                let updated = tx.execute(
+                    "UPDATE sessions SET record = $3 WHERE user_id = $1 AND hash = $2",
+                    &[&r.user_id.as_slice(), &hash.as_slice(), &codec::encode(r)],
+                )?;
+                if updated == 0 {
+                    return Err(Refused::Conflict(Conflict::SessionGone));
+                }
+                Ok(updated)
+            }
+            StoreOp::ExpectUser { id, record } => {
+                // Locked to the commit: no other node's change to the account slips in between.
+                let found =
+                    match tx.query_opt("SELECT record FROM users WHERE id = $1 FOR UPDATE", &[&id.as_slice()])? {
+                        Some(row) => Some(
+                            codec::decode_user(row.get(0))
+                                .map_err(|_| Refused::Conflict(Conflict::Changed { user: *id }))?,
+                        ),
+                        None => None,
+                    };
+                if found.as_ref() != record.as_deref() {
+                    return Err(Refused::Conflict(Conflict::Changed { user: *id }));
+                }
+                Ok(0)
+            }
+            StoreOp::EndAttempt { email, verified: true } => tx.execute(&s.clear_attempts, &[email]),
+            StoreOp::EndAttempt { email, verified: false } => tx.execute(&s.release_attempt, &[email]),
+        };
+        if let Err(e) = done {
+            return Err(match (op, e.code()) {
+                (StoreOp::PutUser(r), Some(&SqlState::UNIQUE_VIOLATION)) => {
+                    Refused::Conflict(Conflict::EmailTaken(r.email.clone()))
+                }
+                (StoreOp::PutOrg(r), Some(&SqlState::UNIQUE_VIOLATION)) => {
+                    Refused::Conflict(Conflict::SlugTaken(r.slug.clone()))
+                }
+                (StoreOp::PutUser(r), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                    Refused::Conflict(Conflict::OrganizationGone { user: r.id })
+                }
+                (StoreOp::DeleteOrg(id), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                    Refused::Conflict(Conflict::OrganizationHasMembers { org: *id })
+                }
+                _ => Refused::Failed(e),
+            });
+        }
+    }
+    if guard_admins && admins_before > 0 && count_admins(tx)? == 0 {
+        return Err(Refused::Conflict(Conflict::LastAdmin));
+    }
+    Ok(())
+}
+
+fn count_admins(tx: &mut Transaction<'_>) -> Result<i64, postgres::Error> {
+    Ok(tx.query_one("SELECT count(*) FROM users WHERE active_admin", &[])?.get(0))
+}
+
+/// What the guard counts: the domain's `User::is_active_admin`, from the record.
+fn active_admin(r: &UserRecord) -> bool {
+    r.role == "admin" && !r.banned
+}
+
+fn hash(bytes: &[u8]) -> Result<super::TokenHash, StoreError> {
+    bytes.try_into().map_err(|_| StoreError::Corrupt("a token hash is not 32 bytes".into()))
+}
+
+fn id16(bytes: &[u8]) -> Result<[u8; 16], StoreError> {
+    bytes.try_into().map_err(|_| StoreError::Corrupt("an id is not 16 bytes".into()))
+}
+
+fn db(e: postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) => StoreError::Io(format!("PostgreSQL: {}: {}", db.code().code(), db.message())),
+        None => StoreError::Io(format!("PostgreSQL: {e}")),
+    }
+}

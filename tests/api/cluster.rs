@@ -1,0 +1,352 @@
+//! Several nodes on one PostgreSQL (docs/cluster.md): the rules one node's actors can no longer keep alone, held
+//! across nodes; a database outage. Each test starts a PostgreSQL server of its own (Debian's `postgresql`) and
+//! two nodes on it.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::harness::*;
+
+/// A PostgreSQL server and two nodes on it, with the default test configuration (adjusted).
+async fn two_nodes(
+    adjust: impl FnOnce(&mut service_auth::config::Config),
+) -> (cluster::Postgres, TestServer, tempfile::TempDir) {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config(tmp.path());
+    adjust(&mut config);
+    let server = TestServer::start_cluster(config, &pg.url()).await;
+    (pg, server, tmp)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_email_signed_up_on_both_nodes_at_once_has_one_winner() {
+    let (_pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    for round in 0..10 {
+        let email = format!("race{round}@example.com");
+        let (one, two) = tokio::join!(a.sign_up("One", &email, PASSWORD), b.sign_up("Two", &email, PASSWORD));
+        let mut statuses = [one.0, two.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 422], "round {round}: {one:?} {two:?}");
+        let loser = if one.0 == 422 { &one.1 } else { &two.1 };
+        assert_eq!(loser["code"], "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", "{loser}");
+        // Both nodes agree on who won: the winner's name, and one account.
+        let winner = if one.0 == 200 { "One" } else { "Two" };
+        for node in [a, b] {
+            let session = node.session(&node.login(&email, PASSWORD).await).await;
+            assert_eq!(session["user"]["name"], winner);
+        }
+    }
+    let admin = a.admin_session().await;
+    for node in [a, b] {
+        let races = node.users(&admin).await.into_iter().filter(|u| u["email"].as_str().unwrap().starts_with("race"));
+        assert_eq!(races.count(), 10);
+    }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_admins_demoting_each_other_on_different_nodes_leave_one() {
+    let (_pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let first = a.admin_session().await;
+    let first_id = a.session(&first).await["user"]["id"].as_str().unwrap().to_owned();
+    let second = a.new_user("second").await;
+    a.patch_ok(&first, &json!({"userId": second.id, "role": "admin"})).await;
+    let second_on_b = b.login(&second.email, PASSWORD).await;
+    for round in 0..5 {
+        let (demote_second, demote_first) =
+            (json!({"userId": second.id, "role": "user"}), json!({"userId": first_id, "role": "user"}));
+        let (x, y) = tokio::join!(a.patch_user(&first, &demote_second), b.patch_user(&second_on_b, &demote_first));
+        let mut statuses = [x.status, y.status];
+        statuses.sort_unstable();
+        // The later one finds itself demoted (403) or would demote the last administrator (409): never both 200.
+        assert!(
+            statuses == [200, 403] || statuses == [200, 409],
+            "round {round}: {} {} / {} {}",
+            x.status,
+            x.text,
+            y.status,
+            y.text
+        );
+        let (remaining, demoted, node) =
+            if x.status == 200 { (&first, &second.id, a) } else { (&second_on_b, &first_id, b) };
+        for n in [a, b] {
+            let admins = n.users(remaining).await.into_iter().filter(|u| u["role"] == "admin").count();
+            assert_eq!(admins, 1, "round {round}: {admins} administrators");
+        }
+        node.patch_ok(remaining, &json!({"userId": demoted, "role": "admin"})).await;
+    }
+    s.stop().await;
+}
+
+/// PostgreSQL stopped for 10 s under two nodes: writes answer 503 at once; session checks answer from memory for
+/// at most `max_staleness_secs` (5), then refuse with 503 (fail closed) and `/readyz` says why; once PostgreSQL is
+/// back, the nodes catch up and answer as before, and a change made on one is seen on the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_for_10_s_gives_503s_and_fail_closed_checks_then_full_recovery() {
+    let (pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let alice = a.new_user("alice").await;
+    let pg = std::sync::Arc::new(pg);
+    let stopper = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || stopper.pause()).await.unwrap();
+    let stopped = Instant::now();
+    // Requests straight to a node: the client's wait for replication needs the database.
+    let direct = |c: &Client| Client::new(c.base.trim_start_matches("http://").parse().unwrap());
+    let (a_direct, b_direct) = (direct(a), direct(b));
+
+    let write = a_direct.sign_up("Late", "late@example.com", PASSWORD).await;
+    assert_eq!(write.0, 503, "a write without the database: {:?}", write.1);
+    assert!(stopped.elapsed() < Duration::from_secs(2), "the refusal took {:?}", stopped.elapsed());
+    for node in [&a_direct, &b_direct] {
+        let r = node.get_session_resp(Some(&alice.cookie)).await;
+        assert_eq!(r.status, 200, "a session check within max_staleness_secs answers from memory: {}", r.text);
+        assert_eq!(r.json()["user"]["email"], alice.email);
+    }
+    tokio::time::sleep(Duration::from_secs(6).saturating_sub(stopped.elapsed())).await;
+    for node in [&a_direct, &b_direct] {
+        let r = node.get_session_resp(Some(&alice.cookie)).await;
+        assert_eq!(r.status, 503, "a session check past max_staleness_secs must refuse: {}", r.text);
+        let ready = node.get("/readyz").send().await;
+        assert_eq!(ready.status, 503);
+        assert_eq!(ready.json()["status"], "unavailable");
+    }
+    tokio::time::sleep(Duration::from_secs(10).saturating_sub(stopped.elapsed())).await;
+    let starter = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || starter.resume()).await.unwrap();
+
+    let back = Instant::now();
+    for node in [&a_direct, &b_direct] {
+        while node.get("/readyz").send().await.status != 200 {
+            assert!(back.elapsed() < Duration::from_secs(10), "not ready 10 s after PostgreSQL came back");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    println!("both nodes ready {:?} after PostgreSQL came back", back.elapsed());
+    assert_eq!(a.session(&alice.cookie).await["user"]["email"], alice.email);
+    let bob = b.new_user("bob").await;
+    assert_eq!(a.session(&bob.cookie).await["user"]["email"], bob.email, "node A sees node B's sign-up");
+    let out = a.sign_out(Some(&bob.cookie)).await;
+    assert_eq!(out.status, 200);
+    assert_eq!(b.get_session_resp(Some(&bob.cookie)).await.text, "null", "node B sees node A's sign-out");
+    s.stop().await;
+}
+
+/// 200 wrong passwords for one account at once, spread over both nodes: at most the account limit (5) of
+/// password checks run in the whole cluster, not 5 per node; the rest are refused with 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_wrong_passwords_over_both_nodes_hold_the_account_limit() {
+    let (_pg, s, _tmp) = two_nodes(|c| c.rate_limit.failures_per_account = 5).await;
+    s.nodes[0].new_user("target").await;
+    let body = json!({"email": "target@example.com", "password": "wrong password!"});
+    let addrs: Vec<std::net::SocketAddr> =
+        s.nodes.iter().map(|n| n.base.trim_start_matches("http://").parse().unwrap()).collect();
+    let requests: Vec<_> = (0..200)
+        .map(|i| {
+            let client = Client::new(addrs[i % 2]);
+            let body = body.clone();
+            tokio::spawn(async move { client.sign_in_body(&body).await.status })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for r in requests {
+        statuses.push(r.await.unwrap());
+    }
+    let verified = statuses.iter().filter(|&&s| s == 401).count();
+    let limited = statuses.iter().filter(|&&s| s == 429).count();
+    eprintln!("200 parallel wrong passwords over two nodes -> {verified} verified (401), {limited} refused (429)");
+    assert_eq!(verified + limited, 200, "only 401 and 429 expected: {statuses:?}");
+    assert!(verified <= 5, "{verified} password checks ran across the nodes; the limit is 5");
+    for node in &s.nodes {
+        assert_eq!(node.sign_in("target@example.com", PASSWORD).await.0, 429, "the lock holds on every node");
+    }
+    s.stop().await;
+}
+
+/// `service-auth migrate-store`: an embedded data directory into an empty PostgreSQL database, where two nodes
+/// serve it (accounts, organizations, sessions, audit log); a second run is refused; then back into an empty
+/// data directory, where one embedded server serves the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_store_moves_a_data_directory_to_postgres_and_back() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let (source, cluster_dir, back) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let s = TestServer::start_with_faults(
+        test_config(&source.path().join("data")),
+        service_auth::store::FaultSwitch::default(),
+    )
+    .await;
+    let alice = s.new_user("alice").await;
+    let admin = s.admin_session().await;
+    s.new_org(&admin, "St Mary", "st-mary").await;
+    s.patch_ok(&admin, &json!({"userId": alice.id, "role": "qa_manager"})).await;
+    s.stop().await;
+
+    let url = cluster::database_for(&pg.url(), cluster_dir.path()).await;
+    let (status, _, err) = run_binary(source.path(), &["migrate-store", "--to", "postgres", "--url", &url], &[], "");
+    assert!(status.success(), "{err}");
+    assert!(err.contains("moved 2 users, 1 organizations, 2 sessions"), "{err}");
+    let (status, _, err) = run_binary(source.path(), &["migrate-store", "--to", "postgres", "--url", &url], &[], "");
+    assert!(!status.success() && err.contains("only fills an empty store"), "a second run must be refused: {err}");
+
+    let c = TestServer::start_cluster(test_config(cluster_dir.path()), &pg.url()).await;
+    for node in &c.nodes {
+        assert_eq!(node.session(&alice.cookie).await["user"]["role"], "qa_manager");
+        assert_eq!(node.orgs(&admin).await.len(), 1);
+        let audit = node.get("/api/admin/audit").cookie(&admin).send().await;
+        assert!(audit.text.contains("user.role_changed"), "the audit log came along: {}", audit.text);
+    }
+    c.stop().await;
+
+    let (status, _, err) = run_binary(back.path(), &["migrate-store", "--to", "embedded", "--url", &url], &[], "");
+    assert!(status.success(), "{err}");
+    let e = TestServer::start_with_faults(
+        test_config(&back.path().join("data")),
+        service_auth::store::FaultSwitch::default(),
+    )
+    .await;
+    assert_eq!(e.session(&alice.cookie).await["user"]["email"], alice.email);
+    assert_eq!(e.orgs(&admin).await.len(), 1);
+    e.stop().await;
+}
+
+/// `kill -9` of one node (the real binary) while it acknowledges sign-ups: every sign-up it answered 200 to can
+/// sign in on the other node; nothing acknowledged is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_one_node_under_load_loses_nothing_acknowledged() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let (root_a, root_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = cluster::database_for(&pg.url(), root_a.path()).await;
+    let shared = [("SERVICE_AUTH_STORE_BACKEND", "postgres"), ("SERVICE_AUTH_STORE_URL", url.as_str())];
+    let a = ChildServer::spawn(root_a.path(), &[&shared[..], BOOTSTRAP_ENV].concat()).await;
+    let b = ChildServer::spawn(root_b.path(), &shared).await;
+    let load: Vec<_> = (0..8)
+        .map(|worker| {
+            let client = a.client.clone();
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                for n in 0.. {
+                    let email = format!("w{worker}-{n}@example.com");
+                    let body = json!({"name": "Load", "email": email, "password": PASSWORD});
+                    match client.post("/api/auth/sign-up/email").json(&body).try_send().await {
+                        Ok(r) if r.status == 200 => acknowledged.push(email),
+                        Ok(_) => {}
+                        Err(_) => return acknowledged,
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    a.kill9();
+    let mut acknowledged = Vec::new();
+    for worker in load {
+        acknowledged.extend(worker.await.unwrap());
+    }
+    assert!(acknowledged.len() >= 8, "the load got only {} sign-ups through", acknowledged.len());
+    // Node B applies what node A committed within milliseconds; give it a moment, then every account signs in.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for email in &acknowledged {
+        let (status, body, _) = b.sign_in(email, PASSWORD).await;
+        assert_eq!(status, 200, "{email} was acknowledged by the killed node but is unknown to the other: {body}");
+    }
+    eprintln!("kill -9 under load: {} acknowledged sign-ups, all present on the other node", acknowledged.len());
+    drop(b);
+}
+
+/// A database migrated by a newer version (a schema migration this version does not have) is refused at connect,
+/// with a message that says so, and left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_migrated_by_a_newer_version_is_refused() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let url = pg.url();
+    let refused = tokio::task::spawn_blocking(move || {
+        drop(service_auth::store::Store::connect_postgres(&url, 1).expect("a fresh database is migrated"));
+        let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        admin
+            .execute(
+                "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) \
+                 VALUES (99, 'later', '2030-01-01T00:00:00Z', '1')",
+                &[],
+            )
+            .unwrap();
+        let refused = service_auth::store::Store::connect_postgres(&url, 1).err().expect("a newer schema was accepted");
+        let still: i64 =
+            admin.query_one("SELECT count(*) FROM refinery_schema_history WHERE version = 99", &[]).unwrap().get(0);
+        (refused.to_string(), still)
+    })
+    .await
+    .unwrap();
+    assert!(refused.0.contains("newer version of service-auth"), "{}", refused.0);
+    assert_eq!(refused.1, 1);
+}
+
+/// A ban on node A racing the account's own profile change on node B: whichever commits second was computed from
+/// an account that has changed since and answers 503 (retry) instead of writing over the other; an acknowledged
+/// ban is never undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_on_one_node_is_never_undone_by_a_racing_change_on_the_other() {
+    let (_pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let target = a.new_user("target").await;
+    let (mut renamed, mut retried) = (0, 0);
+    for round in 0..10 {
+        let own = b.login(&target.email, PASSWORD).await;
+        let (ban, rename) = (json!({"userId": target.id, "banned": true}), json!({"name": format!("Round {round}")}));
+        let (banned, changed) =
+            tokio::join!(a.patch_user(&admin, &ban), b.post("/api/auth/update-user").cookie(&own).json(&rename).send());
+        assert!([200, 503].contains(&banned.status), "round {round}: {} {}", banned.status, banned.text);
+        assert!([200, 401, 503].contains(&changed.status), "round {round}: {} {}", changed.status, changed.text);
+        renamed += usize::from(changed.status == 200);
+        if banned.status == 503 {
+            // The rename won: the ban, retried as a client would, goes through.
+            retried += 1;
+            a.patch_ok(&admin, &ban).await;
+        }
+        for node in [a, b] {
+            assert!(node.listed_user(&admin, &target.id).await["banned"] == true, "round {round}: the ban was undone");
+            assert_eq!(node.get_session_resp(Some(&own)).await.text, "null", "round {round}");
+        }
+        a.patch_ok(&admin, &json!({"userId": target.id, "banned": false})).await;
+    }
+    eprintln!("ban racing a rename on the other node: {renamed} renames went through, {retried} bans were retried");
+    s.stop().await;
+}
+
+/// A session ended on one node stays ended when another node's refresh of it (written from what that node held)
+/// commits after the end: the refresh is refused as a conflict, nothing is written back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_never_brings_back_a_session_ended_on_another_node() {
+    use service_auth::store::{Conflict, SessionRecord, Store, StoreError, StoreOp};
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let url = pg.url();
+    tokio::task::spawn_blocking(move || {
+        let store = Store::connect_postgres(&url, 1).unwrap();
+        let session = SessionRecord {
+            id: [1; 16],
+            user_id: [2; 16],
+            expires_at_ms: i64::MAX / 2,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            ip_address: String::new(),
+            user_agent: String::new(),
+            remember_me: true,
+            impersonated_by: None,
+        };
+        store.commit(&[StoreOp::PutSession([8; 32], session.clone())]).unwrap();
+        let refreshed = SessionRecord { updated_at_ms: 2, ..session.clone() };
+        store.commit(&[StoreOp::RefreshSession([8; 32], refreshed.clone())]).expect("a live session refreshes");
+        store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
+        let late = store.commit(&[StoreOp::RefreshSession([8; 32], refreshed)]);
+        assert!(matches!(late, Err(StoreError::Conflict(Conflict::SessionGone))), "{late:?}");
+        assert!(store.load().unwrap().sessions.is_empty(), "the ended session came back");
+        store.close();
+    })
+    .await
+    .unwrap();
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Several nodes on PostgreSQL (docs/cluster.md): starts a real PostgreSQL (Debian's `postgresql`) in a
+# temporary directory on a loopback port (as the `postgres` user when run as root: initdb refuses root), then runs
+# every HTTP integration test against two nodes sharing one database per test, requests alternating between
+# the nodes (tests/api/harness.rs, SERVICE_AUTH_TEST_POSTGRES). The cross-node races and the outage
+# (tests/api/cluster.rs) start PostgreSQL servers of their own and run in the plain `cargo test` too.
+# Extra arguments go to the first cargo test (a filter, say).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+PGDATA=$(mktemp -d)
+AS=()
+if [ "$(id -u)" = 0 ]; then
+  chown postgres "$PGDATA"
+  AS=(runuser -u postgres --)
+fi
+stop_pg() { "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$PGDATA"; }
+trap stop_pg EXIT
+"${AS[@]}" "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres >/dev/null
+PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Each test gets its own database and two nodes with a handful of connections each: room for the parallel tests.
+"${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/log" -w \
+  -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA -c max_connections=400 -c fsync=on" start >/dev/null
+
+export SERVICE_AUTH_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/postgres"
+cargo test --test api -- "$@"
