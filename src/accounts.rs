@@ -286,6 +286,11 @@ impl Accounts {
         if self.freshness.check().is_err() {
             return None;
         }
+        self.lookup(token)
+    }
+
+    /// [`current`](Self::current) without the freshness check, for callers that made it already.
+    fn lookup(&self, token: &SessionToken) -> Option<Current> {
         let session = self.indexes.sessions.get(&token.hash())?;
         let now = Timestamp::now();
         if session.is_expired(now) {
@@ -306,7 +311,7 @@ impl Accounts {
         if self.freshness.check().is_err() {
             return Err(Unavailable);
         }
-        let Some(current) = self.current(token) else { return Ok(None) };
+        let Some(current) = self.lookup(token) else { return Ok(None) };
         let due = current.session.remember_me && current.session.updated_at.plus(self.update_age) <= Timestamp::now();
         if !due || !may_refresh {
             return Ok(Some((current, false)));

@@ -86,17 +86,7 @@ impl Store {
 
     /// Reads every record into memory (for tools; the server streams with [`visit`](Self::visit)).
     pub fn load(&self) -> Result<Loaded, StoreError> {
-        let mut loaded = Loaded::default();
-        self.visit(|record| {
-            match record {
-                Record::Org(r) => loaded.orgs.push(r),
-                Record::User(r) => loaded.users.push(r),
-                Record::Session(hash, r) => loaded.sessions.push((hash, r)),
-                Record::Token(..) | Record::Outbox(_) => {}
-            }
-            Ok(())
-        })?;
-        Ok(loaded)
+        Loaded::collect(|f| self.visit(f))
     }
 
     /// Hands every record to `f` from one consistent snapshot: organizations, users, sessions, tokens, outbox.

@@ -256,17 +256,7 @@ impl EmbeddedStore {
     /// Reads every record into memory (the facade's [`super::Store::load`] is the one callers use).
     #[cfg(test)]
     pub fn load(&self) -> Result<super::Loaded, StoreError> {
-        let mut loaded = super::Loaded::default();
-        self.visit(|record| {
-            match record {
-                Record::Org(r) => loaded.orgs.push(r),
-                Record::User(r) => loaded.users.push(r),
-                Record::Session(hash, r) => loaded.sessions.push((hash, r)),
-                Record::Token(..) | Record::Outbox(_) => {}
-            }
-            Ok(())
-        })?;
-        Ok(loaded)
+        super::Loaded::collect(|f| self.visit(f))
     }
 
     /// Hands every record to `f`, one at a time, from one read transaction: organizations, then users, then

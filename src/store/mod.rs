@@ -111,6 +111,25 @@ pub struct Loaded {
     pub sessions: Vec<(TokenHash, SessionRecord)>,
 }
 
+impl Loaded {
+    /// Everything `visit` hands out that a load keeps (tokens and mail are left in the store).
+    fn collect(
+        visit: impl FnOnce(&mut dyn FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError>,
+    ) -> Result<Self, StoreError> {
+        let mut loaded = Self::default();
+        visit(&mut |record| {
+            match record {
+                Record::Org(r) => loaded.orgs.push(r),
+                Record::User(r) => loaded.users.push(r),
+                Record::Session(hash, r) => loaded.sessions.push((hash, r)),
+                Record::Token(..) | Record::Outbox(_) => {}
+            }
+            Ok(())
+        })?;
+        Ok(loaded)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the data directory is in use by another service-auth process")]
