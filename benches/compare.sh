@@ -5,6 +5,7 @@
 #
 #   benches/compare.sh before=/path/to/old/service-auth after=target/release/service-auth
 #   ROUNDS=5 DURATION=10 benches/compare.sh a=... b=...
+#   PORT=4920 benches/compare.sh a=... b=...     # bare hyper on PORT, the builds on the ports after it
 #
 # Build an older commit with: git worktree add /tmp/old <commit> && (cd /tmp/old && cargo build --release).
 # Only 127.0.0.1 is ever contacted. Needs wrk (installed from Debian's packages when missing).
@@ -12,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-3}"
 DURATION="${DURATION:-8}"
+PORT="${PORT:-3920}"
 [ "$#" -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 cargo build --release --quiet --example bare_hyper
@@ -30,7 +32,7 @@ TOKEN=$(head -1 "$WORK/tokens.txt")
 
 wait_port() { until curl -s -o /dev/null "http://127.0.0.1:$1/"; do sleep 0.05; done; }
 for i in "${!BINS[@]}"; do
-  port=$((3921 + i))
+  port=$((PORT + 1 + i))
   if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "port $port is already in use" >&2; exit 1; fi
   cp -r "$WORK/seed" "$WORK/data-$i"
   SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN="127.0.0.1:$port" SERVICE_AUTH_DATA_DIR="$WORK/data-$i" \
@@ -40,9 +42,9 @@ for i in "${!BINS[@]}"; do
   size=$(curl -s -b "service-auth.session_token=$TOKEN" "http://127.0.0.1:$port/api/auth/get-session" | wc -c)
   [ "$size" -gt 100 ] || { echo "${NAMES[$i]}: the seeded token opens no session" >&2; exit 1; }
 done
-target/release/examples/bare_hyper 127.0.0.1:3920 "$size" > /dev/null 2>&1 &
+target/release/examples/bare_hyper "127.0.0.1:$PORT" "$size" > /dev/null 2>&1 &
 PIDS+=($!)
-wait_port 3920
+wait_port "$PORT"
 
 # rps and p99 of one wrk run
 measure() { # connections url [wrk args]
@@ -54,11 +56,11 @@ measure() { # connections url [wrk args]
 : > "$WORK/results"
 for round in $(seq 1 "$ROUNDS"); do
   for c in 16 64; do
-    read -r rps p99 <<<"$(measure "$c" http://127.0.0.1:3920/)"
+    read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$PORT/")"
     echo "round $round  $c conns  bare          $rps req/s  p99 $p99"
     echo "bare $c $rps $p99" >> "$WORK/results"
     for i in "${!BINS[@]}"; do
-      read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$((3921 + i))/api/auth/get-session" \
+      read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$((PORT + 1 + i))/api/auth/get-session" \
         -H "Cookie: service-auth.session_token=$TOKEN")"
       printf 'round %s  %s conns  %-12s  %s req/s  p99 %s\n' "$round" "$c" "${NAMES[$i]}" "$rps" "$p99"
       echo "${NAMES[$i]} $c $rps $p99" >> "$WORK/results"

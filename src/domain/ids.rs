@@ -27,6 +27,11 @@ macro_rules! id_type {
             pub fn to_bytes(self) -> [u8; 16] {
                 self.0.into_bytes()
             }
+
+            /// Appends the hyphenated lower-case form, as bytes (the session check writes JSON by hand).
+            pub fn append_hyphenated(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(self.0.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
+            }
         }
 
         /// The plain UUID, for places that hold an id of either kind (an audit entry's target).

@@ -10,7 +10,13 @@ pub struct Timestamp(i64);
 
 impl Timestamp {
     pub fn now() -> Self {
-        Self(Utc::now().timestamp_millis())
+        // Straight from the system clock: chrono's `Utc::now` builds a calendar date first, and every session
+        // check reads the clock.
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        Self(match since_epoch {
+            Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            Err(before) => i64::try_from(before.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
+        })
     }
 
     pub const fn from_millis(ms: i64) -> Self {
@@ -82,6 +88,16 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// Appends the text [`Display`](fmt::Display) writes, as bytes (the session check writes JSON by hand).
+    pub fn append_rfc3339(self, out: &mut Vec<u8>) {
+        match self.write_rfc3339(&mut [0; RFC3339_LEN]) {
+            Some(text) => out.extend_from_slice(text.as_bytes()),
+            None => out.extend_from_slice(self.to_rfc3339().as_bytes()),
+        }
+    }
+}
+
 /// Year, month, day of a count of days since 1970-01-01 (proleptic Gregorian): Howard Hinnant's
 /// `civil_from_days`, exact for every `i64` day count a millisecond timestamp can reach.
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
@@ -119,6 +135,12 @@ impl serde::Serialize for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn now_is_chronos_now() {
+        let (a, ours, b) = (Utc::now().timestamp_millis(), Timestamp::now().as_millis(), Utc::now().timestamp_millis());
+        assert!((a..=b).contains(&ours), "{a} <= {ours} <= {b}");
+    }
 
     #[test]
     fn display_matches_chrono_everywhere() {

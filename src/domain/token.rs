@@ -10,9 +10,10 @@ pub type TokenHash = [u8; 32];
 /// A session token: 256 bits from the OS generator, written as 43 characters of unpadded base64url.
 ///
 /// Only its hash is stored, so the data directory (or a backup of it) holds nothing that works as a cookie.
-/// `Debug` is redacted so that a token cannot reach a log line by accident.
+/// `Debug` is redacted so that a token cannot reach a log line by accident. Held inline (43 ASCII bytes), not in a
+/// `String`: every session check parses one, and a heap allocation there is measurable.
 #[derive(Clone, PartialEq, Eq)]
-pub struct SessionToken(String);
+pub struct SessionToken([u8; SessionToken::ENCODED_LEN]);
 
 impl SessionToken {
     const BYTES: usize = 32;
@@ -22,21 +23,28 @@ impl SessionToken {
         let mut bytes = [0u8; Self::BYTES];
         // The OS generator failing means the machine cannot make secrets at all: nothing sensible to go on with.
         getrandom::fill(&mut bytes).expect("the OS random number generator failed");
-        Self(URL_SAFE_NO_PAD.encode(bytes))
+        let mut encoded = [0u8; Self::ENCODED_LEN];
+        let written = URL_SAFE_NO_PAD.encode_slice(bytes, &mut encoded);
+        debug_assert_eq!(written.ok(), Some(Self::ENCODED_LEN));
+        Self(encoded)
     }
 
     /// Accepts exactly the shape `generate` produces; anything else cannot be one of our tokens.
     pub fn parse(s: &str) -> Option<Self> {
-        let ok = s.len() == Self::ENCODED_LEN && URL_SAFE_NO_PAD.decode(s).is_ok_and(|b| b.len() == Self::BYTES);
-        ok.then(|| Self(s.to_owned()))
+        let encoded: [u8; Self::ENCODED_LEN] = s.as_bytes().try_into().ok()?;
+        // Room for the decoder's estimate (it rounds up to whole 3-byte groups); exactly 32 bytes must come out.
+        let mut decoded = [0u8; Self::BYTES + 3];
+        let ok = URL_SAFE_NO_PAD.decode_slice(encoded, &mut decoded).is_ok_and(|n| n == Self::BYTES);
+        ok.then_some(Self(encoded))
     }
 
     pub fn hash(&self) -> TokenHash {
-        Sha256::digest(self.0.as_bytes()).into()
+        Sha256::digest(self.0).into()
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Only base64url characters are ever stored (`generate` writes them, `parse` checks them): always ASCII.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 }
 

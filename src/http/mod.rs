@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -61,9 +61,11 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) {
     let graceful = GracefulShutdown::new();
     let limits = &state.connections;
-    // A slow-loris client (or an idle keep-alive one) is closed once this passes without complete headers.
+    // A slow-loris client (or an idle keep-alive one) is closed once this passes without complete headers: by
+    // `connections::HeaderTimeout`, not hyper's timer (see there why).
+    let header_timeout = Duration::from_secs(limits.header_read_timeout_secs);
     let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
+    builder.header_read_timeout(None);
     // Each connection holds a permit; at the cap we stop accepting and clients wait in the kernel's queue. No
     // address may hold more than its share, or one client could fill the cap and keep everyone else waiting.
     let permits = Arc::new(Semaphore::new(limits.max_connections));
@@ -105,10 +107,17 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
         let state = Arc::clone(&state);
         let (builder, watcher) = (builder.clone(), graceful.watcher());
         let placed = loops.place(stream, move |stream, place| async move {
+            let waiting = connections::Waiting::new();
             let stream = connections::WriteTimeout::new(stream, write_timeout);
+            let stream = connections::HeaderTimeout::new(stream, Arc::clone(&waiting), header_timeout);
             let service = service_fn(move |req| {
-                let state = Arc::clone(&state);
-                async move { Ok::<_, Infallible>(router::route(&state, peer.ip(), req).await) }
+                waiting.served();
+                let (state, waiting) = (Arc::clone(&state), Arc::clone(&waiting));
+                async move {
+                    let answer = router::route(&state, peer.ip(), req).await;
+                    waiting.answered();
+                    Ok::<_, Infallible>(answer)
+                }
             });
             let connection = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
             if let Err(error) = connection.await {

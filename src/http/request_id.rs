@@ -5,9 +5,10 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hyper::HeaderMap;
-use hyper::header::HeaderValue;
+use hyper::header::{HeaderName, HeaderValue};
 
-pub const HEADER: &str = "x-request-id";
+/// `x-request-id`. A static name: one built from a `&str` on every answer would be allocated every time.
+pub static HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Longest id taken from a proxy; a longer one is replaced, not cut.
 const MAX_LEN: usize = 128;
@@ -31,20 +32,31 @@ impl RequestIds {
     /// else a new one.
     pub fn for_request(&self, peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpAddr]) -> HeaderValue {
         if trusted_proxies.contains(&peer)
-            && let Some(given) = headers.get(HEADER)
+            && let Some(given) = headers.get(&HEADER)
             && is_sane(given.as_bytes())
         {
             return given.clone();
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let id = format!("{:016x}{n:016x}", self.prefix);
-        HeaderValue::from_str(&id).expect("hex digits are a valid header value")
+        // Written on the stack, not through `format!`: this runs for every request.
+        let mut id = [0u8; 32];
+        hex(self.prefix, &mut id[..16]);
+        hex(n, &mut id[16..]);
+        HeaderValue::from_bytes(&id).expect("hex digits are a valid header value")
     }
 }
 
 impl Default for RequestIds {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// `n` as 16 lower-case hex digits into `out`.
+fn hex(n: u64, out: &mut [u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, digit) in out.iter_mut().enumerate() {
+        *digit = DIGITS[((n >> (60 - 4 * i)) & 0xf) as usize];
     }
 }
 
@@ -60,7 +72,7 @@ mod tests {
 
     fn headers(id: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(HEADER, HeaderValue::from_str(id).unwrap());
+        h.insert(HEADER.clone(), HeaderValue::from_str(id).unwrap());
         h
     }
 
@@ -78,5 +90,10 @@ mod tests {
         let (a, b) = (ids.for_request(client, &HeaderMap::new(), &[]), ids.for_request(client, &HeaderMap::new(), &[]));
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
+        let (a, b) = (
+            u128::from_str_radix(a.to_str().unwrap(), 16).unwrap(),
+            u128::from_str_radix(b.to_str().unwrap(), 16).unwrap(),
+        );
+        assert_eq!(b, a + 1, "the prefix, then the counter: {a:032x} {b:032x}");
     }
 }
