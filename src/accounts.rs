@@ -322,6 +322,12 @@ impl Accounts {
 
     // --- auth -----------------------------------------------------------------------------------------------
 
+    /// Whether the hashing pool would refuse a hash asked for now ([`Hasher::saturated`]): sign-in and sign-up
+    /// answer 503 before reading the body, so a flood's excess costs neither a parse nor an attempt reservation.
+    pub fn hashing_saturated(&self) -> bool {
+        self.hasher.saturated()
+    }
+
     pub async fn sign_up(&self, form: SignUp, client: Client) -> Result<SignedUp, SignUpError> {
         // Checked again inside the users actor; this early look only saves a 20 ms hash on an obvious duplicate.
         if self.indexes.users.by_email(&form.email).is_some() {

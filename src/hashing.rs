@@ -215,7 +215,7 @@ impl Hasher {
         }
         let started = Instant::now();
         let ahead = inner.waiting.fetch_add(1, Ordering::Relaxed);
-        if ahead >= inner.max_queue || self.predicted_wait(ahead) > inner.queue_timeout {
+        if self.refuses(ahead) {
             inner.waiting.fetch_sub(1, Ordering::Relaxed);
             return Err(HashError::Busy);
         }
@@ -226,6 +226,19 @@ impl Hasher {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) | Err(_) => Err(HashError::Busy),
         }
+    }
+
+    /// Whether a request arriving now would be refused: no worker is free, and the queue is full or predicts a
+    /// wait beyond the timeout. Costs two atomic loads, so a handler can ask before any other work (reading the
+    /// body, reserving a sign-in attempt) and refuse a flood's excess for almost nothing. A hint only: the request
+    /// that goes on is still admitted or refused by [`permit`](Self::permit), which counts itself into the queue.
+    pub fn saturated(&self) -> bool {
+        self.inner.permits.available_permits() == 0 && self.refuses(self.inner.waiting.load(Ordering::Relaxed))
+    }
+
+    /// The admission rule for a request with `ahead` others queued before it.
+    fn refuses(&self, ahead: usize) -> bool {
+        ahead >= self.inner.max_queue || self.predicted_wait(ahead) > self.inner.queue_timeout
     }
 
     /// The wait of a request with `ahead` others queued before it: the hashes running now end (at most one hash
@@ -450,6 +463,29 @@ mod tests {
         // One runs, two wait, and of twelve at least nine are refused (timing may let a few more through).
         let busy = busy_of(&small_pool(2, 60_000), 12).await;
         assert!(busy >= 6, "only {busy} of 12 refused with one worker and a queue of two");
+    }
+
+    /// `saturated` says yes exactly when a request arriving now would be refused, and no again once the pool
+    /// has room.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn saturated_while_a_request_would_be_refused() {
+        let h = small_pool(1, 60_000);
+        assert!(!h.saturated(), "an idle pool");
+        let (running, queued) = (h.clone(), h.clone());
+        let first = tokio::spawn(async move { running.hash(Password::new("correct horse").unwrap()).await });
+        while h.inner.permits.available_permits() > 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!h.saturated(), "the worker is busy but the queue has room");
+        let second = tokio::spawn(async move { queued.hash(Password::new("correct horse").unwrap()).await });
+        while h.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(h.saturated(), "the worker is busy and the queue of one is full");
+        assert!(matches!(h.hash(Password::new("correct horse").unwrap()).await, Err(HashError::Busy)));
+        first.await.unwrap().unwrap();
+        second.await.unwrap().unwrap();
+        assert!(!h.saturated(), "the pool is idle again");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use super::extract::{self, Fields};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
 use super::router::Ctx;
-use crate::accounts::{SignUp, SignedIn, SignedUp};
+use crate::accounts::{SignInError, SignUp, SignedIn, SignedUp};
 use crate::domain::{Email, Name, Password};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
@@ -21,6 +21,7 @@ const MAX_IMAGE_LEN: usize = 2048;
 
 pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     rate_limit(state, &ctx, Limited::SignUp)?;
+    refuse_when_saturated(state)?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     if let Some(field) = ADMIN_ONLY_FIELDS.into_iter().find(|f| body.has(f)) {
@@ -47,6 +48,7 @@ pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
 
 pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     rate_limit(state, &ctx, Limited::SignIn)?;
+    refuse_when_saturated(state)?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let (email, password) = (body.string("email")?, body.string("password")?);
@@ -120,6 +122,16 @@ pub(super) fn image_url(url: &str) -> Result<&str, Failure> {
 /// The per-address limit, checked before the body is even read.
 fn rate_limit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
     state.rate_limits.check(which, ctx.ip).map_err(Failure::too_many_requests)
+}
+
+/// 503 with `Retry-After` at once when the hashing pool would refuse this request's hash anyway: before the body
+/// is read and parsed, and before the sign-in attempt is reserved and given back (two round trips to the users
+/// actor), work that every refusal of a flood otherwise pays for, one after another on the event loops and the
+/// one actor. Nothing has been done yet, so nothing is undone: a refused sign-in does not count against the
+/// account. A small body that has already arrived is drained by hyper and the connection kept; one still on its
+/// way closes the connection.
+fn refuse_when_saturated(state: &AppState) -> Result<(), Failure> {
+    if state.accounts.hashing_saturated() { Err(SignInError::Busy.into()) } else { Ok(()) }
 }
 
 /// `callbackURL` must be a safe relative path or an absolute URL on a trusted origin; an open redirect on an

@@ -65,3 +65,54 @@ async fn a_sign_in_flood_beyond_the_queue_gets_503_and_sessions_still_answer() {
     // The pool is free again once the flood is over: a sign-in goes through.
     assert_eq!(Client::new(s.addr).sign_in("flooded@example.com", PASSWORD).await.0, 200);
 }
+
+/// When the pool would refuse the hash anyway, a sign-in is refused before anything else: its body is not even
+/// parsed (a malformed one gets the 503, not a 400), and a wrong password sent then is not counted against the
+/// account (with a limit of one failure, the right password still signs in afterwards).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saturated_pool_refuses_before_the_body_is_read_and_counts_nothing() {
+    // One worker, no queue, and hashes slow enough (t = 16, a few hundred ms) to be caught running.
+    let s = TestServer::start_adjusted(|c| {
+        c.rate_limit.failures_per_account = 1;
+        c.hashing.workers = 1;
+        c.hashing.max_queue = 0;
+        c.hashing.iterations = 16;
+    })
+    .await;
+    let user = s.new_user("saturated").await;
+    let client = Client::new(s.addr);
+    let busy = {
+        let client = Client::new(s.addr);
+        tokio::spawn(async move { client.sign_up("Other", "other@example.com", PASSWORD).await.0 })
+    };
+    let malformed = format!(r#"{{"email": "{}", "password": "wrong password""#, user.email);
+    let mut refused = None;
+    for _ in 0..200 {
+        let r = client.post("/api/auth/sign-in/email").raw(Some("application/json"), malformed.clone()).send().await;
+        match r.status {
+            // The worker is not taken yet: the body was read and found malformed.
+            400 => tokio::time::sleep(std::time::Duration::from_millis(1)).await,
+            503 => {
+                refused = Some(r);
+                break;
+            }
+            other => panic!("a malformed sign-in answered {other}: {}", r.text),
+        }
+    }
+    let refused = refused.expect("the one worker was never seen busy");
+    assert_eq!(refused.header("retry-after").as_deref(), Some("1"));
+    assert_eq!(refused.json()["code"], "SERVICE_UNAVAILABLE", "{}", refused.text);
+    // Still hashing the sign-up: a wrong password is turned away too, unread and uncounted.
+    let wrong = client.sign_in_body(&json!({"email": user.email, "password": "wrong password"})).await;
+    assert_eq!(wrong.status, 503, "{}", wrong.text);
+    assert_eq!(busy.await.unwrap(), 200);
+    // The sign-up's answer can come a moment before its worker is free again: a 503 then is retried. A refused
+    // sign-in counted as a failure would show as 429 (locked) here.
+    for _ in 0..100 {
+        match client.sign_in(&user.email, PASSWORD).await {
+            (503, ..) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            (status, body, _) => return assert_eq!(status, 200, "a refused sign-in counted as a failure: {body}"),
+        }
+    }
+    panic!("the pool stayed busy after the sign-up ended");
+}
