@@ -1,43 +1,30 @@
 //! Start-up: the read indexes rebuilt from the store's records.
+//!
+//! The accounts (with the organizations, tokens and mail) and the sessions are read and indexed on two threads at
+//! once, from one snapshot ([`Store::visit_split`]): each half is about half of a start's time. So a session is
+//! checked against its account only once both are read, in [`finish`].
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Indexes;
+use super::sessions::SessionIndex;
 use super::users::{UserIndex, Views};
 use crate::domain::{Mail, OneTimeToken, RoleSet, Timestamp, TokenHash, User, UserId};
-use crate::store::{Loaded, Record, Store, StoreError, StoreOp, convert};
+use crate::store::{Loaded, Record, Store, StoreError, StoreOp, Visitor, convert};
 
-/// Builds the indexes record by record. [`finish`](Self::finish) also returns the clean-up to commit before
-/// serving: sessions that are expired, or whose user is gone or banned (a ban whose session clean-up was cut
-/// short by a crash).
-pub struct IndexBuilder<'a> {
-    indexes: Indexes,
-    cleanup: Vec<StoreOp>,
-    outbox: Vec<Mail>,
-    roles: &'a RoleSet,
-    now: Timestamp,
-    /// Every account, in the store's order, until the thread that builds their ordered views takes them.
-    users: Vec<Arc<User>>,
-    /// That thread: it starts when the accounts are read and runs while the sessions are.
-    views: Option<JoinHandle<Result<Views, UserId>>>,
-    /// The user and token hash of every live session, for the sessions-by-user view built at the end.
-    sessions_by_user: Vec<(UserId, TokenHash)>,
-    started: Instant,
-    /// When the first session record came: the end of the accounts.
-    sessions_started: Option<Instant>,
-}
-
-/// Where a start-up's time went (logged with the state loaded).
+/// Where a start-up's time went (logged with the state loaded). The first two are counted from the start of the
+/// load: the two halves are read at the same time.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LoadTimes {
-    /// Reading, decoding and indexing the organizations and accounts.
+    /// Reading, decoding and indexing the organizations and accounts (and tokens and outbox, which are few).
     pub users: Duration,
-    /// The same for the sessions (and tokens and outbox, which are few).
+    /// The same for the sessions, on the second thread.
     pub sessions: Duration,
-    /// Building the ordered views (creation order, e-mail order, members, sessions by user) beyond the reading of
-    /// the sessions, which the accounts' views overlap on another thread.
+    /// Beyond the later of the two: checking the sessions against their accounts and building the ordered views
+    /// (creation order, e-mail order, members, sessions by user), which the accounts' views start on another
+    /// thread as soon as the accounts are read.
     pub views: Duration,
 }
 
@@ -51,142 +38,224 @@ pub struct Built {
     pub times: LoadTimes,
 }
 
-impl<'a> IndexBuilder<'a> {
-    pub fn new(roles: &'a RoleSet) -> Self {
-        Self::with_capacity(roles, 0, 0)
-    }
-
-    /// With room for `users` accounts and `sessions` sessions: maps grown one insert at a time copy themselves at
-    /// every doubling, and leave the old tables behind until they are reclaimed.
-    pub fn with_capacity(roles: &'a RoleSet, users: usize, sessions: usize) -> Self {
-        Self {
-            indexes: Indexes::with_capacity(users, sessions),
-            cleanup: Vec::new(),
-            outbox: Vec::new(),
-            roles,
-            now: Timestamp::now(),
-            users: Vec::new(),
-            views: None,
-            sessions_by_user: Vec::new(),
-            started: Instant::now(),
-            sessions_started: None,
-        }
-    }
-
-    /// Adds one record; organizations must come before users, users before sessions (as `Store::visit` does).
-    pub fn add(&mut self, record: Record) -> Result<(), StoreError> {
-        match record {
-            Record::Org(r) => {
-                let org = convert::org(r);
-                if self.indexes.orgs.slug_taken(&org.slug) {
-                    return Err(StoreError::Corrupt(format!("two organizations share the slug of {}", org.id)));
-                }
-                self.indexes.orgs.publish(Arc::new(org));
-            }
-            Record::User(r) => {
-                // Two accounts with one e-mail are refused in `finish`, where the e-mail order is built.
-                let user = Arc::new(convert::user(r, self.roles));
-                self.users.push(Arc::clone(&user));
-                self.indexes.users.publish_loaded(user);
-            }
-            Record::Session(hash, r) => {
-                if self.sessions_started.is_none() {
-                    self.sessions_started = Some(Instant::now());
-                    self.build_views();
-                }
-                let agent = self.indexes.sessions.user_agent(&r.user_agent);
-                let session = convert::session_with_agent(r, agent);
-                let live =
-                    !session.is_expired(self.now) && self.indexes.users.may_hold_session(session.user_id, self.now);
-                if live {
-                    self.sessions_by_user.push((session.user_id, hash));
-                    self.indexes.sessions.publish_loaded(hash, Arc::new(session));
-                } else {
-                    self.cleanup.push(StoreOp::DeleteSession(session.user_id.to_bytes(), hash));
-                }
-            }
-            Record::Token(hash, r) => {
-                let token = convert::token(r)?;
-                let live = !token.is_expired(self.now) && self.indexes.users.get(token.user_id).is_some();
-                // Of two live tokens of one user and kind (a crash between issuing and cleaning up), the newer wins.
-                let newer = |t: &OneTimeToken| {
-                    self.indexes
-                        .tokens
-                        .latest(t.user_id, t.kind)
-                        .and_then(|h| self.indexes.tokens.get(&h))
-                        .is_none_or(|old| old.created_at <= t.created_at)
-                };
-                if live && newer(&token) {
-                    if let Some(old) = self.indexes.tokens.latest(token.user_id, token.kind) {
-                        self.indexes.tokens.publish(old, None);
-                        self.cleanup.push(StoreOp::DeleteToken(old));
-                    }
-                    self.indexes.tokens.publish(hash, Some(Arc::new(token)));
-                } else {
-                    self.cleanup.push(StoreOp::DeleteToken(hash));
-                }
-            }
-            Record::Outbox(r) => self.outbox.push(convert::mail(r)),
-        }
-        Ok(())
-    }
-
-    /// Starts building the accounts' ordered views on another thread (the second core), once every account is read.
-    fn build_views(&mut self) {
-        let users = std::mem::take(&mut self.users);
-        self.views = Some(std::thread::spawn(move || UserIndex::build_views(users)));
-    }
-
-    /// Builds the ordered views. Fails when two accounts share an e-mail address.
-    pub fn finish(mut self) -> Result<Built, StoreError> {
-        let read = Instant::now();
-        let sessions_started = self.sessions_started.unwrap_or(read);
-        if self.views.is_none() {
-            self.build_views();
-        }
-        self.indexes.sessions.finish_load(std::mem::take(&mut self.sessions_by_user));
-        let views = self.views.take().map(JoinHandle::join);
-        // A panic there is a bug, not bad data: the same as a panic here.
-        match views
-            .unwrap_or_else(|| Ok(UserIndex::build_views(Vec::new())))
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
-        {
-            Ok(views) => self.indexes.users.install(views),
-            Err(id) => return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {id}"))),
-        }
-        let times = LoadTimes {
-            users: sessions_started - self.started,
-            sessions: read - sessions_started,
-            views: read.elapsed(),
-        };
-        Ok(Built { indexes: self.indexes, cleanup: self.cleanup, outbox: self.outbox, times })
-    }
-}
-
 /// The indexes of everything in `store`, with the checks a server makes before it serves; also what `restore`
 /// runs on a backup before it replaces anything, so the two cannot drift apart.
 pub fn build(store: &Store, roles: &RoleSet) -> Result<Built, StoreError> {
     let (users, sessions) = store.counts()?;
-    let mut builder = IndexBuilder::with_capacity(roles, to_usize(users), to_usize(sessions));
-    store.visit(|record| builder.add(record))?;
-    builder.finish()
+    // Sized from the store's counts: maps grown one insert at a time copy themselves at every doubling, and leave
+    // the old tables behind until they are reclaimed.
+    let indexes = Indexes::with_capacity(to_usize(users), to_usize(sessions));
+    let (started, now) = (Instant::now(), Timestamp::now());
+    let mut accounts = Accounts::new(&indexes, roles, now, started);
+    let mut sessions = Sessions::new(&indexes.sessions, now, started);
+    store.visit_split(&mut accounts, &mut sessions)?;
+    let (accounts, sessions) = (accounts.finish(), sessions.finish());
+    finish(indexes, accounts, sessions)
 }
 
 fn to_usize(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
-/// Builds the indexes from records already in memory (benchmarks, tools).
+/// Builds the indexes from records already in memory (benchmarks, tools), one half after the other.
 pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
-    let mut builder = IndexBuilder::new(roles);
-    let Loaded { users, orgs, sessions } = loaded;
-    let records = orgs
-        .into_iter()
-        .map(Record::Org)
-        .chain(users.into_iter().map(Record::User))
-        .chain(sessions.into_iter().map(|(h, s)| Record::Session(h, s)));
-    for record in records {
-        builder.add(record)?;
+    let indexes = Indexes::default();
+    let (started, now) = (Instant::now(), Timestamp::now());
+    let mut accounts = Accounts::new(&indexes, roles, now, started);
+    let mut sessions = Sessions::new(&indexes.sessions, now, started);
+    let Loaded { users, orgs, sessions: records } = loaded;
+    for record in orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User)) {
+        accounts.record(record)?;
     }
-    builder.finish()
+    accounts.done();
+    for (hash, record) in records {
+        sessions.record(Record::Session(hash, record))?;
+    }
+    sessions.done();
+    let (accounts, sessions) = (accounts.finish(), sessions.finish());
+    finish(indexes, accounts, sessions)
+}
+
+/// Indexes the organizations, accounts, one-time tokens and outbox (in that order, as the store hands them out).
+struct Accounts<'i> {
+    indexes: &'i Indexes,
+    roles: &'i RoleSet,
+    now: Timestamp,
+    started: Instant,
+    /// Expired tokens, and those of deleted accounts or replaced by a newer one.
+    cleanup: Vec<StoreOp>,
+    outbox: Vec<Mail>,
+    /// Every account, in the store's order, until the thread that builds their ordered views takes them.
+    users: Vec<Arc<User>>,
+    /// That thread: it starts when the accounts are read and runs while the sessions are.
+    views: Option<JoinHandle<Result<Views, UserId>>>,
+    read: Option<Duration>,
+}
+
+/// What the accounts' half leaves for [`finish`].
+struct AccountsRead {
+    cleanup: Vec<StoreOp>,
+    outbox: Vec<Mail>,
+    views: JoinHandle<Result<Views, UserId>>,
+    read: Duration,
+}
+
+impl<'i> Accounts<'i> {
+    fn new(indexes: &'i Indexes, roles: &'i RoleSet, now: Timestamp, started: Instant) -> Self {
+        Self {
+            indexes,
+            roles,
+            now,
+            started,
+            cleanup: Vec::new(),
+            outbox: Vec::new(),
+            users: Vec::new(),
+            views: None,
+            read: None,
+        }
+    }
+
+    fn finish(mut self) -> AccountsRead {
+        self.done();
+        let views = self.views.take().unwrap_or_else(|| std::thread::spawn(|| UserIndex::build_views(Vec::new())));
+        AccountsRead { cleanup: self.cleanup, outbox: self.outbox, views, read: self.read.unwrap_or_default() }
+    }
+}
+
+impl Visitor for Accounts<'_> {
+    fn record(&mut self, record: Record) -> Result<(), StoreError> {
+        let indexes = self.indexes;
+        match record {
+            Record::Org(r) => {
+                let org = convert::org(r);
+                if indexes.orgs.slug_taken(&org.slug) {
+                    return Err(StoreError::Corrupt(format!("two organizations share the slug of {}", org.id)));
+                }
+                indexes.orgs.publish(Arc::new(org));
+            }
+            Record::User(r) => {
+                // Two accounts with one e-mail are refused in `finish`, where the e-mail order is built.
+                let user = Arc::new(convert::user(r, self.roles));
+                self.users.push(Arc::clone(&user));
+                indexes.users.publish_loaded(user);
+            }
+            Record::Token(hash, r) => {
+                let token = convert::token(r)?;
+                let live = !token.is_expired(self.now) && indexes.users.get(token.user_id).is_some();
+                // Of two live tokens of one user and kind (a crash between issuing and cleaning up), the newer wins.
+                let newer = |t: &OneTimeToken| {
+                    indexes
+                        .tokens
+                        .latest(t.user_id, t.kind)
+                        .and_then(|h| indexes.tokens.get(&h))
+                        .is_none_or(|old| old.created_at <= t.created_at)
+                };
+                if live && newer(&token) {
+                    if let Some(old) = indexes.tokens.latest(token.user_id, token.kind) {
+                        indexes.tokens.publish(old, None);
+                        self.cleanup.push(StoreOp::DeleteToken(old));
+                    }
+                    indexes.tokens.publish(hash, Some(Arc::new(token)));
+                } else {
+                    self.cleanup.push(StoreOp::DeleteToken(hash));
+                }
+            }
+            Record::Outbox(r) => self.outbox.push(convert::mail(r)),
+            Record::Session(..) => unreachable!("the store hands the sessions to the other half"),
+        }
+        Ok(())
+    }
+
+    /// Starts building the accounts' ordered views on another thread, which the sessions' half leaves the second
+    /// core to once it is read too.
+    fn done(&mut self) {
+        if self.read.is_none() {
+            self.read = Some(self.started.elapsed());
+            let users = std::mem::take(&mut self.users);
+            self.views = Some(std::thread::spawn(move || UserIndex::build_views(users)));
+        }
+    }
+}
+
+/// Indexes the sessions. Whether a session's account exists and may hold it is checked in [`finish`], once the
+/// accounts are read too; only the expiry is checked here.
+struct Sessions<'i> {
+    index: &'i SessionIndex,
+    now: Timestamp,
+    started: Instant,
+    /// The user and token hash of every unexpired session, in the store's order (by user).
+    unexpired: Vec<(UserId, TokenHash)>,
+    expired: Vec<StoreOp>,
+    read: Option<Duration>,
+}
+
+/// What the sessions' half leaves for [`finish`].
+struct SessionsRead {
+    unexpired: Vec<(UserId, TokenHash)>,
+    expired: Vec<StoreOp>,
+    read: Duration,
+}
+
+impl<'i> Sessions<'i> {
+    fn new(index: &'i SessionIndex, now: Timestamp, started: Instant) -> Self {
+        Self { index, now, started, unexpired: Vec::new(), expired: Vec::new(), read: None }
+    }
+
+    fn finish(mut self) -> SessionsRead {
+        self.done();
+        SessionsRead { unexpired: self.unexpired, expired: self.expired, read: self.read.unwrap_or_default() }
+    }
+}
+
+impl Visitor for Sessions<'_> {
+    fn record(&mut self, record: Record) -> Result<(), StoreError> {
+        let Record::Session(hash, r) = record else {
+            unreachable!("the store hands only sessions to this half");
+        };
+        let agent = self.index.user_agent(&r.user_agent);
+        let session = convert::session_with_agent(r, agent);
+        if session.is_expired(self.now) {
+            self.expired.push(StoreOp::DeleteSession(session.user_id.to_bytes(), hash));
+        } else {
+            self.unexpired.push((session.user_id, hash));
+            self.index.publish_loaded(hash, Arc::new(session));
+        }
+        Ok(())
+    }
+
+    fn done(&mut self) {
+        self.read.get_or_insert_with(|| self.started.elapsed());
+    }
+}
+
+/// Drops the sessions whose account is gone or banned, and installs the ordered views. Fails when two accounts
+/// share an e-mail address.
+fn finish(indexes: Indexes, accounts: AccountsRead, sessions: SessionsRead) -> Result<Built, StoreError> {
+    let read = Instant::now();
+    let (now, mut cleanup) = (Timestamp::now(), accounts.cleanup);
+    cleanup.extend(sessions.expired);
+    let mut live = sessions.unexpired;
+    // The store hands one account's sessions over together: one look-up per account. `may_hold_session` takes no
+    // reference to the account, since the views thread is counting references to the same accounts meanwhile.
+    let mut last: Option<(UserId, bool)> = None;
+    live.retain(|&(user, hash)| {
+        let may = match last {
+            Some((id, may)) if id == user => may,
+            _ => indexes.users.may_hold_session(user, now),
+        };
+        last = Some((user, may));
+        if !may {
+            indexes.sessions.unpublish_loaded(&hash);
+            cleanup.push(StoreOp::DeleteSession(user.to_bytes(), hash));
+        }
+        may
+    });
+    indexes.sessions.finish_load(live);
+    // A panic there is a bug, not bad data: the same as a panic here.
+    match accounts.views.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+        Ok(views) => indexes.users.install(views),
+        Err(id) => return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {id}"))),
+    }
+    let times = LoadTimes { users: accounts.read, sessions: sessions.read, views: read.elapsed() };
+    Ok(Built { indexes, cleanup, outbox: accounts.outbox, times })
 }

@@ -69,6 +69,11 @@ impl SessionIndex {
         self.by_hash.pin().insert(hash, session);
     }
 
+    /// Takes back a session given to [`publish_loaded`](Self::publish_loaded) (its account is gone or banned).
+    pub(crate) fn unpublish_loaded(&self, hash: &TokenHash) {
+        self.by_hash.pin().remove(hash);
+    }
+
     /// `loaded`: the user and token hash of every session given to [`publish_loaded`](Self::publish_loaded). The
     /// store hands them over in this order, so the sort is a pass that finds them sorted.
     pub(crate) fn finish_load(&self, loaded: Vec<(UserId, TokenHash)>) {

@@ -86,9 +86,7 @@ async fn world() -> World {
         put_second,
     ];
     store.commit(&ops).unwrap();
-    let mut builder = super::load::IndexBuilder::new(&roles);
-    store.visit(|record| builder.add(record)).unwrap();
-    let indexes = Arc::new(builder.finish().unwrap().indexes);
+    let indexes = Arc::new(super::load::build(&store, &roles).unwrap().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
     let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60), shared: false };
     let system =

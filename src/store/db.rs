@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, DatabaseError, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::codec::{self, Versioned};
 use super::records::AuditRecordV1;
-use super::{Record, StoreError, StoreOp, TokenHash};
+use super::{Record, StoreError, StoreOp, TokenHash, Visitor};
 
 const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
@@ -259,11 +259,40 @@ impl EmbeddedStore {
         super::Loaded::collect(|f| self.visit(f))
     }
 
-    /// Hands every record to `f`, one at a time, from one read transaction: organizations, then users, then
-    /// sessions (so each can refer to what came before). Start-up builds its indexes this way without holding a
-    /// second copy of the whole store in memory.
-    pub fn visit(&self, f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
-        self.with_db(|db| visit(db, f))
+    /// Hands every record to `f`, one at a time, from one read transaction: organizations, users, tokens, the
+    /// outbox, then sessions (so each can refer to the accounts before it). Start-up builds its indexes this way
+    /// without holding a second copy of the whole store in memory.
+    pub fn visit(&self, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            visit_accounts(&tx, &mut f)?;
+            visit_sessions(&tx, f)
+        })
+    }
+
+    /// [`visit`](Self::visit) on two threads: the sessions to `sessions` on a second one, the rest to `accounts` on
+    /// this one, both from the same read transaction (redb reads one snapshot from several threads). Each side's
+    /// `done` runs on its thread once it has its records. A failure on one side does not stop the other.
+    pub fn visit_split(
+        &self,
+        accounts: &mut impl Visitor,
+        sessions: &mut (impl Visitor + Send),
+    ) -> Result<(), StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let tx = &tx;
+            std::thread::scope(|scope| {
+                let read_sessions = scope.spawn(move || {
+                    visit_sessions(tx, |record| sessions.record(record))?;
+                    sessions.done();
+                    Ok(())
+                });
+                let read_accounts = visit_accounts(tx, |record| accounts.record(record)).map(|()| accounts.done());
+                // A panic there is a bug, not bad data: the same as a panic here.
+                let read_sessions = read_sessions.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                read_accounts.and(read_sessions)
+            })
+        })
     }
 
     /// Applies `ops` in one transaction and returns once it is durable: redb's default durability,
@@ -402,19 +431,13 @@ impl EmbeddedStore {
     }
 }
 
-fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
-    let tx = db.begin_read().map_err(io)?;
+/// The organizations, users, one-time tokens and outbox of `tx`, in that order.
+fn visit_accounts(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
     for entry in tx.open_table(ORGS).map_err(io)?.iter().map_err(io)? {
         f(Record::Org(codec::decode(entry.map_err(io)?.1.value())?))?;
     }
     for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
         f(Record::User(codec::decode_user(entry.map_err(io)?.1.value())?))?;
-    }
-    for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
-        let (key, value) = entry.map_err(io)?;
-        let mut hash: TokenHash = [0; 32];
-        hash.copy_from_slice(&key.value()[16..]);
-        f(Record::Session(hash, codec::decode_session(value.value())?))?;
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
@@ -422,6 +445,17 @@ fn visit(db: &Database, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> 
     }
     for entry in tx.open_table(OUTBOX).map_err(io)?.iter().map_err(io)? {
         f(Record::Outbox(codec::decode(entry.map_err(io)?.1.value())?))?;
+    }
+    Ok(())
+}
+
+/// The sessions of `tx`, in key order (by user).
+fn visit_sessions(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    for entry in tx.open_table(SESSIONS).map_err(io)?.iter().map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        let mut hash: TokenHash = [0; 32];
+        hash.copy_from_slice(&key.value()[16..]);
+        f(Record::Session(hash, codec::decode_session(value.value())?))?;
     }
     Ok(())
 }

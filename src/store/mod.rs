@@ -103,6 +103,13 @@ pub enum Record {
     Outbox(OutboxRecordV1),
 }
 
+/// One side of [`Store::visit_split`]: the accounts (with the organizations, tokens and outbox) or the sessions.
+pub trait Visitor {
+    fn record(&mut self, record: Record) -> Result<(), StoreError>;
+    /// Every record of this side has been handed over (the other side may still be reading).
+    fn done(&mut self);
+}
+
 /// Everything in the store, read into memory.
 #[derive(Debug, Default)]
 pub struct Loaded {

@@ -185,6 +185,16 @@ impl Ord for ByEmail {
     }
 }
 
+/// The first eight bytes of `email` as a number that orders as the bytes do (shorter addresses padded with zeros,
+/// which sort first, as a shorter prefix does).
+fn email_prefix(email: &Email) -> u64 {
+    let mut bytes = [0; 8];
+    let text = email.as_str().as_bytes();
+    let n = text.len().min(8);
+    bytes[..n].copy_from_slice(&text[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 impl UserIndex {
     pub fn with_capacity(users: usize) -> Self {
         Self { by_id: papaya::HashMap::with_capacity_and_hasher(users, KeyHash::default()), ..Self::default() }
@@ -304,8 +314,13 @@ impl UserIndex {
     // takes no part in any comparison.
     #[allow(clippy::mutable_key_type)]
     pub(crate) fn build_views(users: Vec<Arc<User>>) -> Result<Views, UserId> {
-        let mut by_email: Vec<ByEmail> = users.iter().cloned().map(ByEmail).collect();
+        // Sorted with each address's first eight bytes beside its pointer: most comparisons end there, without
+        // reading two accounts and two addresses from all over memory (at 1,000,000 accounts the views took 1.0 s
+        // of CPU with the addresses compared through the pointers, 0.7 s so).
+        let mut by_email: Vec<(u64, ByEmail)> =
+            users.iter().map(|u| (email_prefix(&u.email), ByEmail(Arc::clone(u)))).collect();
         by_email.sort_unstable();
+        let by_email: Vec<ByEmail> = by_email.into_iter().map(|(_, u)| u).collect();
         if let Some(twins) = by_email.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(twins[1].0.id);
         }
@@ -523,6 +538,19 @@ mod tests {
             assert_eq!(index.bans_ended_by(Timestamp::from_millis(9)), [users[2].id]);
             assert_eq!(index.by_email(&users[2].email).map(|u| u.id), Some(users[2].id));
         }
+    }
+
+    #[test]
+    fn the_email_prefix_orders_as_the_addresses_do() {
+        let emails: Vec<Email> = ["abcdefgh@x.io", "a@x.io", "abcdefg@x.io", "b@x.io", "abcdefghi@x.io", "ab@x.io"]
+            .into_iter()
+            .map(|e| Email::parse(e).unwrap())
+            .collect();
+        let mut by_text: Vec<&str> = emails.iter().map(Email::as_str).collect();
+        by_text.sort_unstable();
+        let mut by_prefix: Vec<(u64, &str)> = emails.iter().map(|e| (email_prefix(e), e.as_str())).collect();
+        by_prefix.sort_unstable();
+        assert_eq!(by_prefix.into_iter().map(|(_, e)| e).collect::<Vec<_>>(), by_text);
     }
 
     #[test]
