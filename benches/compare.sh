@@ -7,6 +7,9 @@
 #   ROUNDS=5 DURATION=10 benches/compare.sh a=... b=...
 #   PORT=4920 benches/compare.sh a=... b=...     # bare hyper on PORT, the builds on the ports after it
 #
+# Two yardsticks: `bare` (multi-threaded tokio, as in every earlier figure) and `bare-loops` (one single-threaded
+# runtime per core, the layout service-auth serves with), both on the same hyper; ratios are given to each.
+#
 # Build an older commit with: git worktree add /tmp/old <commit> && (cd /tmp/old && cargo build --release).
 # Only 127.0.0.1 is ever contacted. Needs wrk (installed from Debian's packages when missing).
 set -euo pipefail
@@ -44,13 +47,17 @@ for i in "${!BINS[@]}"; do
 done
 target/release/examples/bare_hyper "127.0.0.1:$PORT" "$size" > /dev/null 2>&1 &
 PIDS+=($!)
+LOOPS_PORT=$((PORT + 1 + ${#BINS[@]}))
+target/release/examples/bare_hyper "127.0.0.1:$LOOPS_PORT" "$size" loops > /dev/null 2>&1 &
+PIDS+=($!)
 wait_port "$PORT"
+wait_port "$LOOPS_PORT"
 
-# rps and p99 of one wrk run
+# rps and p99 of one wrk run (p99 always in ms, so that medians sort right)
 measure() { # connections url [wrk args]
   local c=$1 url=$2; shift 2
   wrk -t2 -c"$c" -d"${DURATION}s" --latency "$@" "$url" > "$WORK/wrk.txt" 2>&1 || true
-  echo "$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt") $(awk '$1=="99%" {print $2}' "$WORK/wrk.txt")"
+  echo "$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt") $(awk '$1=="99%" {v = $2; m = 1; if (v ~ /us$/) m = 0.001; else if (v ~ /ms$/) m = 1; else if (v ~ /s$/) m = 1000; sub(/[um]?s$/, "", v); printf "%.2fms", v * m}' "$WORK/wrk.txt")"
 }
 
 : > "$WORK/results"
@@ -59,6 +66,9 @@ for round in $(seq 1 "$ROUNDS"); do
     read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$PORT/")"
     echo "round $round  $c conns  bare          $rps req/s  p99 $p99"
     echo "bare $c $rps $p99" >> "$WORK/results"
+    read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$LOOPS_PORT/")"
+    echo "round $round  $c conns  bare-loops    $rps req/s  p99 $p99"
+    echo "bare-loops $c $rps $p99" >> "$WORK/results"
     for i in "${!BINS[@]}"; do
       read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$((PORT + 1 + i))/api/auth/get-session" \
         -H "Cookie: service-auth.session_token=$TOKEN")"
@@ -69,13 +79,15 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 echo
-echo "medians over $ROUNDS rounds of ${DURATION}s (get-session, valid cookie; ratio to bare hyper's median):"
+echo "medians over $ROUNDS rounds of ${DURATION}s (get-session, valid cookie; ratios to each bare server's median):"
+median() { awk -v n="$1" -v c="$2" -v f="$3" '$1==n && $2==c {print $f}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100*a/b}'; }
 for c in 16 64; do
-  bare=$(awk -v c="$c" '$1=="bare" && $2==c {print $3}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  for name in bare "${NAMES[@]}"; do
-    rps=$(awk -v n="$name" -v c="$c" '$1==n && $2==c {print $3}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    p99=$(awk -v n="$name" -v c="$c" '$1==n && $2==c {print $4}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    printf '  %-12s %3s conns  %10s req/s  (%s of bare)  p99 %s\n' "$name" "$c" "$rps" \
-      "$(awk -v a="$rps" -v b="$bare" 'BEGIN {printf "%.0f%%", 100*a/b}')" "$p99"
+  bare=$(median bare "$c" 3)
+  loops=$(median bare-loops "$c" 3)
+  for name in bare bare-loops "${NAMES[@]}"; do
+    rps=$(median "$name" "$c" 3)
+    printf '  %-12s %3s conns  %10s req/s  (%s of bare, %s of bare-loops)  p99 %s\n' "$name" "$c" "$rps" \
+      "$(ratio "$rps" "$bare")" "$(ratio "$rps" "$loops")" "$(median "$name" "$c" 4)"
   done
 done
