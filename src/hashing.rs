@@ -236,13 +236,9 @@ impl Hasher {
         self.inner.permits.available_permits() == 0 && self.refuses(self.inner.waiting.load(Ordering::Relaxed))
     }
 
-    /// The admission rule for a request with `ahead` others queued before it. The predicted wait must leave a
-    /// quarter of the timeout spare: the average it is predicted from was mostly taken before the flood that fills
-    /// the queue, and under that flood the same cores also read and refuse the excess, so hashes run slower than
-    /// it says. Without the margin about 1 in 7 of a 1,000-request wave's admitted sign-ins timed out in the queue
-    /// (a 503 after 3 s, where a 503 at once was the promise).
+    /// The admission rule for a request with `ahead` others queued before it.
     fn refuses(&self, ahead: usize) -> bool {
-        ahead >= self.inner.max_queue || self.predicted_wait(ahead) > self.inner.queue_timeout / 4 * 3
+        ahead >= self.inner.max_queue || self.predicted_wait(ahead) > self.inner.queue_timeout
     }
 
     /// The wait of a request with `ahead` others queued before it: the hashes running now end (at most one hash
@@ -490,15 +486,6 @@ mod tests {
         first.await.unwrap().unwrap();
         second.await.unwrap().unwrap();
         assert!(!h.saturated(), "the pool is idle again");
-    }
-
-    /// A queue is admitted to while its predicted wait leaves a quarter of the timeout spare.
-    #[test]
-    fn admission_keeps_a_quarter_of_the_timeout_spare() {
-        let h = small_pool(1000, 1000);
-        h.inner.hash_nanos.store(100_000_000, Ordering::Relaxed); // 100 ms a hash, one worker
-        assert!(!h.refuses(6), "7 hashes' time, 700 ms, is within 750 ms");
-        assert!(h.refuses(7), "8 hashes' time, 800 ms, is past 750 ms");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
