@@ -10,7 +10,7 @@ use super::extract::{self, Fields};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
 use super::router::Ctx;
-use crate::accounts::{SignInError, SignUp, SignedIn, SignedUp};
+use crate::accounts::{SignUp, SignedIn, SignedUp};
 use crate::domain::{Email, Name, Password};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
@@ -131,7 +131,7 @@ fn rate_limit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure
 /// account. A small body that has already arrived is drained by hyper and the connection kept; one still on its
 /// way closes the connection.
 fn refuse_when_saturated(state: &AppState) -> Result<(), Failure> {
-    if state.accounts.hashing_saturated() { Err(SignInError::Busy.into()) } else { Ok(()) }
+    if state.accounts.hashing_saturated() { Err(super::errors::busy()) } else { Ok(()) }
 }
 
 /// `callbackURL` must be a safe relative path or an absolute URL on a trusted origin; an open redirect on an

@@ -17,7 +17,7 @@ impl From<Unavailable> for Failure {
 }
 
 /// A full hashing pool is a short overload: 503, retry in a second.
-fn busy() -> Failure {
+pub(super) fn busy() -> Failure {
     Failure::unavailable().with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
 }
 
