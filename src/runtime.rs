@@ -43,8 +43,32 @@ pub struct Core {
     /// Kept to close the writer at stop, after the actors' last flushes.
     writer: StoreWriter,
     writer_done: WriterDone,
-    /// With PostgreSQL: the thread applying the other nodes' changes, and its stop flag.
-    follower: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+    /// With PostgreSQL: the thread applying the other nodes' changes.
+    follower: Option<Follower>,
+}
+
+/// The follower thread and its stop flag. Dropping it (the core dropped without [`Core::stop`], as when the
+/// runtime under it goes away) still tells the thread to end: it is no task of the runtime, and would otherwise
+/// hold its database connection, and through its store the writer's and the pool's, for the life of the process.
+struct Follower {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Follower {
+    /// Stops the thread and waits for it to end.
+    async fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Core {
@@ -148,9 +172,8 @@ impl Core {
     /// waits for the writer to commit what it holds.
     pub async fn stop(self) {
         self.accounts.finish_background_work(Duration::from_secs(30)).await;
-        if let Some((stop, thread)) = self.follower {
-            stop.store(true, Ordering::SeqCst);
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        if let Some(follower) = self.follower {
+            follower.stop().await;
         }
         self.system.stop().await;
         // What is not sent yet stays in the outbox, for the next start.
@@ -172,7 +195,7 @@ fn start_follower(
     freshness: Arc<Freshness>,
     handles: actors::Handles,
     roles: &RoleSet,
-) -> Result<(Arc<AtomicBool>, std::thread::JoinHandle<()>), AppError> {
+) -> Result<Follower, AppError> {
     let stop = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Handle::current();
     let roles = roles.clone();
@@ -183,5 +206,5 @@ fn start_follower(
     };
     let thread = follower::spawn(pg, freshness, Arc::clone(&stop), apply)
         .map_err(|e| AppError::Startup(format!("cannot start the change log follower: {e}")))?;
-    Ok((stop, thread))
+    Ok(Follower { stop, thread: Some(thread) })
 }

@@ -350,3 +350,46 @@ async fn a_refresh_never_brings_back_a_session_ended_on_another_node() {
     .await
     .unwrap();
 }
+
+/// Nodes whose runtime goes away without a stop (a test that ends, an embedding that drops the server) let go of
+/// every database connection: the follower is a thread of its own, not a task the runtime would end, and used to
+/// keep its connection and, through the store, the writer's and the pool's, for the life of the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_dropped_without_a_stop_close_their_database_connections() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (config, base) = (test_config(tmp.path()), pg.url());
+    // The nodes on a runtime of their own, dropped after one request has gone through both.
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async {
+            let s = TestServer::start_cluster(config, &base).await;
+            let admin = s.nodes[0].admin_session().await;
+            assert_eq!(s.nodes[1].list_users(Some(&admin)).await.status, 200);
+        });
+    })
+    .join()
+    .unwrap();
+    let url = pg.url();
+    let left = tokio::task::spawn_blocking(move || {
+        let mut watcher = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let others: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if others == 0 || Instant::now() > deadline {
+                return others;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(left, 0, "connections still open 10 s after the nodes' runtime was dropped");
+}

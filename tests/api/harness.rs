@@ -159,10 +159,10 @@ impl TestServer {
         two.data_dir = one.data_dir.join("node2");
         let shutdown = CancellationToken::new();
         let run = service_auth::server::run_with_faults;
-        let task = tokio::spawn(run(first, one, FaultSwitch::default(), shutdown.clone()));
-        cluster::wait_ready(addrs[0]).await;
-        let peer = tokio::spawn(run(second, two, FaultSwitch::default(), shutdown.clone()));
-        cluster::wait_ready(addrs[1]).await;
+        let mut task = tokio::spawn(run(first, one, FaultSwitch::default(), shutdown.clone()));
+        cluster::wait_ready(addrs[0], &mut task).await;
+        let mut peer = tokio::spawn(run(second, two, FaultSwitch::default(), shutdown.clone()));
+        cluster::wait_ready(addrs[1], &mut peer).await;
         let sync = std::sync::Arc::new(cluster::Sync::connect(&url).await);
         let client = Client::cluster(&addrs, std::sync::Arc::clone(&sync));
         let nodes = addrs.iter().map(|a| Client::cluster(&[*a], std::sync::Arc::clone(&sync))).collect();
@@ -970,10 +970,16 @@ pub mod cluster {
         }
     }
 
-    /// Waits until the node at `addr` answers `/readyz` with 200.
-    pub async fn wait_ready(addr: SocketAddr) {
+    /// Waits until the node at `addr` answers `/readyz` with 200; says why if its task ended instead.
+    pub async fn wait_ready(
+        addr: SocketAddr,
+        task: &mut tokio::task::JoinHandle<Result<(), service_auth::runtime::AppError>>,
+    ) {
         let client = super::Client::new(addr);
         for _ in 0..500 {
+            if task.is_finished() {
+                panic!("node {addr} ended during start-up: {:?}", task.await);
+            }
             if let Ok(r) = client.get("/readyz").try_send().await
                 && r.status == 200
             {
