@@ -189,7 +189,7 @@ impl Hasher {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |memory| {
             // Held until the hash is done, whether or not anyone still waits for it.
-            let _permit = permit;
+            let permit = permit;
             let now = inner.running.fetch_add(1, Ordering::Relaxed) + 1;
             inner.peak_running.fetch_max(now, Ordering::Relaxed);
             let started = Instant::now();
@@ -200,6 +200,9 @@ impl Hasher {
                 .hash_nanos
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |avg| Some(avg - avg / 8 + took / 8));
             inner.running.fetch_sub(1, Ordering::Relaxed);
+            // Free before the answer goes out: a client that sends its next request as soon as it has this
+            // answer must find the worker free, not a 503 from a pool that only looks busy.
+            drop(permit);
             let _ = tx.send(out);
         });
         let sent = self.inner.jobs.lock().unwrap_or_else(PoisonError::into_inner).send(job);
