@@ -134,7 +134,8 @@ pub struct HashingConfig {
     pub workers: usize,
     /// Requests that may wait for a hashing worker; beyond that a request is answered 503 at once.
     pub max_queue: usize,
-    /// Longest wait for a hashing worker, milliseconds; then 503 with `Retry-After`.
+    /// Longest wait for a hashing worker, milliseconds; then 503 with `Retry-After`. A request the queue predicts
+    /// would wait longer is refused at once, and one waiting leaves as soon as the prediction says so.
     pub queue_timeout_ms: u64,
 }
 

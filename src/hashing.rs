@@ -10,9 +10,12 @@
 //! disconnects mid-hash cannot start another one while its first still burns a core and 19 MiB. The wait for a
 //! permit is bounded three ways, and a request over any bound gets [`HashError::Busy`] (503 with `Retry-After`)
 //! at once instead of piling up: the queue's length, the time waited, and the wait the queue ahead predicts (its
-//! length over the workers, times the recent time of one hash). The last makes a flood's excess fail in
-//! microseconds rather than after a full timeout in the queue. The store writer commits on a thread of its own,
-//! so it never waits behind hashes.
+//! length over the workers, times the pace the pool keeps). The last makes a flood's excess fail in microseconds
+//! rather than after a full timeout in the queue. A request already in the queue asks again as it waits, and
+//! leaves as soon as the pool's pace says its turn cannot come within the timeout: a flood slows the hashing
+//! threads down (they yield the cores to the requests), so what was predicted at admission can turn out
+//! optimistic, and a request that learns it early should not sit out the whole timeout to be told so. The store
+//! writer commits on a thread of its own, so it never waits behind hashes.
 //!
 //! # Memory: workers × the argon2 cost, no more
 //! Each worker keeps one argon2 block buffer (`memory_kib`) and reuses it for every hash. Allocated per hash, the
@@ -64,12 +67,16 @@ struct Inner {
     workers: usize,
     /// Jobs for the worker threads; they end when this is dropped.
     jobs: Mutex<mpsc::Sender<Job>>,
-    /// How long one hash took recently, nanoseconds (a moving average): what the queue's wait is predicted from.
-    hash_nanos: AtomicU64,
+    /// How long one worker's turn takes, nanoseconds: what the queue's wait is predicted from ([`Pace`]).
+    slot_nanos: AtomicU64,
+    pace: Mutex<Pace>,
     max_queue: usize,
     queue_timeout: Duration,
-    /// Requests waiting for a permit now.
-    waiting: AtomicUsize,
+    /// Requests that have joined the queue, that have left it (whichever way), and that have left it with a
+    /// worker: the queue is first in, first out, so those granted a worker were all ahead of any still waiting.
+    joined: AtomicUsize,
+    left: AtomicUsize,
+    granted: AtomicUsize,
     /// Hashes running now, and the most ever seen at once: what shows the cap holds.
     running: AtomicUsize,
     peak_running: AtomicUsize,
@@ -100,7 +107,7 @@ impl Hasher {
         getrandom::fill(&mut random).map_err(|e| HashError::Failed(e.to_string()))?;
         let started = Instant::now();
         let dummy_hash = hash_blocking(&params, &random)?;
-        let hash_nanos = AtomicU64::new(nanos(started.elapsed()));
+        let slot_nanos = AtomicU64::new(nanos(started.elapsed()));
         let jobs = start_workers(workers, params.block_count())?;
         let mut salt_and_key = [0u8; 16 + LEGACY_KEY_LEN];
         getrandom::fill(&mut salt_and_key).map_err(|e| HashError::Failed(e.to_string()))?;
@@ -112,10 +119,13 @@ impl Hasher {
                 permits: Arc::new(Semaphore::new(workers)),
                 workers,
                 jobs: Mutex::new(jobs),
-                hash_nanos,
+                slot_nanos,
+                pace: Mutex::new(Pace::default()),
                 max_queue: config.max_queue,
                 queue_timeout: Duration::from_millis(config.queue_timeout_ms),
-                waiting: AtomicUsize::new(0),
+                joined: AtomicUsize::new(0),
+                left: AtomicUsize::new(0),
+                granted: AtomicUsize::new(0),
                 running: AtomicUsize::new(0),
                 peak_running: AtomicUsize::new(0),
                 wait_time,
@@ -172,7 +182,7 @@ impl Hasher {
 
     /// Hashes waiting for a worker now.
     pub fn waiting(&self) -> usize {
-        self.inner.waiting.load(Ordering::Relaxed)
+        self.inner.waiting()
     }
 
     /// The most hashes that ever ran at once.
@@ -194,11 +204,7 @@ impl Hasher {
             inner.peak_running.fetch_max(now, Ordering::Relaxed);
             let started = Instant::now();
             let out = f(memory);
-            // A moving average over about eight hashes: quick to follow a machine that got busier.
-            let took = nanos(started.elapsed());
-            let _ = inner
-                .hash_nanos
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |avg| Some(avg - avg / 8 + took / 8));
+            inner.hash_ended(started);
             inner.running.fetch_sub(1, Ordering::Relaxed);
             // Free before the answer goes out: a client that sends its next request as soon as it has this
             // answer must find the worker free, not a 503 from a pool that only looks busy.
@@ -217,17 +223,31 @@ impl Hasher {
             return Ok(permit);
         }
         let started = Instant::now();
-        let ahead = inner.waiting.fetch_add(1, Ordering::Relaxed);
-        if self.refuses(ahead) {
-            inner.waiting.fetch_sub(1, Ordering::Relaxed);
+        if self.refuses(inner.waiting()) {
             return Err(HashError::Busy);
         }
-        let waited = tokio::time::timeout(inner.queue_timeout, Arc::clone(&inner.permits).acquire_owned()).await;
-        inner.waiting.fetch_sub(1, Ordering::Relaxed);
-        inner.wait_time.record(started.elapsed());
-        match waited {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) | Err(_) => Err(HashError::Busy),
+        // Counted out of the queue however this ends, a request future dropped mid-wait (its client gone) too.
+        let place = Place::join(inner);
+        let acquire = Arc::clone(&inner.permits).acquire_owned();
+        tokio::pin!(acquire);
+        loop {
+            tokio::select! {
+                biased;
+                permit = &mut acquire => {
+                    inner.wait_time.record(started.elapsed());
+                    inner.granted.fetch_add(1, Ordering::Relaxed);
+                    return permit.map_err(|_| HashError::Busy);
+                }
+                () = tokio::time::sleep(RECHECK) => {
+                    let waited = started.elapsed();
+                    if waited >= inner.queue_timeout
+                        || waited + self.predicted_wait(place.ahead()) > inner.queue_timeout
+                    {
+                        inner.wait_time.record(waited);
+                        return Err(HashError::Busy);
+                    }
+                }
+            }
         }
     }
 
@@ -236,7 +256,7 @@ impl Hasher {
     /// body, reserving a sign-in attempt) and refuse a flood's excess for almost nothing. A hint only: the request
     /// that goes on is still admitted or refused by [`permit`](Self::permit), which counts itself into the queue.
     pub fn saturated(&self) -> bool {
-        self.inner.permits.available_permits() == 0 && self.refuses(self.inner.waiting.load(Ordering::Relaxed))
+        self.inner.permits.available_permits() == 0 && self.refuses(self.inner.waiting())
     }
 
     /// The admission rule for a request with `ahead` others queued before it.
@@ -249,7 +269,90 @@ impl Hasher {
     fn predicted_wait(&self, ahead: usize) -> Duration {
         let inner = &self.inner;
         let rounds = 1 + ahead / inner.workers;
-        Duration::from_nanos(inner.hash_nanos.load(Ordering::Relaxed)).saturating_mul(rounds as u32)
+        Duration::from_nanos(inner.slot_nanos.load(Ordering::Relaxed)).saturating_mul(rounds as u32)
+    }
+}
+
+/// How often a queued request asks again whether its turn can still come within the timeout.
+const RECHECK: Duration = Duration::from_millis(20);
+
+impl Inner {
+    fn waiting(&self) -> usize {
+        // `left` first: read the other way round, a request leaving in between could make it exceed `joined`.
+        let left = self.left.load(Ordering::Relaxed);
+        self.joined.load(Ordering::Relaxed).saturating_sub(left)
+    }
+
+    /// Learns the pool's pace from a hash that began at `started` and has just ended.
+    fn hash_ended(&self, started: Instant) {
+        let now = Instant::now();
+        let waiting = self.waiting() > 0;
+        let sample =
+            self.pace.lock().unwrap_or_else(PoisonError::into_inner).sample(now, started, waiting, self.workers);
+        let sample = nanos(sample);
+        // Up fast, down slowly: an estimate that lags a machine getting busier admits a queue that cannot be
+        // served in time, one that lags a machine getting quieter only refuses a little early for a few hashes.
+        let _ = self.slot_nanos.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |avg| {
+            Some(if sample > avg { avg + (sample - avg) / 2 } else { avg - (avg - sample) / 8 })
+        });
+    }
+}
+
+/// The pool's pace: how long a worker's turn takes, seen from the queue. While requests wait, a turn is more than
+/// the hash: the permit passes to the next request, that request's task waits to be polled by an event loop
+/// serving a flood of connections, and the worker thread (at a lower priority) waits to be scheduled. In a flood
+/// of 1,000 sign-ins on two cores, a queue that predicted its wait from the hashes' own time timed out 100 to 180
+/// requests a run at 3 s; predicting from the turn, none to a few (BENCHMARKS.md, overload). So while requests
+/// wait, a turn is measured as the time since the hash `workers` hashes ago ended: all the workers were busy in
+/// between, each for one turn.
+#[derive(Default)]
+struct Pace {
+    /// When the last `workers` hashes ended, while requests were waiting; cleared when one ends with none waiting.
+    ends: std::collections::VecDeque<Instant>,
+}
+
+impl Pace {
+    fn sample(&mut self, now: Instant, started: Instant, waiting: bool, workers: usize) -> Duration {
+        if !waiting {
+            self.ends.clear();
+            return now - started;
+        }
+        self.ends.push_back(now);
+        if self.ends.len() <= workers {
+            return now - started;
+        }
+        let first = self.ends.pop_front().unwrap_or(now);
+        now - first
+    }
+}
+
+/// A request's place in the queue, from joining until it leaves it, whichever way.
+struct Place<'a> {
+    inner: &'a Inner,
+    /// How many joined before this one.
+    ticket: usize,
+    /// How many of those had left without a worker (given up, or their client gone) by the time this one joined.
+    gave_up_before: usize,
+}
+
+impl<'a> Place<'a> {
+    fn join(inner: &'a Inner) -> Self {
+        let granted = inner.granted.load(Ordering::Relaxed);
+        let gave_up_before = inner.left.load(Ordering::Relaxed).saturating_sub(granted);
+        Self { inner, ticket: inner.joined.fetch_add(1, Ordering::Relaxed), gave_up_before }
+    }
+
+    /// Requests ahead of this one now: those that joined before it, less those granted a worker since (first in,
+    /// first out: all were ahead) and those that had given up before it joined. One ahead that gives up later
+    /// still counts, so the estimate can only err long; in a flood it is the back of the queue that gives up.
+    fn ahead(&self) -> usize {
+        self.ticket.saturating_sub(self.inner.granted.load(Ordering::Relaxed) + self.gave_up_before)
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.inner.left.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -495,6 +598,65 @@ mod tests {
     async fn the_wait_for_a_worker_is_bounded() {
         let busy = busy_of(&small_pool(100, 1), 6).await;
         assert!(busy >= 1, "nobody gave up after a 1 ms wait behind a 20 ms hash");
+    }
+
+    /// Holds the pool's only permit (a worker busy for as long as the test likes) and starts a hash that queues
+    /// behind it, once the queue has room by the prediction.
+    async fn queued_behind_a_held_worker(
+        h: &Hasher,
+    ) -> (OwnedSemaphorePermit, tokio::task::JoinHandle<Result<String, HashError>>) {
+        let held = Arc::clone(&h.inner.permits).acquire_owned().await.unwrap();
+        h.inner.slot_nanos.store(1, Ordering::Relaxed);
+        let queued = {
+            let h = h.clone();
+            tokio::spawn(async move { h.hash(Password::new("correct horse").unwrap()).await })
+        };
+        while h.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        (held, queued)
+    }
+
+    /// The issue: the queue's count went up on joining and down after the wait, so a request dropped mid-wait
+    /// (its client gone) stayed counted for good, and enough of them made the pool refuse everyone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_dropped_while_queued_leaves_the_queue() {
+        let h = small_pool(10, 60_000);
+        let (held, queued) = queued_behind_a_held_worker(&h).await;
+        queued.abort();
+        let _ = queued.await;
+        assert_eq!(h.waiting(), 0);
+        drop(held);
+        h.hash(Password::new("correct horse").unwrap()).await.unwrap();
+    }
+
+    /// Admitted by an optimistic pace, a queued request leaves as soon as the pace learnt since says its turn
+    /// cannot come within the timeout: within a few checks, not at the timeout.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_queued_request_leaves_once_the_pace_says_its_turn_comes_too_late() {
+        let h = small_pool(10, 30_000);
+        let (_held, queued) = queued_behind_a_held_worker(&h).await;
+        let learnt = Instant::now();
+        h.inner.slot_nanos.store(nanos(Duration::from_secs(60)), Ordering::Relaxed);
+        assert!(matches!(queued.await.unwrap(), Err(HashError::Busy)));
+        assert!(learnt.elapsed() < Duration::from_secs(10), "left only after {:?}", learnt.elapsed());
+    }
+
+    /// While requests wait, a turn is the time since the hash `workers` hashes ago ended; otherwise, and until
+    /// that many have ended, the hash's own time.
+    #[test]
+    fn the_pace_is_a_turn_of_every_worker_while_requests_wait() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut pace = Pace::default();
+        // Two workers; each hash takes 20 ms of its own, but they end 50 ms apart while requests wait.
+        assert_eq!(pace.sample(t0 + ms(50), t0 + ms(30), true, 2), ms(20));
+        assert_eq!(pace.sample(t0 + ms(100), t0 + ms(80), true, 2), ms(20));
+        assert_eq!(pace.sample(t0 + ms(150), t0 + ms(130), true, 2), ms(100));
+        assert_eq!(pace.sample(t0 + ms(200), t0 + ms(180), true, 2), ms(100));
+        // Nobody waiting: the hash's own time, and the turns are measured afresh.
+        assert_eq!(pace.sample(t0 + ms(250), t0 + ms(230), false, 2), ms(20));
+        assert_eq!(pace.sample(t0 + ms(300), t0 + ms(280), true, 2), ms(20));
     }
 
     #[tokio::test]
