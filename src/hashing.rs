@@ -238,7 +238,7 @@ impl Hasher {
                     inner.granted.fetch_add(1, Ordering::Relaxed);
                     return permit.map_err(|_| HashError::Busy);
                 }
-                () = tokio::time::sleep(RECHECK) => {
+                () = tokio::time::sleep(RECHECK.min(inner.queue_timeout.saturating_sub(started.elapsed()))) => {
                     let waited = started.elapsed();
                     if waited >= inner.queue_timeout
                         || waited + self.predicted_wait(place.ahead()) > inner.queue_timeout
@@ -252,7 +252,7 @@ impl Hasher {
     }
 
     /// Whether a request arriving now would be refused: no worker is free, and the queue is full or predicts a
-    /// wait beyond the timeout. Costs two atomic loads, so a handler can ask before any other work (reading the
+    /// wait beyond the timeout. Costs three atomic loads, so a handler can ask before any other work (reading the
     /// body, reserving a sign-in attempt) and refuse a flood's excess for almost nothing. A hint only: the request
     /// that goes on is still admitted or refused by [`permit`](Self::permit), which counts itself into the queue.
     pub fn saturated(&self) -> bool {
@@ -273,7 +273,8 @@ impl Hasher {
     }
 }
 
-/// How often a queued request asks again whether its turn can still come within the timeout.
+/// How often a queued request asks again whether its turn can still come within the timeout (and at the timeout
+/// itself, when that comes sooner).
 const RECHECK: Duration = Duration::from_millis(20);
 
 impl Inner {
