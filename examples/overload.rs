@@ -16,8 +16,8 @@
 //! its `--rows` into the summary table.
 //!
 //! A sign-in's time runs from the write of its request to the read of its whole answer, on a plain HTTP/1.1
-//! connection (see `sign_in_client`). A 503 that took a second or more was queued for a hashing worker and timed
-//! out there; the summary counts those apart from the refusals at the door.
+//! connection (see `sign_in_client`). A 503 that took a second or more waited in the queue for a hashing worker
+//! and left late; the summary counts those apart from the rest (refused at the door, or leaving the queue early).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -45,12 +45,7 @@ pub fn build(store: &Store, roles: &RoleSet) -> Result<Built, StoreError> {
     // Sized from the store's counts: maps grown one insert at a time copy themselves at every doubling, and leave
     // the old tables behind until they are reclaimed.
     let indexes = Indexes::with_capacity(to_usize(users), to_usize(sessions));
-    let (started, now) = (Instant::now(), Timestamp::now());
-    let mut accounts = Accounts::new(&indexes, roles, now, started);
-    let mut sessions = Sessions::new(&indexes.sessions, now, started);
-    store.visit_split(&mut accounts, &mut sessions)?;
-    let (accounts, sessions) = (accounts.finish(), sessions.finish());
-    finish(indexes, accounts, sessions)
+    load(indexes, roles, |accounts, sessions| store.visit_split(accounts, sessions))
 }
 
 fn to_usize(n: u64) -> usize {
@@ -59,19 +54,27 @@ fn to_usize(n: u64) -> usize {
 
 /// Builds the indexes from records already in memory (benchmarks, tools), one half after the other.
 pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
-    let indexes = Indexes::default();
+    let Loaded { users, orgs, sessions: records } = loaded;
+    load(Indexes::default(), roles, |accounts, sessions| {
+        for record in orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User)) {
+            accounts.record(record)?;
+        }
+        // The accounts' views start building now, while the sessions are indexed.
+        accounts.done();
+        records.into_iter().try_for_each(|(hash, record)| sessions.record(Record::Session(hash, record)))
+    })
+}
+
+/// Fills `indexes` with what `read` hands to the two halves, then checks and finishes them.
+fn load(
+    indexes: Indexes,
+    roles: &RoleSet,
+    read: impl FnOnce(&mut Accounts<'_>, &mut Sessions<'_>) -> Result<(), StoreError>,
+) -> Result<Built, StoreError> {
     let (started, now) = (Instant::now(), Timestamp::now());
     let mut accounts = Accounts::new(&indexes, roles, now, started);
     let mut sessions = Sessions::new(&indexes.sessions, now, started);
-    let Loaded { users, orgs, sessions: records } = loaded;
-    for record in orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User)) {
-        accounts.record(record)?;
-    }
-    accounts.done();
-    for (hash, record) in records {
-        sessions.record(Record::Session(hash, record))?;
-    }
-    sessions.done();
+    read(&mut accounts, &mut sessions)?;
     let (accounts, sessions) = (accounts.finish(), sessions.finish());
     finish(indexes, accounts, sessions)
 }

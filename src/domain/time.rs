@@ -86,9 +86,7 @@ impl Timestamp {
         // Only ASCII digits and separators were written.
         std::str::from_utf8(buf).ok()
     }
-}
 
-impl Timestamp {
     /// Appends the text [`Display`](fmt::Display) writes, as bytes (the session check writes JSON by hand).
     pub fn append_rfc3339(self, out: &mut Vec<u8>) {
         match self.write_rfc3339(&mut [0; RFC3339_LEN]) {
