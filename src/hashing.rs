@@ -643,6 +643,18 @@ mod tests {
         assert!(learnt.elapsed() < Duration::from_secs(10), "left only after {:?}", learnt.elapsed());
     }
 
+    /// A prediction that never learns better (hashes believed to take a nanosecond, none ending) still ends the
+    /// wait at the timeout.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_optimistic_prediction_still_ends_the_wait_at_the_timeout() {
+        let h = small_pool(10, 100);
+        let (_held, queued) = queued_behind_a_held_worker(&h).await;
+        let started = Instant::now();
+        let waited = tokio::time::timeout(Duration::from_secs(10), queued).await.expect("the wait did not end");
+        assert!(matches!(waited.unwrap(), Err(HashError::Busy)));
+        assert!(started.elapsed() >= Duration::from_millis(90), "left after {:?}", started.elapsed());
+    }
+
     /// While requests wait, a turn is the time since the hash `workers` hashes ago ended; otherwise, and until
     /// that many have ended, the hash's own time.
     #[test]

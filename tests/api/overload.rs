@@ -105,6 +105,10 @@ async fn a_saturated_pool_refuses_before_the_body_is_read_and_counts_nothing() {
     // Still hashing the sign-up: a wrong password is turned away too, unread and uncounted.
     let wrong = client.sign_in_body(&json!({"email": user.email, "password": "wrong password"})).await;
     assert_eq!(wrong.status, 503, "{}", wrong.text);
+    // And a sign-up the same way: its malformed body is not read either.
+    let signing_up = client.post("/api/auth/sign-up/email").raw(Some("application/json"), malformed).send().await;
+    assert_eq!(signing_up.status, 503, "{}", signing_up.text);
+    assert_eq!(signing_up.header("retry-after").as_deref(), Some("1"));
     assert_eq!(busy.await.unwrap(), 200);
     // The worker is free before the sign-up's answer goes out, so the next sign-in is served at once; a refused
     // sign-in counted as a failure would show as 429 (locked).
