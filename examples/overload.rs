@@ -63,6 +63,10 @@ struct Args {
     /// Also print the summary as `ROW|scenario|conns|req/s|p50|p99|note` lines (for benches/load.sh).
     #[arg(long)]
     rows: bool,
+    /// Write every sign-in answer to this file, a line each: client, milliseconds from the start of the flood to
+    /// the request, milliseconds to the answer, status. What shows *when* the slow ones were sent.
+    #[arg(long)]
+    answers_out: Option<PathBuf>,
 }
 
 /// Latencies of one kind of answer.
@@ -97,13 +101,20 @@ fn kind(status: u16, retry_after: Option<&str>) -> String {
     }
 }
 
+/// One answer a sign-in client saw: its kind, when the request went out (after the start), how long it took.
+struct Seen {
+    kind: String,
+    sent: Duration,
+    took: Duration,
+}
+
 async fn sign_in_client(
     addr: Arc<str>,
     n: usize,
     args: Arc<Args>,
     start: Arc<Barrier>,
     stop: Arc<AtomicBool>,
-) -> std::io::Result<Vec<(String, Duration)>> {
+) -> std::io::Result<Vec<Seen>> {
     // A plain HTTP/1.1 connection, not reqwest: the 1,000 clients share the server's two cores, and whatever a
     // client spends per request delays the server and, through the client's own queue of ready tasks, the
     // moment an answer is seen. Here a request is one prepared write and the answer one parse of its head. The
@@ -112,6 +123,7 @@ async fn sign_in_client(
     conn.request("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n".as_bytes()).await?;
     let mut seen = Vec::new();
     start.wait().await;
+    let began = Instant::now();
     let mut i = n;
     loop {
         let body = format!(r#"{{"email":"user{}@seed.example","password":"{}"}}"#, 1 + i % args.users, args.password);
@@ -123,7 +135,7 @@ async fn sign_in_client(
         // From the moment the request is written to the moment the whole answer has been read.
         let sent = Instant::now();
         let (status, retry) = conn.request(request.as_bytes()).await?;
-        seen.push((kind(status, retry.as_deref()), sent.elapsed()));
+        seen.push(Seen { kind: kind(status, retry.as_deref()), sent: sent - began, took: sent.elapsed() });
         i += args.sign_ins;
         if stop.load(Ordering::Relaxed) {
             return Ok(seen);
@@ -286,15 +298,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut sign_ins = SignIns::default();
     let mut requests = 0usize;
-    for client in clients {
+    let mut answers = String::new();
+    for (n, client) in clients.into_iter().enumerate() {
         let seen = client.await??;
         requests += seen.len();
-        for (i, (kind, took)) in seen.into_iter().enumerate() {
+        for (i, Seen { kind, sent, took }) in seen.into_iter().enumerate() {
+            if args.answers_out.is_some() {
+                let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+                let status = kind.split([',', ' ']).next().unwrap_or_default();
+                answers += &format!("{n} {:.3} {:.3} {status}\n", ms(sent), ms(took));
+            }
             if i == 0 {
                 sign_ins.first.entry(kind.clone()).or_default().0.push(took);
             }
             sign_ins.all.entry(kind).or_default().0.push(took);
         }
+    }
+    if let Some(path) = &args.answers_out {
+        std::fs::write(path, answers)?;
     }
     let flood_time = began.elapsed();
     stop_probes.store(true, Ordering::Relaxed);
