@@ -135,7 +135,8 @@ pub struct HashingConfig {
     /// Requests that may wait for a hashing worker; beyond that a request is answered 503 at once.
     pub max_queue: usize,
     /// Longest wait for a hashing worker, milliseconds; then 503 with `Retry-After`. A request the queue predicts
-    /// would wait longer is refused at once, and one waiting leaves as soon as the prediction says so.
+    /// would wait more than half of it is refused at once, and one waiting leaves as soon as the prediction says
+    /// its turn comes after the whole of it.
     pub queue_timeout_ms: u64,
 }
 

@@ -13,9 +13,15 @@
 //! length over the workers, times the pace the pool keeps). The last makes a flood's excess fail in microseconds
 //! rather than after a full timeout in the queue. A request already in the queue asks again as it waits, and
 //! leaves as soon as the pool's pace says its turn cannot come within the timeout: a flood slows the hashing
-//! threads down (they yield the cores to the requests), so what was predicted at admission can turn out
-//! optimistic, and a request that learns it early should not sit out the whole timeout to be told so. The store
-//! writer commits on a thread of its own, so it never waits behind hashes.
+//! threads down (they share the cores with the requests), so what was predicted at admission can turn out
+//! optimistic, and a request that learns it early should not sit out the whole timeout to be told so.
+//!
+//! Admission asks for more than staying does: a request joins only while the predicted wait is within half the
+//! timeout ([`ADMIT_WITHIN`]), and leaves only once it is beyond the whole. A queue filled to exactly what the
+//! pace promised sent its back away at every wobble of the pace, after whatever it had waited: in a flood of
+//! 1,000 sign-ins, 150–300 of the 503s a run were requests that had queued for 0.1–1 s. With the margin, none
+//! (BENCHMARKS.md, "Overload, step four"). The store writer commits on a thread of its own, so it never waits
+//! behind hashes.
 //!
 //! # Memory: workers × the argon2 cost, no more
 //! Each worker keeps one argon2 block buffer (`memory_kib`) and reuses it for every hash. Allocated per hash, the
@@ -24,9 +30,11 @@
 //! for more memory than the configured cost (an import, at most [`MAX_MEMORY_KIB`]) gets a buffer of its own for
 //! that one verify.
 //!
-//! # get-session first
-//! The workers run at a lower scheduling priority (nice 10) than the async runtime, so that when every core is
-//! hashing, a session check still gets a core at once; hashing takes whatever the requests leave.
+//! # The workers' priority
+//! The workers run at the same scheduling priority as the event loops. They ran at nice 10 once, to give session
+//! checks a core at once; but then a flood's own refusals and a busy session check took the cores, the pool
+//! hashed at a third of its pace and signed in a third as many (130 against 350 in five seconds of a 1,000
+//! sign-in flood), while get-session's p99 at the same priority is still under 5 ms (BENCHMARKS.md).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -261,7 +269,8 @@ impl Hasher {
 
     /// The admission rule for a request with `ahead` others queued before it.
     fn refuses(&self, ahead: usize) -> bool {
-        ahead >= self.inner.max_queue || self.predicted_wait(ahead) > self.inner.queue_timeout
+        let inner = &self.inner;
+        ahead >= inner.max_queue || self.predicted_wait(ahead) > inner.queue_timeout / ADMIT_WITHIN
     }
 
     /// The wait of a request with `ahead` others queued before it: the hashes running now end (at most one hash
@@ -272,6 +281,10 @@ impl Hasher {
         Duration::from_nanos(inner.slot_nanos.load(Ordering::Relaxed)).saturating_mul(rounds as u32)
     }
 }
+
+/// A request joins the queue only while its predicted wait is within this fraction (1/n) of the timeout, so that
+/// the pace may grow by that factor before anyone admitted has to leave (see the module's documentation).
+const ADMIT_WITHIN: u32 = 2;
 
 /// How often a queued request asks again whether its turn can still come within the timeout (and at the timeout
 /// itself, when that comes sooner).
@@ -301,7 +314,7 @@ impl Inner {
 
 /// The pool's pace: how long a worker's turn takes, seen from the queue. While requests wait, a turn is more than
 /// the hash: the permit passes to the next request, that request's task waits to be polled by an event loop
-/// serving a flood of connections, and the worker thread (at a lower priority) waits to be scheduled. In a flood
+/// serving a flood of connections, and the worker thread waits for a core shared with the event loops. In a flood
 /// of 1,000 sign-ins on two cores, a queue that predicted its wait from the hashes' own time timed out 100 to 180
 /// requests a run at 3 s; predicting from the turn, none to a few (BENCHMARKS.md, overload). So while requests
 /// wait, a turn is measured as the time since the hash `workers` hashes ago ended: all the workers were busy in
@@ -370,7 +383,6 @@ fn start_workers(workers: usize, blocks: usize) -> Result<mpsc::Sender<Job>, Has
         std::thread::Builder::new()
             .name(format!("argon2-{n}"))
             .spawn(move || {
-                lower_priority();
                 let mut memory: Vec<Block> = Vec::new();
                 loop {
                     let job = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
@@ -386,17 +398,6 @@ fn start_workers(workers: usize, blocks: usize) -> Result<mpsc::Sender<Job>, Has
             .map_err(|e| HashError::Failed(format!("starting a hashing worker: {e}")))?;
     }
     Ok(tx)
-}
-
-/// nice 10 for the calling thread (Linux: a thread's own priority), so that the async runtime's threads win the
-/// cores when hashes and requests compete. Best effort: where it cannot be set, hashing runs at normal priority.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid has no preconditions; setpriority only reads its arguments, and a failure is harmless.
-    unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
-    }
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -641,6 +642,28 @@ mod tests {
         h.inner.slot_nanos.store(nanos(Duration::from_secs(60)), Ordering::Relaxed);
         assert!(matches!(queued.await.unwrap(), Err(HashError::Busy)));
         assert!(learnt.elapsed() < Duration::from_secs(10), "left only after {:?}", learnt.elapsed());
+    }
+
+    /// Joining asks for a predicted wait within half the timeout; staying, only within the whole. With turns of
+    /// 10 s and a timeout of 30 s, a request with nobody queued ahead joins (10 s), one with somebody ahead does
+    /// not (20 s); at 20 s a turn, a newcomer is refused while the request already queued, its turn 20 s away,
+    /// stays.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn joining_asks_for_half_the_timeout_and_staying_for_the_whole() {
+        let h = small_pool(10, 30_000);
+        h.inner.slot_nanos.store(nanos(Duration::from_secs(10)), Ordering::Relaxed);
+        assert!(!h.refuses(0), "a predicted 10 s of a 30 s timeout");
+        assert!(h.refuses(1), "a predicted 20 s of a 30 s timeout is beyond half of it");
+
+        let (held, queued) = queued_behind_a_held_worker(&h).await;
+        h.inner.slot_nanos.store(nanos(Duration::from_secs(20)), Ordering::Relaxed);
+        assert!(h.saturated());
+        assert!(matches!(h.hash(Password::new("correct horse").unwrap()).await, Err(HashError::Busy)));
+        // Long enough for several rechecks.
+        tokio::time::sleep(RECHECK * 5).await;
+        assert!(!queued.is_finished(), "left the queue though its turn comes within the timeout");
+        drop(held);
+        queued.await.unwrap().unwrap();
     }
 
     /// A prediction that never learns better (hashes believed to take a nanosecond, none ending) still ends the
