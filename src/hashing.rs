@@ -19,7 +19,7 @@
 //! Admission asks for more than staying does: a request joins only while the predicted wait is within half the
 //! timeout ([`ADMIT_WITHIN`]), and leaves only once it is beyond the whole. A queue filled to exactly what the
 //! pace promised sent its back away at every wobble of the pace, after whatever it had waited: in a flood of
-//! 1,000 sign-ins, 150–300 of the 503s a run were requests that had queued for 0.1–1 s. With the margin, none
+//! 1,000 sign-ins, 160–280 of the 503s a run were requests that had queued for 0.1–1.8 s; with the margin, 0–2
 //! (BENCHMARKS.md, "Overload, step four"). The store writer commits on a thread of its own, so it never waits
 //! behind hashes.
 //!
