@@ -115,6 +115,9 @@ impl Hasher {
         getrandom::fill(&mut random).map_err(|e| HashError::Failed(e.to_string()))?;
         let started = Instant::now();
         let dummy_hash = hash_blocking(&params, &random)?;
+        // The first guess at a turn, until hashes under load teach better. This hash allocates its memory afresh
+        // (~25 ms here, against ~15 ms for a worker's hash in its kept buffer), so the guess errs long, the side
+        // a flood's first wave needs: its turns are longer still.
         let slot_nanos = AtomicU64::new(nanos(started.elapsed()));
         let jobs = start_workers(workers, params.block_count())?;
         let mut salt_and_key = [0u8; 16 + LEGACY_KEY_LEN];
