@@ -299,14 +299,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sign_ins = SignIns::default();
     let mut requests = 0usize;
     let mut answers = String::new();
+    let millis = |d: Duration| d.as_secs_f64() * 1000.0;
     for (n, client) in clients.into_iter().enumerate() {
         let seen = client.await??;
         requests += seen.len();
         for (i, Seen { kind, sent, took }) in seen.into_iter().enumerate() {
             if args.answers_out.is_some() {
-                let ms = |d: Duration| d.as_secs_f64() * 1000.0;
                 let status = kind.split([',', ' ']).next().unwrap_or_default();
-                answers += &format!("{n} {:.3} {:.3} {status}\n", ms(sent), ms(took));
+                answers += &format!("{n} {:.3} {:.3} {status}\n", millis(sent), millis(took));
             }
             if i == 0 {
                 sign_ins.first.entry(kind.clone()).or_default().0.push(took);
@@ -314,10 +314,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             sign_ins.all.entry(kind).or_default().0.push(took);
         }
     }
+    // Timed before the file is written: the rates divide by this.
+    let flood_time = began.elapsed();
     if let Some(path) = &args.answers_out {
         std::fs::write(path, answers)?;
     }
-    let flood_time = began.elapsed();
     stop_probes.store(true, Ordering::Relaxed);
     let (mut before, mut during, mut failed) = (Timings::default(), Timings::default(), 0);
     for p in probes {

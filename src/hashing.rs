@@ -263,7 +263,7 @@ impl Hasher {
     }
 
     /// Whether a request arriving now would be refused: no worker is free, and the queue is full or predicts a
-    /// wait beyond the timeout. Costs three atomic loads, so a handler can ask before any other work (reading the
+    /// wait beyond the timeout. Costs four atomic loads, so a handler can ask before any other work (reading the
     /// body, reserving a sign-in attempt) and refuse a flood's excess for almost nothing. A hint only: the request
     /// that goes on is still admitted or refused by [`permit`](Self::permit), which counts itself into the queue.
     pub fn saturated(&self) -> bool {
@@ -276,8 +276,8 @@ impl Hasher {
         ahead >= inner.max_queue || self.predicted_wait(ahead) > inner.queue_timeout / ADMIT_WITHIN
     }
 
-    /// The wait of a request with `ahead` others queued before it: the hashes running now end (at most one hash
-    /// time), then the queue ahead goes through the workers in rounds of one hash time each.
+    /// The wait of a request with `ahead` others queued before it: the hashes running now end (at most one turn),
+    /// then the queue ahead goes through the workers in rounds of one turn each ([`Pace`]).
     fn predicted_wait(&self, ahead: usize) -> Duration {
         let inner = &self.inner;
         let rounds = 1 + ahead / inner.workers;
