@@ -22,7 +22,6 @@ WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-# Rate limits off: every request comes from 127.0.0.1.
 # Rate limits off: every request comes from 127.0.0.1 (and the flood's 1,000 connections too).
 printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n' > "$WORK/c.toml"
 printf '[limits]\nmax_connections_per_address = 4000\n' >> "$WORK/c.toml"
