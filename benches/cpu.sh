@@ -41,7 +41,10 @@ request = function()
 end
 EOF
 
-wait_port() { until curl -s -o /dev/null "http://127.0.0.1:$PORT/"; do sleep 0.05; done; }
+wait_port() { # ten seconds at most: a build that does not start stops the run
+  for _ in $(seq 200); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return; sleep 0.05; done
+  echo "nothing answers on port $PORT" >&2; exit 1
+}
 # user and system time of a process, in clock ticks; preemptions of all its threads
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 preempted() { cat /proc/"$1"/task/*/status | awk '/^nonvoluntary_ctxt_switches/ {n += $2} END {print n}'; }
