@@ -460,9 +460,17 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
         .and_then(|t| state.accounts.current(&t))
         .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    let Some(Value::Object(wanted)) = body.get("permissions").or_else(|| body.get("permission")) else {
-        return Err(Failure::bad_request("BAD_REQUEST", "invalid permission check. no permission(s) were passed."));
+    let wanted = match body.get("permissions").or_else(|| body.get("permission")) {
+        None | Some(Value::Null) => {
+            return Err(Failure::bad_request("BAD_REQUEST", "invalid permission check. no permission(s) were passed."));
+        }
+        Some(Value::Object(wanted)) => wanted,
+        Some(_) => return Err(Failure::validation("[body.permissions] Invalid input: expected an object")),
     };
+    // A malformed list is refused, not answered "no": the caller's question was not the one it meant to ask.
+    if !wanted.values().all(|actions| actions.as_array().is_some_and(|list| list.iter().all(Value::is_string))) {
+        return Err(Failure::validation("[body.permissions] Invalid input: expected lists of action names"));
+    }
     const USER: &[&str] =
         &["create", "list", "set-role", "ban", "impersonate", "delete", "set-password", "get", "update"];
     const SESSION: &[&str] = &["list", "revoke", "delete"];

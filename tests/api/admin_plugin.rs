@@ -125,6 +125,16 @@ async fn sessions_password_and_removal() {
     assert_eq!(r.json(), json!({"error": null, "success": true}));
     let r = post(&s, "has-permission", &admin, &json!({"permissions": {"user": ["impersonate-admins"]}})).await;
     assert_eq!(r.json()["success"], false);
+    // A malformed question is refused rather than answered "no"; no question at all has the library's own answer.
+    for malformed in [json!({"user": "list"}), json!({"user": ["list", 1]}), json!({"user": [null]}), json!(["user"])] {
+        let r = post(&s, "has-permission", &admin, &json!({"permissions": malformed})).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+    }
+    for missing in [json!({}), json!({"permissions": null})] {
+        let r = post(&s, "has-permission", &admin, &missing).await;
+        assert_eq!(r.status, 400);
+        assert_eq!(r.json()["message"], "invalid permission check. no permission(s) were passed.");
+    }
 }
 
 /// The guards hold under concurrency: two administrators demoting each other at once leave one administrator.
