@@ -250,6 +250,17 @@ pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
 pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS")?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
+    // Nothing a request asks for is dropped in silence: the auth library's `data` (further fields of the new
+    // account) is not taken at creation, so a non-empty one is refused and the caller sets them with update-user.
+    super::admin::reject_unknown(&body, &["email", "password", "name", "role", "data"])?;
+    match body.get("data") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(data)) if data.is_empty() => {}
+        Some(Value::Object(_)) => {
+            return Err(Failure::validation("[body.data] not taken at creation; set those fields with update-user"));
+        }
+        Some(_) => return Err(Failure::validation("[body.data] Invalid input: expected object")),
+    }
     let email = Email::parse(body.string("email")?).map_err(|_| super::auth::invalid_email())?;
     let name = validated_name(body.string("name")?)?;
     let password = body.optional_string("password")?.map(Password::new).transpose()?;

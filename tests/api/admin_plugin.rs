@@ -63,6 +63,20 @@ async fn create_get_set_role_ban_unban() {
         400,
         "YOU_ARE_NOT_ALLOWED_TO_SET_NON_EXISTENT_VALUE",
     );
+    // What it would not store is refused, not dropped: unknown fields, and the library's `data` unless empty.
+    for (extra, message) in [
+        (json!({"emailVerified": true}), "unknown field `emailVerified`"),
+        (json!({"data": {"emailVerified": true}}), "[body.data] not taken at creation"),
+        (json!({"data": "verified"}), "[body.data] Invalid input"),
+    ] {
+        let mut body = json!({"email": "extra@example.com", "name": "Extra", "password": "extra password 1"});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let r = post(&s, "create-user", &admin, &body).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.json()["message"].as_str().unwrap().starts_with(message), "{}", r.text);
+    }
+    let empty_data = json!({"email": "extra@example.com", "name": "Extra", "password": "extra password 1", "data": {}});
+    assert_eq!(post(&s, "create-user", &admin, &empty_data).await.status, 200, "an empty `data` asks for nothing");
     let staff = s.login("staff@example.com", "staff password 1").await;
 
     let r = s.get(&format!("/api/auth/admin/get-user?id={id}")).cookie(&admin).send().await;
