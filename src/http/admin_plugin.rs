@@ -32,14 +32,17 @@ fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Resul
     }
 }
 
-/// The calling administrator, the body, and its `userId`.
+/// The calling administrator, the body, and its `userId`. A field other than `userId` and `fields` is refused
+/// (400), not ignored: a misspelt `banExpiresIn` would otherwise ban for good.
 async fn on_user(
     state: &AppState,
     req: Request<Incoming>,
     code: &'static str,
+    fields: &[&str],
 ) -> Result<(Arc<User>, Fields, UserId), Failure> {
     let by = admin(state, &req, code)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
+    super::admin::reject_unknown(&body, &[&["userId"], fields].concat())?;
     let target = user_id(&body, "userId")?;
     Ok((by, body, target))
 }
@@ -277,7 +280,7 @@ fn role(state: &AppState, value: &str) -> Result<crate::domain::Role, Failure> {
 
 /// `{userId, role}` → `{user}`: a configured role (one; a list of roles is refused).
 pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE").await?;
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_CHANGE_USERS_ROLE", &["role"]).await?;
     let role = role(
         state,
         body.string("role").map_err(|_| Failure::bad_request("INVALID_ROLE_TYPE", "role must be one role name"))?,
@@ -288,7 +291,8 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 /// `{userId, banReason?, banExpiresIn?}` → `{user}`; every session of the account ends in the ban's commit. With
 /// `banExpiresIn` (seconds) the ban ends by itself then.
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS").await?;
+    let (by, body, target) =
+        on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS", &["banReason", "banExpiresIn"]).await?;
     let reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("No reason");
     if reason.chars().count() > 500 {
         return Err(Failure::validation("banReason must be at most 500 characters"));
@@ -300,7 +304,7 @@ pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 }
 
 pub async fn unban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS").await?;
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS", &[]).await?;
     change(state, &ctx, by.id, target, UserChange { banned: Some(false), ..UserChange::default() }).await
 }
 
@@ -318,8 +322,7 @@ async fn change(
 /// `{userId, data: {name?, image?, role?, emailVerified?, banned?, banReason?}}` → the bare user. A ban here ends
 /// the sessions like `ban-user`; the e-mail, the password and the id are not changed this way.
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS").await?;
-    super::admin::reject_unknown(&body, &["userId", "data"])?;
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_USERS", &["data"]).await?;
     let data = match body.get("data") {
         Some(Value::Object(data)) if !data.is_empty() => Fields::from(data.clone()),
         Some(Value::Object(_)) | None => return Err(Failure::bad_request("NO_DATA_TO_UPDATE", "No data to update")),
@@ -365,7 +368,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let admin_token = extract::session_token(state, req.headers());
     let client = extract::client(&ctx, req.headers());
-    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS").await?;
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS", &[]).await?;
     let (token, current) = state.accounts.impersonate(by.id, target, client).await?;
     let answer = ok(&SessionAndUser {
         session: AuthSession::new(&current.session, token.as_str()),
@@ -411,7 +414,7 @@ pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incomin
 /// `{userId}` → `{sessions}`: the user's live sessions; their tokens are never shown (only hashes are kept), each
 /// carries a handle (its id) that `revoke-user-session` accepts.
 pub async fn list_user_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS").await?;
+    let (_, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS_SESSIONS", &[]).await?;
     let sessions = state.accounts.sessions_of(target);
     let handles: Vec<String> = sessions.iter().map(|(_, s)| s.id.to_string()).collect();
     let listed: Vec<AuthSession> = sessions.iter().zip(&handles).map(|((_, s), h)| AuthSession::new(s, h)).collect();
@@ -426,6 +429,7 @@ pub async fn revoke_user_session(
 ) -> Result<Response<Body>, Failure> {
     let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
+    super::admin::reject_unknown(&body, &["sessionToken"])?;
     let given = body.string("sessionToken")?;
     let session = match (SessionToken::parse(given), SessionId::parse(given)) {
         (Some(token), _) => state.accounts.current_any(&token).map(|s| (token.hash(), s.user_id)),
@@ -443,14 +447,14 @@ pub async fn revoke_user_sessions(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS").await?;
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS", &[]).await?;
     state.accounts.revoke_user_sessions(by.id, target, Revoke::All, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"success": true})))
 }
 
 /// `{userId, newPassword}` → `{status: true}`; every session of the account ends (stricter than the plugin).
 pub async fn set_user_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD").await?;
+    let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD", &["newPassword"]).await?;
     let password = Password::new(body.string("newPassword")?)?;
     state.accounts.set_user_password(by.id, target, password, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"status": true})))
@@ -459,7 +463,7 @@ pub async fn set_user_password(state: &AppState, ctx: Ctx, req: Request<Incoming
 /// `{userId}` → `{success: true}`: the account and its sessions in one commit; never one's own, never the last
 /// administrator.
 pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS").await?;
+    let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS", &[]).await?;
     state.accounts.remove_user_by(by.id, target, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"success": true})))
 }

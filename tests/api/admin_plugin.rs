@@ -151,6 +151,36 @@ async fn sessions_password_and_removal() {
     }
 }
 
+/// A field a call does not take is refused, and nothing is done: a misspelt `banExpiresIn` must not ban for good,
+/// nor a stray field pass for a request that was understood.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_a_call_does_not_take_are_refused_and_nothing_is_done() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let u = s.new_user("careful").await;
+    for (path, body) in [
+        ("ban-user", json!({"userId": u.id, "banExpires": 3600})),
+        ("set-role", json!({"userId": u.id, "role": "qa_manager", "reason": "audit"})),
+        ("set-user-password", json!({"userId": u.id, "newPassword": "another password 1", "revoke": false})),
+        ("revoke-user-sessions", json!({"userId": u.id, "except": "current"})),
+        ("revoke-user-session", json!({"sessionToken": "x", "userId": u.id})),
+        ("remove-user", json!({"userId": u.id, "soft": true})),
+        ("update-user", json!({"userId": u.id, "data": {"name": "Renamed"}, "notify": true})),
+    ] {
+        let r = post(&s, path, &admin, &body).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.json()["message"].as_str().unwrap().starts_with("unknown field"), "{path}: {}", r.text);
+    }
+    let user = s.session(&u.cookie).await["user"].clone();
+    assert_eq!((user["banned"].clone(), user["role"].clone()), (json!(false), json!("user")), "nothing was applied");
+    assert_eq!(user["name"], "User careful");
+    assert_eq!(
+        s.sign_in("careful@example.com", PASSWORD).await.0,
+        200,
+        "the password and the account are as they were"
+    );
+}
+
 /// The guards hold under concurrency: two administrators demoting each other at once leave one administrator.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_administrators_demoting_each_other_at_once_leave_one() {
