@@ -35,6 +35,7 @@ pub async fn change_password(state: &AppState, ctx: Ctx, req: Request<Incoming>)
     let (_, current) = signed_in(state, req.headers())?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["newPassword", "currentPassword", "revokeOtherSessions"])?;
     let new_password = Password::new(body.string("newPassword")?)?;
     let current_password = Password::for_sign_in(body.string("currentPassword")?)?;
     let revoke = body.optional_bool("revokeOtherSessions")?.unwrap_or(false);
@@ -98,6 +99,7 @@ pub async fn list_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> 
 pub async fn revoke_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (own, current) = signed_in(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["token"])?;
     let given = body.string("token")?;
     let user = current.user.id;
     let hash = match (SessionToken::parse(given), SessionId::parse(given)) {
@@ -138,6 +140,7 @@ async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>, keep_own: bo
 pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = signed_in(state, req.headers())?;
     let body: Fields = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
     state.accounts.delete_account(&current, password, &ctx.ip.to_string()).await?;
     let answer = ok(&json!({"success": true, "message": "User deleted"}));

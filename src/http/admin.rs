@@ -209,16 +209,8 @@ pub(super) fn ban_expiry(body: &Fields) -> Result<Option<crate::domain::Timestam
     Ok(Some(crate::domain::Timestamp::now().plus(std::time::Duration::from_secs(secs))))
 }
 
-/// Refuses a body with a field outside `known`: a typo must not be silently ignored.
-pub(super) fn reject_unknown(body: &Fields, known: &[&str]) -> Result<(), Failure> {
-    match body.keys().find(|k| !known.contains(k)) {
-        Some(k) => Err(Failure::validation(format!("unknown field `{k}`; allowed: {}", known.join(", ")))),
-        None => Ok(()),
-    }
-}
-
 fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), Failure> {
-    reject_unknown(body, &["userId", "role", "banned", "banReason", "banExpiresIn", "organizationId"])?;
+    body.only(&["userId", "role", "banned", "banReason", "banExpiresIn", "organizationId"])?;
     let target = UserId::parse(body.string("userId")?).ok_or_else(|| Failure::validation("userId must be a UUID"))?;
     let role = match body.optional_string("role")? {
         Some(r) => Some(roles.parse(r).ok_or_else(|| {

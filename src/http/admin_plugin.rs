@@ -42,7 +42,7 @@ async fn on_user(
 ) -> Result<(Arc<User>, Fields, UserId), Failure> {
     let by = admin(state, &req, code)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    super::admin::reject_unknown(&body, &[&["userId"], fields].concat())?;
+    body.only(&[&["userId"], fields].concat())?;
     let target = user_id(&body, "userId")?;
     Ok((by, body, target))
 }
@@ -255,7 +255,7 @@ pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     // Nothing a request asks for is dropped in silence: the auth library's `data` (further fields of the new
     // account) is not taken at creation, so a non-empty one is refused and the caller sets them with update-user.
-    super::admin::reject_unknown(&body, &["email", "password", "name", "role", "data"])?;
+    body.only(&["email", "password", "name", "role", "data"])?;
     match body.get("data") {
         None | Some(Value::Null) => {}
         Some(Value::Object(data)) if data.is_empty() => {}
@@ -429,7 +429,7 @@ pub async fn revoke_user_session(
 ) -> Result<Response<Body>, Failure> {
     let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    super::admin::reject_unknown(&body, &["sessionToken"])?;
+    body.only(&["sessionToken"])?;
     let given = body.string("sessionToken")?;
     let session = match (SessionToken::parse(given), SessionId::parse(given)) {
         (Some(token), _) => state.accounts.current_any(&token).map(|s| (token.hash(), s.user_id)),

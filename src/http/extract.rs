@@ -191,6 +191,15 @@ impl Fields {
         self.0.keys().map(String::as_str)
     }
 
+    /// 400 `VALIDATION_ERROR` naming the first field outside `known`: a field a call does not take is refused
+    /// rather than ignored, so that a misspelt option (`revokeOtherSession`) is not taken for its absence.
+    pub fn only(&self, known: &[&str]) -> Result<(), Failure> {
+        match self.keys().find(|k| !known.contains(k)) {
+            Some(k) => Err(Failure::validation(format!("unknown field `{k}`; allowed: {}", known.join(", ")))),
+            None => Ok(()),
+        }
+    }
+
     pub fn string(&self, key: &str) -> Result<&str, Failure> {
         self.optional_string(key)?.ok_or_else(|| expected(key, "string", None))
     }
@@ -329,6 +338,16 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted_proxies: &[IpAddr]) 
 mod tests {
     use super::*;
     use hyper::header::HeaderValue;
+
+    #[test]
+    fn only_names_the_first_field_outside_the_list() {
+        let body = |v: serde_json::Value| Fields::from(v.as_object().unwrap().clone());
+        assert!(body(serde_json::json!({"token": "t"})).only(&["token"]).is_ok());
+        assert!(body(serde_json::json!({})).only(&[]).is_ok());
+        let refused = body(serde_json::json!({"token": "t", "tokn": "t"})).only(&["token"]).unwrap_err();
+        assert_eq!((refused.status, refused.code), (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"));
+        assert_eq!(refused.message, "unknown field `tokn`; allowed: token");
+    }
 
     #[test]
     fn duplicate_keys_are_refused_at_any_depth() {

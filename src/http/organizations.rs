@@ -7,7 +7,6 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
-use super::admin::reject_unknown;
 use super::dto::{AdminOrganization, AdminUser, OneOrganization, OrganizationList};
 use super::extract;
 use super::response::{Body, Failure, ok};
@@ -23,7 +22,7 @@ pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Re
 pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let admin = extract::admin(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    reject_unknown(&body, &["name", "slug"])?;
+    body.only(&["name", "slug"])?;
     let name = Name::parse(body.string("name")?).map_err(|e| Failure::validation(format!("name {e}")))?;
     let slug = Slug::parse(body.string("slug")?).map_err(|e| Failure::validation(e.to_string()))?;
     let org = state.accounts.create_organization(name, slug, admin.id, ctx.ip.to_string()).await?;
@@ -56,7 +55,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let admin = extract::admin(state, req.headers())?;
     let id = org_id(&req)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    reject_unknown(&body, &["name", "slug"])?;
+    body.only(&["name", "slug"])?;
     let name = body.optional_string("name")?.map(Name::parse).transpose();
     let name = name.map_err(|e| Failure::validation(format!("name {e}")))?;
     let slug = body.optional_string("slug")?.map(Slug::parse).transpose();

@@ -40,6 +40,7 @@ async fn mail_request(
 ) -> Result<(Email, Option<String>), Failure> {
     state.rate_limits.check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["email", redirect_key])?;
     let email = Email::parse(body.string("email")?).map_err(|_| invalid_email())?;
     let refused = || match redirect_key {
         "redirectTo" => Failure::new(StatusCode::FORBIDDEN, "INVALID_REDIRECT_URL", "Invalid redirectURL"),
@@ -132,6 +133,7 @@ pub async fn follow_reset_link(state: &AppState, ctx: Ctx, req: Request<Incoming
 pub async fn reset_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let from_query = extract::query_value(req.uri().query(), "token");
     let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["newPassword", "token"])?;
     let new_password = Password::new(body.string("newPassword")?)?;
     let given = match body.optional_string("token")? {
         Some(token) => token.to_owned(),

@@ -104,6 +104,29 @@ async fn update_user_changes_name_and_picture_only() {
     assert_eq!(s.session(&u.cookie).await["user"]["role"], "user");
 }
 
+/// A misspelt option is refused, not taken for its absence: `revokeOtherSession` must not keep every other session
+/// while the caller believes them ended. Nothing is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_a_call_does_not_take_is_refused_and_nothing_is_done() {
+    let s = TestServer::start().await;
+    let u = s.new_user("typo").await;
+    let other = s.login("typo@example.com", PASSWORD).await;
+    for (path, body) in [
+        (
+            "change-password",
+            json!({"currentPassword": PASSWORD, "newPassword": "a new password 1", "revokeOtherSession": true}),
+        ),
+        ("revoke-session", json!({"token": other, "everywhere": true})),
+        ("delete-user", json!({"password": PASSWORD, "callbackURL": "/bye"})),
+    ] {
+        let r = call(&s, path, Some(&u.cookie), &body).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.json()["message"].as_str().unwrap().starts_with("unknown field"), "{path}: {}", r.text);
+    }
+    assert_eq!(s.session(&other).await["user"]["email"], "typo@example.com", "the other session lives");
+    assert_eq!(s.sign_in("typo@example.com", PASSWORD).await.0, 200, "the password is the old one");
+}
+
 /// Only hashes of tokens are stored: the caller's own session shows its token, the others an opaque handle that
 /// revoke-session accepts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -159,6 +159,28 @@ async fn an_unknown_email_gets_the_same_answer_and_no_mail() {
     assert!(messages[0].contains("To: known@example.com"));
 }
 
+/// A misspelt field is refused before anything is looked up or mailed: `redirectURL` for `redirectTo` would
+/// otherwise mail a link that leads nowhere the caller meant. (Refused before the address is looked up, so the
+/// answer cannot tell a known address from an unknown one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_a_mail_call_does_not_take_is_refused_and_nothing_is_sent() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    s.new_user("known").await;
+    for (path, body) in [
+        ("request-password-reset", json!({"email": "known@example.com", "redirectURL": "/reset"})),
+        ("send-verification-email", json!({"email": "known@example.com", "redirectTo": "/done"})),
+    ] {
+        let r = s.post(&format!("/api/auth/{path}")).json(&body).send().await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.json()["message"].as_str().unwrap().starts_with("unknown field"), "{path}: {}", r.text);
+    }
+    let r = s.post("/api/auth/reset-password").json(&json!({"newPassword": "a new password", "token": "t", "x": 1}));
+    assert_auth_error(&r.send().await, 400, "VALIDATION_ERROR");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(smtp.messages().is_empty(), "nothing was mailed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_request_invalidates_the_older_link() {
     let smtp = SmtpSink::start();
