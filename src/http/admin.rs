@@ -179,6 +179,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
     let query = req.uri().query();
+    extract::query_only(query, &["limit", "cursor"])?;
     let limit =
         match extract::query_param(query, "limit") {
             None => DEFAULT_AUDIT_PAGE,

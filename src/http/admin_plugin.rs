@@ -69,6 +69,21 @@ fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")?;
     let query = req.uri().query();
+    extract::query_only(
+        query,
+        &[
+            "searchValue",
+            "searchField",
+            "searchOperator",
+            "filterField",
+            "filterValue",
+            "filterOperator",
+            "sortBy",
+            "sortDirection",
+            "limit",
+            "offset",
+        ],
+    )?;
     let param = |name: &str| extract::query_value(query, name);
     let number = |name: &str| -> Result<Option<usize>, Failure> {
         param(name)
@@ -243,6 +258,7 @@ impl Operator {
 /// `GET get-user?id=`: the bare user object.
 pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_GET_USER")?;
+    extract::query_only(req.uri().query(), &["id"])?;
     let id = extract::query_value(req.uri().query(), "id").and_then(|id| UserId::parse(&id));
     let id = id.ok_or_else(|| Failure::validation("id must be a user id"))?;
     Ok(ok(&AuthUser::from(&*found(state, id)?)))

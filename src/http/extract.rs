@@ -305,6 +305,16 @@ pub fn query_value(query: Option<&str>, name: &str) -> Option<String> {
     url::form_urlencoded::parse(query?.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
 }
 
+/// 400 `VALIDATION_ERROR` naming the first query parameter outside `known`: a misspelt filter (`searchValeu`)
+/// would otherwise answer with everything, as if none had been asked for (see [`Fields::only`]).
+pub fn query_only(query: Option<&str>, known: &[&str]) -> Result<(), Failure> {
+    let Some(query) = query else { return Ok(()) };
+    match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| !known.contains(&k.as_ref())) {
+        Some((k, _)) => Err(Failure::validation(format!("unknown parameter `{k}`; allowed: {}", known.join(", ")))),
+        None => Ok(()),
+    }
+}
+
 /// The value of query parameter `name` (no percent-decoding: only used for plain flags).
 pub fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
     query?.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
@@ -347,6 +357,14 @@ mod tests {
         let refused = body(serde_json::json!({"token": "t", "tokn": "t"})).only(&["token"]).unwrap_err();
         assert_eq!((refused.status, refused.code), (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"));
         assert_eq!(refused.message, "unknown field `tokn`; allowed: token");
+    }
+
+    #[test]
+    fn query_only_names_the_first_parameter_outside_the_list() {
+        assert!(query_only(None, &[]).is_ok());
+        assert!(query_only(Some("limit=2&cursor=c"), &["limit", "cursor"]).is_ok());
+        let refused = query_only(Some("limit=2&c%75rsr=x"), &["limit", "cursor"]).unwrap_err();
+        assert_eq!(refused.message, "unknown parameter `cursr`; allowed: limit, cursor");
     }
 
     #[test]

@@ -44,6 +44,10 @@ async fn list_users_searches_filters_sorts_and_pages() {
     assert!(r.get("limit").is_none(), "limit only when given");
     assert_auth_error(&list("limit=lots").await, 400, "VALIDATION_ERROR");
     assert_auth_error(&list("searchValue=a&searchOperator=regex").await, 400, "VALIDATION_ERROR");
+    // A misspelt filter is refused, not answered with every account.
+    let r = list("searchValeu=anna").await;
+    assert_auth_error(&r, 400, "VALIDATION_ERROR");
+    assert!(r.json()["message"].as_str().unwrap().starts_with("unknown parameter `searchValeu`"), "{}", r.text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,6 +85,8 @@ async fn create_get_set_role_ban_unban() {
 
     let r = s.get(&format!("/api/auth/admin/get-user?id={id}")).cookie(&admin).send().await;
     assert_eq!((r.status, r.json()["email"].clone()), (200, json!("staff@example.com")));
+    let r = s.get(&format!("/api/auth/admin/get-user?id={id}&fields=email")).cookie(&admin).send().await;
+    assert_auth_error(&r, 400, "VALIDATION_ERROR");
     let r = post(&s, "set-role", &admin, &json!({"userId": id, "role": "pharmacist_in_charge"})).await;
     assert_eq!(r.json()["user"]["role"], "pharmacist_in_charge");
     let r = post(&s, "set-role", &admin, &json!({"userId": id, "role": ["a", "b"]})).await;

@@ -371,7 +371,7 @@ async fn the_audit_log_pages_with_a_cursor_and_a_refused_change_leaves_no_entry(
         }
     }
     assert_eq!(paged, all, "paging by two walks the whole log once, in order");
-    for bad in ["?limit=0", "?limit=501", "?limit=x", "?cursor=nope"] {
+    for bad in ["?limit=0", "?limit=501", "?limit=x", "?cursor=nope", "?limt=2"] {
         let r = audit(&s, &admin, bad).await;
         assert_eq!(r.status, 400, "{bad}");
         assert!(r.json()["error"].is_string());
