@@ -90,6 +90,7 @@ pub fn asset(req: &Request<Incoming>) -> Result<Response<Body>, Failure> {
 /// Numbers only, for administrators; paths are left out (they are the operator's business, not the page's).
 pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let admin = extract::admin(state, req.headers())?;
+    extract::query_only(req.uri().query(), &[])?;
     let store_bytes = tokio::fs::metadata(&state.store_file).await.map(|m| m.len()).ok();
     let last_backup_at = match state.backup_dir.clone() {
         Some(dir) => tokio::task::spawn_blocking(move || newest_backup(&dir)).await.ok().flatten(),

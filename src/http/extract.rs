@@ -309,10 +309,13 @@ pub fn query_value(query: Option<&str>, name: &str) -> Option<String> {
 /// would otherwise answer with everything, as if none had been asked for (see [`Fields::only`]).
 pub fn query_only(query: Option<&str>, known: &[&str]) -> Result<(), Failure> {
     let Some(query) = query else { return Ok(()) };
-    match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| !known.contains(&k.as_ref())) {
-        Some((k, _)) => Err(Failure::validation(format!("unknown parameter `{k}`; allowed: {}", known.join(", ")))),
-        None => Ok(()),
-    }
+    let Some((k, _)) = url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| !known.contains(&k.as_ref())) else {
+        return Ok(());
+    };
+    Err(Failure::validation(match known {
+        [] => format!("unknown parameter `{k}`; this call takes none"),
+        _ => format!("unknown parameter `{k}`; allowed: {}", known.join(", ")),
+    }))
 }
 
 /// The value of query parameter `name` (no percent-decoding: only used for plain flags).
@@ -365,6 +368,10 @@ mod tests {
         assert!(query_only(Some("limit=2&cursor=c"), &["limit", "cursor"]).is_ok());
         let refused = query_only(Some("limit=2&c%75rsr=x"), &["limit", "cursor"]).unwrap_err();
         assert_eq!(refused.message, "unknown parameter `cursr`; allowed: limit, cursor");
+        assert_eq!(
+            query_only(Some("limit=2"), &[]).unwrap_err().message,
+            "unknown parameter `limit`; this call takes none"
+        );
     }
 
     #[test]

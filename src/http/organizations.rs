@@ -15,6 +15,7 @@ use crate::domain::{Name, OrgId, Organization, Slug};
 
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
+    extract::query_only(req.uri().query(), &[])?;
     let orgs = state.accounts.organizations();
     Ok(ok(&OrganizationList { organizations: orgs.iter().map(|o| AdminOrganization::from(&**o)).collect() }))
 }
@@ -42,6 +43,7 @@ fn found(state: &AppState, id: OrgId) -> Result<Arc<Organization>, Failure> {
 /// `GET /api/admin/organizations/{id}` → `{organization}` with `member_count`.
 pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
+    extract::query_only(req.uri().query(), &[])?;
     let org = found(state, org_id(&req)?)?;
     let members = state.accounts.members(org.id).len();
     let mut answer = serde_json::to_value(OneOrganization { organization: AdminOrganization::from(&*org) })
@@ -89,6 +91,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 /// ordered by creation.
 pub async fn members(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::admin(state, req.headers())?;
+    extract::query_only(req.uri().query(), &[])?;
     let org = found(state, org_id(&req)?)?;
     let members = state.accounts.members(org.id);
     Ok(ok(&serde_json::json!({"members": members.iter().map(|u| AdminUser::from(&**u)).collect::<Vec<_>>()})))

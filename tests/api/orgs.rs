@@ -129,6 +129,14 @@ async fn one_organization_is_read_renamed_and_shows_its_members() {
     let r = s.get(&format!("/api/admin/organizations/{id}/members")).cookie(&admin).send().await;
     let members = r.json()["members"].as_array().unwrap().clone();
     assert_eq!(members.len(), 1);
+    // These reads take no parameters: a page size is refused, not answered with everything.
+    for path in
+        ["/api/admin/organizations?limit=1".to_owned(), format!("/api/admin/organizations/{id}/members?limit=1")]
+    {
+        let r = s.get(&path).cookie(&admin).send().await;
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+        assert_eq!(r.json()["error"], "unknown parameter `limit`; this call takes none");
+    }
     assert_admin_user(&members[0]);
     assert_eq!(members[0]["id"], json!(a.id));
 
