@@ -28,7 +28,7 @@ trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 NAMES=() BINS=()
 for arg in "$@"; do NAMES+=("${arg%%=*}"); BINS+=("$(realpath "${arg#*=}")"); done
 SERVICE_AUTH_DATA_DIR="$WORK/seed" env -C "$WORK" "${BINS[0]}" seed --users 10000 --sessions 10000 --orgs 10 \
-  --tokens-out "$WORK/tokens.txt" >/dev/null 2>&1 </dev/null
+  --tokens-out "$WORK/tokens.txt" >/dev/null 2>&1 </dev/null || { echo "${NAMES[0]} could not seed a store" >&2; exit 1; }
 [ "$TOKENS" = many ] || head -1 "$WORK/tokens.txt" > "$WORK/used.txt"
 [ "$TOKENS" != many ] || cp "$WORK/tokens.txt" "$WORK/used.txt"
 # Every request carries a cookie, the bare server's too, so that the client does the same work for each.
