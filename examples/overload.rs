@@ -101,8 +101,10 @@ fn kind(status: u16, retry_after: Option<&str>) -> String {
     }
 }
 
-/// One answer a sign-in client saw: its kind, when the request went out (after the start), how long it took.
+/// One answer a sign-in client saw: its status and kind, when the request went out (after the start), how long
+/// it took.
 struct Seen {
+    status: u16,
     kind: String,
     sent: Duration,
     took: Duration,
@@ -135,7 +137,7 @@ async fn sign_in_client(
         // From the moment the request is written to the moment the whole answer has been read.
         let sent = Instant::now();
         let (status, retry) = conn.request(request.as_bytes()).await?;
-        seen.push(Seen { kind: kind(status, retry.as_deref()), sent: sent - began, took: sent.elapsed() });
+        seen.push(Seen { status, kind: kind(status, retry.as_deref()), sent: sent - began, took: sent.elapsed() });
         i += args.sign_ins;
         if stop.load(Ordering::Relaxed) {
             return Ok(seen);
@@ -303,9 +305,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (n, client) in clients.into_iter().enumerate() {
         let seen = client.await??;
         requests += seen.len();
-        for (i, Seen { kind, sent, took }) in seen.into_iter().enumerate() {
+        for (i, Seen { status, kind, sent, took }) in seen.into_iter().enumerate() {
             if args.answers_out.is_some() {
-                let status = kind.split([',', ' ']).next().unwrap_or_default();
                 answers += &format!("{n} {:.3} {:.3} {status}\n", millis(sent), millis(took));
             }
             if i == 0 {

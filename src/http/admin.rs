@@ -112,9 +112,8 @@ impl UserFilter {
                     filter.organization = Some(Some(id));
                 }
                 _ => {
-                    return Err(Failure::validation(format!(
-                        "unknown parameter `{key}`; allowed: limit, cursor, q, match, role, banned, organization_id"
-                    )));
+                    let known = ["limit", "cursor", "q", "match", "role", "banned", "organization_id"];
+                    return Err(extract::unknown_parameter(&key, &known));
                 }
             }
         }

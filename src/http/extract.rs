@@ -309,13 +309,18 @@ pub fn query_value(query: Option<&str>, name: &str) -> Option<String> {
 /// would otherwise answer with everything, as if none had been asked for (see [`Fields::only`]).
 pub fn query_only(query: Option<&str>, known: &[&str]) -> Result<(), Failure> {
     let Some(query) = query else { return Ok(()) };
-    let Some((k, _)) = url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| !known.contains(&k.as_ref())) else {
-        return Ok(());
-    };
-    Err(Failure::validation(match known {
-        [] => format!("unknown parameter `{k}`; this call takes none"),
-        _ => format!("unknown parameter `{k}`; allowed: {}", known.join(", ")),
-    }))
+    match url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| !known.contains(&k.as_ref())) {
+        Some((key, _)) => Err(unknown_parameter(&key, known)),
+        None => Ok(()),
+    }
+}
+
+/// The refusal of query parameter `key`, which is not among the `known` ones of its call.
+pub fn unknown_parameter(key: &str, known: &[&str]) -> Failure {
+    Failure::validation(match known {
+        [] => format!("unknown parameter `{key}`; this call takes none"),
+        _ => format!("unknown parameter `{key}`; allowed: {}", known.join(", ")),
+    })
 }
 
 /// The value of query parameter `name` (no percent-decoding: only used for plain flags).

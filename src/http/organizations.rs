@@ -80,7 +80,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
             ("detach_members", "true") => detach = true,
             ("detach_members", "false") => detach = false,
             ("detach_members", _) => return Err(Failure::validation("detach_members must be true or false")),
-            _ => return Err(Failure::validation(format!("unknown parameter `{key}`; allowed: detach_members"))),
+            _ => return Err(extract::unknown_parameter(&key, &["detach_members"])),
         }
     }
     let detached = state.accounts.delete_organization(admin.id, id, detach, ctx.ip.to_string()).await?;
