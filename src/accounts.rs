@@ -90,6 +90,25 @@ pub struct Current {
     pub user: Arc<User>,
 }
 
+impl Current {
+    /// The caller as an administrator: their current role is `admin`, and this is their own session, not an
+    /// impersonation. An administrator acting as someone else has that person's rights, never more, whatever
+    /// role the person is given meanwhile; and an impersonation never grants an administrator's rights.
+    pub fn administrator(&self) -> Option<&Arc<User>> {
+        (self.user.role.is_admin() && self.session.impersonated_by.is_none()).then_some(&self.user)
+    }
+
+    /// Whom the audit log names for what this session does: the administrator behind an impersonation, else the
+    /// user.
+    pub fn actor(&self) -> UserId {
+        self.session.impersonated_by.as_deref().copied().unwrap_or(self.user.id)
+    }
+
+    pub fn is_impersonation(&self) -> bool {
+        self.session.impersonated_by.is_some()
+    }
+}
+
 /// What sign-up and sign-in give: the new session's token, the session and the account.
 pub struct SignedIn {
     pub token: SessionToken,
@@ -297,6 +316,11 @@ impl Accounts {
             return None;
         }
         let user = self.indexes.users.get(session.user_id).filter(|u| !u.is_banned_at(now))?;
+        // An impersonation lives only while the administrator behind it is one: banned, demoted or removed (here or
+        // on another node), it ends with that change, and until the ending is applied it is refused here.
+        if let Some(admin) = session.impersonated_by.as_deref() {
+            self.indexes.users.get(*admin).filter(|a| a.role.is_admin() && !a.is_banned_at(now))?;
+        }
         Some(Current { session, user })
     }
 
@@ -425,7 +449,7 @@ impl Accounts {
         self.confirm_password(&current.user, current_password, &client.ip_address).await?;
         let password_hash = self.hasher.hash(new_password).await?;
         let change = OwnChange::Password { password_hash, end_sessions: revoke_other_sessions };
-        let user = self.change_own(current.user.id, change, &client.ip_address).await?;
+        let user = self.change_own(current, change, &client.ip_address).await?;
         if !revoke_other_sessions {
             return Ok((user, None));
         }
@@ -441,16 +465,17 @@ impl Accounts {
     /// The caller's name and picture.
     pub async fn update_profile(
         &self,
-        user: UserId,
+        current: &Current,
         name: Option<Name>,
         image: Option<Option<String>>,
         ip: &str,
     ) -> Result<Arc<User>, AccountError> {
-        self.change_own(user, OwnChange::Profile { name, image }, ip).await
+        self.change_own(current, OwnChange::Profile { name, image }, ip).await
     }
 
-    async fn change_own(&self, user: UserId, change: OwnChange, ip: &str) -> Result<Arc<User>, AccountError> {
-        self.actors.users.change_own(user, change, ip.to_owned()).await.map_err(|e| match e {
+    async fn change_own(&self, current: &Current, change: OwnChange, ip: &str) -> Result<Arc<User>, AccountError> {
+        let (user, by) = (current.user.id, current.actor());
+        self.actors.users.change_own(user, by, change, ip.to_owned()).await.map_err(|e| match e {
             OwnChangeError::UserNotFound => AccountError::UserNotFound,
             OwnChangeError::Unavailable(u) => AccountError::Unavailable(u),
         })
@@ -464,9 +489,10 @@ impl Accounts {
         sessions
     }
 
-    /// Ends some of the caller's own sessions; returns how many ended.
-    pub async fn revoke_own_sessions(&self, user: UserId, which: Revoke, ip: &str) -> Result<usize, Unavailable> {
-        self.actors.sessions.revoke(user, user, which, ip.to_owned()).await
+    /// Ends some of the caller's own sessions; returns how many ended. Audited as the caller's, or as the
+    /// administrator's behind an impersonation.
+    pub async fn revoke_own_sessions(&self, current: &Current, which: Revoke, ip: &str) -> Result<usize, Unavailable> {
+        self.actors.sessions.revoke(current.user.id, current.actor(), which, ip.to_owned()).await
     }
 
     /// Deletes the caller's account after checking their password: the account, its membership and every

@@ -20,6 +20,7 @@ mod api {
     mod first_run;
     mod hardening;
     mod health;
+    mod impersonation;
     mod input;
     mod lifecycle;
     mod logs;

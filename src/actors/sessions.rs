@@ -24,6 +24,9 @@ pub struct SessionIndex {
     /// user, and the list copied on every change); only the sessions actor writes it, and only calls about one
     /// account's sessions (list, revoke, ban) read it, never the session check.
     by_user: RwLock<BTreeSet<(UserId, TokenHash)>>,
+    /// The impersonation sessions by the administrator behind each: when that administrator is banned, demoted or
+    /// removed, these end with the change. Few (an administrator's temporary state), so a set beside `by_user`.
+    by_impersonator: RwLock<BTreeSet<(UserId, TokenHash)>>,
     /// One copy of each user agent the sessions have (see [`UserAgent`]); only the sessions actor and start-up use
     /// it, so the lock is never contended.
     agents: Mutex<HashSet<UserAgent>>,
@@ -50,14 +53,20 @@ impl SessionIndex {
     pub(crate) fn publish(&self, hash: TokenHash, session: Option<Arc<Session>>) {
         match session {
             Some(session) => {
-                let user = session.user_id;
+                let (user, impersonator) = (session.user_id, session.impersonated_by.as_deref().copied());
                 if self.by_hash.pin().insert(hash, session).is_none() {
                     write(&self.by_user).insert((user, hash));
+                    if let Some(admin) = impersonator {
+                        write(&self.by_impersonator).insert((admin, hash));
+                    }
                 }
             }
             None => {
                 if let Some(old) = self.by_hash.pin().remove(&hash) {
                     write(&self.by_user).remove(&(old.user_id, hash));
+                    if let Some(admin) = old.impersonated_by.as_deref() {
+                        write(&self.by_impersonator).remove(&(*admin, hash));
+                    }
                 }
             }
         }
@@ -66,12 +75,19 @@ impl SessionIndex {
     /// At start-up, before anything reads the index: the session check's map only.
     /// [`finish_load`](Self::finish_load) then builds the sessions by user in one pass.
     pub(crate) fn publish_loaded(&self, hash: TokenHash, session: Arc<Session>) {
+        if let Some(admin) = session.impersonated_by.as_deref() {
+            write(&self.by_impersonator).insert((*admin, hash));
+        }
         self.by_hash.pin().insert(hash, session);
     }
 
     /// Takes back a session given to [`publish_loaded`](Self::publish_loaded) (its account is gone or banned).
     pub(crate) fn unpublish_loaded(&self, hash: &TokenHash) {
-        self.by_hash.pin().remove(hash);
+        if let Some(old) = self.by_hash.pin().remove(hash)
+            && let Some(admin) = old.impersonated_by.as_deref()
+        {
+            write(&self.by_impersonator).remove(&(*admin, *hash));
+        }
     }
 
     /// `loaded`: the user and token hash of every session given to [`publish_loaded`](Self::publish_loaded). The
@@ -119,6 +135,16 @@ impl SessionIndex {
     fn of_users(&self, users: &[UserId]) -> Vec<(UserId, TokenHash)> {
         let by_user = read(&self.by_user);
         users.iter().flat_map(|u| by_user.range(of(*u)).copied()).collect()
+    }
+
+    /// The impersonation sessions `admins` hold, as (impersonated user, token hash).
+    fn impersonated_by(&self, admins: &[UserId]) -> Vec<(UserId, TokenHash)> {
+        let hashes: Vec<TokenHash> = {
+            let by_impersonator = read(&self.by_impersonator);
+            admins.iter().flat_map(|a| by_impersonator.range(of(*a)).map(|(_, h)| *h)).collect()
+        };
+        let by_hash = self.by_hash.pin();
+        hashes.into_iter().filter_map(|h| Some((by_hash.get(&h)?.user_id, h))).collect()
     }
 }
 
@@ -211,10 +237,12 @@ pub enum SessionsMsg {
         ip: String,
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
-    /// Another actor's records, committed together with the end of every session of `users`.
+    /// Another actor's records, committed together with the end of every session of `users` and of every
+    /// impersonation by `users` or `impersonators` (administrators banned, removed or demoted by the records).
     /// Also starts a session for each of `starts` (sign-ins), in the same transaction.
     CommitEnding {
         users: Vec<UserId>,
+        impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
         starts: Vec<StartWith>,
         reply: RpcReplyPort<Result<Vec<Started>, Unavailable>>,
@@ -275,8 +303,17 @@ impl SessionsHandle {
     /// publication of the change that ends them.
     ///
     /// No timeout: the caller must learn the real outcome, or its memory would disagree with the disk.
-    pub async fn commit_ending(&self, users: Vec<UserId>, ops: Vec<StoreOp>) -> Result<(), Unavailable> {
-        self.commit_with(users, ops, Vec::new()).await.map(drop)
+    ///
+    /// An administrator among `users` (banned, removed, given a new password), or among `impersonators` (demoted),
+    /// loses the sessions they impersonate in the same commit: an impersonation never outlives its administrator's
+    /// authority.
+    pub async fn commit_ending(
+        &self,
+        users: Vec<UserId>,
+        impersonators: Vec<UserId>,
+        ops: Vec<StoreOp>,
+    ) -> Result<(), Unavailable> {
+        self.commit_with(users, impersonators, ops, Vec::new()).await.map(drop)
     }
 
     /// [`commit_ending`](Self::commit_ending) that also starts the sessions `starts` (sign-ins, checked like
@@ -285,10 +322,12 @@ impl SessionsHandle {
     pub async fn commit_with(
         &self,
         users: Vec<UserId>,
+        impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
         starts: Vec<StartWith>,
     ) -> Result<Vec<Started>, Unavailable> {
-        match self.0.call(|reply| SessionsMsg::CommitEnding { users, ops, starts, reply }, None).await {
+        let msg = |reply| SessionsMsg::CommitEnding { users, impersonators, ops, starts, reply };
+        match self.0.call(msg, None).await {
             Ok(ractor::rpc::CallResult::Success(result)) => result,
             _ => Err(Unavailable),
         }
@@ -445,24 +484,30 @@ impl Actor for SessionsActor {
                         audit::entry(action::IMPERSONATION_STOPPED, Some(by), Some(user.into()), &ip, "".into());
                     ops.push(ended);
                 } else if count > 0 {
+                    // An administrator impersonating the user ends them as the user, and is named as the actor.
                     let whose = if by == user { "their user" } else { "an administrator" };
                     let detail = format!("{count} session(s) ended by {whose}");
                     ops.push(audit::entry(action::SESSIONS_REVOKED, Some(by), Some(user.into()), &ip, detail));
                 }
                 state.overlay.add(ops, reply, count);
             }
-            SessionsMsg::CommitEnding { users, mut ops, starts, reply } => {
+            SessionsMsg::CommitEnding { users, impersonators, mut ops, starts, reply } => {
+                let admins: Vec<UserId> = users.iter().chain(&impersonators).copied().collect();
                 let mut ending = self.indexes.sessions.of_users(&users);
+                ending.extend(self.indexes.sessions.impersonated_by(&admins));
                 ending.extend(state.overlay.iter().filter_map(|(h, s)| {
-                    let session = s.as_ref().filter(|s| users.contains(&s.user_id))?;
-                    Some((session.user_id, *h))
+                    let session = s.as_ref()?;
+                    let by = session.impersonated_by.as_deref();
+                    let ends = users.contains(&session.user_id) || by.is_some_and(|a| admins.contains(a));
+                    ends.then_some((session.user_id, *h))
                 }));
                 ending.sort_unstable();
                 ending.dedup();
                 for (_, hash) in &ending {
                     state.overlay.stage(*hash, None);
                 }
-                state.fenced.extend(users);
+                // Fenced until published: no session of `users` and no impersonation by `admins` starts meanwhile.
+                state.fenced.extend(admins);
                 ops.extend(ending.into_iter().map(delete));
                 let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
                 state.overlay.add(ops, reply, started);
@@ -552,6 +597,14 @@ impl SessionsActor {
         // the ban is published, the check above answers `Banned`, even before the fence is lifted.)
         if state.fenced.contains(&user) {
             return Err(CreateSessionError::Unavailable(Unavailable));
+        }
+        // Likewise an impersonation by an administrator being banned, demoted or removed; one who no longer is an
+        // active administrator starts none.
+        if let Start::Impersonation { by } = start {
+            let active = self.indexes.users.get(by).is_some_and(|a| a.is_active_admin());
+            if !active || state.fenced.contains(&by) {
+                return Err(CreateSessionError::Unavailable(Unavailable));
+            }
         }
         let token = SessionToken::generate();
         let hash = token.hash();

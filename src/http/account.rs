@@ -20,6 +20,21 @@ use crate::domain::{Password, SessionId, SessionToken, Timestamp};
 /// cookie should not reveal where else the user is signed in.
 const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
 
+/// The caller's own session (not an impersonation), for the calls that change how the account is signed into or
+/// whether it exists: an administrator acting as a user may look and help, but a new password or a deletion is
+/// theirs to make with their own audited calls (`set-user-password`, `remove-user`).
+fn signed_in_self(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    let (token, current) = signed_in(state, headers)?;
+    if current.is_impersonation() {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "NOT_ALLOWED_WHILE_IMPERSONATING",
+            "An administrator impersonating a user cannot change their password or delete their account",
+        ));
+    }
+    Ok((token, current))
+}
+
 /// The caller's token and session, or 401.
 fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
     extract::session_token(state, headers)
@@ -32,7 +47,7 @@ fn status_true() -> Response<Body> {
 }
 
 pub async fn change_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, req.headers())?;
+    let (_, current) = signed_in_self(state, req.headers())?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["newPassword", "currentPassword", "revokeOtherSessions"])?;
@@ -72,7 +87,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     if name.is_none() && image.is_none() {
         return Err(Failure::bad_request("NO_FIELDS_TO_UPDATE", "No fields to update"));
     }
-    state.accounts.update_profile(current.user.id, name, image, &ctx.ip.to_string()).await?;
+    state.accounts.update_profile(&current, name, image, &ctx.ip.to_string()).await?;
     Ok(status_true())
 }
 
@@ -108,7 +123,7 @@ pub async fn revoke_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) 
         (None, None) => None,
     };
     if let Some(hash) = hash {
-        state.accounts.revoke_own_sessions(user, Revoke::One(hash), &ctx.ip.to_string()).await?;
+        state.accounts.revoke_own_sessions(&current, Revoke::One(hash), &ctx.ip.to_string()).await?;
     }
     let answer = status_true();
     Ok(if hash == Some(own.hash()) { with_cookie(answer, state.cookies.clear()) } else { answer })
@@ -131,14 +146,14 @@ async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>, keep_own: bo
     // No body is needed, but one that is sent must be well-formed.
     extract::json_object(req, false, state.body_timeout()).await?;
     let which = if keep_own { Revoke::AllBut(own.hash()) } else { Revoke::All };
-    state.accounts.revoke_own_sessions(current.user.id, which, &ctx.ip.to_string()).await?;
+    state.accounts.revoke_own_sessions(&current, which, &ctx.ip.to_string()).await?;
     Ok(if keep_own { status_true() } else { with_cookie(status_true(), state.cookies.clear()) })
 }
 
 /// `{password}`: the account, its membership and every session go in one commit. The password is required
 /// (better-auth also accepts a fresh session instead; a cookie alone is not enough to delete an account here).
 pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, req.headers())?;
+    let (_, current) = signed_in_self(state, req.headers())?;
     let body: Fields = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;

@@ -25,8 +25,8 @@ fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Resul
     let current = extract::session_token(state, req.headers())
         .and_then(|t| state.accounts.current(&t))
         .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
-    if current.user.role.is_admin() {
-        Ok(current.user)
+    if let Some(admin) = current.administrator() {
+        Ok(Arc::clone(admin))
     } else {
         Err(Failure::new(StatusCode::FORBIDDEN, code, "You are not allowed to do this"))
     }
@@ -414,7 +414,7 @@ pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incomin
     let admin = admin_token
         .as_ref()
         .and_then(|t| Some((t, state.accounts.current(t)?)))
-        .filter(|(_, a)| a.user.id == admin_id && a.user.role.is_admin());
+        .filter(|(_, a)| a.user.id == admin_id && a.administrator().is_some());
     let Some((admin_token, admin)) = admin else {
         let failure = Failure::bad_request("FAILED_TO_FIND_ADMIN_SESSION", "The administrator's session has ended");
         return Err(failure.with_header(hyper::header::SET_COOKIE, state.cookies.clear()));
@@ -513,7 +513,7 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
         };
         action.as_str().is_some_and(|a| actions.contains(&a))
     };
-    let success = current.user.role.is_admin()
+    let success = current.administrator().is_some()
         && wanted.iter().all(|(resource, actions)| {
             actions.as_array().is_some_and(|list| list.iter().all(|action| allowed(resource, action)))
         });

@@ -285,8 +285,8 @@ pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionTok
 pub fn admin(state: &AppState, headers: &HeaderMap) -> Result<Arc<User>, Failure> {
     let unauthorized = || Failure::with_status(StatusCode::UNAUTHORIZED, "authentication required");
     let current = session_token(state, headers).and_then(|t| state.accounts.current(&t)).ok_or_else(unauthorized)?;
-    if current.user.role.is_admin() {
-        Ok(current.user)
+    if let Some(admin) = current.administrator() {
+        Ok(Arc::clone(admin))
     } else {
         Err(Failure::with_status(StatusCode::FORBIDDEN, "administrator role required"))
     }

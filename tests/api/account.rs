@@ -235,3 +235,59 @@ async fn password_changes_and_revocations_are_audited() {
     assert!(of_user.contains(&"user.password_changed") && of_user.contains(&"session.revoked"), "{of_user:?}");
     assert!(!entries.to_string().contains("a new password 4"), "a password in the audit log");
 }
+
+/// The reset link of the next message written to `dir` (the `.eml` files of `[email] directory`), once there are
+/// more than `seen`.
+async fn next_reset_token(dir: &std::path::Path, seen: &mut usize) -> String {
+    let started = std::time::Instant::now();
+    let files = loop {
+        let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        if files.len() > *seen {
+            files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+            break files;
+        }
+        assert!(started.elapsed().as_secs() < 10, "no message after {seen}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    *seen = files.len();
+    let text = std::fs::read_to_string(files.last().unwrap()).unwrap().replace("=\r\n", "").replace("=\n", "");
+    let at = text.find("/api/auth/reset-password/").expect("a reset link") + "/api/auth/reset-password/".len();
+    text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect()
+}
+/// Before: a link asked for before a password change (even one that ended every other session) or before an
+/// administrator's set-user-password still reset the password afterwards. Now each of them, and a reset, ends
+/// every outstanding link of the account in the same commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_password_ends_every_outstanding_reset_link() {
+    let mail = tempfile::tempdir().unwrap();
+    let dir = mail.path().to_owned();
+    let s = TestServer::start_adjusted(|c| c.email.directory = Some(dir)).await;
+    let admin = s.admin_session().await;
+    let u = s.new_user("linked").await;
+    let mut seen = 0;
+    let request = || s.post("/api/auth/request-password-reset").json(&json!({"email": u.email})).send();
+    let reset = |token: String, password: &str| {
+        s.post("/api/auth/reset-password").json(&json!({"token": token, "newPassword": password})).send()
+    };
+
+    assert_eq!(request().await.status, 200);
+    let before_change = next_reset_token(mail.path(), &mut seen).await;
+    let body = json!({"currentPassword": PASSWORD, "newPassword": "changed password 1", "revokeOtherSessions": true});
+    let r = call(&s, "change-password", Some(&u.cookie), &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_auth_error(&reset(before_change, "the attacker's password").await, 400, "INVALID_TOKEN");
+
+    assert_eq!(request().await.status, 200);
+    let before_set = next_reset_token(mail.path(), &mut seen).await;
+    let set = json!({"userId": u.id, "newPassword": "set by the admin 1"});
+    let r = s.post("/api/auth/admin/set-user-password").cookie(&admin).json(&set).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_auth_error(&reset(before_set, "the attacker's password").await, 400, "INVALID_TOKEN");
+    assert_eq!(s.sign_in(&u.email, "set by the admin 1").await.0, 200, "the administrator's password holds");
+
+    // A reset that works ends the link it used (and any other) too.
+    assert_eq!(request().await.status, 200);
+    let link = next_reset_token(mail.path(), &mut seen).await;
+    assert_eq!(reset(link.clone(), "reset password 1").await.status, 200);
+    assert_auth_error(&reset(link, "reset password 2").await, 400, "INVALID_TOKEN");
+}

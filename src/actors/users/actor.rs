@@ -54,6 +54,9 @@ struct State {
     /// Users whose sessions end with this batch (banned, or given a new password): committed in the same
     /// transaction as the batch, so the change and the end of the sessions are durable together or not at all.
     ending: Vec<UserId>,
+    /// Administrators demoted in this batch: the sessions they impersonate end in the same transaction (a ban or a
+    /// removal is in `ending`, which ends those too).
+    demoted: Vec<UserId>,
     /// One-time tokens issued (`Some`) or used up (`None`) in this batch, published with it.
     tokens: HashMap<TokenHash, Option<Arc<OneTimeToken>>>,
     /// Messages written to the outbox in this batch, handed to the sender once durable.
@@ -77,6 +80,7 @@ impl Actor for UsersActor {
             overlay: Overlay::default(),
             emails: HashMap::new(),
             ending: Vec::new(),
+            demoted: Vec::new(),
             tokens: HashMap::new(),
             mails: Vec::new(),
             starting: Vec::new(),
@@ -126,11 +130,15 @@ impl Actor for UsersActor {
                     active_admins: self.active_admin_count(state),
                     org_exists: &|org| orgs.get(org).is_some() && !closing.contains(&org),
                 };
+                let new_password = change.password_hash.is_some();
                 let changed = rules::apply_change(&snapshot, &current, change, Timestamp::now());
                 match changed {
                     Ok(Changed { user, ends_sessions }) => {
                         let after = self.stage(state, user, ends_sessions);
                         let mut ops = vec![put(&after)];
+                        if new_password {
+                            self.end_reset_link(state, after.id, &mut ops);
+                        }
                         ops.extend(
                             rules::changes(&current, &after)
                                 .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.into()), &ip, detail)),
@@ -164,8 +172,12 @@ impl Actor for UsersActor {
                                  password replaced, sessions ended"
                             }
                         };
-                        let logged = audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), "", detail.into());
-                        state.overlay.add([put(&user), logged], reply, outcome);
+                        let mut ops = vec![put(&user)];
+                        if let EnsureAdmin::Promoted(_) = outcome {
+                            self.end_reset_link(state, user.id, &mut ops);
+                        }
+                        ops.push(audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), "", detail.into()));
+                        state.overlay.add(ops, reply, outcome);
                     }
                     Err(e) => drop(reply.send(Err(e))),
                 }
@@ -222,25 +234,37 @@ impl Actor for UsersActor {
                 state.tokens.insert(token, None);
                 let id = Some(user.id);
                 let detail = "password reset with a mailed link; every session ended".to_owned();
-                let logged = audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail);
-                state.overlay.add([put(&user), StoreOp::DeleteToken(token), logged], reply, ());
+                let mut ops = vec![put(&user), StoreOp::DeleteToken(token)];
+                self.end_reset_link(state, user.id, &mut ops);
+                ops.push(audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail));
+                state.overlay.add(ops, reply, ());
             }
-            UsersMsg::ChangeOwn { user, change, ip, reply } => {
+            UsersMsg::ChangeOwn { user, by, change, ip, reply } => {
                 let Some(current) = self.get(state, user) else {
                     let _ = reply.send(Err(OwnChangeError::UserNotFound));
                     return Ok(());
                 };
+                // A user's own profile edit is not audited; one made through an impersonation is, naming the
+                // administrator (as every row written through an impersonation does).
+                let impersonated = by != user;
                 let what = match &change {
-                    OwnChange::Password { end_sessions: true, .. } => Some("password changed; every session ended"),
-                    OwnChange::Password { .. } => Some("password changed"),
+                    OwnChange::Password { end_sessions: true, .. } => {
+                        Some((action::PASSWORD_CHANGED, "password changed; every session ended"))
+                    }
+                    OwnChange::Password { .. } => Some((action::PASSWORD_CHANGED, "password changed")),
+                    OwnChange::Profile { .. } if impersonated => Some((action::PROFILE_UPDATED, "profile updated")),
                     OwnChange::Profile { .. } => None,
                 };
+                let new_password = matches!(change, OwnChange::Password { .. });
                 let Changed { user, ends_sessions } = rules::apply_own_change(&current, change, Timestamp::now());
                 let user = self.stage(state, user, ends_sessions);
                 let mut ops = vec![put(&user)];
-                if let Some(detail) = what {
-                    let id = Some(user.id);
-                    ops.push(audit::entry(action::PASSWORD_CHANGED, id, id.map(Into::into), &ip, detail.into()));
+                if new_password {
+                    self.end_reset_link(state, user.id, &mut ops);
+                }
+                if let Some((what, detail)) = what {
+                    let detail = if impersonated { format!("{detail}, while impersonating") } else { detail.into() };
+                    ops.push(audit::entry(what, Some(by), Some(user.id.into()), &ip, detail));
                 }
                 state.overlay.add(ops, reply, user);
             }
@@ -429,6 +453,15 @@ impl UsersActor {
         }
     }
 
+    /// Ends `user`'s outstanding reset link, if any, with the batch that sets a new password: a link asked for
+    /// before the change (perhaps by whoever the change locks out) must not undo it.
+    fn end_reset_link(&self, state: &mut State, user: UserId, ops: &mut Vec<StoreOp>) {
+        if let Some(link) = self.live_token(state, user, TokenKind::PasswordReset) {
+            state.tokens.insert(link, None);
+            ops.push(StoreOp::DeleteToken(link));
+        }
+    }
+
     /// The account a live token of `kind` belongs to, if `hash` is one.
     fn token_holder(&self, state: &State, hash: &TokenHash, kind: TokenKind) -> Option<Arc<User>> {
         let now = Timestamp::now();
@@ -460,6 +493,9 @@ impl UsersActor {
         if ends_sessions {
             state.ending.push(user.id);
         }
+        if self.get(state, user.id).is_some_and(|before| before.is_active_admin()) && !user.is_active_admin() {
+            state.demoted.push(user.id);
+        }
         let user = Arc::new(user);
         state.emails.insert(user.email.clone(), user.id);
         state.overlay.stage(user.id, Some(Arc::clone(&user)));
@@ -486,20 +522,22 @@ impl UsersActor {
         let mut ending = std::mem::take(&mut state.ending);
         ending.sort_unstable();
         ending.dedup();
+        let demoted = std::mem::take(&mut state.demoted);
         state.emails.clear();
         let (users, writer, sessions) = (&self.indexes.users, &self.writer, &self.sessions);
-        let ending_now = ending.clone();
+        let (ending_now, demoted_now) = (ending.clone(), demoted.clone());
         let (starts, start_replies): (Vec<StartWith>, Vec<StartReply>) =
             std::mem::take(&mut state.starting).into_iter().unzip();
         let mut started: Option<Vec<Started>> = None;
         let started_slot = &mut started;
         let commit = |ops| async move {
-            if ending_now.is_empty() && starts.is_empty() {
+            if ending_now.is_empty() && demoted_now.is_empty() && starts.is_empty() {
                 overlay::write(writer, ops).await
             } else {
-                // The sessions actor commits our records with the end of those users' sessions and the start of
-                // the sign-ins' sessions: one transaction.
-                *started_slot = Some(sessions.commit_with(ending_now, ops, starts).await?);
+                // The sessions actor commits our records with the end of those users' sessions (and of the
+                // impersonations by those users and the demoted) and the start of the sign-ins' sessions: one
+                // transaction.
+                *started_slot = Some(sessions.commit_with(ending_now, demoted_now, ops, starts).await?);
                 Ok(())
             }
         };
@@ -510,8 +548,8 @@ impl UsersActor {
         // then on (a caller's next request, a new session after a password change, is not refused); the tokens
         // are usable and the mail sender has the messages.
         let then = |durable: bool| {
-            if !ending.is_empty() {
-                sessions.unfence(ending);
+            if !ending.is_empty() || !demoted.is_empty() {
+                sessions.unfence(ending.into_iter().chain(demoted).collect());
             }
             if durable {
                 // The organizations actor writes this index otherwise; it is waiting for this very deletion

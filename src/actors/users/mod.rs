@@ -198,6 +198,8 @@ pub(super) enum UsersMsg {
     },
     ChangeOwn {
         user: UserId,
+        /// Whom the audit log names: the user, or the administrator impersonating them.
+        by: UserId,
         change: OwnChange,
         ip: String,
         reply: RpcReplyPort<Result<Arc<User>, OwnChangeError>>,
@@ -336,10 +338,17 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::ResetPassword { token, password_hash, ip, reply }).await?
     }
 
-    /// A user's change to their own account. A new password with `end_sessions` ends every session of the account
-    /// in the same commit.
-    pub async fn change_own(&self, user: UserId, change: OwnChange, ip: String) -> Result<Arc<User>, OwnChangeError> {
-        call(&self.0, |reply| UsersMsg::ChangeOwn { user, change, ip, reply }).await?
+    /// A user's change to their own account, made by `by` (the user, or an administrator impersonating them: the
+    /// audit log names them). A new password with `end_sessions` ends every session of the account in the same
+    /// commit.
+    pub async fn change_own(
+        &self,
+        user: UserId,
+        by: UserId,
+        change: OwnChange,
+        ip: String,
+    ) -> Result<Arc<User>, OwnChangeError> {
+        call(&self.0, |reply| UsersMsg::ChangeOwn { user, by, change, ip, reply }).await?
     }
 
     /// Deletes the account and, in the same commit, every session of it (its membership goes with the record).
