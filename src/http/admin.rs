@@ -7,9 +7,9 @@ use hyper::{Request, Response};
 
 use super::AppState;
 use super::dto::{AdminUser, AuditEntry, AuditPage, SUCCESS, UserList};
+use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok};
-use super::router::Ctx;
 use crate::actors::users::{Place, UserChange};
 use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, User, UserId};
 

@@ -6,10 +6,10 @@ use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
 use super::dto::{AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, session_and_user_json};
+use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
-use super::router::Ctx;
 use crate::accounts::{SignUp, SignedIn, SignedUp};
 use crate::domain::{Email, Name, Password};
 

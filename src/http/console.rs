@@ -17,8 +17,8 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::extract;
+use super::extract::Ctx;
 use super::response::{Body, Failure, ok};
-use super::router::Ctx;
 
 /// What the browser may do with the console's answers: only our own script and style (no inline code, so an
 /// injected `<script>` or `style=` does nothing), never inside a frame (no click-jacking), no `<base>` tricks, and

@@ -8,15 +8,29 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderMap};
+use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Request, StatusCode};
 use serde_json::{Map, Value};
 
 use super::AppState;
 use super::response::Failure;
-use super::router::Ctx;
 use crate::actors::sessions::Client;
 use crate::domain::{SessionToken, User};
+
+/// Per-request facts gathered before the handler runs.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The client's address: the peer, or what a trusted proxy says in `X-Forwarded-For`.
+    pub ip: IpAddr,
+    /// The `Host` header (a cheap reference-counted copy), for requests without a configured `base_url`.
+    pub host: Option<HeaderValue>,
+}
+
+impl Ctx {
+    pub fn host(&self) -> Option<&str> {
+        self.host.as_ref().and_then(|h| h.to_str().ok())
+    }
+}
 
 /// Largest request body accepted (docs/reference.md, "Requests: bodies and limits").
 pub const MAX_BODY: usize = 64 * 1024;

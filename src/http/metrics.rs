@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::response::Body;
-use super::router::ROUTES;
+use super::routes::ROUTES;
 use crate::metrics::{self as names, Metrics};
 
 /// The route label of a request whose path matches no route: never the raw path, which a client chooses.

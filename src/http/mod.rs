@@ -1,8 +1,10 @@
 //! The HTTP front end. It knows requests and answers; everything else it asks of the [`crate::accounts`] facade.
 //!
-//! - [`router`]: the route table, dispatch by path and method, the cross-site rule.
+//! - [`routes`]: the route table, each route named once with its methods and endpoints; [`router`]: dispatch
+//!   from an endpoint to its handler, the cross-site rule, the access log.
 //! - [`state`]: what every handler shares.
-//! - [`extract`]: reading requests (body, fields, cookie, client address) and the administrator guard.
+//! - [`extract`]: reading requests (body, fields, cookie, client address, the per-request [`extract::Ctx`]) and the
+//!   administrator guard.
 //! - [`response`] and [`errors`]: answers, the two error shapes, the session cookie; one `From` per error enum.
 //! - The route families, each a file of short handlers: [`auth`], [`account`] (a user's own password, profile,
 //!   sessions and deletion), [`recovery`] (links sent by mail), [`admin_plugin`] (the better-auth admin plugin's calls),
@@ -35,6 +37,7 @@ mod recovery;
 mod request_id;
 pub mod response;
 mod router;
+mod routes;
 mod state;
 
 use std::convert::Infallible;
@@ -51,7 +54,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use metrics::serve_metrics;
 pub use ops::OPENAPI;
-pub use router::ROUTES;
+pub use routes::ROUTES;
 pub use state::AppState;
 
 /// How long shutdown waits for requests in flight.

@@ -9,8 +9,8 @@ use hyper::{Request, Response, StatusCode};
 use super::AppState;
 use super::dto::{AdminOrganization, AdminUser, OneOrganization, OrganizationList};
 use super::extract;
+use super::extract::Ctx;
 use super::response::{Body, Failure, ok};
-use super::router::Ctx;
 use crate::domain::{Name, OrgId, Organization, Slug};
 
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {

@@ -10,9 +10,9 @@ use serde_json::json;
 use super::AppState;
 use super::auth::{invalid_email, location_value, safe_redirect};
 use super::extract;
+use super::extract::Ctx;
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, ok};
-use super::router::Ctx;
 use crate::domain::{Email, Password, SessionToken};
 
 /// The answer to every accepted reset request, whether or not the account exists.

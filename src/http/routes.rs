@@ -1,0 +1,206 @@
+//! The route table: every path the server answers, each named once with its methods and the endpoint each method
+//! reaches, grouped by family. [`ROUTES`] (path and methods) is what the OpenAPI document, the CORS preflight,
+//! `Allow` and the per-route metrics read; the router matches an [`Endpoint`] to its handler, so a path is never
+//! compared as a string again after it was found.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use hyper::Method;
+use hyper::header::HeaderValue;
+
+/// Declares [`ROUTES`], the endpoint of each of its methods (same order), and the [`Endpoint`] enum, from one
+/// listing: `"path" => { METHOD => Endpoint, … }`.
+macro_rules! routes {
+    ($( $path:literal => { $( $method:ident => $endpoint:ident ),+ $(,)? } ),+ $(,)?) => {
+        /// Every path and the methods it answers. The OpenAPI document is checked against this list so that the
+        /// two cannot drift.
+        pub const ROUTES: &[(&str, &[Method])] = &[ $( ($path, &[ $( Method::$method ),+ ]) ),+ ];
+
+        /// The endpoint of each method of each route, index for index with [`ROUTES`].
+        const ENDPOINTS: &[&[Endpoint]] = &[ $( &[ $( Endpoint::$endpoint ),+ ] ),+ ];
+
+        /// What a request asks for, once its route and method are known: one handler each.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Endpoint { $( $( $endpoint, )+ )+ }
+    };
+}
+
+routes! {
+    // auth: signing up, in and out, and the session
+    "/api/auth/sign-up/email" => { POST => SignUp },
+    "/api/auth/sign-in/email" => { POST => SignIn },
+    "/api/auth/get-session" => { GET => GetSession },
+    "/api/auth/sign-out" => { POST => SignOut },
+    // account: a signed-in user's own password, profile, sessions and deletion
+    "/api/auth/change-password" => { POST => ChangePassword },
+    "/api/auth/update-user" => { POST => UpdateOwnProfile },
+    "/api/auth/list-sessions" => { GET => ListOwnSessions },
+    "/api/auth/revoke-session" => { POST => RevokeOwnSession },
+    "/api/auth/revoke-sessions" => { POST => RevokeOwnSessions },
+    "/api/auth/revoke-other-sessions" => { POST => RevokeOtherOwnSessions },
+    "/api/auth/delete-user" => { POST => DeleteOwnAccount },
+    // recovery: the links sent by mail
+    "/api/auth/request-password-reset" => { POST => RequestPasswordReset },
+    "/api/auth/reset-password/{token}" => { GET => FollowResetLink },
+    "/api/auth/reset-password" => { POST => ResetPassword },
+    "/api/auth/send-verification-email" => { POST => SendVerificationEmail },
+    "/api/auth/verify-email" => { GET => VerifyEmail },
+    // admin plugin: the better-auth admin plugin's calls
+    "/api/auth/admin/list-users" => { GET => PluginListUsers },
+    "/api/auth/admin/get-user" => { GET => PluginGetUser },
+    "/api/auth/admin/create-user" => { POST => PluginCreateUser },
+    "/api/auth/admin/set-role" => { POST => PluginSetRole },
+    "/api/auth/admin/ban-user" => { POST => PluginBanUser },
+    "/api/auth/admin/unban-user" => { POST => PluginUnbanUser },
+    "/api/auth/admin/list-user-sessions" => { POST => PluginListUserSessions },
+    "/api/auth/admin/revoke-user-session" => { POST => PluginRevokeUserSession },
+    "/api/auth/admin/revoke-user-sessions" => { POST => PluginRevokeUserSessions },
+    "/api/auth/admin/set-user-password" => { POST => PluginSetUserPassword },
+    "/api/auth/admin/remove-user" => { POST => PluginRemoveUser },
+    "/api/auth/admin/has-permission" => { POST => PluginHasPermission },
+    "/api/auth/admin/update-user" => { POST => PluginUpdateUser },
+    "/api/auth/admin/impersonate-user" => { POST => PluginImpersonateUser },
+    "/api/auth/admin/stop-impersonating" => { POST => PluginStopImpersonating },
+    // admin: the service's own administration calls
+    "/api/admin/users" => { GET => ListUsers, PATCH => UpdateUser },
+    "/api/admin/organizations" => { GET => ListOrganizations, POST => CreateOrganization },
+    "/api/admin/organizations/{id}" => {
+        GET => GetOrganization,
+        PATCH => UpdateOrganization,
+        DELETE => DeleteOrganization,
+    },
+    "/api/admin/organizations/{id}/members" => { GET => OrganizationMembers },
+    "/api/admin/audit" => { GET => Audit },
+    // console: its status panel and its embedded files
+    "/api/admin/status" => { GET => ConsoleStatus },
+    // ops: the document, liveness and readiness
+    "/api/openapi.json" => { GET => OpenApi },
+    "/api/auth/ok" => { GET => AuthOk },
+    "/healthz" => { GET => Alive },
+    "/readyz" => { GET => Ready },
+    "/admin/" => { GET => ConsoleIndex },
+    "/admin/{asset}" => { GET => ConsoleAsset },
+}
+
+/// The endpoint `method` reaches on route `index` of [`ROUTES`], if the route answers it.
+pub fn endpoint(index: usize, method: &Method) -> Option<Endpoint> {
+    let position = ROUTES[index].1.iter().position(|m| m == method)?;
+    Some(ENDPOINTS[index][position])
+}
+
+/// Whether `path` is `route`, where a `{name}` segment of the route stands for any one non-empty segment.
+fn matches(route: &str, path: &str) -> bool {
+    let (mut want, mut got) = (route.split('/'), path.split('/'));
+    loop {
+        match (want.next(), got.next()) {
+            (None, None) => return true,
+            (Some(w), Some(g)) if w.starts_with('{') && w.ends_with('}') => {
+                if g.is_empty() {
+                    return false;
+                }
+            }
+            (Some(w), Some(g)) if w == g => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Index into [`ROUTES`] of the route `path` matches: a fixed path through a map built once, else the first
+/// templated route that matches. Every request asks; scanning the table segment by segment showed in the profile.
+pub fn find_route(path: &str) -> Option<usize> {
+    static FIXED: LazyLock<HashMap<&str, usize, foldhash::fast::RandomState>> = LazyLock::new(|| {
+        ROUTES.iter().enumerate().filter(|(_, (p, _))| !is_templated(p)).map(|(i, (p, _))| (*p, i)).collect()
+    });
+    if let Some(&index) = FIXED.get(path) {
+        return Some(index);
+    }
+    ROUTES.iter().position(|(p, _)| is_templated(p) && matches(p, path))
+}
+
+fn is_templated(route: &str) -> bool {
+    route.contains('{')
+}
+
+/// The `Allow` header of a route: its methods, and `HEAD` wherever `GET` is allowed.
+pub fn allow_header(allowed: &[Method]) -> HeaderValue {
+    let mut methods: Vec<&str> = allowed.iter().map(Method::as_str).collect();
+    if allowed.contains(&Method::GET) {
+        methods.push("HEAD");
+    }
+    HeaderValue::from_str(&methods.join(", ")).unwrap_or(HeaderValue::from_static("GET"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templated_routes_match_one_segment() {
+        assert!(matches("/api/auth/reset-password/{token}", "/api/auth/reset-password/abc"));
+        assert!(!matches("/api/auth/reset-password/{token}", "/api/auth/reset-password/"));
+        assert!(!matches("/api/auth/reset-password/{token}", "/api/auth/reset-password/a/b"));
+        assert!(!matches("/api/auth/reset-password/{token}", "/api/auth/reset-password"));
+        assert!(matches("/api/auth/sign-out", "/api/auth/sign-out"));
+    }
+
+    /// The map finds what scanning the table in order finds: no fixed path is also matched by an earlier template.
+    #[test]
+    fn find_route_agrees_with_the_table_scan() {
+        let scan = |path: &str| ROUTES.iter().position(|(p, _)| matches(p, path));
+        let mut probes: Vec<String> =
+            ROUTES.iter().map(|(p, _)| p.replace("{token}", "t").replace("{id}", "x")).collect();
+        probes.extend(
+            ["/", "", "/admin", "/admin/", "/admin/app.js", "/api/auth/get-session/", "/API/auth/ok"].map(String::from),
+        );
+        probes.extend(ROUTES.iter().map(|(p, _)| p.replace(['{', '}'], "")));
+        for path in &probes {
+            assert_eq!(find_route(path), scan(path), "{path}");
+        }
+    }
+
+    /// Each route is named once, and each endpoint is reached by exactly one route and method.
+    #[test]
+    fn every_path_and_every_endpoint_appears_once() {
+        let mut paths: Vec<&str> = ROUTES.iter().map(|(p, _)| *p).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        assert_eq!(paths.len(), ROUTES.len(), "a path listed twice");
+        let reached: Vec<Endpoint> = (0..ROUTES.len())
+            .flat_map(|i| ROUTES[i].1.iter().map(move |m| endpoint(i, m).expect("every listed method has one")))
+            .collect();
+        for (n, e) in reached.iter().enumerate() {
+            assert!(!reached[n + 1..].contains(e), "{e:?} is reached twice");
+        }
+        assert_eq!(endpoint(find_route("/api/admin/users").unwrap(), &Method::PATCH), Some(Endpoint::UpdateUser));
+        assert_eq!(endpoint(find_route("/api/admin/users").unwrap(), &Method::DELETE), None);
+    }
+
+    use crate::http::OPENAPI;
+
+    /// The OpenAPI document lists exactly the routes the router answers, so the two cannot drift apart.
+    #[test]
+    fn the_openapi_document_matches_the_routes() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
+        let mut documented: Vec<(String, String)> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .iter()
+            .flat_map(|(path, ops)| ops.as_object().unwrap().keys().map(move |m| (path.clone(), m.to_uppercase())))
+            .collect();
+        let mut served: Vec<(String, String)> = ROUTES
+            .iter()
+            .flat_map(|(path, methods)| methods.iter().map(move |m| (path.to_string(), m.as_str().to_owned())))
+            .collect();
+        documented.sort();
+        served.sort();
+        assert_eq!(documented, served);
+        for (path, ops) in doc["paths"].as_object().unwrap() {
+            for (method, op) in ops.as_object().unwrap() {
+                let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
+                assert!(codes.iter().any(|c| c.starts_with('2')), "{method} {path} documents no success");
+                assert!(codes.iter().any(|c| *c == "405"), "{method} {path} does not document 405");
+            }
+        }
+    }
+}
