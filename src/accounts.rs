@@ -12,13 +12,17 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::actors::audit::AuditLog;
-use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
-use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start, StartWith};
+// What the front end needs of the actors' vocabulary, re-exported so that `http/` names only this facade (a test
+// in `http/` keeps it so).
+pub use crate::actors::Unavailable;
+pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
+pub use crate::actors::sessions::{Client, Revoke};
+use crate::actors::sessions::{CreateSessionError, Start, StartWith};
 use crate::actors::users::{
-    AttemptRefused, Checked, Compose, CreateUserError, DeleteOrgError, DeleteUserError, NewUser, OwnChange,
-    OwnChangeError, Place, ResetError, UpdateUserError, UserChange,
+    AttemptRefused, Checked, Compose, CreateUserError, DeleteUserError, NewUser, OwnChange, OwnChangeError, ResetError,
 };
-use crate::actors::{Handles, Indexes, Unavailable};
+pub use crate::actors::users::{DeleteOrgError, Place, UpdateUserError, UserChange};
+use crate::actors::{Handles, Indexes};
 use crate::domain::{
     AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp,
     TokenHash, TokenKind, User, UserId,
@@ -839,6 +843,19 @@ impl Accounts {
             tracing::warn!("background request work still running after {limit:?}; stopping anyway");
         }
     }
+}
+
+/// The store's file in `data_dir` (its size is on the console's status panel).
+pub fn store_file(data_dir: &std::path::Path) -> std::path::PathBuf {
+    crate::store::file_in(data_dir)
+}
+
+/// When the newest scheduled snapshot in the backup directory `dir` was written, if there is one.
+pub fn newest_backup(dir: &std::path::Path) -> Option<std::time::SystemTime> {
+    crate::ops::backup::snapshots(dir)
+        .into_iter()
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .max()
 }
 
 /// A sign-in's password check: reserve an attempt, verify, report the outcome (see [`Accounts::sign_in`]).

@@ -12,8 +12,7 @@ use super::dto::{AuthSession, AuthUser};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
-use crate::accounts::Current;
-use crate::actors::sessions::Revoke;
+use crate::accounts::{Current, Revoke};
 use crate::domain::{Password, SessionId, SessionToken, Timestamp};
 
 /// A session older than this may not list the account's sessions (better-auth's `freshAge`): a stolen, long-lived

@@ -10,7 +10,7 @@ use super::dto::{AdminUser, AuditEntry, AuditPage, SUCCESS, UserList};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok};
-use crate::actors::users::{Place, UserChange};
+use crate::accounts::{Place, UserChange};
 use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, User, UserId};
 
 /// Longest ban reason kept.

@@ -15,9 +15,7 @@ use super::dto::{AuthSession, AuthUser, SessionAndUser};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
-use crate::accounts::AdminError;
-use crate::actors::sessions::Revoke;
-use crate::actors::users::UserChange;
+use crate::accounts::{AdminError, Revoke, UserChange};
 use crate::domain::{Email, Password, SessionId, SessionToken, User, UserId};
 
 /// The caller, if an administrator right now: 401 without a session, 403 with `code` otherwise.

@@ -111,10 +111,7 @@ pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
 
 /// When the newest snapshot in the backup directory was written (RFC 3339), if there is one.
 fn newest_backup(dir: &Path) -> Option<String> {
-    let newest: SystemTime = crate::ops::backup::snapshots(dir)
-        .into_iter()
-        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-        .max()?;
+    let newest: SystemTime = crate::accounts::newest_backup(dir)?;
     Some(chrono::DateTime::<chrono::Utc>::from(newest).to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 

@@ -4,10 +4,10 @@ use hyper::StatusCode;
 use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
-use crate::accounts::{AccountError, AdminError, MailError, ResetPasswordError, SignInError, SignUpError};
-use crate::actors::Unavailable;
-use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
-use crate::actors::users::{DeleteOrgError, UpdateUserError};
+use crate::accounts::{
+    AccountError, AdminError, CreateOrgError, DeleteOrgError, MailError, ResetPasswordError, SignInError, SignUpError,
+    Unavailable, UpdateOrgError, UpdateUserError,
+};
 use crate::domain::PasswordError;
 
 impl From<Unavailable> for Failure {

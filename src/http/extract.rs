@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::AppState;
 use super::response::Failure;
-use crate::actors::sessions::Client;
+use crate::accounts::Client;
 use crate::domain::{SessionToken, User};
 
 /// Per-request facts gathered before the handler runs.

@@ -138,3 +138,29 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, shutdown: Cancel
     }
     loops.stop().await;
 }
+
+#[cfg(test)]
+mod tests {
+    /// The front end speaks to the rest of the server only through the [`crate::accounts`] facade: a file of
+    /// `http/` that names the actors, the store or the operations reaches around it (and would grow a second way
+    /// in for every new family).
+    #[test]
+    fn the_front_end_names_only_the_facade() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            files += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Spelt in two parts, so that this file does not name them either.
+            for module in ["actors", "store", "ops"] {
+                let forbidden = format!("crate::{module}");
+                assert!(!text.contains(&forbidden), "{} names {forbidden}", path.display());
+            }
+        }
+        assert!(files > 10, "read the front end's files");
+    }
+}

@@ -51,7 +51,7 @@ impl AppState {
                 Duration::from_secs(limits.window_secs),
             ),
             connections: config.limits.clone(),
-            store_file: crate::store::file_in(&config.data_dir),
+            store_file: crate::accounts::store_file(&config.data_dir),
             backup_dir: config.backup.dir.clone(),
             route_metrics: RouteMetrics::new(&accounts.metrics),
             request_ids: RequestIds::new(),
