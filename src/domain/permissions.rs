@@ -1,0 +1,40 @@
+//! What a role may do, as data: better-auth's access-control statements, a list of actions per resource. The admin
+//! plugin's `has-permission` answers from here; an organization's roles (owner, admin, member) will be more tables
+//! of the same shape.
+
+/// Actions per resource that a role is granted.
+#[derive(Debug, Clone, Copy)]
+pub struct Permissions(&'static [(&'static str, &'static [&'static str])]);
+
+impl Permissions {
+    /// The `admin` role of the admin plugin: everything on users and sessions, except impersonating administrators
+    /// (`impersonate-admins`), which no role here is granted.
+    pub const ADMIN: Self = Self(&[
+        ("user", &["create", "list", "set-role", "ban", "impersonate", "delete", "set-password", "get", "update"]),
+        ("session", &["list", "revoke", "delete"]),
+    ]);
+
+    /// Whether `action` on `resource` is granted.
+    pub fn allows(&self, resource: &str, action: &str) -> bool {
+        self.0.iter().any(|(r, actions)| *r == resource && actions.contains(&action))
+    }
+
+    /// Whether every action asked for is granted.
+    pub fn allows_all<'a>(&self, wanted: impl IntoIterator<Item = (&'a str, &'a str)>) -> bool {
+        wanted.into_iter().all(|(resource, action)| self.allows(resource, action))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_admin_role_is_granted_users_and_sessions_but_never_impersonating_administrators() {
+        let admin = Permissions::ADMIN;
+        assert!(admin.allows_all([("user", "list"), ("user", "ban"), ("session", "revoke")]));
+        assert!(!admin.allows("user", "impersonate-admins"));
+        assert!(!admin.allows("organization", "list"), "an unknown resource is not granted");
+        assert!(!admin.allows_all([("user", "list"), ("session", "update")]), "one refusal refuses all");
+    }
+}
