@@ -1,7 +1,5 @@
 //! `/api/admin/users` and `/api/admin/audit`: for callers whose *current* role is `admin`.
 
-use std::sync::Arc;
-
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
@@ -10,8 +8,8 @@ use super::dto::{AdminUser, AuditEntry, AuditPage, SUCCESS, UserList};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok};
-use crate::accounts::{Place, UserChange};
-use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, User, UserId};
+use crate::accounts::{Field, Filter, Operator, Order, Search, TextField, UserChange, UserQuery, Window};
+use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, UserId};
 
 /// Longest ban reason kept.
 const MAX_BAN_REASON: usize = 500;
@@ -27,142 +25,68 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
         let users = state.accounts.users();
         return Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }));
     };
-    let filter = UserFilter::parse(state, query)?;
-    let accounts = state.accounts.clone();
-    // Off the async workers: a search that matches little passes over every account, and must not hold up the
-    // session checks queued behind it.
-    let (page, more) =
-        tokio::task::spawn_blocking(move || filter.page(&accounts)).await.map_err(|_| Failure::unavailable())?;
-    let next_cursor = more.then(|| page.last().map(|u| format!("{}.{}", u.created_at.as_millis(), u.id))).flatten();
-    let users: Vec<AdminUser> = page.iter().map(|u| AdminUser::from(&**u)).collect();
+    let query = users_query(state.accounts.roles(), query)?;
+    let page = state.accounts.find_users(query).await?;
+    let last = page.users.last().filter(|_| page.more);
+    let next_cursor = last.map(|u| format!("{}.{}", u.created_at.as_millis(), u.id));
+    let users: Vec<AdminUser> = page.users.iter().map(|u| AdminUser::from(&**u)).collect();
     Ok(ok(&serde_json::json!({"users": users, "next_cursor": next_cursor})))
-}
-
-/// Whether `haystack` contains `needle` (already lower-case), ignoring case. ASCII needles (almost every search)
-/// are compared in place, so a pass over a million accounts allocates nothing.
-pub(super) fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
-    if needle.is_ascii() {
-        let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-        n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
-    } else {
-        haystack.to_lowercase().contains(needle)
-    }
 }
 
 const DEFAULT_USER_PAGE: usize = 100;
 const MAX_USER_PAGE: usize = 1000;
 
-/// The page and filters of `GET /api/admin/users`.
-struct UserFilter {
-    limit: usize,
-    /// Users after this place in the creation order.
-    after: Option<Place>,
-    /// Lower-cased; matches the e-mail or the name, anywhere in it, or with `prefix` the start of the e-mail.
-    q: Option<String>,
-    /// `match=prefix`: `q` is the start of an e-mail address, found in the e-mail index at any scale.
-    prefix: bool,
-    role: Option<String>,
-    banned: Option<bool>,
-    /// `Some(None)`: users in no organization.
-    organization: Option<Option<OrgId>>,
-}
-
-impl UserFilter {
-    fn parse(state: &AppState, query: &str) -> Result<Self, Failure> {
-        let mut filter = Self {
-            limit: DEFAULT_USER_PAGE,
-            after: None,
-            q: None,
-            prefix: false,
-            role: None,
-            banned: None,
-            organization: None,
-        };
-        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
-            let bad = |what: &str| Failure::validation(format!("{key} {what}"));
-            match &*key {
-                "limit" => {
-                    filter.limit = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=MAX_USER_PAGE).contains(n))
-                        .ok_or_else(|| bad(&format!("must be a whole number from 1 to {MAX_USER_PAGE}")))?;
-                }
-                "cursor" => {
-                    let parsed = value
-                        .split_once('.')
-                        .and_then(|(ms, id)| Some((Timestamp::from_millis(ms.parse().ok()?), UserId::parse(id)?)));
-                    filter.after = Some(parsed.ok_or_else(|| bad("must be a next_cursor from an earlier page"))?);
-                }
-                "q" if !value.trim().is_empty() && value.chars().count() <= 254 => {
-                    filter.q = Some(value.trim().to_lowercase());
-                }
-                "q" => return Err(bad("must be 1 to 254 characters")),
-                "match" if value == "prefix" => filter.prefix = true,
-                "match" if value == "contains" => filter.prefix = false,
-                "match" => return Err(bad("must be prefix or contains")),
-                "role" => {
-                    let role = state.accounts.roles().parse(&value).ok_or_else(|| bad("is not a configured role"))?;
-                    filter.role = Some(role.as_str().to_owned());
-                }
-                "banned" => filter.banned = Some(value.parse().map_err(|_| bad("must be true or false"))?),
-                "organization_id" if value == "none" => filter.organization = Some(None),
-                "organization_id" => {
-                    let id = OrgId::parse(&value).ok_or_else(|| bad("must be an organization id or none"))?;
-                    filter.organization = Some(Some(id));
-                }
-                _ => {
-                    let known = ["limit", "cursor", "q", "match", "role", "banned", "organization_id"];
-                    return Err(extract::unknown_parameter(&key, &known));
-                }
+/// The page and filters of `GET /api/admin/users`: `q` is part of the e-mail or name (with `match=prefix`, the
+/// start of the e-mail), `role`, `banned` and `organization_id` (an id, or `none`) must match, and the page is
+/// `limit` users after `cursor` in creation order.
+fn users_query(roles: &RoleSet, query: &str) -> Result<UserQuery, Failure> {
+    let (mut limit, mut after, mut q, mut prefix) = (DEFAULT_USER_PAGE, None, None, false);
+    let mut filters = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let bad = |what: &str| Failure::validation(format!("{key} {what}"));
+        match &*key {
+            "limit" => {
+                limit = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_USER_PAGE).contains(n))
+                    .ok_or_else(|| bad(&format!("must be a whole number from 1 to {MAX_USER_PAGE}")))?;
+            }
+            "cursor" => {
+                let parsed = value
+                    .split_once('.')
+                    .and_then(|(ms, id)| Some((Timestamp::from_millis(ms.parse().ok()?), UserId::parse(id)?)));
+                after = Some(parsed.ok_or_else(|| bad("must be a next_cursor from an earlier page"))?);
+            }
+            "q" if !value.trim().is_empty() && value.chars().count() <= 254 => q = Some(value.trim().to_lowercase()),
+            "q" => return Err(bad("must be 1 to 254 characters")),
+            "match" if value == "prefix" => prefix = true,
+            "match" if value == "contains" => prefix = false,
+            "match" => return Err(bad("must be prefix or contains")),
+            "role" => {
+                let role = roles.parse(&value).ok_or_else(|| bad("is not a configured role"))?;
+                filters.push(Filter::Field { field: Field::Role, value: role.as_str().to_owned(), equal: true });
+            }
+            "banned" => {
+                let banned: bool = value.parse().map_err(|_| bad("must be true or false"))?;
+                filters.push(Filter::Field { field: Field::Banned, value: banned.to_string(), equal: true });
+            }
+            "organization_id" if value == "none" => filters.push(Filter::Organization(None)),
+            "organization_id" => {
+                let id = OrgId::parse(&value).ok_or_else(|| bad("must be an organization id or none"))?;
+                filters.push(Filter::Organization(Some(id)));
+            }
+            _ => {
+                let known = ["limit", "cursor", "q", "match", "role", "banned", "organization_id"];
+                return Err(extract::unknown_parameter(&key, &known));
             }
         }
-        Ok(filter)
     }
-
-    /// One page: starts where the cursor points in the creation order (or in the organization's members), so a
-    /// page costs its own rows and, with a filter, the rows passed over; never the accounts before it.
-    fn page(&self, accounts: &crate::accounts::Accounts) -> (Vec<Arc<User>>, bool) {
-        if let (true, Some(q)) = (self.prefix, &self.q) {
-            // The e-mail index's range, put in creation order: as many rows as the prefix matches, however many
-            // accounts there are.
-            let mut found: Vec<Arc<User>> =
-                accounts.users_with_email_prefix(q).into_iter().filter(|u| self.matches(u)).collect();
-            found.sort_unstable_by_key(|u| (u.created_at, u.id));
-            let start = self.after.map_or(0, |after| found.partition_point(|u| (u.created_at, u.id) <= after));
-            let rest = &found[start..];
-            return (rest.iter().take(self.limit).cloned().collect(), rest.len() > self.limit);
-        }
-        let mut page: Vec<Arc<User>> = Vec::with_capacity(self.limit.min(DEFAULT_USER_PAGE));
-        let mut more = false;
-        let visit = |u: &Arc<User>| {
-            if !self.matches(u) {
-                return true;
-            }
-            if page.len() == self.limit {
-                more = true;
-                return false;
-            }
-            page.push(Arc::clone(u));
-            true
-        };
-        match self.organization {
-            Some(Some(org)) => accounts.scan_members(org, self.after, visit),
-            _ => accounts.scan_users(self.after, false, visit),
-        }
-        (page, more)
-    }
-
-    fn matches(&self, u: &User) -> bool {
-        let text = |q: &String| match self.prefix {
-            true => u.email.as_str().starts_with(q.as_str()),
-            false => u.email.as_str().contains(q.as_str()) || contains_ignoring_case(u.name.as_str(), q),
-        };
-        self.q.as_ref().is_none_or(text)
-            && self.role.as_ref().is_none_or(|r| u.role.as_str() == r)
-            && self.banned.is_none_or(|b| u.banned == b)
-            && self.organization.is_none_or(|o| u.organization_id == o)
-    }
+    let search = q.map(|needle| match prefix {
+        true => Search { field: TextField::Email, operator: Operator::StartsWith, needle },
+        false => Search { field: TextField::EmailOrName, operator: Operator::Contains, needle },
+    });
+    Ok(UserQuery { search, filters, order: Order::default(), window: Window::After { after, limit } })
 }
 
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {

@@ -15,7 +15,9 @@ use super::dto::{AuthSession, AuthUser, SessionAndUser};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
-use crate::accounts::{AdminError, Revoke, UserChange};
+use crate::accounts::{
+    AdminError, Field, Filter, Operator, Order, Revoke, Search, TextField, UserChange, UserQuery, Window,
+};
 use crate::domain::{Email, Password, Permissions, SessionId, SessionToken, User, UserId};
 
 /// The caller, if an administrator right now: 401 without a session, 403 with `code` otherwise.
@@ -66,7 +68,21 @@ fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
 /// pass over the accounts in creation order, with no copy of the ones that do not match.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")?;
-    let query = req.uri().query();
+    let (query, limit, offset) = list_users_query(req.uri().query())?;
+    let page = state.accounts.find_users(query).await?;
+    let users: Vec<AuthUser> = page.users.iter().map(|u| AuthUser::from(&**u)).collect();
+    let mut answer = json!({"users": users, "total": page.total});
+    // As the plugin: `limit` and `offset` only when given and not 0.
+    for (key, value) in [("limit", limit), ("offset", offset)] {
+        if let Some(n) = value.filter(|n| *n > 0) {
+            answer[key] = json!(n);
+        }
+    }
+    Ok(ok(&answer))
+}
+
+/// `list-users`' query: the engine's query, and `limit` and `offset` as given (the answer repeats them).
+fn list_users_query(query: Option<&str>) -> Result<(UserQuery, Option<usize>, Option<usize>), Failure> {
     extract::query_only(
         query,
         &[
@@ -92,165 +108,52 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
     let search = match param("searchValue") {
         None => None,
         Some(value) => {
-            let field = param("searchField").unwrap_or_else(|| "email".to_owned());
-            let field = Field::parse(&field).filter(|f| matches!(f, Field::Email | Field::Name));
-            let field = field.ok_or_else(|| Failure::validation("searchField must be email or name"))?;
+            let field = match param("searchField").as_deref().unwrap_or("email") {
+                "email" => TextField::Email,
+                "name" => TextField::Name,
+                _ => return Err(Failure::validation("searchField must be email or name")),
+            };
             let operator = match param("searchOperator").as_deref().unwrap_or("contains") {
                 "contains" => Operator::Contains,
                 "starts_with" => Operator::StartsWith,
                 "ends_with" => Operator::EndsWith,
                 _ => return Err(Failure::validation("searchOperator must be contains, starts_with or ends_with")),
             };
-            Some((field, operator, value.to_lowercase()))
+            Some(Search { field, operator, needle: value.to_lowercase() })
         }
     };
-    let filter = match param("filterValue") {
-        None => None,
-        Some(value) => {
-            let field = param("filterField").unwrap_or_else(|| "email".to_owned());
-            let field = Field::parse(&field).ok_or_else(|| Failure::validation(format!("unknown field `{field}`")))?;
-            let equal = match param("filterOperator").as_deref().unwrap_or("eq") {
-                "eq" => true,
-                "ne" => false,
-                _ => return Err(Failure::validation("filterOperator must be eq or ne")),
-            };
-            Some((field, value, equal))
-        }
-    };
-    let sort = match param("sortBy") {
+    let mut filters = Vec::new();
+    if let Some(value) = param("filterValue") {
+        let field = param("filterField").unwrap_or_else(|| "email".to_owned());
+        let field = field_named(&field).ok_or_else(|| Failure::validation(format!("unknown field `{field}`")))?;
+        let equal = match param("filterOperator").as_deref().unwrap_or("eq") {
+            "eq" => true,
+            "ne" => false,
+            _ => return Err(Failure::validation("filterOperator must be eq or ne")),
+        };
+        filters.push(Filter::Field { field, value, equal });
+    }
+    let by = match param("sortBy") {
         None => None,
         Some(name) if name == "createdAt" => None,
-        Some(name) => Some(Field::parse(&name).ok_or_else(|| Failure::validation(format!("unknown field `{name}`")))?),
+        Some(name) => Some(field_named(&name).ok_or_else(|| Failure::validation(format!("unknown field `{name}`")))?),
     };
-    let descending = param("sortDirection").as_deref() == Some("desc");
-    let accounts = state.accounts.clone();
-    // Off the async workers: a search or filter passes over every account, and must not hold up the session
-    // checks queued behind it.
-    let (total, page) = tokio::task::spawn_blocking(move || {
-        let matches = |u: &User| {
-            search.as_ref().is_none_or(|(field, operator, value)| operator.test(&field.of(u), value))
-                && filter.as_ref().is_none_or(|(field, value, equal)| (field.of(u) == value.as_str()) == *equal)
-        };
-        let (offset_n, limit_n) = (offset.unwrap_or(0), limit.unwrap_or(usize::MAX));
-        let (total, page): (usize, Vec<Arc<User>>) = if search.is_none() && filter.is_none() && sort.is_none() {
-            // The common case at any scale: no pass over the accounts at all.
-            let mut page = Vec::new();
-            let mut skipped = 0;
-            accounts.scan_users(None, descending, |u| {
-                if skipped < offset_n {
-                    skipped += 1;
-                } else {
-                    page.push(Arc::clone(u));
-                }
-                page.len() < limit_n
-            });
-            (accounts.user_count(), page)
-        } else {
-            let mut found = match &search {
-                Some((Field::Email, Operator::StartsWith, prefix)) => {
-                    let mut found: Vec<Arc<User>> =
-                        accounts.users_with_email_prefix(prefix).into_iter().filter(|u| matches(u)).collect();
-                    found.sort_unstable_by_key(|u| (u.created_at, u.id));
-                    if descending {
-                        found.reverse();
-                    }
-                    found
-                }
-                _ => {
-                    let mut found = Vec::new();
-                    accounts.scan_users(None, descending, |u| {
-                        if matches(u) {
-                            found.push(Arc::clone(u));
-                        }
-                        true
-                    });
-                    found
-                }
-            };
-            if let Some(field) = sort {
-                found.sort_by(|a, b| field.of(a).cmp(&field.of(b)));
-                if descending {
-                    found.reverse();
-                }
-            }
-            let total = found.len();
-            (total, found.into_iter().skip(offset_n).take(limit_n).collect())
-        };
-        (total, page)
+    let order = Order { by, descending: param("sortDirection").as_deref() == Some("desc") };
+    let window = Window::Offset { offset: offset.unwrap_or(0), limit };
+    Ok((UserQuery { search, filters, order, window }, limit, offset))
+}
+
+/// A user field `list-users` filters or sorts by, by its name in the plugin.
+fn field_named(name: &str) -> Option<Field> {
+    Some(match name {
+        "email" => Field::Email,
+        "name" => Field::Name,
+        "role" => Field::Role,
+        "banned" => Field::Banned,
+        "emailVerified" => Field::EmailVerified,
+        "id" => Field::Id,
+        _ => return None,
     })
-    .await
-    .map_err(|_| Failure::unavailable())?;
-    let mut answer = json!({"users": page.iter().map(|u| AuthUser::from(&**u)).collect::<Vec<_>>(), "total": total});
-    // As the plugin: `limit` and `offset` only when given and not 0.
-    for (key, value) in [("limit", limit), ("offset", offset)] {
-        if let Some(n) = value.filter(|n| *n > 0) {
-            answer[key] = json!(n);
-        }
-    }
-    Ok(ok(&answer))
-}
-
-/// A user field `list-users` searches, filters or sorts by.
-#[derive(Debug, Clone, Copy)]
-enum Field {
-    Email,
-    Name,
-    Role,
-    Banned,
-    EmailVerified,
-    Id,
-}
-
-impl Field {
-    fn parse(name: &str) -> Option<Self> {
-        Some(match name {
-            "email" => Self::Email,
-            "name" => Self::Name,
-            "role" => Self::Role,
-            "banned" => Self::Banned,
-            "emailVerified" => Self::EmailVerified,
-            "id" => Self::Id,
-            _ => return None,
-        })
-    }
-
-    /// The field's value as text (the plugin compares everything as strings); e-mails are stored lower-case,
-    /// names are lowered for the search only where it asks for it (see [`Operator::test`]).
-    fn of(self, u: &User) -> std::borrow::Cow<'_, str> {
-        match self {
-            Self::Email => u.email.as_str().into(),
-            Self::Name => u.name.as_str().into(),
-            Self::Role => u.role.as_str().into(),
-            Self::Banned => u.banned.to_string().into(),
-            Self::EmailVerified => u.email_verified.to_string().into(),
-            Self::Id => u.id.to_string().into(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Operator {
-    Contains,
-    StartsWith,
-    EndsWith,
-}
-
-impl Operator {
-    /// Case-insensitive; `needle` is already lower-case.
-    fn test(self, haystack: &str, needle: &str) -> bool {
-        match self {
-            Self::Contains => super::admin::contains_ignoring_case(haystack, needle),
-            Self::StartsWith if needle.is_ascii() => {
-                haystack.as_bytes().get(..needle.len()).is_some_and(|h| h.eq_ignore_ascii_case(needle.as_bytes()))
-            }
-            Self::EndsWith if needle.is_ascii() => {
-                let start = haystack.len().checked_sub(needle.len());
-                start.is_some_and(|s| haystack.as_bytes()[s..].eq_ignore_ascii_case(needle.as_bytes()))
-            }
-            Self::StartsWith => haystack.to_lowercase().starts_with(needle),
-            Self::EndsWith => haystack.to_lowercase().ends_with(needle),
-        }
-    }
 }
 
 /// `GET get-user?id=`: the bare user object.

@@ -5,6 +5,8 @@
 //! verify, report, start a session) is orchestrated here, so a handler reads parse → facade → answer and no actor
 //! waits on another one's work. Each operation has its own error enum, whose messages are the ones clients see.
 
+mod query;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +34,7 @@ use crate::mail::Templates;
 use crate::metrics::{Levels, Metrics};
 use crate::store::Store;
 use crate::store::follower::Freshness;
+pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 
 /// The earliest a request for a mailed link is answered: longer than either case (a link issued or not) takes,
 /// so neither can be told by its time.
@@ -719,14 +722,11 @@ impl Accounts {
         self.indexes.sessions.len()
     }
 
-    /// Visits users in creation order (newest first with `descending`) after `after`, until `visit` says stop.
-    pub fn scan_users(&self, after: Option<Place>, descending: bool, visit: impl FnMut(&Arc<User>) -> bool) {
-        self.indexes.users.scan(after, descending, visit);
-    }
-
-    /// The users whose (lower-case) e-mail starts with `prefix`, in e-mail order.
-    pub fn users_with_email_prefix(&self, prefix: &str) -> Vec<Arc<User>> {
-        self.indexes.users.with_email_prefix(prefix)
+    /// The page of users `query` asks for (see [`UserQuery`]), found on a blocking thread: a condition no index
+    /// serves passes over every account, and must not hold up the session checks queued behind it.
+    pub async fn find_users(&self, query: UserQuery) -> Result<Page, Unavailable> {
+        let accounts = self.clone();
+        tokio::task::spawn_blocking(move || query.run(&accounts)).await.map_err(|_| Unavailable)
     }
 
     pub async fn update_user(
@@ -751,11 +751,6 @@ impl Accounts {
     /// The members of `org`, ordered by creation.
     pub fn members(&self, org: OrgId) -> Vec<Arc<User>> {
         self.indexes.users.members_of(org)
-    }
-
-    /// Visits the members of `org` in creation order after `after`, until `visit` says stop.
-    pub fn scan_members(&self, org: OrgId, after: Option<Place>, visit: impl FnMut(&Arc<User>) -> bool) {
-        self.indexes.users.scan_org(org, after, visit);
     }
 
     pub async fn update_organization(
