@@ -7,10 +7,11 @@
 //! (at least once: a crash between the acceptance and the deletion sends it again).
 
 use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use lettre::message::{Mailbox, MultiPart};
-use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -102,7 +103,7 @@ fn html_escape(s: &str) -> String {
 /// Where messages go.
 enum Transport {
     Smtp(AsyncSmtpTransport<Tokio1Executor>),
-    Directory(AsyncFileTransport<Tokio1Executor>),
+    Directory(PathBuf),
 }
 
 impl Transport {
@@ -112,16 +113,70 @@ impl Transport {
             return AsyncSmtpTransport::<Tokio1Executor>::from_url(url).ok().map(|b| Self::Smtp(b.build()));
         }
         let dir = config.email.directory.as_ref()?;
-        if let Err(error) = std::fs::create_dir_all(dir) {
-            tracing::error!(%error, dir = %dir.display(), "cannot create the mail directory");
-        }
-        Some(Self::Directory(AsyncFileTransport::new(dir)))
+        private_directory(dir);
+        Some(Self::Directory(dir.clone()))
     }
 
-    async fn send(&self, message: Message) -> Result<(), String> {
+    async fn send(&self, message: Message, id: MailId) -> Result<(), SendError> {
         match self {
-            Self::Smtp(smtp) => smtp.send(message).await.map(drop).map_err(|e| e.to_string()),
-            Self::Directory(files) => files.send(message).await.map(drop).map_err(|e| e.to_string()),
+            Self::Smtp(smtp) => smtp.send(message).await.map(drop).map_err(SendError::from_smtp),
+            Self::Directory(dir) => {
+                let path = dir.join(format!("{id}.eml"));
+                let bytes = message.formatted();
+                tokio::task::spawn_blocking(move || write_private(&path, &bytes))
+                    .await
+                    .map_err(|e| SendError::Transient(e.to_string()))?
+                    .map_err(|e| SendError::Transient(e.to_string()))
+            }
+        }
+    }
+}
+
+/// Creates the mail directory readable by this user alone (0700): each message in it carries a live link.
+/// A directory that already exists is left as the operator made it, with a warning if others can read it.
+fn private_directory(dir: &Path) {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if let Err(error) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+        tracing::error!(%error, dir = %dir.display(), "cannot create the mail directory");
+        return;
+    }
+    if std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+        tracing::warn!(dir = %dir.display(), "the mail directory can be read by other users; its messages carry live links");
+    }
+}
+
+/// Writes one message file readable by this user alone (0600), whole or not at all: written beside its final
+/// name, then renamed (a reader of the directory never sees half a message). The name is the message's id, so
+/// a message sent twice (a crash between the write and the outbox's deletion) is one file.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let staged = path.with_extension("eml.tmp");
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&staged)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&staged, path)
+}
+
+/// Why a message was not sent.
+#[derive(Debug)]
+enum SendError {
+    /// Worth another try: the server was unreachable, busy, or answered 4xx.
+    Transient(String),
+    /// The server refused the message for good (5xx): sending it again would be refused again.
+    Permanent(String),
+}
+
+impl SendError {
+    fn from_smtp(error: lettre::transport::smtp::Error) -> Self {
+        if error.is_permanent() { Self::Permanent(error.to_string()) } else { Self::Transient(error.to_string()) }
+    }
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Transient(e) | Self::Permanent(e) => f.write_str(e),
         }
     }
 }
@@ -220,15 +275,15 @@ impl Sender {
         }
     }
 
-    async fn send(&self, mail: &Mail) -> Result<(), String> {
-        let to: Mailbox = mail.to.as_str().parse().map_err(|e| format!("recipient: {e}"))?;
+    async fn send(&self, mail: &Mail) -> Result<(), SendError> {
+        let to: Mailbox = mail.to.as_str().parse().map_err(|e| SendError::Permanent(format!("recipient: {e}")))?;
         let message = Message::builder()
             .from(self.from.clone())
             .to(to)
             .subject(&mail.subject)
             .multipart(MultiPart::alternative_plain_html(mail.text.clone(), mail.html.clone()))
-            .map_err(|e| e.to_string())?;
-        self.transport.send(message).await
+            .map_err(|e| SendError::Permanent(e.to_string()))?;
+        self.transport.send(message, mail.id).await
     }
 }
 

@@ -363,3 +363,33 @@ async fn with_required_verification_sign_in_waits_for_the_link() {
     let (status, body, _) = s.sign_in("new@example.com", PASSWORD).await;
     assert_eq!((status, body["user"]["emailVerified"].clone()), (200, json!(true)));
 }
+
+/// Each message carries a live link: the `[email] directory` is created readable by the server's user alone (0700),
+/// and so is every message file in it (0600), whatever the umask lets other files be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mail_directory_and_its_messages_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("outgoing").join("mail");
+    let configured = dir.clone();
+    let s = TestServer::start_adjusted(move |c| c.email.directory = Some(configured)).await;
+    s.new_user("private").await;
+    assert_eq!(request_reset(&s, "private@example.com").await.status, 200);
+    let started = Instant::now();
+    let file = loop {
+        let found = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "eml"));
+        if let Some(file) = found {
+            break file;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no message file in {}", dir.display());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "the mail directory");
+    assert_eq!(mode(&file), 0o600, "a message file");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("/api/auth/reset-password/"));
+}
