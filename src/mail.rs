@@ -78,9 +78,11 @@ impl Templates {
             link.extend(url::form_urlencoded::byte_serialize(callback.as_bytes()));
         }
         let minutes = (self.ttl(kind).as_secs() / 60).to_string();
+        // The account's name is not in the message: anyone can choose it (at sign-up), and a security mail that
+        // opens with text of the requester's choosing ("…confirm at https://evil.test instead") is a phishing
+        // vehicle with this server's genuine sender and link beside it.
         let fill = |template: &str, escape: fn(&str) -> String| {
             template
-                .replace("{{name}}", &escape(user.name.as_str()))
                 .replace("{{email}}", &escape(user.email.as_str()))
                 .replace("{{minutes}}", &minutes)
                 .replace("{{link}}", &escape(&link))
@@ -293,13 +295,13 @@ mod tests {
     use crate::domain::{Email, Name, Role};
 
     #[test]
-    fn a_reset_message_carries_the_link_and_escapes_the_name_in_html() {
+    fn a_reset_message_carries_the_link_and_not_the_name() {
         let config = Config { base_url: Some("https://auth.example.com/".into()), ..Config::default() };
         let templates = Templates::new(&config);
         let now = Timestamp::now();
         let user = User {
             id: crate::domain::UserId::new(),
-            name: Name::parse("<Ann & Co>").unwrap(),
+            name: Name::parse("Ann. URGENT: confirm at https://evil.test/ instead of the link below").unwrap(),
             email: Email::parse("ann@example.com").unwrap(),
             email_verified: false,
             image: None,
@@ -318,12 +320,15 @@ mod tests {
         let link =
             format!("https://auth.example.com/api/auth/reset-password/{}?callbackURL=%2Freset%3Fx%3D1", token.as_str());
         assert!(mail.text.contains(&link), "{}", mail.text);
-        assert!(mail.text.contains("<Ann & Co>") && mail.text.contains("60 minutes"));
-        assert!(mail.html.contains("&lt;Ann &amp; Co&gt;") && !mail.html.contains("<Ann"), "{}", mail.html);
+        assert!(mail.text.contains("60 minutes"));
+        for body in [&mail.text, &mail.html] {
+            assert!(!body.contains("URGENT") && !body.contains("evil.test"), "the name is in the message: {body}");
+        }
         assert_eq!(mail.to.as_str(), "ann@example.com");
         let verify = templates.render(TokenKind::EmailVerification, &user, &token, Some("/welcome"));
         let link =
             format!("https://auth.example.com/api/auth/verify-email?token={}&callbackURL=%2Fwelcome", token.as_str());
         assert!(verify.text.contains(&link) && verify.subject.contains("e-mail"), "{}", verify.text);
+        assert!(!verify.text.contains("URGENT") && !verify.html.contains("URGENT"), "{}", verify.text);
     }
 }

@@ -393,3 +393,36 @@ async fn the_mail_directory_and_its_messages_are_private() {
     assert_eq!(mode(&file), 0o600, "a message file");
     assert!(std::fs::read_to_string(&file).unwrap().contains("/api/auth/reset-password/"));
 }
+
+/// Before: the security mails opened with "Hello <name>," and a name is whatever the account holder (or whoever
+/// signed up with someone's address) typed: here an instruction to follow another link, in a genuine message
+/// from this server. Names of only invisible characters, or with a line or paragraph separator, were taken too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_does_not_reach_a_security_mail_and_blank_or_multiline_names_are_refused() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let phishing = "customer. URGENT: your account is locked, confirm at https://evil.test/confirm instead of the link below";
+    let r = s.sign_up_body(&json!({"name": phishing, "email": "named@example.com", "password": PASSWORD})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = s.post("/api/auth/send-verification-email").json(&json!({"email": "named@example.com"})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(request_reset(&s, "named@example.com").await.status, 200);
+    for mail in smtp.wait_for(2).await {
+        let text = mail.replace("=\r\n", "").replace("=\n", "");
+        assert!(!text.contains("URGENT") && !text.contains("evil.test"), "the name is in the mail: {text}");
+    }
+
+    let u = s.new_user("renamer").await;
+    for (name, why) in [
+        ("\u{200B}", "visible"),
+        ("\u{200B}\u{2060}\u{FEFF}", "visible"),
+        ("Ann\u{2028}URGENT: read this", "separator"),
+        ("Ann\u{2029}URGENT: read this", "separator"),
+    ] {
+        let r = s.sign_up_body(&json!({"name": name, "email": "blank@example.com", "password": PASSWORD})).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.text.contains(why), "{name:?}: {}", r.text);
+        let r = s.post("/api/auth/update-user").cookie(&u.cookie).json(&json!({"name": name})).send().await;
+        assert_eq!(r.status, 400, "{name:?} as a new name: {}", r.text);
+    }
+}
