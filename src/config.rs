@@ -270,13 +270,17 @@ impl std::fmt::Debug for StoreConfig {
 pub struct AuditConfig {
     /// Entries older than this many days are deleted.
     pub retain_days: u64,
-    /// Entries kept at most; the oldest beyond it are deleted.
+    /// Entries kept at most; the oldest beyond it are deleted. Counts everything but what anonymous callers
+    /// cause (below), so that no flood of those can push administrative history out.
     pub max_entries: u64,
+    /// Entries that anonymous callers cause (mailed links asked for, failed and refused sign-ins) kept at most,
+    /// apart from `max_entries`.
+    pub max_anonymous_entries: u64,
 }
 
 impl Default for AuditConfig {
     fn default() -> Self {
-        Self { retain_days: 365, max_entries: 1_000_000 }
+        Self { retain_days: 365, max_entries: 1_000_000, max_anonymous_entries: 1_000_000 }
     }
 }
 
@@ -689,8 +693,8 @@ impl Config {
                 "needs email.smtp_url or email.directory to send the links".into(),
             );
         }
-        if self.audit.retain_days == 0 || self.audit.max_entries == 0 {
-            return fail("audit.retain_days", "and audit.max_entries must be above 0".into());
+        if self.audit.retain_days == 0 || self.audit.max_entries == 0 || self.audit.max_anonymous_entries == 0 {
+            return fail("audit.retain_days", "audit.max_entries and audit.max_anonymous_entries must be above 0".into());
         }
         if self.backup.interval_secs == 0 || self.backup.keep == 0 {
             return fail("backup.interval_secs", "and backup.keep must be above 0".into());

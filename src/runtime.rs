@@ -156,6 +156,7 @@ impl Core {
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
             max_entries: config.audit.max_entries,
+            max_anonymous_entries: config.audit.max_anonymous_entries,
         };
         Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer, follower })
     }

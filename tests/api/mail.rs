@@ -426,3 +426,78 @@ async fn a_name_does_not_reach_a_security_mail_and_blank_or_multiline_names_are_
         assert_eq!(r.status, 400, "{name:?} as a new name: {}", r.text);
     }
 }
+
+/// Before: every request for a mailed link wrote an audit entry, and retention counted those with everything
+/// else: a flood from many addresses (each within its own limits) evicted every administrative entry. Now what
+/// anonymous callers cause is capped apart (`[audit] max_anonymous_entries`) and only pushes out its own kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_link_requests_leaves_every_administrative_audit_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mail = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.email.directory = Some(mail.path().to_path_buf());
+    config.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    config.audit.max_entries = 30;
+    config.audit.max_anonymous_entries = 40;
+    let s = TestServer::start_with(config.clone()).await;
+    let admin = s.admin_session().await;
+    let u = s.new_user("kept").await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "role": "admin"})).await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "banned": true, "banReason": "audit me"})).await;
+    let history = |entries: &[Value]| -> Vec<(String, String)> {
+        let mut kept: Vec<(String, String)> = entries
+            .iter()
+            .filter(|e| !e["action"].as_str().unwrap().starts_with("sign_in.") && e["action"] != "user.link_requested")
+            .map(|e| (e["action"].as_str().unwrap().to_owned(), e["id"].as_str().unwrap().to_owned()))
+            .collect();
+        kept.sort();
+        kept
+    };
+    let entries = |s: &TestServer, admin: String| {
+        let get = s.get("/api/admin/audit?limit=500").cookie(&admin);
+        async move {
+            let r = get.send().await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            r.json()["entries"].as_array().unwrap().clone()
+        }
+    };
+    let before = history(&entries(&s, admin.clone()).await);
+    let actions: Vec<&str> = before.iter().map(|(a, _)| a.as_str()).collect();
+    assert!(actions.contains(&"user.created") && actions.contains(&"user.role_changed"), "{actions:?}");
+    assert!(actions.contains(&"user.banned") && before.len() < 30, "{actions:?}");
+
+    // 200 requests from 200 client addresses, for 200 unknown e-mails: each within every limit.
+    let mut flood = tokio::task::JoinSet::new();
+    for n in 0..200u32 {
+        let req = s
+            .post("/api/auth/request-password-reset")
+            .header("x-forwarded-for", &format!("198.51.{}.{}", n / 250, n % 250 + 1))
+            .json(&json!({"email": format!("ghost{n}@example.com")}));
+        flood.spawn(async move { req.send().await.status });
+        if flood.len() >= 16 {
+            assert_eq!(flood.join_next().await.unwrap().unwrap(), 200);
+        }
+    }
+    while let Some(status) = flood.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    s.stop().await;
+
+    // Retention runs at start, then every minute.
+    let s = TestServer::start_with(config).await;
+    let admin = s.admin_session().await;
+    let started = std::time::Instant::now();
+    let after = loop {
+        let all = entries(&s, admin.clone()).await;
+        let requested = all.iter().filter(|e| e["action"] == "user.link_requested").count();
+        if requested <= 40 {
+            break all;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "retention did not run: {requested} link requests kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let kept = history(&after);
+    for entry in &before {
+        assert!(kept.contains(entry), "{entry:?} was pushed out by the flood; kept: {kept:?}");
+    }
+}
