@@ -196,6 +196,11 @@ pub struct EmailConfig {
     /// Accounts must verify their e-mail address: sign-up mails a link and opens no session, and sign-in of an
     /// unverified account is refused (403 `EMAIL_NOT_VERIFIED`). Needs a mail transport.
     pub require_verification: bool,
+    /// Messages sent at once (each over its own SMTP connection); at least 1.
+    pub send_concurrency: usize,
+    /// Messages the outbox may hold on this node; beyond it requests for mail are refused (503
+    /// `MAIL_OUTBOX_FULL`) until the sender has worked some off. At least 1.
+    pub max_outbox: usize,
 }
 
 impl Default for EmailConfig {
@@ -208,6 +213,8 @@ impl Default for EmailConfig {
             reset_token_ttl_secs: 3600,
             verification_token_ttl_secs: 86_400,
             require_verification: false,
+            send_concurrency: 4,
+            max_outbox: 10_000,
         }
     }
 }
@@ -686,6 +693,9 @@ impl Config {
         }
         if e.reset_token_ttl_secs == 0 || e.verification_token_ttl_secs == 0 {
             return fail("email.reset_token_ttl_secs", "and email.verification_token_ttl_secs must be above 0".into());
+        }
+        if e.send_concurrency == 0 || e.max_outbox == 0 {
+            return fail("email.send_concurrency", "and email.max_outbox must be above 0".into());
         }
         if e.require_verification && e.smtp_url.is_none() && e.directory.is_none() {
             return fail(
