@@ -196,6 +196,11 @@ pub struct EmailConfig {
     /// Accounts must verify their e-mail address: sign-up mails a link and opens no session, and sign-in of an
     /// unverified account is refused (403 `EMAIL_NOT_VERIFIED`). Needs a mail transport.
     pub require_verification: bool,
+    /// Messages sent at once (each over its own SMTP connection); at least 1.
+    pub send_concurrency: usize,
+    /// Messages the outbox may hold on this node; beyond it requests for mail are refused (503
+    /// `MAIL_OUTBOX_FULL`) until the sender has worked some off. At least 1.
+    pub max_outbox: usize,
 }
 
 impl Default for EmailConfig {
@@ -208,6 +213,8 @@ impl Default for EmailConfig {
             reset_token_ttl_secs: 3600,
             verification_token_ttl_secs: 86_400,
             require_verification: false,
+            send_concurrency: 4,
+            max_outbox: 10_000,
         }
     }
 }
@@ -270,13 +277,17 @@ impl std::fmt::Debug for StoreConfig {
 pub struct AuditConfig {
     /// Entries older than this many days are deleted.
     pub retain_days: u64,
-    /// Entries kept at most; the oldest beyond it are deleted.
+    /// Entries kept at most; the oldest beyond it are deleted. Counts everything but what anonymous callers
+    /// cause (below), so that no flood of those can push administrative history out.
     pub max_entries: u64,
+    /// Entries that anonymous callers cause (mailed links asked for, failed and refused sign-ins) kept at most,
+    /// apart from `max_entries`.
+    pub max_anonymous_entries: u64,
 }
 
 impl Default for AuditConfig {
     fn default() -> Self {
-        Self { retain_days: 365, max_entries: 1_000_000 }
+        Self { retain_days: 365, max_entries: 1_000_000, max_anonymous_entries: 1_000_000 }
     }
 }
 
@@ -683,14 +694,20 @@ impl Config {
         if e.reset_token_ttl_secs == 0 || e.verification_token_ttl_secs == 0 {
             return fail("email.reset_token_ttl_secs", "and email.verification_token_ttl_secs must be above 0".into());
         }
+        if e.send_concurrency == 0 || e.max_outbox == 0 {
+            return fail("email.send_concurrency", "and email.max_outbox must be above 0".into());
+        }
         if e.require_verification && e.smtp_url.is_none() && e.directory.is_none() {
             return fail(
                 "email.require_verification",
                 "needs email.smtp_url or email.directory to send the links".into(),
             );
         }
-        if self.audit.retain_days == 0 || self.audit.max_entries == 0 {
-            return fail("audit.retain_days", "and audit.max_entries must be above 0".into());
+        if self.audit.retain_days == 0 || self.audit.max_entries == 0 || self.audit.max_anonymous_entries == 0 {
+            return fail(
+                "audit.retain_days",
+                "audit.max_entries and audit.max_anonymous_entries must be above 0".into(),
+            );
         }
         if self.backup.interval_secs == 0 || self.backup.keep == 0 {
             return fail("backup.interval_secs", "and backup.keep must be above 0".into());

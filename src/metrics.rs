@@ -30,6 +30,8 @@ pub const USERS: &str = "service_auth_users";
 pub const SESSIONS: &str = "service_auth_sessions";
 pub const ORGANIZATIONS: &str = "service_auth_organizations";
 pub const OUTBOX: &str = "service_auth_mail_outbox_depth";
+/// Seconds since the oldest message this node holds was written (0 when none): how late mail is running.
+pub const OUTBOX_OLDEST: &str = "service_auth_mail_outbox_oldest_seconds";
 /// Accounts whose password hash is still one imported from better-auth (replaced at their next sign-in).
 pub const LEGACY_HASHES: &str = "service_auth_legacy_password_hashes";
 
@@ -46,6 +48,7 @@ pub struct Metrics {
     pub commit_duration: Histogram,
     pub commit_batch: Histogram,
     pub outbox: Gauge,
+    pub outbox_oldest: Gauge,
     hash_queue: Gauge,
     users: Gauge,
     sessions: Gauge,
@@ -73,6 +76,7 @@ impl Metrics {
                 commit_duration: Histogram::noop(),
                 commit_batch: Histogram::noop(),
                 outbox: Gauge::noop(),
+                outbox_oldest: Gauge::noop(),
                 hash_queue: Gauge::noop(),
                 users: Gauge::noop(),
                 sessions: Gauge::noop(),
@@ -92,6 +96,7 @@ impl Metrics {
             commit_duration: recorder.register_histogram(&Key::from_static_name(COMMIT_DURATION), &META),
             commit_batch: recorder.register_histogram(&Key::from_static_name(COMMIT_BATCH), &META),
             outbox: recorder.register_gauge(&Key::from_static_name(OUTBOX), &META),
+            outbox_oldest: recorder.register_gauge(&Key::from_static_name(OUTBOX_OLDEST), &META),
             hash_queue: recorder.register_gauge(&Key::from_static_name(HASH_QUEUE), &META),
             users: recorder.register_gauge(&Key::from_static_name(USERS), &META),
             sessions: recorder.register_gauge(&Key::from_static_name(SESSIONS), &META),
@@ -101,6 +106,7 @@ impl Metrics {
         };
         // Present from the first scrape, before any sign-in or mail.
         m.outbox.set(0.0);
+        m.outbox_oldest.set(0.0);
         m.sign_in("success").absolute(0);
         m
     }
@@ -167,6 +173,11 @@ fn describe(r: &PrometheusRecorder) {
     r.describe_gauge(SESSIONS.into(), None, help("Sessions held (expired ones until the next sweep)."));
     r.describe_gauge(ORGANIZATIONS.into(), None, help("Organizations."));
     r.describe_gauge(OUTBOX.into(), None, help("Mail messages waiting to be sent."));
+    r.describe_gauge(
+        OUTBOX_OLDEST.into(),
+        Some(Unit::Seconds),
+        help("Age of the oldest mail message waiting to be sent (0 when none)."),
+    );
     r.describe_gauge(
         LEGACY_HASHES.into(),
         None,

@@ -119,11 +119,12 @@ impl Core {
             tracing::info!(messages = outbox.len(), "mail waiting in the outbox");
         }
         let mail_stop = CancellationToken::new();
-        let (mail, mailer) =
-            match crate::mail::start(config, writer.clone(), outbox, metrics.outbox.clone(), mail_stop.clone()) {
-                Some((queue, task)) => (Some(queue), Some(task)),
-                None => (None, None),
-            };
+        let mail_metrics =
+            crate::mail::MailMetrics { depth: metrics.outbox.clone(), oldest: metrics.outbox_oldest.clone() };
+        let (mail, mailer) = match crate::mail::start(config, writer.clone(), outbox, mail_metrics, mail_stop.clone()) {
+            Some((queue, task)) => (Some(queue), Some(task)),
+            None => (None, None),
+        };
         let sessions_config = config.session.clone();
         let system =
             System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)
@@ -156,6 +157,7 @@ impl Core {
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
             max_entries: config.audit.max_entries,
+            max_anonymous_entries: config.audit.max_anonymous_entries,
         };
         Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer, follower })
     }

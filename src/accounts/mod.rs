@@ -21,7 +21,8 @@ pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 pub use crate::actors::sessions::{Client, Revoke};
 use crate::actors::sessions::{CreateSessionError, Start, StartWith};
 use crate::actors::users::{
-    AttemptRefused, Checked, Compose, CreateUserError, DeleteUserError, NewUser, OwnChange, OwnChangeError, ResetError,
+    AttemptRefused, Checked, Compose, CreateUserError, DeleteUserError, IssueError, NewUser, OwnChange, OwnChangeError,
+    ResetError,
 };
 pub use crate::actors::users::{DeleteOrgError, Place, UpdateUserError, UserChange};
 use crate::actors::{Handles, Indexes};
@@ -69,6 +70,9 @@ pub enum MailError {
     /// No transport is configured: nothing could ever be delivered.
     #[error("Sending e-mail is not configured on this server")]
     NotConfigured,
+    /// The outbox is full (`[email] max_outbox`): 503 until the sender has worked some off.
+    #[error("Too much mail is waiting to be sent. Please try again later.")]
+    OutboxFull,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -550,7 +554,10 @@ impl Accounts {
         let templates = Arc::clone(self.templates.as_ref().ok_or(MailError::NotConfigured)?);
         let ttl = templates.ttl(kind);
         let compose: Compose = Box::new(move |user, token| templates.render(kind, user, token, callback.as_deref()));
-        self.actors.users.issue_token(kind, email, ttl, compose, ip.to_owned()).await?;
+        self.actors.users.issue_token(kind, email, ttl, compose, ip.to_owned()).await.map_err(|e| match e {
+            IssueError::OutboxFull => MailError::OutboxFull,
+            IssueError::Unavailable(u) => MailError::Unavailable(u),
+        })?;
         // Whether a link was issued costs a little more (a token, a rendered message) than not; answering no sooner
         // than a fixed time after the request came in makes both cases take the same time.
         tokio::time::sleep_until(started + LINK_ANSWER_FLOOR).await;

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::Unavailable;
 use crate::domain::{AuditEntry, AuditId, Timestamp, UserId};
-use crate::store::{Store, StoreOp, StoreWriter, convert};
+use crate::store::{AuditCaps, Store, StoreOp, StoreWriter, convert};
 
 /// Actions recorded in the audit log.
 pub mod action {
@@ -53,11 +53,14 @@ pub struct AuditLog {
     writer: StoreWriter,
 }
 
-/// How long entries are kept, and how many at most.
+/// How long entries are kept, and how many at most: `max_entries` of the administrative and account history,
+/// and apart from them `max_anonymous_entries` of what anonymous callers caused (mailed links asked for, failed
+/// sign-ins). A flood of the second kind only ever pushes out its own kind.
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
     pub max_age: Duration,
     pub max_entries: u64,
+    pub max_anonymous_entries: u64,
 }
 
 /// Entries deleted per write during a prune, and writes per pass: a pass never holds the writer for long, and a
@@ -89,9 +92,8 @@ impl AuditLog {
         let mut pruned = 0;
         for _ in 0..PRUNE_CHUNKS_PER_PASS {
             let store = Arc::clone(&self.store);
-            let found =
-                tokio::task::spawn_blocking(move || store.audit_to_prune(before, retention.max_entries, PRUNE_CHUNK))
-                    .await;
+            let caps = AuditCaps { entries: retention.max_entries, anonymous: retention.max_anonymous_entries };
+            let found = tokio::task::spawn_blocking(move || store.audit_to_prune(before, caps, PRUNE_CHUNK)).await;
             let ids = found.map_err(|_| Unavailable)?.map_err(|_| Unavailable)?;
             if ids.is_empty() {
                 break;
@@ -108,8 +110,12 @@ mod tests {
     use super::*;
 
     fn entry_at(ms: u64) -> StoreOp {
+        logged_at(action::BANNED, ms)
+    }
+
+    fn logged_at(what: &str, ms: u64) -> StoreOp {
         let id = uuid::Builder::from_unix_timestamp_millis(ms, &rand_bytes()).into_uuid();
-        let mut record = convert::audit_record(&AuditEntry::new(action::BANNED, None, None, "", String::new()));
+        let mut record = convert::audit_record(&AuditEntry::new(what, None, None, "", String::new()));
         record.id = id.into_bytes();
         StoreOp::PutAudit(record)
     }
@@ -133,7 +139,8 @@ mod tests {
         store.commit(&old).unwrap();
         store.commit(&recent).unwrap();
 
-        let year = Retention { max_age: Duration::from_secs(365 * 86_400), max_entries: 1_000 };
+        let year =
+            Retention { max_age: Duration::from_secs(365 * 86_400), max_entries: 1_000, max_anonymous_entries: 1_000 };
         assert_eq!(log.prune(year, now).await.unwrap(), 7, "the entries older than a year");
         assert_eq!(log.page(None, 100).await.unwrap().len(), 5);
 
@@ -150,5 +157,54 @@ mod tests {
             .collect();
         assert_eq!(left.iter().map(|e| e.id).collect::<Vec<_>>(), newest, "the newest two are kept");
         assert_eq!(log.prune(capped, now).await.unwrap(), 0, "nothing more to do");
+    }
+
+    #[test]
+    fn the_anonymous_actions_are_the_ones_defined_here() {
+        let anonymous = [
+            action::TOKEN_REQUESTED,
+            action::SIGN_IN_FAILED,
+            action::SIGN_IN_REFUSED,
+            action::SIGN_IN_FAILURES_SUMMARISED,
+        ];
+        assert_eq!(crate::domain::ANONYMOUS_ACTIONS, anonymous.as_slice());
+        assert!(!crate::domain::is_anonymous_action(action::ROLE_CHANGED));
+    }
+
+    /// A flood of anonymous entries, newer than every administrative one, only pushes out its own kind.
+    #[tokio::test]
+    async fn anonymous_entries_are_capped_apart_and_never_push_out_administrative_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let (writer, _done) = StoreWriter::spawn(Arc::clone(&store)).unwrap();
+        let log = AuditLog::new(Arc::clone(&store), writer);
+        let day = 86_400_000u64;
+        let now = Timestamp::from_millis(i64::try_from(400 * day).unwrap());
+        let admin: Vec<StoreOp> = [action::USER_CREATED, action::ROLE_CHANGED, action::IMPERSONATION_STARTED]
+            .iter()
+            .enumerate()
+            .map(|(n, what)| logged_at(what, 399 * day + n as u64))
+            .collect();
+        store.commit(&admin).unwrap();
+        let flood: Vec<StoreOp> = (0..50).map(|n| logged_at(action::TOKEN_REQUESTED, 399 * day + 100 + n)).collect();
+        store.commit(&flood).unwrap();
+
+        let retention =
+            Retention { max_age: Duration::from_secs(365 * 86_400), max_entries: 5, max_anonymous_entries: 10 };
+        assert_eq!(log.prune(retention, now).await.unwrap(), 40, "the anonymous stream down to its own cap");
+        let left = log.page(None, 100).await.unwrap();
+        let count = |what: &str| left.iter().filter(|e| e.action == what).count();
+        assert_eq!(count(action::TOKEN_REQUESTED), 10);
+        for what in [action::USER_CREATED, action::ROLE_CHANGED, action::IMPERSONATION_STARTED] {
+            assert_eq!(count(what), 1, "{what} was pushed out");
+        }
+
+        // The administrative stream has a cap of its own.
+        let more: Vec<StoreOp> = (0..4).map(|n| logged_at(action::BANNED, 399 * day + 200 + n)).collect();
+        store.commit(&more).unwrap();
+        assert_eq!(log.prune(retention, now).await.unwrap(), 2);
+        let left = log.page(None, 100).await.unwrap();
+        assert_eq!(left.iter().filter(|e| e.action == action::TOKEN_REQUESTED).count(), 10, "untouched");
+        assert_eq!(left.len(), 15);
     }
 }

@@ -15,7 +15,7 @@ mod time;
 mod token;
 
 pub use agent::UserAgent;
-pub use audit::AuditEntry;
+pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, is_anonymous_action};
 pub use email::{Email, EmailError};
 pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
 pub use mail::{Mail, OneTimeToken, TokenKind};

@@ -117,6 +117,8 @@ impl From<MailError> for Failure {
     fn from(e: MailError) -> Self {
         match e {
             MailError::NotConfigured => Self::bad_request("EMAIL_NOT_CONFIGURED", e.to_string()),
+            MailError::OutboxFull => Self::new(StatusCode::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL", e.to_string())
+                .with_header(header::RETRY_AFTER, HeaderValue::from_static("30")),
             MailError::Unavailable(u) => u.into(),
         }
     }

@@ -160,7 +160,12 @@ impl Store {
     }
 
     /// Ids of at most `limit` audit entries to delete, oldest first (see [`EmbeddedStore::audit_to_prune`]).
-    pub fn audit_to_prune(&self, before: [u8; 16], keep: u64, limit: usize) -> Result<Vec<[u8; 16]>, StoreError> {
+    pub fn audit_to_prune(
+        &self,
+        before: [u8; 16],
+        keep: super::AuditCaps,
+        limit: usize,
+    ) -> Result<Vec<[u8; 16]>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.audit_to_prune(before, keep, limit),
             Backend::Postgres(s) => s.audit_to_prune(before, keep, limit),

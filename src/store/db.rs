@@ -8,7 +8,7 @@ use redb::{Database, DatabaseError, ReadTransaction, ReadableDatabase, ReadableT
 
 use super::codec::{self, Versioned};
 use super::records::AuditRecordV1;
-use super::{Record, StoreError, StoreOp, TokenHash, Visitor};
+use super::{AuditCaps, Record, StoreError, StoreOp, TokenHash, Visitor};
 
 const USERS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("users");
 const ORGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("organizations");
@@ -18,6 +18,9 @@ const SESSIONS: TableDefinition<[u8; 48], &[u8]> = TableDefinition::new("session
 /// Schema 1 kept sessions by token hash alone; read once, at the upgrade to schema 2.
 const SESSIONS_BY_HASH: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("sessions");
 const AUDIT: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit");
+/// The ids of the audit entries anonymous callers caused (values empty): counted and pruned apart from the rest,
+/// so a flood of them never pushes administrative history out ([`crate::domain::is_anonymous_action`]).
+const AUDIT_ANONYMOUS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit_anonymous");
 const TOKENS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("tokens");
 const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
@@ -244,7 +247,7 @@ fn session_key(user: [u8; 16], hash: &TokenHash) -> [u8; 48] {
 
 /// Creates every table that does not exist yet.
 fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
-    for table in [USERS, ORGS, AUDIT, OUTBOX] {
+    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX] {
         tx.open_table(table).map_err(io)?;
     }
     tx.open_table(SESSIONS).map_err(io)?;
@@ -332,20 +335,35 @@ impl EmbeddedStore {
     }
 
     /// Ids of at most `limit` audit entries to delete, oldest first: those before `before` (ids are UUID v7, so
-    /// key order is time order), then the oldest beyond `keep` entries.
-    pub fn audit_to_prune(&self, before: [u8; 16], keep: u64, limit: usize) -> Result<Vec<[u8; 16]>, StoreError> {
+    /// key order is time order), then the oldest beyond the caps. The entries anonymous callers caused count
+    /// against `keep.anonymous` alone, the others against `keep.entries` alone.
+    pub fn audit_to_prune(&self, before: [u8; 16], keep: AuditCaps, limit: usize) -> Result<Vec<[u8; 16]>, StoreError> {
         use redb::ReadableTableMetadata;
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(AUDIT).map_err(io)?;
-            let excess = table.len().map_err(io)?.saturating_sub(keep);
+            let anonymous = tx.open_table(AUDIT_ANONYMOUS).map_err(io)?;
+            let anonymous_len = anonymous.len().map_err(io)?;
             let mut ids = Vec::new();
-            for entry in table.iter().map_err(io)? {
+            // The anonymous stream first: it is the one a flood fills.
+            let excess = anonymous_len.saturating_sub(keep.anonymous);
+            for entry in anonymous.iter().map_err(io)? {
                 let id = entry.map_err(io)?.0.value();
                 if ids.len() >= limit || (id >= before && ids.len() as u64 >= excess) {
                     break;
                 }
                 ids.push(id);
+            }
+            let taken = ids.len();
+            let excess = table.len().map_err(io)?.saturating_sub(anonymous_len).saturating_sub(keep.entries);
+            for entry in table.iter().map_err(io)? {
+                let id = entry.map_err(io)?.0.value();
+                if ids.len() >= limit || (id >= before && (ids.len() - taken) as u64 >= excess) {
+                    break;
+                }
+                if anonymous.get(id).map_err(io)?.is_none() {
+                    ids.push(id);
+                }
             }
             Ok(ids)
         })
@@ -409,7 +427,7 @@ impl EmbeddedStore {
     pub fn clear(&self) -> Result<(), StoreError> {
         self.with_db(|db| {
             let tx = db.begin_write().map_err(io)?;
-            for table in [USERS, ORGS, AUDIT, OUTBOX] {
+            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX] {
                 tx.delete_table(table).map_err(io)?;
             }
             tx.delete_table(SESSIONS).map_err(io)?;
@@ -467,6 +485,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut orgs = tx.open_table(ORGS).map_err(io)?;
         let mut sessions = tx.open_table(SESSIONS).map_err(io)?;
         let mut audit = tx.open_table(AUDIT).map_err(io)?;
+        let mut anonymous = tx.open_table(AUDIT_ANONYMOUS).map_err(io)?;
         let mut tokens = tx.open_table(TOKENS).map_err(io)?;
         let mut outbox = tx.open_table(OUTBOX).map_err(io)?;
         for &op in ops {
@@ -486,9 +505,15 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteSession(user, hash) => {
                     sessions.remove(session_key(*user, hash)).map_err(io)?;
                 }
-                StoreOp::PutAudit(r) => put(&mut audit, r.id, r)?,
+                StoreOp::PutAudit(r) => {
+                    put(&mut audit, r.id, r)?;
+                    if crate::domain::is_anonymous_action(&r.action) {
+                        anonymous.insert(r.id, [].as_slice()).map_err(io)?;
+                    }
+                }
                 StoreOp::DeleteAudit(id) => {
                     audit.remove(id).map_err(io)?;
+                    anonymous.remove(id).map_err(io)?;
                 }
                 StoreOp::PutToken(hash, r) => put(&mut tokens, *hash, r)?,
                 StoreOp::DeleteToken(hash) => {
@@ -519,6 +544,7 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         copy_table(&source, &tx, ORGS)?;
         copy_table(&source, &tx, SESSIONS)?;
         copy_table(&source, &tx, AUDIT)?;
+        copy_table(&source, &tx, AUDIT_ANONYMOUS)?;
         copy_table(&source, &tx, TOKENS)?;
         copy_table(&source, &tx, OUTBOX)?;
         {

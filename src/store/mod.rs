@@ -41,6 +41,14 @@ pub use writer::{CommitMetrics, StoreWriter, WriterDone};
 /// SHA-256 of a session token: the key of the sessions table (one definition, the domain's).
 pub use crate::domain::TokenHash;
 
+/// How many audit entries retention keeps at most: those anonymous callers caused
+/// ([`crate::domain::is_anonymous_action`]) and the others, each counted against its own cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditCaps {
+    pub entries: u64,
+    pub anonymous: u64,
+}
+
 /// One change to the store. A list of these is applied atomically.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOp {

@@ -100,7 +100,7 @@ impl Writer {
             delete_org: client.prepare("DELETE FROM organizations WHERE id = $1")?,
             put_session: client.prepare(&upsert("sessions", "user_id, hash", &["record"]))?,
             delete_session: client.prepare("DELETE FROM sessions WHERE user_id = $1 AND hash = $2")?,
-            put_audit: client.prepare(&upsert("audit", "id", &["record"]))?,
+            put_audit: client.prepare(&upsert("audit", "id", &["anonymous", "record"]))?,
             delete_audit: client.prepare("DELETE FROM audit WHERE id = $1")?,
             put_token: client.prepare(&upsert("tokens", "hash", &["record"]))?,
             delete_token: client.prepare("DELETE FROM tokens WHERE hash = $1")?,
@@ -315,22 +315,38 @@ impl PgStore {
         rows.iter().map(|r| codec::decode::<AuditRecordV1>(r.get(0))).collect()
     }
 
-    /// As [`super::db::EmbeddedStore::audit_to_prune`]: those before `before`, then the oldest beyond `keep`.
-    pub fn audit_to_prune(&self, before: [u8; 16], keep: u64, limit: usize) -> Result<Vec<[u8; 16]>, StoreError> {
-        let rows = self.pooled(|c| {
-            let count: i64 = c.query_one("SELECT count(*) FROM audit", &[])?.get(0);
-            let excess = (count as u64).saturating_sub(keep);
-            let rows = c.query("SELECT id FROM audit ORDER BY id LIMIT $1", &[&(limit as i64)])?;
-            Ok((excess, rows))
-        })?;
-        let (excess, rows) = rows;
+    /// As [`super::db::EmbeddedStore::audit_to_prune`]: those before `before`, then the oldest beyond the caps,
+    /// the anonymous stream and the rest each against its own.
+    pub fn audit_to_prune(
+        &self,
+        before: [u8; 16],
+        keep: super::AuditCaps,
+        limit: usize,
+    ) -> Result<Vec<[u8; 16]>, StoreError> {
         let mut ids = Vec::new();
-        for row in rows {
-            let id = id16(row.get(0))?;
-            if id >= before && ids.len() as u64 >= excess {
+        for (anonymous, cap) in [(true, keep.anonymous), (false, keep.entries)] {
+            let room = limit.saturating_sub(ids.len());
+            if room == 0 {
                 break;
             }
-            ids.push(id);
+            let (excess, rows) = self.pooled(|c| {
+                let count: i64 = c.query_one("SELECT count(*) FROM audit WHERE anonymous = $1", &[&anonymous])?.get(0);
+                let excess = (count as u64).saturating_sub(cap);
+                let rows = c.query(
+                    "SELECT id FROM audit WHERE anonymous = $1 ORDER BY id LIMIT $2",
+                    &[&anonymous, &(room as i64)],
+                )?;
+                Ok((excess, rows))
+            })?;
+            let mut taken = 0u64;
+            for row in rows {
+                let id = id16(row.get(0))?;
+                if id >= before && taken >= excess {
+                    break;
+                }
+                ids.push(id);
+                taken += 1;
+            }
         }
         Ok(ids)
     }
@@ -489,7 +505,10 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                 tx.execute(&s.put_session, &[&r.user_id.as_slice(), &hash.as_slice(), &codec::encode(r)])
             }
             StoreOp::DeleteSession(user, hash) => tx.execute(&s.delete_session, &[&user.as_slice(), &hash.as_slice()]),
-            StoreOp::PutAudit(r) => tx.execute(&s.put_audit, &[&r.id.as_slice(), &codec::encode(r)]),
+            StoreOp::PutAudit(r) => {
+                let anonymous = crate::domain::is_anonymous_action(&r.action);
+                tx.execute(&s.put_audit, &[&r.id.as_slice(), &anonymous, &codec::encode(r)])
+            }
             StoreOp::DeleteAudit(id) => tx.execute(&s.delete_audit, &[&id.as_slice()]),
             StoreOp::PutToken(hash, r) => tx.execute(&s.put_token, &[&hash.as_slice(), &codec::encode(r)]),
             StoreOp::DeleteToken(hash) => tx.execute(&s.delete_token, &[&hash.as_slice()]),

@@ -241,7 +241,11 @@ async fn password_changes_and_revocations_are_audited() {
 async fn next_reset_token(dir: &std::path::Path, seen: &mut usize) -> String {
     let started = std::time::Instant::now();
     let files = loop {
-        let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "eml"))
+            .collect();
         if files.len() > *seen {
             files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
             break files;

@@ -17,6 +17,37 @@ struct SmtpSink {
     _dir: tempfile::TempDir,
 }
 
+/// aiosmtpd's Maildir handler, slowed down: each message takes a while to be accepted (sessions run concurrently,
+/// as on a real server), and some recipients are refused for good.
+const SLOW_SMTP: &str = r#"
+import asyncio, sys, time
+from aiosmtpd.controller import Controller
+from aiosmtpd.handlers import Mailbox
+
+class Slow(Mailbox):
+    def __init__(self, path, delay, refuse):
+        super().__init__(path)
+        self.delay = delay
+        self.refuse = refuse
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if self.refuse and address.startswith(self.refuse):
+            return "550 5.1.1 No such mailbox here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        await asyncio.sleep(self.delay)
+        return await super().handle_DATA(server, session, envelope)
+
+port, path, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+refuse = sys.argv[4] if len(sys.argv) > 4 else ""
+controller = Controller(Slow(path, delay, refuse), hostname="127.0.0.1", port=port)
+controller.start()
+while True:
+    time.sleep(3600)
+"#;
+
 /// Installs aiosmtpd from PyPI the first time it is missing, so `cargo test` alone sets up what it needs.
 fn ensure_aiosmtpd() {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
@@ -55,6 +86,30 @@ impl SmtpSink {
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(started.elapsed() < Duration::from_secs(15), "aiosmtpd did not start on port {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port, maildir, _dir: dir }
+    }
+
+    /// An SMTP server that takes `delay` to accept each message (many at once, as a real server would), and
+    /// refuses for good (550) every recipient whose address starts with `refuse`.
+    fn slow(delay: Duration, refuse: &str) -> Self {
+        ensure_aiosmtpd();
+        let port = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let maildir = dir.path().join("box");
+        let script = dir.path().join("slow_smtp.py");
+        std::fs::write(&script, SLOW_SMTP).unwrap();
+        let child = Command::new("python3")
+            .arg(&script)
+            .args([&port.to_string(), maildir.to_str().unwrap(), &delay.as_secs_f64().to_string(), refuse])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 slow_smtp.py");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(15), "the slow SMTP server did not start on port {port}");
             std::thread::sleep(Duration::from_millis(50));
         }
         Self { child, port, maildir, _dir: dir }
@@ -362,4 +417,227 @@ async fn with_required_verification_sign_in_waits_for_the_link() {
     assert_eq!(s.get(&format!("/api/auth/verify-email?token={token}")).send().await.status, 200);
     let (status, body, _) = s.sign_in("new@example.com", PASSWORD).await;
     assert_eq!((status, body["user"]["emailVerified"].clone()), (200, json!(true)));
+}
+
+/// Each message carries a live link: the `[email] directory` is created readable by the server's user alone (0700),
+/// and so is every message file in it (0600), whatever the umask lets other files be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mail_directory_and_its_messages_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("outgoing").join("mail");
+    let configured = dir.clone();
+    let s = TestServer::start_adjusted(move |c| c.email.directory = Some(configured)).await;
+    s.new_user("private").await;
+    assert_eq!(request_reset(&s, "private@example.com").await.status, 200);
+    let started = Instant::now();
+    let file = loop {
+        let found = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "eml"));
+        if let Some(file) = found {
+            break file;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no message file in {}", dir.display());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "the mail directory");
+    assert_eq!(mode(&file), 0o600, "a message file");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("/api/auth/reset-password/"));
+}
+
+/// Before: the security mails opened with "Hello <name>," and a name is whatever the account holder (or whoever
+/// signed up with someone's address) typed: here an instruction to follow another link, in a genuine message
+/// from this server. Names of only invisible characters, or with a line or paragraph separator, were taken too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_does_not_reach_a_security_mail_and_blank_or_multiline_names_are_refused() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let phishing =
+        "customer. URGENT: your account is locked, confirm at https://evil.test/confirm instead of the link below";
+    let r = s.sign_up_body(&json!({"name": phishing, "email": "named@example.com", "password": PASSWORD})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = s.post("/api/auth/send-verification-email").json(&json!({"email": "named@example.com"})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(request_reset(&s, "named@example.com").await.status, 200);
+    for mail in smtp.wait_for(2).await {
+        let text = mail.replace("=\r\n", "").replace("=\n", "");
+        assert!(!text.contains("URGENT") && !text.contains("evil.test"), "the name is in the mail: {text}");
+    }
+
+    let u = s.new_user("renamer").await;
+    for (name, why) in [
+        ("\u{200B}", "visible"),
+        ("\u{200B}\u{2060}\u{FEFF}", "visible"),
+        ("Ann\u{2028}URGENT: read this", "separator"),
+        ("Ann\u{2029}URGENT: read this", "separator"),
+    ] {
+        let r = s.sign_up_body(&json!({"name": name, "email": "blank@example.com", "password": PASSWORD})).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.text.contains(why), "{name:?}: {}", r.text);
+        let r = s.post("/api/auth/update-user").cookie(&u.cookie).json(&json!({"name": name})).send().await;
+        assert_eq!(r.status, 400, "{name:?} as a new name: {}", r.text);
+    }
+}
+
+/// Before: every request for a mailed link wrote an audit entry, and retention counted those with everything
+/// else: a flood from many addresses (each within its own limits) evicted every administrative entry. Now what
+/// anonymous callers cause is capped apart (`[audit] max_anonymous_entries`) and only pushes out its own kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_link_requests_leaves_every_administrative_audit_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mail = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.email.directory = Some(mail.path().to_path_buf());
+    config.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    config.audit.max_entries = 30;
+    config.audit.max_anonymous_entries = 40;
+    let s = TestServer::start_with(config.clone()).await;
+    let admin = s.admin_session().await;
+    let u = s.new_user("kept").await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "role": "admin"})).await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "banned": true, "banReason": "audit me"})).await;
+    let history = |entries: &[Value]| -> Vec<(String, String)> {
+        let mut kept: Vec<(String, String)> = entries
+            .iter()
+            .filter(|e| !e["action"].as_str().unwrap().starts_with("sign_in.") && e["action"] != "user.link_requested")
+            .map(|e| (e["action"].as_str().unwrap().to_owned(), e["id"].as_str().unwrap().to_owned()))
+            .collect();
+        kept.sort();
+        kept
+    };
+    let entries = |s: &TestServer, admin: String| {
+        let get = s.get("/api/admin/audit?limit=500").cookie(&admin);
+        async move {
+            let r = get.send().await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            r.json()["entries"].as_array().unwrap().clone()
+        }
+    };
+    let before = history(&entries(&s, admin.clone()).await);
+    let actions: Vec<&str> = before.iter().map(|(a, _)| a.as_str()).collect();
+    assert!(actions.contains(&"user.created") && actions.contains(&"user.role_changed"), "{actions:?}");
+    assert!(actions.contains(&"user.banned") && before.len() < 30, "{actions:?}");
+
+    // 200 requests from 200 client addresses, for 200 unknown e-mails: each within every limit.
+    let mut flood = tokio::task::JoinSet::new();
+    for n in 0..200u32 {
+        let req = s
+            .post("/api/auth/request-password-reset")
+            .header("x-forwarded-for", &format!("198.51.{}.{}", n / 250, n % 250 + 1))
+            .json(&json!({"email": format!("ghost{n}@example.com")}));
+        flood.spawn(async move { req.send().await.status });
+        if flood.len() >= 16 {
+            assert_eq!(flood.join_next().await.unwrap().unwrap(), 200);
+        }
+    }
+    while let Some(status) = flood.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    s.stop().await;
+
+    // Retention runs at start, then every minute.
+    let s = TestServer::start_with(config).await;
+    let admin = s.admin_session().await;
+    let started = std::time::Instant::now();
+    let after = loop {
+        let all = entries(&s, admin.clone()).await;
+        let requested = all.iter().filter(|e| e["action"] == "user.link_requested").count();
+        if requested <= 40 {
+            break all;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "retention did not run: {requested} link requests kept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let kept = history(&after);
+    for entry in &before {
+        assert!(kept.contains(entry), "{entry:?} was pushed out by the flood; kept: {kept:?}");
+    }
+}
+
+/// Before: the outbox was one queue sent one message at a time, oldest first: behind a flood of reset requests
+/// (each within every limit), a user's own request waited for every message ahead of it, and with a slow mail
+/// server the link could arrive expired. Now several messages go out at once and the newest ready one goes
+/// first: the victim's message is overtaken by none of the backlog, only by the sends already under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_reset_mail_does_not_delay_the_next_request_behind_it() {
+    let smtp = SmtpSink::slow(Duration::from_millis(200), "");
+    let s = TestServer::start_embedded_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.email.send_concurrency = 4;
+        c.rate_limit.mail_per_address = 0;
+        c.rate_limit.mail_per_email = 0;
+    })
+    .await;
+    let victim = s.new_user("victim").await;
+    let flood: Vec<String> = (0..60).map(|n| format!("flood{n}@example.com")).collect();
+    for (n, email) in flood.iter().enumerate() {
+        s.sign_up(&format!("Flood {n}"), email, PASSWORD).await;
+    }
+    let mut requests = tokio::task::JoinSet::new();
+    for email in &flood {
+        let req = s.post("/api/auth/request-password-reset").json(&json!({"email": email}));
+        requests.spawn(async move { req.send().await.status });
+    }
+    while let Some(status) = requests.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    let delivered_before = smtp.messages().len();
+    assert!(delivered_before < 40, "the flood was sent before the test could ask: {delivered_before}");
+    assert_eq!(request_reset(&s, &victim.email).await.status, 200);
+    let started = Instant::now();
+    let delivered_with = loop {
+        let messages = smtp.messages();
+        if messages.iter().any(|m| m.contains("To: victim@example.com")) {
+            break messages.len();
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the victim's message never arrived");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let ahead = delivered_with - delivered_before - 1;
+    eprintln!("flood: {delivered_before} delivered when the victim asked, {ahead} more before the victim's message");
+    // The sends already under way when the victim asked (4), and those that finished while this test polled.
+    assert!(ahead <= 8, "{ahead} flood messages were delivered ahead of the victim's");
+    assert_eq!(smtp.wait_for(61).await.len(), 61, "the flood is still delivered, after the victim");
+}
+
+/// The outbox has a cap: beyond it the calls that send mail are refused with 503 `MAIL_OUTBOX_FULL` and
+/// `Retry-After`, for a known and an unknown address alike (the refusal tells nothing about accounts), and the age
+/// of the oldest waiting message is a metric.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_outbox_refuses_mail_requests_clearly_and_its_age_is_a_metric() {
+    let down = free_port(); // no mail server: nothing leaves the outbox
+    let metrics = super::metrics::free_port();
+    let s = TestServer::start_embedded_adjusted(|c| {
+        with_smtp(format!("smtp://127.0.0.1:{down}"))(c);
+        c.email.max_outbox = 3;
+        c.rate_limit.mail_per_address = 0;
+        c.rate_limit.mail_per_email = 0;
+        c.metrics.listen = Some(metrics);
+    })
+    .await;
+    for n in 0..3 {
+        s.new_user(&format!("held{n}")).await;
+        assert_eq!(request_reset(&s, &format!("held{n}@example.com")).await.status, 200);
+    }
+    s.new_user("late").await;
+    for email in ["late@example.com", "ghost@example.com"] {
+        let r = request_reset(&s, email).await;
+        assert_auth_error(&r, 503, "MAIL_OUTBOX_FULL");
+        assert!(r.header("retry-after").is_some(), "{email}: {r:?}", r = r.text);
+    }
+    let started = Instant::now();
+    loop {
+        let (_, text) = super::metrics::scrape(metrics).await;
+        let m = super::metrics::samples(&text);
+        assert_eq!(super::metrics::value(&m, "service_auth_mail_outbox_depth"), 3.0);
+        if super::metrics::value(&m, "service_auth_mail_outbox_oldest_seconds") >= 1.0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the oldest message's age did not grow:\n{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -12,12 +12,12 @@ use serde_json::json;
 use super::harness::*;
 
 /// A port free now on loopback (the metrics listener is configured by address, like in production).
-fn free_port() -> SocketAddr {
+pub fn free_port() -> SocketAddr {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     probe.local_addr().unwrap()
 }
 
-async fn scrape(addr: SocketAddr) -> (String, String) {
+pub async fn scrape(addr: SocketAddr) -> (String, String) {
     let r = reqwest::Client::builder().no_proxy().build().unwrap();
     let answer = r.get(format!("http://{addr}/metrics")).send().await.expect("scrape");
     assert_eq!(answer.status(), 200);
@@ -26,7 +26,7 @@ async fn scrape(addr: SocketAddr) -> (String, String) {
 }
 
 /// `name{labels}` → value, for every sample line.
-fn samples(text: &str) -> BTreeMap<String, f64> {
+pub fn samples(text: &str) -> BTreeMap<String, f64> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
@@ -36,7 +36,7 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-fn value(samples: &BTreeMap<String, f64>, key: &str) -> f64 {
+pub fn value(samples: &BTreeMap<String, f64>, key: &str) -> f64 {
     *samples.get(key).unwrap_or_else(|| panic!("no sample {key}; have:\n{samples:#?}"))
 }
 

@@ -10,8 +10,8 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
-    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, OwnChange,
-    OwnChangeError, ResetError, UsersHandle, UsersMsg,
+    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, IssueError,
+    OwnChange, OwnChangeError, ResetError, UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
@@ -183,6 +183,11 @@ impl Actor for UsersActor {
                 }
             }
             UsersMsg::IssueToken { kind, email, ttl, compose, ip, reply } => {
+                // Refused before the address is looked up: the refusal says nothing about which accounts exist.
+                if self.mail.as_ref().is_some_and(MailQueue::is_full) {
+                    let _ = reply.send(Err(IssueError::OutboxFull));
+                    return Ok(());
+                }
                 let account = self.email_owner(state, &email).and_then(|id| self.get(state, id));
                 let needed = |u: &User| kind != TokenKind::EmailVerification || !u.email_verified;
                 let Some(user) = account.filter(|u| needed(u)) else {

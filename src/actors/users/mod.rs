@@ -164,6 +164,16 @@ pub enum DeleteOrgError {
 /// the token).
 pub type Compose = Box<dyn FnOnce(&User, &SessionToken) -> Mail + Send>;
 
+/// Why no link was issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum IssueError {
+    /// The outbox holds `[email] max_outbox` messages: nothing more is accepted until the sender works some off.
+    #[error("Too much mail is waiting to be sent. Please try again later.")]
+    OutboxFull,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ResetError {
     /// Unknown, expired, already used, or replaced by a newer request.
@@ -183,7 +193,7 @@ pub(super) enum UsersMsg {
         ttl: Duration,
         compose: Compose,
         ip: String,
-        reply: RpcReplyPort<Result<(), Unavailable>>,
+        reply: RpcReplyPort<Result<(), IssueError>>,
     },
     VerifyEmail {
         token: TokenHash,
@@ -323,7 +333,7 @@ impl UsersHandle {
         ttl: Duration,
         compose: Compose,
         ip: String,
-    ) -> Result<(), Unavailable> {
+    ) -> Result<(), IssueError> {
         call(&self.0, |reply| UsersMsg::IssueToken { kind, email, ttl, compose, ip, reply }).await?
     }
 
