@@ -9,9 +9,11 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
 use super::overlay::{self, Overlay};
+use super::remote::SessionChange;
 use super::{Indexes, KeyHash, Unavailable, call, read, write};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserAgent, UserId};
+use crate::store::own::{Gate, Key};
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 /// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
@@ -223,9 +225,10 @@ pub enum SessionsMsg {
     Unfence {
         users: Vec<UserId>,
     },
-    /// Sessions another node started, extended (`Some`) or ended (`None`): into the read index.
+    /// Sessions another node started, extended or ended: into the read index.
     Remote {
-        sessions: Vec<(TokenHash, Option<Arc<Session>>)>,
+        sessions: Vec<SessionChange>,
+        gate: Gate,
         reply: RpcReplyPort<()>,
     },
     Flush,
@@ -439,7 +442,15 @@ impl Actor for SessionsActor {
                 for hash in &hashes {
                     state.overlay.stage(*hash, None);
                 }
-                let mut ops: Vec<StoreOp> = hashes.into_iter().map(|h| delete((user, h))).collect();
+                let mut ops: Vec<StoreOp> = match which {
+                    Revoke::One(_) | Revoke::Impersonation(_) => {
+                        hashes.into_iter().map(|h| delete((user, h))).collect()
+                    }
+                    // Every session of the account in the store, those this node has not seen included (started
+                    // on another node a moment ago); `count` is what this node ended.
+                    Revoke::All => vec![end_all(user, None)],
+                    Revoke::AllBut(keep) => vec![end_all(user, Some(keep))],
+                };
                 if count > 0 && matches!(which, Revoke::Impersonation(_)) {
                     let ended =
                         audit::entry(action::IMPERSONATION_STOPPED, Some(by), Some(user.into()), &ip, "".into());
@@ -462,8 +473,9 @@ impl Actor for SessionsActor {
                 for (_, hash) in &ending {
                     state.overlay.stage(*hash, None);
                 }
+                // Every session of each account in the store, those this node has not seen included.
+                ops.extend(users.iter().map(|&user| end_all(user, None)));
                 state.fenced.extend(users);
-                ops.extend(ending.into_iter().map(delete));
                 let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
                 state.overlay.add(ops, reply, started);
             }
@@ -472,9 +484,28 @@ impl Actor for SessionsActor {
                     state.fenced.remove(&user);
                 }
             }
-            SessionsMsg::Remote { sessions, reply } => {
-                for (hash, session) in sessions {
-                    self.indexes.sessions.publish(hash, session);
+            SessionsMsg::Remote { sessions, gate, reply } => {
+                // Only what this node's own commits have not written since (a refresh committed on another node
+                // before a sign-out here does not bring the session back).
+                let index = &self.indexes.sessions;
+                let apply = |user: UserId, hash: TokenHash, session: Option<Arc<Session>>| {
+                    if gate.admits_session(user.to_bytes(), hash) {
+                        gate.applied(Key::Session(hash));
+                        index.publish(hash, session);
+                    }
+                };
+                for change in sessions {
+                    match change {
+                        SessionChange::Put(hash, session) => apply(session.user_id, hash, Some(session)),
+                        SessionChange::Delete(user, hash) => apply(user, hash, None),
+                        SessionChange::DeleteAllOf(user, kept) => {
+                            for (_, hash) in index.of_users(&[user]) {
+                                if Some(hash) != kept {
+                                    apply(user, hash, None);
+                                }
+                            }
+                        }
+                    }
                 }
                 let _ = reply.send(());
             }
@@ -581,6 +612,10 @@ fn put(hash: TokenHash, session: &Session) -> StoreOp {
 
 fn delete((user, hash): (UserId, TokenHash)) -> StoreOp {
     StoreOp::DeleteSession(user.to_bytes(), hash)
+}
+
+fn end_all(user: UserId, except: Option<TokenHash>) -> StoreOp {
+    StoreOp::DeleteSessionsOf { user: user.to_bytes(), except }
 }
 
 #[cfg(test)]
