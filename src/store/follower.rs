@@ -29,6 +29,10 @@ const CHUNK: i64 = 500;
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// Pause before reconnecting after an error.
 const RETRY: Duration = Duration::from_millis(200);
+/// Readiness follows the follower's last contact: a node whose follower has not read the log to its end for this
+/// long (eight polls) says it is not ready, so a load balancer stops sending it writes that would all fail, long
+/// before its session checks refuse (`max_staleness_secs`).
+pub const READY_WITHIN: Duration = Duration::from_secs(2);
 /// How often a node deletes the commit ids older than an hour (a retry needs its id for a few seconds at most).
 const PRUNE: Duration = Duration::from_secs(60);
 
@@ -67,7 +71,17 @@ impl Freshness {
 
     /// `Ok` while the state is known to be at most `limit` behind the database; otherwise how far behind.
     pub fn check(&self) -> Result<(), Duration> {
-        let Some(limit) = self.limit else { return Ok(()) };
+        self.within_limit(self.limit)
+    }
+
+    /// For readiness: `Ok` while the follower read the log to its end within [`READY_WITHIN`] (or the limit, if
+    /// shorter); otherwise how long ago it last did.
+    pub fn ready(&self) -> Result<(), Duration> {
+        self.within_limit(self.limit.map(|limit| limit.min(READY_WITHIN)))
+    }
+
+    fn within_limit(&self, limit: Option<Duration>) -> Result<(), Duration> {
+        let Some(limit) = limit else { return Ok(()) };
         let last = self.started + Duration::from_millis(self.caught_up_at_ms.load(Ordering::SeqCst));
         let behind = last.elapsed();
         if behind <= limit { Ok(()) } else { Err(behind) }
@@ -248,7 +262,9 @@ mod tests {
         assert!(Freshness::always().check().is_ok());
         let fresh = Freshness::within(Duration::from_millis(50));
         assert!(fresh.check().is_ok(), "a node that just loaded is fresh");
+        assert!(fresh.ready().is_ok());
         std::thread::sleep(Duration::from_millis(80));
+        assert!(fresh.ready().is_err(), "readiness lapses too (at the shorter of the limit and READY_WITHIN)");
         assert!(fresh.check().is_err(), "no catch-up for longer than the limit");
         fresh.caught_up(Instant::now());
         assert!(fresh.check().is_ok());

@@ -536,3 +536,42 @@ async fn a_sign_in_reservation_whose_commit_reply_is_lost_counts_once() {
     assert_eq!(a_direct.sign_in("erin@example.com", "wrong password!").await.0, 429, "the limit still holds");
     s.stop().await;
 }
+
+/// Issue 25.14: PostgreSQL goes away and nothing is written: each node's `/readyz` turns 503 within a few of its
+/// follower's polls, not `max_staleness_secs` (30 s here) later, while session checks still answer from memory.
+/// Before: both nodes answered 200 until the first failed write or for 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_the_followers_last_contact_with_the_database() {
+    let (pg, s, _tmp) = two_nodes(|c| c.store.max_staleness_secs = 30).await;
+    let alice = s.nodes[0].new_user("alice").await;
+    let direct = |c: &Client| Client::new(c.base.trim_start_matches("http://").parse().unwrap());
+    let nodes = [direct(&s.nodes[0]), direct(&s.nodes[1])];
+    let pg = std::sync::Arc::new(pg);
+    let stopper = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || stopper.pause()).await.unwrap();
+    let stopped = Instant::now();
+    for node in &nodes {
+        loop {
+            let ready = node.get("/readyz").send().await;
+            if ready.status == 503 {
+                assert_eq!(ready.json()["status"], "unavailable");
+                break;
+            }
+            assert!(stopped.elapsed() < Duration::from_secs(10), "still ready 10 s after the database went away");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let session = node.get_session_resp(Some(&alice.cookie)).await;
+        assert_eq!(session.status, 200, "within max_staleness_secs session checks answer: {}", session.text);
+    }
+    eprintln!("both nodes not ready {:?} after PostgreSQL stopped", stopped.elapsed());
+    let starter = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || starter.resume()).await.unwrap();
+    let back = Instant::now();
+    for node in &nodes {
+        while node.get("/readyz").send().await.status != 200 {
+            assert!(back.elapsed() < Duration::from_secs(10), "not ready 10 s after PostgreSQL came back");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    s.stop().await;
+}
