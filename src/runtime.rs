@@ -201,8 +201,10 @@ fn start_follower(
     let stop = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Handle::current();
     let roles = roles.clone();
-    let apply = move |ops| {
-        let change = actors::remote::RemoteChange::from_ops(ops, &roles).map_err(|e| e.to_string())?;
+    let own = Arc::clone(pg.own());
+    let apply = move |entry: follower::Entry| {
+        let gate = crate::store::own::Gate::new(entry.seq, entry.resync, Arc::clone(&own));
+        let change = actors::remote::RemoteChange::from_ops(entry.ops, &roles, gate).map_err(|e| e.to_string())?;
         // The follower is an OS thread of its own, outside the runtime: it may block on the actors' answer.
         runtime.block_on(handles.apply_remote(change)).map_err(|e| e.to_string())
     };

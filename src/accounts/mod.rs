@@ -91,7 +91,8 @@ pub struct SignUp {
 pub enum NotReady {
     /// The store refuses commits (a disk error, or the database is unreachable); the detail is for the log.
     Writes(String),
-    /// Several nodes: this node has not caught up with the database for this long, and refuses session checks.
+    /// Several nodes: this node has not caught up with the database for this long (its follower polls every
+    /// 250 ms): it may be about to refuse session checks, and its writes fail.
     Stale(Duration),
 }
 
@@ -835,7 +836,7 @@ impl Accounts {
         if let Err(reason) = self.store.accepts_writes() {
             return Err(NotReady::Writes(reason));
         }
-        self.freshness.check().map_err(NotReady::Stale)
+        self.freshness.ready().map_err(NotReady::Stale)
     }
 
     /// Waits (at most `limit`) for the work requests started and left behind, while the actors still answer.

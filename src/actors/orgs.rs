@@ -103,6 +103,7 @@ pub enum OrgsMsg {
     /// Organizations another node created, changed (`Some`) or deleted (`None`): into the read index.
     Remote {
         orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
+        gate: crate::store::own::Gate,
         reply: RpcReplyPort<()>,
     },
     Flush,
@@ -269,8 +270,13 @@ impl Actor for OrgsActor {
             OrgsMsg::EndDelete { id } => {
                 state.deleting.remove(&id);
             }
-            OrgsMsg::Remote { orgs, reply } => {
+            OrgsMsg::Remote { orgs, gate, reply } => {
                 for (id, org) in orgs {
+                    let key = crate::store::own::Key::Org(id.to_bytes());
+                    if !gate.admits(key) {
+                        continue;
+                    }
+                    gate.applied(key);
                     match org {
                         Some(org) => self.indexes.orgs.publish(org),
                         None => self.indexes.orgs.remove(id),

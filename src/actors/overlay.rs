@@ -29,7 +29,7 @@ pub(super) enum Outcome {
 
 /// Why a batch was not committed.
 #[derive(Debug)]
-pub(super) enum Refusal {
+pub enum Refusal {
     Unavailable,
     Conflict(Conflict),
 }

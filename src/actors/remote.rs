@@ -1,26 +1,38 @@
-//! Changes another node committed (PostgreSQL backend, docs/cluster.md), applied to this node's state. The
-//! follower reads them from the database's change log; each part goes to the actor that owns it, one message
-//! per actor, so the actors stay the only writers of their state and read indexes.
+//! Changes committed to the database that this node's memory does not hold yet (PostgreSQL backend,
+//! docs/cluster.md): other nodes' changes, an own commit whose outcome was lost, and records read back after a
+//! conflict. The follower reads them in sequence order; each part goes to the actor that owns it, one message
+//! per actor, so the actors stay the only writers of their state and read indexes. Each actor applies a record
+//! only if its own commits have not written it at that sequence or later ([`Gate`]): an older change never undoes
+//! a newer one.
 
 use std::sync::Arc;
 
 use super::{Handles, Unavailable, call, orgs::OrgsMsg, sessions::SessionsMsg, users::UsersMsg};
 use crate::domain::{OneTimeToken, OrgId, Organization, RoleSet, Session, TokenHash, User, UserId};
+use crate::store::own::Gate;
 use crate::store::{StoreError, StoreOp, convert};
 
-/// One committed change of another node, as domain values. `None`: removed.
-#[derive(Default)]
+/// A change to the sessions.
+pub enum SessionChange {
+    Put(TokenHash, Arc<Session>),
+    Delete(UserId, TokenHash),
+    /// Every session of the account, but the one kept.
+    DeleteAllOf(UserId, Option<TokenHash>),
+}
+
+/// One committed change, as domain values. `None`: removed.
 pub struct RemoteChange {
+    pub gate: Gate,
     pub orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
     pub users: Vec<(UserId, Option<Arc<User>>)>,
     pub tokens: Vec<(TokenHash, Option<Arc<OneTimeToken>>)>,
-    pub sessions: Vec<(TokenHash, Option<Arc<Session>>)>,
+    pub sessions: Vec<SessionChange>,
 }
 
 impl RemoteChange {
     /// Sorts a change log entry's ops by owner. Audit entries and mail never travel (no node holds them).
-    pub fn from_ops(ops: Vec<StoreOp>, roles: &RoleSet) -> Result<Self, StoreError> {
-        let mut change = Self::default();
+    pub fn from_ops(ops: Vec<StoreOp>, roles: &RoleSet, gate: Gate) -> Result<Self, StoreError> {
+        let mut change = Self { gate, orgs: Vec::new(), users: Vec::new(), tokens: Vec::new(), sessions: Vec::new() };
         for op in ops {
             match op {
                 StoreOp::PutOrg(r) => change.orgs.push((OrgId::from_bytes(r.id), Some(Arc::new(convert::org(r))))),
@@ -32,9 +44,14 @@ impl RemoteChange {
                 StoreOp::PutToken(hash, r) => change.tokens.push((hash, Some(Arc::new(convert::token(r)?)))),
                 StoreOp::DeleteToken(hash) => change.tokens.push((hash, None)),
                 StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
-                    change.sessions.push((hash, Some(Arc::new(convert::session(r)))))
+                    change.sessions.push(SessionChange::Put(hash, Arc::new(convert::session(r))))
                 }
-                StoreOp::DeleteSession(_, hash) => change.sessions.push((hash, None)),
+                StoreOp::DeleteSession(user, hash) => {
+                    change.sessions.push(SessionChange::Delete(UserId::from_bytes(user), hash))
+                }
+                StoreOp::DeleteSessionsOf { user, except } => {
+                    change.sessions.push(SessionChange::DeleteAllOf(UserId::from_bytes(user), except))
+                }
                 StoreOp::PutAudit(_)
                 | StoreOp::DeleteAudit(_)
                 | StoreOp::PutOutbox(_)
@@ -52,15 +69,17 @@ impl Handles {
     /// Applies `change` and returns once every part is in the read indexes: organizations, then accounts (and
     /// their tokens), then sessions, so a session never arrives before its account.
     pub async fn apply_remote(&self, change: RemoteChange) -> Result<(), Unavailable> {
-        let RemoteChange { orgs, users, tokens, sessions } = change;
+        let RemoteChange { gate, orgs, users, tokens, sessions } = change;
         if !orgs.is_empty() {
-            call(&self.orgs.0, |reply| OrgsMsg::Remote { orgs, reply }).await?;
+            let gate = gate.clone();
+            call(&self.orgs.0, |reply| OrgsMsg::Remote { orgs, gate, reply }).await?;
         }
         if !users.is_empty() || !tokens.is_empty() {
-            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, reply }).await?;
+            let gate = gate.clone();
+            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, gate, reply }).await?;
         }
         if !sessions.is_empty() {
-            call(&self.sessions.0, |reply| SessionsMsg::Remote { sessions, reply }).await?;
+            call(&self.sessions.0, |reply| SessionsMsg::Remote { sessions, gate, reply }).await?;
         }
         Ok(())
     }

@@ -8,10 +8,12 @@ use std::time::Duration;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
-use super::overlay::{self, Overlay};
+use super::overlay::{self, Overlay, Refusal};
+use super::remote::SessionChange;
 use super::{Indexes, KeyHash, Unavailable, call, read, write};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserAgent, UserId};
+use crate::store::own::{Gate, Key};
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 /// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
@@ -245,15 +247,16 @@ pub enum SessionsMsg {
         impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
         starts: Vec<StartWith>,
-        reply: RpcReplyPort<Result<Vec<Started>, Unavailable>>,
+        reply: RpcReplyPort<Result<Vec<Started>, Refusal>>,
     },
     /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
     Unfence {
         users: Vec<UserId>,
     },
-    /// Sessions another node started, extended (`Some`) or ended (`None`): into the read index.
+    /// Sessions another node started, extended or ended: into the read index.
     Remote {
-        sessions: Vec<(TokenHash, Option<Arc<Session>>)>,
+        sessions: Vec<SessionChange>,
+        gate: Gate,
         reply: RpcReplyPort<()>,
     },
     Flush,
@@ -298,42 +301,33 @@ impl SessionsHandle {
     }
 
     /// Commits `ops` (another actor's records: a ban, a new password) in one transaction with the end of every
-    /// session of `users`, so that both are durable or neither is. Until [`unfence`](Self::unfence), no session
-    /// of `users` is created or extended: one could otherwise slip in between the list of sessions to end and the
-    /// publication of the change that ends them.
-    ///
-    /// No timeout: the caller must learn the real outcome, or its memory would disagree with the disk.
+    /// session of `users`, so that both are durable or neither is; and starts the sessions `starts` (sign-ins,
+    /// checked like [`create`](Self::create)) in it too (an imported password hash replaced at sign-in: one answer
+    /// per start, in order). Until [`unfence`](Self::unfence), no session of `users` is created or extended: one
+    /// could otherwise slip in between the list of sessions to end and the publication of the change that ends
+    /// them. See docs/design/ending-sessions-with-a-change.md.
     ///
     /// An administrator among `users` (banned, removed, given a new password), or among `impersonators` (demoted),
     /// loses the sessions they impersonate in the same commit: an impersonation never outlives its administrator's
     /// authority.
-    pub async fn commit_ending(
-        &self,
-        users: Vec<UserId>,
-        impersonators: Vec<UserId>,
-        ops: Vec<StoreOp>,
-    ) -> Result<(), Unavailable> {
-        self.commit_with(users, impersonators, ops, Vec::new()).await.map(drop)
-    }
-
-    /// [`commit_ending`](Self::commit_ending) that also starts the sessions `starts` (sign-ins, checked like
-    /// [`create`](Self::create)) in the same transaction: another actor's change that must be durable with a new
-    /// session (an imported password hash replaced at sign-in). One answer per start, in order.
-    pub async fn commit_with(
+    ///
+    /// No timeout: the caller must learn the real outcome, or its memory would disagree with the disk. A conflict
+    /// with another node's change is handed back as such, so the caller answers it as on one node.
+    pub(super) async fn commit_with(
         &self,
         users: Vec<UserId>,
         impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
         starts: Vec<StartWith>,
-    ) -> Result<Vec<Started>, Unavailable> {
+    ) -> Result<Vec<Started>, Refusal> {
         let msg = |reply| SessionsMsg::CommitEnding { users, impersonators, ops, starts, reply };
         match self.0.call(msg, None).await {
             Ok(ractor::rpc::CallResult::Success(result)) => result,
-            _ => Err(Unavailable),
+            _ => Err(Refusal::Unavailable),
         }
     }
 
-    /// Ends the fence of [`commit_ending`](Self::commit_ending), once the caller has published its change.
+    /// Ends the fence of [`commit_with`](Self::commit_with), once the caller has published its change.
     pub fn unfence(&self, users: Vec<UserId>) {
         let _ = self.0.send_message(SessionsMsg::Unfence { users });
     }
@@ -478,7 +472,15 @@ impl Actor for SessionsActor {
                 for hash in &hashes {
                     state.overlay.stage(*hash, None);
                 }
-                let mut ops: Vec<StoreOp> = hashes.into_iter().map(|h| delete((user, h))).collect();
+                let mut ops: Vec<StoreOp> = match which {
+                    Revoke::One(_) | Revoke::Impersonation(_) => {
+                        hashes.into_iter().map(|h| delete((user, h))).collect()
+                    }
+                    // Every session of the account in the store, those this node has not seen included (started
+                    // on another node a moment ago); `count` is what this node ended.
+                    Revoke::All => vec![end_all(user, None)],
+                    Revoke::AllBut(keep) => vec![end_all(user, Some(keep))],
+                };
                 if count > 0 && matches!(which, Revoke::Impersonation(_)) {
                     let ended =
                         audit::entry(action::IMPERSONATION_STOPPED, Some(by), Some(user.into()), &ip, "".into());
@@ -508,18 +510,43 @@ impl Actor for SessionsActor {
                 }
                 // Fenced until published: no session of `users` and no impersonation by `admins` starts meanwhile.
                 state.fenced.extend(admins);
-                ops.extend(ending.into_iter().map(delete));
+                // Every session of each account in the store, those this node has not seen included; and the
+                // impersonations by the administrators among them or demoted, as this node knows them (a session
+                // check refuses any other once the change is applied here).
+                ops.extend(users.iter().map(|&user| end_all(user, None)));
+                ops.extend(ending.into_iter().filter(|(user, _)| !users.contains(user)).map(delete));
                 let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
-                state.overlay.add(ops, reply, started);
+                // A conflict (several nodes) is the users actor's to answer: its change broke a rule of the cluster.
+                let conflict = |c: &Conflict| Some(Err(Refusal::Conflict(c.clone())));
+                state.overlay.add_answering(ops, reply, Ok(started), conflict);
             }
             SessionsMsg::Unfence { users } => {
                 for user in users {
                     state.fenced.remove(&user);
                 }
             }
-            SessionsMsg::Remote { sessions, reply } => {
-                for (hash, session) in sessions {
-                    self.indexes.sessions.publish(hash, session);
+            SessionsMsg::Remote { sessions, gate, reply } => {
+                // Only what this node's own commits have not written since (a refresh committed on another node
+                // before a sign-out here does not bring the session back).
+                let index = &self.indexes.sessions;
+                let apply = |user: UserId, hash: TokenHash, session: Option<Arc<Session>>| {
+                    if gate.admits_session(user.to_bytes(), hash) {
+                        gate.applied(Key::Session(hash));
+                        index.publish(hash, session);
+                    }
+                };
+                for change in sessions {
+                    match change {
+                        SessionChange::Put(hash, session) => apply(session.user_id, hash, Some(session)),
+                        SessionChange::Delete(user, hash) => apply(user, hash, None),
+                        SessionChange::DeleteAllOf(user, kept) => {
+                            for (_, hash) in index.of_users(&[user]) {
+                                if Some(hash) != kept {
+                                    apply(user, hash, None);
+                                }
+                            }
+                        }
+                    }
                 }
                 let _ = reply.send(());
             }
@@ -634,6 +661,10 @@ fn put(hash: TokenHash, session: &Session) -> StoreOp {
 
 fn delete((user, hash): (UserId, TokenHash)) -> StoreOp {
     StoreOp::DeleteSession(user.to_bytes(), hash)
+}
+
+fn end_all(user: UserId, except: Option<TokenHash>) -> StoreOp {
+    StoreOp::DeleteSessionsOf { user: user.to_bytes(), except }
 }
 
 #[cfg(test)]

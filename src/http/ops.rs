@@ -30,7 +30,8 @@ pub fn alive() -> Response<Body> {
 }
 
 /// `GET /readyz`: 200 while the store accepts commits; 503 with the reason while it refuses them (after a disk
-/// error, until it has reopened), so a load balancer sends writes elsewhere meanwhile.
+/// error, until it has reopened), so a load balancer sends writes elsewhere meanwhile. Several nodes: also 503
+/// once the follower has not reached the database for two seconds, whether or not anything was written.
 pub fn ready(state: &AppState) -> Response<Body> {
     match state.accounts.readiness() {
         Ok(()) => ok(&json!({"status": "ready"})),
@@ -41,8 +42,8 @@ pub fn ready(state: &AppState) -> Response<Body> {
                     "the store refuses writes after a disk or database error; it retries every second"
                 }
                 NotReady::Stale(_) => {
-                    "this node has lost the shared database for longer than store.max_staleness_secs; session checks \
-                     are refused until it has caught up"
+                    "this node has not heard from the shared database for over two seconds; once that lasts \
+                     store.max_staleness_secs its session checks are refused, until it has caught up"
                 }
             };
             json(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "unavailable", "reason": reason}))

@@ -33,13 +33,21 @@ impl Store {
 
     /// Connects to the PostgreSQL database at `url` and brings its schema up to date. Blocking.
     pub fn connect_postgres(url: &str, pool_size: usize) -> Result<Self, StoreError> {
-        Ok(Self { backend: Backend::Postgres(Arc::new(PgStore::connect(url, pool_size)?)) })
+        Self::connect_postgres_with_faults(url, pool_size, FaultSwitch::default())
+    }
+
+    /// [`connect_postgres`](Self::connect_postgres) with a [`FaultSwitch`] the caller keeps, for failure tests.
+    #[doc(hidden)]
+    pub fn connect_postgres_with_faults(url: &str, pool_size: usize, faults: FaultSwitch) -> Result<Self, StoreError> {
+        Ok(Self { backend: Backend::Postgres(Arc::new(PgStore::connect(url, pool_size, faults)?)) })
     }
 
     /// Opens the store `config` names: the embedded file, or the PostgreSQL database. Blocking.
     pub fn open_configured(config: &crate::config::Config, faults: FaultSwitch) -> Result<Self, StoreError> {
         match (&config.store.backend, &config.store.url) {
-            (crate::config::StoreBackend::Postgres, Some(url)) => Self::connect_postgres(url, config.store.pool_size),
+            (crate::config::StoreBackend::Postgres, Some(url)) => {
+                Self::connect_postgres_with_faults(url, config.store.pool_size, faults)
+            }
             _ => Self::open_with_faults(&config.data_dir, faults),
         }
     }

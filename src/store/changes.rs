@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::codec;
 use super::{StoreError, StoreOp, TokenHash};
 
-/// Format of an entry: a version byte, then postcard of `Vec<Wire>`.
-const VERSION: u8 = 1;
+/// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
+/// [`Wire::DeleteSessionsOf`] at the end, so a version 1 entry reads the same.
+const VERSION: u8 = 2;
 
 #[derive(Serialize, Deserialize)]
 enum Wire {
@@ -22,6 +23,7 @@ enum Wire {
     DeleteSession([u8; 16], TokenHash),
     PutToken(TokenHash, Vec<u8>),
     DeleteToken(TokenHash),
+    DeleteSessionsOf([u8; 16], Option<TokenHash>),
 }
 
 /// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
@@ -38,6 +40,7 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
                     Wire::PutSession(*hash, codec::encode(r))
                 }
                 StoreOp::DeleteSession(user, hash) => Wire::DeleteSession(*user, *hash),
+                StoreOp::DeleteSessionsOf { user, except } => Wire::DeleteSessionsOf(*user, *except),
                 StoreOp::PutToken(hash, r) => Wire::PutToken(*hash, codec::encode(r)),
                 StoreOp::DeleteToken(hash) => Wire::DeleteToken(*hash),
                 StoreOp::PutAudit(_)
@@ -62,7 +65,7 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
 /// The changes of one entry.
 pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
     let body = match bytes.split_first() {
-        Some((&VERSION, body)) => body,
+        Some((&(1 | VERSION), body)) => body,
         Some((v, _)) => {
             return Err(StoreError::Corrupt(format!(
                 "change log entry has format {v}; this version of service-auth reads {VERSION} (a newer node wrote it?)"
@@ -83,6 +86,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteSession(user, hash) => StoreOp::DeleteSession(user, hash),
                 Wire::PutToken(hash, b) => StoreOp::PutToken(hash, codec::decode(&b)?),
                 Wire::DeleteToken(hash) => StoreOp::DeleteToken(hash),
+                Wire::DeleteSessionsOf(user, except) => StoreOp::DeleteSessionsOf { user, except },
             })
         })
         .collect()

@@ -1,7 +1,7 @@
 //! The redb database file and its tables.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use redb::{Database, DatabaseError, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition};
@@ -51,14 +51,22 @@ pub struct EmbeddedStore {
     faults: FaultSwitch,
 }
 
-/// A switch that makes the next commits fail without writing, as a full or read-only disk would. It exists for
-/// tests of the failure path (503, memory not ahead of disk); nothing in normal operation turns it on.
+/// A switch that makes the next commits fail without writing, as a full or read-only disk would; on PostgreSQL
+/// also one that loses a commit's reply and one that pauses the follower. It exists for tests of the failure
+/// paths (503, memory not ahead of the store, nodes out of step); nothing in normal operation turns it on, and
+/// only the in-process test harness holds one (`server::run_with_faults`): no configuration key or variable
+/// reaches it.
 #[doc(hidden)]
 #[derive(Debug, Clone, Default)]
 pub struct FaultSwitch {
     /// Commits that still succeed before the failures start.
     spared: Arc<AtomicU32>,
     failures: Arc<AtomicU32>,
+    /// PostgreSQL: commits whose reply is lost after the database committed them (as when the connection is
+    /// cut right after `COMMIT` reached the server).
+    lost_replies: Arc<AtomicU32>,
+    /// PostgreSQL: the follower reads nothing while set (a follower stalled behind other nodes' writes).
+    follower_paused: Arc<AtomicBool>,
 }
 
 impl FaultSwitch {
@@ -71,6 +79,24 @@ impl FaultSwitch {
     pub fn fail_commits_after(&self, spared: u32, n: u32) {
         self.spared.store(spared, Ordering::SeqCst);
         self.failures.store(n, Ordering::SeqCst);
+    }
+
+    /// PostgreSQL: the next `n` commits succeed in the database but their reply is lost on the way back.
+    pub fn lose_next_commit_replies(&self, n: u32) {
+        self.lost_replies.store(n, Ordering::SeqCst);
+    }
+
+    pub(crate) fn take_lost_reply(&self) -> bool {
+        self.lost_replies.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+    }
+
+    /// PostgreSQL: stops (`true`) or resumes the node's follower: while stopped it applies no change log entry.
+    pub fn pause_follower(&self, paused: bool) {
+        self.follower_paused.store(paused, Ordering::SeqCst);
+    }
+
+    pub(crate) fn follower_paused(&self) -> bool {
+        self.follower_paused.load(Ordering::SeqCst)
     }
 
     fn take_failure(&self) -> bool {
@@ -504,6 +530,11 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 }
                 StoreOp::DeleteSession(user, hash) => {
                     sessions.remove(session_key(*user, hash)).map_err(io)?;
+                }
+                StoreOp::DeleteSessionsOf { user, except } => {
+                    let range = session_key(*user, &[0; 32])..=session_key(*user, &[u8::MAX; 32]);
+                    let kept = except.map(|hash| session_key(*user, &hash));
+                    sessions.retain_in(range, |key, _| Some(key) == kept).map_err(io)?;
                 }
                 StoreOp::PutAudit(r) => {
                     put(&mut audit, r.id, r)?;

@@ -18,6 +18,7 @@ pub mod codec;
 pub mod convert;
 mod db;
 pub mod follower;
+pub mod own;
 pub(crate) mod postgres;
 pub mod records;
 mod writer;
@@ -66,6 +67,13 @@ pub enum StoreOp {
     /// A session ended: its user's id and its token's hash (sessions are stored by user, then hash, so that
     /// ending every session of one account writes a few neighbouring pages, not one page per session).
     DeleteSession([u8; 16], TokenHash),
+    /// Every session of an account ended (a ban, a new password, "sign out everywhere"), but `except` if given:
+    /// by user in the store itself, so that a session this node has not seen yet (started on another node a
+    /// moment ago) ends too, and every node drops every session of that user it holds.
+    DeleteSessionsOf {
+        user: [u8; 16],
+        except: Option<TokenHash>,
+    },
     /// Audit entries ride in the same transaction as the change they record.
     PutAudit(AuditRecordV1),
     /// Retention: an audit entry past its time (or beyond the size cap).

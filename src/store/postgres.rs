@@ -11,16 +11,17 @@
 //! The synchronous client fits the writer, which is an OS thread of its own. Connections are plain TCP or a
 //! Unix socket: TLS to PostgreSQL is not built (see docs/cluster.md).
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::{Client, NoTls, Statement, Transaction};
 
 use super::codec;
+use super::own::OwnCommits;
 use super::records::{AuditRecordV1, UserRecord};
-use super::{Conflict, Record, StoreError, StoreOp, changes};
+use super::{Conflict, FaultSwitch, Record, StoreError, StoreOp, TokenHash, changes};
 
 mod embedded {
     refinery::embed_migrations!("migrations/postgres");
@@ -51,6 +52,19 @@ pub struct PgStore {
     commits: AtomicU64,
     /// The last change the loaded state includes: the follower starts after it.
     loaded_seq: AtomicI64,
+    /// This node's acknowledged commits its follower has not passed yet (see [`super::own`]).
+    own: Arc<OwnCommits>,
+    /// Records a commit found changed in the database (a `Changed` or `SessionGone` conflict): the follower reads
+    /// them back into memory, so that a node whose memory went wrong repairs it instead of refusing forever.
+    resync: Mutex<Vec<Resync>>,
+    faults: FaultSwitch,
+}
+
+/// A record to read back from the database into memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resync {
+    User([u8; 16]),
+    Session([u8; 16], TokenHash),
 }
 
 /// The writer's connection and its prepared statements (prepared once: each would otherwise cost a round trip).
@@ -66,6 +80,8 @@ struct Prepared {
     delete_org: Statement,
     put_session: Statement,
     delete_session: Statement,
+    delete_sessions_of: Statement,
+    claim: Statement,
     put_audit: Statement,
     delete_audit: Statement,
     put_token: Statement,
@@ -100,6 +116,9 @@ impl Writer {
             delete_org: client.prepare("DELETE FROM organizations WHERE id = $1")?,
             put_session: client.prepare(&upsert("sessions", "user_id, hash", &["record"]))?,
             delete_session: client.prepare("DELETE FROM sessions WHERE user_id = $1 AND hash = $2")?,
+            delete_sessions_of: client
+                .prepare("DELETE FROM sessions WHERE user_id = $1 AND ($2::bytea IS NULL OR hash <> $2::bytea)")?,
+            claim: client.prepare("INSERT INTO commit_ids (id) VALUES ($1)")?,
             put_audit: client.prepare(&upsert("audit", "id", &["anonymous", "record"]))?,
             delete_audit: client.prepare("DELETE FROM audit WHERE id = $1")?,
             put_token: client.prepare(&upsert("tokens", "hash", &["record"]))?,
@@ -142,7 +161,7 @@ impl From<postgres::Error> for Refused {
 impl PgStore {
     /// Connects, applies the migrations this version has (refusing a database migrated further), and prepares
     /// the writer's connection.
-    pub fn connect(url: &str, pool_size: usize) -> Result<Self, StoreError> {
+    pub fn connect(url: &str, pool_size: usize, faults: FaultSwitch) -> Result<Self, StoreError> {
         let mut config: postgres::Config =
             url.parse().map_err(|_| StoreError::Io("store.url is not a valid PostgreSQL connection URL".into()))?;
         config.connect_timeout(CONNECT_TIMEOUT);
@@ -159,6 +178,9 @@ impl PgStore {
             degraded: Mutex::new(None),
             commits: AtomicU64::new(0),
             loaded_seq: AtomicI64::new(0),
+            own: Arc::default(),
+            resync: Mutex::default(),
+            faults,
         })
     }
 
@@ -169,6 +191,24 @@ impl PgStore {
 
     pub(crate) fn node(&self) -> uuid::Uuid {
         self.node
+    }
+
+    pub(crate) fn own(&self) -> &Arc<OwnCommits> {
+        &self.own
+    }
+
+    pub(crate) fn faults(&self) -> &FaultSwitch {
+        &self.faults
+    }
+
+    /// The records to read back into memory (see [`PgStore::resync`]), taken.
+    pub(crate) fn take_resync(&self) -> Vec<Resync> {
+        std::mem::take(&mut *self.resync.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Records [`take_resync`](Self::take_resync) gave out and the follower could not read: asked for again.
+    pub(crate) fn resync_later(&self, records: Vec<Resync>) {
+        self.resync.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(records);
     }
 
     /// The sequence number of the last change the last [`visit`](Self::visit) included.
@@ -270,6 +310,10 @@ impl PgStore {
 
     /// Commits `requests` in one transaction; see [`super::Store::commit_requests`]. A failure of the database
     /// (not a conflict) marks the store degraded: writes are refused until [`recover`](Self::recover).
+    ///
+    /// A commit whose connection died, or whose `COMMIT` got no answer, is tried once more on a new connection
+    /// under the same commit id: if the first attempt did commit, the retry finds its id taken and answers with
+    /// the first attempt's outcome (nothing is applied twice; a failed-sign-in reservation counts once).
     pub fn commit_requests(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
         if let Err(reason) = self.health() {
             return Err(StoreError::Io(reason));
@@ -278,30 +322,62 @@ impl PgStore {
         let Some(writer) = guard.as_mut() else {
             return Err(StoreError::Io("the store is closed, or reconnecting".into()));
         };
-        let mut committed = commit(writer, self.node, requests);
-        if committed.is_err() && writer.client.is_closed() {
-            // The connection was gone before this commit (the database restarted while this node had nothing to
-            // write): one new connection and one more try. Were it cut during COMMIT itself, the retry writes the
-            // same records again, which the upserts, deletes and followers take as they come.
-            match Writer::connect(&self.config) {
-                Ok(fresh) => {
-                    drop_off_runtime(std::mem::replace(writer, fresh));
-                    committed = commit(writer, self.node, requests);
-                }
-                Err(e) => committed = Err(db(e)),
+        let id = uuid::Uuid::new_v4();
+        let mut committed = commit(writer, self.node, id, requests);
+        if matches!(committed, Ok(Some(_))) && self.faults.take_lost_reply() {
+            // Test hook: the database committed, and the answer is lost (the retry below finds the commit id).
+            if let Ok(Some(staged)) = committed {
+                let lost = StoreError::Io("PostgreSQL: connection lost during COMMIT (test hook)".into());
+                committed = Err(Failed::AtCommit(staged, lost));
             }
         }
+        let retry = match &committed {
+            Err(Failed::AtCommit(..)) => true,
+            Err(Failed::Before(_)) => writer.client.is_closed(),
+            Ok(_) => false,
+        };
+        if retry {
+            if writer.client.is_closed() {
+                match Writer::connect(&self.config) {
+                    Ok(fresh) => drop_off_runtime(std::mem::replace(writer, fresh)),
+                    Err(e) => return self.failed(&mut guard, db(e)),
+                }
+            }
+            let first = committed;
+            committed = match commit(writer, self.node, id, requests) {
+                // The first attempt committed; its reply was lost.
+                Ok(None) => match first {
+                    Err(Failed::AtCommit(staged, _)) => {
+                        tracing::warn!("a commit whose reply was lost had gone through; answering its outcome");
+                        Ok(Some(staged))
+                    }
+                    _ => Err(Failed::Before(StoreError::Io("a commit id was taken before its commit".into()))),
+                },
+                other => other,
+            };
+        }
         match committed {
-            Ok(results) => {
+            Ok(Some(Staged { results, seq, applied, resync })) => {
+                if let Some(seq) = seq {
+                    self.own.record(seq, applied.iter().flat_map(|&i| requests[i].iter()));
+                }
+                if !resync.is_empty() {
+                    self.resync.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(resync);
+                }
                 self.commits.fetch_add(1, Ordering::Relaxed);
                 Ok(results)
             }
-            Err(error) => {
-                self.set_degraded(Some(error.to_string()));
-                *guard = None;
-                Err(error)
-            }
+            Ok(None) => self.failed(&mut guard, StoreError::Io("a fresh commit id was taken".into())),
+            Err(Failed::Before(error) | Failed::AtCommit(_, error)) => self.failed(&mut guard, error),
         }
+    }
+
+    fn failed<T>(&self, writer: &mut Option<Writer>, error: StoreError) -> Result<T, StoreError> {
+        self.set_degraded(Some(error.to_string()));
+        if let Some(writer) = writer.take() {
+            drop_off_runtime(writer);
+        }
+        Err(error)
     }
 
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
@@ -411,16 +487,46 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
     })
 }
 
+/// What a transaction did before its `COMMIT`: each request's outcome, its change log entry's sequence, which
+/// requests were applied, and the records to read back.
+struct Staged {
+    results: Vec<Result<(), StoreError>>,
+    seq: Option<i64>,
+    applied: Vec<usize>,
+    resync: Vec<Resync>,
+}
+
+/// Why a transaction did not commit.
+enum Failed {
+    /// Before its `COMMIT` was sent: nothing of it was written.
+    Before(StoreError),
+    /// Its `COMMIT` got no answer (or an error): it may have committed.
+    AtCommit(Staged, StoreError),
+}
+
+/// Runs `requests` in one transaction under commit id `id`. `Ok(None)`: a transaction with that id committed
+/// already (an earlier attempt whose reply was lost).
 fn commit(
     writer: &mut Writer,
     node: uuid::Uuid,
+    id: uuid::Uuid,
     requests: &[&[StoreOp]],
-) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+) -> Result<Option<Staged>, Failed> {
+    let before = |e| Failed::Before(db(e));
     let Writer { client, s } = writer;
-    let mut tx = client.transaction().map_err(db)?;
+    let mut tx = client.transaction().map_err(before)?;
+    // First: a transaction still open with this id (the first attempt, its connection cut) makes this wait for
+    // its end; one that committed makes it fail.
+    if let Err(e) = tx.execute(&s.claim, &[&id]) {
+        return match e.code() {
+            Some(&SqlState::UNIQUE_VIOLATION) => Ok(None),
+            _ => Err(before(e)),
+        };
+    }
     let mut results = Vec::with_capacity(requests.len());
-    let mut applied: Vec<&StoreOp> = Vec::new();
-    for &ops in requests {
+    let mut applied = Vec::new();
+    let mut resync = Vec::new();
+    for (index, &ops) in requests.iter().enumerate() {
         // Only a request that can break a rule of the whole cluster pays for a savepoint (two more round trips).
         let risky = ops.iter().any(|op| {
             matches!(
@@ -435,37 +541,59 @@ fn commit(
             )
         });
         let outcome = if risky {
-            let mut savepoint = tx.savepoint("request").map_err(db)?;
+            let mut savepoint = tx.savepoint("request").map_err(before)?;
             match apply(&mut savepoint, s, ops) {
-                Ok(()) => savepoint.commit().map_err(db).map(|()| Ok(())),
-                Err(Refused::Conflict(conflict)) => savepoint.rollback().map_err(db).map(|()| Err(conflict)),
-                Err(Refused::Failed(e)) => Err(db(e)),
+                Ok(()) => savepoint.commit().map_err(before).map(|()| Ok(())),
+                Err(Refused::Conflict(conflict)) => savepoint.rollback().map_err(before).map(|()| Err(conflict)),
+                Err(Refused::Failed(e)) => Err(before(e)),
             }
         } else {
             match apply(&mut tx, s, ops) {
                 Ok(()) => Ok(Ok(())),
                 // Only the ops that make a request risky can conflict; without a savepoint the transaction could not
                 // go on, so this would fail the batch rather than write half of it.
-                Err(Refused::Conflict(c)) => Err(StoreError::Corrupt(format!("an unguarded request conflicted: {c}"))),
-                Err(Refused::Failed(e)) => Err(db(e)),
+                Err(Refused::Conflict(c)) => {
+                    Err(Failed::Before(StoreError::Corrupt(format!("an unguarded request conflicted: {c}"))))
+                }
+                Err(Refused::Failed(e)) => Err(before(e)),
             }
         }?;
         match outcome {
             Ok(()) => {
-                applied.extend(ops);
+                applied.push(index);
                 results.push(Ok(()));
             }
-            Err(conflict) => results.push(Err(StoreError::Conflict(conflict))),
+            Err(conflict) => {
+                resync.extend(conflict_resync(&conflict, ops));
+                results.push(Err(StoreError::Conflict(conflict)));
+            }
         }
     }
-    if let Some(entry) = changes::encode(applied) {
+    let mut seq = None;
+    if let Some(entry) = changes::encode(applied.iter().flat_map(|&i| requests[i].iter())) {
         // Held to the commit: the next node's append waits, so sequence order is commit order.
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGES_LOCK]).map_err(db)?;
-        let seq: i64 = tx.query_one(&s.append, &[&node, &entry]).map_err(db)?.get(0);
-        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()]).map_err(db)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGES_LOCK]).map_err(before)?;
+        let appended: i64 = tx.query_one(&s.append, &[&node, &entry]).map_err(before)?.get(0);
+        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &appended.to_string()]).map_err(before)?;
+        seq = Some(appended);
     }
-    tx.commit().map_err(db)?;
-    Ok(results)
+    let staged = Staged { results, seq, applied, resync };
+    match tx.commit() {
+        Ok(()) => Ok(Some(staged)),
+        Err(e) => Err(Failed::AtCommit(staged, db(e))),
+    }
+}
+
+/// The record a conflict says this node holds wrong: read back into memory (the follower does it).
+fn conflict_resync(conflict: &Conflict, ops: &[StoreOp]) -> Option<Resync> {
+    match conflict {
+        Conflict::Changed { user } => Some(Resync::User(*user)),
+        Conflict::SessionGone => ops.iter().find_map(|op| match op {
+            StoreOp::RefreshSession(hash, r) => Some(Resync::Session(r.user_id, *hash)),
+            _ => None,
+        }),
+        _ => None,
+    }
 }
 
 /// Applies one request's ops, with the last-administrator guard when they demote, ban or remove an account that
@@ -505,6 +633,10 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                 tx.execute(&s.put_session, &[&r.user_id.as_slice(), &hash.as_slice(), &codec::encode(r)])
             }
             StoreOp::DeleteSession(user, hash) => tx.execute(&s.delete_session, &[&user.as_slice(), &hash.as_slice()]),
+            StoreOp::DeleteSessionsOf { user, except } => {
+                let except = except.as_ref().map(|h| h.as_slice());
+                tx.execute(&s.delete_sessions_of, &[&user.as_slice(), &except])
+            }
             StoreOp::PutAudit(r) => {
                 let anonymous = crate::domain::is_anonymous_action(&r.action);
                 tx.execute(&s.put_audit, &[&r.id.as_slice(), &anonymous, &codec::encode(r)])

@@ -393,3 +393,185 @@ async fn nodes_dropped_without_a_stop_close_their_database_connections() {
     .unwrap();
     assert_eq!(left, 0, "connections still open 10 s after the nodes' runtime was dropped");
 }
+
+/// Two nodes with test hooks, `max_staleness_secs` long enough that a paused follower does not make its node
+/// refuse session checks meanwhile; a client of each node that does not wait for replication (it cannot while a
+/// follower is paused).
+async fn two_nodes_with_hooks(
+    adjust: impl FnOnce(&mut service_auth::config::Config),
+) -> (cluster::Postgres, TestServer, [service_auth::store::FaultSwitch; 2], [Client; 2], tempfile::TempDir) {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config(tmp.path());
+    config.store.max_staleness_secs = 600;
+    adjust(&mut config);
+    let faults = [service_auth::store::FaultSwitch::default(), service_auth::store::FaultSwitch::default()];
+    let server = TestServer::start_cluster_with_faults(config, &pg.url(), faults.clone()).await;
+    let direct = |c: &Client| Client::new(c.base.trim_start_matches("http://").parse().unwrap());
+    let clients = [direct(&server.nodes[0]), direct(&server.nodes[1])];
+    (pg, server, faults, clients, tmp)
+}
+
+/// Issue 26.1: node B's follower is behind while a session is refreshed on node A and then signed out on B. The
+/// refresh (an older change log entry) reaches B after B's own sign-out: B must not serve the session again.
+/// Before: B answered the session once its follower caught up, while the database held none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_refresh_from_another_node_does_not_bring_back_a_session_signed_out_here() {
+    let (_pg, s, faults, [a_direct, b_direct], _tmp) = two_nodes_with_hooks(|c| c.session.update_age_secs = 1).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let alice = a.new_user("alice").await;
+    // Due for a refresh at the next check.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    faults[1].pause_follower(true);
+    let refreshed = a_direct.get_session_resp(Some(&alice.cookie)).await;
+    assert_eq!(refreshed.status, 200);
+    assert!(refreshed.session_cookie().is_some(), "node A extended the session: {}", refreshed.text);
+    assert_eq!(b_direct.sign_out(Some(&alice.cookie)).await.status, 200);
+    assert_eq!(b_direct.get_session_resp(Some(&alice.cookie)).await.text, "null");
+    faults[1].pause_follower(false);
+    // Any request through the replicating client returns once both nodes have applied the whole log.
+    b.get("/healthz").send().await;
+    for (name, node) in [("A", a), ("B", b)] {
+        assert_eq!(node.get_session_resp(Some(&alice.cookie)).await.text, "null", "node {name} serves it again");
+    }
+    s.stop().await;
+}
+
+/// Issue 26.1: an account renames itself on node A; an administrator removes it on node B, whose follower is
+/// behind. Before: B applied the older rename after its own removal and let the removed account sign in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_change_from_another_node_does_not_bring_back_an_account_removed_here() {
+    let (_pg, s, faults, [a_direct, b_direct], _tmp) = two_nodes_with_hooks(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let bob = a.new_user("bob").await;
+    faults[1].pause_follower(true);
+    let renamed =
+        a_direct.post("/api/auth/update-user").cookie(&bob.cookie).json(&json!({"name": "Robert"})).send().await;
+    assert_eq!(renamed.status, 200, "{}", renamed.text);
+    let removed =
+        b_direct.post("/api/auth/admin/remove-user").cookie(&admin).json(&json!({"userId": bob.id})).send().await;
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    faults[1].pause_follower(false);
+    b.get("/healthz").send().await;
+    for (name, node) in [("A", a), ("B", b)] {
+        let (status, body, _) = node.sign_in(&bob.email, PASSWORD).await;
+        assert_eq!(status, 401, "node {name} lets the removed account sign in: {body}");
+        assert!(node.users(&admin).await.iter().all(|u| u["id"] != bob.id.as_str()), "node {name} lists it");
+    }
+    s.stop().await;
+}
+
+/// Issue 26.3: a sign-in on node A a moment before node B's administrator sets a new password (B has not seen the
+/// new session yet): that session ends too, on both nodes and in the database. Before: only the sessions B knew
+/// of were deleted, and the new one stayed valid everywhere, across restarts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_password_set_on_one_node_ends_a_session_only_the_other_node_has_seen() {
+    let (pg, s, faults, [a_direct, b_direct], _tmp) = two_nodes_with_hooks(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let carol = a.new_user("carol").await;
+    faults[1].pause_follower(true);
+    let (status, _, fresh) = a_direct.sign_in(&carol.email, PASSWORD).await;
+    assert_eq!(status, 200);
+    let fresh = fresh.unwrap();
+    let set = b_direct
+        .post("/api/auth/admin/set-user-password")
+        .cookie(&admin)
+        .json(&json!({"userId": carol.id, "newPassword": "set by the admin"}))
+        .send()
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    faults[1].pause_follower(false);
+    b.get("/healthz").send().await;
+    for (name, node) in [("A", a), ("B", b)] {
+        for cookie in [&carol.cookie, &fresh] {
+            assert_eq!(node.get_session_resp(Some(cookie)).await.text, "null", "node {name} still serves a session");
+        }
+    }
+    let (url, id) = (cluster::database_for(&pg.url(), &test_config(_tmp.path()).data_dir).await, carol.id.clone());
+    let left = tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let id = uuid::Uuid::parse_str(&id).unwrap();
+        client
+            .query_one("SELECT count(*) FROM sessions WHERE user_id = $1", &[&id.as_bytes().as_slice()])
+            .unwrap()
+            .get::<_, i64>(0)
+    })
+    .await
+    .unwrap();
+    assert_eq!(left, 0, "sessions of the account left in the database");
+    s.stop().await;
+}
+
+/// Issue 26.2: the reply to the COMMIT of a ban is lost (the database committed it). Before: the retry on a new
+/// connection conflicted with its own committed record; the ban answered 503 and node A kept the account
+/// unbanned in memory (old session valid, new sign-ins 200) while the database and node B had it banned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_whose_commit_reply_is_lost_is_answered_and_applied_on_the_acting_node() {
+    let (_pg, s, faults, [a_direct, _], _tmp) = two_nodes_with_hooks(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let dave = a.new_user("dave").await;
+    faults[0].lose_next_commit_replies(1);
+    let ban = a_direct.post("/api/auth/admin/ban-user").cookie(&admin).json(&json!({"userId": dave.id})).send().await;
+    assert_eq!(ban.status, 200, "{}", ban.text);
+    b.get("/healthz").send().await;
+    for (name, node) in [("A", a), ("B", b)] {
+        assert_eq!(node.get_session_resp(Some(&dave.cookie)).await.text, "null", "node {name}: the old session");
+        assert_eq!(node.sign_in(&dave.email, PASSWORD).await.0, 403, "node {name}: a new sign-in");
+        assert_eq!(node.listed_user(&admin, &dave.id).await["banned"], true, "node {name}");
+    }
+    s.stop().await;
+}
+
+/// Issue 26.2: a failed-sign-in reservation whose commit reply is lost counts once, not twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_reservation_whose_commit_reply_is_lost_counts_once() {
+    let (_pg, s, faults, [a_direct, _], _tmp) = two_nodes_with_hooks(|c| c.rate_limit.failures_per_account = 2).await;
+    s.nodes[0].new_user("erin").await;
+    faults[0].lose_next_commit_replies(1);
+    assert_eq!(a_direct.sign_in("erin@example.com", "wrong password!").await.0, 401);
+    assert_eq!(a_direct.sign_in("erin@example.com", "wrong password!").await.0, 401, "the first one counted twice");
+    assert_eq!(a_direct.sign_in("erin@example.com", "wrong password!").await.0, 429, "the limit still holds");
+    s.stop().await;
+}
+
+/// Issue 25.14: PostgreSQL goes away and nothing is written: each node's `/readyz` turns 503 within a few of its
+/// follower's polls, not `max_staleness_secs` (30 s here) later, while session checks still answer from memory.
+/// Before: both nodes answered 200 until the first failed write or for 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_the_followers_last_contact_with_the_database() {
+    let (pg, s, _tmp) = two_nodes(|c| c.store.max_staleness_secs = 30).await;
+    let alice = s.nodes[0].new_user("alice").await;
+    let direct = |c: &Client| Client::new(c.base.trim_start_matches("http://").parse().unwrap());
+    let nodes = [direct(&s.nodes[0]), direct(&s.nodes[1])];
+    let pg = std::sync::Arc::new(pg);
+    let stopper = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || stopper.pause()).await.unwrap();
+    let stopped = Instant::now();
+    for node in &nodes {
+        loop {
+            let ready = node.get("/readyz").send().await;
+            if ready.status == 503 {
+                assert_eq!(ready.json()["status"], "unavailable");
+                break;
+            }
+            assert!(stopped.elapsed() < Duration::from_secs(10), "still ready 10 s after the database went away");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let session = node.get_session_resp(Some(&alice.cookie)).await;
+        assert_eq!(session.status, 200, "within max_staleness_secs session checks answer: {}", session.text);
+    }
+    eprintln!("both nodes not ready {:?} after PostgreSQL stopped", stopped.elapsed());
+    let starter = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || starter.resume()).await.unwrap();
+    let back = Instant::now();
+    for node in &nodes {
+        while node.get("/readyz").send().await.status != 200 {
+            assert!(back.elapsed() < Duration::from_secs(10), "not ready 10 s after PostgreSQL came back");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    s.stop().await;
+}

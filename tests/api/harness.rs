@@ -145,6 +145,13 @@ impl TestServer {
     /// Two nodes on the database of `config.data_dir` (a fresh one per directory, the same one again after a
     /// restart on that directory): the first starts (and creates the bootstrap admin), then the second.
     pub async fn start_cluster(config: Config, base: &str) -> Self {
+        Self::start_cluster_with_faults(config, base, [FaultSwitch::default(), FaultSwitch::default()]).await
+    }
+
+    /// [`start_cluster`](Self::start_cluster) with each node's [`FaultSwitch`] (its test hooks: lost commit
+    /// replies, a paused follower).
+    pub async fn start_cluster_with_faults(config: Config, base: &str, faults: [FaultSwitch; 2]) -> Self {
+        let [faults_one, faults_two] = faults;
         let url = cluster::database_for(base, &config.data_dir).await;
         let first = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let second = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -159,9 +166,9 @@ impl TestServer {
         two.data_dir = one.data_dir.join("node2");
         let shutdown = CancellationToken::new();
         let run = service_auth::server::run_with_faults;
-        let mut task = tokio::spawn(run(first, one, FaultSwitch::default(), shutdown.clone()));
+        let mut task = tokio::spawn(run(first, one, faults_one, shutdown.clone()));
         cluster::wait_ready(addrs[0], &mut task).await;
-        let mut peer = tokio::spawn(run(second, two, FaultSwitch::default(), shutdown.clone()));
+        let mut peer = tokio::spawn(run(second, two, faults_two, shutdown.clone()));
         cluster::wait_ready(addrs[1], &mut peer).await;
         let sync = std::sync::Arc::new(cluster::Sync::connect(&url).await);
         let client = Client::cluster(&addrs, std::sync::Arc::clone(&sync));

@@ -20,6 +20,7 @@ use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, SessionsHandle, Unavailable};
 use crate::domain::{Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 use crate::mail::MailQueue;
+use crate::store::own::Key;
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
 
 pub(in crate::actors) async fn spawn(
@@ -418,15 +419,23 @@ impl Actor for UsersActor {
                 state.attempts.finish(&email, false, false, Instant::now());
                 return Ok(());
             }
-            UsersMsg::Remote { users, tokens, reply } => {
+            UsersMsg::Remote { users, tokens, gate, reply } => {
+                // Only what this node's own commits have not written since (an older change never undoes one).
                 for (id, user) in users {
+                    let key = Key::User(id.to_bytes());
+                    if !gate.admits(key) {
+                        continue;
+                    }
+                    gate.applied(key);
                     match user {
                         Some(user) => self.indexes.users.publish(user),
                         None => self.indexes.users.remove(id),
                     }
                 }
                 for (hash, token) in tokens {
-                    self.indexes.tokens.publish(hash, token);
+                    if gate.admits(Key::Token(hash)) {
+                        self.indexes.tokens.publish(hash, token);
+                    }
                 }
                 let _ = reply.send(());
                 return Ok(());

@@ -278,6 +278,7 @@ pub(super) enum UsersMsg {
     Remote {
         users: Vec<(UserId, Option<Arc<User>>)>,
         tokens: Vec<(TokenHash, Option<Arc<crate::domain::OneTimeToken>>)>,
+        gate: crate::store::own::Gate,
         reply: RpcReplyPort<()>,
     },
     Flush,

@@ -1,0 +1,183 @@
+//! This node's own commits that its follower has not passed yet (PostgreSQL backend, docs/cluster.md).
+//!
+//! A node publishes its own commit to memory as soon as it is durable, ahead of its follower, which may still
+//! have older entries of other nodes to apply. Each key such a commit wrote is kept here with the commit's
+//! sequence number; a change log entry's write to a key this node holds at that sequence or later is dropped:
+//! memory already reflects a newer state of that record. So a node's memory always equals the database as of the
+//! last sequence its follower applied, plus its own acknowledged commits, record by record.
+//!
+//! Entries are forgotten once the follower has applied the log past them (no older entry can come any more). The
+//! follower also applies this node's own entries: one that was acknowledged is superseded here entirely and
+//! skipped; one that was not (a commit whose outcome the writer never learned) is applied like another node's.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use super::{StoreOp, TokenHash};
+
+/// A record held in memory, as a change log entry names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Key {
+    User([u8; 16]),
+    Org([u8; 16]),
+    Session(TokenHash),
+    Token(TokenHash),
+}
+
+impl Key {
+    /// The record `op` writes, for the ops that travel in the change log and name one record.
+    fn of(op: &StoreOp) -> Option<Self> {
+        Some(match op {
+            StoreOp::PutUser(r) => Key::User(r.id),
+            StoreOp::DeleteUser(id) => Key::User(*id),
+            StoreOp::PutOrg(r) => Key::Org(r.id),
+            StoreOp::DeleteOrg(id) => Key::Org(*id),
+            StoreOp::PutSession(hash, _) | StoreOp::RefreshSession(hash, _) | StoreOp::DeleteSession(_, hash) => {
+                Key::Session(*hash)
+            }
+            StoreOp::PutToken(hash, _) | StoreOp::DeleteToken(hash) => Key::Token(*hash),
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Default)]
+pub struct OwnCommits {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Each key's latest own sequence.
+    keys: HashMap<Key, i64>,
+    /// Users all of whose sessions an own commit ended (but the one kept, if any), and its sequence.
+    sessions_of: HashMap<[u8; 16], (i64, Option<TokenHash>)>,
+    /// The sequences of the acknowledged own commits: the follower skips these entries without reading them.
+    acknowledged: BTreeSet<i64>,
+}
+
+impl OwnCommits {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An own commit with sequence `seq` is durable and about to be published with `ops`.
+    pub(crate) fn record<'a>(&self, seq: i64, ops: impl IntoIterator<Item = &'a StoreOp>) {
+        let mut inner = self.lock();
+        inner.acknowledged.insert(seq);
+        for op in ops {
+            if let StoreOp::DeleteSessionsOf { user, except } = op {
+                let held = inner.sessions_of.entry(*user).or_insert((seq, *except));
+                if held.0 <= seq {
+                    *held = (seq, *except);
+                }
+            } else if let Some(key) = Key::of(op) {
+                mark(&mut inner.keys, key, seq);
+            }
+        }
+    }
+
+    /// Memory holds `key` as of `seq` (a record read back from the database): older entries do not apply.
+    pub(crate) fn hold(&self, key: Key, seq: i64) {
+        mark(&mut self.lock().keys, key, seq);
+    }
+
+    /// Whether an own commit at `seq` was acknowledged (and so is in memory whole).
+    pub(crate) fn acknowledged(&self, seq: i64) -> bool {
+        self.lock().acknowledged.contains(&seq)
+    }
+
+    /// Whether memory holds `key` as of `seq` or later.
+    pub fn holds(&self, key: Key, seq: i64) -> bool {
+        self.lock().keys.get(&key).is_some_and(|&own| own >= seq)
+    }
+
+    /// Whether memory holds session `hash` of `user` as of `seq` or later: written by an own commit since, or
+    /// ended since with every session of the account.
+    pub fn holds_session(&self, user: [u8; 16], hash: TokenHash, seq: i64) -> bool {
+        let inner = self.lock();
+        inner.keys.get(&Key::Session(hash)).is_some_and(|&own| own >= seq)
+            || inner.sessions_of.get(&user).is_some_and(|&(own, kept)| own >= seq && kept != Some(hash))
+    }
+
+    /// Whether an entry at `seq` writing `op` would be dropped (the follower leaves such ops out before handing
+    /// an entry to the actors, who check again when they apply it).
+    pub(crate) fn supersedes(&self, seq: i64, op: &StoreOp) -> bool {
+        match op {
+            StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
+                self.holds_session(r.user_id, *hash, seq)
+            }
+            StoreOp::DeleteSession(user, hash) => self.holds_session(*user, *hash, seq),
+            op => Key::of(op).is_some_and(|key| self.holds(key, seq)),
+        }
+    }
+
+    /// The follower has applied every entry up to `seq`: nothing older can arrive any more.
+    pub(crate) fn forget_through(&self, seq: i64) {
+        let mut inner = self.lock();
+        inner.keys.retain(|_, own| *own > seq);
+        inner.sessions_of.retain(|_, (own, _)| *own > seq);
+        inner.acknowledged = inner.acknowledged.split_off(&(seq + 1));
+    }
+}
+
+/// Which records of one change log entry (or one record read back) an actor applies: only those memory does
+/// not hold as of the entry's sequence or later. Checked by the actor as it applies them, in its message order:
+/// an own commit published a moment before is then certain to be here.
+#[derive(Clone)]
+pub struct Gate {
+    seq: i64,
+    resync: bool,
+    own: Arc<OwnCommits>,
+}
+
+impl Gate {
+    /// `resync`: records read back from the database as of `seq`, held as of `seq` once applied.
+    pub fn new(seq: i64, resync: bool, own: Arc<OwnCommits>) -> Self {
+        Self { seq, resync, own }
+    }
+
+    pub fn admits(&self, key: Key) -> bool {
+        !self.own.holds(key, self.seq)
+    }
+
+    pub fn admits_session(&self, user: [u8; 16], hash: TokenHash) -> bool {
+        !self.own.holds_session(user, hash, self.seq)
+    }
+
+    /// `key` was applied: a record read back is held as of its sequence (older entries no longer apply to it).
+    pub fn applied(&self, key: Key) {
+        if self.resync {
+            self.own.hold(key, self.seq);
+        }
+    }
+}
+
+fn mark(keys: &mut HashMap<Key, i64>, key: Key, seq: i64) {
+    let own = keys.entry(key).or_insert(seq);
+    *own = (*own).max(seq);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_older_entry_is_superseded_a_newer_one_is_not_and_both_are_forgotten_once_passed() {
+        let own = OwnCommits::default();
+        own.record(
+            10,
+            &[StoreOp::DeleteUser([1; 16]), StoreOp::DeleteSessionsOf { user: [1; 16], except: Some([7; 32]) }],
+        );
+        assert!(own.acknowledged(10) && !own.acknowledged(9));
+        assert!(own.supersedes(9, &StoreOp::DeleteUser([1; 16])), "an older write of the account");
+        assert!(own.supersedes(10, &StoreOp::DeleteUser([1; 16])), "the own entry itself");
+        assert!(!own.supersedes(11, &StoreOp::DeleteUser([1; 16])), "a newer one applies");
+        assert!(own.holds_session([1; 16], [8; 32], 9), "every session but the kept one ended at 10");
+        assert!(!own.holds_session([1; 16], [7; 32], 9), "the kept one is not");
+        assert!(!own.holds_session([2; 16], [8; 32], 9), "another account's");
+        own.forget_through(10);
+        assert!(!own.holds(Key::User([1; 16]), 9) && !own.acknowledged(10));
+        assert!(!own.holds_session([1; 16], [8; 32], 9));
+    }
+}
