@@ -3,6 +3,7 @@
 
 mod agent;
 mod audit;
+mod ban_reason;
 mod email;
 mod ids;
 mod mail;
@@ -10,11 +11,13 @@ mod name;
 mod password;
 mod role;
 mod slug;
+pub(crate) mod text;
 mod time;
 mod token;
 
 pub use agent::UserAgent;
 pub use audit::AuditEntry;
+pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
 pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
 pub use mail::{Mail, OneTimeToken, TokenKind};

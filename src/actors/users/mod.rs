@@ -38,7 +38,7 @@ pub struct UserChange {
     /// `Some(true)` bans, `Some(false)` unbans (and forgets the reason).
     pub banned: Option<bool>,
     /// Recorded only on an account that is (or is being) banned.
-    pub ban_reason: Option<String>,
+    pub ban_reason: Option<crate::domain::BanReason>,
     /// With `banned: Some(true)`: when the ban ends by itself (`None`: when lifted).
     pub ban_expires: Option<Timestamp>,
     pub name: Option<Name>,
