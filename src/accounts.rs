@@ -20,7 +20,7 @@ use crate::actors::users::{
 };
 use crate::actors::{Handles, Indexes, Unavailable};
 use crate::domain::{
-    AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp,
+    AuditEntry, AuditId, Email, ImageUrl, Name, OrgId, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp,
     TokenHash, TokenKind, User, UserId,
 };
 use crate::hashing::{HashError, Hasher};
@@ -71,7 +71,7 @@ pub struct SignUp {
     pub name: Name,
     pub email: Email,
     pub password: Password,
-    pub image: Option<String>,
+    pub image: Option<ImageUrl>,
     pub remember_me: bool,
 }
 
@@ -443,7 +443,7 @@ impl Accounts {
         &self,
         user: UserId,
         name: Option<Name>,
-        image: Option<Option<String>>,
+        image: Option<Option<ImageUrl>>,
         ip: &str,
     ) -> Result<Arc<User>, AccountError> {
         self.change_own(user, OwnChange::Profile { name, image }, ip).await

@@ -356,7 +356,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let image = match data.nullable_string("image")? {
         None => None,
         Some(None) => Some(None),
-        Some(Some(url)) => Some(Some(super::auth::image_url(url)?.to_owned())),
+        Some(Some(url)) => Some(Some(super::auth::image_url(url)?)),
     };
     let ban_reason = super::admin::ban_reason(&data)?;
     let edit = UserChange {

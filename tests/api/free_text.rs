@@ -1,4 +1,4 @@
-//! Free text a person sets, through every call that takes it (issue 25, item 10).
+//! Free text and URLs a person sets, through every call that takes them (issue 25, items 10 and 11).
 
 use serde_json::{Value, json};
 
@@ -43,4 +43,33 @@ async fn ban_reasons_refuse_control_and_bidirectional_characters() {
     let long = json!({"userId": u.id, "banned": true, "banReason": "x".repeat(501)});
     assert_eq!(s.patch_user(&admin, &long).await.status, 400);
     s.patch_ok(&admin, &json!({"userId": u.id, "banned": true, "banReason": "x".repeat(500)})).await;
+}
+
+/// Before: `https://x.test/a.png?"><img/src=x/onerror=alert(4)>` was stored and served as sent. Now sign-up,
+/// update-user (the caller's own and the administrator's) keep the parsed, normalised URL: quotes and angle
+/// brackets percent-encoded, the host in lower case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_urls_are_stored_normalised() {
+    let s = TestServer::start().await;
+    let raw = "https://X.test/a.png?\"><img/src=x/onerror=alert(4)>";
+    let kept = "https://x.test/a.png?%22%3E%3Cimg/src=x/onerror=alert(4)%3E";
+    let body = json!({"name": "N", "email": "img@example.com", "password": PASSWORD, "image": raw});
+    let (status, body, cookie) = s.sign_up_body(&body).await.triple();
+    assert_eq!((status, body["user"]["image"].clone()), (200, json!(kept)), "{body}");
+    let (cookie, id) = (cookie.expect("a session"), str_of(&body["user"]["id"]).to_owned());
+    assert_eq!(s.session(&cookie).await["user"]["image"], kept);
+
+    let quoted = "https://x.test/it's/`tick`/<b>\"q\"#\"frag'<>";
+    let r = s.post("/api/auth/update-user").cookie(&cookie).json(&json!({"image": quoted})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        s.session(&cookie).await["user"]["image"],
+        "https://x.test/it%27s/%60tick%60/%3Cb%3E%22q%22#%22frag%27%3C%3E"
+    );
+
+    let admin = s.admin_session().await;
+    let data = json!({"userId": id, "data": {"image": raw}});
+    let r = admin_call(&s, "update-user", &admin, &data).await;
+    assert_eq!((r.status, r.json()["image"].clone()), (200, json!(kept)), "{}", r.text);
+    assert_eq!(plugin_user(&s, &admin, &id).await["image"], kept);
 }
