@@ -24,7 +24,7 @@ pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
 pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{Mail, OneTimeToken, TokenKind};
 pub use name::{Name, NameError};
-pub use password::{Password, PasswordError, PasswordHash, is_legacy_hash};
+pub use password::{HashCost, Password, PasswordError, PasswordHash, argon2_parameters, is_legacy_hash};
 pub use role::{Role, RoleSet};
 pub use slug::{Slug, SlugError};
 pub use time::Timestamp;
