@@ -172,6 +172,23 @@ async fn an_imported_argon2_hash_of_another_cost_is_replaced_at_sign_in() {
     assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
 }
 
+/// Before: the importer took argon2 hashes up to m = 256 MiB, t = 16, p = 16 (3.3 s and 280 MB an attempt). Now
+/// above 64 MiB and 256 MiB of passes it refuses the file, naming the account, and writes nothing.
+#[test]
+fn the_importer_refuses_argon2_hashes_above_the_bound() {
+    let root = tempfile::tempdir().unwrap();
+    let dear = "$argon2id$v=19$m=262144,t=16,p=16$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g";
+    better_auth_file_with(&root.path().join("ba.db"), &["dear@example.com"], dear);
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(!status.success(), "imported: {out}");
+    assert!(
+        err.contains("dear@example.com: the argon2 password hash's cost m=262144 KiB, t=16, p=16 is above the bound"),
+        "{err}"
+    );
+    let (status, out, _) = run_binary(root.path(), &["export"], &[], "");
+    assert!(status.success() && !out.contains("dear@example.com"), "{out}");
+}
+
 /// Before: with an imported `m=65536,t=3,p=4` hash, a wrong password on that account took 0.14–0.16 s and an
 /// unknown e-mail 0.02 s: the account's existence showed. Now an unknown e-mail, a wrong password on it and one on
 /// an account of the configured cost each run one verification at both costs.
