@@ -82,7 +82,7 @@ fn hot_path(c: &mut Criterion) {
     group.bench_function("verify at the OWASP floor (one core)", |b| {
         b.iter(|| {
             let password = service_auth::domain::Password::for_sign_in("correct horse").unwrap();
-            runtime.block_on(hasher.verify(password, Some(phc.clone()), false))
+            runtime.block_on(hasher.verify(password, Some(phc.clone()), service_auth::hashing::OnFile::default()))
         })
     });
     group.finish();

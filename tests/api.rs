@@ -18,6 +18,7 @@ mod api {
     mod disk;
     mod faults;
     mod first_run;
+    mod free_text;
     mod hardening;
     mod health;
     mod impersonation;

@@ -27,10 +27,10 @@ use crate::actors::users::{
 pub use crate::actors::users::{DeleteOrgError, Place, UpdateUserError, UserChange};
 use crate::actors::{Handles, Indexes};
 use crate::domain::{
-    AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, RoleSet, Session, SessionToken, Slug, Timestamp,
-    TokenHash, TokenKind, User, UserId,
+    AuditEntry, AuditId, Email, ImageUrl, Name, OrgId, Organization, Password, RoleSet, Session, SessionToken, Slug,
+    Timestamp, TokenHash, TokenKind, User, UserId,
 };
-use crate::hashing::{HashError, Hasher};
+use crate::hashing::{HashError, Hasher, OnFile};
 use crate::mail::Templates;
 use crate::metrics::{Levels, Metrics};
 use crate::store::Store;
@@ -82,7 +82,7 @@ pub struct SignUp {
     pub name: Name,
     pub email: Email,
     pub password: Password,
-    pub image: Option<String>,
+    pub image: Option<ImageUrl>,
     pub remember_me: bool,
 }
 
@@ -402,9 +402,12 @@ impl Accounts {
         client: Client,
     ) -> Result<SignedIn, SignInError> {
         let user = self.indexes.users.by_email(&email);
-        // Kept only for an account whose hash was imported from better-auth: it is re-hashed with argon2id.
-        let legacy =
-            user.as_ref().filter(|u| u.has_legacy_hash()).map(|u| (u.password_hash.to_string(), password.clone()));
+        // Kept only for an account whose hash is not at the configured cost (an import's scrypt or argon2, or this
+        // server's before a change of `[hashing]`): it is re-hashed at that cost.
+        let upgrade = user
+            .as_ref()
+            .filter(|u| self.hasher.needs_rehash(&u.password_hash))
+            .map(|u| (u.password_hash.to_string(), password.clone()));
         let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
         // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
         // the reservation and its end, the reservation would count against the account for good (anyone could
@@ -414,8 +417,8 @@ impl Accounts {
         if self.require_verification && !user.email_verified {
             return Err(SignInError::EmailNotVerified);
         }
-        if let Some((from, password)) = legacy {
-            // The imported scrypt hash is replaced in the commit that starts the session. If every hashing worker
+        if let Some((from, password)) = upgrade {
+            // The old hash is replaced in the commit that starts the session. If every hashing worker
             // is busy, the sign-in still succeeds and the next one replaces it.
             if let Ok(to) = self.hasher.hash(password).await {
                 let start = StartWith { user: user.id, remember_me, client: client.clone() };
@@ -479,7 +482,7 @@ impl Accounts {
         &self,
         current: &Current,
         name: Option<Name>,
-        image: Option<Option<String>>,
+        image: Option<Option<ImageUrl>>,
         ip: &str,
     ) -> Result<Arc<User>, AccountError> {
         self.change_own(current, OwnChange::Profile { name, image }, ip).await
@@ -875,10 +878,11 @@ async fn check_password(
         AttemptRefused::Locked(wait) => SignInError::Locked(wait),
         AttemptRefused::Unavailable(u) => SignInError::Unavailable(u),
     })?;
-    // An unknown e-mail costs the same verify as a wrong password (against a dummy hash), so the answer time
-    // does not tell which accounts exist.
-    let legacy_present = accounts.indexes.users.legacy_hashes() > 0;
-    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.to_string()), legacy_present).await;
+    // An unknown e-mail costs the same verifications as a wrong password (against dummies, one at each cost on
+    // file), so the answer time does not tell which accounts exist.
+    let index = &accounts.indexes.users;
+    let on_file = OnFile { legacy: index.legacy_hashes() > 0, argon2: index.argon2_costs() };
+    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.to_string()), on_file).await;
     let checked = match verified {
         Ok(true) => Checked::Verified,
         Ok(false) => Checked::Wrong,

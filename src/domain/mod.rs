@@ -3,24 +3,29 @@
 
 mod agent;
 mod audit;
+mod ban_reason;
 mod email;
 mod ids;
+mod image_url;
 mod mail;
 mod name;
 mod password;
 mod permissions;
 mod role;
 mod slug;
+pub(crate) mod text;
 mod time;
 mod token;
 
 pub use agent::UserAgent;
 pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, is_anonymous_action};
+pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
 pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
+pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{Mail, OneTimeToken, TokenKind};
 pub use name::{Name, NameError};
-pub use password::{Password, PasswordError, PasswordHash, is_legacy_hash};
+pub use password::{HashCost, Password, PasswordError, PasswordHash, argon2_parameters, is_legacy_hash};
 pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
 pub use slug::{Slug, SlugError};

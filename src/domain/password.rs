@@ -133,6 +133,46 @@ impl PasswordHash {
     pub fn is_legacy(&self) -> bool {
         self.0.first() == Some(&TEXT) && is_legacy_hash(&self.as_phc())
     }
+
+    /// Which argon2 cost this hash has, as a key that is cheap to count by (every account's is counted at
+    /// start-up): the index of its parameters in the process's table, or, for a hash kept as text, its
+    /// parameters. `None` for anything but an argon2 PHC string.
+    pub fn cost(&self) -> Option<HashCost> {
+        match &*self.0 {
+            [PHC, index, ..] => Some(HashCost::Known(*index)),
+            [TEXT, text @ ..] => {
+                let text = std::str::from_utf8(text).ok()?;
+                argon2_parameters(text).map(|p| HashCost::Text(p.into()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An argon2 cost as [`PasswordHash::cost`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HashCost {
+    /// An index in the process's table of parameters ([`HashCost::parameters`] gives them).
+    Known(u8),
+    Text(Box<str>),
+}
+
+impl HashCost {
+    /// The parameter part of the PHC string (`$argon2id$v=19$m=19456,t=2,p=1$`).
+    pub fn parameters(&self) -> Option<Cow<'static, str>> {
+        match self {
+            Self::Known(index) => lock_parameters().get(usize::from(*index)).map(|p| Cow::Borrowed(*p)),
+            Self::Text(p) => Some(Cow::Owned(p.to_string())),
+        }
+    }
+}
+
+/// The parameter part of an argon2 PHC string, up to the `$` before the salt (`$argon2id$v=19$m=19456,t=2,p=1$`):
+/// what verifying it costs, the same for every hash made under one configuration. `None` for anything else.
+pub fn argon2_parameters(phc: &str) -> Option<&str> {
+    let mut parts = phc.rsplitn(3, '$');
+    let (_hash, _salt, parameters) = (parts.next()?, parts.next()?, parts.next()?);
+    parameters.starts_with("$argon2").then(|| &phc[..=parameters.len()])
 }
 
 fn lock_parameters() -> std::sync::MutexGuard<'static, Vec<&'static str>> {
@@ -248,6 +288,28 @@ mod tests {
             let kept = PasswordHash::new(text);
             assert_eq!(kept.as_phc(), text);
             assert!(!kept.is_legacy(), "{text}");
+        }
+    }
+
+    /// A hash kept compact and one kept as text name the same cost by the same parameters; anything that is not
+    /// argon2 has none.
+    #[test]
+    fn the_cost_of_a_hash_is_its_parameters() {
+        let parameters = "$argon2id$v=19$m=65536,t=3,p=4$";
+        let compact = PasswordHash::new(&format!("{parameters}c2FsdHNhbHQ$aGFzaGhhc2g"));
+        let text = PasswordHash::new(&format!("{parameters}c2FsdB$aGFzaA"));
+        assert!(matches!(compact.cost(), Some(HashCost::Known(_))));
+        assert!(matches!(text.cost(), Some(HashCost::Text(_))));
+        for hash in [compact, text] {
+            assert_eq!(hash.cost().and_then(|c| c.parameters()).as_deref(), Some(parameters));
+        }
+        assert_eq!(
+            argon2_parameters("$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA"),
+            Some("$argon2id$v=19$m=19456,t=2,p=1$")
+        );
+        let scrypt = format!("{}:{}", "a1".repeat(16), "0f".repeat(64));
+        for other in [scrypt.as_str(), "$scrypt$ln=15,r=8,p=1$c2FsdA$aGFzaA", "$argon2id$not-used", ""] {
+            assert_eq!(PasswordHash::new(other).cost(), None, "{other}");
         }
     }
 

@@ -81,7 +81,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let image = match body.nullable_string("image")? {
         None => None,
         Some(None) => Some(None),
-        Some(Some(url)) => Some(Some(image_url(url)?.to_owned())),
+        Some(Some(url)) => Some(Some(image_url(url)?)),
     };
     if name.is_none() && image.is_none() {
         return Err(Failure::bad_request("NO_FIELDS_TO_UPDATE", "No fields to update"));

@@ -9,10 +9,8 @@ use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok};
 use crate::accounts::{Field, Filter, Operator, Order, Search, TextField, UserChange, UserQuery, Window};
-use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, UserId};
+use crate::domain::{AuditId, BanReason, OrgId, RoleSet, Timestamp, UserId};
 
-/// Longest ban reason kept.
-const MAX_BAN_REASON: usize = 500;
 const DEFAULT_AUDIT_PAGE: usize = 50;
 const MAX_AUDIT_PAGE: usize = 500;
 
@@ -133,6 +131,12 @@ pub(super) fn ban_expiry(body: &Fields) -> Result<Option<crate::domain::Timestam
     Ok(Some(crate::domain::Timestamp::now().plus(std::time::Duration::from_secs(secs))))
 }
 
+/// `banReason` if given: `None` when absent or blank, a validation error when [`BanReason`] refuses it.
+pub(super) fn ban_reason(body: &Fields) -> Result<Option<BanReason>, Failure> {
+    let Some(raw) = body.optional_string("banReason")? else { return Ok(None) };
+    BanReason::parse(raw).map_err(|e| Failure::validation(e.to_string()))
+}
+
 fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), Failure> {
     body.only(&["userId", "role", "banned", "banReason", "banExpiresIn", "organizationId"])?;
     let target = UserId::parse(body.string("userId")?).ok_or_else(|| Failure::validation("userId must be a UUID"))?;
@@ -150,10 +154,7 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
     if ban_expires.is_some() && banned != Some(true) {
         return Err(Failure::validation("banExpiresIn goes with banned: true"));
     }
-    let ban_reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty());
-    if ban_reason.is_some_and(|r| r.chars().count() > MAX_BAN_REASON) {
-        return Err(Failure::validation("banReason must be at most 500 characters"));
-    }
+    let ban_reason = ban_reason(body)?;
     let organization = match body.nullable_string("organizationId")? {
         Some(Some(id)) => {
             Some(Some(OrgId::parse(id).ok_or_else(|| Failure::validation("organizationId must be a UUID or null"))?))
@@ -164,6 +165,5 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
     if role.is_none() && banned.is_none() && ban_reason.is_none() && organization.is_none() {
         return Err(Failure::validation("nothing to change: give role, banned, banReason or organizationId"));
     }
-    let ban_reason = ban_reason.map(str::to_owned);
     Ok((target, UserChange { role, banned, ban_reason, ban_expires, organization, ..UserChange::default() }))
 }

@@ -18,7 +18,7 @@ use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{
     AdminError, Field, Filter, Operator, Order, Revoke, Search, TextField, UserChange, UserQuery, Window,
 };
-use crate::domain::{Email, Password, Permissions, SessionId, SessionToken, User, UserId};
+use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, User, UserId};
 
 /// The caller, if an administrator right now: 401 without a session, 403 with `code` otherwise.
 fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Result<Arc<User>, Failure> {
@@ -210,13 +210,9 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (by, body, target) =
         on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS", &["banReason", "banExpiresIn"]).await?;
-    let reason = body.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("No reason");
-    if reason.chars().count() > 500 {
-        return Err(Failure::validation("banReason must be at most 500 characters"));
-    }
+    let reason = super::admin::ban_reason(&body)?.unwrap_or_else(BanReason::unspecified);
     let ban_expires = super::admin::ban_expiry(&body)?;
-    let ban =
-        UserChange { banned: Some(true), ban_reason: Some(reason.to_owned()), ban_expires, ..UserChange::default() };
+    let ban = UserChange { banned: Some(true), ban_reason: Some(reason), ban_expires, ..UserChange::default() };
     change(state, &ctx, by.id, target, ban).await
 }
 
@@ -261,19 +257,16 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let image = match data.nullable_string("image")? {
         None => None,
         Some(None) => Some(None),
-        Some(Some(url)) => Some(Some(super::auth::image_url(url)?.to_owned())),
+        Some(Some(url)) => Some(Some(super::auth::image_url(url)?)),
     };
-    let ban_reason = data.optional_string("banReason")?.map(str::trim).filter(|r| !r.is_empty());
-    if ban_reason.is_some_and(|r| r.chars().count() > 500) {
-        return Err(Failure::validation("banReason must be at most 500 characters"));
-    }
+    let ban_reason = super::admin::ban_reason(&data)?;
     let edit = UserChange {
         name: data.optional_string("name")?.map(validated_name).transpose()?,
         image,
         role: data.optional_string("role")?.map(|r| role(state, r)).transpose()?,
         email_verified: data.optional_bool("emailVerified")?,
         banned: data.optional_bool("banned")?,
-        ban_reason: ban_reason.map(str::to_owned),
+        ban_reason,
         ..UserChange::default()
     };
     state.accounts.update_user(by.id, target, edit, ctx.ip.to_string()).await.map_err(AdminError::from)?;

@@ -14,6 +14,11 @@ const OLD_PASSWORD: &str = "correct horse battery";
 
 /// A better-auth SQLite file (the columns the importer reads) with one user per e-mail, all with [`HASH`].
 fn better_auth_file(path: &Path, emails: &[&str]) {
+    better_auth_file_with(path, emails, HASH.trim());
+}
+
+/// The same with `hash` for every user.
+fn better_auth_file_with(path: &Path, emails: &[&str], hash: &str) {
     let db = rusqlite::Connection::open(path).unwrap();
     db.execute_batch(
         r#"CREATE TABLE "user" ("id" text PRIMARY KEY, "name" text, "email" text, "emailVerified" integer,
@@ -34,7 +39,7 @@ fn better_auth_file(path: &Path, emails: &[&str]) {
         db.execute(
             r#"INSERT INTO "account" VALUES (?1, ?2, 'credential', ?2, ?3, '2025-05-01T10:00:00.000Z',
                '2025-05-01T10:00:00.000Z')"#,
-            rusqlite::params![format!("acc{n}"), id, HASH.trim()],
+            rusqlite::params![format!("acc{n}"), id, hash],
         )
         .unwrap();
     }
@@ -131,6 +136,93 @@ async fn unknown_email_and_wrong_password_take_the_same_time_with_legacy_hashes(
     assert!(u > 5.0 && l > 5.0 && m > 5.0, "each must run full verifications: {u:.1} / {l:.1} / {m:.1} ms");
     for (what, x) in [("scrypt", l), ("argon2", m)] {
         assert!((u - x).abs() < 0.35 * u.max(x), "unknown {u:.1} ms vs wrong {what} password {x:.1} ms");
+    }
+    s.stop().await;
+}
+
+/// An argon2id hash of [`OLD_PASSWORD`] at RFC 9106's second recommended setting (m = 64 MiB, t = 3, p = 4), as
+/// an application that hashed with node-argon2's defaults has them.
+fn rfc_9106_hash() -> String {
+    use argon2::password_hash::PasswordHasher;
+    let params = argon2::Params::new(65_536, 3, 4, None).unwrap();
+    let argon = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+    argon.hash_password(OLD_PASSWORD.as_bytes()).unwrap().to_string()
+}
+
+/// Before: an imported argon2 hash of another cost stayed as it was after a sign-in (only scrypt hashes were
+/// replaced), so every check of that account kept paying its cost. Now the sign-in replaces it with one at the
+/// configured cost, seen in the store through `export`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_argon2_hash_of_another_cost_is_replaced_at_sign_in() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let imported = rfc_9106_hash();
+    assert!(imported.starts_with("$argon2id$v=19$m=65536,t=3,p=4$"), "{imported}");
+    better_auth_file_with(&root.path().join("ba.db"), &["argon@example.com"], &imported);
+    let (status, _, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(status.success(), "import: {err}");
+    assert_eq!(stored_hash(root.path(), "argon@example.com"), imported);
+
+    let s = TestServer::start_embedded(test_config(&data)).await;
+    assert_eq!(s.sign_in("argon@example.com", "not the password").await.0, 401);
+    assert_eq!(s.sign_in("argon@example.com", OLD_PASSWORD).await.0, 200);
+    assert_eq!(s.sign_in("argon@example.com", OLD_PASSWORD).await.0, 200, "the new hash verifies");
+    s.stop().await;
+    let hash = stored_hash(root.path(), "argon@example.com");
+    assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
+}
+
+/// Before: the importer took argon2 hashes up to m = 256 MiB, t = 16, p = 16 (3.3 s and 280 MB an attempt). Now
+/// above 64 MiB and 256 MiB of passes it refuses the file, naming the account, and writes nothing.
+#[test]
+fn the_importer_refuses_argon2_hashes_above_the_bound() {
+    let root = tempfile::tempdir().unwrap();
+    let dear = "$argon2id$v=19$m=262144,t=16,p=16$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g";
+    better_auth_file_with(&root.path().join("ba.db"), &["dear@example.com"], dear);
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(!status.success(), "imported: {out}");
+    assert!(
+        err.contains("dear@example.com: the argon2 password hash's cost m=262144 KiB, t=16, p=16 is above the bound"),
+        "{err}"
+    );
+    let (status, out, _) = run_binary(root.path(), &["export"], &[], "");
+    assert!(status.success() && !out.contains("dear@example.com"), "{out}");
+}
+
+/// Before: with an imported `m=65536,t=3,p=4` hash, a wrong password on that account took 0.14–0.16 s and an
+/// unknown e-mail 0.02 s: the account's existence showed. Now an unknown e-mail, a wrong password on it and one on
+/// an account of the configured cost each run one verification at both costs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_email_and_wrong_password_take_the_same_time_with_imported_argon2_hashes() {
+    let root = tempfile::tempdir().unwrap();
+    better_auth_file_with(&root.path().join("ba.db"), &["argon@example.com"], &rfc_9106_hash());
+    let (status, _, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(status.success(), "import: {err}");
+    let mut config = test_config(&root.path().join("data"));
+    config.rate_limit.failures_per_account = 1000;
+    let s = TestServer::start_with(config).await;
+    s.new_user("modern").await;
+    let (mut unknown, mut imported, mut modern) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..15 {
+        for (email, samples) in [
+            ("argon@example.com", &mut imported),
+            ("modern@example.com", &mut modern),
+            ("ghost@example.com", &mut unknown),
+        ] {
+            let t = Instant::now();
+            let (status, _, _) = s.sign_in(email, &format!("wrong-password-{i}")).await;
+            samples.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(status, 401);
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (u, i, m) = (median(unknown), median(imported), median(modern));
+    eprintln!("timing: median unknown e-mail {u:.1} ms, wrong password on m=65536 {i:.1} ms, on m=19456 {m:.1} ms");
+    for (what, x) in [("the imported cost", i), ("the configured cost", m)] {
+        assert!((u - x).abs() < 0.35 * u.max(x), "unknown {u:.1} ms vs a wrong password at {what} {x:.1} ms");
     }
     s.stop().await;
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
 use std::sync::{Arc, RwLock};
 
 use crate::actors::{KeyHash, read, write};
-use crate::domain::{Email, OrgId, Timestamp, User, UserId};
+use crate::domain::{Email, HashCost, OrgId, Timestamp, User, UserId};
 
 /// A user's place in the creation order: the admin lists' order, and the key their cursors name.
 pub type Place = (Timestamp, UserId);
@@ -35,6 +35,51 @@ pub struct UserIndex {
     bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
     /// Accounts whose password hash is still a better-auth scrypt hash (imported, not yet signed in since).
     legacy_hashes: AtomicUsize,
+    /// Accounts by the argon2 cost of their hash: an unknown e-mail's check costs one verification at each cost
+    /// on file ([`crate::hashing`]). Compact hashes by their parameters' index, counted without a lock (every
+    /// account is counted at start-up); those kept as text (rare) by their parameters.
+    costs: Costs,
+}
+
+struct Costs {
+    known: Box<[AtomicUsize; 256]>,
+    text: std::sync::Mutex<HashMap<Box<str>, usize>>,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Self { known: Box::new(std::array::from_fn(|_| AtomicUsize::new(0))), text: Default::default() }
+    }
+}
+
+impl Costs {
+    fn count(&self, hash: &crate::domain::PasswordHash, added: bool) {
+        match hash.cost() {
+            Some(HashCost::Known(index)) => {
+                let counter = &self.known[usize::from(index)];
+                if added {
+                    counter.fetch_add(1, Atomic::Relaxed);
+                } else {
+                    counter.fetch_sub(1, Atomic::Relaxed);
+                }
+            }
+            Some(HashCost::Text(parameters)) => {
+                let mut text = self.text.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let n = text.entry(parameters).or_default();
+                *n = if added { *n + 1 } else { n.saturating_sub(1) };
+                text.retain(|_, n| *n > 0);
+            }
+            None => {}
+        }
+    }
+
+    fn present(&self) -> Vec<std::borrow::Cow<'static, str>> {
+        let known = (0..=u8::MAX).filter(|i| self.known[usize::from(*i)].load(Atomic::Relaxed) > 0);
+        let mut present: Vec<_> = known.filter_map(|i| HashCost::Known(i).parameters()).collect();
+        let text = self.text.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        present.extend(text.keys().map(|p| std::borrow::Cow::Owned(p.to_string())));
+        present
+    }
 }
 
 /// The ordered views of the index, built apart at start-up (see [`UserIndex::build_views`]).
@@ -291,11 +336,17 @@ impl UserIndex {
         self.legacy_hashes.load(Atomic::Relaxed)
     }
 
+    /// The argon2 costs of the hashes on file, each once (as the parameter part of a PHC string).
+    pub fn argon2_costs(&self) -> Vec<std::borrow::Cow<'static, str>> {
+        self.costs.present()
+    }
+
     /// Used at load and after a durable write; only the users actor writes.
     /// At start-up, before anything reads the index: the maps only. [`finish_load`](Self::finish_load) then builds
     /// the ordered views in one pass, sorting once instead of a million scattered tree inserts.
     pub(crate) fn publish_loaded(&self, user: Arc<User>) {
         self.count_legacy(false, user.has_legacy_hash());
+        self.costs.count(&user.password_hash, true);
         self.by_id.pin().insert(user.id, user);
     }
 
@@ -363,6 +414,12 @@ impl UserIndex {
     pub(crate) fn publish(&self, user: Arc<User>) {
         let old = self.by_id.pin().insert(user.id, Arc::clone(&user)).cloned();
         self.count_legacy(old.as_ref().is_some_and(|o| o.has_legacy_hash()), user.has_legacy_hash());
+        if old.as_ref().is_none_or(|o| o.password_hash != user.password_hash) {
+            if let Some(old) = &old {
+                self.costs.count(&old.password_hash, false);
+            }
+            self.costs.count(&user.password_hash, true);
+        }
         if let Some(old) = &old {
             self.unlist(old);
         }
@@ -410,6 +467,7 @@ impl UserIndex {
     pub(crate) fn remove(&self, id: UserId) {
         if let Some(user) = self.by_id.pin().remove(&id) {
             self.count_legacy(user.has_legacy_hash(), false);
+            self.costs.count(&user.password_hash, false);
             self.unlist(user);
         }
     }

@@ -20,13 +20,15 @@ pub use index::{Place, UserIndex};
 
 use super::sessions::{CreateSessionError, StartWith};
 use super::{Unavailable, call};
-use crate::domain::{Email, Mail, Name, OrgId, Role, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
+use crate::domain::{
+    Email, ImageUrl, Mail, Name, OrgId, Role, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId,
+};
 
 /// A new account, validated.
 pub struct NewUser {
     pub name: Name,
     pub email: Email,
-    pub image: Option<String>,
+    pub image: Option<ImageUrl>,
     pub role: Role,
     pub password_hash: String,
 }
@@ -38,12 +40,12 @@ pub struct UserChange {
     /// `Some(true)` bans, `Some(false)` unbans (and forgets the reason).
     pub banned: Option<bool>,
     /// Recorded only on an account that is (or is being) banned.
-    pub ban_reason: Option<String>,
+    pub ban_reason: Option<crate::domain::BanReason>,
     /// With `banned: Some(true)`: when the ban ends by itself (`None`: when lifted).
     pub ban_expires: Option<Timestamp>,
     pub name: Option<Name>,
     /// `Some(None)` removes the picture.
-    pub image: Option<Option<String>>,
+    pub image: Option<Option<ImageUrl>>,
     pub email_verified: Option<bool>,
     /// `Some(None)` removes the account from its organization.
     pub organization: Option<Option<OrgId>>,
@@ -119,7 +121,7 @@ pub enum OwnChange {
     /// A new password (its hash); `end_sessions` ends every session of the account in the same commit.
     Password { password_hash: String, end_sessions: bool },
     /// Name and picture; `None` leaves a field as it is, `Some(None)` removes the picture.
-    Profile { name: Option<Name>, image: Option<Option<String>> },
+    Profile { name: Option<Name>, image: Option<Option<ImageUrl>> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

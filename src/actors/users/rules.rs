@@ -230,7 +230,7 @@ pub fn may_remove(caller: Option<&User>, target: &User, active_admins: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::RoleSet;
+    use crate::domain::{BanReason, RoleSet};
 
     fn roles() -> RoleSet {
         RoleSet::new(&["admin".into(), "qa_manager".into(), "user".into()], "user")
@@ -295,12 +295,12 @@ mod tests {
     fn a_ban_ends_sessions_every_time_and_its_reason_lives_with_it() {
         let (admin, target) = (account("a@example.com", "admin"), account("t@example.com", "user"));
         let s = snapshot(&admin, 1, NO_ORGS);
-        let ban = UserChange { banned: Some(true), ban_reason: Some("left".into()), ..change() };
+        let ban = UserChange { banned: Some(true), ban_reason: BanReason::parse("left").unwrap(), ..change() };
         let banned = apply_change(&s, &target, ban.clone(), NOW).unwrap();
         assert!(banned.ends_sessions && banned.user.banned);
         assert_eq!(banned.user.ban_reason.as_deref(), Some("left"));
         assert!(apply_change(&s, &banned.user, ban, NOW).unwrap().ends_sessions, "a second ban ends them again");
-        let reason_only = UserChange { ban_reason: Some("ignored".into()), ..change() };
+        let reason_only = UserChange { ban_reason: BanReason::parse("ignored").unwrap(), ..change() };
         assert_eq!(apply_change(&s, &target, reason_only, NOW).unwrap().user.ban_reason, None);
         let unban = UserChange { banned: Some(false), ..change() };
         let unbanned = apply_change(&s, &banned.user, unban, NOW).unwrap();

@@ -12,8 +12,18 @@
 //! - a user without an e-mail (NULL or empty), or with one that is not an address;
 //! - two users whose e-mails differ only in case (this service's addresses are case-insensitive: which account
 //!   keeps the address is the operator's choice), or an e-mail already in the data directory;
-//! - a password hash that is neither better-auth's scrypt (`saltHex:keyHex`) nor a bounded argon2 PHC string;
-//! - a user or organization name this service refuses, an organization slug that is invalid or already taken.
+//! - a `user`, `account`, `organization`, `member` or `session` that is not a table (a view, a virtual or foreign
+//!   table): only tables are read, and this is found before any row is;
+//! - a password hash that is neither better-auth's scrypt (`saltHex:keyHex`) nor an argon2 PHC string within the
+//!   bound ([`crate::hashing::check_stored_hash`]), or argon2 hashes of more than
+//!   [`crate::hashing::MAX_OTHER_COSTS`] costs other than the configured one;
+//! - a user or organization name this service refuses, an organization slug that is invalid or already taken, a
+//!   ban reason `ban-user` would refuse ([`crate::domain::BanReason`]);
+//! - a date that is not one, or outside the years 1970–9999 (`createdAt`, `updatedAt`, a ban's `banExpires`);
+//! - a value longer than [`MAX_FIELD_BYTES`] (measured, not read).
+//!
+//! Stopping the command (an error, nothing written): a table of more than [`MAX_ROWS`] rows, or rows taking more
+//! than [`MAX_BYTES_READ`] in all.
 //!
 //! Reported, and the rest of the row imported:
 //! - role values not in `[roles] allowed` (the account gets `admin` if that was among its roles, else the first
@@ -23,15 +33,17 @@
 //! - a ban whose `banExpires` has passed (imported unbanned, as better-auth would lift it at the next sign-in; a
 //!   ban that ends later keeps its end);
 //! - an empty name (better-auth takes one): the e-mail's local part instead;
-//! - an `image` that is not an absolute http(s) URL (sign-up's rule): dropped;
+//! - an `image` that is not an absolute http(s) URL (sign-up's rule): dropped; one that is comes over normalised
+//!   as sign-up keeps it ([`crate::domain::ImageUrl`]);
 //! - users without a password (social sign-in only): imported with a password nobody knows; a password reset
 //!   gives them one.
 //!
 //! Not imported: sessions (people sign in once more), verification tokens, invitations, OAuth tokens.
 //!
-//! Passwords are kept as they are: better-auth's scrypt hashes verify here and are replaced with argon2id at each
-//! account's next sign-in (see [`crate::hashing`]). better-auth's ids are not UUIDs, so new ids are minted; the
-//! mapping file (`--mapping-out`) lists old id → new id for the application's own tables.
+//! Passwords are kept as they are: better-auth's scrypt hashes and argon2 hashes of another cost verify here and
+//! are replaced with argon2id at the configured cost at each account's next sign-in (see [`crate::hashing`]).
+//! better-auth's ids are not UUIDs, so new ids are minted; the mapping file (`--mapping-out`) lists old id → new
+//! id for the application's own tables.
 
 mod plan;
 mod postgres;
@@ -72,6 +84,74 @@ pub(crate) enum Cell {
     Bool(bool),
     /// Milliseconds since the epoch.
     Time(i64),
+    /// A value longer than [`MAX_FIELD_BYTES`] (its length in bytes, at least): not read whole, never imported.
+    TooLong(usize),
+}
+
+/// The most rows read from one table. The data directory keeps every account in memory, and the largest one
+/// benchmarked holds 1,000,000 (`BENCHMARKS.md`); a table beyond this is refused before anything is written.
+pub(crate) const MAX_ROWS: usize = 2_000_000;
+
+/// The longest value read from any field, in bytes. The longest this service keeps is a 2,048-byte image URL;
+/// a longer value cannot be imported, and is measured without being read (a 4 MB `banReason` was once taken).
+pub(crate) const MAX_FIELD_BYTES: usize = 8 * 1024;
+
+/// What the rows read may take in memory, all tables together (each cell counted with its text): a source
+/// crafted to be huge ends the import with a message instead of taking the machine's memory.
+pub(crate) const MAX_BYTES_READ: usize = 2 << 30;
+
+/// A text value as read: [`Cell::TooLong`] beyond [`MAX_FIELD_BYTES`] (a reader that cannot stop the database
+/// from sending more is bounded here).
+pub(crate) fn text_cell(text: String) -> Cell {
+    if text.len() > MAX_FIELD_BYTES { Cell::TooLong(text.len()) } else { Cell::Text(text) }
+}
+
+/// The rows of one table as they are read, within [`MAX_ROWS`] and the shared [`MAX_BYTES_READ`].
+pub(crate) struct Collected<'a> {
+    table: &'a str,
+    rows: Vec<Vec<Cell>>,
+    bytes: &'a mut usize,
+}
+
+impl<'a> Collected<'a> {
+    pub(crate) fn new(table: &'a str, bytes: &'a mut usize) -> Self {
+        Self { table, rows: Vec::new(), bytes }
+    }
+
+    pub(crate) fn push(&mut self, row: Vec<Cell>) -> Result<(), OpsError> {
+        if self.rows.len() >= MAX_ROWS {
+            return Err(OpsError::Invalid(format!(
+                "table \"{}\" has more than {MAX_ROWS} rows, more than an import reads",
+                self.table
+            )));
+        }
+        let text: usize = row.iter().map(|c| if let Cell::Text(t) = c { t.len() } else { 0 }).sum();
+        *self.bytes += text + size_of::<Cell>() * row.len() + size_of::<Vec<Cell>>();
+        if *self.bytes > MAX_BYTES_READ {
+            return Err(OpsError::Invalid(format!(
+                "the tables read take more than {} MiB (at table \"{}\"), more than an import reads",
+                MAX_BYTES_READ >> 20,
+                self.table
+            )));
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+
+    pub(crate) fn into_rows(self) -> Vec<Vec<Cell>> {
+        self.rows
+    }
+}
+
+/// What a name in the source is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// A table, with these columns.
+    Table(Vec<String>),
+    Missing,
+    /// Something else of that name: a view (which can compute rows without end: a recursive one took 1.3 GB
+    /// in 5.7 s, and counting one as `session` never ended), a virtual or foreign table. Only tables are read.
+    NotATable(String),
 }
 
 /// How a column is read.
@@ -123,11 +203,18 @@ pub(crate) const MEMBER: &[Column] = &[
 
 /// Reading one better-auth database: the only part that differs between SQLite and PostgreSQL.
 pub(crate) trait Reader {
-    /// The columns of `table`, or `None` when there is no such table.
-    fn columns(&mut self, table: &str) -> Result<Option<Vec<String>>, OpsError>;
-    /// Every row of `table`, one cell per column of `columns` (NULL where `present[i]` is false).
-    fn rows(&mut self, table: &str, columns: &[Column], present: &[bool]) -> Result<Vec<Vec<Cell>>, OpsError>;
-    /// How many rows `table` has (0 when it does not exist).
+    /// What `table` is, and its columns when it is a table.
+    fn columns(&mut self, table: &str) -> Result<Found, OpsError>;
+    /// Every row of table `table`, one cell per column of `columns` (NULL where `present[i]` is false), into
+    /// `into` (which refuses more than it may hold).
+    fn rows(
+        &mut self,
+        table: &str,
+        columns: &[Column],
+        present: &[bool],
+        into: &mut Collected<'_>,
+    ) -> Result<(), OpsError>;
+    /// How many rows table `table` has.
     fn count(&mut self, table: &str) -> Result<u64, OpsError>;
 }
 
@@ -143,35 +230,63 @@ pub struct Snapshot {
     pub(crate) missing: Vec<String>,
 }
 
-/// Reads the four tables (and counts the sessions) through `reader`.
+/// Reads the four tables (and counts the sessions) through `reader`. Anything of those names that is not a
+/// table is a blocking problem, found before any row is read.
 pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
     let mut snapshot = Snapshot::default();
-    let mut table = |name: &str, columns: &[Column], optional: bool, missing: &mut Vec<String>| {
-        let Some(have) = reader.columns(name)? else {
+    let tables: [(&str, &[Column], bool); 4] = [
+        ("user", USER, false),
+        ("account", ACCOUNT, false),
+        ("organization", ORGANIZATION, true),
+        ("member", MEMBER, true),
+    ];
+    let (mut missing, mut not_tables) = (Vec::new(), Vec::new());
+    let mut have = Vec::new();
+    for name in tables.iter().map(|t| t.0).chain(["session"]) {
+        have.push(match reader.columns(name)? {
+            Found::Table(columns) => Some(columns),
+            Found::Missing => None,
+            Found::NotATable(kind) => {
+                not_tables.push(format!("\"{name}\" is a {kind}, not a table: only tables are read"));
+                None
+            }
+        });
+    }
+    if !not_tables.is_empty() {
+        snapshot.missing = not_tables;
+        return Ok(snapshot);
+    }
+    let has_sessions = have.pop().flatten().is_some();
+    let mut bytes = 0;
+    let mut read = Vec::new();
+    for ((name, columns, optional), have) in tables.into_iter().zip(have) {
+        let Some(have) = have else {
             if !optional {
                 missing.push(format!("no table \"{name}\": is this a better-auth database?"));
             }
-            return Ok::<_, OpsError>(None);
+            read.push(None);
+            continue;
         };
         let present: Vec<bool> = columns.iter().map(|c| have.iter().any(|h| h == c.name)).collect();
         let absent: Vec<&str> =
             columns.iter().zip(&present).filter(|(c, p)| c.required && !**p).map(|(c, _)| c.name).collect();
         if !absent.is_empty() {
             missing.push(format!("table \"{name}\" has no column {}", absent.join(", ")));
-            return Ok(None);
+            read.push(None);
+            continue;
         }
         if std::io::stderr().is_terminal() {
             eprintln!("reading {name}");
         }
-        reader.rows(name, columns, &present).map(Some)
-    };
-    let mut missing = Vec::new();
-    snapshot.users = table("user", USER, false, &mut missing)?;
-    snapshot.accounts = table("account", ACCOUNT, false, &mut missing)?;
-    snapshot.orgs = table("organization", ORGANIZATION, true, &mut missing)?;
-    snapshot.members = table("member", MEMBER, true, &mut missing)?;
+        let mut rows = Collected::new(name, &mut bytes);
+        reader.rows(name, columns, &present, &mut rows)?;
+        read.push(Some(rows.into_rows()));
+    }
+    let mut read = read.into_iter();
+    (snapshot.users, snapshot.accounts, snapshot.orgs, snapshot.members) =
+        (read.next().flatten(), read.next().flatten(), read.next().flatten(), read.next().flatten());
     snapshot.missing = missing;
-    snapshot.sessions = reader.count("session")?;
+    snapshot.sessions = if has_sessions { reader.count("session")? } else { 0 };
     Ok(snapshot)
 }
 
@@ -197,7 +312,10 @@ fn import_with_faults(
     };
     let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
     let unusable = || crate::hashing::hash_unknown_password(&config.hashing).map_err(|e| e.to_string());
-    let plan = plan(&snapshot, &existing, &roles, unusable, crate::domain::Timestamp::now());
+    let configured =
+        crate::hashing::configured_parameters(&config.hashing).map_err(|e| OpsError::Invalid(e.to_string()))?;
+    let hashing = plan::Hashing { configured: &configured, unusable };
+    let plan = plan(&snapshot, &existing, &roles, hashing, crate::domain::Timestamp::now());
     let report = plan.report(options.dry_run);
     if !plan.blocking.is_empty() {
         return Err(OpsError::Invalid(report));

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{Cell, Snapshot};
-use crate::domain::{Email, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
+use super::{ACCOUNT, Cell, Column, MAX_FIELD_BYTES, MEMBER, ORGANIZATION, Snapshot, USER};
+use crate::domain::{BanReason, Email, ImageUrl, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
 use crate::store::{Loaded, OrgRecordV1, StoreOp, UserRecord};
 
 /// One line of the mapping file.
@@ -94,8 +94,8 @@ fn list(out: &mut String, items: &[String]) {
     }
 }
 
-/// An ISO 8601 / RFC 3339 time (`2026-11-23T10:00:00.000Z`), or SQL's `2026-11-23 10:00:00[.fff][+zz]`, as
-/// milliseconds since the epoch. Without an offset, UTC.
+/// An ISO 8601 / RFC 3339 time (`2026-11-23T10:00:00.000Z`), SQL's `2026-11-23 10:00:00[.fff][+zz]`, or a date
+/// alone (`2026-11-23`), as milliseconds since the epoch. Without an offset, UTC.
 pub(crate) fn parse_time(text: &str) -> Option<i64> {
     let t = text.trim();
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(t) {
@@ -110,7 +110,12 @@ pub(crate) fn parse_time(text: &str) -> Option<i64> {
             return Some(at.timestamp_millis());
         }
     }
-    chrono::NaiveDateTime::parse_from_str(&t, "%Y-%m-%dT%H:%M:%S%.f").ok().map(|at| at.and_utc().timestamp_millis())
+    if let Ok(at) = chrono::NaiveDateTime::parse_from_str(&t, "%Y-%m-%dT%H:%M:%S%.f") {
+        return Some(at.and_utc().timestamp_millis());
+    }
+    // A date alone (SQL's `date` type): its midnight, UTC.
+    let day = chrono::NaiveDate::parse_from_str(&t, "%Y-%m-%d").ok()?;
+    Some(day.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
 }
 
 fn text(cell: &Cell) -> Option<&str> {
@@ -124,21 +129,53 @@ fn flag(cell: &Cell) -> bool {
     matches!(cell, Cell::Bool(true))
 }
 
-fn time(cell: &Cell) -> Option<i64> {
-    match cell {
-        Cell::Time(ms) => Some(*ms),
-        Cell::Text(t) => parse_time(t),
-        _ => None,
+/// The last millisecond of 9999: a date after it is written `+10000-…` (which the console cannot read), and no
+/// real account was created or banned until then. Nor before 1970, which `i64::MIN` wrapped to once.
+const LATEST_MS: i64 = 253_402_300_799_999;
+
+/// A date column: `None` when NULL, or a problem naming `column` when it is not a date of the years 1970–9999.
+fn date(cell: &Cell, column: &str) -> Result<Option<i64>, String> {
+    let ms = match cell {
+        Cell::Null => return Ok(None),
+        Cell::Time(ms) => *ms,
+        Cell::Text(t) => parse_time(t).ok_or_else(|| format!("{column} {t:?} is not a date"))?,
+        Cell::Bool(_) | Cell::TooLong(_) => return Err(format!("{column} is not a date")),
+    };
+    if (0..=LATEST_MS).contains(&ms) {
+        return Ok(Some(ms));
     }
+    let shown = chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| format!("{ms} ms"), |at| at.to_rfc3339());
+    Err(format!("{column} {shown} is outside the years 1970–9999"))
 }
 
-/// The rule sign-up and update-user apply to `image`: an absolute http(s) URL of at most 2048 characters without
-/// whitespace or control characters. Anything else (a `data:` or `javascript:` URL, a relative path) would reach
-/// the admin screens that show it.
-fn is_image_url(raw: &str) -> bool {
-    raw.len() <= 2048
-        && !raw.chars().any(|c| c.is_control() || c.is_whitespace())
-        && url::Url::parse(raw).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+/// The rows of `table` without any value longer than anything this service keeps ([`Cell::TooLong`]): each such
+/// value is a blocking problem, named once, and its row takes no part in the other checks. `image` is left to
+/// its own rule (an unusable picture is dropped, not blocking).
+fn within_bounds<'a>(
+    rows: &'a [Vec<Cell>],
+    columns: &[Column],
+    table: &str,
+    blocking: &mut Vec<String>,
+) -> Vec<&'a Vec<Cell>> {
+    rows.iter()
+        .filter(|row| {
+            let mut fits = true;
+            for (cell, column) in row.iter().zip(columns).filter(|(_, c)| c.name != "image") {
+                if let Cell::TooLong(bytes) = cell {
+                    let row_name = match text(&row[0]) {
+                        Some(id) => format!("{table} {id:?}"),
+                        None => format!("a {table} row"),
+                    };
+                    blocking.push(format!(
+                        "{row_name}: {} is {bytes} bytes or more, longer than any value kept here ({MAX_FIELD_BYTES})",
+                        column.name
+                    ));
+                    fits = false;
+                }
+            }
+            fits
+        })
+        .collect()
 }
 
 /// A better-auth role list (`"admin,user"`) on the configured roles: `admin` if it is there, else the first
@@ -156,25 +193,36 @@ fn map_role(raw: Option<&str>, roles: &RoleSet) -> (Role, Vec<String>) {
     (chosen, dropped)
 }
 
+/// What the plan needs of the hashing configuration.
+pub struct Hashing<'a, F> {
+    /// The parameter part of the hashes this server makes (see [`crate::hashing::configured_parameters`]).
+    pub configured: &'a str,
+    /// Gives the hash stored for accounts without a password (asked at most once).
+    pub unusable: F,
+}
+
 /// Checks every row of `snapshot` against itself and the data directory `existing`, and builds the records.
-/// `unusable_hash` gives the hash stored for accounts without a password (asked at most once).
-pub fn plan(
+pub fn plan<F: FnOnce() -> Result<String, String>>(
     snapshot: &Snapshot,
     existing: &Loaded,
     roles: &RoleSet,
-    unusable_hash: impl FnOnce() -> Result<String, String>,
+    hashing: Hashing<'_, F>,
     now: Timestamp,
 ) -> Plan {
+    let unusable_hash = hashing.unusable;
     let mut plan = Plan { blocking: snapshot.missing.clone(), ..Plan::default() };
     let empty = Vec::new();
     let users = snapshot.users.as_ref().unwrap_or(&empty);
-    let accounts = snapshot.accounts.as_ref().unwrap_or(&empty);
     let orgs = snapshot.orgs.as_ref().unwrap_or(&empty);
     let members = snapshot.members.as_ref().unwrap_or(&empty);
     plan.counts.users_read = users.len();
     plan.counts.orgs_read = orgs.len();
     plan.counts.members_read = members.len();
     plan.counts.sessions_read = snapshot.sessions;
+    let users = within_bounds(users, USER, "user", &mut plan.blocking);
+    let accounts = within_bounds(snapshot.accounts.as_ref().unwrap_or(&empty), ACCOUNT, "account", &mut plan.blocking);
+    let orgs = within_bounds(orgs, ORGANIZATION, "organization", &mut plan.blocking);
+    let members = within_bounds(members, MEMBER, "member", &mut plan.blocking);
 
     // --- organizations ----------------------------------------------------------------------------------------
     let taken_slugs: HashSet<&str> = existing.orgs.iter().map(|o| o.slug.as_str()).collect();
@@ -205,6 +253,13 @@ pub fn plan(
             plan.blocking.push(format!("{what}: slug {slug} appears twice"));
             continue;
         }
+        let created_at_ms = match date(&row[3], "createdAt") {
+            Ok(at) => at.unwrap_or(now.as_millis()),
+            Err(e) => {
+                plan.blocking.push(format!("{what}: {e}"));
+                continue;
+            }
+        };
         let new_id = OrgId::new();
         org_ids.insert(id, new_id.to_bytes());
         plan.mapping.push(Mapping {
@@ -217,14 +272,14 @@ pub fn plan(
             id: new_id.to_bytes(),
             name: name.to_string(),
             slug: slug.to_string(),
-            created_at_ms: time(&row[3]).unwrap_or(now.as_millis()),
+            created_at_ms,
         }));
         plan.counts.orgs += 1;
     }
 
     // --- passwords: the credential account of each user -------------------------------------------------------
     let mut passwords: HashMap<&str, &str> = HashMap::new();
-    for row in accounts {
+    for row in &accounts {
         let (Some(user), Some("credential")) = (text(&row[0]), text(&row[1])) else { continue };
         if let Some(hash) = text(&row[2]) {
             passwords.insert(user, hash);
@@ -236,6 +291,13 @@ pub fn plan(
     let mut by_user: HashMap<&str, Vec<(i64, usize, &str)>> = HashMap::new();
     let mut org_roles = 0;
     for (n, row) in members.iter().enumerate() {
+        let joined = match date(&row[3], "createdAt") {
+            Ok(at) => at.unwrap_or(i64::MAX),
+            Err(e) => {
+                plan.blocking.push(format!("membership of user {:?}: {e}", text(&row[1]).unwrap_or_default()));
+                continue;
+            }
+        };
         let (org, user) = (text(&row[0]).unwrap_or_default(), text(&row[1]).unwrap_or_default());
         if !user_ids.contains(user) {
             plan.notes.push(format!("membership of {user:?} in organization {org:?} dropped: no such user"));
@@ -248,7 +310,7 @@ pub fn plan(
         if text(&row[2]).is_some() {
             org_roles += 1;
         }
-        by_user.entry(user).or_default().push((time(&row[3]).unwrap_or(i64::MAX), n, org));
+        by_user.entry(user).or_default().push((joined, n, org));
     }
     if org_roles > 0 {
         plan.notes.push(format!(
@@ -260,7 +322,7 @@ pub fn plan(
     // --- users ---------------------------------------------------------------------------------------------------
     let taken_emails: HashSet<&str> = existing.users.iter().map(|u| u.email.as_str()).collect();
     let mut emails: HashMap<String, Vec<&str>> = HashMap::new();
-    for row in users {
+    for row in &users {
         if let (Some(id), Some(email)) = (text(&row[0]), text(&row[2]))
             && let Ok(email) = Email::parse(email)
         {
@@ -268,8 +330,10 @@ pub fn plan(
         }
     }
     let mut unusable_hash = Some(unusable_hash);
+    // The argon2 costs of the imported hashes other than the configured one, and how many hashes have each.
+    let mut argon2_costs: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     let mut unusable: Option<String> = None;
-    for row in users {
+    for row in &users {
         let Some(id) = text(&row[0]).filter(|id| !id.is_empty()) else {
             plan.blocking.push(format!("a user without an id (e-mail {:?})", text(&row[2]).unwrap_or_default()));
             continue;
@@ -332,7 +396,18 @@ pub fn plan(
                     if crate::domain::is_legacy_hash(hash) {
                         plan.counts.legacy_hashes += 1;
                     }
+                    if let Some(parameters) = crate::domain::argon2_parameters(hash)
+                        && parameters != hashing.configured
+                    {
+                        *argon2_costs.entry(parameters).or_default() += 1;
+                    }
                     (*hash).to_owned()
+                }
+                // An argon2 hash above the bound: every check of it (and, to hide which accounts have it, of
+                // every unknown e-mail) would pay its cost.
+                Err(problem) if crate::domain::argon2_parameters(hash).is_some() => {
+                    plan.blocking.push(format!("user {email}: the argon2 password hash's {problem}"));
+                    continue;
                 }
                 Err(_) => {
                     plan.blocking.push(format!(
@@ -367,7 +442,23 @@ pub fn plan(
             ));
         }
         let mut banned = flag(&row[8]);
-        let mut ban_expires_ms = time(&row[10]).filter(|_| banned);
+        // The rules the API applies: dates of the years 1970–9999, a ban reason `ban-user` would take.
+        let created = date(&row[5], "createdAt");
+        let updated = date(&row[6], "updatedAt");
+        let expires = if banned { date(&row[10], "banExpires") } else { Ok(None) };
+        let reason = match banned {
+            true => BanReason::parse(text(&row[9]).unwrap_or_default()).map_err(|e| e.to_string()),
+            false => Ok(None),
+        };
+        let (created_at_ms, updated_at_ms, mut ban_expires_ms, ban_reason) = match (created, updated, expires, reason) {
+            (Ok(c), Ok(u), Ok(e), Ok(r)) => (c, u, e, r),
+            (c, u, e, r) => {
+                for problem in [c.err(), u.err(), e.err(), r.err()].into_iter().flatten() {
+                    plan.blocking.push(format!("user {email}: {problem}"));
+                }
+                continue;
+            }
+        };
         if ban_expires_ms.is_some_and(|until| until <= now.as_millis()) {
             (banned, ban_expires_ms) = (false, None);
             plan.notes.push(format!("user {email}: the ban expired; imported unbanned"));
@@ -386,16 +477,21 @@ pub fn plan(
             }
             None => None,
         };
-        let image = text(&row[4]).filter(|image| {
-            let keep = is_image_url(image);
-            if !keep {
-                plan.notes.push(format!(
-                    "user {email}: image dropped: not an absolute http(s) URL of at most 2048 characters"
-                ));
+        // The rule sign-up and update-user apply, and the same normalised form ([`ImageUrl`]). Anything else (a
+        // `data:` or `javascript:` URL, a relative path) would reach the admin screens that show it.
+        let image = match &row[4] {
+            Cell::Null => None,
+            cell => {
+                let image = text(cell).and_then(|raw| ImageUrl::parse(raw).ok());
+                if image.is_none() {
+                    plan.notes.push(format!(
+                        "user {email}: image dropped: not an absolute http(s) URL of at most 2048 characters"
+                    ));
+                }
+                image
             }
-            keep
-        });
-        let created_at_ms = time(&row[5]).unwrap_or(now.as_millis());
+        };
+        let created_at_ms = created_at_ms.unwrap_or(now.as_millis());
         let new_id = UserId::new();
         plan.mapping.push(Mapping {
             kind: "user",
@@ -410,17 +506,30 @@ pub fn plan(
             id: new_id.to_bytes(),
             name: name.to_string(),
             email: email.to_string(),
-            image: image.map(str::to_owned),
+            image: image.map(String::from),
             role: role.to_string(),
             banned,
-            ban_reason: text(&row[9]).filter(|_| banned).map(str::to_owned),
+            ban_reason: ban_reason.as_ref().filter(|_| banned).map(ToString::to_string),
             organization_id,
             password_hash,
             created_at_ms,
-            updated_at_ms: time(&row[6]).unwrap_or(created_at_ms),
+            updated_at_ms: updated_at_ms.unwrap_or(created_at_ms),
             email_verified: flag(&row[3]),
             ban_expires_ms,
         }));
+    }
+    // Every check of an unknown e-mail runs one verification at each cost on file, so that it takes as long as
+    // a wrong password on any account ([`crate::hashing`]): the number of costs is bounded.
+    if argon2_costs.len() > crate::hashing::MAX_OTHER_COSTS {
+        let costs: Vec<String> = argon2_costs.iter().map(|(p, n)| format!("{p} ({n})")).collect();
+        plan.blocking.push(format!(
+            "the argon2 password hashes have {} costs other than the configured {}: {}; at most {} are taken \
+             (each one is paid by every password check until its accounts sign in)",
+            argon2_costs.len(),
+            hashing.configured,
+            costs.join(", "),
+            crate::hashing::MAX_OTHER_COSTS
+        ));
     }
     plan
 }
