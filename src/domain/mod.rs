@@ -58,6 +58,28 @@ pub struct User {
 }
 
 impl User {
+    /// An account for tests: `email`, a plain user named "Test", unverified, created at `at`; change what a test
+    /// is about with struct update syntax (`User { role: Role::admin(), ..User::fixture(…) }`).
+    #[cfg(test)]
+    pub fn fixture(email: &str, at: Timestamp) -> Self {
+        Self {
+            id: UserId::new(),
+            name: Name::parse("Test").unwrap(),
+            email: Email::parse(email).unwrap(),
+            email_verified: false,
+            image: None,
+            role: RoleSet::new(&["user".into()], "user").default_role(),
+            banned: false,
+            ban_reason: None,
+            ban_expires: None,
+            organization_id: None,
+            password_hash: "$argon2id$not-used".into(),
+            created_at: at,
+            updated_at: at,
+            rendered: Rendered::default(),
+        }
+    }
+
     /// Whether the password hash is still one imported from better-auth.
     pub fn has_legacy_hash(&self) -> bool {
         self.password_hash.is_legacy()

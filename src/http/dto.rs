@@ -251,14 +251,12 @@ pub struct AuditPage<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Email, Name, Role};
+    use crate::domain::{Name, Role};
 
     fn user(name: &str, image: Option<&str>) -> User {
         let now = Timestamp::from_millis(1_795_338_902_123);
         User {
-            id: UserId::new(),
             name: Name::from_trusted(name.to_owned()),
-            email: Email::from_trusted("ana@example.com".to_owned()),
             email_verified: true,
             image: image.map(Into::into),
             role: Role::admin(),
@@ -267,9 +265,8 @@ mod tests {
             ban_expires: Some(now),
             organization_id: Some(OrgId::new()),
             password_hash: "$argon2id$never-shown".into(),
-            created_at: now,
             updated_at: Timestamp::from_millis(-1),
-            rendered: domain::Rendered::default(),
+            ..User::fixture("ana@example.com", now)
         }
     }
 

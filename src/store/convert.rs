@@ -177,9 +177,7 @@ mod tests {
         let roles = RoleSet::new(&["admin".into(), "user".into()], "user");
         let now = Timestamp::from_millis(1_700_000_000_123);
         let u = User {
-            id: UserId::new(),
             name: Name::parse("Alice").unwrap(),
-            email: Email::parse("alice@example.com").unwrap(),
             email_verified: true,
             image: Some("https://example.com/a.png".into()),
             role: Role::admin(),
@@ -187,10 +185,7 @@ mod tests {
             ban_reason: Some("why".into()),
             ban_expires: Some(now),
             organization_id: Some(OrgId::new()),
-            password_hash: "$argon2id$x".into(),
-            created_at: now,
-            updated_at: now,
-            rendered: Default::default(),
+            ..User::fixture("alice@example.com", now)
         };
         assert_eq!(user(user_record(&u), &roles), u);
         let o = Organization {

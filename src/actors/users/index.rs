@@ -483,22 +483,7 @@ mod tests {
     use crate::domain::{Name, Role};
 
     fn user(email: &str, ms: i64) -> Arc<User> {
-        Arc::new(User {
-            id: UserId::new(),
-            name: Name::parse("N").unwrap(),
-            email: Email::parse(email).unwrap(),
-            email_verified: false,
-            image: None,
-            role: Role::admin(),
-            banned: false,
-            ban_reason: None,
-            ban_expires: None,
-            organization_id: None,
-            password_hash: "".into(),
-            created_at: Timestamp::from_millis(ms),
-            updated_at: Timestamp::from_millis(ms),
-            rendered: Default::default(),
-        })
+        Arc::new(User { role: Role::admin(), ..User::fixture(email, Timestamp::from_millis(ms)) })
     }
 
     #[test]
