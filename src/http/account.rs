@@ -20,10 +20,9 @@ use crate::domain::{Password, SessionId, SessionToken, Timestamp};
 /// cookie should not reveal where else the user is signed in.
 const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
 
-/// The caller's token and session, or 401.
+/// The caller's token and session, or 401 (503 while this node cannot vouch for sessions).
 fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    extract::session_token(state, headers)
-        .and_then(|token| state.accounts.current(&token).map(|current| (token, current)))
+    extract::caller(state, headers)?
         .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))
 }
 

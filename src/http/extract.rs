@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::AppState;
 use super::response::Failure;
 use super::router::Ctx;
+use crate::accounts::Current;
 use crate::actors::sessions::Client;
 use crate::domain::{SessionToken, User};
 
@@ -322,10 +323,18 @@ pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionTok
     cookie(headers, &state.cookies.name).and_then(SessionToken::parse)
 }
 
+/// The caller's token and session, when the cookie holds a live one (`None` otherwise: 401 for the caller to say).
+/// 503 when this node cannot vouch for any session right now (several nodes: too far behind the database), so that
+/// an outage is not taken for a sign-out.
+pub fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+    let Some(token) = session_token(state, headers) else { return Ok(None) };
+    Ok(state.accounts.current(&token)?.map(|current| (token, current)))
+}
+
 /// The caller, if their session is valid (401 otherwise) and their role is `admin` right now (403 otherwise).
 pub fn admin(state: &AppState, headers: &HeaderMap) -> Result<Arc<User>, Failure> {
     let unauthorized = || Failure::with_status(StatusCode::UNAUTHORIZED, "authentication required");
-    let current = session_token(state, headers).and_then(|t| state.accounts.current(&t)).ok_or_else(unauthorized)?;
+    let (_, current) = caller(state, headers)?.ok_or_else(unauthorized)?;
     if current.user.role.is_admin() {
         Ok(current.user)
     } else {
