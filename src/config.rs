@@ -221,11 +221,21 @@ impl Default for EmailConfig {
 
 /// The Prometheus listener: a separate address, off unless set, so metrics are never exposed on the public port
 /// by accident.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// Address of the `GET /metrics` listener, host:port (`SERVICE_AUTH_METRICS_LISTEN`); `None`: no metrics.
     pub listen: Option<SocketAddr>,
+    /// Open connections to the metrics listener at most; further ones wait in the kernel's accept queue. Kept
+    /// apart from `[limits] max_connections`, so that clients of this port cannot take the public port's places
+    /// (or the open files they were counted from).
+    pub max_connections: usize,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self { listen: None, max_connections: 16 }
+    }
 }
 
 /// Where the durable copy of the state lives: the embedded file (one node), or a PostgreSQL database shared by
@@ -724,6 +734,9 @@ impl Config {
                 "max_connections, max_connections_per_address and the timeouts must be above 0".into(),
             );
         }
+        if self.metrics.max_connections == 0 || self.metrics.max_connections > 1024 {
+            return fail("metrics.max_connections", format!("= {} must be 1 to 1024", self.metrics.max_connections));
+        }
         if let Some(metrics) = self.metrics.listen
             && metrics == self.listen
         {
@@ -830,6 +843,7 @@ mod tests {
         check("log = \"[[[\"\n", "log.level");
         check("[log]\nlevel = \"[[[\"\n", "log.level");
         check("listen = \"127.0.0.1:3000\"\n[metrics]\nlisten = \"127.0.0.1:3000\"\n", "metrics.listen");
+        check("[metrics]\nmax_connections = 0\n", "metrics.max_connections");
     }
 
     #[test]

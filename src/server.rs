@@ -56,7 +56,9 @@ async fn serve_until(
     shutdown: CancellationToken,
     started: impl FnOnce(&Started) + Send,
 ) -> Result<(), AppError> {
-    config.limits.max_connections = connection_budget(config.limits.max_connections);
+    // The metrics listener's connections are open files too: set aside before the public port's share.
+    let metrics_connections = config.metrics.listen.map_or(0, |_| config.metrics.max_connections);
+    config.limits.max_connections = connection_budget(config.limits.max_connections, metrics_connections);
     // Bound before anything starts, so a taken metrics port stops start-up at once and says which.
     let metrics_listener =
         match config.metrics.listen {
@@ -65,6 +67,15 @@ async fn serve_until(
             })?),
             None => None,
         };
+    if let Some(addr) = config.metrics.listen
+        && !addr.ip().is_loopback()
+    {
+        // The metrics listener has no authentication: anyone who reaches it reads the traffic figures.
+        tracing::warn!(
+            address = %addr,
+            "the metrics listener is not on a loopback address; make sure only the monitoring network reaches it"
+        );
+    }
     let fatal = CancellationToken::new();
     let core = Core::start(&config, faults, fatal.clone()).await?;
     if let Some(admin) = &config.bootstrap_admin
@@ -102,7 +113,8 @@ async fn serve_until(
         has_admin: core.accounts.any_admin(),
     };
     if let Some(metrics_listener) = metrics_listener {
-        tokio::spawn(http::serve_metrics(metrics_listener, Arc::clone(&state), stop.clone()));
+        let cap = config.metrics.max_connections;
+        tokio::spawn(http::serve_metrics(metrics_listener, cap, Arc::clone(&state), stop.clone()));
     }
     let serving = tokio::spawn(http::serve(listener, state, stop.clone()));
     started(&report);
@@ -170,8 +182,8 @@ impl Chores {
 
 /// Every connection is a file descriptor. At the open-file limit `accept` fails (and keeps failing) while clients
 /// wait, so: raise the soft limit to the hard one, and keep the connection cap far enough below it for the store,
-/// backups, logs and the listener.
-fn connection_budget(wanted: usize) -> usize {
+/// backups, logs, the listeners and the `reserved` connections of the metrics listener (capped on their own).
+fn connection_budget(wanted: usize, reserved: usize) -> usize {
     let limit = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => limit,
         Err(error) => {
@@ -179,7 +191,8 @@ fn connection_budget(wanted: usize) -> usize {
             return wanted;
         }
     };
-    let budget = limit.saturating_sub(64.min(limit / 2)).max(1);
+    let reserved = u64::try_from(reserved).unwrap_or(u64::MAX);
+    let budget = limit.saturating_sub(64.min(limit / 2)).saturating_sub(reserved).max(1);
     match usize::try_from(budget) {
         Ok(budget) if budget < wanted => {
             tracing::warn!(

@@ -311,13 +311,15 @@ impl Accounts {
     /// The session behind `token`, if it is live and its user exists and is not banned. Two map reads, no actor
     /// hop: this is the hot path of every application behind us. Reading the user's *current* state here is what
     /// makes a ban or a demotion count from the very next request.
-    pub fn current(&self, token: &SessionToken) -> Option<Current> {
-        // Several nodes: a state too far behind the database may miss a sign-out or ban made elsewhere, so it
-        // vouches for no session (fail closed); `session` answers 503 then.
+    ///
+    /// Several nodes: a state too far behind the database may miss a sign-out or ban made elsewhere, so it vouches
+    /// for no session (fail closed). That is `Unavailable` (503), never "no session" (401): a client told 401
+    /// takes its user for signed out, for the length of an outage.
+    pub fn current(&self, token: &SessionToken) -> Result<Option<Current>, Unavailable> {
         if self.freshness.check().is_err() {
-            return None;
+            return Err(Unavailable);
         }
-        self.lookup(token)
+        Ok(self.lookup(token))
     }
 
     /// [`current`](Self::current) without the freshness check, for callers that made it already.

@@ -15,10 +15,16 @@
 //! The flush hands the whole batch to the store writer in one request and waits for the fsync. Only then does the
 //! overlay move into the read index and do callers get their answers. If the store fails, the overlay is
 //! dropped and every caller in the batch gets `Unavailable`: memory never runs ahead of the disk.
+//!
+//! # Bounded mailboxes
+//! A call waits at most [`CALL_TIMEOUT`]; at most [`mailbox::MAILBOX_CAP`] calls wait in one mailbox, and a call
+//! whose caller has stopped waiting is dropped unopened ([`mailbox`]): a stuck store neither piles up work without
+//! end nor has it done later for callers already answered 503.
 
 mod attempts;
 pub mod audit;
 pub mod load;
+mod mailbox;
 pub mod orgs;
 mod overlay;
 pub mod remote;
@@ -32,9 +38,10 @@ mod tests;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
+use mailbox::{Letter, Mailbox, Waiting, call, gone};
 pub use orgs::{OrgIndex, OrgsHandle};
 pub use sessions::{SessionIndex, SessionsHandle};
 pub use users::{UserIndex, UsersHandle};
@@ -42,7 +49,8 @@ pub use users::{UserIndex, UsersHandle};
 use crate::config::SessionConfig;
 use crate::store::StoreWriter;
 
-/// How long the HTTP side waits for an actor before answering 503. Generous: a call normally takes one fsync.
+/// How long the HTTP side waits for an actor before answering 503. Generous: a call normally takes one fsync. A
+/// message whose caller stopped waiting is dropped unopened ([`mailbox`]).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The read indexes, shared by the actors (writers) and the HTTP handlers (readers).
@@ -94,18 +102,6 @@ fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 /// A write lock on one of the ordered views of an index (see [`read`]).
 fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Sends `build(port)` to `actor` and waits for the answer; a dead, stuck or overloaded actor is [`Unavailable`].
-async fn call<M, T>(actor: &ActorRef<M>, build: impl FnOnce(RpcReplyPort<T>) -> M) -> Result<T, Unavailable>
-where
-    M: ractor::Message,
-    T: Send + 'static,
-{
-    match actor.call(build, Some(CALL_TIMEOUT)).await {
-        Ok(ractor::rpc::CallResult::Success(value)) => Ok(value),
-        _ => Err(Unavailable),
-    }
 }
 
 /// The running actors under their supervisor.

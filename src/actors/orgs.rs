@@ -6,7 +6,7 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::audit::{self, action};
 use super::overlay::{self, Overlay};
-use super::{Indexes, Unavailable, call};
+use super::{Indexes, Mailbox, Unavailable, Waiting, call, gone};
 use crate::domain::{Name, OrgId, Organization, Slug, Timestamp, UserId};
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
@@ -109,9 +109,22 @@ pub enum OrgsMsg {
     Flush,
 }
 
+impl super::Letter for OrgsMsg {
+    fn caller_gone(&self) -> Option<bool> {
+        match self {
+            Self::Create { reply, .. } => gone(reply),
+            Self::Update { reply, .. } => gone(reply),
+            Self::BeginDelete { reply, .. } => gone(reply),
+            // Another node's changes: this node's memory must follow them whatever.
+            Self::Remote { .. } => None,
+            Self::EndDelete { .. } | Self::Flush => None,
+        }
+    }
+}
+
 /// Typed handle to the organizations actor.
 #[derive(Clone)]
-pub struct OrgsHandle(pub(super) ActorRef<OrgsMsg>);
+pub struct OrgsHandle(pub(super) Mailbox<OrgsMsg>);
 
 impl OrgsHandle {
     /// Creates an organization on behalf of administrator `by`, calling from address `ip`.
@@ -157,13 +170,17 @@ pub(super) async fn spawn(
     writer: StoreWriter,
     supervisor: ActorCell,
 ) -> Result<OrgsHandle, ActorProcessingErr> {
-    let (actor, _) = Actor::spawn_linked(None, OrgsActor { indexes, writer }, (), supervisor).await?;
-    Ok(OrgsHandle(actor))
+    let waiting = Waiting::default();
+    let actor = OrgsActor { indexes, writer, waiting: waiting.clone() };
+    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
+    Ok(OrgsHandle(Mailbox::new(actor, waiting)))
 }
 
 struct OrgsActor {
     indexes: Arc<Indexes>,
     writer: StoreWriter,
+    /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
+    waiting: Waiting,
 }
 
 #[derive(Default)]
@@ -189,6 +206,9 @@ impl Actor for OrgsActor {
         msg: OrgsMsg,
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
+        if !self.waiting.take(&msg) {
+            return Ok(());
+        }
         match msg {
             OrgsMsg::Create { name, slug, by, ip, reply } => {
                 if state.overlay.get(&slug).is_some() || self.indexes.orgs.slug_taken(&slug) {

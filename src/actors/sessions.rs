@@ -10,7 +10,7 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 use super::audit::{self, action};
 use super::overlay::{self, Overlay, Refusal};
 use super::remote::SessionChange;
-use super::{Indexes, KeyHash, Unavailable, call, read, write};
+use super::{Indexes, KeyHash, Mailbox, Unavailable, Waiting, call, gone, read, write};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserAgent, UserId};
 use crate::store::own::{Gate, Key};
@@ -262,9 +262,25 @@ pub enum SessionsMsg {
     Flush,
 }
 
+impl super::Letter for SessionsMsg {
+    fn caller_gone(&self) -> Option<bool> {
+        match self {
+            Self::Create { reply, .. } => gone(reply),
+            Self::SweepExpired { reply } | Self::Revoke { reply, .. } => gone(reply),
+            Self::Refresh { reply, .. } => gone(reply),
+            Self::End { reply, .. } => gone(reply),
+            // The users actor waits for its outcome without a timeout: its memory must match the disk.
+            Self::CommitEnding { .. } => None,
+            // Another node's changes: this node's memory must follow them whatever.
+            Self::Remote { .. } => None,
+            Self::Unfence { .. } | Self::Flush => None,
+        }
+    }
+}
+
 /// Typed handle to the sessions actor.
 #[derive(Clone)]
-pub struct SessionsHandle(pub(super) ActorRef<SessionsMsg>);
+pub struct SessionsHandle(pub(super) Mailbox<SessionsMsg>);
 
 impl SessionsHandle {
     /// Starts a session with a new token. Refused for a banned or unknown account, checked in message order after
@@ -343,14 +359,18 @@ pub(super) async fn spawn(
     config: SessionConfig,
     supervisor: ActorCell,
 ) -> Result<SessionsHandle, ActorProcessingErr> {
-    let (actor, _) = Actor::spawn_linked(None, SessionsActor { indexes, writer, config }, (), supervisor).await?;
-    Ok(SessionsHandle(actor))
+    let waiting = Waiting::default();
+    let actor = SessionsActor { indexes, writer, config, waiting: waiting.clone() };
+    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
+    Ok(SessionsHandle(Mailbox::new(actor, waiting)))
 }
 
 struct SessionsActor {
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     config: SessionConfig,
+    /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
+    waiting: Waiting,
 }
 
 #[derive(Default)]
@@ -376,6 +396,9 @@ impl Actor for SessionsActor {
         msg: SessionsMsg,
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
+        if !self.waiting.take(&msg) {
+            return Ok(());
+        }
         match msg {
             SessionsMsg::Create { user, remember_me, client, start, reply } => {
                 let ip = client.ip_address.clone();

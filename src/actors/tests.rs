@@ -73,6 +73,11 @@ fn session(user: UserId) -> (SessionToken, StoreOp) {
 
 /// An administrator, a user with two sessions, on disk and loaded, with the actors writing to a manual disk.
 async fn world() -> World {
+    world_with(AttemptPolicy { max_failures: 10, window: Duration::from_secs(60), shared: false }).await
+}
+
+/// [`world`] with the failure limit `attempts` (`shared`: each check reserved in the store, as on PostgreSQL).
+async fn world_with(attempts: AttemptPolicy) -> World {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
@@ -88,7 +93,6 @@ async fn world() -> World {
     store.commit(&ops).unwrap();
     let indexes = Arc::new(super::load::build(&store, &roles).unwrap().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
-    let attempts = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60), shared: false };
     let system =
         System::start(Arc::clone(&indexes), writer, SessionConfig::default(), attempts, None, CancellationToken::new())
             .await
@@ -261,4 +265,86 @@ fn a_load_reads_every_record_or_stops_at_the_first_bad_one() {
         .unwrap();
     let refused = super::load::build(&store, &roles).err().unwrap().to_string();
     assert!(refused.contains("share the slug"), "{refused}");
+}
+
+/// Before: a call whose caller had stopped waiting (its 10 s over, or its request dropped) still ran once the
+/// actor got to it. While the store was stuck calls piled up behind the flush in progress, and each then did its
+/// work for nobody: here a sign-in's attempt, reserved in the shared database after its caller had been answered
+/// 503. Now the actor drops such a message unopened.
+#[tokio::test]
+async fn a_call_whose_caller_is_gone_does_no_work() {
+    let mut w = world_with(AttemptPolicy { max_failures: 10, window: Duration::from_secs(60), shared: true }).await;
+    let users = w.system.handles.users.clone();
+    let (admin, target) = (w.admin, w.user);
+    let email = Email::parse("user@example.com").unwrap();
+    // A change whose write is held: the actor waits in its flush, as it does while the store is stuck.
+    let rename = UserChange { name: Some(Name::parse("Renamed").unwrap()), ..UserChange::default() };
+    let renaming = tokio::spawn({
+        let users = users.clone();
+        async move { users.update(admin, target, rename, String::new()).await }
+    });
+    let held = w.disk.next(PATIENCE).await.expect("the change is written");
+    // A sign-in's attempt waits in the mailbox behind it, and its caller gives up.
+    let attempt = tokio::spawn({
+        let (users, email) = (users.clone(), email.clone());
+        async move { users.begin_attempt(email, Some(target), String::new()).await }
+    });
+    tokio::time::sleep(QUIET).await;
+    attempt.abort();
+    assert!(attempt.await.unwrap_err().is_cancelled());
+    held.commit();
+    renaming.await.unwrap().unwrap();
+    if let Some(write) = w.disk.next(QUIET).await {
+        panic!("the attempt of a caller long gone was written: {:?}", write.ops());
+    }
+    // A caller who waits is served as before.
+    let attempt = tokio::spawn(async move { users.begin_attempt(email, Some(target), String::new()).await });
+    let reserve = w.disk.next(PATIENCE).await.expect("a waiting caller's attempt is reserved");
+    assert!(matches!(reserve.ops(), [StoreOp::ReserveAttempt { .. }]), "{:?}", reserve.ops());
+    reserve.commit();
+    attempt.await.unwrap().unwrap();
+}
+
+/// Before: an actor's mailbox had no bound: behind a stuck store every call waited its whole 10 s and left its
+/// message behind. Now at most `MAILBOX_CAP` calls wait in one mailbox; the next is refused at once, and the
+/// ones whose callers gave up are dropped unopened once the store answers.
+#[tokio::test]
+async fn a_full_mailbox_refuses_at_once_and_sheds_what_expired() {
+    use super::mailbox::MAILBOX_CAP;
+    let mut w = world().await;
+    let orgs = w.system.handles.orgs.clone();
+    let by = w.admin;
+    let create = |slug: String| {
+        let orgs = orgs.clone();
+        tokio::spawn(async move {
+            orgs.create(Name::parse("Org").unwrap(), Slug::parse(&slug).unwrap(), by, String::new()).await
+        })
+    };
+    let first = create("first".into());
+    let held = w.disk.next(PATIENCE).await.expect("first organization written");
+    let waiting: Vec<_> = (0..MAILBOX_CAP).map(|i| create(format!("org-{i}"))).collect();
+    while orgs.0.waiting.count() < MAILBOX_CAP {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Refused without waiting for the actor: well before the 10 s a call may wait.
+    let one_more = create("one-more".into());
+    let refused = tokio::time::timeout(Duration::from_secs(5), one_more).await;
+    assert!(matches!(refused, Ok(Ok(Err(_)))), "a call beyond the bound was not refused at once");
+    for call in &waiting {
+        call.abort();
+    }
+    for call in waiting {
+        let _ = call.await;
+    }
+    held.commit();
+    first.await.unwrap().unwrap();
+    let shedding = tokio::time::Instant::now();
+    while orgs.0.waiting.count() > 0 {
+        assert!(shedding.elapsed() < PATIENCE, "{} places still taken", orgs.0.waiting.count());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if let Some(write) = w.disk.next(QUIET).await {
+        panic!("calls whose callers were gone were written: {} ops", write.ops().len());
+    }
+    assert_eq!(w.indexes.orgs.len(), 1);
 }

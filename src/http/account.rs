@@ -34,10 +34,9 @@ fn signed_in_self(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken
     Ok((token, current))
 }
 
-/// The caller's token and session, or 401.
+/// The caller's token and session, or 401 (503 while this node cannot vouch for sessions).
 fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    extract::session_token(state, headers)
-        .and_then(|token| state.accounts.current(&token).map(|current| (token, current)))
+    extract::caller(state, headers)?
         .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))
 }
 

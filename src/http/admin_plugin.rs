@@ -22,8 +22,7 @@ use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionT
 
 /// The caller, if an administrator right now: 401 without a session, 403 with `code` otherwise.
 fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Result<Arc<User>, Failure> {
-    let current = extract::session_token(state, req.headers())
-        .and_then(|t| state.accounts.current(&t))
+    let (_, current) = extract::caller(state, req.headers())?
         .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
     if let Some(admin) = current.administrator() {
         Ok(Arc::clone(admin))
@@ -295,9 +294,7 @@ pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>
 /// `{}` → `{session, user}` of the administrator again: the impersonation session ends (audited) and the
 /// administrator's own session comes back, if it is still valid and still an administrator's.
 pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let token = extract::session_token(state, req.headers());
-    let current = token.as_ref().and_then(|t| state.accounts.current(t));
-    let (Some(token), Some(current)) = (token, current) else {
+    let Some((token, current)) = extract::caller(state, req.headers())? else {
         return Err(Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"));
     };
     let Some(admin_id) = current.session.impersonated_by.as_deref().copied() else {
@@ -307,7 +304,9 @@ pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incomin
     state.accounts.stop_impersonating(&current.session, token.hash(), &ctx.ip.to_string()).await?;
     let admin = admin_token
         .as_ref()
-        .and_then(|t| Some((t, state.accounts.current(t)?)))
+        .map(|t| Ok::<_, Failure>(state.accounts.current(t)?.map(|a| (t, a))))
+        .transpose()?
+        .flatten()
         .filter(|(_, a)| a.user.id == admin_id && a.administrator().is_some());
     let Some((admin_token, admin)) = admin else {
         let failure = Failure::bad_request("FAILED_TO_FIND_ADMIN_SESSION", "The administrator's session has ended");
@@ -381,8 +380,7 @@ pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// `{permissions: {resource: [actions]}}` → `{error: null, success}`: the `admin` role may do everything on users and
 /// sessions but impersonate administrators; every other role nothing.
 pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let current = extract::session_token(state, req.headers())
-        .and_then(|t| state.accounts.current(&t))
+    let (_, current) = extract::caller(state, req.headers())?
         .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let wanted = match body.get("permissions").or_else(|| body.get("permission")) {

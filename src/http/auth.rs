@@ -17,8 +17,9 @@ use crate::domain::{Email, ImageUrl, Name, Password};
 const ADMIN_ONLY_FIELDS: [&str; 6] = ["role", "banned", "banReason", "banExpires", "emailVerified", "organizationId"];
 
 pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    rate_limit(state, &ctx, Limited::SignUp)?;
-    refuse_when_saturated(state)?;
+    if let Err(refused) = admit(state, &ctx, Limited::SignUp) {
+        return Err(refuse_unread(state, req, refused).await);
+    }
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     if let Some(field) = ADMIN_ONLY_FIELDS.into_iter().find(|f| body.has(f)) {
@@ -44,8 +45,9 @@ pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
 }
 
 pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    rate_limit(state, &ctx, Limited::SignIn)?;
-    refuse_when_saturated(state)?;
+    if let Err(refused) = admit(state, &ctx, Limited::SignIn) {
+        return Err(refuse_unread(state, req, refused).await);
+    }
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let (email, password) = (body.string("email")?, body.string("password")?);
@@ -110,19 +112,27 @@ pub(super) fn image_url(url: &str) -> Result<ImageUrl, Failure> {
     ImageUrl::parse(url).map_err(|e| Failure::validation(format!("[body.image] {e}")))
 }
 
-/// The per-address limit, checked before the body is even read.
-fn rate_limit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
-    state.rate_limits.check(which, ctx.ip).map_err(Failure::too_many_requests)
+/// The checks made before the body is even parsed: the per-address limit, then the hashing pool.
+fn admit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
+    state.rate_limits.check(which, ctx.ip).map_err(Failure::too_many_requests)?;
+    refuse_when_saturated(state)
 }
 
 /// 503 with `Retry-After` at once when the hashing pool would refuse this request's hash anyway: before the body
-/// is read and parsed, and before the sign-in attempt is reserved and given back (two round trips to the users
-/// actor), work that every refusal of a flood otherwise pays for, one after another on the event loops and the
-/// one actor. Nothing has been done yet, so nothing is undone: a refused sign-in does not count against the
-/// account. A small body that has already arrived is drained by hyper and the connection kept; one still on its
-/// way closes the connection.
+/// is parsed, and before the sign-in attempt is reserved and given back (two round trips to the users actor),
+/// work that every refusal of a flood otherwise pays for, one after another on the event loops and the one
+/// actor. Nothing has been done yet, so nothing is undone: a refused sign-in does not count against the account.
 fn refuse_when_saturated(state: &AppState) -> Result<(), Failure> {
     if state.accounts.hashing_saturated() { Err(super::errors::busy()) } else { Ok(()) }
+}
+
+/// `refused`, once the body (at most 64 KiB) has been read and dropped unparsed: the keep-alive connection then
+/// carries the client's next request. Answered at once instead, the refusal left a body on its way that hyper
+/// could not skip, and the connection was closed under the client's next request. A body too large or too slow
+/// to arrive is left, and the answer says `Connection: close` (see `router::route`).
+async fn refuse_unread(state: &AppState, req: Request<Incoming>, refused: Failure) -> Failure {
+    extract::discard_body(req, state.body_timeout()).await;
+    refused
 }
 
 /// `callbackURL` must be a safe relative path or an absolute URL on a trusted origin; an open redirect on an

@@ -3,18 +3,19 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use hyper::body::{Body as _, Incoming};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Request, StatusCode};
 use serde_json::{Map, Value};
 
 use super::AppState;
 use super::response::Failure;
-use crate::accounts::Client;
+use crate::accounts::{Client, Current};
 use crate::domain::{SessionToken, User};
 
 /// Per-request facts gathered before the handler runs.
@@ -37,6 +38,43 @@ pub const MAX_BODY: usize = 64 * 1024;
 /// How much of an oversized body is read and dropped before answering 413.
 const MAX_DRAIN: usize = 1024 * 1024;
 
+/// Whether a request's body has been read to its end, for the answer to say when its connection cannot be
+/// reused ([`super::router`]). Kept in the request's extensions by the router, set by [`json_object`].
+#[derive(Clone)]
+pub struct BodyRead(Arc<AtomicBool>);
+
+impl BodyRead {
+    /// Starts tracking `req`'s body; `None` when it has none (nothing to read, nothing to leave unread).
+    pub fn track(req: &mut Request<Incoming>) -> Option<Self> {
+        if req.body().is_end_stream() {
+            return None;
+        }
+        let read = Self(Arc::default());
+        req.extensions_mut().insert(read.clone());
+        Some(read)
+    }
+
+    pub fn finished(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn finish(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Reads and drops `req`'s body (at most [`MAX_BODY`], within `timeout`), for an answer given without it (a
+/// refusal before the body was needed): so that the connection can carry the client's next request. A body that
+/// is larger or slower is left, and the answer says `Connection: close`.
+pub async fn discard_body(req: Request<Incoming>, timeout: Duration) {
+    let Some(read) = req.extensions().get::<BodyRead>().cloned() else { return };
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY) {
+        return;
+    }
+    let _ = tokio::time::timeout(timeout, read_body(req.into_body(), MAX_BODY, Some(read))).await;
+}
+
 /// Reads a JSON object body within `timeout`. `required: false` (sign-out) accepts an empty body of any type.
 pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Duration) -> Result<Fields, Failure> {
     let mut types = req.headers().get_all(header::CONTENT_TYPE).iter();
@@ -46,7 +84,8 @@ pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Durati
         return Err(Failure::bad_request("BAD_REQUEST", "More than one Content-Type header"));
     }
     let is_json = first.and_then(|v| v.to_str().ok()).is_some_and(is_json_type);
-    let bytes = match tokio::time::timeout(timeout, read_body(req.into_body())).await {
+    let read = req.extensions().get::<BodyRead>().cloned();
+    let bytes = match tokio::time::timeout(timeout, read_body(req.into_body(), MAX_DRAIN, read)).await {
         Ok(Ok(Some(bytes))) => bytes,
         Ok(Ok(None)) => return Err(too_large()),
         Ok(Err(_)) => return Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
@@ -151,10 +190,11 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     }
 }
 
-/// The body, or `None` when it is over [`MAX_BODY`]. An oversized body is still read (and dropped) up to
-/// [`MAX_DRAIN`]: a client that is still sending when the 413 goes out would otherwise see a reset connection
-/// instead of the answer. Past that, the connection is simply closed.
-async fn read_body(mut body: Incoming) -> Result<Option<Bytes>, hyper::Error> {
+/// The body, or `None` when it is over [`MAX_BODY`]. An oversized body is still read (and dropped) up to `drain`:
+/// a client that is still sending when the 413 goes out would otherwise see a reset connection instead of the
+/// answer. Past that, the connection is closed (and the answer says so).
+/// `read`, the router's tracker, is marked once the body has been read to its end.
+async fn read_body(mut body: Incoming, drain: usize, read: Option<BodyRead>) -> Result<Option<Bytes>, hyper::Error> {
     let mut kept = BytesMut::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
@@ -162,11 +202,12 @@ async fn read_body(mut body: Incoming) -> Result<Option<Bytes>, hyper::Error> {
             seen += data.len();
             if seen <= MAX_BODY {
                 kept.extend_from_slice(data);
-            } else if seen > MAX_DRAIN {
-                break;
+            } else if seen > drain {
+                return Ok(None);
             }
         }
     }
+    read.inspect(BodyRead::finish);
     Ok((seen <= MAX_BODY).then(|| kept.freeze()))
 }
 
@@ -295,10 +336,18 @@ pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionTok
     cookie(headers, &state.cookies.name).and_then(SessionToken::parse)
 }
 
+/// The caller's token and session, when the cookie holds a live one (`None` otherwise: 401 for the caller to say).
+/// 503 when this node cannot vouch for any session right now (several nodes: too far behind the database), so that
+/// an outage is not taken for a sign-out.
+pub fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+    let Some(token) = session_token(state, headers) else { return Ok(None) };
+    Ok(state.accounts.current(&token)?.map(|current| (token, current)))
+}
+
 /// The caller, if their session is valid (401 otherwise) and their role is `admin` right now (403 otherwise).
 pub fn admin(state: &AppState, headers: &HeaderMap) -> Result<Arc<User>, Failure> {
     let unauthorized = || Failure::with_status(StatusCode::UNAUTHORIZED, "authentication required");
-    let current = session_token(state, headers).and_then(|t| state.accounts.current(&t)).ok_or_else(unauthorized)?;
+    let (_, current) = caller(state, headers)?.ok_or_else(unauthorized)?;
     if let Some(admin) = current.administrator() {
         Ok(Arc::clone(admin))
     } else {

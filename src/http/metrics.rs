@@ -12,6 +12,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use metrics::{Counter, Histogram, Label};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
@@ -78,33 +79,56 @@ impl RouteMetrics {
 /// How often recorded latencies are folded into their buckets when nobody scrapes.
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
-/// Serves `GET /metrics` (and `HEAD`) on `listener` until `shutdown`; every other path is 404. No session, no
-/// limits beyond the connection's own: this address is for the operator's network only.
-pub async fn serve_metrics(listener: TcpListener, state: Arc<AppState>, shutdown: CancellationToken) {
+/// Serves `GET /metrics` (and `HEAD`) on `listener` until `shutdown`; every other path is 404. No session and no
+/// rate limit: this address is for the operator's network only.
+///
+/// At most `max_connections` at once, each a permit taken before `accept`: at the cap, further clients wait in the
+/// kernel's queue, where they hold no file of ours. Without it, idle connections here took open files the public
+/// port's cap had counted on, and `accept` failed on both ports. The public cap sets these aside
+/// (`server::connection_budget`). An idle connection leaves after the header timeout, one that does not read its
+/// answer after the write timeout, so no client holds a place for good.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    max_connections: usize,
+    state: Arc<AppState>,
+    shutdown: CancellationToken,
+) {
     let mut upkeep = tokio::time::interval(UPKEEP_EVERY);
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10));
+    let permits = Arc::new(Semaphore::new(max_connections));
+    let write_timeout = Duration::from_secs(state.connections.write_timeout_secs);
     loop {
-        let stream = tokio::select! {
+        let permit = tokio::select! {
             () = shutdown.cancelled() => return,
             _ = upkeep.tick() => {
                 state.accounts.metrics.upkeep();
                 continue;
             }
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    tracing::warn!(%error, "metrics listener: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
+            permit = Arc::clone(&permits).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
             },
+        };
+        let stream = loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = upkeep.tick() => state.accounts.metrics.upkeep(),
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => break stream,
+                    Err(error) => {
+                        tracing::warn!(%error, "metrics listener: accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+            }
         };
         let state = Arc::clone(&state);
         let service = service_fn(move |req| {
             let state = Arc::clone(&state);
             async move { Ok::<_, Infallible>(scrape(&state, &req)) }
         });
+        let stream = super::connections::WriteTimeout::new(stream, write_timeout);
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
@@ -112,6 +136,7 @@ pub async fn serve_metrics(listener: TcpListener, state: Arc<AppState>, shutdown
                 _ = connection => {}
                 () = shutdown.cancelled() => {}
             }
+            drop(permit);
         });
     }
 }

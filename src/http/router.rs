@@ -40,12 +40,20 @@ fn is_cross_site(state: &AppState, req: &Request<Incoming>, host: Option<&str>) 
 /// Every answer, errors included, says that no browser may guess a type other than the one it declares, carries
 /// the CORS headers when it answers a trusted origin, and carries the request's id, which every log line while it
 /// runs has too (a span).
-pub(super) async fn route(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Response<Body> {
+pub(super) async fn route(state: &AppState, peer: IpAddr, mut req: Request<Incoming>) -> Response<Body> {
     let id = state.request_ids.for_request(peer, req.headers(), &state.trusted_proxies);
     let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or_default());
+    let body = extract::BodyRead::track(&mut req);
     let mut response = answer(state, peer, req).instrument(span).await;
     response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response.headers_mut().insert(request_id::HEADER.clone(), id);
+    // A body not read to its end (an answer given before it was needed, or one too large or too slow) leaves
+    // the connection unusable: hyper closes it after this answer, unless the rest happened to have arrived
+    // already, and decides so only once the head is written. Said here, the client knows not to send its next
+    // request on it (without this, that request met a closed connection: a broken pipe).
+    if body.is_some_and(|b| !b.finished()) {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     response
 }
 

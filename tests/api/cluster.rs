@@ -135,6 +135,79 @@ async fn postgres_stopped_for_10_s_gives_503s_and_fail_closed_checks_then_full_r
     s.stop().await;
 }
 
+/// Before: a node that had lost the database for longer than `max_staleness_secs` answered get-session 503, but
+/// every other call that needs the caller's session 401 `UNAUTHORIZED`, as if its user had signed out: clients
+/// and the console signed their users out for the length of an outage. Now each answers 503 with the documented
+/// error body; a request without a session is still 401; once the database is back the same cookies work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_node_answers_503_not_401_to_every_signed_in_call() {
+    let (pg, s, _tmp) = two_nodes(|c| c.store.max_staleness_secs = 1).await;
+    let a = &s.nodes[0];
+    let alice = a.new_user("alice").await;
+    let admin = a.admin_session().await;
+    let pg = std::sync::Arc::new(pg);
+    let stopper = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || stopper.pause()).await.unwrap();
+    // Straight to the node: the client's wait for replication needs the database.
+    let node = Client::new(a.base.trim_start_matches("http://").parse().unwrap());
+    let stopped = Instant::now();
+    while node.get_session_resp(Some(&alice.cookie)).await.status != 503 {
+        assert!(stopped.elapsed() < Duration::from_secs(15), "the node never stopped vouching for sessions");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let user = |r: Req| r.cookie(&alice.cookie);
+    let administrator = |r: Req| r.cookie(&admin);
+    let calls: Vec<(&str, Req)> = vec![
+        ("list-sessions", user(node.get("/api/auth/list-sessions"))),
+        ("update-user", user(node.post("/api/auth/update-user")).json(&json!({"name": "Renamed"}))),
+        (
+            "change-password",
+            user(node.post("/api/auth/change-password"))
+                .json(&json!({"currentPassword": PASSWORD, "newPassword": "another-password-1"})),
+        ),
+        ("revoke-sessions", user(node.post("/api/auth/revoke-sessions")).json(&json!({}))),
+        ("revoke-other-sessions", user(node.post("/api/auth/revoke-other-sessions")).json(&json!({}))),
+        ("revoke-session", user(node.post("/api/auth/revoke-session")).json(&json!({"token": alice.cookie}))),
+        ("delete-user", user(node.post("/api/auth/delete-user")).json(&json!({"password": PASSWORD}))),
+        ("stop-impersonating", user(node.post("/api/auth/admin/stop-impersonating")).json(&json!({}))),
+        ("admin/list-users", administrator(node.get("/api/auth/admin/list-users"))),
+        (
+            "admin/has-permission",
+            administrator(node.post("/api/auth/admin/has-permission"))
+                .json(&json!({"permissions": {"user": ["list"]}})),
+        ),
+        ("admin/ban-user", administrator(node.post("/api/auth/admin/ban-user")).json(&json!({"userId": alice.id}))),
+        ("/api/admin/users", administrator(node.get("/api/admin/users"))),
+        ("/api/admin/organizations", administrator(node.get("/api/admin/organizations"))),
+        ("/api/admin/audit", administrator(node.get("/api/admin/audit"))),
+        ("/api/admin/status", administrator(node.get("/api/admin/status"))),
+    ];
+    for (call, request) in calls {
+        let r = request.send().await;
+        assert_eq!(r.status, 503, "{call} on a stale node: {}", r.text);
+        let body = r.json();
+        if call.starts_with("/api/admin/") {
+            assert_eq!(body, json!({"error": "The service is temporarily unavailable"}), "{call}");
+        } else {
+            assert_eq!(body["code"], "SERVICE_UNAVAILABLE", "{call}: {body}");
+        }
+    }
+    // Without a session there is nothing to vouch for: still 401.
+    assert_eq!(node.get("/api/auth/list-sessions").send().await.status, 401);
+
+    let starter = std::sync::Arc::clone(&pg);
+    tokio::task::spawn_blocking(move || starter.resume()).await.unwrap();
+    let back = Instant::now();
+    while node.get("/readyz").send().await.status != 200 {
+        assert!(back.elapsed() < Duration::from_secs(15), "not ready 15 s after PostgreSQL came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let listed = user(node.get("/api/auth/list-sessions")).send().await;
+    assert_eq!(listed.status, 200, "the outage signed alice out: {}", listed.text);
+    assert_eq!(node.users(&admin).await.len(), 2, "nothing was done while the node was stale");
+    s.stop().await;
+}
+
 /// 200 wrong passwords for one account at once, spread over both nodes: at most the account limit (5) of
 /// password checks run in the whole cluster, not 5 per node; the rest are refused with 429.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

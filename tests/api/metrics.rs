@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::json;
@@ -143,4 +144,51 @@ async fn a_taken_metrics_port_stops_start_up_naming_the_key() {
     assert!(!status.success());
     assert!(!stdout.contains("listening on"), "announced before failing: {stdout}");
     assert!(stderr.contains("[metrics] listen") && stderr.contains(&addr), "{stderr}");
+}
+
+/// Before: the metrics listener accepted without a cap, and its connections took the open files the public
+/// port's cap had been computed from: 100 idle connections to it under `ulimit -n 64` made `accept` fail on both
+/// ports ("Too many open files") and `GET /healthz` on the public port wait until the metrics port's header
+/// timeout (10 s) closed some. Now it holds at most `[metrics] max_connections` (16), set aside from the public
+/// cap, and the rest wait in the kernel's queue (kept short here: its length is the kernel's to choose).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_metrics_connections_cannot_starve_the_public_port() {
+    let metrics = free_port();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("config.toml"), format!("[metrics]\nlisten = \"{metrics}\"\n")).unwrap();
+    let s = ChildServer::spawn_with_open_files(root.path(), BOOTSTRAP_ENV, Some(64)).await;
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle.push(tokio::net::TcpStream::connect(metrics).await.expect("connect"));
+    }
+    // A scrape that got a place is answered: the connections are held, not refused.
+    let mut first = idle.remove(0);
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        first.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let mut head = [0u8; 12];
+        first.read_exact(&mut head).await.expect("the first metrics connection is served");
+        assert_eq!(&head, b"HTTP/1.1 200");
+    }
+    // Well within the metrics port's 10 s header timeout, which used to be what freed the public port.
+    for _ in 0..20 {
+        let served = tokio::time::timeout(Duration::from_secs(5), s.get("/healthz").send()).await;
+        assert_eq!(served.expect("the public port did not answer within 5 s").status, 200);
+    }
+    drop((first, idle));
+    let log = s.stderr();
+    assert!(!log.contains("Too many open files"), "a listener ran out of descriptors:\n{log}");
+    assert!(!log.contains("not on a loopback address"), "a loopback metrics address was warned about:\n{log}");
+}
+
+/// The metrics listener has no authentication: bound to an address other machines can reach, start-up says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metrics_listener_off_loopback_is_warned_about() {
+    let port = free_port().port();
+    let root = tempfile::tempdir().unwrap();
+    let wildcard = format!("0.0.0.0:{port}");
+    let s = ChildServer::spawn(root.path(), &[("SERVICE_AUTH_METRICS_LISTEN", wildcard.as_str())]).await;
+    assert_eq!(s.get("/healthz").send().await.status, 200);
+    let log = s.stderr();
+    assert!(log.contains("not on a loopback address") && log.contains(&wildcard), "{log}");
 }

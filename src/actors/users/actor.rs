@@ -17,7 +17,7 @@ use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::sessions::{StartWith, Started};
-use crate::actors::{Indexes, SessionsHandle, Unavailable};
+use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 use crate::mail::MailQueue;
 use crate::store::own::Key;
@@ -31,12 +31,15 @@ pub(in crate::actors) async fn spawn(
     mail: Option<MailQueue>,
     supervisor: ActorCell,
 ) -> Result<UsersHandle, ActorProcessingErr> {
-    let actor = UsersActor { indexes, writer, sessions, attempts, mail };
+    let waiting = Waiting::default();
+    let actor = UsersActor { indexes, writer, sessions, attempts, mail, waiting: waiting.clone() };
     let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
-    Ok(UsersHandle(actor))
+    Ok(UsersHandle(Mailbox::new(actor, waiting)))
 }
 
 struct UsersActor {
+    /// The calls waiting in this actor's mailbox (see [`crate::actors::mailbox`]).
+    waiting: Waiting,
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     sessions: SessionsHandle,
@@ -95,6 +98,9 @@ impl Actor for UsersActor {
         msg: UsersMsg,
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
+        if !self.waiting.take(&msg) {
+            return Ok(());
+        }
         match msg {
             UsersMsg::Create { user, by, ip, reply } => {
                 let refused = match by {

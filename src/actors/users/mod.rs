@@ -12,7 +12,7 @@ pub mod rules;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{ActorRef, RpcReplyPort};
+use ractor::RpcReplyPort;
 
 pub(super) use actor::spawn;
 pub(crate) use index::Views;
@@ -286,9 +286,33 @@ pub(super) enum UsersMsg {
     Flush,
 }
 
+impl super::Letter for UsersMsg {
+    fn caller_gone(&self) -> Option<bool> {
+        use super::gone;
+        match self {
+            Self::IssueToken { reply, .. } => gone(reply),
+            Self::VerifyEmail { reply, .. } | Self::ResetPassword { reply, .. } => gone(reply),
+            Self::ChangeOwn { reply, .. } => gone(reply),
+            Self::Delete { reply, .. } => gone(reply),
+            Self::Create { reply, .. } => gone(reply),
+            Self::Update { reply, .. } => gone(reply),
+            Self::EnsureAdmin { reply, .. } => gone(reply),
+            Self::BeginAttempt { reply, .. } => gone(reply),
+            Self::SignInUpgrading { reply, .. } => gone(reply),
+            Self::DeleteOrg { reply, .. } => gone(reply),
+            Self::LiftExpiredBans { reply } => gone(reply),
+            // Ends a reservation made earlier: dropped, it would count against the account until its window ends.
+            Self::FinishAttempt { .. } => None,
+            // Another node's changes: this node's memory must follow them whatever.
+            Self::Remote { .. } => None,
+            Self::ReleaseLocal { .. } | Self::Flush => None,
+        }
+    }
+}
+
 /// Typed handle to the users actor.
 #[derive(Clone)]
-pub struct UsersHandle(pub(super) ActorRef<UsersMsg>);
+pub struct UsersHandle(pub(super) super::Mailbox<UsersMsg>);
 
 impl UsersHandle {
     /// Creates an account (sign-up from address `ip`).
