@@ -15,8 +15,8 @@ use crate::actors::audit::AuditLog;
 use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 use crate::actors::sessions::{Client, CreateSessionError, Revoke, Start, StartWith};
 use crate::actors::users::{
-    AttemptRefused, Checked, Compose, CreateUserError, DeleteOrgError, DeleteUserError, NewUser, OwnChange,
-    IssueError, OwnChangeError, Place, ResetError, UpdateUserError, UserChange,
+    AttemptRefused, Checked, Compose, CreateUserError, DeleteOrgError, DeleteUserError, IssueError, NewUser, OwnChange,
+    OwnChangeError, Place, ResetError, UpdateUserError, UserChange,
 };
 use crate::actors::{Handles, Indexes, Unavailable};
 use crate::domain::{

@@ -11,7 +11,7 @@
 //! message per recipient and subject (a newer one replaces an older one still waiting), and the outbox has a
 //! cap (`[email] max_outbox`) beyond which requests for mail are refused.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -245,6 +245,11 @@ pub fn start(
         arrivals: 0,
         superseded: Vec::new(),
         concurrency: config.email.send_concurrency.max(1),
+        pace: (config.rate_limit.mail_per_email > 0).then(|| Pace {
+            max: config.rate_limit.mail_per_email as usize,
+            window: Duration::from_secs(config.rate_limit.window_secs),
+        }),
+        started: HashMap::new(),
         held: Arc::clone(&held),
         metrics,
     };
@@ -289,8 +294,19 @@ struct Sender {
     /// Messages superseded by newer ones: deleted from the outbox at the next turn of the loop, in one commit.
     superseded: Vec<MailId>,
     concurrency: usize,
+    /// At most this many messages to one recipient per window, whoever asked: the bound on mail-bombing one
+    /// mailbox (the request limits are per client, so that no client can spend the owner's allowance).
+    pace: Option<Pace>,
+    /// When each recipient's recent sends started (those within the window).
+    started: HashMap<String, VecDeque<Instant>>,
     held: Arc<AtomicUsize>,
     metrics: MailMetrics,
+}
+
+#[derive(Clone, Copy)]
+struct Pace {
+    max: usize,
+    window: Duration,
 }
 
 impl Sender {
@@ -314,14 +330,15 @@ impl Sender {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             self.forget_superseded().await;
+            self.forget_old_sends();
             self.start_ready(&mut sends);
             self.report();
-            // The next retry that may start (none while every slot is busy, or its recipient's message is out).
+            // The next message that may start (none while every slot is busy, or its recipient's message is out).
             let wake = self
                 .waiting
                 .iter()
                 .filter(|(k, _)| self.sending.len() < self.concurrency && !self.sending.contains_key(*k))
-                .map(|(_, p)| p.next)
+                .map(|(k, p)| self.due(k, p))
                 .min();
             let sleep = async {
                 match wake {
@@ -360,11 +377,14 @@ impl Sender {
             let newest = self
                 .waiting
                 .iter()
-                .filter(|(k, p)| p.next <= now && !self.sending.contains_key(*k))
+                .filter(|(k, p)| self.due(k, p) <= now && !self.sending.contains_key(*k))
                 .max_by_key(|(_, p)| p.arrival)
                 .map(|(k, _)| k.clone());
             let Some(k) = newest else { return };
             let Some(pending) = self.waiting.remove(&k) else { return };
+            if self.pace.is_some() {
+                self.started.entry(k.0.clone()).or_default().push_back(now);
+            }
             self.sending.insert(k, pending.mail.created_at);
             let message = self.message(&pending.mail);
             let (transport, writer) = (Arc::clone(&self.transport), self.writer.clone());
@@ -406,6 +426,29 @@ impl Sender {
                 }
             }
         }
+    }
+
+    /// When `pending` may start: at its next attempt, once its recipient is under the pace.
+    fn due(&self, (to, _): &Key, pending: &Pending) -> Instant {
+        let Some(pace) = self.pace else { return pending.next };
+        let recent = self.started.get(to).map(|s| s.iter().filter(|t| t.elapsed() < pace.window).collect::<Vec<_>>());
+        match recent {
+            Some(recent) if recent.len() >= pace.max => {
+                pending.next.max(*recent[recent.len() - pace.max] + pace.window)
+            }
+            _ => pending.next,
+        }
+    }
+
+    /// Forgets the sends older than the pace's window.
+    fn forget_old_sends(&mut self) {
+        let Some(pace) = self.pace else { return };
+        self.started.retain(|_, starts| {
+            while starts.front().is_some_and(|t| t.elapsed() >= pace.window) {
+                starts.pop_front();
+            }
+            !starts.is_empty()
+        });
     }
 
     async fn forget_superseded(&mut self) {

@@ -161,8 +161,12 @@ mod tests {
 
     #[test]
     fn the_anonymous_actions_are_the_ones_defined_here() {
-        let anonymous =
-            [action::TOKEN_REQUESTED, action::SIGN_IN_FAILED, action::SIGN_IN_REFUSED, action::SIGN_IN_FAILURES_SUMMARISED];
+        let anonymous = [
+            action::TOKEN_REQUESTED,
+            action::SIGN_IN_FAILED,
+            action::SIGN_IN_REFUSED,
+            action::SIGN_IN_FAILURES_SUMMARISED,
+        ];
         assert_eq!(crate::domain::ANONYMOUS_ACTIONS, anonymous.as_slice());
         assert!(!crate::domain::is_anonymous_action(action::ROLE_CHANGED));
     }

@@ -17,7 +17,7 @@ pub use agent::UserAgent;
 pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, is_anonymous_action};
 pub use email::{Email, EmailError};
 pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
-pub use mail::{Mail, OneTimeToken, TokenKind};
+pub use mail::{Mail, OneTimeToken, TokenKind, requester};
 pub use name::{Name, NameError};
 pub use password::{Password, PasswordError, PasswordHash, is_legacy_hash};
 pub use role::{Role, RoleSet};

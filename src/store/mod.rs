@@ -31,8 +31,8 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
 pub use records::{
-    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecordV1, UserRecord,
-    UserRecordV1, UserRecordV2,
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1,
+    TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
@@ -71,7 +71,7 @@ pub enum StoreOp {
     /// Retention: an audit entry past its time (or beyond the size cap).
     DeleteAudit([u8; 16]),
     /// A one-time token, keyed by its SHA-256.
-    PutToken(TokenHash, TokenRecordV1),
+    PutToken(TokenHash, TokenRecord),
     DeleteToken(TokenHash),
     /// A message to send; deleted once a mail server has accepted it.
     PutOutbox(OutboxRecordV1),
@@ -107,7 +107,7 @@ pub enum Record {
     Org(OrgRecordV1),
     User(UserRecord),
     Session(TokenHash, SessionRecord),
-    Token(TokenHash, TokenRecordV1),
+    Token(TokenHash, TokenRecord),
     Outbox(OutboxRecordV1),
 }
 

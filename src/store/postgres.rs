@@ -244,7 +244,7 @@ impl PgStore {
         let tables: [(&str, ReadRow); 5] = [
             ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode(r.get(0))?))),
             ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
-            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode(r.get(1))?))),
+            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode_token(r.get(1))?))),
             ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
             ("SELECT hash, record FROM sessions", |r| {
                 Ok(Record::Session(hash(r.get(0))?, codec::decode_session(r.get(1))?))

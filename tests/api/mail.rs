@@ -456,7 +456,8 @@ async fn the_mail_directory_and_its_messages_are_private() {
 async fn a_name_does_not_reach_a_security_mail_and_blank_or_multiline_names_are_refused() {
     let smtp = SmtpSink::start();
     let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
-    let phishing = "customer. URGENT: your account is locked, confirm at https://evil.test/confirm instead of the link below";
+    let phishing =
+        "customer. URGENT: your account is locked, confirm at https://evil.test/confirm instead of the link below";
     let r = s.sign_up_body(&json!({"name": phishing, "email": "named@example.com", "password": PASSWORD})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let r = s.post("/api/auth/send-verification-email").json(&json!({"email": "named@example.com"})).send().await;
@@ -639,4 +640,101 @@ async fn a_full_outbox_refuses_mail_requests_clearly_and_its_age_is_a_metric() {
         assert!(started.elapsed() < Duration::from_secs(20), "the oldest message's age did not grow:\n{text}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A reset request for `email` from the client address `from` (through a trusted proxy); the link in the mail
+/// leads to `callback`, which tells whose request a message answers.
+async fn request_reset_from(s: &TestServer, from: &str, email: &str, callback: &str) -> Resp {
+    let body = json!({"email": email, "redirectTo": callback});
+    s.post("/api/auth/request-password-reset").header("x-forwarded-for", from).json(&body).send().await
+}
+
+/// Whether `token` is a live reset link (following it without a callback answers `{token}`; it is not used up).
+async fn link_is_live(s: &TestServer, token: &str) -> bool {
+    s.get(&format!("/api/auth/reset-password/{token}")).send().await.status == 200
+}
+
+/// Before: the per-recipient limit was one allowance for the whole world, and every request replaced the link
+/// already in the mailbox: three requests a minute for carol from one address killed the link she held and made
+/// her own request answer 429. Now the allowance is per recipient and client, and a request replaces only the link
+/// the same client asked for; the sender still delivers at most `mail_per_email` a window to one recipient.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_address_can_neither_block_nor_kill_the_owners_reset_link() {
+    let smtp = SmtpSink::start();
+    // Mail limits are each node's own (docs/cluster.md): one node, in two-node runs too.
+    let s = TestServer::start_embedded_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+        c.rate_limit.mail_per_address = 10;
+        c.rate_limit.mail_per_email = 3;
+        c.rate_limit.window_secs = 6;
+    })
+    .await;
+    let (owner, attacker) = ("203.0.113.10", "198.51.100.66");
+    let carol = "carol@example.com";
+    s.new_user("carol").await;
+    assert_eq!(request_reset_from(&s, owner, carol, "/owner").await.status, 200);
+    let held = token_in(&smtp.wait_for(1).await[0]);
+
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(request_reset_from(&s, attacker, carol, "/attacker").await.status);
+    }
+    assert_eq!(statuses, [200, 200, 200], "the attacker's own allowance for carol");
+    let r = request_reset_from(&s, attacker, carol, "/attacker").await;
+    assert_auth_error(&r, 429, "TOO_MANY_REQUESTS");
+    assert!(link_is_live(&s, &held).await, "the attacker's requests killed the link carol holds");
+
+    let r = request_reset_from(&s, owner, carol, "/owner").await;
+    assert_eq!(r.status, 200, "carol's own request was refused: {}", r.text);
+    assert!(!link_is_live(&s, &held).await, "her own newer request replaces her older link");
+    // Her new link arrives (at most a window later: the sender's bound per recipient, which the attacker used up).
+    let started = Instant::now();
+    let fresh = loop {
+        let mine: Vec<String> = smtp
+            .messages()
+            .iter()
+            .filter(|m| m.replace("=\r\n", "").replace("=\n", "").contains("%2Fowner"))
+            .map(|m| token_in(m))
+            .filter(|t| *t != held)
+            .collect();
+        if let Some(fresh) = mine.first() {
+            break fresh.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "carol's own request was never mailed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let r = s.post("/api/auth/reset-password").json(&json!({"newPassword": "carol's new one", "token": fresh})).send();
+    assert_eq!(r.await.status, 200);
+    assert_eq!(s.sign_in(carol, "carol's new one").await.0, 200);
+    // A reset ends every reset link of the account, whoever asked for it.
+    for t in smtp.messages().iter().map(|m| token_in(m)) {
+        assert!(!link_is_live(&s, &t).await, "a reset link outlived the reset");
+    }
+}
+
+/// Requests for one recipient from many addresses (each within its own allowance) reach the mailbox at most
+/// `mail_per_email` times a window: the sender paces each recipient, and a newer message replaces a waiting one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_bombing_one_recipient_from_many_addresses_stays_bounded() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_embedded_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+        c.rate_limit.mail_per_address = 10;
+        c.rate_limit.mail_per_email = 2;
+        c.rate_limit.window_secs = 60;
+    })
+    .await;
+    s.new_user("bombed").await;
+    for n in 0..10 {
+        for _ in 0..2 {
+            let r = request_reset_from(&s, &format!("198.51.100.{}", n + 1), "bombed@example.com", "/x").await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+    }
+    smtp.wait_for(2).await;
+    // Nothing more may come within the window; what is left waits as one message.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(smtp.messages().len(), 2, "20 requests from 10 addresses reached the mailbox more than twice");
 }
