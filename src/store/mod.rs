@@ -24,7 +24,7 @@ mod writer;
 
 pub use backend::Store;
 pub use db::{FaultSwitch, create_private};
-pub use postgres::PgStore;
+pub use postgres::{Claim, PgStore};
 
 /// The store's file in `data_dir` (what the console's status panel measures).
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
