@@ -152,7 +152,9 @@ pub struct RateLimitConfig {
     /// Failed sign-ins per account per `account_window_secs` before it is locked until the window ends.
     pub failures_per_account: u32,
     pub account_window_secs: u64,
-    /// Calls that send mail (password reset) per client address, and per e-mail address, per `window_secs`.
+    /// Calls that send mail per client address, and per e-mail address from one client address, per
+    /// `window_secs`. `mail_per_email` also bounds the messages delivered to one address per window, whoever
+    /// asked: one client cannot spend a recipient's allowance, and many cannot flood the mailbox.
     pub mail_per_address: u32,
     pub mail_per_email: u32,
 }

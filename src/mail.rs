@@ -11,7 +11,7 @@
 //! message per recipient and subject (a newer one replaces an older one still waiting), and the outbox has a
 //! cap (`[email] max_outbox`) beyond which requests for mail are refused.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,9 +23,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::actors::audit::{self, action};
 use crate::config::Config;
 use crate::domain::{Mail, MailId, SessionToken, Timestamp, TokenKind, User};
-use crate::store::{StoreOp, StoreWriter};
+use crate::store::{Claim, PgStore, StoreOp, StoreWriter};
 
 const RESET_TEXT: &str = include_str!("../templates/reset-password.txt");
 const RESET_HTML: &str = include_str!("../templates/reset-password.html");
@@ -217,11 +218,14 @@ impl MailQueue {
     }
 }
 
-/// What the sender reports: messages held, the age of the oldest, messages given up.
+/// What the sender reports: messages held, the age of the oldest, messages given up (refused for good by the
+/// server, or not sent before their link expired).
 #[derive(Clone)]
 pub struct MailMetrics {
     pub depth: metrics::Gauge,
     pub oldest: metrics::Gauge,
+    pub refused: metrics::Counter,
+    pub expired: metrics::Counter,
 }
 
 /// Starts the sender when a transport is configured, with what the outbox held at start-up.
@@ -230,6 +234,7 @@ pub fn start(
     writer: StoreWriter,
     outbox: Vec<Mail>,
     metrics: MailMetrics,
+    claims: Option<Arc<PgStore>>,
     stop: CancellationToken,
 ) -> Option<(MailQueue, tokio::task::JoinHandle<()>)> {
     let transport = Arc::new(Transport::from_config(config)?);
@@ -244,7 +249,17 @@ pub fn start(
         sending: HashMap::new(),
         arrivals: 0,
         superseded: Vec::new(),
+        given_up: Vec::new(),
+        give_up_after: Duration::from_secs(
+            config.email.reset_token_ttl_secs.max(config.email.verification_token_ttl_secs),
+        ),
+        claims,
         concurrency: config.email.send_concurrency.max(1),
+        pace: (config.rate_limit.mail_per_email > 0).then(|| Pace {
+            max: config.rate_limit.mail_per_email as usize,
+            window: Duration::from_secs(config.rate_limit.window_secs),
+        }),
+        started: HashMap::new(),
         held: Arc::clone(&held),
         metrics,
     };
@@ -274,7 +289,26 @@ struct Pending {
 /// What one send came to.
 struct Sent {
     pending: Pending,
-    outcome: Result<(), SendError>,
+    outcome: Outcome,
+}
+
+enum Outcome {
+    Sent,
+    Failed(SendError),
+    /// Several nodes: another node holds the message for this much longer.
+    Held(Duration),
+    /// Several nodes: another node has sent it.
+    Gone,
+}
+
+/// How long a node owns a message it claimed: longer than an attempt can take (lettre's SMTP timeout is 60 s).
+const LEASE: Duration = Duration::from_secs(120);
+
+/// Claims the message for this node on the shared store; on one node, every message is this node's.
+async fn claim(claims: Option<Arc<PgStore>>, id: MailId) -> Result<Claim, String> {
+    let Some(pg) = claims else { return Ok(Claim::Claimed) };
+    let claimed = tokio::task::spawn_blocking(move || pg.claim_outbox(id.to_bytes(), LEASE)).await;
+    claimed.map_err(|e| e.to_string())?.map_err(|e| e.to_string())
 }
 
 struct Sender {
@@ -288,9 +322,27 @@ struct Sender {
     arrivals: u64,
     /// Messages superseded by newer ones: deleted from the outbox at the next turn of the loop, in one commit.
     superseded: Vec<MailId>,
+    /// Messages given up, and their audit entries: written at the next turn of the loop.
+    given_up: Vec<StoreOp>,
+    /// A transient failure is retried until the message is this old (the longest link lifetime: its link is dead
+    /// by then), then given up.
+    give_up_after: Duration,
+    /// Several nodes: the shared outbox, where a node claims each message before sending it.
+    claims: Option<Arc<PgStore>>,
     concurrency: usize,
+    /// At most this many messages to one recipient per window, whoever asked: the bound on mail-bombing one
+    /// mailbox (the request limits are per client, so that no client can spend the owner's allowance).
+    pace: Option<Pace>,
+    /// When each recipient's recent sends started (those within the window).
+    started: HashMap<String, VecDeque<Instant>>,
     held: Arc<AtomicUsize>,
     metrics: MailMetrics,
+}
+
+#[derive(Clone, Copy)]
+struct Pace {
+    max: usize,
+    window: Duration,
 }
 
 impl Sender {
@@ -314,14 +366,15 @@ impl Sender {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             self.forget_superseded().await;
+            self.forget_old_sends();
             self.start_ready(&mut sends);
             self.report();
-            // The next retry that may start (none while every slot is busy, or its recipient's message is out).
+            // The next message that may start (none while every slot is busy, or its recipient's message is out).
             let wake = self
                 .waiting
                 .iter()
                 .filter(|(k, _)| self.sending.len() < self.concurrency && !self.sending.contains_key(*k))
-                .map(|(_, p)| p.next)
+                .map(|(k, p)| self.due(k, p))
                 .min();
             let sleep = async {
                 match wake {
@@ -360,24 +413,35 @@ impl Sender {
             let newest = self
                 .waiting
                 .iter()
-                .filter(|(k, p)| p.next <= now && !self.sending.contains_key(*k))
+                .filter(|(k, p)| self.due(k, p) <= now && !self.sending.contains_key(*k))
                 .max_by_key(|(_, p)| p.arrival)
                 .map(|(k, _)| k.clone());
             let Some(k) = newest else { return };
             let Some(pending) = self.waiting.remove(&k) else { return };
+            if self.pace.is_some() {
+                self.started.entry(k.0.clone()).or_default().push_back(now);
+            }
             self.sending.insert(k, pending.mail.created_at);
             let message = self.message(&pending.mail);
-            let (transport, writer) = (Arc::clone(&self.transport), self.writer.clone());
+            let (transport, writer, claims) = (Arc::clone(&self.transport), self.writer.clone(), self.claims.clone());
             sends.spawn(async move {
-                let outcome = match message {
-                    Ok(message) => transport.send(message, pending.mail.id).await,
-                    Err(e) => Err(e),
+                let id = pending.mail.id;
+                let outcome = match claim(claims, id).await {
+                    Ok(Claim::Claimed) => match message {
+                        Ok(message) => {
+                            transport.send(message, id).await.map_or_else(Outcome::Failed, |()| Outcome::Sent)
+                        }
+                        Err(e) => Outcome::Failed(e),
+                    },
+                    Ok(Claim::Held(wait)) => Outcome::Held(wait),
+                    Ok(Claim::Gone) => Outcome::Gone,
+                    Err(e) => Outcome::Failed(SendError::Transient(format!("cannot claim the message: {e}"))),
                 };
-                if outcome.is_ok() {
-                    let deleted = writer.write(vec![StoreOp::DeleteOutbox(pending.mail.id.to_bytes())]).await;
+                if matches!(outcome, Outcome::Sent) {
+                    let deleted = writer.write(vec![StoreOp::DeleteOutbox(id.to_bytes())]).await;
                     if deleted.is_err() {
                         // Sent, but still in the outbox: it goes out once more after a restart (at least once).
-                        tracing::warn!(mail = %pending.mail.id, "mail sent but not removed from the outbox");
+                        tracing::warn!(mail = %id, "mail sent but not removed from the outbox");
                     }
                 }
                 Sent { pending, outcome }
@@ -389,33 +453,92 @@ impl Sender {
         let k = key(&pending.mail);
         self.sending.remove(&k);
         match outcome {
-            Ok(()) => {
+            // Sent here, or by the node that held it.
+            Outcome::Sent | Outcome::Gone => {
                 self.held.fetch_sub(1, Ordering::Relaxed);
             }
-            Err(error) => {
+            Outcome::Held(wait) => {
+                // Another node is sending it: look again when its lease ends (it may die mid-send).
+                pending.next = Instant::now() + wait + Duration::from_secs(1);
+                self.wait_again(k, pending);
+            }
+            Outcome::Failed(SendError::Permanent(reason)) => self.give_up(pending, "refused", &reason),
+            Outcome::Failed(error) if pending.mail.created_at.plus(self.give_up_after) <= Timestamp::now() => {
+                self.give_up(pending, "expired", &format!("not sent before its link expired; last error: {error}"));
+            }
+            Outcome::Failed(error) => {
                 pending.attempts += 1;
                 let backoff = Duration::from_secs(1 << pending.attempts.min(9)).min(MAX_BACKOFF);
                 // The error names the server's answer, never the message (which carries a token).
                 tracing::warn!(mail = %pending.mail.id, attempts = pending.attempts, %error, ?backoff, "mail not sent; will retry");
                 pending.next = Instant::now() + backoff;
-                if self.waiting.contains_key(&k) {
-                    // A newer message to the same recipient came while this one was out: it replaces this one.
-                    self.supersede(pending);
-                } else {
-                    self.waiting.insert(k, pending);
-                }
+                self.wait_again(k, pending);
             }
         }
     }
 
+    /// `pending` waits for its next attempt, unless a newer message to the same recipient came while it was out:
+    /// then that one replaces it.
+    fn wait_again(&mut self, k: Key, pending: Pending) {
+        match self.waiting.entry(k) {
+            std::collections::hash_map::Entry::Occupied(_) => self.supersede(pending),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(pending);
+            }
+        }
+    }
+
+    /// Stops trying `pending`: it leaves the outbox, and an audit entry (which administrators read) says to whom
+    /// and why, in one commit; the metric counts it by `reason`.
+    fn give_up(&mut self, pending: Pending, reason: &'static str, error: &str) {
+        self.held.fetch_sub(1, Ordering::Relaxed);
+        let mail = &pending.mail;
+        // The server's answer, never the message (which carries a token); bounded.
+        let error: String = error.chars().filter(|c| !c.is_control()).take(300).collect();
+        tracing::error!(mail = %mail.id, to = %mail.to.as_str(), %error, reason, "mail given up");
+        match reason {
+            "refused" => self.metrics.refused.increment(1),
+            _ => self.metrics.expired.increment(1),
+        }
+        let detail = format!("{reason}: to {}, \"{}\": {error}", mail.to.as_str(), mail.subject);
+        self.given_up.push(StoreOp::DeleteOutbox(mail.id.to_bytes()));
+        self.given_up.push(audit::entry(action::MAIL_FAILED, None, None, "", detail));
+    }
+
+    /// When `pending` may start: at its next attempt, once its recipient is under the pace.
+    fn due(&self, (to, _): &Key, pending: &Pending) -> Instant {
+        let Some(pace) = self.pace else { return pending.next };
+        let recent = self.started.get(to).map(|s| s.iter().filter(|t| t.elapsed() < pace.window).collect::<Vec<_>>());
+        match recent {
+            Some(recent) if recent.len() >= pace.max => {
+                pending.next.max(*recent[recent.len() - pace.max] + pace.window)
+            }
+            _ => pending.next,
+        }
+    }
+
+    /// Forgets the sends older than the pace's window.
+    fn forget_old_sends(&mut self) {
+        let Some(pace) = self.pace else { return };
+        self.started.retain(|_, starts| {
+            while starts.front().is_some_and(|t| t.elapsed() >= pace.window) {
+                starts.pop_front();
+            }
+            !starts.is_empty()
+        });
+    }
+
+    /// Writes down what the loop decided: superseded messages leave the outbox, given-up ones with their audit
+    /// entries.
     async fn forget_superseded(&mut self) {
-        if self.superseded.is_empty() {
+        if self.superseded.is_empty() && self.given_up.is_empty() {
             return;
         }
-        let ops = self.superseded.drain(..).map(|id| StoreOp::DeleteOutbox(id.to_bytes())).collect();
+        let mut ops: Vec<StoreOp> = self.superseded.drain(..).map(|id| StoreOp::DeleteOutbox(id.to_bytes())).collect();
+        ops.append(&mut self.given_up);
         if self.writer.write(ops).await.is_err() {
-            // Left in the outbox: sent after a restart, where a newer one supersedes them again.
-            tracing::warn!("superseded mail not removed from the outbox");
+            // Left in the outbox: tried again after a restart (and superseded or given up again).
+            tracing::warn!("superseded or given-up mail not removed from the outbox");
         }
     }
 

@@ -32,6 +32,9 @@ pub const ORGANIZATIONS: &str = "service_auth_organizations";
 pub const OUTBOX: &str = "service_auth_mail_outbox_depth";
 /// Seconds since the oldest message this node holds was written (0 when none): how late mail is running.
 pub const OUTBOX_OLDEST: &str = "service_auth_mail_outbox_oldest_seconds";
+/// Mail messages given up, by reason: `refused` (the server refused them for good, 5xx) or `expired` (not sent
+/// before their link's lifetime).
+pub const MAIL_FAILED: &str = "service_auth_mail_failed_total";
 /// Accounts whose password hash is still one imported from better-auth (replaced at their next sign-in).
 pub const LEGACY_HASHES: &str = "service_auth_legacy_password_hashes";
 
@@ -107,6 +110,8 @@ impl Metrics {
         // Present from the first scrape, before any sign-in or mail.
         m.outbox.set(0.0);
         m.outbox_oldest.set(0.0);
+        m.mail_failed("refused").absolute(0);
+        m.mail_failed("expired").absolute(0);
         m.sign_in("success").absolute(0);
         m
     }
@@ -129,6 +134,11 @@ impl Metrics {
             Some((recorder, _)) => recorder.register_histogram(&Key::from_parts(name, labels), &META),
             None => Histogram::noop(),
         }
+    }
+
+    /// The counter of mail given up for `reason`.
+    pub fn mail_failed(&self, reason: &'static str) -> Counter {
+        self.counter(MAIL_FAILED, vec![Label::from_static_parts("reason", reason)])
     }
 
     /// The sign-in counter of one outcome.
@@ -165,6 +175,11 @@ fn describe(r: &PrometheusRecorder) {
     r.describe_histogram(HTTP_DURATION.into(), seconds, help("HTTP request duration, by route pattern."));
     r.describe_counter(RATE_LIMITED.into(), None, help("Requests refused by a rate limit (429), by route pattern."));
     r.describe_counter(SIGN_INS.into(), None, help("Sign-ins by outcome: success, or the error code answered."));
+    r.describe_counter(
+        MAIL_FAILED.into(),
+        None,
+        help("Mail messages given up: refused for good by the server, or not sent before their link expired."),
+    );
     r.describe_gauge(HASH_QUEUE.into(), None, help("Password hashes waiting for a hashing worker."));
     r.describe_histogram(HASH_WAIT.into(), seconds, help("Time a password hash waited for a hashing worker."));
     r.describe_histogram(COMMIT_DURATION.into(), seconds, help("Store commit duration, fsync included."));

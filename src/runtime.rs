@@ -119,12 +119,18 @@ impl Core {
             tracing::info!(messages = outbox.len(), "mail waiting in the outbox");
         }
         let mail_stop = CancellationToken::new();
-        let mail_metrics =
-            crate::mail::MailMetrics { depth: metrics.outbox.clone(), oldest: metrics.outbox_oldest.clone() };
-        let (mail, mailer) = match crate::mail::start(config, writer.clone(), outbox, mail_metrics, mail_stop.clone()) {
-            Some((queue, task)) => (Some(queue), Some(task)),
-            None => (None, None),
+        let mail_metrics = crate::mail::MailMetrics {
+            depth: metrics.outbox.clone(),
+            oldest: metrics.outbox_oldest.clone(),
+            refused: metrics.mail_failed("refused"),
+            expired: metrics.mail_failed("expired"),
         };
+        let claims = store.postgres().cloned();
+        let (mail, mailer) =
+            match crate::mail::start(config, writer.clone(), outbox, mail_metrics, claims, mail_stop.clone()) {
+                Some((queue, task)) => (Some(queue), Some(task)),
+                None => (None, None),
+            };
         let sessions_config = config.session.clone();
         let system =
             System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)

@@ -36,6 +36,8 @@ pub mod action {
     pub const EMAIL_VERIFIED: &str = "user.email_verified";
     pub const PASSWORD_RESET: &str = "user.password_reset";
     pub const SESSIONS_REVOKED: &str = "session.revoked";
+    /// A message given up: the mail server refused it for good, or it could not be sent before its link expired.
+    pub const MAIL_FAILED: &str = "mail.failed";
     /// Failures beyond the per-minute budget of itemised rows, counted into one row.
     pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
 }

@@ -145,16 +145,14 @@ impl Visitor for Accounts<'_> {
             Record::Token(hash, r) => {
                 let token = convert::token(r)?;
                 let live = !token.is_expired(self.now) && indexes.users.get(token.user_id).is_some();
-                // Of two live tokens of one user and kind (a crash between issuing and cleaning up), the newer wins.
+                // Of two live tokens of one user, kind and requesting client (a crash between issuing and cleaning
+                // up), the newer wins.
+                let same = |t: &OneTimeToken| indexes.tokens.asked_by(t.user_id, t.kind, t.requested_by);
                 let newer = |t: &OneTimeToken| {
-                    indexes
-                        .tokens
-                        .latest(t.user_id, t.kind)
-                        .and_then(|h| indexes.tokens.get(&h))
-                        .is_none_or(|old| old.created_at <= t.created_at)
+                    same(t).and_then(|h| indexes.tokens.get(&h)).is_none_or(|old| old.created_at <= t.created_at)
                 };
                 if live && newer(&token) {
-                    if let Some(old) = indexes.tokens.latest(token.user_id, token.kind) {
+                    if let Some(old) = same(&token) {
                         indexes.tokens.publish(old, None);
                         self.cleanup.push(StoreOp::DeleteToken(old));
                     }

@@ -31,6 +31,22 @@ pub struct OneTimeToken {
     pub user_id: UserId,
     pub created_at: Timestamp,
     pub expires_at: Timestamp,
+    /// The client that asked for it ([`requester`]): a newer request from the same client replaces it, one from
+    /// anyone else does not. `None`: unknown (issued before this was recorded); replaced by nobody.
+    pub requested_by: Option<[u8; 16]>,
+}
+
+/// Who asked for a link, as the mail limits count clients: an IPv4 address (as IPv4-mapped IPv6), or an IPv6
+/// address's /64 (one host usually owns a whole /64). `None` when `ip` is not an address (the command line).
+pub fn requester(ip: &str) -> Option<[u8; 16]> {
+    let ip: std::net::IpAddr = ip.parse().ok()?;
+    Some(match ip {
+        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_ipv6_mapped().octets(),
+            None => (u128::from(v6) & !((1u128 << 64) - 1)).to_be_bytes(),
+        },
+    })
 }
 
 impl OneTimeToken {

@@ -23,7 +23,7 @@ pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
 pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
 pub use image_url::{ImageUrl, ImageUrlError};
-pub use mail::{Mail, OneTimeToken, TokenKind};
+pub use mail::{Mail, OneTimeToken, TokenKind, requester};
 pub use name::{Name, NameError};
 pub use password::{HashCost, Password, PasswordError, PasswordHash, argon2_parameters, is_legacy_hash};
 pub use permissions::Permissions;

@@ -24,8 +24,11 @@ pub struct AddressLimits {
     sign_in: Option<DefaultKeyedRateLimiter<IpAddr>>,
     sign_up: Option<DefaultKeyedRateLimiter<IpAddr>>,
     mail: Option<DefaultKeyedRateLimiter<IpAddr>>,
-    /// Mail to one e-mail address, whoever asks: a mailbox cannot be flooded from many addresses.
-    mail_to: Option<DefaultKeyedRateLimiter<String>>,
+    /// Mail to one e-mail address from one client address. Keyed by both, so that one client spending a
+    /// recipient's allowance does not refuse the recipient's own request from elsewhere; what reaches one mailbox
+    /// in all is bounded by the sender, which delivers at most this many per window to one recipient whoever
+    /// asked (`crate::mail`).
+    mail_to: Option<DefaultKeyedRateLimiter<(String, IpAddr)>>,
     clock: DefaultClock,
 }
 
@@ -51,10 +54,11 @@ impl AddressLimits {
         }
     }
 
-    /// Counts one message to `email`; `Err` carries how long to wait.
-    pub fn check_recipient(&self, email: &str) -> Result<(), Duration> {
+    /// Counts one message to `email` asked for by `ip`; `Err` carries how long to wait.
+    pub fn check_recipient(&self, email: &str, ip: IpAddr) -> Result<(), Duration> {
         let Some(limiter) = &self.mail_to else { return Ok(()) };
-        limiter.check_key(&email.to_owned()).map_err(|not_until| not_until.wait_time_from(self.clock.now()))
+        let key = (email.to_owned(), key(ip));
+        limiter.check_key(&key).map_err(|not_until| not_until.wait_time_from(self.clock.now()))
     }
 
     /// Counts one request from `ip`; `Err` carries how long the client should wait.

@@ -50,7 +50,7 @@ async fn mail_request(
         Some(url) => Some(safe_redirect(state, ctx, url).ok_or_else(refused)?),
         None => None,
     };
-    state.rate_limits.check_recipient(email.as_str()).map_err(Failure::too_many_requests)?;
+    state.rate_limits.check_recipient(email.as_str(), ctx.ip).map_err(Failure::too_many_requests)?;
     Ok((email, redirect))
 }
 

@@ -53,7 +53,7 @@ impl Store {
     }
 
     /// The PostgreSQL store, when that is the backend (the follower and the migration need it).
-    pub(crate) fn postgres(&self) -> Option<&Arc<PgStore>> {
+    pub fn postgres(&self) -> Option<&Arc<PgStore>> {
         match &self.backend {
             Backend::Postgres(pg) => Some(pg),
             Backend::Embedded(_) => None,

@@ -84,7 +84,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteOrg(id) => StoreOp::DeleteOrg(id),
                 Wire::PutSession(hash, b) => StoreOp::PutSession(hash, codec::decode_session(&b)?),
                 Wire::DeleteSession(user, hash) => StoreOp::DeleteSession(user, hash),
-                Wire::PutToken(hash, b) => StoreOp::PutToken(hash, codec::decode(&b)?),
+                Wire::PutToken(hash, b) => StoreOp::PutToken(hash, codec::decode_token(&b)?),
                 Wire::DeleteToken(hash) => StoreOp::DeleteToken(hash),
                 Wire::DeleteSessionsOf(user, except) => StoreOp::DeleteSessionsOf { user, except },
             })

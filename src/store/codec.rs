@@ -8,8 +8,8 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, TokenRecordV1,
-    UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, TokenRecord,
+    TokenRecordV1, TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -75,6 +75,19 @@ impl Versioned for SessionRecordV2 {
 impl Versioned for TokenRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "token";
+}
+
+impl Versioned for TokenRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "token";
+}
+
+/// A token record in any format, as the current one: the first has no requester.
+pub fn decode_token(bytes: &[u8]) -> Result<TokenRecord, StoreError> {
+    match bytes.first() {
+        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(Into::into),
+        _ => decode::<TokenRecordV2>(bytes),
+    }
 }
 
 impl Versioned for OutboxRecordV1 {
@@ -231,6 +244,24 @@ mod tests {
         expected.extend([2, 0x80, 0x01]);
         assert_eq!(encode(&token), expected);
         assert_eq!(decode::<TokenRecordV1>(&expected).unwrap(), token);
+        assert_eq!(decode_token(&expected).unwrap(), TokenRecordV2::from(token), "a V1 token has no requester");
+    }
+
+    #[test]
+    fn token_v2_golden_bytes() {
+        let token = TokenRecordV2 {
+            kind: 1,
+            user_id: [8; 16],
+            created_at_ms: 1,
+            expires_at_ms: 64,
+            requested_by: Some([7; 16]),
+        };
+        let mut expected = vec![2, 1];
+        expected.extend([8; 16]);
+        expected.extend([2, 0x80, 0x01, 1]);
+        expected.extend([7; 16]);
+        assert_eq!(encode(&token), expected);
+        assert_eq!(decode_token(&expected).unwrap(), token);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
 
 use super::StoreError;
-use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecordV1, UserRecord};
+use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecord, UserRecord};
 use crate::domain::{
     AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
     Slug, Timestamp, TokenKind, User, UserAgent, UserId,
@@ -125,23 +125,25 @@ pub fn audit(r: AuditRecordV1) -> AuditEntry {
     }
 }
 
-pub fn token_record(token: &OneTimeToken) -> TokenRecordV1 {
-    TokenRecordV1 {
+pub fn token_record(token: &OneTimeToken) -> TokenRecord {
+    TokenRecord {
         kind: token.kind.code(),
         user_id: token.user_id.to_bytes(),
         created_at_ms: token.created_at.as_millis(),
         expires_at_ms: token.expires_at.as_millis(),
+        requested_by: token.requested_by,
     }
 }
 
 /// A token of a kind this version does not know is corrupt, not silently something else.
-pub fn token(r: TokenRecordV1) -> Result<OneTimeToken, StoreError> {
+pub fn token(r: TokenRecord) -> Result<OneTimeToken, StoreError> {
     let kind = TokenKind::from_code(r.kind).ok_or_else(|| StoreError::Corrupt(format!("token kind {}", r.kind)))?;
     Ok(OneTimeToken {
         kind,
         user_id: UserId::from_bytes(r.user_id),
         created_at: Timestamp::from_millis(r.created_at_ms),
         expires_at: Timestamp::from_millis(r.expires_at_ms),
+        requested_by: r.requested_by,
     })
 }
 
@@ -217,7 +219,13 @@ mod tests {
             detail: "why".into(),
         };
         assert_eq!(audit(audit_record(&a)), a);
-        let t = OneTimeToken { kind: TokenKind::PasswordReset, user_id: u.id, created_at: now, expires_at: now };
+        let t = OneTimeToken {
+            kind: TokenKind::PasswordReset,
+            user_id: u.id,
+            created_at: now,
+            expires_at: now,
+            requested_by: Some([3; 16]),
+        };
         assert_eq!(token(token_record(&t)).unwrap(), t);
         let m = Mail {
             id: MailId::new(),

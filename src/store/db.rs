@@ -485,7 +485,7 @@ fn visit_accounts(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), 
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
-        f(Record::Token(key.value(), codec::decode(value.value())?))?;
+        f(Record::Token(key.value(), codec::decode_token(value.value())?))?;
     }
     for entry in tx.open_table(OUTBOX).map_err(io)?.iter().map_err(io)? {
         f(Record::Outbox(codec::decode(entry.map_err(io)?.1.value())?))?;

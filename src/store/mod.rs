@@ -25,15 +25,15 @@ mod writer;
 
 pub use backend::Store;
 pub use db::{FaultSwitch, create_private};
-pub use postgres::PgStore;
+pub use postgres::{Claim, PgStore};
 
 /// The store's file in `data_dir` (what the console's status panel measures).
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
 pub use records::{
-    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecordV1, UserRecord,
-    UserRecordV1, UserRecordV2,
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1,
+    TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
@@ -79,7 +79,7 @@ pub enum StoreOp {
     /// Retention: an audit entry past its time (or beyond the size cap).
     DeleteAudit([u8; 16]),
     /// A one-time token, keyed by its SHA-256.
-    PutToken(TokenHash, TokenRecordV1),
+    PutToken(TokenHash, TokenRecord),
     DeleteToken(TokenHash),
     /// A message to send; deleted once a mail server has accepted it.
     PutOutbox(OutboxRecordV1),
@@ -115,7 +115,7 @@ pub enum Record {
     Org(OrgRecordV1),
     User(UserRecord),
     Session(TokenHash, SessionRecord),
-    Token(TokenHash, TokenRecordV1),
+    Token(TokenHash, TokenRecord),
     Outbox(OutboxRecordV1),
 }
 

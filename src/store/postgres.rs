@@ -38,6 +38,17 @@ const LOAD_CHUNK: i32 = 10_000;
 /// Connecting gives up after this: a node that cannot reach the database must say so, not hang.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// What [`PgStore::claim_outbox`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// This node holds the message now: send it.
+    Claimed,
+    /// Another node holds it for this much longer.
+    Held(Duration),
+    /// No such message any more: another node sent it.
+    Gone,
+}
+
 /// Turns one loaded row into a record.
 type ReadRow = fn(&postgres::Row) -> Result<Record, StoreError>;
 
@@ -284,7 +295,7 @@ impl PgStore {
         let tables: [(&str, ReadRow); 5] = [
             ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode(r.get(0))?))),
             ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
-            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode(r.get(1))?))),
+            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode_token(r.get(1))?))),
             ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
             ("SELECT hash, record FROM sessions", |r| {
                 Ok(Record::Session(hash(r.get(0))?, codec::decode_session(r.get(1))?))
@@ -414,17 +425,43 @@ impl PgStore {
                 )?;
                 Ok((excess, rows))
             })?;
-            let mut taken = 0u64;
-            for row in rows {
+            for (taken, row) in rows.iter().enumerate() {
                 let id = id16(row.get(0))?;
-                if id >= before && taken >= excess {
+                if id >= before && taken as u64 >= excess {
                     break;
                 }
                 ids.push(id);
-                taken += 1;
             }
         }
         Ok(ids)
+    }
+
+    /// Claims the outbox message `id` for this node for `lease`, unless another node holds it: at most one node
+    /// sends a message at a time, and a message is sent again only if its sender died mid-send (its lease ran
+    /// out). A node's own lease is renewed.
+    pub fn claim_outbox(&self, id: [u8; 16], lease: Duration) -> Result<Claim, StoreError> {
+        let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        let node = self.node;
+        self.pooled(|c| {
+            let claimed = c.query_opt(
+                "UPDATE outbox SET leased_by = $2, leased_until = now() + $3 * interval '1 millisecond' \
+                 WHERE id = $1 AND (leased_until IS NULL OR leased_until < now() OR leased_by = $2) RETURNING 1",
+                &[&id.as_slice(), &node, &(lease_ms as f64)],
+            )?;
+            if claimed.is_some() {
+                return Ok(Claim::Claimed);
+            }
+            let held = c.query_opt(
+                "SELECT (extract(epoch FROM leased_until - now()) * 1000)::bigint FROM outbox WHERE id = $1",
+                &[&id.as_slice()],
+            )?;
+            Ok(match held {
+                None => Claim::Gone,
+                Some(row) => {
+                    Claim::Held(Duration::from_millis(row.get::<_, Option<i64>>(0).unwrap_or(0).max(0) as u64))
+                }
+            })
+        })
     }
 
     pub fn is_empty(&self) -> Result<bool, StoreError> {

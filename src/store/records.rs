@@ -195,6 +195,35 @@ pub struct TokenRecordV1 {
     pub expires_at_ms: i64,
 }
 
+/// A one-time token, with the client that asked for it: a newer request replaces only the links the same client
+/// asked for, so nobody else can kill a link its owner already holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecordV2 {
+    /// 1: password reset, 2: e-mail verification.
+    pub kind: u8,
+    pub user_id: [u8; 16],
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    /// The requesting client's address as the rate limits key it (an IPv4 address as IPv4-mapped IPv6, an IPv6
+    /// address cut to its /64); `None` for tokens from before the field (replaced by nobody, they expire).
+    pub requested_by: Option<[u8; 16]>,
+}
+
+impl From<TokenRecordV1> for TokenRecordV2 {
+    fn from(r: TokenRecordV1) -> Self {
+        Self {
+            kind: r.kind,
+            user_id: r.user_id,
+            created_at_ms: r.created_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            requested_by: None,
+        }
+    }
+}
+
+/// The token record as this version writes it.
+pub type TokenRecord = TokenRecordV2;
+
 /// A message waiting to be sent. Written in the same transaction as what it announces (a reset token), deleted
 /// once the mail server has accepted it. Key: its UUID v7, so the outbox reads oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

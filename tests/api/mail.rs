@@ -641,3 +641,190 @@ async fn a_full_outbox_refuses_mail_requests_clearly_and_its_age_is_a_metric() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// A reset request for `email` from the client address `from` (through a trusted proxy); the link in the mail
+/// leads to `callback`, which tells whose request a message answers.
+async fn request_reset_from(s: &TestServer, from: &str, email: &str, callback: &str) -> Resp {
+    let body = json!({"email": email, "redirectTo": callback});
+    s.post("/api/auth/request-password-reset").header("x-forwarded-for", from).json(&body).send().await
+}
+
+/// Whether `token` is a live reset link (following it without a callback answers `{token}`; it is not used up).
+async fn link_is_live(s: &TestServer, token: &str) -> bool {
+    s.get(&format!("/api/auth/reset-password/{token}")).send().await.status == 200
+}
+
+/// Before: the per-recipient limit was one allowance for the whole world, and every request replaced the link
+/// already in the mailbox: three requests a minute for carol from one address killed the link she held and made
+/// her own request answer 429. Now the allowance is per recipient and client, and a request replaces only the link
+/// the same client asked for; the sender still delivers at most `mail_per_email` a window to one recipient.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_address_can_neither_block_nor_kill_the_owners_reset_link() {
+    let smtp = SmtpSink::start();
+    // Mail limits are each node's own (docs/cluster.md): one node, in two-node runs too.
+    let s = TestServer::start_embedded_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+        c.rate_limit.mail_per_address = 10;
+        c.rate_limit.mail_per_email = 3;
+        c.rate_limit.window_secs = 6;
+    })
+    .await;
+    let (owner, attacker) = ("203.0.113.10", "198.51.100.66");
+    let carol = "carol@example.com";
+    s.new_user("carol").await;
+    assert_eq!(request_reset_from(&s, owner, carol, "/owner").await.status, 200);
+    let held = token_in(&smtp.wait_for(1).await[0]);
+
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(request_reset_from(&s, attacker, carol, "/attacker").await.status);
+    }
+    assert_eq!(statuses, [200, 200, 200], "the attacker's own allowance for carol");
+    let r = request_reset_from(&s, attacker, carol, "/attacker").await;
+    assert_auth_error(&r, 429, "TOO_MANY_REQUESTS");
+    assert!(link_is_live(&s, &held).await, "the attacker's requests killed the link carol holds");
+
+    let r = request_reset_from(&s, owner, carol, "/owner").await;
+    assert_eq!(r.status, 200, "carol's own request was refused: {}", r.text);
+    assert!(!link_is_live(&s, &held).await, "her own newer request replaces her older link");
+    // Her new link arrives (at most a window later: the sender's bound per recipient, which the attacker used up).
+    let started = Instant::now();
+    let fresh = loop {
+        let mine: Vec<String> = smtp
+            .messages()
+            .iter()
+            .filter(|m| m.replace("=\r\n", "").replace("=\n", "").contains("%2Fowner"))
+            .map(|m| token_in(m))
+            .filter(|t| *t != held)
+            .collect();
+        if let Some(fresh) = mine.first() {
+            break fresh.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "carol's own request was never mailed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let r = s.post("/api/auth/reset-password").json(&json!({"newPassword": "carol's new one", "token": fresh})).send();
+    assert_eq!(r.await.status, 200);
+    assert_eq!(s.sign_in(carol, "carol's new one").await.0, 200);
+    // A reset ends every reset link of the account, whoever asked for it.
+    for t in smtp.messages().iter().map(|m| token_in(m)) {
+        assert!(!link_is_live(&s, &t).await, "a reset link outlived the reset");
+    }
+}
+
+/// Requests for one recipient from many addresses (each within its own allowance) reach the mailbox at most
+/// `mail_per_email` times a window: the sender paces each recipient, and a newer message replaces a waiting one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_bombing_one_recipient_from_many_addresses_stays_bounded() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_embedded_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+        c.rate_limit.mail_per_address = 10;
+        c.rate_limit.mail_per_email = 2;
+        c.rate_limit.window_secs = 60;
+    })
+    .await;
+    s.new_user("bombed").await;
+    for n in 0..10 {
+        for _ in 0..2 {
+            let r = request_reset_from(&s, &format!("198.51.100.{}", n + 1), "bombed@example.com", "/x").await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+    }
+    smtp.wait_for(2).await;
+    // Nothing more may come within the window; what is left waits as one message.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(smtp.messages().len(), 2, "20 requests from 10 addresses reached the mailbox more than twice");
+}
+
+/// Before: a message the server refused for good (550, no such mailbox) was retried forever, and nobody could
+/// see it. Now a permanent refusal gives the message up at once: it leaves the outbox, an audit entry (read by
+/// administrators, in the console's audit page too) says to whom and what the server answered, and
+/// `service_auth_mail_failed_total{reason="refused"}` counts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_the_server_refuses_for_good_is_given_up_recorded_and_counted() {
+    let smtp = SmtpSink::slow(Duration::ZERO, "bounce");
+    let metrics = super::metrics::free_port();
+    let s = TestServer::start_embedded_adjusted(|c| {
+        with_smtp(smtp.url())(c);
+        c.metrics.listen = Some(metrics);
+    })
+    .await;
+    let admin = s.admin_session().await;
+    s.new_user("bounce").await;
+    s.new_user("fine").await;
+    assert_eq!(request_reset(&s, "bounce@example.com").await.status, 200);
+    let started = Instant::now();
+    let entry = loop {
+        let r = s.get("/api/admin/audit?limit=50").cookie(&admin).send().await;
+        let failed = r.json()["entries"].as_array().unwrap().iter().find(|e| e["action"] == "mail.failed").cloned();
+        if let Some(entry) = failed {
+            break entry;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no mail.failed entry: the refusal is retried");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let detail = entry["detail"].as_str().unwrap();
+    assert!(detail.contains("bounce@example.com") && detail.contains("550"), "{detail}");
+    assert!(!detail.contains("reset-password/"), "the link is not in the audit log: {detail}");
+    let (_, text) = super::metrics::scrape(metrics).await;
+    let m = super::metrics::samples(&text);
+    assert_eq!(super::metrics::value(&m, "service_auth_mail_failed_total{reason=\"refused\"}"), 1.0);
+    assert_eq!(super::metrics::value(&m, "service_auth_mail_outbox_depth"), 0.0, "it left the outbox");
+    // The sender goes on with the rest.
+    assert_eq!(request_reset(&s, "fine@example.com").await.status, 200);
+    assert!(smtp.wait_for(1).await[0].contains("To: fine@example.com"));
+}
+
+/// A node on `url` (PostgreSQL) with `config`, its data directory `dir`: its client and its task.
+async fn node(
+    config: &service_auth::config::Config,
+    url: &str,
+    dir: &Path,
+) -> (Client, tokio::task::JoinHandle<Result<(), service_auth::runtime::AppError>>, tokio_util::sync::CancellationToken)
+{
+    let mut config = config.clone();
+    config.data_dir = dir.to_path_buf();
+    config.store.backend = service_auth::config::StoreBackend::Postgres;
+    config.store.url = Some(url.to_owned());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let run = service_auth::server::run_with_faults(listener, config, Default::default(), stop.clone());
+    let mut task = tokio::spawn(run);
+    cluster::wait_ready(addr, &mut task).await;
+    (Client::new(addr), task, stop)
+}
+
+/// Before: every node that started sent the whole shared outbox, including the messages another running node was
+/// sending: two nodes started while a third retried a message meant three copies of one reset mail. Now a node
+/// claims each message (a lease in PostgreSQL) before each attempt: the others leave it alone while the lease runs
+/// (and take it over only if its owner dies mid-send), and drop it once it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_several_nodes_one_node_owns_each_message_and_it_is_sent_once() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let url = cluster::database_for(&pg.url(), tmp.path()).await;
+    let port = free_port(); // no mail server yet
+    let mut config = test_config(tmp.path());
+    with_smtp(format!("smtp://127.0.0.1:{port}"))(&mut config);
+    let (first, _first_task, first_stop) = node(&config, &url, &tmp.path().join("a")).await;
+    first.sign_up("Leased", "leased@example.com", PASSWORD).await;
+    let r = first.post("/api/auth/request-password-reset").json(&json!({"email": "leased@example.com"})).send().await;
+    assert_eq!(r.status, 200);
+    // The first attempt fails (nothing listens): the first node retries in 2 s, 4 s …
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let smtp = SmtpSink::start_on(port);
+    let (_b, _b_task, b_stop) = node(&config, &url, &tmp.path().join("b")).await;
+    let (_c, _c_task, c_stop) = node(&config, &url, &tmp.path().join("c")).await;
+    smtp.wait_for(1).await;
+    // The first node's retry has come and gone (2 s after its first attempt, then 4 s), and the two new nodes
+    // have looked at the message at start.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(smtp.messages().len(), 1, "one reset mail was sent more than once");
+    for stop in [first_stop, b_stop, c_stop] {
+        stop.cancel();
+    }
+}

@@ -18,7 +18,9 @@ use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
-use crate::domain::{Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
+use crate::domain::{
+    Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId, requester,
+};
 use crate::mail::MailQueue;
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
@@ -144,7 +146,7 @@ impl Actor for UsersActor {
                         let after = self.stage(state, user, ends_sessions);
                         let mut ops = vec![put(&after)];
                         if new_password {
-                            self.end_reset_link(state, after.id, &mut ops);
+                            ops.extend(self.end_tokens(state, after.id, TokenKind::PasswordReset));
                         }
                         ops.extend(
                             rules::changes(&current, &after)
@@ -181,7 +183,7 @@ impl Actor for UsersActor {
                         };
                         let mut ops = vec![put(&user)];
                         if let EnsureAdmin::Promoted(_) = outcome {
-                            self.end_reset_link(state, user.id, &mut ops);
+                            ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
                         }
                         ops.push(audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), "", detail.into()));
                         state.overlay.add(ops, reply, outcome);
@@ -205,11 +207,14 @@ impl Actor for UsersActor {
                 let token = SessionToken::generate();
                 let hash = token.hash();
                 let now = Timestamp::now();
+                let requested_by = requester(&ip);
+                let expires_at = now.plus(ttl);
                 let issued =
-                    Arc::new(OneTimeToken { kind, user_id: user.id, created_at: now, expires_at: now.plus(ttl) });
+                    Arc::new(OneTimeToken { kind, user_id: user.id, created_at: now, expires_at, requested_by });
                 let mut ops = Vec::new();
-                // A newer request invalidates the older link.
-                if let Some(old) = self.live_token(state, user.id, kind) {
+                // A newer request invalidates the older link the same client asked for, and no other: whoever
+                // asks from elsewhere cannot kill a link the account's owner already holds.
+                if let Some(old) = self.token_asked_by(state, user.id, kind, requested_by) {
                     state.tokens.insert(old, None);
                     ops.push(StoreOp::DeleteToken(old));
                 }
@@ -230,10 +235,11 @@ impl Actor for UsersActor {
                 };
                 let verified = User { email_verified: true, updated_at: Timestamp::now(), ..User::clone(&user) };
                 let user = self.stage(state, verified, false);
-                state.tokens.insert(token, None);
+                let mut ops = vec![put(&user)];
+                ops.extend(self.end_tokens(state, user.id, TokenKind::EmailVerification));
                 let id = Some(user.id);
-                let logged = audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), &ip, String::new());
-                state.overlay.add([put(&user), StoreOp::DeleteToken(token), logged], reply, ());
+                ops.push(audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), &ip, String::new()));
+                state.overlay.add(ops, reply, ());
             }
             UsersMsg::ResetPassword { token, password_hash, ip, reply } => {
                 let Some(user) = self.token_holder(state, &token, TokenKind::PasswordReset) else {
@@ -243,11 +249,11 @@ impl Actor for UsersActor {
                 let change = OwnChange::Password { password_hash, end_sessions: true };
                 let Changed { user, ends_sessions } = rules::apply_own_change(&user, change, Timestamp::now());
                 let user = self.stage(state, user, ends_sessions);
-                state.tokens.insert(token, None);
+                let mut ops = vec![put(&user)];
+                // This link and every other reset link of the account (other clients may have asked for some).
+                ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
                 let id = Some(user.id);
                 let detail = "password reset with a mailed link; every session ended".to_owned();
-                let mut ops = vec![put(&user), StoreOp::DeleteToken(token)];
-                self.end_reset_link(state, user.id, &mut ops);
                 ops.push(audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail));
                 state.overlay.add(ops, reply, ());
             }
@@ -272,7 +278,7 @@ impl Actor for UsersActor {
                 let user = self.stage(state, user, ends_sessions);
                 let mut ops = vec![put(&user)];
                 if new_password {
-                    self.end_reset_link(state, user.id, &mut ops);
+                    ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
                 }
                 if let Some((what, detail)) = what {
                     let detail = if impersonated { format!("{detail}, while impersonating") } else { detail.into() };
@@ -465,21 +471,46 @@ impl UsersActor {
     }
 
     /// The live token of `user` and `kind` (pending changes first).
-    fn live_token(&self, state: &State, user: UserId, kind: TokenKind) -> Option<TokenHash> {
-        let mine = |t: &Option<Arc<OneTimeToken>>| t.as_ref().is_some_and(|t| t.user_id == user && t.kind == kind);
-        match state.tokens.iter().find(|(_, t)| mine(t)) {
-            Some((hash, _)) => Some(*hash),
-            None => self.indexes.tokens.latest(user, kind).filter(|h| !matches!(state.tokens.get(h), Some(None))),
+    /// Every live token of `user` for `kind`, this batch's included.
+    fn live_tokens(&self, state: &State, user: UserId, kind: TokenKind) -> Vec<(TokenHash, Arc<OneTimeToken>)> {
+        let mine = |t: &OneTimeToken| t.user_id == user && t.kind == kind;
+        let mut live: Vec<(TokenHash, Arc<OneTimeToken>)> = state
+            .tokens
+            .iter()
+            .filter_map(|(h, t)| t.as_ref().filter(|t| mine(t)).map(|t| (*h, Arc::clone(t))))
+            .collect();
+        for hash in self.indexes.tokens.live(user, kind) {
+            if !state.tokens.contains_key(&hash)
+                && let Some(token) = self.indexes.tokens.get(&hash)
+            {
+                live.push((hash, token));
+            }
         }
+        live
     }
 
-    /// Ends `user`'s outstanding reset link, if any, with the batch that sets a new password: a link asked for
-    /// before the change (perhaps by whoever the change locks out) must not undo it.
-    fn end_reset_link(&self, state: &mut State, user: UserId, ops: &mut Vec<StoreOp>) {
-        if let Some(link) = self.live_token(state, user, TokenKind::PasswordReset) {
-            state.tokens.insert(link, None);
-            ops.push(StoreOp::DeleteToken(link));
-        }
+    /// The live token of `user` for `kind` that the client `requested_by` asked for.
+    fn token_asked_by(
+        &self,
+        state: &State,
+        user: UserId,
+        kind: TokenKind,
+        requested_by: Option<[u8; 16]>,
+    ) -> Option<TokenHash> {
+        self.live_tokens(state, user, kind).into_iter().find(|(_, t)| t.requested_by == requested_by).map(|(h, _)| h)
+    }
+
+    /// Ends every live token of `user` for `kind` (the one just used, if any, among them): a new password (set with
+    /// a reset link, changed, or set by an administrator) leaves no reset link alive, and an address proven with
+    /// one verification link no other verification link: a link asked for before must not undo the change.
+    fn end_tokens(&self, state: &mut State, user: UserId, kind: TokenKind) -> Vec<StoreOp> {
+        let live = self.live_tokens(state, user, kind);
+        live.into_iter()
+            .map(|(hash, _)| {
+                state.tokens.insert(hash, None);
+                StoreOp::DeleteToken(hash)
+            })
+            .collect()
     }
 
     /// The account a live token of `kind` belongs to, if `hash` is one.
