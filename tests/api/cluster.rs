@@ -575,3 +575,106 @@ async fn readiness_follows_the_followers_last_contact_with_the_database() {
     }
     s.stop().await;
 }
+
+/// A TCP proxy on loopback in front of PostgreSQL that can freeze the connections it carries: they stay open and
+/// every byte sent is accepted, but nothing more passes either way (a stuck middlebox; TCP keepalives see a
+/// healthy peer). Connections made after a freeze pass.
+struct FreezingProxy {
+    addr: std::net::SocketAddr,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>>,
+}
+
+impl FreezingProxy {
+    async fn start(upstream: std::net::SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let registry = std::sync::Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else { continue };
+                let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                registry.lock().unwrap().push(std::sync::Arc::clone(&frozen));
+                let (client_read, client_write) = client.into_split();
+                let (server_read, server_write) = server.into_split();
+                tokio::spawn(Self::pump(client_read, server_write, std::sync::Arc::clone(&frozen)));
+                tokio::spawn(Self::pump(server_read, client_write, frozen));
+            }
+        });
+        Self { addr, connections }
+    }
+
+    async fn pump(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let is_frozen = || frozen.load(std::sync::atomic::Ordering::SeqCst);
+        let mut buf = vec![0; 16 * 1024];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if is_frozen() {
+                // Both sockets held open, nothing forwarded, ever.
+                std::future::pending::<()>().await;
+            }
+            if to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Freezes every connection open now.
+    fn freeze_existing(&self) {
+        for frozen in self.connections.lock().unwrap().iter() {
+            frozen.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// Issue 26.4: every database connection of a node freezes (a proxy that keeps them open and forwards nothing
+/// more), while new connections work. The node gives the frozen ones up and recovers by itself: writes, session
+/// checks and readiness come back. Before: the writer and the follower waited forever; every write took 10 s
+/// then 503, session checks 503 after `max_staleness_secs`, and the node had not recovered minutes later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_recovers_by_itself_from_frozen_database_connections() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let upstream = pg.url().trim_start_matches("postgres://postgres@").split('/').next().unwrap().parse().unwrap();
+    let proxy = FreezingProxy::start(upstream).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config(tmp.path());
+    config.store.backend = service_auth::config::StoreBackend::Postgres;
+    config.store.url = Some(format!("postgres://postgres@{}/postgres", proxy.addr));
+    let s = TestServer::start_with_faults(config, service_auth::store::FaultSwitch::default()).await;
+    let alice = s.new_user("alice").await;
+    proxy.freeze_existing();
+    let frozen = Instant::now();
+    for n in 0.. {
+        let (status, _, _) = s.sign_up("Late", &format!("late{n}@example.com"), PASSWORD).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503);
+        assert!(frozen.elapsed() < Duration::from_secs(90), "no write went through 90 s after the freeze");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let writes = frozen.elapsed();
+    loop {
+        let session = s.get_session_resp(Some(&alice.cookie)).await;
+        let ready = s.get("/readyz").send().await;
+        if session.status == 200 && ready.status == 200 {
+            assert_eq!(session.json()["user"]["email"], alice.email);
+            break;
+        }
+        assert!(frozen.elapsed() < Duration::from_secs(90), "session checks or readiness not back 90 s after it");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "frozen connections: writes back after {writes:?}, session checks and readiness after {:?}",
+        frozen.elapsed()
+    );
+    s.stop().await;
+}
