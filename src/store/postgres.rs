@@ -53,6 +53,8 @@ const TCP_USER_TIMEOUT: Duration = Duration::from_secs(15);
 /// A commit (with its one retry) that has no answer by then is given up and the writer reconnects: longer than
 /// a statement may run, so only a frozen connection gets there.
 pub(crate) const COMMIT_DEADLINE: Duration = Duration::from_secs(15);
+/// How many times a deadlock's victim is run again before the store gives up (and degrades).
+const VICTIM_RETRIES: u32 = 3;
 
 /// Turns one loaded row into a record.
 type ReadRow = fn(&postgres::Row) -> Result<Record, StoreError>;
@@ -370,7 +372,9 @@ impl PgStore {
                 Ok(results)
             }
             Ok(None) => self.failed(&mut guard, StoreError::Io("a fresh commit id was taken".into())),
-            Err(Failed::Before(error) | Failed::AtCommit(_, error)) => self.failed(&mut guard, error),
+            Err(Failed::Before(error) | Failed::Victim(error) | Failed::AtCommit(_, error)) => {
+                self.failed(&mut guard, error)
+            }
         }
     }
 
@@ -516,6 +520,9 @@ struct Staged {
 enum Failed {
     /// Before its `COMMIT` was sent: nothing of it was written.
     Before(StoreError),
+    /// PostgreSQL chose it as a deadlock's victim (or a serialization failure): nothing of it was written, and
+    /// the same transaction run again goes through.
+    Victim(StoreError),
     /// Its `COMMIT` got no answer (or an error): it may have committed.
     AtCommit(Staged, StoreError),
 }
@@ -531,6 +538,12 @@ fn commit_once(
 ) -> Result<Option<Staged>, Failed> {
     let id = uuid::Uuid::new_v4();
     let mut committed = commit(writer, node, id, requests);
+    for victim in 1..=VICTIM_RETRIES {
+        let Err(Failed::Victim(error)) = &committed else { break };
+        // Locks are taken in one order (see `lock_in_order`), so this is rare; it is no database failure.
+        tracing::info!(%error, victim, "a commit lost a deadlock against another node's; running it again");
+        committed = commit(writer, node, id, requests);
+    }
     if matches!(committed, Ok(Some(_))) && faults.take_lost_reply() {
         // Test hook: the database committed, and the answer is lost (the retry below finds the commit id).
         if let Ok(Some(staged)) = committed {
@@ -540,7 +553,7 @@ fn commit_once(
     }
     let retry = match &committed {
         Err(Failed::AtCommit(..)) => true,
-        Err(Failed::Before(_)) => writer.client.is_closed(),
+        Err(Failed::Before(_) | Failed::Victim(_)) => writer.client.is_closed(),
         Ok(_) => false,
     };
     if !retry {
@@ -570,7 +583,10 @@ fn commit(
     id: uuid::Uuid,
     requests: &[&[StoreOp]],
 ) -> Result<Option<Staged>, Failed> {
-    let before = |e| Failed::Before(db(e));
+    let before = |e: postgres::Error| match e.code() {
+        Some(&SqlState::T_R_DEADLOCK_DETECTED | &SqlState::T_R_SERIALIZATION_FAILURE) => Failed::Victim(db(e)),
+        _ => Failed::Before(db(e)),
+    };
     let Writer { client, s } = writer;
     let mut tx = client.transaction().map_err(before)?;
     // First: a transaction still open with this id (the first attempt, its connection cut) makes this wait for
@@ -581,6 +597,7 @@ fn commit(
             _ => Err(before(e)),
         };
     }
+    lock_in_order(&mut tx, requests).map_err(before)?;
     let mut results = Vec::with_capacity(requests.len());
     let mut applied = Vec::new();
     let mut resync = Vec::new();
@@ -640,6 +657,57 @@ fn commit(
         Ok(()) => Ok(Some(staged)),
         Err(e) => Err(Failed::AtCommit(staged, db(e))),
     }
+}
+
+/// Takes the locks a batch will need in the one order every node uses: the administrators' lock (when a request
+/// may demote, ban or remove an active administrator), then the accounts' rows by id, then the failure counts'
+/// rows by e-mail, before any request runs. Taken as each request comes, two nodes' batches could hold them
+/// crosswise (a row, then the administrators' lock; the lock, then that row) and deadlock. The change log's lock
+/// comes last, at the append. What is still taken in request order (session rows) is rare to cross, and a
+/// deadlock's victim is run again.
+fn lock_in_order(tx: &mut Transaction<'_>, requests: &[&[StoreOp]]) -> Result<(), postgres::Error> {
+    let ops = || requests.iter().flat_map(|ops| ops.iter());
+    let mut demoting: Vec<&[u8]> = ops()
+        .filter_map(|op| match op {
+            StoreOp::PutUser(r) if !active_admin(r) => Some(r.id.as_slice()),
+            StoreOp::DeleteUser(id) => Some(id.as_slice()),
+            _ => None,
+        })
+        .collect();
+    demoting.sort_unstable();
+    demoting.dedup();
+    if !demoting.is_empty()
+        && tx
+            .query_one("SELECT count(*) FROM users WHERE id = ANY($1) AND active_admin", &[&demoting])?
+            .get::<_, i64>(0)
+            > 0
+    {
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ADMINS_LOCK])?;
+    }
+    let mut users: Vec<&[u8]> = ops()
+        .filter_map(|op| match op {
+            StoreOp::PutUser(r) => Some(r.id.as_slice()),
+            StoreOp::DeleteUser(id) | StoreOp::ExpectUser { id, .. } => Some(id.as_slice()),
+            _ => None,
+        })
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    if !users.is_empty() {
+        tx.query("SELECT 1 FROM users WHERE id = ANY($1) ORDER BY id FOR UPDATE", &[&users])?;
+    }
+    let mut emails: Vec<&str> = ops()
+        .filter_map(|op| match op {
+            StoreOp::ReserveAttempt { email, .. } | StoreOp::EndAttempt { email, .. } => Some(email.as_str()),
+            _ => None,
+        })
+        .collect();
+    emails.sort_unstable();
+    emails.dedup();
+    if !emails.is_empty() {
+        tx.query("SELECT 1 FROM attempts WHERE email = ANY($1) ORDER BY email FOR UPDATE", &[&emails])?;
+    }
+    Ok(())
 }
 
 /// The record a conflict says this node holds wrong: read back into memory (the follower does it).

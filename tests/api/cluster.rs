@@ -678,3 +678,74 @@ async fn a_node_recovers_by_itself_from_frozen_database_connections() {
     );
     s.stop().await;
 }
+
+/// Issue 26.6: two nodes' batches that need the same account row and the administrators' lock, each in the
+/// order its requests come: node A's first request rewrites administrator X (its row), its second demotes
+/// administrator Y (the lock); node B's one request demotes X (the lock, then X's row). B is made to queue for
+/// the lock first, A behind it holding X's row: crosswise. Before: PostgreSQL killed one as a deadlock and its
+/// whole batch failed, degrading that node's store. After: both commit (the locks are taken in one order, and a
+/// victim would be run again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_batches_taking_the_same_locks_crosswise_both_commit() {
+    use service_auth::store::{Store, StoreOp, UserRecord};
+    const ADMINS_LOCK: i64 = 0x7361_0003;
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let url = pg.url();
+    tokio::task::spawn_blocking(move || {
+        let (a, b) = (Store::connect_postgres(&url, 1).unwrap(), Store::connect_postgres(&url, 1).unwrap());
+        let admin = |n: u8| UserRecord {
+            id: [n; 16],
+            name: format!("Admin {n}"),
+            email: format!("admin{n}@example.com"),
+            image: None,
+            role: "admin".into(),
+            banned: false,
+            ban_reason: None,
+            organization_id: None,
+            password_hash: String::new(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            email_verified: true,
+            ban_expires_ms: None,
+        };
+        let (x, y, z) = (admin(1), admin(2), admin(3));
+        a.commit(&[StoreOp::PutUser(x.clone()), StoreOp::PutUser(y.clone()), StoreOp::PutUser(z)]).unwrap();
+        let demoted = |r: &UserRecord| UserRecord { role: "user".into(), ..r.clone() };
+        let renamed = UserRecord { name: "X renamed".into(), ..x.clone() };
+
+        let mut holder = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let waiting = |client: &mut postgres::Client, n: i64| loop {
+            let queued: i64 = client
+                .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", &[])
+                .unwrap()
+                .get(0);
+            if queued >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut hold = holder.transaction().unwrap();
+        hold.execute("SELECT pg_advisory_xact_lock($1)", &[&ADMINS_LOCK]).unwrap();
+        let mut watcher = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        std::thread::scope(|scope| {
+            let on_b = scope.spawn(|| b.commit_batch(&[&[StoreOp::PutUser(demoted(&x))]]));
+            waiting(&mut watcher, 1);
+            let on_a =
+                scope.spawn(|| a.commit_batch(&[&[StoreOp::PutUser(renamed)], &[StoreOp::PutUser(demoted(&y))]]));
+            waiting(&mut watcher, 2);
+            hold.commit().unwrap();
+            let (on_a, on_b) = (on_a.join().unwrap(), on_b.join().unwrap());
+            assert!(on_a.is_ok() && on_b.is_ok(), "a batch failed: node A {on_a:?}, node B {on_b:?}");
+            for result in on_a.unwrap().into_iter().chain(on_b.unwrap()) {
+                assert!(result.is_ok(), "{result:?}");
+            }
+        });
+        assert!(a.health().is_ok() && b.health().is_ok(), "a store is degraded");
+        let users = a.load().unwrap().users;
+        assert_eq!(users.iter().find(|u| u.id == [2; 16]).unwrap().role, "user", "node A's second request");
+        a.close();
+        b.close();
+    })
+    .await
+    .unwrap();
+}
