@@ -524,7 +524,7 @@ enum Failed {
     /// the same transaction run again goes through.
     Victim(StoreError),
     /// Its `COMMIT` got no answer (or an error): it may have committed.
-    AtCommit(Staged, StoreError),
+    AtCommit(Box<Staged>, StoreError),
 }
 
 /// Runs `requests` in one transaction under a new commit id, retried once on a new connection when the first
@@ -548,7 +548,7 @@ fn commit_once(
         // Test hook: the database committed, and the answer is lost (the retry below finds the commit id).
         if let Ok(Some(staged)) = committed {
             let lost = StoreError::Io("PostgreSQL: connection lost during COMMIT (test hook)".into());
-            committed = Err(Failed::AtCommit(staged, lost));
+            committed = Err(Failed::AtCommit(Box::new(staged), lost));
         }
     }
     let retry = match &committed {
@@ -567,7 +567,7 @@ fn commit_once(
         Ok(None) => match committed {
             Err(Failed::AtCommit(staged, _)) => {
                 tracing::warn!("a commit whose reply was lost had gone through; answering its outcome");
-                Ok(Some(staged))
+                Ok(Some(*staged))
             }
             _ => Err(Failed::Before(StoreError::Io("a commit id was taken before its commit".into()))),
         },
@@ -655,7 +655,7 @@ fn commit(
     let staged = Staged { results, seq, applied, resync };
     match tx.commit() {
         Ok(()) => Ok(Some(staged)),
-        Err(e) => Err(Failed::AtCommit(staged, db(e))),
+        Err(e) => Err(Failed::AtCommit(Box::new(staged), db(e))),
     }
 }
 
