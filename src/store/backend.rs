@@ -159,6 +159,12 @@ impl Store {
         }
     }
 
+    /// [`commit_requests`](Self::commit_requests) for tests of one node's batch against another's.
+    #[doc(hidden)]
+    pub fn commit_batch(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        self.commit_requests(requests)
+    }
+
     /// Up to `limit` audit entries older than `before` (all when `None`), newest first. Blocking.
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
         match &self.backend {

@@ -12,8 +12,8 @@
 //! [`Freshness`] is when the follower last read the log to its end. Session checks refuse once that is older than
 //! `max_staleness_secs` (fail closed): a sign-out or ban on another node could be unseen for longer.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
@@ -88,27 +88,138 @@ impl Freshness {
     }
 }
 
-/// Starts the follower thread. `apply` gets every other node's entry in sequence order and must return once its
-/// changes are in the indexes; it runs on the follower's thread, so it may block. The thread ends when `stop` is
-/// set (checked at least every [`POLL`]).
+/// Starts the follower thread. `apply` gets every entry in sequence order and must return once its changes are
+/// in the indexes; it runs on the follower's thread, so it may block. The thread ends when `stop` is set
+/// (checked at least every [`POLL`]).
 pub fn spawn(
     store: Arc<PgStore>,
     freshness: Arc<Freshness>,
     stop: Arc<AtomicBool>,
     apply: impl FnMut(Entry) -> Result<(), String> + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new().name("store-follower".into()).spawn(move || run(&store, &freshness, &stop, apply))
+    let shared = Arc::new(Shared {
+        started: Instant::now(),
+        generation: AtomicU64::new(0),
+        alive_ms: AtomicU64::new(0),
+        last: Mutex::new((store.loaded_seq(), Box::new(apply))),
+        store,
+        freshness,
+        stop,
+    });
+    std::thread::Builder::new().name("store-follower".into()).spawn(move || supervise(&shared))
 }
 
-fn run(store: &PgStore, freshness: &Freshness, stop: &AtomicBool, mut apply: impl FnMut(Entry) -> Result<(), String>) {
-    let mut last = store.loaded_seq();
+/// A follower that shows no sign of life this long (each round of a live one takes at most a poll, a connect
+/// attempt at most 5 s) is stuck on a frozen connection: it is replaced by a new one on a new connection.
+const STUCK: Duration = Duration::from_secs(10);
+
+type Apply = Box<dyn FnMut(Entry) -> Result<(), String> + Send>;
+
+/// What the follower's successive generations share. Only the current generation applies entries: one given up
+/// as stuck may wake up later and must then change nothing.
+struct Shared {
+    store: Arc<PgStore>,
+    freshness: Arc<Freshness>,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    generation: AtomicU64,
+    /// Milliseconds after `started` of the current generation's last sign of life.
+    alive_ms: AtomicU64,
+    /// The last sequence applied, and `apply`: locked together, so a replaced generation cannot apply.
+    last: Mutex<(i64, Apply)>,
+}
+
+impl Shared {
+    fn alive(&self) {
+        self.alive_ms.store(self.started.elapsed().as_millis() as u64, Ordering::SeqCst);
+    }
+
+    fn current(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::SeqCst) == generation
+    }
+
+    fn last(&self) -> i64 {
+        self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0
+    }
+
+    /// Applies a record read back (it does not move the follower along the log), if `generation` is current.
+    fn resync_apply(&self, generation: u64, entry: Entry) -> Result<(), String> {
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !self.current(generation) {
+            return Err("replaced by a new connection".into());
+        }
+        (last.1)(entry)
+    }
+
+    /// Applies `entry` (if any) and moves past `seq`, if `generation` is still the current one.
+    fn advance(&self, generation: u64, seq: i64, entry: Option<Entry>) -> Result<(), String> {
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !self.current(generation) {
+            return Err("replaced by a new connection".into());
+        }
+        if seq <= last.0 {
+            // A generation given up as stuck while the actors were applying this entry got there first.
+            return Ok(());
+        }
+        if let Some(entry) = entry {
+            (last.1)(entry).map_err(|e| format!("change {seq} could not be applied: {e}"))?;
+        }
+        last.0 = last.0.max(seq);
+        Ok(())
+    }
+}
+
+/// Runs one generation at a time; starts a new one when the current one is stuck.
+fn supervise(shared: &Arc<Shared>) {
+    let mut generation = 0;
+    shared.alive();
+    let mut current = start_generation(shared, generation);
+    while !shared.stop.load(Ordering::SeqCst) {
+        std::thread::sleep(POLL);
+        let silent =
+            shared.started.elapsed().saturating_sub(Duration::from_millis(shared.alive_ms.load(Ordering::SeqCst)));
+        // Applying (the lock held): waiting for the actors, not for the database.
+        let applying = shared.last.try_lock().is_err();
+        if silent > STUCK && !applying {
+            tracing::error!(?silent, "the change log follower is stuck (a frozen connection?); following on a new one");
+            generation += 1;
+            shared.generation.store(generation, Ordering::SeqCst);
+            shared.alive();
+            current = start_generation(shared, generation);
+        }
+    }
+    // Stopping: the current generation notices within a poll, unless it is stuck.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while current.as_ref().is_some_and(|t| !t.is_finished()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn start_generation(shared: &Arc<Shared>, generation: u64) -> Option<std::thread::JoinHandle<()>> {
+    let shared = Arc::clone(shared);
+    let started =
+        std::thread::Builder::new().name("store-follower-conn".into()).spawn(move || run(&shared, generation));
+    match started {
+        Ok(thread) => Some(thread),
+        Err(error) => {
+            tracing::error!(%error, "cannot start the change log follower's thread");
+            None
+        }
+    }
+}
+
+fn run(shared: &Shared, generation: u64) {
+    let store = &*shared.store;
     let me = store.node();
     let mut failing_since: Option<Instant> = None;
-    while !stop.load(Ordering::SeqCst) {
-        match follow(store, me, &mut last, freshness, stop, &mut apply) {
+    while !shared.stop.load(Ordering::SeqCst) && shared.current(generation) {
+        shared.alive();
+        match follow(shared, generation) {
             Ok(()) => {
                 // Stopped: a node that is gone no longer counts among those following.
-                if let Ok(mut client) = store.connect_client() {
+                if shared.stop.load(Ordering::SeqCst)
+                    && let Ok(mut client) = store.connect_client()
+                {
                     let _ = client.execute("DELETE FROM nodes WHERE node = $1", &[&me]);
                 }
                 return;
@@ -124,22 +235,17 @@ fn run(store: &PgStore, freshness: &Freshness, stop: &AtomicBool, mut apply: imp
                 std::thread::sleep(RETRY);
             }
         }
-        if let Some(since) = failing_since.filter(|_| freshness.check().is_ok()) {
+        if let Some(since) = failing_since.filter(|_| shared.freshness.check().is_ok()) {
             tracing::warn!(after = ?since.elapsed(), "following the change log again");
             failing_since = None;
         }
     }
 }
 
-/// One connection's life: listen, catch up, wait, repeat. Returns `Ok` only when asked to stop.
-fn follow(
-    store: &PgStore,
-    me: uuid::Uuid,
-    last: &mut i64,
-    freshness: &Freshness,
-    stop: &AtomicBool,
-    apply: &mut impl FnMut(Entry) -> Result<(), String>,
-) -> Result<(), String> {
+/// One connection's life: listen, catch up, wait, repeat. Returns `Ok` only when asked to stop (or replaced).
+fn follow(shared: &Shared, generation: u64) -> Result<(), String> {
+    let (store, freshness) = (&*shared.store, &*shared.freshness);
+    let me = store.node();
     let mut client = store.connect_client().map_err(|e| e.to_string())?;
     // Listening first: a change committed after this wakes us, one committed before is read by the catch-up.
     client.batch_execute(&format!("LISTEN {CHANNEL}")).map_err(|e| e.to_string())?;
@@ -148,17 +254,20 @@ fn follow(
         .map_err(|e| e.to_string())?;
     // Progress is for monitoring (and the two-node tests): not worth an fsync each time.
     client.batch_execute("SET synchronous_commit = off").map_err(|e| e.to_string())?;
+    // Never backwards: a generation given up as stuck may still write its (older) progress when it wakes.
     let progress = client
         .prepare(
             "INSERT INTO nodes (node, applied_seq, seen_at) VALUES ($1, $2, now()) \
-             ON CONFLICT (node) DO UPDATE SET applied_seq = excluded.applied_seq, seen_at = now()",
+             ON CONFLICT (node) DO UPDATE SET applied_seq = greatest(nodes.applied_seq, excluded.applied_seq), \
+             seen_at = now()",
         )
         .map_err(|e| e.to_string())?;
     let mut recorded: Option<(i64, Instant)> = None;
     let mut pruned: Option<Instant> = None;
     let own = store.own();
     loop {
-        if stop.load(Ordering::SeqCst) {
+        shared.alive();
+        if shared.stop.load(Ordering::SeqCst) || !shared.current(generation) {
             return Ok(());
         }
         if store.faults().follower_paused() {
@@ -166,32 +275,36 @@ fn follow(
             std::thread::sleep(POLL);
             continue;
         }
-        resync(&mut client, store, apply)?;
+        resync(&mut client, shared, generation)?;
         let asked = Instant::now();
-        let rows = client.query(&read, &[&*last, &CHUNK]).map_err(|e| e.to_string())?;
+        let rows = client.query(&read, &[&shared.last(), &CHUNK]).map_err(|e| e.to_string())?;
         for row in &rows {
+            shared.alive();
             let seq: i64 = row.get(0);
             let node: uuid::Uuid = row.get(1);
+            let mut entry = None;
             if node != me || !own.acknowledged(seq) {
                 // A bad entry stops the follower here (and the node goes stale, then refuses session checks)
                 // rather than skipping a change it cannot read.
                 let mut ops = changes::decode(row.get(2)).map_err(|e| format!("change {seq}: {e}"))?;
                 ops.retain(|op| !own.supersedes(seq, op));
                 if !ops.is_empty() {
-                    let entry = Entry { seq, ops, resync: false };
-                    apply(entry).map_err(|e| format!("change {seq} could not be applied: {e}"))?;
+                    entry = Some(Entry { seq, ops, resync: false });
                 }
             }
-            *last = seq;
+            shared.advance(generation, seq, entry)?;
         }
-        own.forget_through(*last);
+        let last = shared.last();
+        own.forget_through(last);
         if rows.len() as i64 == CHUNK {
             continue;
         }
-        freshness.caught_up(asked);
-        if recorded.is_none_or(|(seq, at)| seq != *last || at.elapsed() >= HEARTBEAT) {
-            client.execute(&progress, &[&me, &*last]).map_err(|e| e.to_string())?;
-            recorded = Some((*last, Instant::now()));
+        if shared.current(generation) {
+            freshness.caught_up(asked);
+        }
+        if recorded.is_none_or(|(seq, at)| seq != last || at.elapsed() >= HEARTBEAT) {
+            client.execute(&progress, &[&me, &last]).map_err(|e| e.to_string())?;
+            recorded = Some((last, Instant::now()));
         }
         if pruned.is_none_or(|at| at.elapsed() >= PRUNE) {
             client
@@ -211,11 +324,8 @@ fn follow(
 
 /// Reads back the records commits found changed (each with the sequence the database was at, in one statement)
 /// and hands them to `apply`. Those not read (the connection failed) are asked for again.
-fn resync(
-    client: &mut postgres::Client,
-    store: &PgStore,
-    apply: &mut impl FnMut(Entry) -> Result<(), String>,
-) -> Result<(), String> {
+fn resync(client: &mut postgres::Client, shared: &Shared, generation: u64) -> Result<(), String> {
+    let store = &*shared.store;
     let mut wanted = store.take_resync();
     wanted.dedup();
     while let Some(&record) = wanted.first() {
@@ -247,7 +357,7 @@ fn resync(
             (Resync::Session(user, hash), None) => StoreOp::DeleteSession(user, hash),
         };
         tracing::info!(?record, seq, "reading back a record a commit found changed");
-        apply(Entry { seq, ops: vec![op], resync: true })?;
+        shared.resync_apply(generation, Entry { seq, ops: vec![op], resync: true })?;
         wanted.remove(0);
     }
     Ok(())

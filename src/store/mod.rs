@@ -21,6 +21,7 @@ pub mod follower;
 pub mod own;
 pub(crate) mod postgres;
 pub mod records;
+mod worker;
 mod writer;
 
 pub use backend::Store;

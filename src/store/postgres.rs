@@ -21,6 +21,7 @@ use postgres::{Client, NoTls, Statement, Transaction};
 use super::codec;
 use super::own::OwnCommits;
 use super::records::{AuditRecordV1, UserRecord};
+use super::worker::{TimedOut, Worker};
 use super::{Conflict, FaultSwitch, Record, StoreError, StoreOp, TokenHash, changes};
 
 mod embedded {
@@ -37,6 +38,23 @@ const ADMINS_LOCK: i64 = 0x7361_0003;
 const LOAD_CHUNK: i32 = 10_000;
 /// Connecting gives up after this: a node that cannot reach the database must say so, not hang.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The server cancels a statement running longer (a lock held by a stuck node, say): the request fails and the
+/// node tries again, rather than waiting with it.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The server ends a session left idle inside a transaction this long (its client froze or vanished
+/// mid-transaction), so the locks it holds, the change log's among them, do not stop every other node's commits.
+const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// TCP: probes after this long without traffic, every `KEEPALIVE_INTERVAL`, and the connection is dropped when
+/// sent data stays unacknowledged for `TCP_USER_TIMEOUT` (a peer or network that went silent).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
+const KEEPALIVE_RETRIES: u32 = 3;
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(15);
+/// A commit (with its one retry) that has no answer by then is given up and the writer reconnects: longer than
+/// a statement may run, so only a frozen connection gets there.
+pub(crate) const COMMIT_DEADLINE: Duration = Duration::from_secs(15);
+/// How many times a deadlock's victim is run again before the store gives up (and degrades).
+const VICTIM_RETRIES: u32 = 3;
 
 /// What [`PgStore::claim_outbox`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +74,7 @@ pub struct PgStore {
     config: postgres::Config,
     /// This process: its own changes are skipped by its follower.
     node: uuid::Uuid,
-    writer: Mutex<Option<Writer>>,
+    writer: Mutex<Option<Worker<Writer>>>,
     pool: Mutex<Vec<Client>>,
     pool_size: usize,
     degraded: Mutex<Option<String>>,
@@ -177,9 +195,10 @@ impl PgStore {
             url.parse().map_err(|_| StoreError::Io("store.url is not a valid PostgreSQL connection URL".into()))?;
         config.connect_timeout(CONNECT_TIMEOUT);
         config.application_name("service-auth");
+        bound_waits(&mut config);
         let mut client = config.connect(NoTls).map_err(db)?;
         migrate(&mut client)?;
-        let writer = Writer::connect(&config).map_err(db)?;
+        let writer = start_writer(&config)?;
         Ok(Self {
             config,
             node: uuid::Uuid::now_v7(),
@@ -240,20 +259,23 @@ impl PgStore {
 
     /// After a failed commit: a new writer connection, proven with a round trip.
     pub(super) fn recover(&self) -> Result<(), StoreError> {
-        let mut writer = Writer::connect(&self.config).map_err(db)?;
-        writer.client.simple_query("SELECT 1").map_err(db)?;
-        let old = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).replace(writer);
+        let writer = start_writer(&self.config)?;
+        let probe = writer.run(COMMIT_DEADLINE, |w| w.client.simple_query("SELECT 1").map(drop));
+        probe.map_err(|TimedOut| StoreError::Io("PostgreSQL did not answer".into()))?.map_err(db)?;
+        *self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(writer);
         let pool = std::mem::take(&mut *self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        drop_off_runtime((old, pool));
+        // Not here: closing a connection waits for the server's answer, which a frozen one never gives.
+        let _ = std::thread::Builder::new().name("store-close".into()).spawn(move || drop(pool));
         self.set_degraded(None);
         Ok(())
     }
 
     pub fn close(&self) {
         self.set_degraded(Some("the store is closed".into()));
-        let writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        // The writer's connection closes on its own thread once that ends.
+        drop(self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
         let pool = std::mem::take(&mut *self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        drop_off_runtime((writer, pool));
+        drop_off_runtime(pool);
     }
 
     /// Runs `f` on a pooled connection (a new one when none is idle); a connection that failed is not kept.
@@ -324,49 +346,31 @@ impl PgStore {
     ///
     /// A commit whose connection died, or whose `COMMIT` got no answer, is tried once more on a new connection
     /// under the same commit id: if the first attempt did commit, the retry finds its id taken and answers with
-    /// the first attempt's outcome (nothing is applied twice; a failed-sign-in reservation counts once).
+    /// the first attempt's outcome (nothing is applied twice; a failed-sign-in reservation counts once). The
+    /// whole runs on the writer's connection thread and is given up after [`COMMIT_DEADLINE`] (a frozen
+    /// connection); the node then reconnects.
     pub fn commit_requests(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
         if let Err(reason) = self.health() {
             return Err(StoreError::Io(reason));
         }
         let mut guard = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(writer) = guard.as_mut() else {
+        let Some(worker) = guard.as_ref() else {
             return Err(StoreError::Io("the store is closed, or reconnecting".into()));
         };
-        let id = uuid::Uuid::new_v4();
-        let mut committed = commit(writer, self.node, id, requests);
-        if matches!(committed, Ok(Some(_))) && self.faults.take_lost_reply() {
-            // Test hook: the database committed, and the answer is lost (the retry below finds the commit id).
-            if let Ok(Some(staged)) = committed {
-                let lost = StoreError::Io("PostgreSQL: connection lost during COMMIT (test hook)".into());
-                committed = Err(Failed::AtCommit(staged, lost));
+        // The connection's thread may outlive this call (frozen): it gets its own copy of the requests.
+        let owned: Vec<Vec<StoreOp>> = requests.iter().map(|ops| ops.to_vec()).collect();
+        let (config, node, faults) = (self.config.clone(), self.node, self.faults.clone());
+        let committed = worker.run(COMMIT_DEADLINE, move |writer| {
+            let requests: Vec<&[StoreOp]> = owned.iter().map(Vec::as_slice).collect();
+            commit_once(writer, &config, node, &requests, &faults)
+        });
+        let committed = match committed {
+            Ok(committed) => committed,
+            Err(TimedOut) => {
+                let frozen = format!("PostgreSQL did not answer a commit within {COMMIT_DEADLINE:?}; reconnecting");
+                return self.failed(&mut guard, StoreError::Io(frozen));
             }
-        }
-        let retry = match &committed {
-            Err(Failed::AtCommit(..)) => true,
-            Err(Failed::Before(_)) => writer.client.is_closed(),
-            Ok(_) => false,
         };
-        if retry {
-            if writer.client.is_closed() {
-                match Writer::connect(&self.config) {
-                    Ok(fresh) => drop_off_runtime(std::mem::replace(writer, fresh)),
-                    Err(e) => return self.failed(&mut guard, db(e)),
-                }
-            }
-            let first = committed;
-            committed = match commit(writer, self.node, id, requests) {
-                // The first attempt committed; its reply was lost.
-                Ok(None) => match first {
-                    Err(Failed::AtCommit(staged, _)) => {
-                        tracing::warn!("a commit whose reply was lost had gone through; answering its outcome");
-                        Ok(Some(staged))
-                    }
-                    _ => Err(Failed::Before(StoreError::Io("a commit id was taken before its commit".into()))),
-                },
-                other => other,
-            };
-        }
         match committed {
             Ok(Some(Staged { results, seq, applied, resync })) => {
                 if let Some(seq) = seq {
@@ -379,15 +383,15 @@ impl PgStore {
                 Ok(results)
             }
             Ok(None) => self.failed(&mut guard, StoreError::Io("a fresh commit id was taken".into())),
-            Err(Failed::Before(error) | Failed::AtCommit(_, error)) => self.failed(&mut guard, error),
+            Err(Failed::Before(error) | Failed::Victim(error) | Failed::AtCommit(_, error)) => {
+                self.failed(&mut guard, error)
+            }
         }
     }
 
-    fn failed<T>(&self, writer: &mut Option<Writer>, error: StoreError) -> Result<T, StoreError> {
+    fn failed<T>(&self, writer: &mut Option<Worker<Writer>>, error: StoreError) -> Result<T, StoreError> {
         self.set_degraded(Some(error.to_string()));
-        if let Some(writer) = writer.take() {
-            drop_off_runtime(writer);
-        }
+        *writer = None;
         Err(error)
     }
 
@@ -510,9 +514,41 @@ fn drop_off_runtime<T: Send + 'static>(value: T) {
     }
 }
 
+/// The timeouts every connection gets (see the constants): nothing the store does waits without bound.
+fn bound_waits(config: &mut postgres::Config) {
+    config
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .keepalives_interval(KEEPALIVE_INTERVAL)
+        .keepalives_retries(KEEPALIVE_RETRIES)
+        .tcp_user_timeout(TCP_USER_TIMEOUT);
+    let ours = format!(
+        "-c statement_timeout={} -c idle_in_transaction_session_timeout={}",
+        STATEMENT_TIMEOUT.as_millis(),
+        IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
+    );
+    // Options given in the URL come after ours: a deployment may still choose other values.
+    let options = match config.get_options() {
+        Some(given) if !given.is_empty() => format!("{ours} {given}"),
+        _ => ours,
+    };
+    config.options(&options);
+}
+
+/// The writer's connection on a thread of its own (see [`super::worker`]).
+fn start_writer(config: &postgres::Config) -> Result<Worker<Writer>, StoreError> {
+    let config = config.clone();
+    match Worker::start("store-pg-writer", COMMIT_DEADLINE, move || Writer::connect(&config)) {
+        Ok(started) => started.map_err(db),
+        Err(TimedOut) => Err(StoreError::Io("PostgreSQL did not answer the writer's connection".into())),
+    }
+}
+
 /// Applies the migrations this version has. Several nodes may start at once: the first migrates, the others wait
 /// for it on the advisory lock and then find nothing to do.
 fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    // A migration may rewrite a large table: the statement timeout is for serving, not for this.
+    client.batch_execute("SET statement_timeout = 0").map_err(db)?;
     client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK]).map_err(db)?;
     let migrated = embedded::migrations::runner().set_abort_divergent(true).set_abort_missing(true).run(client);
     let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
@@ -537,8 +573,59 @@ struct Staged {
 enum Failed {
     /// Before its `COMMIT` was sent: nothing of it was written.
     Before(StoreError),
+    /// PostgreSQL chose it as a deadlock's victim (or a serialization failure): nothing of it was written, and
+    /// the same transaction run again goes through.
+    Victim(StoreError),
     /// Its `COMMIT` got no answer (or an error): it may have committed.
-    AtCommit(Staged, StoreError),
+    AtCommit(Box<Staged>, StoreError),
+}
+
+/// Runs `requests` in one transaction under a new commit id, retried once on a new connection when the first
+/// attempt's connection died or its `COMMIT` got no answer (see [`PgStore::commit_requests`]).
+fn commit_once(
+    writer: &mut Writer,
+    config: &postgres::Config,
+    node: uuid::Uuid,
+    requests: &[&[StoreOp]],
+    faults: &FaultSwitch,
+) -> Result<Option<Staged>, Failed> {
+    let id = uuid::Uuid::new_v4();
+    let mut committed = commit(writer, node, id, requests);
+    for victim in 1..=VICTIM_RETRIES {
+        let Err(Failed::Victim(error)) = &committed else { break };
+        // Locks are taken in one order (see `lock_in_order`), so this is rare; it is no database failure.
+        tracing::info!(%error, victim, "a commit lost a deadlock against another node's; running it again");
+        committed = commit(writer, node, id, requests);
+    }
+    if matches!(committed, Ok(Some(_))) && faults.take_lost_reply() {
+        // Test hook: the database committed, and the answer is lost (the retry below finds the commit id).
+        if let Ok(Some(staged)) = committed {
+            let lost = StoreError::Io("PostgreSQL: connection lost during COMMIT (test hook)".into());
+            committed = Err(Failed::AtCommit(Box::new(staged), lost));
+        }
+    }
+    let retry = match &committed {
+        Err(Failed::AtCommit(..)) => true,
+        Err(Failed::Before(_) | Failed::Victim(_)) => writer.client.is_closed(),
+        Ok(_) => false,
+    };
+    if !retry {
+        return committed;
+    }
+    if writer.client.is_closed() {
+        *writer = Writer::connect(config).map_err(|e| Failed::Before(db(e)))?;
+    }
+    match commit(writer, node, id, requests) {
+        // The first attempt committed; its reply was lost.
+        Ok(None) => match committed {
+            Err(Failed::AtCommit(staged, _)) => {
+                tracing::warn!("a commit whose reply was lost had gone through; answering its outcome");
+                Ok(Some(*staged))
+            }
+            _ => Err(Failed::Before(StoreError::Io("a commit id was taken before its commit".into()))),
+        },
+        other => other,
+    }
 }
 
 /// Runs `requests` in one transaction under commit id `id`. `Ok(None)`: a transaction with that id committed
@@ -549,7 +636,10 @@ fn commit(
     id: uuid::Uuid,
     requests: &[&[StoreOp]],
 ) -> Result<Option<Staged>, Failed> {
-    let before = |e| Failed::Before(db(e));
+    let before = |e: postgres::Error| match e.code() {
+        Some(&SqlState::T_R_DEADLOCK_DETECTED | &SqlState::T_R_SERIALIZATION_FAILURE) => Failed::Victim(db(e)),
+        _ => Failed::Before(db(e)),
+    };
     let Writer { client, s } = writer;
     let mut tx = client.transaction().map_err(before)?;
     // First: a transaction still open with this id (the first attempt, its connection cut) makes this wait for
@@ -560,6 +650,7 @@ fn commit(
             _ => Err(before(e)),
         };
     }
+    lock_in_order(&mut tx, requests).map_err(before)?;
     let mut results = Vec::with_capacity(requests.len());
     let mut applied = Vec::new();
     let mut resync = Vec::new();
@@ -617,8 +708,59 @@ fn commit(
     let staged = Staged { results, seq, applied, resync };
     match tx.commit() {
         Ok(()) => Ok(Some(staged)),
-        Err(e) => Err(Failed::AtCommit(staged, db(e))),
+        Err(e) => Err(Failed::AtCommit(Box::new(staged), db(e))),
     }
+}
+
+/// Takes the locks a batch will need in the one order every node uses: the administrators' lock (when a request
+/// may demote, ban or remove an active administrator), then the accounts' rows by id, then the failure counts'
+/// rows by e-mail, before any request runs. Taken as each request comes, two nodes' batches could hold them
+/// crosswise (a row, then the administrators' lock; the lock, then that row) and deadlock. The change log's lock
+/// comes last, at the append. What is still taken in request order (session rows) is rare to cross, and a
+/// deadlock's victim is run again.
+fn lock_in_order(tx: &mut Transaction<'_>, requests: &[&[StoreOp]]) -> Result<(), postgres::Error> {
+    let ops = || requests.iter().flat_map(|ops| ops.iter());
+    let mut demoting: Vec<&[u8]> = ops()
+        .filter_map(|op| match op {
+            StoreOp::PutUser(r) if !active_admin(r) => Some(r.id.as_slice()),
+            StoreOp::DeleteUser(id) => Some(id.as_slice()),
+            _ => None,
+        })
+        .collect();
+    demoting.sort_unstable();
+    demoting.dedup();
+    if !demoting.is_empty()
+        && tx
+            .query_one("SELECT count(*) FROM users WHERE id = ANY($1) AND active_admin", &[&demoting])?
+            .get::<_, i64>(0)
+            > 0
+    {
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ADMINS_LOCK])?;
+    }
+    let mut users: Vec<&[u8]> = ops()
+        .filter_map(|op| match op {
+            StoreOp::PutUser(r) => Some(r.id.as_slice()),
+            StoreOp::DeleteUser(id) | StoreOp::ExpectUser { id, .. } => Some(id.as_slice()),
+            _ => None,
+        })
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    if !users.is_empty() {
+        tx.query("SELECT 1 FROM users WHERE id = ANY($1) ORDER BY id FOR UPDATE", &[&users])?;
+    }
+    let mut emails: Vec<&str> = ops()
+        .filter_map(|op| match op {
+            StoreOp::ReserveAttempt { email, .. } | StoreOp::EndAttempt { email, .. } => Some(email.as_str()),
+            _ => None,
+        })
+        .collect();
+    emails.sort_unstable();
+    emails.dedup();
+    if !emails.is_empty() {
+        tx.query("SELECT 1 FROM attempts WHERE email = ANY($1) ORDER BY email FOR UPDATE", &[&emails])?;
+    }
+    Ok(())
 }
 
 /// The record a conflict says this node holds wrong: read back into memory (the follower does it).

@@ -648,3 +648,177 @@ async fn readiness_follows_the_followers_last_contact_with_the_database() {
     }
     s.stop().await;
 }
+
+/// A TCP proxy on loopback in front of PostgreSQL that can freeze the connections it carries: they stay open and
+/// every byte sent is accepted, but nothing more passes either way (a stuck middlebox; TCP keepalives see a
+/// healthy peer). Connections made after a freeze pass.
+struct FreezingProxy {
+    addr: std::net::SocketAddr,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicBool>>>>,
+}
+
+impl FreezingProxy {
+    async fn start(upstream: std::net::SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let registry = std::sync::Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else { continue };
+                let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                registry.lock().unwrap().push(std::sync::Arc::clone(&frozen));
+                let (client_read, client_write) = client.into_split();
+                let (server_read, server_write) = server.into_split();
+                tokio::spawn(Self::pump(client_read, server_write, std::sync::Arc::clone(&frozen)));
+                tokio::spawn(Self::pump(server_read, client_write, frozen));
+            }
+        });
+        Self { addr, connections }
+    }
+
+    async fn pump(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let is_frozen = || frozen.load(std::sync::atomic::Ordering::SeqCst);
+        let mut buf = vec![0; 16 * 1024];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if is_frozen() {
+                // Both sockets held open, nothing forwarded, ever.
+                std::future::pending::<()>().await;
+            }
+            if to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Freezes every connection open now.
+    fn freeze_existing(&self) {
+        for frozen in self.connections.lock().unwrap().iter() {
+            frozen.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// Issue 26.4: every database connection of a node freezes (a proxy that keeps them open and forwards nothing
+/// more), while new connections work. The node gives the frozen ones up and recovers by itself: writes, session
+/// checks and readiness come back. Before: the writer and the follower waited forever; every write took 10 s
+/// then 503, session checks 503 after `max_staleness_secs`, and the node had not recovered minutes later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_recovers_by_itself_from_frozen_database_connections() {
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let upstream = pg.url().trim_start_matches("postgres://postgres@").split('/').next().unwrap().parse().unwrap();
+    let proxy = FreezingProxy::start(upstream).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config(tmp.path());
+    config.store.backend = service_auth::config::StoreBackend::Postgres;
+    config.store.url = Some(format!("postgres://postgres@{}/postgres", proxy.addr));
+    let s = TestServer::start_with_faults(config, service_auth::store::FaultSwitch::default()).await;
+    let alice = s.new_user("alice").await;
+    proxy.freeze_existing();
+    let frozen = Instant::now();
+    for n in 0.. {
+        let (status, _, _) = s.sign_up("Late", &format!("late{n}@example.com"), PASSWORD).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503);
+        assert!(frozen.elapsed() < Duration::from_secs(90), "no write went through 90 s after the freeze");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let writes = frozen.elapsed();
+    loop {
+        let session = s.get_session_resp(Some(&alice.cookie)).await;
+        let ready = s.get("/readyz").send().await;
+        if session.status == 200 && ready.status == 200 {
+            assert_eq!(session.json()["user"]["email"], alice.email);
+            break;
+        }
+        assert!(frozen.elapsed() < Duration::from_secs(90), "session checks or readiness not back 90 s after it");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "frozen connections: writes back after {writes:?}, session checks and readiness after {:?}",
+        frozen.elapsed()
+    );
+    s.stop().await;
+}
+
+/// Issue 26.6: two nodes' batches that need the same account row and the administrators' lock, each in the
+/// order its requests come: node A's first request rewrites administrator X (its row), its second demotes
+/// administrator Y (the lock); node B's one request demotes X (the lock, then X's row). B is made to queue for
+/// the lock first, A behind it holding X's row: crosswise. Before: PostgreSQL killed one as a deadlock and its
+/// whole batch failed, degrading that node's store. After: both commit (the locks are taken in one order, and a
+/// victim would be run again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_batches_taking_the_same_locks_crosswise_both_commit() {
+    use service_auth::store::{Store, StoreOp, UserRecord};
+    const ADMINS_LOCK: i64 = 0x7361_0003;
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let url = pg.url();
+    tokio::task::spawn_blocking(move || {
+        let (a, b) = (Store::connect_postgres(&url, 1).unwrap(), Store::connect_postgres(&url, 1).unwrap());
+        let admin = |n: u8| UserRecord {
+            id: [n; 16],
+            name: format!("Admin {n}"),
+            email: format!("admin{n}@example.com"),
+            image: None,
+            role: "admin".into(),
+            banned: false,
+            ban_reason: None,
+            organization_id: None,
+            password_hash: String::new(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            email_verified: true,
+            ban_expires_ms: None,
+        };
+        let (x, y, z) = (admin(1), admin(2), admin(3));
+        a.commit(&[StoreOp::PutUser(x.clone()), StoreOp::PutUser(y.clone()), StoreOp::PutUser(z)]).unwrap();
+        let demoted = |r: &UserRecord| UserRecord { role: "user".into(), ..r.clone() };
+        let renamed = UserRecord { name: "X renamed".into(), ..x.clone() };
+
+        let mut holder = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let waiting = |client: &mut postgres::Client, n: i64| loop {
+            let queued: i64 = client
+                .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", &[])
+                .unwrap()
+                .get(0);
+            if queued >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut hold = holder.transaction().unwrap();
+        hold.execute("SELECT pg_advisory_xact_lock($1)", &[&ADMINS_LOCK]).unwrap();
+        let mut watcher = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        std::thread::scope(|scope| {
+            let on_b = scope.spawn(|| b.commit_batch(&[&[StoreOp::PutUser(demoted(&x))]]));
+            waiting(&mut watcher, 1);
+            let on_a =
+                scope.spawn(|| a.commit_batch(&[&[StoreOp::PutUser(renamed)], &[StoreOp::PutUser(demoted(&y))]]));
+            waiting(&mut watcher, 2);
+            hold.commit().unwrap();
+            let (on_a, on_b) = (on_a.join().unwrap(), on_b.join().unwrap());
+            assert!(on_a.is_ok() && on_b.is_ok(), "a batch failed: node A {on_a:?}, node B {on_b:?}");
+            for result in on_a.unwrap().into_iter().chain(on_b.unwrap()) {
+                assert!(result.is_ok(), "{result:?}");
+            }
+        });
+        assert!(a.health().is_ok() && b.health().is_ok(), "a store is degraded");
+        let users = a.load().unwrap().users;
+        assert_eq!(users.iter().find(|u| u.id == [2; 16]).unwrap().role, "user", "node A's second request");
+        a.close();
+        b.close();
+    })
+    .await
+    .unwrap();
+}
