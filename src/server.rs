@@ -158,23 +158,32 @@ impl Chores {
                 _ = tick.tick() => {}
                 () = stop.cancelled() => return,
             }
-            self.state.rate_limits.sweep();
-            match self.audit.prune(self.retention, Timestamp::now()).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(entries = n, "audit entries past their retention removed"),
-                Err(_) => tracing::warn!("could not trim the audit log; will retry"),
+            // A round stuck on the database (a read on a connection frozen on the way) must not hold shutdown up:
+            // every chore is idempotent and each of its writes atomic, so one abandoned midway is simply redone.
+            tokio::select! {
+                () = self.round(round) => {}
+                () = stop.cancelled() => return,
             }
-            match self.users.lift_expired_bans().await {
+        }
+    }
+
+    async fn round(&self, round: u64) {
+        self.state.rate_limits.sweep();
+        match self.audit.prune(self.retention, Timestamp::now()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(entries = n, "audit entries past their retention removed"),
+            Err(_) => tracing::warn!("could not trim the audit log; will retry"),
+        }
+        match self.users.lift_expired_bans().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(users = n, "bans that ran out lifted"),
+            Err(_) => tracing::warn!("could not lift bans that ran out; will retry"),
+        }
+        if round % 10 == 0 {
+            match self.sessions.sweep_expired().await {
                 Ok(0) => {}
-                Ok(n) => tracing::info!(users = n, "bans that ran out lifted"),
-                Err(_) => tracing::warn!("could not lift bans that ran out; will retry"),
-            }
-            if round % 10 == 0 {
-                match self.sessions.sweep_expired().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
-                    Err(_) => tracing::warn!("could not remove expired sessions; will retry"),
-                }
+                Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
+                Err(_) => tracing::warn!("could not remove expired sessions; will retry"),
             }
         }
     }
