@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec;
-use super::{StoreError, StoreOp, TokenHash};
+use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
 /// [`Wire::DeleteSessionsOf`] at the end, so a version 1 entry reads the same.
@@ -30,27 +30,17 @@ enum Wire {
 pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>> {
     let wire: Vec<Wire> = ops
         .into_iter()
-        .filter_map(|op| {
-            Some(match op {
-                StoreOp::PutUser(r) => Wire::PutUser(codec::encode(r)),
-                StoreOp::DeleteUser(id) => Wire::DeleteUser(*id),
-                StoreOp::PutOrg(r) => Wire::PutOrg(codec::encode(r)),
-                StoreOp::DeleteOrg(id) => Wire::DeleteOrg(*id),
-                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
-                    Wire::PutSession(*hash, codec::encode(r))
-                }
-                StoreOp::DeleteSession(user, hash) => Wire::DeleteSession(*user, *hash),
-                StoreOp::DeleteSessionsOf { user, except } => Wire::DeleteSessionsOf(*user, *except),
-                StoreOp::PutToken(hash, r) => Wire::PutToken(*hash, codec::encode(r)),
-                StoreOp::DeleteToken(hash) => Wire::DeleteToken(*hash),
-                StoreOp::PutAudit(_)
-                | StoreOp::DeleteAudit(_)
-                | StoreOp::PutOutbox(_)
-                | StoreOp::DeleteOutbox(_)
-                | StoreOp::ReserveAttempt { .. }
-                | StoreOp::EndAttempt { .. }
-                | StoreOp::ExpectUser { .. } => return None,
-            })
+        .filter_map(StoreOp::held)
+        .map(|held| match held {
+            Held::PutUser(r) => Wire::PutUser(codec::encode(r)),
+            Held::DeleteUser(id) => Wire::DeleteUser(id),
+            Held::PutOrg(r) => Wire::PutOrg(codec::encode(r)),
+            Held::DeleteOrg(id) => Wire::DeleteOrg(id),
+            Held::PutSession(hash, r) => Wire::PutSession(hash, codec::encode(r)),
+            Held::DeleteSession(user, hash) => Wire::DeleteSession(user, hash),
+            Held::DeleteSessionsOf { user, except } => Wire::DeleteSessionsOf(user, except),
+            Held::PutToken(hash, r) => Wire::PutToken(hash, codec::encode(r)),
+            Held::DeleteToken(hash) => Wire::DeleteToken(hash),
         })
         .collect();
     if wire.is_empty() {
