@@ -2,7 +2,7 @@
 //!
 //! - this file: what callers see (the handle, its messages, the values and errors they carry);
 //! - [`index`]: the read index;
-//! - `actor`: the actor, which applies them in message order and writes through the overlay.
+//! - `actor`: the actor, which handles the messages in order and writes through the overlay.
 
 mod actor;
 mod index;

@@ -1,0 +1,165 @@
+//! The organizations actor itself: checks each change in message order (a slug is taken once), writes through
+//! the overlay, and publishes to the index once durable.
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+
+use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
+use crate::actors::audit::{self, action};
+use crate::actors::overlay::{self, Overlay};
+use crate::actors::{Indexes, Mailbox, Waiting};
+use crate::domain::{OrgId, Organization, Slug, Timestamp};
+use crate::store::{Conflict, StoreOp, StoreWriter, convert};
+
+pub(in crate::actors) async fn spawn(
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    supervisor: ActorCell,
+) -> Result<OrgsHandle, ActorProcessingErr> {
+    let waiting = Waiting::default();
+    let actor = OrgsActor { indexes, writer, waiting: waiting.clone() };
+    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
+    Ok(OrgsHandle(Mailbox::new(actor, waiting)))
+}
+
+struct OrgsActor {
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
+    waiting: Waiting,
+}
+
+#[derive(Default)]
+struct State {
+    /// Organizations created or changed in this batch, keyed by slug (what the uniqueness check needs).
+    overlay: Overlay<Slug, Arc<Organization>>,
+    /// Organizations being deleted: left alone until the deletion is over.
+    deleting: std::collections::HashSet<OrgId>,
+}
+
+impl Actor for OrgsActor {
+    type Msg = OrgsMsg;
+    type State = State;
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<OrgsMsg>, _: ()) -> Result<State, ActorProcessingErr> {
+        Ok(State::default())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<OrgsMsg>,
+        msg: OrgsMsg,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
+        if !self.waiting.take(&msg) {
+            return Ok(());
+        }
+        match msg {
+            OrgsMsg::Create { name, slug, by, ip, reply } => {
+                if state.overlay.get(&slug).is_some() || self.indexes.orgs.slug_taken(&slug) {
+                    let _ = reply.send(Err(CreateOrgError::SlugTaken));
+                    return Ok(());
+                }
+                let org = Arc::new(Organization { id: OrgId::new(), name, slug, created_at: Timestamp::now() });
+                state.overlay.stage(org.slug.clone(), Arc::clone(&org));
+                let logged = audit::entry(
+                    action::ORGANIZATION_CREATED,
+                    Some(by),
+                    Some(org.id.into()),
+                    &ip,
+                    org.slug.to_string(),
+                );
+                let slug = org.slug.to_string();
+                let taken = move |c: &Conflict| {
+                    matches!(c, Conflict::SlugTaken(s) if *s == slug).then_some(CreateOrgError::SlugTaken)
+                };
+                let ops = [StoreOp::PutOrg(convert::org_record(&org)), logged];
+                state.overlay.add_guarded(ops, reply, Ok(org), taken);
+                if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
+                    self.flush(state).await;
+                }
+            }
+            OrgsMsg::Update { id, name, slug, by, ip, reply } => {
+                // One pending version per organization: the overlay is keyed by slug, so a second rename in one
+                // batch would leave two versions to publish in no particular order.
+                if state.overlay.values().any(|o| o.id == id) {
+                    self.flush(state).await;
+                }
+                let Some(current) = self.indexes.orgs.get(id).filter(|_| !state.deleting.contains(&id)) else {
+                    let _ = reply.send(Err(UpdateOrgError::NotFound));
+                    return Ok(());
+                };
+                let new_slug = slug.filter(|s| *s != current.slug);
+                if let Some(slug) = &new_slug
+                    && (state.overlay.get(slug).is_some() || self.indexes.orgs.slug_taken(slug))
+                {
+                    let _ = reply.send(Err(UpdateOrgError::SlugTaken));
+                    return Ok(());
+                }
+                let mut detail = Vec::new();
+                if let Some(name) = name.as_ref().filter(|n| **n != current.name) {
+                    detail.push(format!("name: {} -> {name}", current.name));
+                }
+                if let Some(slug) = &new_slug {
+                    detail.push(format!("slug: {} -> {slug}", current.slug));
+                }
+                if detail.is_empty() {
+                    let _ = reply.send(Ok(current));
+                    return Ok(());
+                }
+                let org = Arc::new(Organization {
+                    name: name.unwrap_or_else(|| current.name.clone()),
+                    slug: new_slug.unwrap_or_else(|| current.slug.clone()),
+                    ..Organization::clone(&current)
+                });
+                state.overlay.stage(org.slug.clone(), Arc::clone(&org));
+                let logged =
+                    audit::entry(action::ORGANIZATION_UPDATED, Some(by), Some(id.into()), &ip, detail.join("; "));
+                let slug = org.slug.to_string();
+                let taken = move |c: &Conflict| {
+                    matches!(c, Conflict::SlugTaken(s) if *s == slug).then_some(UpdateOrgError::SlugTaken)
+                };
+                let ops = [StoreOp::PutOrg(convert::org_record(&org)), logged];
+                state.overlay.add_guarded(ops, reply, Ok(org), taken);
+                if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
+                    self.flush(state).await;
+                }
+            }
+            OrgsMsg::BeginDelete { id, reply } => {
+                // Whatever is pending for it is made durable first, so nothing of this actor's lands after the
+                // deletion and brings the organization back.
+                self.flush(state).await;
+                let exists = self.indexes.orgs.get(id).is_some() && state.deleting.insert(id);
+                let _ = reply.send(exists);
+            }
+            OrgsMsg::EndDelete { id } => {
+                state.deleting.remove(&id);
+            }
+            OrgsMsg::Remote { orgs, gate, reply } => {
+                for (id, org) in orgs {
+                    let key = crate::store::own::Key::Org(id.to_bytes());
+                    if !gate.admits(key) {
+                        continue;
+                    }
+                    gate.applied(key);
+                    match org {
+                        Some(org) => self.indexes.orgs.publish(org),
+                        None => self.indexes.orgs.remove(id),
+                    }
+                }
+                let _ = reply.send(());
+            }
+            OrgsMsg::Flush => self.flush(state).await,
+        }
+        Ok(())
+    }
+}
+
+impl OrgsActor {
+    async fn flush(&self, state: &mut State) {
+        let orgs = &self.indexes.orgs;
+        state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(_, org)| orgs.publish(org)).await;
+    }
+}
