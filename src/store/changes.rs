@@ -108,4 +108,40 @@ mod tests {
         newer[0] = VERSION + 1;
         assert!(matches!(decode(&newer), Err(StoreError::Corrupt(_))));
     }
+
+    /// The entry carries exactly what [`StoreOp::held`] names, in order, a refresh as the session it writes:
+    /// the other nodes apply what this node holds, nothing more or less.
+    #[test]
+    fn an_entry_carries_every_held_op_and_only_those() {
+        use crate::store::records::{SessionRecordV2, TokenRecordV2};
+        let session = SessionRecordV2 {
+            id: [1; 16],
+            user_id: [2; 16],
+            expires_at_ms: 10,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            ip_address: String::new(),
+            user_agent: String::new(),
+            remember_me: true,
+            impersonated_by: None,
+        };
+        let token = TokenRecordV2 { kind: 1, user_id: [2; 16], created_at_ms: 1, expires_at_ms: 9, requested_by: None };
+        let ops = [
+            StoreOp::ReserveAttempt { email: "a@b.c".into(), max: 3, window_ms: 1, now_ms: 1 },
+            StoreOp::RefreshSession([5; 32], session.clone()),
+            StoreOp::ExpectUser { id: [2; 16], record: None },
+            StoreOp::PutToken([6; 32], token),
+            StoreOp::DeleteToken([6; 32]),
+            StoreOp::DeleteSessionsOf { user: [2; 16], except: Some([5; 32]) },
+            StoreOp::EndAttempt { email: "a@b.c".into(), verified: true },
+            StoreOp::DeleteOutbox([3; 16]),
+            StoreOp::DeleteUser([2; 16]),
+            StoreOp::DeleteOrg([4; 16]),
+            StoreOp::DeleteAudit([3; 16]),
+        ];
+        let decoded = decode(&encode(&ops).unwrap()).unwrap();
+        let sent: Vec<Held<'_>> = ops.iter().filter_map(StoreOp::held).collect();
+        assert_eq!(decoded.iter().map(|op| op.held().unwrap()).collect::<Vec<_>>(), sent);
+        assert_eq!(decoded[0], StoreOp::PutSession([5; 32], session));
+    }
 }
