@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::{Handles, Unavailable, call, orgs::OrgsMsg, sessions::SessionsMsg, users::UsersMsg};
 use crate::domain::{OneTimeToken, OrgId, Organization, RoleSet, Session, TokenHash, User, UserId};
 use crate::store::own::Gate;
-use crate::store::{StoreError, StoreOp, convert};
+use crate::store::{Held, StoreError, StoreOp, convert};
 
 /// A change to the sessions.
 pub enum SessionChange {
@@ -30,35 +30,33 @@ pub struct RemoteChange {
 }
 
 impl RemoteChange {
-    /// Sorts a change log entry's ops by owner. Audit entries and mail never travel (no node holds them).
+    /// Sorts a change log entry's ops by owner ([`StoreOp::held`]). Audit entries and mail never travel (no node
+    /// holds them).
     pub fn from_ops(ops: Vec<StoreOp>, roles: &RoleSet, gate: Gate) -> Result<Self, StoreError> {
         let mut change = Self { gate, orgs: Vec::new(), users: Vec::new(), tokens: Vec::new(), sessions: Vec::new() };
-        for op in ops {
-            match op {
-                StoreOp::PutOrg(r) => change.orgs.push((OrgId::from_bytes(r.id), Some(Arc::new(convert::org(r))))),
-                StoreOp::DeleteOrg(id) => change.orgs.push((OrgId::from_bytes(id), None)),
-                StoreOp::PutUser(r) => {
-                    change.users.push((UserId::from_bytes(r.id), Some(Arc::new(convert::user(r, roles)))));
+        for op in &ops {
+            // Records are cloned out of the borrowed view: a few per entry, on the follower's path only.
+            match op.held() {
+                None => {}
+                Some(Held::PutOrg(r)) => {
+                    change.orgs.push((OrgId::from_bytes(r.id), Some(Arc::new(convert::org(r.clone())))))
                 }
-                StoreOp::DeleteUser(id) => change.users.push((UserId::from_bytes(id), None)),
-                StoreOp::PutToken(hash, r) => change.tokens.push((hash, Some(Arc::new(convert::token(r)?)))),
-                StoreOp::DeleteToken(hash) => change.tokens.push((hash, None)),
-                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
-                    change.sessions.push(SessionChange::Put(hash, Arc::new(convert::session(r))))
+                Some(Held::DeleteOrg(id)) => change.orgs.push((OrgId::from_bytes(id), None)),
+                Some(Held::PutUser(r)) => {
+                    change.users.push((UserId::from_bytes(r.id), Some(Arc::new(convert::user(r.clone(), roles)))));
                 }
-                StoreOp::DeleteSession(user, hash) => {
+                Some(Held::DeleteUser(id)) => change.users.push((UserId::from_bytes(id), None)),
+                Some(Held::PutToken(hash, r)) => change.tokens.push((hash, Some(Arc::new(convert::token(r.clone())?)))),
+                Some(Held::DeleteToken(hash)) => change.tokens.push((hash, None)),
+                Some(Held::PutSession(hash, r)) => {
+                    change.sessions.push(SessionChange::Put(hash, Arc::new(convert::session(r.clone()))))
+                }
+                Some(Held::DeleteSession(user, hash)) => {
                     change.sessions.push(SessionChange::Delete(UserId::from_bytes(user), hash))
                 }
-                StoreOp::DeleteSessionsOf { user, except } => {
+                Some(Held::DeleteSessionsOf { user, except }) => {
                     change.sessions.push(SessionChange::DeleteAllOf(UserId::from_bytes(user), except))
                 }
-                StoreOp::PutAudit(_)
-                | StoreOp::DeleteAudit(_)
-                | StoreOp::PutOutbox(_)
-                | StoreOp::DeleteOutbox(_)
-                | StoreOp::ReserveAttempt { .. }
-                | StoreOp::EndAttempt { .. }
-                | StoreOp::ExpectUser { .. } => {}
             }
         }
         Ok(change)

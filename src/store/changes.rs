@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec;
-use super::{StoreError, StoreOp, TokenHash};
+use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
 /// [`Wire::DeleteSessionsOf`] at the end, so a version 1 entry reads the same.
@@ -30,27 +30,17 @@ enum Wire {
 pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>> {
     let wire: Vec<Wire> = ops
         .into_iter()
-        .filter_map(|op| {
-            Some(match op {
-                StoreOp::PutUser(r) => Wire::PutUser(codec::encode(r)),
-                StoreOp::DeleteUser(id) => Wire::DeleteUser(*id),
-                StoreOp::PutOrg(r) => Wire::PutOrg(codec::encode(r)),
-                StoreOp::DeleteOrg(id) => Wire::DeleteOrg(*id),
-                StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
-                    Wire::PutSession(*hash, codec::encode(r))
-                }
-                StoreOp::DeleteSession(user, hash) => Wire::DeleteSession(*user, *hash),
-                StoreOp::DeleteSessionsOf { user, except } => Wire::DeleteSessionsOf(*user, *except),
-                StoreOp::PutToken(hash, r) => Wire::PutToken(*hash, codec::encode(r)),
-                StoreOp::DeleteToken(hash) => Wire::DeleteToken(*hash),
-                StoreOp::PutAudit(_)
-                | StoreOp::DeleteAudit(_)
-                | StoreOp::PutOutbox(_)
-                | StoreOp::DeleteOutbox(_)
-                | StoreOp::ReserveAttempt { .. }
-                | StoreOp::EndAttempt { .. }
-                | StoreOp::ExpectUser { .. } => return None,
-            })
+        .filter_map(StoreOp::held)
+        .map(|held| match held {
+            Held::PutUser(r) => Wire::PutUser(codec::encode(r)),
+            Held::DeleteUser(id) => Wire::DeleteUser(id),
+            Held::PutOrg(r) => Wire::PutOrg(codec::encode(r)),
+            Held::DeleteOrg(id) => Wire::DeleteOrg(id),
+            Held::PutSession(hash, r) => Wire::PutSession(hash, codec::encode(r)),
+            Held::DeleteSession(user, hash) => Wire::DeleteSession(user, hash),
+            Held::DeleteSessionsOf { user, except } => Wire::DeleteSessionsOf(user, except),
+            Held::PutToken(hash, r) => Wire::PutToken(hash, codec::encode(r)),
+            Held::DeleteToken(hash) => Wire::DeleteToken(hash),
         })
         .collect();
     if wire.is_empty() {
@@ -117,5 +107,41 @@ mod tests {
         let mut newer = bytes.clone();
         newer[0] = VERSION + 1;
         assert!(matches!(decode(&newer), Err(StoreError::Corrupt(_))));
+    }
+
+    /// The entry carries exactly what [`StoreOp::held`] names, in order, a refresh as the session it writes:
+    /// the other nodes apply what this node holds, nothing more or less.
+    #[test]
+    fn an_entry_carries_every_held_op_and_only_those() {
+        use crate::store::records::{SessionRecordV2, TokenRecordV2};
+        let session = SessionRecordV2 {
+            id: [1; 16],
+            user_id: [2; 16],
+            expires_at_ms: 10,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            ip_address: String::new(),
+            user_agent: String::new(),
+            remember_me: true,
+            impersonated_by: None,
+        };
+        let token = TokenRecordV2 { kind: 1, user_id: [2; 16], created_at_ms: 1, expires_at_ms: 9, requested_by: None };
+        let ops = [
+            StoreOp::ReserveAttempt { email: "a@b.c".into(), max: 3, window_ms: 1, now_ms: 1 },
+            StoreOp::RefreshSession([5; 32], session.clone()),
+            StoreOp::ExpectUser { id: [2; 16], record: None },
+            StoreOp::PutToken([6; 32], token),
+            StoreOp::DeleteToken([6; 32]),
+            StoreOp::DeleteSessionsOf { user: [2; 16], except: Some([5; 32]) },
+            StoreOp::EndAttempt { email: "a@b.c".into(), verified: true },
+            StoreOp::DeleteOutbox([3; 16]),
+            StoreOp::DeleteUser([2; 16]),
+            StoreOp::DeleteOrg([4; 16]),
+            StoreOp::DeleteAudit([3; 16]),
+        ];
+        let decoded = decode(&encode(&ops).unwrap()).unwrap();
+        let sent: Vec<Held<'_>> = ops.iter().filter_map(StoreOp::held).collect();
+        assert_eq!(decoded.iter().map(|op| op.held().unwrap()).collect::<Vec<_>>(), sent);
+        assert_eq!(decoded[0], StoreOp::PutSession([5; 32], session));
     }
 }

@@ -110,6 +110,52 @@ pub enum StoreOp {
     },
 }
 
+/// What an op changes of the records every node holds in memory: the ops the change log carries to the other
+/// nodes, which the follower hands to the actors and which an own commit marks as held. The one classification
+/// of [`StoreOp`] (the change log, the follower and the own commits all go through it), so that a new op is
+/// sorted here once, by an exhaustive match, instead of being silently ignored by one of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held<'a> {
+    PutUser(&'a UserRecord),
+    DeleteUser([u8; 16]),
+    PutOrg(&'a OrgRecordV1),
+    DeleteOrg([u8; 16]),
+    /// A session written: started, or refreshed (to the other nodes the same: they hold the new record).
+    PutSession(TokenHash, &'a SessionRecord),
+    DeleteSession([u8; 16], TokenHash),
+    DeleteSessionsOf {
+        user: [u8; 16],
+        except: Option<TokenHash>,
+    },
+    PutToken(TokenHash, &'a TokenRecord),
+    DeleteToken(TokenHash),
+}
+
+impl StoreOp {
+    /// What this op changes in the nodes' memory; `None` for what no node holds (audit entries, mail: read
+    /// from the store, each node sending what it queued) and for checks that write no record.
+    pub fn held(&self) -> Option<Held<'_>> {
+        Some(match self {
+            StoreOp::PutUser(r) => Held::PutUser(r),
+            StoreOp::DeleteUser(id) => Held::DeleteUser(*id),
+            StoreOp::PutOrg(r) => Held::PutOrg(r),
+            StoreOp::DeleteOrg(id) => Held::DeleteOrg(*id),
+            StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => Held::PutSession(*hash, r),
+            StoreOp::DeleteSession(user, hash) => Held::DeleteSession(*user, *hash),
+            StoreOp::DeleteSessionsOf { user, except } => Held::DeleteSessionsOf { user: *user, except: *except },
+            StoreOp::PutToken(hash, r) => Held::PutToken(*hash, r),
+            StoreOp::DeleteToken(hash) => Held::DeleteToken(*hash),
+            StoreOp::PutAudit(_)
+            | StoreOp::DeleteAudit(_)
+            | StoreOp::PutOutbox(_)
+            | StoreOp::DeleteOutbox(_)
+            | StoreOp::ReserveAttempt { .. }
+            | StoreOp::EndAttempt { .. }
+            | StoreOp::ExpectUser { .. } => return None,
+        })
+    }
+}
+
 /// One stored record, as [`Store::visit`] hands them out.
 #[derive(Debug)]
 pub enum Record {

@@ -13,7 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use super::{StoreOp, TokenHash};
+use super::{Held, StoreOp, TokenHash};
 
 /// A record held in memory, as a change log entry names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,16 +27,15 @@ pub enum Key {
 impl Key {
     /// The record `op` writes, for the ops that travel in the change log and name one record.
     fn of(op: &StoreOp) -> Option<Self> {
-        Some(match op {
-            StoreOp::PutUser(r) => Key::User(r.id),
-            StoreOp::DeleteUser(id) => Key::User(*id),
-            StoreOp::PutOrg(r) => Key::Org(r.id),
-            StoreOp::DeleteOrg(id) => Key::Org(*id),
-            StoreOp::PutSession(hash, _) | StoreOp::RefreshSession(hash, _) | StoreOp::DeleteSession(_, hash) => {
-                Key::Session(*hash)
-            }
-            StoreOp::PutToken(hash, _) | StoreOp::DeleteToken(hash) => Key::Token(*hash),
-            _ => return None,
+        Some(match op.held()? {
+            Held::PutUser(r) => Key::User(r.id),
+            Held::DeleteUser(id) => Key::User(id),
+            Held::PutOrg(r) => Key::Org(r.id),
+            Held::DeleteOrg(id) => Key::Org(id),
+            Held::PutSession(hash, _) | Held::DeleteSession(_, hash) => Key::Session(hash),
+            Held::PutToken(hash, _) | Held::DeleteToken(hash) => Key::Token(hash),
+            // Names many records: kept apart, by user ([`OwnCommits::record`]).
+            Held::DeleteSessionsOf { .. } => return None,
         })
     }
 }
@@ -66,10 +65,10 @@ impl OwnCommits {
         let mut inner = self.lock();
         inner.acknowledged.insert(seq);
         for op in ops {
-            if let StoreOp::DeleteSessionsOf { user, except } = op {
-                let held = inner.sessions_of.entry(*user).or_insert((seq, *except));
+            if let Some(Held::DeleteSessionsOf { user, except }) = op.held() {
+                let held = inner.sessions_of.entry(user).or_insert((seq, except));
                 if held.0 <= seq {
-                    *held = (seq, *except);
+                    *held = (seq, except);
                 }
             } else if let Some(key) = Key::of(op) {
                 mark(&mut inner.keys, key, seq);
@@ -103,12 +102,10 @@ impl OwnCommits {
     /// Whether an entry at `seq` writing `op` would be dropped (the follower leaves such ops out before handing
     /// an entry to the actors, who check again when they apply it).
     pub(crate) fn supersedes(&self, seq: i64, op: &StoreOp) -> bool {
-        match op {
-            StoreOp::PutSession(hash, r) | StoreOp::RefreshSession(hash, r) => {
-                self.holds_session(r.user_id, *hash, seq)
-            }
-            StoreOp::DeleteSession(user, hash) => self.holds_session(*user, *hash, seq),
-            op => Key::of(op).is_some_and(|key| self.holds(key, seq)),
+        match op.held() {
+            Some(Held::PutSession(hash, r)) => self.holds_session(r.user_id, hash, seq),
+            Some(Held::DeleteSession(user, hash)) => self.holds_session(user, hash, seq),
+            _ => Key::of(op).is_some_and(|key| self.holds(key, seq)),
         }
     }
 

@@ -720,21 +720,7 @@ fn commit(
 /// deadlock's victim is run again.
 fn lock_in_order(tx: &mut Transaction<'_>, requests: &[&[StoreOp]]) -> Result<(), postgres::Error> {
     let ops = || requests.iter().flat_map(|ops| ops.iter());
-    let mut demoting: Vec<&[u8]> = ops()
-        .filter_map(|op| match op {
-            StoreOp::PutUser(r) if !active_admin(r) => Some(r.id.as_slice()),
-            StoreOp::DeleteUser(id) => Some(id.as_slice()),
-            _ => None,
-        })
-        .collect();
-    demoting.sort_unstable();
-    demoting.dedup();
-    if !demoting.is_empty()
-        && tx
-            .query_one("SELECT count(*) FROM users WHERE id = ANY($1) AND active_admin", &[&demoting])?
-            .get::<_, i64>(0)
-            > 0
-    {
+    if demotes_an_admin(tx, ops())? {
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ADMINS_LOCK])?;
     }
     let mut users: Vec<&[u8]> = ops()
@@ -763,6 +749,29 @@ fn lock_in_order(tx: &mut Transaction<'_>, requests: &[&[StoreOp]]) -> Result<()
     Ok(())
 }
 
+/// Whether `ops` may demote, ban or remove an account that is an active administrator now: the batch then takes
+/// the administrators' lock up front ([`lock_in_order`]) and the request runs the last-administrator guard
+/// ([`apply`]).
+fn demotes_an_admin<'a>(
+    tx: &mut Transaction<'_>,
+    ops: impl Iterator<Item = &'a StoreOp>,
+) -> Result<bool, postgres::Error> {
+    let mut touched: Vec<&[u8]> = ops
+        .filter_map(|op| match op {
+            StoreOp::PutUser(r) if !active_admin(r) => Some(r.id.as_slice()),
+            StoreOp::DeleteUser(id) => Some(id.as_slice()),
+            _ => None,
+        })
+        .collect();
+    touched.sort_unstable();
+    touched.dedup();
+    Ok(!touched.is_empty()
+        && tx
+            .query_one("SELECT count(*) FROM users WHERE id = ANY($1) AND active_admin", &[&touched])?
+            .get::<_, i64>(0)
+            > 0)
+}
+
 /// The record a conflict says this node holds wrong: read back into memory (the follower does it).
 fn conflict_resync(conflict: &Conflict, ops: &[StoreOp]) -> Option<Resync> {
     match conflict {
@@ -778,19 +787,7 @@ fn conflict_resync(conflict: &Conflict, ops: &[StoreOp]) -> Option<Resync> {
 /// Applies one request's ops, with the last-administrator guard when they demote, ban or remove an account that
 /// is an active administrator now.
 fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), Refused> {
-    let touched: Vec<&[u8]> = ops
-        .iter()
-        .filter_map(|op| match op {
-            StoreOp::PutUser(r) if !active_admin(r) => Some(r.id.as_slice()),
-            StoreOp::DeleteUser(id) => Some(id.as_slice()),
-            _ => None,
-        })
-        .collect();
-    let guard_admins = !touched.is_empty()
-        && tx
-            .query_one("SELECT count(*) FROM users WHERE id = ANY($1) AND active_admin", &[&touched])?
-            .get::<_, i64>(0)
-            > 0;
+    let guard_admins = demotes_an_admin(tx, ops.iter())?;
     let admins_before = if guard_admins {
         // Serialises every change that may remove an administrator, across nodes: the second waits here for the
         // first to commit, then counts what it left (each statement reads the latest commits).

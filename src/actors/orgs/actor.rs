@@ -1,171 +1,18 @@
-//! The organizations actor: organizations and the uniqueness of their slugs.
+//! The organizations actor itself: checks each change in message order (a slug is taken once), writes through
+//! the overlay, and publishes to the index once durable.
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
-use super::audit::{self, action};
-use super::overlay::{self, Overlay};
-use super::{Indexes, Mailbox, Unavailable, Waiting, call, gone};
-use crate::domain::{Name, OrgId, Organization, Slug, Timestamp, UserId};
+use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
+use crate::actors::audit::{self, action};
+use crate::actors::overlay::{self, Overlay};
+use crate::actors::{Indexes, Mailbox, Waiting};
+use crate::domain::{OrgId, Organization, Slug, Timestamp};
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
-/// Read index of organizations: by id, and by slug.
-#[derive(Default)]
-pub struct OrgIndex {
-    by_id: papaya::HashMap<OrgId, Arc<Organization>>,
-    by_slug: papaya::HashMap<Slug, OrgId>,
-}
-
-impl OrgIndex {
-    pub fn get(&self, id: OrgId) -> Option<Arc<Organization>> {
-        self.by_id.pin().get(&id).cloned()
-    }
-
-    pub fn len(&self) -> usize {
-        self.by_id.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_id.is_empty()
-    }
-
-    pub(crate) fn slug_taken(&self, slug: &Slug) -> bool {
-        self.by_slug.pin().contains_key(slug)
-    }
-
-    /// Every organization, ordered by creation time, then id.
-    pub fn list(&self) -> Vec<Arc<Organization>> {
-        let mut orgs: Vec<Arc<Organization>> = self.by_id.pin().values().cloned().collect();
-        orgs.sort_unstable_by_key(|o| (o.created_at, o.id));
-        orgs
-    }
-
-    pub(crate) fn publish(&self, org: Arc<Organization>) {
-        if let Some(old) = self.by_id.pin().insert(org.id, Arc::clone(&org))
-            && old.slug != org.slug
-        {
-            self.by_slug.pin().remove(&old.slug);
-        }
-        self.by_slug.pin().insert(org.slug.clone(), org.id);
-    }
-
-    /// After a durable deletion.
-    pub(crate) fn remove(&self, id: OrgId) {
-        if let Some(old) = self.by_id.pin().remove(&id) {
-            self.by_slug.pin().remove(&old.slug);
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum CreateOrgError {
-    #[error("an organization with this slug already exists")]
-    SlugTaken,
-    #[error(transparent)]
-    Unavailable(#[from] Unavailable),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum UpdateOrgError {
-    #[error("organization not found")]
-    NotFound,
-    #[error("an organization with this slug already exists")]
-    SlugTaken,
-    #[error(transparent)]
-    Unavailable(#[from] Unavailable),
-}
-
-pub enum OrgsMsg {
-    Create {
-        name: Name,
-        slug: Slug,
-        by: UserId,
-        ip: String,
-        reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>>,
-    },
-    Update {
-        id: OrgId,
-        name: Option<Name>,
-        slug: Option<Slug>,
-        by: UserId,
-        ip: String,
-        reply: RpcReplyPort<Result<Arc<Organization>, UpdateOrgError>>,
-    },
-    /// No change to `id` until [`OrgsMsg::EndDelete`]: its deletion is under way in the users actor.
-    BeginDelete {
-        id: OrgId,
-        reply: RpcReplyPort<bool>,
-    },
-    EndDelete {
-        id: OrgId,
-    },
-    /// Organizations another node created, changed (`Some`) or deleted (`None`): into the read index.
-    Remote {
-        orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
-        gate: crate::store::own::Gate,
-        reply: RpcReplyPort<()>,
-    },
-    Flush,
-}
-
-impl super::Letter for OrgsMsg {
-    fn caller_gone(&self) -> Option<bool> {
-        match self {
-            Self::Create { reply, .. } => gone(reply),
-            Self::Update { reply, .. } => gone(reply),
-            Self::BeginDelete { reply, .. } => gone(reply),
-            // Another node's changes: this node's memory must follow them whatever.
-            Self::Remote { .. } => None,
-            Self::EndDelete { .. } | Self::Flush => None,
-        }
-    }
-}
-
-/// Typed handle to the organizations actor.
-#[derive(Clone)]
-pub struct OrgsHandle(pub(super) Mailbox<OrgsMsg>);
-
-impl OrgsHandle {
-    /// Creates an organization on behalf of administrator `by`, calling from address `ip`.
-    pub async fn create(
-        &self,
-        name: Name,
-        slug: Slug,
-        by: UserId,
-        ip: String,
-    ) -> Result<Arc<Organization>, CreateOrgError> {
-        call(&self.0, |reply| OrgsMsg::Create { name, slug, by, ip, reply }).await?
-    }
-
-    /// Renames organization `id` (name, slug or both) on behalf of administrator `by`.
-    pub async fn update(
-        &self,
-        id: OrgId,
-        name: Option<Name>,
-        slug: Option<Slug>,
-        by: UserId,
-        ip: String,
-    ) -> Result<Arc<Organization>, UpdateOrgError> {
-        call(&self.0, |reply| OrgsMsg::Update { id, name, slug, by, ip, reply }).await?
-    }
-
-    /// Holds every change to `id` back while the users actor deletes it (with its memberships, in one commit);
-    /// `false` if there is no such organization. Must be followed by [`end_delete`](Self::end_delete).
-    pub async fn begin_delete(&self, id: OrgId) -> Result<bool, Unavailable> {
-        call(&self.0, |reply| OrgsMsg::BeginDelete { id, reply }).await
-    }
-
-    pub fn end_delete(&self, id: OrgId) {
-        let _ = self.0.send_message(OrgsMsg::EndDelete { id });
-    }
-
-    pub(super) async fn drain(&self) {
-        let _ = self.0.drain_and_wait(None).await;
-    }
-}
-
-pub(super) async fn spawn(
+pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     supervisor: ActorCell,

@@ -1,0 +1,53 @@
+//! The organizations' read index: by id, and by slug.
+
+use std::sync::Arc;
+
+use crate::domain::{OrgId, Organization, Slug};
+
+/// Read index of organizations: by id, and by slug.
+#[derive(Default)]
+pub struct OrgIndex {
+    by_id: papaya::HashMap<OrgId, Arc<Organization>>,
+    by_slug: papaya::HashMap<Slug, OrgId>,
+}
+
+impl OrgIndex {
+    pub fn get(&self, id: OrgId) -> Option<Arc<Organization>> {
+        self.by_id.pin().get(&id).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    pub(crate) fn slug_taken(&self, slug: &Slug) -> bool {
+        self.by_slug.pin().contains_key(slug)
+    }
+
+    /// Every organization, ordered by creation time, then id.
+    pub fn list(&self) -> Vec<Arc<Organization>> {
+        let mut orgs: Vec<Arc<Organization>> = self.by_id.pin().values().cloned().collect();
+        orgs.sort_unstable_by_key(|o| (o.created_at, o.id));
+        orgs
+    }
+
+    pub(crate) fn publish(&self, org: Arc<Organization>) {
+        if let Some(old) = self.by_id.pin().insert(org.id, Arc::clone(&org))
+            && old.slug != org.slug
+        {
+            self.by_slug.pin().remove(&old.slug);
+        }
+        self.by_slug.pin().insert(org.slug.clone(), org.id);
+    }
+
+    /// After a durable deletion.
+    pub(crate) fn remove(&self, id: OrgId) {
+        if let Some(old) = self.by_id.pin().remove(&id) {
+            self.by_slug.pin().remove(&old.slug);
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The organizations actor: organizations and the uniqueness of their slugs.
+//!
+//! - this file: what callers see (the handle, its messages, the errors they carry);
+//! - [`index`]: the read index;
+//! - `actor`: the actor, which handles the messages in order and writes through the overlay.
+
+mod actor;
+mod index;
+
+use std::sync::Arc;
+
+use ractor::RpcReplyPort;
+
+use super::{Mailbox, Unavailable, call, gone};
+use crate::domain::{Name, OrgId, Organization, Slug, UserId};
+
+pub(super) use actor::spawn;
+pub use index::OrgIndex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CreateOrgError {
+    #[error("an organization with this slug already exists")]
+    SlugTaken,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UpdateOrgError {
+    #[error("organization not found")]
+    NotFound,
+    #[error("an organization with this slug already exists")]
+    SlugTaken,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+pub enum OrgsMsg {
+    Create {
+        name: Name,
+        slug: Slug,
+        by: UserId,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>>,
+    },
+    Update {
+        id: OrgId,
+        name: Option<Name>,
+        slug: Option<Slug>,
+        by: UserId,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<Organization>, UpdateOrgError>>,
+    },
+    /// No change to `id` until [`OrgsMsg::EndDelete`]: its deletion is under way in the users actor.
+    BeginDelete {
+        id: OrgId,
+        reply: RpcReplyPort<bool>,
+    },
+    EndDelete {
+        id: OrgId,
+    },
+    /// Organizations another node created, changed (`Some`) or deleted (`None`): into the read index.
+    Remote {
+        orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
+        gate: crate::store::own::Gate,
+        reply: RpcReplyPort<()>,
+    },
+    Flush,
+}
+
+impl super::Letter for OrgsMsg {
+    fn caller_gone(&self) -> Option<bool> {
+        match self {
+            Self::Create { reply, .. } => gone(reply),
+            Self::Update { reply, .. } => gone(reply),
+            Self::BeginDelete { reply, .. } => gone(reply),
+            // Another node's changes: this node's memory must follow them whatever.
+            Self::Remote { .. } => None,
+            Self::EndDelete { .. } | Self::Flush => None,
+        }
+    }
+}
+
+/// Typed handle to the organizations actor.
+#[derive(Clone)]
+pub struct OrgsHandle(pub(super) Mailbox<OrgsMsg>);
+
+impl OrgsHandle {
+    /// Creates an organization on behalf of administrator `by`, calling from address `ip`.
+    pub async fn create(
+        &self,
+        name: Name,
+        slug: Slug,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, CreateOrgError> {
+        call(&self.0, |reply| OrgsMsg::Create { name, slug, by, ip, reply }).await?
+    }
+
+    /// Renames organization `id` (name, slug or both) on behalf of administrator `by`.
+    pub async fn update(
+        &self,
+        id: OrgId,
+        name: Option<Name>,
+        slug: Option<Slug>,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, UpdateOrgError> {
+        call(&self.0, |reply| OrgsMsg::Update { id, name, slug, by, ip, reply }).await?
+    }
+
+    /// Holds every change to `id` back while the users actor deletes it (with its memberships, in one commit);
+    /// `false` if there is no such organization. Must be followed by [`end_delete`](Self::end_delete).
+    pub async fn begin_delete(&self, id: OrgId) -> Result<bool, Unavailable> {
+        call(&self.0, |reply| OrgsMsg::BeginDelete { id, reply }).await
+    }
+
+    pub fn end_delete(&self, id: OrgId) {
+        let _ = self.0.send_message(OrgsMsg::EndDelete { id });
+    }
+
+    pub(super) async fn drain(&self) {
+        let _ = self.0.drain_and_wait(None).await;
+    }
+}

@@ -1,0 +1,357 @@
+//! The sessions actor itself: creates, extends and ends sessions in message order, writes through the overlay,
+//! and publishes to the index once durable.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+
+use super::{
+    Client, CreateSessionError, IMPERSONATION_LIFETIME, Revoke, SessionsHandle, SessionsMsg, Start, StartWith, Started,
+};
+use crate::actors::audit::{self, action};
+use crate::actors::overlay::{self, Overlay, Refusal};
+use crate::actors::remote::SessionChange;
+use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
+use crate::config::SessionConfig;
+use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
+use crate::store::own::Key;
+use crate::store::{Conflict, StoreOp, StoreWriter, convert};
+
+pub(in crate::actors) async fn spawn(
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    config: SessionConfig,
+    supervisor: ActorCell,
+) -> Result<SessionsHandle, ActorProcessingErr> {
+    let waiting = Waiting::default();
+    let actor = SessionsActor { indexes, writer, config, waiting: waiting.clone() };
+    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
+    Ok(SessionsHandle(Mailbox::new(actor, waiting)))
+}
+
+struct SessionsActor {
+    indexes: Arc<Indexes>,
+    writer: StoreWriter,
+    config: SessionConfig,
+    /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
+    waiting: Waiting,
+}
+
+#[derive(Default)]
+struct State {
+    /// Sessions created, changed (`Some`) or ended (`None`) in this batch.
+    overlay: Overlay<TokenHash, Option<Arc<Session>>>,
+    /// Users whose sessions are being ended with a change to their account: no session starts or extends.
+    fenced: HashSet<UserId>,
+}
+
+impl Actor for SessionsActor {
+    type Msg = SessionsMsg;
+    type State = State;
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<SessionsMsg>, _: ()) -> Result<State, ActorProcessingErr> {
+        Ok(State::default())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SessionsMsg>,
+        msg: SessionsMsg,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
+        if !self.waiting.take(&msg) {
+            return Ok(());
+        }
+        match msg {
+            SessionsMsg::Create { user, remember_me, client, start, reply } => {
+                let ip = client.ip_address.clone();
+                let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
+                match (self.create(state, user, remember_me, client, start), start) {
+                    (Ok((token, hash, session)), start) => {
+                        state.overlay.stage(hash, Some(Arc::clone(&session)));
+                        let mut ops = vec![put(hash, &session)];
+                        match start {
+                            Start::SignIn => ops.push(logged(action::SIGN_IN_SUCCEEDED, "")),
+                            Start::Impersonation { by } => ops.push(audit::entry(
+                                action::IMPERSONATION_STARTED,
+                                Some(by),
+                                Some(user.into()),
+                                &ip,
+                                format!("until {}", session.expires_at.to_rfc3339()),
+                            )),
+                            Start::SignUp | Start::Renewal => {}
+                        }
+                        state.overlay.add(ops, reply, (token, session));
+                    }
+                    (Err(CreateSessionError::Banned), Start::SignIn) => {
+                        let refused = logged(action::SIGN_IN_REFUSED, "account is banned");
+                        state.overlay.add_result([refused], reply, Err(CreateSessionError::Banned));
+                    }
+                    (Err(e), _) => drop(reply.send(Err(e))),
+                }
+            }
+            SessionsMsg::SweepExpired { reply } => {
+                // The sessions ended since the last sweep are gone from the index by now.
+                self.indexes.sessions.forget_unused_agents();
+                let now = Timestamp::now();
+                let expired = self.indexes.sessions.expired(now);
+                let count = expired.len();
+                for (_, hash) in &expired {
+                    state.overlay.stage(*hash, None);
+                }
+                state.overlay.add(expired.into_iter().map(delete), reply, count);
+            }
+            SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
+                // A banned (or being banned) user's session is not extended: it is about to end, and a refresh
+                // written after its end would bring it back.
+                Some(current)
+                    if !current.is_expired(Timestamp::now()) && self.may_hold_session(state, current.user_id) =>
+                {
+                    let now = Timestamp::now();
+                    let session = Arc::new(Session {
+                        expires_at: now.plus(self.lifetime(current.remember_me)),
+                        updated_at: now,
+                        ..Session::clone(&current)
+                    });
+                    state.overlay.stage(hash, Some(Arc::clone(&session)));
+                    let refresh = StoreOp::RefreshSession(hash, convert::session_record(&session));
+                    // Several nodes: ended on another node a moment ago, it stays ended (the caller sees none).
+                    let gone = |c: &Conflict| (*c == Conflict::SessionGone).then_some(Ok(None));
+                    state.overlay.add_answering([refresh], reply, Ok(Some(session)), gone);
+                }
+                _ => drop(reply.send(Ok(None))),
+            },
+            SessionsMsg::End { hash, reply } => match state.overlay.get(&hash) {
+                // Already ending in this batch: answer with the same commit, not before it.
+                Some(None) => state.overlay.add([], reply, ()),
+                _ if let Some(session) = self.get(state, &hash) => {
+                    state.overlay.stage(hash, None);
+                    state.overlay.add([delete((session.user_id, hash))], reply, ());
+                }
+                _ => drop(reply.send(Ok(()))),
+            },
+            // Already ending in this batch: answered with its commit, not before.
+            SessionsMsg::Revoke { which: Revoke::One(hash) | Revoke::Impersonation(hash), reply, .. }
+                if matches!(state.overlay.get(&hash), Some(None)) =>
+            {
+                state.overlay.add([], reply, 0);
+            }
+            SessionsMsg::Revoke { user, by, which, ip, reply } => {
+                let live = |hash: &TokenHash| self.get(state, hash).is_some_and(|s| s.user_id == user);
+                let mut hashes: Vec<TokenHash> = match which {
+                    Revoke::One(hash) | Revoke::Impersonation(hash) => vec![hash],
+                    Revoke::All | Revoke::AllBut(_) => {
+                        self.indexes.sessions.of_users(&[user]).into_iter().map(|(_, h)| h).collect()
+                    }
+                };
+                hashes.extend(
+                    state
+                        .overlay
+                        .iter()
+                        .filter(|(_, s)| s.as_ref().is_some_and(|s| s.user_id == user))
+                        .map(|(h, _)| *h),
+                );
+                hashes.sort_unstable();
+                hashes.dedup();
+                hashes.retain(|h| live(h) && !matches!(which, Revoke::AllBut(keep) if keep == *h));
+                let count = hashes.len();
+                for hash in &hashes {
+                    state.overlay.stage(*hash, None);
+                }
+                let mut ops: Vec<StoreOp> = match which {
+                    Revoke::One(_) | Revoke::Impersonation(_) => {
+                        hashes.into_iter().map(|h| delete((user, h))).collect()
+                    }
+                    // Every session of the account in the store, those this node has not seen included (started
+                    // on another node a moment ago); `count` is what this node ended.
+                    Revoke::All => vec![end_all(user, None)],
+                    Revoke::AllBut(keep) => vec![end_all(user, Some(keep))],
+                };
+                if count > 0 && matches!(which, Revoke::Impersonation(_)) {
+                    let ended =
+                        audit::entry(action::IMPERSONATION_STOPPED, Some(by), Some(user.into()), &ip, "".into());
+                    ops.push(ended);
+                } else if count > 0 {
+                    // An administrator impersonating the user ends them as the user, and is named as the actor.
+                    let whose = if by == user { "their user" } else { "an administrator" };
+                    let detail = format!("{count} session(s) ended by {whose}");
+                    ops.push(audit::entry(action::SESSIONS_REVOKED, Some(by), Some(user.into()), &ip, detail));
+                }
+                state.overlay.add(ops, reply, count);
+            }
+            SessionsMsg::CommitEnding { users, impersonators, mut ops, starts, reply } => {
+                let admins: Vec<UserId> = users.iter().chain(&impersonators).copied().collect();
+                let mut ending = self.indexes.sessions.of_users(&users);
+                ending.extend(self.indexes.sessions.impersonated_by(&admins));
+                ending.extend(state.overlay.iter().filter_map(|(h, s)| {
+                    let session = s.as_ref()?;
+                    let by = session.impersonated_by.as_deref();
+                    let ends = users.contains(&session.user_id) || by.is_some_and(|a| admins.contains(a));
+                    ends.then_some((session.user_id, *h))
+                }));
+                ending.sort_unstable();
+                ending.dedup();
+                for (_, hash) in &ending {
+                    state.overlay.stage(*hash, None);
+                }
+                // Fenced until published: no session of `users` and no impersonation by `admins` starts meanwhile.
+                state.fenced.extend(admins);
+                // Every session of each account in the store, those this node has not seen included; and the
+                // impersonations by the administrators among them or demoted, as this node knows them (a session
+                // check refuses any other once the change is applied here).
+                ops.extend(users.iter().map(|&user| end_all(user, None)));
+                ops.extend(ending.into_iter().filter(|(user, _)| !users.contains(user)).map(delete));
+                let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
+                // A conflict (several nodes) is the users actor's to answer: its change broke a rule of the cluster.
+                let conflict = |c: &Conflict| Some(Err(Refusal::Conflict(c.clone())));
+                state.overlay.add_answering(ops, reply, Ok(started), conflict);
+            }
+            SessionsMsg::Unfence { users } => {
+                for user in users {
+                    state.fenced.remove(&user);
+                }
+            }
+            SessionsMsg::Remote { sessions, gate, reply } => {
+                // Only what this node's own commits have not written since (a refresh committed on another node
+                // before a sign-out here does not bring the session back).
+                let index = &self.indexes.sessions;
+                let apply = |user: UserId, hash: TokenHash, session: Option<Arc<Session>>| {
+                    if gate.admits_session(user.to_bytes(), hash) {
+                        gate.applied(Key::Session(hash));
+                        index.publish(hash, session);
+                    }
+                };
+                for change in sessions {
+                    match change {
+                        SessionChange::Put(hash, session) => apply(session.user_id, hash, Some(session)),
+                        SessionChange::Delete(user, hash) => apply(user, hash, None),
+                        SessionChange::DeleteAllOf(user, kept) => {
+                            for (_, hash) in index.of_users(&[user]) {
+                                if Some(hash) != kept {
+                                    apply(user, hash, None);
+                                }
+                            }
+                        }
+                    }
+                }
+                let _ = reply.send(());
+            }
+            SessionsMsg::Flush => return self.flush(state).await,
+        }
+        if state.overlay.schedule_flush(&myself, || SessionsMsg::Flush) {
+            self.flush(state).await?;
+        }
+        Ok(())
+    }
+}
+
+impl SessionsActor {
+    /// A sign-in's session, staged with its records in `ops` (a refusal of a banned account is recorded too).
+    fn start_with(&self, state: &mut State, start: StartWith, ops: &mut Vec<StoreOp>) -> Started {
+        let StartWith { user, remember_me, client } = start;
+        let ip = client.ip_address.clone();
+        let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
+        match self.create(state, user, remember_me, client, Start::SignIn) {
+            Ok((token, hash, session)) => {
+                state.overlay.stage(hash, Some(Arc::clone(&session)));
+                ops.push(put(hash, &session));
+                ops.push(logged(action::SIGN_IN_SUCCEEDED, ""));
+                Ok((token, session))
+            }
+            Err(e) => {
+                if e == CreateSessionError::Banned {
+                    ops.push(logged(action::SIGN_IN_REFUSED, "account is banned"));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
+        let sessions = &self.indexes.sessions;
+        state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(hash, s)| sessions.publish(hash, s)).await;
+        Ok(())
+    }
+
+    /// Whether `user` exists, is not banned, and is not having their sessions ended right now.
+    fn may_hold_session(&self, state: &State, user: UserId) -> bool {
+        let now = Timestamp::now();
+        !state.fenced.contains(&user) && self.indexes.users.get(user).is_some_and(|u| !u.is_banned_at(now))
+    }
+
+    fn get(&self, state: &State, hash: &TokenHash) -> Option<Arc<Session>> {
+        match state.overlay.get(hash) {
+            Some(pending) => pending.clone(),
+            None => self.indexes.sessions.get(hash),
+        }
+    }
+
+    fn lifetime(&self, remember_me: bool) -> Duration {
+        let secs = if remember_me { self.config.expires_in_secs } else { self.config.short_expires_in_secs };
+        Duration::from_secs(secs)
+    }
+
+    fn create(
+        &self,
+        state: &State,
+        user: UserId,
+        remember_me: bool,
+        client: Client,
+        start: Start,
+    ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
+        let now = Timestamp::now();
+        match self.indexes.users.get(user) {
+            None => return Err(CreateSessionError::UnknownUser),
+            Some(u) if u.is_banned_at(now) => return Err(CreateSessionError::Banned),
+            Some(_) => {}
+        }
+        // A ban reaches us as a `CommitEnding` (fencing the user) before the users actor publishes it, and the
+        // fence lasts until the ban is in the index: in our message order, no session can slip past a ban. (Once
+        // the ban is published, the check above answers `Banned`, even before the fence is lifted.)
+        if state.fenced.contains(&user) {
+            return Err(CreateSessionError::Unavailable(Unavailable));
+        }
+        // Likewise an impersonation by an administrator being banned, demoted or removed; one who no longer is an
+        // active administrator starts none.
+        if let Start::Impersonation { by } = start {
+            let active = self.indexes.users.get(by).is_some_and(|a| a.is_active_admin());
+            if !active || state.fenced.contains(&by) {
+                return Err(CreateSessionError::Unavailable(Unavailable));
+            }
+        }
+        let token = SessionToken::generate();
+        let hash = token.hash();
+        let (lifetime, impersonated_by) = match start {
+            Start::Impersonation { by } => (IMPERSONATION_LIFETIME.min(self.lifetime(false)), Some(by)),
+            _ => (self.lifetime(remember_me), None),
+        };
+        let session = Arc::new(Session {
+            id: SessionId::new(),
+            user_id: user,
+            expires_at: now.plus(lifetime),
+            created_at: now,
+            updated_at: now,
+            ip_address: client.ip_address.into(),
+            user_agent: self.indexes.sessions.user_agent(&client.user_agent),
+            // An impersonation is never extended, and its cookie ends with the browser.
+            remember_me: remember_me && impersonated_by.is_none(),
+            impersonated_by: impersonated_by.map(Box::new),
+        });
+        Ok((token, hash, session))
+    }
+}
+
+fn put(hash: TokenHash, session: &Session) -> StoreOp {
+    StoreOp::PutSession(hash, convert::session_record(session))
+}
+
+fn delete((user, hash): (UserId, TokenHash)) -> StoreOp {
+    StoreOp::DeleteSession(user.to_bytes(), hash)
+}
+
+fn end_all(user: UserId, except: Option<TokenHash>) -> StoreOp {
+    StoreOp::DeleteSessionsOf { user: user.to_bytes(), except }
+}

@@ -1,0 +1,220 @@
+//! The sessions' read index: by token hash for the session check, by user for one account's sessions.
+
+use std::collections::{BTreeSet, HashSet};
+use std::ops::RangeInclusive;
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::actors::{KeyHash, read, write};
+use crate::domain::{Session, SessionId, Timestamp, TokenHash, UserAgent, UserId};
+
+/// Read index of sessions, keyed by the SHA-256 of the token, and the tokens of each user (so that ending or
+/// listing one user's sessions touches only theirs, not every session).
+#[derive(Default)]
+pub struct SessionIndex {
+    by_hash: papaya::HashMap<TokenHash, Arc<Session>, KeyHash>,
+    /// Every session's user and token hash, in that order: one user's sessions are a range. An ordered set of
+    /// 48-byte keys costs about half of a map from user to a list of hashes (an entry, a list and a table slot per
+    /// user, and the list copied on every change); only the sessions actor writes it, and only calls about one
+    /// account's sessions (list, revoke, ban) read it, never the session check.
+    by_user: RwLock<BTreeSet<(UserId, TokenHash)>>,
+    /// The impersonation sessions by the administrator behind each: when that administrator is banned, demoted or
+    /// removed, these end with the change. Few (an administrator's temporary state), so a set beside `by_user`.
+    by_impersonator: RwLock<BTreeSet<(UserId, TokenHash)>>,
+    /// One copy of each user agent the sessions have (see [`UserAgent`]); only the sessions actor and start-up use
+    /// it, so the lock is never contended.
+    agents: Mutex<HashSet<UserAgent>>,
+}
+
+impl SessionIndex {
+    pub fn with_capacity(sessions: usize) -> Self {
+        Self { by_hash: papaya::HashMap::with_capacity_and_hasher(sessions, KeyHash::default()), ..Self::default() }
+    }
+
+    pub fn get(&self, hash: &TokenHash) -> Option<Arc<Session>> {
+        self.by_hash.pin().get(hash).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_hash.is_empty()
+    }
+
+    /// Used after a durable write; only the sessions actor writes.
+    pub(crate) fn publish(&self, hash: TokenHash, session: Option<Arc<Session>>) {
+        match session {
+            Some(session) => {
+                let (user, impersonator) = (session.user_id, session.impersonated_by.as_deref().copied());
+                if self.by_hash.pin().insert(hash, session).is_none() {
+                    write(&self.by_user).insert((user, hash));
+                    if let Some(admin) = impersonator {
+                        write(&self.by_impersonator).insert((admin, hash));
+                    }
+                }
+            }
+            None => {
+                if let Some(old) = self.by_hash.pin().remove(&hash) {
+                    write(&self.by_user).remove(&(old.user_id, hash));
+                    if let Some(admin) = old.impersonated_by.as_deref() {
+                        write(&self.by_impersonator).remove(&(*admin, hash));
+                    }
+                }
+            }
+        }
+    }
+
+    /// At start-up, before anything reads the index: the session check's map only.
+    /// [`finish_load`](Self::finish_load) then builds the sessions by user in one pass.
+    pub(crate) fn publish_loaded(&self, hash: TokenHash, session: Arc<Session>) {
+        if let Some(admin) = session.impersonated_by.as_deref() {
+            write(&self.by_impersonator).insert((*admin, hash));
+        }
+        self.by_hash.pin().insert(hash, session);
+    }
+
+    /// Takes back a session given to [`publish_loaded`](Self::publish_loaded) (its account is gone or banned).
+    pub(crate) fn unpublish_loaded(&self, hash: &TokenHash) {
+        if let Some(old) = self.by_hash.pin().remove(hash)
+            && let Some(admin) = old.impersonated_by.as_deref()
+        {
+            write(&self.by_impersonator).remove(&(*admin, *hash));
+        }
+    }
+
+    /// `loaded`: the user and token hash of every session given to [`publish_loaded`](Self::publish_loaded). The
+    /// store hands them over in this order, so the sort is a pass that finds them sorted.
+    pub(crate) fn finish_load(&self, loaded: Vec<(UserId, TokenHash)>) {
+        *write(&self.by_user) = loaded.into_iter().collect();
+    }
+
+    /// The shared copy of user agent `text`, made on its first use.
+    pub(crate) fn user_agent(&self, text: &str) -> UserAgent {
+        let mut agents = self.agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(agent) = agents.get(text) {
+            return agent.clone();
+        }
+        let agent = UserAgent::from(text);
+        agents.insert(agent.clone());
+        agent
+    }
+
+    /// Drops the copies of user agents that no session holds any more; returns how many are left.
+    pub(super) fn forget_unused_agents(&self) -> usize {
+        let mut agents = self.agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        agents.retain(|agent| agent.holders() > 1);
+        agents.len()
+    }
+
+    /// The live sessions of `user` with their token hashes, oldest first.
+    pub fn of_user(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
+        let hashes: Vec<TokenHash> = read(&self.by_user).range(of(user)).map(|(_, h)| *h).collect();
+        let by_hash = self.by_hash.pin();
+        let mut sessions: Vec<_> = hashes.iter().filter_map(|h| Some((*h, by_hash.get(h)?.clone()))).collect();
+        sessions.sort_unstable_by_key(|(_, s)| (s.created_at, s.id));
+        sessions
+    }
+
+    /// The session with id `id`: its hash and user. A scan (an administrator's rare call; ids are not indexed).
+    pub fn find_by_id(&self, id: SessionId) -> Option<(TokenHash, UserId)> {
+        self.by_hash.pin().iter().find(|(_, s)| s.id == id).map(|(h, s)| (*h, s.user_id))
+    }
+
+    pub(super) fn expired(&self, now: Timestamp) -> Vec<(UserId, TokenHash)> {
+        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, s)| (s.user_id, *h)).collect()
+    }
+
+    pub(super) fn of_users(&self, users: &[UserId]) -> Vec<(UserId, TokenHash)> {
+        let by_user = read(&self.by_user);
+        users.iter().flat_map(|u| by_user.range(of(*u)).copied()).collect()
+    }
+
+    /// The impersonation sessions `admins` hold, as (impersonated user, token hash).
+    pub(super) fn impersonated_by(&self, admins: &[UserId]) -> Vec<(UserId, TokenHash)> {
+        let hashes: Vec<TokenHash> = {
+            let by_impersonator = read(&self.by_impersonator);
+            admins.iter().flat_map(|a| by_impersonator.range(of(*a)).map(|(_, h)| *h)).collect()
+        };
+        let by_hash = self.by_hash.pin();
+        hashes.into_iter().filter_map(|h| Some((by_hash.get(&h)?.user_id, h))).collect()
+    }
+}
+
+/// The range of `user`'s entries in [`SessionIndex::by_user`].
+fn of(user: UserId) -> RangeInclusive<(UserId, TokenHash)> {
+    (user, [0; 32])..=(user, [u8::MAX; 32])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(user: UserId, created_ms: i64) -> Arc<Session> {
+        let at = Timestamp::from_millis(created_ms);
+        Arc::new(Session {
+            id: SessionId::new(),
+            user_id: user,
+            expires_at: at,
+            created_at: at,
+            updated_at: at,
+            ip_address: "192.0.2.1".into(),
+            user_agent: "test".into(),
+            remember_me: true,
+            impersonated_by: None,
+        })
+    }
+
+    #[test]
+    fn sessions_share_one_copy_of_each_user_agent_until_none_holds_it() {
+        let index = SessionIndex::default();
+        let (a, b, c) = (index.user_agent("Firefox"), index.user_agent("Firefox"), index.user_agent("curl"));
+        assert_eq!(a.as_str(), "Firefox");
+        assert_eq!(a.holders(), 3, "the index's copy, a and b: one text");
+        assert_eq!(index.forget_unused_agents(), 2, "both still held");
+        drop((a, b));
+        assert_eq!(index.forget_unused_agents(), 1, "only curl is left");
+        assert_eq!(index.user_agent("Firefox").holders(), 2, "made again on its next use");
+        drop(c);
+    }
+
+    /// Three users side by side in the ordered set; the middle one's hashes at both ends of the hash range.
+    #[test]
+    fn a_users_sessions_are_theirs_only_after_every_change_and_after_a_load() {
+        let (before, user, after) =
+            (UserId::from_bytes([1; 16]), UserId::from_bytes([2; 16]), UserId::from_bytes([3; 16]));
+        let (low, mid, high) = ([0; 32], [7; 32], [u8::MAX; 32]);
+        let sessions = [
+            (high, session(user, 3)),
+            (low, session(user, 1)),
+            ([5; 32], session(before, 1)),
+            ([6; 32], session(after, 1)),
+            (mid, session(user, 2)),
+        ];
+        let hashes = |index: &SessionIndex, u| index.of_user(u).into_iter().map(|(h, _)| h).collect::<Vec<_>>();
+
+        let index = SessionIndex::default();
+        for (hash, s) in &sessions {
+            index.publish(*hash, Some(Arc::clone(s)));
+        }
+        index.publish(mid, Some(session(user, 2)));
+        assert_eq!(hashes(&index, user), [low, mid, high], "oldest first; a refresh does not duplicate");
+        assert_eq!(index.of_users(&[before, after]), [(before, [5; 32]), (after, [6; 32])]);
+
+        index.publish(low, None);
+        index.publish([9; 32], None);
+        assert_eq!(hashes(&index, user), [mid, high]);
+        assert_eq!(index.len(), 4);
+
+        let loaded = SessionIndex::default();
+        let mut pairs = Vec::new();
+        for (hash, s) in &sessions {
+            pairs.push((s.user_id, *hash));
+            loaded.publish_loaded(*hash, Arc::clone(s));
+        }
+        loaded.finish_load(pairs);
+        assert_eq!(hashes(&loaded, user), [low, mid, high]);
+        assert_eq!(hashes(&loaded, after), [[6; 32]]);
+        assert!(loaded.of_user(UserId::from_bytes([4; 16])).is_empty());
+    }
+}

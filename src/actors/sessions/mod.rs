@@ -1,0 +1,221 @@
+//! The sessions actor: creating, extending and ending sessions.
+//!
+//! - this file: what callers see (the handle, its messages, the values and errors they carry);
+//! - [`index`]: the read index;
+//! - `actor`: the actor, which handles the messages in order and writes through the overlay.
+
+mod actor;
+mod index;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::RpcReplyPort;
+
+use super::overlay::Refusal;
+use super::remote::SessionChange;
+use super::{Mailbox, Unavailable, call, gone};
+use crate::domain::{Session, SessionToken, TokenHash, UserId};
+use crate::store::StoreOp;
+use crate::store::own::Gate;
+
+pub(super) use actor::spawn;
+pub use index::SessionIndex;
+
+/// Where a sign-in comes from (the client's address and user agent), recorded on the session.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    pub ip_address: String,
+    pub user_agent: String,
+}
+
+/// Which of their own sessions a user ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoke {
+    /// One session, if it is theirs (anyone else's is left alone, silently).
+    One(TokenHash),
+    All,
+    /// Every one but this (the caller's current session).
+    AllBut(TokenHash),
+    /// An impersonation session, ended by the administrator behind it (audited as the end of the impersonation).
+    Impersonation(TokenHash),
+}
+
+/// A session to start with another actor's records (a sign-in that replaces an imported password hash).
+#[derive(Debug, Clone)]
+pub struct StartWith {
+    pub user: UserId,
+    pub remember_me: bool,
+    pub client: Client,
+}
+
+/// What starting a session gives: its token and the session.
+pub type Started = Result<(SessionToken, Arc<Session>), CreateSessionError>;
+
+/// Why a session starts; a sign-in is recorded in the audit log with its session (a sign-up's account creation
+/// is recorded by the users actor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    SignIn,
+    SignUp,
+    /// A new session for a user whose sessions were just ended on their own request (a password change).
+    Renewal,
+    /// Administrator `by` acting as the user: at most [`IMPERSONATION_LIFETIME`], never extended, audited.
+    Impersonation {
+        by: UserId,
+    },
+}
+
+/// How long an impersonation session lasts: an administrator acting as someone else is a temporary state.
+pub const IMPERSONATION_LIFETIME: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CreateSessionError {
+    #[error("the account is banned")]
+    Banned,
+    #[error("the account does not exist")]
+    UnknownUser,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+pub enum SessionsMsg {
+    Create {
+        user: UserId,
+        remember_me: bool,
+        client: Client,
+        start: Start,
+        reply: RpcReplyPort<Result<(SessionToken, Arc<Session>), CreateSessionError>>,
+    },
+    SweepExpired {
+        reply: RpcReplyPort<Result<usize, Unavailable>>,
+    },
+    Refresh {
+        hash: TokenHash,
+        reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>>,
+    },
+    End {
+        hash: TokenHash,
+        reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
+    /// A user ending their own sessions, or an administrator (`by`) ending a user's.
+    Revoke {
+        user: UserId,
+        by: UserId,
+        which: Revoke,
+        ip: String,
+        reply: RpcReplyPort<Result<usize, Unavailable>>,
+    },
+    /// Another actor's records, committed together with the end of every session of `users` and of every
+    /// impersonation by `users` or `impersonators` (administrators banned, removed or demoted by the records).
+    /// Also starts a session for each of `starts` (sign-ins), in the same transaction.
+    CommitEnding {
+        users: Vec<UserId>,
+        impersonators: Vec<UserId>,
+        ops: Vec<StoreOp>,
+        starts: Vec<StartWith>,
+        reply: RpcReplyPort<Result<Vec<Started>, Refusal>>,
+    },
+    /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
+    Unfence {
+        users: Vec<UserId>,
+    },
+    /// Sessions another node started, extended or ended: into the read index.
+    Remote {
+        sessions: Vec<SessionChange>,
+        gate: Gate,
+        reply: RpcReplyPort<()>,
+    },
+    Flush,
+}
+
+impl super::Letter for SessionsMsg {
+    fn caller_gone(&self) -> Option<bool> {
+        match self {
+            Self::Create { reply, .. } => gone(reply),
+            Self::SweepExpired { reply } | Self::Revoke { reply, .. } => gone(reply),
+            Self::Refresh { reply, .. } => gone(reply),
+            Self::End { reply, .. } => gone(reply),
+            // The users actor waits for its outcome without a timeout: its memory must match the disk.
+            Self::CommitEnding { .. } => None,
+            // Another node's changes: this node's memory must follow them whatever.
+            Self::Remote { .. } => None,
+            Self::Unfence { .. } | Self::Flush => None,
+        }
+    }
+}
+
+/// Typed handle to the sessions actor.
+#[derive(Clone)]
+pub struct SessionsHandle(pub(super) Mailbox<SessionsMsg>);
+
+impl SessionsHandle {
+    /// Starts a session with a new token. Refused for a banned or unknown account, checked in message order after
+    /// any ban, so a ban and a sign-in racing each other cannot leave a live session behind.
+    pub async fn create(
+        &self,
+        user: UserId,
+        remember_me: bool,
+        client: Client,
+        start: Start,
+    ) -> Result<(SessionToken, Arc<Session>), CreateSessionError> {
+        call(&self.0, |reply| SessionsMsg::Create { user, remember_me, client, start, reply }).await?
+    }
+
+    /// Removes expired sessions from memory and disk; returns how many.
+    pub async fn sweep_expired(&self) -> Result<usize, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::SweepExpired { reply }).await?
+    }
+
+    /// Extends a session to the full lifetime from now. `None` when it has ended or expired meanwhile.
+    pub async fn refresh(&self, hash: TokenHash) -> Result<Option<Arc<Session>>, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::Refresh { hash, reply }).await?
+    }
+
+    /// Ends one session (sign-out). Ending an unknown session succeeds.
+    pub async fn end(&self, hash: TokenHash) -> Result<(), Unavailable> {
+        call(&self.0, |reply| SessionsMsg::End { hash, reply }).await?
+    }
+
+    /// Ends sessions of `user` as `which` says, on behalf of `by` (the user, or an administrator), with an audit
+    /// entry; returns how many ended. Only ever `user`'s.
+    pub async fn revoke(&self, user: UserId, by: UserId, which: Revoke, ip: String) -> Result<usize, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::Revoke { user, by, which, ip, reply }).await?
+    }
+
+    /// Commits `ops` (another actor's records: a ban, a new password) in one transaction with the end of every
+    /// session of `users`, so that both are durable or neither is; and starts the sessions `starts` (sign-ins,
+    /// checked like [`create`](Self::create)) in it too (an imported password hash replaced at sign-in: one answer
+    /// per start, in order). Until [`unfence`](Self::unfence), no session of `users` is created or extended: one
+    /// could otherwise slip in between the list of sessions to end and the publication of the change that ends
+    /// them. See docs/design/ending-sessions-with-a-change.md.
+    ///
+    /// An administrator among `users` (banned, removed, given a new password), or among `impersonators` (demoted),
+    /// loses the sessions they impersonate in the same commit: an impersonation never outlives its administrator's
+    /// authority.
+    ///
+    /// No timeout: the caller must learn the real outcome, or its memory would disagree with the disk. A conflict
+    /// with another node's change is handed back as such, so the caller answers it as on one node.
+    pub(super) async fn commit_with(
+        &self,
+        users: Vec<UserId>,
+        impersonators: Vec<UserId>,
+        ops: Vec<StoreOp>,
+        starts: Vec<StartWith>,
+    ) -> Result<Vec<Started>, Refusal> {
+        let msg = |reply| SessionsMsg::CommitEnding { users, impersonators, ops, starts, reply };
+        match self.0.call(msg, None).await {
+            Ok(ractor::rpc::CallResult::Success(result)) => result,
+            _ => Err(Refusal::Unavailable),
+        }
+    }
+
+    /// Ends the fence of [`commit_with`](Self::commit_with), once the caller has published its change.
+    pub fn unfence(&self, users: Vec<UserId>) {
+        let _ = self.0.send_message(SessionsMsg::Unfence { users });
+    }
+
+    pub(super) async fn drain(&self) {
+        let _ = self.0.drain_and_wait(None).await;
+    }
+}
