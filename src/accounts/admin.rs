@@ -103,7 +103,8 @@ impl Accounts {
     ) -> Result<(), AdminError> {
         let password_hash = self.hasher.hash(password).await.map_err(AdminError::from_hash)?;
         let change = UserChange { password_hash: Some(password_hash), ..UserChange::default() };
-        Ok(self.update_user(by, target, change, ip.to_owned()).await?)
+        self.update_user(by, target, change, ip.to_owned()).await?;
+        Ok(())
     }
 
     /// Removes `target`'s account on behalf of administrator `by`, with its sessions, in one commit.
@@ -201,13 +202,15 @@ impl Accounts {
         tokio::task::spawn_blocking(move || query.run(&accounts)).await.map_err(|_| Unavailable)
     }
 
+    /// Applies `change` to `target` on behalf of administrator `by`; returns the account as it was written, so the
+    /// answer shows this change and not whatever the index holds a moment later.
     pub async fn update_user(
         &self,
         by: UserId,
         target: UserId,
         change: UserChange,
         ip: String,
-    ) -> Result<(), UpdateUserError> {
+    ) -> Result<Arc<User>, UpdateUserError> {
         self.actors.users.update(by, target, change, ip).await
     }
 

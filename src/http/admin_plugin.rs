@@ -227,8 +227,8 @@ async fn change(
     target: UserId,
     change: UserChange,
 ) -> Result<Response<Body>, Failure> {
-    state.accounts.update_user(by, target, change, ctx.ip.to_string()).await.map_err(AdminError::from)?;
-    Ok(one_user(&*found(state, target)?))
+    let user = state.accounts.update_user(by, target, change, ctx.ip.to_string()).await.map_err(AdminError::from)?;
+    Ok(one_user(&user))
 }
 
 /// `{userId, data: {name?, image?, role?, emailVerified?, banned?, banReason?}}` → the bare user. A ban here ends
@@ -268,8 +268,8 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
         ban_reason,
         ..UserChange::default()
     };
-    state.accounts.update_user(by.id, target, edit, ctx.ip.to_string()).await.map_err(AdminError::from)?;
-    Ok(ok(&AuthUser::from(&*found(state, target)?)))
+    let user = state.accounts.update_user(by.id, target, edit, ctx.ip.to_string()).await.map_err(AdminError::from)?;
+    Ok(ok(&AuthUser::from(&*user)))
 }
 
 /// `{userId}` → `{session, user}`: the caller's browser becomes `userId` for at most an hour. The administrator's
