@@ -6,30 +6,19 @@
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Request, Response};
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::validated_name;
 use super::dto::{AuthSession, AuthUser, SessionAndUser};
 use super::extract::Ctx;
-use super::extract::{self, Fields};
+use super::extract::{self, Fields, Refusal};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{
     AdminError, Field, Filter, Operator, Order, Revoke, Search, TextField, UserChange, UserQuery, Window,
 };
 use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, User, UserId};
-
-/// The caller, if an administrator right now: 401 without a session, 403 with `code` otherwise.
-fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Result<Arc<User>, Failure> {
-    let (_, current) = extract::caller(state, req.headers())?
-        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
-    if let Some(admin) = current.administrator() {
-        Ok(Arc::clone(admin))
-    } else {
-        Err(Failure::new(StatusCode::FORBIDDEN, code, "You are not allowed to do this"))
-    }
-}
 
 /// The calling administrator, the body, and its `userId`. A field other than `userId` and `fields` is refused
 /// (400), not ignored: a misspelt `banExpiresIn` would otherwise ban for good.
@@ -39,7 +28,7 @@ async fn on_user(
     code: &'static str,
     fields: &[&str],
 ) -> Result<(Arc<User>, Fields, UserId), Failure> {
-    let by = admin(state, &req, code)?;
+    let by = extract::administrator(state, req.headers(), Refusal::Coded(code))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&[&["userId"], fields].concat())?;
     let target = user_id(&body, "userId")?;
@@ -66,7 +55,7 @@ fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
 /// and `total` is the number of accounts; an e-mail prefix is a range of the e-mail view; anything else is one
 /// pass over the accounts in creation order, with no copy of the ones that do not match.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")?;
+    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_LIST_USERS"))?;
     let (query, limit, offset) = list_users_query(req.uri().query())?;
     let page = state.accounts.find_users(query).await?;
     let users: Vec<AuthUser> = page.users.iter().map(|u| AuthUser::from(&**u)).collect();
@@ -157,7 +146,7 @@ fn field_named(name: &str) -> Option<Field> {
 
 /// `GET get-user?id=`: the bare user object.
 pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_GET_USER")?;
+    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_GET_USER"))?;
     extract::query_only(req.uri().query(), &["id"])?;
     let id = extract::query_value(req.uri().query(), "id").and_then(|id| UserId::parse(&id));
     let id = id.ok_or_else(|| Failure::validation("id must be a user id"))?;
@@ -167,7 +156,7 @@ pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
 /// `{email, password?, name, role?}` → `{user}`. Without a password nobody knows the account's (its owner sets
 /// one with a reset link). A duplicate e-mail is 400 here, as in the plugin.
 pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS")?;
+    let by = extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS"))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     // Nothing a request asks for is dropped in silence: the auth library's `data` (further fields of the new
     // account) is not taken at creation, so a non-empty one is refused and the caller sets them with update-user.
@@ -294,9 +283,7 @@ pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>
 /// `{}` → `{session, user}` of the administrator again: the impersonation session ends (audited) and the
 /// administrator's own session comes back, if it is still valid and still an administrator's.
 pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let Some((token, current)) = extract::caller(state, req.headers())? else {
-        return Err(Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"));
-    };
+    let (token, current) = extract::signed_in(state, req.headers())?;
     let Some(admin_id) = current.session.impersonated_by.as_deref().copied() else {
         return Err(Failure::bad_request("NOT_IMPERSONATING", "You are not impersonating anyone"));
     };
@@ -336,7 +323,8 @@ pub async fn revoke_user_session(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
+    let by =
+        extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS"))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["sessionToken"])?;
     let given = body.string("sessionToken")?;
@@ -380,8 +368,7 @@ pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// `{permissions: {resource: [actions]}}` → `{error: null, success}`: the `admin` role may do everything on users and
 /// sessions but impersonate administrators; every other role nothing.
 pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::caller(state, req.headers())?
-        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
+    let (_, current) = extract::signed_in(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let wanted = match body.get("permissions").or_else(|| body.get("permission")) {
         None | Some(Value::Null) => {

@@ -16,8 +16,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::AppState;
-use super::extract;
 use super::extract::Ctx;
+use super::extract::{self, Refusal};
 use super::response::{Body, Failure, ok};
 
 /// What the browser may do with the console's answers: only our own script and style (no inline code, so an
@@ -89,7 +89,7 @@ pub fn asset(req: &Request<Incoming>) -> Result<Response<Body>, Failure> {
 /// `GET /api/admin/status`: who is signed in, the version, the counts, the store's size and the newest backup.
 /// Numbers only, for administrators; paths are left out (they are the operator's business, not the page's).
 pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::admin(state, req.headers())?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
     extract::query_only(req.uri().query(), &[])?;
     let store_bytes = tokio::fs::metadata(&state.store_file).await.map(|m| m.len()).ok();
     let last_backup_at = match state.backup_dir.clone() {
