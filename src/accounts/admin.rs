@@ -10,8 +10,8 @@ use super::{
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{CreateUserError, DeleteUserError, NewUser};
 use crate::domain::{
-    AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, Session, SessionToken, Slug, Timestamp, TokenHash,
-    User, UserId,
+    AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, Session, SessionId, SessionToken, Slug, Timestamp,
+    TokenHash, User, UserId,
 };
 use crate::hashing::HashError;
 
@@ -62,6 +62,12 @@ impl From<UpdateUserError> for AdminError {
             UpdateUserError::Unavailable(u) => Self::Unavailable(u),
         }
     }
+}
+
+/// A session as an administrator names it: by its token, or by the handle (its id) a session list shows.
+pub enum SessionRef {
+    Token(SessionToken),
+    Id(SessionId),
 }
 
 impl Accounts {
@@ -129,14 +135,16 @@ impl Accounts {
         self.actors.sessions.revoke(target, by, which, ip.to_owned()).await
     }
 
-    /// The live session behind `token`, whoever its user (an administrator ending it).
-    pub fn current_any(&self, token: &SessionToken) -> Option<Arc<Session>> {
-        self.indexes.sessions.get(&token.hash()).filter(|s| !s.is_expired(Timestamp::now()))
-    }
-
-    /// The session with id `id` (a handle from a session list): its token hash and user.
-    pub fn session_by_id(&self, id: crate::domain::SessionId) -> Option<(TokenHash, UserId)> {
-        self.indexes.sessions.find_by_id(id)
+    /// The session an administrator names, whoever its user: its token hash and user. By token, only a live one;
+    /// by the handle a session list shows, any still held.
+    pub fn find_session(&self, named: &SessionRef) -> Option<(TokenHash, UserId)> {
+        match named {
+            SessionRef::Token(token) => {
+                let session = self.indexes.sessions.get(&token.hash())?;
+                (!session.is_expired(Timestamp::now())).then(|| (token.hash(), session.user_id))
+            }
+            SessionRef::Id(id) => self.indexes.sessions.find_by_id(*id),
+        }
     }
 
     pub fn user(&self, id: UserId) -> Option<Arc<User>> {
@@ -184,15 +192,6 @@ impl Accounts {
     /// Every user, ordered by creation.
     pub fn users(&self) -> Vec<Arc<User>> {
         self.indexes.users.list()
-    }
-
-    pub fn user_count(&self) -> usize {
-        self.indexes.users.len()
-    }
-
-    /// Sessions held in memory: the live ones and the expired ones the next sweep removes.
-    pub fn session_count(&self) -> usize {
-        self.indexes.sessions.len()
     }
 
     /// The page of users `query` asks for (see [`UserQuery`]), found on a blocking thread: a condition no index

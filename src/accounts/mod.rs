@@ -31,7 +31,7 @@ use crate::metrics::{Levels, Metrics};
 use crate::store::Store;
 use crate::store::follower::Freshness;
 pub use account::AccountError;
-pub use admin::AdminError;
+pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignUp, SignUpError, SignedIn, SignedUp};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
@@ -173,11 +173,6 @@ impl Accounts {
             hash_queue: self.hasher.waiting(),
             legacy_hashes: self.indexes.users.legacy_hashes(),
         }
-    }
-
-    /// How many accounts still have a password hash imported from better-auth (replaced at their next sign-in).
-    pub fn legacy_hashes(&self) -> usize {
-        self.indexes.users.legacy_hashes()
     }
 
     /// `Ok` while the store accepts commits and (several nodes) this node's state is fresh; otherwise why not.

@@ -16,7 +16,7 @@ use super::extract::Ctx;
 use super::extract::{self, Fields, Refusal};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{
-    AdminError, Field, Filter, Operator, Order, Revoke, Search, TextField, UserChange, UserQuery, Window,
+    AdminError, Field, Filter, Operator, Order, Revoke, Search, SessionRef, TextField, UserChange, UserQuery, Window,
 };
 use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, User, UserId};
 
@@ -328,12 +328,12 @@ pub async fn revoke_user_session(
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["sessionToken"])?;
     let given = body.string("sessionToken")?;
-    let session = match (SessionToken::parse(given), SessionId::parse(given)) {
-        (Some(token), _) => state.accounts.current_any(&token).map(|s| (token.hash(), s.user_id)),
-        (None, Some(id)) => state.accounts.session_by_id(id),
+    let named = match (SessionToken::parse(given), SessionId::parse(given)) {
+        (Some(token), _) => Some(SessionRef::Token(token)),
+        (None, Some(id)) => Some(SessionRef::Id(id)),
         (None, None) => None,
     };
-    if let Some((hash, owner)) = session {
+    if let Some((hash, owner)) = named.and_then(|named| state.accounts.find_session(&named)) {
         state.accounts.revoke_user_sessions(by.id, owner, Revoke::One(hash), &ctx.ip.to_string()).await?;
     }
     Ok(ok(&json!({"success": true})))

@@ -96,13 +96,14 @@ pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
         Some(dir) => tokio::task::spawn_blocking(move || newest_backup(&dir)).await.ok().flatten(),
         None => None,
     };
+    let levels = state.accounts.levels();
     Ok(ok(&json!({
         "version": env!("CARGO_PKG_VERSION"),
         "signed_in_as": {"id": admin.id, "email": admin.email.as_str(), "name": admin.name.as_str()},
         "roles": state.accounts.roles().allowed().collect::<Vec<_>>(),
-        "users": state.accounts.user_count(),
-        "sessions": state.accounts.session_count(),
-        "organizations": state.accounts.organizations().len(),
+        "users": levels.users,
+        "sessions": levels.sessions,
+        "organizations": levels.organizations,
         "store_bytes": store_bytes,
         "backups_configured": state.backup_dir.is_some(),
         "last_backup_at": last_backup_at,
