@@ -120,15 +120,15 @@ pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
 /// Longest ban with an end: beyond ten years, lift it by hand.
 const MAX_BAN_SECS: u64 = 10 * 365 * 86_400;
 
-/// `banExpiresIn` (whole seconds from now, 1 to ten years) as the moment the ban ends; absent or null: no end.
-pub(super) fn ban_expiry(body: &Fields) -> Result<Option<crate::domain::Timestamp>, Failure> {
+/// `banExpiresIn` (whole seconds from `now`, 1 to ten years) as the moment the ban ends; absent or null: no end.
+pub(super) fn ban_expiry(body: &Fields, now: Timestamp) -> Result<Option<Timestamp>, Failure> {
     let Some(secs) = body.optional_u64("banExpiresIn")? else { return Ok(None) };
     if !(1..=MAX_BAN_SECS).contains(&secs) {
         return Err(Failure::validation(format!(
             "banExpiresIn must be a whole number of seconds from 1 to {MAX_BAN_SECS}"
         )));
     }
-    Ok(Some(crate::domain::Timestamp::now().plus(std::time::Duration::from_secs(secs))))
+    Ok(Some(now.plus(std::time::Duration::from_secs(secs))))
 }
 
 /// `banReason` if given: `None` when absent or blank, a validation error when [`BanReason`] refuses it.
@@ -150,7 +150,7 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         None => None,
     };
     let banned = body.optional_bool("banned")?;
-    let ban_expires = ban_expiry(body)?;
+    let ban_expires = ban_expiry(body, Timestamp::now())?;
     if ban_expires.is_some() && banned != Some(true) {
         return Err(Failure::validation("banExpiresIn goes with banned: true"));
     }

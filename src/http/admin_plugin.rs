@@ -18,7 +18,7 @@ use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{
     AdminError, Field, Filter, Operator, Order, Revoke, Search, SessionRef, TextField, UserChange, UserQuery, Window,
 };
-use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, User, UserId};
+use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, Timestamp, User, UserId};
 
 /// The calling administrator, the body, and its `userId`. A field other than `userId` and `fields` is refused
 /// (400), not ignored: a misspelt `banExpiresIn` would otherwise ban for good.
@@ -196,12 +196,39 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 /// `{userId, banReason?, banExpiresIn?}` → `{user}`; every session of the account ends in the ban's commit. With
 /// `banExpiresIn` (seconds) the ban ends by itself then.
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, body, target) =
-        on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS", &["banReason", "banExpiresIn"]).await?;
-    let reason = super::admin::ban_reason(&body)?.unwrap_or_else(BanReason::unspecified);
-    let ban_expires = super::admin::ban_expiry(&body)?;
-    let ban = UserChange { banned: Some(true), ban_reason: Some(reason), ban_expires, ..UserChange::default() };
-    change(state, &ctx, by.id, target, ban).await
+    let by = extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_BAN_USERS"))?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let ban = BanUser::from_fields(&body, Timestamp::now())?;
+    change(state, &ctx, by.id, ban.target, ban.change()).await
+}
+
+/// `ban-user`'s body, checked: whom, why (the plugin's default reason when none is given) and until when.
+#[derive(Debug, PartialEq)]
+struct BanUser {
+    target: UserId,
+    reason: BanReason,
+    expires: Option<Timestamp>,
+}
+
+impl BanUser {
+    /// Parses the body as [`on_user`] would, field by field in the same order (so the same error comes first);
+    /// `now` is when `banExpiresIn` counts from.
+    fn from_fields(body: &Fields, now: Timestamp) -> Result<Self, Failure> {
+        body.only(&["userId", "banReason", "banExpiresIn"])?;
+        let target = user_id(body, "userId")?;
+        let reason = super::admin::ban_reason(body)?.unwrap_or_else(BanReason::unspecified);
+        let expires = super::admin::ban_expiry(body, now)?;
+        Ok(Self { target, reason, expires })
+    }
+
+    fn change(self) -> UserChange {
+        UserChange {
+            banned: Some(true),
+            ban_reason: Some(self.reason),
+            ban_expires: self.expires,
+            ..UserChange::default()
+        }
+    }
 }
 
 pub async fn unban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
@@ -387,4 +414,56 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
     // Every other role is granted nothing (not even an empty question).
     let success = current.administrator().is_some() && Permissions::ADMIN.allows_all(asked);
     Ok(ok(&json!({"error": null, "success": success})))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn fields(value: Value) -> Fields {
+        let Value::Object(map) = value else { panic!("not an object") };
+        Fields::from(map)
+    }
+
+    const ID: &str = "0190a5b8-6c3e-7d2a-9f1b-2c3d4e5f6a7b";
+
+    #[test]
+    fn a_ban_without_reason_or_end_takes_the_plugins_reason_and_lasts() {
+        let now = Timestamp::from_millis(1_000_000);
+        let ban = BanUser::from_fields(&fields(json!({"userId": ID})), now).unwrap();
+        assert_eq!(ban.target, UserId::parse(ID).unwrap());
+        assert_eq!(ban.reason, BanReason::unspecified());
+        assert_eq!(ban.expires, None);
+    }
+
+    #[test]
+    fn ban_expires_in_counts_from_now_in_seconds() {
+        let now = Timestamp::from_millis(1_000_000);
+        let body = fields(json!({"userId": ID, "banReason": "spam", "banExpiresIn": 60}));
+        let ban = BanUser::from_fields(&body, now).unwrap();
+        assert_eq!(ban.expires, Some(now.plus(Duration::from_secs(60))));
+        assert_eq!(ban.reason, BanReason::parse("spam").unwrap().unwrap());
+    }
+
+    #[test]
+    fn a_misspelt_field_is_refused_before_anything_else() {
+        // `banExpiresin` would otherwise ban for good; the unknown field is named even with a bad user id.
+        let body = fields(json!({"userId": "nope", "banExpiresin": 60}));
+        let refused = BanUser::from_fields(&body, Timestamp::now()).unwrap_err();
+        assert_eq!(refused.status, hyper::StatusCode::BAD_REQUEST);
+        assert!(refused.message.contains("banExpiresin"), "{}", refused.message);
+    }
+
+    #[test]
+    fn a_bad_user_id_or_end_is_a_validation_error() {
+        let bad_id = BanUser::from_fields(&fields(json!({"userId": "nope"})), Timestamp::now()).unwrap_err();
+        assert_eq!(bad_id.message, "[body.userId] must be a user id");
+        let body = fields(json!({"userId": ID, "banExpiresIn": 0}));
+        let no_end = BanUser::from_fields(&body, Timestamp::now()).unwrap_err();
+        assert!(no_end.message.starts_with("banExpiresIn must be"), "{}", no_end.message);
+    }
 }
