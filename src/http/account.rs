@@ -2,7 +2,6 @@
 //! The better-auth client calls them by these names; every one needs a valid session (401 otherwise).
 
 use hyper::body::Incoming;
-use hyper::header::HeaderMap;
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
@@ -12,40 +11,19 @@ use super::dto::{AuthSession, AuthUser};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::response::{Body, Failure, ok, with_cookie};
-use crate::accounts::{Current, Revoke};
+use crate::accounts::Revoke;
 use crate::domain::{Password, SessionId, SessionToken, Timestamp};
 
 /// A session older than this may not list the account's sessions (better-auth's `freshAge`): a stolen, long-lived
 /// cookie should not reveal where else the user is signed in.
 const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
 
-/// The caller's own session (not an impersonation), for the calls that change how the account is signed into or
-/// whether it exists: an administrator acting as a user may look and help, but a new password or a deletion is
-/// theirs to make with their own audited calls (`set-user-password`, `remove-user`).
-fn signed_in_self(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    let (token, current) = signed_in(state, headers)?;
-    if current.is_impersonation() {
-        return Err(Failure::new(
-            StatusCode::FORBIDDEN,
-            "NOT_ALLOWED_WHILE_IMPERSONATING",
-            "An administrator impersonating a user cannot change their password or delete their account",
-        ));
-    }
-    Ok((token, current))
-}
-
-/// The caller's token and session, or 401 (503 while this node cannot vouch for sessions).
-fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    extract::caller(state, headers)?
-        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))
-}
-
 fn status_true() -> Response<Body> {
     ok(&json!({"status": true}))
 }
 
 pub async fn change_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers())?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["newPassword", "currentPassword", "revokeOtherSessions"])?;
@@ -68,7 +46,7 @@ const NOT_UPDATABLE: [&str; 8] =
     ["password", "role", "banned", "banReason", "banExpires", "emailVerified", "organizationId", "id"];
 
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, req.headers())?;
+    let (_, current) = extract::signed_in(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     if body.has("email") {
         return Err(Failure::bad_request("EMAIL_CAN_NOT_BE_UPDATED", "Email can not be updated"));
@@ -92,7 +70,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// The caller's live sessions. Only hashes of tokens are kept, so `token` in each is an opaque handle (the
 /// session's id) that `revoke-session` accepts; the caller's own session shows its real token.
 pub async fn list_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, req.headers())?;
+    let (token, current) = extract::signed_in(state, req.headers())?;
     if current.session.created_at.plus(FRESH_AGE) <= Timestamp::now() {
         return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
     }
@@ -110,7 +88,7 @@ pub async fn list_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> 
 /// `{token}`: a session token, or a handle from `list-sessions`. Only the caller's own sessions are ever ended;
 /// anything else is answered the same way and left alone.
 pub async fn revoke_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (own, current) = signed_in(state, req.headers())?;
+    let (own, current) = extract::signed_in(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["token"])?;
     let given = body.string("token")?;
@@ -140,7 +118,7 @@ pub async fn revoke_other_sessions(
 }
 
 async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>, keep_own: bool) -> Result<Response<Body>, Failure> {
-    let (own, current) = signed_in(state, req.headers())?;
+    let (own, current) = extract::signed_in(state, req.headers())?;
     // No body is needed, but one that is sent must be well-formed.
     extract::json_object(req, false, state.body_timeout()).await?;
     let which = if keep_own { Revoke::AllBut(own.hash()) } else { Revoke::All };
@@ -151,7 +129,7 @@ async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>, keep_own: bo
 /// `{password}`: the account, its membership and every session go in one commit. The password is required
 /// (better-auth also accepts a fresh session instead; a cookie alone is not enough to delete an account here).
 pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers())?;
     let body: Fields = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;

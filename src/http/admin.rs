@@ -6,7 +6,7 @@ use hyper::{Request, Response};
 use super::AppState;
 use super::dto::{AdminUser, AuditEntry, AuditPage, SUCCESS, UserList};
 use super::extract::Ctx;
-use super::extract::{self, Fields};
+use super::extract::{self, Fields, Refusal};
 use super::response::{Body, Failure, ok};
 use crate::accounts::{Field, Filter, Operator, Order, Search, TextField, UserChange, UserQuery, Window};
 use crate::domain::{AuditId, BanReason, OrgId, RoleSet, Timestamp, UserId};
@@ -18,7 +18,7 @@ const MAX_AUDIT_PAGE: usize = 500;
 /// `cursor`, `q`, `match`, `role`, `banned`, `organization_id`, a filtered page with `next_cursor`. The cursor names the
 /// last user's place in the creation order, so pages stay stable while users are created.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::admin(state, req.headers())?;
+    extract::administrator(state, req.headers(), Refusal::Plain)?;
     let Some(query) = req.uri().query().filter(|q| !q.is_empty()) else {
         let users = state.accounts.users();
         return Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }));
@@ -88,7 +88,7 @@ fn users_query(roles: &RoleSet, query: &str) -> Result<UserQuery, Failure> {
 }
 
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::admin(state, req.headers())?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let (target, change) = parse_update(state.accounts.roles(), &body)?;
     state.accounts.update_user(admin.id, target, change, ctx.ip.to_string()).await?;
@@ -98,7 +98,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// `GET /api/admin/audit?limit=N&cursor=ID`: the audit log, newest first. `next_cursor` is the `cursor` of the
 /// next (older) page, `null` on the last one.
 pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::admin(state, req.headers())?;
+    extract::administrator(state, req.headers(), Refusal::Plain)?;
     let query = req.uri().query();
     extract::query_only(query, &["limit", "cursor"])?;
     let limit =
@@ -120,15 +120,15 @@ pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
 /// Longest ban with an end: beyond ten years, lift it by hand.
 const MAX_BAN_SECS: u64 = 10 * 365 * 86_400;
 
-/// `banExpiresIn` (whole seconds from now, 1 to ten years) as the moment the ban ends; absent or null: no end.
-pub(super) fn ban_expiry(body: &Fields) -> Result<Option<crate::domain::Timestamp>, Failure> {
+/// `banExpiresIn` (whole seconds from `now`, 1 to ten years) as the moment the ban ends; absent or null: no end.
+pub(super) fn ban_expiry(body: &Fields, now: Timestamp) -> Result<Option<Timestamp>, Failure> {
     let Some(secs) = body.optional_u64("banExpiresIn")? else { return Ok(None) };
     if !(1..=MAX_BAN_SECS).contains(&secs) {
         return Err(Failure::validation(format!(
             "banExpiresIn must be a whole number of seconds from 1 to {MAX_BAN_SECS}"
         )));
     }
-    Ok(Some(crate::domain::Timestamp::now().plus(std::time::Duration::from_secs(secs))))
+    Ok(Some(now.plus(std::time::Duration::from_secs(secs))))
 }
 
 /// `banReason` if given: `None` when absent or blank, a validation error when [`BanReason`] refuses it.
@@ -150,7 +150,7 @@ fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), 
         None => None,
     };
     let banned = body.optional_bool("banned")?;
-    let ban_expires = ban_expiry(body)?;
+    let ban_expires = ban_expiry(body, Timestamp::now())?;
     if ban_expires.is_some() && banned != Some(true) {
         return Err(Failure::validation("banExpiresIn goes with banned: true"));
     }

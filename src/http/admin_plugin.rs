@@ -6,30 +6,19 @@
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Request, Response};
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::validated_name;
 use super::dto::{AuthSession, AuthUser, SessionAndUser};
 use super::extract::Ctx;
-use super::extract::{self, Fields};
+use super::extract::{self, Fields, Refusal};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{
-    AdminError, Field, Filter, Operator, Order, Revoke, Search, TextField, UserChange, UserQuery, Window,
+    AdminError, Field, Filter, Operator, Order, Revoke, Search, SessionRef, TextField, UserChange, UserQuery, Window,
 };
-use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, User, UserId};
-
-/// The caller, if an administrator right now: 401 without a session, 403 with `code` otherwise.
-fn admin(state: &AppState, req: &Request<Incoming>, code: &'static str) -> Result<Arc<User>, Failure> {
-    let (_, current) = extract::caller(state, req.headers())?
-        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
-    if let Some(admin) = current.administrator() {
-        Ok(Arc::clone(admin))
-    } else {
-        Err(Failure::new(StatusCode::FORBIDDEN, code, "You are not allowed to do this"))
-    }
-}
+use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, Timestamp, User, UserId};
 
 /// The calling administrator, the body, and its `userId`. A field other than `userId` and `fields` is refused
 /// (400), not ignored: a misspelt `banExpiresIn` would otherwise ban for good.
@@ -39,7 +28,7 @@ async fn on_user(
     code: &'static str,
     fields: &[&str],
 ) -> Result<(Arc<User>, Fields, UserId), Failure> {
-    let by = admin(state, &req, code)?;
+    let by = extract::administrator(state, req.headers(), Refusal::Coded(code))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&[&["userId"], fields].concat())?;
     let target = user_id(&body, "userId")?;
@@ -66,7 +55,7 @@ fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
 /// and `total` is the number of accounts; an e-mail prefix is a range of the e-mail view; anything else is one
 /// pass over the accounts in creation order, with no copy of the ones that do not match.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")?;
+    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_LIST_USERS"))?;
     let (query, limit, offset) = list_users_query(req.uri().query())?;
     let page = state.accounts.find_users(query).await?;
     let users: Vec<AuthUser> = page.users.iter().map(|u| AuthUser::from(&**u)).collect();
@@ -157,7 +146,7 @@ fn field_named(name: &str) -> Option<Field> {
 
 /// `GET get-user?id=`: the bare user object.
 pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_GET_USER")?;
+    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_GET_USER"))?;
     extract::query_only(req.uri().query(), &["id"])?;
     let id = extract::query_value(req.uri().query(), "id").and_then(|id| UserId::parse(&id));
     let id = id.ok_or_else(|| Failure::validation("id must be a user id"))?;
@@ -167,7 +156,7 @@ pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
 /// `{email, password?, name, role?}` → `{user}`. Without a password nobody knows the account's (its owner sets
 /// one with a reset link). A duplicate e-mail is 400 here, as in the plugin.
 pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS")?;
+    let by = extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS"))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     // Nothing a request asks for is dropped in silence: the auth library's `data` (further fields of the new
     // account) is not taken at creation, so a non-empty one is refused and the caller sets them with update-user.
@@ -207,12 +196,39 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 /// `{userId, banReason?, banExpiresIn?}` → `{user}`; every session of the account ends in the ban's commit. With
 /// `banExpiresIn` (seconds) the ban ends by itself then.
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (by, body, target) =
-        on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_BAN_USERS", &["banReason", "banExpiresIn"]).await?;
-    let reason = super::admin::ban_reason(&body)?.unwrap_or_else(BanReason::unspecified);
-    let ban_expires = super::admin::ban_expiry(&body)?;
-    let ban = UserChange { banned: Some(true), ban_reason: Some(reason), ban_expires, ..UserChange::default() };
-    change(state, &ctx, by.id, target, ban).await
+    let by = extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_BAN_USERS"))?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let ban = BanUser::from_fields(&body, Timestamp::now())?;
+    change(state, &ctx, by.id, ban.target, ban.change()).await
+}
+
+/// `ban-user`'s body, checked: whom, why (the plugin's default reason when none is given) and until when.
+#[derive(Debug, PartialEq)]
+struct BanUser {
+    target: UserId,
+    reason: BanReason,
+    expires: Option<Timestamp>,
+}
+
+impl BanUser {
+    /// Parses the body as [`on_user`] would, field by field in the same order (so the same error comes first);
+    /// `now` is when `banExpiresIn` counts from.
+    fn from_fields(body: &Fields, now: Timestamp) -> Result<Self, Failure> {
+        body.only(&["userId", "banReason", "banExpiresIn"])?;
+        let target = user_id(body, "userId")?;
+        let reason = super::admin::ban_reason(body)?.unwrap_or_else(BanReason::unspecified);
+        let expires = super::admin::ban_expiry(body, now)?;
+        Ok(Self { target, reason, expires })
+    }
+
+    fn change(self) -> UserChange {
+        UserChange {
+            banned: Some(true),
+            ban_reason: Some(self.reason),
+            ban_expires: self.expires,
+            ..UserChange::default()
+        }
+    }
 }
 
 pub async fn unban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
@@ -227,8 +243,8 @@ async fn change(
     target: UserId,
     change: UserChange,
 ) -> Result<Response<Body>, Failure> {
-    state.accounts.update_user(by, target, change, ctx.ip.to_string()).await.map_err(AdminError::from)?;
-    Ok(one_user(&*found(state, target)?))
+    let user = state.accounts.update_user(by, target, change, ctx.ip.to_string()).await.map_err(AdminError::from)?;
+    Ok(one_user(&user))
 }
 
 /// `{userId, data: {name?, image?, role?, emailVerified?, banned?, banReason?}}` → the bare user. A ban here ends
@@ -268,8 +284,8 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
         ban_reason,
         ..UserChange::default()
     };
-    state.accounts.update_user(by.id, target, edit, ctx.ip.to_string()).await.map_err(AdminError::from)?;
-    Ok(ok(&AuthUser::from(&*found(state, target)?)))
+    let user = state.accounts.update_user(by.id, target, edit, ctx.ip.to_string()).await.map_err(AdminError::from)?;
+    Ok(ok(&AuthUser::from(&*user)))
 }
 
 /// `{userId}` → `{session, user}`: the caller's browser becomes `userId` for at most an hour. The administrator's
@@ -294,9 +310,7 @@ pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>
 /// `{}` → `{session, user}` of the administrator again: the impersonation session ends (audited) and the
 /// administrator's own session comes back, if it is still valid and still an administrator's.
 pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let Some((token, current)) = extract::caller(state, req.headers())? else {
-        return Err(Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"));
-    };
+    let (token, current) = extract::signed_in(state, req.headers())?;
     let Some(admin_id) = current.session.impersonated_by.as_deref().copied() else {
         return Err(Failure::bad_request("NOT_IMPERSONATING", "You are not impersonating anyone"));
     };
@@ -336,16 +350,17 @@ pub async fn revoke_user_session(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let by = admin(state, &req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS")?;
+    let by =
+        extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS"))?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["sessionToken"])?;
     let given = body.string("sessionToken")?;
-    let session = match (SessionToken::parse(given), SessionId::parse(given)) {
-        (Some(token), _) => state.accounts.current_any(&token).map(|s| (token.hash(), s.user_id)),
-        (None, Some(id)) => state.accounts.session_by_id(id),
+    let named = match (SessionToken::parse(given), SessionId::parse(given)) {
+        (Some(token), _) => Some(SessionRef::Token(token)),
+        (None, Some(id)) => Some(SessionRef::Id(id)),
         (None, None) => None,
     };
-    if let Some((hash, owner)) = session {
+    if let Some((hash, owner)) = named.and_then(|named| state.accounts.find_session(&named)) {
         state.accounts.revoke_user_sessions(by.id, owner, Revoke::One(hash), &ctx.ip.to_string()).await?;
     }
     Ok(ok(&json!({"success": true})))
@@ -380,8 +395,7 @@ pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// `{permissions: {resource: [actions]}}` → `{error: null, success}`: the `admin` role may do everything on users and
 /// sessions but impersonate administrators; every other role nothing.
 pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::caller(state, req.headers())?
-        .ok_or_else(|| Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"))?;
+    let (_, current) = extract::signed_in(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let wanted = match body.get("permissions").or_else(|| body.get("permission")) {
         None | Some(Value::Null) => {
@@ -400,4 +414,56 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
     // Every other role is granted nothing (not even an empty question).
     let success = current.administrator().is_some() && Permissions::ADMIN.allows_all(asked);
     Ok(ok(&json!({"error": null, "success": success})))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn fields(value: Value) -> Fields {
+        let Value::Object(map) = value else { panic!("not an object") };
+        Fields::from(map)
+    }
+
+    const ID: &str = "0190a5b8-6c3e-7d2a-9f1b-2c3d4e5f6a7b";
+
+    #[test]
+    fn a_ban_without_reason_or_end_takes_the_plugins_reason_and_lasts() {
+        let now = Timestamp::from_millis(1_000_000);
+        let ban = BanUser::from_fields(&fields(json!({"userId": ID})), now).unwrap();
+        assert_eq!(ban.target, UserId::parse(ID).unwrap());
+        assert_eq!(ban.reason, BanReason::unspecified());
+        assert_eq!(ban.expires, None);
+    }
+
+    #[test]
+    fn ban_expires_in_counts_from_now_in_seconds() {
+        let now = Timestamp::from_millis(1_000_000);
+        let body = fields(json!({"userId": ID, "banReason": "spam", "banExpiresIn": 60}));
+        let ban = BanUser::from_fields(&body, now).unwrap();
+        assert_eq!(ban.expires, Some(now.plus(Duration::from_secs(60))));
+        assert_eq!(ban.reason, BanReason::parse("spam").unwrap().unwrap());
+    }
+
+    #[test]
+    fn a_misspelt_field_is_refused_before_anything_else() {
+        // `banExpiresin` would otherwise ban for good; the unknown field is named even with a bad user id.
+        let body = fields(json!({"userId": "nope", "banExpiresin": 60}));
+        let refused = BanUser::from_fields(&body, Timestamp::now()).unwrap_err();
+        assert_eq!(refused.status, hyper::StatusCode::BAD_REQUEST);
+        assert!(refused.message.contains("banExpiresin"), "{}", refused.message);
+    }
+
+    #[test]
+    fn a_bad_user_id_or_end_is_a_validation_error() {
+        let bad_id = BanUser::from_fields(&fields(json!({"userId": "nope"})), Timestamp::now()).unwrap_err();
+        assert_eq!(bad_id.message, "[body.userId] must be a user id");
+        let body = fields(json!({"userId": ID, "banExpiresIn": 0}));
+        let no_end = BanUser::from_fields(&body, Timestamp::now()).unwrap_err();
+        assert!(no_end.message.starts_with("banExpiresIn must be"), "{}", no_end.message);
+    }
 }

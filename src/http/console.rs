@@ -16,8 +16,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::AppState;
-use super::extract;
 use super::extract::Ctx;
+use super::extract::{self, Refusal};
 use super::response::{Body, Failure, ok};
 
 /// What the browser may do with the console's answers: only our own script and style (no inline code, so an
@@ -89,20 +89,21 @@ pub fn asset(req: &Request<Incoming>) -> Result<Response<Body>, Failure> {
 /// `GET /api/admin/status`: who is signed in, the version, the counts, the store's size and the newest backup.
 /// Numbers only, for administrators; paths are left out (they are the operator's business, not the page's).
 pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::admin(state, req.headers())?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
     extract::query_only(req.uri().query(), &[])?;
     let store_bytes = tokio::fs::metadata(&state.store_file).await.map(|m| m.len()).ok();
     let last_backup_at = match state.backup_dir.clone() {
         Some(dir) => tokio::task::spawn_blocking(move || newest_backup(&dir)).await.ok().flatten(),
         None => None,
     };
+    let levels = state.accounts.levels();
     Ok(ok(&json!({
         "version": env!("CARGO_PKG_VERSION"),
         "signed_in_as": {"id": admin.id, "email": admin.email.as_str(), "name": admin.name.as_str()},
         "roles": state.accounts.roles().allowed().collect::<Vec<_>>(),
-        "users": state.accounts.user_count(),
-        "sessions": state.accounts.session_count(),
-        "organizations": state.accounts.organizations().len(),
+        "users": levels.users,
+        "sessions": levels.sessions,
+        "organizations": levels.organizations,
         "store_bytes": store_bytes,
         "backups_configured": state.backup_dir.is_some(),
         "last_backup_at": last_backup_at,

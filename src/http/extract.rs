@@ -336,23 +336,72 @@ pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionTok
     cookie(headers, &state.cookies.name).and_then(SessionToken::parse)
 }
 
-/// The caller's token and session, when the cookie holds a live one (`None` otherwise: 401 for the caller to say).
+// --- the caller guard: who is asking, checked one way for every family ------------------------------------
+
+/// The caller's token and session, when the cookie holds a live one (`None` otherwise: 401 for the guard to say).
 /// 503 when this node cannot vouch for any session right now (several nodes: too far behind the database), so that
 /// an outage is not taken for a sign-out.
-pub fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
     let Some(token) = session_token(state, headers) else { return Ok(None) };
     Ok(state.accounts.current(&token)?.map(|current| (token, current)))
 }
 
-/// The caller, if their session is valid (401 otherwise) and their role is `admin` right now (403 otherwise).
-pub fn admin(state: &AppState, headers: &HeaderMap) -> Result<Arc<User>, Failure> {
-    let unauthorized = || Failure::with_status(StatusCode::UNAUTHORIZED, "authentication required");
-    let (_, current) = caller(state, headers)?.ok_or_else(unauthorized)?;
-    if let Some(admin) = current.administrator() {
-        Ok(Arc::clone(admin))
-    } else {
-        Err(Failure::with_status(StatusCode::FORBIDDEN, "administrator role required"))
+/// How a route family words its refusals. The statuses are the same for all (401 without a live session, 403 for
+/// a caller who is not an administrator); the bodies are each family's own, which its clients read.
+#[derive(Debug, Clone, Copy)]
+pub enum Refusal {
+    /// better-auth's shape (`/api/auth/*`): 401 `UNAUTHORIZED`, 403 with the route's own code.
+    Coded(&'static str),
+    /// `/api/admin/*`'s and the console's: 401 "authentication required", 403 "administrator role required".
+    Plain,
+}
+
+impl Refusal {
+    fn unauthorized(self) -> Failure {
+        match self {
+            Self::Coded(_) => unauthorized(),
+            Self::Plain => Failure::with_status(StatusCode::UNAUTHORIZED, "authentication required"),
+        }
     }
+
+    fn forbidden(self) -> Failure {
+        match self {
+            Self::Coded(code) => Failure::new(StatusCode::FORBIDDEN, code, "You are not allowed to do this"),
+            Self::Plain => Failure::with_status(StatusCode::FORBIDDEN, "administrator role required"),
+        }
+    }
+}
+
+/// better-auth's 401.
+fn unauthorized() -> Failure {
+    Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized")
+}
+
+/// The caller's token and session, or better-auth's 401 (503 while this node cannot vouch for sessions).
+pub fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    caller(state, headers)?.ok_or_else(unauthorized)
+}
+
+/// [`signed_in`] with the caller's own session, not an impersonation: for the calls that change how the account
+/// is signed into or whether it exists. An administrator acting as a user may look and help, but a new password
+/// or a deletion is theirs to make with their own audited calls (`set-user-password`, `remove-user`).
+pub fn signed_in_self(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    let (token, current) = signed_in(state, headers)?;
+    if current.is_impersonation() {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "NOT_ALLOWED_WHILE_IMPERSONATING",
+            "An administrator impersonating a user cannot change their password or delete their account",
+        ));
+    }
+    Ok((token, current))
+}
+
+/// The caller, if their session is valid and they are an administrator right now on their own session
+/// ([`Current::administrator`]); refused as `refusal` words it otherwise.
+pub fn administrator(state: &AppState, headers: &HeaderMap, refusal: Refusal) -> Result<Arc<User>, Failure> {
+    let (_, current) = caller(state, headers)?.ok_or_else(|| refusal.unauthorized())?;
+    current.administrator().cloned().ok_or_else(|| refusal.forbidden())
 }
 
 /// Where the request comes from, as a session records it.

@@ -163,7 +163,7 @@ impl Actor for UsersActor {
                             }
                             _ => None,
                         };
-                        state.overlay.add_guarded(ops, reply, Ok(()), last);
+                        state.overlay.add_guarded(ops, reply, Ok(after), last);
                     }
                     Err(e) => drop(reply.send(Err(e))),
                 }

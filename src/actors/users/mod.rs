@@ -233,7 +233,7 @@ pub(super) enum UsersMsg {
         target: UserId,
         change: UserChange,
         ip: String,
-        reply: RpcReplyPort<Result<(), UpdateUserError>>,
+        reply: RpcReplyPort<Result<Arc<User>, UpdateUserError>>,
     },
     EnsureAdmin {
         name: Name,
@@ -326,14 +326,14 @@ impl UsersHandle {
     }
 
     /// Applies `change` to `target` on behalf of administrator `by`, calling from `ip`. A ban ends every session
-    /// of `target` before this returns.
+    /// of `target` before this returns. Returns the account as it was written.
     pub async fn update(
         &self,
         by: UserId,
         target: UserId,
         change: UserChange,
         ip: String,
-    ) -> Result<(), UpdateUserError> {
+    ) -> Result<Arc<User>, UpdateUserError> {
         call(&self.0, |reply| UsersMsg::Update { by, target, change, ip, reply }).await?
     }
 

@@ -1,0 +1,205 @@
+//! Sign-up, sign-in and sign-out: an account's way in, and the password check a sign-in shares with the calls
+//! that confirm a password (see [`super::account`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::Instrument;
+
+use super::{Accounts, Client, Unavailable};
+use crate::actors::sessions::{CreateSessionError, Start, StartWith};
+use crate::actors::users::{AttemptRefused, Checked, CreateUserError, NewUser};
+use crate::domain::{Email, ImageUrl, Name, Password, Session, SessionToken, TokenKind, User};
+use crate::hashing::{HashError, OnFile};
+
+/// A new account as the sign-up form gives it, validated.
+pub struct SignUp {
+    pub name: Name,
+    pub email: Email,
+    pub password: Password,
+    pub image: Option<ImageUrl>,
+    pub remember_me: bool,
+}
+
+/// What sign-up and sign-in give: the new session's token, the session and the account.
+pub struct SignedIn {
+    pub token: SessionToken,
+    pub session: Arc<Session>,
+    pub user: Arc<User>,
+}
+
+/// What sign-up gives: a session, or (when addresses must be verified first) only the account, a link having been
+/// mailed.
+pub enum SignedUp {
+    In(SignedIn),
+    VerifyFirst(Arc<User>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignUpError {
+    #[error("User already exists. Use another email.")]
+    EmailTaken,
+    /// Every hashing worker is busy: a short overload, retry in a second.
+    #[error("The service is busy. Please try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignInError {
+    /// Unknown e-mail and wrong password alike: the answer does not say which accounts exist.
+    #[error("Invalid email or password")]
+    InvalidCredentials,
+    #[error("Too many requests. Please try again later.")]
+    Locked(Duration),
+    #[error("You have been banned from this application. Please contact support if you believe this is an error.")]
+    Banned,
+    /// The password is right, but the address must be verified first.
+    #[error("Email not verified")]
+    EmailNotVerified,
+    #[error("The service is busy. Please try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+impl From<HashError> for SignUpError {
+    fn from(e: HashError) -> Self {
+        match e {
+            HashError::Busy => Self::Busy,
+            HashError::Params(_) | HashError::Failed(_) => Self::Unavailable(Unavailable),
+        }
+    }
+}
+
+impl From<CreateSessionError> for SignUpError {
+    fn from(_: CreateSessionError) -> Self {
+        // The account was created a moment ago; only an unavailable store can refuse its first session.
+        Self::Unavailable(Unavailable)
+    }
+}
+
+impl From<CreateSessionError> for SignInError {
+    fn from(e: CreateSessionError) -> Self {
+        match e {
+            CreateSessionError::Banned => Self::Banned,
+            // The account vanished between the password check and now: to the caller it never existed.
+            CreateSessionError::UnknownUser => Self::InvalidCredentials,
+            CreateSessionError::Unavailable(u) => Self::Unavailable(u),
+        }
+    }
+}
+
+impl Accounts {
+    /// Whether the hashing pool would refuse a hash asked for now ([`Hasher::saturated`]): sign-in and sign-up
+    /// answer 503 before reading the body, so a flood's excess costs neither a parse nor an attempt reservation.
+    pub fn hashing_saturated(&self) -> bool {
+        self.hasher.saturated()
+    }
+
+    pub async fn sign_up(&self, form: SignUp, client: Client) -> Result<SignedUp, SignUpError> {
+        // Checked again inside the users actor; this early look only saves a 20 ms hash on an obvious duplicate.
+        if self.indexes.users.by_email(&form.email).is_some() {
+            return Err(SignUpError::EmailTaken);
+        }
+        let password_hash = self.hasher.hash(form.password).await?;
+        let new = NewUser {
+            name: form.name,
+            email: form.email,
+            image: form.image,
+            role: self.roles.default_role(),
+            password_hash,
+        };
+        let user = self.actors.users.create(new, client.ip_address.clone()).await.map_err(|e| match e {
+            CreateUserError::EmailTaken => SignUpError::EmailTaken,
+            CreateUserError::NotAdmin => SignUpError::Unavailable(Unavailable),
+            CreateUserError::Unavailable(u) => SignUpError::Unavailable(u),
+        })?;
+        if self.require_verification {
+            // The account exists either way; if this mail fails, the user asks for another link.
+            let sent = self.mail_link(TokenKind::EmailVerification, user.email.clone(), None, &client.ip_address).await;
+            if sent.is_err() {
+                tracing::warn!(user = %user.id, "could not issue the verification link of a new account");
+            }
+            return Ok(SignedUp::VerifyFirst(user));
+        }
+        let (token, session) = self.actors.sessions.create(user.id, form.remember_me, client, Start::SignUp).await?;
+        Ok(SignedUp::In(SignedIn { token, session, user }))
+    }
+
+    pub async fn sign_in(
+        &self,
+        email: Email,
+        password: Password,
+        remember_me: bool,
+        client: Client,
+    ) -> Result<SignedIn, SignInError> {
+        let user = self.indexes.users.by_email(&email);
+        // Kept only for an account whose hash is not at the configured cost (an import's scrypt or argon2, or this
+        // server's before a change of `[hashing]`): it is re-hashed at that cost.
+        let upgrade = user
+            .as_ref()
+            .filter(|u| self.hasher.needs_rehash(&u.password_hash))
+            .map(|u| (u.password_hash.to_string(), password.clone()));
+        let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
+        // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
+        // the reservation and its end, the reservation would count against the account for good (anyone could
+        // lock any account by hanging up). As a task it always ends, counting the outcome as it came out.
+        let verified = self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)??;
+        let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
+        if self.require_verification && !user.email_verified {
+            return Err(SignInError::EmailNotVerified);
+        }
+        if let Some((from, password)) = upgrade {
+            // The old hash is replaced in the commit that starts the session. If every hashing worker
+            // is busy, the sign-in still succeeds and the next one replaces it.
+            if let Ok(to) = self.hasher.hash(password).await {
+                let start = StartWith { user: user.id, remember_me, client: client.clone() };
+                if let Some((token, session)) = self.actors.users.sign_in_upgrading(from, to, start).await? {
+                    let user = self.indexes.users.get(user.id).unwrap_or(user);
+                    return Ok(SignedIn { token, session, user });
+                }
+            }
+        }
+        let (token, session) = self.actors.sessions.create(user.id, remember_me, client, Start::SignIn).await?;
+        let user = self.indexes.users.get(user.id).unwrap_or(user);
+        Ok(SignedIn { token, session, user })
+    }
+
+    /// Ends the session of `token`; ending one that does not exist succeeds.
+    pub async fn sign_out(&self, token: &SessionToken) -> Result<(), Unavailable> {
+        self.actors.sessions.end(token.hash()).await
+    }
+}
+
+/// A sign-in's password check: reserve an attempt, verify, report the outcome (see [`Accounts::sign_in`]).
+pub(super) async fn check_password(
+    accounts: Accounts,
+    email: Email,
+    user: Option<Arc<User>>,
+    password: Password,
+    ip: String,
+) -> Result<bool, SignInError> {
+    let users = &accounts.actors.users;
+    let id = user.as_ref().map(|u| u.id);
+    users.begin_attempt(email.clone(), id, ip.clone()).await.map_err(|e| match e {
+        AttemptRefused::Locked(wait) => SignInError::Locked(wait),
+        AttemptRefused::Unavailable(u) => SignInError::Unavailable(u),
+    })?;
+    // An unknown e-mail costs the same verifications as a wrong password (against dummies, one at each cost on
+    // file), so the answer time does not tell which accounts exist.
+    let index = &accounts.indexes.users;
+    let on_file = OnFile { legacy: index.legacy_hashes() > 0, argon2: index.argon2_costs() };
+    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.to_string()), on_file).await;
+    let checked = match verified {
+        Ok(true) => Checked::Verified,
+        Ok(false) => Checked::Wrong,
+        Err(_) => Checked::NotChecked,
+    };
+    users.finish_attempt(email, id, checked, ip).await?;
+    verified.map_err(|e| match e {
+        HashError::Busy => SignInError::Busy,
+        HashError::Params(_) | HashError::Failed(_) => SignInError::Unavailable(Unavailable),
+    })
+}
