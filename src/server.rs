@@ -179,7 +179,7 @@ impl Chores {
             Ok(n) => tracing::info!(users = n, "bans that ran out lifted"),
             Err(_) => tracing::warn!("could not lift bans that ran out; will retry"),
         }
-        if round % 10 == 0 {
+        if round.is_multiple_of(10) {
             match self.sessions.sweep_expired().await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
