@@ -7,18 +7,11 @@
 
 use std::sync::Arc;
 
-use super::{Handles, Unavailable, call, orgs::OrgsMsg, sessions::SessionsMsg, users::UsersMsg};
-use crate::domain::{OneTimeToken, OrgId, Organization, RoleSet, Session, TokenHash, User, UserId};
+use super::sessions::{SessionChange, SessionsMsg};
+use super::{Handles, Unavailable, call, orgs::OrgsMsg, users::UsersMsg};
+use crate::domain::{OneTimeToken, OrgId, Organization, RoleSet, TokenHash, User, UserId};
 use crate::store::own::Gate;
 use crate::store::{Held, StoreError, StoreOp, convert};
-
-/// A change to the sessions.
-pub enum SessionChange {
-    Put(TokenHash, Arc<Session>),
-    Delete(UserId, TokenHash),
-    /// Every session of the account, but the one kept.
-    DeleteAllOf(UserId, Option<TokenHash>),
-}
 
 /// One committed change, as domain values. `None`: removed.
 pub struct RemoteChange {

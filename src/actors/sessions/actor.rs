@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
+use super::SessionChange;
 use super::{
     Client, CreateSessionError, IMPERSONATION_LIFETIME, Revoke, SessionsHandle, SessionsMsg, Start, StartWith, Started,
 };
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay, Refusal};
-use crate::actors::remote::SessionChange;
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};

@@ -13,7 +13,6 @@ use std::time::Duration;
 use ractor::RpcReplyPort;
 
 use super::overlay::Refusal;
-use super::remote::SessionChange;
 use super::{Mailbox, Unavailable, call, gone};
 use crate::domain::{Session, SessionToken, TokenHash, UserId};
 use crate::store::StoreOp;
@@ -77,6 +76,14 @@ pub enum CreateSessionError {
     UnknownUser,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
+}
+
+/// A change to the sessions another node made (or this node's own, whose outcome was lost), from the change log.
+pub enum SessionChange {
+    Put(TokenHash, Arc<Session>),
+    Delete(UserId, TokenHash),
+    /// Every session of the account, but the one kept.
+    DeleteAllOf(UserId, Option<TokenHash>),
 }
 
 pub enum SessionsMsg {
