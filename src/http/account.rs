@@ -6,10 +6,10 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use super::AppState;
-use super::auth::{image_url, validated_name};
 use super::dto::{AuthSession, AuthUser};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
+use super::fields::{image_url, validated_name};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::Revoke;
 use crate::domain::{Password, SessionId, SessionToken, Timestamp};

@@ -7,9 +7,10 @@ use super::AppState;
 use super::dto::{AdminUser, AuditEntry, AuditPage, SUCCESS, UserList};
 use super::extract::Ctx;
 use super::extract::{self, Fields, Refusal};
+use super::fields::{ban_expiry, ban_reason};
 use super::response::{Body, Failure, ok};
 use crate::accounts::{Field, Filter, Operator, Order, Search, TextField, UserChange, UserQuery, Window};
-use crate::domain::{AuditId, BanReason, OrgId, RoleSet, Timestamp, UserId};
+use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, UserId};
 
 const DEFAULT_AUDIT_PAGE: usize = 50;
 const MAX_AUDIT_PAGE: usize = 500;
@@ -115,26 +116,6 @@ pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
     let entries = state.accounts.audit(before, limit).await?;
     let next_cursor = (entries.len() == limit).then(|| entries.last().map(|e| e.id.to_string())).flatten();
     Ok(ok(&AuditPage { entries: entries.iter().map(AuditEntry::from).collect(), next_cursor }))
-}
-
-/// Longest ban with an end: beyond ten years, lift it by hand.
-const MAX_BAN_SECS: u64 = 10 * 365 * 86_400;
-
-/// `banExpiresIn` (whole seconds from `now`, 1 to ten years) as the moment the ban ends; absent or null: no end.
-pub(super) fn ban_expiry(body: &Fields, now: Timestamp) -> Result<Option<Timestamp>, Failure> {
-    let Some(secs) = body.optional_u64("banExpiresIn")? else { return Ok(None) };
-    if !(1..=MAX_BAN_SECS).contains(&secs) {
-        return Err(Failure::validation(format!(
-            "banExpiresIn must be a whole number of seconds from 1 to {MAX_BAN_SECS}"
-        )));
-    }
-    Ok(Some(now.plus(std::time::Duration::from_secs(secs))))
-}
-
-/// `banReason` if given: `None` when absent or blank, a validation error when [`BanReason`] refuses it.
-pub(super) fn ban_reason(body: &Fields) -> Result<Option<BanReason>, Failure> {
-    let Some(raw) = body.optional_string("banReason")? else { return Ok(None) };
-    BanReason::parse(raw).map_err(|e| Failure::validation(e.to_string()))
 }
 
 fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), Failure> {

@@ -10,10 +10,10 @@ use hyper::{Request, Response};
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::auth::validated_name;
 use super::dto::{AuthSession, AuthUser, SessionAndUser};
 use super::extract::Ctx;
 use super::extract::{self, Fields, Refusal};
+use super::fields::{self, validated_name};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{
     AdminError, Field, Filter, Operator, Order, Revoke, Search, SessionRef, TextField, UserChange, UserQuery, Window,
@@ -169,7 +169,7 @@ pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
         }
         Some(_) => return Err(Failure::validation("[body.data] Invalid input: expected object")),
     }
-    let email = Email::parse(body.string("email")?).map_err(|_| super::auth::invalid_email())?;
+    let email = Email::parse(body.string("email")?).map_err(|_| fields::invalid_email())?;
     let name = validated_name(body.string("name")?)?;
     let password = body.optional_string("password")?.map(Password::new).transpose()?;
     let role = body.optional_string("role")?.map(|r| role(state, r)).transpose()?;
@@ -216,8 +216,8 @@ impl BanUser {
     fn from_fields(body: &Fields, now: Timestamp) -> Result<Self, Failure> {
         body.only(&["userId", "banReason", "banExpiresIn"])?;
         let target = user_id(body, "userId")?;
-        let reason = super::admin::ban_reason(body)?.unwrap_or_else(BanReason::unspecified);
-        let expires = super::admin::ban_expiry(body, now)?;
+        let reason = fields::ban_reason(body)?.unwrap_or_else(BanReason::unspecified);
+        let expires = fields::ban_expiry(body, now)?;
         Ok(Self { target, reason, expires })
     }
 
@@ -272,9 +272,9 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let image = match data.nullable_string("image")? {
         None => None,
         Some(None) => Some(None),
-        Some(Some(url)) => Some(Some(super::auth::image_url(url)?)),
+        Some(Some(url)) => Some(Some(fields::image_url(url)?)),
     };
-    let ban_reason = super::admin::ban_reason(&data)?;
+    let ban_reason = fields::ban_reason(&data)?;
     let edit = UserChange {
         name: data.optional_string("name")?.map(validated_name).transpose()?,
         image,

@@ -8,10 +8,11 @@ use super::AppState;
 use super::dto::{AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, session_and_user_json};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
+use super::fields::{image_url, invalid_email, location_value, safe_redirect, validated_name};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
 use crate::accounts::{SignUp, SignedIn, SignedUp};
-use crate::domain::{Email, ImageUrl, Name, Password};
+use crate::domain::{Email, Password};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
 const ADMIN_ONLY_FIELDS: [&str; 6] = ["role", "banned", "banReason", "banExpires", "emailVerified", "organizationId"];
@@ -103,15 +104,6 @@ fn no_session(state: &AppState, headers: &hyper::HeaderMap) -> Response<Body> {
     }
 }
 
-pub(super) fn validated_name(raw: &str) -> Result<Name, Failure> {
-    Name::parse(raw).map_err(|e| Failure::validation(format!("[body.name] {e}")))
-}
-
-/// An `image` as sign-up and update-user take it, parsed and normalised ([`ImageUrl`]).
-pub(super) fn image_url(url: &str) -> Result<ImageUrl, Failure> {
-    ImageUrl::parse(url).map_err(|e| Failure::validation(format!("[body.image] {e}")))
-}
-
 /// The checks made before the body is even parsed: the per-address limit, then the hashing pool.
 fn admit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
     state.rate_limits.check(which, ctx.ip).map_err(Failure::too_many_requests)?;
@@ -142,34 +134,4 @@ fn callback_url(state: &AppState, ctx: &Ctx, body: &Fields) -> Result<Option<Str
     safe_redirect(state, ctx, url)
         .map(Some)
         .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, "INVALID_CALLBACK_URL", "Invalid callbackURL"))
-}
-
-/// `url` if it is a safe relative path or an absolute URL on a trusted origin.
-pub(super) fn safe_redirect(state: &AppState, ctx: &Ctx, url: &str) -> Option<String> {
-    (super::origins::safe_relative_path(url) || state.origins.is_trusted_url(url, ctx.host())).then(|| url.to_owned())
-}
-
-/// A URL as a `Location` value: header values are bytes, and a raw non-ASCII URL is either refused by
-/// the header type or misread by the client; percent-encoded, it means the same to everyone. The JSON `url`
-/// field keeps the string as given, as the auth library does.
-pub(super) fn location_value(url: &str) -> String {
-    const UNSAFE: &percent_encoding::AsciiSet =
-        &percent_encoding::CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>').add(b'`').add(b'{').add(b'}');
-    percent_encoding::utf8_percent_encode(url, UNSAFE).to_string()
-}
-
-pub(super) fn invalid_email() -> Failure {
-    Failure::bad_request("INVALID_EMAIL", "Invalid email")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn location_is_percent_encoded() {
-        assert_eq!(location_value("/dashboard?x=1"), "/dashboard?x=1");
-        assert_eq!(location_value("/café dé"), "/caf%C3%A9%20d%C3%A9");
-        assert!(HeaderValue::from_str(&location_value("/ünïcödé/路径")).is_ok());
-    }
 }

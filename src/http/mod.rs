@@ -3,6 +3,7 @@
 //! - [`routes`]: the route table, each route named once with its methods and endpoints; [`router`]: dispatch
 //!   from an endpoint to its handler, the cross-site rule, the access log.
 //! - [`state`]: what every handler shares.
+//! - [`fields`]: the fields several families read the same way (name, image, redirect target, ban reason and end).
 //! - [`extract`]: reading requests (body, fields, cookie, client address, the per-request [`extract::Ctx`]) and the
 //!   administrator guard.
 //! - [`response`] and [`errors`]: answers, the two error shapes, the session cookie; one `From` per error enum.
@@ -28,6 +29,7 @@ pub mod dto;
 mod errors;
 mod event_loops;
 pub mod extract;
+mod fields;
 mod metrics;
 mod ops;
 mod organizations;

@@ -8,9 +8,9 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use super::AppState;
-use super::auth::{invalid_email, location_value, safe_redirect};
 use super::extract;
 use super::extract::Ctx;
+use super::fields::{invalid_email, location_value, safe_redirect};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, ok};
 use crate::domain::{Email, Password, SessionToken};
