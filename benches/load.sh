@@ -10,7 +10,8 @@
 # against bare hyper, sign-in and sign-up (one argon2id each), the admin list, get-session during a sign-in flood,
 # 1,000 sign-ins at once (examples/overload.rs: how fast the excess gets its 503, get-session meanwhile, the
 # server's memory), and the durable writes at 64 connections (update-user, sign-out, session refresh: each a
-# group commit with fsync; the notes give the commits' mean batch size from the metrics listener).
+# group commit with fsync; the notes give the commits' mean batch size from the metrics listener), and get-session
+# with a random one of a million seeded sessions per request, alone and with 10 % writes, with its tail.
 # Needs wrk (installed from Debian's packages when missing). Only 127.0.0.1 is ever contacted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -180,6 +181,62 @@ writes() { # build-label binary port metrics-port data-dir
 }
 [ -n "${BASE:-}" ] && writes base "$BASE" 3914 9914 "$WORK/w-base"
 writes "this build" "$BIN" 3915 9915 "$WORK/w"
+
+# --- A million different sessions: every request carries a random one of RANDOM_SESSIONS seeded sessions (a real
+# deployment checks many sessions, not one many times), the bare server driven by the same Lua script so that the
+# script's own cost is on both sides; then the same with 10 % writes (update-user) mixed in. ROUNDS rounds each,
+# so a stall shows as a bad round instead of being averaged away; the tail (p99.9, max) comes from wrk's own
+# histogram through the script's done(). RANDOM_SESSIONS=0 skips this part.
+RANDOM_SESSIONS="${RANDOM_SESSIONS:-1000000}"
+ROUNDS="${ROUNDS:-3}"
+if [ "$RANDOM_SESSIONS" -gt 0 ]; then
+  SERVICE_AUTH_DATA_DIR="$WORK/r" $BIN --config "$WORK/c.toml" seed --users "$RANDOM_SESSIONS" \
+    --sessions "$RANDOM_SESSIONS" --orgs 100 --tokens-out "$WORK/rtokens.txt" >/dev/null 2>&1
+  # The writes must not extend sessions (that would be a write on get-session too): back to the default age.
+  grep -v update_age_secs "$WORK/c.toml" | grep -v '^\[session\]' > "$WORK/r.toml"
+  SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN=127.0.0.1:3916 SERVICE_AUTH_DATA_DIR="$WORK/r" \
+    start random 3916 $BIN --config "$WORK/r.toml"
+  cat > "$WORK/random.lua" <<'LUA'
+-- Each request: a random one of the seeded tokens; WRITES (a fraction) of them an update-user instead.
+local threads = {}
+function setup(thread) thread:set("tid", #threads); table.insert(threads, thread) end
+function init(args)
+  tokens = {}
+  for line in io.lines(os.getenv("TOKENS")) do tokens[#tokens + 1] = line end
+  math.randomseed(os.time() * 1000 + tid)
+  writes = tonumber(os.getenv("WRITES") or "0")
+end
+request = function()
+  local h = {["Cookie"] = "service-auth.session_token=" .. tokens[math.random(#tokens)]}
+  if writes > 0 and math.random() < writes then
+    h["Content-Type"] = "application/json"
+    return wrk.format("POST", "/api/auth/update-user", h, string.format('{"name":"Mixed %d"}', math.random(1000000)))
+  end
+  return wrk.format("GET", "/api/auth/get-session", h)
+end
+function done(summary, latency, requests)
+  io.write(string.format("TAIL %.2fms %.2fms %.2fms\n", latency:percentile(99) / 1000,
+    latency:percentile(99.9) / 1000, latency.max / 1000))
+end
+LUA
+  # tail <label> <connections> <url> [WRITES] -> report row with p99.9 and max in the notes
+  tail_run() {
+    local out tail
+    out=$(TOKENS="$WORK/rtokens.txt" WRITES="${4:-0}" run "$1" "$2" "$3" -s "$WORK/random.lua")
+    tail=$(awk '/^TAIL/ {print "p99.9 " $3 ", max " $4}' "$WORK/wrk.txt")
+    echo "$out|$tail"
+  }
+  for c in 16 64; do
+    for round in $(seq "$ROUNDS"); do
+      IFS='|' read -r bare btail <<<"$(tail_run rb "$c" http://127.0.0.1:3912/)"
+      report "bare hyper, random-session script (round $round)" "$c" "$bare" "" "$btail"
+      IFS='|' read -r rs rtail <<<"$(tail_run rs "$c" http://127.0.0.1:3916)"
+      report "get-session, random of $RANDOM_SESSIONS (round $round)" "$c" "$rs" "${bare%% *}" "$rtail"
+      IFS='|' read -r mx mtail <<<"$(tail_run rm "$c" http://127.0.0.1:3916 0.1)"
+      report "random, 10 % update-user (round $round)" "$c" "$mx" "${bare%% *}" "$mtail"
+    done
+  done
+fi
 
 # With SERVICE_AUTH_METRICS_LISTEN set (e.g. 127.0.0.1:9913), what a Prometheus scrape shows after the run: every
 # sample but the histogram buckets and the zeros.
