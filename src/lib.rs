@@ -28,6 +28,8 @@
 
 pub mod accounts;
 pub mod actors;
+#[cfg(test)]
+mod alloc_count;
 pub mod bootstrap;
 pub mod config;
 pub mod domain;

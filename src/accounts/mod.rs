@@ -204,3 +204,55 @@ pub fn newest_backup(dir: &std::path::Path) -> Option<std::time::SystemTime> {
         .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
         .max()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use crate::alloc_count::allocations_in;
+    use crate::config::Config;
+    use crate::domain::{Session, SessionId, SessionToken, Timestamp, User};
+    use crate::runtime::Core;
+    use crate::store::{FaultSwitch, Store, StoreOp, convert};
+
+    /// The session check behind every request of every application (the cookie's token parsed and hashed, the
+    /// session and its user read and checked) allocates nothing: at a million sessions and tens of thousands of
+    /// checks a second, an allocation per check is the allocator's locks and the cache misses of fresh memory,
+    /// a cost no functional test sees and a benchmark shows only as noise.
+    #[tokio::test]
+    async fn the_session_check_allocates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Timestamp::now();
+        let user = User::fixture("hot@example.com", now);
+        let token = SessionToken::generate();
+        let session = Session {
+            id: SessionId::new(),
+            user_id: user.id,
+            expires_at: now.plus(Duration::from_secs(3600)),
+            created_at: now,
+            updated_at: now,
+            ip_address: "127.0.0.1".into(),
+            user_agent: "test".into(),
+            remember_me: true,
+            impersonated_by: None,
+        };
+        let ops = [
+            StoreOp::PutUser(convert::user_record(&user)),
+            StoreOp::PutSession(token.hash(), convert::session_record(&session)),
+        ];
+        Store::open(dir.path()).unwrap().commit(&ops).unwrap();
+        let config = Config { data_dir: dir.path().into(), ..Config::default() };
+        let core = Core::start(&config, FaultSwitch::default(), CancellationToken::new()).await.unwrap();
+
+        let cookie = token.as_str().to_owned();
+        let check = || SessionToken::parse(&cookie).and_then(|token| core.accounts.current(&token).unwrap());
+        // The first check may set up what a thread needs once (the maps' reclamation records).
+        assert!(check().is_some(), "the stored session opens");
+        let (current, allocations) = allocations_in(check);
+        assert_eq!(current.map(|c| c.user.id), Some(user.id));
+        assert_eq!(allocations, 0, "the session check allocated {allocations} times");
+        core.stop().await;
+    }
+}
