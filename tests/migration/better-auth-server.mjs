@@ -6,8 +6,9 @@ import { getMigrations } from "better-auth/db/migration";
 import { toNodeHandler } from "better-auth/node";
 import { admin, organization } from "better-auth/plugins";
 
-/** Starts better-auth on `database`; `adminUserIds` lets the first administrator give itself the role. */
-export async function startBetterAuth(database, { adminUserIds = [] } = {}) {
+/** Starts better-auth on `database`; `adminUserIds` lets the first administrator give itself the role; `session`
+ *  is better-auth's own option (benches/revocation.mjs turns its cookie cache on). */
+export async function startBetterAuth(database, { adminUserIds = [], session } = {}) {
   const server = http.createServer();
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const baseURL = `http://127.0.0.1:${server.address().port}`;
@@ -17,6 +18,7 @@ export async function startBetterAuth(database, { adminUserIds = [] } = {}) {
     database,
     emailAndPassword: { enabled: true },
     rateLimit: { enabled: false },
+    session,
     plugins: [admin({ adminUserIds }), organization()],
   });
   const { runMigrations } = await getMigrations(auth.options);
