@@ -8,6 +8,8 @@
 // - Hash routing (#/users, #/users/<id>, #/organizations, #/organizations/<id>, #/audit, #/status): the server
 //   serves one page, and the back button works.
 
+import { describeDevice } from "./ua.js";
+
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const who = document.getElementById("who");
@@ -75,7 +77,7 @@ function show(title, ...content) {
   }
 }
 
-const dateFormat = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
+const dateFormat = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "medium", timeZone: "UTC" });
 function when(iso) {
   return iso ? `${dateFormat.format(new Date(iso))} UTC` : "—";
 }
@@ -90,6 +92,19 @@ function bytes(n) {
   }
   return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }
+
+// On a narrow screen each table row is shown as a card (console.css): every cell carries its column's name, copied
+// here from the table's headings whenever rows appear, so no page has to remember to.
+new MutationObserver(() => {
+  for (const table of main.querySelectorAll("table")) {
+    const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.cells].forEach((cell, i) => {
+        if (names[i] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", names[i]);
+      });
+    }
+  }
+}).observe(main, { childList: true, subtree: true });
 
 function orgName(id) {
   if (!id) return "—";
@@ -444,19 +459,20 @@ async function userPage(id) {
       })) reload();
     });
   } else {
-    const reason = h("input", { type: "text", name: "reason", maxlength: "500", required: true });
+    const reason = h("input", { type: "text", name: "reason", maxlength: "500" });
     const ends = h("select", { name: "ends" },
       [["", "Never (until unbanned)"], ["3600", "In 1 hour"], ["86400", "In 1 day"], ["604800", "In 7 days"], ["2592000", "In 30 days"]]
         .map(([v, t]) => h("option", { value: v, text: t })));
     const ban = h("button", { type: "submit", class: "danger", text: "Ban user" });
     banForm = h("form", { id: "ban-form", "aria-labelledby": "ban-heading" },
-      field("Reason", reason, "Shown to administrators and kept in the audit log"), field("Ban ends", ends), ban, banLine);
+      field("Reason (optional)", reason, "Shown to administrators and kept in the audit log"), field("Ban ends", ends), ban, banLine);
     banForm.addEventListener("submit", async (event) => {
       event.preventDefault();
       const sure = await confirmAction({ title: `Ban ${user.email}?`, confirmLabel: "Ban user",
         text: "Every session of this user ends now, and signing in is refused until the ban ends or is lifted." });
       if (!sure) return say(banLine, "Not banned.");
-      const body = { userId: user.id, banned: true, banReason: reason.value };
+      const body = { userId: user.id, banned: true };
+      if (reason.value.trim()) body.banReason = reason.value.trim();
       if (ends.value) body.banExpiresIn = Number(ends.value);
       if (await act(banLine, ban, async () => {
         await api("PATCH", "/api/admin/users", body);
@@ -484,6 +500,11 @@ async function userPage(id) {
   const sessionsBox = h("div", { id: "sessions" });
   async function loadSessions() {
     const { sessions } = await api("POST", "/api/auth/admin/list-user-sessions", { userId: user.id });
+    // Who impersonates, in words: their e-mail (one look-up per administrator, most often none).
+    const adminNames = new Map();
+    await Promise.all([...new Set(sessions.map((s) => s.impersonatedBy).filter(Boolean))].map(async (id) => {
+      adminNames.set(id, (await api("GET", `/api/auth/admin/get-user?id=${encodeURIComponent(id)}`).catch(() => null))?.email ?? id);
+    }));
     if (!sessions.length) {
       sessionsBox.replaceChildren(h("p", { id: "no-sessions", text: "No live session." }));
       return;
@@ -501,14 +522,16 @@ async function userPage(id) {
           return "Session revoked.";
         })) loadSessions().catch((e) => say(sessionsLine, e.message, true));
       });
+      const kind = !s.impersonatedBy ? "Signed in"
+        : `Impersonation by ${s.impersonatedBy === status.signed_in_as.id ? "you" : (adminNames.get(s.impersonatedBy) ?? s.impersonatedBy)}`;
       return h("tr", {},
         h("td", { text: when(s.createdAt) }), h("td", { text: when(s.expiresAt) }),
-        h("td", { text: s.ipAddress || "—" }), h("td", { class: "agent", text: s.userAgent || "—" }),
-        h("td", { text: s.impersonatedBy ? "Impersonation" : "" }), h("td", {}, revoke));
+        h("td", { class: "agent", title: s.userAgent || null }, describeDevice(s.userAgent), h("br"), s.ipAddress || "unknown address"),
+        h("td", { text: kind }), h("td", {}, revoke));
     });
     sessionsBox.replaceChildren(h("table", { id: "sessions-table" },
       h("caption", { text: `${sessions.length} live session${sessions.length === 1 ? "" : "s"}` }),
-      h("thead", {}, h("tr", {}, ["Started", "Expires", "Address", "Browser", "Kind", "Action"].map((c) => h("th", { scope: "col", text: c })))),
+      h("thead", {}, h("tr", {}, ["Started", "Expires", "Device and address", "Kind", "Action"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, rows)));
   }
 
@@ -697,6 +720,11 @@ async function namesOf(ids) {
   return names;
 }
 
+/// An entry's detail with the organization ids in it (a move: "none -> <id>") replaced by their names.
+function namedDetail(detail) {
+  return (detail || "").replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => orgs.get(id)?.name ?? id);
+}
+
 function subject(id, name) {
   if (name.kind === "user") return h("a", { href: `#/users/${id}`, text: name.text });
   if (name.kind === "organization") return h("a", { href: `#/organizations/${id}`, text: name.text });
@@ -723,7 +751,7 @@ async function auditPage(params) {
       h("td", {}, e.actor_id ? h("a", { href: `#/users/${e.actor_id}`, text: e.actor_id === status.signed_in_as.id ? "you" : names.get(e.actor_id).text }) : "—"),
       h("td", {}, e.target_id ? subject(e.target_id, names.get(e.target_id)) : "—"),
       h("td", { text: e.ip_address || "—" }),
-      h("td", { class: "detail", text: e.detail || "" }))));
+      h("td", { class: "detail", text: namedDetail(e.detail) }))));
     say(line, `${shown.length} of the ${entries.length} entries on this page.`);
   };
   filter.addEventListener("change", render);

@@ -216,6 +216,11 @@ impl MailQueue {
     pub fn is_full(&self) -> bool {
         self.held.load(Ordering::Relaxed) >= self.max
     }
+
+    /// Messages this node holds and has not finished with, and the most it holds (`[email] max_outbox`).
+    pub fn depth(&self) -> (usize, usize) {
+        (self.held.load(Ordering::Relaxed), self.max)
+    }
 }
 
 /// What the sender reports: messages held, the age of the oldest, messages given up (refused for good by the

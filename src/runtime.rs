@@ -45,6 +45,31 @@ pub struct Core {
     writer_done: WriterDone,
     /// With PostgreSQL: the thread applying the other nodes' changes.
     follower: Option<Follower>,
+    /// The overview counters' flush, stopped (with a last flush) before the writer.
+    counters_flush: CountersFlush,
+}
+
+/// The counters' flush task and its stop. Dropped without [`Core::stop`] it still tells the task to end: the task
+/// holds the store, and with it the data directory's lock.
+struct CountersFlush {
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl CountersFlush {
+    /// Stops the task after its last flush.
+    async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for CountersFlush {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 /// The follower thread and its stop flag. Dropping it (the core dropped without [`Core::stop`], as when the
@@ -146,6 +171,10 @@ impl Core {
         };
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
         let update_age = Duration::from_secs(config.session.update_age_secs);
+        let counters = Arc::new(crate::actors::counters::Counters::new(Arc::clone(&store), writer.clone()));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(Arc::clone(&counters).run(stop.clone()));
+        let counters_flush = CountersFlush { stop, task: Some(task) };
         let accounts = Accounts {
             indexes,
             actors: system.handles.clone(),
@@ -155,17 +184,31 @@ impl Core {
             store: Arc::clone(&store),
             update_age,
             tasks: TaskTracker::new(),
-            templates: mail.map(|_| Arc::new(Templates::new(config))),
+            templates: mail.as_ref().map(|_| Arc::new(Templates::new(config))),
+            outbox: mail,
             require_verification: config.email.require_verification,
             metrics,
             freshness,
+            counters,
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
             max_entries: config.audit.max_entries,
             max_anonymous_entries: config.audit.max_anonymous_entries,
         };
-        Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer, follower })
+        Ok(Self {
+            accounts,
+            store,
+            audit,
+            retention,
+            system,
+            writer,
+            writer_done,
+            mail_stop,
+            mailer,
+            follower,
+            counters_flush,
+        })
     }
 
     pub(crate) fn users(&self) -> &actors::UsersHandle {
@@ -189,6 +232,8 @@ impl Core {
         if let Some(mailer) = self.mailer {
             let _ = mailer.await;
         }
+        // The last counts, after the last request that could add one.
+        self.counters_flush.stop().await;
         // The actors have flushed their last batches: the writer writes what it holds, then ends.
         self.writer.close().await;
         self.writer_done.wait().await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use super::{Accounts, Client, Unavailable};
+use super::{Accounts, Client, Counter, Unavailable};
 use crate::actors::sessions::{CreateSessionError, Start, StartWith};
 use crate::actors::users::{AttemptRefused, Checked, CreateUserError, NewUser};
 use crate::domain::{Email, ImageUrl, Name, Password, Session, SessionToken, TokenKind, User};
@@ -99,6 +99,14 @@ impl Accounts {
     }
 
     pub async fn sign_up(&self, form: SignUp, client: Client) -> Result<SignedUp, SignUpError> {
+        let signed_up = self.sign_up_uncounted(form, client).await;
+        if signed_up.is_ok() {
+            self.counters.count(Counter::SignUp);
+        }
+        signed_up
+    }
+
+    async fn sign_up_uncounted(&self, form: SignUp, client: Client) -> Result<SignedUp, SignUpError> {
         // Checked again inside the users actor; this early look only saves a 20 ms hash on an obvious duplicate.
         if self.indexes.users.by_email(&form.email).is_some() {
             return Err(SignUpError::EmailTaken);
@@ -129,6 +137,29 @@ impl Accounts {
     }
 
     pub async fn sign_in(
+        &self,
+        email: Email,
+        password: Password,
+        remember_me: bool,
+        client: Client,
+    ) -> Result<SignedIn, SignInError> {
+        let outcome = self.sign_in_uncounted(email, password, remember_me, client).await;
+        // An overloaded or unavailable service decided nothing about the caller: not counted.
+        let counted = match &outcome {
+            Ok(_) => Some(Counter::SignInSucceeded),
+            Err(SignInError::InvalidCredentials | SignInError::Banned | SignInError::EmailNotVerified) => {
+                Some(Counter::SignInFailed)
+            }
+            Err(SignInError::Locked(_)) => Some(Counter::LockedOut),
+            Err(SignInError::Busy | SignInError::Unavailable(_)) => None,
+        };
+        if let Some(counter) = counted {
+            self.counters.count(counter);
+        }
+        outcome
+    }
+
+    async fn sign_in_uncounted(
         &self,
         email: Email,
         password: Password,

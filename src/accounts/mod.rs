@@ -17,9 +17,11 @@ use std::time::Duration;
 use tokio_util::task::TaskTracker;
 
 use crate::actors::audit::AuditLog;
+use crate::actors::counters::Counters;
 // What the front end needs of the actors' vocabulary, re-exported so that `http/` names only this facade (a test
 // in `http/` keeps it so).
 pub use crate::actors::Unavailable;
+pub use crate::actors::counters::{Counter, FLUSH_INTERVAL as COUNTERS_FLUSH_INTERVAL, Series};
 pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 pub use crate::actors::sessions::{Client, Revoke};
 pub use crate::actors::users::{DeleteOrgError, Place, UpdateUserError, UserChange};
@@ -58,6 +60,17 @@ pub struct Accounts {
     pub metrics: Arc<Metrics>,
     /// How far behind the shared database this node's state may be (always fresh on the embedded store).
     pub(crate) freshness: Arc<Freshness>,
+    /// The overview's counters (sign-ins, failures, sign-ups, lock-outs, resets per hour and day).
+    pub(crate) counters: Arc<Counters>,
+    /// The mail sender's queue, for the overview's outbox health (`None` without a mail transport).
+    pub(crate) outbox: Option<crate::mail::MailQueue>,
+}
+
+/// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outbox {
+    pub waiting: usize,
+    pub max: usize,
 }
 
 /// Why `/readyz` says 503.
@@ -173,6 +186,30 @@ impl Accounts {
             hash_queue: self.hasher.waiting(),
             legacy_hashes: self.indexes.users.legacy_hashes(),
         }
+    }
+
+    /// The overview's series as of now: the last 24 hours and 30 days of each [`Counter`], every node's.
+    pub async fn activity(&self) -> Result<Series, Unavailable> {
+        self.counters.series(Timestamp::now()).await
+    }
+
+    /// Accounts created since `since` (newest first in the creation index: stops at the first older one).
+    pub fn created_since(&self, since: Timestamp) -> usize {
+        let mut n = 0;
+        self.indexes.users.scan(None, true, |u| {
+            let newer = u.created_at >= since;
+            n += usize::from(newer);
+            newer
+        });
+        n
+    }
+
+    /// The outbox's health, when mail is configured.
+    pub fn outbox(&self) -> Option<Outbox> {
+        self.outbox.as_ref().map(|q| {
+            let (waiting, max) = q.depth();
+            Outbox { waiting, max }
+        })
     }
 
     /// `Ok` while the store accepts commits and (several nodes) this node's state is fresh; otherwise why not.

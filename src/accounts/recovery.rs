@@ -109,6 +109,8 @@ impl Accounts {
         self.actors.users.reset_password(token.hash(), hash, ip.to_owned()).await.map_err(|e| match e {
             ResetError::InvalidToken => ResetPasswordError::InvalidToken,
             ResetError::Unavailable(u) => ResetPasswordError::Unavailable(u),
-        })
+        })?;
+        self.counters.count(super::Counter::PasswordReset);
+        Ok(())
     }
 }

@@ -23,6 +23,7 @@
 
 mod attempts;
 pub mod audit;
+pub mod counters;
 pub mod load;
 mod mailbox;
 pub mod orgs;

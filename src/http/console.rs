@@ -44,11 +44,20 @@ impl Asset {
     }
 }
 
-static ASSETS: LazyLock<[Asset; 3]> = LazyLock::new(|| {
-    [
+/// A script module of `console/` (each page beyond the shell is a module of its own, imported by `app.js`).
+macro_rules! script {
+    ($name:literal) => {
+        Asset::new($name, "text/javascript; charset=utf-8", include_bytes!(concat!("../../console/", $name)))
+    };
+}
+
+static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
+    vec![
         Asset::new("", "text/html; charset=utf-8", include_bytes!("../../console/index.html")),
-        Asset::new("app.js", "text/javascript; charset=utf-8", include_bytes!("../../console/app.js")),
+        script!("app.js"),
         Asset::new("console.css", "text/css; charset=utf-8", include_bytes!("../../console/console.css")),
+        // Console, round two: the user-agent parser.
+        script!("ua.js"),
     ]
 });
 
@@ -123,12 +132,29 @@ mod tests {
     #[test]
     fn every_asset_has_its_type_and_a_distinct_etag() {
         let names: Vec<&str> = ASSETS.iter().map(|a| a.name).collect();
-        assert_eq!(names, ["", "app.js", "console.css"]);
+        assert_eq!(names[..3], ["", "app.js", "console.css"]);
         assert!(ASSETS[0].content_type.starts_with("text/html"));
-        assert!(ASSETS[1].content_type.starts_with("text/javascript"));
         assert!(ASSETS[2].content_type.starts_with("text/css"));
-        assert_ne!(ASSETS[0].etag, ASSETS[1].etag);
-        assert_ne!(ASSETS[1].etag, ASSETS[2].etag);
+        for asset in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            assert!(asset.content_type.starts_with("text/javascript"), "{}", asset.name);
+        }
+        let mut etags: Vec<_> = ASSETS.iter().map(|a| a.etag.clone()).collect();
+        etags.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        etags.dedup();
+        assert_eq!(etags.len(), ASSETS.len(), "two assets share an ETag");
+    }
+
+    /// Every module a script imports (`from "./x.js"`) is served: a module left out of [`ASSETS`] would be a 404
+    /// and a blank console.
+    #[test]
+    fn every_imported_module_is_served() {
+        for asset in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            let script = std::str::from_utf8(asset.body).unwrap();
+            for import in script.split("from \"./").skip(1) {
+                let name = import.split('"').next().unwrap();
+                assert!(ASSETS.iter().any(|a| a.name == name), "{} imports {name}, which is not served", asset.name);
+            }
+        }
     }
 
     /// The page may load only its own files: no inline script or style anywhere in it, and it names the
@@ -141,9 +167,11 @@ mod tests {
         assert!(!page.contains("style="), "inline style attribute");
         assert!(!page.contains("<style"), "inline style element");
         assert_eq!(page.matches("<script").count(), 1, "one script, from a file");
-        let script = std::str::from_utf8(ASSETS[1].body).unwrap();
-        // innerHTML would turn a user's name into markup; the script builds nodes and sets text only.
-        assert!(!script.contains("innerHTML"), "app.js must not use innerHTML");
-        assert!(!script.contains("eval("), "app.js must not use eval");
+        for asset in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            let script = std::str::from_utf8(asset.body).unwrap();
+            // innerHTML would turn a user's name into markup; the scripts build nodes and set text only.
+            assert!(!script.contains("innerHTML"), "{} must not use innerHTML", asset.name);
+            assert!(!script.contains("eval("), "{} must not use eval", asset.name);
+        }
     }
 }

@@ -34,6 +34,7 @@ mod metrics;
 mod ops;
 mod organizations;
 pub mod origins;
+mod overview;
 pub mod rate_limits;
 mod recovery;
 mod request_id;

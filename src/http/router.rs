@@ -15,7 +15,8 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, recovery, request_id,
+    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, overview, recovery,
+    request_id,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -180,6 +181,7 @@ async fn dispatch(
         Endpoint::OrganizationMembers => organizations::members(state, ctx, req).await,
         Endpoint::Audit => admin::audit(state, ctx, req).await,
         Endpoint::ConsoleStatus => console::status(state, ctx, req).await,
+        Endpoint::Stats => overview::stats(state, ctx, req).await,
         Endpoint::OpenApi => Ok(ops::openapi()),
         Endpoint::AuthOk => Ok(ops::auth_ok()),
         Endpoint::Alive => Ok(ops::alive()),

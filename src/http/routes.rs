@@ -74,6 +74,8 @@ routes! {
     "/api/admin/audit" => { GET => Audit },
     // console: its status panel and its embedded files
     "/api/admin/status" => { GET => ConsoleStatus },
+    // console, round two: the overview's numbers
+    "/api/admin/stats" => { GET => Stats },
     // ops: the document, liveness and readiness
     "/api/openapi.json" => { GET => OpenApi },
     "/api/auth/ok" => { GET => AuthOk },

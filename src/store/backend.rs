@@ -173,6 +173,15 @@ impl Store {
         }
     }
 
+    /// The overview's counter buckets: the hourly ones from `hours_from_ms` on and the daily ones from
+    /// `days_from_ms` on, each counter's in time order. Blocking.
+    pub fn counts_since(&self, hours_from_ms: i64, days_from_ms: i64) -> Result<Vec<super::CountRow>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.counts_since(hours_from_ms, days_from_ms),
+            Backend::Postgres(s) => s.counts_since(hours_from_ms, days_from_ms),
+        }
+    }
+
     /// Ids of at most `limit` audit entries to delete, oldest first (see [`EmbeddedStore::audit_to_prune`]).
     pub fn audit_to_prune(
         &self,

@@ -24,6 +24,8 @@ const AUDIT_ANONYMOUS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("
 const TOKENS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("tokens");
 const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
+/// The overview's counters: [`counter_key`] (period, counter, bucket start) → count.
+const COUNTERS: TableDefinition<[u8; 10], u64> = TableDefinition::new("counters");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -278,7 +280,24 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     }
     tx.open_table(SESSIONS).map_err(io)?;
     tx.open_table(TOKENS).map_err(io)?;
+    tx.open_table(COUNTERS).map_err(io)?;
     Ok(())
+}
+
+/// A counter bucket's key: the period's code, the counter, then the bucket's start (big-endian, so key order is
+/// time order within one counter of one period).
+fn counter_key(period: super::Period, kind: u8, start_ms: i64) -> [u8; 10] {
+    let mut key = [0; 10];
+    key[0] = period.code();
+    key[1] = kind;
+    key[2..].copy_from_slice(&(start_ms.max(0) as u64).to_be_bytes());
+    key
+}
+
+fn counter_of_key(key: [u8; 10]) -> Result<(super::Period, u8, i64), StoreError> {
+    let mut start = [0; 8];
+    start.copy_from_slice(&key[2..]);
+    Ok((super::Period::from_code(key[0])?, key[1], u64::from_be_bytes(start) as i64))
 }
 
 impl EmbeddedStore {
@@ -357,6 +376,31 @@ impl EmbeddedStore {
                 None => table.range::<[u8; 16]>(..).map_err(io)?,
             };
             range.rev().take(limit).map(|entry| codec::decode::<AuditRecordV1>(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// The counter buckets from `hours_from_ms` (hourly) and `days_from_ms` (daily) on. A store written before
+    /// the counters existed has none.
+    pub fn counts_since(&self, hours_from_ms: i64, days_from_ms: i64) -> Result<Vec<super::CountRow>, StoreError> {
+        use super::Period;
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = match tx.open_table(COUNTERS) {
+                Ok(table) => table,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(io(e)),
+            };
+            // A few hundred rows at most (retention prunes the rest): one pass over all of them.
+            let mut rows = Vec::new();
+            for entry in table.iter().map_err(io)? {
+                let (key, n) = entry.map_err(io)?;
+                let (period, kind, start_ms) = counter_of_key(key.value())?;
+                let from = if period == Period::Hour { hours_from_ms } else { days_from_ms };
+                if start_ms >= from {
+                    rows.push(super::CountRow { period, kind, start_ms, n: n.value() });
+                }
+            }
+            Ok(rows)
         })
     }
 
@@ -458,6 +502,7 @@ impl EmbeddedStore {
             }
             tx.delete_table(SESSIONS).map_err(io)?;
             tx.delete_table(TOKENS).map_err(io)?;
+            tx.delete_table(COUNTERS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -514,6 +559,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut anonymous = tx.open_table(AUDIT_ANONYMOUS).map_err(io)?;
         let mut tokens = tx.open_table(TOKENS).map_err(io)?;
         let mut outbox = tx.open_table(OUTBOX).map_err(io)?;
+        let mut counters = tx.open_table(COUNTERS).map_err(io)?;
         for &op in ops {
             match op {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
@@ -556,6 +602,22 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 }
                 // One node: the users actor keeps the failure limit in memory.
                 StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
+                StoreOp::AddCount { kind, hour_ms, n } => {
+                    for period in [super::Period::Hour, super::Period::Day] {
+                        let key = counter_key(period, *kind, period.floor(*hour_ms));
+                        let before = counters.get(key).map_err(io)?.map_or(0, |v| v.value());
+                        counters.insert(key, before.saturating_add(*n)).map_err(io)?;
+                    }
+                }
+                StoreOp::PruneCounts { hours_before_ms, days_before_ms } => {
+                    counters
+                        .retain(|key, _| match counter_of_key(key) {
+                            Ok((super::Period::Hour, _, start)) => start >= *hours_before_ms,
+                            Ok((super::Period::Day, _, start)) => start >= *days_before_ms,
+                            Err(_) => true,
+                        })
+                        .map_err(io)?;
+                }
             }
         }
     }
@@ -578,6 +640,15 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         copy_table(&source, &tx, AUDIT_ANONYMOUS)?;
         copy_table(&source, &tx, TOKENS)?;
         copy_table(&source, &tx, OUTBOX)?;
+        {
+            let mut counters = tx.open_table(COUNTERS).map_err(io)?;
+            if let Ok(table) = source.open_table(COUNTERS) {
+                for entry in table.iter().map_err(io)? {
+                    let (key, value) = entry.map_err(io)?;
+                    counters.insert(key.value(), value.value()).map_err(io)?;
+                }
+            }
+        }
         {
             let mut meta = tx.open_table(META).map_err(io)?;
             for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {

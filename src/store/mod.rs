@@ -108,6 +108,66 @@ pub enum StoreOp {
         email: String,
         verified: bool,
     },
+    /// The overview's counters ([`crate::actors::counters`]): add `n` to counter `kind` in the hour that starts at
+    /// `hour_ms` and in that hour's day (UTC). Added to what is stored, never written over it, so the counts of
+    /// several nodes add up in the shared database.
+    AddCount {
+        kind: u8,
+        hour_ms: i64,
+        n: u64,
+    },
+    /// The counters' retention: hourly buckets that start before `hours_before_ms`, daily ones before
+    /// `days_before_ms`, are deleted.
+    PruneCounts {
+        hours_before_ms: i64,
+        days_before_ms: i64,
+    },
+}
+
+/// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountRow {
+    pub period: Period,
+    pub kind: u8,
+    pub start_ms: i64,
+    pub n: u64,
+}
+
+/// The length of a counter bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Period {
+    Hour,
+    Day,
+}
+
+impl Period {
+    pub const fn millis(self) -> i64 {
+        match self {
+            Period::Hour => 3_600_000,
+            Period::Day => 86_400_000,
+        }
+    }
+
+    /// The start of the bucket holding `at_ms`.
+    pub const fn floor(self, at_ms: i64) -> i64 {
+        at_ms - at_ms.rem_euclid(self.millis())
+    }
+
+    /// Its number in the store's key and column.
+    pub(crate) const fn code(self) -> u8 {
+        match self {
+            Period::Hour => 0,
+            Period::Day => 1,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Result<Self, StoreError> {
+        match code {
+            0 => Ok(Period::Hour),
+            1 => Ok(Period::Day),
+            other => Err(StoreError::Corrupt(format!("counter bucket of unknown period {other}"))),
+        }
+    }
 }
 
 /// What an op changes of the records every node holds in memory: the ops the change log carries to the other
@@ -151,7 +211,9 @@ impl StoreOp {
             | StoreOp::DeleteOutbox(_)
             | StoreOp::ReserveAttempt { .. }
             | StoreOp::EndAttempt { .. }
-            | StoreOp::ExpectUser { .. } => return None,
+            | StoreOp::ExpectUser { .. }
+            | StoreOp::AddCount { .. }
+            | StoreOp::PruneCounts { .. } => return None,
         })
     }
 }

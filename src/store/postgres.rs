@@ -395,6 +395,28 @@ impl PgStore {
         Err(error)
     }
 
+    /// As [`super::db::EmbeddedStore::counts_since`]: the cluster's sums, every node having added its own.
+    pub fn counts_since(&self, hours_from_ms: i64, days_from_ms: i64) -> Result<Vec<super::CountRow>, StoreError> {
+        let rows = self.pooled(|c| {
+            c.query(
+                "SELECT period, kind, start_ms, n FROM counters WHERE (period = 0 AND start_ms >= $1) \
+                 OR (period = 1 AND start_ms >= $2) ORDER BY period, kind, start_ms",
+                &[&hours_from_ms, &days_from_ms],
+            )
+        })?;
+        rows.iter()
+            .map(|r| {
+                let (period, kind, start_ms, n): (i16, i16, i64, i64) = (r.get(0), r.get(1), r.get(2), r.get(3));
+                Ok(super::CountRow {
+                    period: super::Period::from_code(u8::try_from(period).unwrap_or(u8::MAX))?,
+                    kind: u8::try_from(kind).map_err(|_| StoreError::Corrupt(format!("counter {kind}")))?,
+                    start_ms,
+                    n: n.unsigned_abs(),
+                })
+            })
+            .collect()
+    }
+
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.pooled(|c| match before {
@@ -490,7 +512,7 @@ impl PgStore {
 
     /// Deletes every record (not the change log: nodes still running follow it), in one transaction.
     pub fn clear(&self) -> Result<(), StoreError> {
-        self.pooled(|c| c.batch_execute("TRUNCATE users, organizations, sessions, audit, tokens, outbox"))
+        self.pooled(|c| c.batch_execute("TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters"))
     }
 
     pub fn commit_count(&self) -> u64 {
@@ -863,6 +885,21 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
             }
             StoreOp::EndAttempt { email, verified: true } => tx.execute(&s.clear_attempts, &[email]),
             StoreOp::EndAttempt { email, verified: false } => tx.execute(&s.release_attempt, &[email]),
+            // Added to the row, never written over it: every node adds its own counts (V9__counters.sql).
+            StoreOp::AddCount { kind, hour_ms, n } => tx.execute(
+                "INSERT INTO counters (period, kind, start_ms, n) VALUES (0, $1, $2, $4), (1, $1, $3, $4) \
+                 ON CONFLICT (period, kind, start_ms) DO UPDATE SET n = counters.n + EXCLUDED.n",
+                &[
+                    &i16::from(*kind),
+                    &super::Period::Hour.floor(*hour_ms),
+                    &super::Period::Day.floor(*hour_ms),
+                    &i64::try_from(*n).unwrap_or(i64::MAX),
+                ],
+            ),
+            StoreOp::PruneCounts { hours_before_ms, days_before_ms } => tx.execute(
+                "DELETE FROM counters WHERE (period = 0 AND start_ms < $1) OR (period = 1 AND start_ms < $2)",
+                &[hours_before_ms, days_before_ms],
+            ),
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {

@@ -197,6 +197,16 @@ async fn a_reset_link_is_mailed_and_sets_a_new_password_once_ending_every_sessio
     assert_auth_error(&again.send().await, 400, "INVALID_TOKEN");
     let r = s.get(&format!("/api/auth/reset-password/{token}?callbackURL=%2Freset")).send().await;
     assert_eq!(r.header("location").as_deref(), Some("/reset?error=INVALID_TOKEN"));
+
+    // The overview counts the one reset that went through, and shows the outbox.
+    let admin = s.admin_session().await;
+    let stats = s.get("/api/admin/stats").cookie(&admin).send().await.json();
+    if s.nodes.len() == 1 {
+        let resets: u64 =
+            stats["hourly"].as_array().unwrap().iter().map(|b| b["password_resets"].as_u64().unwrap()).sum();
+        assert_eq!(resets, 1, "{stats}");
+    }
+    assert!(stats["outbox"]["max"].as_u64().unwrap() > 0, "{stats}");
 }
 
 /// Nothing in the answer tells whether the account exists, and no mail goes to an unknown address.

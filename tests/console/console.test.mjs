@@ -118,6 +118,11 @@ async function isLive(cookie) {
   return (await r.json()) !== null;
 }
 
+/// Whether the console's sections are shown: the `hidden` attribute must win over the header's flex layout.
+async function navShown() {
+  return page.$eval("#nav", (n) => getComputedStyle(n).display !== "none" && n.getBoundingClientRect().height > 0);
+}
+
 async function signIn(email) {
   await page.type("#sign-in input[type=email]", email);
   await page.type("#sign-in input[type=password]", PASSWORD);
@@ -134,6 +139,7 @@ test("the console is served by the binary and asks to sign in", async () => {
   assert.equal(response.status(), 200);
   assert.match(response.headers()["content-security-policy"], /script-src 'self'; style-src 'self'/);
   await waitForHeading("Sign in");
+  assert.equal(await navShown(), false, "no console sections before signing in");
   // Keyboard: the first Tab from the page's heading lands on the labelled e-mail field.
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement.labels?.[0]?.textContent), "E-mail");
@@ -154,7 +160,7 @@ test("an account that is not an administrator is refused", async () => {
   await signIn("user17@seed.example");
   await waitForHeading("Not an administrator");
   assert.match(await textOf("#not-admin"), /user17@seed\.example is not an administrator/);
-  assert.equal(await page.$eval("#nav", (n) => n.hidden), true, "no console sections for a non-administrator");
+  assert.equal(await navShown(), false, "no console sections for a non-administrator");
   // The API says the same to this session: the page is not the guard, the server is.
   const status = await page.evaluate(async () => (await fetch("/api/admin/users?limit=1", { credentials: "same-origin" })).status);
   assert.equal(status, 403);
@@ -244,7 +250,7 @@ test("ban the user with a reason and an end", async () => {
   await page.select("#ban-form select", "604800");
   await confirmWith("#ban-form button[type=submit]", "ok");
   await page.waitForFunction(() => /^Yes/.test(document.querySelector("#user-banned")?.textContent ?? ""));
-  assert.match(await textOf("#user-banned"), /^Yes: Left the pharmacy, until \d{1,2} \w{3} \d{4}, \d\d:\d\d UTC$/);
+  assert.match(await textOf("#user-banned"), /^Yes: Left the pharmacy, until \d{1,2} \w{3} \d{4}, \d\d:\d\d:\d\d UTC$/);
   // A ban ends every session at once.
   await page.waitForSelector("#no-sessions");
   assert.deepEqual(await Promise.all(elsewhere.map(isLive)), [false, false]);
@@ -342,6 +348,7 @@ test("impersonate another user, stop, then set their password and remove them", 
   await confirmWith("#impersonate", "ok");
   await waitForHeading("Impersonating");
   assert.match(await textOf("#impersonating"), /signed in as user5@seed\.example/);
+  assert.equal(await navShown(), false, "no console sections while impersonating");
   await checkAccessibility("impersonating");
   await screenshot("impersonating");
   await page.click("#impersonating ~ button");
