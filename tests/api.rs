@@ -32,5 +32,6 @@ mod api {
     mod orgs;
     mod overload;
     mod security;
+    mod test_command;
     mod upgrade;
 }
