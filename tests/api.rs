@@ -33,5 +33,6 @@ mod api {
     mod overload;
     mod security;
     mod stats;
+    mod test_command;
     mod upgrade;
 }

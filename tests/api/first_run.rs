@@ -107,7 +107,7 @@ async fn the_readme_walk_through_runs_as_written() {
         let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().unwrap().status.success();
         assert!(
             found,
-            "the walk-through needs {tool}: install it (Debian: apt-get install -y {tool}), as .ci/run does"
+            "the walk-through needs {tool}: install it (Debian: apt-get install -y {tool}), or run ./test, which does as root"
         );
     }
     let readme = include_str!("../../README.md");

@@ -893,7 +893,7 @@ pub mod cluster {
         format!("{server}/{name}")
     }
 
-    /// A PostgreSQL server of the test's own in a temporary directory (Debian's `postgresql` package), for the
+    /// A PostgreSQL server of the test's own in a temporary directory (PostgreSQL's server binaries), for the
     /// tests that stop and start it; as the `postgres` user when run as root (initdb refuses root).
     pub struct Postgres {
         dir: tempfile::TempDir,
@@ -904,12 +904,7 @@ pub mod cluster {
     impl Postgres {
         /// Blocking: call from `spawn_blocking`.
         pub fn start() -> Self {
-            let bin = std::fs::read_dir("/usr/lib/postgresql")
-                .expect("PostgreSQL is not installed (Debian: apt-get install postgresql)")
-                .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
-                .filter(|p| p.join("initdb").exists())
-                .max()
-                .expect("no /usr/lib/postgresql/*/bin/initdb");
+            let bin = Self::bindir();
             let dir = tempfile::tempdir().unwrap();
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let pg = Self { dir, port, bin };
@@ -919,6 +914,17 @@ pub mod cluster {
             pg.tool("initdb", &["-D", pg.data(), "-A", "trust", "-U", "postgres"]);
             pg.resume();
             pg
+        }
+
+        /// Where PostgreSQL's server binaries are: tests/pg_bindir.sh looks where each platform puts them
+        /// ($SERVICE_AUTH_PG_BINDIR, pg_config, PATH, Debian's /usr/lib/postgresql, Homebrew) and says what to
+        /// install when they are nowhere.
+        fn bindir() -> std::path::PathBuf {
+            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pg_bindir.sh");
+            let out = std::process::Command::new(&script).output().expect("run tests/pg_bindir.sh");
+            let dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            assert!(out.status.success() && !dir.is_empty(), "{}", String::from_utf8_lossy(&out.stderr).trim());
+            dir.into()
         }
 
         fn as_root(&self) -> bool {

@@ -48,19 +48,25 @@ while True:
     time.sleep(3600)
 "#;
 
-/// Installs aiosmtpd from PyPI the first time it is missing, so `cargo test` alone sets up what it needs.
-fn ensure_aiosmtpd() {
-    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        let present = Command::new("python3").args(["-c", "import aiosmtpd"]).status().is_ok_and(|s| s.success());
-        if !present {
-            let status = Command::new("python3")
-                .args(["-m", "pip", "install", "-q", "aiosmtpd==1.4.6"])
-                .status()
-                .expect("python3 -m pip");
-            assert!(status.success(), "pip install aiosmtpd failed");
-        }
-    });
+/// The Python that has aiosmtpd: the repository's `.venv` (where `./test` installs tests/requirements.txt), else
+/// `python3` on PATH. Nothing is installed from here: a missing package fails at once, saying how to get it.
+fn python() -> std::ffi::OsString {
+    static PYTHON: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+            let python = if venv.exists() { venv.into_os_string() } else { "python3".into() };
+            let present = Command::new(&python).args(["-c", "import aiosmtpd"]).output();
+            match present {
+                Ok(out) if out.status.success() => python,
+                Ok(_) => panic!(
+                    "aiosmtpd is not installed: run ./test once (it installs tests/requirements.txt into .venv), \
+                     or `python3 -m pip install aiosmtpd==1.4.6`"
+                ),
+                Err(e) => panic!("cannot run {python:?} ({e}): the mail tests need python3 with aiosmtpd (./test sets it up)"),
+            }
+        })
+        .clone()
 }
 
 fn free_port() -> u16 {
@@ -73,16 +79,15 @@ impl SmtpSink {
     }
 
     fn start_on(port: u16) -> Self {
-        ensure_aiosmtpd();
         let dir = tempfile::tempdir().unwrap();
         let maildir = dir.path().join("box");
-        let child = Command::new("python3")
+        let child = Command::new(python())
             .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
             .arg(&maildir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("python3 -m aiosmtpd (pip install aiosmtpd)");
+            .expect("python3 -m aiosmtpd");
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(started.elapsed() < Duration::from_secs(15), "aiosmtpd did not start on port {port}");
@@ -94,13 +99,12 @@ impl SmtpSink {
     /// An SMTP server that takes `delay` to accept each message (many at once, as a real server would), and
     /// refuses for good (550) every recipient whose address starts with `refuse`.
     fn slow(delay: Duration, refuse: &str) -> Self {
-        ensure_aiosmtpd();
         let port = free_port();
         let dir = tempfile::tempdir().unwrap();
         let maildir = dir.path().join("box");
         let script = dir.path().join("slow_smtp.py");
         std::fs::write(&script, SLOW_SMTP).unwrap();
-        let child = Command::new("python3")
+        let child = Command::new(python())
             .arg(&script)
             .args([&port.to_string(), maildir.to_str().unwrap(), &delay.as_secs_f64().to_string(), refuse])
             .stdout(Stdio::null())

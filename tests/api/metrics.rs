@@ -50,7 +50,7 @@ pub fn promtool_check(text: &str) {
         .stderr(Stdio::piped())
         .spawn();
     let mut child = child.unwrap_or_else(|e| {
-        panic!("cannot run promtool ({e}): install it, e.g. `apt-get install -y prometheus` (Debian), as .ci/run does")
+        panic!("cannot run promtool ({e}): install it (Debian `apt-get install prometheus`, macOS `brew install prometheus`), or run ./test, which does as root")
     });
     child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();

@@ -8,8 +8,10 @@ cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-a
 WORK=$(mktemp -d)
 SMTP_PID=
 trap 'kill "$PID" $SMTP_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
-# A real SMTP server (aiosmtpd from PyPI) receiving into a Maildir the suite reads the reset links from.
-python3 -c 'import aiosmtpd' 2>/dev/null || python3 -m pip install -q aiosmtpd==1.4.6
+# A real SMTP server (aiosmtpd from PyPI) receiving into a Maildir the suite reads the reset links from; ./test
+# installs it into the repository's .venv.
+[ -x "$ROOT/.venv/bin/python3" ] && PATH="$ROOT/.venv/bin:$PATH"
+python3 -c 'import aiosmtpd' 2>/dev/null || { echo "aiosmtpd is missing: run ./test (it installs tests/requirements.txt into .venv)" >&2; exit 1; }
 SMTP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 -m aiosmtpd -n -l "127.0.0.1:$SMTP_PORT" -c aiosmtpd.handlers.Mailbox "$WORK/mail" &
 SMTP_PID=$!

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+PGBIN=$(tests/pg_bindir.sh)
 PGDATA=$(mktemp -d)
 AS=()
 if [ "$(id -u)" = 0 ]; then

@@ -10,7 +10,7 @@ ROOT=$(cd ../.. && pwd)
 [ -d node_modules/better-auth ] || npm_config_nodedir=/usr npm ci --no-audit --no-fund
 cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
 
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+PGBIN=$(../pg_bindir.sh)
 PGDATA=$(mktemp -d)
 AS=()
 if [ "$(id -u)" = 0 ]; then

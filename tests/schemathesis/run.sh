@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
-command -v schemathesis >/dev/null || pip install -q -r requirements.txt
+[ -x "$ROOT/.venv/bin/python3" ] && PATH="$ROOT/.venv/bin:$PATH"
+command -v schemathesis >/dev/null || { echo "schemathesis is missing: run ./test (it installs tests/requirements.txt into .venv)" >&2; exit 1; }
 cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
 WORK=$(mktemp -d)
 trap 'kill "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT

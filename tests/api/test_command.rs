@@ -1,0 +1,62 @@
+//! The test command (`./test`, README): with a tool missing and no way to install it (not root, or no apt-get), it
+//! stops at once with one line naming what to install and how, before setting anything up.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::Command;
+
+/// A directory of links to every program on PATH but `left_out`: PATH as it is here, with those tools gone.
+fn path_without(farm: &Path, left_out: &[&str]) -> String {
+    let path = std::env::var("PATH").unwrap();
+    for dir in std::env::split_paths(&path) {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let link = farm.join(&name);
+            if left_out.iter().any(|t| name == *t) || link.exists() {
+                continue;
+            }
+            let _ = symlink(entry.path(), link);
+        }
+    }
+    farm.display().to_string()
+}
+
+/// Runs `./test args` with `path`. Returns (exit code, stdout, stderr).
+fn run_test_command(path: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("test"))
+        .args(args)
+        .env("PATH", path)
+        .output()
+        .expect("run ./test");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_missing_tool_it_cannot_install_stops_with_one_line_saying_what_to_install() {
+    let farm = tempfile::tempdir().unwrap();
+    // Without apt-get (and brew) it cannot install, as without root: the script installs only as root with apt-get.
+    let path = path_without(farm.path(), &["promtool", "jq", "apt-get", "brew"]);
+    let (code, out, err) = run_test_command(&path, &["--check", "cargo"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(out, "", "nothing set up or run before the message");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("./test: missing promtool, jq: install with `"), "{err}");
+    assert!(
+        err.contains("sudo apt-get install prometheus jq (Debian/Ubuntu; as root ./test installs them itself)`"),
+        "names the packages and how: {err}"
+    );
+
+    // A suite that needs neither is not held up by them.
+    let (code, out, err) = run_test_command(&path, &["--check", "systemd-unit"]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+
+    // A misspelt suite is one line too, never a silent run of nothing.
+    let (code, _, err) = run_test_command(&path, &["cargoo"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(err.trim(), "./test: no suite named cargoo (./test --list names them)");
+}
