@@ -58,6 +58,9 @@ pub struct Accounts {
     pub metrics: Arc<Metrics>,
     /// How far behind the shared database this node's state may be (always fresh on the embedded store).
     pub(crate) freshness: Arc<Freshness>,
+    /// Seals the secrets the server reads back (a TOTP secret).
+    #[allow(dead_code)] // read by the families that store secrets (two-factor, OIDC clients) as they arrive
+    pub(crate) data_key: Arc<crate::data_key::DataKey>,
 }
 
 /// Why `/readyz` says 503.
