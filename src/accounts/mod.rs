@@ -64,6 +64,9 @@ pub struct Accounts {
     pub(crate) counters: Arc<Counters>,
     /// The mail sender's queue, for the overview's outbox health (`None` without a mail transport).
     pub(crate) outbox: Option<crate::mail::MailQueue>,
+    /// Seals the secrets the server reads back (a TOTP secret).
+    #[allow(dead_code)] // read by the families that store secrets (two-factor, OIDC clients) as they arrive
+    pub(crate) data_key: Arc<crate::data_key::DataKey>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.
