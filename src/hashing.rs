@@ -772,8 +772,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_optimistic_prediction_still_ends_the_wait_at_the_timeout() {
         let h = small_pool(10, 100);
-        let (_held, queued) = queued_behind_a_held_worker(&h).await;
+        // Before the request queues: its wait starts later, so this clock can only over-count it (taken after,
+        // a loaded machine's delay in getting back here was counted off the wait and failed the check).
         let started = Instant::now();
+        let (_held, queued) = queued_behind_a_held_worker(&h).await;
         let waited = tokio::time::timeout(Duration::from_secs(10), queued).await.expect("the wait did not end");
         assert!(matches!(waited.unwrap(), Err(HashError::Busy)));
         assert!(started.elapsed() >= Duration::from_millis(90), "left after {:?}", started.elapsed());
