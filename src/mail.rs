@@ -65,7 +65,8 @@ impl Templates {
         }
     }
 
-    /// The message for `user` that carries `token` (and the client's `callbackURL`) in its link.
+    /// The message for `user` that carries `token` (and the client's `callbackURL`, else the service's own page)
+    /// in its link.
     pub fn render(&self, kind: TokenKind, user: &User, token: &SessionToken, callback: Option<&str>) -> Mail {
         let (mut link, subject, text, html) = match kind {
             TokenKind::PasswordReset => (
@@ -81,11 +82,15 @@ impl Templates {
                 VERIFY_HTML,
             ),
         };
-        if let Some(callback) = callback {
-            link.push(if link.contains('?') { '&' } else { '?' });
-            link.push_str("callbackURL=");
-            link.extend(url::form_urlencoded::byte_serialize(callback.as_bytes()));
-        }
+        // Without a page of the application's own, the link leads to the service's (crate::http::pages), so a
+        // deployment without pages works end to end; the link endpoints redirect there as to any callback.
+        let callback = callback.unwrap_or(match kind {
+            TokenKind::PasswordReset => crate::http::pages::RESET_PAGE,
+            TokenKind::EmailVerification => crate::http::pages::VERIFIED_PAGE,
+        });
+        link.push(if link.contains('?') { '&' } else { '?' });
+        link.push_str("callbackURL=");
+        link.extend(url::form_urlencoded::byte_serialize(callback.as_bytes()));
         let minutes = (self.ttl(kind).as_secs() / 60).to_string();
         // The account's name is not in the message: anyone can choose it (at sign-up), and a security mail that
         // opens with text of the requester's choosing ("…confirm at https://evil.test instead") is a phishing
@@ -602,5 +607,19 @@ mod tests {
             format!("https://auth.example.com/api/auth/verify-email?token={}&callbackURL=%2Fwelcome", token.as_str());
         assert!(verify.text.contains(&link) && verify.subject.contains("e-mail"), "{}", verify.text);
         assert!(!verify.text.contains("URGENT") && !verify.html.contains("URGENT"), "{}", verify.text);
+
+        // No page of the application's: the links lead to the service's own pages.
+        let reset = templates.render(TokenKind::PasswordReset, &user, &token, None);
+        let link = format!(
+            "https://auth.example.com/api/auth/reset-password/{}?callbackURL=%2Fauth%2Freset-password",
+            token.as_str()
+        );
+        assert!(reset.text.contains(&link), "{}", reset.text);
+        let verify = templates.render(TokenKind::EmailVerification, &user, &token, None);
+        let link = format!(
+            "https://auth.example.com/api/auth/verify-email?token={}&callbackURL=%2Fauth%2Femail-verified",
+            token.as_str()
+        );
+        assert!(verify.text.contains(&link), "{}", verify.text);
     }
 }

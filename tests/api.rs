@@ -31,7 +31,9 @@ mod api {
     mod ops;
     mod orgs;
     mod overload;
+    mod pages;
     mod security;
+    mod setup;
     mod test_command;
     mod upgrade;
 }

@@ -34,12 +34,14 @@ mod metrics;
 mod ops;
 mod organizations;
 pub mod origins;
+pub mod pages;
 pub mod rate_limits;
 mod recovery;
 mod request_id;
 pub mod response;
 mod router;
 mod routes;
+mod setup;
 mod state;
 
 use std::convert::Infallible;

@@ -15,7 +15,8 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, recovery, request_id,
+    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, pages, recovery,
+    request_id, setup,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -185,6 +186,11 @@ async fn dispatch(
         Endpoint::Alive => Ok(ops::alive()),
         Endpoint::Ready => Ok(ops::ready(state)),
         Endpoint::ConsoleIndex | Endpoint::ConsoleAsset => console::asset(&req),
+        Endpoint::ResetPasswordPage => pages::reset_password(&req),
+        Endpoint::EmailVerifiedPage => pages::email_verified(&req),
+        Endpoint::PageAsset => pages::asset(&req),
+        Endpoint::SetupPage => setup::page(state),
+        Endpoint::SetupFirstAdmin => setup::create(state, ctx, req).await,
     };
     let response = result.unwrap_or_else(|failure| {
         if failure.status.is_server_error() {

@@ -30,6 +30,8 @@ pub struct AppState {
     pub request_ids: RequestIds,
     /// `[log] access`: one line per request.
     pub access_log: bool,
+    /// The first-run setup link, while no administrator exists (issued at start, see `accounts::setup`).
+    pub setup: crate::accounts::SetupLink,
 }
 
 impl AppState {
@@ -56,6 +58,7 @@ impl AppState {
             route_metrics: RouteMetrics::new(&accounts.metrics),
             request_ids: RequestIds::new(),
             access_log: config.log.access,
+            setup: crate::accounts::SetupLink::default(),
             accounts,
         }
     }

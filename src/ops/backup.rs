@@ -82,18 +82,52 @@ fn prune(dir: &Path, keep: usize) -> Result<(), OpsError> {
     Ok(())
 }
 
-/// Writes a consistent snapshot of a stopped server's data directory to `out`.
+/// Writes a consistent snapshot of the data directory's store to `out`: directly when no server holds the
+/// directory, else through the running server's control socket (see [`super::control`]), which writes it from
+/// one read transaction while it keeps serving.
 pub fn backup(config: &Config, out: &Path) -> Result<String, OpsError> {
-    let store = open_stopped(config)?;
+    let folder = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !folder.is_dir() {
+        return Err(OpsError::Io(format!(
+            "cannot write the backup to {}: the folder {} does not exist (create it first)",
+            out.display(),
+            folder.display()
+        )));
+    }
     let started = Instant::now();
+    let Some(store) = open_unless_served(config)? else {
+        let bytes = super::control::backup_from_server(&config.data_dir, out)?;
+        return Ok(format!(
+            "backup written to {} in {:.1?} by the running server{} ({bytes} bytes)",
+            out.display(),
+            started.elapsed(),
+            holder(&config.data_dir).map(|pid| format!(" (PID {pid})")).unwrap_or_default(),
+        ));
+    };
     // The OS error alone ("No such file or directory") does not say which path.
     store.snapshot_to(out).map_err(|e| OpsError::Io(format!("cannot write the backup to {}: {e}", out.display())))?;
     Ok(format!("backup written to {} in {:.1?}", out.display(), started.elapsed()))
 }
 
+/// The store of a data directory no server holds; `None` when one does.
+fn open_unless_served(config: &Config) -> Result<Option<Store>, OpsError> {
+    super::refuse_postgres(config)?;
+    match Store::open(&config.data_dir) {
+        Ok(store) => Ok(Some(store)),
+        Err(crate::store::StoreError::Locked(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The PID of the process holding `data_dir`, as it wrote it.
+fn holder(data_dir: &Path) -> Option<u32> {
+    crate::store::lock_holder(data_dir)
+}
+
 /// Puts a snapshot back as `config.data_dir`'s store (no server may hold the directory). The file first passes
 /// the checks a server runs at start-up (schema, every record decodes, unique e-mails and slugs): a backup the
-/// server would refuse to start on is refused here, before anything is replaced. The replacement is atomic.
+/// server would refuse to start on is refused here, before anything is replaced. The replacement is atomic, and
+/// the store it replaces is kept aside in the data directory, named in the report.
 pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
     let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
     let (users, orgs, sessions) = Store::check_file(file, |store| {
@@ -101,10 +135,14 @@ pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
         Ok((indexes.users.len(), indexes.orgs.list().len(), indexes.sessions.len()))
     })
     .map_err(|e| OpsError::Invalid(format!("{} is not a usable backup: {e}", file.display())))?;
-    open_stopped(config)?; // a clear message when a server runs
-    Store::replace_file(&config.data_dir, file)?;
+    drop(open_stopped(config)?); // a clear message when a server runs
+    let aside = Store::replace_file(&config.data_dir, file)?;
+    let kept = match aside {
+        Some(aside) => format!("; the store it replaced is kept as {} (delete it once you are sure)", aside.display()),
+        None => String::new(),
+    };
     Ok(format!(
-        "restored {} into {}: {users} users, {orgs} organizations, {sessions} sessions",
+        "restored {} into {}: {users} users, {orgs} organizations, {sessions} sessions{kept}",
         file.display(),
         config.data_dir.display()
     ))
@@ -138,7 +176,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
         let held = Store::open(&config.data_dir).unwrap();
-        assert!(backup(&config, &dir.path().join("b.redb")).unwrap_err().to_string().contains("a server is running"));
+        let refused = backup(&config, &dir.path().join("b.redb")).unwrap_err().to_string();
+        assert!(refused.contains("control socket") && refused.contains("does not answer"), "{refused}");
         drop(held);
         let junk = dir.path().join("junk.redb");
         std::fs::write(&junk, b"not a database").unwrap();

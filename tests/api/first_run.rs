@@ -68,7 +68,11 @@ fn backup_into_a_missing_folder_names_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let (status, _, err) = run_binary(dir.path(), &["backup", "--out", "no/such/folder/b.redb"], &[], "");
     assert!(!status.success());
-    assert!(err.contains("no/such/folder/b.redb"), "{err}");
+    assert_eq!(
+        err.trim(),
+        "service-auth: cannot write the backup to no/such/folder/b.redb: the folder no/such/folder does not exist \
+         (create it first)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,11 +88,20 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
     );
     assert!(!err.contains("Some("), "{err}");
 
-    // A second server on the same (locked) directory fails without ever saying "listening on".
+    // A second server on the same (locked) directory fails without ever saying "listening on", and says which
+    // directory and which process holds it.
     let (status, out, err) = run_binary(root.path(), &["serve"], &[], "");
     assert!(!status.success());
     assert!(!out.contains("listening on"), "announced a server that never served: {out}");
-    assert!(!err.is_empty());
+    let data = root.path().join("data");
+    let expected = format!(
+        "the data directory {} is in use by another service-auth process (PID {})",
+        data.display(),
+        server.child.id()
+    );
+    assert!(err.contains(&expected), "{err}");
+    let (_, _, err) = run_binary(root.path(), &["export", "--out", "x.jsonl"], &[], "");
+    assert!(err.contains(&expected), "{err}");
     assert!(server.terminate().success());
 
     // With an administrator there is no such hint.

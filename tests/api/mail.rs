@@ -63,7 +63,9 @@ fn python() -> std::ffi::OsString {
                     "aiosmtpd is not installed: run ./test once (it installs tests/requirements.txt into .venv), \
                      or `python3 -m pip install aiosmtpd==1.4.6`"
                 ),
-                Err(e) => panic!("cannot run {python:?} ({e}): the mail tests need python3 with aiosmtpd (./test sets it up)"),
+                Err(e) => {
+                    panic!("cannot run {python:?} ({e}): the mail tests need python3 with aiosmtpd (./test sets it up)")
+                }
             }
         })
         .clone()
