@@ -622,4 +622,18 @@ mod tests {
         );
         assert!(verify.text.contains(&link), "{}", verify.text);
     }
+
+    /// Before: the plain-text templates were wrapped at a fixed width, so a sentence broke wherever the column fell
+    /// ("…within the\nnext 60 minutes…"), and again where the mail program wrapped it. Each paragraph is one line
+    /// now, which every mail program wraps to its own width.
+    #[test]
+    fn plain_text_mail_breaks_lines_only_between_paragraphs() {
+        for template in [RESET_TEXT, VERIFY_TEXT] {
+            for line in template.lines().filter(|l| !l.is_empty()) {
+                let ends_a_sentence = line.ends_with(['.', ':', ',']);
+                assert!(ends_a_sentence || line == "{{link}}", "a line breaks mid-sentence: {line:?}");
+            }
+            assert!(template.contains("\n\n{{link}}\n\n"), "the link stands alone");
+        }
+    }
 }

@@ -16,6 +16,7 @@ mod api {
     mod cors;
     mod crash;
     mod disk;
+    mod docs;
     mod faults;
     mod first_run;
     mod free_text;
@@ -32,6 +33,7 @@ mod api {
     mod orgs;
     mod overload;
     mod pages;
+    mod refused_origins;
     mod security;
     mod setup;
     mod test_command;

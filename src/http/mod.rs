@@ -37,6 +37,7 @@ pub mod origins;
 pub mod pages;
 pub mod rate_limits;
 mod recovery;
+mod refused_origins;
 mod request_id;
 pub mod response;
 mod router;

@@ -62,6 +62,9 @@ async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Respo
     let head = req.method() == Method::HEAD;
     let client = extract::client_ip(peer, req.headers(), &state.trusted_proxies);
     let origin = cors::trusted_origin(&state.origins, req.headers());
+    if origin.is_none() {
+        state.refused_origins.note(&state.origins, req.headers());
+    }
     // The clock is read, and the method kept, only when something records them.
     let started = (state.route_metrics.enabled() || state.access_log).then(Instant::now);
     let method = state.access_log.then(|| req.method().clone());

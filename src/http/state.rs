@@ -32,6 +32,8 @@ pub struct AppState {
     pub access_log: bool,
     /// The first-run setup link, while no administrator exists (issued at start, see `accounts::setup`).
     pub setup: crate::accounts::SetupLink,
+    /// Origins outside `trusted_origins` seen so far, each logged once.
+    pub refused_origins: super::refused_origins::RefusedOrigins,
 }
 
 impl AppState {
@@ -59,6 +61,7 @@ impl AppState {
             request_ids: RequestIds::new(),
             access_log: config.log.access,
             setup: crate::accounts::SetupLink::default(),
+            refused_origins: Default::default(),
             accounts,
         }
     }
