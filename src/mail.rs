@@ -33,6 +33,11 @@ const RESET_HTML: &str = include_str!("../templates/reset-password.html");
 const VERIFY_TEXT: &str = include_str!("../templates/verify-email.txt");
 const VERIFY_HTML: &str = include_str!("../templates/verify-email.html");
 
+/// Where a reset link leads when the application named no page of its own: the service's form (`http::pages`).
+pub const RESET_PAGE: &str = "/auth/reset-password";
+/// Where a verification link leads when the application named no page of its own (`http::pages`).
+pub const VERIFIED_PAGE: &str = "/auth/email-verified";
+
 /// The longest wait between two attempts at one message.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
@@ -82,11 +87,11 @@ impl Templates {
                 VERIFY_HTML,
             ),
         };
-        // Without a page of the application's own, the link leads to the service's (crate::http::pages), so a
-        // deployment without pages works end to end; the link endpoints redirect there as to any callback.
+        // Without a page of the application's own, the link leads to the service's, so a deployment without
+        // pages works end to end; the link endpoints redirect there as to any callback.
         let callback = callback.unwrap_or(match kind {
-            TokenKind::PasswordReset => crate::http::pages::RESET_PAGE,
-            TokenKind::EmailVerification => crate::http::pages::VERIFIED_PAGE,
+            TokenKind::PasswordReset => RESET_PAGE,
+            TokenKind::EmailVerification => VERIFIED_PAGE,
         });
         link.push(if link.contains('?') { '&' } else { '?' });
         link.push_str("callbackURL=");

@@ -34,7 +34,7 @@ mod metrics;
 mod ops;
 mod organizations;
 pub mod origins;
-pub mod pages;
+mod pages;
 pub mod rate_limits;
 mod recovery;
 mod refused_origins;

@@ -14,11 +14,6 @@ use super::console::CONTENT_SECURITY_POLICY;
 use super::extract;
 use super::response::{Body, Failure};
 
-/// Where the reset link leads when the application named no page of its own.
-pub const RESET_PAGE: &str = "/auth/reset-password";
-/// Where the verification link leads when the application named no page of its own.
-pub const VERIFIED_PAGE: &str = "/auth/email-verified";
-
 const RESET_HTML: &[u8] = include_bytes!("../../pages/reset-password.html");
 const VERIFIED_HTML: &[u8] = include_bytes!("../../pages/email-verified.html");
 const INVALID_HTML: &[u8] = include_bytes!("../../pages/link-invalid.html");
