@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::users::{EnsureAdmin, EnsureAdminError};
+use crate::actors::users::{AdminVia, EnsureAdmin, EnsureAdminError};
 use crate::config::{BootstrapAdmin, Config};
 use crate::domain::{Email, Name, Password};
 use crate::runtime::{AppError, Core};
@@ -95,7 +95,7 @@ async fn ensure(
     let name = Name::parse(name).map_err(|e| AdminError::Invalid(format!("name {e}")))?;
     let password = Password::new(&password).map_err(|e| AdminError::Invalid(format!("{e}: 8 to 128 characters")))?;
     let hash = core.accounts.hash(password).await.map_err(|e| AdminError::Invalid(e.to_string()))?;
-    let outcome = core.users().ensure_admin(name, email.clone(), hash, promote_existing).await;
+    let outcome = core.users().ensure_admin(name, email.clone(), hash, promote_existing, AdminVia::CommandLine).await;
     outcome.map_err(|e| match e {
         EnsureAdminError::Exists => AdminError::Exists(email.as_str().to_owned()),
         EnsureAdminError::Unavailable(_) => AdminError::Store(StoreError::Io("the store refused the write".into())),

@@ -33,6 +33,11 @@ const RESET_HTML: &str = include_str!("../templates/reset-password.html");
 const VERIFY_TEXT: &str = include_str!("../templates/verify-email.txt");
 const VERIFY_HTML: &str = include_str!("../templates/verify-email.html");
 
+/// Where a reset link leads when the application named no page of its own: the service's form (`http::pages`).
+pub const RESET_PAGE: &str = "/auth/reset-password";
+/// Where a verification link leads when the application named no page of its own (`http::pages`).
+pub const VERIFIED_PAGE: &str = "/auth/email-verified";
+
 /// The longest wait between two attempts at one message.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
@@ -65,7 +70,8 @@ impl Templates {
         }
     }
 
-    /// The message for `user` that carries `token` (and the client's `callbackURL`) in its link.
+    /// The message for `user` that carries `token` (and the client's `callbackURL`, else the service's own page)
+    /// in its link.
     pub fn render(&self, kind: TokenKind, user: &User, token: &SessionToken, callback: Option<&str>) -> Mail {
         let (mut link, subject, text, html) = match kind {
             TokenKind::PasswordReset => (
@@ -81,11 +87,15 @@ impl Templates {
                 VERIFY_HTML,
             ),
         };
-        if let Some(callback) = callback {
-            link.push(if link.contains('?') { '&' } else { '?' });
-            link.push_str("callbackURL=");
-            link.extend(url::form_urlencoded::byte_serialize(callback.as_bytes()));
-        }
+        // Without a page of the application's own, the link leads to the service's, so a deployment without
+        // pages works end to end; the link endpoints redirect there as to any callback.
+        let callback = callback.unwrap_or(match kind {
+            TokenKind::PasswordReset => RESET_PAGE,
+            TokenKind::EmailVerification => VERIFIED_PAGE,
+        });
+        link.push(if link.contains('?') { '&' } else { '?' });
+        link.push_str("callbackURL=");
+        link.extend(url::form_urlencoded::byte_serialize(callback.as_bytes()));
         let minutes = (self.ttl(kind).as_secs() / 60).to_string();
         // The account's name is not in the message: anyone can choose it (at sign-up), and a security mail that
         // opens with text of the requester's choosing ("…confirm at https://evil.test instead") is a phishing
@@ -607,5 +617,33 @@ mod tests {
             format!("https://auth.example.com/api/auth/verify-email?token={}&callbackURL=%2Fwelcome", token.as_str());
         assert!(verify.text.contains(&link) && verify.subject.contains("e-mail"), "{}", verify.text);
         assert!(!verify.text.contains("URGENT") && !verify.html.contains("URGENT"), "{}", verify.text);
+
+        // No page of the application's: the links lead to the service's own pages.
+        let reset = templates.render(TokenKind::PasswordReset, &user, &token, None);
+        let link = format!(
+            "https://auth.example.com/api/auth/reset-password/{}?callbackURL=%2Fauth%2Freset-password",
+            token.as_str()
+        );
+        assert!(reset.text.contains(&link), "{}", reset.text);
+        let verify = templates.render(TokenKind::EmailVerification, &user, &token, None);
+        let link = format!(
+            "https://auth.example.com/api/auth/verify-email?token={}&callbackURL=%2Fauth%2Femail-verified",
+            token.as_str()
+        );
+        assert!(verify.text.contains(&link), "{}", verify.text);
+    }
+
+    /// Before: the plain-text templates were wrapped at a fixed width, so a sentence broke wherever the column fell
+    /// ("…within the\nnext 60 minutes…"), and again where the mail program wrapped it. Each paragraph is one line
+    /// now, which every mail program wraps to its own width.
+    #[test]
+    fn plain_text_mail_breaks_lines_only_between_paragraphs() {
+        for template in [RESET_TEXT, VERIFY_TEXT] {
+            for line in template.lines().filter(|l| !l.is_empty()) {
+                let ends_a_sentence = line.ends_with(['.', ':', ',']);
+                assert!(ends_a_sentence || line == "{{link}}", "a line breaks mid-sentence: {line:?}");
+            }
+            assert!(template.contains("\n\n{{link}}\n\n"), "the link stands alone");
+        }
     }
 }

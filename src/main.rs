@@ -52,12 +52,13 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Write a consistent snapshot of the (stopped) server's store to FILE.
+    /// Write a consistent snapshot of the store to FILE: directly when no server runs, else through the running
+    /// server (its control socket in the data directory), which keeps serving.
     Backup {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Replace the store with a snapshot written by `backup` (server stopped).
+    /// Replace the store with a snapshot written by `backup` (server stopped); the replaced store is kept aside.
     Restore { file: PathBuf },
     /// Move the data directory's content into an empty PostgreSQL database (`--to postgres`), or a PostgreSQL
     /// database's content into an empty data directory (`--to embedded`). Servers stopped; the source is kept.
@@ -252,7 +253,14 @@ async fn serve(config: Config) -> ExitCode {
 /// reads the next line has it); then one plain line on stdout with the real address (the port may have been 0),
 /// which scripts and tests read.
 fn announce(started: &Started) {
-    if !started.has_admin {
+    if let Some(link) = &started.setup_link {
+        tracing::warn!(
+            "no administrator yet: create the first one in a browser at {link} (works once, for 30 minutes; a \
+             restart logs a new link), or stop the server and run `service-auth admin create --email \
+             you@example.com --name You`, or start it with SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL and \
+             SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD"
+        );
+    } else if !started.has_admin {
         tracing::warn!(
             "no administrator yet: stop the server and run `service-auth admin create --email you@example.com \
              --name You`, or start it with SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL and SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD"
@@ -318,11 +326,8 @@ async fn admin_create(
             );
             generated_password
         }
-        Err(AdminError::Store(StoreError::Locked)) => {
-            eprintln!(
-                "service-auth: a server is running on {}; stop it, or change roles through the admin API",
-                config.data_dir.display()
-            );
+        Err(AdminError::Store(StoreError::Locked(holder))) => {
+            eprintln!("service-auth: {holder}: stop it, or change roles through the admin API");
             return ExitCode::FAILURE;
         }
         Err(e) => {

@@ -24,6 +24,9 @@ pub struct Started {
     pub metrics: Option<SocketAddr>,
     /// Whether an administrator exists: without one nobody can manage the service yet.
     pub has_admin: bool,
+    /// Without an administrator: the one-time link where the first one is created in a browser. It holds a live
+    /// token: it goes to the server's log once, nowhere else.
+    pub setup_link: Option<String>,
 }
 
 /// Runs the server on `listener` until `shutdown` is cancelled, then stops accepting, finishes the requests in
@@ -105,13 +108,28 @@ async fn serve_until(
         };
         tokio::spawn(crate::ops::backup::run_schedule(Arc::clone(&core.store), schedule, stop.clone()));
     }
+    if core.store.postgres().is_none() {
+        // `service-auth backup` while this server runs: see ops::control.
+        let data_dir = config.data_dir.clone();
+        tokio::spawn(crate::ops::control::serve(Arc::clone(&core.store), data_dir, stop.clone()));
+    }
     if let Some(metrics_listener) = &metrics_listener {
         tracing::info!(address = %display_addr(metrics_listener), "metrics at /metrics");
     }
+    let address = listener.local_addr().map_err(|e| AppError::Startup(format!("the listener has no address: {e}")))?;
+    let has_admin = core.accounts.any_admin();
+    let setup_link = match has_admin {
+        true => None,
+        false => {
+            let token = state.setup.issue(crate::accounts::SETUP_LINK_TTL).await;
+            Some(format!("{}/admin/setup?token={}", public_base(&config, address), token.as_str()))
+        }
+    };
     let report = Started {
-        address: listener.local_addr().map_err(|e| AppError::Startup(format!("the listener has no address: {e}")))?,
+        address,
         metrics: metrics_listener.as_ref().and_then(|l| l.local_addr().ok()),
-        has_admin: core.accounts.any_admin(),
+        has_admin,
+        setup_link,
     };
     if let Some(metrics_listener) = metrics_listener {
         let cap = config.metrics.max_connections;
@@ -132,6 +150,19 @@ async fn serve_until(
     }
     tracing::info!("stopped; everything acknowledged is on disk");
     Ok(())
+}
+
+/// Where a browser reaches this server: `base_url`, else the address it listens on (loopback for an unspecified
+/// one, which a browser cannot open).
+fn public_base(config: &Config, address: SocketAddr) -> String {
+    if let Some(base) = &config.base_url {
+        return base.trim_end_matches('/').to_owned();
+    }
+    let mut address = address;
+    if address.ip().is_unspecified() {
+        address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    format!("http://{address}")
 }
 
 /// A listener's address as `127.0.0.1:3000` (or `?` if the OS cannot say).

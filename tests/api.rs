@@ -16,6 +16,7 @@ mod api {
     mod cors;
     mod crash;
     mod disk;
+    mod docs;
     mod faults;
     mod first_run;
     mod free_text;
@@ -31,8 +32,11 @@ mod api {
     mod ops;
     mod orgs;
     mod overload;
+    mod pages;
+    mod refused_origins;
     mod security;
     mod stats;
+    mod setup;
     mod test_command;
     mod upgrade;
 }

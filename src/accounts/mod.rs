@@ -10,6 +10,7 @@ mod admin;
 mod auth;
 mod query;
 mod recovery;
+mod setup;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,7 @@ pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignUp, SignUpError, SignedIn, SignedUp};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
+pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]

@@ -35,12 +35,15 @@ mod ops;
 mod organizations;
 pub mod origins;
 mod overview;
+mod pages;
 pub mod rate_limits;
 mod recovery;
+mod refused_origins;
 mod request_id;
 pub mod response;
 mod router;
 mod routes;
+mod setup;
 mod state;
 
 use std::convert::Infallible;

@@ -15,8 +15,8 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, overview, recovery,
-    request_id,
+    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, overview, pages,
+    recovery, request_id, setup,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -62,6 +62,9 @@ async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Respo
     let head = req.method() == Method::HEAD;
     let client = extract::client_ip(peer, req.headers(), &state.trusted_proxies);
     let origin = cors::trusted_origin(&state.origins, req.headers());
+    if origin.is_none() {
+        state.refused_origins.note(&state.origins, req.headers());
+    }
     // The clock is read, and the method kept, only when something records them.
     let started = (state.route_metrics.enabled() || state.access_log).then(Instant::now);
     let method = state.access_log.then(|| req.method().clone());
@@ -187,6 +190,11 @@ async fn dispatch(
         Endpoint::Alive => Ok(ops::alive()),
         Endpoint::Ready => Ok(ops::ready(state)),
         Endpoint::ConsoleIndex | Endpoint::ConsoleAsset => console::asset(&req),
+        Endpoint::ResetPasswordPage => pages::reset_password(&req),
+        Endpoint::EmailVerifiedPage => pages::email_verified(&req),
+        Endpoint::PageAsset => pages::asset(&req),
+        Endpoint::SetupPage => setup::page(state),
+        Endpoint::SetupFirstAdmin => setup::create(state, ctx, req).await,
     };
     let response = result.unwrap_or_else(|failure| {
         if failure.status.is_server_error() {

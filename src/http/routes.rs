@@ -81,6 +81,13 @@ routes! {
     "/api/auth/ok" => { GET => AuthOk },
     "/healthz" => { GET => Alive },
     "/readyz" => { GET => Ready },
+    // pages: behind the mailed links when the application has none of its own
+    "/auth/reset-password" => { GET => ResetPasswordPage },
+    "/auth/email-verified" => { GET => EmailVerifiedPage },
+    "/auth/{asset}" => { GET => PageAsset },
+    // setup: the first administrator, through the one-time link logged while there is none
+    "/admin/setup" => { GET => SetupPage },
+    "/api/admin/setup" => { POST => SetupFirstAdmin },
     "/admin/" => { GET => ConsoleIndex },
     "/admin/{asset}" => { GET => ConsoleAsset },
 }

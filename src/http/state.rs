@@ -30,6 +30,10 @@ pub struct AppState {
     pub request_ids: RequestIds,
     /// `[log] access`: one line per request.
     pub access_log: bool,
+    /// The first-run setup link, while no administrator exists (issued at start, see `accounts::setup`).
+    pub setup: crate::accounts::SetupLink,
+    /// Origins outside `trusted_origins` seen so far, each logged once.
+    pub refused_origins: super::refused_origins::RefusedOrigins,
 }
 
 impl AppState {
@@ -56,6 +60,8 @@ impl AppState {
             route_metrics: RouteMetrics::new(&accounts.metrics),
             request_ids: RequestIds::new(),
             access_log: config.log.access,
+            setup: crate::accounts::SetupLink::default(),
+            refused_origins: Default::default(),
             accounts,
         }
     }

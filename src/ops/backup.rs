@@ -97,22 +97,59 @@ fn prune(dir: &Path, keep: usize) -> Result<(), OpsError> {
     Ok(())
 }
 
-/// Writes a consistent snapshot of a stopped server's data directory to `out`, and its data key to `out.key`.
+/// Writes a consistent snapshot of the data directory's store to `out`: directly when no server holds the
+/// directory, else through the running server's control socket (see [`super::control`]), which writes it from
+/// one read transaction while it keeps serving. The data key is copied beside it, to `out.key`.
 pub fn backup(config: &Config, out: &Path) -> Result<String, OpsError> {
-    let store = open_stopped(config)?;
+    let folder = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !folder.is_dir() {
+        return Err(OpsError::Io(format!(
+            "cannot write the backup to {}: the folder {} does not exist (create it first)",
+            out.display(),
+            folder.display()
+        )));
+    }
     let started = Instant::now();
-    // The OS error alone ("No such file or directory") does not say which path.
-    store.snapshot_to(out).map_err(|e| OpsError::Io(format!("cannot write the backup to {}: {e}", out.display())))?;
+    let by_server = match open_unless_served(config)? {
+        Some(store) => {
+            // The OS error alone ("No such file or directory") does not say which path.
+            store
+                .snapshot_to(out)
+                .map_err(|e| OpsError::Io(format!("cannot write the backup to {}: {e}", out.display())))?;
+            String::new()
+        }
+        None => {
+            let bytes = super::control::backup_from_server(&config.data_dir, out)?;
+            let pid = holder(&config.data_dir).map(|pid| format!(" (PID {pid})")).unwrap_or_default();
+            format!(" by the running server{pid} ({bytes} bytes)")
+        }
+    };
     let key = data_key::beside(out);
     let with_key = data_key::copy_file(&config.data_key_path(), &key)
         .map_err(|e| OpsError::Io(format!("cannot copy the data key to {}: {e}", key.display())))?;
     let key_note = if with_key { format!(", its data key to {}", key.display()) } else { String::new() };
-    Ok(format!("backup written to {}{key_note} in {:.1?}", out.display(), started.elapsed()))
+    Ok(format!("backup written to {}{key_note} in {:.1?}{by_server}", out.display(), started.elapsed()))
+}
+
+/// The store of a data directory no server holds; `None` when one does.
+fn open_unless_served(config: &Config) -> Result<Option<Store>, OpsError> {
+    super::refuse_postgres(config)?;
+    match Store::open(&config.data_dir) {
+        Ok(store) => Ok(Some(store)),
+        Err(crate::store::StoreError::Locked(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The PID of the process holding `data_dir`, as it wrote it.
+fn holder(data_dir: &Path) -> Option<u32> {
+    crate::store::lock_holder(data_dir)
 }
 
 /// Puts a snapshot back as `config.data_dir`'s store (no server may hold the directory). The file first passes
 /// the checks a server runs at start-up (schema, every record decodes, unique e-mails and slugs): a backup the
-/// server would refuse to start on is refused here, before anything is replaced. The replacement is atomic.
+/// server would refuse to start on is refused here, before anything is replaced. The replacement is atomic, and
+/// the store it replaces is kept aside in the data directory, named in the report.
 pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
     let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
     let (users, orgs, sessions) = Store::check_file(file, |store| {
@@ -125,8 +162,12 @@ pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
         data_key::DataKey::load_file(&key)
             .map_err(|e| OpsError::Invalid(format!("{} is not a usable data key: {e}", key.display())))?;
     }
-    open_stopped(config)?; // a clear message when a server runs
-    Store::replace_file(&config.data_dir, file)?;
+    drop(open_stopped(config)?); // a clear message when a server runs
+    let aside = Store::replace_file(&config.data_dir, file)?;
+    let kept = match aside {
+        Some(aside) => format!("; the store it replaced is kept as {} (delete it once you are sure)", aside.display()),
+        None => String::new(),
+    };
     // The key after the store: a crash between the two leaves the new store with the old key, which the report
     // below told nobody about yet; running restore again finishes it.
     let key_note = if data_key::copy_file(&key, &config.data_key_path())
@@ -141,7 +182,7 @@ pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
         )
     };
     Ok(format!(
-        "restored {} into {}: {users} users, {orgs} organizations, {sessions} sessions{key_note}",
+        "restored {} into {}: {users} users, {orgs} organizations, {sessions} sessions{kept}{key_note}",
         file.display(),
         config.data_dir.display()
     ))
@@ -198,7 +239,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
         let held = Store::open(&config.data_dir).unwrap();
-        assert!(backup(&config, &dir.path().join("b.redb")).unwrap_err().to_string().contains("a server is running"));
+        let refused = backup(&config, &dir.path().join("b.redb")).unwrap_err().to_string();
+        assert!(refused.contains("control socket") && refused.contains("does not answer"), "{refused}");
         drop(held);
         let junk = dir.path().join("junk.redb");
         std::fs::write(&junk, b"not a database").unwrap();

@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod better_auth;
+pub mod control;
 pub mod export;
 pub mod migrate_store;
 pub mod seed;
@@ -34,6 +35,13 @@ fn open_stopped_with_faults(
     config: &crate::config::Config,
     faults: crate::store::FaultSwitch,
 ) -> Result<crate::store::Store, OpsError> {
+    refuse_postgres(config)?;
+    open_embedded_stopped(config, faults)
+}
+
+/// These commands work on the embedded file: with `[store] backend = "postgres"` they are refused rather than
+/// silently working on a directory nobody serves.
+fn refuse_postgres(config: &crate::config::Config) -> Result<(), OpsError> {
     if config.store.backend == crate::config::StoreBackend::Postgres {
         return Err(OpsError::Invalid(
             "this command works on the embedded store, and [store] backend is \"postgres\": use PostgreSQL's own \
@@ -41,7 +49,7 @@ fn open_stopped_with_faults(
                 .into(),
         ));
     }
-    open_embedded_stopped(config, faults)
+    Ok(())
 }
 
 /// The embedded store of `config.data_dir`, whatever the configured backend (`migrate-store` moves it).
@@ -50,10 +58,9 @@ fn open_embedded_stopped(
     faults: crate::store::FaultSwitch,
 ) -> Result<crate::store::Store, OpsError> {
     crate::store::Store::open_with_faults(&config.data_dir, faults).map_err(|e| match e {
-        crate::store::StoreError::Locked => OpsError::Invalid(format!(
-            "a server is running on {}; stop it first (a running server writes scheduled backups: see [backup] in config.toml)",
-            config.data_dir.display()
-        )),
+        crate::store::StoreError::Locked(holder) => {
+            OpsError::Invalid(format!("{holder}: stop it first (`service-auth backup` works while it runs)",))
+        }
         other => other.into(),
     })
 }

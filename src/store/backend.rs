@@ -211,8 +211,9 @@ impl Store {
         EmbeddedStore::check_file(path, |dir| check(&Store::open(dir)?))
     }
 
-    /// Makes the store file `path` the embedded store of `data_dir` (atomic; refused while a server holds it).
-    pub fn replace_file(data_dir: &Path, path: &Path) -> Result<(), StoreError> {
+    /// Makes the store file `path` the embedded store of `data_dir` (atomic; refused while a server holds it);
+    /// returns where the store it replaced is kept.
+    pub fn replace_file(data_dir: &Path, path: &Path) -> Result<Option<std::path::PathBuf>, StoreError> {
         EmbeddedStore::replace_file(data_dir, path)
     }
 

@@ -220,10 +220,41 @@ fn open_database(path: &Path) -> Result<Database, StoreError> {
         // The store holds every password hash: readable by its owner only.
         create_private(path).map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
     }
-    Database::builder().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
-        DatabaseError::DatabaseAlreadyOpen => StoreError::Locked,
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let db = Database::builder().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
+        DatabaseError::DatabaseAlreadyOpen => {
+            StoreError::Locked(LockHolder { dir: dir.to_path_buf(), pid: lock_holder(dir) })
+        }
         other => StoreError::Io(other.to_string()),
-    })
+    })?;
+    // Who holds the lock, for the message the next process gets (the lock itself does not say).
+    let _ = std::fs::write(dir.join(PID_FILE), format!("{}\n", std::process::id()));
+    Ok(db)
+}
+
+/// Beside the store: the PID of the process holding it, written by each one that takes the lock.
+const PID_FILE: &str = "service-auth.pid";
+
+/// A data directory another process holds: its path and, as that process wrote it, its PID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    pub dir: std::path::PathBuf,
+    pub pid: Option<u32>,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the data directory {} is in use by another service-auth process", self.dir.display())?;
+        match self.pid {
+            Some(pid) => write!(f, " (PID {pid})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The PID the process holding `data_dir` wrote down, if it did.
+pub fn lock_holder(data_dir: &Path) -> Option<u32> {
+    std::fs::read_to_string(data_dir.join(PID_FILE)).ok()?.trim().parse().ok()
 }
 
 fn init_schema(db: &Database) -> Result<(), StoreError> {
@@ -456,18 +487,31 @@ impl EmbeddedStore {
     }
 
     /// Makes the store file `path` the store of `data_dir`: copied beside it, made durable, renamed over the old
-    /// one (atomic), the rename made durable. Fails with [`StoreError::Locked`] while a server holds the directory;
+    /// one (atomic), the rename made durable; the old one is kept as `service-auth.redb.replaced-<UTC time>`,
+    /// returned (none when there was no store before). Fails with [`StoreError::Locked`] while a server holds the directory;
     /// holding the lock meanwhile keeps one from starting half-way.
-    pub fn replace_file(data_dir: &Path, path: &Path) -> Result<(), StoreError> {
+    pub fn replace_file(data_dir: &Path, path: &Path) -> Result<Option<std::path::PathBuf>, StoreError> {
+        let current = data_dir.join(FILE_NAME);
+        let existed = current.exists();
         let guard = EmbeddedStore::open(data_dir)?;
         let staged = data_dir.join(format!("{FILE_NAME}.restoring"));
         std::fs::copy(path, &staged).map_err(|e| StoreError::Io(format!("{}: {e}", staged.display())))?;
         std::fs::set_permissions(&staged, private()).map_err(io)?;
         std::fs::File::open(&staged).and_then(|f| f.sync_all()).map_err(io)?;
-        std::fs::rename(&staged, data_dir.join(FILE_NAME)).map_err(io)?;
+        // The store being replaced stays, under another name: a restore of the wrong file is undone by
+        // restoring this one. A second name for the same file (no copy), made before the rename swaps the store.
+        let aside = existed.then(|| {
+            data_dir.join(format!("{FILE_NAME}.replaced-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")))
+        });
+        if let Some(aside) = &aside {
+            std::fs::hard_link(&current, aside)
+                .or_else(|_| std::fs::copy(&current, aside).map(drop))
+                .map_err(|e| StoreError::Io(format!("keeping the replaced store as {}: {e}", aside.display())))?;
+        }
+        std::fs::rename(&staged, &current).map_err(io)?;
         std::fs::File::open(data_dir).and_then(|d| d.sync_all()).map_err(io)?;
         drop(guard);
-        Ok(())
+        Ok(aside)
     }
 
     /// How many accounts and sessions the store holds (start-up sizes its maps with these). Cheap: redb keeps
@@ -767,7 +811,17 @@ mod tests {
     fn a_second_open_of_the_same_directory_is_locked() {
         let dir = tempfile::tempdir().unwrap();
         let _first = EmbeddedStore::open(dir.path()).unwrap();
-        assert!(matches!(EmbeddedStore::open(dir.path()), Err(StoreError::Locked)));
+        let Err(StoreError::Locked(holder)) = EmbeddedStore::open(dir.path()) else { panic!("not locked") };
+        assert_eq!(holder, LockHolder { dir: dir.path().to_path_buf(), pid: Some(std::process::id()) });
+        let message = StoreError::Locked(holder).to_string();
+        assert_eq!(
+            message,
+            format!(
+                "the data directory {} is in use by another service-auth process (PID {})",
+                dir.path().display(),
+                std::process::id()
+            )
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ mod worker;
 mod writer;
 
 pub use backend::Store;
-pub use db::{FaultSwitch, create_private};
+pub use db::{FaultSwitch, LockHolder, create_private, lock_holder};
 pub use postgres::{Claim, PgStore};
 
 /// The store's file in `data_dir` (what the console's status panel measures).
@@ -264,8 +264,8 @@ impl Loaded {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("the data directory is in use by another service-auth process")]
-    Locked,
+    #[error("{0}")]
+    Locked(LockHolder),
     #[error("storage I/O failed: {0}")]
     Io(String),
     #[error("stored record is corrupt: {0}")]

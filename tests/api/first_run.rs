@@ -80,7 +80,11 @@ fn backup_into_a_missing_folder_names_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let (status, _, err) = run_binary(dir.path(), &["backup", "--out", "no/such/folder/b.redb"], &[], "");
     assert!(!status.success());
-    assert!(err.contains("no/such/folder/b.redb"), "{err}");
+    assert_eq!(
+        err.trim(),
+        "service-auth: cannot write the backup to no/such/folder/b.redb: the folder no/such/folder does not exist \
+         (create it first)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,11 +105,20 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
     assert_eq!((mode & 0o777, std::fs::read(&key).unwrap().len()), (0o600, 32));
     assert!(err.contains("created the data key"), "{err}");
 
-    // A second server on the same (locked) directory fails without ever saying "listening on".
+    // A second server on the same (locked) directory fails without ever saying "listening on", and says which
+    // directory and which process holds it.
     let (status, out, err) = run_binary(root.path(), &["serve"], &[], "");
     assert!(!status.success());
     assert!(!out.contains("listening on"), "announced a server that never served: {out}");
-    assert!(!err.is_empty());
+    let data = root.path().join("data");
+    let expected = format!(
+        "the data directory {} is in use by another service-auth process (PID {})",
+        data.display(),
+        server.child.id()
+    );
+    assert!(err.contains(&expected), "{err}");
+    let (_, _, err) = run_binary(root.path(), &["export", "--out", "x.jsonl"], &[], "");
+    assert!(err.contains(&expected), "{err}");
     assert!(server.terminate().success());
 
     // With an administrator there is no such hint.
@@ -117,7 +130,27 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
     assert!(server.terminate().success());
 }
 
-/// README's walk-through, pasted as written into `sh` (only the address changed), against a real server.
+/// The first `sh` block after the heading `heading` in the README.
+fn readme_block(heading: &str) -> &'static str {
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find(heading).unwrap_or_else(|| panic!("the README has {heading}"))..];
+    section.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).expect("its sh block")
+}
+
+/// The top-level keys of each JSON value printed, in order (an array as `[n]`, its length).
+fn shapes(stdout: &str) -> Vec<String> {
+    serde_json::Deserializer::from_str(stdout)
+        .into_iter::<serde_json::Value>()
+        .map(|v| match v.unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}")) {
+            serde_json::Value::Object(o) => o.keys().cloned().collect::<Vec<_>>().join(","),
+            serde_json::Value::Array(a) => format!("[{}]", a.len()),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// README's walk-through, then its "your own account" and "organizations" blocks, pasted as written into one
+/// `sh` (only the address changed), against a real server: every call answers what the README's comments show.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_walk_through_runs_as_written() {
     for tool in ["curl", "jq"] {
@@ -127,10 +160,10 @@ async fn the_readme_walk_through_runs_as_written() {
             "the walk-through needs {tool}: install it (Debian: apt-get install -y {tool}), or run ./test, which does as root"
         );
     }
-    let readme = include_str!("../../README.md");
-    let section = &readme[readme.find("## A walk through").expect("the walk-through section")..];
-    let block = section.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).expect("its sh block");
-    assert!(block.contains("B=http://127.0.0.1:3000\n"), "{block}");
+    let walk = readme_block("## A walk through");
+    assert!(walk.contains("B=http://127.0.0.1:3000\n"), "{walk}");
+    let own = readme_block("## Your own account");
+    let orgs = readme_block("## Organizations");
 
     let root = tempfile::tempdir().unwrap();
     let env = [
@@ -138,17 +171,59 @@ async fn the_readme_walk_through_runs_as_written() {
         ("SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD", "a long passphrase"),
     ];
     let server = ChildServer::spawn(root.path(), &env).await;
-    let script = block.replace("B=http://127.0.0.1:3000\n", &format!("B={}\n", server.base));
+    // A second organization, created after the README's: the organizations block must still pick St Mary.
+    let other = "curl -s $B/api/admin/organizations -b admin.txt -H 'Content-Type: application/json' \\\n  \
+                 -d '{\"name\": \"St John\", \"slug\": \"st-john\"}' > /dev/null\n";
+    let script =
+        format!("{walk}{own}{other}{orgs}").replace("B=http://127.0.0.1:3000\n", &format!("B={}\n", server.base));
     let out = tokio::task::spawn_blocking(move || Command::new("sh").args(["-eu", "-c", &script]).output().unwrap())
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(!stdout.contains("\"error\"") && !stdout.contains("\"code\""), "a call failed:\n{stdout}");
-    assert_eq!(stdout.matches("{\"success\":true}").count(), 4, "three PATCHes and the sign-out:\n{stdout}");
-    assert!(stdout.contains("\"slug\":\"st-mary\""), "{stdout}");
+    let expected = [
+        // the walk-through
+        "redirect,token,user", // the admin signs in
+        "session,user",        // get-session
+        "users",               // every user
+        "next_cursor,users",   // one filtered page
+        "organizations",       // the list
+        "success",             // role and organization
+        "success",             // ban
+        "success",             // unban
+        "entries,next_cursor", // audit page 1
+        "entries,next_cursor", // audit page 2
+        "redirect,token,user", // Alice signs in again
+        "success",             // and out
+        // your own account
+        "redirect,token,user", // signed in first
+        "redirect,token,user", // the phone
+        "status",              // update-user
+        "[2]",                 // list-sessions: here and the phone
+        "status",              // revoke-session: the phone
+        "token,user",          // change-password
+        "status",              // revoke-other-sessions
+        "message,success",     // delete-user
+        // organizations
+        "organization",     // St Mary, with its member count
+        "members",          // its members
+        "organization",     // renamed
+        "detached,success", // deleted
+    ];
+    assert_eq!(shapes(&stdout), expected, "{stdout}");
+    let printed: Vec<serde_json::Value> =
+        serde_json::Deserializer::from_str(&stdout).into_iter().map(Result::unwrap).collect();
+    assert_eq!(printed[8]["entries"].as_array().unwrap().len(), 5, "page 1 is printed in full");
+    assert_ne!(printed[8]["entries"][0]["id"], printed[9]["entries"][0]["id"], "page 2 is another page");
+    assert_eq!(printed[20]["organization"]["slug"], "st-mary", "the README's organization, not the newest");
+    assert_eq!(printed[22]["organization"]["slug"], "st-mary-hospital");
+    assert_eq!(printed[23]["success"], true);
+
     let admin = server.login("admin@example.com", "a long passphrase").await;
-    let alice = server.users(&admin).await.into_iter().find(|u| u["email"] == "alice@example.com").unwrap();
-    assert_eq!(alice["role"], "pharmacist_in_charge");
-    assert!(alice["organization_id"].is_string() && alice["banned"] == false, "{alice}");
+    let users = server.users(&admin).await;
+    assert!(users.iter().all(|u| u["email"] != "alice@example.com"), "Alice deleted her account");
+    let left = server.get("/api/admin/organizations").cookie(&admin).send().await.json();
+    assert_eq!(left["organizations"].as_array().unwrap().len(), 1);
+    assert_eq!(left["organizations"][0]["slug"], "st-john");
 }

@@ -61,3 +61,59 @@ async fn export_then_import_into_a_fresh_directory_keeps_accounts_and_membership
     s.login(&alice.email, PASSWORD).await;
     s.stop().await;
 }
+
+/// `backup` while a server runs: the server writes the snapshot from one read transaction and keeps serving
+/// (sign-ups go on during it); `restore` (server stopped) keeps the store it replaces aside and names it, so a
+/// restore of the wrong file is undone by restoring that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_of_a_running_server_then_restore_keeps_the_replaced_store_aside() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("backups")).unwrap();
+    let server = ChildServer::spawn(root.path(), BOOTSTRAP_ENV).await;
+    assert_eq!(server.sign_up("Alice", "alice@example.com", PASSWORD).await.0, 200);
+
+    // Sign-ins (each a committed session) all through the backup: the server is not stopped or paused for it.
+    let during = {
+        let client = server.client.clone();
+        tokio::spawn(async move {
+            for _ in 0..15 {
+                let (status, _, _) = client.sign_in("alice@example.com", PASSWORD).await;
+                assert_eq!(status, 200, "a sign-in during the backup");
+            }
+        })
+    };
+    let dir = root.path().to_path_buf();
+    let (status, _, err) =
+        tokio::task::spawn_blocking(move || run_binary(&dir, &["backup", "--out", "backups/live.redb"], &[], ""))
+            .await
+            .unwrap();
+    assert!(status.success(), "backup: {err}");
+    assert!(err.contains("by the running server") && err.contains(&format!("PID {}", server.child.id())), "{err}");
+    during.await.unwrap();
+    assert_eq!(server.sign_up("Bob", "bob@example.com", PASSWORD).await.0, 200, "after the backup");
+    let control: Vec<_> =
+        std::fs::read_dir(root.path().join("data/control")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(control, ["socket"], "no staged snapshot is left behind");
+    let mode = std::fs::metadata(root.path().join("backups/live.redb")).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+    assert!(server.terminate().success());
+
+    // Restore (the store holds Bob; the backup does not): the replaced store is kept and named.
+    let (status, _, err) = run_binary(root.path(), &["restore", "backups/live.redb"], &[], "");
+    assert!(status.success(), "restore: {err}");
+    let kept = err.split("kept as ").nth(1).and_then(|s| s.split(' ').next()).expect("names the kept store");
+    assert!(kept.contains("service-auth.redb.replaced-"), "{err}");
+    let kept = std::path::PathBuf::from(kept);
+    assert!(kept.exists(), "{}", kept.display());
+
+    let server = ChildServer::spawn(root.path(), &[]).await;
+    assert_eq!(server.sign_in("alice@example.com", PASSWORD).await.0, 200, "in the backup");
+    assert_eq!(server.sign_in("bob@example.com", PASSWORD).await.0, 401, "after the backup");
+    assert!(server.terminate().success());
+    // Undo: the kept store back; Bob is there again.
+    let (status, _, err) = run_binary(root.path(), &["restore", kept.to_str().unwrap()], &[], "");
+    assert!(status.success(), "restore of the kept store: {err}");
+    let server = ChildServer::spawn(root.path(), &[]).await;
+    assert_eq!(server.sign_in("bob@example.com", PASSWORD).await.0, 200);
+    assert!(server.terminate().success());
+}

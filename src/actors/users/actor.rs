@@ -10,8 +10,8 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
-    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, IssueError,
-    OwnChange, OwnChangeError, ResetError, UsersHandle, UsersMsg,
+    AdminVia, AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin,
+    IssueError, OwnChange, OwnChangeError, ResetError, UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
@@ -168,24 +168,33 @@ impl Actor for UsersActor {
                     Err(e) => drop(reply.send(Err(e))),
                 }
             }
-            UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply } => {
+            UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, via, reply } => {
                 let existing = self.email_owner(state, &email).and_then(|id| self.get(state, id));
                 let setup = AdminSetup { name, email, password_hash, promote_existing };
                 match rules::set_up_admin(existing.as_deref(), setup, Timestamp::now()) {
                     Ok((Changed { user, ends_sessions }, outcome)) => {
                         let user = self.stage(state, user, ends_sessions);
-                        let detail = match outcome {
-                            EnsureAdmin::Created(_) => "administrator created from the command line or bootstrap",
-                            EnsureAdmin::Promoted(_) => {
+                        let detail = match (outcome, &via) {
+                            (EnsureAdmin::Created(_), AdminVia::CommandLine) => {
+                                "administrator created from the command line or bootstrap"
+                            }
+                            (EnsureAdmin::Created(_), AdminVia::SetupLink { .. }) => {
+                                "first administrator created through the one-time setup link"
+                            }
+                            (EnsureAdmin::Promoted(_), _) => {
                                 "existing account made administrator from the command line or bootstrap; \
                                  password replaced, sessions ended"
                             }
+                        };
+                        let ip = match &via {
+                            AdminVia::CommandLine => "",
+                            AdminVia::SetupLink { ip } => ip.as_str(),
                         };
                         let mut ops = vec![put(&user)];
                         if let EnsureAdmin::Promoted(_) = outcome {
                             ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
                         }
-                        ops.push(audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), "", detail.into()));
+                        ops.push(audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), ip, detail.into()));
                         state.overlay.add(ops, reply, outcome);
                     }
                     Err(e) => drop(reply.send(Err(e))),

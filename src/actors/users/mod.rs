@@ -98,6 +98,15 @@ pub enum Checked {
     NotChecked,
 }
 
+/// Who asks [`UsersHandle::ensure_admin`] for an administrator, for the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminVia {
+    /// `admin create` or the bootstrap variables: the operator at the server's terminal.
+    CommandLine,
+    /// The one-time setup link the server logs while no administrator exists, from this client address.
+    SetupLink { ip: String },
+}
+
 /// What [`UsersHandle::ensure_admin`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnsureAdmin {
@@ -240,6 +249,7 @@ pub(super) enum UsersMsg {
         email: Email,
         password_hash: String,
         promote_existing: bool,
+        via: AdminVia,
         reply: RpcReplyPort<Result<EnsureAdmin, EnsureAdminError>>,
     },
     BeginAttempt {
@@ -346,8 +356,10 @@ impl UsersHandle {
         email: Email,
         password_hash: String,
         promote_existing: bool,
+        via: AdminVia,
     ) -> Result<EnsureAdmin, EnsureAdminError> {
-        call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, reply }).await?
+        call(&self.0, |reply| UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, via, reply })
+            .await?
     }
 
     /// Issues a token of `kind` for the account with `email`, if there is one (and, for a verification, if its

@@ -277,7 +277,7 @@ fn a_directory_a_server_holds_is_refused() {
     let config = config(dir.path());
     let held = Store::open(&config.data_dir).unwrap();
     let report = import(&config, &options(&db)).unwrap_err().to_string();
-    assert!(report.contains("a server is running"), "{report}");
+    assert!(report.contains("is in use by another service-auth process"), "{report}");
     drop(held);
 }
 

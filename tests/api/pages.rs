@@ -1,0 +1,102 @@
+//! The pages behind the mailed links, for a deployment without pages of its own: a request that names no
+//! `redirectTo`/`callbackURL` gets a link that leads to the service's reset form or "e-mail verified" page, and
+//! the whole round trip works with nothing but this server. (The pages in a real browser: tests/browser.)
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::harness::*;
+
+/// Waits (at most 30 s) for a message file in `dir` that `seen` does not hold yet; returns its text with
+/// quoted-printable soft line breaks undone.
+async fn next_message(dir: &Path, seen: &mut Vec<PathBuf>) -> String {
+    let started = Instant::now();
+    loop {
+        let found = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "eml") && !seen.contains(p));
+        if let Some(file) = found {
+            seen.push(file.clone());
+            let text = std::fs::read_to_string(file).unwrap();
+            return text.replace("=\r\n", "").replace("=\n", "").replace("=3D", "=");
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no new message in {}", dir.display());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The path and query of the first `http://auth.test…` link in a message.
+fn link_in(message: &str) -> String {
+    let at = message.find("http://auth.test/").expect("a link") + "http://auth.test".len();
+    message[at..].split(|c: char| c.is_whitespace()).next().unwrap().to_owned()
+}
+
+/// A page as the service serves it: HTML, under the console's policy, never cached, never a referrer.
+fn assert_page(r: &Resp, says: &str) {
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("content-type").as_deref(), Some("text/html; charset=utf-8"));
+    let csp = r.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert_eq!(r.header("referrer-policy").as_deref(), Some("no-referrer"));
+    assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
+    assert!(r.text.contains(says), "{}", r.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_pages_of_the_application_the_mailed_links_lead_to_the_services_own() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("mail");
+    let configured = dir.clone();
+    let s = TestServer::start_adjusted(move |c| {
+        c.email.directory = Some(configured);
+        c.base_url = Some("http://auth.test".into());
+    })
+    .await;
+    let mut seen = Vec::new();
+    let u = s.new_user("pageless").await;
+
+    // Reset: the link redirects to the form, which posts to the API; then the link is spent.
+    let r = s.post("/api/auth/request-password-reset").json(&json!({"email": u.email})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let link = link_in(&next_message(&dir, &mut seen).await);
+    assert!(link.ends_with("?callbackURL=%2Fauth%2Freset-password"), "{link}");
+    let r = s.get(&link).send().await;
+    assert_eq!(r.status, 302);
+    let form = r.header("location").unwrap();
+    assert!(form.starts_with("/auth/reset-password?token="), "{form}");
+    let page = s.get(&form).send().await;
+    assert_page(&page, r#"<form id="reset""#);
+    for asset in ["/auth/pages.css", "/auth/reset-password.js"] {
+        let r = s.get(asset).send().await;
+        assert_eq!(r.status, 200, "{asset}");
+        assert!(r.header("content-security-policy").is_some(), "{asset}");
+    }
+    assert_eq!(s.get("/auth/nothing.js").send().await.status, 404);
+    let token = form.trim_start_matches("/auth/reset-password?token=");
+    let r =
+        s.post("/api/auth/reset-password").json(&json!({"token": token, "newPassword": "a page-set password"})).send();
+    assert_eq!(r.await.status, 200);
+    assert_eq!(s.sign_in(&u.email, "a page-set password").await.0, 200);
+    let spent = s.get(&link).send().await.header("location").unwrap();
+    assert_eq!(spent, "/auth/reset-password?error=INVALID_TOKEN");
+    assert_page(&s.get(&spent).send().await, "This link is no longer valid");
+    assert_page(&s.get("/auth/reset-password").send().await, "This link is no longer valid");
+
+    // Verification: the link verifies, then lands on the "verified" page; a second time on "no longer valid".
+    let r = s.post("/api/auth/send-verification-email").json(&json!({"email": u.email})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let link = link_in(&next_message(&dir, &mut seen).await);
+    assert!(link.ends_with("&callbackURL=%2Fauth%2Femail-verified"), "{link}");
+    let r = s.get(&link).send().await;
+    assert_eq!((r.status, r.header("location").as_deref()), (302, Some("/auth/email-verified")));
+    assert_page(&s.get("/auth/email-verified").send().await, "E-mail address confirmed");
+    let (_, body, _) = s.sign_in(&u.email, "a page-set password").await;
+    assert_eq!(body["user"]["emailVerified"], true);
+    let again = s.get(&link).send().await.header("location").unwrap();
+    assert_eq!(again, "/auth/email-verified?error=INVALID_TOKEN");
+    assert_page(&s.get(&again).send().await, "This link is no longer valid");
+}
