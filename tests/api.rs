@@ -10,12 +10,14 @@ mod api {
 
     mod admin;
     mod admin_plugin;
+    mod audit_search;
     mod auth;
     mod cluster;
     mod console;
     mod cors;
     mod crash;
     mod disk;
+    mod export;
     mod faults;
     mod first_run;
     mod free_text;
