@@ -5,10 +5,12 @@
 //   their status. Who is signed in comes from GET /api/admin/status.
 // - Text from the server is put in the page with textContent only (never parsed as HTML), so a name cannot
 //   become markup; the Content-Security-Policy refuses inline script and style as a second line.
-// - Hash routing (#/users, #/users/<id>, #/organizations, #/organizations/<id>, #/audit, #/status): the server
-//   serves one page, and the back button works.
+// - Hash routing (#/overview, #/users, #/users/<id>, #/organizations, #/organizations/<id>, #/audit, #/status):
+//   the server serves one page, and the back button works. Pages beyond these are modules of their own
+//   (overview.js), built with the helpers exported at the end of this file.
 
 import { describeDevice } from "./ua.js";
+import { overviewPage } from "./overview.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -225,7 +227,7 @@ async function boot() {
   nav.hidden = false;
   signOutButton.hidden = false;
   who.textContent = `Signed in as ${status.signed_in_as.email}`;
-  if (!location.hash.startsWith("#/") || location.hash === "#/sign-in") location.hash = "#/users";
+  if (!location.hash.startsWith("#/") || location.hash === "#/sign-in") location.hash = "#/overview";
   else route();
 }
 
@@ -299,6 +301,7 @@ async function route() {
   const params = new URLSearchParams(query);
   const parts = path.split("/").filter(Boolean);
   try {
+    if (parts[0] === "overview") return await overviewPage();
     if (parts[0] === "users" && parts[1]) return await userPage(parts[1]);
     if (parts[0] === "users") return await usersPage(params);
     if (parts[0] === "organizations" && parts[1]) return await organizationPage(parts[1]);
@@ -788,5 +791,8 @@ async function statusPage() {
   ];
   show("Status", h("dl", { id: "status" }, rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })])));
 }
+
+// What the page modules (overview.js, …) build with. `status` is a live binding: always the latest answer.
+export { h, field, messageLine, say, show, when, api, act, ApiError, confirmAction, loadOrgs, orgName, status };
 
 boot();

@@ -10,6 +10,7 @@ mod api {
 
     mod admin;
     mod admin_plugin;
+    mod audit_search;
     mod auth;
     mod cluster;
     mod console;
@@ -17,6 +18,7 @@ mod api {
     mod crash;
     mod disk;
     mod docs;
+    mod export;
     mod faults;
     mod first_run;
     mod free_text;

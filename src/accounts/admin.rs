@@ -278,4 +278,14 @@ impl Accounts {
     pub async fn audit(&self, before: Option<AuditId>, limit: usize) -> Result<Vec<AuditEntry>, Unavailable> {
         self.audit.page(before, limit).await
     }
+
+    /// A page of the audit entries `search` matches (see [`crate::actors::audit::AuditLog::search`]).
+    pub async fn search_audit(
+        &self,
+        search: super::AuditSearch,
+        before: Option<AuditId>,
+        limit: usize,
+    ) -> Result<super::AuditFound, Unavailable> {
+        self.audit.search(search, before, limit).await
+    }
 }

@@ -22,6 +22,7 @@ use crate::actors::counters::Counters;
 // What the front end needs of the actors' vocabulary, re-exported so that `http/` names only this facade (a test
 // in `http/` keeps it so).
 pub use crate::actors::Unavailable;
+pub use crate::actors::audit::{AuditSearch, Found as AuditFound};
 pub use crate::actors::counters::{Counter, FLUSH_INTERVAL as COUNTERS_FLUSH_INTERVAL, Series};
 pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 pub use crate::actors::sessions::{Client, Revoke};

@@ -78,6 +78,9 @@ pub struct UserQuery {
     pub filters: Vec<Filter>,
     pub order: Order,
     pub window: Window,
+    /// A [`Window::After`] page also counts every match (`total`): free for every user or an e-mail prefix, one
+    /// more pass over the candidates otherwise.
+    pub count: bool,
 }
 
 /// One page of users.
@@ -86,7 +89,8 @@ pub struct Page {
     pub users: Vec<Arc<User>>,
     /// A [`Window::After`] page: more users match after it.
     pub more: bool,
-    /// A [`Window::Offset`] page: how many users match in all.
+    /// How many users match in all: a [`Window::Offset`] page always, a [`Window::After`] page when the query's
+    /// `count` asks for it.
     pub total: usize,
 }
 
@@ -132,7 +136,7 @@ impl UserQuery {
                     return Page {
                         users: rest.iter().take(limit).cloned().collect(),
                         more: rest.len() > limit,
-                        total: 0,
+                        total: found.len(),
                     };
                 }
                 let mut page = Page { users: Vec::with_capacity(limit.min(100)), ..Page::default() };
@@ -150,6 +154,9 @@ impl UserQuery {
                 match self.organization() {
                     Some(org) => users.scan_org(org, after, visit),
                     None => users.scan(after, false, visit),
+                }
+                if self.count {
+                    page.total = if self.is_everyone() { users.len() } else { self.count_matches(accounts) };
                 }
                 page
             }
@@ -199,6 +206,23 @@ impl UserQuery {
                 Page { users: found.into_iter().skip(offset).take(limit).collect(), more: false, total }
             }
         }
+    }
+}
+
+impl UserQuery {
+    /// Every user that matches, wherever the page is.
+    fn count_matches(&self, accounts: &Accounts) -> usize {
+        let users = &accounts.indexes.users;
+        let mut n = 0;
+        let count = |u: &Arc<User>| {
+            n += usize::from(self.matches(u));
+            true
+        };
+        match self.organization() {
+            Some(org) => users.scan_org(org, None, count),
+            None => users.scan(None, false, count),
+        }
+        n
     }
 }
 

@@ -65,6 +65,44 @@ pub struct Retention {
     pub max_anonymous_entries: u64,
 }
 
+/// What an audit search asks for: every condition given must hold. `subject` is the actor or the target.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditSearch {
+    pub action: Option<String>,
+    pub actor: Option<Uuid>,
+    pub target: Option<Uuid>,
+    pub subject: Option<Uuid>,
+    /// From this time on (inclusive).
+    pub from: Option<Timestamp>,
+    /// Up to this time (inclusive).
+    pub to: Option<Timestamp>,
+}
+
+impl AuditSearch {
+    fn matches(&self, e: &AuditEntry) -> bool {
+        let actor = e.actor.map(Uuid::from);
+        self.action.as_deref().is_none_or(|a| e.action == a)
+            && self.actor.is_none_or(|a| actor == Some(a))
+            && self.target.is_none_or(|t| e.target == Some(t))
+            && self.subject.is_none_or(|s| actor == Some(s) || e.target == Some(s))
+            && self.to.is_none_or(|to| e.at <= to)
+    }
+}
+
+/// One page of a search: the entries found, newest first, and where the next page starts (`None`: no older
+/// entry matches). A page may hold fewer than asked with a `next`: the search looked at [`SEARCH_BUDGET`] entries.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub entries: Vec<AuditEntry>,
+    pub next: Option<AuditId>,
+}
+
+/// Entries a search page looks at, at most: a rare action over a long log is found page by page, each page a
+/// bounded read (about a tenth of a second), never one request reading the whole log.
+pub const SEARCH_BUDGET: usize = 50_000;
+/// Entries read from the store per step of a search.
+const SEARCH_STEP: usize = 1_000;
+
 /// Entries deleted per write during a prune, and writes per pass: a pass never holds the writer for long, and a
 /// large backlog (a lowered `max_entries`) is worked off over a few passes.
 const PRUNE_CHUNK: usize = 5_000;
@@ -82,6 +120,59 @@ impl AuditLog {
         let page = tokio::task::spawn_blocking(move || store.audit_page(before.map(AuditId::to_bytes), limit)).await;
         let records = page.map_err(|_| Unavailable)?.map_err(|_| Unavailable)?;
         Ok(records.into_iter().map(convert::audit).collect())
+    }
+
+    /// Up to `limit` entries older than `before` (from the newest when `None`) that match `search`, newest first,
+    /// read on a blocking thread in steps from a snapshot of each step. The ids are UUID v7, so a time range is
+    /// a range of ids: the search starts at `to` and stops at `from`.
+    pub async fn search(
+        &self,
+        search: AuditSearch,
+        before: Option<AuditId>,
+        limit: usize,
+    ) -> Result<Found, Unavailable> {
+        let store = Arc::clone(&self.store);
+        let found = tokio::task::spawn_blocking(move || {
+            // The smallest id of the millisecond after `to`: every entry up to `to` sorts before it.
+            let upto = search.to.map(|to| {
+                let ms = u64::try_from(to.as_millis().saturating_add(1)).unwrap_or(0);
+                uuid::Builder::from_unix_timestamp_millis(ms, &[0; 10]).into_uuid().into_bytes()
+            });
+            let mut cursor = match (before.map(AuditId::to_bytes), upto) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let mut found = Found::default();
+            let mut looked = 0;
+            loop {
+                let records = store.audit_page(cursor, SEARCH_STEP)?;
+                let exhausted = records.len() < SEARCH_STEP;
+                for record in records {
+                    let entry = convert::audit(record);
+                    if search.from.is_some_and(|from| entry.at < from) {
+                        return Ok(found);
+                    }
+                    looked += 1;
+                    cursor = Some(entry.id.to_bytes());
+                    if search.matches(&entry) {
+                        found.entries.push(entry);
+                        if found.entries.len() == limit {
+                            found.next = cursor.map(AuditId::from_bytes);
+                            return Ok(found);
+                        }
+                    }
+                    if looked >= SEARCH_BUDGET {
+                        found.next = cursor.map(AuditId::from_bytes);
+                        return Ok(found);
+                    }
+                }
+                if exhausted {
+                    return Ok(found);
+                }
+            }
+        })
+        .await;
+        found.map_err(|_| Unavailable)?.map_err(|_: crate::store::StoreError| Unavailable)
     }
 
     /// Deletes entries older than the retention and the oldest beyond the cap, in bounded steps. Returns how many.

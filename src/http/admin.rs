@@ -9,15 +9,16 @@ use super::extract::Ctx;
 use super::extract::{self, Fields, Refusal};
 use super::fields::{ban_expiry, ban_reason};
 use super::response::{Body, Failure, ok};
-use crate::accounts::{Field, Filter, Operator, Order, Search, TextField, UserChange, UserQuery, Window};
+use crate::accounts::{AuditSearch, Field, Filter, Operator, Order, Search, TextField, UserChange, UserQuery, Window};
 use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, UserId};
 
 const DEFAULT_AUDIT_PAGE: usize = 50;
 const MAX_AUDIT_PAGE: usize = 500;
 
 /// `GET /api/admin/users`: every user, ordered by creation (the interface's answer), or, with any of `limit`,
-/// `cursor`, `q`, `match`, `role`, `banned`, `organization_id`, a filtered page with `next_cursor`. The cursor names the
-/// last user's place in the creation order, so pages stay stable while users are created.
+/// `cursor`, `q`, `match`, `role`, `banned`, `organization_id`, a filtered page with `next_cursor` and `total` (how
+/// many match in all). The cursor names the last user's place in the creation order, so pages stay stable while
+/// users are created.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::administrator(state, req.headers(), Refusal::Plain)?;
     let Some(query) = req.uri().query().filter(|q| !q.is_empty()) else {
@@ -29,7 +30,7 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
     let last = page.users.last().filter(|_| page.more);
     let next_cursor = last.map(|u| format!("{}.{}", u.created_at.as_millis(), u.id));
     let users: Vec<AdminUser> = page.users.iter().map(|u| AdminUser::from(&**u)).collect();
-    Ok(ok(&serde_json::json!({"users": users, "next_cursor": next_cursor})))
+    Ok(ok(&serde_json::json!({"users": users, "next_cursor": next_cursor, "total": page.total})))
 }
 
 const DEFAULT_USER_PAGE: usize = 100;
@@ -38,7 +39,7 @@ const MAX_USER_PAGE: usize = 1000;
 /// The page and filters of `GET /api/admin/users`: `q` is part of the e-mail or name (with `match=prefix`, the
 /// start of the e-mail), `role`, `banned` and `organization_id` (an id, or `none`) must match, and the page is
 /// `limit` users after `cursor` in creation order.
-fn users_query(roles: &RoleSet, query: &str) -> Result<UserQuery, Failure> {
+pub(super) fn users_query(roles: &RoleSet, query: &str) -> Result<UserQuery, Failure> {
     let (mut limit, mut after, mut q, mut prefix) = (DEFAULT_USER_PAGE, None, None, false);
     let mut filters = Vec::new();
     for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
@@ -85,7 +86,7 @@ fn users_query(roles: &RoleSet, query: &str) -> Result<UserQuery, Failure> {
         true => Search { field: TextField::Email, operator: Operator::StartsWith, needle },
         false => Search { field: TextField::EmailOrName, operator: Operator::Contains, needle },
     });
-    Ok(UserQuery { search, filters, order: Order::default(), window: Window::After { after, limit } })
+    Ok(UserQuery { search, filters, order: Order::default(), window: Window::After { after, limit }, count: true })
 }
 
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
@@ -97,11 +98,13 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 }
 
 /// `GET /api/admin/audit?limit=N&cursor=ID`: the audit log, newest first. `next_cursor` is the `cursor` of the
-/// next (older) page, `null` on the last one.
+/// next (older) page, `null` on the last one. With any of `action`, `actor_id`, `target_id`, `subject_id` (actor or
+/// target), `from`, `to` (RFC 3339, inclusive): the entries that match them all, searched on the server.
 pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::administrator(state, req.headers(), Refusal::Plain)?;
     let query = req.uri().query();
-    extract::query_only(query, &["limit", "cursor"])?;
+    let filters = ["action", "actor_id", "target_id", "subject_id", "from", "to"];
+    extract::query_only(query, &["limit", "cursor", "action", "actor_id", "target_id", "subject_id", "from", "to"])?;
     let limit =
         match extract::query_param(query, "limit") {
             None => DEFAULT_AUDIT_PAGE,
@@ -113,9 +116,57 @@ pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
         None => None,
         Some(c) => Some(AuditId::parse(c).ok_or_else(|| Failure::validation("cursor must be an entry id"))?),
     };
+    if filters.iter().any(|f| extract::query_param(query, f).is_some()) {
+        let search = audit_search(query)?;
+        let found = state.accounts.search_audit(search, before, limit).await?;
+        let next_cursor = found.next.map(|id| id.to_string());
+        return Ok(ok(&AuditPage { entries: found.entries.iter().map(AuditEntry::from).collect(), next_cursor }));
+    }
     let entries = state.accounts.audit(before, limit).await?;
     let next_cursor = (entries.len() == limit).then(|| entries.last().map(|e| e.id.to_string())).flatten();
     Ok(ok(&AuditPage { entries: entries.iter().map(AuditEntry::from).collect(), next_cursor }))
+}
+
+/// The conditions of an audit search (decoded: a time's `:` and `+` come percent-encoded from a form).
+fn audit_search(query: Option<&str>) -> Result<AuditSearch, Failure> {
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let param = |key: &str| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    let id = |key: &str| -> Result<Option<uuid::Uuid>, Failure> {
+        param(key)
+            .map(|v| uuid::Uuid::parse_str(v).map_err(|_| Failure::validation(format!("{key} must be an id"))))
+            .transpose()
+    };
+    let time = |key: &str| -> Result<Option<Timestamp>, Failure> {
+        param(key)
+            .map(|v| {
+                chrono::DateTime::parse_from_rfc3339(v).map(|t| Timestamp::from_millis(t.timestamp_millis())).map_err(
+                    |_| Failure::validation(format!("{key} must be a time as RFC 3339 (2026-11-22T09:15:02Z)")),
+                )
+            })
+            .transpose()
+    };
+    let action = match param("action") {
+        Some(a) if a.is_empty() || a.len() > 100 => {
+            return Err(Failure::validation("action must be 1 to 100 characters"));
+        }
+        a => a.map(str::to_owned),
+    };
+    let search = AuditSearch {
+        action,
+        actor: id("actor_id")?,
+        target: id("target_id")?,
+        subject: id("subject_id")?,
+        from: time("from")?,
+        to: time("to")?,
+    };
+    if let (Some(from), Some(to)) = (search.from, search.to)
+        && from > to
+    {
+        return Err(Failure::validation("from must not be after to"));
+    }
+    Ok(search)
 }
 
 fn parse_update(roles: &RoleSet, body: &Fields) -> Result<(UserId, UserChange), Failure> {

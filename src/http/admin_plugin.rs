@@ -128,7 +128,7 @@ fn list_users_query(query: Option<&str>) -> Result<(UserQuery, Option<usize>, Op
     };
     let order = Order { by, descending: param("sortDirection").as_deref() == Some("desc") };
     let window = Window::Offset { offset: offset.unwrap_or(0), limit };
-    Ok((UserQuery { search, filters, order, window }, limit, offset))
+    Ok((UserQuery { search, filters, order, window, count: false }, limit, offset))
 }
 
 /// A user field `list-users` filters or sorts by, by its name in the plugin.

@@ -56,8 +56,9 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         Asset::new("", "text/html; charset=utf-8", include_bytes!("../../console/index.html")),
         script!("app.js"),
         Asset::new("console.css", "text/css; charset=utf-8", include_bytes!("../../console/console.css")),
-        // Console, round two: the user-agent parser.
+        // Console, round two: the user-agent parser, the overview.
         script!("ua.js"),
+        script!("overview.js"),
     ]
 });
 

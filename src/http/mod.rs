@@ -28,6 +28,7 @@ mod cors;
 pub mod dto;
 mod errors;
 mod event_loops;
+mod export;
 pub mod extract;
 mod fields;
 mod metrics;

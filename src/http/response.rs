@@ -1,12 +1,69 @@
 //! Building answers: JSON bodies, the two error shapes, and the session cookie.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use bytes::Bytes;
 use http_body_util::Full;
+use hyper::body::{Frame, SizeHint};
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
+use tokio::sync::mpsc;
 
-pub type Body = Full<Bytes>;
+/// An answer's body: whole (almost every answer), or streamed from a channel (an export: written while it is
+/// sent, so a large one is never held whole in memory). A stream whose sender goes away simply ends.
+#[derive(Debug)]
+pub struct Body(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    Full(Full<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl Body {
+    pub fn new(bytes: Bytes) -> Self {
+        Self(Inner::Full(Full::new(bytes)))
+    }
+
+    /// A body of the chunks sent into the channel, until its sender is dropped.
+    pub fn stream(chunks: mpsc::Receiver<Bytes>) -> Self {
+        Self(Inner::Stream(chunks))
+    }
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Self::new(Bytes::new())
+    }
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match &mut self.get_mut().0 {
+            Inner::Full(full) => Pin::new(full).poll_frame(cx),
+            Inner::Stream(chunks) => chunks.poll_recv(cx).map(|chunk| chunk.map(|bytes| Ok(Frame::data(bytes)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.0 {
+            Inner::Full(full) => full.is_end_stream(),
+            Inner::Stream(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.0 {
+            Inner::Full(full) => full.size_hint(),
+            Inner::Stream(_) => SizeHint::default(),
+        }
+    }
+}
 
 /// Which family of endpoints an answer belongs to; it decides the error body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +153,7 @@ pub fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
 
 /// A JSON answer already serialised into `bytes`.
 pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(bytes)));
+    let mut response = Response::new(Body::new(Bytes::from(bytes)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -15,8 +15,7 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, overview, pages,
-    recovery, request_id, setup,
+    AppState, account, admin, admin_plugin, auth, console, cors, export, extract, ops, organizations, overview, pages, recovery, request_id, setup,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -185,6 +184,7 @@ async fn dispatch(
         Endpoint::Audit => admin::audit(state, ctx, req).await,
         Endpoint::ConsoleStatus => console::status(state, ctx, req).await,
         Endpoint::Stats => overview::stats(state, ctx, req).await,
+        Endpoint::ExportUsers => export::users(state, ctx, req).await,
         Endpoint::OpenApi => Ok(ops::openapi()),
         Endpoint::AuthOk => Ok(ops::auth_ok()),
         Endpoint::Alive => Ok(ops::alive()),

@@ -74,8 +74,9 @@ routes! {
     "/api/admin/audit" => { GET => Audit },
     // console: its status panel and its embedded files
     "/api/admin/status" => { GET => ConsoleStatus },
-    // console, round two: the overview's numbers
+    // console, round two: the overview's numbers, the user list as a file
     "/api/admin/stats" => { GET => Stats },
+    "/api/admin/users/export" => { GET => ExportUsers },
     // ops: the document, liveness and readiness
     "/api/openapi.json" => { GET => OpenApi },
     "/api/auth/ok" => { GET => AuthOk },

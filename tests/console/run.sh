@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The administration console in headless Chromium against a release server holding 100,000 seeded users: see
 # console.test.mjs. Needs Debian's `chromium` (CHROMIUM=/path overrides /usr/bin/chromium) and Node 20.
-# Screenshots go to docs/console/ (SCREENSHOTS=dir overrides); the users-page timings are printed at the end.
+# SEED_USERS=5000 seeds fewer (a quicker run while working on the console; the timings printed are then not the
+# documented ones). Screenshots go to docs/console/ (SCREENSHOTS=dir overrides, SCREENSHOTS= takes none); the
+# users-page timings are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
@@ -11,13 +13,15 @@ WORK=$(mktemp -d)
 PID=
 trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 # Defaults, except the per-address sign-in limit: every browser and test request comes from 127.0.0.1.
-printf '[rate_limit]\nsign_in_per_address = 0\n' > "$WORK/config.toml"
+# Three failures lock an e-mail out, so the overview's lock-out count is reached in a few steps.
+printf '[rate_limit]\nsign_in_per_address = 0\nfailures_per_account = 3\n' > "$WORK/config.toml"
 export SERVICE_AUTH_CONFIG="$WORK/config.toml" SERVICE_AUTH_DATA_DIR="$WORK/data" SERVICE_AUTH_LOG=warn
+export SEED_USERS="${SEED_USERS:-100000}"
 # admin@seed.example (role admin) and user<N>@seed.example, all with the password seed-password-1.
-"$ROOT/target/release/service-auth" seed --users 100000 --sessions 1000
+"$ROOT/target/release/service-auth" seed --users "$SEED_USERS" --sessions 1000
 ( cd "$WORK" && SERVICE_AUTH_LISTEN=127.0.0.1:0 exec "$ROOT/target/release/service-auth" > "$WORK/out" 2> "$WORK/err" ) &
 PID=$!
 for _ in $(seq 300); do grep -q 'listening on' "$WORK/out" 2>/dev/null && break; sleep 0.1; done
 ADDR=$(sed -n 's/^listening on //p' "$WORK/out")
 [ -n "$ADDR" ] || { cat "$WORK/err"; exit 1; }
-SERVICE_AUTH_URL="http://$ADDR" SCREENSHOTS="${SCREENSHOTS:-$ROOT/docs/console}" node --test --test-reporter=spec
+SERVICE_AUTH_URL="http://$ADDR" SCREENSHOTS="${SCREENSHOTS-$ROOT/docs/console}" node --test --test-reporter=spec
