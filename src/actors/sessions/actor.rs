@@ -339,6 +339,7 @@ impl SessionsActor {
             // An impersonation is never extended, and its cookie ends with the browser.
             remember_me: remember_me && impersonated_by.is_none(),
             impersonated_by: impersonated_by.map(Box::new),
+            active_organization: None,
         });
         Ok((token, hash, session))
     }
