@@ -157,6 +157,7 @@ impl Core {
             tasks: TaskTracker::new(),
             templates: mail.map(|_| Arc::new(Templates::new(config))),
             require_verification: config.email.require_verification,
+            organizations: config.organizations.clone(),
             metrics,
             freshness,
         };

@@ -59,9 +59,8 @@ pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
     let Loaded { users, orgs, members, invitations, sessions: records } = loaded;
     load(Indexes::default(), roles, |accounts, sessions| {
         let held = orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User));
-        let held = held
-            .chain(members.into_iter().map(Record::Member))
-            .chain(invitations.into_iter().map(Record::Invitation));
+        let held =
+            held.chain(members.into_iter().map(Record::Member)).chain(invitations.into_iter().map(Record::Invitation));
         for record in held {
             accounts.record(record)?;
         }

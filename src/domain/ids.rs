@@ -96,7 +96,8 @@ id_type!(
 impl MemberId {
     pub fn of(org: OrgId, user: UserId) -> Self {
         use sha2::{Digest, Sha256};
-        let digest = Sha256::new().chain_update(b"member").chain_update(org.to_bytes()).chain_update(user.to_bytes()).finalize();
+        let digest =
+            Sha256::new().chain_update(b"member").chain_update(org.to_bytes()).chain_update(user.to_bytes()).finalize();
         let mut bytes = [0; 16];
         bytes.copy_from_slice(&digest[..16]);
         Self(uuid::Builder::from_custom_bytes(bytes).into_uuid())

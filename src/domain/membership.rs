@@ -212,7 +212,10 @@ mod tests {
         let (owner, admin, member) =
             (MemberRoles::one(OrgRole::Owner), MemberRoles::one(OrgRole::Admin), MemberRoles::one(OrgRole::Member));
         assert!(owner.allows("organization", "delete") && !admin.allows("organization", "delete"));
-        assert!(admin.allows("organization", "update") && admin.allows_all(&[("member", "delete"), ("invitation", "cancel")]));
+        assert!(
+            admin.allows("organization", "update")
+                && admin.allows_all(&[("member", "delete"), ("invitation", "cancel")])
+        );
         assert!(!member.allows("member", "create") && !member.allows("invitation", "create"));
         assert!(member.allows("ac", "read"));
         assert!(!owner.allows_all(&[]), "nothing asked is not a permission");

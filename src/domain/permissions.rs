@@ -41,6 +41,11 @@ impl Permissions {
         self.0.iter().any(|(r, actions)| *r == resource && actions.contains(&action))
     }
 
+    /// Whether the role has a statement about `resource` (even one granting nothing).
+    pub fn knows(&self, resource: &str) -> bool {
+        self.0.iter().any(|(r, _)| *r == resource)
+    }
+
     /// Whether every action asked for is granted.
     pub fn allows_all<'a>(&self, wanted: impl IntoIterator<Item = (&'a str, &'a str)>) -> bool {
         wanted.into_iter().all(|(resource, action)| self.allows(resource, action))

@@ -32,6 +32,7 @@ pub mod extract;
 mod fields;
 mod metrics;
 mod ops;
+mod org_plugin;
 mod organizations;
 pub mod origins;
 pub mod rate_limits;

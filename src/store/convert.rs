@@ -11,8 +11,8 @@ use super::records::{
 };
 use crate::domain::{
     AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, Mail, MailId, MemberRoles, Membership,
-    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, TokenKind, User,
-    UserAgent, UserId,
+    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, TokenKind, User, UserAgent,
+    UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {

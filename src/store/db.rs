@@ -780,7 +780,10 @@ mod tests {
             tx.commit().unwrap();
         }
         let store = EmbeddedStore::open(dir.path()).unwrap();
-        assert_eq!(store.load().unwrap().sessions, vec![([8; 32], SessionRecord::from(crate::store::records::SessionRecordV2::from(old)))]);
+        assert_eq!(
+            store.load().unwrap().sessions,
+            vec![([8; 32], SessionRecord::from(crate::store::records::SessionRecordV2::from(old)))]
+        );
         store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
         assert!(store.load().unwrap().sessions.is_empty(), "the upgraded key is the one deletes use");
         drop(store);

@@ -147,16 +147,22 @@ impl UsersActor {
                     ops.push(StoreOp::ExpectOwner(org.to_bytes()));
                 }
                 let detail = format!("{}: {} -> {}", org, target.roles, roles);
-                ops.push(audit::entry(action::MEMBER_ROLE_CHANGED, Some(caller.actor), Some(target.user.into()), ip, detail));
+                ops.push(audit::entry(
+                    action::MEMBER_ROLE_CHANGED,
+                    Some(caller.actor),
+                    Some(target.user.into()),
+                    ip,
+                    detail,
+                ));
                 state.members.push((org, target.user, Some(Arc::clone(&updated))));
                 Ok((ops, MemberOutcome::Member(updated)))
             }
             MemberCall::Remove { org, target } => {
                 let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
                 let found = match target {
-                    Target::Email(email) => self
-                        .email_owner(state, &email)
-                        .and_then(|user| self.indexes.members.get(org, user)),
+                    Target::Email(email) => {
+                        self.email_owner(state, &email).and_then(|user| self.indexes.members.get(org, user))
+                    }
                     Target::Member(id) => self.indexes.members.by_id(id),
                 };
                 let found = found.ok_or(MemberError::MemberNotFound)?;
@@ -169,14 +175,20 @@ impl UsersActor {
                 if found.org != org {
                     return Err(MemberError::MemberNotFound);
                 }
-                Ok((self.end_membership(state, &caller, &found, ip, action::MEMBER_REMOVED, now), MemberOutcome::Member(found)))
+                Ok((
+                    self.end_membership(state, &caller, &found, ip, action::MEMBER_REMOVED, now),
+                    MemberOutcome::Member(found),
+                ))
             }
             MemberCall::Leave { org } => {
                 let found = self.indexes.members.get(org, caller.user).ok_or(MemberError::MemberNotFound)?;
                 if found.roles.is_owner() && owners(org) <= 1 {
                     return Err(MemberError::OnlyOwner);
                 }
-                Ok((self.end_membership(state, &caller, &found, ip, action::MEMBER_LEFT, now), MemberOutcome::Member(found)))
+                Ok((
+                    self.end_membership(state, &caller, &found, ip, action::MEMBER_LEFT, now),
+                    MemberOutcome::Member(found),
+                ))
             }
             MemberCall::Invite { org, email, roles, resend, ttl, limit, mail } => {
                 if self.mail.as_ref().is_some_and(crate::mail::MailQueue::is_full) {
@@ -246,7 +258,8 @@ impl UsersActor {
                 if existing.is_none() && self.indexes.members.count(org) >= member_limit {
                     return Err(MemberError::MembershipLimitReached);
                 }
-                let accepted = Arc::new(Invitation { status: InvitationStatus::Accepted, ..Invitation::clone(&invitation) });
+                let accepted =
+                    Arc::new(Invitation { status: InvitationStatus::Accepted, ..Invitation::clone(&invitation) });
                 let mut ops = vec![StoreOp::PutInvitation(convert::invitation_record(&accepted))];
                 // Already a member (joined otherwise meanwhile): the invitation is used up, the membership kept.
                 let member = match existing {
