@@ -43,6 +43,7 @@ fn session(user: &UserRecord) -> SessionRecord {
         user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36".into(),
         remember_me: true,
         impersonated_by: None,
+        active_organization: None,
     }
 }
 
@@ -51,7 +52,8 @@ fn hot_path(c: &mut Criterion) {
     let users: Vec<UserRecord> = (0..USERS).map(user).collect();
     let sessions = tokens.iter().zip(&users).map(|(t, u)| (t.hash(), session(u))).collect();
     let roles = RoleSet::new(&["admin".into(), "user".into()], "user");
-    let indexes = load::indexes(Loaded { users: users.clone(), orgs: Vec::new(), sessions }, &roles).unwrap().indexes;
+    let indexes =
+        load::indexes(Loaded { users: users.clone(), sessions, ..Loaded::default() }, &roles).unwrap().indexes;
     let token = tokens[USERS / 2].clone();
     let mut headers = HeaderMap::new();
     let cookie = format!("theme=dark; service-auth.session_token={}; other=1", token.as_str());

@@ -38,6 +38,7 @@ pub struct Config {
     pub backup: BackupConfig,
     pub limits: LimitsConfig,
     pub audit: AuditConfig,
+    pub organizations: OrganizationsConfig,
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
     pub store: StoreConfig,
@@ -306,6 +307,36 @@ impl Default for AuditConfig {
     }
 }
 
+/// Organizations as teams use them (the better-auth organization plugin's calls), with its defaults.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OrganizationsConfig {
+    /// Whether every signed-in user may create organizations (`allowUserToCreateOrganization`); `false`: only
+    /// administrators.
+    pub members_may_create: bool,
+    /// Members of one organization at most (`membershipLimit`), for invitations accepted.
+    pub membership_limit: usize,
+    /// Pending invitations of one organization at most (`invitationLimit`).
+    pub invitation_limit: usize,
+    /// Hours an invitation stays open (`invitationExpiresIn`, 48 hours).
+    pub invitation_ttl_hours: u64,
+    /// The link the invitation mail carries, `{id}` standing for the invitation's id; default:
+    /// `<link base>/accept-invitation?id={id}` (the application's page that calls `accept-invitation`).
+    pub invitation_url: Option<String>,
+}
+
+impl Default for OrganizationsConfig {
+    fn default() -> Self {
+        Self {
+            members_may_create: true,
+            membership_limit: 100,
+            invitation_limit: 100,
+            invitation_ttl_hours: 48,
+            invitation_url: None,
+        }
+    }
+}
+
 /// Connection limits: how much of the server one client can hold.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -376,6 +407,7 @@ impl Default for Config {
             rate_limit: RateLimitConfig::default(),
             backup: BackupConfig::default(),
             audit: AuditConfig::default(),
+            organizations: OrganizationsConfig::default(),
             email: EmailConfig::default(),
             limits: LimitsConfig::default(),
             metrics: MetricsConfig::default(),
@@ -729,6 +761,16 @@ impl Config {
                 "email.require_verification",
                 "needs email.smtp_url or email.directory to send the links".into(),
             );
+        }
+        let orgs = &self.organizations;
+        if orgs.membership_limit == 0 || orgs.invitation_limit == 0 || orgs.invitation_ttl_hours == 0 {
+            return Err((
+                "organizations.membership_limit".into(),
+                "organizations.membership_limit, invitation_limit and invitation_ttl_hours must be above 0".into(),
+            ));
+        }
+        if orgs.invitation_url.as_deref().is_some_and(|u| !u.contains("{id}") || url::Url::parse(u).is_err()) {
+            return Err(("organizations.invitation_url".into(), "must be an absolute URL containing {id}".into()));
         }
         if self.audit.retain_days == 0 || self.audit.max_entries == 0 || self.audit.max_anonymous_entries == 0 {
             return fail(

@@ -32,6 +32,8 @@ const RESET_TEXT: &str = include_str!("../templates/reset-password.txt");
 const RESET_HTML: &str = include_str!("../templates/reset-password.html");
 const VERIFY_TEXT: &str = include_str!("../templates/verify-email.txt");
 const VERIFY_HTML: &str = include_str!("../templates/verify-email.html");
+const INVITATION_TEXT: &str = include_str!("../templates/invitation.txt");
+const INVITATION_HTML: &str = include_str!("../templates/invitation.html");
 
 /// Where a reset link leads when the application named no page of its own: the service's form (`http::pages`).
 pub const RESET_PAGE: &str = "/auth/reset-password";
@@ -112,6 +114,48 @@ impl Templates {
             subject: subject.to_owned(),
             text: fill(text, str::to_owned),
             html: fill(html, html_escape),
+            created_at: Timestamp::now(),
+        }
+    }
+}
+
+impl Templates {
+    /// The message announcing `invitation` into `organization` from `inviter` (an e-mail address). The link is
+    /// `link` with `{id}` replaced by the invitation's id (`[organizations] invitation_url`), by default this
+    /// server's base URL followed by `/accept-invitation?id=<id>`: the page of the application that calls
+    /// `organization/accept-invitation`. The id is the invitation's secret: it reaches only the invitee (and the
+    /// organization's admins, who can invite anyway).
+    pub fn render_invitation(
+        &self,
+        invitation: &crate::domain::Invitation,
+        organization: &str,
+        inviter: &str,
+        link: Option<&str>,
+    ) -> Mail {
+        let id = invitation.id.to_string();
+        let link = match link {
+            Some(template) => template.replace("{id}", &id),
+            None => format!("{}/accept-invitation?id={id}", self.link_base),
+        };
+        let hours = ((invitation.expires_at.as_millis() - invitation.created_at.as_millis()).max(0) / 3_600_000)
+            .max(1)
+            .to_string();
+        let role = invitation.roles.to_string();
+        let fill = |template: &str, escape: fn(&str) -> String| {
+            template
+                .replace("{{email}}", &escape(invitation.email.as_str()))
+                .replace("{{inviter}}", &escape(inviter))
+                .replace("{{organization}}", &escape(organization))
+                .replace("{{role}}", &escape(&role))
+                .replace("{{hours}}", &hours)
+                .replace("{{link}}", &escape(&link))
+        };
+        Mail {
+            id: MailId::new(),
+            to: invitation.email.clone(),
+            subject: "You are invited to join an organization".to_owned(),
+            text: fill(INVITATION_TEXT, str::to_owned),
+            html: fill(INVITATION_HTML, html_escape),
             created_at: Timestamp::now(),
         }
     }

@@ -193,6 +193,7 @@ impl Core {
             templates: mail.as_ref().map(|_| Arc::new(Templates::new(config))),
             outbox: mail,
             require_verification: config.email.require_verification,
+            organizations: config.organizations.clone(),
             metrics,
             freshness,
             counters,

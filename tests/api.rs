@@ -32,6 +32,7 @@ mod api {
     mod metrics;
     mod migration;
     mod ops;
+    mod organizations;
     mod orgs;
     mod overload;
     mod pages;

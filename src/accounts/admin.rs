@@ -32,6 +32,8 @@ pub enum AdminError {
     LastAdmin,
     #[error("organization not found")]
     OrganizationNotFound,
+    #[error("You cannot leave the organization as the only owner")]
+    LastOwner,
     #[error("You cannot impersonate admins")]
     CannotImpersonateAdmin,
     #[error("The user is banned")]
@@ -59,6 +61,7 @@ impl From<UpdateUserError> for AdminError {
             UpdateUserError::OrganizationNotFound => Self::OrganizationNotFound,
             UpdateUserError::SelfBan => Self::SelfBan,
             UpdateUserError::LastAdmin => Self::LastAdmin,
+            UpdateUserError::LastOwner => Self::LastOwner,
             UpdateUserError::Unavailable(u) => Self::Unavailable(u),
         }
     }

@@ -8,6 +8,7 @@
 mod account;
 mod admin;
 mod auth;
+mod organizations;
 mod query;
 mod recovery;
 mod setup;
@@ -37,6 +38,7 @@ use crate::store::follower::Freshness;
 pub use account::AccountError;
 pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignUp, SignUpError, SignedIn, SignedUp};
+pub use organizations::{FullOrganization, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
@@ -59,6 +61,8 @@ pub struct Accounts {
     pub(crate) templates: Option<Arc<Templates>>,
     /// Sign-up opens no session and sign-in is refused until the address is verified.
     pub(crate) require_verification: bool,
+    /// Who may create organizations, their limits, the invitations' lifetime and link.
+    pub(crate) organizations: crate::config::OrganizationsConfig,
     /// The server's metrics (no-ops unless a metrics listener is configured).
     pub metrics: Arc<Metrics>,
     /// How far behind the shared database this node's state may be (always fresh on the embedded store).

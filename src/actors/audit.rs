@@ -40,6 +40,15 @@ pub mod action {
     pub const MAIL_FAILED: &str = "mail.failed";
     /// Failures beyond the per-minute budget of itemised rows, counted into one row.
     pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
+    /// Organizations as teams use them (the better-auth organization plugin's calls).
+    pub const MEMBER_ADDED: &str = "member.added";
+    pub const MEMBER_ROLE_CHANGED: &str = "member.role_changed";
+    pub const MEMBER_REMOVED: &str = "member.removed";
+    pub const MEMBER_LEFT: &str = "member.left";
+    pub const INVITATION_SENT: &str = "invitation.sent";
+    pub const INVITATION_ACCEPTED: &str = "invitation.accepted";
+    pub const INVITATION_REJECTED: &str = "invitation.rejected";
+    pub const INVITATION_CANCELED: &str = "invitation.canceled";
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use super::Indexes;
 use super::sessions::SessionIndex;
 use super::users::{UserIndex, Views};
-use crate::domain::{Mail, OneTimeToken, RoleSet, Timestamp, TokenHash, User, UserId};
+use crate::domain::{
+    Mail, MemberRoles, Membership, OneTimeToken, OrgRole, RoleSet, Timestamp, TokenHash, User, UserId,
+};
 use crate::store::{Loaded, Record, Store, StoreError, StoreOp, Visitor, convert};
 
 /// Where a start-up's time went (logged with the state loaded). The first two are counted from the start of the
@@ -54,9 +56,12 @@ fn to_usize(n: u64) -> usize {
 
 /// Builds the indexes from records already in memory (benchmarks, tools), one half after the other.
 pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
-    let Loaded { users, orgs, sessions: records } = loaded;
+    let Loaded { users, orgs, members, invitations, sessions: records } = loaded;
     load(Indexes::default(), roles, |accounts, sessions| {
-        for record in orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User)) {
+        let held = orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User));
+        let held =
+            held.chain(members.into_iter().map(Record::Member)).chain(invitations.into_iter().map(Record::Invitation));
+        for record in held {
             accounts.record(record)?;
         }
         // The accounts' views start building now, while the sessions are indexed.
@@ -162,6 +167,23 @@ impl Visitor for Accounts<'_> {
                 }
             }
             Record::Outbox(r) => self.outbox.push(convert::mail(r)),
+            // After the organizations and accounts: one whose organization or account is gone goes with them.
+            Record::Member(r) => {
+                let member = convert::membership(&r);
+                if indexes.orgs.get(member.org).is_some() && indexes.users.get(member.user).is_some() {
+                    indexes.members.publish_member(Arc::new(member));
+                } else {
+                    self.cleanup.push(StoreOp::DeleteMember(r.org, r.user));
+                }
+            }
+            Record::Invitation(r) => {
+                let invitation = convert::invitation(&r);
+                if indexes.orgs.get(invitation.org).is_some() {
+                    indexes.members.publish_invitation(Arc::new(invitation));
+                } else {
+                    self.cleanup.push(StoreOp::DeleteInvitation(r.id));
+                }
+            }
             Record::Session(..) => unreachable!("the store hands the sessions to the other half"),
         }
         Ok(())
@@ -172,6 +194,19 @@ impl Visitor for Accounts<'_> {
     fn done(&mut self) {
         if self.read.is_none() {
             self.read = Some(self.started.elapsed());
+            // An account's organization (`organizationId`) is its primary membership: one written before
+            // memberships existed (or by an import or seed, which write accounts only) gets its record now, as a
+            // `member` since it joined, with the id every node derives alike.
+            for user in &self.users {
+                if let Some(org) = user.organization_id
+                    && self.indexes.members.get(org, user.id).is_none()
+                {
+                    let roles = MemberRoles::one(OrgRole::Member);
+                    let member = Membership::new(org, user.id, roles, user.created_at);
+                    self.cleanup.push(StoreOp::PutMember(convert::membership_record(&member)));
+                    self.indexes.members.publish_member(Arc::new(member));
+                }
+            }
             let users = std::mem::take(&mut self.users);
             self.views = Some(std::thread::spawn(move || UserIndex::build_views(users)));
         }

@@ -59,6 +59,8 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Indexes {
     pub users: UserIndex,
     pub orgs: OrgIndex,
+    /// Memberships and invitations (written by the users actor, which owns them with the accounts).
+    pub members: orgs::MemberIndex,
     pub sessions: SessionIndex,
     pub tokens: tokens::TokenIndex,
 }

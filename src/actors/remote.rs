@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use super::sessions::{SessionChange, SessionsMsg};
 use super::{Handles, Unavailable, call, orgs::OrgsMsg, users::UsersMsg};
-use crate::domain::{OneTimeToken, OrgId, Organization, RoleSet, TokenHash, User, UserId};
+use crate::domain::{
+    Invitation, InvitationId, Membership, OneTimeToken, OrgId, Organization, RoleSet, TokenHash, User, UserId,
+};
 use crate::store::own::Gate;
 use crate::store::{Held, StoreError, StoreOp, convert};
 
@@ -19,14 +21,31 @@ pub struct RemoteChange {
     pub orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
     pub users: Vec<(UserId, Option<Arc<User>>)>,
     pub tokens: Vec<(TokenHash, Option<Arc<OneTimeToken>>)>,
+    /// Memberships and invitations (the users actor's, with the accounts).
+    pub members: Vec<MemberChange>,
     pub sessions: Vec<SessionChange>,
+}
+
+/// A membership or invitation another node wrote or removed.
+pub enum MemberChange {
+    Put(Arc<Membership>),
+    Delete(OrgId, UserId),
+    PutInvitation(Arc<Invitation>),
+    DeleteInvitation(InvitationId),
 }
 
 impl RemoteChange {
     /// Sorts a change log entry's ops by owner ([`StoreOp::held`]). Audit entries and mail never travel (no node
     /// holds them).
     pub fn from_ops(ops: Vec<StoreOp>, roles: &RoleSet, gate: Gate) -> Result<Self, StoreError> {
-        let mut change = Self { gate, orgs: Vec::new(), users: Vec::new(), tokens: Vec::new(), sessions: Vec::new() };
+        let mut change = Self {
+            gate,
+            orgs: Vec::new(),
+            users: Vec::new(),
+            tokens: Vec::new(),
+            members: Vec::new(),
+            sessions: Vec::new(),
+        };
         for op in &ops {
             // Records are cloned out of the borrowed view: a few per entry, on the follower's path only.
             match op.held() {
@@ -50,6 +69,16 @@ impl RemoteChange {
                 Some(Held::DeleteSessionsOf { user, except }) => {
                     change.sessions.push(SessionChange::DeleteAllOf(UserId::from_bytes(user), except))
                 }
+                Some(Held::PutMember(r)) => change.members.push(MemberChange::Put(Arc::new(convert::membership(r)))),
+                Some(Held::DeleteMember(org, user)) => {
+                    change.members.push(MemberChange::Delete(OrgId::from_bytes(org), UserId::from_bytes(user)))
+                }
+                Some(Held::PutInvitation(r)) => {
+                    change.members.push(MemberChange::PutInvitation(Arc::new(convert::invitation(r))))
+                }
+                Some(Held::DeleteInvitation(id)) => {
+                    change.members.push(MemberChange::DeleteInvitation(InvitationId::from_bytes(id)))
+                }
             }
         }
         Ok(change)
@@ -60,14 +89,14 @@ impl Handles {
     /// Applies `change` and returns once every part is in the read indexes: organizations, then accounts (and
     /// their tokens), then sessions, so a session never arrives before its account.
     pub async fn apply_remote(&self, change: RemoteChange) -> Result<(), Unavailable> {
-        let RemoteChange { gate, orgs, users, tokens, sessions } = change;
+        let RemoteChange { gate, orgs, users, tokens, members, sessions } = change;
         if !orgs.is_empty() {
             let gate = gate.clone();
             call(&self.orgs.0, |reply| OrgsMsg::Remote { orgs, gate, reply }).await?;
         }
-        if !users.is_empty() || !tokens.is_empty() {
+        if !users.is_empty() || !tokens.is_empty() || !members.is_empty() {
             let gate = gate.clone();
-            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, gate, reply }).await?;
+            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, members, gate, reply }).await?;
         }
         if !sessions.is_empty() {
             call(&self.sessions.0, |reply| SessionsMsg::Remote { sessions, gate, reply }).await?;

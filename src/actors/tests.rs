@@ -66,6 +66,7 @@ fn session(user: UserId) -> (SessionToken, StoreOp) {
         user_agent: "".into(),
         remember_me: true,
         impersonated_by: None,
+        active_organization: None,
     };
     let op = StoreOp::PutSession(token.hash(), convert::session_record(&session));
     (token, op)
@@ -258,6 +259,8 @@ fn a_load_reads_every_record_or_stops_at_the_first_bad_one() {
         id: OrgId::new(),
         name: Name::parse("Twin").unwrap(),
         slug: Slug::parse("twin").unwrap(),
+        logo: None,
+        metadata: None,
         created_at: Timestamp::now(),
     };
     store

@@ -82,6 +82,34 @@ id_type!(
     /// Identifier of a session (not its token).
     SessionId
 );
+id_type!(
+    /// Identifier of a membership: derived from its organization and user ([`MemberId::of`]), so the same pair
+    /// always has the same id, on every node and after an upgrade that writes the records of older memberships.
+    MemberId
+);
+id_type!(
+    /// Identifier of an invitation. Made by [`InvitationId::random`]: the id is what the mailed link carries, so it
+    /// must not be guessable (a UUID v7 has a clock in it).
+    InvitationId
+);
+
+impl MemberId {
+    pub fn of(org: OrgId, user: UserId) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest =
+            Sha256::new().chain_update(b"member").chain_update(org.to_bytes()).chain_update(user.to_bytes()).finalize();
+        let mut bytes = [0; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        Self(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    }
+}
+
+impl InvitationId {
+    /// 122 random bits (a UUID v4).
+    pub fn random() -> Self {
+        Self(Uuid::new_v4())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@ mod email;
 mod ids;
 mod image_url;
 mod mail;
+mod membership;
 mod name;
 mod password;
 mod permissions;
@@ -21,9 +22,10 @@ pub use agent::UserAgent;
 pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, is_anonymous_action};
 pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
-pub use ids::{AuditId, MailId, OrgId, SessionId, UserId};
+pub use ids::{AuditId, InvitationId, MailId, MemberId, OrgId, SessionId, UserId};
 pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{Mail, OneTimeToken, TokenKind, requester};
+pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};
 pub use name::{Name, NameError};
 pub use password::{HashCost, Password, PasswordError, PasswordHash, argon2_parameters, is_legacy_hash};
 pub use permissions::Permissions;
@@ -144,6 +146,10 @@ pub struct Organization {
     pub id: OrgId,
     pub name: Name,
     pub slug: Slug,
+    /// better-auth's `logo`: any text the organization's admins set (not fetched, not checked as a URL).
+    pub logo: Option<Box<str>>,
+    /// better-auth's `metadata`: a JSON object, kept as its serialised text.
+    pub metadata: Option<Box<str>>,
     pub created_at: Timestamp,
 }
 
@@ -164,6 +170,9 @@ pub struct Session {
     /// The administrator acting as the user through this session, if it is an impersonation. Boxed: rare, and 8
     /// bytes instead of 17 keep a session in its allocation size (see the test below).
     pub impersonated_by: Option<Box<UserId>>,
+    /// The organization the session works in (better-auth's `activeOrganizationId`, set by
+    /// `organization/set-active`). Boxed like `impersonated_by`: most sessions have none.
+    pub active_organization: Option<Box<OrgId>>,
 }
 
 impl Session {
@@ -178,12 +187,12 @@ mod tests {
 
     /// A million accounts and a million sessions are kept in memory, each in one allocation with the `Arc`'s two
     /// counters: 16 + 176 bytes take glibc's 208-byte chunk (the last 8 bytes are the kept rendering's pointer,
-    /// [`Rendered`]), 16 + 104 its 128-byte one. A field that makes either
+    /// [`Rendered`]), 16 + 112 its 128-byte one (the active organization's pointer took the last 8 bytes). A field that makes either
     /// larger costs a million times its size, or more when it crosses into the next chunk: a deliberate choice,
     /// with the start-up and memory benchmark run again (`benches/scale_startup.sh`).
     #[test]
     fn the_kept_shapes_stay_compact() {
         assert!(size_of::<User>() <= 176, "User: {} bytes", size_of::<User>());
-        assert!(size_of::<Session>() <= 104, "Session: {} bytes", size_of::<Session>());
+        assert!(size_of::<Session>() <= 112, "Session: {} bytes", size_of::<Session>());
     }
 }

@@ -14,9 +14,36 @@ impl Permissions {
         ("session", &["list", "revoke", "delete"]),
     ]);
 
+    /// An organization's `owner` (better-auth's organization plugin, `ownerAc`).
+    pub const ORG_OWNER: Self = Self(&[
+        ("organization", &["update", "delete"]),
+        ("member", &["create", "update", "delete"]),
+        ("invitation", &["create", "cancel"]),
+        ("team", &["create", "update", "delete"]),
+        ("ac", &["create", "read", "update", "delete"]),
+    ]);
+
+    /// An organization's `admin` (`adminAc`): the owner's, except deleting the organization.
+    pub const ORG_ADMIN: Self = Self(&[
+        ("organization", &["update"]),
+        ("member", &["create", "update", "delete"]),
+        ("invitation", &["create", "cancel"]),
+        ("team", &["create", "update", "delete"]),
+        ("ac", &["create", "read", "update", "delete"]),
+    ]);
+
+    /// An organization's `member` (`memberAc`): reading the access control, nothing else.
+    pub const ORG_MEMBER: Self =
+        Self(&[("organization", &[]), ("member", &[]), ("invitation", &[]), ("team", &[]), ("ac", &["read"])]);
+
     /// Whether `action` on `resource` is granted.
     pub fn allows(&self, resource: &str, action: &str) -> bool {
         self.0.iter().any(|(r, actions)| *r == resource && actions.contains(&action))
+    }
+
+    /// Whether the role has a statement about `resource` (even one granting nothing).
+    pub fn knows(&self, resource: &str) -> bool {
+        self.0.iter().any(|(r, _)| *r == resource)
     }
 
     /// Whether every action asked for is granted.

@@ -57,6 +57,8 @@ pub struct AuthSession<'a> {
     user_agent: &'a str,
     /// The administrator acting as the user through this session (the admin plugin's field).
     impersonated_by: Option<UserId>,
+    /// The organization plugin's field: the session's active organization (`organization/set-active`).
+    active_organization_id: Option<OrgId>,
 }
 
 impl<'a> AuthSession<'a> {
@@ -71,6 +73,7 @@ impl<'a> AuthSession<'a> {
             ip_address: &session.ip_address,
             user_agent: &session.user_agent,
             impersonated_by: session.impersonated_by.as_deref().copied(),
+            active_organization_id: session.active_organization.as_deref().copied(),
         }
     }
 }
@@ -153,6 +156,15 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
         Some(admin) => {
             out.push(b'"');
             admin.append_hyphenated(&mut out);
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"activeOrganizationId\":");
+    match session.active_organization.as_deref() {
+        Some(org) => {
+            out.push(b'"');
+            org.append_hyphenated(&mut out);
             out.push(b'"');
         }
         None => out.extend_from_slice(b"null"),
@@ -281,6 +293,7 @@ mod tests {
             user_agent: "Mozilla/5.0 \"tab\t\"".into(),
             remember_me: true,
             impersonated_by: Some(Box::new(UserId::new())),
+            active_organization: None,
         }
     }
 
@@ -294,6 +307,7 @@ mod tests {
             plain_one.user_agent = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0 é".into();
             plain_one.ip_address = "203.0.113.7".into();
             plain_one.impersonated_by = None;
+            plain_one.active_organization = Some(Box::new(OrgId::new()));
             plain_one.expires_at = Timestamp::from_millis(1_795_338_902_123);
             sessions.push(plain_one);
             let mut outside = session(&u);

@@ -63,7 +63,7 @@ impl From<UpdateUserError> for Failure {
             UpdateUserError::NotAdmin => StatusCode::FORBIDDEN,
             UpdateUserError::UserNotFound | UpdateUserError::OrganizationNotFound => StatusCode::NOT_FOUND,
             UpdateUserError::SelfBan => StatusCode::BAD_REQUEST,
-            UpdateUserError::LastAdmin => StatusCode::CONFLICT,
+            UpdateUserError::LastAdmin | UpdateUserError::LastOwner => StatusCode::CONFLICT,
             UpdateUserError::Unavailable(u) => return u.into(),
         };
         Self::with_status(status, e.to_string())
@@ -144,6 +144,7 @@ impl From<AdminError> for Failure {
             AdminError::SelfBan => (StatusCode::BAD_REQUEST, "YOU_CANNOT_BAN_YOURSELF"),
             AdminError::LastAdmin => (StatusCode::BAD_REQUEST, "LAST_ADMINISTRATOR"),
             AdminError::OrganizationNotFound => (StatusCode::NOT_FOUND, "ORGANIZATION_NOT_FOUND"),
+            AdminError::LastOwner => (StatusCode::BAD_REQUEST, "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER"),
             AdminError::CannotImpersonateAdmin => (StatusCode::FORBIDDEN, "YOU_CANNOT_IMPERSONATE_ADMINS"),
             AdminError::TargetBanned => (StatusCode::FORBIDDEN, "BANNED_USER"),
             AdminError::Busy => return busy(),

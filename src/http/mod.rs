@@ -33,6 +33,7 @@ pub mod extract;
 mod fields;
 mod metrics;
 mod ops;
+mod org_plugin;
 mod organizations;
 pub mod origins;
 mod overview;

@@ -15,7 +15,7 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, export, extract, ops, organizations, overview, pages, recovery, request_id, setup,
+    AppState, account, admin, admin_plugin, auth, console, cors, export, extract, ops, org_plugin, organizations, overview, pages, recovery, request_id, setup,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -173,6 +173,27 @@ async fn dispatch(
         Endpoint::PluginUpdateUser => admin_plugin::update_user(state, ctx, req).await,
         Endpoint::PluginImpersonateUser => admin_plugin::impersonate_user(state, ctx, req).await,
         Endpoint::PluginStopImpersonating => admin_plugin::stop_impersonating(state, ctx, req).await,
+        Endpoint::OrgCreate => org_plugin::create(state, ctx, req).await,
+        Endpoint::OrgCheckSlug => org_plugin::check_slug(state, ctx, req).await,
+        Endpoint::OrgUpdate => org_plugin::update(state, ctx, req).await,
+        Endpoint::OrgDelete => org_plugin::delete(state, ctx, req).await,
+        Endpoint::OrgList => org_plugin::list(state, ctx, req).await,
+        Endpoint::OrgGetFull => org_plugin::get_full(state, ctx, req).await,
+        Endpoint::OrgSetActive => org_plugin::set_active(state, ctx, req).await,
+        Endpoint::OrgListMembers => org_plugin::list_members(state, ctx, req).await,
+        Endpoint::OrgGetActiveMember => org_plugin::get_active_member(state, ctx, req).await,
+        Endpoint::OrgGetActiveMemberRole => org_plugin::get_active_member_role(state, ctx, req).await,
+        Endpoint::OrgUpdateMemberRole => org_plugin::update_member_role(state, ctx, req).await,
+        Endpoint::OrgRemoveMember => org_plugin::remove_member(state, ctx, req).await,
+        Endpoint::OrgLeave => org_plugin::leave(state, ctx, req).await,
+        Endpoint::OrgHasPermission => org_plugin::has_permission(state, ctx, req).await,
+        Endpoint::OrgInviteMember => org_plugin::invite_member(state, ctx, req).await,
+        Endpoint::OrgAcceptInvitation => org_plugin::accept_invitation(state, ctx, req).await,
+        Endpoint::OrgRejectInvitation => org_plugin::reject_invitation(state, ctx, req).await,
+        Endpoint::OrgCancelInvitation => org_plugin::cancel_invitation(state, ctx, req).await,
+        Endpoint::OrgGetInvitation => org_plugin::get_invitation(state, ctx, req).await,
+        Endpoint::OrgListInvitations => org_plugin::list_invitations(state, ctx, req).await,
+        Endpoint::OrgListUserInvitations => org_plugin::list_user_invitations(state, ctx, req).await,
         Endpoint::ListUsers => admin::list_users(state, ctx, req).await,
         Endpoint::UpdateUser => admin::update_user(state, ctx, req).await,
         Endpoint::ListOrganizations => organizations::list(state, ctx, req).await,

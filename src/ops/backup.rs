@@ -194,7 +194,9 @@ mod tests {
     use crate::store::{OrgRecordV1, StoreOp};
 
     fn org(n: u8) -> StoreOp {
-        StoreOp::PutOrg(OrgRecordV1 { id: [n; 16], name: format!("o{n}"), slug: format!("o{n}"), created_at_ms: 0 })
+        StoreOp::PutOrg(
+            OrgRecordV1 { id: [n; 16], name: format!("o{n}"), slug: format!("o{n}"), created_at_ms: 0 }.into(),
+        )
     }
 
     #[test]

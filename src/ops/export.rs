@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::{OpsError, open_stopped, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::{Email, Name, OrgId, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{FaultSwitch, OrgRecordV1, StoreOp, UserRecord};
+use crate::store::{FaultSwitch, OrgRecord, StoreOp, UserRecord};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -147,7 +147,14 @@ impl Seen {
                 }
                 self.new_orgs += 1;
                 let created_at_ms = millis(&created_at)?;
-                Ok(StoreOp::PutOrg(OrgRecordV1 { id, name: name.to_string(), slug: slug.to_string(), created_at_ms }))
+                Ok(StoreOp::PutOrg(OrgRecord {
+                    id,
+                    name: name.to_string(),
+                    slug: slug.to_string(),
+                    created_at_ms,
+                    logo: None,
+                    metadata: None,
+                }))
             }
             Line::User {
                 id,
@@ -217,7 +224,7 @@ fn uuid(bytes: [u8; 16]) -> String {
     uuid::Uuid::from_bytes(bytes).to_string()
 }
 
-fn org_line(o: &OrgRecordV1) -> Line {
+fn org_line(o: &OrgRecord) -> Line {
     Line::Organization {
         id: uuid(o.id),
         name: o.name.clone(),
@@ -275,7 +282,14 @@ mod tests {
     fn export_import_export_is_identical() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (config(dir.path(), "a"), config(dir.path(), "b"));
-        let org = OrgRecordV1 { id: [9; 16], name: "Org".into(), slug: "org".into(), created_at_ms: 5 };
+        let org = OrgRecord {
+            id: [9; 16],
+            name: "Org".into(),
+            slug: "org".into(),
+            created_at_ms: 5,
+            logo: None,
+            metadata: None,
+        };
         Store::open(&a.data_dir)
             .unwrap()
             .commit(&[StoreOp::PutOrg(org), user(1, Some([9; 16])), user(2, None)])

@@ -108,6 +108,8 @@ fn seed_orgs(store: &Store, n: usize) -> Result<Vec<OrgId>, OpsError> {
             id: OrgId::new(),
             name: Name::from_trusted(format!("Seed organization {i}")),
             slug: Slug::from_trusted(format!("seed-{i}")),
+            logo: None,
+            metadata: None,
             created_at: Timestamp::now(),
         };
         ids.push(org.id);
@@ -178,6 +180,7 @@ fn seed_sessions(
             user_agent: "seed".into(),
             remember_me: true,
             impersonated_by: None,
+            active_organization: None,
         };
         StoreOp::PutSession(token.hash(), convert::session_record(&session))
     });

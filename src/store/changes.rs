@@ -10,8 +10,9 @@ use super::codec;
 use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
-/// [`Wire::DeleteSessionsOf`] at the end, so a version 1 entry reads the same.
-const VERSION: u8 = 2;
+/// [`Wire::DeleteSessionsOf`] at the end, version 3 the memberships and invitations after it, so older entries
+/// read the same.
+const VERSION: u8 = 3;
 
 #[derive(Serialize, Deserialize)]
 enum Wire {
@@ -24,6 +25,10 @@ enum Wire {
     PutToken(TokenHash, Vec<u8>),
     DeleteToken(TokenHash),
     DeleteSessionsOf([u8; 16], Option<TokenHash>),
+    PutMember(Vec<u8>),
+    DeleteMember([u8; 16], [u8; 16]),
+    PutInvitation(Vec<u8>),
+    DeleteInvitation([u8; 16]),
 }
 
 /// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
@@ -41,6 +46,10 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
             Held::DeleteSessionsOf { user, except } => Wire::DeleteSessionsOf(user, except),
             Held::PutToken(hash, r) => Wire::PutToken(hash, codec::encode(r)),
             Held::DeleteToken(hash) => Wire::DeleteToken(hash),
+            Held::PutMember(r) => Wire::PutMember(codec::encode(r)),
+            Held::DeleteMember(org, user) => Wire::DeleteMember(org, user),
+            Held::PutInvitation(r) => Wire::PutInvitation(codec::encode(r)),
+            Held::DeleteInvitation(id) => Wire::DeleteInvitation(id),
         })
         .collect();
     if wire.is_empty() {
@@ -55,7 +64,7 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
 /// The changes of one entry.
 pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
     let body = match bytes.split_first() {
-        Some((&(1 | VERSION), body)) => body,
+        Some((&(1 | 2 | VERSION), body)) => body,
         Some((v, _)) => {
             return Err(StoreError::Corrupt(format!(
                 "change log entry has format {v}; this version of service-auth reads {VERSION} (a newer node wrote it?)"
@@ -70,13 +79,17 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
             Ok(match w {
                 Wire::PutUser(b) => StoreOp::PutUser(codec::decode_user(&b)?),
                 Wire::DeleteUser(id) => StoreOp::DeleteUser(id),
-                Wire::PutOrg(b) => StoreOp::PutOrg(codec::decode(&b)?),
+                Wire::PutOrg(b) => StoreOp::PutOrg(codec::decode_org(&b)?),
                 Wire::DeleteOrg(id) => StoreOp::DeleteOrg(id),
                 Wire::PutSession(hash, b) => StoreOp::PutSession(hash, codec::decode_session(&b)?),
                 Wire::DeleteSession(user, hash) => StoreOp::DeleteSession(user, hash),
                 Wire::PutToken(hash, b) => StoreOp::PutToken(hash, codec::decode_token(&b)?),
                 Wire::DeleteToken(hash) => StoreOp::DeleteToken(hash),
                 Wire::DeleteSessionsOf(user, except) => StoreOp::DeleteSessionsOf { user, except },
+                Wire::PutMember(b) => StoreOp::PutMember(codec::decode(&b)?),
+                Wire::DeleteMember(org, user) => StoreOp::DeleteMember(org, user),
+                Wire::PutInvitation(b) => StoreOp::PutInvitation(codec::decode(&b)?),
+                Wire::DeleteInvitation(id) => StoreOp::DeleteInvitation(id),
             })
         })
         .collect()
@@ -89,7 +102,8 @@ mod tests {
 
     #[test]
     fn an_entry_round_trips_and_leaves_out_what_no_node_holds() {
-        let org = OrgRecordV1 { id: [1; 16], name: "A".into(), slug: "a".into(), created_at_ms: 5 };
+        let org: crate::store::OrgRecord =
+            OrgRecordV1 { id: [1; 16], name: "A".into(), slug: "a".into(), created_at_ms: 5 }.into();
         let audit = AuditRecordV1 {
             id: [2; 16],
             at_ms: 1,
@@ -113,8 +127,8 @@ mod tests {
     /// the other nodes apply what this node holds, nothing more or less.
     #[test]
     fn an_entry_carries_every_held_op_and_only_those() {
-        use crate::store::records::{SessionRecordV2, TokenRecordV2};
-        let session = SessionRecordV2 {
+        use crate::store::records::{InvitationRecordV1, MembershipRecordV1, SessionRecordV3, TokenRecordV2};
+        let session = SessionRecordV3 {
             id: [1; 16],
             user_id: [2; 16],
             expires_at_ms: 10,
@@ -124,6 +138,18 @@ mod tests {
             user_agent: String::new(),
             remember_me: true,
             impersonated_by: None,
+            active_organization: Some([4; 16]),
+        };
+        let member = MembershipRecordV1 { org: [4; 16], user: [2; 16], roles: 1, created_at_ms: 1 };
+        let invitation = InvitationRecordV1 {
+            id: [7; 16],
+            org: [4; 16],
+            email: "a@b.c".into(),
+            roles: 4,
+            inviter: [2; 16],
+            status: 0,
+            expires_at_ms: 9,
+            created_at_ms: 1,
         };
         let token = TokenRecordV2 { kind: 1, user_id: [2; 16], created_at_ms: 1, expires_at_ms: 9, requested_by: None };
         let ops = [
@@ -138,6 +164,11 @@ mod tests {
             StoreOp::DeleteUser([2; 16]),
             StoreOp::DeleteOrg([4; 16]),
             StoreOp::DeleteAudit([3; 16]),
+            StoreOp::PutMember(member),
+            StoreOp::ExpectOwner([4; 16]),
+            StoreOp::DeleteMember([4; 16], [2; 16]),
+            StoreOp::PutInvitation(invitation),
+            StoreOp::DeleteInvitation([7; 16]),
         ];
         let decoded = decode(&encode(&ops).unwrap()).unwrap();
         let sent: Vec<Held<'_>> = ops.iter().filter_map(StoreOp::held).collect();

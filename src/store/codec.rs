@@ -8,8 +8,9 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, TokenRecord,
-    TokenRecordV1, TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
+    SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2,
+    UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -44,12 +45,42 @@ pub fn decode_user(bytes: &[u8]) -> Result<UserRecord, StoreError> {
     }
 }
 
-/// A session record in any format, as the current one: the first is never an impersonation.
+/// A session record in any format, as the current one: the first is never an impersonation, the first two have
+/// no active organization.
 pub fn decode_session(bytes: &[u8]) -> Result<SessionRecord, StoreError> {
     match bytes.first() {
-        Some(&SessionRecordV1::VERSION) => decode::<SessionRecordV1>(bytes).map(Into::into),
-        _ => decode::<SessionRecordV2>(bytes),
+        Some(&SessionRecordV1::VERSION) => decode::<SessionRecordV1>(bytes).map(|r| SessionRecordV2::from(r).into()),
+        Some(&SessionRecordV2::VERSION) => decode::<SessionRecordV2>(bytes).map(Into::into),
+        _ => decode::<SessionRecordV3>(bytes),
     }
+}
+
+/// An organization record in any format, as the current one: the first has no logo or metadata.
+pub fn decode_org(bytes: &[u8]) -> Result<OrgRecord, StoreError> {
+    match bytes.first() {
+        Some(&OrgRecordV1::VERSION) => decode::<OrgRecordV1>(bytes).map(Into::into),
+        _ => decode::<OrgRecordV2>(bytes),
+    }
+}
+
+impl Versioned for OrgRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "organization";
+}
+
+impl Versioned for SessionRecordV3 {
+    const VERSION: u8 = 3;
+    const KIND: &'static str = "session";
+}
+
+impl Versioned for MembershipRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "membership";
+}
+
+impl Versioned for InvitationRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "invitation";
 }
 
 impl Versioned for OrgRecordV1 {
@@ -189,6 +220,51 @@ mod tests {
     }
 
     #[test]
+    fn org_v2_golden_bytes_and_v1_reads_without_logo() {
+        let v1 = OrgRecordV1 { id: [7; 16], name: "P".into(), slug: "p-1".into(), created_at_ms: -1 };
+        let v2 = OrgRecordV2 { logo: Some("L".into()), metadata: Some("{}".into()), ..v1.clone().into() };
+        let mut expected = encode(&v1);
+        expected[0] = 2;
+        expected.extend([1, 1, b'L', 1, 2, b'{', b'}']);
+        assert_eq!(encode(&v2), expected);
+        assert_eq!(decode_org(&expected).unwrap(), v2);
+        assert_eq!(decode_org(&encode(&v1)).unwrap(), OrgRecordV2 { logo: None, metadata: None, ..v2 });
+    }
+
+    #[test]
+    fn membership_golden_bytes() {
+        let m = MembershipRecordV1 { org: [1; 16], user: [2; 16], roles: 5, created_at_ms: 64 };
+        let mut expected = vec![1];
+        expected.extend([1; 16]);
+        expected.extend([2; 16]);
+        expected.extend([5, 0x80, 0x01]);
+        assert_eq!(encode(&m), expected);
+        assert_eq!(decode::<MembershipRecordV1>(&expected).unwrap(), m);
+    }
+
+    #[test]
+    fn invitation_golden_bytes() {
+        let i = InvitationRecordV1 {
+            id: [1; 16],
+            org: [2; 16],
+            email: "a@b".into(),
+            roles: 2,
+            inviter: [3; 16],
+            status: 1,
+            expires_at_ms: 2,
+            created_at_ms: 1,
+        };
+        let mut expected = vec![1];
+        expected.extend([1; 16]);
+        expected.extend([2; 16]);
+        expected.extend([3, b'a', b'@', b'b', 2]);
+        expected.extend([3; 16]);
+        expected.extend([1, 4, 2]);
+        assert_eq!(encode(&i), expected);
+        assert_eq!(decode::<InvitationRecordV1>(&expected).unwrap(), i);
+    }
+
+    #[test]
     fn session_golden_bytes() {
         let session = SessionRecordV1 {
             id: [3; 16],
@@ -206,14 +282,21 @@ mod tests {
         expected.extend([0xd8, 0x04, 0, 0x80, 0x01, 3, b':', b':', b'1', 0, 0]);
         assert_eq!(encode(&session), expected);
         assert_eq!(decode::<SessionRecordV1>(&expected).unwrap(), session);
-        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV2::from(session.clone()));
+        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV3::from(SessionRecordV2::from(session.clone())));
 
         let v2 = SessionRecordV2 { impersonated_by: Some([5; 16]), ..session.into() };
         expected[0] = 2;
         expected.push(1);
         expected.extend([5; 16]);
         assert_eq!(encode(&v2), expected);
-        assert_eq!(decode_session(&expected).unwrap(), v2);
+        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV3::from(v2.clone()));
+
+        let v3 = SessionRecordV3 { active_organization: Some([6; 16]), ..v2.into() };
+        expected[0] = 3;
+        expected.push(1);
+        expected.extend([6; 16]);
+        assert_eq!(encode(&v3), expected);
+        assert_eq!(decode_session(&expected).unwrap(), v3);
     }
 
     #[test]

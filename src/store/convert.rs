@@ -5,10 +5,14 @@
 //! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
 
 use super::StoreError;
-use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecord, UserRecord};
+use super::records::{
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OutboxRecordV1, SessionRecord, TokenRecord,
+    UserRecord,
+};
 use crate::domain::{
-    AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
-    Slug, Timestamp, TokenKind, User, UserAgent, UserId,
+    AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, Mail, MailId, MemberRoles, Membership,
+    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, TokenKind, User, UserAgent,
+    UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -49,20 +53,68 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
     }
 }
 
-pub fn org_record(org: &Organization) -> OrgRecordV1 {
-    OrgRecordV1 {
+pub fn org_record(org: &Organization) -> OrgRecord {
+    OrgRecord {
         id: org.id.to_bytes(),
         name: org.name.as_str().to_owned(),
         slug: org.slug.as_str().to_owned(),
         created_at_ms: org.created_at.as_millis(),
+        logo: org.logo.as_deref().map(str::to_owned),
+        metadata: org.metadata.as_deref().map(str::to_owned),
     }
 }
 
-pub fn org(r: OrgRecordV1) -> Organization {
+pub fn org(r: OrgRecord) -> Organization {
     Organization {
         id: OrgId::from_bytes(r.id),
         name: Name::from_trusted(r.name),
         slug: Slug::from_trusted(r.slug),
+        logo: r.logo.map(String::into_boxed_str),
+        metadata: r.metadata.map(String::into_boxed_str),
+        created_at: Timestamp::from_millis(r.created_at_ms),
+    }
+}
+
+pub fn membership_record(m: &Membership) -> MembershipRecordV1 {
+    MembershipRecordV1 {
+        org: m.org.to_bytes(),
+        user: m.user.to_bytes(),
+        roles: m.roles.bits(),
+        created_at_ms: m.created_at.as_millis(),
+    }
+}
+
+pub fn membership(r: &MembershipRecordV1) -> Membership {
+    Membership::new(
+        OrgId::from_bytes(r.org),
+        UserId::from_bytes(r.user),
+        MemberRoles::from_bits(r.roles),
+        Timestamp::from_millis(r.created_at_ms),
+    )
+}
+
+pub fn invitation_record(i: &Invitation) -> InvitationRecordV1 {
+    InvitationRecordV1 {
+        id: i.id.to_bytes(),
+        org: i.org.to_bytes(),
+        email: i.email.as_str().to_owned(),
+        roles: i.roles.bits(),
+        inviter: i.inviter.to_bytes(),
+        status: i.status.code(),
+        expires_at_ms: i.expires_at.as_millis(),
+        created_at_ms: i.created_at.as_millis(),
+    }
+}
+
+pub fn invitation(r: &InvitationRecordV1) -> Invitation {
+    Invitation {
+        id: InvitationId::from_bytes(r.id),
+        org: OrgId::from_bytes(r.org),
+        email: Email::from_trusted(r.email.clone()),
+        roles: MemberRoles::from_bits(r.roles),
+        inviter: UserId::from_bytes(r.inviter),
+        status: InvitationStatus::from_code(r.status),
+        expires_at: Timestamp::from_millis(r.expires_at_ms),
         created_at: Timestamp::from_millis(r.created_at_ms),
     }
 }
@@ -78,6 +130,7 @@ pub fn session_record(session: &Session) -> SessionRecord {
         user_agent: session.user_agent.as_str().to_owned(),
         remember_me: session.remember_me,
         impersonated_by: session.impersonated_by.as_deref().copied().map(UserId::to_bytes),
+        active_organization: session.active_organization.as_deref().copied().map(OrgId::to_bytes),
     }
 }
 
@@ -98,6 +151,7 @@ pub fn session_with_agent(r: SessionRecord, user_agent: UserAgent) -> Session {
         user_agent,
         remember_me: r.remember_me,
         impersonated_by: r.impersonated_by.map(|id| Box::new(UserId::from_bytes(id))),
+        active_organization: r.active_organization.map(|id| Box::new(OrgId::from_bytes(id))),
     }
 }
 
@@ -194,6 +248,8 @@ mod tests {
             id: OrgId::new(),
             name: Name::parse("St Mary").unwrap(),
             slug: Slug::parse("st-mary").unwrap(),
+            logo: Some("https://example.com/l.png".into()),
+            metadata: Some("{\"a\":1}".into()),
             created_at: now,
         };
         assert_eq!(org(org_record(&o)), o);
@@ -207,8 +263,22 @@ mod tests {
             user_agent: "curl".into(),
             remember_me: false,
             impersonated_by: Some(Box::new(u.id)),
+            active_organization: Some(Box::new(o.id)),
         };
         assert_eq!(session(session_record(&s)), s);
+        let m = Membership::new(o.id, u.id, MemberRoles::parse(["owner,member"]).unwrap(), now);
+        assert_eq!(membership(&membership_record(&m)), m);
+        let i = Invitation {
+            id: InvitationId::random(),
+            org: o.id,
+            email: u.email.clone(),
+            roles: MemberRoles::parse(["admin"]).unwrap(),
+            inviter: u.id,
+            status: InvitationStatus::Rejected,
+            expires_at: now,
+            created_at: now,
+        };
+        assert_eq!(invitation(&invitation_record(&i)), i);
         let a = AuditEntry {
             id: AuditId::new(),
             at: now,

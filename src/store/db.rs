@@ -23,6 +23,9 @@ const AUDIT: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit");
 const AUDIT_ANONYMOUS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit_anonymous");
 const TOKENS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("tokens");
 const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
+/// Memberships by `organization id ‖ user id`: one per pair, and an organization's members are neighbours.
+const MEMBERS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("memberships");
+const INVITATIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("invitations");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 /// The overview's counters: [`counter_key`] (period, counter, bucket start) → count.
 const COUNTERS: TableDefinition<[u8; 10], u64> = TableDefinition::new("counters");
@@ -306,12 +309,13 @@ fn session_key(user: [u8; 16], hash: &TokenHash) -> [u8; 48] {
 
 /// Creates every table that does not exist yet.
 fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
-    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX] {
+    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS] {
         tx.open_table(table).map_err(io)?;
     }
     tx.open_table(SESSIONS).map_err(io)?;
     tx.open_table(TOKENS).map_err(io)?;
     tx.open_table(COUNTERS).map_err(io)?;
+    tx.open_table(MEMBERS).map_err(io)?;
     Ok(())
 }
 
@@ -541,12 +545,13 @@ impl EmbeddedStore {
     pub fn clear(&self) -> Result<(), StoreError> {
         self.with_db(|db| {
             let tx = db.begin_write().map_err(io)?;
-            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX] {
+            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS] {
                 tx.delete_table(table).map_err(io)?;
             }
             tx.delete_table(SESSIONS).map_err(io)?;
             tx.delete_table(TOKENS).map_err(io)?;
             tx.delete_table(COUNTERS).map_err(io)?;
+            tx.delete_table(MEMBERS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -564,13 +569,24 @@ impl EmbeddedStore {
     }
 }
 
-/// The organizations, users, one-time tokens and outbox of `tx`, in that order.
+/// The organizations, users, memberships, invitations, one-time tokens and outbox of `tx`, in that order.
 fn visit_accounts(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
     for entry in tx.open_table(ORGS).map_err(io)?.iter().map_err(io)? {
-        f(Record::Org(codec::decode(entry.map_err(io)?.1.value())?))?;
+        f(Record::Org(codec::decode_org(entry.map_err(io)?.1.value())?))?;
     }
     for entry in tx.open_table(USERS).map_err(io)?.iter().map_err(io)? {
         f(Record::User(codec::decode_user(entry.map_err(io)?.1.value())?))?;
+    }
+    // Missing in a file written before memberships existed (a backup being checked, say): nothing to read.
+    if let Ok(table) = tx.open_table(MEMBERS) {
+        for entry in table.iter().map_err(io)? {
+            f(Record::Member(codec::decode(entry.map_err(io)?.1.value())?))?;
+        }
+    }
+    if let Ok(table) = tx.open_table(INVITATIONS) {
+        for entry in table.iter().map_err(io)? {
+            f(Record::Invitation(codec::decode(entry.map_err(io)?.1.value())?))?;
+        }
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
@@ -604,6 +620,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut tokens = tx.open_table(TOKENS).map_err(io)?;
         let mut outbox = tx.open_table(OUTBOX).map_err(io)?;
         let mut counters = tx.open_table(COUNTERS).map_err(io)?;
+        let mut members = tx.open_table(MEMBERS).map_err(io)?;
+        let mut invitations = tx.open_table(INVITATIONS).map_err(io)?;
         for &op in ops {
             match op {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
@@ -644,8 +662,6 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOutbox(id) => {
                     outbox.remove(id).map_err(io)?;
                 }
-                // One node: the users actor keeps the failure limit in memory.
-                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
                 StoreOp::AddCount { kind, hour_ms, n } => {
                     for period in [super::Period::Hour, super::Period::Day] {
                         let key = counter_key(period, *kind, period.floor(*hour_ms));
@@ -662,6 +678,19 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                         })
                         .map_err(io)?;
                 }
+                StoreOp::PutMember(r) => put(&mut members, super::own::member_key(r.org, r.user), r)?,
+                StoreOp::DeleteMember(org, user) => {
+                    members.remove(super::own::member_key(*org, *user)).map_err(io)?;
+                }
+                StoreOp::PutInvitation(r) => put(&mut invitations, r.id, r)?,
+                StoreOp::DeleteInvitation(id) => {
+                    invitations.remove(id).map_err(io)?;
+                }
+                // One node: the users actor keeps the failure limit, and the organizations' owners, in memory.
+                StoreOp::ReserveAttempt { .. }
+                | StoreOp::EndAttempt { .. }
+                | StoreOp::ExpectUser { .. }
+                | StoreOp::ExpectOwner(_) => {}
             }
         }
     }
@@ -684,6 +713,8 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         copy_table(&source, &tx, AUDIT_ANONYMOUS)?;
         copy_table(&source, &tx, TOKENS)?;
         copy_table(&source, &tx, OUTBOX)?;
+        copy_table(&source, &tx, MEMBERS)?;
+        copy_table(&source, &tx, INVITATIONS)?;
         {
             let mut counters = tx.open_table(COUNTERS).map_err(io)?;
             if let Ok(table) = source.open_table(COUNTERS) {
@@ -837,6 +868,7 @@ mod tests {
             user_agent: String::new(),
             remember_me: true,
             impersonated_by: None,
+            active_organization: None,
         };
         {
             let store = EmbeddedStore::open(dir.path()).unwrap();
@@ -873,7 +905,10 @@ mod tests {
             tx.commit().unwrap();
         }
         let store = EmbeddedStore::open(dir.path()).unwrap();
-        assert_eq!(store.load().unwrap().sessions, vec![([8; 32], SessionRecord::from(old))]);
+        assert_eq!(
+            store.load().unwrap().sessions,
+            vec![([8; 32], SessionRecord::from(crate::store::records::SessionRecordV2::from(old)))]
+        );
         store.commit(&[StoreOp::DeleteSession([2; 16], [8; 32])]).unwrap();
         assert!(store.load().unwrap().sessions.is_empty(), "the upgraded key is the one deletes use");
         drop(store);

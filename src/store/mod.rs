@@ -33,8 +33,8 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
 pub use records::{
-    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1,
-    TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord,
+    SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
@@ -57,7 +57,7 @@ pub enum StoreOp {
     PutUser(UserRecord),
     /// An account removed (its sessions are deleted in the same transaction by their own ops).
     DeleteUser([u8; 16]),
-    PutOrg(OrgRecordV1),
+    PutOrg(OrgRecord),
     /// An organization removed (its members are detached in the same transaction by their own ops).
     DeleteOrg([u8; 16]),
     PutSession(TokenHash, SessionRecord),
@@ -108,6 +108,19 @@ pub enum StoreOp {
         email: String,
         verified: bool,
     },
+    /// A membership written (joined, or its roles changed). One per (organization, user): the key says so.
+    PutMember(MembershipRecordV1),
+    /// A membership ended: organization id, user id.
+    DeleteMember([u8; 16], [u8; 16]),
+    /// An invitation written (sent, or its status changed).
+    PutInvitation(InvitationRecordV1),
+    /// An invitation removed (with its organization).
+    DeleteInvitation([u8; 16]),
+    /// Several nodes: once this request's ops are applied, organization `org` must still have an owner, or the
+    /// request is refused with [`Conflict::LastOwner`]. Checked under a lock of the organization's row, so two
+    /// nodes each removing one of its last two owners are serialised and the second finds none left. The embedded
+    /// store has nothing to check: one node's users actor holds the rule alone.
+    ExpectOwner([u8; 16]),
     /// The overview's counters ([`crate::actors::counters`]): add `n` to counter `kind` in the hour that starts at
     /// `hour_ms` and in that hour's day (UTC). Added to what is stored, never written over it, so the counts of
     /// several nodes add up in the shared database.
@@ -178,7 +191,7 @@ impl Period {
 pub enum Held<'a> {
     PutUser(&'a UserRecord),
     DeleteUser([u8; 16]),
-    PutOrg(&'a OrgRecordV1),
+    PutOrg(&'a OrgRecord),
     DeleteOrg([u8; 16]),
     /// A session written: started, or refreshed (to the other nodes the same: they hold the new record).
     PutSession(TokenHash, &'a SessionRecord),
@@ -189,6 +202,10 @@ pub enum Held<'a> {
     },
     PutToken(TokenHash, &'a TokenRecord),
     DeleteToken(TokenHash),
+    PutMember(&'a MembershipRecordV1),
+    DeleteMember([u8; 16], [u8; 16]),
+    PutInvitation(&'a InvitationRecordV1),
+    DeleteInvitation([u8; 16]),
 }
 
 impl StoreOp {
@@ -205,7 +222,12 @@ impl StoreOp {
             StoreOp::DeleteSessionsOf { user, except } => Held::DeleteSessionsOf { user: *user, except: *except },
             StoreOp::PutToken(hash, r) => Held::PutToken(*hash, r),
             StoreOp::DeleteToken(hash) => Held::DeleteToken(*hash),
-            StoreOp::PutAudit(_)
+            StoreOp::PutMember(r) => Held::PutMember(r),
+            StoreOp::DeleteMember(org, user) => Held::DeleteMember(*org, *user),
+            StoreOp::PutInvitation(r) => Held::PutInvitation(r),
+            StoreOp::DeleteInvitation(id) => Held::DeleteInvitation(*id),
+            StoreOp::ExpectOwner(_)
+            | StoreOp::PutAudit(_)
             | StoreOp::DeleteAudit(_)
             | StoreOp::PutOutbox(_)
             | StoreOp::DeleteOutbox(_)
@@ -221,7 +243,9 @@ impl StoreOp {
 /// One stored record, as [`Store::visit`] hands them out.
 #[derive(Debug)]
 pub enum Record {
-    Org(OrgRecordV1),
+    Org(OrgRecord),
+    Member(MembershipRecordV1),
+    Invitation(InvitationRecordV1),
     User(UserRecord),
     Session(TokenHash, SessionRecord),
     Token(TokenHash, TokenRecord),
@@ -239,7 +263,9 @@ pub trait Visitor {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub users: Vec<UserRecord>,
-    pub orgs: Vec<OrgRecordV1>,
+    pub orgs: Vec<OrgRecord>,
+    pub members: Vec<MembershipRecordV1>,
+    pub invitations: Vec<InvitationRecordV1>,
     pub sessions: Vec<(TokenHash, SessionRecord)>,
 }
 
@@ -252,6 +278,8 @@ impl Loaded {
         visit(&mut |record| {
             match record {
                 Record::Org(r) => loaded.orgs.push(r),
+                Record::Member(r) => loaded.members.push(r),
+                Record::Invitation(r) => loaded.invitations.push(r),
                 Record::User(r) => loaded.users.push(r),
                 Record::Session(hash, r) => loaded.sessions.push((hash, r)),
                 Record::Token(..) | Record::Outbox(_) => {}
@@ -305,6 +333,8 @@ pub enum Conflict {
     OrganizationGone { user: [u8; 16] },
     #[error("an account joined the organization on another node")]
     OrganizationHasMembers { org: [u8; 16] },
+    #[error("the organization's last owner would be removed or demoted")]
+    LastOwner { org: [u8; 16] },
     #[error("too many failed sign-ins for this e-mail across the nodes")]
     Locked { email: String, wait_ms: i64 },
 }

@@ -22,6 +22,17 @@ pub enum Key {
     Org([u8; 16]),
     Session(TokenHash),
     Token(TokenHash),
+    /// Organization id ‖ user id.
+    Member([u8; 32]),
+    Invitation([u8; 16]),
+}
+
+/// A membership's key: organization id ‖ user id.
+pub fn member_key(org: [u8; 16], user: [u8; 16]) -> [u8; 32] {
+    let mut key = [0; 32];
+    key[..16].copy_from_slice(&org);
+    key[16..].copy_from_slice(&user);
+    key
 }
 
 impl Key {
@@ -34,6 +45,10 @@ impl Key {
             Held::DeleteOrg(id) => Key::Org(id),
             Held::PutSession(hash, _) | Held::DeleteSession(_, hash) => Key::Session(hash),
             Held::PutToken(hash, _) | Held::DeleteToken(hash) => Key::Token(hash),
+            Held::PutMember(r) => Key::Member(member_key(r.org, r.user)),
+            Held::DeleteMember(org, user) => Key::Member(member_key(org, user)),
+            Held::PutInvitation(r) => Key::Invitation(r.id),
+            Held::DeleteInvitation(id) => Key::Invitation(id),
             // Names many records: kept apart, by user ([`OwnCommits::record`]).
             Held::DeleteSessionsOf { .. } => return None,
         })

@@ -122,6 +122,10 @@ struct Prepared {
     attempt_window: Statement,
     clear_attempts: Statement,
     release_attempt: Statement,
+    put_member: Statement,
+    delete_member: Statement,
+    put_invitation: Statement,
+    delete_invitation: Statement,
 }
 
 impl Writer {
@@ -168,6 +172,10 @@ impl Writer {
             attempt_window: client.prepare("SELECT window_end_ms FROM attempts WHERE email = $1")?,
             clear_attempts: client.prepare("DELETE FROM attempts WHERE email = $1")?,
             release_attempt: client.prepare("UPDATE attempts SET used = greatest(used - 1, 0) WHERE email = $1")?,
+            put_member: client.prepare(&upsert("memberships", "organization_id, user_id", &["owner", "record"]))?,
+            delete_member: client.prepare("DELETE FROM memberships WHERE organization_id = $1 AND user_id = $2")?,
+            put_invitation: client.prepare(&upsert("invitations", "id", &["organization_id", "record"]))?,
+            delete_invitation: client.prepare("DELETE FROM invitations WHERE id = $1")?,
         };
         Ok(Self { client, s })
     }
@@ -314,9 +322,11 @@ impl PgStore {
         // Appends are serialised and in commit order, so every change up to this one is in the snapshot and none
         // after it is.
         let seq: i64 = tx.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[]).map_err(db)?.get(0);
-        let tables: [(&str, ReadRow); 5] = [
-            ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode(r.get(0))?))),
+        let tables: [(&str, ReadRow); 7] = [
+            ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode_org(r.get(0))?))),
             ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
+            ("SELECT record FROM memberships", |r| Ok(Record::Member(codec::decode(r.get(0))?))),
+            ("SELECT record FROM invitations", |r| Ok(Record::Invitation(codec::decode(r.get(0))?))),
             ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode_token(r.get(1))?))),
             ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
             ("SELECT hash, record FROM sessions", |r| {
@@ -688,6 +698,10 @@ fn commit(
                     | StoreOp::ReserveAttempt { .. }
                     | StoreOp::ExpectUser { .. }
                     | StoreOp::RefreshSession(..)
+                    | StoreOp::PutMember(_)
+                    | StoreOp::DeleteMember(..)
+                    | StoreOp::PutInvitation(_)
+                    | StoreOp::ExpectOwner(_)
             )
         });
         let outcome = if risky {
@@ -756,6 +770,18 @@ fn lock_in_order(tx: &mut Transaction<'_>, requests: &[&[StoreOp]]) -> Result<()
     users.dedup();
     if !users.is_empty() {
         tx.query("SELECT 1 FROM users WHERE id = ANY($1) ORDER BY id FOR UPDATE", &[&users])?;
+    }
+    // The organizations whose last owner a request guards ([`StoreOp::ExpectOwner`]), after the accounts.
+    let mut orgs: Vec<&[u8]> = ops()
+        .filter_map(|op| match op {
+            StoreOp::ExpectOwner(org) => Some(org.as_slice()),
+            _ => None,
+        })
+        .collect();
+    orgs.sort_unstable();
+    orgs.dedup();
+    if !orgs.is_empty() {
+        tx.query("SELECT 1 FROM organizations WHERE id = ANY($1) ORDER BY id FOR UPDATE", &[&orgs])?;
     }
     let mut emails: Vec<&str> = ops()
         .filter_map(|op| match op {
@@ -900,6 +926,29 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                 "DELETE FROM counters WHERE (period = 0 AND start_ms < $1) OR (period = 1 AND start_ms < $2)",
                 &[hours_before_ms, days_before_ms],
             ),
+            StoreOp::PutMember(r) => tx.execute(
+                &s.put_member,
+                &[&r.org.as_slice(), &r.user.as_slice(), &(r.roles & 1 != 0), &codec::encode(r)],
+            ),
+            StoreOp::DeleteMember(org, user) => tx.execute(&s.delete_member, &[&org.as_slice(), &user.as_slice()]),
+            StoreOp::PutInvitation(r) => {
+                tx.execute(&s.put_invitation, &[&r.id.as_slice(), &r.org.as_slice(), &codec::encode(r)])
+            }
+            StoreOp::DeleteInvitation(id) => tx.execute(&s.delete_invitation, &[&id.as_slice()]),
+            StoreOp::ExpectOwner(org) => {
+                // The row was locked up front ([`lock_in_order`]): a request on another node guarding the same
+                // organization waited for this one's commit, and each statement reads the latest commits.
+                let owners: i64 = tx
+                    .query_one(
+                        "SELECT count(*) FROM memberships WHERE organization_id = $1 AND owner",
+                        &[&org.as_slice()],
+                    )?
+                    .get(0);
+                if owners == 0 {
+                    return Err(Refused::Conflict(Conflict::LastOwner { org: *org }));
+                }
+                Ok(0)
+            }
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {
@@ -914,6 +963,18 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                 }
                 (StoreOp::DeleteOrg(id), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
                     Refused::Conflict(Conflict::OrganizationHasMembers { org: *id })
+                }
+                // The organization (or the account) went on another node a moment ago.
+                (StoreOp::PutMember(r), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                    Refused::Conflict(Conflict::OrganizationGone { user: r.user })
+                }
+                (StoreOp::PutInvitation(r), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                    Refused::Conflict(Conflict::OrganizationGone { user: r.inviter })
+                }
+                // A membership another node gave the account a moment ago outlives it: refused as a change made
+                // meanwhile (the follower brings this node up to date).
+                (StoreOp::DeleteUser(id), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                    Refused::Conflict(Conflict::Changed { user: *id })
                 }
                 _ => Refused::Failed(e),
             });

@@ -118,6 +118,54 @@ pub struct OrgRecordV1 {
     pub created_at_ms: i64,
 }
 
+/// An organization, second format: [`OrgRecordV1`] and better-auth's `logo` and `metadata` (JSON text).
+/// Organizations written in the first format have neither.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRecordV2 {
+    pub id: [u8; 16],
+    pub name: String,
+    pub slug: String,
+    pub created_at_ms: i64,
+    pub logo: Option<String>,
+    pub metadata: Option<String>,
+}
+
+impl From<OrgRecordV1> for OrgRecordV2 {
+    fn from(r: OrgRecordV1) -> Self {
+        Self { id: r.id, name: r.name, slug: r.slug, created_at_ms: r.created_at_ms, logo: None, metadata: None }
+    }
+}
+
+/// The organization record format written today.
+pub type OrgRecord = OrgRecordV2;
+
+/// A user's membership of an organization. Key: organization id ‖ user id (one per pair, and an organization's
+/// members are neighbours). The id is derived from the pair (`MemberId::of`), so it is not stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MembershipRecordV1 {
+    pub org: [u8; 16],
+    pub user: [u8; 16],
+    /// Bits: 1 owner, 2 admin, 4 member.
+    pub roles: u8,
+    pub created_at_ms: i64,
+}
+
+/// An invitation into an organization. Key: its id (random: it is what the mailed link carries).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvitationRecordV1 {
+    pub id: [u8; 16],
+    pub org: [u8; 16],
+    /// Normalised (trimmed, lower-case).
+    pub email: String,
+    /// Bits as in [`MembershipRecordV1::roles`].
+    pub roles: u8,
+    pub inviter: [u8; 16],
+    /// 0 pending, 1 accepted, 2 rejected, 3 canceled.
+    pub status: u8,
+    pub expires_at_ms: i64,
+    pub created_at_ms: i64,
+}
+
 /// A session. Key: SHA-256 of the session token, so a copied data directory yields no usable cookie.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecordV1 {
@@ -163,8 +211,41 @@ impl From<SessionRecordV1> for SessionRecordV2 {
     }
 }
 
+/// A session, third format: [`SessionRecordV2`] and its active organization (better-auth's
+/// `activeOrganizationId`). Sessions written in earlier formats have none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecordV3 {
+    pub id: [u8; 16],
+    pub user_id: [u8; 16],
+    pub expires_at_ms: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub ip_address: String,
+    pub user_agent: String,
+    pub remember_me: bool,
+    pub impersonated_by: Option<[u8; 16]>,
+    pub active_organization: Option<[u8; 16]>,
+}
+
+impl From<SessionRecordV2> for SessionRecordV3 {
+    fn from(r: SessionRecordV2) -> Self {
+        Self {
+            id: r.id,
+            user_id: r.user_id,
+            expires_at_ms: r.expires_at_ms,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            ip_address: r.ip_address,
+            user_agent: r.user_agent,
+            remember_me: r.remember_me,
+            impersonated_by: r.impersonated_by,
+            active_organization: None,
+        }
+    }
+}
+
 /// The session record format written today.
-pub type SessionRecord = SessionRecordV2;
+pub type SessionRecord = SessionRecordV3;
 
 /// One audit entry: an admin change or a sign-in outcome. Key: its UUID v7 (time-ordered), so the table reads
 /// newest first by iterating backwards. Never holds a secret: no password, token or hash.

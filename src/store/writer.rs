@@ -235,7 +235,9 @@ mod tests {
     use crate::store::records::OrgRecordV1;
 
     fn org(n: u8) -> StoreOp {
-        StoreOp::PutOrg(OrgRecordV1 { id: [n; 16], name: format!("o{n}"), slug: format!("o{n}"), created_at_ms: 0 })
+        StoreOp::PutOrg(
+            OrgRecordV1 { id: [n; 16], name: format!("o{n}"), slug: format!("o{n}"), created_at_ms: 0 }.into(),
+        )
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

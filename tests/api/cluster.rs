@@ -410,6 +410,7 @@ async fn a_refresh_never_brings_back_a_session_ended_on_another_node() {
             user_agent: String::new(),
             remember_me: true,
             impersonated_by: None,
+            active_organization: None,
         };
         store.commit(&[StoreOp::PutSession([8; 32], session.clone())]).unwrap();
         let refreshed = SessionRecord { updated_at_ms: 2, ..session.clone() };

@@ -40,8 +40,18 @@ pub const USER_KEYS: &[&str] = &[
     "banExpires",
     "organizationId",
 ];
-pub const SESSION_KEYS: &[&str] =
-    &["id", "token", "userId", "expiresAt", "createdAt", "updatedAt", "ipAddress", "userAgent", "impersonatedBy"];
+pub const SESSION_KEYS: &[&str] = &[
+    "id",
+    "token",
+    "userId",
+    "expiresAt",
+    "createdAt",
+    "updatedAt",
+    "ipAddress",
+    "userAgent",
+    "impersonatedBy",
+    "activeOrganizationId",
+];
 pub const ADMIN_USER_KEYS: &[&str] = &["id", "name", "email", "role", "organization_id", "banned", "created_at"];
 pub const ORG_KEYS: &[&str] = &["id", "name", "slug", "created_at"];
 

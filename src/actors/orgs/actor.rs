@@ -9,7 +9,7 @@ use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::{Indexes, Mailbox, Waiting};
-use crate::domain::{OrgId, Organization, Slug, Timestamp};
+use crate::domain::{MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Timestamp};
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 pub(in crate::actors) async fn spawn(
@@ -36,6 +36,8 @@ struct State {
     overlay: Overlay<Slug, Arc<Organization>>,
     /// Organizations being deleted: left alone until the deletion is over.
     deleting: std::collections::HashSet<OrgId>,
+    /// The owners of the organizations created in this batch, published with them.
+    owners: Vec<Arc<Membership>>,
 }
 
 impl Actor for OrgsActor {
@@ -57,12 +59,13 @@ impl Actor for OrgsActor {
             return Ok(());
         }
         match msg {
-            OrgsMsg::Create { name, slug, by, ip, reply } => {
+            OrgsMsg::Create { name, slug, logo, metadata, owner, by, ip, reply } => {
                 if state.overlay.get(&slug).is_some() || self.indexes.orgs.slug_taken(&slug) {
                     let _ = reply.send(Err(CreateOrgError::SlugTaken));
                     return Ok(());
                 }
-                let org = Arc::new(Organization { id: OrgId::new(), name, slug, created_at: Timestamp::now() });
+                let now = Timestamp::now();
+                let org = Arc::new(Organization { id: OrgId::new(), name, slug, logo, metadata, created_at: now });
                 state.overlay.stage(org.slug.clone(), Arc::clone(&org));
                 let logged = audit::entry(
                     action::ORGANIZATION_CREATED,
@@ -75,13 +78,22 @@ impl Actor for OrgsActor {
                 let taken = move |c: &Conflict| {
                     matches!(c, Conflict::SlugTaken(s) if *s == slug).then_some(CreateOrgError::SlugTaken)
                 };
-                let ops = [StoreOp::PutOrg(convert::org_record(&org)), logged];
+                let mut ops = vec![StoreOp::PutOrg(convert::org_record(&org)), logged];
+                // The creator's membership rides in the organization's own commit: nobody else can know of the
+                // organization before it, so nothing else writes this membership meanwhile.
+                if let Some(owner) = owner {
+                    let member = Arc::new(Membership::new(org.id, owner, MemberRoles::one(OrgRole::Owner), now));
+                    ops.push(StoreOp::PutMember(convert::membership_record(&member)));
+                    let detail = format!("{} (owner)", org.id);
+                    ops.push(audit::entry(action::MEMBER_ADDED, Some(by), Some(owner.into()), &ip, detail));
+                    state.owners.push(member);
+                }
                 state.overlay.add_guarded(ops, reply, Ok(org), taken);
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
                     self.flush(state).await;
                 }
             }
-            OrgsMsg::Update { id, name, slug, by, ip, reply } => {
+            OrgsMsg::Update { id, name, slug, logo, metadata, by, ip, reply } => {
                 // One pending version per organization: the overlay is keyed by slug, so a second rename in one
                 // batch would leave two versions to publish in no particular order.
                 if state.overlay.values().any(|o| o.id == id) {
@@ -105,6 +117,14 @@ impl Actor for OrgsActor {
                 if let Some(slug) = &new_slug {
                     detail.push(format!("slug: {} -> {slug}", current.slug));
                 }
+                let logo = logo.filter(|l| *l != current.logo);
+                if logo.is_some() {
+                    detail.push("logo changed".into());
+                }
+                let metadata = metadata.filter(|m| Some(m) != current.metadata.as_ref());
+                if metadata.is_some() {
+                    detail.push("metadata changed".into());
+                }
                 if detail.is_empty() {
                     let _ = reply.send(Ok(current));
                     return Ok(());
@@ -112,6 +132,8 @@ impl Actor for OrgsActor {
                 let org = Arc::new(Organization {
                     name: name.unwrap_or_else(|| current.name.clone()),
                     slug: new_slug.unwrap_or_else(|| current.slug.clone()),
+                    logo: logo.unwrap_or_else(|| current.logo.clone()),
+                    metadata: metadata.or_else(|| current.metadata.clone()),
                     ..Organization::clone(&current)
                 });
                 state.overlay.stage(org.slug.clone(), Arc::clone(&org));
@@ -160,6 +182,13 @@ impl Actor for OrgsActor {
 impl OrgsActor {
     async fn flush(&self, state: &mut State) {
         let orgs = &self.indexes.orgs;
-        state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(_, org)| orgs.publish(org)).await;
+        let owners = std::mem::take(&mut state.owners);
+        let members = &self.indexes.members;
+        let then = |durable: bool| {
+            if durable {
+                owners.into_iter().for_each(|m| members.publish_member(m));
+            }
+        };
+        state.overlay.flush_then(|ops| overlay::write(&self.writer, ops), |(_, org)| orgs.publish(org), then).await;
     }
 }

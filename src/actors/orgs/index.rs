@@ -24,6 +24,11 @@ impl OrgIndex {
         self.by_id.is_empty()
     }
 
+    pub fn by_slug(&self, slug: &Slug) -> Option<Arc<Organization>> {
+        let id = *self.by_slug.pin().get(slug)?;
+        self.get(id)
+    }
+
     pub(crate) fn slug_taken(&self, slug: &Slug) -> bool {
         self.by_slug.pin().contains_key(slug)
     }

@@ -6,6 +6,7 @@
 
 mod actor;
 mod index;
+pub mod members;
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use crate::domain::{Name, OrgId, Organization, Slug, UserId};
 
 pub(super) use actor::spawn;
 pub use index::OrgIndex;
+pub use members::MemberIndex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CreateOrgError {
@@ -39,6 +41,12 @@ pub enum OrgsMsg {
     Create {
         name: Name,
         slug: Slug,
+        /// better-auth's `logo` and `metadata` (JSON text).
+        logo: Option<Box<str>>,
+        metadata: Option<Box<str>>,
+        /// Who becomes its `owner`, in the same commit (`organization/create`); `None` for an administrator's
+        /// organization without members.
+        owner: Option<UserId>,
         by: UserId,
         ip: String,
         reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>>,
@@ -47,6 +55,9 @@ pub enum OrgsMsg {
         id: OrgId,
         name: Option<Name>,
         slug: Option<Slug>,
+        /// `Some(None)` removes the logo.
+        logo: Option<Option<Box<str>>>,
+        metadata: Option<Box<str>>,
         by: UserId,
         ip: String,
         reply: RpcReplyPort<Result<Arc<Organization>, UpdateOrgError>>,
@@ -94,7 +105,22 @@ impl OrgsHandle {
         by: UserId,
         ip: String,
     ) -> Result<Arc<Organization>, CreateOrgError> {
-        call(&self.0, |reply| OrgsMsg::Create { name, slug, by, ip, reply }).await?
+        let (logo, metadata, owner) = (None, None, None);
+        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, by, ip, reply }).await?
+    }
+
+    /// `organization/create`: an organization whose `owner` is `by`, in the same commit.
+    pub async fn create_owned(
+        &self,
+        name: Name,
+        slug: Slug,
+        logo: Option<Box<str>>,
+        metadata: Option<Box<str>>,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, CreateOrgError> {
+        let owner = Some(by);
+        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, by, ip, reply }).await?
     }
 
     /// Renames organization `id` (name, slug or both) on behalf of administrator `by`.
@@ -106,7 +132,23 @@ impl OrgsHandle {
         by: UserId,
         ip: String,
     ) -> Result<Arc<Organization>, UpdateOrgError> {
-        call(&self.0, |reply| OrgsMsg::Update { id, name, slug, by, ip, reply }).await?
+        let (logo, metadata) = (None, None);
+        call(&self.0, |reply| OrgsMsg::Update { id, name, slug, logo, metadata, by, ip, reply }).await?
+    }
+
+    /// `organization/update`: [`update`](Self::update) with the logo and metadata too.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn update_details(
+        &self,
+        id: OrgId,
+        name: Option<Name>,
+        slug: Option<Slug>,
+        logo: Option<Option<Box<str>>>,
+        metadata: Option<Box<str>>,
+        by: UserId,
+        ip: String,
+    ) -> Result<Arc<Organization>, UpdateOrgError> {
+        call(&self.0, |reply| OrgsMsg::Update { id, name, slug, logo, metadata, by, ip, reply }).await?
     }
 
     /// Holds every change to `id` back while the users actor deletes it (with its memberships, in one commit);

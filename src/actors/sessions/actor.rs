@@ -124,6 +124,22 @@ impl Actor for SessionsActor {
                 }
                 _ => drop(reply.send(Ok(None))),
             },
+            SessionsMsg::SetActive { hash, org, reply } => match self.get(state, &hash) {
+                Some(current) if !current.is_expired(Timestamp::now()) => {
+                    if current.active_organization.as_deref().copied() == org {
+                        let _ = reply.send(Ok(Some(current)));
+                        return Ok(());
+                    }
+                    let session =
+                        Arc::new(Session { active_organization: org.map(Box::new), ..Session::clone(&current) });
+                    state.overlay.stage(hash, Some(Arc::clone(&session)));
+                    // Like a refresh: a session ended on another node meanwhile stays ended.
+                    let write = StoreOp::RefreshSession(hash, convert::session_record(&session));
+                    let gone = |c: &Conflict| (*c == Conflict::SessionGone).then_some(Ok(None));
+                    state.overlay.add_answering([write], reply, Ok(Some(session)), gone);
+                }
+                _ => drop(reply.send(Ok(None))),
+            },
             SessionsMsg::End { hash, reply } => match state.overlay.get(&hash) {
                 // Already ending in this batch: answer with the same commit, not before it.
                 Some(None) => state.overlay.add([], reply, ()),
@@ -339,6 +355,7 @@ impl SessionsActor {
             // An impersonation is never extended, and its cookie ends with the browser.
             remember_me: remember_me && impersonated_by.is_none(),
             impersonated_by: impersonated_by.map(Box::new),
+            active_organization: None,
         });
         Ok((token, hash, session))
     }

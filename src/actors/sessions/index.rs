@@ -162,6 +162,7 @@ mod tests {
             user_agent: "test".into(),
             remember_me: true,
             impersonated_by: None,
+            active_organization: None,
         })
     }
 

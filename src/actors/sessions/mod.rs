@@ -14,7 +14,7 @@ use ractor::RpcReplyPort;
 
 use super::overlay::Refusal;
 use super::{Mailbox, Unavailable, call, gone};
-use crate::domain::{Session, SessionToken, TokenHash, UserId};
+use crate::domain::{OrgId, Session, SessionToken, TokenHash, UserId};
 use crate::store::StoreOp;
 use crate::store::own::Gate;
 
@@ -101,6 +101,12 @@ pub enum SessionsMsg {
         hash: TokenHash,
         reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>>,
     },
+    /// The session's active organization (`organization/set-active`); `None` clears it.
+    SetActive {
+        hash: TokenHash,
+        org: Option<OrgId>,
+        reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>>,
+    },
     End {
         hash: TokenHash,
         reply: RpcReplyPort<Result<(), Unavailable>>,
@@ -142,6 +148,7 @@ impl super::Letter for SessionsMsg {
             Self::Create { reply, .. } => gone(reply),
             Self::SweepExpired { reply } | Self::Revoke { reply, .. } => gone(reply),
             Self::Refresh { reply, .. } => gone(reply),
+            Self::SetActive { reply, .. } => gone(reply),
             Self::End { reply, .. } => gone(reply),
             // The users actor waits for its outcome without a timeout: its memory must match the disk.
             Self::CommitEnding { .. } => None,
@@ -177,6 +184,12 @@ impl SessionsHandle {
     /// Extends a session to the full lifetime from now. `None` when it has ended or expired meanwhile.
     pub async fn refresh(&self, hash: TokenHash) -> Result<Option<Arc<Session>>, Unavailable> {
         call(&self.0, |reply| SessionsMsg::Refresh { hash, reply }).await?
+    }
+
+    /// Sets the active organization of the session `hash` (whose caller the facade has checked is a member);
+    /// `None` when the session has ended meanwhile.
+    pub async fn set_active(&self, hash: TokenHash, org: Option<OrgId>) -> Result<Option<Arc<Session>>, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::SetActive { hash, org, reply }).await?
     }
 
     /// Ends one session (sign-out). Ending an unknown session succeeds.

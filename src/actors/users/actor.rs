@@ -19,10 +19,11 @@ use crate::actors::overlay::{self, Overlay};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{
-    Email, Mail, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId, requester,
+    Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash,
+    TokenKind, User, UserId, requester,
 };
 use crate::mail::MailQueue;
-use crate::store::own::Key;
+use crate::store::own::{Key, member_key};
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
 
 pub(in crate::actors) async fn spawn(
@@ -39,19 +40,19 @@ pub(in crate::actors) async fn spawn(
     Ok(UsersHandle(Mailbox::new(actor, waiting)))
 }
 
-struct UsersActor {
+pub(super) struct UsersActor {
     /// The calls waiting in this actor's mailbox (see [`crate::actors::mailbox`]).
     waiting: Waiting,
-    indexes: Arc<Indexes>,
+    pub(super) indexes: Arc<Indexes>,
     writer: StoreWriter,
     sessions: SessionsHandle,
     attempts: AttemptPolicy,
     /// Wakes the mail sender once a batch with messages is durable.
-    mail: Option<MailQueue>,
+    pub(super) mail: Option<MailQueue>,
 }
 
 /// Changes not yet durable. Lookups see these first, so messages in one batch build on each other.
-struct State {
+pub(super) struct State {
     attempts: AttemptLimiter,
     /// Accounts created or changed (`Some`) or deleted (`None`) in this batch.
     overlay: Overlay<UserId, Option<Arc<User>>>,
@@ -66,7 +67,14 @@ struct State {
     /// One-time tokens issued (`Some`) or used up (`None`) in this batch, published with it.
     tokens: HashMap<TokenHash, Option<Arc<OneTimeToken>>>,
     /// Messages written to the outbox in this batch, handed to the sender once durable.
-    mails: Vec<Mail>,
+    pub(super) mails: Vec<Mail>,
+    /// Memberships written (`Some`) or ended (`None`) in this batch, published with it.
+    pub(super) members: Vec<(OrgId, UserId, Option<Arc<Membership>>)>,
+    /// Invitations written or removed in this batch, published with it.
+    pub(super) invitations: Vec<(InvitationId, Option<Arc<Invitation>>)>,
+    /// The batch is to be flushed after this message: its membership changes must be in the read index before
+    /// the next message reads it ([`super::members`]).
+    pub(super) flush_now: bool,
     /// Sign-ins whose session starts in this batch's commit (with their account's re-hashed password).
     starting: Vec<(StartWith, StartReply)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
@@ -91,6 +99,9 @@ impl Actor for UsersActor {
             mails: Vec::new(),
             starting: Vec::new(),
             closing_orgs: Vec::new(),
+            members: Vec::new(),
+            invitations: Vec::new(),
+            flush_now: false,
         })
     }
 
@@ -141,10 +152,12 @@ impl Actor for UsersActor {
                 };
                 let new_password = change.password_hash.is_some();
                 let changed = rules::apply_change(&snapshot, &current, change, Timestamp::now());
+                let changed = changed.and_then(|c| self.primary_moved(state, &current, &c.user).map(|ops| (c, ops)));
                 match changed {
-                    Ok(Changed { user, ends_sessions }) => {
+                    Ok((Changed { user, ends_sessions }, membership_ops)) => {
                         let after = self.stage(state, user, ends_sessions);
                         let mut ops = vec![put(&after)];
+                        ops.extend(membership_ops);
                         if new_password {
                             ops.extend(self.end_tokens(state, after.id, TokenKind::PasswordReset));
                         }
@@ -158,6 +171,7 @@ impl Actor for UsersActor {
                         let id = after.id.to_bytes();
                         let last = move |c: &Conflict| match c {
                             Conflict::LastAdmin => Some(super::UpdateUserError::LastAdmin),
+                            Conflict::LastOwner { .. } => Some(super::UpdateUserError::LastOwner),
                             Conflict::OrganizationGone { user } if *user == id => {
                                 Some(super::UpdateUserError::OrganizationNotFound)
                             }
@@ -315,7 +329,10 @@ impl Actor for UsersActor {
                 let detail = current.email.as_str().to_owned();
                 let logged = audit::entry(action::USER_DELETED, by.or(Some(user)), Some(user.into()), &ip, detail);
                 let last = |c: &Conflict| (*c == Conflict::LastAdmin).then_some(DeleteUserError::LastAdmin);
-                state.overlay.add_guarded([StoreOp::DeleteUser(user.to_bytes()), logged], reply, Ok(()), last);
+                // Its memberships go first (they name the account).
+                let mut ops = self.memberships_end_with(state, user);
+                ops.extend([StoreOp::DeleteUser(user.to_bytes()), logged]);
+                state.overlay.add_guarded(ops, reply, Ok(()), last);
             }
             UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
                 Ok(()) if self.attempts.shared => {
@@ -380,19 +397,28 @@ impl Actor for UsersActor {
                     state.overlay.add(rows, reply, ());
                 }
             }
-            UsersMsg::DeleteOrg { by, org, detach, ip, reply } => {
+            UsersMsg::DeleteOrg { by, org, detach, as_member, ip, reply } => {
                 let Some(organization) = self.indexes.orgs.get(org).filter(|_| !state.closing_orgs.contains(&org))
                 else {
                     let _ = reply.send(Err(DeleteOrgError::NotFound));
                     return Ok(());
                 };
-                if !self.get(state, by).is_some_and(|a| a.is_active_admin()) {
+                let allowed = match as_member {
+                    // An owner (the role allowed to delete it) of this organization, right now.
+                    true => {
+                        self.indexes.members.get(org, by).is_some_and(|m| m.roles.allows("organization", "delete"))
+                            || self.get(state, by).is_some_and(|a| a.is_active_admin())
+                    }
+                    false => self.get(state, by).is_some_and(|a| a.is_active_admin()),
+                };
+                if !allowed {
                     let _ = reply.send(Err(DeleteOrgError::NotAdmin));
                     return Ok(());
                 }
                 let members = self.members(state, org);
-                if !members.is_empty() && !detach {
-                    let _ = reply.send(Err(DeleteOrgError::NotEmpty(members.len())));
+                let memberships = self.indexes.members.count(org);
+                if (!members.is_empty() || memberships > 0) && !detach {
+                    let _ = reply.send(Err(DeleteOrgError::NotEmpty(members.len().max(memberships))));
                     return Ok(());
                 }
                 let now = Timestamp::now();
@@ -401,7 +427,8 @@ impl Actor for UsersActor {
                     let detached = User { organization_id: None, updated_at: now, ..User::clone(member) };
                     ops.push(put(&self.stage(state, detached, false)));
                 }
-                let detail = format!("{}; {} member(s) detached", organization.slug, members.len());
+                let detail = format!("{}; {} member(s) detached", organization.slug, members.len().max(memberships));
+                ops.extend(self.org_members_end(state, org));
                 ops.push(StoreOp::DeleteOrg(org.to_bytes()));
                 ops.push(audit::entry(action::ORGANIZATION_DELETED, Some(by), Some(org.into()), &ip, detail));
                 state.closing_orgs.push(org);
@@ -412,7 +439,20 @@ impl Actor for UsersActor {
                     matches!(c, Conflict::OrganizationHasMembers { org } if *org == gone)
                         .then_some(DeleteOrgError::NotEmpty(1))
                 };
-                state.overlay.add_guarded(ops, reply, Ok(members.len()), has_members);
+                state.overlay.add_guarded(ops, reply, Ok(members.len().max(memberships)), has_members);
+            }
+            UsersMsg::Members { caller, call, ip, reply } => {
+                let last_owner = match &call {
+                    super::members::MemberCall::SetRoles { .. } => super::members::MemberError::WithoutAnOwner,
+                    _ => super::members::MemberError::OnlyOwner,
+                };
+                match self.member_call(state, caller, call, &ip) {
+                    Ok((ops, outcome)) => {
+                        state.flush_now = true;
+                        state.overlay.add_guarded(ops, reply, Ok(outcome), super::members::conflict_of(last_owner));
+                    }
+                    Err(e) => drop(reply.send(Err(e))),
+                }
             }
             UsersMsg::LiftExpiredBans { reply } => {
                 let now = Timestamp::now();
@@ -440,7 +480,7 @@ impl Actor for UsersActor {
                 state.attempts.finish(&email, false, false, Instant::now());
                 return Ok(());
             }
-            UsersMsg::Remote { users, tokens, gate, reply } => {
+            UsersMsg::Remote { users, tokens, members, gate, reply } => {
                 // Only what this node's own commits have not written since (an older change never undoes one).
                 for (id, user) in users {
                     let key = Key::User(id.to_bytes());
@@ -458,6 +498,25 @@ impl Actor for UsersActor {
                         self.indexes.tokens.publish(hash, token);
                     }
                 }
+                use crate::actors::remote::MemberChange;
+                for change in members {
+                    let key = match &change {
+                        MemberChange::Put(m) => Key::Member(member_key(m.org.to_bytes(), m.user.to_bytes())),
+                        MemberChange::Delete(org, user) => Key::Member(member_key(org.to_bytes(), user.to_bytes())),
+                        MemberChange::PutInvitation(i) => Key::Invitation(i.id.to_bytes()),
+                        MemberChange::DeleteInvitation(id) => Key::Invitation(id.to_bytes()),
+                    };
+                    if !gate.admits(key) {
+                        continue;
+                    }
+                    gate.applied(key);
+                    match change {
+                        MemberChange::Put(m) => self.indexes.members.publish_member(m),
+                        MemberChange::Delete(org, user) => self.indexes.members.remove_member(org, user),
+                        MemberChange::PutInvitation(i) => self.indexes.members.publish_invitation(i),
+                        MemberChange::DeleteInvitation(id) => self.indexes.members.remove_invitation(id),
+                    }
+                }
                 let _ = reply.send(());
                 return Ok(());
             }
@@ -473,7 +532,7 @@ impl Actor for UsersActor {
 impl UsersActor {
     /// After each message: make sure what it staged gets flushed.
     async fn after(&self, state: &mut State, myself: &ActorRef<UsersMsg>) -> Result<(), ActorProcessingErr> {
-        if state.overlay.schedule_flush(myself, || UsersMsg::Flush) {
+        if std::mem::take(&mut state.flush_now) || state.overlay.schedule_flush(myself, || UsersMsg::Flush) {
             self.flush(state).await;
         }
         Ok(())
@@ -532,18 +591,18 @@ impl UsersActor {
         token.filter(|t| t.kind == kind && !t.is_expired(now)).and_then(|t| self.get(state, t.user_id))
     }
 
-    fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
+    pub(super) fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
         match state.overlay.get(&id) {
             Some(pending) => pending.clone(),
             None => self.indexes.users.get(id),
         }
     }
 
-    fn email_owner(&self, state: &State, email: &Email) -> Option<UserId> {
+    pub(super) fn email_owner(&self, state: &State, email: &Email) -> Option<UserId> {
         state.emails.get(email).copied().or_else(|| self.indexes.users.by_email(email).map(|u| u.id))
     }
 
-    fn stage(&self, state: &mut State, user: User, ends_sessions: bool) -> Arc<User> {
+    pub(super) fn stage(&self, state: &mut State, user: User, ends_sessions: bool) -> Arc<User> {
         if self.attempts.shared {
             // Several nodes: the record is written whole, computed from what this node holds; the database checks
             // that it still holds that too, so a change another node made meanwhile (a ban) is not undone.
@@ -603,6 +662,8 @@ impl UsersActor {
         };
         let tokens = std::mem::take(&mut state.tokens);
         let mails = std::mem::take(&mut state.mails);
+        let members = std::mem::take(&mut state.members);
+        let invitations = std::mem::take(&mut state.invitations);
         let closed = std::mem::take(&mut state.closing_orgs);
         // After publishing, before answering: the sessions actor reads the users' new state from the index from
         // then on (a caller's next request, a new session after a password change, is not refused); the tokens
@@ -616,6 +677,18 @@ impl UsersActor {
                 // (see `Accounts::delete_organization`), so the two never write it at once.
                 closed.into_iter().for_each(|org| self.indexes.orgs.remove(org));
                 tokens.into_iter().for_each(|(hash, token)| self.indexes.tokens.publish(hash, token));
+                for (org, user, member) in members {
+                    match member {
+                        Some(member) => self.indexes.members.publish_member(member),
+                        None => self.indexes.members.remove_member(org, user),
+                    }
+                }
+                for (id, invitation) in invitations {
+                    match invitation {
+                        Some(invitation) => self.indexes.members.publish_invitation(invitation),
+                        None => self.indexes.members.remove_invitation(id),
+                    }
+                }
                 if let Some(queue) = &self.mail {
                     mails.into_iter().for_each(|mail| queue.push(mail));
                 }

@@ -7,6 +7,7 @@
 
 mod actor;
 mod index;
+pub mod members;
 pub mod rules;
 
 use std::sync::Arc;
@@ -76,6 +77,9 @@ pub enum UpdateUserError {
     SelfBan,
     #[error("the last active administrator cannot be demoted or banned")]
     LastAdmin,
+    /// Moving the account out of the organization it is the last owner of.
+    #[error("the account is the last owner of its organization")]
+    LastOwner,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -271,13 +275,22 @@ pub(super) enum UsersMsg {
         ip: String,
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
-    /// Deletes an organization and, in the same commit, detaches its members (only with `detach`).
+    /// Deletes an organization and, in the same commit, detaches its members (only with `detach`). `as_member`:
+    /// `by` deletes it as one of its members allowed to (an owner), not as a global administrator.
     DeleteOrg {
         by: UserId,
         org: OrgId,
         detach: bool,
+        as_member: bool,
         ip: String,
         reply: RpcReplyPort<Result<usize, DeleteOrgError>>,
+    },
+    /// A change to an organization's members or invitations ([`members`]).
+    Members {
+        caller: members::Caller,
+        call: members::MemberCall,
+        ip: String,
+        reply: RpcReplyPort<Result<members::MemberOutcome, members::MemberError>>,
     },
     LiftExpiredBans {
         reply: RpcReplyPort<Result<usize, Unavailable>>,
@@ -290,6 +303,7 @@ pub(super) enum UsersMsg {
     Remote {
         users: Vec<(UserId, Option<Arc<User>>)>,
         tokens: Vec<(TokenHash, Option<Arc<crate::domain::OneTimeToken>>)>,
+        members: Vec<super::remote::MemberChange>,
         gate: crate::store::own::Gate,
         reply: RpcReplyPort<()>,
     },
@@ -310,6 +324,7 @@ impl super::Letter for UsersMsg {
             Self::BeginAttempt { reply, .. } => gone(reply),
             Self::SignInUpgrading { reply, .. } => gone(reply),
             Self::DeleteOrg { reply, .. } => gone(reply),
+            Self::Members { reply, .. } => gone(reply),
             Self::LiftExpiredBans { reply } => gone(reply),
             // Ends a reservation made earlier: dropped, it would count against the account until its window ends.
             Self::FinishAttempt { .. } => None,
@@ -447,7 +462,29 @@ impl UsersHandle {
         detach: bool,
         ip: String,
     ) -> Result<usize, DeleteOrgError> {
-        call(&self.0, |reply| UsersMsg::DeleteOrg { by, org, detach, ip, reply }).await?
+        call(&self.0, |reply| UsersMsg::DeleteOrg { by, org, detach, as_member: false, ip, reply }).await?
+    }
+
+    /// Deletes organization `org` on behalf of `by`, one of its members allowed to (an owner, checked in message
+    /// order), with its memberships and invitations.
+    pub async fn delete_organization_as_member(
+        &self,
+        by: UserId,
+        org: OrgId,
+        ip: String,
+    ) -> Result<usize, DeleteOrgError> {
+        call(&self.0, |reply| UsersMsg::DeleteOrg { by, org, detach: true, as_member: true, ip, reply }).await?
+    }
+
+    /// A change to an organization's members or invitations, checked in message order against the caller's
+    /// current membership ([`members`]).
+    pub async fn members(
+        &self,
+        caller: members::Caller,
+        member_call: members::MemberCall,
+        ip: String,
+    ) -> Result<members::MemberOutcome, members::MemberError> {
+        call(&self.0, |reply| UsersMsg::Members { caller, call: member_call, ip, reply }).await?
     }
 
     /// Lifts (durably, audited) every ban that has run out; returns how many. Such bans already stopped counting

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{ACCOUNT, Cell, Column, MAX_FIELD_BYTES, MEMBER, ORGANIZATION, Snapshot, USER};
 use crate::domain::{BanReason, Email, ImageUrl, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{Loaded, OrgRecordV1, StoreOp, UserRecord};
+use crate::store::{Loaded, OrgRecord, StoreOp, UserRecord};
 
 /// One line of the mapping file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -268,11 +268,13 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             id: uuid::Uuid::from(new_id).to_string(),
             key: slug.to_string(),
         });
-        plan.ops.push(StoreOp::PutOrg(OrgRecordV1 {
+        plan.ops.push(StoreOp::PutOrg(OrgRecord {
             id: new_id.to_bytes(),
             name: name.to_string(),
             slug: slug.to_string(),
             created_at_ms,
+            logo: None,
+            metadata: None,
         }));
         plan.counts.orgs += 1;
     }

@@ -1,0 +1,427 @@
+//! Memberships and invitations: the better-auth organization plugin's changes, checked in the users actor's
+//! message order against the state as it is (the caller's membership and role, the owners left, the limits), so
+//! that two requests racing each other cannot both pass a rule only one of them may pass (the last owner).
+//!
+//! The users actor owns memberships with the accounts: an account's `organizationId` is its primary membership,
+//! and a change to one is a change to the other in the same commit. Each change here is flushed at once (they are
+//! rare), so the read index is the whole truth for the next message and no pending state spans two messages.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::actor::{State, UsersActor};
+use crate::actors::audit::{self, action};
+use crate::domain::{
+    Email, Invitation, InvitationId, InvitationStatus, Mail, MemberId, MemberRoles, Membership, OrgId, OrgRole,
+    Timestamp, User, UserId,
+};
+use crate::store::{Conflict, StoreOp, convert};
+
+/// Who calls: the user whose session it is, whom the audit log names (the administrator behind an impersonation),
+/// and whether they are a global administrator on their own session (who may act as an owner of every
+/// organization).
+#[derive(Debug, Clone, Copy)]
+pub struct Caller {
+    pub user: UserId,
+    pub actor: UserId,
+    pub global_admin: bool,
+}
+
+/// Renders the invitation's message (organization name and inviter are the actor's to fill in).
+pub type InviteMail = Box<dyn FnOnce(&Invitation, &str, &str) -> Mail + Send>;
+
+/// Whom `remove-member` removes.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Member(MemberId),
+    Email(Email),
+}
+
+/// A change to an organization's members or invitations.
+pub enum MemberCall {
+    /// `update-member-role`.
+    SetRoles { org: OrgId, member: MemberId, roles: MemberRoles },
+    /// `remove-member`.
+    Remove { org: OrgId, target: Target },
+    /// `leave`.
+    Leave { org: OrgId },
+    /// `invite-member`; `resend` sends a pending invitation again with a new expiry.
+    Invite { org: OrgId, email: Email, roles: MemberRoles, resend: bool, ttl: Duration, limit: usize, mail: InviteMail },
+    /// `accept-invitation`, by the account with the invited e-mail.
+    Accept { id: InvitationId, email: Email, member_limit: usize },
+    /// `reject-invitation`.
+    Reject { id: InvitationId, email: Email },
+    /// `cancel-invitation`.
+    Cancel { id: InvitationId },
+}
+
+/// What a change gives back.
+#[derive(Debug, Clone)]
+pub enum MemberOutcome {
+    Member(Arc<Membership>),
+    Invitation(Arc<Invitation>),
+    Accepted(Arc<Invitation>, Arc<Membership>),
+}
+
+/// Why a change was refused: better-auth's codes and messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MemberError {
+    #[error("Member not found")]
+    MemberNotFound,
+    #[error("Organization not found")]
+    OrganizationNotFound,
+    #[error("You are not allowed to update this member")]
+    NotAllowedToUpdateMember,
+    #[error("You are not allowed to delete this member")]
+    NotAllowedToDeleteMember,
+    #[error("You cannot leave the organization without an owner")]
+    WithoutAnOwner,
+    #[error("You cannot leave the organization as the only owner")]
+    OnlyOwner,
+    #[error("You are not allowed to invite users to this organization")]
+    NotAllowedToInvite,
+    #[error("You are not allowed to invite a user with this role")]
+    NotAllowedToInviteWithRole,
+    #[error("User is already a member of this organization")]
+    AlreadyMember,
+    #[error("User is already invited to this organization")]
+    AlreadyInvited,
+    #[error("Invitation limit reached")]
+    InvitationLimitReached,
+    #[error("Invitation not found")]
+    InvitationNotFound,
+    #[error("You are not the recipient of the invitation")]
+    NotRecipient,
+    #[error("Organization membership limit reached")]
+    MembershipLimitReached,
+    #[error("You are not allowed to cancel this invitation")]
+    NotAllowedToCancel,
+    #[error("Too much mail is waiting to be sent. Please try again later.")]
+    OutboxFull,
+    #[error(transparent)]
+    Unavailable(#[from] crate::actors::Unavailable),
+}
+
+impl UsersActor {
+    /// The roles `caller` acts with in `org`: their membership's, or an owner's for a global administrator.
+    fn acting_roles(&self, caller: &Caller, org: OrgId) -> Option<MemberRoles> {
+        let own = self.indexes.members.get(org, caller.user).map(|m| m.roles);
+        match own {
+            _ if caller.global_admin => Some(MemberRoles::one(OrgRole::Owner)),
+            own => own,
+        }
+    }
+
+    /// Handles one change; `Ok((ops, outcome, users))`: the records to commit with the memberships and
+    /// invitations to publish once durable, and the answer.
+    pub(super) fn member_call(
+        &self,
+        state: &mut State,
+        caller: Caller,
+        call: MemberCall,
+        ip: &str,
+    ) -> Result<(Vec<StoreOp>, MemberOutcome), MemberError> {
+        let now = Timestamp::now();
+        let owners = |org| self.indexes.members.owners(org);
+        match call {
+            MemberCall::SetRoles { org, member, roles } => {
+                let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
+                let target = self.indexes.members.by_id(member).ok_or(MemberError::MemberNotFound)?;
+                if target.org != org {
+                    return Err(MemberError::NotAllowedToUpdateMember);
+                }
+                // Only an owner grants or takes away `owner`.
+                if (target.roles.is_owner() || roles.is_owner()) && !acting.is_owner() {
+                    return Err(MemberError::NotAllowedToUpdateMember);
+                }
+                let demotes_owner = target.roles.is_owner() && !roles.is_owner();
+                if demotes_owner && owners(org) <= 1 {
+                    return Err(MemberError::WithoutAnOwner);
+                }
+                if !acting.is_owner() && !acting.allows("member", "update") {
+                    return Err(MemberError::NotAllowedToUpdateMember);
+                }
+                let updated = Arc::new(Membership { roles, ..Membership::clone(&target) });
+                let mut ops = vec![StoreOp::PutMember(convert::membership_record(&updated))];
+                if demotes_owner {
+                    ops.push(StoreOp::ExpectOwner(org.to_bytes()));
+                }
+                let detail = format!("{}: {} -> {}", org, target.roles, roles);
+                ops.push(audit::entry(
+                    action::MEMBER_ROLE_CHANGED,
+                    Some(caller.actor),
+                    Some(target.user.into()),
+                    ip,
+                    detail,
+                ));
+                state.members.push((org, target.user, Some(Arc::clone(&updated))));
+                Ok((ops, MemberOutcome::Member(updated)))
+            }
+            MemberCall::Remove { org, target } => {
+                let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
+                let found = match target {
+                    Target::Email(email) => {
+                        self.email_owner(state, &email).and_then(|user| self.indexes.members.get(org, user))
+                    }
+                    Target::Member(id) => self.indexes.members.by_id(id),
+                };
+                let found = found.ok_or(MemberError::MemberNotFound)?;
+                if found.roles.is_owner() && (!acting.is_owner() || owners(found.org) <= 1) {
+                    return Err(MemberError::OnlyOwner);
+                }
+                if !acting.allows("member", "delete") {
+                    return Err(MemberError::NotAllowedToDeleteMember);
+                }
+                if found.org != org {
+                    return Err(MemberError::MemberNotFound);
+                }
+                Ok((
+                    self.end_membership(state, &caller, &found, ip, action::MEMBER_REMOVED, now),
+                    MemberOutcome::Member(found),
+                ))
+            }
+            MemberCall::Leave { org } => {
+                let found = self.indexes.members.get(org, caller.user).ok_or(MemberError::MemberNotFound)?;
+                if found.roles.is_owner() && owners(org) <= 1 {
+                    return Err(MemberError::OnlyOwner);
+                }
+                Ok((
+                    self.end_membership(state, &caller, &found, ip, action::MEMBER_LEFT, now),
+                    MemberOutcome::Member(found),
+                ))
+            }
+            MemberCall::Invite { org, email, roles, resend, ttl, limit, mail } => {
+                if self.mail.as_ref().is_some_and(crate::mail::MailQueue::is_full) {
+                    return Err(MemberError::OutboxFull);
+                }
+                let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
+                if !acting.allows("invitation", "create") {
+                    return Err(MemberError::NotAllowedToInvite);
+                }
+                if roles.is_owner() && !acting.is_owner() {
+                    return Err(MemberError::NotAllowedToInviteWithRole);
+                }
+                if self.email_owner(state, &email).is_some_and(|u| self.indexes.members.get(org, u).is_some()) {
+                    return Err(MemberError::AlreadyMember);
+                }
+                let organization = self.indexes.orgs.get(org).ok_or(MemberError::OrganizationNotFound)?;
+                let inviter = self.get(state, caller.actor).map(|u| u.email.as_str().to_owned()).unwrap_or_default();
+                let pending: Vec<Arc<Invitation>> =
+                    self.indexes.members.invitations_of(org).into_iter().filter(|i| i.is_open(now)).collect();
+                let invitation = match pending.iter().find(|i| i.email == email) {
+                    Some(_) if !resend => return Err(MemberError::AlreadyInvited),
+                    Some(existing) => {
+                        if existing.roles.is_owner() && !acting.is_owner() {
+                            return Err(MemberError::NotAllowedToInviteWithRole);
+                        }
+                        Invitation { expires_at: now.plus(ttl), ..Invitation::clone(existing) }
+                    }
+                    None if pending.len() >= limit => return Err(MemberError::InvitationLimitReached),
+                    None => Invitation {
+                        id: InvitationId::random(),
+                        org,
+                        email,
+                        roles,
+                        inviter: caller.user,
+                        status: InvitationStatus::Pending,
+                        expires_at: now.plus(ttl),
+                        created_at: now,
+                    },
+                };
+                let invitation = Arc::new(invitation);
+                let message = mail(&invitation, organization.name.as_str(), &inviter);
+                let detail = format!("{} as {} into {}", invitation.email, invitation.roles, organization.slug);
+                let ops = vec![
+                    StoreOp::PutInvitation(convert::invitation_record(&invitation)),
+                    StoreOp::PutOutbox(convert::mail_record(&message)),
+                    audit::entry(action::INVITATION_SENT, Some(caller.actor), Some(org.into()), ip, detail),
+                ];
+                state.mails.push(message);
+                state.invitations.push((invitation.id, Some(Arc::clone(&invitation))));
+                Ok((ops, MemberOutcome::Invitation(invitation)))
+            }
+            MemberCall::Accept { id, email, member_limit } => {
+                let invitation = self
+                    .indexes
+                    .members
+                    .invitation(id)
+                    .filter(|i| i.is_open(now))
+                    .ok_or(MemberError::InvitationNotFound)?;
+                if invitation.email != email {
+                    return Err(MemberError::NotRecipient);
+                }
+                let org = invitation.org;
+                if self.indexes.orgs.get(org).is_none() {
+                    return Err(MemberError::OrganizationNotFound);
+                }
+                let existing = self.indexes.members.get(org, caller.user);
+                if existing.is_none() && self.indexes.members.count(org) >= member_limit {
+                    return Err(MemberError::MembershipLimitReached);
+                }
+                let accepted =
+                    Arc::new(Invitation { status: InvitationStatus::Accepted, ..Invitation::clone(&invitation) });
+                let mut ops = vec![StoreOp::PutInvitation(convert::invitation_record(&accepted))];
+                // Already a member (joined otherwise meanwhile): the invitation is used up, the membership kept.
+                let member = match existing {
+                    Some(member) => member,
+                    None => {
+                        let member = Arc::new(Membership::new(org, caller.user, invitation.roles, now));
+                        ops.push(StoreOp::PutMember(convert::membership_record(&member)));
+                        state.members.push((org, caller.user, Some(Arc::clone(&member))));
+                        member
+                    }
+                };
+                let detail = format!("{} as {}", invitation.email, invitation.roles);
+                ops.push(audit::entry(action::INVITATION_ACCEPTED, Some(caller.actor), Some(org.into()), ip, detail));
+                state.invitations.push((id, Some(Arc::clone(&accepted))));
+                Ok((ops, MemberOutcome::Accepted(accepted, member)))
+            }
+            MemberCall::Reject { id, email } => {
+                let invitation = self
+                    .indexes
+                    .members
+                    .invitation(id)
+                    .filter(|i| i.status == InvitationStatus::Pending)
+                    .ok_or(MemberError::InvitationNotFound)?;
+                if invitation.email != email {
+                    return Err(MemberError::NotRecipient);
+                }
+                self.close_invitation(state, &caller, &invitation, InvitationStatus::Rejected, ip)
+            }
+            MemberCall::Cancel { id } => {
+                let invitation = self.indexes.members.invitation(id).ok_or(MemberError::InvitationNotFound)?;
+                let acting = self.acting_roles(&caller, invitation.org).ok_or(MemberError::MemberNotFound)?;
+                if !acting.allows("invitation", "cancel") {
+                    return Err(MemberError::NotAllowedToCancel);
+                }
+                if self.indexes.orgs.get(invitation.org).is_none() {
+                    return Err(MemberError::OrganizationNotFound);
+                }
+                self.close_invitation(state, &caller, &invitation, InvitationStatus::Canceled, ip)
+            }
+        }
+    }
+
+    fn close_invitation(
+        &self,
+        state: &mut State,
+        caller: &Caller,
+        invitation: &Invitation,
+        status: InvitationStatus,
+        ip: &str,
+    ) -> Result<(Vec<StoreOp>, MemberOutcome), MemberError> {
+        let closed = Arc::new(Invitation { status, ..invitation.clone() });
+        let what = match status {
+            InvitationStatus::Rejected => action::INVITATION_REJECTED,
+            _ => action::INVITATION_CANCELED,
+        };
+        let ops = vec![
+            StoreOp::PutInvitation(convert::invitation_record(&closed)),
+            audit::entry(what, Some(caller.actor), Some(invitation.org.into()), ip, invitation.email.to_string()),
+        ];
+        state.invitations.push((closed.id, Some(Arc::clone(&closed))));
+        Ok((ops, MemberOutcome::Invitation(closed)))
+    }
+
+    /// The ops that end `member`'s membership: the record, the guard that an owner is left (several nodes), the
+    /// account's primary organization when it was this one, and the audit entry.
+    fn end_membership(
+        &self,
+        state: &mut State,
+        caller: &Caller,
+        member: &Membership,
+        ip: &str,
+        what: &'static str,
+        now: Timestamp,
+    ) -> Vec<StoreOp> {
+        let mut ops = Vec::new();
+        if let Some(user) = self.get(state, member.user).filter(|u| u.organization_id == Some(member.org)) {
+            let detached = User { organization_id: None, updated_at: now, ..User::clone(&user) };
+            let detached = self.stage(state, detached, false);
+            ops.push(StoreOp::PutUser(convert::user_record(&detached)));
+        }
+        ops.push(StoreOp::DeleteMember(member.org.to_bytes(), member.user.to_bytes()));
+        if member.roles.is_owner() {
+            ops.push(StoreOp::ExpectOwner(member.org.to_bytes()));
+        }
+        let detail = format!("{} ({})", member.org, member.roles);
+        ops.push(audit::entry(what, Some(caller.actor), Some(member.user.into()), ip, detail));
+        state.members.push((member.org, member.user, None));
+        ops
+    }
+
+    /// The membership ops of an administrator's change of `before`'s primary organization to `after`'s: the old
+    /// membership ends, the new one begins as `member` (or is kept as it is). `Err` when `before` is the last owner
+    /// of the organization it leaves.
+    pub(super) fn primary_moved(
+        &self,
+        state: &mut State,
+        before: &User,
+        after: &User,
+    ) -> Result<Vec<StoreOp>, super::UpdateUserError> {
+        let mut ops = Vec::new();
+        if before.organization_id == after.organization_id {
+            return Ok(ops);
+        }
+        if let Some(old) = before.organization_id
+            && let Some(member) = self.indexes.members.get(old, before.id)
+        {
+            if member.roles.is_owner() && self.indexes.members.owners(old) <= 1 {
+                return Err(super::UpdateUserError::LastOwner);
+            }
+            ops.push(StoreOp::DeleteMember(old.to_bytes(), before.id.to_bytes()));
+            if member.roles.is_owner() {
+                ops.push(StoreOp::ExpectOwner(old.to_bytes()));
+            }
+            state.members.push((old, before.id, None));
+        }
+        if let Some(new) = after.organization_id
+            && self.indexes.members.get(new, after.id).is_none()
+        {
+            let member = Arc::new(Membership::new(new, after.id, MemberRoles::one(OrgRole::Member), after.updated_at));
+            ops.push(StoreOp::PutMember(convert::membership_record(&member)));
+            state.members.push((new, after.id, Some(member)));
+        }
+        state.flush_now = true;
+        Ok(ops)
+    }
+
+    /// The ops that end every membership of `user` (the account is being removed), before its own record goes.
+    pub(super) fn memberships_end_with(&self, state: &mut State, user: UserId) -> Vec<StoreOp> {
+        let members = self.indexes.members.of_user(user);
+        if !members.is_empty() {
+            state.flush_now = true;
+        }
+        members
+            .iter()
+            .map(|m| {
+                state.members.push((m.org, user, None));
+                StoreOp::DeleteMember(m.org.to_bytes(), user.to_bytes())
+            })
+            .collect()
+    }
+
+    /// The ops that end every membership and invitation of `org` (it is being deleted), before its own record.
+    pub(super) fn org_members_end(&self, state: &mut State, org: OrgId) -> Vec<StoreOp> {
+        state.flush_now = true;
+        let mut ops = Vec::new();
+        for m in self.indexes.members.members_of(org) {
+            state.members.push((org, m.user, None));
+            ops.push(StoreOp::DeleteMember(org.to_bytes(), m.user.to_bytes()));
+        }
+        for i in self.indexes.members.invitations_of(org) {
+            state.invitations.push((i.id, None));
+            ops.push(StoreOp::DeleteInvitation(i.id.to_bytes()));
+        }
+        ops
+    }
+}
+
+/// Which of another node's conflicts is this change's own: the last owner, or an organization gone meanwhile.
+pub(super) fn conflict_of(last_owner: MemberError) -> impl FnOnce(&Conflict) -> Option<MemberError> + Send + 'static {
+    move |c: &Conflict| match c {
+        Conflict::LastOwner { .. } => Some(last_owner),
+        Conflict::OrganizationGone { .. } => Some(MemberError::OrganizationNotFound),
+        _ => None,
+    }
+}

@@ -1,0 +1,231 @@
+//! Organizations as teams use them: who belongs to which organization in which role, and the invitations that
+//! bring people in. The roles and what they may do are better-auth's organization plugin's defaults.
+
+use std::fmt;
+
+use super::{Email, InvitationId, MemberId, OrgId, Permissions, Timestamp, UserId};
+
+/// One of an organization's roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OrgRole {
+    Owner,
+    Admin,
+    Member,
+}
+
+impl OrgRole {
+    pub const ALL: [OrgRole; 3] = [OrgRole::Owner, OrgRole::Admin, OrgRole::Member];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrgRole::Owner => "owner",
+            OrgRole::Admin => "admin",
+            OrgRole::Member => "member",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            OrgRole::Owner => 1,
+            OrgRole::Admin => 2,
+            OrgRole::Member => 4,
+        }
+    }
+
+    /// better-auth's default access control for the role (`owner`, `admin`, `member`).
+    pub fn permissions(self) -> Permissions {
+        match self {
+            OrgRole::Owner => Permissions::ORG_OWNER,
+            OrgRole::Admin => Permissions::ORG_ADMIN,
+            OrgRole::Member => Permissions::ORG_MEMBER,
+        }
+    }
+}
+
+/// The roles a member holds: one or more of [`OrgRole`] (better-auth stores several as `"admin,owner"`). Never
+/// empty: built only by [`MemberRoles::parse`], [`MemberRoles::one`] or from the store's bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemberRoles(u8);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RolesError {
+    Empty,
+    /// The names that are no role of ours (custom roles are not supported).
+    Unknown(Vec<String>),
+}
+
+impl MemberRoles {
+    pub fn one(role: OrgRole) -> Self {
+        Self(role.bit())
+    }
+
+    /// Roles as better-auth takes them: a list, each entry possibly comma separated, trimmed, empties dropped.
+    pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, RolesError> {
+        let mut bits = 0;
+        let mut unknown = Vec::new();
+        for name in names.into_iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
+            match OrgRole::ALL.iter().find(|r| r.as_str() == name) {
+                Some(role) => bits |= role.bit(),
+                None => unknown.push(name.to_owned()),
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(RolesError::Unknown(unknown));
+        }
+        if bits == 0 {
+            return Err(RolesError::Empty);
+        }
+        Ok(Self(bits))
+    }
+
+    /// From the store: unknown bits are dropped, and nothing left reads as `member`.
+    pub fn from_bits(bits: u8) -> Self {
+        match bits & 7 {
+            0 => Self::one(OrgRole::Member),
+            b => Self(b),
+        }
+    }
+
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    pub fn has(self, role: OrgRole) -> bool {
+        self.0 & role.bit() != 0
+    }
+
+    pub fn is_owner(self) -> bool {
+        self.has(OrgRole::Owner)
+    }
+
+    pub fn roles(self) -> impl Iterator<Item = OrgRole> {
+        OrgRole::ALL.into_iter().filter(move |r| self.has(*r))
+    }
+
+    /// Whether one of the roles is granted every action asked for (better-auth's `hasPermission`).
+    pub fn allows_all(self, wanted: &[(&str, &str)]) -> bool {
+        !wanted.is_empty() && self.roles().any(|r| r.permissions().allows_all(wanted.iter().copied()))
+    }
+
+    pub fn allows(self, resource: &str, action: &str) -> bool {
+        self.allows_all(&[(resource, action)])
+    }
+}
+
+impl fmt::Display for MemberRoles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.roles().map(OrgRole::as_str).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// A user's membership of an organization. One per (organization, user).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Membership {
+    pub id: MemberId,
+    pub org: OrgId,
+    pub user: UserId,
+    pub roles: MemberRoles,
+    pub created_at: Timestamp,
+}
+
+impl Membership {
+    pub fn new(org: OrgId, user: UserId, roles: MemberRoles, created_at: Timestamp) -> Self {
+        Self { id: MemberId::of(org, user), org, user, roles, created_at }
+    }
+}
+
+/// Where an invitation stands. Only a pending one that has not expired can be accepted or rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InvitationStatus {
+    Pending,
+    Accepted,
+    Rejected,
+    Canceled,
+}
+
+impl InvitationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InvitationStatus::Pending => "pending",
+            InvitationStatus::Accepted => "accepted",
+            InvitationStatus::Rejected => "rejected",
+            InvitationStatus::Canceled => "canceled",
+        }
+    }
+
+    pub fn code(self) -> u8 {
+        match self {
+            InvitationStatus::Pending => 0,
+            InvitationStatus::Accepted => 1,
+            InvitationStatus::Rejected => 2,
+            InvitationStatus::Canceled => 3,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Self {
+        match code {
+            0 => InvitationStatus::Pending,
+            1 => InvitationStatus::Accepted,
+            2 => InvitationStatus::Rejected,
+            _ => InvitationStatus::Canceled,
+        }
+    }
+}
+
+/// An invitation of an e-mail address into an organization with a role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invitation {
+    pub id: InvitationId,
+    pub org: OrgId,
+    pub email: Email,
+    pub roles: MemberRoles,
+    pub inviter: UserId,
+    pub status: InvitationStatus,
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+}
+
+impl Invitation {
+    /// Pending and not expired at `now`: the only kind that can be accepted, rejected or shown to its recipient.
+    pub fn is_open(&self, now: Timestamp) -> bool {
+        self.status == InvitationStatus::Pending && self.expires_at > now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_parse_as_better_auth_splits_them() {
+        let both = MemberRoles::parse(["admin, owner"]).unwrap();
+        assert!(both.has(OrgRole::Owner) && both.has(OrgRole::Admin) && !both.has(OrgRole::Member));
+        assert_eq!(both.to_string(), "owner,admin");
+        assert_eq!(MemberRoles::parse(["", " , "]), Err(RolesError::Empty));
+        assert_eq!(MemberRoles::parse(["member", "boss"]), Err(RolesError::Unknown(vec!["boss".into()])));
+        assert_eq!(MemberRoles::from_bits(0), MemberRoles::one(OrgRole::Member));
+    }
+
+    #[test]
+    fn default_permissions_are_better_auths() {
+        let (owner, admin, member) =
+            (MemberRoles::one(OrgRole::Owner), MemberRoles::one(OrgRole::Admin), MemberRoles::one(OrgRole::Member));
+        assert!(owner.allows("organization", "delete") && !admin.allows("organization", "delete"));
+        assert!(
+            admin.allows("organization", "update")
+                && admin.allows_all(&[("member", "delete"), ("invitation", "cancel")])
+        );
+        assert!(!member.allows("member", "create") && !member.allows("invitation", "create"));
+        assert!(member.allows("ac", "read"));
+        assert!(!owner.allows_all(&[]), "nothing asked is not a permission");
+        assert!(!owner.allows("user", "ban"), "no organization role reaches the service's own administration");
+    }
+
+    #[test]
+    fn a_membership_id_is_the_same_for_the_same_pair() {
+        let (org, user) = (OrgId::new(), UserId::new());
+        assert_eq!(MemberId::of(org, user), MemberId::of(org, user));
+        assert_ne!(MemberId::of(org, user), MemberId::of(org, UserId::new()));
+    }
+}

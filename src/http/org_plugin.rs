@@ -1,0 +1,569 @@
+//! `/api/auth/organization/*`: the better-auth organization plugin's calls, with its shapes and codes, so front ends
+//! built on `organizationClient()` work unchanged. Teams and custom (dynamic) roles are not served: the roles are
+//! `owner`, `admin` and `member` with the plugin's default permissions.
+//!
+//! Each handler reads parse → facade → answer. Whether the caller may do a thing is decided from their membership
+//! as it is now (reads) and again in the users actor's message order (changes): an organization's owner or admin
+//! acts in that organization only, never in another one and never through a global administrator's call.
+
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use serde_json::{Map, Value, json};
+
+use super::AppState;
+use super::extract::{self, Ctx, Fields};
+use super::fields::validated_name;
+use super::response::{Body, Failure, ok};
+use crate::accounts::{Current, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
+use crate::domain::{
+    Email, Invitation, InvitationId, MemberId, MemberRoles, Membership, OrgId, Organization, RolesError, SessionToken,
+    Slug, User,
+};
+
+// --- answers --------------------------------------------------------------------------------------------------
+
+fn organization(o: &Organization) -> Value {
+    json!({
+        "id": o.id,
+        "name": o.name.as_str(),
+        "slug": o.slug.as_str(),
+        "logo": o.logo.as_deref(),
+        "metadata": o.metadata.as_deref().and_then(|m| serde_json::from_str::<Value>(m).ok()),
+        "createdAt": o.created_at,
+    })
+}
+
+fn member(m: &Membership, user: Option<&User>) -> Value {
+    let mut out = json!({
+        "id": m.id,
+        "organizationId": m.org,
+        "userId": m.user,
+        "role": m.roles.to_string(),
+        "createdAt": m.created_at,
+    });
+    if let Some(u) = user {
+        out["user"] =
+            json!({"id": u.id, "name": u.name.as_str(), "email": u.email.as_str(), "image": u.image.as_deref()});
+    }
+    out
+}
+
+fn invitation(i: &Invitation) -> Value {
+    json!({
+        "id": i.id,
+        "organizationId": i.org,
+        "email": i.email.as_str(),
+        "role": i.roles.to_string(),
+        "status": i.status.as_str(),
+        "inviterId": i.inviter,
+        "teamId": null,
+        "expiresAt": i.expires_at,
+        "createdAt": i.created_at,
+    })
+}
+
+impl From<MemberError> for Failure {
+    fn from(e: MemberError) -> Self {
+        use StatusCode as S;
+        let (status, code) = match e {
+            MemberError::MemberNotFound => (S::BAD_REQUEST, "MEMBER_NOT_FOUND"),
+            MemberError::OrganizationNotFound => (S::BAD_REQUEST, "ORGANIZATION_NOT_FOUND"),
+            MemberError::NotAllowedToUpdateMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER"),
+            // The plugin answers 401 here.
+            MemberError::NotAllowedToDeleteMember => (S::UNAUTHORIZED, "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER"),
+            MemberError::WithoutAnOwner => (S::BAD_REQUEST, "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER"),
+            MemberError::OnlyOwner => (S::BAD_REQUEST, "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER"),
+            MemberError::NotAllowedToInvite => {
+                (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION")
+            }
+            MemberError::NotAllowedToInviteWithRole => {
+                (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE")
+            }
+            MemberError::AlreadyMember => (S::BAD_REQUEST, "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION"),
+            MemberError::AlreadyInvited => (S::BAD_REQUEST, "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION"),
+            MemberError::InvitationLimitReached => (S::FORBIDDEN, "INVITATION_LIMIT_REACHED"),
+            MemberError::InvitationNotFound => (S::BAD_REQUEST, "INVITATION_NOT_FOUND"),
+            MemberError::NotRecipient => (S::FORBIDDEN, "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION"),
+            MemberError::MembershipLimitReached => (S::FORBIDDEN, "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED"),
+            MemberError::NotAllowedToCancel => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION"),
+            MemberError::OutboxFull => (S::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL"),
+            MemberError::Unavailable(u) => return u.into(),
+        };
+        Self::new(status, code, e.to_string())
+    }
+}
+
+impl From<OrgError> for Failure {
+    fn from(e: OrgError) -> Self {
+        use StatusCode as S;
+        let (status, code) = match &e {
+            OrgError::NotAllowedToCreate => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_ORGANIZATION"),
+            OrgError::AlreadyExists => (S::BAD_REQUEST, "ORGANIZATION_ALREADY_EXISTS"),
+            OrgError::SlugTaken => (S::BAD_REQUEST, "ORGANIZATION_SLUG_ALREADY_TAKEN"),
+            OrgError::NotFound => (S::BAD_REQUEST, "ORGANIZATION_NOT_FOUND"),
+            OrgError::NotAMember => (S::BAD_REQUEST, "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION"),
+            OrgError::YouAreNotAMember => (S::FORBIDDEN, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION"),
+            OrgError::NotAllowedToUpdate => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION"),
+            OrgError::NotAllowedToDelete => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION"),
+            OrgError::NoActiveOrganization => (S::BAD_REQUEST, "NO_ACTIVE_ORGANIZATION"),
+            OrgError::NotAllowedToListInvitations => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_LIST_INVITATIONS"),
+            OrgError::EmailVerificationRequired => (S::FORBIDDEN, "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION"),
+            OrgError::InviterGone => (S::BAD_REQUEST, "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION"),
+            OrgError::MailNotConfigured => (S::BAD_REQUEST, "EMAIL_NOT_CONFIGURED"),
+            OrgError::Member(m) => return (*m).into(),
+            OrgError::Unavailable(u) => return (*u).into(),
+        };
+        Self::new(status, code, e.to_string())
+    }
+}
+
+// --- reading requests ----------------------------------------------------------------------------------------
+
+async fn body(state: &AppState, req: Request<Incoming>, known: &[&str]) -> Result<Fields, Failure> {
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(known)?;
+    Ok(body)
+}
+
+/// `organizationId` (or the active organization) as an id, for calls that refuse an unknown one as not a member.
+fn named_id(current: &Current, id: Option<&str>, missing: OrgError) -> Result<OrgId, Failure> {
+    match id {
+        Some(id) => Ok(OrgId::parse(id).unwrap_or_else(|| OrgId::from_bytes([0; 16]))),
+        None => current.session.active_organization.as_deref().copied().ok_or_else(|| missing.into()),
+    }
+}
+
+fn roles(value: Option<&Value>) -> Result<MemberRoles, Failure> {
+    let names: Vec<&str> = match value {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(list)) if list.iter().all(Value::is_string) => {
+            list.iter().filter_map(Value::as_str).collect()
+        }
+        _ => return Err(Failure::validation("[body.role] Invalid input: expected string or array of strings")),
+    };
+    MemberRoles::parse(names).map_err(|e| match e {
+        RolesError::Empty => Failure::bad_request("ROLE_NOT_FOUND", "Role not found"),
+        RolesError::Unknown(names) => {
+            Failure::bad_request("ROLE_NOT_FOUND", format!("ROLE_NOT_FOUND: {}", names.join(", ")))
+        }
+    })
+}
+
+fn metadata(body: &Fields, key: &str) -> Result<Option<Box<str>>, Failure> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(Value::Object(map.clone()).to_string().into_boxed_str())),
+        Some(_) => Err(Failure::validation(format!("[body.{key}] Invalid input: expected object"))),
+    }
+}
+
+fn logo(body: &Fields) -> Result<Option<Option<Box<str>>>, Failure> {
+    match body.nullable_string("logo")? {
+        Some(Some(l)) if l.len() > 2048 => Err(Failure::validation("[body.logo] at most 2048 characters")),
+        other => Ok(other.map(|l| l.map(Into::into))),
+    }
+}
+
+fn slug(raw: &str) -> Result<Slug, Failure> {
+    Slug::parse(raw).map_err(|e| Failure::validation(e.to_string()))
+}
+
+fn query(req: &Request<Incoming>, known: &[&str]) -> Result<impl Fn(&str) -> Option<String>, Failure> {
+    let q = req.uri().query().map(str::to_owned);
+    extract::query_only(q.as_deref(), known)?;
+    Ok(move |name: &str| extract::query_value(q.as_deref(), name))
+}
+
+fn number(value: Option<String>, name: &str) -> Result<Option<usize>, Failure> {
+    value
+        .map(|v| v.parse::<usize>().map_err(|_| Failure::validation(format!("{name} must be a whole number"))))
+        .transpose()
+}
+
+fn ip(ctx: &Ctx) -> String {
+    ctx.ip.to_string()
+}
+
+fn signed_in(state: &AppState, req: &Request<Incoming>) -> Result<(SessionToken, Current), Failure> {
+    extract::signed_in(state, req.headers())
+}
+
+// --- organizations --------------------------------------------------------------------------------------------
+
+/// `POST create`: the caller becomes its `owner`; the session works in it unless `keepCurrentActiveOrganization`.
+pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["name", "slug", "logo", "metadata", "keepCurrentActiveOrganization"]).await?;
+    let name = validated_name(body.string("name")?)?;
+    let slug = slug(body.string("slug")?)?;
+    let logo = logo(&body)?.flatten();
+    let metadata = metadata(&body, "metadata")?;
+    let keep = body.optional_bool("keepCurrentActiveOrganization")?.unwrap_or(false);
+    let (org, owner) = state.accounts.create_owned_organization(&current, name, slug, logo, metadata, ip(&ctx)).await?;
+    if !keep {
+        state.accounts.set_active_organization(&current.session, token.hash(), Some(org.id)).await?;
+    }
+    let mut answer = organization(&org);
+    answer["members"] = json!([member(&owner, None)]);
+    Ok(ok(&answer))
+}
+
+/// `POST check-slug`: `{status: true}` when free.
+pub async fn check_slug(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    signed_in(state, &req)?;
+    let body = body(state, req, &["slug"]).await?;
+    if state.accounts.slug_free(body.string("slug")?) {
+        Ok(ok(&json!({"status": true})))
+    } else {
+        Err(OrgError::SlugTaken.into())
+    }
+}
+
+/// `POST update` `{data: {name?, slug?, logo?, metadata?}, organizationId?}`: for owners and admins.
+pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["data", "organizationId"]).await?;
+    let Some(Value::Object(data)) = body.get("data") else {
+        return Err(Failure::validation("[body.data] Invalid input: expected object"));
+    };
+    let data = Fields::from(data.clone());
+    data.only(&["name", "slug", "logo", "metadata"])?;
+    let name = data.optional_string("name")?.map(validated_name).transpose()?;
+    let new_slug = data.optional_string("slug")?.map(slug).transpose()?;
+    let (logo, metadata) = (logo(&data)?, metadata(&data, "metadata")?);
+    let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NotFound)?;
+    let org = state.accounts.update_owned_organization(&current, org, name, new_slug, logo, metadata, ip(&ctx)).await?;
+    Ok(ok(&organization(&org)))
+}
+
+/// `POST delete` `{organizationId}`: for owners; the deleted organization is the answer.
+pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["organizationId"]).await?;
+    let org = named_id(&current, Some(body.string("organizationId")?), OrgError::NotFound)?;
+    let deleted = state.accounts.delete_owned_organization(&current, org, ip(&ctx)).await?;
+    if current.session.active_organization.as_deref() == Some(&org) {
+        state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
+    }
+    Ok(ok(&organization(&deleted)))
+}
+
+/// `GET list`: the caller's organizations.
+pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    extract::query_only(req.uri().query(), &[])?;
+    let orgs = state.accounts.organizations_of(current.user.id);
+    Ok(ok(&orgs.iter().map(|o| organization(o)).collect::<Vec<_>>()))
+}
+
+/// The organization a query names by `organizationSlug` or `organizationId`, or the session's active one.
+fn queried(q: &impl Fn(&str) -> Option<String>) -> OrgRef {
+    match (q("organizationSlug"), q("organizationId")) {
+        (Some(slug), _) => OrgRef::Slug(slug),
+        (None, Some(id)) => OrgRef::Id(id),
+        (None, None) => OrgRef::Active,
+    }
+}
+
+/// A caller who is no member of the organization they asked about stops working in it (as the plugin does).
+async fn not_a_member(state: &AppState, token: &SessionToken, current: &Current) -> Failure {
+    if current.session.active_organization.is_some()
+        && let Err(u) = state.accounts.set_active_organization(&current.session, token.hash(), None).await
+    {
+        return u.into();
+    }
+    Failure::new(StatusCode::FORBIDDEN, "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION", OrgError::NotAMember.to_string())
+}
+
+/// `GET get-full-organization`: the organization with its members and the invitations the caller may see;
+/// `null` when none is named or active.
+pub async fn get_full(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req)?;
+    let q = query(&req, &["organizationId", "organizationSlug", "membersLimit"])?;
+    let limit = number(q("membersLimit"), "membersLimit")?;
+    let org = match state.accounts.find_organization(&current.session, &queried(&q)) {
+        Err(OrgError::NoActiveOrganization) => return Ok(ok(&Value::Null)),
+        other => other?,
+    };
+    let full = match state.accounts.full_organization(&current, &org, limit) {
+        Err(OrgError::NotAMember) => return Err(not_a_member(state, &token, &current).await),
+        other => other?,
+    };
+    let mut answer = organization(&full.organization);
+    answer["members"] = full.members.iter().map(|(m, u)| member(m, Some(u))).collect();
+    answer["invitations"] = full.invitations.iter().map(|i| invitation(i)).collect();
+    Ok(ok(&answer))
+}
+
+/// `POST set-active` `{organizationId?: string | null, organizationSlug?}`: the organization, or `null` when
+/// cleared (or none was named nor active).
+pub async fn set_active(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["organizationId", "organizationSlug"]).await?;
+    let reference = match (body.nullable_string("organizationId")?, body.optional_string("organizationSlug")?) {
+        (Some(None), _) => {
+            state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
+            return Ok(ok(&Value::Null));
+        }
+        (Some(Some(id)), _) => OrgRef::Id(id.to_owned()),
+        (None, Some(slug)) => OrgRef::Slug(slug.to_owned()),
+        (None, None) => OrgRef::Active,
+    };
+    let org = match state.accounts.find_organization(&current.session, &reference) {
+        Err(OrgError::NoActiveOrganization) => return Ok(ok(&Value::Null)),
+        other => other?,
+    };
+    if state.accounts.acting_membership(&current, org.id).is_none() {
+        return Err(not_a_member(state, &token, &current).await);
+    }
+    state.accounts.set_active_organization(&current.session, token.hash(), Some(org.id)).await?;
+    Ok(ok(&organization(&org)))
+}
+
+// --- members ----------------------------------------------------------------------------------------------------
+
+/// `GET list-members` `?limit&offset&organizationId|organizationSlug`: `{members, total}`, in joining order.
+pub async fn list_members(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let q = query(&req, &["limit", "offset", "organizationId", "organizationSlug"])?;
+    let (limit, offset) = (number(q("limit"), "limit")?, number(q("offset"), "offset")?.unwrap_or(0));
+    let org = match queried(&q) {
+        OrgRef::Slug(s) => state.accounts.find_organization(&current.session, &OrgRef::Slug(s))?.id,
+        OrgRef::Id(id) => named_id(&current, Some(&id), OrgError::NoActiveOrganization)?,
+        OrgRef::Active => named_id(&current, None, OrgError::NoActiveOrganization)?,
+    };
+    let (page, total) = state.accounts.member_page(&current, org, offset, limit)?;
+    let members: Vec<Value> = page.iter().map(|(m, u)| member(m, Some(u))).collect();
+    Ok(ok(&json!({"members": members, "total": total})))
+}
+
+/// `GET get-active-member`: the caller's membership of the active organization, with their account.
+pub async fn get_active_member(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    extract::query_only(req.uri().query(), &[])?;
+    let org = named_id(&current, None, OrgError::NoActiveOrganization)?;
+    let found = state.accounts.membership(org, current.user.id).ok_or(MemberError::MemberNotFound)?;
+    Ok(ok(&member(&found, Some(&current.user))))
+}
+
+/// `GET get-active-member-role` `?userId&organizationId|organizationSlug`: `{role}` of the caller, or of another
+/// member of an organization the caller belongs to.
+pub async fn get_active_member_role(
+    state: &AppState,
+    _: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let q = query(&req, &["userId", "organizationId", "organizationSlug"])?;
+    let org = match queried(&q) {
+        OrgRef::Slug(s) => state.accounts.find_organization(&current.session, &OrgRef::Slug(s))?.id,
+        OrgRef::Id(id) => named_id(&current, Some(&id), OrgError::NoActiveOrganization)?,
+        OrgRef::Active => named_id(&current, None, OrgError::NoActiveOrganization)?,
+    };
+    let me = state.accounts.acting_membership(&current, org).ok_or(OrgError::YouAreNotAMember)?;
+    let roles = match q("userId") {
+        None => me.roles,
+        Some(id) => {
+            let user = crate::domain::UserId::parse(&id);
+            user.and_then(|u| state.accounts.membership(org, u)).ok_or(OrgError::YouAreNotAMember)?.roles
+        }
+    };
+    Ok(ok(&json!({"role": roles.to_string()})))
+}
+
+/// `POST update-member-role` `{role, memberId, organizationId?}`: the updated membership.
+pub async fn update_member_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["role", "memberId", "organizationId"]).await?;
+    let new_roles = roles(body.get("role"))?;
+    let member_id = MemberId::parse(body.string("memberId")?).ok_or(MemberError::MemberNotFound)?;
+    let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
+    let call = MemberCall::SetRoles { org, member: member_id, roles: new_roles };
+    match state.accounts.member_change(&current, call, ip(&ctx)).await? {
+        MemberOutcome::Member(m) => Ok(ok(&member(&m, None))),
+        _ => Err(Failure::unavailable()),
+    }
+}
+
+/// `POST remove-member` `{memberIdOrEmail, organizationId?}`: `{member}`, the membership that ended.
+pub async fn remove_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["memberIdOrEmail", "organizationId"]).await?;
+    let raw = body.string("memberIdOrEmail")?;
+    let target = if raw.contains('@') {
+        Target::Email(Email::parse(raw).map_err(|_| MemberError::MemberNotFound)?)
+    } else {
+        Target::Member(MemberId::parse(raw).ok_or(MemberError::MemberNotFound)?)
+    };
+    let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
+    let removed = match state.accounts.member_change(&current, MemberCall::Remove { org, target }, ip(&ctx)).await? {
+        MemberOutcome::Member(m) => m,
+        _ => return Err(Failure::unavailable()),
+    };
+    if removed.user == current.user.id && current.session.active_organization.as_deref() == Some(&org) {
+        state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
+    }
+    Ok(ok(&json!({"member": member(&removed, None)})))
+}
+
+/// `POST leave` `{organizationId}`: the caller's membership that ended. The last owner cannot leave.
+pub async fn leave(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["organizationId"]).await?;
+    let org = OrgId::parse(body.string("organizationId")?).ok_or(MemberError::MemberNotFound)?;
+    let left = match state.accounts.member_change(&current, MemberCall::Leave { org }, ip(&ctx)).await? {
+        MemberOutcome::Member(m) => m,
+        _ => return Err(Failure::unavailable()),
+    };
+    if current.session.active_organization.as_deref() == Some(&org) {
+        state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
+    }
+    Ok(ok(&member(&left, None)))
+}
+
+/// `POST has-permission` `{permissions, organizationId?}`: `{error: null, success}` for the caller's role in
+/// the organization.
+pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["permissions", "permission", "organizationId"]).await?;
+    let wanted: &Map<String, Value> = match (body.get("permissions"), body.get("permission")) {
+        (Some(Value::Object(w)), None) | (None, Some(Value::Object(w))) => w,
+        _ => {
+            return Err(Failure::validation(
+                "[body] Invalid input: give exactly one of permissions or permission, an object",
+            ));
+        }
+    };
+    if !wanted.values().all(|actions| actions.as_array().is_some_and(|list| list.iter().all(Value::is_string))) {
+        return Err(Failure::validation("[body.permissions] Invalid input: expected lists of action names"));
+    }
+    let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
+    let me = state.accounts.acting_membership(&current, org).ok_or_else(|| {
+        Failure::new(
+            StatusCode::UNAUTHORIZED,
+            "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION",
+            OrgError::NotAMember.to_string(),
+        )
+    })?;
+    let asked: Vec<(&str, &str)> = wanted
+        .iter()
+        .flat_map(|(resource, actions)| {
+            actions.as_array().into_iter().flatten().filter_map(Value::as_str).map(move |a| (resource.as_str(), a))
+        })
+        .collect();
+    // A resource asked with no action is granted when the role knows the resource (as the plugin's check).
+    let success = !wanted.is_empty()
+        && me.roles.roles().any(|r| {
+            wanted.iter().all(|(res, actions)| {
+                let actions = actions.as_array().map_or(0, Vec::len);
+                (actions > 0 || r.permissions().knows(res))
+                    && asked.iter().filter(|(x, _)| x == res).all(|(_, a)| r.permissions().allows(res, a))
+            })
+        });
+    Ok(ok(&json!({"error": null, "success": success})))
+}
+
+// --- invitations -------------------------------------------------------------------------------------------------
+
+/// `POST invite-member` `{email, role, organizationId?, resend?}`: the invitation; its mail is in the outbox.
+pub async fn invite_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["email", "role", "organizationId", "resend", "teamId"]).await?;
+    if body.get("teamId").is_some_and(|t| !t.is_null()) {
+        return Err(Failure::bad_request("BAD_REQUEST", "Teams are not enabled"));
+    }
+    let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NotFound)?;
+    let email = Email::parse(body.string("email")?).map_err(|_| super::fields::invalid_email())?;
+    let new_roles = roles(body.get("role"))?;
+    let resend = body.optional_bool("resend")?.unwrap_or(false);
+    let sent = state.accounts.invite(&current, org, email, new_roles, resend, ip(&ctx)).await?;
+    Ok(ok(&invitation(&sent)))
+}
+
+fn invitation_id(raw: &str) -> Result<InvitationId, Failure> {
+    InvitationId::parse(raw).ok_or_else(|| MemberError::InvitationNotFound.into())
+}
+
+/// `POST accept-invitation` `{invitationId}`: `{invitation, member}`; the session then works in the organization.
+pub async fn accept_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["invitationId"]).await?;
+    let id = invitation_id(body.string("invitationId")?)?;
+    let (accepted, joined) = state.accounts.accept_invitation(&current, id, ip(&ctx)).await?;
+    state.accounts.set_active_organization(&current.session, token.hash(), Some(joined.org)).await?;
+    Ok(ok(&json!({"invitation": invitation(&accepted), "member": member(&joined, None)})))
+}
+
+/// `POST reject-invitation` `{invitationId}`: `{invitation, member: null}`.
+pub async fn reject_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["invitationId"]).await?;
+    let id = invitation_id(body.string("invitationId")?)?;
+    let email = current.user.email.clone();
+    match state.accounts.member_change(&current, MemberCall::Reject { id, email }, ip(&ctx)).await? {
+        MemberOutcome::Invitation(i) => Ok(ok(&json!({"invitation": invitation(&i), "member": null}))),
+        _ => Err(Failure::unavailable()),
+    }
+}
+
+/// `POST cancel-invitation` `{invitationId}`: the canceled invitation (owners and admins).
+pub async fn cancel_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let body = body(state, req, &["invitationId"]).await?;
+    let id = invitation_id(body.string("invitationId")?)?;
+    match state.accounts.member_change(&current, MemberCall::Cancel { id }, ip(&ctx)).await? {
+        MemberOutcome::Invitation(i) => Ok(ok(&invitation(&i))),
+        _ => Err(Failure::unavailable()),
+    }
+}
+
+/// `GET get-invitation?id=`: an open invitation to the caller's address, with `organizationName`,
+/// `organizationSlug` and `inviterEmail`.
+pub async fn get_invitation(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let q = query(&req, &["id"])?;
+    let id = invitation_id(&q("id").ok_or_else(|| Failure::validation("[query.id] Invalid input: expected string"))?)?;
+    let (found, org, inviter) = state.accounts.invitation_for(&current, id)?;
+    let mut answer = invitation(&found);
+    answer["organizationName"] = json!(org.name.as_str());
+    answer["organizationSlug"] = json!(org.slug.as_str());
+    answer["inviterEmail"] = json!(inviter.email.as_str());
+    Ok(ok(&answer))
+}
+
+/// `GET list-invitations?organizationId=`: the organization's invitations, for those who may invite.
+pub async fn list_invitations(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    let q = query(&req, &["organizationId"])?;
+    let missing = Failure::bad_request("BAD_REQUEST", "Organization ID is required");
+    let org = match q("organizationId") {
+        Some(id) => OrgId::parse(&id).unwrap_or_else(|| OrgId::from_bytes([0; 16])),
+        None => current.session.active_organization.as_deref().copied().ok_or(missing)?,
+    };
+    let all = state.accounts.invitations_of(&current, org)?;
+    Ok(ok(&all.iter().map(|i| invitation(i)).collect::<Vec<_>>()))
+}
+
+/// `GET list-user-invitations`: the pending invitations to the caller's (verified) address, with
+/// `organizationName`. The plugin's `email` parameter is for its server-side calls only: refused here.
+pub async fn list_user_invitations(
+    state: &AppState,
+    _: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let (_, current) = signed_in(state, &req)?;
+    if extract::query_value(req.uri().query(), "email").is_some() {
+        return Err(Failure::bad_request("BAD_REQUEST", "User email cannot be passed for client side API calls."));
+    }
+    extract::query_only(req.uri().query(), &[])?;
+    let all = state.accounts.invitations_to(&current)?;
+    let listed: Vec<Value> = all
+        .iter()
+        .map(|(i, org)| {
+            let mut out = invitation(i);
+            out["organizationName"] = json!(org.as_ref().map(|o| o.name.as_str()));
+            out
+        })
+        .collect();
+    Ok(ok(&listed))
+}
