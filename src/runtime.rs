@@ -40,6 +40,8 @@ pub struct Core {
     /// The mail sender, when a transport is configured; stopped before the writer.
     mail_stop: CancellationToken,
     mailer: Option<tokio::task::JoinHandle<()>>,
+    /// The webhook deliverer; stopped with the mail sender (what it has not sent stays queued).
+    hooks: tokio::task::JoinHandle<()>,
     /// Kept to close the writer at stop, after the actors' last flushes.
     writer: StoreWriter,
     writer_done: WriterDone,
@@ -131,6 +133,8 @@ impl Core {
                 Some((queue, task)) => (Some(queue), Some(task)),
                 None => (None, None),
             };
+        let hooks =
+            crate::webhooks::deliver::start(&config.webhooks, Arc::clone(&store), writer.clone(), mail_stop.clone());
         let sessions_config = config.session.clone();
         let system =
             System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)
@@ -159,13 +163,14 @@ impl Core {
             require_verification: config.email.require_verification,
             metrics,
             freshness,
+            webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
             max_entries: config.audit.max_entries,
             max_anonymous_entries: config.audit.max_anonymous_entries,
         };
-        Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer, follower })
+        Ok(Self { accounts, store, audit, retention, system, writer, writer_done, mail_stop, mailer, hooks, follower })
     }
 
     pub(crate) fn users(&self) -> &actors::UsersHandle {
@@ -189,6 +194,7 @@ impl Core {
         if let Some(mailer) = self.mailer {
             let _ = mailer.await;
         }
+        let _ = self.hooks.await;
         // The actors have flushed their last batches: the writer writes what it holds, then ends.
         self.writer.close().await;
         self.writer_done.wait().await;

@@ -10,6 +10,7 @@ mod admin;
 mod auth;
 mod query;
 mod recovery;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +36,7 @@ pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignUp, SignUpError, SignedIn, SignedUp};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
+pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]
@@ -58,6 +60,8 @@ pub struct Accounts {
     pub metrics: Arc<Metrics>,
     /// How far behind the shared database this node's state may be (always fresh on the embedded store).
     pub(crate) freshness: Arc<Freshness>,
+    /// Webhook endpoints: their management (the deliverer runs on its own).
+    pub(crate) webhooks: crate::webhooks::Webhooks,
 }
 
 /// Why `/readyz` says 503.

@@ -21,6 +21,7 @@
 mod account;
 mod admin;
 mod admin_plugin;
+mod audit_export;
 mod auth;
 mod connections;
 mod console;
@@ -41,6 +42,7 @@ pub mod response;
 mod router;
 mod routes;
 mod state;
+mod webhooks;
 
 use std::convert::Infallible;
 use std::sync::Arc;

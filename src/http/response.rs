@@ -6,7 +6,63 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
 
-pub type Body = Full<Bytes>;
+/// An answer's body: whole (almost every answer), or streamed from a channel (the audit export, which must not hold
+/// the whole log in memory). A streamed body that ends with an error is cut off without its final chunk, so the
+/// client sees an incomplete answer rather than a short one that looks whole.
+#[derive(Debug, Default)]
+pub struct Body(BodyInner);
+
+#[derive(Debug)]
+enum BodyInner {
+    Full(Full<Bytes>),
+    Stream(tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>),
+}
+
+impl Default for BodyInner {
+    fn default() -> Self {
+        Self::Full(Full::default())
+    }
+}
+
+impl Body {
+    pub fn new(bytes: Bytes) -> Self {
+        Self(BodyInner::Full(Full::new(bytes)))
+    }
+
+    /// A body fed by whoever holds the sender; the channel's bound is how much is buffered at most.
+    pub fn stream(rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>) -> Self {
+        Self(BodyInner::Stream(rx))
+    }
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        match &mut self.get_mut().0 {
+            BodyInner::Full(full) => std::pin::Pin::new(full).poll_frame(cx).map_err(|never| match never {}),
+            BodyInner::Stream(rx) => rx.poll_recv(cx).map(|next| next.map(|chunk| chunk.map(hyper::body::Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.0 {
+            BodyInner::Full(full) => full.is_end_stream(),
+            BodyInner::Stream(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        match &self.0 {
+            BodyInner::Full(full) => full.size_hint(),
+            BodyInner::Stream(_) => hyper::body::SizeHint::default(),
+        }
+    }
+}
 
 /// Which family of endpoints an answer belongs to; it decides the error body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +152,7 @@ pub fn json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
 
 /// A JSON answer already serialised into `bytes`.
 pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(bytes)));
+    let mut response = Response::new(Body::new(Bytes::from(bytes)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -15,7 +15,8 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, recovery, request_id,
+    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, extract, ops, organizations, recovery,
+    request_id, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -179,6 +180,15 @@ async fn dispatch(
         Endpoint::DeleteOrganization => organizations::delete(state, ctx, req).await,
         Endpoint::OrganizationMembers => organizations::members(state, ctx, req).await,
         Endpoint::Audit => admin::audit(state, ctx, req).await,
+        Endpoint::ListWebhooks => webhooks::list(state, ctx, req).await,
+        Endpoint::CreateWebhook => webhooks::create(state, ctx, req).await,
+        Endpoint::GetWebhook => webhooks::get(state, ctx, req).await,
+        Endpoint::UpdateWebhook => webhooks::update(state, ctx, req).await,
+        Endpoint::DeleteWebhook => webhooks::delete(state, ctx, req).await,
+        Endpoint::WebhookDeliveries => webhooks::deliveries(state, ctx, req).await,
+        Endpoint::TestWebhook => webhooks::test(state, ctx, req).await,
+        Endpoint::ResendWebhook => webhooks::resend(state, ctx, req).await,
+        Endpoint::AuditExport => audit_export::export(state, ctx, req).await,
         Endpoint::ConsoleStatus => console::status(state, ctx, req).await,
         Endpoint::OpenApi => Ok(ops::openapi()),
         Endpoint::AuthOk => Ok(ops::auth_ok()),

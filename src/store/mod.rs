@@ -18,6 +18,8 @@ pub mod codec;
 pub mod convert;
 mod db;
 pub mod follower;
+pub mod hook_records;
+pub mod hooks;
 pub mod own;
 pub(crate) mod postgres;
 pub mod records;
@@ -32,6 +34,7 @@ pub use postgres::{Claim, PgStore};
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
+pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use records::{
     AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1,
     TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
@@ -108,6 +111,30 @@ pub enum StoreOp {
         email: String,
         verified: bool,
     },
+    /// A webhook endpoint registered or changed (never its failing state: [`SetWebhookFailing`](Self::SetWebhookFailing)).
+    PutWebhook(WebhookRecordV1),
+    /// An endpoint removed, with its queue and its delivery log.
+    DeleteWebhook([u8; 16]),
+    /// The deliverer marks an endpoint failing (since when) or healthy again: apart from the record, so that it
+    /// never overwrites an administrator's change with an older copy.
+    SetWebhookFailing {
+        id: [u8; 16],
+        since_ms: Option<i64>,
+    },
+    /// A message queued at the end of its endpoint's queue (a test, or a resend). The messages a change raises are
+    /// queued by the backend itself in the change's commit ([`hooks::Fanout`]).
+    PutWebhookMessage(WebhookMessageRecordV1),
+    /// A message delivered: it leaves its endpoint's queue.
+    DeleteWebhookMessage {
+        endpoint: [u8; 16],
+        seq: u64,
+    },
+    /// One delivery attempt, for the delivery log.
+    PutDelivery(DeliveryRecordV1),
+    /// Retention of the delivery log: every attempt before this time.
+    DeleteDeliveriesBefore {
+        before_ms: i64,
+    },
 }
 
 /// What an op changes of the records every node holds in memory: the ops the change log carries to the other
@@ -152,6 +179,14 @@ impl StoreOp {
             | StoreOp::ReserveAttempt { .. }
             | StoreOp::EndAttempt { .. }
             | StoreOp::ExpectUser { .. } => return None,
+            // No node holds webhooks in memory: each node's deliverer reads endpoints and queues from the store.
+            StoreOp::PutWebhook(_)
+            | StoreOp::DeleteWebhook(_)
+            | StoreOp::SetWebhookFailing { .. }
+            | StoreOp::PutWebhookMessage(_)
+            | StoreOp::DeleteWebhookMessage { .. }
+            | StoreOp::PutDelivery(_)
+            | StoreOp::DeleteDeliveriesBefore { .. } => return None,
         })
     }
 }
