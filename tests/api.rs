@@ -33,4 +33,5 @@ mod api {
     mod overload;
     mod security;
     mod upgrade;
+    mod webhooks;
 }

@@ -316,7 +316,9 @@ impl Webhooks {
             "https" => {}
             "http" if loopback || self.allow_http => {}
             "http" => {
-                return Err(bad("must be https:// (http:// only to a loopback address, or with [webhooks] allow_http)"));
+                return Err(bad(
+                    "must be https:// (http:// only to a loopback address, or with [webhooks] allow_http)",
+                ));
             }
             _ => return Err(bad("must be an absolute http(s) URL")),
         }
