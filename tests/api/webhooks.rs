@@ -412,3 +412,51 @@ async fn a_ban_acknowledged_before_a_kill_9_is_delivered_after_the_restart() {
         .await;
     drop(server);
 }
+
+/// Two nodes on PostgreSQL: the node holding an endpoint's lease is killed (`kill -9`) with messages queued; the
+/// other node takes the queue over once the lease has run out and delivers every message, in order per account.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_delivering_node_dies_the_other_delivers_everything() {
+    use super::harness::cluster;
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let (root_a, root_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = cluster::database_for(&pg.url(), root_a.path()).await;
+    let shared = [("SERVICE_AUTH_STORE_BACKEND", "postgres"), ("SERVICE_AUTH_STORE_URL", url.as_str())];
+    let mut receiver = Receiver::start();
+    // Node A alone first: it takes the endpoint's lease with the first delivery.
+    let a = ChildServer::spawn(root_a.path(), &[&shared[..], BOOTSTRAP_ENV].concat()).await;
+    let admin = a.client.admin_session().await;
+    let (_, secret) = register(&a.client, &admin, &receiver.url()).await;
+    receiver.trust(&[&secret]);
+    let first = a.client.new_user("before-the-kill").await;
+    receiver.wait_for("user.created from node A", |r| r.accepted_by_account().contains_key(&first.id)).await;
+    let b = ChildServer::spawn(root_b.path(), &shared).await;
+    // Changes made on node B while the receiver is down: queued in PostgreSQL, leased by node A.
+    receiver.pause();
+    let admin_b = b.client.admin_session().await;
+    let mut users = vec![first];
+    for i in 0..3 {
+        users.push(b.client.new_user(&format!("after-the-kill{i}")).await);
+    }
+    for u in &users {
+        b.client.patch_ok(&admin_b, &json!({"userId": u.id, "role": "qa_manager"})).await;
+        b.client.patch_ok(&admin_b, &json!({"userId": u.id, "banned": true})).await;
+    }
+    a.kill9();
+    receiver.resume();
+    let tail = ["user.role_changed", "user.banned", "session.revoked"];
+    receiver
+        .wait_for("every message from node B", |r| {
+            let got = r.accepted_by_account();
+            users.iter().all(|u| got.get(&u.id).is_some_and(|e| e.len() > tail.len()))
+        })
+        .await;
+    let got = receiver.accepted_by_account();
+    for u in &users {
+        let mut expected = vec!["user.created"];
+        expected.extend(tail);
+        assert_eq!(got[&u.id], expected, "account {}", u.id);
+    }
+    assert!(receiver.received().iter().all(|r| r["verified"] == true));
+    drop(b);
+}
