@@ -42,6 +42,7 @@ pub struct Config {
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
     pub store: StoreConfig,
+    pub webhooks: WebhooksConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -49,6 +50,39 @@ pub struct Config {
     /// The file this configuration was read from; `None`: the built-in defaults.
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+/// Webhooks (docs/reference.md): how deliveries are attempted. Endpoints themselves are managed through
+/// `/api/admin/webhooks`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhooksConfig {
+    /// Endpoints may use `http://` on any host (otherwise `https://` only, `http://` only to a loopback address).
+    pub allow_http: bool,
+    /// One attempt's time limit (connection, request and answer), milliseconds.
+    pub timeout_ms: u64,
+    /// The longest wait between two attempts at one message, seconds.
+    pub max_backoff_secs: u64,
+    /// A message still undelivered this long after its change marks its endpoint failing, seconds. It is still
+    /// retried (every `max_backoff_secs`): nothing is dropped.
+    pub failing_after_secs: u64,
+    /// Messages delivered at once per endpoint (each to a different account).
+    pub concurrency: usize,
+    /// How long the delivery log keeps an attempt, days.
+    pub log_retention_days: u64,
+}
+
+impl Default for WebhooksConfig {
+    fn default() -> Self {
+        Self {
+            allow_http: false,
+            timeout_ms: 10_000,
+            max_backoff_secs: 3600,
+            failing_after_secs: 3 * 86_400,
+            concurrency: 8,
+            log_retention_days: 30,
+        }
+    }
 }
 
 /// Logging: the filter, the line format, and whether each request gets an access line.
@@ -412,6 +446,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             metrics: MetricsConfig::default(),
             store: StoreConfig::default(),
+            webhooks: WebhooksConfig::default(),
             bootstrap_admin: None,
             source: None,
         }
@@ -825,6 +860,22 @@ impl Config {
         }
         if store.max_staleness_secs == 0 || store.max_staleness_secs > 3600 {
             return fail("store.max_staleness_secs", format!("= {} must be 1 to 3600", store.max_staleness_secs));
+        }
+        let hooks = &self.webhooks;
+        if !(100..=120_000).contains(&hooks.timeout_ms) {
+            return fail("webhooks.timeout_ms", format!("= {} must be 100 to 120000", hooks.timeout_ms));
+        }
+        if !(1..=86_400).contains(&hooks.max_backoff_secs) {
+            return fail("webhooks.max_backoff_secs", format!("= {} must be 1 to 86400", hooks.max_backoff_secs));
+        }
+        if hooks.failing_after_secs == 0 {
+            return fail("webhooks.failing_after_secs", "must be at least 1".to_owned());
+        }
+        if !(1..=256).contains(&hooks.concurrency) {
+            return fail("webhooks.concurrency", format!("= {} must be 1 to 256", hooks.concurrency));
+        }
+        if !(1..=3650).contains(&hooks.log_retention_days) {
+            return fail("webhooks.log_retention_days", format!("= {} must be 1 to 3650", hooks.log_retention_days));
         }
         Ok(())
     }

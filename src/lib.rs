@@ -20,6 +20,8 @@
 //! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
 //! - [`data_key`]: the data directory's key, which seals the secrets the server reads back (a leaf).
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
+//! - [`webhooks`]: endpoints administrators register and the deliverer of the messages the store queues with
+//!   each change (Standard Webhooks signatures, retries, one delivering node per endpoint on PostgreSQL).
 //! - [`metrics`]: the Prometheus recorder of a server and the handles the other parts record into (a leaf: it
 //!   imports nothing of this crate).
 //! - [`ops`]: seeding, backups, export and import of a data directory, and the import of a better-auth database.
@@ -43,3 +45,4 @@ pub mod ops;
 pub mod runtime;
 pub mod server;
 pub mod store;
+pub mod webhooks;

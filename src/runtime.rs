@@ -40,6 +40,8 @@ pub struct Core {
     /// The mail sender, when a transport is configured; stopped before the writer.
     mail_stop: CancellationToken,
     mailer: Option<tokio::task::JoinHandle<()>>,
+    /// The webhook deliverer; stopped with the mail sender (what it has not sent stays queued).
+    hooks: tokio::task::JoinHandle<()>,
     /// Kept to close the writer at stop, after the actors' last flushes.
     writer: StoreWriter,
     writer_done: WriterDone,
@@ -162,6 +164,8 @@ impl Core {
                 Some((queue, task)) => (Some(queue), Some(task)),
                 None => (None, None),
             };
+        let hooks =
+            crate::webhooks::deliver::start(&config.webhooks, Arc::clone(&store), writer.clone(), mail_stop.clone());
         let sessions_config = config.session.clone();
         let system =
             System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)
@@ -198,6 +202,7 @@ impl Core {
             freshness,
             counters,
             data_key: Arc::new(data_key),
+            webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
@@ -214,6 +219,7 @@ impl Core {
             writer_done,
             mail_stop,
             mailer,
+            hooks,
             follower,
             counters_flush,
         })
@@ -242,6 +248,7 @@ impl Core {
         }
         // The last counts, after the last request that could add one.
         self.counters_flush.stop().await;
+        let _ = self.hooks.await;
         // The actors have flushed their last batches: the writer writes what it holds, then ends.
         self.writer.close().await;
         self.writer_done.wait().await;

@@ -42,4 +42,5 @@ mod api {
     mod setup;
     mod test_command;
     mod upgrade;
+    mod webhooks;
 }

@@ -12,6 +12,7 @@ mod organizations;
 mod query;
 mod recovery;
 mod setup;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,7 @@ pub use organizations::{FullOrganization, MemberCall, MemberError, MemberOutcome
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
+pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]
@@ -67,6 +69,8 @@ pub struct Accounts {
     pub metrics: Arc<Metrics>,
     /// How far behind the shared database this node's state may be (always fresh on the embedded store).
     pub(crate) freshness: Arc<Freshness>,
+    /// Webhook endpoints: their management (the deliverer runs on its own).
+    pub(crate) webhooks: crate::webhooks::Webhooks,
     /// The overview's counters (sign-ins, failures, sign-ups, lock-outs, resets per hour and day).
     pub(crate) counters: Arc<Counters>,
     /// The mail sender's queue, for the overview's outbox health (`None` without a mail transport).

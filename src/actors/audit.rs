@@ -184,6 +184,15 @@ impl AuditLog {
         found.map_err(|_| Unavailable)?.map_err(|_: crate::store::StoreError| Unavailable)
     }
 
+    /// Up to `limit` entries after `after` (from the oldest when `None`), oldest first: commit order, as the
+    /// export streams them.
+    pub async fn after(&self, after: Option<AuditId>, limit: usize) -> Result<Vec<AuditEntry>, Unavailable> {
+        let store = Arc::clone(&self.store);
+        let page = tokio::task::spawn_blocking(move || store.audit_after(after.map(AuditId::to_bytes), limit)).await;
+        let records = page.map_err(|_| Unavailable)?.map_err(|_| Unavailable)?;
+        Ok(records.into_iter().map(convert::audit).collect())
+    }
+
     /// Deletes entries older than the retention and the oldest beyond the cap, in bounded steps. Returns how many.
     pub async fn prune(&self, retention: Retention, now: Timestamp) -> Result<usize, Unavailable> {
         let cutoff = now.as_millis().saturating_sub(i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX));

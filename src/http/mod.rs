@@ -21,6 +21,7 @@
 mod account;
 mod admin;
 mod admin_plugin;
+mod audit_export;
 mod auth;
 mod connections;
 mod console;
@@ -47,6 +48,7 @@ mod router;
 mod routes;
 mod setup;
 mod state;
+mod webhooks;
 
 use std::convert::Infallible;
 use std::sync::Arc;

@@ -11,56 +11,60 @@ use hyper::{Response, StatusCode};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-/// An answer's body: whole (almost every answer), or streamed from a channel (an export: written while it is
-/// sent, so a large one is never held whole in memory). A stream whose sender goes away simply ends.
-#[derive(Debug)]
-pub struct Body(Inner);
+/// An answer's body: whole (almost every answer), or streamed from a channel (the audit export, which must not hold
+/// the whole log in memory). A streamed body that ends with an error is cut off without its final chunk, so the
+/// client sees an incomplete answer rather than a short one that looks whole.
+#[derive(Debug, Default)]
+pub struct Body(BodyInner);
 
 #[derive(Debug)]
-enum Inner {
+enum BodyInner {
     Full(Full<Bytes>),
-    Stream(mpsc::Receiver<Bytes>),
+    Stream(tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>),
+}
+
+impl Default for BodyInner {
+    fn default() -> Self {
+        Self::Full(Full::default())
+    }
 }
 
 impl Body {
     pub fn new(bytes: Bytes) -> Self {
-        Self(Inner::Full(Full::new(bytes)))
+        Self(BodyInner::Full(Full::new(bytes)))
     }
 
-    /// A body of the chunks sent into the channel, until its sender is dropped.
-    pub fn stream(chunks: mpsc::Receiver<Bytes>) -> Self {
-        Self(Inner::Stream(chunks))
-    }
-}
-
-impl Default for Body {
-    fn default() -> Self {
-        Self::new(Bytes::new())
+    /// A body fed by whoever holds the sender; the channel's bound is how much is buffered at most.
+    pub fn stream(rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>) -> Self {
+        Self(BodyInner::Stream(rx))
     }
 }
 
 impl hyper::body::Body for Body {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = std::io::Error;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
         match &mut self.get_mut().0 {
-            Inner::Full(full) => Pin::new(full).poll_frame(cx),
-            Inner::Stream(chunks) => chunks.poll_recv(cx).map(|chunk| chunk.map(|bytes| Ok(Frame::data(bytes)))),
+            BodyInner::Full(full) => std::pin::Pin::new(full).poll_frame(cx).map_err(|never| match never {}),
+            BodyInner::Stream(rx) => rx.poll_recv(cx).map(|next| next.map(|chunk| chunk.map(hyper::body::Frame::data))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.0 {
-            Inner::Full(full) => full.is_end_stream(),
-            Inner::Stream(_) => false,
+            BodyInner::Full(full) => full.is_end_stream(),
+            BodyInner::Stream(_) => false,
         }
     }
 
-    fn size_hint(&self) -> SizeHint {
+    fn size_hint(&self) -> hyper::body::SizeHint {
         match &self.0 {
-            Inner::Full(full) => full.size_hint(),
-            Inner::Stream(_) => SizeHint::default(),
+            BodyInner::Full(full) => full.size_hint(),
+            BodyInner::Stream(_) => hyper::body::SizeHint::default(),
         }
     }
 }

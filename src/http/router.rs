@@ -15,7 +15,7 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, export, extract, ops, org_plugin, organizations, overview, pages, recovery, request_id, setup,
+    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, ops, org_plugin, organizations, overview, pages, recovery, request_id, setup, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -203,6 +203,15 @@ async fn dispatch(
         Endpoint::DeleteOrganization => organizations::delete(state, ctx, req).await,
         Endpoint::OrganizationMembers => organizations::members(state, ctx, req).await,
         Endpoint::Audit => admin::audit(state, ctx, req).await,
+        Endpoint::ListWebhooks => webhooks::list(state, ctx, req).await,
+        Endpoint::CreateWebhook => webhooks::create(state, ctx, req).await,
+        Endpoint::GetWebhook => webhooks::get(state, ctx, req).await,
+        Endpoint::UpdateWebhook => webhooks::update(state, ctx, req).await,
+        Endpoint::DeleteWebhook => webhooks::delete(state, ctx, req).await,
+        Endpoint::WebhookDeliveries => webhooks::deliveries(state, ctx, req).await,
+        Endpoint::TestWebhook => webhooks::test(state, ctx, req).await,
+        Endpoint::ResendWebhook => webhooks::resend(state, ctx, req).await,
+        Endpoint::AuditExport => audit_export::export(state, ctx, req).await,
         Endpoint::ConsoleStatus => console::status(state, ctx, req).await,
         Endpoint::Stats => overview::stats(state, ctx, req).await,
         Endpoint::ExportUsers => export::users(state, ctx, req).await,

@@ -94,6 +94,13 @@ routes! {
     },
     "/api/admin/organizations/{id}/members" => { GET => OrganizationMembers },
     "/api/admin/audit" => { GET => Audit },
+    // webhooks and the audit export
+    "/api/admin/webhooks" => { GET => ListWebhooks, POST => CreateWebhook },
+    "/api/admin/webhooks/{id}" => { GET => GetWebhook, PATCH => UpdateWebhook, DELETE => DeleteWebhook },
+    "/api/admin/webhooks/{id}/deliveries" => { GET => WebhookDeliveries },
+    "/api/admin/webhooks/{id}/test" => { POST => TestWebhook },
+    "/api/admin/webhooks/{id}/resend" => { POST => ResendWebhook },
+    "/api/admin/audit/export" => { GET => AuditExport },
     // console: its status panel and its embedded files
     "/api/admin/status" => { GET => ConsoleStatus },
     // console, round two: the overview's numbers, the user list as a file

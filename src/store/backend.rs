@@ -6,12 +6,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::db::EmbeddedStore;
+use super::hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 use super::postgres::PgStore;
 use super::records::AuditRecordV1;
 use super::{FaultSwitch, Loaded, Record, StoreError, StoreOp, Visitor};
 
 pub struct Store {
     backend: Backend,
+    /// Woken after a commit that may have queued webhook messages: the deliverer's first attempt follows the
+    /// commit at once instead of at its next poll.
+    hooks_signal: Arc<tokio::sync::Notify>,
 }
 
 enum Backend {
@@ -28,7 +32,10 @@ impl Store {
     /// [`open`](Self::open) with a [`FaultSwitch`] the caller keeps, for failure tests.
     #[doc(hidden)]
     pub fn open_with_faults(data_dir: &Path, faults: FaultSwitch) -> Result<Self, StoreError> {
-        Ok(Self { backend: Backend::Embedded(EmbeddedStore::open_with_faults(data_dir, faults)?) })
+        Ok(Self {
+            backend: Backend::Embedded(EmbeddedStore::open_with_faults(data_dir, faults)?),
+            hooks_signal: Default::default(),
+        })
     }
 
     /// Connects to the PostgreSQL database at `url` and brings its schema up to date. Blocking.
@@ -39,7 +46,10 @@ impl Store {
     /// [`connect_postgres`](Self::connect_postgres) with a [`FaultSwitch`] the caller keeps, for failure tests.
     #[doc(hidden)]
     pub fn connect_postgres_with_faults(url: &str, pool_size: usize, faults: FaultSwitch) -> Result<Self, StoreError> {
-        Ok(Self { backend: Backend::Postgres(Arc::new(PgStore::connect(url, pool_size, faults)?)) })
+        Ok(Self {
+            backend: Backend::Postgres(Arc::new(PgStore::connect(url, pool_size, faults)?)),
+            hooks_signal: Default::default(),
+        })
     }
 
     /// Opens the store `config` names: the embedded file, or the PostgreSQL database. Blocking.
@@ -149,6 +159,29 @@ impl Store {
     /// another node took) fails that request alone. The embedded store never has such conflicts (its actors
     /// guard them), so its requests succeed or fail together.
     pub(super) fn commit_requests(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let committed = self.commit_requests_quietly(requests);
+        let may_queue = |op: &StoreOp| {
+            matches!(
+                op,
+                StoreOp::PutAudit(_)
+                    | StoreOp::PutUser(_)
+                    | StoreOp::DeleteSessionsOf { .. }
+                    | StoreOp::PutWebhookMessage(_)
+                    | StoreOp::PutWebhook(_)
+            )
+        };
+        if committed.is_ok() && requests.iter().flat_map(|r| r.iter()).any(may_queue) {
+            self.hooks_signal.notify_one();
+        }
+        committed
+    }
+
+    /// What wakes the webhook deliverer (see `hooks_signal`).
+    pub fn hooks_signal(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.hooks_signal)
+    }
+
+    fn commit_requests_quietly(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => {
                 let ops: Vec<&StoreOp> = requests.iter().flat_map(|r| r.iter()).collect();
@@ -179,6 +212,57 @@ impl Store {
         match &self.backend {
             Backend::Embedded(s) => s.counts_since(hours_from_ms, days_from_ms),
             Backend::Postgres(s) => s.counts_since(hours_from_ms, days_from_ms),
+        }
+    }
+
+    /// Up to `limit` audit entries after `after` (from the oldest when `None`), oldest first. Blocking.
+    pub fn audit_after(&self, after: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.audit_after(after, limit),
+            Backend::Postgres(s) => s.audit_after(after, limit),
+        }
+    }
+
+    /// Every webhook endpoint, and since when each failing one has failed. Blocking.
+    pub fn webhooks(&self) -> Result<Vec<(WebhookRecordV1, Option<i64>)>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.webhooks(),
+            Backend::Postgres(s) => s.webhooks(),
+        }
+    }
+
+    /// The first `limit` messages of `endpoint`'s queue, in commit order, with their places; and how many it
+    /// holds. Blocking.
+    pub fn webhook_queue(
+        &self,
+        endpoint: [u8; 16],
+        limit: usize,
+    ) -> Result<(Vec<(u64, WebhookMessageRecordV1)>, u64), StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.webhook_queue(endpoint, limit),
+            Backend::Postgres(s) => s.webhook_queue(endpoint, limit),
+        }
+    }
+
+    /// Up to `limit` attempts of `endpoint`'s delivery log before `before`, newest first. Blocking.
+    pub fn deliveries(
+        &self,
+        endpoint: [u8; 16],
+        before: Option<[u8; 16]>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.deliveries(endpoint, before, limit),
+            Backend::Postgres(s) => s.deliveries(endpoint, before, limit),
+        }
+    }
+
+    /// Whether this node may deliver `endpoint`'s queue now: always on one node; on several, while it holds the
+    /// endpoint's lease in the database (taken or renewed here). Blocking.
+    pub fn lease_webhook(&self, endpoint: [u8; 16], lease: std::time::Duration) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Embedded(_) => Ok(true),
+            Backend::Postgres(s) => s.lease_webhook(endpoint, lease),
         }
     }
 

@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use redb::{Database, DatabaseError, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::codec::{self, Versioned};
+use super::hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
+use super::hooks::Fanout;
 use super::records::AuditRecordV1;
 use super::{AuditCaps, Record, StoreError, StoreOp, TokenHash, Visitor};
 
@@ -29,6 +31,15 @@ const INVITATIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("invi
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 /// The overview's counters: [`counter_key`] (period, counter, bucket start) → count.
 const COUNTERS: TableDefinition<[u8; 10], u64> = TableDefinition::new("counters");
+const WEBHOOKS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("webhooks");
+/// Since when each failing endpoint has failed (milliseconds); healthy endpoints have no row.
+const WEBHOOK_FAILING: TableDefinition<[u8; 16], i64> = TableDefinition::new("webhook_failing");
+/// Messages by `endpoint ‖ place in its queue` (big-endian): one endpoint's queue is one range, in commit order.
+const WEBHOOK_QUEUE: TableDefinition<[u8; 24], &[u8]> = TableDefinition::new("webhook_queue");
+/// The next place in the queues (`next_seq`).
+const WEBHOOK_SEQ: TableDefinition<&str, u64> = TableDefinition::new("webhook_seq");
+/// The delivery log by `endpoint ‖ attempt id` (UUID v7: time order).
+const DELIVERIES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("webhook_deliveries");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -316,6 +327,11 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(TOKENS).map_err(io)?;
     tx.open_table(COUNTERS).map_err(io)?;
     tx.open_table(MEMBERS).map_err(io)?;
+    tx.open_table(WEBHOOKS).map_err(io)?;
+    tx.open_table(WEBHOOK_FAILING).map_err(io)?;
+    tx.open_table(WEBHOOK_QUEUE).map_err(io)?;
+    tx.open_table(WEBHOOK_SEQ).map_err(io)?;
+    tx.open_table(DELIVERIES).map_err(io)?;
     Ok(())
 }
 
@@ -439,6 +455,75 @@ impl EmbeddedStore {
         })
     }
 
+    /// Up to `limit` audit entries after `after` (from the oldest when `None`), oldest first: the export's pages.
+    pub fn audit_after(&self, after: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
+        use std::ops::Bound;
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(AUDIT).map_err(io)?;
+            let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+            let range = table.range::<[u8; 16]>((start, Bound::Unbounded)).map_err(io)?;
+            range.take(limit).map(|entry| codec::decode::<AuditRecordV1>(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// Every webhook endpoint, and since when each failing one has failed.
+    pub fn webhooks(&self) -> Result<Vec<(WebhookRecordV1, Option<i64>)>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let failing = tx.open_table(WEBHOOK_FAILING).map_err(io)?;
+            let mut out = Vec::new();
+            for entry in tx.open_table(WEBHOOKS).map_err(io)?.iter().map_err(io)? {
+                let record = codec::decode::<WebhookRecordV1>(entry.map_err(io)?.1.value())?;
+                let since = failing.get(record.id).map_err(io)?.map(|v| v.value());
+                out.push((record, since));
+            }
+            Ok(out)
+        })
+    }
+
+    /// The first `limit` messages of `endpoint`'s queue, in order, with their places, and how many it holds.
+    pub fn webhook_queue(
+        &self,
+        endpoint: [u8; 16],
+        limit: usize,
+    ) -> Result<(Vec<(u64, WebhookMessageRecordV1)>, u64), StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(WEBHOOK_QUEUE).map_err(io)?;
+            let range = queue_key(endpoint, 0)..=queue_key(endpoint, u64::MAX);
+            let mut out = Vec::new();
+            let mut count = 0;
+            for entry in table.range(range).map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                count += 1;
+                if out.len() < limit {
+                    let mut seq = [0; 8];
+                    seq.copy_from_slice(&key.value()[16..]);
+                    out.push((u64::from_be_bytes(seq), codec::decode(value.value())?));
+                }
+            }
+            Ok((out, count))
+        })
+    }
+
+    /// Up to `limit` attempts of `endpoint`'s delivery log before `before` (from the newest when `None`), newest
+    /// first.
+    pub fn deliveries(
+        &self,
+        endpoint: [u8; 16],
+        before: Option<[u8; 16]>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(DELIVERIES).map_err(io)?;
+            let end = delivery_key(endpoint, before.unwrap_or([0xff; 16]));
+            let range = table.range(delivery_key(endpoint, [0; 16])..end).map_err(io)?;
+            range.rev().take(limit).map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
     /// Ids of at most `limit` audit entries to delete, oldest first: those before `before` (ids are UUID v7, so
     /// key order is time order), then the oldest beyond the caps. The entries anonymous callers caused count
     /// against `keep.anonymous` alone, the others against `keep.entries` alone.
@@ -552,6 +637,11 @@ impl EmbeddedStore {
             tx.delete_table(TOKENS).map_err(io)?;
             tx.delete_table(COUNTERS).map_err(io)?;
             tx.delete_table(MEMBERS).map_err(io)?;
+            tx.delete_table(WEBHOOKS).map_err(io)?;
+            tx.delete_table(WEBHOOK_FAILING).map_err(io)?;
+            tx.delete_table(WEBHOOK_QUEUE).map_err(io)?;
+            tx.delete_table(WEBHOOK_SEQ).map_err(io)?;
+            tx.delete_table(DELIVERIES).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -622,7 +712,31 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut counters = tx.open_table(COUNTERS).map_err(io)?;
         let mut members = tx.open_table(MEMBERS).map_err(io)?;
         let mut invitations = tx.open_table(INVITATIONS).map_err(io)?;
+        let mut webhooks = tx.open_table(WEBHOOKS).map_err(io)?;
+        let mut failing = tx.open_table(WEBHOOK_FAILING).map_err(io)?;
+        let mut queue = tx.open_table(WEBHOOK_QUEUE).map_err(io)?;
+        let mut seqs = tx.open_table(WEBHOOK_SEQ).map_err(io)?;
+        let mut deliveries = tx.open_table(DELIVERIES).map_err(io)?;
+        let mut next_seq = seqs.get("next_seq").map_err(io)?.map_or(1, |v| v.value());
+        let mut enqueue = |queue: &mut redb::Table<[u8; 24], &[u8]>, m: &WebhookMessageRecordV1| {
+            let key = queue_key(m.endpoint, next_seq);
+            next_seq += 1;
+            put(queue, key, m)
+        };
+        let mut fanout = {
+            let mut endpoints = Vec::new();
+            for entry in webhooks.iter().map_err(io)? {
+                endpoints.push(codec::decode::<WebhookRecordV1>(entry.map_err(io)?.1.value())?);
+            }
+            Fanout::new(endpoints)
+        };
         for &op in ops {
+            if let Some(fanout) = fanout.as_mut() {
+                fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
+                    Some(value) => codec::decode_user(value.value()).map(Some),
+                    None => Ok(None),
+                })?;
+            }
             match op {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
                 StoreOp::DeleteUser(id) => {
@@ -691,10 +805,67 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 | StoreOp::EndAttempt { .. }
                 | StoreOp::ExpectUser { .. }
                 | StoreOp::ExpectOwner(_) => {}
+                // One node: the users actor keeps the failure limit in memory.
+                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
+                StoreOp::PutWebhook(r) => put(&mut webhooks, r.id, r)?,
+                StoreOp::DeleteWebhook(id) => {
+                    webhooks.remove(id).map_err(io)?;
+                    failing.remove(id).map_err(io)?;
+                    let mut end = *id;
+                    // The next id: the ranges below end before it (an id of all 0xff has no successor; none is made).
+                    for byte in end.iter_mut().rev() {
+                        let (next, carry) = byte.overflowing_add(1);
+                        *byte = next;
+                        if !carry {
+                            break;
+                        }
+                    }
+                    queue.retain_in(queue_key(*id, 0)..queue_key(end, 0), |_, _| false).map_err(io)?;
+                    let (from, to) = (delivery_key(*id, [0; 16]), delivery_key(end, [0; 16]));
+                    deliveries.retain_in(from..to, |_, _| false).map_err(io)?;
+                }
+                StoreOp::SetWebhookFailing { id, since_ms: Some(since) } => {
+                    failing.insert(id, since).map_err(io)?;
+                }
+                StoreOp::SetWebhookFailing { id, since_ms: None } => {
+                    failing.remove(id).map_err(io)?;
+                }
+                StoreOp::PutWebhookMessage(m) => enqueue(&mut queue, m)?,
+                StoreOp::DeleteWebhookMessage { endpoint, seq } => {
+                    queue.remove(queue_key(*endpoint, *seq)).map_err(io)?;
+                }
+                StoreOp::PutDelivery(r) => put(&mut deliveries, delivery_key(r.endpoint, r.id), r)?,
+                StoreOp::DeleteDeliveriesBefore { before_ms } => {
+                    deliveries
+                        .retain(|_, value| {
+                            codec::decode::<DeliveryRecordV1>(value).map_or(true, |r| r.at_ms >= *before_ms)
+                        })
+                        .map_err(io)?;
+                }
             }
         }
+        if let Some(fanout) = fanout {
+            for message in &fanout.messages {
+                enqueue(&mut queue, message)?;
+            }
+        }
+        seqs.insert("next_seq", next_seq).map_err(io)?;
     }
     tx.commit().map_err(io)
+}
+
+fn queue_key(endpoint: [u8; 16], seq: u64) -> [u8; 24] {
+    let mut key = [0; 24];
+    key[..16].copy_from_slice(&endpoint);
+    key[16..].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
+fn delivery_key(endpoint: [u8; 16], id: [u8; 16]) -> [u8; 32] {
+    let mut key = [0; 32];
+    key[..16].copy_from_slice(&endpoint);
+    key[16..].copy_from_slice(&id);
+    key
 }
 
 fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
@@ -722,6 +893,24 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
                     let (key, value) = entry.map_err(io)?;
                     counters.insert(key.value(), value.value()).map_err(io)?;
                 }
+            }
+        }
+
+        copy_table(&source, &tx, WEBHOOKS)?;
+        copy_table(&source, &tx, WEBHOOK_QUEUE)?;
+        copy_table(&source, &tx, DELIVERIES)?;
+        if let Ok(failing) = source.open_table(WEBHOOK_FAILING) {
+            let mut out = tx.open_table(WEBHOOK_FAILING).map_err(io)?;
+            for entry in failing.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(seq) = source.open_table(WEBHOOK_SEQ) {
+            let mut out = tx.open_table(WEBHOOK_SEQ).map_err(io)?;
+            for entry in seq.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
             }
         }
         {
@@ -768,7 +957,13 @@ fn copy_table<const N: usize>(
     table: TableDefinition<[u8; N], &[u8]>,
 ) -> Result<(), StoreError> {
     let mut out = target.open_table(table).map_err(io)?;
-    for entry in source.open_table(table).map_err(io)?.iter().map_err(io)? {
+    let source = match source.open_table(table) {
+        Ok(source) => source,
+        // A table this file never had (written before it existed): nothing to copy.
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(io(e)),
+    };
+    for entry in source.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
         out.insert(key.value(), value.value()).map_err(io)?;
     }

@@ -18,6 +18,8 @@ pub mod codec;
 pub mod convert;
 mod db;
 pub mod follower;
+pub mod hook_records;
+pub mod hooks;
 pub mod own;
 pub(crate) mod postgres;
 pub mod records;
@@ -32,6 +34,7 @@ pub use postgres::{Claim, PgStore};
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
+pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord,
     SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
@@ -135,6 +138,30 @@ pub enum StoreOp {
         hours_before_ms: i64,
         days_before_ms: i64,
     },
+    /// A webhook endpoint registered or changed (never its failing state: [`SetWebhookFailing`](Self::SetWebhookFailing)).
+    PutWebhook(WebhookRecordV1),
+    /// An endpoint removed, with its queue and its delivery log.
+    DeleteWebhook([u8; 16]),
+    /// The deliverer marks an endpoint failing (since when) or healthy again: apart from the record, so that it
+    /// never overwrites an administrator's change with an older copy.
+    SetWebhookFailing {
+        id: [u8; 16],
+        since_ms: Option<i64>,
+    },
+    /// A message queued at the end of its endpoint's queue (a test, or a resend). The messages a change raises are
+    /// queued by the backend itself in the change's commit ([`hooks::Fanout`]).
+    PutWebhookMessage(WebhookMessageRecordV1),
+    /// A message delivered: it leaves its endpoint's queue.
+    DeleteWebhookMessage {
+        endpoint: [u8; 16],
+        seq: u64,
+    },
+    /// One delivery attempt, for the delivery log.
+    PutDelivery(DeliveryRecordV1),
+    /// Retention of the delivery log: every attempt before this time.
+    DeleteDeliveriesBefore {
+        before_ms: i64,
+    },
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -236,6 +263,14 @@ impl StoreOp {
             | StoreOp::ExpectUser { .. }
             | StoreOp::AddCount { .. }
             | StoreOp::PruneCounts { .. } => return None,
+            // No node holds webhooks in memory: each node's deliverer reads endpoints and queues from the store.
+            StoreOp::PutWebhook(_)
+            | StoreOp::DeleteWebhook(_)
+            | StoreOp::SetWebhookFailing { .. }
+            | StoreOp::PutWebhookMessage(_)
+            | StoreOp::DeleteWebhookMessage { .. }
+            | StoreOp::PutDelivery(_)
+            | StoreOp::DeleteDeliveriesBefore { .. } => return None,
         })
     }
 }

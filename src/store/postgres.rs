@@ -19,6 +19,8 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls, Statement, Transaction};
 
 use super::codec;
+use super::hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
+use super::hooks::Fanout;
 use super::own::OwnCommits;
 use super::records::{AuditRecordV1, UserRecord};
 use super::worker::{TimedOut, Worker};
@@ -117,6 +119,10 @@ struct Prepared {
     delete_token: Statement,
     put_outbox: Statement,
     delete_outbox: Statement,
+    get_user: Statement,
+    put_webhook: Statement,
+    put_message: Statement,
+    delete_message: Statement,
     append: Statement,
     reserve_attempt: Statement,
     attempt_window: Statement,
@@ -158,6 +164,10 @@ impl Writer {
             delete_token: client.prepare("DELETE FROM tokens WHERE hash = $1")?,
             put_outbox: client.prepare(&upsert("outbox", "id", &["record"]))?,
             delete_outbox: client.prepare("DELETE FROM outbox WHERE id = $1")?,
+            get_user: client.prepare("SELECT record FROM users WHERE id = $1")?,
+            put_webhook: client.prepare(&upsert("webhooks", "id", &["record"]))?,
+            put_message: client.prepare("INSERT INTO webhook_queue (endpoint, record) VALUES ($1, $2)")?,
+            delete_message: client.prepare("DELETE FROM webhook_queue WHERE seq = $1 AND endpoint = $2")?,
             append: client.prepare("INSERT INTO changes (node, ops) VALUES ($1, $2) RETURNING seq")?,
             // A new window when the last one has ended; otherwise one more, while under the limit. No row back:
             // locked. The row lock makes concurrent reservations from every node count one after the other.
@@ -472,6 +482,77 @@ impl PgStore {
         Ok(ids)
     }
 
+    /// Up to `limit` audit entries after `after` (from the oldest when `None`), oldest first.
+    pub fn audit_after(&self, after: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let after = after.unwrap_or([0; 16]);
+        let rows = self.pooled(|c| {
+            c.query("SELECT record FROM audit WHERE id > $1 ORDER BY id LIMIT $2", &[&after.as_slice(), &limit])
+        })?;
+        rows.iter().map(|r| codec::decode::<AuditRecordV1>(r.get(0))).collect()
+    }
+
+    /// Every webhook endpoint, and since when each failing one has failed.
+    pub fn webhooks(&self) -> Result<Vec<(WebhookRecordV1, Option<i64>)>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record, failing_since_ms FROM webhooks ORDER BY id", &[]))?;
+        rows.iter().map(|r| Ok((codec::decode::<WebhookRecordV1>(r.get(0))?, r.get(1)))).collect()
+    }
+
+    /// The first `limit` messages of `endpoint`'s queue, in commit order, with their places, and how many it holds.
+    pub fn webhook_queue(
+        &self,
+        endpoint: [u8; 16],
+        limit: usize,
+    ) -> Result<(Vec<(u64, WebhookMessageRecordV1)>, u64), StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (rows, count) = self.pooled(|c| {
+            let rows = c.query(
+                "SELECT seq, record FROM webhook_queue WHERE endpoint = $1 ORDER BY seq LIMIT $2",
+                &[&endpoint.as_slice(), &limit],
+            )?;
+            let count: i64 =
+                c.query_one("SELECT count(*) FROM webhook_queue WHERE endpoint = $1", &[&endpoint.as_slice()])?.get(0);
+            Ok((rows, count))
+        })?;
+        let messages: Result<Vec<_>, StoreError> =
+            rows.iter().map(|r| Ok((r.get::<_, i64>(0) as u64, codec::decode(r.get(1))?))).collect();
+        Ok((messages?, count as u64))
+    }
+
+    /// Up to `limit` attempts of `endpoint`'s delivery log before `before`, newest first.
+    pub fn deliveries(
+        &self,
+        endpoint: [u8; 16],
+        before: Option<[u8; 16]>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryRecordV1>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let before = before.unwrap_or([0xff; 16]);
+        let rows = self.pooled(|c| {
+            c.query(
+                "SELECT record FROM webhook_deliveries WHERE endpoint = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
+                &[&endpoint.as_slice(), &before.as_slice(), &limit],
+            )
+        })?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
+    /// Takes or renews the lease on delivering `endpoint`'s queue for `lease`: `true` when this node holds it now.
+    /// One node delivers an endpoint's queue at a time, so messages about one account leave in commit order; when
+    /// that node dies its lease runs out and another node's next try takes over.
+    pub fn lease_webhook(&self, endpoint: [u8; 16], lease: Duration) -> Result<bool, StoreError> {
+        let lease_ms = lease.as_millis() as f64;
+        let node = self.node;
+        self.pooled(|c| {
+            let taken = c.query_opt(
+                "UPDATE webhooks SET leased_by = $2, leased_until = now() + $3 * interval '1 millisecond' \
+                 WHERE id = $1 AND (leased_until IS NULL OR leased_until < now() OR leased_by = $2) RETURNING 1",
+                &[&endpoint.as_slice(), &node, &lease_ms],
+            )?;
+            Ok(taken.is_some())
+        })
+    }
+
     /// Claims the outbox message `id` for this node for `lease`, unless another node holds it: at most one node
     /// sends a message at a time, and a message is sent again only if its sender died mid-send (its lease ran
     /// out). A node's own lease is renewed.
@@ -522,7 +603,12 @@ impl PgStore {
 
     /// Deletes every record (not the change log: nodes still running follow it), in one transaction.
     pub fn clear(&self) -> Result<(), StoreError> {
-        self.pooled(|c| c.batch_execute("TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters"))
+        self.pooled(|c| {
+            c.batch_execute(
+                "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
+                 webhook_deliveries",
+            )
+        })
     }
 
     pub fn commit_count(&self) -> u64 {
@@ -683,6 +769,14 @@ fn commit(
         };
     }
     lock_in_order(&mut tx, requests).map_err(before)?;
+    // The endpoints as this transaction sees them: an endpoint registered by a commit before this one gets its
+    // events. One read per batch.
+    let mut fanout = {
+        let rows = tx.query("SELECT record FROM webhooks", &[]).map_err(before)?;
+        let endpoints: Result<Vec<WebhookRecordV1>, StoreError> =
+            rows.iter().map(|r| codec::decode::<WebhookRecordV1>(r.get(0))).collect();
+        Fanout::new(endpoints.map_err(Failed::Before)?)
+    };
     let mut results = Vec::with_capacity(requests.len());
     let mut applied = Vec::new();
     let mut resync = Vec::new();
@@ -704,15 +798,22 @@ fn commit(
                     | StoreOp::ExpectOwner(_)
             )
         });
+        let queued = fanout.as_ref().map_or(0, |f| f.messages.len());
         let outcome = if risky {
             let mut savepoint = tx.savepoint("request").map_err(before)?;
-            match apply(&mut savepoint, s, ops) {
+            match apply(&mut savepoint, s, ops, fanout.as_mut()) {
                 Ok(()) => savepoint.commit().map_err(before).map(|()| Ok(())),
-                Err(Refused::Conflict(conflict)) => savepoint.rollback().map_err(before).map(|()| Err(conflict)),
+                Err(Refused::Conflict(conflict)) => {
+                    // Nothing of it is written: neither are its events.
+                    if let Some(f) = fanout.as_mut() {
+                        f.forget(ops, queued);
+                    }
+                    savepoint.rollback().map_err(before).map(|()| Err(conflict))
+                }
                 Err(Refused::Failed(e)) => Err(before(e)),
             }
         } else {
-            match apply(&mut tx, s, ops) {
+            match apply(&mut tx, s, ops, fanout.as_mut()) {
                 Ok(()) => Ok(Ok(())),
                 // Only the ops that make a request risky can conflict; without a savepoint the transaction could not
                 // go on, so this would fail the batch rather than write half of it.
@@ -734,9 +835,17 @@ fn commit(
         }
     }
     let mut seq = None;
-    if let Some(entry) = changes::encode(applied.iter().flat_map(|&i| requests[i].iter())) {
-        // Held to the commit: the next node's append waits, so sequence order is commit order.
+    let entry = changes::encode(applied.iter().flat_map(|&i| requests[i].iter()));
+    let messages = fanout.map(|f| f.messages).unwrap_or_default();
+    if entry.is_some() || !messages.is_empty() {
+        // Held to the commit: the next node's append waits, so sequence order is commit order (of the change log
+        // and of the webhook queues alike).
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHANGES_LOCK]).map_err(before)?;
+    }
+    for message in &messages {
+        tx.execute(&s.put_message, &[&message.endpoint.as_slice(), &codec::encode(message)]).map_err(before)?;
+    }
+    if let Some(entry) = entry {
         let appended: i64 = tx.query_one(&s.append, &[&node, &entry]).map_err(before)?.get(0);
         tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &appended.to_string()]).map_err(before)?;
         seq = Some(appended);
@@ -834,7 +943,12 @@ fn conflict_resync(conflict: &Conflict, ops: &[StoreOp]) -> Option<Resync> {
 
 /// Applies one request's ops, with the last-administrator guard when they demote, ban or remove an account that
 /// is an active administrator now.
-fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), Refused> {
+fn apply(
+    tx: &mut Transaction<'_>,
+    s: &Prepared,
+    ops: &[StoreOp],
+    mut fanout: Option<&mut Fanout>,
+) -> Result<(), Refused> {
     let guard_admins = demotes_an_admin(tx, ops.iter())?;
     let admins_before = if guard_admins {
         // Serialises every change that may remove an administrator, across nodes: the second waits here for the
@@ -845,6 +959,25 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
         0
     };
     for op in ops {
+        if let Some(fanout) = fanout.as_deref_mut() {
+            // The account as this transaction holds it (its row is locked: `lock_in_order`).
+            let mut failed = None;
+            let fed = fanout.op(op, &mut |id| match tx.query_opt(&s.get_user, &[&id.as_slice()]) {
+                Ok(Some(row)) => codec::decode_user(row.get(0)).map(Some),
+                Ok(None) => Ok(None),
+                Err(e) => {
+                    let message = e.to_string();
+                    failed = Some(e);
+                    Err(StoreError::Io(message))
+                }
+            });
+            if fed.is_err() {
+                return Err(match failed {
+                    Some(e) => Refused::Failed(e),
+                    None => Refused::Conflict(Conflict::Changed { user: user_of(op) }),
+                });
+            }
+        }
         let done = match op {
             StoreOp::PutUser(r) => {
                 let org = r.organization_id.as_ref().map(|o| o.as_slice());
@@ -908,6 +1041,29 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                     return Err(Refused::Conflict(Conflict::Changed { user: *id }));
                 }
                 Ok(0)
+            }
+            StoreOp::PutWebhook(r) => tx.execute(&s.put_webhook, &[&r.id.as_slice(), &codec::encode(r)]),
+            StoreOp::DeleteWebhook(id) => {
+                let id = id.as_slice();
+                tx.execute("DELETE FROM webhook_queue WHERE endpoint = $1", &[&id])?;
+                tx.execute("DELETE FROM webhook_deliveries WHERE endpoint = $1", &[&id])?;
+                tx.execute("DELETE FROM webhooks WHERE id = $1", &[&id])
+            }
+            StoreOp::SetWebhookFailing { id, since_ms } => {
+                tx.execute("UPDATE webhooks SET failing_since_ms = $2 WHERE id = $1", &[&id.as_slice(), since_ms])
+            }
+            StoreOp::PutWebhookMessage(m) => tx.execute(&s.put_message, &[&m.endpoint.as_slice(), &codec::encode(m)]),
+            StoreOp::DeleteWebhookMessage { endpoint, seq } => {
+                let seq = i64::try_from(*seq).unwrap_or(i64::MAX);
+                tx.execute(&s.delete_message, &[&seq, &endpoint.as_slice()])
+            }
+            StoreOp::PutDelivery(r) => tx.execute(
+                "INSERT INTO webhook_deliveries (endpoint, id, at_ms, record) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (endpoint, id) DO NOTHING",
+                &[&r.endpoint.as_slice(), &r.id.as_slice(), &r.at_ms, &codec::encode(r)],
+            ),
+            StoreOp::DeleteDeliveriesBefore { before_ms } => {
+                tx.execute("DELETE FROM webhook_deliveries WHERE at_ms < $1", &[before_ms])
             }
             StoreOp::EndAttempt { email, verified: true } => tx.execute(&s.clear_attempts, &[email]),
             StoreOp::EndAttempt { email, verified: false } => tx.execute(&s.release_attempt, &[email]),
@@ -984,6 +1140,16 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
         return Err(Refused::Conflict(Conflict::LastAdmin));
     }
     Ok(())
+}
+
+/// The account an op is about, for the conflict a record that does not decode is answered with.
+fn user_of(op: &StoreOp) -> [u8; 16] {
+    match op {
+        StoreOp::PutUser(r) => r.id,
+        StoreOp::DeleteUser(id) => *id,
+        StoreOp::PutAudit(r) => r.target.unwrap_or_default(),
+        _ => [0; 16],
+    }
 }
 
 fn count_admins(tx: &mut Transaction<'_>) -> Result<i64, postgres::Error> {

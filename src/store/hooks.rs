@@ -1,0 +1,350 @@
+//! What a commit tells the webhooks: the events its ops amount to, one message per subscribed endpoint, written by
+//! the backend into the same transaction (so an event is queued if and only if its change is committed, in commit
+//! order). Both backends feed [`Fanout`] each op *before* applying it, with a way to read an account as the
+//! transaction sees it, so the account's state before and after the change is known exactly.
+//!
+//! Payloads carry ids and the changed fields, never a password hash, a token or a secret.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::hook_records::{WebhookMessageRecordV1, WebhookRecordV1};
+use super::records::{AuditRecordV1, UserRecord};
+use super::{StoreError, StoreOp};
+use crate::domain::Timestamp;
+
+/// Where an event comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// One of these audit actions is in the commit; the event is about the audit entry's target.
+    Audit(&'static [&'static str]),
+    /// An account's name, e-mail, image, verification, organization or ban reason changed.
+    ProfileDiff,
+    /// Every session of an account ended (a ban, a new password, "sign out everywhere"): not a single sign-out.
+    AllSessionsEnded,
+}
+
+/// Every event type, and what raises it. An event for another audited change (`organization.created`, …) is one
+/// line here: its payload then carries the target's id, the actor's id and the audit detail.
+pub const EVENTS: &[(&str, Source)] = &[
+    ("user.created", Source::Audit(&["user.created"])),
+    ("user.updated", Source::ProfileDiff),
+    ("user.deleted", Source::Audit(&["user.deleted"])),
+    ("user.banned", Source::Audit(&["user.banned"])),
+    ("user.unbanned", Source::Audit(&["user.unbanned", "user.ban_expired"])),
+    ("user.role_changed", Source::Audit(&["user.role_changed"])),
+    ("user.password_changed", Source::Audit(&["user.password_changed", "user.password_set", "user.password_reset"])),
+    ("session.revoked", Source::AllSessionsEnded),
+];
+
+/// Whether `name` is an event type.
+pub fn is_event(name: &str) -> bool {
+    EVENTS.iter().any(|(n, _)| *n == name)
+}
+
+/// One event of a commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub name: &'static str,
+    pub account: Option<[u8; 16]>,
+    pub data: Value,
+}
+
+/// The endpoints a commit fans out to, and what it has seen of the accounts so far.
+pub struct Fanout {
+    endpoints: Vec<WebhookRecordV1>,
+    /// Each account as the transaction holds it after the ops fed so far (`None`: deleted).
+    current: HashMap<[u8; 16], Option<UserRecord>>,
+    /// Each account as it was before the last change fed, for the payloads of audit-raised events.
+    prior: HashMap<[u8; 16], Option<UserRecord>>,
+    now: Timestamp,
+    /// The messages to write, in commit order.
+    pub messages: Vec<WebhookMessageRecordV1>,
+}
+
+impl Fanout {
+    /// `None` when no endpoint is enabled: the commit then reads nothing more and queues nothing.
+    pub fn new(endpoints: impl IntoIterator<Item = WebhookRecordV1>) -> Option<Self> {
+        let endpoints: Vec<WebhookRecordV1> = endpoints.into_iter().filter(|e| e.enabled).collect();
+        (!endpoints.is_empty()).then(|| Self {
+            endpoints,
+            current: HashMap::new(),
+            prior: HashMap::new(),
+            now: Timestamp::now(),
+            messages: Vec::new(),
+        })
+    }
+
+    /// Feeds `op`, before it is applied; `read` reads an account as the transaction holds it now.
+    pub fn op(
+        &mut self,
+        op: &StoreOp,
+        read: &mut dyn FnMut([u8; 16]) -> Result<Option<UserRecord>, StoreError>,
+    ) -> Result<(), StoreError> {
+        let events = match op {
+            StoreOp::PutUser(after) => {
+                let before = self.account(after.id, read)?;
+                let event = before.as_ref().and_then(|b| profile_diff(b, after));
+                self.prior.insert(after.id, before);
+                self.current.insert(after.id, Some(after.clone()));
+                event.into_iter().collect()
+            }
+            StoreOp::DeleteUser(id) => {
+                let before = self.account(*id, read)?;
+                self.prior.insert(*id, before);
+                self.current.insert(*id, None);
+                Vec::new()
+            }
+            StoreOp::PutAudit(entry) => self.from_audit(entry, read)?,
+            StoreOp::DeleteSessionsOf { user, except } => vec![Event {
+                name: "session.revoked",
+                account: Some(*user),
+                data: json!({"user_id": id(*user), "all": except.is_none()}),
+            }],
+            _ => Vec::new(),
+        };
+        for event in events {
+            self.queue(event);
+        }
+        Ok(())
+    }
+
+    /// Forgets what was seen of the accounts `ops` touch (a request refused under its savepoint).
+    pub fn forget(&mut self, ops: &[StoreOp], queued_before: usize) {
+        self.messages.truncate(queued_before);
+        for op in ops {
+            let id = match op {
+                StoreOp::PutUser(r) => r.id,
+                StoreOp::DeleteUser(id) => *id,
+                _ => continue,
+            };
+            self.current.remove(&id);
+            self.prior.remove(&id);
+        }
+    }
+
+    fn account(
+        &mut self,
+        id: [u8; 16],
+        read: &mut dyn FnMut([u8; 16]) -> Result<Option<UserRecord>, StoreError>,
+    ) -> Result<Option<UserRecord>, StoreError> {
+        match self.current.get(&id) {
+            Some(seen) => Ok(seen.clone()),
+            None => read(id),
+        }
+    }
+
+    fn from_audit(
+        &mut self,
+        entry: &AuditRecordV1,
+        read: &mut dyn FnMut([u8; 16]) -> Result<Option<UserRecord>, StoreError>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let Some(name) = EVENTS.iter().find_map(|(name, source)| match source {
+            Source::Audit(actions) if actions.contains(&entry.action.as_str()) => Some(*name),
+            _ => None,
+        }) else {
+            return Ok(Vec::new());
+        };
+        let Some(target) = entry.target else { return Ok(Vec::new()) };
+        let now = self.account(target, read)?;
+        let before = self.prior.get(&target).cloned().flatten();
+        let mut data = json!({"user_id": id(target)});
+        let fields = data.as_object_mut().expect("an object");
+        let user = now.as_ref();
+        match (name, user) {
+            ("user.created", Some(u)) => {
+                fields.insert("email".into(), u.email.clone().into());
+                fields.insert("name".into(), u.name.clone().into());
+                fields.insert("role".into(), u.role.clone().into());
+                fields.insert("email_verified".into(), u.email_verified.into());
+                fields.insert("organization_id".into(), u.organization_id.map(id).into());
+            }
+            ("user.banned", Some(u)) => {
+                fields.insert("ban_reason".into(), u.ban_reason.clone().into());
+                fields.insert("ban_expires".into(), u.ban_expires_ms.map(rfc3339).into());
+            }
+            ("user.unbanned", _) => {
+                let why = if entry.action == "user.ban_expired" { "expired" } else { "lifted" };
+                fields.insert("reason".into(), why.into());
+            }
+            ("user.role_changed", Some(u)) => {
+                fields.insert("role".into(), u.role.clone().into());
+                fields.insert("previous_role".into(), before.map(|b| b.role).into());
+            }
+            ("user.password_changed", _) => {
+                let by = match entry.action.as_str() {
+                    "user.password_set" => "administrator",
+                    "user.password_reset" => "reset",
+                    _ => "user",
+                };
+                fields.insert("by".into(), by.into());
+            }
+            ("user.deleted", _) => {}
+            _ => {
+                // An event added by one line in EVENTS: what the audit entry says.
+                fields.insert("actor_id".into(), entry.actor.map(id).into());
+                fields.insert("detail".into(), entry.detail.clone().into());
+            }
+        }
+        Ok(vec![Event { name, account: Some(target), data }])
+    }
+
+    fn queue(&mut self, event: Event) {
+        let at = rfc3339(self.now.as_millis());
+        for endpoint in &self.endpoints {
+            if !endpoint.events.iter().any(|e| e == event.name) {
+                continue;
+            }
+            let payload = json!({"type": event.name, "timestamp": at, "data": event.data}).to_string();
+            self.messages.push(WebhookMessageRecordV1 {
+                id: uuid::Uuid::now_v7().into_bytes(),
+                endpoint: endpoint.id,
+                account: event.account,
+                event: event.name.to_owned(),
+                payload,
+                created_at_ms: self.now.as_millis(),
+            });
+        }
+    }
+}
+
+/// `user.updated` when a field an application may mirror changed: the names of those fields, and their values.
+fn profile_diff(before: &UserRecord, after: &UserRecord) -> Option<Event> {
+    let mut changed = Vec::new();
+    let mut data = serde_json::Map::new();
+    data.insert("user_id".into(), id(after.id).into());
+    let mut field = |name: &str, differs: bool, value: Value| {
+        if differs {
+            changed.push(Value::from(name));
+            data.insert(name.into(), value);
+        }
+    };
+    field("name", before.name != after.name, after.name.clone().into());
+    field("email", before.email != after.email, after.email.clone().into());
+    field("image", before.image != after.image, after.image.clone().into());
+    field("email_verified", before.email_verified != after.email_verified, after.email_verified.into());
+    field("organization_id", before.organization_id != after.organization_id, after.organization_id.map(id).into());
+    // A ban's reason changed while it stays banned (a new ban is user.banned).
+    let reason_only = before.banned && after.banned && before.ban_reason != after.ban_reason;
+    field("ban_reason", reason_only, after.ban_reason.clone().into());
+    if changed.is_empty() {
+        return None;
+    }
+    data.insert("changed".into(), Value::Array(changed));
+    Some(Event { name: "user.updated", account: Some(after.id), data: Value::Object(data) })
+}
+
+fn id(bytes: [u8; 16]) -> String {
+    uuid::Uuid::from_bytes(bytes).hyphenated().to_string()
+}
+
+fn rfc3339(ms: i64) -> String {
+    Timestamp::from_millis(ms).to_rfc3339()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::records::AuditRecordV1;
+
+    fn endpoint(events: &[&str]) -> WebhookRecordV1 {
+        WebhookRecordV1 {
+            id: [9; 16],
+            url: "https://example.com/hook".into(),
+            events: events.iter().map(|e| (*e).to_owned()).collect(),
+            description: String::new(),
+            enabled: true,
+            secret: vec![1; 24],
+            previous_secret: None,
+            previous_until_ms: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        }
+    }
+
+    fn user(banned: bool, role: &str) -> UserRecord {
+        UserRecord {
+            id: [1; 16],
+            name: "Ann".into(),
+            email: "ann@example.com".into(),
+            image: None,
+            role: role.into(),
+            banned,
+            ban_reason: banned.then(|| "spam".into()),
+            organization_id: None,
+            password_hash: "$argon2id$secret-hash".into(),
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            email_verified: false,
+            ban_expires_ms: None,
+        }
+    }
+
+    fn audit(action: &str) -> StoreOp {
+        StoreOp::PutAudit(AuditRecordV1 {
+            id: [3; 16],
+            at_ms: 1,
+            action: action.into(),
+            actor: Some([2; 16]),
+            target: Some([1; 16]),
+            ip_address: String::new(),
+            detail: String::new(),
+        })
+    }
+
+    fn run(endpoints: Vec<WebhookRecordV1>, stored: Option<UserRecord>, ops: &[StoreOp]) -> Vec<Value> {
+        let mut fanout = Fanout::new(endpoints).expect("an endpoint");
+        for op in ops {
+            fanout.op(op, &mut |_| Ok(stored.clone())).unwrap();
+        }
+        fanout.messages.iter().map(|m| serde_json::from_str(&m.payload).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_ban_is_user_banned_and_session_revoked_and_never_carries_the_hash() {
+        let all: Vec<&str> = EVENTS.iter().map(|(n, _)| *n).collect();
+        let ops = [
+            StoreOp::PutUser(user(true, "user")),
+            StoreOp::DeleteSessionsOf { user: [1; 16], except: None },
+            audit("user.banned"),
+        ];
+        let sent = run(vec![endpoint(&all)], Some(user(false, "user")), &ops);
+        let types: Vec<&str> = sent.iter().map(|m| m["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["session.revoked", "user.banned"]);
+        assert_eq!(sent[1]["data"]["ban_reason"], "spam");
+        for message in &sent {
+            assert!(!message.to_string().contains("argon2"), "{message}");
+        }
+    }
+
+    #[test]
+    fn only_subscribed_endpoints_get_a_message_and_a_role_change_names_both_roles() {
+        let ops = [StoreOp::PutUser(user(false, "admin")), audit("user.role_changed")];
+        let sent =
+            run(vec![endpoint(&["user.role_changed"]), endpoint(&["user.deleted"])], Some(user(false, "user")), &ops);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0]["data"]["role"], "admin");
+        assert_eq!(sent[0]["data"]["previous_role"], "user");
+    }
+
+    #[test]
+    fn a_profile_change_lists_the_changed_fields_and_a_rehash_is_no_event() {
+        let mut renamed = user(false, "user");
+        renamed.name = "Ann B.".into();
+        let sent = run(vec![endpoint(&["user.updated"])], Some(user(false, "user")), &[StoreOp::PutUser(renamed)]);
+        assert_eq!(sent[0]["data"]["changed"], json!(["name"]));
+        assert_eq!(sent[0]["data"]["name"], "Ann B.");
+        let mut rehashed = user(false, "user");
+        rehashed.password_hash = "$argon2id$other".into();
+        rehashed.updated_at_ms = 5;
+        assert!(
+            run(vec![endpoint(&["user.updated"])], Some(user(false, "user")), &[StoreOp::PutUser(rehashed)]).is_empty()
+        );
+    }
+
+    #[test]
+    fn no_enabled_endpoint_is_no_fanout() {
+        assert!(Fanout::new([WebhookRecordV1 { enabled: false, ..endpoint(&["user.banned"]) }]).is_none());
+    }
+}

@@ -1,0 +1,336 @@
+//! The deliverer: one task per node that sends each endpoint's queue.
+//!
+//! - At least once: a message leaves the queue only after the endpoint answered 2xx (and a crash between the
+//!   answer and the deletion sends it again, with the same `webhook-id`).
+//! - In commit order per account: of one account's messages only the first in the queue is ever out; the next
+//!   starts once it is delivered. Messages about different accounts go out side by side (`[webhooks]
+//!   concurrency`).
+//! - Retries back off exponentially (1 s, 2 s, 4 s … `max_backoff_secs`); a message undelivered
+//!   `failing_after_secs` after its change marks the endpoint failing, and is still retried: nothing is dropped.
+//! - Never in a request's way: requests only write the queue (in their own commit); this task is woken after such a
+//!   commit, and polls besides (another node's commits on PostgreSQL).
+//! - Several nodes: one node delivers an endpoint's queue at a time, holding a lease in PostgreSQL that it renews;
+//!   when it dies the lease runs out and another node takes the queue over where the store says it stands.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{message_name, sign};
+use crate::config::WebhooksConfig;
+use crate::domain::Timestamp;
+use crate::store::{DeliveryRecordV1, Store, StoreOp, StoreWriter, WebhookMessageRecordV1, WebhookRecordV1};
+
+/// How long a node holds an endpoint's lease; renewed at every round, so well before it runs out.
+const LEASE: Duration = Duration::from_secs(10);
+/// How often the queues are read when nothing wakes the deliverer: another node's commits (PostgreSQL) are seen
+/// this late at most; on one node every commit that queues a message wakes it at once.
+const POLL_SHARED: Duration = Duration::from_millis(200);
+const POLL_ALONE: Duration = Duration::from_secs(2);
+/// Messages read per endpoint and round.
+const WINDOW: usize = 1000;
+
+/// Starts the deliverer on this node.
+pub fn start(
+    config: &WebhooksConfig,
+    store: Arc<Store>,
+    writer: StoreWriter,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let timeout = Duration::from_millis(config.timeout_ms);
+    let client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        // A redirect is an answer like any other non-2xx: the message is not sent to a URL nobody registered.
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("service-auth/", env!("CARGO_PKG_VERSION"), " (webhooks)"))
+        .build()
+        .expect("an HTTP client with rustls");
+    let deliverer = Deliverer {
+        shared: store.postgres().is_some(),
+        signal: store.hooks_signal(),
+        store,
+        writer,
+        client,
+        config: config.clone(),
+        retries: HashMap::new(),
+        out: HashSet::new(),
+        leased: HashMap::new(),
+        pruned: None,
+    };
+    tokio::spawn(deliverer.run(stop))
+}
+
+struct Deliverer {
+    store: Arc<Store>,
+    writer: StoreWriter,
+    client: reqwest::Client,
+    config: WebhooksConfig,
+    signal: Arc<Notify>,
+    shared: bool,
+    /// Attempts so far and the next one's time, per message (`endpoint`, place in its queue).
+    retries: HashMap<([u8; 16], u64), Retry>,
+    /// What is out now: (endpoint, account or message).
+    out: HashSet<([u8; 16], [u8; 16])>,
+    /// Endpoints this node holds the lease of, and when it was last renewed.
+    leased: HashMap<[u8; 16], Instant>,
+    /// When the delivery log was last trimmed.
+    pruned: Option<Instant>,
+}
+
+#[derive(Clone, Copy)]
+struct Retry {
+    attempts: u32,
+    next: Instant,
+}
+
+/// What one attempt came to.
+struct Attempted {
+    endpoint: [u8; 16],
+    seq: u64,
+    group: [u8; 16],
+    delivered: bool,
+}
+
+impl Deliverer {
+    async fn run(mut self, stop: CancellationToken) {
+        let mut attempts: JoinSet<Attempted> = JoinSet::new();
+        loop {
+            let wake = match self.round(&mut attempts).await {
+                Ok(wake) => wake,
+                Err(error) => {
+                    tracing::warn!(%error, "webhook queues not read; trying again");
+                    Instant::now() + Duration::from_secs(1)
+                }
+            };
+            tokio::select! {
+                () = stop.cancelled() => break,
+                Some(done) = attempts.join_next() => {
+                    if let Ok(done) = done {
+                        self.finish(done);
+                    }
+                    // Several may end together: take them all before reading the queues again.
+                    while let Some(Ok(done)) = attempts.try_join_next() {
+                        self.finish(done);
+                    }
+                }
+                () = self.signal.notified() => {}
+                () = tokio::time::sleep_until(wake.into()) => {}
+            }
+        }
+        // Attempts under way are dropped: their messages stay queued and go out again after the restart.
+        attempts.abort_all();
+    }
+
+    fn finish(&mut self, done: Attempted) {
+        self.out.remove(&(done.endpoint, done.group));
+        let key = (done.endpoint, done.seq);
+        if done.delivered {
+            self.retries.remove(&key);
+            return;
+        }
+        let retry = self.retries.entry(key).or_insert(Retry { attempts: 0, next: Instant::now() });
+        retry.attempts += 1;
+        let backoff = Duration::from_secs(1u64 << (retry.attempts - 1).min(20))
+            .min(Duration::from_secs(self.config.max_backoff_secs));
+        retry.next = Instant::now() + backoff;
+    }
+
+    /// Reads the endpoints and their queues, starts every attempt that is due; answers when to look again.
+    async fn round(&mut self, attempts: &mut JoinSet<Attempted>) -> Result<Instant, String> {
+        let now = Instant::now();
+        let mut wake = now + if self.shared { POLL_SHARED } else { POLL_ALONE };
+        let endpoints = self.blocking(|s| s.webhooks()).await?;
+        let live: HashSet<[u8; 16]> = endpoints.iter().map(|(e, _)| e.id).collect();
+        self.retries.retain(|(endpoint, _), _| live.contains(endpoint));
+        self.leased.retain(|endpoint, _| live.contains(endpoint));
+        self.prune_log().await;
+        for (endpoint, failing) in endpoints {
+            if !endpoint.enabled || !self.lease(endpoint.id).await {
+                continue;
+            }
+            let id = endpoint.id;
+            let (queue, _) = self.blocking(move |s| s.webhook_queue(id, WINDOW)).await?;
+            let endpoint = Arc::new(endpoint);
+            let mut heads = HashSet::new();
+            let mut busy = self.out.iter().filter(|(e, _)| *e == id).count();
+            for (seq, message) in queue {
+                let group = message.account.unwrap_or(message.id);
+                // Only the first message of each account may go: the next waits until it is delivered.
+                if !heads.insert(group) || self.out.contains(&(id, group)) {
+                    continue;
+                }
+                let retry = self.retries.get(&(id, seq)).copied();
+                if let Some(retry) = retry
+                    && retry.next > now
+                {
+                    wake = wake.min(retry.next);
+                    continue;
+                }
+                if busy >= self.config.concurrency {
+                    break;
+                }
+                busy += 1;
+                self.out.insert((id, group));
+                let attempt = Attempt {
+                    endpoint: Arc::clone(&endpoint),
+                    failing,
+                    seq,
+                    message,
+                    number: retry.map_or(1, |r| r.attempts + 1),
+                    client: self.client.clone(),
+                    writer: self.writer.clone(),
+                    failing_after: Duration::from_secs(self.config.failing_after_secs),
+                };
+                attempts.spawn(attempt.run(group));
+            }
+        }
+        Ok(wake)
+    }
+
+    /// Whether this node delivers `endpoint` now (always on one node); the lease is renewed at most once a second.
+    async fn lease(&mut self, endpoint: [u8; 16]) -> bool {
+        if !self.shared {
+            return true;
+        }
+        if self.leased.get(&endpoint).is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
+            return true;
+        }
+        match self.blocking(move |s| s.lease_webhook(endpoint, LEASE)).await {
+            Ok(true) => {
+                self.leased.insert(endpoint, Instant::now());
+                true
+            }
+            _ => {
+                self.leased.remove(&endpoint);
+                false
+            }
+        }
+    }
+
+    /// Trims the delivery log to `[webhooks] log_retention_days`, about once an hour.
+    async fn prune_log(&mut self) {
+        if self.pruned.is_some_and(|at| at.elapsed() < Duration::from_secs(3600)) {
+            return;
+        }
+        self.pruned = Some(Instant::now());
+        let keep = Duration::from_secs(self.config.log_retention_days * 86_400);
+        let before_ms = Timestamp::now().as_millis() - keep.as_millis() as i64;
+        if self.writer.write(vec![StoreOp::DeleteDeliveriesBefore { before_ms }]).await.is_err() {
+            tracing::warn!("the webhook delivery log was not trimmed");
+        }
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, crate::store::StoreError> + Send + 'static,
+    ) -> Result<T, String> {
+        let store = Arc::clone(&self.store);
+        let done = tokio::task::spawn_blocking(move || f(&store)).await;
+        done.map_err(|e| e.to_string())?.map_err(|e| e.to_string())
+    }
+}
+
+/// One attempt at one message.
+struct Attempt {
+    endpoint: Arc<WebhookRecordV1>,
+    failing: Option<i64>,
+    seq: u64,
+    message: WebhookMessageRecordV1,
+    number: u32,
+    client: reqwest::Client,
+    writer: StoreWriter,
+    failing_after: Duration,
+}
+
+impl Attempt {
+    async fn run(self, group: [u8; 16]) -> Attempted {
+        let started = Instant::now();
+        let now = Timestamp::now();
+        let id = message_name(self.message.id);
+        let timestamp = now.as_millis().div_euclid(1000);
+        let mut keys: Vec<&[u8]> = vec![&self.endpoint.secret];
+        if let (Some(previous), Some(until)) = (&self.endpoint.previous_secret, self.endpoint.previous_until_ms)
+            && until > now.as_millis()
+        {
+            keys.push(previous);
+        }
+        let signature = sign::signature(&keys, &id, timestamp, &self.message.payload);
+        let sent = self
+            .client
+            .post(&self.endpoint.url)
+            .header("content-type", "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(self.message.payload.clone())
+            .send()
+            .await;
+        let (status, error) = match sent {
+            Ok(answer) => {
+                let status = answer.status();
+                let error = if status.is_success() { String::new() } else { format!("answered {status}") };
+                (status.as_u16(), error)
+            }
+            // The error's kind and host, never the body or a header value.
+            Err(e) => (0, describe(&e)),
+        };
+        let delivered = (200..300).contains(&status);
+        let duration_ms = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
+        let log = DeliveryRecordV1 {
+            id: uuid::Uuid::now_v7().into_bytes(),
+            endpoint: self.endpoint.id,
+            message: self.message.id,
+            account: self.message.account,
+            event: self.message.event.clone(),
+            attempt: self.number,
+            status,
+            error: error.clone(),
+            duration_ms,
+            at_ms: now.as_millis(),
+            payload: self.message.payload.clone(),
+        };
+        let mut ops = vec![StoreOp::PutDelivery(log)];
+        if delivered {
+            ops.push(StoreOp::DeleteWebhookMessage { endpoint: self.endpoint.id, seq: self.seq });
+            if self.failing.is_some() {
+                ops.push(StoreOp::SetWebhookFailing { id: self.endpoint.id, since_ms: None });
+            }
+        } else {
+            tracing::warn!(webhook = %uuid::Uuid::from_bytes(self.endpoint.id), message = %id, attempt = self.number, %error, "webhook not delivered; will retry");
+            let waited = now.as_millis() - self.message.created_at_ms;
+            if self.failing.is_none() && waited >= self.failing_after.as_millis() as i64 {
+                ops.push(StoreOp::SetWebhookFailing { id: self.endpoint.id, since_ms: Some(now.as_millis()) });
+            }
+        }
+        // Delivered but not removed (the store refused the write): it goes out again (at least once).
+        let recorded = self.writer.write(ops).await.is_ok();
+        Attempted { endpoint: self.endpoint.id, seq: self.seq, group, delivered: delivered && recorded }
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else if e.is_redirect() {
+        "redirected"
+    } else {
+        "request failed"
+    };
+    // reqwest's message names the URL; the URL is the administrator's own, and carries no credentials (refused).
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    let mut detail = String::new();
+    while let Some(inner) = source {
+        detail = inner.to_string();
+        source = inner.source();
+    }
+    let detail: String = detail.chars().filter(|c| !c.is_control()).take(200).collect();
+    if detail.is_empty() { what.to_owned() } else { format!("{what}: {detail}") }
+}

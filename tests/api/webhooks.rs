@@ -1,0 +1,462 @@
+//! Webhooks against a real receiver: a Python server started here that verifies every message with the Standard
+//! Webhooks library (PyPI `standardwebhooks`), fails on purpose for a while (5xx, answers too slow, connection
+//! refused), and logs what it got. Nothing may be lost and nothing delivered out of order per account.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::harness::{BOOTSTRAP_ENV, ChildServer, Client, PASSWORD, TestServer};
+
+const RECEIVER: &str = r#"
+import sys, json, time, threading
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+from standardwebhooks.webhooks import Webhook
+
+port, log_path = int(sys.argv[1]), sys.argv[2]
+state = {"secrets": [], "mode": "ok", "until": 0.0, "delay": 0.0}
+lock = threading.Lock()
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.path == "/control":
+            with lock:
+                state.update(json.loads(body))
+                if "for" in state:
+                    state["until"] = time.time() + state.pop("for")
+            return self.answer(200)
+        now = time.time()
+        with lock:
+            mode = state["mode"] if now < state["until"] else "ok"
+            secrets = list(state["secrets"])
+            delay = state["delay"]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        verified = None
+        for secret in secrets:
+            try:
+                verified = Webhook(secret).verify(body, headers)
+                break
+            except Exception:
+                pass
+        record = {"id": headers.get("webhook-id"), "at": now, "mode": mode, "verified": verified is not None,
+                  "signatures": headers.get("webhook-signature", "").count("v1,")}
+        if verified is not None:
+            record["type"] = verified["type"]
+            record["data"] = verified["data"]
+        with lock:
+            with open(log_path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        if mode == "fail":
+            return self.answer(503)
+        if mode == "timeout":
+            time.sleep(delay)
+        self.answer(200 if verified is not None else 400)
+
+    def answer(self, code):
+        self.send_response(code)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"#;
+
+/// Installs `standardwebhooks` from PyPI the first time it is missing, so `cargo test` alone sets up what it needs.
+fn ensure_library() {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let present =
+            Command::new("python3").args(["-c", "import standardwebhooks"]).status().is_ok_and(|s| s.success());
+        if !present {
+            let status = Command::new("python3")
+                .args(["-m", "pip", "install", "-q", "standardwebhooks==1.1.0"])
+                .status()
+                .expect("python3 -m pip");
+            assert!(status.success(), "pip install standardwebhooks failed");
+        }
+    });
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The receiver: a child process on a fixed port (so it can be stopped and started again), logging to a file.
+struct Receiver {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+    secrets: Vec<String>,
+}
+
+impl Receiver {
+    fn start() -> Self {
+        ensure_library();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("receiver.py"), RECEIVER).unwrap();
+        let mut receiver = Self { child: None, port: free_port(), dir, secrets: Vec::new() };
+        receiver.resume();
+        receiver
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hook", self.port)
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("received.jsonl")
+    }
+
+    /// Starts the process (again); what it knew is given to it again.
+    fn resume(&mut self) {
+        let child = Command::new("python3")
+            .arg(self.dir.path().join("receiver.py"))
+            .args([&self.port.to_string(), self.log().to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 receiver.py");
+        self.child = Some(child);
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(15), "the receiver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let secrets = self.secrets.clone();
+        self.control(json!({"secrets": secrets}));
+    }
+
+    /// Stops the process: connections are refused until [`resume`](Self::resume).
+    fn pause(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn trust(&mut self, secrets: &[&str]) {
+        self.secrets = secrets.iter().map(|s| (*s).to_owned()).collect();
+        let secrets = self.secrets.clone();
+        self.control(json!({"secrets": secrets}));
+    }
+
+    fn control(&self, body: Value) {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let body = body.to_string();
+        let request = format!(
+            "POST /control HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+        assert!(answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"), "{answer}");
+    }
+
+    /// Everything received so far, in arrival order.
+    fn received(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// Per account, the event types a receiver would have processed, in the order it first accepted each message
+    /// (answered 2xx, or slowly: a receiver that acts before answering has acted), each message once.
+    fn accepted_by_account(&self) -> HashMap<String, Vec<String>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        for r in self.received() {
+            if r["mode"] == "fail" || r["verified"] != true || !seen.insert(r["id"].as_str().unwrap().to_owned()) {
+                continue;
+            }
+            if let Some(user) = r["data"]["user_id"].as_str() {
+                out.entry(user.to_owned()).or_default().push(r["type"].as_str().unwrap().to_owned());
+            }
+        }
+        out
+    }
+
+    /// Waits (at most a minute) until `done` holds for what was received.
+    async fn wait_for(&self, what: &str, done: impl Fn(&Self) -> bool) {
+        let started = Instant::now();
+        while !done(self) {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "waited a minute for {what}; got {:#?}",
+                self.received()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.pause();
+    }
+}
+
+const ALL: [&str; 8] = [
+    "user.created",
+    "user.updated",
+    "user.deleted",
+    "user.banned",
+    "user.unbanned",
+    "user.role_changed",
+    "user.password_changed",
+    "session.revoked",
+];
+
+async fn register(client: &Client, admin: &str, url: &str) -> (String, String) {
+    let created =
+        client.post("/api/admin/webhooks").cookie(admin).json(&json!({"url": url, "events": ALL})).send().await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let body = created.json();
+    (body["webhook"]["id"].as_str().unwrap().to_owned(), body["secret"].as_str().unwrap().to_owned())
+}
+
+/// Through 5xx answers, answers slower than the attempt's time limit and a receiver that is down, every message of
+/// every account arrives, signed so that the Standard Webhooks library verifies it, in commit order per account;
+/// the delivery log shows the failed attempts; a rotated secret signs beside the new one during its grace period.
+#[tokio::test]
+async fn every_event_arrives_signed_and_in_order_through_failures() {
+    let server = TestServer::start_adjusted(|c| {
+        c.webhooks.timeout_ms = 500;
+        c.webhooks.max_backoff_secs = 1;
+    })
+    .await;
+    let client = &server.client;
+    let admin = client.admin_session().await;
+    let mut receiver = Receiver::start();
+    let (hook, secret) = register(client, &admin, &receiver.url()).await;
+    assert!(secret.starts_with("whsec_"));
+    receiver.trust(&[&secret]);
+    let listed = client.get("/api/admin/webhooks").cookie(&admin).send().await;
+    assert!(!listed.text.contains(&secret), "the secret is shown again: {}", listed.text);
+
+    let mut users = Vec::new();
+    for i in 0..4 {
+        users.push(client.new_user(&format!("hooked{i}")).await);
+    }
+    // 5xx for a while: role changes and bans.
+    receiver.control(json!({"mode": "fail", "for": 3.0}));
+    for u in &users {
+        client.patch_ok(&admin, &json!({"userId": u.id, "role": "qa_manager"})).await;
+        client.patch_ok(&admin, &json!({"userId": u.id, "banned": true, "banReason": "audit"})).await;
+    }
+    let saw = |mode: &'static str| move |r: &Receiver| r.received().iter().any(|m| m["mode"] == mode);
+    receiver.wait_for("an attempt answered 503", saw("fail")).await;
+    // Answers slower than the time limit: unbans.
+    receiver.control(json!({"mode": "timeout", "for": 3.0, "delay": 1.5}));
+    for u in &users {
+        client.patch_ok(&admin, &json!({"userId": u.id, "banned": false})).await;
+    }
+    receiver.wait_for("an attempt answered too late", saw("timeout")).await;
+    // Down: profile changes and "sign out everywhere".
+    receiver.pause();
+    for u in &users {
+        let cookie = client.login(&u.email, PASSWORD).await;
+        let renamed =
+            client.post("/api/auth/update-user").cookie(&cookie).json(&json!({"name": "Renamed"})).send().await;
+        assert_eq!(renamed.status, 200, "{}", renamed.text);
+        let revoked = client.post("/api/auth/revoke-sessions").cookie(&cookie).send().await;
+        assert_eq!(revoked.status, 200, "{}", revoked.text);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    receiver.resume();
+
+    let expected = [
+        "user.created",
+        "user.role_changed",
+        "user.banned",
+        "session.revoked",
+        "user.unbanned",
+        "user.updated",
+        "session.revoked",
+    ];
+    receiver
+        .wait_for("every account's messages", |r| {
+            let got = r.accepted_by_account();
+            users.iter().all(|u| got.get(&u.id).is_some_and(|e| e.len() >= expected.len()))
+        })
+        .await;
+    let got = receiver.accepted_by_account();
+    for u in &users {
+        assert_eq!(got[&u.id], expected, "account {}: {:#?}", u.id, receiver.received());
+    }
+    let received = receiver.received();
+    assert!(received.iter().all(|r| r["verified"] == true), "a signature did not verify: {received:#?}");
+    let modes: Vec<&str> = received.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+    assert!(modes.contains(&"fail") && modes.contains(&"timeout"), "{modes:?}");
+    let no_secret = |r: &&Value| {
+        let text = r.to_string();
+        !text.contains("argon2") && !text.contains(&users[0].cookie)
+    };
+    assert!(received.iter().all(|r| no_secret(&r)), "a payload carries a hash or a token");
+
+    // The delivery log has the failed attempts (503, and none answered in time) and the delivered ones.
+    let log = client.get(&format!("/api/admin/webhooks/{hook}/deliveries?limit=500")).cookie(&admin).send().await;
+    assert_eq!(log.status, 200, "{}", log.text);
+    let log = log.json()["deliveries"].as_array().unwrap().clone();
+    assert!(log.iter().any(|d| d["status"] == 503 && d["success"] == false));
+    assert!(log.iter().any(|d| d["status"].is_null() && d["success"] == false));
+    assert!(log.iter().filter(|d| d["success"] == true).count() >= users.len() * expected.len());
+
+    // Rotation with a grace period: both secrets sign; a receiver holding either one verifies.
+    let rotated = client
+        .patch(&format!("/api/admin/webhooks/{hook}"))
+        .cookie(&admin)
+        .json(&json!({"rotate_secret": true, "grace_secs": 3600}))
+        .send()
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.text);
+    let new_secret = rotated.json()["secret"].as_str().unwrap().to_owned();
+    assert_ne!(new_secret, secret);
+    receiver.trust(&[&secret]);
+    client.patch_ok(&admin, &json!({"userId": users[0].id, "role": "user"})).await;
+    receiver.trust(&[&new_secret]);
+    client.patch_ok(&admin, &json!({"userId": users[1].id, "role": "user"})).await;
+    receiver
+        .wait_for("both role changes", |r| {
+            let got = r.accepted_by_account();
+            got[&users[0].id].len() > expected.len() && got[&users[1].id].len() > expected.len()
+        })
+        .await;
+    let last = receiver.received().into_iter().last().unwrap();
+    assert_eq!(last["signatures"], 2, "two signatures during the grace period: {last}");
+    assert!(receiver.received().iter().all(|r| r["verified"] == true));
+
+    // The rotation and the registration are audited; the secret is in no audit entry.
+    let audit = client.get("/api/admin/audit?limit=200").cookie(&admin).send().await.text;
+    assert!(audit.contains("webhook.created") && audit.contains("webhook.secret_rotated"));
+    assert!(!audit.contains(&secret) && !audit.contains(&new_secret));
+    server.stop().await;
+}
+
+/// A test message, a resend with the same `webhook-id`, and the endpoint's rules: https (or http to loopback), a
+/// known event, an administrator.
+#[tokio::test]
+async fn test_and_resend_and_the_rules_of_an_endpoint() {
+    let server = TestServer::start().await;
+    let client = &server.client;
+    let admin = client.admin_session().await;
+    let mut receiver = Receiver::start();
+    let (hook, secret) = register(client, &admin, &receiver.url()).await;
+    receiver.trust(&[&secret]);
+    let sent = client.post(&format!("/api/admin/webhooks/{hook}/test")).cookie(&admin).send().await;
+    assert_eq!(sent.status, 202, "{}", sent.text);
+    let message = sent.json()["message_id"].as_str().unwrap().to_owned();
+    receiver.wait_for("the test message", |r| r.received().iter().any(|m| m["id"] == message.as_str())).await;
+    let log = client.get(&format!("/api/admin/webhooks/{hook}/deliveries")).cookie(&admin).send().await.json();
+    let delivery = log["deliveries"][0].clone();
+    assert_eq!((delivery["event"].as_str(), delivery["success"].as_bool()), (Some("webhook.test"), Some(true)));
+    let resent = client
+        .post(&format!("/api/admin/webhooks/{hook}/resend"))
+        .cookie(&admin)
+        .json(&json!({"delivery_id": delivery["id"]}))
+        .send()
+        .await;
+    assert_eq!(resent.status, 202, "{}", resent.text);
+    receiver
+        .wait_for("the resent message", |r| r.received().iter().filter(|m| m["id"] == message.as_str()).count() == 2)
+        .await;
+
+    for (body, why) in [
+        (json!({"url": "http://example.com/hook", "events": ["user.banned"]}), "http to a public host"),
+        (json!({"url": "ftp://example.com/", "events": ["user.banned"]}), "another scheme"),
+        (json!({"url": "https://u:p@example.com/", "events": ["user.banned"]}), "credentials in the URL"),
+        (json!({"url": "https://example.com/", "events": ["user.exploded"]}), "an unknown event"),
+        (json!({"url": "https://example.com/", "events": []}), "no event"),
+    ] {
+        let refused = client.post("/api/admin/webhooks").cookie(&admin).json(&body).send().await;
+        assert_eq!(refused.status, 400, "{why}: {}", refused.text);
+    }
+    let user = client.new_user("not-admin").await;
+    let refused = client.get("/api/admin/webhooks").cookie(&user.cookie).send().await;
+    assert_eq!(refused.status, 403);
+    let deleted = client.delete(&format!("/api/admin/webhooks/{hook}")).cookie(&admin).send().await;
+    assert_eq!(deleted.status, 200);
+    let gone = client.get(&format!("/api/admin/webhooks/{hook}")).cookie(&admin).send().await;
+    assert_eq!(gone.status, 404);
+    server.stop().await;
+}
+
+/// `kill -9` right after a ban is acknowledged, with the receiver down: the message was committed with the ban, so
+/// `user.banned` arrives once the server is back.
+#[tokio::test]
+async fn a_ban_acknowledged_before_a_kill_9_is_delivered_after_the_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let mut receiver = Receiver::start();
+    let server = ChildServer::spawn(root.path(), BOOTSTRAP_ENV).await;
+    let admin = server.client.admin_session().await;
+    let (_, secret) = register(&server.client, &admin, &receiver.url()).await;
+    receiver.trust(&[&secret]);
+    let user = server.client.new_user("banned-then-killed").await;
+    receiver.wait_for("user.created", |r| r.accepted_by_account().contains_key(&user.id)).await;
+    receiver.pause();
+    server.client.patch_ok(&admin, &json!({"userId": user.id, "banned": true})).await;
+    server.kill9();
+    receiver.resume();
+    let server = ChildServer::spawn(root.path(), &[]).await;
+    receiver
+        .wait_for("user.banned after the restart", |r| {
+            r.accepted_by_account().get(&user.id).is_some_and(|e| e.iter().any(|t| t == "user.banned"))
+        })
+        .await;
+    drop(server);
+}
+
+/// Two nodes on PostgreSQL: the node holding an endpoint's lease is killed (`kill -9`) with messages queued; the
+/// other node takes the queue over once the lease has run out and delivers every message, in order per account.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_delivering_node_dies_the_other_delivers_everything() {
+    use super::harness::cluster;
+    let pg = tokio::task::spawn_blocking(cluster::Postgres::start).await.unwrap();
+    let (root_a, root_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = cluster::database_for(&pg.url(), root_a.path()).await;
+    let shared = [("SERVICE_AUTH_STORE_BACKEND", "postgres"), ("SERVICE_AUTH_STORE_URL", url.as_str())];
+    let mut receiver = Receiver::start();
+    // Node A alone first: it takes the endpoint's lease with the first delivery.
+    let a = ChildServer::spawn(root_a.path(), &[&shared[..], BOOTSTRAP_ENV].concat()).await;
+    let admin = a.client.admin_session().await;
+    let (_, secret) = register(&a.client, &admin, &receiver.url()).await;
+    receiver.trust(&[&secret]);
+    let first = a.client.new_user("before-the-kill").await;
+    receiver.wait_for("user.created from node A", |r| r.accepted_by_account().contains_key(&first.id)).await;
+    let b = ChildServer::spawn(root_b.path(), &shared).await;
+    // Changes made on node B while the receiver is down: queued in PostgreSQL, leased by node A.
+    receiver.pause();
+    let admin_b = b.client.admin_session().await;
+    let mut users = vec![first];
+    for i in 0..3 {
+        users.push(b.client.new_user(&format!("after-the-kill{i}")).await);
+    }
+    for u in &users {
+        b.client.patch_ok(&admin_b, &json!({"userId": u.id, "role": "qa_manager"})).await;
+        b.client.patch_ok(&admin_b, &json!({"userId": u.id, "banned": true})).await;
+    }
+    a.kill9();
+    receiver.resume();
+    let tail = ["user.role_changed", "user.banned", "session.revoked"];
+    receiver
+        .wait_for("every message from node B", |r| {
+            let got = r.accepted_by_account();
+            users.iter().all(|u| got.get(&u.id).is_some_and(|e| e.len() > tail.len()))
+        })
+        .await;
+    let got = receiver.accepted_by_account();
+    for u in &users {
+        let mut expected = vec!["user.created"];
+        expected.extend(tail);
+        assert_eq!(got[&u.id], expected, "account {}", u.id);
+    }
+    assert!(receiver.received().iter().all(|r| r["verified"] == true));
+    drop(b);
+}
