@@ -288,6 +288,7 @@ mod tests {
             user_agent: "test".into(),
             remember_me: true,
             impersonated_by: None,
+            active_organization: None,
         };
         let ops = [
             StoreOp::PutUser(convert::user_record(&user)),

@@ -39,14 +39,14 @@ pub async fn users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
     query.count = false;
     let users = state.accounts.find_users(query).await?.users;
 
-    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {
         let mut first = true;
         let opening = match format {
             Format::Csv => CSV_HEADER.as_bytes().to_vec(),
             Format::Json => b"[".to_vec(),
         };
-        if tx.send(Bytes::from(opening)).await.is_err() {
+        if tx.send(Ok(Bytes::from(opening))).await.is_err() {
             return;
         }
         for chunk in users.chunks(CHUNK) {
@@ -63,12 +63,12 @@ pub async fn users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<R
                 }
             }
             // The client went away: stop writing.
-            if tx.send(Bytes::from(out)).await.is_err() {
+            if tx.send(Ok(Bytes::from(out))).await.is_err() {
                 return;
             }
         }
         if format == Format::Json {
-            let _ = tx.send(Bytes::from_static(b"]")).await;
+            let _ = tx.send(Ok(Bytes::from_static(b"]"))).await;
         }
     });
 

@@ -1,15 +1,10 @@
 //! Building answers: JSON bodies, the two error shapes, and the session cookie.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::body::{Frame, SizeHint};
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
-use tokio::sync::mpsc;
 
 /// An answer's body: whole (almost every answer), or streamed from a channel (the audit export, which must not hold
 /// the whole log in memory). A streamed body that ends with an error is cut off without its final chunk, so the

@@ -805,8 +805,6 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 | StoreOp::EndAttempt { .. }
                 | StoreOp::ExpectUser { .. }
                 | StoreOp::ExpectOwner(_) => {}
-                // One node: the users actor keeps the failure limit in memory.
-                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
                 StoreOp::PutWebhook(r) => put(&mut webhooks, r.id, r)?,
                 StoreOp::DeleteWebhook(id) => {
                     webhooks.remove(id).map_err(io)?;
