@@ -62,6 +62,8 @@ impl Templates {
         match kind {
             TokenKind::PasswordReset => self.reset_ttl,
             TokenKind::EmailVerification => self.verify_ttl,
+            TokenKind::TwoFactorChallenge { .. } => crate::domain::two_factor::CHALLENGE_TTL,
+            TokenKind::TrustedDevice => crate::domain::two_factor::TRUSTED_DEVICE_TTL,
         }
     }
 
@@ -80,6 +82,10 @@ impl Templates {
                 VERIFY_TEXT,
                 VERIFY_HTML,
             ),
+            // Cookies, never links: nothing calls this with them (`issue_token` takes only the mailed kinds).
+            TokenKind::TwoFactorChallenge { .. } | TokenKind::TrustedDevice => {
+                unreachable!("a {kind:?} token is a cookie, never mailed")
+            }
         };
         if let Some(callback) = callback {
             link.push(if link.contains('?') { '&' } else { '?' });
@@ -585,6 +591,7 @@ mod tests {
             password_hash: "".into(),
             created_at: now,
             updated_at: now,
+            two_factor: None,
             rendered: Default::default(),
         };
         let token = SessionToken::generate();

@@ -32,5 +32,6 @@ mod api {
     mod orgs;
     mod overload;
     mod security;
+    mod two_factor;
     mod upgrade;
 }

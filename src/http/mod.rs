@@ -41,6 +41,7 @@ pub mod response;
 mod router;
 mod routes;
 mod state;
+mod two_factor;
 
 use std::convert::Infallible;
 use std::sync::Arc;

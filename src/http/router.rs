@@ -16,6 +16,7 @@ use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, recovery, request_id,
+    two_factor,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -170,6 +171,13 @@ async fn dispatch(
         Endpoint::PluginUpdateUser => admin_plugin::update_user(state, ctx, req).await,
         Endpoint::PluginImpersonateUser => admin_plugin::impersonate_user(state, ctx, req).await,
         Endpoint::PluginStopImpersonating => admin_plugin::stop_impersonating(state, ctx, req).await,
+        Endpoint::TwoFactorEnable => two_factor::enable(state, ctx, req).await,
+        Endpoint::TwoFactorGetTotpUri => two_factor::get_totp_uri(state, ctx, req).await,
+        Endpoint::TwoFactorVerifyTotp => two_factor::verify_totp(state, ctx, req).await,
+        Endpoint::TwoFactorVerifyBackupCode => two_factor::verify_backup_code(state, ctx, req).await,
+        Endpoint::TwoFactorGenerateBackupCodes => two_factor::generate_backup_codes(state, ctx, req).await,
+        Endpoint::TwoFactorDisable => two_factor::disable(state, ctx, req).await,
+        Endpoint::TwoFactorReset => two_factor::admin_reset(state, ctx, req).await,
         Endpoint::ListUsers => admin::list_users(state, ctx, req).await,
         Endpoint::UpdateUser => admin::update_user(state, ctx, req).await,
         Endpoint::ListOrganizations => organizations::list(state, ctx, req).await,

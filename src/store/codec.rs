@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use super::StoreError;
 use super::records::{
     AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, TokenRecord,
-    TokenRecordV1, TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
+    TokenRecordV1, TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -34,13 +34,21 @@ impl Versioned for UserRecordV3 {
     const KIND: &'static str = "user";
 }
 
+impl Versioned for UserRecordV4 {
+    const VERSION: u8 = 4;
+    const KIND: &'static str = "user";
+}
+
 /// A user record in any format, as the current one: the first (no `email_verified`) reads as unverified, the
 /// first two (no `ban_expires_ms`) with bans that last until lifted.
 pub fn decode_user(bytes: &[u8]) -> Result<UserRecord, StoreError> {
     match bytes.first() {
-        Some(&UserRecordV1::VERSION) => decode::<UserRecordV1>(bytes).map(|r| UserRecordV2::from(r).into()),
-        Some(&UserRecordV2::VERSION) => decode::<UserRecordV2>(bytes).map(Into::into),
-        _ => decode::<UserRecordV3>(bytes),
+        Some(&UserRecordV1::VERSION) => {
+            decode::<UserRecordV1>(bytes).map(|r| UserRecordV3::from(UserRecordV2::from(r)).into())
+        }
+        Some(&UserRecordV2::VERSION) => decode::<UserRecordV2>(bytes).map(|r| UserRecordV3::from(r).into()),
+        Some(&UserRecordV3::VERSION) => decode::<UserRecordV3>(bytes).map(Into::into),
+        _ => decode::<UserRecordV4>(bytes),
     }
 }
 
@@ -161,9 +169,9 @@ mod tests {
         expected[0] = 2;
         expected.push(1);
         assert_eq!(encode(&v2), expected);
-        assert_eq!(decode_user(&expected).unwrap(), v2.clone().into());
+        assert_eq!(decode_user(&expected).unwrap(), UserRecordV3::from(v2.clone()).into());
         let old = decode_user(&encode(&user())).unwrap();
-        assert_eq!(old, UserRecordV3::from(UserRecordV2 { email_verified: false, ..v2 }));
+        assert_eq!(old, UserRecordV3::from(UserRecordV2 { email_verified: false, ..v2 }).into());
     }
 
     #[test]
@@ -174,8 +182,32 @@ mod tests {
         expected[0] = 3;
         expected.extend([1, 0x80, 0x01]);
         assert_eq!(encode(&v3), expected);
-        assert_eq!(decode_user(&expected).unwrap(), v3);
-        assert_eq!(decode_user(&encode(&v2)).unwrap(), UserRecordV3 { ban_expires_ms: None, ..v3 });
+        assert_eq!(decode_user(&expected).unwrap(), v3.clone().into());
+        assert_eq!(decode_user(&encode(&v2)).unwrap(), UserRecordV3 { ban_expires_ms: None, ..v3 }.into());
+    }
+
+    #[test]
+    fn user_v4_golden_bytes_and_older_formats_read_without_a_second_factor() {
+        let v3 =
+            UserRecordV3 { ban_expires_ms: Some(64), ..UserRecordV2 { email_verified: true, ..user().into() }.into() };
+        let two_factor = crate::store::records::TwoFactorRecordV1 {
+            sealed_secret: vec![1, 9, 9],
+            enabled: true,
+            last_step: 300,
+            backup_codes: vec![[5; 32]],
+        };
+        let v4 = UserRecordV4 { two_factor: Some(two_factor), ..v3.clone().into() };
+        let mut expected = encode(&v3);
+        expected[0] = 4;
+        expected.extend([1, 3, 1, 9, 9, 1, 0xac, 0x02, 1]);
+        expected.extend([5; 32]);
+        assert_eq!(encode(&v4), expected);
+        assert_eq!(decode_user(&expected).unwrap(), v4);
+        assert_eq!(decode_user(&encode(&v3)).unwrap(), UserRecordV4 { two_factor: None, ..v4.clone() });
+        let mut none = encode(&v3);
+        none[0] = 4;
+        none.push(0);
+        assert_eq!(encode(&UserRecordV4 { two_factor: None, ..v4 }), none);
     }
 
     #[test]

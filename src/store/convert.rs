@@ -5,10 +5,12 @@
 //! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
 
 use super::StoreError;
-use super::records::{AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecord, UserRecord};
+use super::records::{
+    AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, TokenRecord, TwoFactorRecordV1, UserRecord,
+};
 use crate::domain::{
     AuditEntry, AuditId, Email, Mail, MailId, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId,
-    Slug, Timestamp, TokenKind, User, UserAgent, UserId,
+    Slug, Timestamp, TokenKind, TwoFactor, User, UserAgent, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -26,6 +28,12 @@ pub fn user_record(user: &User) -> UserRecord {
         updated_at_ms: user.updated_at.as_millis(),
         email_verified: user.email_verified,
         ban_expires_ms: user.ban_expires.map(Timestamp::as_millis),
+        two_factor: user.two_factor.as_deref().map(|t| TwoFactorRecordV1 {
+            sealed_secret: t.sealed_secret.to_vec(),
+            enabled: t.enabled,
+            last_step: t.last_step,
+            backup_codes: t.backup_codes.to_vec(),
+        }),
     }
 }
 
@@ -45,6 +53,14 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
         password_hash: r.password_hash.into(),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
+        two_factor: r.two_factor.map(|t| {
+            std::sync::Arc::new(TwoFactor {
+                sealed_secret: t.sealed_secret.into_boxed_slice(),
+                enabled: t.enabled,
+                last_step: t.last_step,
+                backup_codes: t.backup_codes.into_boxed_slice(),
+            })
+        }),
         rendered: Default::default(),
     }
 }

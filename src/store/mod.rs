@@ -34,7 +34,7 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
 }
 pub use records::{
     AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1,
-    TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
+    TokenRecordV2, TwoFactorRecordV1, UserRecord, UserRecordV1, UserRecordV2,
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;

@@ -25,6 +25,8 @@ use crate::mail::MailQueue;
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
 
+mod second_factor;
+
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
     writer: StoreWriter,
@@ -71,6 +73,8 @@ struct State {
     starting: Vec<(StartWith, StartReply)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
+    /// Wrong codes per live two-factor challenge (kept across batches; a challenge ends at the limit).
+    challenge_failures: HashMap<TokenHash, u32>,
 }
 
 type StartReply = ractor::RpcReplyPort<super::UpgradedStart>;
@@ -91,6 +95,7 @@ impl Actor for UsersActor {
             mails: Vec::new(),
             starting: Vec::new(),
             closing_orgs: Vec::new(),
+            challenge_failures: HashMap::new(),
         })
     }
 
@@ -146,7 +151,7 @@ impl Actor for UsersActor {
                         let after = self.stage(state, user, ends_sessions);
                         let mut ops = vec![put(&after)];
                         if new_password {
-                            ops.extend(self.end_tokens(state, after.id, TokenKind::PasswordReset));
+                            ops.extend(self.end_password_bound(state, after.id));
                         }
                         ops.extend(
                             rules::changes(&current, &after)
@@ -183,7 +188,7 @@ impl Actor for UsersActor {
                         };
                         let mut ops = vec![put(&user)];
                         if let EnsureAdmin::Promoted(_) = outcome {
-                            ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
+                            ops.extend(self.end_password_bound(state, user.id));
                         }
                         ops.push(audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), "", detail.into()));
                         state.overlay.add(ops, reply, outcome);
@@ -251,7 +256,7 @@ impl Actor for UsersActor {
                 let user = self.stage(state, user, ends_sessions);
                 let mut ops = vec![put(&user)];
                 // This link and every other reset link of the account (other clients may have asked for some).
-                ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
+                ops.extend(self.end_password_bound(state, user.id));
                 let id = Some(user.id);
                 let detail = "password reset with a mailed link; every session ended".to_owned();
                 ops.push(audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail));
@@ -278,7 +283,7 @@ impl Actor for UsersActor {
                 let user = self.stage(state, user, ends_sessions);
                 let mut ops = vec![put(&user)];
                 if new_password {
-                    ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
+                    ops.extend(self.end_password_bound(state, user.id));
                 }
                 if let Some((what, detail)) = what {
                     let detail = if impersonated { format!("{detail}, while impersonating") } else { detail.into() };
@@ -355,11 +360,15 @@ impl Actor for UsersActor {
                     }
                 }
             }
-            UsersMsg::FinishAttempt { email, user, checked, ip, reply } => {
+            UsersMsg::FinishAttempt { email, user, checked, code, ip, reply } => {
                 let now = Instant::now();
                 let row =
                     state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
-                let detail = if user.is_some() { "wrong password" } else { "unknown e-mail" };
+                let detail = match (code, user.is_some()) {
+                    (true, _) => "wrong second-factor code",
+                    (false, true) => "wrong password",
+                    (false, false) => "unknown e-mail",
+                };
                 let mut rows = attempt_rows(&row, action::SIGN_IN_FAILED, user, &ip, detail.to_owned());
                 if self.attempts.shared && checked != Checked::Wrong {
                     let verified = checked == Checked::Verified;
@@ -452,6 +461,7 @@ impl Actor for UsersActor {
                 let _ = reply.send(());
                 return Ok(());
             }
+            UsersMsg::Factor(msg) => self.factor(state, msg),
             UsersMsg::Flush => {
                 self.flush(state).await;
                 return Ok(());
@@ -511,6 +521,16 @@ impl UsersActor {
                 StoreOp::DeleteToken(hash)
             })
             .collect()
+    }
+
+    /// What a new password ends besides sessions: its reset links, the trusted devices (a password change is how
+    /// a user takes a lost device's trust back) and the sign-ins waiting for a second factor after the old one.
+    fn end_password_bound(&self, state: &mut State, user: UserId) -> Vec<StoreOp> {
+        let mut ops = self.end_tokens(state, user, TokenKind::PasswordReset);
+        ops.extend(self.end_tokens(state, user, TokenKind::TrustedDevice));
+        ops.extend(self.end_tokens(state, user, TokenKind::TwoFactorChallenge { remember_me: true }));
+        ops.extend(self.end_tokens(state, user, TokenKind::TwoFactorChallenge { remember_me: false }));
+        ops
     }
 
     /// The account a live token of `kind` belongs to, if `hash` is one.
@@ -653,5 +673,7 @@ fn kind_name(kind: TokenKind) -> &'static str {
     match kind {
         TokenKind::PasswordReset => "password reset",
         TokenKind::EmailVerification => "e-mail verification",
+        TokenKind::TwoFactorChallenge { .. } => "two-factor sign-in",
+        TokenKind::TrustedDevice => "trusted device",
     }
 }

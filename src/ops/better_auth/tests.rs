@@ -221,6 +221,7 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
         updated_at_ms: 1,
         email_verified: false,
         ban_expires_ms: None,
+        two_factor: None,
     };
     Store::open(&config.data_dir).unwrap().commit(&[StoreOp::PutUser(present)]).unwrap();
     let path = dir.path().join("bad.db");
