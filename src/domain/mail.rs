@@ -52,6 +52,8 @@ pub struct OneTimeToken {
     /// The client that asked for it ([`requester`]): a newer request from the same client replaces it, one from
     /// anyone else does not. `None`: unknown (issued before this was recorded); replaced by nobody.
     pub requested_by: Option<[u8; 16]>,
+    /// Wrong codes tried against a two-factor challenge (0 for the other kinds).
+    pub failures: u32,
 }
 
 /// Who asked for a link, as the mail limits count clients: an IPv4 address (as IPv4-mapped IPv6), or an IPv6

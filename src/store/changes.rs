@@ -113,7 +113,7 @@ mod tests {
     /// the other nodes apply what this node holds, nothing more or less.
     #[test]
     fn an_entry_carries_every_held_op_and_only_those() {
-        use crate::store::records::{SessionRecordV2, TokenRecordV2};
+        use crate::store::records::{SessionRecordV2, TokenRecordV3};
         let session = SessionRecordV2 {
             id: [1; 16],
             user_id: [2; 16],
@@ -125,7 +125,14 @@ mod tests {
             remember_me: true,
             impersonated_by: None,
         };
-        let token = TokenRecordV2 { kind: 1, user_id: [2; 16], created_at_ms: 1, expires_at_ms: 9, requested_by: None };
+        let token = TokenRecordV3 {
+            kind: 1,
+            user_id: [2; 16],
+            created_at_ms: 1,
+            expires_at_ms: 9,
+            requested_by: None,
+            failures: 0,
+        };
         let ops = [
             StoreOp::ReserveAttempt { email: "a@b.c".into(), max: 3, window_ms: 1, now_ms: 1 },
             StoreOp::RefreshSession([5; 32], session.clone()),

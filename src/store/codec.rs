@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use super::StoreError;
 use super::records::{
     AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, TokenRecord,
-    TokenRecordV1, TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
+    TokenRecordV1, TokenRecordV2, TokenRecordV3, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -90,11 +90,17 @@ impl Versioned for TokenRecordV2 {
     const KIND: &'static str = "token";
 }
 
+impl Versioned for TokenRecordV3 {
+    const VERSION: u8 = 3;
+    const KIND: &'static str = "token";
+}
+
 /// A token record in any format, as the current one: the first has no requester.
 pub fn decode_token(bytes: &[u8]) -> Result<TokenRecord, StoreError> {
     match bytes.first() {
-        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(Into::into),
-        _ => decode::<TokenRecordV2>(bytes),
+        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(|r| TokenRecordV2::from(r).into()),
+        Some(&TokenRecordV2::VERSION) => decode::<TokenRecordV2>(bytes).map(Into::into),
+        _ => decode::<TokenRecordV3>(bytes),
     }
 }
 
@@ -276,7 +282,8 @@ mod tests {
         expected.extend([2, 0x80, 0x01]);
         assert_eq!(encode(&token), expected);
         assert_eq!(decode::<TokenRecordV1>(&expected).unwrap(), token);
-        assert_eq!(decode_token(&expected).unwrap(), TokenRecordV2::from(token), "a V1 token has no requester");
+        let read = TokenRecordV3::from(TokenRecordV2::from(token));
+        assert_eq!(decode_token(&expected).unwrap(), read, "a V1 token has no requester");
     }
 
     #[test]
@@ -293,7 +300,19 @@ mod tests {
         expected.extend([2, 0x80, 0x01, 1]);
         expected.extend([7; 16]);
         assert_eq!(encode(&token), expected);
-        assert_eq!(decode_token(&expected).unwrap(), token);
+        assert_eq!(decode_token(&expected).unwrap(), token.into());
+    }
+
+    #[test]
+    fn token_v3_golden_bytes_and_older_tokens_have_no_failures() {
+        let v2 = TokenRecordV2 { kind: 3, user_id: [8; 16], created_at_ms: 1, expires_at_ms: 64, requested_by: None };
+        let v3 = TokenRecordV3 { failures: 4, ..v2.clone().into() };
+        let mut expected = vec![3, 3];
+        expected.extend([8; 16]);
+        expected.extend([2, 0x80, 0x01, 0, 4]);
+        assert_eq!(encode(&v3), expected);
+        assert_eq!(decode_token(&expected).unwrap(), v3);
+        assert_eq!(decode_token(&encode(&v2)).unwrap(), TokenRecordV3 { failures: 0, ..v3 });
     }
 
     #[test]

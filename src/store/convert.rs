@@ -148,6 +148,7 @@ pub fn token_record(token: &OneTimeToken) -> TokenRecord {
         created_at_ms: token.created_at.as_millis(),
         expires_at_ms: token.expires_at.as_millis(),
         requested_by: token.requested_by,
+        failures: token.failures,
     }
 }
 
@@ -160,6 +161,7 @@ pub fn token(r: TokenRecord) -> Result<OneTimeToken, StoreError> {
         created_at: Timestamp::from_millis(r.created_at_ms),
         expires_at: Timestamp::from_millis(r.expires_at_ms),
         requested_by: r.requested_by,
+        failures: r.failures,
     })
 }
 
@@ -241,6 +243,7 @@ mod tests {
             created_at: now,
             expires_at: now,
             requested_by: Some([3; 16]),
+            failures: 2,
         };
         assert_eq!(token(token_record(&t)).unwrap(), t);
         let m = Mail {

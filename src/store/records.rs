@@ -280,8 +280,35 @@ impl From<TokenRecordV1> for TokenRecordV2 {
     }
 }
 
+/// A one-time token, third format: [`TokenRecordV2`] and how many wrong codes a two-factor challenge has had (so
+/// that every node counts one challenge's five; 0 for the other kinds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecordV3 {
+    /// 1: password reset, 2: e-mail verification, 3 and 4: a two-factor challenge (remembered or not), 5: a
+    /// trusted device.
+    pub kind: u8,
+    pub user_id: [u8; 16],
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub requested_by: Option<[u8; 16]>,
+    pub failures: u32,
+}
+
+impl From<TokenRecordV2> for TokenRecordV3 {
+    fn from(r: TokenRecordV2) -> Self {
+        Self {
+            kind: r.kind,
+            user_id: r.user_id,
+            created_at_ms: r.created_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            requested_by: r.requested_by,
+            failures: 0,
+        }
+    }
+}
+
 /// The token record as this version writes it.
-pub type TokenRecord = TokenRecordV2;
+pub type TokenRecord = TokenRecordV3;
 
 /// A message waiting to be sent. Written in the same transaction as what it announces (a reset token), deleted
 /// once the mail server has accepted it. Key: its UUID v7, so the outbox reads oldest first.

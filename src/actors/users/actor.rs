@@ -73,8 +73,6 @@ struct State {
     starting: Vec<(StartWith, StartReply)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
-    /// Wrong codes per live two-factor challenge (kept across batches; a challenge ends at the limit).
-    challenge_failures: HashMap<TokenHash, u32>,
 }
 
 type StartReply = ractor::RpcReplyPort<super::UpgradedStart>;
@@ -95,7 +93,6 @@ impl Actor for UsersActor {
             mails: Vec::new(),
             starting: Vec::new(),
             closing_orgs: Vec::new(),
-            challenge_failures: HashMap::new(),
         })
     }
 
@@ -214,8 +211,14 @@ impl Actor for UsersActor {
                 let now = Timestamp::now();
                 let requested_by = requester(&ip);
                 let expires_at = now.plus(ttl);
-                let issued =
-                    Arc::new(OneTimeToken { kind, user_id: user.id, created_at: now, expires_at, requested_by });
+                let issued = Arc::new(OneTimeToken {
+                    kind,
+                    user_id: user.id,
+                    created_at: now,
+                    expires_at,
+                    requested_by,
+                    failures: 0,
+                });
                 let mut ops = Vec::new();
                 // A newer request invalidates the older link the same client asked for, and no other: whoever
                 // asks from elsewhere cannot kill a link the account's owner already holds.

@@ -32,15 +32,18 @@ impl UsersActor {
                 }
             }
             FactorMsg::Failed { challenge, user, ip, reply } => {
-                let failures = state.challenge_failures.entry(challenge).or_insert(0);
-                *failures += 1;
-                let ended = *failures >= CHALLENGE_ATTEMPTS;
+                // Counted in the token itself, so that every node counts one challenge's five.
                 let mut ops = Vec::new();
-                if ended {
-                    state.challenge_failures.remove(&challenge);
-                    if self.live_token(state, &challenge).is_some() {
+                let mut ended = true;
+                if let Some(pending) = self.live_token(state, &challenge) {
+                    let counted = OneTimeToken { failures: pending.failures + 1, ..OneTimeToken::clone(&pending) };
+                    ended = counted.failures >= CHALLENGE_ATTEMPTS;
+                    if ended {
                         state.tokens.insert(challenge, None);
                         ops.push(StoreOp::DeleteToken(challenge));
+                    } else {
+                        ops.push(StoreOp::PutToken(challenge, convert::token_record(&counted)));
+                        state.tokens.insert(challenge, Some(Arc::new(counted)));
                     }
                 }
                 let detail = if ended { "wrong code; the sign-in must start again" } else { "wrong code" };
@@ -164,7 +167,6 @@ impl UsersActor {
         };
         let user = User { two_factor: Some(Arc::new(used)), ..User::clone(&current) };
         let user = self.stage(state, user, false);
-        state.challenge_failures.remove(&challenge);
         state.tokens.insert(challenge, None);
         let mut ops = vec![put(&user), StoreOp::DeleteToken(challenge)];
         if let Some(device) = trust {
@@ -183,7 +185,14 @@ impl UsersActor {
     /// once, one per browser.
     fn cookie_token(&self, kind: TokenKind, user: UserId, ttl: std::time::Duration) -> OneTimeToken {
         let now = Timestamp::now();
-        OneTimeToken { kind, user_id: user, created_at: now, expires_at: now.plus(ttl), requested_by: None }
+        OneTimeToken {
+            kind,
+            user_id: user,
+            created_at: now,
+            expires_at: now.plus(ttl),
+            requested_by: None,
+            failures: 0,
+        }
     }
 
     /// The token `hash`, this batch's changes first.
