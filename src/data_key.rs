@@ -87,6 +87,13 @@ impl DataKey {
         Ok(Self::from_bytes(&key))
     }
 
+    /// A key of this process alone, never written (an import's dry run checks with one).
+    pub fn ephemeral() -> DataKey {
+        let mut key = [0u8; KEY_LEN];
+        getrandom::fill(&mut key).expect("the operating system's random source failed");
+        Self::from_bytes(&key)
+    }
+
     fn from_bytes(key: &[u8; KEY_LEN]) -> DataKey {
         use hmac::Mac;
         let mut derive = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
