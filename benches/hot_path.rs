@@ -29,6 +29,7 @@ fn user(i: usize) -> UserRecord {
         updated_at_ms: 1_795_338_902_123,
         email_verified: false,
         ban_expires_ms: None,
+        two_factor: None,
     }
 }
 

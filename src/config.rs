@@ -42,7 +42,7 @@ pub struct Config {
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
     pub store: StoreConfig,
-    pub webhooks: WebhooksConfig,
+    pub two_factor: TwoFactorConfig, pub webhooks: WebhooksConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -321,6 +321,18 @@ impl std::fmt::Debug for StoreConfig {
     }
 }
 
+/// The second factor (authenticator apps, backup codes).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct TwoFactorConfig {
+    /// The name authenticator apps show beside the account (`issuer` in the `otpauth://` URI) when the client
+    /// gives none; `None`: "service-auth".
+    pub issuer: Option<String>,
+    /// Roles that must have a second factor: an account of one of them without one gets a session that can only
+    /// enrol one (or sign out). Empty: nobody is required to.
+    pub required_for_roles: Vec<String>,
+}
+
 /// How long the audit log keeps its entries, and how many at most.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -447,6 +459,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             store: StoreConfig::default(),
             webhooks: WebhooksConfig::default(),
+            two_factor: TwoFactorConfig::default(),
             bootstrap_admin: None,
             source: None,
         }
@@ -755,6 +768,12 @@ impl Config {
         }
         if !self.roles.allowed.contains(&self.roles.default) {
             return fail("roles.default", format!("= {:?} is not in roles.allowed", self.roles.default));
+        }
+        if let Some(bad) = self.two_factor.required_for_roles.iter().find(|r| !self.roles.allowed.contains(r)) {
+            return fail("two_factor.required_for_roles", format!("entry {bad:?} is not in roles.allowed"));
+        }
+        if self.two_factor.issuer.as_deref().is_some_and(|i| i.trim().is_empty() || i.len() > 64 || i.contains(':')) {
+            return fail("two_factor.issuer", "must be 1 to 64 characters without ':'".into());
         }
         let h = &self.hashing;
         if h.memory_kib < 19_456 {

@@ -29,6 +29,8 @@ const VERSION: u8 = 1;
 #[derive(Clone)]
 pub struct DataKey {
     cipher: XChaCha20Poly1305,
+    /// A second key derived from the first, for keyed hashes (backup codes): never the cipher's own key.
+    mac: [u8; 32],
 }
 
 impl std::fmt::Debug for DataKey {
@@ -85,8 +87,24 @@ impl DataKey {
         Ok(Self::from_bytes(&key))
     }
 
+    /// A key of this process alone, never written (an import's dry run checks with one).
+    pub fn ephemeral() -> DataKey {
+        let mut key = [0u8; KEY_LEN];
+        getrandom::fill(&mut key).expect("the operating system's random source failed");
+        Self::from_bytes(&key)
+    }
+
     fn from_bytes(key: &[u8; KEY_LEN]) -> DataKey {
-        DataKey { cipher: XChaCha20Poly1305::new(key.into()) }
+        use hmac::Mac;
+        let mut derive = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+        derive.update(b"service-auth data key: keyed hashes v1");
+        DataKey { cipher: XChaCha20Poly1305::new(key.into()), mac: derive.finalize().into_bytes().into() }
+    }
+
+    /// The key for keyed hashes of values the server must recognise but never read back (backup codes): derived
+    /// from the data key, so a copy of the store alone cannot be searched for them.
+    pub fn mac_key(&self) -> [u8; 32] {
+        self.mac
     }
 
     fn create(path: &Path) -> std::io::Result<DataKey> {

@@ -69,6 +69,8 @@ impl Templates {
         match kind {
             TokenKind::PasswordReset => self.reset_ttl,
             TokenKind::EmailVerification => self.verify_ttl,
+            TokenKind::TwoFactorChallenge { .. } => crate::domain::two_factor::CHALLENGE_TTL,
+            TokenKind::TrustedDevice => crate::domain::two_factor::TRUSTED_DEVICE_TTL,
         }
     }
 
@@ -88,6 +90,10 @@ impl Templates {
                 VERIFY_TEXT,
                 VERIFY_HTML,
             ),
+            // Cookies, never links: nothing calls this with them (`issue_token` takes only the mailed kinds).
+            TokenKind::TwoFactorChallenge { .. } | TokenKind::TrustedDevice => {
+                unreachable!("a {kind:?} token is a cookie, never mailed")
+            }
         };
         // Without a page of the application's own, the link leads to the service's, so a deployment without
         // pages works end to end; the link endpoints redirect there as to any callback.
@@ -644,6 +650,7 @@ mod tests {
             password_hash: "".into(),
             created_at: now,
             updated_at: now,
+            two_factor: None,
             rendered: Default::default(),
         };
         let token = SessionToken::generate();

@@ -94,6 +94,10 @@ enum Command {
         /// Write better-auth id → new id here, one JSON object per line (for the application's own tables).
         #[arg(long)]
         mapping_out: Option<PathBuf>,
+        /// better-auth's secret: with it the second factors (TOTP secrets, backup codes) come over, which
+        /// better-auth encrypts with it. Prefer the environment variable: a command line is visible to others.
+        #[arg(long, env = "BETTER_AUTH_SECRET", hide_env_values = true)]
+        secret: Option<String>,
     },
 }
 
@@ -168,14 +172,14 @@ fn main() -> ExitCode {
         }
         Command::Export { out } => report(ops::export::export(&config, out.as_deref())),
         Command::Import { file } => report(ops::export::import(&config, &file)),
-        Command::ImportBetterAuth { sqlite, postgres, dry_run, mapping_out } => {
+        Command::ImportBetterAuth { sqlite, postgres, dry_run, mapping_out, secret } => {
             // clap lets exactly one of the two through.
             let source = match (sqlite, postgres) {
                 (Some(path), _) => Some(ops::better_auth::Source::Sqlite(path)),
                 (None, url) => url.map(ops::better_auth::Source::Postgres),
             };
             let Some(source) = source else { return ExitCode::from(2) };
-            let options = ops::better_auth::Options { source, dry_run, mapping_out };
+            let options = ops::better_auth::Options { source, dry_run, mapping_out, secret };
             report(ops::better_auth::import(&config, &options))
         }
     }

@@ -203,6 +203,8 @@ impl Core {
             counters,
             data_key: Arc::new(data_key),
             webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
+            two_factor_issuer: config.two_factor.issuer.as_deref().unwrap_or("service-auth").into(),
+            two_factor_roles: config.two_factor.required_for_roles.clone().into(),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

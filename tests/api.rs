@@ -38,9 +38,10 @@ mod api {
     mod pages;
     mod refused_origins;
     mod security;
-    mod stats;
     mod setup;
+    mod stats;
     mod test_command;
+    mod two_factor;
     mod upgrade;
     mod webhooks;
 }

@@ -56,7 +56,12 @@ impl From<HashError> for AccountError {
 impl Accounts {
     /// Checks `password` against `user`'s, under the same per-e-mail failure limit as a sign-in (a wrong
     /// confirmation counts as a failed sign-in), in a task that finishes whatever the connection does.
-    async fn confirm_password(&self, user: &Arc<User>, password: Password, ip: &str) -> Result<(), AccountError> {
+    pub(super) async fn confirm_password(
+        &self,
+        user: &Arc<User>,
+        password: Password,
+        ip: &str,
+    ) -> Result<(), AccountError> {
         let check = check_password(self.clone(), user.email.clone(), Some(Arc::clone(user)), password, ip.to_owned());
         match self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)?? {
             true => Ok(()),

@@ -28,6 +28,17 @@ pub struct SignedIn {
     pub user: Arc<User>,
 }
 
+/// What a right password gives: a session, or (the account has a second factor, and this browser is not a trusted
+/// device of it) a challenge to prove it with (the two-factor cookie's token).
+pub enum SignInOutcome {
+    In(SignedIn),
+    SecondFactor {
+        challenge: SessionToken,
+    },
+    /// A trusted device: a session, and the device's renewed token.
+    Trusted(SignedIn, SessionToken),
+}
+
 /// What sign-up gives: a session, or (when addresses must be verified first) only the account, a link having been
 /// mailed.
 pub enum SignedUp {
@@ -136,13 +147,15 @@ impl Accounts {
         Ok(SignedUp::In(SignedIn { token, session, user }))
     }
 
+    /// A sign-in with e-mail and password; `trusted` is the trusted-device cookie's token, if the browser sent one.
     pub async fn sign_in(
         &self,
         email: Email,
         password: Password,
         remember_me: bool,
+        trusted: Option<SessionToken>,
         client: Client,
-    ) -> Result<SignedIn, SignInError> {
+    ) -> Result<SignInOutcome, SignInError> {
         let outcome = self.sign_in_uncounted(email, password, remember_me, client).await;
         // An overloaded or unavailable service decided nothing about the caller: not counted.
         let counted = match &outcome {
@@ -165,7 +178,7 @@ impl Accounts {
         password: Password,
         remember_me: bool,
         client: Client,
-    ) -> Result<SignedIn, SignInError> {
+    ) -> Result<SignInOutcome, SignInError> {
         let user = self.indexes.users.by_email(&email);
         // Kept only for an account whose hash is not at the configured cost (an import's scrypt or argon2, or this
         // server's before a change of `[hashing]`): it is re-hashed at that cost.
@@ -182,6 +195,24 @@ impl Accounts {
         if self.require_verification && !user.email_verified {
             return Err(SignInError::EmailNotVerified);
         }
+        if user.has_second_factor() {
+            match trusted.filter(|t| self.trusted_device(user.id, t)) {
+                // Refused like any sign-in of a banned account, before a challenge says the password was right.
+                _ if user.is_banned_at(crate::domain::Timestamp::now()) => return Err(SignInError::Banned),
+                Some(device) => {
+                    let (token, session) =
+                        self.actors.sessions.create(user.id, remember_me, client, Start::SignIn).await?;
+                    let next = SessionToken::generate();
+                    self.actors.users.rotate_trust(device.hash(), next.hash()).await?;
+                    let user = self.indexes.users.get(user.id).unwrap_or(user);
+                    return Ok(SignInOutcome::Trusted(SignedIn { token, session, user }, next));
+                }
+                None => {
+                    let challenge = self.actors.users.challenge(user.id, remember_me).await?;
+                    return Ok(SignInOutcome::SecondFactor { challenge });
+                }
+            }
+        }
         if let Some((from, password)) = upgrade {
             // The old hash is replaced in the commit that starts the session. If every hashing worker
             // is busy, the sign-in still succeeds and the next one replaces it.
@@ -189,13 +220,13 @@ impl Accounts {
                 let start = StartWith { user: user.id, remember_me, client: client.clone() };
                 if let Some((token, session)) = self.actors.users.sign_in_upgrading(from, to, start).await? {
                     let user = self.indexes.users.get(user.id).unwrap_or(user);
-                    return Ok(SignedIn { token, session, user });
+                    return Ok(SignInOutcome::In(SignedIn { token, session, user }));
                 }
             }
         }
         let (token, session) = self.actors.sessions.create(user.id, remember_me, client, Start::SignIn).await?;
         let user = self.indexes.users.get(user.id).unwrap_or(user);
-        Ok(SignedIn { token, session, user })
+        Ok(SignInOutcome::In(SignedIn { token, session, user }))
     }
 
     /// Ends the session of `token`; ending one that does not exist succeeds.
@@ -214,6 +245,7 @@ pub(super) async fn check_password(
 ) -> Result<bool, SignInError> {
     let users = &accounts.actors.users;
     let id = user.as_ref().map(|u| u.id);
+    let user_had_factor = user.as_ref().is_some_and(|u| u.has_second_factor());
     users.begin_attempt(email.clone(), id, ip.clone()).await.map_err(|e| match e {
         AttemptRefused::Locked(wait) => SignInError::Locked(wait),
         AttemptRefused::Unavailable(u) => SignInError::Unavailable(u),
@@ -223,7 +255,11 @@ pub(super) async fn check_password(
     let index = &accounts.indexes.users;
     let on_file = OnFile { legacy: index.legacy_hashes() > 0, argon2: index.argon2_costs() };
     let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.to_string()), on_file).await;
+    // A right password clears the account's failures only where it is the whole proof: with a second factor on,
+    // only a right second factor does, so that signing in again does not reset the count of wrong codes.
+    let second_factor = id.is_some() && user_had_factor;
     let checked = match verified {
+        Ok(true) if second_factor => Checked::NotChecked,
         Ok(true) => Checked::Verified,
         Ok(false) => Checked::Wrong,
         Err(_) => Checked::NotChecked,

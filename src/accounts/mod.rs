@@ -12,6 +12,7 @@ mod organizations;
 mod query;
 mod recovery;
 mod setup;
+mod two_factor;
 mod webhooks;
 
 use std::sync::Arc;
@@ -38,12 +39,13 @@ use crate::store::Store;
 use crate::store::follower::Freshness;
 pub use account::AccountError;
 pub use admin::{AdminError, SessionRef};
-pub use auth::{SignInError, SignUp, SignUpError, SignedIn, SignedUp};
+pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use organizations::{FullOrganization, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
 pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
+pub use two_factor::{Code, Enrolment, TwoFactorError, Verified};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]
@@ -76,8 +78,11 @@ pub struct Accounts {
     /// The mail sender's queue, for the overview's outbox health (`None` without a mail transport).
     pub(crate) outbox: Option<crate::mail::MailQueue>,
     /// Seals the secrets the server reads back (a TOTP secret).
-    #[allow(dead_code)] // read by the families that store secrets (two-factor, OIDC clients) as they arrive
     pub(crate) data_key: Arc<crate::data_key::DataKey>,
+    /// The `issuer` of new TOTP URIs when the client gives none.
+    pub(crate) two_factor_issuer: Arc<str>,
+    /// Roles whose accounts must have a second factor before their sessions can do anything else.
+    pub(crate) two_factor_roles: Arc<[String]>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.
@@ -123,6 +128,32 @@ impl Current {
 }
 
 impl Accounts {
+    /// Whether this session may do nothing but enrol a second factor (and sign out): `[two_factor]
+    /// required_for_roles` names the account's role and it has none. An administrator's impersonation is not held
+    /// back (the administrator proved who they are on their own session).
+    pub fn must_enrol(&self, current: &Current) -> bool {
+        !self.two_factor_roles.is_empty()
+            && !current.is_impersonation()
+            && !current.user.has_second_factor()
+            && self.two_factor_roles.iter().any(|r| r == current.user.role.as_str())
+    }
+
+    /// `[two_factor] required_for_roles`.
+    pub fn two_factor_roles(&self) -> &[String] {
+        &self.two_factor_roles
+    }
+
+    /// Administrators (not banned) without a second factor, for the console's status page.
+    pub fn administrators_without_second_factor(&self) -> usize {
+        self.indexes
+            .users
+            .active_admins()
+            .into_iter()
+            .filter_map(|id| self.indexes.users.get(id))
+            .filter(|u| !u.has_second_factor())
+            .count()
+    }
+
     pub fn roles(&self) -> &RoleSet {
         &self.roles
     }

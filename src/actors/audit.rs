@@ -49,6 +49,16 @@ pub mod action {
     pub const INVITATION_ACCEPTED: &str = "invitation.accepted";
     pub const INVITATION_REJECTED: &str = "invitation.rejected";
     pub const INVITATION_CANCELED: &str = "invitation.canceled";
+    /// A second factor: enrolment started, confirmed (on), new backup codes, turned off by the user, reset by an
+    /// administrator; a wrong code at sign-in (at most the account's failure limit a window); a challenge ended by
+    /// too many wrong codes.
+    pub const TWO_FACTOR_ENROLMENT: &str = "user.two_factor_enrolment";
+    pub const TWO_FACTOR_ENABLED: &str = "user.two_factor_enabled";
+    pub const TWO_FACTOR_BACKUP_CODES: &str = "user.two_factor_backup_codes";
+    pub const TWO_FACTOR_DISABLED: &str = "user.two_factor_disabled";
+    pub const TWO_FACTOR_RESET: &str = "user.two_factor_reset";
+    pub const SECOND_FACTOR_FAILED: &str = "sign_in.second_factor_failed";
+    pub const SECOND_FACTOR_PASSED: &str = "sign_in.second_factor_passed";
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.
@@ -277,6 +287,7 @@ mod tests {
             action::SIGN_IN_FAILED,
             action::SIGN_IN_REFUSED,
             action::SIGN_IN_FAILURES_SUMMARISED,
+            action::SECOND_FACTOR_FAILED,
         ];
         assert_eq!(crate::domain::ANONYMOUS_ACTIONS, anonymous.as_slice());
         assert!(!crate::domain::is_anonymous_action(action::ROLE_CHANGED));

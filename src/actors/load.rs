@@ -156,8 +156,8 @@ impl Visitor for Accounts<'_> {
                 let newer = |t: &OneTimeToken| {
                     same(t).and_then(|h| indexes.tokens.get(&h)).is_none_or(|old| old.created_at <= t.created_at)
                 };
-                if live && newer(&token) {
-                    if let Some(old) = same(&token) {
+                if live && (!token.kind.is_link() || newer(&token)) {
+                    if let Some(old) = same(&token).filter(|_| token.kind.is_link()) {
                         indexes.tokens.publish(old, None);
                         self.cleanup.push(StoreOp::DeleteToken(old));
                     }

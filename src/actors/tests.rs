@@ -49,6 +49,7 @@ fn user(email: &str, role: Role) -> User {
         password_hash: "$argon2id$not-used".into(),
         created_at: now,
         updated_at: now,
+        two_factor: None,
         rendered: Default::default(),
     }
 }

@@ -71,6 +71,7 @@ mod tests {
             created_at: now,
             expires_at: now,
             requested_by: Some([requested_by; 16]),
+            failures: 0,
         })
     }
 

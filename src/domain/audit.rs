@@ -6,8 +6,13 @@ use super::{AuditId, Timestamp, UserId};
 /// mailed link asked for, a sign-in failed or refused, and the summary of failures. Retention keeps them in a
 /// stream of their own, capped apart (`[audit] max_anonymous_entries`), so that no amount of them can push an
 /// administrator's change, an account's creation or an impersonation out of the log.
-pub const ANONYMOUS_ACTIONS: &[&str] =
-    &["user.link_requested", "sign_in.failed", "sign_in.refused", "sign_in.failures_summarised"];
+pub const ANONYMOUS_ACTIONS: &[&str] = &[
+    "user.link_requested",
+    "sign_in.failed",
+    "sign_in.refused",
+    "sign_in.failures_summarised",
+    "sign_in.second_factor_failed",
+];
 
 /// Whether entries of `action` belong to the anonymous stream ([`ANONYMOUS_ACTIONS`]).
 pub fn is_anonymous_action(action: &str) -> bool {

@@ -5,6 +5,12 @@ use super::{Email, MailId, Timestamp, UserId};
 pub enum TokenKind {
     PasswordReset,
     EmailVerification,
+    /// A sign-in waiting for its second factor (the two-factor cookie), and whether its session is remembered.
+    TwoFactorChallenge {
+        remember_me: bool,
+    },
+    /// A device whose second factor was proven, trusted to skip it for 30 days (the trusted-device cookie).
+    TrustedDevice,
 }
 
 impl TokenKind {
@@ -12,13 +18,25 @@ impl TokenKind {
         match self {
             Self::PasswordReset => 1,
             Self::EmailVerification => 2,
+            Self::TwoFactorChallenge { remember_me: true } => 3,
+            Self::TwoFactorChallenge { remember_me: false } => 4,
+            Self::TrustedDevice => 5,
         }
+    }
+
+    /// A link mailed to the account's owner (one live per requesting client), not a cookie's token (one per
+    /// browser, as many as there are).
+    pub fn is_link(self) -> bool {
+        matches!(self, Self::PasswordReset | Self::EmailVerification)
     }
 
     pub fn from_code(code: u8) -> Option<Self> {
         match code {
             1 => Some(Self::PasswordReset),
             2 => Some(Self::EmailVerification),
+            3 => Some(Self::TwoFactorChallenge { remember_me: true }),
+            4 => Some(Self::TwoFactorChallenge { remember_me: false }),
+            5 => Some(Self::TrustedDevice),
             _ => None,
         }
     }
@@ -34,6 +52,8 @@ pub struct OneTimeToken {
     /// The client that asked for it ([`requester`]): a newer request from the same client replaces it, one from
     /// anyone else does not. `None`: unknown (issued before this was recorded); replaced by nobody.
     pub requested_by: Option<[u8; 16]>,
+    /// Wrong codes tried against a two-factor challenge (0 for the other kinds).
+    pub failures: u32,
 }
 
 /// Who asked for a link, as the mail limits count clients: an IPv4 address (as IPv4-mapped IPv6), or an IPv6

@@ -11,7 +11,7 @@ use super::extract::{self, Fields};
 use super::fields::{image_url, invalid_email, location_value, safe_redirect, validated_name};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
-use crate::accounts::{SignUp, SignedIn, SignedUp};
+use crate::accounts::{SignInOutcome, SignUp, SignedIn, SignedUp};
 use crate::domain::{Email, Password};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
@@ -50,13 +50,24 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
         return Err(refuse_unread(state, req, refused).await);
     }
     let client = extract::client(&ctx, req.headers());
+    let trusted = super::two_factor::trusted_device(state, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let (email, password) = (body.string("email")?, body.string("password")?);
     let remember_me = body.optional_bool("rememberMe")?.unwrap_or(true);
     let callback = callback_url(state, &ctx, &body)?;
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::for_sign_in(password)?;
-    let SignedIn { token, user, .. } = state.accounts.sign_in(email, password, remember_me, client).await?;
+    let (SignedIn { token, user, .. }, renewed_trust) =
+        match state.accounts.sign_in(email, password, remember_me, trusted, client).await? {
+            SignInOutcome::In(signed_in) => (signed_in, None),
+            SignInOutcome::Trusted(signed_in, device) => (signed_in, Some(device)),
+            // No session yet: better-auth's answer, and the cookie that carries the pending sign-in.
+            SignInOutcome::SecondFactor { challenge } => {
+                let methods = ["totp"];
+                let answer = ok(&serde_json::json!({"twoFactorRedirect": true, "twoFactorMethods": methods}));
+                return Ok(with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge)));
+            }
+        };
     let body = SignedInBody {
         redirect: callback.is_some(),
         token: token.as_str(),
@@ -64,6 +75,9 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
         user: AuthUser::from(&*user),
     };
     let mut answer = with_cookie(ok(&body), state.cookies.set(token.as_str(), remember_me));
+    if let Some(device) = renewed_trust {
+        answer = with_cookie(answer, super::two_factor::trust_cookie(state, &device));
+    }
     if let Some(location) = callback.and_then(|url| HeaderValue::from_str(&location_value(&url)).ok()) {
         answer.headers_mut().insert(header::LOCATION, location);
     }

@@ -117,6 +117,8 @@ pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
         "store_bytes": store_bytes,
         "backups_configured": state.backup_dir.is_some(),
         "last_backup_at": last_backup_at,
+        "administrators_without_second_factor": state.accounts.administrators_without_second_factor(),
+        "second_factor_required_for": state.accounts.two_factor_roles(),
     })))
 }
 

@@ -22,6 +22,8 @@ pub struct AuthUser<'a> {
     ban_reason: Option<&'a str>,
     ban_expires: Option<Timestamp>,
     organization_id: Option<OrgId>,
+    /// better-auth's two-factor plugin adds it to the user.
+    two_factor_enabled: bool,
 }
 
 impl<'a> From<&'a User> for AuthUser<'a> {
@@ -39,6 +41,7 @@ impl<'a> From<&'a User> for AuthUser<'a> {
             ban_reason: u.ban_reason.as_deref(),
             ban_expires: u.ban_expires,
             organization_id: u.organization_id,
+            two_factor_enabled: u.has_second_factor(),
         }
     }
 }

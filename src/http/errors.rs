@@ -113,6 +113,33 @@ impl From<AccountError> for Failure {
     }
 }
 
+impl From<crate::accounts::TwoFactorError> for Failure {
+    fn from(e: crate::accounts::TwoFactorError) -> Self {
+        use crate::accounts::TwoFactorError as E;
+        let message = e.to_string();
+        match e {
+            E::InvalidPassword => Self::bad_request("INVALID_PASSWORD", message),
+            E::AlreadyEnabled => Self::bad_request("TOTP_ALREADY_ENABLED", message),
+            E::TotpNotEnabled => Self::bad_request("TOTP_NOT_ENABLED", message),
+            E::NotEnabled => Self::bad_request("TWO_FACTOR_NOT_ENABLED", message),
+            E::InvalidCode => Self::new(StatusCode::UNAUTHORIZED, "INVALID_CODE", message),
+            E::InvalidBackupCode => Self::new(StatusCode::UNAUTHORIZED, "INVALID_BACKUP_CODE", message),
+            E::InvalidCookie => Self::new(StatusCode::UNAUTHORIZED, "INVALID_TWO_FACTOR_COOKIE", message),
+            E::TooManyAttempts => Self::bad_request("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE", message),
+            E::AccountLocked(wait) => {
+                let secs = HeaderValue::from(super::rate_limits::retry_after_secs(wait));
+                Self::new(StatusCode::TOO_MANY_REQUESTS, "ACCOUNT_TEMPORARILY_LOCKED", message)
+                    .with_header(header::RETRY_AFTER, secs.clone())
+                    .with_header(header::HeaderName::from_static("x-retry-after"), secs)
+            }
+            E::Locked(wait) => Self::too_many_requests(wait),
+            E::UserNotFound => Self::new(StatusCode::NOT_FOUND, "USER_NOT_FOUND", message),
+            E::Busy => busy(),
+            E::Unavailable(u) => u.into(),
+        }
+    }
+}
+
 impl From<MailError> for Failure {
     fn from(e: MailError) -> Self {
         match e {

@@ -341,9 +341,45 @@ pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionTok
 /// The caller's token and session, when the cookie holds a live one (`None` otherwise: 401 for the guard to say).
 /// 503 when this node cannot vouch for any session right now (several nodes: too far behind the database), so that
 /// an outage is not taken for a sign-out.
+///
+/// `[two_factor] required_for_roles`: a session of an account that must have a second factor and has none is
+/// refused here (403 `TWO_FACTOR_REQUIRED`), for every call of every family but the few that enrol one
+/// ([`signed_in_enrolling`]); get-session and sign-out do not ask for a caller.
 fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+    let found = caller_enrolling(state, headers)?;
+    if let Some((_, current)) = &found
+        && state.accounts.must_enrol(current)
+    {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "TWO_FACTOR_REQUIRED",
+            "Your role requires a second factor: enable two-factor authentication first",
+        ));
+    }
+    Ok(found)
+}
+
+fn caller_enrolling(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
     let Some(token) = session_token(state, headers) else { return Ok(None) };
     Ok(state.accounts.current(&token)?.map(|current| (token, current)))
+}
+
+/// [`signed_in`] for the calls that enrol a second factor: the only ones a session that must enrol one may make.
+pub fn signed_in_enrolling(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    caller_enrolling(state, headers)?.ok_or_else(unauthorized)
+}
+
+/// [`signed_in_enrolling`], but the caller's own session (not an impersonation).
+pub fn signed_in_self_enrolling(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    let (token, current) = signed_in_enrolling(state, headers)?;
+    if current.is_impersonation() {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "NOT_ALLOWED_WHILE_IMPERSONATING",
+            "An administrator impersonating a user cannot change their second factor",
+        ));
+    }
+    Ok((token, current))
 }
 
 /// How a route family words its refusals. The statuses are the same for all (401 without a live session, 403 for

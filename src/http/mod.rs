@@ -48,6 +48,7 @@ mod router;
 mod routes;
 mod setup;
 mod state;
+mod two_factor;
 mod webhooks;
 
 use std::convert::Infallible;

@@ -175,6 +175,10 @@ pub struct CookieSettings {
     pub max_age: u64,
     /// `service-auth.admin_session`: an impersonating administrator's own session, kept aside until they stop.
     pub admin_name: String,
+    /// `service-auth.two_factor` (a sign-in waiting for its second factor) and `service-auth.trust_device` (a
+    /// trusted device), better-auth's two-factor cookies.
+    pub two_factor_name: String,
+    pub trust_name: String,
 }
 
 impl CookieSettings {
@@ -182,7 +186,19 @@ impl CookieSettings {
         let secure_prefix = if secure { "__Secure-" } else { "" };
         let name = format!("{secure_prefix}{prefix}.session_token");
         let admin_name = format!("{secure_prefix}{prefix}.admin_session");
-        Self { name, secure, max_age, admin_name }
+        let two_factor_name = format!("{secure_prefix}{prefix}.two_factor");
+        let trust_name = format!("{secure_prefix}{prefix}.trust_device");
+        Self { name, secure, max_age, admin_name, two_factor_name, trust_name }
+    }
+
+    /// Cookie `name` (one of the names above) carrying `token` for `max_age` seconds.
+    pub fn set_for(&self, name: &str, token: &str, max_age: u64) -> HeaderValue {
+        self.header(&format!("{name}={token}; Max-Age={max_age}"))
+    }
+
+    /// Clears cookie `name`.
+    pub fn clear_for(&self, name: &str) -> HeaderValue {
+        self.header(&format!("{name}=; Max-Age=0"))
     }
 
     /// The cookie keeping the administrator's own token during an impersonation; no `Max-Age`, like the

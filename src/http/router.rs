@@ -15,7 +15,7 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, ops, org_plugin, organizations, overview, pages, recovery, request_id, setup, webhooks,
+    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, ops, org_plugin, organizations, overview, pages, recovery, request_id, setup, two_factor, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -194,6 +194,13 @@ async fn dispatch(
         Endpoint::OrgGetInvitation => org_plugin::get_invitation(state, ctx, req).await,
         Endpoint::OrgListInvitations => org_plugin::list_invitations(state, ctx, req).await,
         Endpoint::OrgListUserInvitations => org_plugin::list_user_invitations(state, ctx, req).await,
+        Endpoint::TwoFactorEnable => two_factor::enable(state, ctx, req).await,
+        Endpoint::TwoFactorGetTotpUri => two_factor::get_totp_uri(state, ctx, req).await,
+        Endpoint::TwoFactorVerifyTotp => two_factor::verify_totp(state, ctx, req).await,
+        Endpoint::TwoFactorVerifyBackupCode => two_factor::verify_backup_code(state, ctx, req).await,
+        Endpoint::TwoFactorGenerateBackupCodes => two_factor::generate_backup_codes(state, ctx, req).await,
+        Endpoint::TwoFactorDisable => two_factor::disable(state, ctx, req).await,
+        Endpoint::TwoFactorReset => two_factor::admin_reset(state, ctx, req).await,
         Endpoint::ListUsers => admin::list_users(state, ctx, req).await,
         Endpoint::UpdateUser => admin::update_user(state, ctx, req).await,
         Endpoint::ListOrganizations => organizations::list(state, ctx, req).await,

@@ -85,6 +85,13 @@ routes! {
     "/api/auth/organization/list-invitations" => { GET => OrgListInvitations },
     "/api/auth/organization/list-user-invitations" => { GET => OrgListUserInvitations },
     // admin: the service's own administration calls
+    "/api/auth/two-factor/enable" => { POST => TwoFactorEnable },
+    "/api/auth/two-factor/get-totp-uri" => { POST => TwoFactorGetTotpUri },
+    "/api/auth/two-factor/verify-totp" => { POST => TwoFactorVerifyTotp },
+    "/api/auth/two-factor/verify-backup-code" => { POST => TwoFactorVerifyBackupCode },
+    "/api/auth/two-factor/generate-backup-codes" => { POST => TwoFactorGenerateBackupCodes },
+    "/api/auth/two-factor/disable" => { POST => TwoFactorDisable },
+    "/api/admin/users/{id}/two-factor/reset" => { POST => TwoFactorReset },
     "/api/admin/users" => { GET => ListUsers, PATCH => UpdateUser },
     "/api/admin/organizations" => { GET => ListOrganizations, POST => CreateOrganization },
     "/api/admin/organizations/{id}" => {

@@ -270,6 +270,7 @@ mod tests {
                 updated_at_ms: 0,
                 email_verified: false,
                 ban_expires_ms: None,
+                two_factor: None,
             })
         };
         let broken = Config { data_dir: dir.path().join("broken"), ..Config::default() };

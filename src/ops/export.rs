@@ -208,6 +208,7 @@ impl Seen {
                     updated_at_ms: millis(&updated_at)?,
                     email_verified,
                     ban_expires_ms,
+                    two_factor: None,
                 }))
             }
         }
@@ -271,6 +272,7 @@ mod tests {
             updated_at_ms: 2_000,
             email_verified: n.is_multiple_of(3),
             ban_expires_ms: (n.is_multiple_of(4)).then_some(9_000),
+            two_factor: None,
         })
     }
 

@@ -143,6 +143,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             password_hash: hash.into(),
             created_at: now,
             updated_at: now,
+            two_factor: None,
             rendered: Default::default(),
         };
         ids.push(user.id);

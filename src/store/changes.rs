@@ -127,7 +127,7 @@ mod tests {
     /// the other nodes apply what this node holds, nothing more or less.
     #[test]
     fn an_entry_carries_every_held_op_and_only_those() {
-        use crate::store::records::{InvitationRecordV1, MembershipRecordV1, SessionRecordV3, TokenRecordV2};
+        use crate::store::records::{InvitationRecordV1, MembershipRecordV1, SessionRecordV3, TokenRecordV3};
         let session = SessionRecordV3 {
             id: [1; 16],
             user_id: [2; 16],
@@ -151,7 +151,14 @@ mod tests {
             expires_at_ms: 9,
             created_at_ms: 1,
         };
-        let token = TokenRecordV2 { kind: 1, user_id: [2; 16], created_at_ms: 1, expires_at_ms: 9, requested_by: None };
+        let token = TokenRecordV3 {
+            kind: 1,
+            user_id: [2; 16],
+            created_at_ms: 1,
+            expires_at_ms: 9,
+            requested_by: None,
+            failures: 0,
+        };
         let ops = [
             StoreOp::ReserveAttempt { email: "a@b.c".into(), max: 3, window_ms: 1, now_ms: 1 },
             StoreOp::RefreshSession([5; 32], session.clone()),

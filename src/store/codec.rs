@@ -8,9 +8,7 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
-    SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2,
-    UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2, TokenRecordV3, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -35,13 +33,21 @@ impl Versioned for UserRecordV3 {
     const KIND: &'static str = "user";
 }
 
+impl Versioned for UserRecordV4 {
+    const VERSION: u8 = 4;
+    const KIND: &'static str = "user";
+}
+
 /// A user record in any format, as the current one: the first (no `email_verified`) reads as unverified, the
 /// first two (no `ban_expires_ms`) with bans that last until lifted.
 pub fn decode_user(bytes: &[u8]) -> Result<UserRecord, StoreError> {
     match bytes.first() {
-        Some(&UserRecordV1::VERSION) => decode::<UserRecordV1>(bytes).map(|r| UserRecordV2::from(r).into()),
-        Some(&UserRecordV2::VERSION) => decode::<UserRecordV2>(bytes).map(Into::into),
-        _ => decode::<UserRecordV3>(bytes),
+        Some(&UserRecordV1::VERSION) => {
+            decode::<UserRecordV1>(bytes).map(|r| UserRecordV3::from(UserRecordV2::from(r)).into())
+        }
+        Some(&UserRecordV2::VERSION) => decode::<UserRecordV2>(bytes).map(|r| UserRecordV3::from(r).into()),
+        Some(&UserRecordV3::VERSION) => decode::<UserRecordV3>(bytes).map(Into::into),
+        _ => decode::<UserRecordV4>(bytes),
     }
 }
 
@@ -113,11 +119,17 @@ impl Versioned for TokenRecordV2 {
     const KIND: &'static str = "token";
 }
 
+impl Versioned for TokenRecordV3 {
+    const VERSION: u8 = 3;
+    const KIND: &'static str = "token";
+}
+
 /// A token record in any format, as the current one: the first has no requester.
 pub fn decode_token(bytes: &[u8]) -> Result<TokenRecord, StoreError> {
     match bytes.first() {
-        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(Into::into),
-        _ => decode::<TokenRecordV2>(bytes),
+        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(|r| TokenRecordV2::from(r).into()),
+        Some(&TokenRecordV2::VERSION) => decode::<TokenRecordV2>(bytes).map(Into::into),
+        _ => decode::<TokenRecordV3>(bytes),
     }
 }
 
@@ -192,9 +204,9 @@ mod tests {
         expected[0] = 2;
         expected.push(1);
         assert_eq!(encode(&v2), expected);
-        assert_eq!(decode_user(&expected).unwrap(), v2.clone().into());
+        assert_eq!(decode_user(&expected).unwrap(), UserRecordV3::from(v2.clone()).into());
         let old = decode_user(&encode(&user())).unwrap();
-        assert_eq!(old, UserRecordV3::from(UserRecordV2 { email_verified: false, ..v2 }));
+        assert_eq!(old, UserRecordV3::from(UserRecordV2 { email_verified: false, ..v2 }).into());
     }
 
     #[test]
@@ -205,8 +217,32 @@ mod tests {
         expected[0] = 3;
         expected.extend([1, 0x80, 0x01]);
         assert_eq!(encode(&v3), expected);
-        assert_eq!(decode_user(&expected).unwrap(), v3);
-        assert_eq!(decode_user(&encode(&v2)).unwrap(), UserRecordV3 { ban_expires_ms: None, ..v3 });
+        assert_eq!(decode_user(&expected).unwrap(), v3.clone().into());
+        assert_eq!(decode_user(&encode(&v2)).unwrap(), UserRecordV3 { ban_expires_ms: None, ..v3 }.into());
+    }
+
+    #[test]
+    fn user_v4_golden_bytes_and_older_formats_read_without_a_second_factor() {
+        let v3 =
+            UserRecordV3 { ban_expires_ms: Some(64), ..UserRecordV2 { email_verified: true, ..user().into() }.into() };
+        let two_factor = crate::store::records::TwoFactorRecordV1 {
+            sealed_secret: vec![1, 9, 9],
+            enabled: true,
+            last_step: 300,
+            backup_codes: vec![[5; 32]],
+        };
+        let v4 = UserRecordV4 { two_factor: Some(two_factor), ..v3.clone().into() };
+        let mut expected = encode(&v3);
+        expected[0] = 4;
+        expected.extend([1, 3, 1, 9, 9, 1, 0xac, 0x02, 1]);
+        expected.extend([5; 32]);
+        assert_eq!(encode(&v4), expected);
+        assert_eq!(decode_user(&expected).unwrap(), v4);
+        assert_eq!(decode_user(&encode(&v3)).unwrap(), UserRecordV4 { two_factor: None, ..v4.clone() });
+        let mut none = encode(&v3);
+        none[0] = 4;
+        none.push(0);
+        assert_eq!(encode(&UserRecordV4 { two_factor: None, ..v4 }), none);
     }
 
     #[test]
@@ -327,7 +363,8 @@ mod tests {
         expected.extend([2, 0x80, 0x01]);
         assert_eq!(encode(&token), expected);
         assert_eq!(decode::<TokenRecordV1>(&expected).unwrap(), token);
-        assert_eq!(decode_token(&expected).unwrap(), TokenRecordV2::from(token), "a V1 token has no requester");
+        let read = TokenRecordV3::from(TokenRecordV2::from(token));
+        assert_eq!(decode_token(&expected).unwrap(), read, "a V1 token has no requester");
     }
 
     #[test]
@@ -344,7 +381,19 @@ mod tests {
         expected.extend([2, 0x80, 0x01, 1]);
         expected.extend([7; 16]);
         assert_eq!(encode(&token), expected);
-        assert_eq!(decode_token(&expected).unwrap(), token);
+        assert_eq!(decode_token(&expected).unwrap(), token.into());
+    }
+
+    #[test]
+    fn token_v3_golden_bytes_and_older_tokens_have_no_failures() {
+        let v2 = TokenRecordV2 { kind: 3, user_id: [8; 16], created_at_ms: 1, expires_at_ms: 64, requested_by: None };
+        let v3 = TokenRecordV3 { failures: 4, ..v2.clone().into() };
+        let mut expected = vec![3, 3];
+        expected.extend([8; 16]);
+        expected.extend([2, 0x80, 0x01, 0, 4]);
+        assert_eq!(encode(&v3), expected);
+        assert_eq!(decode_token(&expected).unwrap(), v3);
+        assert_eq!(decode_token(&encode(&v2)).unwrap(), TokenRecordV3 { failures: 0, ..v3 });
     }
 
     #[test]

@@ -7,12 +7,12 @@
 use super::StoreError;
 use super::records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OutboxRecordV1, SessionRecord, TokenRecord,
-    UserRecord,
+    TwoFactorRecordV1, UserRecord,
 };
 use crate::domain::{
     AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, Mail, MailId, MemberRoles, Membership,
-    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, TokenKind, User, UserAgent,
-    UserId,
+    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, TokenKind, TwoFactor, User,
+    UserAgent, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -30,6 +30,12 @@ pub fn user_record(user: &User) -> UserRecord {
         updated_at_ms: user.updated_at.as_millis(),
         email_verified: user.email_verified,
         ban_expires_ms: user.ban_expires.map(Timestamp::as_millis),
+        two_factor: user.two_factor.as_deref().map(|t| TwoFactorRecordV1 {
+            sealed_secret: t.sealed_secret.to_vec(),
+            enabled: t.enabled,
+            last_step: t.last_step,
+            backup_codes: t.backup_codes.to_vec(),
+        }),
     }
 }
 
@@ -49,6 +55,14 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
         password_hash: r.password_hash.into(),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
+        two_factor: r.two_factor.map(|t| {
+            std::sync::Arc::new(TwoFactor {
+                sealed_secret: t.sealed_secret.into_boxed_slice(),
+                enabled: t.enabled,
+                last_step: t.last_step,
+                backup_codes: t.backup_codes.into_boxed_slice(),
+            })
+        }),
         rendered: Default::default(),
     }
 }
@@ -186,6 +200,7 @@ pub fn token_record(token: &OneTimeToken) -> TokenRecord {
         created_at_ms: token.created_at.as_millis(),
         expires_at_ms: token.expires_at.as_millis(),
         requested_by: token.requested_by,
+        failures: token.failures,
     }
 }
 
@@ -198,6 +213,7 @@ pub fn token(r: TokenRecord) -> Result<OneTimeToken, StoreError> {
         created_at: Timestamp::from_millis(r.created_at_ms),
         expires_at: Timestamp::from_millis(r.expires_at_ms),
         requested_by: r.requested_by,
+        failures: r.failures,
     })
 }
 
@@ -295,6 +311,7 @@ mod tests {
             created_at: now,
             expires_at: now,
             requested_by: Some([3; 16]),
+            failures: 2,
         };
         assert_eq!(token(token_record(&t)).unwrap(), t);
         let m = Mail {

@@ -106,8 +106,67 @@ impl From<UserRecordV2> for UserRecordV3 {
     }
 }
 
+/// An account's second factor, inside its user record (so that it is written, replicated and guarded with the
+/// account, in one record: a code accepted once on one node is refused on the others by the same check that keeps
+/// two nodes from undoing each other's change to an account).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TwoFactorRecordV1 {
+    /// The TOTP key sealed with the data key (`data_key.rs`): version, nonce, ciphertext and tag.
+    pub sealed_secret: Vec<u8>,
+    /// Confirmed by a first code: sign-in asks for the second factor.
+    pub enabled: bool,
+    /// The last TOTP time step accepted (a code is accepted once).
+    pub last_step: u64,
+    /// Keyed hashes (HMAC-SHA256) of the unused backup codes.
+    pub backup_codes: Vec<[u8; 32]>,
+}
+
+/// A user account, fourth format: [`UserRecordV3`] and its second factor. Accounts written in earlier formats are
+/// read without one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecordV4 {
+    pub id: [u8; 16],
+    pub name: String,
+    /// Normalised (trimmed, lower-case).
+    pub email: String,
+    pub image: Option<String>,
+    pub role: String,
+    pub banned: bool,
+    pub ban_reason: Option<String>,
+    pub organization_id: Option<[u8; 16]>,
+    /// argon2id PHC string, or a better-auth scrypt hash (`saltHex:keyHex`) kept from an import until the next
+    /// sign-in replaces it.
+    pub password_hash: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub email_verified: bool,
+    pub ban_expires_ms: Option<i64>,
+    pub two_factor: Option<TwoFactorRecordV1>,
+}
+
+impl From<UserRecordV3> for UserRecordV4 {
+    fn from(r: UserRecordV3) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            email: r.email,
+            image: r.image,
+            role: r.role,
+            banned: r.banned,
+            ban_reason: r.ban_reason,
+            organization_id: r.organization_id,
+            password_hash: r.password_hash,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            email_verified: r.email_verified,
+            ban_expires_ms: r.ban_expires_ms,
+            two_factor: None,
+        }
+    }
+}
+
 /// The user record format written today.
-pub type UserRecord = UserRecordV3;
+pub type UserRecord = UserRecordV4;
 
 /// An organization. Key: the 16 bytes of its UUID.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,8 +361,35 @@ impl From<TokenRecordV1> for TokenRecordV2 {
     }
 }
 
+/// A one-time token, third format: [`TokenRecordV2`] and how many wrong codes a two-factor challenge has had (so
+/// that every node counts one challenge's five; 0 for the other kinds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecordV3 {
+    /// 1: password reset, 2: e-mail verification, 3 and 4: a two-factor challenge (remembered or not), 5: a
+    /// trusted device.
+    pub kind: u8,
+    pub user_id: [u8; 16],
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub requested_by: Option<[u8; 16]>,
+    pub failures: u32,
+}
+
+impl From<TokenRecordV2> for TokenRecordV3 {
+    fn from(r: TokenRecordV2) -> Self {
+        Self {
+            kind: r.kind,
+            user_id: r.user_id,
+            created_at_ms: r.created_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            requested_by: r.requested_by,
+            failures: 0,
+        }
+    }
+}
+
 /// The token record as this version writes it.
-pub type TokenRecord = TokenRecordV2;
+pub type TokenRecord = TokenRecordV3;
 
 /// A message waiting to be sent. Written in the same transaction as what it announces (a reset token), deleted
 /// once the mail server has accepted it. Key: its UUID v7, so the outbox reads oldest first.

@@ -39,6 +39,7 @@ pub const USER_KEYS: &[&str] = &[
     "banReason",
     "banExpires",
     "organizationId",
+    "twoFactorEnabled",
 ];
 pub const SESSION_KEYS: &[&str] = &[
     "id",
@@ -172,6 +173,8 @@ impl TestServer {
         // Both nodes are one service, as behind a load balancer: one public URL (the first node's), so a request
         // from either node's pages is same-origin on both.
         one.base_url.get_or_insert_with(|| format!("http://{}", addrs[0]));
+        // One data key for both, as docs/cluster.md says every node must have (each opens what the other sealed).
+        one.data_key_file.get_or_insert_with(|| one.data_dir.join("data.key"));
         let mut two = one.clone();
         two.data_dir = one.data_dir.join("node2");
         let shutdown = CancellationToken::new();

@@ -26,6 +26,8 @@ use crate::mail::MailQueue;
 use crate::store::own::{Key, member_key};
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
 
+mod second_factor;
+
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
     writer: StoreWriter,
@@ -159,7 +161,7 @@ impl Actor for UsersActor {
                         let mut ops = vec![put(&after)];
                         ops.extend(membership_ops);
                         if new_password {
-                            ops.extend(self.end_tokens(state, after.id, TokenKind::PasswordReset));
+                            ops.extend(self.end_password_bound(state, after.id));
                         }
                         ops.extend(
                             rules::changes(&current, &after)
@@ -206,7 +208,7 @@ impl Actor for UsersActor {
                         };
                         let mut ops = vec![put(&user)];
                         if let EnsureAdmin::Promoted(_) = outcome {
-                            ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
+                            ops.extend(self.end_password_bound(state, user.id));
                         }
                         ops.push(audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), ip, detail.into()));
                         state.overlay.add(ops, reply, outcome);
@@ -232,8 +234,14 @@ impl Actor for UsersActor {
                 let now = Timestamp::now();
                 let requested_by = requester(&ip);
                 let expires_at = now.plus(ttl);
-                let issued =
-                    Arc::new(OneTimeToken { kind, user_id: user.id, created_at: now, expires_at, requested_by });
+                let issued = Arc::new(OneTimeToken {
+                    kind,
+                    user_id: user.id,
+                    created_at: now,
+                    expires_at,
+                    requested_by,
+                    failures: 0,
+                });
                 let mut ops = Vec::new();
                 // A newer request invalidates the older link the same client asked for, and no other: whoever
                 // asks from elsewhere cannot kill a link the account's owner already holds.
@@ -274,7 +282,7 @@ impl Actor for UsersActor {
                 let user = self.stage(state, user, ends_sessions);
                 let mut ops = vec![put(&user)];
                 // This link and every other reset link of the account (other clients may have asked for some).
-                ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
+                ops.extend(self.end_password_bound(state, user.id));
                 let id = Some(user.id);
                 let detail = "password reset with a mailed link; every session ended".to_owned();
                 ops.push(audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail));
@@ -301,7 +309,7 @@ impl Actor for UsersActor {
                 let user = self.stage(state, user, ends_sessions);
                 let mut ops = vec![put(&user)];
                 if new_password {
-                    ops.extend(self.end_tokens(state, user.id, TokenKind::PasswordReset));
+                    ops.extend(self.end_password_bound(state, user.id));
                 }
                 if let Some((what, detail)) = what {
                     let detail = if impersonated { format!("{detail}, while impersonating") } else { detail.into() };
@@ -381,11 +389,15 @@ impl Actor for UsersActor {
                     }
                 }
             }
-            UsersMsg::FinishAttempt { email, user, checked, ip, reply } => {
+            UsersMsg::FinishAttempt { email, user, checked, code, ip, reply } => {
                 let now = Instant::now();
                 let row =
                     state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
-                let detail = if user.is_some() { "wrong password" } else { "unknown e-mail" };
+                let detail = match (code, user.is_some()) {
+                    (true, _) => "wrong second-factor code",
+                    (false, true) => "wrong password",
+                    (false, false) => "unknown e-mail",
+                };
                 let mut rows = attempt_rows(&row, action::SIGN_IN_FAILED, user, &ip, detail.to_owned());
                 if self.attempts.shared && checked != Checked::Wrong {
                     let verified = checked == Checked::Verified;
@@ -520,6 +532,7 @@ impl Actor for UsersActor {
                 let _ = reply.send(());
                 return Ok(());
             }
+            UsersMsg::Factor(msg) => self.factor(state, msg),
             UsersMsg::Flush => {
                 self.flush(state).await;
                 return Ok(());
@@ -579,6 +592,16 @@ impl UsersActor {
                 StoreOp::DeleteToken(hash)
             })
             .collect()
+    }
+
+    /// What a new password ends besides sessions: its reset links, the trusted devices (a password change is how
+    /// a user takes a lost device's trust back) and the sign-ins waiting for a second factor after the old one.
+    fn end_password_bound(&self, state: &mut State, user: UserId) -> Vec<StoreOp> {
+        let mut ops = self.end_tokens(state, user, TokenKind::PasswordReset);
+        ops.extend(self.end_tokens(state, user, TokenKind::TrustedDevice));
+        ops.extend(self.end_tokens(state, user, TokenKind::TwoFactorChallenge { remember_me: true }));
+        ops.extend(self.end_tokens(state, user, TokenKind::TwoFactorChallenge { remember_me: false }));
+        ops
     }
 
     /// The account a live token of `kind` belongs to, if `hash` is one.
@@ -735,5 +758,7 @@ fn kind_name(kind: TokenKind) -> &'static str {
     match kind {
         TokenKind::PasswordReset => "password reset",
         TokenKind::EmailVerification => "e-mail verification",
+        TokenKind::TwoFactorChallenge { .. } => "two-factor sign-in",
+        TokenKind::TrustedDevice => "trusted device",
     }
 }

@@ -472,7 +472,7 @@ impl UserIndex {
         }
     }
 
-    pub(super) fn active_admins(&self) -> Vec<UserId> {
+    pub(crate) fn active_admins(&self) -> Vec<UserId> {
         read(&self.active_admins).iter().copied().collect()
     }
 }

@@ -9,6 +9,7 @@ mod actor;
 mod index;
 pub mod members;
 pub mod rules;
+mod second_factor;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,8 @@ use ractor::RpcReplyPort;
 pub(super) use actor::spawn;
 pub(crate) use index::Views;
 pub use index::{Place, UserIndex};
+use second_factor::FactorMsg;
+pub use second_factor::{FactorChange, FactorError, PassError, Passed, Proof};
 
 use super::sessions::{CreateSessionError, StartWith};
 use super::{Unavailable, call};
@@ -272,6 +275,8 @@ pub(super) enum UsersMsg {
         email: Email,
         user: Option<UserId>,
         checked: Checked,
+        /// A second factor's code was checked, not a password (for the audit log's wording).
+        code: bool,
         ip: String,
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
@@ -307,6 +312,8 @@ pub(super) enum UsersMsg {
         gate: crate::store::own::Gate,
         reply: RpcReplyPort<()>,
     },
+    /// The second factor ([`second_factor`]).
+    Factor(FactorMsg),
     Flush,
 }
 
@@ -322,6 +329,7 @@ impl super::Letter for UsersMsg {
             Self::Update { reply, .. } => gone(reply),
             Self::EnsureAdmin { reply, .. } => gone(reply),
             Self::BeginAttempt { reply, .. } => gone(reply),
+            Self::Factor(msg) => msg.caller_gone(),
             Self::SignInUpgrading { reply, .. } => gone(reply),
             Self::DeleteOrg { reply, .. } => gone(reply),
             Self::Members { reply, .. } => gone(reply),
@@ -442,7 +450,20 @@ impl UsersHandle {
         checked: Checked,
         ip: String,
     ) -> Result<(), Unavailable> {
-        call(&self.0, |reply| UsersMsg::FinishAttempt { email, user, checked, ip, reply }).await?
+        call(&self.0, |reply| UsersMsg::FinishAttempt { email, user, checked, code: false, ip, reply }).await?
+    }
+
+    /// Ends a reservation made for a second factor's code: the same budget as the password's (one limit per
+    /// account across every factor), recorded as a wrong code.
+    pub async fn finish_code_attempt(
+        &self,
+        email: Email,
+        user: UserId,
+        checked: Checked,
+        ip: String,
+    ) -> Result<(), Unavailable> {
+        call(&self.0, |reply| UsersMsg::FinishAttempt { email, user: Some(user), checked, code: true, ip, reply })
+            .await?
     }
 
     /// A sign-in whose password was verified against an imported hash `from`: replaces it with `to` (argon2id) and

@@ -36,6 +36,7 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         password_hash: new.password_hash.into(),
         created_at: now,
         updated_at: now,
+        two_factor: None,
         rendered: Default::default(),
     }
 }

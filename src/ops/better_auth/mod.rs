@@ -38,6 +38,8 @@
 //! - users without a password (social sign-in only): imported with a password nobody knows; a password reset
 //!   gives them one.
 //!
+//! With `--secret` (better-auth's), the second factors of the two-factor plugin come over ([`two_factor`]).
+//!
 //! Not imported: sessions (people sign in once more), verification tokens, invitations, OAuth tokens.
 //!
 //! Passwords are kept as they are: better-auth's scrypt hashes and argon2 hashes of another cost verify here and
@@ -48,6 +50,7 @@
 mod plan;
 mod postgres;
 mod sqlite;
+mod two_factor;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -74,6 +77,8 @@ pub struct Options {
     pub dry_run: bool,
     /// Write old id → new id here (JSON Lines), on a real run.
     pub mapping_out: Option<PathBuf>,
+    /// better-auth's secret (`BETTER_AUTH_SECRET`): with it the second factors (`twoFactor`) come over.
+    pub secret: Option<String>,
 }
 
 /// One cell as read, database-neutral.
@@ -226,6 +231,8 @@ pub struct Snapshot {
     pub(crate) orgs: Option<Vec<Vec<Cell>>>,
     pub(crate) members: Option<Vec<Vec<Cell>>>,
     pub(crate) sessions: u64,
+    /// The `twoFactor` table (the two-factor plugin), when there is one.
+    pub(crate) two_factor: Option<Vec<Vec<Cell>>>,
     /// Missing tables and required columns.
     pub(crate) missing: Vec<String>,
 }
@@ -287,6 +294,23 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
         (read.next().flatten(), read.next().flatten(), read.next().flatten(), read.next().flatten());
     snapshot.missing = missing;
     snapshot.sessions = if has_sessions { reader.count("session")? } else { 0 };
+    // The two-factor plugin's table, read only when it is a table with the columns its rows need.
+    match reader.columns("twoFactor")? {
+        Found::Table(have) => {
+            let present: Vec<bool> = two_factor::TWO_FACTOR.iter().map(|c| have.iter().any(|h| h == c.name)).collect();
+            if two_factor::TWO_FACTOR.iter().zip(&present).all(|(c, p)| *p || !c.required) {
+                let mut rows = Collected::new("twoFactor", &mut bytes);
+                reader.rows("twoFactor", two_factor::TWO_FACTOR, &present, &mut rows)?;
+                snapshot.two_factor = Some(rows.into_rows());
+            } else {
+                snapshot.missing.push("table \"twoFactor\" lacks userId, secret or backupCodes".into());
+            }
+        }
+        Found::Missing => {}
+        Found::NotATable(kind) => {
+            snapshot.missing.push(format!("\"twoFactor\" is a {kind}, not a table: only tables are read"));
+        }
+    }
     Ok(snapshot)
 }
 
@@ -315,7 +339,17 @@ fn import_with_faults(
     let configured =
         crate::hashing::configured_parameters(&config.hashing).map_err(|e| OpsError::Invalid(e.to_string()))?;
     let hashing = plan::Hashing { configured: &configured, unusable };
-    let plan = plan(&snapshot, &existing, &roles, hashing, crate::domain::Timestamp::now());
+    let mut plan = plan(&snapshot, &existing, &roles, hashing, crate::domain::Timestamp::now());
+    if let Some(rows) = &snapshot.two_factor {
+        // A dry run writes nothing, not even a data key: it checks with a key of its own.
+        let key = if options.dry_run {
+            crate::data_key::DataKey::ephemeral()
+        } else {
+            crate::data_key::DataKey::load_or_create_file(&config.data_key_path())
+                .map_err(|e| OpsError::Io(format!("the data key: {e}")))?
+        };
+        two_factor::attach(&mut plan, rows, options.secret.as_deref(), &key);
+    }
     let report = plan.report(options.dry_run);
     if !plan.blocking.is_empty() {
         return Err(OpsError::Invalid(report));

@@ -518,6 +518,7 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             updated_at_ms: updated_at_ms.unwrap_or(created_at_ms),
             email_verified: flag(&row[3]),
             ban_expires_ms,
+            two_factor: None,
         }));
     }
     // Every check of an unknown e-mail runs one verification at each cost on file, so that it takes as long as

@@ -88,7 +88,7 @@ fn config(dir: &Path) -> Config {
 }
 
 fn options(db: &Db) -> Options {
-    Options { source: Source::Sqlite(db.path.clone()), dry_run: false, mapping_out: None }
+    Options { source: Source::Sqlite(db.path.clone()), dry_run: false, mapping_out: None, secret: None }
 }
 
 fn stored(config: &Config) -> crate::store::Loaded {
@@ -190,14 +190,14 @@ fn a_missing_table_is_reported_and_nothing_is_written() {
     let path = dir.path().join("other.db");
     Connection::open(&path).unwrap().execute_batch(r#"CREATE TABLE "user" ("id" text, "email" text);"#).unwrap();
     let config = config(dir.path());
-    let options = Options { source: Source::Sqlite(path), dry_run: false, mapping_out: None };
+    let options = Options { source: Source::Sqlite(path), dry_run: false, mapping_out: None, secret: None };
     let report = import(&config, &options).unwrap_err().to_string();
     assert!(report.contains("nothing imported"), "{report}");
     assert!(report.contains("no table \"account\""), "{report}");
     assert!(stored(&config).users.is_empty());
     let not_sqlite = dir.path().join("text.db");
     std::fs::write(&not_sqlite, "this is not a database file, just text").unwrap();
-    let options = Options { source: Source::Sqlite(not_sqlite), dry_run: false, mapping_out: None };
+    let options = Options { source: Source::Sqlite(not_sqlite), dry_run: false, mapping_out: None, secret: None };
     assert!(import(&config, &options).unwrap_err().to_string().contains("cannot read as SQLite"));
 }
 
@@ -221,6 +221,7 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
         updated_at_ms: 1,
         email_verified: false,
         ban_expires_ms: None,
+        two_factor: None,
     };
     Store::open(&config.data_dir).unwrap().commit(&[StoreOp::PutUser(present)]).unwrap();
     let path = dir.path().join("bad.db");
@@ -440,4 +441,65 @@ fn argon2_hashes_above_the_bound_or_of_too_many_costs_are_refused() {
     let report = import(&config, &options(&db)).unwrap_err().to_string();
     assert!(report.contains("the argon2 password hashes have 3 costs other than the configured"), "{report}");
     assert!(stored(&config).users.is_empty(), "nothing written");
+}
+
+/// The two-factor plugin's table as better-auth 1.7 creates it on SQLite.
+const TWO_FACTOR_SCHEMA: &str = r#"
+ALTER TABLE "user" ADD COLUMN "twoFactorEnabled" integer;
+CREATE TABLE "twoFactor" ("id" text NOT NULL PRIMARY KEY, "secret" text NOT NULL, "backupCodes" text NOT NULL,
+  "userId" text NOT NULL REFERENCES "user" ("id"), "verified" integer, "failedVerificationCount" integer,
+  "lockedUntil" date);
+"#;
+
+/// Made by better-auth 1.7.25's `symmetricEncrypt` with this secret (see `two_factor.rs`'s tests).
+const BA_SECRET: &str = "a-better-auth-secret-for-the-import-test-0123456789";
+const BA_TOTP: &str = "868f9473f322f2adda46075394f8fb9691b252a4fb9bc607d8df08d6ea5591da8e760a89fe45d8d78404ba9d55125c763e54ee136616f03202b8ff132f7385646341c91899cb15a3";
+const BA_CODES: &str = "a42e7868b5392d206538b9fd3308358c868594ebc96b1da984cff999f9c3d633418bc57cd6352e809393bef5a0089d676b0290b89394ebf2172ba1b4c55ccf83e6a911f437";
+
+fn two_factor_db(dir: &Path) -> Db {
+    let db = Db::new(dir);
+    db.user("uTfa000000000000000000000000000", Some("tfa@example.com"), None, false, None);
+    db.password("uTfa000000000000000000000000000", HASH.trim());
+    db.conn.execute_batch(TWO_FACTOR_SCHEMA).unwrap();
+    db.conn
+        .execute(
+            r#"INSERT INTO "twoFactor" VALUES ('tf1', ?1, ?2, 'uTfa000000000000000000000000000', 1, 0, NULL)"#,
+            params![BA_TOTP, BA_CODES],
+        )
+        .unwrap();
+    db
+}
+
+#[test]
+fn second_factors_come_over_with_the_secret_sealed_with_the_data_key() {
+    use crate::domain::two_factor::{backup_code_hash, secret_context};
+    let dir = tempfile::tempdir().unwrap();
+    let db = two_factor_db(dir.path());
+    let config = config(dir.path());
+    let report = import(&config, &Options { secret: Some(BA_SECRET.into()), ..options(&db) }).unwrap();
+    assert!(report.contains("1 second factor(s)"), "{report}");
+    let users = stored(&config).users;
+    let user = users.iter().find(|u| u.email == "tfa@example.com").unwrap();
+    let factor = user.two_factor.as_ref().expect("the factor came over");
+    assert!(factor.enabled);
+    let key = crate::data_key::DataKey::load_or_create_file(&config.data_key_path()).unwrap();
+    let opened = key.open(&factor.sealed_secret, &secret_context(&user.id)).unwrap();
+    assert_eq!(opened, b"JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", "the key better-auth verified codes with");
+    let hashes: Vec<[u8; 32]> =
+        ["abcde-12345", "fghij-67890"].iter().map(|c| backup_code_hash(&key.mac_key(), &user.id, c)).collect();
+    assert_eq!(factor.backup_codes, hashes);
+}
+
+#[test]
+fn without_the_secret_factors_are_reported_and_with_a_wrong_one_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = two_factor_db(dir.path());
+    let config = config(dir.path());
+    let wrong = import(&config, &Options { secret: Some("not it".into()), ..options(&db) }).unwrap_err().to_string();
+    assert!(wrong.contains("do not decrypt") && wrong.contains("nothing imported"), "{wrong}");
+    assert!(stored(&config).users.is_empty(), "a blocking problem writes nothing");
+    let report = import(&config, &options(&db)).unwrap();
+    assert!(report.contains("without --secret"), "{report}");
+    let users = stored(&config).users;
+    assert!(users.iter().all(|u| u.two_factor.is_none()));
 }

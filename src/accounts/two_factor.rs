@@ -1,0 +1,299 @@
+//! The second factor, as better-auth's `twoFactor` plugin offers it: enrolment of an authenticator app (TOTP),
+//! backup codes, and the sign-in step between a right password and a session.
+//!
+//! The TOTP secret is sealed with the data key before it reaches the users actor, and opened here only to check a
+//! code: the store never holds it in the clear. Every code checked at sign-in spends from the account's one
+//! failure budget (the password's, [`crate::actors::attempts`]); only a right second factor clears it, never a
+//! right password alone, so a password does not buy an endless supply of guesses at the code.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::account::AccountError;
+use super::auth::SignedIn;
+use super::{Accounts, Client, Current, Unavailable};
+use crate::actors::sessions::{CreateSessionError, Start};
+use crate::actors::users::{AttemptRefused, Checked, FactorChange, FactorError, PassError, Proof};
+use crate::domain::two_factor::{self, TwoFactor};
+use crate::domain::{Password, SessionToken, User, UserId};
+
+/// Errors of the two-factor calls; the messages are better-auth's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TwoFactorError {
+    #[error("Invalid password")]
+    InvalidPassword,
+    #[error("TOTP is already enabled")]
+    AlreadyEnabled,
+    #[error("TOTP not enabled")]
+    TotpNotEnabled,
+    #[error("Two factor isn't enabled")]
+    NotEnabled,
+    #[error("Invalid code")]
+    InvalidCode,
+    #[error("Invalid backup code")]
+    InvalidBackupCode,
+    #[error("Invalid two factor cookie")]
+    InvalidCookie,
+    #[error("Too many attempts. Please request a new code.")]
+    TooManyAttempts,
+    #[error("Too many failed verification attempts. Your account is temporarily locked. Please try again later.")]
+    AccountLocked(Duration),
+    /// A password confirmation refused by the failure limit.
+    #[error("Too many requests. Please try again later.")]
+    Locked(Duration),
+    #[error("User not found")]
+    UserNotFound,
+    #[error("The service is busy. Please try again in a moment.")]
+    Busy,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+impl From<AccountError> for TwoFactorError {
+    fn from(e: AccountError) -> Self {
+        match e {
+            AccountError::InvalidPassword => Self::InvalidPassword,
+            AccountError::Locked(wait) => Self::Locked(wait),
+            AccountError::UserNotFound | AccountError::LastAdmin => Self::UserNotFound,
+            AccountError::Busy => Self::Busy,
+            AccountError::Unavailable(u) => Self::Unavailable(u),
+        }
+    }
+}
+
+impl From<FactorError> for TwoFactorError {
+    fn from(e: FactorError) -> Self {
+        match e {
+            FactorError::UserNotFound | FactorError::NotAdmin => Self::UserNotFound,
+            FactorError::AlreadyEnabled => Self::AlreadyEnabled,
+            FactorError::NotEnrolled => Self::TotpNotEnabled,
+            FactorError::NotEnabled => Self::NotEnabled,
+            FactorError::Replayed => Self::InvalidCode,
+            FactorError::Unavailable(u) => Self::Unavailable(u),
+        }
+    }
+}
+
+/// A new enrolment: the URI for the authenticator app and the backup codes, shown this once.
+pub struct Enrolment {
+    pub totp_uri: String,
+    pub backup_codes: Vec<String>,
+}
+
+/// How a sign-in's second factor is proven.
+pub enum Code {
+    Totp(String),
+    Backup(String),
+}
+
+/// A challenge passed: the session, and the trusted device's new token when one was asked for.
+pub struct Verified {
+    pub signed_in: SignedIn,
+    pub remember_me: bool,
+    pub trusted: Option<SessionToken>,
+}
+
+impl Accounts {
+    /// `POST two-factor/enable`: after the password, a new secret and ten backup codes (replacing an enrolment not
+    /// confirmed yet); the factor is on once [`Accounts::confirm_totp`] accepts a first code.
+    pub async fn enable_two_factor(
+        &self,
+        current: &Current,
+        password: Password,
+        issuer: Option<&str>,
+        ip: &str,
+    ) -> Result<Enrolment, TwoFactorError> {
+        if current.user.has_second_factor() {
+            return Err(TwoFactorError::AlreadyEnabled);
+        }
+        self.confirm_password(&current.user, password, ip).await?;
+        let id = current.user.id.to_bytes();
+        let secret = two_factor::new_secret();
+        let sealed_secret = self.data_key.seal(&secret, &two_factor::secret_context(&id)).into_boxed_slice();
+        let codes = two_factor::new_backup_codes();
+        let backup_codes = self.hash_backup_codes(current.user.id, &codes);
+        let change = FactorChange::Enrol { sealed_secret, backup_codes };
+        let user = self.actors.users.change_factor(current.user.id, current.actor(), change, ip.to_owned()).await?;
+        let issuer = issuer.unwrap_or(&self.two_factor_issuer);
+        Ok(Enrolment { totp_uri: two_factor::uri(&secret, issuer, user.email.as_str()), backup_codes: codes })
+    }
+
+    /// `POST two-factor/get-totp-uri`: the enrolled secret's URI again, after the password.
+    pub async fn totp_uri(&self, current: &Current, password: Password, ip: &str) -> Result<String, TwoFactorError> {
+        let factor = current.user.two_factor.clone().ok_or(TwoFactorError::TotpNotEnabled)?;
+        self.confirm_password(&current.user, password, ip).await?;
+        let secret = self.open_secret(&current.user, &factor)?;
+        Ok(two_factor::uri(&secret, &self.two_factor_issuer, current.user.email.as_str()))
+    }
+
+    /// `POST two-factor/verify-totp` with a session: a code of the enrolled authenticator. The first one turns the
+    /// factor on; each is accepted once.
+    pub async fn confirm_totp(&self, current: &Current, code: &str, ip: &str) -> Result<Arc<User>, TwoFactorError> {
+        let factor = current.user.two_factor.clone().ok_or(TwoFactorError::TotpNotEnabled)?;
+        let secret = self.open_secret(&current.user, &factor)?;
+        let step =
+            two_factor::verify(&secret, code, now_step(), factor.last_step).ok_or(TwoFactorError::InvalidCode)?;
+        let change = FactorChange::Confirm { step };
+        Ok(self.actors.users.change_factor(current.user.id, current.actor(), change, ip.to_owned()).await?)
+    }
+
+    /// `POST two-factor/generate-backup-codes`: ten new codes after the password; the old ones die.
+    pub async fn new_backup_codes(
+        &self,
+        current: &Current,
+        password: Password,
+        ip: &str,
+    ) -> Result<Vec<String>, TwoFactorError> {
+        if !current.user.has_second_factor() {
+            return Err(TwoFactorError::NotEnabled);
+        }
+        self.confirm_password(&current.user, password, ip).await?;
+        let codes = two_factor::new_backup_codes();
+        let backup_codes = self.hash_backup_codes(current.user.id, &codes);
+        let change = FactorChange::NewBackupCodes { backup_codes };
+        self.actors.users.change_factor(current.user.id, current.actor(), change, ip.to_owned()).await?;
+        Ok(codes)
+    }
+
+    /// `POST two-factor/disable`: after the password, the factor is forgotten and every trusted device ends.
+    pub async fn disable_two_factor(
+        &self,
+        current: &Current,
+        password: Password,
+        ip: &str,
+    ) -> Result<Arc<User>, TwoFactorError> {
+        if current.user.two_factor.is_none() {
+            return Err(TwoFactorError::NotEnabled);
+        }
+        self.confirm_password(&current.user, password, ip).await?;
+        Ok(self
+            .actors
+            .users
+            .change_factor(current.user.id, current.actor(), FactorChange::Disable, ip.to_owned())
+            .await?)
+    }
+
+    /// An administrator's reset of `user`'s second factor: forgotten, and every session and trusted device of the
+    /// account ends, in one commit. `Ok(false)`: the account had none.
+    pub async fn reset_two_factor(&self, admin: UserId, user: UserId, ip: &str) -> Result<bool, TwoFactorError> {
+        let target = self.indexes.users.get(user).ok_or(TwoFactorError::UserNotFound)?;
+        if target.two_factor.is_none() {
+            return Ok(false);
+        }
+        self.actors.users.change_factor(user, admin, FactorChange::Reset { by: admin }, ip.to_owned()).await?;
+        Ok(true)
+    }
+
+    /// The account a trusted-device cookie vouches for, if it is live and the account's.
+    pub(super) fn trusted_device(&self, user: UserId, token: &SessionToken) -> bool {
+        let now = crate::domain::Timestamp::now();
+        self.indexes.tokens.get(&token.hash()).is_some_and(|t| {
+            t.kind == crate::domain::TokenKind::TrustedDevice && t.user_id == user && !t.is_expired(now)
+        })
+    }
+
+    /// The sign-in step: `challenge` (the two-factor cookie) proven with `code`. A wrong code counts against the
+    /// challenge (five, then it ends) and against the account's failure budget; a right one ends the challenge,
+    /// uses the code up and opens the session (with `trust`, a trusted device too).
+    pub async fn verify_challenge(
+        &self,
+        challenge: &SessionToken,
+        code: Code,
+        trust: bool,
+        client: Client,
+    ) -> Result<Verified, TwoFactorError> {
+        let hash = challenge.hash();
+        let now = crate::domain::Timestamp::now();
+        let pending = self
+            .indexes
+            .tokens
+            .get(&hash)
+            .filter(|t| matches!(t.kind, crate::domain::TokenKind::TwoFactorChallenge { .. }) && !t.is_expired(now))
+            .ok_or(TwoFactorError::InvalidCookie)?;
+        let user = self.indexes.users.get(pending.user_id).ok_or(TwoFactorError::InvalidCookie)?;
+        let factor = user.two_factor.clone().filter(|f| f.enabled).ok_or(TwoFactorError::TotpNotEnabled)?;
+        let ip = client.ip_address.clone();
+        let users = &self.actors.users;
+        // One budget for the account, whichever factor is tried.
+        users.begin_attempt(user.email.clone(), Some(user.id), ip.clone()).await.map_err(|e| match e {
+            AttemptRefused::Locked(wait) => TwoFactorError::AccountLocked(wait),
+            AttemptRefused::Unavailable(u) => TwoFactorError::Unavailable(u),
+        })?;
+        let proof = match &code {
+            Code::Totp(code) => match self.open_secret(&user, &factor) {
+                Ok(secret) => {
+                    two_factor::verify(&secret, code, now_step(), factor.last_step).map(|step| Proof::Totp { step })
+                }
+                Err(e) => {
+                    users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                    return Err(e);
+                }
+            },
+            Code::Backup(code) => {
+                let hash = self.backup_code_hash(user.id, code);
+                factor.backup_codes.contains(&hash).then_some(Proof::BackupCode { hash })
+            }
+        };
+        let trusted = trust.then(SessionToken::generate);
+        let passed = match proof {
+            Some(proof) => users.pass(hash, proof, trusted.as_ref().map(SessionToken::hash), ip.clone()).await,
+            None => Err(PassError::Refused),
+        };
+        let wrong = |code: &Code| match code {
+            Code::Totp(_) => TwoFactorError::InvalidCode,
+            Code::Backup(_) => TwoFactorError::InvalidBackupCode,
+        };
+        let passed = match passed {
+            Ok(passed) => {
+                users.finish_code_attempt(user.email.clone(), user.id, Checked::Verified, ip).await?;
+                passed
+            }
+            Err(PassError::Refused) => {
+                users.finish_code_attempt(user.email.clone(), user.id, Checked::Wrong, ip.clone()).await?;
+                let ended = users.challenge_failed(hash, user.id, ip).await?;
+                return Err(if ended { TwoFactorError::TooManyAttempts } else { wrong(&code) });
+            }
+            Err(e) => {
+                users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                return Err(match e {
+                    PassError::InvalidChallenge => TwoFactorError::InvalidCookie,
+                    PassError::NotEnabled => TwoFactorError::TotpNotEnabled,
+                    PassError::Refused => wrong(&code),
+                    PassError::Unavailable(u) => TwoFactorError::Unavailable(u),
+                });
+            }
+        };
+        let remember_me = passed.remember_me;
+        let started = self.actors.sessions.create(passed.user.id, remember_me, client, Start::SignIn).await;
+        let (token, session) = started.map_err(|e| match e {
+            // The password was right; a ban since is the ban's answer at the next sign-in.
+            CreateSessionError::Banned | CreateSessionError::UnknownUser => TwoFactorError::InvalidCookie,
+            CreateSessionError::Unavailable(u) => TwoFactorError::Unavailable(u),
+        })?;
+        let user = self.indexes.users.get(passed.user.id).unwrap_or(passed.user);
+        Ok(Verified { signed_in: SignedIn { token, session, user }, remember_me, trusted })
+    }
+
+    /// Ten backup codes' stored forms.
+    fn hash_backup_codes(&self, user: UserId, codes: &[String]) -> Box<[[u8; 32]]> {
+        codes.iter().map(|c| self.backup_code_hash(user, c)).collect()
+    }
+
+    fn backup_code_hash(&self, user: UserId, code: &str) -> [u8; 32] {
+        two_factor::backup_code_hash(&self.data_key.mac_key(), &user.to_bytes(), code)
+    }
+
+    /// The account's TOTP key. A store whose key was lost (restored without its `.key`) cannot open it: the
+    /// account then signs in with a backup code, or an administrator resets its factor.
+    fn open_secret(&self, user: &User, factor: &TwoFactor) -> Result<Vec<u8>, TwoFactorError> {
+        self.data_key.open(&factor.sealed_secret, &two_factor::secret_context(&user.id.to_bytes())).map_err(|e| {
+            tracing::error!(user = %user.id, error = %e, "a TOTP secret does not open with this data key");
+            TwoFactorError::Unavailable(Unavailable)
+        })
+    }
+}
+
+fn now_step() -> u64 {
+    let secs = crate::domain::Timestamp::now().as_millis().max(0) as u64 / 1000;
+    two_factor::step_of(secs)
+}

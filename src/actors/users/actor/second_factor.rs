@@ -1,0 +1,205 @@
+//! The users actor's second-factor messages ([`crate::actors::users::second_factor`]): the factor is part of the
+//! account, so each change is staged like any other change to it (one writer, in message order; on PostgreSQL the
+//! record is guarded like every account write, so two nodes cannot both accept one code).
+
+use std::sync::Arc;
+
+use super::{State, UsersActor, put};
+use crate::actors::audit::{self, action};
+use crate::actors::users::second_factor::{FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
+use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, TRUSTED_DEVICE_TTL};
+use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserId};
+use crate::store::{StoreOp, convert};
+
+impl UsersActor {
+    pub(super) fn factor(&self, state: &mut State, msg: FactorMsg) {
+        match msg {
+            FactorMsg::Change { user, by, change, ip, reply } => match self.change_factor(state, user, by, change, &ip)
+            {
+                Ok((user, ops)) => state.overlay.add(ops, reply, user),
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            FactorMsg::Challenge { user, remember_me, token, reply } => {
+                let challenge = self.cookie_token(TokenKind::TwoFactorChallenge { remember_me }, user, CHALLENGE_TTL);
+                let op = StoreOp::PutToken(token, convert::token_record(&challenge));
+                state.tokens.insert(token, Some(Arc::new(challenge)));
+                state.overlay.add([op], reply, ());
+            }
+            FactorMsg::Pass { challenge, proof, trust, ip, reply } => {
+                match self.pass(state, challenge, proof, trust, &ip) {
+                    Ok((passed, ops)) => state.overlay.add(ops, reply, passed),
+                    Err(e) => drop(reply.send(Err(e))),
+                }
+            }
+            FactorMsg::Failed { challenge, user, ip, reply } => {
+                // Counted in the token itself, so that every node counts one challenge's five.
+                let mut ops = Vec::new();
+                let mut ended = true;
+                if let Some(pending) = self.live_token(state, &challenge) {
+                    let counted = OneTimeToken { failures: pending.failures + 1, ..OneTimeToken::clone(&pending) };
+                    ended = counted.failures >= CHALLENGE_ATTEMPTS;
+                    if ended {
+                        state.tokens.insert(challenge, None);
+                        ops.push(StoreOp::DeleteToken(challenge));
+                    } else {
+                        ops.push(StoreOp::PutToken(challenge, convert::token_record(&counted)));
+                        state.tokens.insert(challenge, Some(Arc::new(counted)));
+                    }
+                }
+                let detail = if ended { "wrong code; the sign-in must start again" } else { "wrong code" };
+                ops.push(audit::entry(action::SECOND_FACTOR_FAILED, Some(user), Some(user.into()), &ip, detail.into()));
+                state.overlay.add(ops, reply, ended);
+            }
+            FactorMsg::Rotate { old, next, reply } => {
+                let Some(device) = self.live_token(state, &old).filter(|t| t.kind == TokenKind::TrustedDevice) else {
+                    let _ = reply.send(Ok(()));
+                    return;
+                };
+                let renewed = self.cookie_token(TokenKind::TrustedDevice, device.user_id, TRUSTED_DEVICE_TTL);
+                let ops = [StoreOp::DeleteToken(old), StoreOp::PutToken(next, convert::token_record(&renewed))];
+                state.tokens.insert(old, None);
+                state.tokens.insert(next, Some(Arc::new(renewed)));
+                state.overlay.add(ops, reply, ());
+            }
+        }
+    }
+
+    fn change_factor(
+        &self,
+        state: &mut State,
+        id: UserId,
+        by: UserId,
+        change: FactorChange,
+        ip: &str,
+    ) -> Result<(Arc<User>, Vec<StoreOp>), FactorError> {
+        let current = self.get(state, id).ok_or(FactorError::UserNotFound)?;
+        let factor = current.two_factor.as_deref();
+        let now = Timestamp::now();
+        let mut ends_sessions = false;
+        let mut ends_devices = false;
+        let (next, what, detail): (Option<TwoFactor>, &str, &str) = match change {
+            FactorChange::Enrol { sealed_secret, backup_codes } => {
+                if factor.is_some_and(|f| f.enabled) {
+                    return Err(FactorError::AlreadyEnabled);
+                }
+                let enrolling = TwoFactor { sealed_secret, enabled: false, last_step: 0, backup_codes };
+                (Some(enrolling), action::TWO_FACTOR_ENROLMENT, "authenticator enrolment started")
+            }
+            FactorChange::Confirm { step } => {
+                let f = factor.ok_or(FactorError::NotEnrolled)?;
+                if step <= f.last_step {
+                    return Err(FactorError::Replayed);
+                }
+                let what = if f.enabled { None } else { Some(action::TWO_FACTOR_ENABLED) };
+                let on = TwoFactor { enabled: true, last_step: step, ..f.clone() };
+                match what {
+                    Some(what) => (Some(on), what, "authenticator confirmed; second factor on"),
+                    // A code checked again with the factor already on: only the step moves (no audit row).
+                    None => (Some(on), "", ""),
+                }
+            }
+            FactorChange::NewBackupCodes { backup_codes } => {
+                let f = factor.filter(|f| f.enabled).ok_or(FactorError::NotEnabled)?;
+                let renewed = TwoFactor { backup_codes, ..f.clone() };
+                (Some(renewed), action::TWO_FACTOR_BACKUP_CODES, "new backup codes; the old ones no longer work")
+            }
+            FactorChange::Disable => {
+                factor.ok_or(FactorError::NotEnabled)?;
+                ends_devices = true;
+                (None, action::TWO_FACTOR_DISABLED, "second factor turned off; trusted devices ended")
+            }
+            FactorChange::Reset { by } => {
+                if !self.get(state, by).is_some_and(|a| a.is_active_admin()) {
+                    return Err(FactorError::NotAdmin);
+                }
+                ends_devices = true;
+                ends_sessions = true;
+                (
+                    None,
+                    action::TWO_FACTOR_RESET,
+                    "second factor reset by an administrator; sessions and trusted devices ended",
+                )
+            }
+        };
+        let user = User { two_factor: next.map(Arc::new), updated_at: now, ..User::clone(&current) };
+        let user = self.stage(state, user, ends_sessions);
+        let mut ops = vec![put(&user)];
+        if ends_devices {
+            ops.extend(self.end_tokens(state, id, TokenKind::TrustedDevice));
+            ops.extend(self.end_tokens(state, id, TokenKind::TwoFactorChallenge { remember_me: true }));
+            ops.extend(self.end_tokens(state, id, TokenKind::TwoFactorChallenge { remember_me: false }));
+        }
+        if !what.is_empty() {
+            ops.push(audit::entry(what, Some(by), Some(id.into()), ip, detail.into()));
+        }
+        Ok((user, ops))
+    }
+
+    fn pass(
+        &self,
+        state: &mut State,
+        challenge: TokenHash,
+        proof: Proof,
+        trust: Option<TokenHash>,
+        ip: &str,
+    ) -> Result<(Passed, Vec<StoreOp>), PassError> {
+        let pending = self
+            .live_token(state, &challenge)
+            .filter(|t| !t.is_expired(Timestamp::now()))
+            .ok_or(PassError::InvalidChallenge)?;
+        let TokenKind::TwoFactorChallenge { remember_me } = pending.kind else {
+            return Err(PassError::InvalidChallenge);
+        };
+        let current = self.get(state, pending.user_id).ok_or(PassError::InvalidChallenge)?;
+        let factor = current.two_factor.as_deref().filter(|f| f.enabled).ok_or(PassError::NotEnabled)?;
+        let (used, what) = match proof {
+            Proof::Totp { step } if step > factor.last_step => {
+                (TwoFactor { last_step: step, ..factor.clone() }, "authenticator code")
+            }
+            Proof::Totp { .. } => return Err(PassError::Refused),
+            Proof::BackupCode { hash } => {
+                let left: Box<[[u8; 32]]> = factor.backup_codes.iter().filter(|h| **h != hash).copied().collect();
+                if left.len() == factor.backup_codes.len() {
+                    return Err(PassError::Refused);
+                }
+                (TwoFactor { backup_codes: left, ..factor.clone() }, "backup code (used up)")
+            }
+        };
+        let user = User { two_factor: Some(Arc::new(used)), ..User::clone(&current) };
+        let user = self.stage(state, user, false);
+        state.tokens.insert(challenge, None);
+        let mut ops = vec![put(&user), StoreOp::DeleteToken(challenge)];
+        if let Some(device) = trust {
+            let trusted = self.cookie_token(TokenKind::TrustedDevice, user.id, TRUSTED_DEVICE_TTL);
+            ops.push(StoreOp::PutToken(device, convert::token_record(&trusted)));
+            state.tokens.insert(device, Some(Arc::new(trusted)));
+        }
+        let id = Some(user.id);
+        let detail =
+            format!("second factor passed with a {what}{}", if trust.is_some() { "; device trusted" } else { "" });
+        ops.push(audit::entry(action::SECOND_FACTOR_PASSED, id, id.map(Into::into), ip, detail));
+        Ok((Passed { user, remember_me }, ops))
+    }
+
+    /// A token carried by a cookie (a challenge, a trusted device): no requesting client, so several live at
+    /// once, one per browser.
+    fn cookie_token(&self, kind: TokenKind, user: UserId, ttl: std::time::Duration) -> OneTimeToken {
+        let now = Timestamp::now();
+        OneTimeToken {
+            kind,
+            user_id: user,
+            created_at: now,
+            expires_at: now.plus(ttl),
+            requested_by: None,
+            failures: 0,
+        }
+    }
+
+    /// The token `hash`, this batch's changes first.
+    fn live_token(&self, state: &State, hash: &TokenHash) -> Option<Arc<OneTimeToken>> {
+        match state.tokens.get(hash) {
+            Some(pending) => pending.clone(),
+            None => self.indexes.tokens.get(hash),
+        }
+    }
+}

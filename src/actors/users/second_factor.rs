@@ -1,0 +1,165 @@
+//! The second factor's messages to the users actor: what callers send and get back. The factor is part of the
+//! account record, so the actor that owns accounts applies these in message order with every other change to them
+//! (a password change ending the trusted devices, a code accepted once across concurrent requests).
+
+use std::sync::Arc;
+
+use ractor::RpcReplyPort;
+
+use super::{UsersHandle, UsersMsg};
+use crate::actors::{Unavailable, call};
+use crate::domain::{SessionToken, TokenHash, User, UserId};
+
+/// A change to an account's second factor.
+#[derive(Debug, Clone)]
+pub enum FactorChange {
+    /// Enrolment starts (or starts over while not yet confirmed): a new sealed TOTP secret and backup codes.
+    Enrol { sealed_secret: Box<[u8]>, backup_codes: Box<[[u8; 32]]> },
+    /// The first good code of the authenticator (its time step): the factor is on.
+    Confirm { step: u64 },
+    /// A new set of backup codes: the old ones die.
+    NewBackupCodes { backup_codes: Box<[[u8; 32]]> },
+    /// Off, by the user: the factor is forgotten and every trusted device ends.
+    Disable,
+    /// Off, by administrator `by`: the factor is forgotten, every session and every trusted device ends.
+    Reset { by: UserId },
+}
+
+/// Why a change to the second factor was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FactorError {
+    #[error("User not found")]
+    UserNotFound,
+    /// `Enrol` while the factor is on.
+    #[error("TOTP is already enabled")]
+    AlreadyEnabled,
+    /// `Confirm` without an enrolment.
+    #[error("TOTP not enabled")]
+    NotEnrolled,
+    /// `NewBackupCodes` or `Disable` without the factor on.
+    #[error("Two factor isn't enabled")]
+    NotEnabled,
+    /// `Confirm` with a time step already used (the same code sent twice).
+    #[error("Invalid code")]
+    Replayed,
+    /// `Reset` by someone who is no longer an administrator (checked in message order).
+    #[error("administrator role required")]
+    NotAdmin,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// What proves the second factor of a sign-in.
+#[derive(Debug, Clone, Copy)]
+pub enum Proof {
+    /// The TOTP time step whose code was given: accepted once, and only newer than the last one accepted.
+    Totp { step: u64 },
+    /// A backup code's keyed hash: used up.
+    BackupCode { hash: [u8; 32] },
+}
+
+/// Why a sign-in's second factor was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PassError {
+    /// No live challenge (unknown, expired, used, or ended after too many wrong codes).
+    #[error("Invalid two factor cookie")]
+    InvalidChallenge,
+    /// A TOTP step already used, or a backup code not (or no longer) among the account's.
+    #[error("Invalid code")]
+    Refused,
+    /// The account has no second factor on any more (disabled or reset meanwhile).
+    #[error("TOTP not enabled")]
+    NotEnabled,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// A challenge passed: the account (as written) and whether the session it opens is remembered.
+pub struct Passed {
+    pub user: Arc<User>,
+    pub remember_me: bool,
+}
+
+pub(in crate::actors) enum FactorMsg {
+    Change {
+        user: UserId,
+        /// Whom the audit log names: the user, the administrator impersonating them, or the resetting one.
+        by: UserId,
+        change: FactorChange,
+        ip: String,
+        reply: RpcReplyPort<Result<Arc<User>, FactorError>>,
+    },
+    /// A sign-in whose password was right, for an account with the factor on: a challenge token (the cookie).
+    Challenge { user: UserId, remember_me: bool, token: TokenHash, reply: RpcReplyPort<Result<(), Unavailable>> },
+    /// The challenge's proof: the challenge ends, the proof is used up, and with `trust` a trusted device starts;
+    /// one commit.
+    Pass {
+        challenge: TokenHash,
+        proof: Proof,
+        trust: Option<TokenHash>,
+        ip: String,
+        reply: RpcReplyPort<Result<Passed, PassError>>,
+    },
+    /// A wrong code for the challenge: counted; at the last allowed one the challenge ends. `Ok(true)`: it ended.
+    Failed { challenge: TokenHash, user: UserId, ip: String, reply: RpcReplyPort<Result<bool, Unavailable>> },
+    /// A sign-in on a trusted device: the device's token is replaced by `next` (a stolen copy of the old cookie
+    /// stops working once the owner signs in).
+    Rotate { old: TokenHash, next: TokenHash, reply: RpcReplyPort<Result<(), Unavailable>> },
+}
+
+impl FactorMsg {
+    pub(super) fn caller_gone(&self) -> Option<bool> {
+        use crate::actors::gone;
+        match self {
+            Self::Change { reply, .. } => gone(reply),
+            Self::Challenge { reply, .. } => gone(reply),
+            Self::Pass { reply, .. } => gone(reply),
+            // A wrong code counts even when its caller hung up.
+            Self::Failed { .. } => None,
+            Self::Rotate { reply, .. } => gone(reply),
+        }
+    }
+}
+
+impl UsersHandle {
+    /// Applies `change` to `user`'s second factor on behalf of `by`.
+    pub async fn change_factor(
+        &self,
+        user: UserId,
+        by: UserId,
+        change: FactorChange,
+        ip: String,
+    ) -> Result<Arc<User>, FactorError> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Change { user, by, change, ip, reply })).await?
+    }
+
+    /// Starts a sign-in's challenge: returns the token its cookie carries.
+    pub async fn challenge(&self, user: UserId, remember_me: bool) -> Result<SessionToken, Unavailable> {
+        let token = SessionToken::generate();
+        let hash = token.hash();
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Challenge { user, remember_me, token: hash, reply }))
+            .await??;
+        Ok(token)
+    }
+
+    /// Ends `challenge` with `proof`; with `trust`, a trusted device starts in the same commit.
+    pub async fn pass(
+        &self,
+        challenge: TokenHash,
+        proof: Proof,
+        trust: Option<TokenHash>,
+        ip: String,
+    ) -> Result<Passed, PassError> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Pass { challenge, proof, trust, ip, reply })).await?
+    }
+
+    /// Counts a wrong code against `challenge`; `true` when that ended it.
+    pub async fn challenge_failed(&self, challenge: TokenHash, user: UserId, ip: String) -> Result<bool, Unavailable> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Failed { challenge, user, ip, reply })).await?
+    }
+
+    /// Replaces a trusted device's token `old` by `next` (same account, a new 30 days).
+    pub async fn rotate_trust(&self, old: TokenHash, next: TokenHash) -> Result<(), Unavailable> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Rotate { old, next, reply })).await?
+    }
+}

@@ -1,0 +1,576 @@
+//! The second factor as better-auth's `twoFactor` plugin speaks it: enrolment, TOTP (replay, the ±1 window), the
+//! sign-in step with its cookie (five wrong codes, the account's failure budget), backup codes, trusted devices,
+//! turning it off, an administrator's reset, and `[two_factor] required_for_roles`.
+//!
+//! Codes are computed here from the secret in the enrolment's URI with RFC 6238 (the crate's own function, which
+//! its unit tests hold to the RFC's test vectors), as an authenticator app would.
+
+use serde_json::{Value, json};
+use service_auth::domain::two_factor::{base32_decode, code_at, step_of};
+
+use super::harness::{ADMIN_EMAIL, ADMIN_PASSWORD, COOKIE, PASSWORD, Resp, TestServer, assert_auth_user};
+
+const TWO_FACTOR_COOKIE: &str = "service-auth.two_factor";
+const TRUST_COOKIE: &str = "service-auth.trust_device";
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// The current TOTP step, waiting first when it ends within three seconds: the server reads the clock a moment
+/// later, and a test about which steps are accepted must not straddle a step's end.
+async fn settled_step() -> u64 {
+    let left = 30 - now_secs() % 30;
+    if left <= 3 {
+        tokio::time::sleep(std::time::Duration::from_secs(left + 1)).await;
+    }
+    step_of(now_secs())
+}
+
+fn code(secret: &[u8], step: u64) -> String {
+    format!("{:06}", code_at(secret, step))
+}
+
+/// The key an authenticator app reads from the enrolment's URI.
+fn secret_of(uri: &str) -> Vec<u8> {
+    let query = uri.split_once('?').unwrap().1;
+    let secret = query.split('&').find_map(|p| p.strip_prefix("secret=")).unwrap();
+    base32_decode(secret).unwrap()
+}
+
+fn cookie_of(resp: &Resp, name: &str) -> Option<super::harness::SetCookie> {
+    resp.set_cookies().into_iter().find(|c| c.name == name)
+}
+
+/// An account with the factor on: (session cookie, secret, backup codes, e-mail, id).
+struct Enrolled {
+    session: String,
+    secret: Vec<u8>,
+    backup_codes: Vec<String>,
+    email: String,
+    id: String,
+}
+
+async fn enrolled(s: &TestServer, tag: &str) -> Enrolled {
+    let user = s.client.new_user(tag).await;
+    let r = s
+        .client
+        .post("/api/auth/two-factor/enable")
+        .cookie(&user.cookie)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let body = r.json();
+    let secret = secret_of(body["totpURI"].as_str().unwrap());
+    let backup_codes: Vec<String> =
+        body["backupCodes"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_owned()).collect();
+    let step = settled_step().await;
+    let r = verify_totp(s, Some(&user.cookie), None, &code(&secret, step), false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    Enrolled { session: user.cookie, secret, backup_codes, email: user.email, id: user.id }
+}
+
+async fn verify_totp(s: &TestServer, session: Option<&str>, challenge: Option<&str>, code: &str, trust: bool) -> Resp {
+    verify(s, "/api/auth/two-factor/verify-totp", session, challenge, code, trust).await
+}
+
+async fn verify(
+    s: &TestServer,
+    path: &str,
+    session: Option<&str>,
+    challenge: Option<&str>,
+    code: &str,
+    trust: bool,
+) -> Resp {
+    let mut cookies = Vec::new();
+    if let Some(session) = session {
+        cookies.push(format!("{COOKIE}={session}"));
+    }
+    if let Some(challenge) = challenge {
+        cookies.push(format!("{TWO_FACTOR_COOKIE}={challenge}"));
+    }
+    let mut req = s.client.post(path).json(&json!({"code": code, "trustDevice": trust}));
+    if !cookies.is_empty() {
+        req = req.header("cookie", &cookies.join("; "));
+    }
+    req.send().await
+}
+
+/// Signs in with the password; for an account with the factor on, the challenge cookie's value.
+async fn challenge(s: &TestServer, email: &str, trust: Option<&str>) -> Resp {
+    let mut req = s.client.post("/api/auth/sign-in/email").json(&json!({"email": email, "password": PASSWORD}));
+    if let Some(trust) = trust {
+        req = req.header("cookie", &format!("{TRUST_COOKIE}={trust}"));
+    }
+    req.send().await
+}
+
+async fn challenge_cookie(s: &TestServer, email: &str) -> String {
+    let r = challenge(s, email, None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json(), json!({"twoFactorRedirect": true, "twoFactorMethods": ["totp"]}));
+    cookie_of(&r, TWO_FACTOR_COOKIE).expect("a two-factor cookie").value
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enrolment_then_sign_in_through_the_second_factor() {
+    let s = TestServer::start().await;
+    let user = s.client.new_user("tfa-enrol").await;
+    let enable = |password: &'static str| {
+        s.client.post("/api/auth/two-factor/enable").cookie(&user.cookie).json(&json!({"password": password})).send()
+    };
+    let wrong = enable("not the password").await;
+    assert_eq!((wrong.status, wrong.json()["code"].clone()), (400, json!("INVALID_PASSWORD")));
+    let r = enable(PASSWORD).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let body = r.json();
+    assert_eq!(body["method"], "totp");
+    let uri = body["totpURI"].as_str().unwrap();
+    assert!(uri.starts_with("otpauth://totp/service-auth:tfa-enrol%40example.com?secret="), "{uri}");
+    assert!(uri.ends_with("&issuer=service-auth&digits=6&period=30"), "{uri}");
+    let codes = body["backupCodes"].as_array().unwrap();
+    assert_eq!(codes.len(), 10);
+    assert!(codes.iter().all(|c| c.as_str().unwrap().len() == 11), "{codes:?}");
+    let secret = secret_of(uri);
+
+    // Not on until a first code: sign-in still opens a session, and the user says so.
+    let session = s.client.session(&user.cookie).await;
+    assert_eq!(session["user"]["twoFactorEnabled"], false);
+    assert_eq!(s.client.sign_in(&user.email, PASSWORD).await.0, 200);
+
+    let step = settled_step().await;
+    let r = verify_totp(&s, Some(&user.cookie), None, &code(&secret, step + 5), false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_CODE")));
+    let r = verify_totp(&s, Some(&user.cookie), None, &code(&secret, step), false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["user"]["twoFactorEnabled"], true);
+    assert_eq!(r.json()["token"], user.cookie.as_str());
+    assert_auth_user(&r.json()["user"]);
+    let again = enable(PASSWORD).await;
+    assert_eq!((again.status, again.json()["code"].clone()), (400, json!("TOTP_ALREADY_ENABLED")));
+
+    // The sign-in step: no session, the plugin's answer and its cookie.
+    let r = challenge(&s, &user.email, None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json(), json!({"twoFactorRedirect": true, "twoFactorMethods": ["totp"]}));
+    assert!(r.session_cookie().is_none(), "no session before the second factor");
+    let pending = cookie_of(&r, TWO_FACTOR_COOKIE).expect("the two-factor cookie");
+    assert_eq!(pending.attr("max-age"), Some("600"));
+    assert_eq!(pending.attr("path"), Some("/"));
+    assert_eq!(pending.attr("samesite"), Some("Lax"));
+    assert!(pending.attrs.contains_key("httponly"));
+
+    let step = settled_step().await;
+    let r = verify_totp(&s, None, None, &code(&secret, step + 1), false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_TWO_FACTOR_COOKIE")));
+    let r = verify_totp(&s, None, Some("not-a-challenge"), &code(&secret, step + 1), false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_TWO_FACTOR_COOKIE")));
+    let r = verify_totp(&s, None, Some(&pending.value), &code(&secret, step + 1), false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let session = r.session_cookie().expect("a session").value;
+    assert_eq!(r.json()["token"], session.as_str());
+    assert_eq!(cookie_of(&r, TWO_FACTOR_COOKIE).unwrap().attr("max-age"), Some("0"), "the challenge cookie cleared");
+    assert!(cookie_of(&r, TRUST_COOKIE).is_none(), "no trusted device unless asked");
+    assert_eq!(s.client.session(&session).await["user"]["twoFactorEnabled"], true);
+
+    // The challenge is used up.
+    let r = verify_totp(&s, None, Some(&pending.value), &code(&secret, step), false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_TWO_FACTOR_COOKIE")));
+    // A wrong password is still the password's answer, with no challenge.
+    let (status, body, _) = s.client.sign_in(&user.email, "wrong password!").await;
+    assert_eq!((status, body["code"].clone()), (401, json!("INVALID_EMAIL_OR_PASSWORD")));
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_is_accepted_once_and_one_step_either_side() {
+    let s = TestServer::start().await;
+    let user = s.client.new_user("tfa-window").await;
+    let r = s
+        .client
+        .post("/api/auth/two-factor/enable")
+        .cookie(&user.cookie)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    let secret = secret_of(r.json()["totpURI"].as_str().unwrap());
+    let step = settled_step().await;
+    let verify = |c: String| {
+        let cookie = user.cookie.clone();
+        let s = &s;
+        async move { verify_totp(s, Some(&cookie), None, &c, false).await }
+    };
+    // Two steps away is refused on either side; one step back, now and one step ahead, in that order, are not.
+    assert_eq!(verify(code(&secret, step - 3)).await.status, 401);
+    assert_eq!(verify(code(&secret, step + 3)).await.status, 401);
+    assert_eq!(verify(code(&secret, step - 1)).await.status, 200);
+    assert_eq!(verify(code(&secret, step)).await.status, 200);
+    // Replay: the same code again, and an older one.
+    let replayed = verify(code(&secret, step)).await;
+    assert_eq!((replayed.status, replayed.json()["code"].clone()), (401, json!("INVALID_CODE")));
+    assert_eq!(verify(code(&secret, step - 1)).await.status, 401);
+    assert_eq!(verify(code(&secret, step + 1)).await.status, 200);
+    assert_eq!(verify(code(&secret, step + 1)).await.status, 401);
+
+    // At sign-in too: the step used above is refused with a challenge.
+    let pending = challenge_cookie(&s, &user.email).await;
+    let r = verify_totp(&s, None, Some(&pending), &code(&secret, step + 1), false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_CODE")));
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_ends_after_five_wrong_codes() {
+    let s = TestServer::start().await;
+    let e = enrolled(&s, "tfa-five").await;
+    let pending = challenge_cookie(&s, &e.email).await;
+    for n in 1..=4 {
+        let r = verify_totp(&s, None, Some(&pending), "000000", false).await;
+        assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_CODE")), "wrong code {n}");
+    }
+    let r = verify(&s, "/api/auth/two-factor/verify-backup-code", None, Some(&pending), "aaaaa-bbbbb", false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (400, json!("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE")));
+    assert_eq!(cookie_of(&r, TWO_FACTOR_COOKIE).unwrap().attr("max-age"), Some("0"));
+    // Even the right code no longer opens it: sign in again.
+    let step = settled_step().await;
+    let r = verify_totp(&s, None, Some(&pending), &code(&e.secret, step + 1), false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_TWO_FACTOR_COOKIE")));
+    let pending = challenge_cookie(&s, &e.email).await;
+    assert_eq!(verify_totp(&s, None, Some(&pending), &code(&e.secret, step + 1), false).await.status, 200);
+    s.stop().await;
+}
+
+/// One budget per account across factors: wrong codes lock the account like wrong passwords, and a right password
+/// does not reset the count (only a right second factor does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_codes_spend_the_accounts_failure_budget() {
+    let s = TestServer::start_adjusted(|c| c.rate_limit.failures_per_account = 4).await;
+    let e = enrolled(&s, "tfa-budget").await;
+    for n in 0..4 {
+        // A fresh challenge each time: the password is right, and does not clear the count.
+        let pending = challenge_cookie(&s, &e.email).await;
+        let r = verify_totp(&s, None, Some(&pending), "000000", false).await;
+        assert_eq!(r.status, 401, "wrong code {n}: {}", r.text);
+    }
+    let (status, body, _) = s.client.sign_in(&e.email, PASSWORD).await;
+    assert_eq!((status, body["code"].clone()), (429, json!("TOO_MANY_REQUESTS")), "the password is locked out too");
+    s.stop().await;
+
+    let s = TestServer::start_adjusted(|c| c.rate_limit.failures_per_account = 3).await;
+    let e = enrolled(&s, "tfa-budget2").await;
+    let pending = challenge_cookie(&s, &e.email).await;
+    for _ in 0..2 {
+        assert_eq!(verify_totp(&s, None, Some(&pending), "000000", false).await.status, 401);
+    }
+    // The third failure is the password's.
+    assert_eq!(s.client.sign_in(&e.email, "a wrong password").await.0, 401);
+    let r = verify_totp(&s, None, Some(&pending), "000000", false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (429, json!("ACCOUNT_TEMPORARILY_LOCKED")), "{}", r.text);
+    assert!(r.header("retry-after").is_some());
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_codes_are_single_use_and_replaced_as_a_set() {
+    let s = TestServer::start().await;
+    let e = enrolled(&s, "tfa-backup").await;
+    let path = "/api/auth/two-factor/verify-backup-code";
+    let pending = challenge_cookie(&s, &e.email).await;
+    let r = verify(&s, path, None, Some(&pending), "zzzzz-zzzzz", false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_BACKUP_CODE")));
+    let r = verify(&s, path, None, Some(&pending), &e.backup_codes[0], false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let session = r.session_cookie().unwrap().value;
+    assert_eq!(s.client.session(&session).await["user"]["email"], e.email.as_str());
+    // Used up.
+    let pending = challenge_cookie(&s, &e.email).await;
+    let r = verify(&s, path, None, Some(&pending), &e.backup_codes[0], false).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (401, json!("INVALID_BACKUP_CODE")));
+
+    let generate = |password: &'static str| {
+        s.client
+            .post("/api/auth/two-factor/generate-backup-codes")
+            .cookie(&e.session)
+            .json(&json!({"password": password}))
+            .send()
+    };
+    assert_eq!(generate("not the password").await.json()["code"], "INVALID_PASSWORD");
+    let r = generate(PASSWORD).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["status"], true);
+    let fresh: Vec<String> =
+        r.json()["backupCodes"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_owned()).collect();
+    assert_eq!(fresh.len(), 10);
+    // An old code that was never used dies with the set; a new one works.
+    let r = verify(&s, path, None, Some(&pending), &e.backup_codes[1], false).await;
+    assert_eq!(r.status, 401);
+    let r = verify(&s, path, None, Some(&pending), &fresh[0], false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_device_skips_the_factor_until_the_password_changes() {
+    let s = TestServer::start().await;
+    let e = enrolled(&s, "tfa-trust").await;
+    let pending = challenge_cookie(&s, &e.email).await;
+    let step = settled_step().await;
+    let r = verify_totp(&s, None, Some(&pending), &code(&e.secret, step + 1), true).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let trust = cookie_of(&r, TRUST_COOKIE).expect("a trusted-device cookie");
+    assert_eq!(trust.attr("max-age"), Some("2592000"));
+    assert!(trust.attrs.contains_key("httponly"));
+
+    // The device signs in with the password alone, and its cookie is renewed (the old value stops working).
+    let r = challenge(&s, &e.email, Some(&trust.value)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.json()["token"].is_string(), "a session: {}", r.text);
+    let renewed = cookie_of(&r, TRUST_COOKIE).expect("renewed").value;
+    assert_ne!(renewed, trust.value);
+    let r = challenge(&s, &e.email, Some(&trust.value)).await;
+    assert_eq!(r.json()["twoFactorRedirect"], true, "the old cookie is spent");
+    // Another account's trusted device is not this one's.
+    let other = enrolled(&s, "tfa-trust-other").await;
+    assert_eq!(challenge(&s, &other.email, Some(&renewed)).await.json()["twoFactorRedirect"], true);
+
+    // A password change ends every trusted device.
+    let r = s
+        .client
+        .post("/api/auth/change-password")
+        .cookie(&e.session)
+        .json(&json!({"currentPassword": PASSWORD, "newPassword": "an entirely new one"}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = s
+        .client
+        .post("/api/auth/sign-in/email")
+        .header("cookie", &format!("{TRUST_COOKIE}={renewed}"))
+        .json(&json!({"email": e.email, "password": "an entirely new one"}))
+        .send()
+        .await;
+    assert_eq!(r.json()["twoFactorRedirect"], true, "{}", r.text);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disable_forgets_the_factor_and_the_trusted_devices() {
+    let s = TestServer::start().await;
+    let e = enrolled(&s, "tfa-disable").await;
+    let uri = s
+        .client
+        .post("/api/auth/two-factor/get-totp-uri")
+        .cookie(&e.session)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    assert_eq!(uri.status, 200, "{}", uri.text);
+    assert_eq!(secret_of(uri.json()["totpURI"].as_str().unwrap()), e.secret, "the same secret again");
+    let wrong = s
+        .client
+        .post("/api/auth/two-factor/get-totp-uri")
+        .cookie(&e.session)
+        .json(&json!({"password": "nope nope"}))
+        .send()
+        .await;
+    assert_eq!(wrong.json()["code"], "INVALID_PASSWORD");
+
+    let pending = challenge_cookie(&s, &e.email).await;
+    let step = settled_step().await;
+    let r = verify_totp(&s, None, Some(&pending), &code(&e.secret, step + 1), true).await;
+    let trust = cookie_of(&r, TRUST_COOKIE).unwrap().value;
+
+    let disable = |password: &'static str| {
+        s.client.post("/api/auth/two-factor/disable").cookie(&e.session).json(&json!({"password": password})).send()
+    };
+    assert_eq!(disable("not the password").await.json()["code"], "INVALID_PASSWORD");
+    let r = disable(PASSWORD).await;
+    assert_eq!((r.status, r.json()), (200, json!({"status": true})));
+    assert_eq!(cookie_of(&r, TRUST_COOKIE).unwrap().attr("max-age"), Some("0"));
+    let (status, body, cookie) = s.client.sign_in(&e.email, PASSWORD).await;
+    assert_eq!((status, body["user"]["twoFactorEnabled"].clone()), (200, json!(false)));
+    assert!(cookie.is_some());
+    let r = disable(PASSWORD).await;
+    assert_eq!((r.status, r.json()["code"].clone()), (400, json!("TWO_FACTOR_NOT_ENABLED")));
+    let r = s
+        .client
+        .post("/api/auth/two-factor/get-totp-uri")
+        .cookie(&e.session)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    assert_eq!((r.status, r.json()["code"].clone()), (400, json!("TOTP_NOT_ENABLED")));
+    let r = s
+        .client
+        .post("/api/auth/two-factor/generate-backup-codes")
+        .cookie(&e.session)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    assert_eq!((r.status, r.json()["code"].clone()), (400, json!("TWO_FACTOR_NOT_ENABLED")));
+
+    // Enrolled again, the old trusted device no longer vouches.
+    let r = s
+        .client
+        .post("/api/auth/two-factor/enable")
+        .cookie(&e.session)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    let secret = secret_of(r.json()["totpURI"].as_str().unwrap());
+    let step = settled_step().await;
+    assert_eq!(verify_totp(&s, Some(&e.session), None, &code(&secret, step), false).await.status, 200);
+    assert_eq!(challenge(&s, &e.email, Some(&trust)).await.json()["twoFactorRedirect"], true);
+    // Without a session every enrolment call is 401.
+    for path in ["enable", "get-totp-uri", "generate-backup-codes", "disable"] {
+        let r =
+            s.client.post(&format!("/api/auth/two-factor/{path}")).json(&json!({"password": PASSWORD})).send().await;
+        assert_eq!(r.status, 401, "{path}: {}", r.text);
+    }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_administrator_resets_a_users_factor_and_everything_it_opened() {
+    let s = TestServer::start().await;
+    let admin = s.client.admin_session().await;
+    let e = enrolled(&s, "tfa-reset").await;
+    let pending = challenge_cookie(&s, &e.email).await;
+    let step = settled_step().await;
+    let r = verify_totp(&s, None, Some(&pending), &code(&e.secret, step + 1), true).await;
+    let trust = cookie_of(&r, TRUST_COOKIE).unwrap().value;
+    let path = format!("/api/admin/users/{}/two-factor/reset", e.id);
+
+    let other = s.client.new_user("tfa-reset-other").await;
+    let r = s.client.post(&path).cookie(&other.cookie).json(&json!({})).send().await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let r = s.client.post(&path).json(&json!({})).send().await;
+    assert_eq!(r.status, 401);
+    let r = s.client.post("/api/admin/users/not-a-uuid/two-factor/reset").cookie(&admin).json(&json!({})).send().await;
+    assert_eq!(r.status, 400);
+
+    let r = s.client.post(&path).cookie(&admin).json(&json!({})).send().await;
+    assert_eq!((r.status, r.json()), (200, json!({"success": true, "reset": true})), "{}", r.text);
+    assert_eq!(s.client.get_session_resp(Some(&e.session)).await.json(), Value::Null, "every session ended");
+    let r = challenge(&s, &e.email, Some(&trust)).await;
+    assert_eq!(r.json()["user"]["twoFactorEnabled"], false, "signs in with the password alone: {}", r.text);
+    let r = s.client.post(&path).cookie(&admin).json(&json!({})).send().await;
+    assert_eq!(r.json(), json!({"success": true, "reset": false}));
+
+    let entries = s.client.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json()["entries"].clone();
+    let actions: Vec<&str> = entries.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    for expected in [
+        "user.two_factor_enrolment",
+        "user.two_factor_enabled",
+        "user.two_factor_reset",
+        "sign_in.second_factor_passed",
+    ] {
+        assert!(actions.contains(&expected), "{expected} not in {actions:?}");
+    }
+    assert!(!entries.to_string().contains(&e.backup_codes[0]), "a backup code in the audit log");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_codes_and_disabling_are_audited() {
+    let s = TestServer::start().await;
+    let admin = s.client.admin_session().await;
+    let e = enrolled(&s, "tfa-audit").await;
+    let pending = challenge_cookie(&s, &e.email).await;
+    assert_eq!(verify_totp(&s, None, Some(&pending), "000000", false).await.status, 401);
+    let r = s
+        .client
+        .post("/api/auth/two-factor/disable")
+        .cookie(&e.session)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200);
+    let entries = s.client.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json()["entries"].clone();
+    let mine: Vec<&Value> = entries.as_array().unwrap().iter().filter(|x| x["target_id"] == e.id.as_str()).collect();
+    let actions: Vec<&str> = mine.iter().map(|x| x["action"].as_str().unwrap()).collect();
+    assert!(actions.contains(&"sign_in.second_factor_failed"), "{actions:?}");
+    assert!(actions.contains(&"user.two_factor_disabled"), "{actions:?}");
+    s.stop().await;
+}
+
+/// `[two_factor] required_for_roles`: an administrator without a second factor can reach nothing but enrolment,
+/// get-session and sign-out; with one, everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_that_requires_a_second_factor_can_only_enrol_until_it_has_one() {
+    let s = TestServer::start_adjusted(|c| c.two_factor.required_for_roles = vec!["admin".into()]).await;
+    let admin = s.client.admin_session().await;
+    let r = s.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(r.json()["error"].as_str().unwrap().contains("second factor"), "{}", r.text);
+    let r = s.client.get("/api/auth/admin/list-users").cookie(&admin).send().await;
+    assert_eq!((r.status, r.json()["code"].clone()), (403, json!("TWO_FACTOR_REQUIRED")));
+    let r = s.client.post("/api/auth/update-user").cookie(&admin).json(&json!({"name": "X"})).send().await;
+    assert_eq!(r.status, 403);
+    assert_eq!(s.client.session(&admin).await["user"]["email"], ADMIN_EMAIL);
+    // A plain user is not held back.
+    let user = s.client.new_user("tfa-policy").await;
+    let r = s.client.post("/api/auth/update-user").cookie(&user.cookie).json(&json!({"name": "Y"})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let r = s
+        .client
+        .post("/api/auth/two-factor/enable")
+        .cookie(&admin)
+        .json(&json!({"password": ADMIN_PASSWORD}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let secret = secret_of(r.json()["totpURI"].as_str().unwrap());
+    let step = settled_step().await;
+    assert_eq!(verify_totp(&s, Some(&admin), None, &code(&secret, step), false).await.status, 200);
+    let r = s.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(s.client.sign_out(Some(&admin)).await.status, 200);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_counts_administrators_without_a_second_factor() {
+    let s = TestServer::start().await;
+    let admin = s.client.admin_session().await;
+    let status = s.client.get("/api/admin/status").cookie(&admin).send().await.json();
+    assert_eq!(status["administrators_without_second_factor"], 1, "{status}");
+    let r = s
+        .client
+        .post("/api/auth/two-factor/enable")
+        .cookie(&admin)
+        .json(&json!({"password": ADMIN_PASSWORD}))
+        .send()
+        .await;
+    let secret = secret_of(r.json()["totpURI"].as_str().unwrap());
+    let step = settled_step().await;
+    assert_eq!(verify_totp(&s, Some(&admin), None, &code(&secret, step), false).await.status, 200);
+    let status = s.client.get("/api/admin/status").cookie(&admin).send().await.json();
+    assert_eq!(status["administrators_without_second_factor"], 0, "{status}");
+    s.stop().await;
+}
+
+/// The secret is sealed at rest: the store file holds neither it nor its base32 form, and a restart (which reads
+/// it back through the data key) still verifies codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_secret_is_sealed_at_rest_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::start_in(dir.path()).await;
+    let e = enrolled(&s, "tfa-rest").await;
+    s.stop().await;
+    if let Ok(bytes) = std::fs::read(dir.path().join("service-auth.redb")) {
+        let b32 = service_auth::domain::two_factor::base32(&e.secret);
+        assert!(!bytes.windows(e.secret.len()).any(|w| w == e.secret.as_slice()), "the raw secret in the store");
+        assert!(!bytes.windows(b32.len()).any(|w| w == b32.as_bytes()), "the base32 secret in the store");
+        for code in &e.backup_codes {
+            assert!(!bytes.windows(code.len()).any(|w| w == code.as_bytes()), "a backup code in the store");
+        }
+    }
+    let s = TestServer::start_in(dir.path()).await;
+    let pending = challenge_cookie(&s, &e.email).await;
+    let step = settled_step().await;
+    assert_eq!(verify_totp(&s, None, Some(&pending), &code(&e.secret, step + 1), false).await.status, 200);
+    s.stop().await;
+}

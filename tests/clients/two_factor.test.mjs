@@ -1,0 +1,150 @@
+// The real `twoFactorClient()` (better-auth 1.7.25) against a running service-auth server: enable TOTP, sign in
+// through `twoFactorRedirect`, use and reuse a backup code, trust a device, regenerate codes, disable. Codes are
+// computed here with node's own HMAC-SHA1 (RFC 6238), as an authenticator app would, from the URI's secret.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
+import { createAuthClient } from "better-auth/client";
+import { twoFactorClient } from "better-auth/client/plugins";
+
+const BASE = process.env.SERVICE_AUTH_URL;
+const COOKIE = "service-auth.session_token";
+const PASSWORD = "correct horse battery staple";
+
+/** A client with its own cookie jar (one browser profile); `redirects` records each onTwoFactorRedirect call. */
+function browser(jar = new Map()) {
+  const redirects = [];
+  const customFetchImpl = async (input, init = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("origin", BASE);
+    if (jar.size) headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
+    const response = await fetch(input, { ...init, headers });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair, ...attrs] = line.split(";").map((s) => s.trim());
+      const [name, value] = [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)];
+      if (attrs.some((a) => a.toLowerCase() === "max-age=0")) jar.delete(name);
+      else jar.set(name, value);
+    }
+    return response;
+  };
+  const plugins = [twoFactorClient({ onTwoFactorRedirect: (ctx) => redirects.push(ctx.twoFactorMethods) })];
+  const client = createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl }, plugins });
+  return { client, jar, redirects };
+}
+
+const unique = (tag) => `${tag}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+
+function base32Decode(text) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0, value = 0;
+  const out = [];
+  for (const c of text.replace(/=+$/, "").toUpperCase()) {
+    value = (value << 5) | alphabet.indexOf(c);
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 255);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+/** The RFC 6238 code of `key` for time step `step`. */
+function totp(key, step) {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac("sha1", key).update(counter).digest();
+  const offset = mac[19] & 15;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1e6).padStart(6, "0");
+}
+
+/** The current step, waiting past a step's last three seconds so that the server reads the same one. */
+async function step() {
+  const left = 30 - (Math.floor(Date.now() / 1000) % 30);
+  if (left <= 3) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
+  return Math.floor(Date.now() / 30000);
+}
+
+const keyOf = (uri) => base32Decode(new URL(uri).searchParams.get("secret"));
+
+test("twoFactorClient: enable, sign in through twoFactorRedirect, backup codes, trusted device, disable", async () => {
+  const email = unique("tfa");
+  const { client, jar } = browser();
+  assert.equal((await client.signUp.email({ name: "Tfa", email, password: PASSWORD })).error, null);
+
+  const wrong = await client.twoFactor.enable({ password: "not the password" });
+  assert.equal(wrong.error.status, 400);
+  assert.equal(wrong.error.code, "INVALID_PASSWORD");
+  const enabled = await client.twoFactor.enable({ password: PASSWORD });
+  assert.equal(enabled.error, null);
+  assert.ok(enabled.data.totpURI.startsWith("otpauth://totp/"), enabled.data.totpURI);
+  assert.equal(enabled.data.backupCodes.length, 10);
+  const key = keyOf(enabled.data.totpURI);
+  const uri = await client.twoFactor.getTotpUri({ password: PASSWORD });
+  assert.equal(uri.error, null);
+  assert.deepEqual(keyOf(uri.data.totpURI), key);
+
+  let now = await step();
+  const bad = await client.twoFactor.verifyTotp({ code: totp(key, now + 5) });
+  assert.equal(bad.error.status, 401);
+  assert.equal(bad.error.code, "INVALID_CODE");
+  const on = await client.twoFactor.verifyTotp({ code: totp(key, now) });
+  assert.equal(on.error, null);
+  assert.equal(on.data.user.twoFactorEnabled, true);
+  assert.equal((await client.getSession()).data.user.twoFactorEnabled, true);
+  assert.equal((await client.signOut()).error, null);
+
+  // A second browser signs in: the redirect, no session, then the code opens it.
+  const other = browser();
+  const first = await other.client.signIn.email({ email, password: PASSWORD });
+  assert.equal(first.error, null);
+  assert.equal(first.data.twoFactorRedirect, true);
+  assert.deepEqual(other.redirects, [["totp"]], "onTwoFactorRedirect was called with the methods");
+  assert.ok(!other.jar.has(COOKIE), "no session before the second factor");
+  assert.ok(other.jar.has("service-auth.two_factor"), "the two-factor cookie");
+  assert.equal((await other.client.getSession()).data, null);
+  now = await step();
+  const passed = await other.client.twoFactor.verifyTotp({ code: totp(key, now + 1), trustDevice: true });
+  assert.equal(passed.error, null);
+  assert.equal(passed.data.user.email, email);
+  assert.ok(other.jar.has(COOKIE) && !other.jar.has("service-auth.two_factor"));
+  assert.ok(other.jar.has("service-auth.trust_device"), "the trusted-device cookie");
+  assert.equal((await other.client.getSession()).data.user.email, email);
+
+  // The trusted device signs in with the password alone.
+  assert.equal((await other.client.signOut()).error, null);
+  const trusted = await other.client.signIn.email({ email, password: PASSWORD });
+  assert.equal(trusted.error, null);
+  assert.equal(trusted.data.user.email, email, "a session at once on a trusted device");
+  assert.equal(other.redirects.length, 1);
+
+  // A third browser uses a backup code, once.
+  const third = browser();
+  assert.equal((await third.client.signIn.email({ email, password: PASSWORD })).data.twoFactorRedirect, true);
+  const backup = await third.client.twoFactor.verifyBackupCode({ code: enabled.data.backupCodes[0] });
+  assert.equal(backup.error, null);
+  assert.equal((await third.client.getSession()).data.user.email, email);
+  const fourth = browser();
+  await fourth.client.signIn.email({ email, password: PASSWORD });
+  const reused = await fourth.client.twoFactor.verifyBackupCode({ code: enabled.data.backupCodes[0] });
+  assert.equal(reused.error.status, 401);
+  assert.equal(reused.error.code, "INVALID_BACKUP_CODE");
+
+  // New codes: the old ones die, a new one works.
+  const fresh = await third.client.twoFactor.generateBackupCodes({ password: PASSWORD });
+  assert.equal(fresh.error, null);
+  assert.equal(fresh.data.status, true);
+  assert.equal(fresh.data.backupCodes.length, 10);
+  const old = await fourth.client.twoFactor.verifyBackupCode({ code: enabled.data.backupCodes[1] });
+  assert.equal(old.error.code, "INVALID_BACKUP_CODE");
+  const renewed = await fourth.client.twoFactor.verifyBackupCode({ code: fresh.data.backupCodes[0] });
+  assert.equal(renewed.error, null);
+
+  // Off: the password alone signs in again, and the trusted device's trust is gone with the factor.
+  const off = await fourth.client.twoFactor.disable({ password: PASSWORD });
+  assert.equal(off.error, null);
+  assert.equal(off.data.status, true);
+  const plain = await browser().client.signIn.email({ email, password: PASSWORD });
+  assert.equal(plain.error, null);
+  assert.equal(plain.data.user.twoFactorEnabled, false);
+});
