@@ -145,6 +145,9 @@ impl Core {
             None => None,
         };
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
+        let book = crate::actors::passkeys::PasskeyBook::new(Arc::clone(&store), writer.clone());
+        let passkeys =
+            Arc::new(crate::accounts::Passkeys::new(&config.relying_party(), book).map_err(AppError::Startup)?);
         let update_age = Duration::from_secs(config.session.update_age_secs);
         let accounts = Accounts {
             indexes,
@@ -159,6 +162,7 @@ impl Core {
             require_verification: config.email.require_verification,
             metrics,
             freshness,
+            passkeys,
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

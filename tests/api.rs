@@ -31,6 +31,7 @@ mod api {
     mod ops;
     mod orgs;
     mod overload;
+    mod passkeys;
     mod security;
     mod upgrade;
 }

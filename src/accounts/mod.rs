@@ -8,6 +8,7 @@
 mod account;
 mod admin;
 mod auth;
+mod passkeys;
 mod query;
 mod recovery;
 
@@ -33,6 +34,7 @@ use crate::store::follower::Freshness;
 pub use account::AccountError;
 pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignUp, SignUpError, SignedIn, SignedUp};
+pub use passkeys::{Attachment, CeremonyToken, PasskeyError, Passkeys, credential_id_base64url, public_key_base64};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 
@@ -58,6 +60,8 @@ pub struct Accounts {
     pub metrics: Arc<Metrics>,
     /// How far behind the shared database this node's state may be (always fresh on the embedded store).
     pub(crate) freshness: Arc<Freshness>,
+    /// The passkeys' relying party and store.
+    pub(crate) passkeys: Arc<Passkeys>,
 }
 
 /// Why `/readyz` says 503.

@@ -40,6 +40,11 @@ pub mod action {
     pub const MAIL_FAILED: &str = "mail.failed";
     /// Failures beyond the per-minute budget of itemised rows, counted into one row.
     pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
+    /// Passkeys: added, renamed, removed by their owner (a sign-in with one is `sign_in.succeeded`, detail
+    /// `passkey`).
+    pub const PASSKEY_REGISTERED: &str = "passkey.registered";
+    pub const PASSKEY_RENAMED: &str = "passkey.renamed";
+    pub const PASSKEY_DELETED: &str = "passkey.deleted";
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.

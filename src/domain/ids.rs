@@ -82,6 +82,10 @@ id_type!(
     /// Identifier of a session (not its token).
     SessionId
 );
+id_type!(
+    /// Identifier of a passkey (not its credential id, which the authenticator chose).
+    PasskeyId
+);
 
 #[cfg(test)]
 mod tests {

@@ -119,6 +119,9 @@ pub struct CookieSettings {
     pub max_age: u64,
     /// `service-auth.admin_session`: an impersonating administrator's own session, kept aside until they stop.
     pub admin_name: String,
+    /// `service-auth.better-auth-passkey`: a passkey ceremony's token between its options and its verification
+    /// (the plugin's cookie name, under our prefix).
+    pub passkey_name: String,
 }
 
 impl CookieSettings {
@@ -126,7 +129,17 @@ impl CookieSettings {
         let secure_prefix = if secure { "__Secure-" } else { "" };
         let name = format!("{secure_prefix}{prefix}.session_token");
         let admin_name = format!("{secure_prefix}{prefix}.admin_session");
-        Self { name, secure, max_age, admin_name }
+        let passkey_name = format!("{secure_prefix}{prefix}.better-auth-passkey");
+        Self { name, secure, max_age, admin_name, passkey_name }
+    }
+
+    /// The cookie binding a passkey ceremony to this browser: as long as the ceremony waits, no longer.
+    pub fn set_passkey(&self, token: &str, max_age: u64) -> HeaderValue {
+        self.header(&format!("{}={token}; Max-Age={max_age}", self.passkey_name))
+    }
+
+    pub fn clear_passkey(&self) -> HeaderValue {
+        self.header(&format!("{}=; Max-Age=0", self.passkey_name))
     }
 
     /// The cookie keeping the administrator's own token during an impersonation; no `Max-Age`, like the

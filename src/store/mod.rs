@@ -19,6 +19,7 @@ pub mod convert;
 mod db;
 pub mod follower;
 pub mod own;
+pub mod passkey_records;
 pub(crate) mod postgres;
 pub mod records;
 mod worker;
@@ -32,6 +33,7 @@ pub use postgres::{Claim, PgStore};
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
+pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use records::{
     AuditRecordV1, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1,
     TokenRecordV2, UserRecord, UserRecordV1, UserRecordV2,
@@ -108,6 +110,16 @@ pub enum StoreOp {
         email: String,
         verified: bool,
     },
+    /// A passkey registered, renamed, or its counter moved on by a sign-in. (A deleted account's passkeys go with
+    /// its [`DeleteUser`](Self::DeleteUser), in the store itself.)
+    PutPasskey(PasskeyRecordV1),
+    DeletePasskey {
+        user: [u8; 16],
+        id: [u8; 16],
+    },
+    /// A passkey ceremony's state, keyed by the SHA-256 of its challenge cookie; taken by
+    /// [`Store::take_passkey_challenge`], outside the writer, so that only one verification can have it.
+    PutPasskeyChallenge(TokenHash, PasskeyChallengeRecordV1),
 }
 
 /// What an op changes of the records every node holds in memory: the ops the change log carries to the other
@@ -152,6 +164,9 @@ impl StoreOp {
             | StoreOp::ReserveAttempt { .. }
             | StoreOp::EndAttempt { .. }
             | StoreOp::ExpectUser { .. } => return None,
+            // No node holds passkeys or ceremonies in memory: each reads them from the store when asked (a sign-in
+            // with a passkey, a list), so every node sees the shared database's and nothing needs to travel.
+            StoreOp::PutPasskey(_) | StoreOp::DeletePasskey { .. } | StoreOp::PutPasskeyChallenge(..) => return None,
         })
     }
 }
