@@ -11,13 +11,13 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::dto::session_and_user_json;
-use super::extract::{self, Ctx, Fields};
+use super::extract::{self, Ctx, Fields, Refusal};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
 use crate::accounts::{
     Attachment, CeremonyToken, Current, PasskeyError, SignedIn, credential_id_base64url, public_key_base64,
 };
-use crate::domain::{Name, Passkey, PasskeyId, SessionToken, Timestamp};
+use crate::domain::{Name, Passkey, PasskeyId, SessionToken, Timestamp, UserId};
 
 /// How long a ceremony's cookie lives: the plugin's `maxAge`, and the store's lifetime of the ceremony.
 const CEREMONY_SECS: u64 = 300;
@@ -251,4 +251,37 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let id = passkey_id(&body)?;
     state.accounts.delete_passkey(&current, id, &ctx.ip.to_string()).await?;
     Ok(ok(&json!({"status": true})))
+}
+
+/// A passkey as the administration API shows it (snake_case, as `/api/admin/*`): what it is and when it came, not
+/// its key.
+#[derive(Serialize)]
+struct AdminPasskey {
+    id: PasskeyId,
+    name: Option<String>,
+    device_type: &'static str,
+    backed_up: bool,
+    created_at: String,
+}
+
+/// `GET /api/admin/users/{id}/passkeys` → `{passkeys: [...]}`, oldest first: an account's passkeys, for
+/// administrators (the console shows them with the user's sessions). 404 for an unknown account.
+pub async fn of_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::query_only(req.uri().query(), &[])?;
+    let id = req.uri().path().trim_start_matches("/api/admin/users/").split('/').next().unwrap_or_default();
+    let id = UserId::parse(id).ok_or_else(|| Failure::validation("the user id in the path must be a UUID"))?;
+    let user = state.accounts.user(id).ok_or_else(|| Failure::with_status(StatusCode::NOT_FOUND, "user not found"))?;
+    let passkeys = state.accounts.own_passkeys(user.id).await?;
+    let listed: Vec<AdminPasskey> = passkeys
+        .iter()
+        .map(|p| AdminPasskey {
+            id: p.id,
+            name: p.name.as_ref().map(|n| n.as_str().to_owned()),
+            device_type: if p.backup_eligible { "multiDevice" } else { "singleDevice" },
+            backed_up: p.backed_up,
+            created_at: p.created_at.to_rfc3339(),
+        })
+        .collect();
+    Ok(ok(&json!({ "passkeys": listed })))
 }

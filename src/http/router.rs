@@ -163,6 +163,7 @@ async fn dispatch(
         Endpoint::ListOwnPasskeys => passkeys::list(state, ctx, req).await,
         Endpoint::UpdateOwnPasskey => passkeys::update(state, ctx, req).await,
         Endpoint::DeleteOwnPasskey => passkeys::delete(state, ctx, req).await,
+        Endpoint::UserPasskeys => passkeys::of_user(state, ctx, req).await,
         Endpoint::PluginListUsers => admin_plugin::list_users(state, ctx, req).await,
         Endpoint::PluginGetUser => admin_plugin::get_user(state, ctx, req).await,
         Endpoint::PluginCreateUser => admin_plugin::create_user(state, ctx, req).await,

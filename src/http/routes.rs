@@ -54,6 +54,7 @@ routes! {
     "/api/auth/passkey/list-user-passkeys" => { GET => ListOwnPasskeys },
     "/api/auth/passkey/update-passkey" => { POST => UpdateOwnPasskey },
     "/api/auth/passkey/delete-passkey" => { POST => DeleteOwnPasskey },
+    "/api/admin/users/{id}/passkeys" => { GET => UserPasskeys },
     // admin plugin: the better-auth admin plugin's calls
     "/api/auth/admin/list-users" => { GET => PluginListUsers },
     "/api/auth/admin/get-user" => { GET => PluginGetUser },

@@ -474,3 +474,27 @@ async fn an_accounts_passkeys_go_with_the_account() {
     assert_eq!((r.status, str_of(&r.json()["code"])), (401, "PASSKEY_NOT_FOUND"), "{}", r.text);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn administrators_see_an_accounts_passkeys() {
+    let server = server().await;
+    let alice = server.client.new_user("admin-view-alice").await;
+    let mut browser = Browser::new();
+    let passkey = register(&server, &mut browser, &alice.cookie, Some("Phone")).await;
+    let admin = server.client.admin_session().await;
+    let path = format!("/api/admin/users/{}/passkeys", alice.id);
+    let r = server.client.get(&path).cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let listed = r.json()["passkeys"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!((&listed[0]["id"], &listed[0]["name"]), (&passkey["id"], &json!("Phone")));
+    assert!(listed[0].get("publicKey").is_none() && listed[0]["created_at"].is_string(), "{listed}");
+    let status = |r: &Resp| (r.status, r.json().get("error").is_some());
+    assert_eq!(status(&server.client.get(&path).cookie(&alice.cookie).send().await), (403, true));
+    assert_eq!(status(&server.client.get(&path).send().await), (401, true));
+    let unknown = format!("/api/admin/users/{}/passkeys", uuid::Uuid::now_v7());
+    assert_eq!(status(&server.client.get(&unknown).cookie(&admin).send().await), (404, true));
+    let r = server.client.get("/api/admin/users/nope/passkeys").cookie(&admin).send().await;
+    assert_eq!(status(&r), (400, true));
+    server.stop().await;
+}
