@@ -197,6 +197,14 @@ impl Store {
         }
     }
 
+    /// Every passkey of every account (`migrate-store`). Blocking.
+    pub fn all_passkeys(&self) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.all_passkeys(),
+            Backend::Postgres(s) => s.all_passkeys(),
+        }
+    }
+
     /// The passkey with credential id `credential`, if any. Blocking.
     pub fn passkey_by_credential(&self, credential: &[u8]) -> Result<Option<PasskeyRecordV1>, StoreError> {
         match &self.backend {

@@ -629,6 +629,15 @@ impl EmbeddedStore {
         })
     }
 
+    /// Every passkey (`migrate-store`).
+    pub fn all_passkeys(&self) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(PASSKEYS).map_err(io)?;
+            table.iter().map_err(io)?.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
     /// The passkey whose credential id is `credential`, if one is registered.
     pub fn passkey_by_credential(&self, credential: &[u8]) -> Result<Option<PasskeyRecordV1>, StoreError> {
         self.with_db(|db| {

@@ -447,6 +447,11 @@ impl PgStore {
         rows.iter().map(|r| codec::decode(r.get(0))).collect()
     }
 
+    pub fn all_passkeys(&self) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record FROM passkeys ORDER BY user_id, id", &[]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
     pub fn passkey_by_credential(&self, credential: &[u8]) -> Result<Option<PasskeyRecordV1>, StoreError> {
         let row = self
             .pooled(|c| c.query_opt("SELECT record FROM passkeys WHERE credential_id = $1 LIMIT 1", &[&credential]))?;
