@@ -538,6 +538,22 @@ async function userPage(id) {
       h("tbody", {}, rows)));
   }
 
+  // Passkeys: shown, not changed here (a passkey is its owner's to add or remove).
+  const passkeysBox = h("div", { id: "passkeys" });
+  async function loadPasskeys() {
+    const { passkeys } = await api("GET", `/api/admin/users/${encodeURIComponent(user.id)}/passkeys`);
+    if (!passkeys.length) {
+      passkeysBox.replaceChildren(h("p", { id: "no-passkeys", text: "No passkey." }));
+      return;
+    }
+    const kind = (p) => (p.device_type === "multiDevice" ? "Synced" : "This device only");
+    passkeysBox.replaceChildren(h("table", { id: "passkeys-table" },
+      h("caption", { text: `${passkeys.length} passkey${passkeys.length === 1 ? "" : "s"}` }),
+      h("thead", {}, h("tr", {}, ["Name", "Kind", "Added"].map((c) => h("th", { scope: "col", text: c })))),
+      h("tbody", {}, passkeys.map((p) => h("tr", {},
+        h("td", { text: p.name || "(unnamed)" }), h("td", { text: kind(p) }), h("td", { text: when(p.created_at) }))))));
+  }
+
   // Password
   const password = h("input", { type: "password", name: "new-password", autocomplete: "new-password", minlength: "8", maxlength: "128", required: true });
   const passwordButton = h("button", { type: "submit", text: "Set password" });
@@ -594,11 +610,13 @@ async function userPage(id) {
     h("section", { "aria-labelledby": "ban-heading" }, h("h2", { id: "ban-heading", text: user.banned ? "Ban" : "Ban" }), banForm),
     h("section", { "aria-labelledby": "org-heading" }, h("h2", { id: "org-heading", text: "Organization" }), orgForm),
     h("section", { "aria-labelledby": "sessions-heading" }, h("h2", { id: "sessions-heading", text: "Sessions" }), sessionsBox, sessionsLine),
+    h("section", { "aria-labelledby": "passkeys-heading" }, h("h2", { id: "passkeys-heading", text: "Passkeys" }), passkeysBox),
     h("section", { "aria-labelledby": "password-heading" }, h("h2", { id: "password-heading", text: "Password" }), passwordForm),
     h("section", { "aria-labelledby": "danger-heading" }, h("h2", { id: "danger-heading", text: "Impersonate or remove" }),
       self ? h("p", { text: "This is your own account: you cannot impersonate or remove yourself." }) : h("div", { class: "buttons" }, impersonate, remove),
       dangerLine));
   await loadSessions();
+  await loadPasskeys();
 }
 
 // --- organizations ------------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ pub struct Config {
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
     pub store: StoreConfig,
-    pub two_factor: TwoFactorConfig, pub webhooks: WebhooksConfig,
+    pub passkeys: PasskeysConfig, pub two_factor: TwoFactorConfig, pub webhooks: WebhooksConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -460,6 +460,7 @@ impl Default for Config {
             store: StoreConfig::default(),
             webhooks: WebhooksConfig::default(),
             two_factor: TwoFactorConfig::default(),
+            passkeys: PasskeysConfig::default(),
             bootstrap_admin: None,
             source: None,
         }
@@ -788,6 +789,9 @@ impl Config {
         if h.queue_timeout_ms == 0 {
             return fail("hashing.queue_timeout_ms", "must be at least 1".into());
         }
+        if let Err((key, problem)) = self.passkeys.check() {
+            return fail(key, problem);
+        }
         let r = &self.rate_limit;
         if r.window_secs == 0 || r.account_window_secs == 0 {
             return fail("rate_limit.window_secs", "and rate_limit.account_window_secs must be above 0".into());
@@ -906,6 +910,119 @@ fn is_role_name(role: &str) -> bool {
 }
 
 /// `scheme://host[:port]`, optionally with one trailing `/`; with `http_only`, the scheme is http or https.
+/// Passkeys (WebAuthn): the domain credentials are bound to (the relying party) and the pages that may use them.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PasskeysConfig {
+    /// The relying party id, a domain: credentials work on it and its subdomains only. Default: `base_url`'s
+    /// host when that is a domain name, else `localhost`.
+    pub rp_id: Option<String>,
+    /// The name authenticators show. Default: `service-auth`.
+    pub rp_name: Option<String>,
+    /// Origins (scheme://host[:port]) whose pages may register and use passkeys: `https`, or `http` on
+    /// `localhost`, on `rp_id` or a subdomain of it. Default: `base_url`'s origin and each of `trusted_origins` on
+    /// `rp_id`; with neither, `http://localhost:<listen port>`.
+    pub origins: Vec<String>,
+}
+
+/// The relying party as configured, defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelyingParty {
+    pub id: String,
+    pub name: String,
+    /// At least one; each on `id` or a subdomain of it.
+    pub origins: Vec<url::Url>,
+}
+
+impl PasskeysConfig {
+    /// The explicitly configured values, checked; the defaults need none.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        if let Some(id) = &self.rp_id
+            && !is_domain(id)
+        {
+            return Err((
+                "passkeys.rp_id",
+                format!("= {id:?} must be a lower-case domain name (no scheme, port or IP)"),
+            ));
+        }
+        if self.rp_name.as_deref().is_some_and(|n| n.trim().is_empty() || n.len() > 200) {
+            return Err(("passkeys.rp_name", "must be 1 to 200 characters".into()));
+        }
+        let rp_id = self.rp_id.as_deref();
+        for origin in &self.origins {
+            let parsed = url::Url::parse(origin).ok().filter(|u| is_origin_url(origin, true) && u.domain().is_some());
+            let Some(url) = parsed else {
+                return Err((
+                    "passkeys.origins",
+                    format!("entry {origin:?} must be http(s)://domain[:port] with no path"),
+                ));
+            };
+            let host = url.domain().unwrap_or_default();
+            let local = host == "localhost" || host.ends_with(".localhost");
+            if url.scheme() != "https" && !local {
+                return Err((
+                    "passkeys.origins",
+                    format!("entry {origin:?} must be https (browsers allow http only on localhost)"),
+                ));
+            }
+            if let Some(id) = rp_id
+                && !on_domain(host, id)
+            {
+                return Err((
+                    "passkeys.origins",
+                    format!("entry {origin:?} is not on passkeys.rp_id {id:?} or a subdomain of it"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `host` is `domain` or a subdomain of it.
+fn on_domain(host: &str, domain: &str) -> bool {
+    host == domain || host.strip_suffix(domain).is_some_and(|rest| rest.ends_with('.'))
+}
+
+/// A domain name as a relying party id: lower-case labels of letters, digits and hyphens, not an IP address.
+fn is_domain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.parse::<IpAddr>().is_err()
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
+}
+
+impl Config {
+    /// The passkeys' relying party: `[passkeys]` with its defaults filled in from `base_url`, `trusted_origins`
+    /// and `listen`.
+    pub fn relying_party(&self) -> RelyingParty {
+        let base = self.base_url.as_deref().and_then(|u| url::Url::parse(u).ok());
+        let id = self.passkeys.rp_id.clone().unwrap_or_else(|| {
+            base.as_ref().and_then(|u| u.domain()).map_or_else(|| "localhost".to_owned(), str::to_owned)
+        });
+        let name = self.passkeys.rp_name.clone().unwrap_or_else(|| "service-auth".to_owned());
+        let mut origins: Vec<url::Url> = if self.passkeys.origins.is_empty() {
+            base.iter()
+                .chain(self.trusted_origins.iter().filter_map(|o| url::Url::parse(o).ok()).collect::<Vec<_>>().iter())
+                .filter(|u| u.domain().is_some_and(|h| on_domain(h, &id)))
+                .cloned()
+                .collect()
+        } else {
+            self.passkeys.origins.iter().filter_map(|o| url::Url::parse(o).ok()).collect()
+        };
+        if origins.is_empty() {
+            let port = self.listen.port();
+            origins.extend(url::Url::parse(&format!("http://{id}:{port}")).ok());
+        }
+        RelyingParty { id, name, origins }
+    }
+}
+
 fn is_origin_url(url: &str, http_only: bool) -> bool {
     let Some((scheme, rest)) = url.split_once("://") else { return false };
     let rest = rest.strip_suffix('/').unwrap_or(rest);
@@ -930,6 +1047,43 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(Config::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn passkeys_default_from_the_base_url_and_check_what_is_set() {
+        let rp = Config::default().relying_party();
+        assert_eq!((rp.id.as_str(), rp.name.as_str()), ("localhost", "service-auth"));
+        assert_eq!(rp.origins.iter().map(url::Url::as_str).collect::<Vec<_>>(), ["http://localhost:3000/"]);
+        let config = Config {
+            base_url: Some("https://auth.example.com".into()),
+            trusted_origins: vec!["https://app.example.com".into(), "https://other.test".into()],
+            ..Config::default()
+        };
+        let rp = config.relying_party();
+        assert_eq!(rp.id, "auth.example.com");
+        assert_eq!(rp.origins.iter().map(url::Url::as_str).collect::<Vec<_>>(), ["https://auth.example.com/"]);
+        let ip = Config { base_url: Some("http://127.0.0.1:3000".into()), ..Config::default() };
+        assert_eq!(ip.relying_party().id, "localhost");
+        let bad = |passkeys: PasskeysConfig| Config { passkeys, ..Config::default() }.validate().unwrap_err().0;
+        assert_eq!(
+            bad(PasskeysConfig { rp_id: Some("https://x.example".into()), ..Default::default() }),
+            "passkeys.rp_id"
+        );
+        assert_eq!(bad(PasskeysConfig { rp_id: Some("10.0.0.1".into()), ..Default::default() }), "passkeys.rp_id");
+        assert_eq!(bad(PasskeysConfig { rp_name: Some(" ".into()), ..Default::default() }), "passkeys.rp_name");
+        let origins = |rp_id: &str, origin: &str| PasskeysConfig {
+            rp_id: Some(rp_id.into()),
+            origins: vec![origin.into()],
+            ..Default::default()
+        };
+        assert_eq!(bad(origins("example.com", "http://app.example.com")), "passkeys.origins");
+        assert_eq!(bad(origins("example.com", "https://example.com.evil.test")), "passkeys.origins");
+        assert_eq!(bad(origins("example.com", "https://notexample.com")), "passkeys.origins");
+        assert_eq!(bad(origins("example.com", "https://app.example.com/path")), "passkeys.origins");
+        let good = Config { passkeys: origins("example.com", "https://app.example.com:8443"), ..Config::default() };
+        assert_eq!(good.validate(), Ok(()));
+        let local = Config { passkeys: origins("localhost", "http://localhost:5173"), ..Config::default() };
+        assert_eq!(local.validate(), Ok(()));
     }
 
     #[test]

@@ -172,7 +172,7 @@ fn display_addr(listener: &TcpListener) -> String {
 
 /// Housekeeping, once a minute: forget the rate-limit state of addresses back to a full allowance, trim the
 /// audit log to its retention, lift bans that have run out (they stopped counting when they did; this writes it
-/// down and audits it); every ten minutes remove expired sessions from memory and disk (a session nobody
+/// down and audits it), delete passkey ceremonies that expired unfinished; every ten minutes remove expired sessions from memory and disk (a session nobody
 /// presents again would otherwise stay forever).
 struct Chores {
     state: Arc<AppState>,
@@ -210,6 +210,11 @@ impl Chores {
             Ok(0) => {}
             Ok(n) => tracing::info!(users = n, "bans that ran out lifted"),
             Err(_) => tracing::warn!("could not lift bans that ran out; will retry"),
+        }
+        match self.state.accounts.prune_passkey_ceremonies().await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(ceremonies = n, "passkey ceremonies that expired unfinished removed"),
+            Err(_) => tracing::warn!("could not remove expired passkey ceremonies; will retry"),
         }
         if round.is_multiple_of(10) {
             match self.sessions.sweep_expired().await {

@@ -36,6 +36,7 @@ mod api {
     mod orgs;
     mod overload;
     mod pages;
+    mod passkeys;
     mod refused_origins;
     mod security;
     mod setup;

@@ -9,6 +9,7 @@ mod account;
 mod admin;
 mod auth;
 mod organizations;
+mod passkeys;
 mod query;
 mod recovery;
 mod setup;
@@ -41,6 +42,7 @@ pub use account::AccountError;
 pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use organizations::{FullOrganization, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
+pub use passkeys::{Attachment, CeremonyToken, PasskeyError, Passkeys, credential_id_base64url, public_key_base64};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
@@ -83,6 +85,8 @@ pub struct Accounts {
     pub(crate) two_factor_issuer: Arc<str>,
     /// Roles whose accounts must have a second factor before their sessions can do anything else.
     pub(crate) two_factor_roles: Arc<[String]>,
+    /// The passkeys' relying party and store.
+    pub(crate) passkeys: Arc<Passkeys>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

@@ -59,6 +59,11 @@ pub mod action {
     pub const TWO_FACTOR_RESET: &str = "user.two_factor_reset";
     pub const SECOND_FACTOR_FAILED: &str = "sign_in.second_factor_failed";
     pub const SECOND_FACTOR_PASSED: &str = "sign_in.second_factor_passed";
+    /// Passkeys: added, renamed, removed by their owner (a sign-in with one is `sign_in.succeeded`, detail
+    /// `passkey`).
+    pub const PASSKEY_REGISTERED: &str = "passkey.registered";
+    pub const PASSKEY_RENAMED: &str = "passkey.renamed";
+    pub const PASSKEY_DELETED: &str = "passkey.deleted";
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.

@@ -92,6 +92,10 @@ id_type!(
     /// must not be guessable (a UUID v7 has a clock in it).
     InvitationId
 );
+id_type!(
+    /// Identifier of a passkey (not its credential id, which the authenticator chose).
+    PasskeyId
+);
 
 impl MemberId {
     pub fn of(org: OrgId, user: UserId) -> Self {

@@ -8,7 +8,7 @@
 //!   administrator guard.
 //! - [`response`] and [`errors`]: answers, the two error shapes, the session cookie; one `From` per error enum.
 //! - The route families, each a file of short handlers: [`auth`], [`account`] (a user's own password, profile,
-//!   sessions and deletion), [`recovery`] (links sent by mail), [`admin_plugin`] (the better-auth admin plugin's calls),
+//!   sessions and deletion), [`recovery`] (links sent by mail), [`passkeys`] (WebAuthn, as `@better-auth/passkey`), [`admin_plugin`] (the better-auth admin plugin's calls),
 //!   [`admin`] (users and the audit log),
 //!   [`organizations`], [`ops`] (health, readiness, the OpenAPI document), [`console`] (the administration
 //!   console's embedded files at `/admin/` and its status panel's numbers).
@@ -39,6 +39,7 @@ mod organizations;
 pub mod origins;
 mod overview;
 mod pages;
+mod passkeys;
 pub mod rate_limits;
 mod recovery;
 mod refused_origins;

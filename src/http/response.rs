@@ -179,6 +179,9 @@ pub struct CookieSettings {
     /// trusted device), better-auth's two-factor cookies.
     pub two_factor_name: String,
     pub trust_name: String,
+    /// `service-auth.better-auth-passkey`: a passkey ceremony's token between its options and its verification
+    /// (the plugin's cookie name, under our prefix).
+    pub passkey_name: String,
 }
 
 impl CookieSettings {
@@ -188,7 +191,8 @@ impl CookieSettings {
         let admin_name = format!("{secure_prefix}{prefix}.admin_session");
         let two_factor_name = format!("{secure_prefix}{prefix}.two_factor");
         let trust_name = format!("{secure_prefix}{prefix}.trust_device");
-        Self { name, secure, max_age, admin_name, two_factor_name, trust_name }
+        let passkey_name = format!("{secure_prefix}{prefix}.better-auth-passkey");
+        Self { name, secure, max_age, admin_name, two_factor_name, trust_name, passkey_name }
     }
 
     /// Cookie `name` (one of the names above) carrying `token` for `max_age` seconds.
@@ -199,6 +203,15 @@ impl CookieSettings {
     /// Clears cookie `name`.
     pub fn clear_for(&self, name: &str) -> HeaderValue {
         self.header(&format!("{name}=; Max-Age=0"))
+    }
+
+    /// The cookie binding a passkey ceremony to this browser: as long as the ceremony waits, no longer.
+    pub fn set_passkey(&self, token: &str, max_age: u64) -> HeaderValue {
+        self.header(&format!("{}={token}; Max-Age={max_age}", self.passkey_name))
+    }
+
+    pub fn clear_passkey(&self) -> HeaderValue {
+        self.header(&format!("{}=; Max-Age=0", self.passkey_name))
     }
 
     /// The cookie keeping the administrator's own token during an impersonation; no `Max-Age`, like the

@@ -15,7 +15,7 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, ops, org_plugin, organizations, overview, pages, recovery, request_id, setup, two_factor, webhooks,
+    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, ops, org_plugin, organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -158,6 +158,14 @@ async fn dispatch(
         Endpoint::ResetPassword => recovery::reset_password(state, ctx, req).await,
         Endpoint::SendVerificationEmail => recovery::send_verification_email(state, ctx, req).await,
         Endpoint::VerifyEmail => recovery::verify_email(state, ctx, req).await,
+        Endpoint::PasskeyRegistrationOptions => passkeys::registration_options(state, ctx, req).await,
+        Endpoint::PasskeyVerifyRegistration => passkeys::verify_registration(state, ctx, req).await,
+        Endpoint::PasskeyAuthenticationOptions => passkeys::authentication_options(state, ctx, req).await,
+        Endpoint::PasskeyVerifyAuthentication => passkeys::verify_authentication(state, ctx, req).await,
+        Endpoint::ListOwnPasskeys => passkeys::list(state, ctx, req).await,
+        Endpoint::UpdateOwnPasskey => passkeys::update(state, ctx, req).await,
+        Endpoint::DeleteOwnPasskey => passkeys::delete(state, ctx, req).await,
+        Endpoint::UserPasskeys => passkeys::of_user(state, ctx, req).await,
         Endpoint::PluginListUsers => admin_plugin::list_users(state, ctx, req).await,
         Endpoint::PluginGetUser => admin_plugin::get_user(state, ctx, req).await,
         Endpoint::PluginCreateUser => admin_plugin::create_user(state, ctx, req).await,

@@ -46,6 +46,15 @@ routes! {
     "/api/auth/reset-password" => { POST => ResetPassword },
     "/api/auth/send-verification-email" => { POST => SendVerificationEmail },
     "/api/auth/verify-email" => { GET => VerifyEmail },
+    // passkeys: @better-auth/passkey's calls (registration, sign-in with a passkey, the caller's passkeys)
+    "/api/auth/passkey/generate-register-options" => { GET => PasskeyRegistrationOptions },
+    "/api/auth/passkey/verify-registration" => { POST => PasskeyVerifyRegistration },
+    "/api/auth/passkey/generate-authenticate-options" => { GET => PasskeyAuthenticationOptions },
+    "/api/auth/passkey/verify-authentication" => { POST => PasskeyVerifyAuthentication },
+    "/api/auth/passkey/list-user-passkeys" => { GET => ListOwnPasskeys },
+    "/api/auth/passkey/update-passkey" => { POST => UpdateOwnPasskey },
+    "/api/auth/passkey/delete-passkey" => { POST => DeleteOwnPasskey },
+    "/api/admin/users/{id}/passkeys" => { GET => UserPasskeys },
     // admin plugin: the better-auth admin plugin's calls
     "/api/auth/admin/list-users" => { GET => PluginListUsers },
     "/api/auth/admin/get-user" => { GET => PluginGetUser },

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::db::EmbeddedStore;
 use super::hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
+use super::passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 use super::postgres::PgStore;
 use super::records::AuditRecordV1;
 use super::{FaultSwitch, Loaded, Record, StoreError, StoreOp, Visitor};
@@ -276,6 +277,53 @@ impl Store {
         match &self.backend {
             Backend::Embedded(s) => s.audit_to_prune(before, keep, limit),
             Backend::Postgres(s) => s.audit_to_prune(before, keep, limit),
+        }
+    }
+
+    /// Every passkey of `user`. Blocking. (Passkeys are read from the store where they are needed, not held in
+    /// memory: a sign-in with a passkey or a list is rare next to session checks, and every node then sees the
+    /// shared database's passkeys without a change log entry.)
+    pub fn passkeys_of(&self, user: [u8; 16]) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.passkeys_of(user),
+            Backend::Postgres(s) => s.passkeys_of(user),
+        }
+    }
+
+    /// Every passkey of every account (`migrate-store`). Blocking.
+    pub fn all_passkeys(&self) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.all_passkeys(),
+            Backend::Postgres(s) => s.all_passkeys(),
+        }
+    }
+
+    /// The passkey with credential id `credential`, if any. Blocking.
+    pub fn passkey_by_credential(&self, credential: &[u8]) -> Result<Option<PasskeyRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.passkey_by_credential(credential),
+            Backend::Postgres(s) => s.passkey_by_credential(credential),
+        }
+    }
+
+    /// Deletes the passkey ceremony of `hash` and returns it if it had not expired by `now_ms`: whichever
+    /// verification (on whichever node) takes it first has it, the others find nothing. Blocking.
+    pub fn take_passkey_challenge(
+        &self,
+        hash: &super::TokenHash,
+        now_ms: i64,
+    ) -> Result<Option<PasskeyChallengeRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.take_passkey_challenge(hash, now_ms),
+            Backend::Postgres(s) => s.take_passkey_challenge(hash, now_ms),
+        }
+    }
+
+    /// Deletes the passkey ceremonies that expired unverified before `now_ms`. Blocking.
+    pub fn prune_passkey_challenges(&self, now_ms: i64) -> Result<usize, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.prune_passkey_challenges(now_ms),
+            Backend::Postgres(s) => s.prune_passkey_challenges(now_ms),
         }
     }
 

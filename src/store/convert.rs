@@ -239,6 +239,58 @@ pub fn mail(r: OutboxRecordV1) -> Mail {
     }
 }
 
+pub fn passkey_record(p: &crate::domain::Passkey) -> super::PasskeyRecordV1 {
+    super::PasskeyRecordV1 {
+        id: p.id.to_bytes(),
+        user_id: p.user_id.to_bytes(),
+        name: p.name.as_ref().map(|n| n.as_str().to_owned()),
+        credential_id: p.credential_id.clone(),
+        public_key: p.public_key.clone(),
+        counter: p.counter,
+        backup_eligible: p.backup_eligible,
+        backed_up: p.backed_up,
+        transports: p.transports.clone(),
+        aaguid: p.aaguid.map(uuid::Uuid::into_bytes),
+        created_at_ms: p.created_at.as_millis(),
+    }
+}
+
+pub fn passkey(r: super::PasskeyRecordV1) -> crate::domain::Passkey {
+    crate::domain::Passkey {
+        id: crate::domain::PasskeyId::from_bytes(r.id),
+        user_id: UserId::from_bytes(r.user_id),
+        name: r.name.map(Name::from_trusted),
+        credential_id: r.credential_id,
+        public_key: r.public_key,
+        counter: r.counter,
+        backup_eligible: r.backup_eligible,
+        backed_up: r.backed_up,
+        transports: r.transports,
+        aaguid: r.aaguid.map(uuid::Uuid::from_bytes),
+        created_at: Timestamp::from_millis(r.created_at_ms),
+    }
+}
+
+pub fn ceremony_record(c: &crate::domain::Ceremony) -> super::PasskeyChallengeRecordV1 {
+    super::PasskeyChallengeRecordV1 {
+        kind: c.kind.code(),
+        user_id: c.user.map(UserId::to_bytes),
+        state: c.state.clone(),
+        expires_at_ms: c.expires_at.as_millis(),
+    }
+}
+
+pub fn ceremony(r: super::PasskeyChallengeRecordV1) -> Result<crate::domain::Ceremony, StoreError> {
+    let kind = crate::domain::CeremonyKind::from_code(r.kind)
+        .ok_or_else(|| StoreError::Corrupt(format!("passkey ceremony kind {}", r.kind)))?;
+    Ok(crate::domain::Ceremony {
+        kind,
+        user: r.user_id.map(UserId::from_bytes),
+        state: r.state,
+        expires_at: Timestamp::from_millis(r.expires_at_ms),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ use redb::{Database, DatabaseError, ReadTransaction, ReadableDatabase, ReadableT
 use super::codec::{self, Versioned};
 use super::hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 use super::hooks::Fanout;
+use super::passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1, passkey_key};
 use super::records::AuditRecordV1;
 use super::{AuditCaps, Record, StoreError, StoreOp, TokenHash, Visitor};
 
@@ -40,6 +41,11 @@ const WEBHOOK_QUEUE: TableDefinition<[u8; 24], &[u8]> = TableDefinition::new("we
 const WEBHOOK_SEQ: TableDefinition<&str, u64> = TableDefinition::new("webhook_seq");
 /// The delivery log by `endpoint ‖ attempt id` (UUID v7: time order).
 const DELIVERIES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("webhook_deliveries");
+/// Passkeys by `owner ‖ id` ([`passkey_key`]), the credential index (credential id → that key), and the ceremonies
+/// waiting for their verification, by the hash of their cookie.
+const PASSKEYS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("passkeys");
+const PASSKEY_CREDENTIALS: TableDefinition<&[u8], [u8; 32]> = TableDefinition::new("passkey_credentials");
+const PASSKEY_CHALLENGES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("passkey_challenges");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -332,6 +338,9 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(WEBHOOK_QUEUE).map_err(io)?;
     tx.open_table(WEBHOOK_SEQ).map_err(io)?;
     tx.open_table(DELIVERIES).map_err(io)?;
+    tx.open_table(PASSKEYS).map_err(io)?;
+    tx.open_table(PASSKEY_CREDENTIALS).map_err(io)?;
+    tx.open_table(PASSKEY_CHALLENGES).map_err(io)?;
     Ok(())
 }
 
@@ -642,6 +651,9 @@ impl EmbeddedStore {
             tx.delete_table(WEBHOOK_QUEUE).map_err(io)?;
             tx.delete_table(WEBHOOK_SEQ).map_err(io)?;
             tx.delete_table(DELIVERIES).map_err(io)?;
+            tx.delete_table(PASSKEYS).map_err(io)?;
+            tx.delete_table(PASSKEY_CREDENTIALS).map_err(io)?;
+            tx.delete_table(PASSKEY_CHALLENGES).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -730,6 +742,12 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
             }
             Fanout::new(endpoints)
         };
+
+        let mut passkeys = Passkeys {
+            by_key: tx.open_table(PASSKEYS).map_err(io)?,
+            by_credential: tx.open_table(PASSKEY_CREDENTIALS).map_err(io)?,
+            challenges: tx.open_table(PASSKEY_CHALLENGES).map_err(io)?,
+        };
         for &op in ops {
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
@@ -741,6 +759,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
                 StoreOp::DeleteUser(id) => {
                     users.remove(id).map_err(io)?;
+                    passkeys.delete_all_of(*id)?;
                 }
                 StoreOp::PutOrg(r) => put(&mut orgs, r.id, r)?,
                 StoreOp::DeleteOrg(id) => {
@@ -840,6 +859,11 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                         })
                         .map_err(io)?;
                 }
+                // One node: the users actor keeps the failure limit in memory.
+                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
+                StoreOp::PutPasskey(r) => passkeys.put(r)?,
+                StoreOp::DeletePasskey { user, id } => passkeys.delete(passkey_key(*user, *id))?,
+                StoreOp::PutPasskeyChallenge(hash, r) => put(&mut passkeys.challenges, *hash, r)?,
             }
         }
         if let Some(fanout) = fanout {
@@ -864,6 +888,118 @@ fn delivery_key(endpoint: [u8; 16], id: [u8; 16]) -> [u8; 32] {
     key[..16].copy_from_slice(&endpoint);
     key[16..].copy_from_slice(&id);
     key
+}
+
+/// The passkey tables of one write transaction: the records and their credential index change together.
+struct Passkeys<'tx> {
+    by_key: redb::Table<'tx, [u8; 32], &'static [u8]>,
+    by_credential: redb::Table<'tx, &'static [u8], [u8; 32]>,
+    challenges: redb::Table<'tx, [u8; 32], &'static [u8]>,
+}
+
+impl Passkeys<'_> {
+    fn put(&mut self, r: &PasskeyRecordV1) -> Result<(), StoreError> {
+        let key = passkey_key(r.user_id, r.id);
+        put(&mut self.by_key, key, r)?;
+        self.by_credential.insert(r.credential_id.as_slice(), key).map_err(io)?;
+        Ok(())
+    }
+
+    fn delete(&mut self, key: [u8; 32]) -> Result<(), StoreError> {
+        let removed = self.by_key.remove(key).map_err(io)?.map(|v| codec::decode::<PasskeyRecordV1>(v.value()));
+        if let Some(record) = removed {
+            self.by_credential.remove(record?.credential_id.as_slice()).map_err(io)?;
+        }
+        Ok(())
+    }
+
+    /// Every passkey of an account that is being deleted.
+    fn delete_all_of(&mut self, user: [u8; 16]) -> Result<(), StoreError> {
+        let keys: Vec<[u8; 32]> = self
+            .by_key
+            .range(passkey_key(user, [0; 16])..=passkey_key(user, [u8::MAX; 16]))
+            .map_err(io)?
+            .map(|entry| entry.map(|(k, _)| k.value()).map_err(io))
+            .collect::<Result<_, _>>()?;
+        keys.into_iter().try_for_each(|key| self.delete(key))
+    }
+}
+
+impl EmbeddedStore {
+    /// Every passkey of `user`, oldest id first. Reads a snapshot.
+    pub fn passkeys_of(&self, user: [u8; 16]) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(PASSKEYS).map_err(io)?;
+            let range = table.range(passkey_key(user, [0; 16])..=passkey_key(user, [u8::MAX; 16])).map_err(io)?;
+            range.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// Every passkey (`migrate-store`).
+    pub fn all_passkeys(&self) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(PASSKEYS).map_err(io)?;
+            table.iter().map_err(io)?.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// The passkey whose credential id is `credential`, if one is registered.
+    pub fn passkey_by_credential(&self, credential: &[u8]) -> Result<Option<PasskeyRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let Some(key) = tx.open_table(PASSKEY_CREDENTIALS).map_err(io)?.get(credential).map_err(io)? else {
+                return Ok(None);
+            };
+            let found = tx.open_table(PASSKEYS).map_err(io)?.get(key.value()).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
+    /// Removes the ceremony of `hash` and returns it, unless it has expired by `now_ms`: a write transaction of its
+    /// own (redb runs one at a time), durable before it returns, so that two verifications cannot both have it.
+    pub fn take_passkey_challenge(
+        &self,
+        hash: &TokenHash,
+        now_ms: i64,
+    ) -> Result<Option<PasskeyChallengeRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_write().map_err(io)?;
+            let taken = {
+                let mut table = tx.open_table(PASSKEY_CHALLENGES).map_err(io)?;
+                let removed = table.remove(hash).map_err(io)?;
+                removed.map(|v| codec::decode::<PasskeyChallengeRecordV1>(v.value())).transpose()?
+            };
+            if taken.is_some() {
+                tx.commit().map_err(io)?;
+            }
+            Ok(taken.filter(|c| c.expires_at_ms > now_ms))
+        })
+    }
+
+    /// Deletes the ceremonies that expired before `now_ms` (never verified); returns how many.
+    pub fn prune_passkey_challenges(&self, now_ms: i64) -> Result<usize, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_write().map_err(io)?;
+            let mut pruned = 0;
+            {
+                let mut table = tx.open_table(PASSKEY_CHALLENGES).map_err(io)?;
+                table
+                    .retain(|_, v| {
+                        let expired =
+                            codec::decode::<PasskeyChallengeRecordV1>(v).map_or(true, |c| c.expires_at_ms <= now_ms);
+                        pruned += usize::from(expired);
+                        !expired
+                    })
+                    .map_err(io)?;
+            }
+            if pruned > 0 {
+                tx.commit().map_err(io)?;
+            }
+            Ok(pruned)
+        })
+    }
 }
 
 fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
@@ -907,6 +1043,16 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         if let Ok(seq) = source.open_table(WEBHOOK_SEQ) {
             let mut out = tx.open_table(WEBHOOK_SEQ).map_err(io)?;
             for entry in seq.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+
+        copy_table(&source, &tx, PASSKEYS)?;
+        copy_table(&source, &tx, PASSKEY_CHALLENGES)?;
+        {
+            let mut out = tx.open_table(PASSKEY_CREDENTIALS).map_err(io)?;
+            for entry in source.open_table(PASSKEY_CREDENTIALS).map_err(io)?.iter().map_err(io)? {
                 let (key, value) = entry.map_err(io)?;
                 out.insert(key.value(), value.value()).map_err(io)?;
             }

@@ -21,6 +21,7 @@ pub mod follower;
 pub mod hook_records;
 pub mod hooks;
 pub mod own;
+pub mod passkey_records;
 pub(crate) mod postgres;
 pub mod records;
 mod worker;
@@ -35,6 +36,7 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
+pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord, UserRecordV1, UserRecordV2,
 };
@@ -161,6 +163,16 @@ pub enum StoreOp {
     DeleteDeliveriesBefore {
         before_ms: i64,
     },
+    /// A passkey registered, renamed, or its counter moved on by a sign-in. (A deleted account's passkeys go with
+    /// its [`DeleteUser`](Self::DeleteUser), in the store itself.)
+    PutPasskey(PasskeyRecordV1),
+    DeletePasskey {
+        user: [u8; 16],
+        id: [u8; 16],
+    },
+    /// A passkey ceremony's state, keyed by the SHA-256 of its challenge cookie; taken by
+    /// [`Store::take_passkey_challenge`], outside the writer, so that only one verification can have it.
+    PutPasskeyChallenge(TokenHash, PasskeyChallengeRecordV1),
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -270,6 +282,9 @@ impl StoreOp {
             | StoreOp::DeleteWebhookMessage { .. }
             | StoreOp::PutDelivery(_)
             | StoreOp::DeleteDeliveriesBefore { .. } => return None,
+            // No node holds passkeys or ceremonies in memory: each reads them from the store when asked (a sign-in
+            // with a passkey, a list), so every node sees the shared database's and nothing needs to travel.
+            StoreOp::PutPasskey(_) | StoreOp::DeletePasskey { .. } | StoreOp::PutPasskeyChallenge(..) => return None,
         })
     }
 }

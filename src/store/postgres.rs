@@ -22,6 +22,7 @@ use super::codec;
 use super::hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 use super::hooks::Fanout;
 use super::own::OwnCommits;
+use super::passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 use super::records::{AuditRecordV1, UserRecord};
 use super::worker::{TimedOut, Worker};
 use super::{Conflict, FaultSwitch, Record, StoreError, StoreOp, TokenHash, changes};
@@ -553,6 +554,42 @@ impl PgStore {
         })
     }
 
+    pub fn passkeys_of(&self, user: [u8; 16]) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        let rows = self
+            .pooled(|c| c.query("SELECT record FROM passkeys WHERE user_id = $1 ORDER BY id", &[&user.as_slice()]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
+    pub fn all_passkeys(&self) -> Result<Vec<PasskeyRecordV1>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record FROM passkeys ORDER BY user_id, id", &[]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
+    pub fn passkey_by_credential(&self, credential: &[u8]) -> Result<Option<PasskeyRecordV1>, StoreError> {
+        let row = self
+            .pooled(|c| c.query_opt("SELECT record FROM passkeys WHERE credential_id = $1 LIMIT 1", &[&credential]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
+    /// One statement: of two nodes deleting the same row, only one gets it back.
+    pub fn take_passkey_challenge(
+        &self,
+        hash: &TokenHash,
+        now_ms: i64,
+    ) -> Result<Option<PasskeyChallengeRecordV1>, StoreError> {
+        let row = self.pooled(|c| {
+            c.query_opt("DELETE FROM passkey_challenges WHERE hash = $1 RETURNING record", &[&hash.as_slice()])
+        })?;
+        let taken: Option<PasskeyChallengeRecordV1> = row.map(|r| codec::decode(r.get(0))).transpose()?;
+        Ok(taken.filter(|c| c.expires_at_ms > now_ms))
+    }
+
+    pub fn prune_passkey_challenges(&self, now_ms: i64) -> Result<usize, StoreError> {
+        let deleted =
+            self.pooled(|c| c.execute("DELETE FROM passkey_challenges WHERE expires_at_ms <= $1", &[&now_ms]))?;
+        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+    }
+
     /// Claims the outbox message `id` for this node for `lease`, unless another node holds it: at most one node
     /// sends a message at a time, and a message is sent again only if its sender died mid-send (its lease ran
     /// out). A node's own lease is renewed.
@@ -607,6 +644,7 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries",
+                "TRUNCATE users, organizations, sessions, audit, tokens, outbox, passkeys, passkey_challenges",
             )
         })
     }
@@ -983,7 +1021,9 @@ fn apply(
                 let org = r.organization_id.as_ref().map(|o| o.as_slice());
                 tx.execute(&s.put_user, &[&r.id.as_slice(), &r.email, &active_admin(r), &org, &codec::encode(r)])
             }
-            StoreOp::DeleteUser(id) => tx.execute(&s.delete_user, &[&id.as_slice()]),
+            StoreOp::DeleteUser(id) => tx
+                .execute("DELETE FROM passkeys WHERE user_id = $1", &[&id.as_slice()])
+                .and_then(|_| tx.execute(&s.delete_user, &[&id.as_slice()])),
             StoreOp::PutOrg(r) => tx.execute(&s.put_org, &[&r.id.as_slice(), &r.slug, &codec::encode(r)]),
             StoreOp::DeleteOrg(id) => tx.execute(&s.delete_org, &[&id.as_slice()]),
             StoreOp::PutSession(hash, r) => {
@@ -1105,6 +1145,18 @@ fn apply(
                 }
                 Ok(0)
             }
+            StoreOp::PutPasskey(r) => tx.execute(
+                "INSERT INTO passkeys (id, user_id, credential_id, record) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.id.as_slice(), &r.user_id.as_slice(), &r.credential_id, &codec::encode(r)],
+            ),
+            StoreOp::DeletePasskey { user, id } => {
+                tx.execute("DELETE FROM passkeys WHERE id = $1 AND user_id = $2", &[&id.as_slice(), &user.as_slice()])
+            }
+            StoreOp::PutPasskeyChallenge(hash, r) => tx.execute(
+                "INSERT INTO passkey_challenges (hash, expires_at_ms, record) VALUES ($1, $2, $3)",
+                &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)],
+            ),
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {

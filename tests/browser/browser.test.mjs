@@ -2,7 +2,8 @@
 // origin, bundles the better-auth client for the browser (esbuild), and drives headless Chromium (Debian's
 // `chromium`, through puppeteer-core) through a page that signs up, reads the session, signs out and in.
 // The same page loaded from an untrusted origin (`localhost` instead of `127.0.0.1`: another origin and another
-// site) must not get through. Run by ./run.sh, which builds the server first.
+// site) must not get through. A third test drives @better-auth/passkey's passkeyClient() against a CDP virtual
+// authenticator on a page at http://localhost (a secure context). Run by ./run.sh, which builds the server first.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -59,8 +60,8 @@ async function startPages() {
 
 /// A release server on a fresh data directory, trusting exactly `origin`; resolves to its base URL once it says
 /// `listening on`.
-async function startService(origin) {
-  const config = join(work, "config.toml");
+async function startService(origin, name = "data") {
+  const config = join(work, `${name}.toml`);
   await writeFile(config, `trusted_origins = ["${origin}"]\n`);
   const child = spawn(binary, [], {
     cwd: work,
@@ -68,7 +69,7 @@ async function startService(origin) {
       ...process.env,
       SERVICE_AUTH_CONFIG: config,
       SERVICE_AUTH_LISTEN: "127.0.0.1:0",
-      SERVICE_AUTH_DATA_DIR: join(work, "data"),
+      SERVICE_AUTH_DATA_DIR: join(work, name),
       SERVICE_AUTH_LOG: "warn",
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -89,11 +90,13 @@ async function startService(origin) {
   return { child, url };
 }
 
-/// Opens the page at `origin` for `scenario` and returns the steps it recorded.
-async function runPage(origin, scenario, params) {
+/// Opens the page at `origin` for `scenario` and returns the steps it recorded. `prepare` runs on the page before
+/// it loads (a virtual authenticator); `api` is the service the page talks to.
+async function runPage(origin, scenario, params, { prepare, api = serviceURL } = {}) {
   const page = await browser.newPage();
   try {
-    const query = new URLSearchParams({ api: serviceURL, scenario, ...params });
+    if (prepare) await prepare(page);
+    const query = new URLSearchParams({ api, scenario, ...params });
     await page.goto(`${origin}/?${query}`);
     await page.waitForFunction(() => window.__done === true, { timeout: 20_000 });
     return await page.evaluate(() => window.__steps);
@@ -125,12 +128,16 @@ before(async () => {
   });
 });
 
+let passkeyServer; // the service the passkey page uses, started by its test
+
 after(async () => {
   await browser?.close();
   pages?.close();
-  if (server && server.exitCode === null) {
-    server.kill("SIGTERM");
-    await once(server, "exit");
+  for (const child of [server, passkeyServer]) {
+    if (child && child.exitCode === null) {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    }
   }
   if (work) await rm(work, { recursive: true, force: true });
 });
@@ -167,4 +174,50 @@ test("the same page on an untrusted origin gets nothing through", async () => {
   for (const s of steps) assert.ok(s.ok, `${s.name}: ${s.detail}`);
   // The refused preflight kept the sign-up from ever reaching the server.
   assert.equal(await signInStatus("untrusted@example.com"), 401);
+});
+
+test("passkeys through @better-auth/passkey's passkeyClient(): register, sign out, sign in with the passkey alone, delete", async () => {
+  // WebAuthn needs a secure context: http://localhost is one, so page and service are both on localhost (one
+  // site, so the session cookie goes with the page's requests). The service's [passkeys] keeps its defaults:
+  // relying party `localhost`, and the trusted origin on it as the one origin passkeys may be used from.
+  const pagePort = pages.address().port;
+  const origin = `http://localhost:${pagePort}`;
+  let url;
+  ({ child: passkeyServer, url } = await startService(origin, "passkeys"));
+  const api = url.replace("127.0.0.1", "localhost");
+  // The browser's own WebAuthn against a virtual authenticator, as a platform authenticator with a fingerprint
+  // would answer: discoverable credentials, user verification that succeeds.
+  const prepare = async (page) => {
+    const cdp = await page.createCDPSession();
+    await cdp.send("WebAuthn.enable");
+    await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: {
+        protocol: "ctap2",
+        transport: "internal",
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+  };
+  const steps = await runPage(origin, "passkey", { email: "passkey@example.com" }, { prepare, api });
+  assert.deepEqual(
+    steps.map((s) => s.name),
+    [
+      "sign up",
+      "add a passkey",
+      "the passkey is listed",
+      "rename it",
+      "sign out",
+      "no session after sign-out",
+      "sign in with the passkey alone",
+      "session after the passkey",
+      "delete the passkey",
+      "no passkey left",
+      "sign out at the end",
+      "the deleted passkey signs nobody in",
+    ],
+  );
+  for (const s of steps) assert.ok(s.ok, `${s.name}: ${s.detail}`);
 });

@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
-[ -d node_modules/puppeteer-core ] || npm ci --no-audit --no-fund
+[ -d node_modules/@better-auth/passkey ] || npm ci --no-audit --no-fund
 cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
 node --test

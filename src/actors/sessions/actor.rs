@@ -75,6 +75,7 @@ impl Actor for SessionsActor {
                         let mut ops = vec![put(hash, &session)];
                         match start {
                             Start::SignIn => ops.push(logged(action::SIGN_IN_SUCCEEDED, "")),
+                            Start::Passkey => ops.push(logged(action::SIGN_IN_SUCCEEDED, "passkey")),
                             Start::Impersonation { by } => ops.push(audit::entry(
                                 action::IMPERSONATION_STARTED,
                                 Some(by),
@@ -86,8 +87,10 @@ impl Actor for SessionsActor {
                         }
                         state.overlay.add(ops, reply, (token, session));
                     }
-                    (Err(CreateSessionError::Banned), Start::SignIn) => {
-                        let refused = logged(action::SIGN_IN_REFUSED, "account is banned");
+                    (Err(CreateSessionError::Banned), Start::SignIn | Start::Passkey) => {
+                        let detail =
+                            if start == Start::Passkey { "account is banned; passkey" } else { "account is banned" };
+                        let refused = logged(action::SIGN_IN_REFUSED, detail);
                         state.overlay.add_result([refused], reply, Err(CreateSessionError::Banned));
                     }
                     (Err(e), _) => drop(reply.send(Err(e))),

@@ -56,6 +56,8 @@ pub type Started = Result<(SessionToken, Arc<Session>), CreateSessionError>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
     SignIn,
+    /// A sign-in with a passkey (alone): audited and refused like [`Start::SignIn`], the detail saying so.
+    Passkey,
     SignUp,
     /// A new session for a user whose sessions were just ended on their own request (a password change).
     Renewal,

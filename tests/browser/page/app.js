@@ -2,6 +2,7 @@
 // It runs one scenario, chosen by ?scenario=, checks each result itself and shows it: one <li> per step, and
 // window.__steps / window.__done for the test that drives the browser.
 import { createAuthClient } from "better-auth/client";
+import { passkeyClient } from "@better-auth/passkey/client";
 
 const params = new URLSearchParams(location.search);
 const api = params.get("api"); // the service's base URL, e.g. http://127.0.0.1:41234
@@ -9,7 +10,8 @@ const email = params.get("email"); // the account this page signs up (or, untrus
 const known = params.get("known"); // untrusted: an account that exists, with the same password
 const password = "a browser passphrase";
 // The client sends credentials ("include") by default; said here too, since that is what this page is about.
-const auth = createAuthClient({ baseURL: api, fetchOptions: { credentials: "include" } });
+// passkeyClient() as an application adds it; it changes nothing for the other scenarios.
+const auth = createAuthClient({ baseURL: api, fetchOptions: { credentials: "include" }, plugins: [passkeyClient()] });
 
 const steps = [];
 function record(name, ok, detail) {
@@ -62,7 +64,25 @@ async function untrusted() {
   await step("session is unreadable", () => auth.getSession(), refused);
 }
 
-const scenarios = { trusted, untrusted };
+// Passkeys through @better-auth/passkey's client, with the browser's own WebAuthn (the test gives the page a virtual
+// authenticator): register one, sign out, sign in with the passkey alone (no e-mail), delete it.
+async function passkey() {
+  await step("sign up", () => auth.signUp.email({ name: "Browser", email, password }), signedIn);
+  const added = await step("add a passkey", () => auth.passkey.addPasskey({ name: "Browser key" }), (r) => !r.error && r.data?.name === "Browser key");
+  const listed = (n) => (r) => !r.error && Array.isArray(r.data) && r.data.length === n;
+  await step("the passkey is listed", () => auth.passkey.listUserPasskeys(), listed(1));
+  await step("rename it", () => auth.passkey.updatePasskey({ id: added.data?.id, name: "Laptop" }), (r) => !r.error && r.data?.passkey?.name === "Laptop");
+  await step("sign out", () => auth.signOut(), (r) => !r.error && r.data?.success === true);
+  await step("no session after sign-out", () => auth.getSession(), noSession);
+  await step("sign in with the passkey alone", () => auth.signIn.passkey(), signedIn);
+  await step("session after the passkey", () => auth.getSession(), signedIn);
+  await step("delete the passkey", () => auth.passkey.deletePasskey({ id: added.data?.id }), (r) => !r.error && r.data?.status === true);
+  await step("no passkey left", () => auth.passkey.listUserPasskeys(), listed(0));
+  await step("sign out at the end", () => auth.signOut(), (r) => !r.error && r.data?.success === true);
+  await step("the deleted passkey signs nobody in", () => auth.signIn.passkey(), (r) => Boolean(r.error) && !r.data);
+}
+
+const scenarios = { trusted, untrusted, passkey };
 try {
   await scenarios[params.get("scenario")]();
 } catch (e) {

@@ -1,0 +1,58 @@
+//! Passkeys: WebAuthn credentials an account signs in with, and the ceremonies that register and use them.
+
+use super::{Name, PasskeyId, Timestamp, UserId};
+
+/// A registered passkey. What it proves is checked by the WebAuthn library against `public_key`; this type only
+/// carries what the store keeps and the client lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Passkey {
+    pub id: PasskeyId,
+    pub user_id: UserId,
+    pub name: Option<Name>,
+    pub credential_id: Vec<u8>,
+    /// COSE_Key bytes, as the authenticator gave them.
+    pub public_key: Vec<u8>,
+    pub counter: u32,
+    /// Synced across devices (better-auth's `deviceType: "multiDevice"`).
+    pub backup_eligible: bool,
+    pub backed_up: bool,
+    pub transports: Vec<String>,
+    pub aaguid: Option<uuid::Uuid>,
+    pub created_at: Timestamp,
+}
+
+/// Which ceremony a challenge belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CeremonyKind {
+    Registration,
+    Authentication,
+}
+
+impl CeremonyKind {
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Registration => 1,
+            Self::Authentication => 2,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(Self::Registration),
+            2 => Some(Self::Authentication),
+            _ => None,
+        }
+    }
+}
+
+/// A ceremony between its options and its verification: what was asked of the authenticator (the library's state,
+/// opaque here), for whom, until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ceremony {
+    pub kind: CeremonyKind,
+    /// Registration: the account the passkey is for. Authentication: the signed-in caller, if any (the options then
+    /// list the caller's passkeys).
+    pub user: Option<UserId>,
+    pub state: Vec<u8>,
+    pub expires_at: Timestamp,
+}
