@@ -99,7 +99,8 @@ impl Templates {
         // pages works end to end; the link endpoints redirect there as to any callback.
         let callback = callback.unwrap_or(match kind {
             TokenKind::PasswordReset => RESET_PAGE,
-            TokenKind::EmailVerification => VERIFIED_PAGE,
+            // The verification link; the cookie kinds never get here (above).
+            _ => VERIFIED_PAGE,
         });
         link.push(if link.contains('?') { '&' } else { '?' });
         link.push_str("callbackURL=");

@@ -156,10 +156,12 @@ impl Accounts {
         trusted: Option<SessionToken>,
         client: Client,
     ) -> Result<SignInOutcome, SignInError> {
-        let outcome = self.sign_in_uncounted(email, password, remember_me, client).await;
-        // An overloaded or unavailable service decided nothing about the caller: not counted.
+        let outcome = self.sign_in_uncounted(email, password, remember_me, trusted, client).await;
+        // An overloaded or unavailable service decided nothing about the caller: not counted. A right password
+        // that still needs its second factor is not a sign-in yet.
         let counted = match &outcome {
-            Ok(_) => Some(Counter::SignInSucceeded),
+            Ok(SignInOutcome::In(_) | SignInOutcome::Trusted(..)) => Some(Counter::SignInSucceeded),
+            Ok(SignInOutcome::SecondFactor { .. }) => None,
             Err(SignInError::InvalidCredentials | SignInError::Banned | SignInError::EmailNotVerified) => {
                 Some(Counter::SignInFailed)
             }
@@ -177,6 +179,7 @@ impl Accounts {
         email: Email,
         password: Password,
         remember_me: bool,
+        trusted: Option<SessionToken>,
         client: Client,
     ) -> Result<SignInOutcome, SignInError> {
         let user = self.indexes.users.by_email(&email);

@@ -859,8 +859,6 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                         })
                         .map_err(io)?;
                 }
-                // One node: the users actor keeps the failure limit in memory.
-                StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
                 StoreOp::PutPasskey(r) => passkeys.put(r)?,
                 StoreOp::DeletePasskey { user, id } => passkeys.delete(passkey_key(*user, *id))?,
                 StoreOp::PutPasskeyChallenge(hash, r) => put(&mut passkeys.challenges, *hash, r)?,

@@ -278,6 +278,7 @@ mod tests {
             updated_at_ms: 1,
             email_verified: false,
             ban_expires_ms: None,
+            two_factor: None,
         }
     }
 

@@ -643,8 +643,7 @@ impl PgStore {
         self.pooled(|c| {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
-                 webhook_deliveries",
-                "TRUNCATE users, organizations, sessions, audit, tokens, outbox, passkeys, passkey_challenges",
+                 webhook_deliveries, passkeys, passkey_challenges",
             )
         })
     }
