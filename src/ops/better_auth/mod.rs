@@ -28,8 +28,9 @@
 //! Reported, and the rest of the row imported:
 //! - role values not in `[roles] allowed` (the account gets `admin` if that was among its roles, else the first
 //!   configured one, else the default role);
-//! - memberships beyond the first (this service has one organization per account), memberships naming no
-//!   imported user or organization, and the organization roles (owner/admin/member), which have no counterpart;
+//! - memberships naming no imported user or organization, and organization roles other than owner, admin and
+//!   member (custom roles are not served: such a membership comes over as `member`). Every other membership comes
+//!   over with its roles; each account's first one (by `createdAt`) is its primary organization (`organizationId`);
 //! - a ban whose `banExpires` has passed (imported unbanned, as better-auth would lift it at the next sign-in; a
 //!   ban that ends later keeps its end);
 //! - an empty name (better-auth takes one): the e-mail's local part instead;

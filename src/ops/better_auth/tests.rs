@@ -129,6 +129,8 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     db.member("o2", "uAdmin0000000000000000000000000", "2026-02-01T00:00:00.000Z");
     db.member("o1", "uAdmin0000000000000000000000000", "2026-01-15T00:00:00.000Z");
     db.member("o1", "uBanned000000000000000000000000", "2026-01-15T00:00:00.000Z");
+    let owner_row = r#"UPDATE "member" SET "role" = 'owner, boss' WHERE "id" = 'm-o1-uAdmin0000000000000000000000000'"#;
+    db.conn.execute(owner_row, []).unwrap();
     let config = config(dir.path());
     let mapping = dir.path().join("mapping.jsonl");
     let report = import(&config, &Options { mapping_out: Some(mapping.clone()), ..options(&db) }).unwrap();
@@ -136,9 +138,9 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
         report.contains("imported: 6 users (1 administrators, 2 banned; 5 with better-auth password hashes"),
         "{report}"
     );
-    assert!(report.contains("2 organizations, 2 memberships"), "{report}");
+    assert!(report.contains("2 organizations, 3 memberships"), "{report}");
     assert!(report.contains("role \"superuser\" imported as user (superuser"), "{report}");
-    assert!(report.contains("membership in organization \"o2\" dropped"), "{report}");
+    assert!(!report.contains("dropped (one organization per account"), "{report}");
     assert!(report.contains("lapsed@example.com: the ban expired; imported unbanned"), "{report}");
     assert!(report.contains("social@example.com: no password"), "{report}");
 
@@ -152,7 +154,18 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     assert!(report.contains("odd@example.com: image dropped"), "{report}");
     assert_eq!(admin.created_at_ms, parse_time_ok("2026-01-02T03:04:05.678Z"));
     let st_mary = loaded.orgs.iter().find(|o| o.slug == "st-mary").unwrap();
-    assert_eq!(admin.organization_id, Some(st_mary.id), "the first membership is kept");
+    assert_eq!(admin.organization_id, Some(st_mary.id), "the first membership is the primary one");
+    let north = loaded.orgs.iter().find(|o| o.slug == "north").unwrap();
+    let mut of_admin: Vec<[u8; 16]> = loaded.members.iter().filter(|m| m.user == admin.id).map(|m| m.org).collect();
+    of_admin.sort_unstable();
+    let mut both = vec![st_mary.id, north.id];
+    both.sort_unstable();
+    assert_eq!(of_admin, both, "every membership comes over");
+    let roles =
+        |org: [u8; 16], user: [u8; 16]| loaded.members.iter().find(|m| m.org == org && m.user == user).unwrap().roles;
+    assert_eq!(roles(st_mary.id, admin.id), 1, "owner, the custom role left out");
+    assert!(report.contains("role(s) boss not served here, left out"), "{report}");
+    assert_eq!((roles(north.id, admin.id), roles(st_mary.id, by_email("banned@example.com").id)), (4, 4));
     let banned = by_email("banned@example.com");
     assert_eq!((banned.banned, banned.ban_reason.as_deref()), (true, Some("spam")));
     assert!(!by_email("lapsed@example.com").banned);
