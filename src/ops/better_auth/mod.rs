@@ -39,7 +39,10 @@
 //! - users without a password (social sign-in only): imported with a password nobody knows; a password reset
 //!   gives them one.
 //!
-//! Not imported: sessions (people sign in once more), verification tokens, invitations, OAuth tokens.
+//! Pending invitations that have not expired come over with a new id (better-auth's ids are no UUIDs): the links
+//! already mailed do not work here, so their organization's admins send them again (`invite-member` with
+//! `resend`); the mapping file lists them. Not imported: sessions (people sign in once more), verification tokens,
+//! invitations no longer pending, OAuth tokens.
 //!
 //! Passwords are kept as they are: better-auth's scrypt hashes and argon2 hashes of another cost verify here and
 //! are replaced with argon2id at the configured cost at each account's next sign-in (see [`crate::hashing`]).
@@ -195,6 +198,16 @@ pub(crate) const ORGANIZATION: &[Column] = &[
     col("slug", Kind::Text, true),
     col("createdAt", Kind::Time, false),
 ];
+pub(crate) const INVITATION: &[Column] = &[
+    col("id", Kind::Text, true),
+    col("organizationId", Kind::Text, true),
+    col("email", Kind::Text, true),
+    col("role", Kind::Text, false),
+    col("status", Kind::Text, false),
+    col("inviterId", Kind::Text, false),
+    col("expiresAt", Kind::Time, false),
+    col("createdAt", Kind::Time, false),
+];
 pub(crate) const MEMBER: &[Column] = &[
     col("organizationId", Kind::Text, true),
     col("userId", Kind::Text, true),
@@ -226,6 +239,7 @@ pub struct Snapshot {
     pub(crate) accounts: Option<Vec<Vec<Cell>>>,
     pub(crate) orgs: Option<Vec<Vec<Cell>>>,
     pub(crate) members: Option<Vec<Vec<Cell>>>,
+    pub(crate) invitations: Option<Vec<Vec<Cell>>>,
     pub(crate) sessions: u64,
     /// Missing tables and required columns.
     pub(crate) missing: Vec<String>,
@@ -235,11 +249,12 @@ pub struct Snapshot {
 /// table is a blocking problem, found before any row is read.
 pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
     let mut snapshot = Snapshot::default();
-    let tables: [(&str, &[Column], bool); 4] = [
+    let tables: [(&str, &[Column], bool); 5] = [
         ("user", USER, false),
         ("account", ACCOUNT, false),
         ("organization", ORGANIZATION, true),
         ("member", MEMBER, true),
+        ("invitation", INVITATION, true),
     ];
     let (mut missing, mut not_tables) = (Vec::new(), Vec::new());
     let mut have = Vec::new();
@@ -284,8 +299,13 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
         read.push(Some(rows.into_rows()));
     }
     let mut read = read.into_iter();
-    (snapshot.users, snapshot.accounts, snapshot.orgs, snapshot.members) =
-        (read.next().flatten(), read.next().flatten(), read.next().flatten(), read.next().flatten());
+    (snapshot.users, snapshot.accounts, snapshot.orgs, snapshot.members, snapshot.invitations) = (
+        read.next().flatten(),
+        read.next().flatten(),
+        read.next().flatten(),
+        read.next().flatten(),
+        read.next().flatten(),
+    );
     snapshot.missing = missing;
     snapshot.sessions = if has_sessions { reader.count("session")? } else { 0 };
     Ok(snapshot)
