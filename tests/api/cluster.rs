@@ -824,3 +824,117 @@ async fn two_nodes_batches_taking_the_same_locks_crosswise_both_commit() {
     .await
     .unwrap();
 }
+
+/// The last owner across nodes: two owners of one organization remove each other at once, one through each node.
+/// Each node's actor sees two owners and lets its removal through; PostgreSQL's `ExpectOwner`, counting under a
+/// lock of the organization's row, refuses the second, so the organization always keeps exactly one owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_owners_removing_each_other_on_different_nodes_leave_one() {
+    let (_pg, s, _tmp) = two_nodes(|_| {}).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let (one, two) = (a.new_user("one").await, a.new_user("two").await);
+    let two_on_b = b.login(&two.email, PASSWORD).await;
+    let created = a
+        .post("/api/auth/organization/create")
+        .cookie(&one.cookie)
+        .json(&json!({"name": "Race", "slug": "race"}))
+        .send()
+        .await;
+    assert_eq!(created.status, 200, "{}", created.text);
+    let org = created.json()["id"].as_str().unwrap().to_owned();
+    let members = |node: &'static str| {
+        let (client, cookie) = if node == "a" { (a, admin.clone()) } else { (b, admin.clone()) };
+        let org = org.clone();
+        async move {
+            let r = client
+                .get(&format!("/api/auth/organization/list-members?organizationId={org}"))
+                .cookie(&cookie)
+                .send()
+                .await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            r.json()["members"].as_array().unwrap().clone()
+        }
+    };
+    let owners = |list: &[serde_json::Value]| list.iter().filter(|m| m["role"] == "owner").count();
+    for round in 0..5 {
+        // Both owners again: `two` joins (the administrator's primary membership) and `one` makes them an owner.
+        a.patch_ok(&admin, &json!({"userId": two.id, "organizationId": org})).await;
+        let list = members("a").await;
+        let two_member = list.iter().find(|m| m["userId"] == two.id.as_str()).unwrap()["id"].clone();
+        let made = a
+            .post("/api/auth/organization/update-member-role")
+            .cookie(&one.cookie)
+            .json(&json!({"memberId": two_member, "role": "owner", "organizationId": org}))
+            .send()
+            .await;
+        assert_eq!(made.status, 200, "round {round}: {}", made.text);
+        // Node b must know `two` is an owner before it acts for them.
+        let started = Instant::now();
+        while owners(&members("b").await) < 2 {
+            assert!(started.elapsed() < Duration::from_secs(10), "node b never saw the second owner");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let remove = |email: &str| json!({"memberIdOrEmail": email, "organizationId": org});
+        let (x, y) = tokio::join!(
+            a.post("/api/auth/organization/remove-member").cookie(&one.cookie).json(&remove(&two.email)).send(),
+            b.post("/api/auth/organization/remove-member").cookie(&two_on_b).json(&remove(&one.email)).send(),
+        );
+        let mut statuses = [x.status, y.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 400], "round {round}: {} {} / {} {}", x.status, x.text, y.status, y.text);
+        let refused = if x.status == 400 { &x } else { &y };
+        let code = refused.json()["code"].as_str().unwrap().to_owned();
+        assert!(
+            code == "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER" || code == "MEMBER_NOT_FOUND",
+            "round {round}: {}",
+            refused.text
+        );
+        for node in ["a", "b"] {
+            let started = Instant::now();
+            loop {
+                let list = members(node).await;
+                if list.len() == 1 {
+                    assert_eq!(owners(&list), 1, "round {round}: node {node}: {list:?}");
+                    break;
+                }
+                assert!(started.elapsed() < Duration::from_secs(10), "round {round}: node {node} holds {list:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        // The one removed is no member any more on either node: they can no longer act in it.
+        let (gone, gone_cookie) = if x.status == 200 { (&two, two_on_b.clone()) } else { (&one, one.cookie.clone()) };
+        for node in [a, b] {
+            let r = node
+                .get(&format!("/api/auth/organization/list-members?organizationId={org}"))
+                .cookie(&gone_cookie)
+                .send()
+                .await;
+            let refused = (r.status, r.json()["code"].clone());
+            assert_eq!(refused, (403, json!("YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION")), "{}", gone.email);
+        }
+        // The survivor is `one` again for the next round.
+        if x.status != 200 {
+            // `two` is the owner now: swap the roles of the two accounts for the next round.
+            a.patch_ok(&admin, &json!({"userId": one.id, "organizationId": org})).await;
+            let list = members("a").await;
+            let one_member = list.iter().find(|m| m["userId"] == one.id.as_str()).unwrap()["id"].clone();
+            let two_on_a = a.login(&two.email, PASSWORD).await;
+            let made = a
+                .post("/api/auth/organization/update-member-role")
+                .cookie(&two_on_a)
+                .json(&json!({"memberId": one_member, "role": "owner", "organizationId": org}))
+                .send()
+                .await;
+            assert_eq!(made.status, 200, "{}", made.text);
+            let r = a
+                .post("/api/auth/organization/leave")
+                .cookie(&two_on_a)
+                .json(&json!({"organizationId": org}))
+                .send()
+                .await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+    }
+    s.stop().await;
+}

@@ -85,8 +85,8 @@ async function fill(database) {
 
   ids["st-mary"] = ok(await alice.organization.create({ name: "St Mary Pharmacy", slug: "st-mary" }), "org").id;
   ids.north = ok(await root.organization.create({ name: "North Clinic", slug: "north" }), "org north").id;
-  // Members added by the server API (as an application's back end does); alice's second membership is the
-  // extra one the import reports.
+  // Members added by the server API (as an application's back end does); alice's second membership comes over
+  // beside her first (her primary organization).
   const add = (userId, organizationId) =>
     ba.auth.api.addMember({ body: { userId, organizationId, role: "member" } });
   await add(ids.carol, ids["st-mary"]);
@@ -145,9 +145,8 @@ async function migrateAndCheck(source, database) {
   assert.match(dry.stderr, /would import \(dry run, nothing written\): 7 users \(1 administrators, 1 banned; 7 with/);
   const real = run(["import-better-auth", ...source, "--mapping-out", mapping], env);
   assert.equal(real.status, 0, real.stderr);
-  assert.match(real.stderr, /imported: 7 users .* 2 organizations, 3 memberships/);
+  assert.match(real.stderr, /imported: 7 users .* 2 organizations, 4 memberships/);
   assert.match(real.stderr, /role "superuser" imported as user/);
-  assert.match(real.stderr, /alice@example.com: membership in organization .* dropped/);
   const again = run(["import-better-auth", ...source], env);
   assert.notEqual(again.status, 0, "a second run finds every e-mail taken");
   assert.match(again.stderr, /already has an account in the data directory/);
@@ -167,8 +166,16 @@ async function migrateAndCheck(source, database) {
     assert.equal(ok(rootIn, "root signs in").user.role, "admin");
     assert.equal(rootIn.data.user.id, map[ids.root], "the mapping file names the new id");
 
-    const alice = ok((await signIn("alice")).result, "alice signs in").user;
-    assert.equal(alice.organizationId, map[ids["st-mary"]], "the first membership came over");
+    const { client: aliceClient, result: aliceIn } = await signIn("alice");
+    const alice = ok(aliceIn, "alice signs in").user;
+    assert.equal(alice.organizationId, map[ids["st-mary"]], "the first membership is the primary one");
+    // Every membership came over with its role: the organization she created as its owner, the other as member.
+    const hers = ok(await aliceClient.organization.list(), "alice's organizations");
+    assert.deepEqual(hers.map((o) => o.slug).sort(), ["north", "st-mary"]);
+    const role = async (slug) =>
+      ok(await aliceClient.organization.getActiveMemberRole({ query: { organizationId: map[ids[slug]] } }), slug).role;
+    assert.equal(await role("st-mary"), "owner");
+    assert.equal(await role("north"), "member");
     assert.equal(alice.role, "user");
     const carol = ok((await signIn("carol")).result, "carol signs in").user;
     assert.equal(carol.organizationId, map[ids["st-mary"]]);

@@ -28,8 +28,9 @@
 //! Reported, and the rest of the row imported:
 //! - role values not in `[roles] allowed` (the account gets `admin` if that was among its roles, else the first
 //!   configured one, else the default role);
-//! - memberships beyond the first (this service has one organization per account), memberships naming no
-//!   imported user or organization, and the organization roles (owner/admin/member), which have no counterpart;
+//! - memberships naming no imported user or organization, and organization roles other than owner, admin and
+//!   member (custom roles are not served: such a membership comes over as `member`). Every other membership comes
+//!   over with its roles; each account's first one (by `createdAt`) is its primary organization (`organizationId`);
 //! - a ban whose `banExpires` has passed (imported unbanned, as better-auth would lift it at the next sign-in; a
 //!   ban that ends later keeps its end);
 //! - an empty name (better-auth takes one): the e-mail's local part instead;
@@ -40,7 +41,10 @@
 //!
 //! With `--secret` (better-auth's), the second factors of the two-factor plugin come over ([`two_factor`]).
 //!
-//! Not imported: sessions (people sign in once more), verification tokens, invitations, OAuth tokens.
+//! Pending invitations that have not expired come over with a new id (better-auth's ids are no UUIDs): the links
+//! already mailed do not work here, so their organization's admins send them again (`invite-member` with
+//! `resend`); the mapping file lists them. Not imported: sessions (people sign in once more), verification tokens,
+//! invitations no longer pending, OAuth tokens.
 //!
 //! Passwords are kept as they are: better-auth's scrypt hashes and argon2 hashes of another cost verify here and
 //! are replaced with argon2id at the configured cost at each account's next sign-in (see [`crate::hashing`]).
@@ -199,6 +203,16 @@ pub(crate) const ORGANIZATION: &[Column] = &[
     col("slug", Kind::Text, true),
     col("createdAt", Kind::Time, false),
 ];
+pub(crate) const INVITATION: &[Column] = &[
+    col("id", Kind::Text, true),
+    col("organizationId", Kind::Text, true),
+    col("email", Kind::Text, true),
+    col("role", Kind::Text, false),
+    col("status", Kind::Text, false),
+    col("inviterId", Kind::Text, false),
+    col("expiresAt", Kind::Time, false),
+    col("createdAt", Kind::Time, false),
+];
 pub(crate) const MEMBER: &[Column] = &[
     col("organizationId", Kind::Text, true),
     col("userId", Kind::Text, true),
@@ -230,6 +244,7 @@ pub struct Snapshot {
     pub(crate) accounts: Option<Vec<Vec<Cell>>>,
     pub(crate) orgs: Option<Vec<Vec<Cell>>>,
     pub(crate) members: Option<Vec<Vec<Cell>>>,
+    pub(crate) invitations: Option<Vec<Vec<Cell>>>,
     pub(crate) sessions: u64,
     /// The `twoFactor` table (the two-factor plugin), when there is one.
     pub(crate) two_factor: Option<Vec<Vec<Cell>>>,
@@ -241,11 +256,12 @@ pub struct Snapshot {
 /// table is a blocking problem, found before any row is read.
 pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
     let mut snapshot = Snapshot::default();
-    let tables: [(&str, &[Column], bool); 4] = [
+    let tables: [(&str, &[Column], bool); 5] = [
         ("user", USER, false),
         ("account", ACCOUNT, false),
         ("organization", ORGANIZATION, true),
         ("member", MEMBER, true),
+        ("invitation", INVITATION, true),
     ];
     let (mut missing, mut not_tables) = (Vec::new(), Vec::new());
     let mut have = Vec::new();
@@ -290,8 +306,13 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
         read.push(Some(rows.into_rows()));
     }
     let mut read = read.into_iter();
-    (snapshot.users, snapshot.accounts, snapshot.orgs, snapshot.members) =
-        (read.next().flatten(), read.next().flatten(), read.next().flatten(), read.next().flatten());
+    (snapshot.users, snapshot.accounts, snapshot.orgs, snapshot.members, snapshot.invitations) = (
+        read.next().flatten(),
+        read.next().flatten(),
+        read.next().flatten(),
+        read.next().flatten(),
+        read.next().flatten(),
+    );
     snapshot.missing = missing;
     snapshot.sessions = if has_sessions { reader.count("session")? } else { 0 };
     // The two-factor plugin's table, read only when it is a table with the columns its rows need.

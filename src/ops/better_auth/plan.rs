@@ -6,9 +6,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{ACCOUNT, Cell, Column, MAX_FIELD_BYTES, MEMBER, ORGANIZATION, Snapshot, USER};
+use super::{ACCOUNT, Cell, Column, INVITATION, MAX_FIELD_BYTES, MEMBER, ORGANIZATION, Snapshot, USER};
 use crate::domain::{BanReason, Email, ImageUrl, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{Loaded, OrgRecord, StoreOp, UserRecord};
+use crate::domain::{MemberRoles, OrgRole, RolesError};
+use crate::store::{InvitationRecordV1, Loaded, MembershipRecordV1, OrgRecord, StoreOp, UserRecord};
 
 /// One line of the mapping file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -46,6 +47,7 @@ pub struct Counts {
     pub without_password: usize,
     pub orgs: usize,
     pub memberships: usize,
+    pub invitations: usize,
 }
 
 /// How many problems of each list the report shows; the rest are counted.
@@ -69,8 +71,9 @@ impl Plan {
         let _ = writeln!(
             out,
             "{verb}: {} users ({} administrators, {} banned; {} with better-auth password hashes, replaced by \
-             argon2id at their next sign-in; {} without a password), {} organizations, {} memberships",
-            c.users, c.admins, c.banned, c.legacy_hashes, c.without_password, c.orgs, c.memberships
+             argon2id at their next sign-in; {} without a password), {} organizations, {} memberships, {} pending \
+             invitations",
+            c.users, c.admins, c.banned, c.legacy_hashes, c.without_password, c.orgs, c.memberships, c.invitations
         );
         if !self.blocking.is_empty() {
             let _ = writeln!(out, "{} blocking problem(s); fix them in the source and run again:", self.blocking.len());
@@ -288,10 +291,11 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
         }
     }
 
-    // --- memberships: the first of each user (by time, then as read) -------------------------------------------
+    // --- memberships: every one, with its roles; the first of each user (by time, then as read) is the
+    // account's primary organization (`organizationId`), as this importer has always chosen it ------------------
     let user_ids: HashSet<&str> = users.iter().filter_map(|r| text(&r[0])).collect();
     let mut by_user: HashMap<&str, Vec<(i64, usize, &str)>> = HashMap::new();
-    let mut org_roles = 0;
+    let mut member_roles: HashMap<usize, MemberRoles> = HashMap::new();
     for (n, row) in members.iter().enumerate() {
         let joined = match date(&row[3], "createdAt") {
             Ok(at) => at.unwrap_or(i64::MAX),
@@ -309,17 +313,26 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             plan.notes.push(format!("membership of user {user:?} dropped: organization {org:?} is not imported"));
             continue;
         }
-        if text(&row[2]).is_some() {
-            org_roles += 1;
-        }
+        // better-auth's roles, comma separated; a custom role (not served here) becomes `member`, said so.
+        let roles = match MemberRoles::parse(text(&row[2])) {
+            Ok(roles) => roles,
+            Err(e) => {
+                let what = match e {
+                    RolesError::Empty => "no role".to_owned(),
+                    RolesError::Unknown(names) => format!("role(s) {}", names.join(", ")),
+                };
+                plan.notes.push(format!(
+                    "membership of user {user:?} in organization {org:?}: {what} not served here, left out (no role left: member)"
+                ));
+                let known: Vec<&str> = text(&row[2]).unwrap_or_default().split(',').map(str::trim).collect();
+                MemberRoles::parse(known.iter().copied().filter(|r| ["owner", "admin", "member"].contains(r)))
+                    .unwrap_or(MemberRoles::one(OrgRole::Member))
+            }
+        };
+        member_roles.insert(n, roles);
         by_user.entry(user).or_default().push((joined, n, org));
     }
-    if org_roles > 0 {
-        plan.notes.push(format!(
-            "{org_roles} organization role(s) (owner, admin, member) not imported: an account here has one role, \
-             and membership gives no rights of its own"
-        ));
-    }
+    let mut user_new_ids: HashMap<&str, [u8; 16]> = HashMap::new();
 
     // --- users ---------------------------------------------------------------------------------------------------
     let taken_emails: HashSet<&str> = existing.users.iter().map(|u| u.email.as_str()).collect();
@@ -468,13 +481,6 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
         let organization_id = match by_user.get_mut(id) {
             Some(list) => {
                 list.sort_unstable();
-                for (_, _, org) in &list[1..] {
-                    plan.notes.push(format!(
-                        "user {email}: membership in organization {org:?} dropped (one organization per account; \
-                         the first one is kept)"
-                    ));
-                }
-                plan.counts.memberships += 1;
                 Some(org_ids[list[0].2])
             }
             None => None,
@@ -495,6 +501,7 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
         };
         let created_at_ms = created_at_ms.unwrap_or(now.as_millis());
         let new_id = UserId::new();
+        user_new_ids.insert(id, new_id.to_bytes());
         plan.mapping.push(Mapping {
             kind: "user",
             better_auth_id: id.to_owned(),
@@ -520,6 +527,76 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             ban_expires_ms,
             two_factor: None,
         }));
+    }
+    // The memberships of the accounts imported, after them (a membership names its account and organization).
+    let mut imported: Vec<&str> = by_user.keys().copied().collect();
+    imported.sort_unstable();
+    let mut written = HashSet::new();
+    for user in imported {
+        let list = &by_user[user];
+        let Some(&new_user) = user_new_ids.get(user) else { continue };
+        for &(joined, n, org) in list {
+            // better-auth does not keep one membership per pair: a second row of the same pair is the same one.
+            if !written.insert((org, user)) {
+                continue;
+            }
+            let joined = if joined == i64::MAX { now.as_millis() } else { joined };
+            plan.ops.push(StoreOp::PutMember(MembershipRecordV1 {
+                org: org_ids[org],
+                user: new_user,
+                roles: member_roles.get(&n).copied().unwrap_or(MemberRoles::one(OrgRole::Member)).bits(),
+                created_at_ms: joined,
+            }));
+            plan.counts.memberships += 1;
+        }
+    }
+    // Pending invitations into imported organizations from imported inviters, with a new (random) id.
+    let invitations = snapshot.invitations.as_ref().unwrap_or(&empty);
+    let invitations = within_bounds(invitations, INVITATION, "invitation", &mut plan.blocking);
+    let mut closed = 0;
+    for row in &invitations {
+        let id = text(&row[0]).unwrap_or_default();
+        let expires = date(&row[6], "expiresAt").ok().flatten();
+        let pending = text(&row[4]).is_none_or(|s| s == "pending");
+        if !pending || expires.is_none_or(|at| at <= now.as_millis()) {
+            closed += 1;
+            continue;
+        }
+        let (Some(&org), Some(&inviter)) =
+            (org_ids.get(text(&row[1]).unwrap_or_default()), text(&row[5]).and_then(|i| user_new_ids.get(i)))
+        else {
+            plan.notes.push(format!("invitation {id:?} dropped: its organization or inviter is not imported"));
+            continue;
+        };
+        let Ok(email) = Email::parse(text(&row[2]).unwrap_or_default()) else {
+            plan.notes.push(format!("invitation {id:?} dropped: not an e-mail address"));
+            continue;
+        };
+        let roles = MemberRoles::parse(text(&row[3])).unwrap_or_else(|_| {
+            plan.notes.push(format!("invitation {id:?}: a role not served here; imported as member"));
+            MemberRoles::one(OrgRole::Member)
+        });
+        let new_id = crate::domain::InvitationId::random();
+        plan.mapping.push(Mapping {
+            kind: "invitation",
+            better_auth_id: id.to_owned(),
+            id: new_id.to_string(),
+            key: email.to_string(),
+        });
+        plan.ops.push(StoreOp::PutInvitation(InvitationRecordV1 {
+            id: new_id.to_bytes(),
+            org,
+            email: email.to_string(),
+            roles: roles.bits(),
+            inviter,
+            status: 0,
+            expires_at_ms: expires.unwrap_or_default(),
+            created_at_ms: date(&row[7], "createdAt").ok().flatten().unwrap_or(now.as_millis()),
+        }));
+        plan.counts.invitations += 1;
+    }
+    if closed > 0 {
+        plan.notes.push(format!("{closed} invitation(s) no longer pending (or expired): not imported"));
     }
     // Every check of an unknown e-mail runs one verification at each cost on file, so that it takes as long as
     // a wrong password on any account ([`crate::hashing`]): the number of costs is bounded.

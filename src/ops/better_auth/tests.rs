@@ -24,6 +24,9 @@ CREATE TABLE "organization" ("id" text NOT NULL PRIMARY KEY, "name" text NOT NUL
   "logo" text, "createdAt" date NOT NULL, "metadata" text);
 CREATE TABLE "member" ("id" text NOT NULL PRIMARY KEY, "organizationId" text NOT NULL, "userId" text NOT NULL,
   "role" text NOT NULL, "createdAt" date NOT NULL);
+CREATE TABLE "invitation" ("id" text NOT NULL PRIMARY KEY, "organizationId" text NOT NULL, "email" text NOT NULL,
+  "role" text, "status" text NOT NULL, "expiresAt" date NOT NULL, "createdAt" date NOT NULL,
+  "inviterId" text NOT NULL);
 "#;
 
 /// Made by better-auth 1.7.25 for "correct horse battery".
@@ -129,6 +132,21 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     db.member("o2", "uAdmin0000000000000000000000000", "2026-02-01T00:00:00.000Z");
     db.member("o1", "uAdmin0000000000000000000000000", "2026-01-15T00:00:00.000Z");
     db.member("o1", "uBanned000000000000000000000000", "2026-01-15T00:00:00.000Z");
+    let owner_row = r#"UPDATE "member" SET "role" = 'owner, boss' WHERE "id" = 'm-o1-uAdmin0000000000000000000000000'"#;
+    db.conn.execute(owner_row, []).unwrap();
+    for (id, status, expires) in [
+        ("i-open", "pending", "2999-01-01T00:00:00.000Z"),
+        ("i-expired", "pending", "2020-01-01T00:00:00.000Z"),
+        ("i-used", "accepted", "2999-01-01T00:00:00.000Z"),
+    ] {
+        db.conn
+            .execute(
+                r#"INSERT INTO "invitation" VALUES (?1, 'o1', 'New@Example.com', 'admin', ?2, ?3,
+                   '2026-03-01T00:00:00.000Z', 'uAdmin0000000000000000000000000')"#,
+                params![id, status, expires],
+            )
+            .unwrap();
+    }
     let config = config(dir.path());
     let mapping = dir.path().join("mapping.jsonl");
     let report = import(&config, &Options { mapping_out: Some(mapping.clone()), ..options(&db) }).unwrap();
@@ -136,9 +154,10 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
         report.contains("imported: 6 users (1 administrators, 2 banned; 5 with better-auth password hashes"),
         "{report}"
     );
-    assert!(report.contains("2 organizations, 2 memberships"), "{report}");
+    assert!(report.contains("2 organizations, 3 memberships, 1 pending invitations"), "{report}");
+    assert!(report.contains("2 invitation(s) no longer pending (or expired): not imported"), "{report}");
     assert!(report.contains("role \"superuser\" imported as user (superuser"), "{report}");
-    assert!(report.contains("membership in organization \"o2\" dropped"), "{report}");
+    assert!(!report.contains("dropped (one organization per account"), "{report}");
     assert!(report.contains("lapsed@example.com: the ban expired; imported unbanned"), "{report}");
     assert!(report.contains("social@example.com: no password"), "{report}");
 
@@ -152,7 +171,21 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     assert!(report.contains("odd@example.com: image dropped"), "{report}");
     assert_eq!(admin.created_at_ms, parse_time_ok("2026-01-02T03:04:05.678Z"));
     let st_mary = loaded.orgs.iter().find(|o| o.slug == "st-mary").unwrap();
-    assert_eq!(admin.organization_id, Some(st_mary.id), "the first membership is kept");
+    assert_eq!(admin.organization_id, Some(st_mary.id), "the first membership is the primary one");
+    let north = loaded.orgs.iter().find(|o| o.slug == "north").unwrap();
+    let mut of_admin: Vec<[u8; 16]> = loaded.members.iter().filter(|m| m.user == admin.id).map(|m| m.org).collect();
+    of_admin.sort_unstable();
+    let mut both = vec![st_mary.id, north.id];
+    both.sort_unstable();
+    assert_eq!(of_admin, both, "every membership comes over");
+    let [open] = &loaded.invitations[..] else { panic!("one invitation: {:?}", loaded.invitations) };
+    let open = (open.org, open.inviter, open.email.as_str(), open.roles, open.status);
+    assert_eq!(open, (st_mary.id, admin.id, "new@example.com", 2, 0), "pending, from an imported inviter");
+    let roles =
+        |org: [u8; 16], user: [u8; 16]| loaded.members.iter().find(|m| m.org == org && m.user == user).unwrap().roles;
+    assert_eq!(roles(st_mary.id, admin.id), 1, "owner, the custom role left out");
+    assert!(report.contains("role(s) boss not served here, left out"), "{report}");
+    assert_eq!((roles(north.id, admin.id), roles(st_mary.id, by_email("banned@example.com").id)), (4, 4));
     let banned = by_email("banned@example.com");
     assert_eq!((banned.banned, banned.ban_reason.as_deref()), (true, Some("spam")));
     assert!(!by_email("lapsed@example.com").banned);
@@ -163,7 +196,12 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
 
     let lines: Vec<serde_json::Value> =
         std::fs::read_to_string(&mapping).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 8);
+    assert_eq!(lines.len(), 9, "6 users, 2 organizations, 1 invitation");
+    let invited = lines.iter().find(|l| l["type"] == "invitation").unwrap();
+    assert_eq!(
+        (invited["better_auth_id"].clone(), invited["key"].clone()),
+        (serde_json::json!("i-open"), serde_json::json!("new@example.com"))
+    );
     let line = lines.iter().find(|l| l["better_auth_id"] == "uAdmin0000000000000000000000000").unwrap();
     assert_eq!(line["id"], uuid::Uuid::from_bytes(admin.id).to_string());
     assert_eq!(line["type"], "user");
