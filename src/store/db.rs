@@ -738,7 +738,7 @@ mod tests {
         use crate::store::{CountRow, Period};
         let dir = tempfile::tempdir().unwrap();
         let store = EmbeddedStore::open(dir.path()).unwrap();
-        let hour = 1_795_338_000_000 - 1_795_338_000_000 % 3_600_000;
+        let hour = Period::Hour.floor(1_795_338_000_000);
         store.commit(&[StoreOp::AddCount { kind: 2, hour_ms: hour, n: 3 }]).unwrap();
         store.commit(&[StoreOp::AddCount { kind: 2, hour_ms: hour, n: 4 }]).unwrap();
         store.commit(&[StoreOp::AddCount { kind: 1, hour_ms: hour - 72 * 3_600_000, n: 1 }]).unwrap();
