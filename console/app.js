@@ -11,6 +11,8 @@
 
 import { describeDevice } from "./ua.js";
 import { overviewPage } from "./overview.js";
+import { auditPage } from "./audit.js";
+import { createUserSection, exportLinks, historySection, profileSections } from "./users.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -362,7 +364,8 @@ async function usersPage(params) {
     if (location.hash === target) loadPage();
     else location.hash = target; // the hashchange renders the page again, which loads the rows
   });
-  show("Users", form, line, results);
+  const exportBox = h("div", { id: "export-box" });
+  show("Users", form, line, exportBox, results, createUserSection());
   if (q.value) q.focus();
 
   const cursors = []; // the cursors of the pages before this one, for "Previous page"
@@ -412,7 +415,9 @@ async function usersPage(params) {
       took = ` (${Math.round(measure.duration)} ms)`;
       performance.clearMarks("search-submitted");
     }
-    const count = rows.length === 0 ? "No user matches." : `${rows.length} user${rows.length === 1 ? "" : "s"} on this page${page.next_cursor ? ", more on the next" : ""}.`;
+    const total = `${page.total.toLocaleString("en")} in all`;
+    const count = rows.length === 0 ? "No user matches." : `${rows.length} user${rows.length === 1 ? "" : "s"} on this page${page.next_cursor ? ", more on the next" : ""}; ${total}.`;
+    exportBox.replaceChildren(...(rows.length ? [exportLinks(query)] : []));
     say(line, count + took);
   }
   await loadPage();
@@ -606,6 +611,7 @@ async function userPage(id) {
   show(user.email,
     h("p", {}, h("a", { href: "#/users", text: "All users" })),
     details,
+    ...profileSections(user, reload),
     h("section", { "aria-labelledby": "role-heading" }, h("h2", { id: "role-heading", text: "Role" }), roleForm),
     h("section", { "aria-labelledby": "ban-heading" }, h("h2", { id: "ban-heading", text: user.banned ? "Ban" : "Ban" }), banForm),
     h("section", { "aria-labelledby": "org-heading" }, h("h2", { id: "org-heading", text: "Organization" }), orgForm),
@@ -617,6 +623,7 @@ async function userPage(id) {
       dangerLine));
   await loadSessions();
   await loadPasskeys();
+  main.append(await historySection(user));
 }
 
 // --- organizations ------------------------------------------------------------------------------------------
@@ -722,74 +729,6 @@ async function organizationPage(id) {
     h("section", { "aria-labelledby": "delete-heading" }, h("h2", { id: "delete-heading", text: "Delete" }), deleteButton, deleteLine));
 }
 
-// --- audit log ----------------------------------------------------------------------------------------------
-
-/// What the audit log's ids stand for: an organization's name, a user's e-mail (one get-user per distinct id on the
-/// page), or the id itself for what no longer exists.
-async function namesOf(ids) {
-  await loadOrgs();
-  const names = new Map();
-  await Promise.all([...new Set(ids.filter(Boolean))].map(async (id) => {
-    if (orgs.has(id)) return names.set(id, { kind: "organization", text: orgs.get(id).name });
-    try {
-      const user = await api("GET", `/api/auth/admin/get-user?id=${encodeURIComponent(id)}`);
-      names.set(id, { kind: "user", text: user.email });
-    } catch {
-      names.set(id, { kind: "gone", text: id });
-    }
-  }));
-  return names;
-}
-
-/// An entry's detail with the organization ids in it (a move: "none -> <id>") replaced by their names.
-function namedDetail(detail) {
-  return (detail || "").replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => orgs.get(id)?.name ?? id);
-}
-
-function subject(id, name) {
-  if (name.kind === "user") return h("a", { href: `#/users/${id}`, text: name.text });
-  if (name.kind === "organization") return h("a", { href: `#/organizations/${id}`, text: name.text });
-  return h("code", { title: "no longer exists, or not a user or organization", text: id });
-}
-
-/// The audit log, newest first, 50 entries a page from the server; the action filter applies to the page shown.
-async function auditPage(params) {
-  const cursor = params.get("cursor");
-  const query = new URLSearchParams({ limit: "50" });
-  if (cursor) query.set("cursor", cursor);
-  const { entries, next_cursor } = await api("GET", `/api/admin/audit?${query}`);
-  const names = await namesOf(entries.flatMap((e) => [e.actor_id, e.target_id]));
-  const actions = [...new Set(entries.map((e) => e.action))].sort();
-  const filter = h("select", { name: "action" }, h("option", { value: "", text: "All actions" }),
-    actions.map((a) => h("option", { value: a, text: a })));
-  const line = messageLine("audit-msg");
-  const body = h("tbody");
-  const render = () => {
-    const shown = entries.filter((e) => !filter.value || e.action === filter.value);
-    body.replaceChildren(...shown.map((e) => h("tr", {},
-      h("td", { text: when(e.at) }),
-      h("td", {}, h("code", { text: e.action })),
-      h("td", {}, e.actor_id ? h("a", { href: `#/users/${e.actor_id}`, text: e.actor_id === status.signed_in_as.id ? "you" : names.get(e.actor_id).text }) : "—"),
-      h("td", {}, e.target_id ? subject(e.target_id, names.get(e.target_id)) : "—"),
-      h("td", { text: e.ip_address || "—" }),
-      h("td", { class: "detail", text: namedDetail(e.detail) }))));
-    say(line, `${shown.length} of the ${entries.length} entries on this page.`);
-  };
-  filter.addEventListener("change", render);
-  const pager = h("div", { class: "pager" });
-  if (cursor) pager.append(h("a", { href: "#/audit", class: "button", text: "Newest entries" }));
-  if (next_cursor) pager.append(h("a", { href: `#/audit?cursor=${encodeURIComponent(next_cursor)}`, id: "older", class: "button", text: "Older entries" }));
-  show("Audit log",
-    h("form", { id: "audit-filter", "aria-label": "Filter the audit log" }, field("Action", filter, "Filters the entries on this page")),
-    line,
-    h("table", { id: "audit-table" },
-      h("caption", { text: cursor ? "Older entries, newest first" : "Newest entries first" }),
-      h("thead", {}, h("tr", {}, ["When", "Action", "By", "On", "Address", "Detail"].map((c) => h("th", { scope: "col", text: c })))),
-      body),
-    pager);
-  render();
-}
-
 // --- status -------------------------------------------------------------------------------------------------
 
 async function statusPage() {
@@ -811,6 +750,6 @@ async function statusPage() {
 }
 
 // What the page modules (overview.js, …) build with. `status` is a live binding: always the latest answer.
-export { h, field, messageLine, say, show, when, api, act, ApiError, confirmAction, loadOrgs, orgName, status };
+export { h, field, messageLine, say, show, when, api, act, ApiError, confirmAction, loadOrgs, orgName, orgs, status };
 
 boot();

@@ -56,9 +56,11 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         Asset::new("", "text/html; charset=utf-8", include_bytes!("../../console/index.html")),
         script!("app.js"),
         Asset::new("console.css", "text/css; charset=utf-8", include_bytes!("../../console/console.css")),
-        // Console, round two: the user-agent parser, the overview.
+        // Console, round two: the user-agent parser, the overview, the audit search, the users' tools.
         script!("ua.js"),
         script!("overview.js"),
+        script!("audit.js"),
+        script!("users.js"),
     ]
 });
 

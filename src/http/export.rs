@@ -21,7 +21,7 @@ use crate::accounts::Window;
 use crate::domain::{Timestamp, User};
 
 /// Users written per chunk of the answer.
-const CHUNK: usize = 256;
+const CHUNK: usize = 128;
 /// The columns of the CSV file: the fields of a user in `GET /api/admin/users`, in that order.
 const CSV_HEADER: &str = "id,name,email,role,organization_id,banned,created_at\r\n";
 

@@ -1130,6 +1130,53 @@ mod tests {
     use super::*;
     use crate::store::SessionRecord;
 
+    /// The counters' key format is stored: period, counter, big-endian start (so key order is time order).
+    #[test]
+    fn counter_keys_have_their_stored_bytes() {
+        use crate::store::Period;
+        assert_eq!(counter_key(Period::Day, 3, 86_400_000), [1, 3, 0, 0, 0, 0, 0x05, 0x26, 0x5c, 0x00]);
+        assert_eq!(counter_key(Period::Hour, 1, 3_600_000), [0, 1, 0, 0, 0, 0, 0x00, 0x36, 0xee, 0x80]);
+        assert_eq!(
+            counter_of_key(counter_key(Period::Hour, 5, 1_795_338_000_000)).unwrap(),
+            (Period::Hour, 5, 1_795_338_000_000)
+        );
+        assert!(counter_key(Period::Hour, 1, 1) < counter_key(Period::Hour, 1, 256));
+        assert!(counter_of_key([7, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_err(), "an unknown period is corrupt, not a guess");
+    }
+
+    /// A backup holds the counters; counts add up in the store, and retention drops only old buckets.
+    #[test]
+    fn counters_add_up_survive_a_snapshot_and_are_pruned() {
+        use crate::store::{CountRow, Period};
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let hour = Period::Hour.floor(1_795_338_000_000);
+        store.commit(&[StoreOp::AddCount { kind: 2, hour_ms: hour, n: 3 }]).unwrap();
+        store.commit(&[StoreOp::AddCount { kind: 2, hour_ms: hour, n: 4 }]).unwrap();
+        store.commit(&[StoreOp::AddCount { kind: 1, hour_ms: hour - 72 * 3_600_000, n: 1 }]).unwrap();
+        let day = Period::Day.floor(hour);
+        let rows = store.counts_since(hour, day).unwrap();
+        assert_eq!(
+            rows,
+            [
+                CountRow { period: Period::Hour, kind: 2, start_ms: hour, n: 7 },
+                CountRow { period: Period::Day, kind: 2, start_ms: day, n: 7 },
+            ]
+        );
+        let backup = dir.path().join("backup.redb");
+        store.snapshot_to(&backup).unwrap();
+        let copy = tempfile::tempdir().unwrap();
+        std::fs::copy(&backup, copy.path().join(FILE_NAME)).unwrap();
+        assert_eq!(
+            EmbeddedStore::open(copy.path()).unwrap().counts_since(0, 0).unwrap(),
+            store.counts_since(0, 0).unwrap()
+        );
+        store.commit(&[StoreOp::PruneCounts { hours_before_ms: hour - 3_600_000, days_before_ms: 0 }]).unwrap();
+        let left = store.counts_since(0, 0).unwrap();
+        assert_eq!(left.iter().filter(|r| r.period == Period::Hour).count(), 1, "the old hour went: {left:?}");
+        assert_eq!(left.iter().filter(|r| r.period == Period::Day).count(), 2, "the days stay: {left:?}");
+    }
+
     /// A stopped server releases its directory even while a late task still holds the `EmbeddedStore` (the cause of a
     /// restart test that flaked: the next server found the file locked).
     #[test]

@@ -1,0 +1,143 @@
+// The audit log, searched on the server (GET /api/admin/audit with action, actor_id, target_id, from, to): the
+// conditions live in the address (#/audit?action=…&by=…&on=…&from=…&to=…), so a search can be bookmarked and the
+// back button returns to it. "By" and "On" take an e-mail (or an organization's name, or an id); the page turns
+// them into ids. Every id in a row is shown by name: the user's e-mail, the organization's name.
+
+import { api, field, h, loadOrgs, messageLine, orgs, say, show, status, when } from "./app.js";
+
+/// The actions the server writes, offered as suggestions (any text is accepted).
+const ACTIONS = ["user.created", "user.role_changed", "user.banned", "user.unbanned", "user.ban_reason_changed",
+  "user.ban_expired", "user.organization_changed", "user.profile_updated", "user.password_changed", "user.password_set",
+  "user.password_reset", "user.link_requested", "user.email_verified", "user.deleted", "user.impersonation_started",
+  "user.impersonation_stopped", "session.revoked", "sign_in.succeeded", "sign_in.failed", "sign_in.refused",
+  "sign_in.failures_summarised", "organization.created", "organization.updated", "organization.deleted", "mail.failed"];
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUIDS = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+/// The id `text` names: an id as it is, an organization by its name, a user by their exact e-mail (found in the
+/// server's e-mail index). Throws, in words, when nothing has that name.
+async function idOf(text, what) {
+  const wanted = text.trim();
+  if (UUID.test(wanted)) return wanted.toLowerCase();
+  const org = [...orgs.values()].find((o) => o.name.toLowerCase() === wanted.toLowerCase());
+  if (org) return org.id;
+  const query = new URLSearchParams({ q: wanted.toLowerCase(), match: "prefix", limit: "10" });
+  const { users } = await api("GET", `/api/admin/users?${query}`);
+  const user = users.find((u) => u.email === wanted.toLowerCase());
+  if (!user) throw new Error(`${what}: no user has the e-mail ${wanted}, and no organization that name.`);
+  return user.id;
+}
+
+/// What the entries' ids stand for: an organization's name, a user's e-mail (one get-user per distinct id on the
+/// page), or the id itself for what no longer exists.
+export async function namesOf(ids) {
+  await loadOrgs();
+  const names = new Map();
+  await Promise.all([...new Set(ids.filter(Boolean))].map(async (id) => {
+    if (orgs.has(id)) return names.set(id, { kind: "organization", text: orgs.get(id).name });
+    try {
+      const user = await api("GET", `/api/auth/admin/get-user?id=${encodeURIComponent(id)}`);
+      names.set(id, { kind: "user", text: user.email });
+    } catch {
+      names.set(id, { kind: "gone", text: id });
+    }
+  }));
+  return names;
+}
+
+function subject(id, name) {
+  if (!id) return "—";
+  if (id === status.signed_in_as.id) return h("a", { href: `#/users/${id}`, text: "you" });
+  if (name.kind === "user") return h("a", { href: `#/users/${id}`, text: name.text });
+  if (name.kind === "organization") return h("a", { href: `#/organizations/${id}`, text: name.text });
+  return h("code", { title: "no longer exists, or not a user or organization", text: id });
+}
+
+/// An entry's detail with the ids in it (a move: "none -> <id>") replaced by the names they stand for.
+function namedDetail(detail, names) {
+  return (detail || "").replace(UUIDS, (id) => orgs.get(id)?.name ?? (names.get(id)?.kind === "user" ? names.get(id).text : id));
+}
+
+/// A table of entries, newest first, every id by name. `columns` leaves out what the page says already.
+export async function entriesTable(entries, { id, caption, columns = ["When", "Action", "By", "On", "Address", "Detail"] }) {
+  const names = await namesOf(entries.flatMap((e) => [e.actor_id, e.target_id]));
+  const cell = {
+    When: (e) => h("td", { text: when(e.at) }),
+    Action: (e) => h("td", {}, h("code", { text: e.action })),
+    By: (e) => h("td", {}, subject(e.actor_id, names.get(e.actor_id))),
+    On: (e) => h("td", {}, subject(e.target_id, names.get(e.target_id))),
+    Address: (e) => h("td", { text: e.ip_address || "—" }),
+    Detail: (e) => h("td", { class: "detail", text: namedDetail(e.detail, names) }),
+  };
+  return h("table", { id },
+    h("caption", { text: caption }),
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col", text: c })))),
+    h("tbody", {}, entries.map((e) => h("tr", {}, columns.map((c) => cell[c](e))))));
+}
+
+/// "2026-11-26T03:40:05" (a datetime-local field, read as UTC) → RFC 3339; "" stays "".
+function utc(local) {
+  if (!local) return "";
+  return `${local.length === 16 ? `${local}:00` : local}Z`;
+}
+
+export async function auditPage(params) {
+  await loadOrgs();
+  const action = h("input", { type: "text", name: "action", list: "audit-actions", value: params.get("action") ?? "", autocomplete: "off", spellcheck: "false" });
+  const by = h("input", { type: "text", name: "by", value: params.get("by") ?? "", autocomplete: "off" });
+  const on = h("input", { type: "text", name: "on", value: params.get("on") ?? "", autocomplete: "off" });
+  const from = h("input", { type: "datetime-local", name: "from", step: "1", value: params.get("from") ?? "" });
+  const to = h("input", { type: "datetime-local", name: "to", step: "1", value: params.get("to") ?? "" });
+  const button = h("button", { type: "submit", text: "Search" });
+  const line = messageLine("audit-msg");
+  const form = h("form", { id: "audit-filter", role: "search", "aria-label": "Search the audit log" },
+    field("Action", action, "For example user.banned"), h("datalist", { id: "audit-actions" }, ACTIONS.map((a) => h("option", { value: a }))),
+    field("By", by, "An e-mail or an id"), field("On", on, "An e-mail, an organization's name, or an id"),
+    field("From (UTC)", from), field("To (UTC)", to), button);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const input of [action, by, on, from, to]) if (input.value.trim()) next.set(input.name, input.value.trim());
+    const target = `#/audit?${next}`;
+    if (location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else location.hash = target;
+  });
+  const results = h("div", { id: "audit-results" });
+  show("Audit log", form, line, results);
+
+  const query = new URLSearchParams({ limit: "50" });
+  try {
+    if (params.get("action")) query.set("action", params.get("action"));
+    if (params.get("by")) query.set("actor_id", await idOf(params.get("by"), "By"));
+    if (params.get("on")) query.set("target_id", await idOf(params.get("on"), "On"));
+  } catch (e) {
+    return say(line, e.message, true);
+  }
+  if (params.get("from")) query.set("from", utc(params.get("from")));
+  if (params.get("to")) query.set("to", utc(params.get("to")));
+  if (params.get("cursor")) query.set("cursor", params.get("cursor"));
+  const searching = [...query.keys()].some((k) => !["limit", "cursor"].includes(k));
+  say(line, "Searching…");
+  let page;
+  try {
+    page = await api("GET", `/api/admin/audit?${query}`);
+  } catch (e) {
+    return say(line, e.message, true);
+  }
+  const { entries, next_cursor } = page;
+  const table = await entriesTable(entries, { id: "audit-table",
+    caption: `${searching ? "Matching entries" : "Entries"}${params.get("cursor") ? ", older" : ""}, newest first` });
+  const pager = h("div", { class: "pager" });
+  const here = new URLSearchParams(params);
+  here.delete("cursor");
+  if (params.get("cursor")) pager.append(h("a", { href: `#/audit?${here}`, class: "button", text: "Newest entries" }));
+  if (next_cursor) {
+    here.set("cursor", next_cursor);
+    pager.append(h("a", { href: `#/audit?${here}`, id: "older", class: "button", text: "Older entries" }));
+  }
+  results.replaceChildren(...(entries.length ? [table] : []), pager);
+  const count = entries.length === 0 ? (next_cursor ? "None among the entries searched so far; older ones may match." : "No entry matches.")
+    : `${entries.length} entr${entries.length === 1 ? "y" : "ies"}${next_cursor ? ", older ones on the next page" : ""}.`;
+  say(line, count);
+}
