@@ -1239,6 +1239,56 @@ mod tests {
         );
     }
 
+    /// Passkeys: an account's are one range and go with it, the credential index follows, a snapshot keeps them;
+    /// a ceremony is taken once, and an expired one is found by nobody and pruned.
+    #[test]
+    fn passkeys_go_with_their_account_and_ceremonies_are_taken_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let passkey = |id: u8, user: u8| PasskeyRecordV1 {
+            id: [id; 16],
+            user_id: [user; 16],
+            name: None,
+            credential_id: vec![id],
+            public_key: vec![0xa0],
+            counter: 0,
+            backup_eligible: false,
+            backed_up: false,
+            transports: Vec::new(),
+            aaguid: None,
+            created_at_ms: 0,
+        };
+        let put = |r| StoreOp::PutPasskey(r);
+        store.commit(&[put(passkey(1, 7)), put(passkey(2, 7)), put(passkey(3, 8))]).unwrap();
+        assert_eq!(store.passkeys_of([7; 16]).unwrap(), vec![passkey(1, 7), passkey(2, 7)]);
+        store.commit(&[StoreOp::DeletePasskey { user: [7; 16], id: [1; 16] }]).unwrap();
+        assert_eq!(store.passkey_by_credential(&[1]).unwrap(), None);
+        assert_eq!(store.passkey_by_credential(&[2]).unwrap(), Some(passkey(2, 7)));
+        store.commit(&[StoreOp::DeleteUser([7; 16])]).unwrap();
+        assert!(store.passkeys_of([7; 16]).unwrap().is_empty());
+        assert_eq!(store.passkey_by_credential(&[2]).unwrap(), None);
+        assert_eq!(store.all_passkeys().unwrap(), vec![passkey(3, 8)]);
+
+        let copy = tempfile::tempdir().unwrap();
+        store.snapshot_to(&copy.path().join(FILE_NAME)).unwrap();
+        let copied = EmbeddedStore::open(copy.path()).unwrap();
+        assert_eq!(copied.passkey_by_credential(&[3]).unwrap(), Some(passkey(3, 8)));
+
+        let ceremony =
+            |expires_at_ms| PasskeyChallengeRecordV1 { kind: 2, user_id: None, state: b"{}".to_vec(), expires_at_ms };
+        store
+            .commit(&[
+                StoreOp::PutPasskeyChallenge([1; 32], ceremony(100)),
+                StoreOp::PutPasskeyChallenge([2; 32], ceremony(10)),
+            ])
+            .unwrap();
+        assert_eq!(store.take_passkey_challenge(&[1; 32], 50).unwrap(), Some(ceremony(100)));
+        assert_eq!(store.take_passkey_challenge(&[1; 32], 50).unwrap(), None, "taken once");
+        store.commit(&[StoreOp::PutPasskeyChallenge([3; 32], ceremony(10))]).unwrap();
+        assert_eq!(store.prune_passkey_challenges(50).unwrap(), 2);
+        assert_eq!(store.take_passkey_challenge(&[2; 32], 5).unwrap(), None, "pruned");
+    }
+
     #[test]
     fn committed_state_survives_reopen_and_deletes_stick() {
         let dir = tempfile::tempdir().unwrap();
