@@ -8,6 +8,8 @@
 // - Hash routing (#/users, #/users/<id>, #/organizations, #/organizations/<id>, #/audit, #/status): the server
 //   serves one page, and the back button works.
 
+import { webhooksPage, webhookPage } from "./webhooks.js";
+
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const who = document.getElementById("who");
@@ -290,6 +292,8 @@ async function route() {
     if (parts[0] === "organizations") return await organizationsPage();
     if (parts[0] === "audit") return await auditPage(params);
     if (parts[0] === "status") return await statusPage();
+    if (parts[0] === "webhooks" && parts[1]) return await webhookPage(parts[1]);
+    if (parts[0] === "webhooks") return await webhooksPage();
     show("Not found", h("p", { text: "There is no such page in the console." }), h("a", { href: "#/users", text: "Users" }));
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return boot();
@@ -730,6 +734,9 @@ async function auditPage(params) {
   const pager = h("div", { class: "pager" });
   if (cursor) pager.append(h("a", { href: "#/audit", class: "button", text: "Newest entries" }));
   if (next_cursor) pager.append(h("a", { href: `#/audit?cursor=${encodeURIComponent(next_cursor)}`, id: "older", class: "button", text: "Older entries" }));
+  const download = h("p", { id: "audit-download" }, "Download the whole log, oldest first: ",
+    h("a", { href: "/api/admin/audit/export?format=csv", download: "audit.csv", text: "CSV" }), " · ",
+    h("a", { href: "/api/admin/audit/export?format=ndjson", download: "audit.ndjson", text: "NDJSON" }));
   show("Audit log",
     h("form", { id: "audit-filter", "aria-label": "Filter the audit log" }, field("Action", filter, "Filters the entries on this page")),
     line,
@@ -737,7 +744,7 @@ async function auditPage(params) {
       h("caption", { text: cursor ? "Older entries, newest first" : "Newest entries first" }),
       h("thead", {}, h("tr", {}, ["When", "Action", "By", "On", "Address", "Detail"].map((c) => h("th", { scope: "col", text: c })))),
       body),
-    pager);
+    pager, download);
   render();
 }
 
@@ -762,3 +769,6 @@ async function statusPage() {
 }
 
 boot();
+
+// The helpers the other pages (webhooks.js) build with.
+export { h, field, messageLine, say, show, when, api, act, confirmAction };

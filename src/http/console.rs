@@ -44,11 +44,12 @@ impl Asset {
     }
 }
 
-static ASSETS: LazyLock<[Asset; 3]> = LazyLock::new(|| {
+static ASSETS: LazyLock<[Asset; 4]> = LazyLock::new(|| {
     [
         Asset::new("", "text/html; charset=utf-8", include_bytes!("../../console/index.html")),
         Asset::new("app.js", "text/javascript; charset=utf-8", include_bytes!("../../console/app.js")),
         Asset::new("console.css", "text/css; charset=utf-8", include_bytes!("../../console/console.css")),
+        Asset::new("webhooks.js", "text/javascript; charset=utf-8", include_bytes!("../../console/webhooks.js")),
     ]
 });
 
@@ -123,7 +124,7 @@ mod tests {
     #[test]
     fn every_asset_has_its_type_and_a_distinct_etag() {
         let names: Vec<&str> = ASSETS.iter().map(|a| a.name).collect();
-        assert_eq!(names, ["", "app.js", "console.css"]);
+        assert_eq!(names, ["", "app.js", "console.css", "webhooks.js"]);
         assert!(ASSETS[0].content_type.starts_with("text/html"));
         assert!(ASSETS[1].content_type.starts_with("text/javascript"));
         assert!(ASSETS[2].content_type.starts_with("text/css"));
@@ -145,5 +146,7 @@ mod tests {
         // innerHTML would turn a user's name into markup; the script builds nodes and sets text only.
         assert!(!script.contains("innerHTML"), "app.js must not use innerHTML");
         assert!(!script.contains("eval("), "app.js must not use eval");
+        let page = std::str::from_utf8(ASSETS[3].body).unwrap();
+        assert!(!page.contains("innerHTML") && !page.contains("eval("), "webhooks.js must not use innerHTML or eval");
     }
 }
