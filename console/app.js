@@ -14,6 +14,8 @@ import { overviewPage } from "./overview.js";
 import { auditPage } from "./audit.js";
 import { createUserSection, exportLinks, historySection, profileSections } from "./users.js";
 
+import { webhooksPage, webhookPage } from "./webhooks.js";
+
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const who = document.getElementById("who");
@@ -310,6 +312,8 @@ async function route() {
     if (parts[0] === "organizations") return await organizationsPage();
     if (parts[0] === "audit") return await auditPage(params);
     if (parts[0] === "status") return await statusPage();
+    if (parts[0] === "webhooks" && parts[1]) return await webhookPage(parts[1]);
+    if (parts[0] === "webhooks") return await webhooksPage();
     show("Not found", h("p", { text: "There is no such page in the console." }), h("a", { href: "#/users", text: "Users" }));
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return boot();
@@ -753,3 +757,6 @@ async function statusPage() {
 export { h, field, messageLine, say, show, when, api, act, ApiError, confirmAction, loadOrgs, orgName, orgs, status };
 
 boot();
+
+// The helpers the other pages (webhooks.js) build with.
+export { h, field, messageLine, say, show, when, api, act, confirmAction };

@@ -10,6 +10,7 @@ mod api {
 
     mod admin;
     mod admin_plugin;
+    mod audit_export;
     mod audit_search;
     mod auth;
     mod cluster;

@@ -61,6 +61,7 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         script!("overview.js"),
         script!("audit.js"),
         script!("users.js"),
+        script!("webhooks.js"),
     ]
 });
 

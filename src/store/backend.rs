@@ -161,17 +161,9 @@ impl Store {
     /// guard them), so its requests succeed or fail together.
     pub(super) fn commit_requests(&self, requests: &[&[StoreOp]]) -> Result<Vec<Result<(), StoreError>>, StoreError> {
         let committed = self.commit_requests_quietly(requests);
-        let may_queue = |op: &StoreOp| {
-            matches!(
-                op,
-                StoreOp::PutAudit(_)
-                    | StoreOp::PutUser(_)
-                    | StoreOp::DeleteSessionsOf { .. }
-                    | StoreOp::PutWebhookMessage(_)
-                    | StoreOp::PutWebhook(_)
-            )
-        };
-        if committed.is_ok() && requests.iter().flat_map(|r| r.iter()).any(may_queue) {
+        let ops = || requests.iter().flat_map(|r| r.iter());
+        let queued = || ops().any(|op| matches!(op, StoreOp::PutWebhookMessage(_) | StoreOp::PutWebhook(_)));
+        if committed.is_ok() && (queued() || super::hooks::may_raise(ops())) {
             self.hooks_signal.notify_one();
         }
         committed
@@ -232,8 +224,8 @@ impl Store {
         }
     }
 
-    /// The first `limit` messages of `endpoint`'s queue, in commit order, with their places; and how many it
-    /// holds. Blocking.
+    /// The first `limit` messages of `endpoint`'s queue, in commit order, with their places; with `limit` 0, how
+    /// many it holds (the count is only counted then). Blocking.
     pub fn webhook_queue(
         &self,
         endpoint: [u8; 16],

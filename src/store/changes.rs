@@ -176,6 +176,11 @@ mod tests {
             StoreOp::DeleteMember([4; 16], [2; 16]),
             StoreOp::PutInvitation(invitation),
             StoreOp::DeleteInvitation([7; 16]),
+            // Webhooks: read from the store by each node's deliverer, held by none.
+            StoreOp::DeleteWebhook([7; 16]),
+            StoreOp::SetWebhookFailing { id: [7; 16], since_ms: Some(1) },
+            StoreOp::DeleteWebhookMessage { endpoint: [7; 16], seq: 1 },
+            StoreOp::DeleteDeliveriesBefore { before_ms: 1 },
         ];
         let decoded = decode(&encode(&ops).unwrap()).unwrap();
         let sent: Vec<Held<'_>> = ops.iter().filter_map(StoreOp::held).collect();

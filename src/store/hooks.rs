@@ -43,6 +43,18 @@ pub fn is_event(name: &str) -> bool {
     EVENTS.iter().any(|(n, _)| *n == name)
 }
 
+/// Whether `ops` can raise an event at all: a commit of nothing else (a session refreshed, a token used) reads no
+/// endpoint and no account.
+pub fn may_raise<'a>(mut ops: impl Iterator<Item = &'a StoreOp>) -> bool {
+    ops.any(|op| match op {
+        StoreOp::PutUser(_) | StoreOp::DeleteUser(_) | StoreOp::DeleteSessionsOf { .. } => true,
+        StoreOp::PutAudit(entry) => EVENTS
+            .iter()
+            .any(|(_, source)| matches!(source, Source::Audit(actions) if actions.contains(&entry.action.as_str()))),
+        _ => false,
+    })
+}
+
 /// One event of a commit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -96,7 +108,7 @@ impl Fanout {
                 self.current.insert(*id, None);
                 Vec::new()
             }
-            StoreOp::PutAudit(entry) => self.from_audit(entry, read)?,
+            StoreOp::PutAudit(entry) => self.audited(entry, read)?,
             StoreOp::DeleteSessionsOf { user, except } => vec![Event {
                 name: "session.revoked",
                 account: Some(*user),
@@ -135,7 +147,7 @@ impl Fanout {
         }
     }
 
-    fn from_audit(
+    fn audited(
         &mut self,
         entry: &AuditRecordV1,
         read: &mut dyn FnMut([u8; 16]) -> Result<Option<UserRecord>, StoreError>,

@@ -511,8 +511,12 @@ impl PgStore {
                 "SELECT seq, record FROM webhook_queue WHERE endpoint = $1 ORDER BY seq LIMIT $2",
                 &[&endpoint.as_slice(), &limit],
             )?;
-            let count: i64 =
-                c.query_one("SELECT count(*) FROM webhook_queue WHERE endpoint = $1", &[&endpoint.as_slice()])?.get(0);
+            // Counted for the administrators' view only (`limit` 0), never in the deliverer's rounds.
+            let count: i64 = if limit > 0 {
+                0
+            } else {
+                c.query_one("SELECT count(*) FROM webhook_queue WHERE endpoint = $1", &[&endpoint.as_slice()])?.get(0)
+            };
             Ok((rows, count))
         })?;
         let messages: Result<Vec<_>, StoreError> =
@@ -808,7 +812,10 @@ fn commit(
     lock_in_order(&mut tx, requests).map_err(before)?;
     // The endpoints as this transaction sees them: an endpoint registered by a commit before this one gets its
     // events. One read per batch.
-    let mut fanout = {
+    let raises = super::hooks::may_raise(requests.iter().flat_map(|ops| ops.iter()));
+    let mut fanout = if !raises {
+        None
+    } else {
         let rows = tx.query("SELECT record FROM webhooks", &[]).map_err(before)?;
         let endpoints: Result<Vec<WebhookRecordV1>, StoreError> =
             rows.iter().map(|r| codec::decode::<WebhookRecordV1>(r.get(0))).collect();

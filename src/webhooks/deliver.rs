@@ -149,7 +149,9 @@ impl Deliverer {
         let live: HashSet<[u8; 16]> = endpoints.iter().map(|(e, _)| e.id).collect();
         self.retries.retain(|(endpoint, _), _| live.contains(endpoint));
         self.leased.retain(|endpoint, _| live.contains(endpoint));
-        self.prune_log().await;
+        if !endpoints.is_empty() {
+            self.prune_log().await;
+        }
         for (endpoint, failing) in endpoints {
             if !endpoint.enabled || !self.lease(endpoint.id).await {
                 continue;

@@ -52,6 +52,7 @@ class Handler(BaseHTTPRequestHandler):
         if verified is not None:
             record["type"] = verified["type"]
             record["data"] = verified["data"]
+            record["timestamp"] = verified["timestamp"]
         with lock:
             with open(log_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
@@ -459,4 +460,67 @@ async fn when_the_delivering_node_dies_the_other_delivers_everything() {
     }
     assert!(receiver.received().iter().all(|r| r["verified"] == true));
     drop(b);
+}
+
+/// Not a check (no timed assertion): measures the time from a change's commit to its message's arrival at the
+/// receiver, over `WEBHOOK_LATENCY_EVENTS` (default 300) role changes of as many accounts, made back to back, and
+/// prints p50, p99 and the maximum. (One account's messages go one at a time, each after the previous one's
+/// delivery is recorded: a burst of changes to one account queues behind itself, by design.)
+/// `cargo test --release --test api measure_webhook_delivery_latency -- --ignored --nocapture` (BENCHMARKS.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn measure_webhook_delivery_latency() {
+    let count: usize = std::env::var("WEBHOOK_LATENCY_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let server = TestServer::start().await;
+    let client = &server.client;
+    let admin = client.admin_session().await;
+    let mut users = Vec::new();
+    for n in 0..count {
+        users.push(client.new_user(&format!("measured{n}")).await.id);
+    }
+    let mut receiver = Receiver::start();
+    let created = client
+        .post("/api/admin/webhooks")
+        .cookie(&admin)
+        .json(&json!({"url": receiver.url(), "events": ["user.role_changed"]}))
+        .send()
+        .await;
+    let secret = created.json()["secret"].as_str().unwrap().to_owned();
+    receiver.trust(&[&secret]);
+    let mut acked = Vec::new();
+    for user in &users {
+        client.patch_ok(&admin, &json!({"userId": user, "role": "qa_manager"})).await;
+        acked.push(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64());
+    }
+    receiver
+        .wait_for("every role change", |r| {
+            r.received().iter().filter(|m| m["type"] == "user.role_changed").count() >= count
+        })
+        .await;
+    let arrivals: Vec<Value> = receiver.received().into_iter().filter(|m| m["type"] == "user.role_changed").collect();
+    let acked: HashMap<&str, f64> = users.iter().map(String::as_str).zip(acked).collect();
+    let mut from_commit: Vec<f64> = Vec::new();
+    let mut from_ack: Vec<f64> = Vec::new();
+    for m in &arrivals {
+        let ack = acked[m["data"]["user_id"].as_str().unwrap()];
+        let at = m["at"].as_f64().unwrap();
+        let stamped = chrono_ms(m);
+        from_commit.push((at - stamped) * 1000.0);
+        from_ack.push((at - ack) * 1000.0);
+    }
+    let show = |name: &str, v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let p = |q: f64| v[((v.len() as f64 * q).ceil() as usize).saturating_sub(1).min(v.len() - 1)];
+        eprintln!("{name}: n={} p50={:.1} ms p99={:.1} ms max={:.1} ms", v.len(), p(0.5), p(0.99), v[v.len() - 1]);
+    };
+    show("commit (payload timestamp) -> arrival", &mut from_commit);
+    show("200 to the client -> arrival", &mut from_ack);
+    server.stop().await;
+}
+
+/// The payload's `timestamp` (the commit's time, RFC 3339 with milliseconds) as Unix seconds.
+fn chrono_ms(message: &Value) -> f64 {
+    let text = message["timestamp"].as_str().unwrap_or_else(|| panic!("no timestamp in {message}"));
+    let parsed = chrono::DateTime::parse_from_rfc3339(text).unwrap();
+    parsed.timestamp_millis() as f64 / 1000.0
 }
