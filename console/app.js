@@ -749,6 +749,8 @@ async function statusPage() {
     ["Store size", bytes(status.store_bytes)],
     ["Last backup", backup],
     ["Roles", status.roles.join(", ")],
+    ["Administrators without a second factor", status.administrators_without_second_factor === 0 ? "None"
+      : `${status.administrators_without_second_factor} (set [two_factor] required_for_roles = ["admin"])`],
   ];
   show("Status", h("dl", { id: "status" }, rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })])));
 }

@@ -1130,6 +1130,15 @@ mod tests {
     }
 
     #[test]
+    fn two_factor_roles_must_be_configured_roles_and_the_issuer_a_label() {
+        let key = |text: &str| parse(text).unwrap().validate().unwrap_err().0;
+        assert_eq!(key("[two_factor]\nrequired_for_roles = [\"root\"]\n"), "two_factor.required_for_roles");
+        assert_eq!(key("[two_factor]\nissuer = \"a:b\"\n"), "two_factor.issuer");
+        let ok = parse("[two_factor]\nrequired_for_roles = [\"admin\"]\nissuer = \"Pharmacy QA\"\n").unwrap();
+        assert!(ok.validate().is_ok());
+    }
+
+    #[test]
     fn the_postgres_store_needs_a_valid_url_and_sane_bounds() {
         let check = |text: &str, key: &str| {
             let (k, problem) = parse(text).unwrap().validate().unwrap_err();

@@ -211,7 +211,12 @@ impl Accounts {
                     return Ok(SignInOutcome::Trusted(SignedIn { token, session, user }, next));
                 }
                 None => {
-                    let challenge = self.actors.users.challenge(user.id, remember_me).await?;
+                    // An imported hash is replaced here too: every sign-in of this account stops at this step.
+                    let rehash = match upgrade {
+                        Some((from, password)) => self.hasher.hash(password).await.ok().map(|to| (from, to)),
+                        None => None,
+                    };
+                    let challenge = self.actors.users.challenge(user.id, remember_me, rehash).await?;
                     return Ok(SignInOutcome::SecondFactor { challenge });
                 }
             }

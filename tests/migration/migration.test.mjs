@@ -11,8 +11,9 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { createAuthClient } from "better-auth/client";
-import { adminClient, organizationClient } from "better-auth/client/plugins";
-import { startBetterAuth } from "./better-auth-server.mjs";
+import { createHmac } from "node:crypto";
+import { adminClient, organizationClient, twoFactorClient } from "better-auth/client/plugins";
+import { SECRET, startBetterAuth } from "./better-auth-server.mjs";
 
 const BIN = process.env.SERVICE_AUTH_BIN;
 const PG_URL = process.env.PG_URL;
@@ -48,8 +49,33 @@ function browser(base) {
   return createAuthClient({
     baseURL: base,
     fetchOptions: { customFetchImpl },
-    plugins: [adminClient(), organizationClient()],
+    plugins: [adminClient(), organizationClient(), twoFactorClient()],
   });
+}
+
+/** The RFC 6238 code of the `otpauth://` URI's secret for the current 30-second step plus `ahead`. */
+function totp(uri, ahead = 0) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0, value = 0;
+  const key = [];
+  for (const c of new URL(uri).searchParams.get("secret")) {
+    value = (value << 5) | alphabet.indexOf(c);
+    bits += 5;
+    if (bits >= 8) {
+      key.push((value >>> (bits - 8)) & 255);
+      bits -= 8;
+    }
+  }
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(Date.now() / 30000) + ahead));
+  const mac = createHmac("sha1", Buffer.from(key)).update(counter).digest();
+  return String((mac.readUInt32BE(mac[19] & 15) & 0x7fffffff) % 1e6).padStart(6, "0");
+}
+
+/** Waits past a step's last three seconds, so that the code computed is the one the server expects. */
+async function settle() {
+  const left = 30 - (Math.floor(Date.now() / 1000) % 30);
+  if (left <= 3) await new Promise((r) => setTimeout(r, (left + 1) * 1000));
 }
 
 const ok = (result, what) => {
@@ -91,6 +117,12 @@ async function fill(database) {
     ba.auth.api.addMember({ body: { userId, organizationId, role: "member" } });
   await add(ids.carol, ids["st-mary"]);
   await add(ids.alice, ids.north);
+  // Alice turns on better-auth's second factor: an authenticator app, confirmed with a first code.
+  const enrolled = ok(await alice.twoFactor.enable({ password: PEOPLE.alice.password }), "alice enables 2FA");
+  await settle();
+  ok(await alice.twoFactor.verifyTotp({ code: totp(enrolled.totpURI) }), "alice confirms 2FA");
+  ids.aliceTotp = enrolled.totpURI;
+  ids.aliceBackup = enrolled.backupCodes;
   await ba.close();
   return ids;
 }
@@ -143,8 +175,9 @@ async function migrateAndCheck(source, database) {
   const dry = run(["import-better-auth", ...source, "--dry-run"], env);
   assert.equal(dry.status, 0, dry.stderr);
   assert.match(dry.stderr, /would import \(dry run, nothing written\): 7 users \(1 administrators, 1 banned; 7 with/);
-  const real = run(["import-better-auth", ...source, "--mapping-out", mapping], env);
+  const real = run(["import-better-auth", ...source, "--mapping-out", mapping], { ...env, BETTER_AUTH_SECRET: SECRET });
   assert.equal(real.status, 0, real.stderr);
+  assert.match(real.stderr, /1 second factor\(s\) \(authenticator app and backup codes\) imported/);
   assert.match(real.stderr, /imported: 7 users .* 2 organizations, 4 memberships/);
   assert.match(real.stderr, /role "superuser" imported as user/);
   const again = run(["import-better-auth", ...source], env);
@@ -166,8 +199,14 @@ async function migrateAndCheck(source, database) {
     assert.equal(ok(rootIn, "root signs in").user.role, "admin");
     assert.equal(rootIn.data.user.id, map[ids.root], "the mapping file names the new id");
 
+    // Alice's second factor came over: the password alone is not enough, a code from the same app is.
     const { client: aliceClient, result: aliceIn } = await signIn("alice");
-    const alice = ok(aliceIn, "alice signs in").user;
+    assert.equal(ok(aliceIn, "alice's password").twoFactorRedirect, true);
+    await settle();
+    const alice = ok(await aliceClient.twoFactor.verifyTotp({ code: totp(ids.aliceTotp, 1) }), "alice's code").user;
+    assert.equal(alice.twoFactorEnabled, true);
+    const { client: viaBackup } = await signIn("alice");
+    ok(await viaBackup.twoFactor.verifyBackupCode({ code: ids.aliceBackup[0] }), "alice's backup code");
     assert.equal(alice.organizationId, map[ids["st-mary"]], "the first membership is the primary one");
     // Every membership came over with its role: the organization she created as its owner, the other as member.
     const hers = ok(await aliceClient.organization.list(), "alice's organizations");

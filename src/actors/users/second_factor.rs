@@ -90,7 +90,15 @@ pub(in crate::actors) enum FactorMsg {
         reply: RpcReplyPort<Result<Arc<User>, FactorError>>,
     },
     /// A sign-in whose password was right, for an account with the factor on: a challenge token (the cookie).
-    Challenge { user: UserId, remember_me: bool, token: TokenHash, reply: RpcReplyPort<Result<(), Unavailable>> },
+    /// `rehash`: the password's imported hash `from` (still on file) replaced by `to`, in the same commit (the
+    /// re-hash a sign-in makes, which a sign-in through a second factor would otherwise never reach).
+    Challenge {
+        user: UserId,
+        remember_me: bool,
+        token: TokenHash,
+        rehash: Option<(String, String)>,
+        reply: RpcReplyPort<Result<(), Unavailable>>,
+    },
     /// The challenge's proof: the challenge ends, the proof is used up, and with `trust` a trusted device starts;
     /// one commit.
     Pass {
@@ -134,10 +142,15 @@ impl UsersHandle {
     }
 
     /// Starts a sign-in's challenge: returns the token its cookie carries.
-    pub async fn challenge(&self, user: UserId, remember_me: bool) -> Result<SessionToken, Unavailable> {
+    pub async fn challenge(
+        &self,
+        user: UserId,
+        remember_me: bool,
+        rehash: Option<(String, String)>,
+    ) -> Result<SessionToken, Unavailable> {
         let token = SessionToken::generate();
         let hash = token.hash();
-        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Challenge { user, remember_me, token: hash, reply }))
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Challenge { user, remember_me, token: hash, rehash, reply }))
             .await??;
         Ok(token)
     }

@@ -19,11 +19,18 @@ impl UsersActor {
                 Ok((user, ops)) => state.overlay.add(ops, reply, user),
                 Err(e) => drop(reply.send(Err(e))),
             },
-            FactorMsg::Challenge { user, remember_me, token, reply } => {
+            FactorMsg::Challenge { user, remember_me, token, rehash, reply } => {
                 let challenge = self.cookie_token(TokenKind::TwoFactorChallenge { remember_me }, user, CHALLENGE_TTL);
-                let op = StoreOp::PutToken(token, convert::token_record(&challenge));
+                let mut ops = vec![StoreOp::PutToken(token, convert::token_record(&challenge))];
                 state.tokens.insert(token, Some(Arc::new(challenge)));
-                state.overlay.add([op], reply, ());
+                // Not the hash that was verified any more (a password change won the race): leave it.
+                if let Some((from, to)) = rehash
+                    && let Some(current) = self.get(state, user).filter(|u| u.password_hash.as_phc() == from.as_str())
+                {
+                    let rehashed = User { password_hash: to.into(), ..User::clone(&current) };
+                    ops.push(put(&self.stage(state, rehashed, false)));
+                }
+                state.overlay.add(ops, reply, ());
             }
             FactorMsg::Pass { challenge, proof, trust, ip, reply } => {
                 match self.pass(state, challenge, proof, trust, &ip) {
