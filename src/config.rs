@@ -42,7 +42,9 @@ pub struct Config {
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
     pub store: StoreConfig,
-    pub passkeys: PasskeysConfig, pub two_factor: TwoFactorConfig, pub webhooks: WebhooksConfig,
+    pub passkeys: PasskeysConfig,
+    pub two_factor: TwoFactorConfig,
+    pub webhooks: WebhooksConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]

@@ -46,8 +46,8 @@ pub use passkeys::{Attachment, CeremonyToken, PasskeyError, Passkeys, credential
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
-pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
 pub use two_factor::{Code, Enrolment, TwoFactorError, Verified};
+pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
 #[derive(Clone)]

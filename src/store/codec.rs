@@ -8,7 +8,9 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2, TokenRecordV3, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
+    SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2,
+    TokenRecordV3, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
 };
 
 /// A persisted record type and the version byte its encoding carries.

@@ -38,7 +38,9 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord, UserRecordV1, UserRecordV2,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord,
+    SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord, UserRecordV1,
+    UserRecordV2,
 };
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
