@@ -159,6 +159,7 @@ impl Core {
             require_verification: config.email.require_verification,
             metrics,
             freshness,
+            flows: Arc::new(crate::accounts::oauth::Flows::new(&config.oauth, writer.clone())),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

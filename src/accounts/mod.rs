@@ -8,6 +8,7 @@
 mod account;
 mod admin;
 mod auth;
+pub mod oauth;
 mod query;
 mod recovery;
 
@@ -58,6 +59,8 @@ pub struct Accounts {
     pub metrics: Arc<Metrics>,
     /// How far behind the shared database this node's state may be (always fresh on the embedded store).
     pub(crate) freshness: Arc<Freshness>,
+    /// Sign-in through other identity providers: the providers and the flows in progress.
+    pub(crate) flows: Arc<oauth::Flows>,
 }
 
 /// Why `/readyz` says 503.

@@ -40,6 +40,11 @@ pub mod action {
     pub const MAIL_FAILED: &str = "mail.failed";
     /// Failures beyond the per-minute budget of itemised rows, counted into one row.
     pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
+    /// A sign-in through another identity provider (the detail names it); the session's own entry follows.
+    pub const SIGN_IN_PROVIDER: &str = "sign_in.provider";
+    /// An identity at another provider linked to an account, or removed from it (the detail names it).
+    pub const ACCOUNT_LINKED: &str = "account.linked";
+    pub const ACCOUNT_UNLINKED: &str = "account.unlinked";
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.

@@ -54,9 +54,10 @@ fn to_usize(n: u64) -> usize {
 
 /// Builds the indexes from records already in memory (benchmarks, tools), one half after the other.
 pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
-    let Loaded { users, orgs, sessions: records } = loaded;
+    let Loaded { users, orgs, sessions: records, accounts: linked } = loaded;
     load(Indexes::default(), roles, |accounts, sessions| {
-        for record in orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User)) {
+        let linked = linked.into_iter().map(Record::Account);
+        for record in orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User)).chain(linked) {
             accounts.record(record)?;
         }
         // The accounts' views start building now, while the sessions are indexed.
@@ -162,6 +163,16 @@ impl Visitor for Accounts<'_> {
                 }
             }
             Record::Outbox(r) => self.outbox.push(convert::mail(r)),
+            // Read after the users: an identity of an account that is gone is removed.
+            Record::Account(r) => {
+                let account = crate::actors::linked::LinkedAccount::from_record(r);
+                if indexes.users.get(account.user_id).is_some() {
+                    indexes.accounts.publish(account.id, Some(Arc::new(account)));
+                } else {
+                    let user = account.user_id.to_bytes();
+                    self.cleanup.push(StoreOp::DeleteAccount { id: account.id, user });
+                }
+            }
             Record::Session(..) => unreachable!("the store hands the sessions to the other half"),
         }
         Ok(())

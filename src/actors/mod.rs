@@ -23,6 +23,7 @@
 
 mod attempts;
 pub mod audit;
+pub mod linked;
 pub mod load;
 mod mailbox;
 pub mod orgs;
@@ -60,6 +61,7 @@ pub struct Indexes {
     pub orgs: OrgIndex,
     pub sessions: SessionIndex,
     pub tokens: tokens::TokenIndex,
+    pub accounts: linked::AccountIndex,
 }
 
 impl Indexes {

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use super::linked::LinkedAccount;
 use super::sessions::{SessionChange, SessionsMsg};
 use super::{Handles, Unavailable, call, orgs::OrgsMsg, users::UsersMsg};
 use crate::domain::{OneTimeToken, OrgId, Organization, RoleSet, TokenHash, User, UserId};
@@ -19,6 +20,7 @@ pub struct RemoteChange {
     pub orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
     pub users: Vec<(UserId, Option<Arc<User>>)>,
     pub tokens: Vec<(TokenHash, Option<Arc<OneTimeToken>>)>,
+    pub accounts: Vec<([u8; 16], Option<Arc<LinkedAccount>>)>,
     pub sessions: Vec<SessionChange>,
 }
 
@@ -26,7 +28,14 @@ impl RemoteChange {
     /// Sorts a change log entry's ops by owner ([`StoreOp::held`]). Audit entries and mail never travel (no node
     /// holds them).
     pub fn from_ops(ops: Vec<StoreOp>, roles: &RoleSet, gate: Gate) -> Result<Self, StoreError> {
-        let mut change = Self { gate, orgs: Vec::new(), users: Vec::new(), tokens: Vec::new(), sessions: Vec::new() };
+        let mut change = Self {
+            gate,
+            orgs: Vec::new(),
+            users: Vec::new(),
+            tokens: Vec::new(),
+            accounts: Vec::new(),
+            sessions: Vec::new(),
+        };
         for op in &ops {
             // Records are cloned out of the borrowed view: a few per entry, on the follower's path only.
             match op.held() {
@@ -41,6 +50,10 @@ impl RemoteChange {
                 Some(Held::DeleteUser(id)) => change.users.push((UserId::from_bytes(id), None)),
                 Some(Held::PutToken(hash, r)) => change.tokens.push((hash, Some(Arc::new(convert::token(r.clone())?)))),
                 Some(Held::DeleteToken(hash)) => change.tokens.push((hash, None)),
+                Some(Held::PutAccount(r)) => {
+                    change.accounts.push((r.id, Some(Arc::new(LinkedAccount::from_record(r.clone())))))
+                }
+                Some(Held::DeleteAccount { id, .. }) => change.accounts.push((id, None)),
                 Some(Held::PutSession(hash, r)) => {
                     change.sessions.push(SessionChange::Put(hash, Arc::new(convert::session(r.clone()))))
                 }
@@ -60,14 +73,14 @@ impl Handles {
     /// Applies `change` and returns once every part is in the read indexes: organizations, then accounts (and
     /// their tokens), then sessions, so a session never arrives before its account.
     pub async fn apply_remote(&self, change: RemoteChange) -> Result<(), Unavailable> {
-        let RemoteChange { gate, orgs, users, tokens, sessions } = change;
+        let RemoteChange { gate, orgs, users, tokens, accounts, sessions } = change;
         if !orgs.is_empty() {
             let gate = gate.clone();
             call(&self.orgs.0, |reply| OrgsMsg::Remote { orgs, gate, reply }).await?;
         }
-        if !users.is_empty() || !tokens.is_empty() {
+        if !users.is_empty() || !tokens.is_empty() || !accounts.is_empty() {
             let gate = gate.clone();
-            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, gate, reply }).await?;
+            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, accounts, gate, reply }).await?;
         }
         if !sessions.is_empty() {
             call(&self.sessions.0, |reply| SessionsMsg::Remote { sessions, gate, reply }).await?;

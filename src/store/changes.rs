@@ -10,8 +10,8 @@ use super::codec;
 use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
-/// [`Wire::DeleteSessionsOf`] at the end, so a version 1 entry reads the same.
-const VERSION: u8 = 2;
+/// [`Wire::DeleteSessionsOf`] at the end, version 3 the linked accounts after it, so older entries read the same.
+const VERSION: u8 = 3;
 
 #[derive(Serialize, Deserialize)]
 enum Wire {
@@ -24,6 +24,8 @@ enum Wire {
     PutToken(TokenHash, Vec<u8>),
     DeleteToken(TokenHash),
     DeleteSessionsOf([u8; 16], Option<TokenHash>),
+    PutAccount(Vec<u8>),
+    DeleteAccount([u8; 16], [u8; 16]),
 }
 
 /// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
@@ -41,6 +43,8 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
             Held::DeleteSessionsOf { user, except } => Wire::DeleteSessionsOf(user, except),
             Held::PutToken(hash, r) => Wire::PutToken(hash, codec::encode(r)),
             Held::DeleteToken(hash) => Wire::DeleteToken(hash),
+            Held::PutAccount(r) => Wire::PutAccount(codec::encode(r)),
+            Held::DeleteAccount { id, user } => Wire::DeleteAccount(id, user),
         })
         .collect();
     if wire.is_empty() {
@@ -55,7 +59,7 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
 /// The changes of one entry.
 pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
     let body = match bytes.split_first() {
-        Some((&(1 | VERSION), body)) => body,
+        Some((&(1 | 2 | VERSION), body)) => body,
         Some((v, _)) => {
             return Err(StoreError::Corrupt(format!(
                 "change log entry has format {v}; this version of service-auth reads {VERSION} (a newer node wrote it?)"
@@ -77,6 +81,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::PutToken(hash, b) => StoreOp::PutToken(hash, codec::decode_token(&b)?),
                 Wire::DeleteToken(hash) => StoreOp::DeleteToken(hash),
                 Wire::DeleteSessionsOf(user, except) => StoreOp::DeleteSessionsOf { user, except },
+                Wire::PutAccount(b) => StoreOp::PutAccount(codec::decode(&b)?),
+                Wire::DeleteAccount(id, user) => StoreOp::DeleteAccount { id, user },
             })
         })
         .collect()

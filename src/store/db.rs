@@ -23,6 +23,10 @@ const AUDIT: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit");
 const AUDIT_ANONYMOUS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("audit_anonymous");
 const TOKENS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("tokens");
 const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
+/// Identities at other providers linked to accounts, by their id (src/oauth).
+const ACCOUNTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("accounts");
+/// Sign-in flows in progress, by the SHA-256 of their `state`.
+const FLOWS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_flows");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
@@ -273,11 +277,12 @@ fn session_key(user: [u8; 16], hash: &TokenHash) -> [u8; 48] {
 
 /// Creates every table that does not exist yet.
 fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
-    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX] {
+    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, ACCOUNTS] {
         tx.open_table(table).map_err(io)?;
     }
     tx.open_table(SESSIONS).map_err(io)?;
     tx.open_table(TOKENS).map_err(io)?;
+    tx.open_table(FLOWS).map_err(io)?;
     Ok(())
 }
 
@@ -348,6 +353,16 @@ impl EmbeddedStore {
 
     /// Up to `limit` audit entries older than `before` (all when `None`), newest first. Reads a snapshot;
     /// does not block writers. Blocking: call it from a blocking thread.
+    /// The sign-in flow of `hash`, if it is still there. Reads a snapshot. Blocking.
+    pub fn flow(&self, hash: &TokenHash) -> Result<Option<super::linked::OAuthFlowRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(FLOWS).map_err(io)?;
+            let found = table.get(hash).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
@@ -453,11 +468,12 @@ impl EmbeddedStore {
     pub fn clear(&self) -> Result<(), StoreError> {
         self.with_db(|db| {
             let tx = db.begin_write().map_err(io)?;
-            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX] {
+            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, ACCOUNTS] {
                 tx.delete_table(table).map_err(io)?;
             }
             tx.delete_table(SESSIONS).map_err(io)?;
             tx.delete_table(TOKENS).map_err(io)?;
+            tx.delete_table(FLOWS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -490,6 +506,9 @@ fn visit_accounts(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), 
     for entry in tx.open_table(OUTBOX).map_err(io)?.iter().map_err(io)? {
         f(Record::Outbox(codec::decode(entry.map_err(io)?.1.value())?))?;
     }
+    for entry in tx.open_table(ACCOUNTS).map_err(io)?.iter().map_err(io)? {
+        f(Record::Account(codec::decode(entry.map_err(io)?.1.value())?))?;
+    }
     Ok(())
 }
 
@@ -514,6 +533,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut anonymous = tx.open_table(AUDIT_ANONYMOUS).map_err(io)?;
         let mut tokens = tx.open_table(TOKENS).map_err(io)?;
         let mut outbox = tx.open_table(OUTBOX).map_err(io)?;
+        let mut accounts = tx.open_table(ACCOUNTS).map_err(io)?;
+        let mut flows = tx.open_table(FLOWS).map_err(io)?;
         for &op in ops {
             match op {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
@@ -554,6 +575,20 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOutbox(id) => {
                     outbox.remove(id).map_err(io)?;
                 }
+                StoreOp::PutAccount(r) => put(&mut accounts, r.id, r)?,
+                StoreOp::DeleteAccount { id, .. } => {
+                    accounts.remove(id).map_err(io)?;
+                }
+                StoreOp::PutFlow(hash, r) => put(&mut flows, *hash, r)?,
+                // One node: the callbacks take their flows one at a time (src/accounts/oauth.rs), so the flow
+                // is there; abandoned flows past their time go with it.
+                StoreOp::TakeFlow(hash) => {
+                    flows.remove(hash).map_err(io)?;
+                    let now = crate::domain::Timestamp::now().as_millis();
+                    flows
+                        .retain(|_, v| codec::decode::<super::linked::OAuthFlowRecordV1>(v).map_or(true, |f| f.expires_at_ms >= now))
+                        .map_err(io)?;
+                }
                 // One node: the users actor keeps the failure limit in memory.
                 StoreOp::ReserveAttempt { .. } | StoreOp::EndAttempt { .. } | StoreOp::ExpectUser { .. } => {}
             }
@@ -578,6 +613,7 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         copy_table(&source, &tx, AUDIT_ANONYMOUS)?;
         copy_table(&source, &tx, TOKENS)?;
         copy_table(&source, &tx, OUTBOX)?;
+        copy_table(&source, &tx, ACCOUNTS)?;
         {
             let mut meta = tx.open_table(META).map_err(io)?;
             for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {

@@ -18,6 +18,7 @@ pub mod codec;
 pub mod convert;
 mod db;
 pub mod follower;
+pub mod linked;
 pub mod own;
 pub(crate) mod postgres;
 pub mod records;
@@ -108,6 +109,19 @@ pub enum StoreOp {
         email: String,
         verified: bool,
     },
+    /// An identity at a provider linked to an account (src/oauth). Several nodes: refused with
+    /// [`Conflict::AccountTaken`] when another node linked the same identity a moment ago.
+    PutAccount(linked::LinkedAccountRecordV1),
+    /// A linked identity removed: its id and its user's.
+    DeleteAccount {
+        id: [u8; 16],
+        user: [u8; 16],
+    },
+    /// A sign-in flow started: kept in the store (by the SHA-256 of its `state`) so that any node can finish it.
+    PutFlow(TokenHash, linked::OAuthFlowRecordV1),
+    /// A sign-in flow finished: deleted. Several nodes: refused with [`Conflict::FlowUsed`] when it is gone
+    /// already (another node's callback took it), so a `state` is used once across all of them.
+    TakeFlow(TokenHash),
 }
 
 /// What an op changes of the records every node holds in memory: the ops the change log carries to the other
@@ -129,6 +143,11 @@ pub enum Held<'a> {
     },
     PutToken(TokenHash, &'a TokenRecord),
     DeleteToken(TokenHash),
+    PutAccount(&'a linked::LinkedAccountRecordV1),
+    DeleteAccount {
+        id: [u8; 16],
+        user: [u8; 16],
+    },
 }
 
 impl StoreOp {
@@ -145,13 +164,18 @@ impl StoreOp {
             StoreOp::DeleteSessionsOf { user, except } => Held::DeleteSessionsOf { user: *user, except: *except },
             StoreOp::PutToken(hash, r) => Held::PutToken(*hash, r),
             StoreOp::DeleteToken(hash) => Held::DeleteToken(*hash),
+            StoreOp::PutAccount(r) => Held::PutAccount(r),
+            StoreOp::DeleteAccount { id, user } => Held::DeleteAccount { id: *id, user: *user },
             StoreOp::PutAudit(_)
             | StoreOp::DeleteAudit(_)
             | StoreOp::PutOutbox(_)
             | StoreOp::DeleteOutbox(_)
             | StoreOp::ReserveAttempt { .. }
             | StoreOp::EndAttempt { .. }
-            | StoreOp::ExpectUser { .. } => return None,
+            | StoreOp::ExpectUser { .. }
+            // Flows are read from the store by the node that finishes them; no node holds them in memory.
+            | StoreOp::PutFlow(..)
+            | StoreOp::TakeFlow(_) => return None,
         })
     }
 }
@@ -164,6 +188,7 @@ pub enum Record {
     Session(TokenHash, SessionRecord),
     Token(TokenHash, TokenRecord),
     Outbox(OutboxRecordV1),
+    Account(linked::LinkedAccountRecordV1),
 }
 
 /// One side of [`Store::visit_split`]: the accounts (with the organizations, tokens and outbox) or the sessions.
@@ -179,6 +204,7 @@ pub struct Loaded {
     pub users: Vec<UserRecord>,
     pub orgs: Vec<OrgRecordV1>,
     pub sessions: Vec<(TokenHash, SessionRecord)>,
+    pub accounts: Vec<linked::LinkedAccountRecordV1>,
 }
 
 impl Loaded {
@@ -192,6 +218,7 @@ impl Loaded {
                 Record::Org(r) => loaded.orgs.push(r),
                 Record::User(r) => loaded.users.push(r),
                 Record::Session(hash, r) => loaded.sessions.push((hash, r)),
+                Record::Account(r) => loaded.accounts.push(r),
                 Record::Token(..) | Record::Outbox(_) => {}
             }
             Ok(())
@@ -245,4 +272,8 @@ pub enum Conflict {
     OrganizationHasMembers { org: [u8; 16] },
     #[error("too many failed sign-ins for this e-mail across the nodes")]
     Locked { email: String, wait_ms: i64 },
+    #[error("this identity at {provider} is linked to an account already")]
+    AccountTaken { provider: String, subject: String },
+    #[error("this sign-in flow was finished already")]
+    FlowUsed,
 }

@@ -22,6 +22,7 @@ pub enum Key {
     Org([u8; 16]),
     Session(TokenHash),
     Token(TokenHash),
+    Account([u8; 16]),
 }
 
 impl Key {
@@ -34,6 +35,8 @@ impl Key {
             Held::DeleteOrg(id) => Key::Org(id),
             Held::PutSession(hash, _) | Held::DeleteSession(_, hash) => Key::Session(hash),
             Held::PutToken(hash, _) | Held::DeleteToken(hash) => Key::Token(hash),
+            Held::PutAccount(r) => Key::Account(r.id),
+            Held::DeleteAccount { id, .. } => Key::Account(id),
             // Names many records: kept apart, by user ([`OwnCommits::record`]).
             Held::DeleteSessionsOf { .. } => return None,
         })
