@@ -28,6 +28,7 @@ mod api {
     mod mail;
     mod metrics;
     mod migration;
+    mod oauth;
     mod ops;
     mod orgs;
     mod overload;

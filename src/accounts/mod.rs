@@ -23,7 +23,7 @@ use crate::actors::audit::AuditLog;
 pub use crate::actors::Unavailable;
 pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 pub use crate::actors::sessions::{Client, Revoke};
-pub use crate::actors::users::{DeleteOrgError, Place, UpdateUserError, UserChange};
+pub use crate::actors::users::{DeleteOrgError, Place, UnlinkError, UpdateUserError, UserChange};
 use crate::actors::{Handles, Indexes};
 use crate::domain::{Password, RoleSet, Session, SessionToken, Timestamp, User, UserId};
 use crate::hashing::{HashError, Hasher};

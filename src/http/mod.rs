@@ -31,6 +31,7 @@ mod event_loops;
 pub mod extract;
 mod fields;
 mod metrics;
+mod oauth;
 mod ops;
 mod organizations;
 pub mod origins;

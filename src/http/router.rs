@@ -15,7 +15,8 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, auth, console, cors, extract, ops, organizations, recovery, request_id,
+    AppState, account, admin, admin_plugin, auth, console, cors, extract, oauth, ops, organizations, recovery,
+    request_id,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -155,6 +156,15 @@ async fn dispatch(
         Endpoint::ResetPassword => recovery::reset_password(state, ctx, req).await,
         Endpoint::SendVerificationEmail => recovery::send_verification_email(state, ctx, req).await,
         Endpoint::VerifyEmail => recovery::verify_email(state, ctx, req).await,
+        Endpoint::SignInSocial => oauth::sign_in(state, ctx, req, oauth::Via::Social).await,
+        Endpoint::SignInOAuth2 => oauth::sign_in(state, ctx, req, oauth::Via::OAuth2).await,
+        Endpoint::ProviderCallback
+        | Endpoint::ProviderFormPost
+        | Endpoint::OAuth2Callback
+        | Endpoint::OAuth2FormPost => oauth::callback(state, ctx, req).await,
+        Endpoint::LinkSocial => oauth::link_social(state, ctx, req).await,
+        Endpoint::ListAccounts => oauth::list_accounts(state, ctx, req).await,
+        Endpoint::UnlinkAccount => oauth::unlink_account(state, ctx, req).await,
         Endpoint::PluginListUsers => admin_plugin::list_users(state, ctx, req).await,
         Endpoint::PluginGetUser => admin_plugin::get_user(state, ctx, req).await,
         Endpoint::PluginCreateUser => admin_plugin::create_user(state, ctx, req).await,
