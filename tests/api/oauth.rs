@@ -112,8 +112,13 @@ async fn setup(misbehaviour: Value) -> (TestServer, Idp) {
 struct Browser {
     http: reqwest::Client,
     jar: HashMap<String, HashMap<String, String>>,
-    /// Callbacks go to this node (the last one on two nodes: the flow started on the first).
+    /// Callbacks go to this node (the last one on two nodes: the flow started on the first). Both nodes are one
+    /// service behind one origin, so they share the cookies of the first.
     callback_base: Option<String>,
+    service_host: String,
+    /// Two nodes: a request through the harness's client returns once both nodes have applied every change, so
+    /// what the browser changed on one node is seen on the other (as after the harness's own requests).
+    sync: Option<Client>,
 }
 
 struct Page {
@@ -127,7 +132,16 @@ impl Browser {
     fn new(server: &TestServer) -> Self {
         let http = reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         let callback_base = server.nodes.last().map(|n| n.base.clone()).filter(|b| *b != server.client.base);
-        Self { http, jar: HashMap::new(), callback_base }
+        let sync = callback_base.as_ref().map(|_| server.client.clone());
+        Self { http, jar: HashMap::new(), callback_base, service_host: Self::host(&server.client.base), sync }
+    }
+
+    /// The cookie jar's key for `url`: its host and port, the first node's for every node.
+    fn jar_key(&self, url: &str) -> String {
+        match &self.callback_base {
+            Some(other) if url.starts_with(other.as_str()) => self.service_host.clone(),
+            _ => Self::host(url),
+        }
     }
 
     fn host(url: &str) -> String {
@@ -135,7 +149,7 @@ impl Browser {
     }
 
     fn cookie_header(&self, url: &str) -> String {
-        let jar = self.jar.get(&Self::host(url));
+        let jar = self.jar.get(&self.jar_key(url));
         jar.map(|c| c.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")).unwrap_or_default()
     }
 
@@ -150,7 +164,7 @@ impl Browser {
         }
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
-        let host = Self::host(url);
+        let host = self.jar_key(url);
         for value in resp.headers().get_all("set-cookie") {
             let cookie = SetCookie::parse(value.to_str().unwrap());
             let jar = self.jar.entry(host.clone()).or_default();
@@ -162,6 +176,9 @@ impl Browser {
         }
         let location = resp.headers().get("location").map(|l| url::Url::parse(url).unwrap().join(l.to_str().unwrap()).unwrap().to_string());
         let body = resp.text().await.unwrap_or_default();
+        if let Some(client) = &self.sync {
+            client.get("/api/auth/ok").send().await;
+        }
         Page { url: url.to_owned(), status, location, body }
     }
 
