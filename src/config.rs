@@ -17,6 +17,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Directory of the embedded store (`SERVICE_AUTH_DATA_DIR`).
     pub data_dir: PathBuf,
+    /// The file of the key that seals secrets at rest (`SERVICE_AUTH_DATA_KEY_FILE`); `None`: `data.key` in
+    /// `data_dir`. Several nodes on one PostgreSQL database must all point at the same key (a copy of one file).
+    pub data_key_file: Option<PathBuf>,
     /// What is logged and how. `log = "info"` (a filter alone) is accepted too, as older files have it.
     #[serde(deserialize_with = "log_table_or_filter")]
     pub log: LogConfig,
@@ -363,6 +366,7 @@ impl Default for Config {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 3000)),
             data_dir: PathBuf::from("./data"),
+            data_key_file: None,
             log: LogConfig::default(),
             base_url: None,
             trusted_origins: Vec::new(),
@@ -435,6 +439,9 @@ impl Config {
             }
         };
         resolve(&mut self.data_dir);
+        if let Some(file) = &mut self.data_key_file {
+            resolve(file);
+        }
         if let Some(dir) = &mut self.backup.dir {
             resolve(dir);
         }
@@ -442,6 +449,11 @@ impl Config {
             resolve(dir);
         }
         self.oauth.resolve_paths(folder);
+    }
+
+    /// The data key's file: `data_key_file`, else `data.key` in the data directory.
+    pub fn data_key_path(&self) -> PathBuf {
+        crate::data_key::path_for(&self.data_dir, self.data_key_file.as_deref())
     }
 
     /// Whether cookies get `Secure` and the `__Secure-` prefix.
@@ -594,6 +606,9 @@ fn apply_env(config: &mut Config, env: &impl Fn(&str) -> Option<String>) -> Resu
     }
     if let Some(dir) = env("SERVICE_AUTH_DATA_DIR") {
         config.data_dir = PathBuf::from(dir);
+    }
+    if let Some(file) = env("SERVICE_AUTH_DATA_KEY_FILE") {
+        config.data_key_file = Some(PathBuf::from(file));
     }
     if let Some(level) = env("SERVICE_AUTH_LOG") {
         // Checked here, so that a bad value is reported as the variable's, not the file's.
@@ -908,9 +923,17 @@ mod tests {
     fn relative_paths_in_a_file_are_relative_to_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
-        std::fs::write(&path, "data_dir = \"./data\"\n[backup]\ndir = \"backups\"\n").unwrap();
+        std::fs::write(
+            &path,
+            "data_dir = \"./data\"\ndata_key_file = \"keys/data.key\"\n[backup]\ndir = \"backups\"\n",
+        )
+        .unwrap();
         let c = load_from(Some(&path), env(&[])).unwrap();
         assert_eq!(c.data_dir, dir.path().join("./data"));
+        assert_eq!(c.data_key_path(), dir.path().join("keys/data.key"));
+        assert_eq!(Config::default().data_key_path(), PathBuf::from("./data/data.key"));
+        let c = load_from(Some(&path), env(&[("SERVICE_AUTH_DATA_KEY_FILE", "/run/secrets/k")])).unwrap();
+        assert_eq!(c.data_key_path(), PathBuf::from("/run/secrets/k"));
         assert_eq!(c.backup.dir, Some(dir.path().join("backups")));
         assert_eq!(c.source.as_deref(), Some(path.as_path()));
         // The environment is the shell's: relative to where the server starts.

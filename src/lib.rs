@@ -18,6 +18,7 @@
 //! - [`runtime`]: the running core (store, indexes, actors, facade); [`server`]: `run`, which `main` and the
 //!   integration tests both call, and housekeeping.
 //! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
+//! - [`data_key`]: the data directory's key, which seals the secrets the server reads back (a leaf).
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
 //! - [`metrics`]: the Prometheus recorder of a server and the handles the other parts record into (a leaf: it
 //!   imports nothing of this crate).
@@ -30,6 +31,7 @@ pub mod accounts;
 pub mod actors;
 pub mod bootstrap;
 pub mod config;
+pub mod data_key;
 pub mod domain;
 pub mod hashing;
 pub mod http;

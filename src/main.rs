@@ -188,10 +188,17 @@ fn summary(config: &Config) -> String {
         LogFormat::Text => "text",
         LogFormat::Json => "json",
     };
+    // Several nodes seal and open each other's secrets: say so where the key is chosen.
+    let shared = match config.store.backend {
+        service_auth::config::StoreBackend::Postgres => " (PostgreSQL: every node needs this same key file)",
+        service_auth::config::StoreBackend::Embedded => "",
+    };
     format!(
-        "configuration OK ({source}): listen {}, data_dir {}, metrics {metrics}, log {} as {format}{}",
+        "configuration OK ({source}): listen {}, data_dir {}, data key {}{shared}, metrics {metrics}, log {} as \
+         {format}{}",
         config.listen,
         config.data_dir.display(),
+        config.data_key_path().display(),
         config.log.level,
         if config.log.access { " with access lines" } else { "" }
     )

@@ -80,6 +80,12 @@ impl Core {
         let metrics = Arc::new(Metrics::new(config.metrics.listen.is_some()));
         let hasher = Hasher::observed(&config.hashing, metrics.hash_wait.clone())
             .map_err(|e| AppError::Startup(e.to_string()))?;
+        // Before the store: a key that cannot be read or created stops start-up before anything is written.
+        let key_path = config.data_key_path();
+        let data_key = tokio::task::spawn_blocking(move || crate::data_key::DataKey::load_or_create_file(&key_path))
+            .await
+            .map_err(|e| AppError::Startup(e.to_string()))?
+            .map_err(|e| AppError::Startup(format!("the data key: {e}")))?;
         let (opened, set) = (config.clone(), roles.clone());
         let (store, built) = tokio::task::spawn_blocking(move || {
             let store = Store::open_configured(&opened, faults)?;
@@ -160,6 +166,7 @@ impl Core {
             metrics,
             freshness,
             flows: Arc::new(crate::accounts::oauth::Flows::new(&config.oauth, writer.clone())),
+            data_key: Arc::new(data_key),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

@@ -101,6 +101,7 @@ async fn serve_until(
             dir: dir.clone(),
             every: Duration::from_secs(config.backup.interval_secs),
             keep: config.backup.keep,
+            key: config.data_key_path(),
         };
         tokio::spawn(crate::ops::backup::run_schedule(Arc::clone(&core.store), schedule, stop.clone()));
     }

@@ -61,6 +61,9 @@ pub struct Accounts {
     pub(crate) freshness: Arc<Freshness>,
     /// Sign-in through other identity providers: the providers and the flows in progress.
     pub(crate) flows: Arc<oauth::Flows>,
+    /// Seals the secrets the server reads back (a TOTP secret).
+    #[allow(dead_code)] // read by the families that store secrets (two-factor, OIDC clients) as they arrive
+    pub(crate) data_key: Arc<crate::data_key::DataKey>,
 }
 
 /// Why `/readyz` says 503.

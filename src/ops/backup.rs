@@ -3,6 +3,10 @@
 //! A snapshot is a complete redb file written from one read transaction, so it is consistent (every table as of
 //! one commit) and the server keeps committing while it is written. Restoring puts such a file back as the data
 //! directory's store.
+//!
+//! The data key (`data_key.rs`) goes with every backup, as `<backup>.key` beside it: the secrets sealed in the
+//! store (TOTP secrets) open only with it, so a backup without it would restore accounts whose authenticators no
+//! longer work. Restoring puts the key back with the store.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::{OpsError, open_stopped};
 use crate::actors::load;
 use crate::config::Config;
+use crate::data_key;
 use crate::domain::RoleSet;
 use crate::store::Store;
 
@@ -25,6 +30,8 @@ pub struct Schedule {
     pub dir: PathBuf,
     pub every: Duration,
     pub keep: usize,
+    /// The data key's file, copied beside each snapshot.
+    pub key: PathBuf,
 }
 
 /// Writes a snapshot every `schedule.every` until `stop`, keeping the newest `schedule.keep`.
@@ -53,6 +60,8 @@ fn scheduled_snapshot(store: &Store, schedule: &Schedule) -> Result<(PathBuf, Du
     let path = schedule.dir.join(name);
     let started = Instant::now();
     store.snapshot_to(&path)?;
+    data_key::copy_file(&schedule.key, &data_key::beside(&path))
+        .map_err(|e| OpsError::Io(format!("cannot copy the data key beside the backup: {e}")))?;
     let took = started.elapsed();
     prune(&schedule.dir, schedule.keep)?;
     Ok((path, took))
@@ -78,17 +87,27 @@ fn prune(dir: &Path, keep: usize) -> Result<(), OpsError> {
     let excess = snapshots.len().saturating_sub(keep);
     for old in &snapshots[..excess] {
         std::fs::remove_file(old).map_err(|e| OpsError::Io(format!("{}: {e}", old.display())))?;
+        match std::fs::remove_file(data_key::beside(old)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(OpsError::Io(format!("{}: {e}", data_key::beside(old).display())));
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
 
-/// Writes a consistent snapshot of a stopped server's data directory to `out`.
+/// Writes a consistent snapshot of a stopped server's data directory to `out`, and its data key to `out.key`.
 pub fn backup(config: &Config, out: &Path) -> Result<String, OpsError> {
     let store = open_stopped(config)?;
     let started = Instant::now();
     // The OS error alone ("No such file or directory") does not say which path.
     store.snapshot_to(out).map_err(|e| OpsError::Io(format!("cannot write the backup to {}: {e}", out.display())))?;
-    Ok(format!("backup written to {} in {:.1?}", out.display(), started.elapsed()))
+    let key = data_key::beside(out);
+    let with_key = data_key::copy_file(&config.data_key_path(), &key)
+        .map_err(|e| OpsError::Io(format!("cannot copy the data key to {}: {e}", key.display())))?;
+    let key_note = if with_key { format!(", its data key to {}", key.display()) } else { String::new() };
+    Ok(format!("backup written to {}{key_note} in {:.1?}", out.display(), started.elapsed()))
 }
 
 /// Puts a snapshot back as `config.data_dir`'s store (no server may hold the directory). The file first passes
@@ -101,10 +120,28 @@ pub fn restore(config: &Config, file: &Path) -> Result<String, OpsError> {
         Ok((indexes.users.len(), indexes.orgs.list().len(), indexes.sessions.len()))
     })
     .map_err(|e| OpsError::Invalid(format!("{} is not a usable backup: {e}", file.display())))?;
+    let key = data_key::beside(file);
+    if key.exists() {
+        data_key::DataKey::load_file(&key)
+            .map_err(|e| OpsError::Invalid(format!("{} is not a usable data key: {e}", key.display())))?;
+    }
     open_stopped(config)?; // a clear message when a server runs
     Store::replace_file(&config.data_dir, file)?;
+    // The key after the store: a crash between the two leaves the new store with the old key, which the report
+    // below told nobody about yet; running restore again finishes it.
+    let key_note = if data_key::copy_file(&key, &config.data_key_path())
+        .map_err(|e| OpsError::Io(format!("cannot put the data key back: {e}")))?
+    {
+        format!("; its data key into {}", config.data_key_path().display())
+    } else {
+        format!(
+            "; no data key beside the backup ({}), so {} is kept: secrets sealed with another key will not open",
+            key.display(),
+            config.data_key_path().display()
+        )
+    };
     Ok(format!(
-        "restored {} into {}: {users} users, {orgs} organizations, {sessions} sessions",
+        "restored {} into {}: {users} users, {orgs} organizations, {sessions} sessions{key_note}",
         file.display(),
         config.data_dir.display()
     ))
@@ -131,6 +168,29 @@ mod tests {
         restore(&config, &file).unwrap();
         let orgs = Store::open(&config.data_dir).unwrap().load().unwrap().orgs;
         assert_eq!(orgs.iter().map(|o| o.id[0]).collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    /// The key travels with the backup: a wiped data directory restored from it opens what the old key sealed.
+    #[test]
+    fn backup_and_restore_carry_the_data_key() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
+        Store::open(&config.data_dir).unwrap().commit(&[org(1)]).unwrap();
+        let sealed = data_key::DataKey::load_or_create(&config.data_dir).unwrap().seal(b"totp secret", b"ctx");
+        let file = dir.path().join("backup.redb");
+        assert!(backup(&config, &file).unwrap().contains("backup.redb.key"));
+        let key_copy = dir.path().join("backup.redb.key");
+        assert_eq!(std::fs::metadata(&key_copy).unwrap().permissions().mode() & 0o777, 0o600);
+        std::fs::remove_dir_all(&config.data_dir).unwrap();
+        std::fs::create_dir_all(&config.data_dir).unwrap();
+        assert!(restore(&config, &file).unwrap().contains("its data key into"));
+        let key = data_key::DataKey::load_or_create(&config.data_dir).unwrap();
+        assert_eq!(key.open(&sealed, b"ctx").unwrap(), b"totp secret");
+        // Without the key beside it, a restore keeps the current key and says so.
+        std::fs::remove_file(&key_copy).unwrap();
+        assert!(restore(&config, &file).unwrap().contains("no data key beside the backup"));
+        assert_eq!(key.open(&sealed, b"ctx").unwrap(), b"totp secret");
     }
 
     #[test]
@@ -190,9 +250,13 @@ mod tests {
         backup(&config, &file).unwrap();
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
         let store = Store::open(&dir.path().join("other")).unwrap();
-        let schedule = Schedule { dir: dir.path().join("backups"), every: Duration::from_secs(1), keep: 2 };
+        data_key::DataKey::load_or_create(dir.path()).unwrap();
+        let key = dir.path().join(data_key::FILE_NAME);
+        let schedule = Schedule { dir: dir.path().join("backups"), every: Duration::from_secs(1), keep: 2, key };
         let (path, _) = scheduled_snapshot(&store, &schedule).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let key = data_key::beside(&path);
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
     #[test]
@@ -200,12 +264,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("data")).unwrap();
         store.commit(&[org(7)]).unwrap();
-        let schedule = Schedule { dir: dir.path().join("backups"), every: Duration::from_secs(1), keep: 2 };
+        data_key::DataKey::load_or_create(dir.path()).unwrap();
+        let key = dir.path().join(data_key::FILE_NAME);
+        let schedule = Schedule { dir: dir.path().join("backups"), every: Duration::from_secs(1), keep: 2, key };
         for _ in 0..4 {
             scheduled_snapshot(&store, &schedule).unwrap();
             std::thread::sleep(Duration::from_millis(5));
         }
         let left: Vec<_> = std::fs::read_dir(&schedule.dir).unwrap().collect();
-        assert_eq!(left.len(), 2);
+        assert_eq!(left.len(), 4, "two snapshots, each with its key");
+        assert_eq!(snapshots(&schedule.dir).len(), 2);
     }
 }

@@ -42,6 +42,18 @@ fn check_config_summarises_a_good_file_and_names_the_key_of_a_bad_one() {
     let (_, out, _) =
         run_clean(dir.path(), &["check-config", "--config", "conf/auth.toml"], &[("SERVICE_AUTH_DATA_DIR", "x")]);
     assert!(out.contains("data_dir x,"), "{out}");
+    assert!(out.contains("data key x/data.key,"), "the key is in the data directory unless named: {out}");
+    // Several nodes: the summary says that each needs the same key file.
+    let (_, out, _) = run_clean(
+        dir.path(),
+        &["check-config", "--config", "conf/auth.toml"],
+        &[
+            ("SERVICE_AUTH_STORE_BACKEND", "postgres"),
+            ("SERVICE_AUTH_STORE_URL", "postgres://db.internal/auth"),
+            ("SERVICE_AUTH_DATA_KEY_FILE", "/run/keys/auth.key"),
+        ],
+    );
+    assert!(out.contains("data key /run/keys/auth.key (PostgreSQL: every node needs this same key file)"), "{out}");
 
     let cases: &[(&str, &str)] = &[
         ("[hashing]\nmemory_kib = 1024\n", "`hashing.memory_kib` = 1024 is below"),
@@ -83,6 +95,11 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
         "{err}"
     );
     assert!(!err.contains("Some("), "{err}");
+    // The data key is made at first start, private, and announced by its path only.
+    let key = root.path().join("data/data.key");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&key).unwrap().permissions());
+    assert_eq!((mode & 0o777, std::fs::read(&key).unwrap().len()), (0o600, 32));
+    assert!(err.contains("created the data key"), "{err}");
 
     // A second server on the same (locked) directory fails without ever saying "listening on".
     let (status, out, err) = run_binary(root.path(), &["serve"], &[], "");
