@@ -13,7 +13,7 @@ use crate::actors::linked::LinkedAccount;
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{ExternalError, ExternalIdentity, ExternalOutcome, UnlinkError};
 use crate::domain::{Email, ImageUrl, Name, Timestamp, User, UserId};
-use crate::oauth::{OAuth, OAuthError, random_token};
+use crate::oauth::{OAuth, OAuthError, Tokens, random_token};
 use crate::store::linked::OAuthFlowRecordV1;
 use crate::store::{StoreError, StoreOp, StoreWriter};
 
@@ -23,6 +23,8 @@ pub const FLOW_LIFETIME: Duration = Duration::from_secs(600);
 /// The configured providers, and what finishing a flow needs.
 pub struct Flows {
     pub oauth: OAuth,
+    /// `[oauth] store_tokens`: the provider's tokens are sealed with the data directory's key and kept.
+    store_tokens: bool,
     writer: StoreWriter,
     /// One node finishes its flows one at a time: read, then take, with nothing in between (the store's own
     /// check makes a flow single use across nodes).
@@ -31,7 +33,7 @@ pub struct Flows {
 
 impl Flows {
     pub fn new(config: &crate::oauth::config::OAuthConfig, writer: StoreWriter) -> Self {
-        Self { oauth: OAuth::new(config), writer, taking: tokio::sync::Mutex::new(()) }
+        Self { oauth: OAuth::new(config), store_tokens: config.store_tokens, writer, taking: tokio::sync::Mutex::new(()) }
     }
 }
 
@@ -155,7 +157,7 @@ impl Accounts {
             return Err(fail("issuer_mismatch", None));
         }
         let code = callback.code.ok_or_else(|| fail("no_code", None))?;
-        let identity = self
+        let (identity, tokens) = self
             .flows
             .oauth
             .finish(provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri)
@@ -178,7 +180,13 @@ impl Accounts {
         if link_user.is_some() && link_user != callback.signed_in {
             return Err(fail("unable_to_link_account", None));
         }
+        let sealed_tokens = self.flows.store_tokens.then(|| {
+            let plain = serde_json::to_vec(&tokens).unwrap_or_default();
+            self.data_key.seal(&plain, &Tokens::context(&flow.provider, &identity.subject))
+        });
+        drop(tokens);
         let external = ExternalIdentity {
+            sealed_tokens,
             provider: flow.provider.clone(),
             subject: identity.subject,
             email,

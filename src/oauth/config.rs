@@ -10,8 +10,8 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OAuthConfig {
-    /// Keep the provider's access, refresh and ID tokens (sealed with the data directory's key). Off: they are
-    /// used once at the callback and dropped.
+    /// Keep the provider's access, refresh and ID tokens with the linked account, sealed with the data
+    /// directory's key (src/data_key.rs). Off (the default): they are used once at the callback and dropped.
     pub store_tokens: bool,
     pub providers: Vec<ProviderConfig>,
 }
@@ -150,14 +150,6 @@ impl OAuthConfig {
     /// Checks every provider; the error is (key, problem).
     pub fn validate(&self) -> Result<(), (String, String)> {
         let fail = |key: String, problem: String| Err((key, problem));
-        if self.store_tokens {
-            return fail(
-                "oauth.store_tokens".into(),
-                "= true is not supported by this version: the provider's tokens are used once at the callback and \
-                 never stored; remove the key or set it to false"
-                    .into(),
-            );
-        }
         let mut seen = std::collections::HashSet::new();
         for (i, p) in self.providers.iter().enumerate() {
             let key = |field: &str| format!("oauth.providers[{i}].{field}");
@@ -316,8 +308,6 @@ mod tests {
         assert_eq!(twice.validate().unwrap_err().0, "oauth.providers[1].id");
         let no_secret = parse("[[providers]]\nid = \"p\"\nclient_id = \"x\"\nissuer = \"https://a.example\"\n");
         assert_eq!(no_secret.validate().unwrap_err().0, "oauth.providers[0].client_secret_env");
-        let stored = parse("store_tokens = true\n");
-        assert_eq!(stored.validate().unwrap_err().0, "oauth.store_tokens");
     }
 
     #[test]

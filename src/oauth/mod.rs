@@ -43,6 +43,42 @@ pub struct Identity {
     pub picture: Option<String>,
 }
 
+/// The provider's tokens from the callback's exchange, kept (sealed) only with `[oauth] store_tokens = true`.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tokens {
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    pub id_token: Option<String>,
+    /// When the access token expires, ms since the epoch.
+    pub expires_at_ms: Option<i64>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tokens(<redacted>)")
+    }
+}
+
+impl Tokens {
+    fn of<T: OAuth2TokenResponse>(tokens: &T, id_token: Option<String>) -> Self {
+        let expires_at_ms = tokens.expires_in().map(|d| {
+            crate::domain::Timestamp::now().plus(d).as_millis()
+        });
+        Self {
+            access_token: tokens.access_token().secret().clone(),
+            refresh_token: tokens.refresh_token().map(|t| t.secret().clone()),
+            id_token,
+            expires_at_ms,
+        }
+    }
+
+    /// What the tokens are sealed to: the provider and the person, so a sealed value cannot be moved to another
+    /// linked account and still open.
+    pub fn context(provider: &str, subject: &str) -> Vec<u8> {
+        format!("oauth-tokens\0{provider}\0{subject}").into_bytes()
+    }
+}
+
 /// Where to send the browser, and what the callback needs to finish (kept in the store, not the browser).
 pub struct Authorization {
     pub url: String,
@@ -179,7 +215,7 @@ impl OAuth {
         pkce_verifier: &str,
         nonce: &str,
         redirect_uri: &str,
-    ) -> Result<Identity, OAuthError> {
+    ) -> Result<(Identity, Tokens), OAuthError> {
         let redirect = RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::Exchange(e.to_string()))?;
         let code = AuthorizationCode::new(code.to_owned());
         let verifier = PkceCodeVerifier::new(pkce_verifier.to_owned());
@@ -234,7 +270,8 @@ impl OAuth {
                         identity.picture = info.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned());
                     }
                 }
-                Ok(identity)
+                let kept = Tokens::of(&tokens, Some(id_token.to_string()));
+                Ok((identity, kept))
             }
             ProviderKind::Github => {
                 let client = github_client(provider)?.set_redirect_uri(redirect);
@@ -247,7 +284,8 @@ impl OAuth {
                 let bearer = tokens.access_token().secret();
                 let user = self.github_get(github::USER_URL, bearer).await?;
                 let emails = self.github_get(github::EMAILS_URL, bearer).await.ok();
-                github::identity(&user, emails.as_deref()).map_err(OAuthError::UserInfo)
+                let identity = github::identity(&user, emails.as_deref()).map_err(OAuthError::UserInfo)?;
+                Ok((identity, Tokens::of(&tokens, None)))
             }
         }
     }

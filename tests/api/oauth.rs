@@ -490,3 +490,43 @@ async fn the_generic_plugins_paths_sign_in_too() {
     assert_eq!(redirected_to(&done), "/welcome");
     assert!(browser.session(&server).is_some());
 }
+
+#[tokio::test]
+async fn with_store_tokens_the_providers_tokens_are_kept_sealed_with_the_data_key() {
+    let mut idp = Idp::start();
+    let issuer = idp.issuer.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.oauth.store_tokens = true;
+    config.oauth.providers = vec![provider("local", &issuer, "svc", true)];
+    let server = TestServer::start_embedded(config).await;
+    let base = format!("http://{}", server.addr);
+    idp.configure(json!({"clients": [
+        {"client_id": "svc", "client_secret": "svc-secret", "redirect_uris": [format!("{base}/api/auth/callback/local")]},
+    ]}));
+    let mut browser = Browser::new(&server);
+    let done = browser.sign_in(&server, "local", "kim@example.com").await;
+    assert_eq!(redirected_to(&done), "/welcome");
+    server.stop().await;
+
+    let store = service_auth::store::Store::open(dir.path()).unwrap();
+    let mut sealed = Vec::new();
+    store
+        .visit(|record| {
+            if let service_auth::store::Record::Account(a) = record {
+                sealed.push((a.provider, a.subject, a.sealed_tokens));
+            }
+            Ok(())
+        })
+        .unwrap();
+    store.close();
+    let [(provider, subject, Some(sealed))] = &sealed[..] else { panic!("one account with tokens: {sealed:?}") };
+    let key = service_auth::data_key::DataKey::load_or_create(dir.path()).unwrap();
+    let context = service_auth::oauth::Tokens::context(provider, subject);
+    let tokens: service_auth::oauth::Tokens = serde_json::from_slice(&key.open(sealed, &context).unwrap()).unwrap();
+    assert!(!tokens.access_token.is_empty() && tokens.id_token.is_some());
+    assert!(key.open(sealed, b"another context").is_err(), "bound to its account");
+    let file = std::fs::read(service_auth::store::file_in(dir.path())).unwrap();
+    let access = tokens.access_token.as_bytes();
+    assert!(!file.windows(access.len()).any(|w| w == access), "the access token is not in the store in the clear");
+}

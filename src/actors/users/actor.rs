@@ -598,14 +598,25 @@ impl UsersActor {
         let guard: ExternalGuard = Box::new(linked_elsewhere);
         if let Some(existing) = self.identity_owner(state, &identity.provider, &identity.subject) {
             let user = self.get(state, existing.user_id).ok_or(ExternalError::Unavailable(Unavailable))?;
-            return match link_to {
-                Some(asking) if asking != user.id => Err(ExternalError::LinkedElsewhere),
-                Some(_) => Ok((Vec::new(), ExternalOutcome::Linked(user), guard)),
-                None => {
-                    let logged = audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider);
-                    Ok((vec![logged], ExternalOutcome::Existing(user), guard))
-                }
-            };
+            if link_to.is_some_and(|asking| asking != user.id) {
+                return Err(ExternalError::LinkedElsewhere);
+            }
+            // The newest tokens replace the ones kept, when they are kept.
+            let mut ops = Vec::new();
+            if let Some(sealed) = identity.sealed_tokens.clone() {
+                let refreshed = Arc::new(LinkedAccount {
+                    sealed_tokens: Some(sealed),
+                    updated_at: now,
+                    ..(*existing).clone()
+                });
+                state.accounts.insert(refreshed.id, Some(Arc::clone(&refreshed)));
+                ops.push(StoreOp::PutAccount(refreshed.record()));
+            }
+            if link_to.is_some() {
+                return Ok((ops, ExternalOutcome::Linked(user), guard));
+            }
+            ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
+            return Ok((ops, ExternalOutcome::Existing(user), guard));
         }
         let link = |state: &mut State, user: &User| {
             let account = Arc::new(LinkedAccount {
@@ -616,7 +627,7 @@ impl UsersActor {
                 email: identity.email.as_str().to_owned(),
                 created_at: now,
                 updated_at: now,
-                sealed_tokens: None,
+                sealed_tokens: identity.sealed_tokens.clone(),
             });
             state.accounts.insert(account.id, Some(Arc::clone(&account)));
             let detail = format!("{} ({})", identity.provider, identity.email.as_str());

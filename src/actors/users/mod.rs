@@ -176,6 +176,8 @@ pub struct ExternalIdentity {
     pub image: Option<ImageUrl>,
     /// `[[oauth.providers]] trusted_for_linking`: its verified addresses may link to an existing account.
     pub trusted: bool,
+    /// The provider's tokens sealed with the data directory's key (`[oauth] store_tokens`), kept with the link.
+    pub sealed_tokens: Option<Vec<u8>>,
 }
 
 /// Which account an identity signs into.
