@@ -33,7 +33,12 @@ pub struct Flows {
 
 impl Flows {
     pub fn new(config: &crate::oauth::config::OAuthConfig, writer: StoreWriter) -> Self {
-        Self { oauth: OAuth::new(config), store_tokens: config.store_tokens, writer, taking: tokio::sync::Mutex::new(()) }
+        Self {
+            oauth: OAuth::new(config),
+            store_tokens: config.store_tokens,
+            writer,
+            taking: tokio::sync::Mutex::new(()),
+        }
     }
 }
 
@@ -90,7 +95,11 @@ pub enum Finished {
 pub enum CallbackError {
     /// No such flow: never started, finished already (a replay), or expired and swept.
     NoFlow,
-    Redirect { error_url: String, code: &'static str, description: Option<String> },
+    Redirect {
+        error_url: String,
+        code: &'static str,
+        description: Option<String>,
+    },
     Unavailable,
 }
 
@@ -149,7 +158,8 @@ impl Accounts {
             };
             return Err(fail(code, callback.error_description.map(str::to_owned)));
         }
-        let provider = self.flows.oauth.provider(&flow.provider).ok_or_else(|| fail("oauth_provider_not_found", None))?;
+        let provider =
+            self.flows.oauth.provider(&flow.provider).ok_or_else(|| fail("oauth_provider_not_found", None))?;
         // RFC 9207: a provider that names itself must be the one the flow went to (a mix-up attack otherwise).
         if let (Some(iss), Some(issuer)) = (callback.iss, provider.config.issuer_url())
             && iss.trim_end_matches('/') != issuer
@@ -258,7 +268,13 @@ impl Accounts {
     }
 
     /// Removes one way into `user`'s account: a linked identity (`Some(id)`) or the password; never the last.
-    pub async fn unlink(&self, user: UserId, account: Option<[u8; 16]>, by: UserId, ip: &str) -> Result<(), UnlinkError> {
+    pub async fn unlink(
+        &self,
+        user: UserId,
+        account: Option<[u8; 16]>,
+        by: UserId,
+        ip: &str,
+    ) -> Result<(), UnlinkError> {
         self.actors.users.unlink(user, account, by, ip.to_owned()).await
     }
 

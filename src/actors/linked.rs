@@ -87,8 +87,10 @@ impl AccountIndex {
         let by_user = self.by_user.pin();
         if let Some(old) = self.by_id.pin().remove(&id) {
             self.by_identity.pin().remove(&(old.provider.clone(), old.subject.clone()));
-            let rest: Vec<[u8; 16]> =
-                by_user.get(&old.user_id).map(|ids| ids.iter().copied().filter(|i| *i != id).collect()).unwrap_or_default();
+            let rest: Vec<[u8; 16]> = by_user
+                .get(&old.user_id)
+                .map(|ids| ids.iter().copied().filter(|i| *i != id).collect())
+                .unwrap_or_default();
             if rest.is_empty() {
                 by_user.remove(&old.user_id);
             } else {

@@ -12,8 +12,8 @@ use super::extract::{self, Ctx, Fields};
 use super::fields::{location_value, safe_redirect};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, ok, with_cookie};
+use crate::accounts::oauth::{Callback, CallbackError, Finished, FlowStart, StartError};
 use crate::accounts::{Accounts, UnlinkError};
-use crate::accounts::oauth::{Callback, CallbackError, FlowStart, Finished, StartError};
 
 /// The fields `sign-in/social` takes (`provider`) and `sign-in/oauth2` (`providerId`).
 const START_FIELDS: [&str; 9] = [
@@ -70,7 +70,17 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>, via: Vi
 pub async fn link_social(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    body.only(&["provider", "callbackURL", "errorCallbackURL", "disableRedirect", "scopes", "idToken", "loginHint", "requestSignUp", "additionalData"])?;
+    body.only(&[
+        "provider",
+        "callbackURL",
+        "errorCallbackURL",
+        "disableRedirect",
+        "scopes",
+        "idToken",
+        "loginHint",
+        "requestSignUp",
+        "additionalData",
+    ])?;
     if body.has("idToken") {
         return Err(Failure::new(StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED", "id token not supported"));
     }
@@ -134,7 +144,11 @@ fn scopes(body: &Fields) -> Result<Vec<String>, Failure> {
         Some(Value::Array(items)) if items.len() <= 32 => items
             .iter()
             .map(|v| match v.as_str() {
-                Some(s) if !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b":._-/".contains(&b)) => {
+                Some(s)
+                    if !s.is_empty()
+                        && s.len() <= 128
+                        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b":._-/".contains(&b)) =>
+                {
                     Ok(s.to_owned())
                 }
                 _ => Err(bad()),
@@ -180,7 +194,8 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     let Some(state_param) = value("state") else {
         return Err(Failure::bad_request("STATE_NOT_FOUND", "State not found"));
     };
-    let (code, error, error_description, iss) = (value("code"), value("error"), value("error_description"), value("iss"));
+    let (code, error, error_description, iss) =
+        (value("code"), value("error"), value("error_description"), value("iss"));
     let headers = req.headers();
     let browser = extract::cookie(headers, &flow_cookie_name(state)).map(str::to_owned);
     let signed_in = match extract::session_token(state, headers) {

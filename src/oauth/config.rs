@@ -153,7 +153,10 @@ impl OAuthConfig {
         let mut seen = std::collections::HashSet::new();
         for (i, p) in self.providers.iter().enumerate() {
             let key = |field: &str| format!("oauth.providers[{i}].{field}");
-            if p.id.is_empty() || p.id.len() > 64 || !p.id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b)) {
+            if p.id.is_empty()
+                || p.id.len() > 64
+                || !p.id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
+            {
                 return fail(key("id"), format!("= {:?} must be 1 to 64 characters of A-Z a-z 0-9 _ -", p.id));
             }
             // "credential" is the password's name in list-accounts.
@@ -192,16 +195,24 @@ impl OAuthConfig {
                 }
             }
             match (p.kind(), p.issuer_url()) {
-                (ProviderKind::Oidc, None) => return fail(key("issuer"), "must be set for an OpenID Connect provider".into()),
+                (ProviderKind::Oidc, None) => {
+                    return fail(key("issuer"), "must be set for an OpenID Connect provider".into());
+                }
                 (ProviderKind::Oidc, Some(issuer)) => {
-                    let loopback = issuer.starts_with("http://127.0.0.1") || issuer.starts_with("http://localhost")
+                    let loopback = issuer.starts_with("http://127.0.0.1")
+                        || issuer.starts_with("http://localhost")
                         || issuer.starts_with("http://[::1]");
                     let parsed = url::Url::parse(&issuer);
                     if parsed.is_err() || !(issuer.starts_with("https://") || loopback) {
-                        return fail(key("issuer"), format!("= {issuer:?} must be an https:// URL (http:// only on loopback)"));
+                        return fail(
+                            key("issuer"),
+                            format!("= {issuer:?} must be an https:// URL (http:// only on loopback)"),
+                        );
                     }
                 }
-                (ProviderKind::Github, Some(_)) => return fail(key("issuer"), "is not used by GitHub; remove it".into()),
+                (ProviderKind::Github, Some(_)) => {
+                    return fail(key("issuer"), "is not used by GitHub; remove it".into());
+                }
                 (ProviderKind::Github, None) => {}
             }
         }

@@ -37,10 +37,7 @@ pub fn identity(user: &[u8], emails: Option<&[u8]>) -> Result<Identity, String> 
         Some(body) => serde_json::from_slice(body).map_err(|e| format!("GitHub's e-mail answer: {e}"))?,
         None => Vec::new(),
     };
-    let verified = addresses
-        .iter()
-        .find(|a| a.primary && a.verified)
-        .or_else(|| addresses.iter().find(|a| a.verified));
+    let verified = addresses.iter().find(|a| a.primary && a.verified).or_else(|| addresses.iter().find(|a| a.verified));
     let (email, email_verified) = match verified {
         Some(a) => (Some(a.email.clone()), true),
         None => (user.email.clone(), false),
@@ -88,7 +85,9 @@ mod tests {
                          {"email":"b@example.com","primary":false,"verified":true,"visibility":null}]"#;
         let who = identity(USER.as_bytes(), Some(emails.as_bytes())).unwrap();
         assert_eq!((who.email.as_deref(), who.email_verified), (Some("b@example.com"), true));
-        let public = USER.replace(r#""email":null"#, r#""email":"public@example.com""#).replace(r#""name":"The Octocat""#, r#""name":null"#);
+        let public = USER
+            .replace(r#""email":null"#, r#""email":"public@example.com""#)
+            .replace(r#""name":"The Octocat""#, r#""name":null"#);
         let who = identity(public.as_bytes(), None).unwrap();
         assert_eq!((who.email.as_deref(), who.email_verified), (Some("public@example.com"), false));
         assert_eq!(who.name.as_deref(), Some("octocat"), "the login when there is no name");

@@ -61,9 +61,7 @@ impl std::fmt::Debug for Tokens {
 
 impl Tokens {
     fn of<T: OAuth2TokenResponse>(tokens: &T, id_token: Option<String>) -> Self {
-        let expires_at_ms = tokens.expires_in().map(|d| {
-            crate::domain::Timestamp::now().plus(d).as_millis()
-        });
+        let expires_at_ms = tokens.expires_in().map(|d| crate::domain::Timestamp::now().plus(d).as_millis());
         Self {
             access_token: tokens.access_token().secret().clone(),
             refresh_token: tokens.refresh_token().map(|t| t.secret().clone()),
@@ -167,14 +165,16 @@ impl OAuth {
         let (url, nonce) = match provider.config.kind() {
             ProviderKind::Oidc => {
                 let metadata = self.metadata(provider, false).await?;
-                let client = CoreClient::from_provider_metadata(metadata, client_id(provider), None)
-                    .set_redirect_uri(redirect);
+                let client =
+                    CoreClient::from_provider_metadata(metadata, client_id(provider), None).set_redirect_uri(redirect);
                 let nonce = random_token();
                 let n = nonce.clone();
                 let mut request = client
-                    .authorize_url(CoreAuthenticationFlow::AuthorizationCode, move || CsrfToken::new(state), move || {
-                        Nonce::new(n)
-                    })
+                    .authorize_url(
+                        CoreAuthenticationFlow::AuthorizationCode,
+                        move || CsrfToken::new(state),
+                        move || Nonce::new(n),
+                    )
                     .set_pkce_challenge(challenge);
                 for scope in wanted.iter().filter(|s| *s != "openid") {
                     request = request.add_scope(Scope::new(scope.clone()));
@@ -190,8 +190,7 @@ impl OAuth {
             }
             ProviderKind::Github => {
                 let client = github_client(provider)?.set_redirect_uri(redirect);
-                let mut request =
-                    client.authorize_url(move || CsrfToken::new(state)).set_pkce_challenge(challenge);
+                let mut request = client.authorize_url(move || CsrfToken::new(state)).set_pkce_challenge(challenge);
                 for scope in &wanted {
                     request = request.add_scope(oauth2::Scope::new(scope.clone()));
                 }
@@ -222,8 +221,9 @@ impl OAuth {
         match provider.config.kind() {
             ProviderKind::Oidc => {
                 let metadata = self.metadata(provider, false).await?;
-                let client = CoreClient::from_provider_metadata(metadata.clone(), client_id(provider), secret(provider))
-                    .set_redirect_uri(redirect);
+                let client =
+                    CoreClient::from_provider_metadata(metadata.clone(), client_id(provider), secret(provider))
+                        .set_redirect_uri(redirect);
                 let tokens = client
                     .exchange_code(code)
                     .map_err(|e| OAuthError::Exchange(e.to_string()))?

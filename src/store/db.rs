@@ -586,7 +586,10 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     flows.remove(hash).map_err(io)?;
                     let now = crate::domain::Timestamp::now().as_millis();
                     flows
-                        .retain(|_, v| codec::decode::<super::linked::OAuthFlowRecordV1>(v).map_or(true, |f| f.expires_at_ms >= now))
+                        .retain(|_, v| {
+                            codec::decode::<super::linked::OAuthFlowRecordV1>(v)
+                                .map_or(true, |f| f.expires_at_ms >= now)
+                        })
                         .map_err(io)?;
                 }
                 // One node: the users actor keeps the failure limit in memory.

@@ -408,7 +408,8 @@ impl PgStore {
 
     /// The sign-in flow of `hash`, if it is still there (see [`super::Store::flow`]).
     pub fn flow(&self, hash: &super::TokenHash) -> Result<Option<super::linked::OAuthFlowRecordV1>, StoreError> {
-        let row = self.pooled(|c| c.query_opt("SELECT record FROM oauth_flows WHERE hash = $1", &[&hash.as_slice()]))?;
+        let row =
+            self.pooled(|c| c.query_opt("SELECT record FROM oauth_flows WHERE hash = $1", &[&hash.as_slice()]))?;
         row.map(|r| codec::decode(r.get(0))).transpose()
     }
 
@@ -888,7 +889,8 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
             }
             StoreOp::TakeFlow(hash) => {
                 let now = crate::domain::Timestamp::now().as_millis();
-                let found = tx.query_opt("SELECT 1 FROM oauth_flows WHERE hash = $1 FOR UPDATE", &[&hash.as_slice()])?;
+                let found =
+                    tx.query_opt("SELECT 1 FROM oauth_flows WHERE hash = $1 FOR UPDATE", &[&hash.as_slice()])?;
                 if found.is_none() {
                     return Err(Refused::Conflict(Conflict::FlowUsed));
                 }
@@ -909,7 +911,10 @@ fn apply(tx: &mut Transaction<'_>, s: &Prepared, ops: &[StoreOp]) -> Result<(), 
                     Refused::Conflict(Conflict::OrganizationGone { user: r.id })
                 }
                 (StoreOp::PutAccount(r), Some(&SqlState::UNIQUE_VIOLATION)) => {
-                    Refused::Conflict(Conflict::AccountTaken { provider: r.provider.clone(), subject: r.subject.clone() })
+                    Refused::Conflict(Conflict::AccountTaken {
+                        provider: r.provider.clone(),
+                        subject: r.subject.clone(),
+                    })
                 }
                 (StoreOp::DeleteOrg(id), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
                     Refused::Conflict(Conflict::OrganizationHasMembers { org: *id })

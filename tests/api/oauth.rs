@@ -77,7 +77,8 @@ impl Drop for Idp {
 }
 
 fn provider(id: &str, issuer: &str, client_id: &str, trusted: bool) -> ProviderConfig {
-    let text = format!("id = \"{id}\"\nissuer = \"{issuer}\"\nclient_id = \"{client_id}\"\nclient_secret_env = \"UNUSED\"\n");
+    let text =
+        format!("id = \"{id}\"\nissuer = \"{issuer}\"\nclient_id = \"{client_id}\"\nclient_secret_env = \"UNUSED\"\n");
     let mut p: ProviderConfig = toml::from_str(&text).unwrap();
     p.trusted_for_linking = trusted;
     p.client_secret = Some(Secret::new(format!("{client_id}-secret")));
@@ -94,7 +95,8 @@ async fn setup(misbehaviour: Value) -> (TestServer, Idp) {
     })
     .await;
     let base = format!("http://{}", server.addr);
-    let uris = |id: &str| json!([format!("{base}/api/auth/callback/{id}"), format!("{base}/api/auth/oauth2/callback/{id}")]);
+    let uris =
+        |id: &str| json!([format!("{base}/api/auth/callback/{id}"), format!("{base}/api/auth/oauth2/callback/{id}")]);
     let mut options = json!({"clients": [
         {"client_id": "svc", "client_secret": "svc-secret", "redirect_uris": uris("local")},
         {"client_id": "svc2", "client_secret": "svc2-secret", "redirect_uris": uris("other")},
@@ -145,7 +147,9 @@ impl Browser {
     }
 
     fn host(url: &str) -> String {
-        url::Url::parse(url).map(|u| format!("{}:{}", u.host_str().unwrap_or(""), u.port_or_known_default().unwrap_or(0))).unwrap()
+        url::Url::parse(url)
+            .map(|u| format!("{}:{}", u.host_str().unwrap_or(""), u.port_or_known_default().unwrap_or(0)))
+            .unwrap()
     }
 
     fn cookie_header(&self, url: &str) -> String {
@@ -174,7 +178,10 @@ impl Browser {
                 jar.insert(cookie.name.clone(), cookie.value.clone());
             }
         }
-        let location = resp.headers().get("location").map(|l| url::Url::parse(url).unwrap().join(l.to_str().unwrap()).unwrap().to_string());
+        let location = resp
+            .headers()
+            .get("location")
+            .map(|l| url::Url::parse(url).unwrap().join(l.to_str().unwrap()).unwrap().to_string());
         let body = resp.text().await.unwrap_or_default();
         if let Some(client) = &self.sync {
             client.get("/api/auth/ok").send().await;
@@ -203,9 +210,11 @@ impl Browser {
                     page = self.send(reqwest::Method::GET, &next, None).await;
                 }
                 (200, _) if page.body.contains("name=\"login\"") => {
-                    let form = format!("login={}", url::form_urlencoded::byte_serialize(login.as_bytes()).collect::<String>());
+                    let form =
+                        format!("login={}", url::form_urlencoded::byte_serialize(login.as_bytes()).collect::<String>());
                     let at = page.url.clone();
-                    page = self.send(reqwest::Method::POST, &at, Some(("application/x-www-form-urlencoded", form))).await;
+                    page =
+                        self.send(reqwest::Method::POST, &at, Some(("application/x-www-form-urlencoded", form))).await;
                 }
                 _ => panic!("stuck at {} ({}): {}", page.url, page.status, page.body),
             }
@@ -255,7 +264,10 @@ fn error_of(page: &Page) -> String {
 
 fn extract_query(target: &str, name: &str) -> String {
     let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
-    url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned()).unwrap_or_default()
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
 }
 
 async fn accounts_of(server: &TestServer, cookie: &str) -> Vec<Value> {
@@ -303,7 +315,8 @@ async fn a_new_identity_gets_an_account_without_a_password_and_returns_to_it() {
     // Audited: the creation through the provider and the link, then the returning sign-in.
     let admin = server.client.admin_session().await;
     let audit = server.client.get("/api/admin/audit?limit=50").cookie(&admin).send().await.json();
-    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    let actions: Vec<&str> =
+        audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
     for wanted in ["user.created", "account.linked", "sign_in.provider"] {
         assert!(actions.contains(&wanted), "{wanted} missing from {actions:?}");
     }
@@ -341,7 +354,8 @@ async fn a_signed_in_user_links_and_unlinks_but_never_the_last_way_in() {
     let anonymous = server.client.post("/api/auth/link-social").json(&json!({"provider": "other"})).send().await;
     assert_auth_error(&anonymous, 401, "UNAUTHORIZED");
     // Through the untrusted provider, an unverified address: the owner asked, so it links (same address).
-    let url = browser.start(&server, "/api/auth/link-social", &json!({"provider": "other", "callbackURL": "/linked"})).await;
+    let url =
+        browser.start(&server, "/api/auth/link-social", &json!({"provider": "other", "callbackURL": "/linked"})).await;
     let done = browser.through_provider(&url, "carol@example.com#unverified").await;
     assert_eq!(redirected_to(&done), "/linked");
     let accounts = accounts_of(&server, &carol.cookie).await;
@@ -460,9 +474,11 @@ async fn a_banned_account_stays_banned_through_a_provider() {
 async fn the_start_calls_check_their_input() {
     let (server, _idp) = setup(json!({})).await;
     let post = |path: &str, body: Value| server.client.post(path).json(&body).send();
-    let resp = post("/api/auth/sign-in/social", json!({"provider": "local", "callbackURL": "https://evil.example/x"})).await;
+    let resp =
+        post("/api/auth/sign-in/social", json!({"provider": "local", "callbackURL": "https://evil.example/x"})).await;
     assert_auth_error(&resp, 403, "INVALID_CALLBACK_URL");
-    let resp = post("/api/auth/sign-in/social", json!({"provider": "local", "errorCallbackURL": "//evil.example"})).await;
+    let resp =
+        post("/api/auth/sign-in/social", json!({"provider": "local", "errorCallbackURL": "//evil.example"})).await;
     assert_auth_error(&resp, 403, "INVALID_ERROR_CALLBACK_URL");
     let resp = post("/api/auth/sign-in/social", json!({"provider": "nope"})).await;
     assert_auth_error(&resp, 404, "PROVIDER_NOT_FOUND");

@@ -10,9 +10,9 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
-    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, IssueError,
-    ExternalError, ExternalIdentity, ExternalOutcome, OwnChange, OwnChangeError, ResetError, UnlinkError, UsersHandle,
-    UsersMsg,
+    AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin,
+    ExternalError, ExternalIdentity, ExternalOutcome, IssueError, OwnChange, OwnChangeError, ResetError, UnlinkError,
+    UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
@@ -604,11 +604,8 @@ impl UsersActor {
             // The newest tokens replace the ones kept, when they are kept.
             let mut ops = Vec::new();
             if let Some(sealed) = identity.sealed_tokens.clone() {
-                let refreshed = Arc::new(LinkedAccount {
-                    sealed_tokens: Some(sealed),
-                    updated_at: now,
-                    ..(*existing).clone()
-                });
+                let refreshed =
+                    Arc::new(LinkedAccount { sealed_tokens: Some(sealed), updated_at: now, ..(*existing).clone() });
                 state.accounts.insert(refreshed.id, Some(Arc::clone(&refreshed)));
                 ops.push(StoreOp::PutAccount(refreshed.record()));
             }
@@ -666,7 +663,8 @@ impl UsersActor {
         let created = User { email_verified: identity.email_verified, ..rules::new_account(new, now) };
         let user = self.stage(state, created, false);
         let detail = format!("through {}", identity.provider);
-        let mut ops = vec![put(&user), audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), ip, detail)];
+        let mut ops =
+            vec![put(&user), audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), ip, detail)];
         ops.extend(link(state, &user));
         Ok((ops, ExternalOutcome::Created(user), guard))
     }
@@ -695,13 +693,15 @@ impl UsersActor {
         Ok(match removed {
             Some(a) => {
                 state.accounts.insert(a.id, None);
-                let logged = audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, a.provider.clone());
+                let logged =
+                    audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, a.provider.clone());
                 vec![StoreOp::DeleteAccount { id: a.id, user: user.to_bytes() }, logged]
             }
             None => {
                 let changed = User { password_hash: "".into(), updated_at: Timestamp::now(), ..(*current).clone() };
                 let changed = self.stage(state, changed, false);
-                let logged = audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, "credential".into());
+                let logged =
+                    audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, "credential".into());
                 vec![put(&changed), logged]
             }
         })

@@ -537,7 +537,13 @@ impl UsersHandle {
     }
 
     /// Removes one way into `user`'s account (see [`UsersMsg::Unlink`]).
-    pub async fn unlink(&self, user: UserId, account: Option<[u8; 16]>, by: UserId, ip: String) -> Result<(), UnlinkError> {
+    pub async fn unlink(
+        &self,
+        user: UserId,
+        account: Option<[u8; 16]>,
+        by: UserId,
+        ip: String,
+    ) -> Result<(), UnlinkError> {
         call(&self.0, |reply| UsersMsg::Unlink { user, account, by, ip, reply }).await?
     }
 
