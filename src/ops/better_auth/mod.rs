@@ -55,6 +55,7 @@ use std::path::{Path, PathBuf};
 use super::{OpsError, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::RoleSet;
+use crate::store::StoreOp;
 
 pub use plan::{Mapping, Plan, plan};
 
@@ -186,8 +187,13 @@ pub(crate) const USER: &[Column] = &[
     col("banReason", Kind::Text, false),
     col("banExpires", Kind::Time, false),
 ];
-pub(crate) const ACCOUNT: &[Column] =
-    &[col("userId", Kind::Text, true), col("providerId", Kind::Text, true), col("password", Kind::Text, true)];
+pub(crate) const ACCOUNT: &[Column] = &[
+    col("userId", Kind::Text, true),
+    col("providerId", Kind::Text, true),
+    col("password", Kind::Text, true),
+    // The provider's id of the person: what a sign-in through that provider here is matched by.
+    col("accountId", Kind::Text, true),
+];
 pub(crate) const ORGANIZATION: &[Column] = &[
     col("id", Kind::Text, true),
     col("name", Kind::Text, true),
@@ -315,7 +321,25 @@ fn import_with_faults(
     let configured =
         crate::hashing::configured_parameters(&config.hashing).map_err(|e| OpsError::Invalid(e.to_string()))?;
     let hashing = plan::Hashing { configured: &configured, unusable };
-    let plan = plan(&snapshot, &existing, &roles, hashing, crate::domain::Timestamp::now());
+    let mut plan = plan(&snapshot, &existing, &roles, hashing, crate::domain::Timestamp::now());
+    // Identities of providers this server does not know yet: imported, and said, so the operator adds them.
+    let unknown: std::collections::BTreeSet<&str> = plan
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::PutAccount(a) if !config.oauth.providers.iter().any(|p| p.id == a.provider) => {
+                Some(a.provider.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let unknown: Vec<String> = unknown.into_iter().map(str::to_owned).collect();
+    for provider in unknown {
+        plan.notes.push(format!(
+            "accounts sign in with {provider}, which is not in [[oauth.providers]] here: add it (id = \"{provider}\", \
+             same client) for them to sign in"
+        ));
+    }
     let report = plan.report(options.dry_run);
     if !plan.blocking.is_empty() {
         return Err(OpsError::Invalid(report));
