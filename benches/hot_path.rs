@@ -51,7 +51,10 @@ fn hot_path(c: &mut Criterion) {
     let users: Vec<UserRecord> = (0..USERS).map(user).collect();
     let sessions = tokens.iter().zip(&users).map(|(t, u)| (t.hash(), session(u))).collect();
     let roles = RoleSet::new(&["admin".into(), "user".into()], "user");
-    let indexes = load::indexes(Loaded { users: users.clone(), orgs: Vec::new(), sessions, accounts: Vec::new() }, &roles).unwrap().indexes;
+    let indexes =
+        load::indexes(Loaded { users: users.clone(), orgs: Vec::new(), sessions, accounts: Vec::new() }, &roles)
+            .unwrap()
+            .indexes;
     let token = tokens[USERS / 2].clone();
     let mut headers = HeaderMap::new();
     let cookie = format!("theme=dark; service-auth.session_token={}; other=1", token.as_str());
