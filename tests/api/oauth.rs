@@ -507,13 +507,14 @@ async fn the_generic_plugins_paths_sign_in_too() {
     assert!(browser.session(&server).is_some());
 }
 
-#[tokio::test]
-async fn with_store_tokens_the_providers_tokens_are_kept_sealed_with_the_data_key() {
+/// Signs `kim@example.com` in on an embedded server with `store_tokens` as given; what the store then holds of
+/// the linked account: (provider, subject, sealed tokens), and the data directory.
+async fn stored_accounts(store_tokens: bool) -> (Vec<(String, String, Option<Vec<u8>>)>, tempfile::TempDir) {
     let mut idp = Idp::start();
     let issuer = idp.issuer.clone();
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path());
-    config.oauth.store_tokens = true;
+    config.oauth.store_tokens = store_tokens;
     config.oauth.providers = vec![provider("local", &issuer, "svc", true)];
     let server = TestServer::start_embedded(config).await;
     let base = format!("http://{}", server.addr);
@@ -536,6 +537,19 @@ async fn with_store_tokens_the_providers_tokens_are_kept_sealed_with_the_data_ke
         })
         .unwrap();
     store.close();
+    (sealed, dir)
+}
+
+#[tokio::test]
+async fn without_store_tokens_no_token_is_kept() {
+    let (accounts, _dir) = stored_accounts(false).await;
+    assert_eq!(accounts.len(), 1);
+    assert_eq!(accounts[0].2, None);
+}
+
+#[tokio::test]
+async fn with_store_tokens_the_providers_tokens_are_kept_sealed_with_the_data_key() {
+    let (sealed, dir) = stored_accounts(true).await;
     let [(provider, subject, Some(sealed))] = &sealed[..] else { panic!("one account with tokens: {sealed:?}") };
     let key = service_auth::data_key::DataKey::load_or_create(dir.path()).unwrap();
     let context = service_auth::oauth::Tokens::context(provider, subject);
