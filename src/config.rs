@@ -45,6 +45,8 @@ pub struct Config {
     pub passkeys: PasskeysConfig,
     pub two_factor: TwoFactorConfig,
     pub webhooks: WebhooksConfig,
+    /// Sign-in through other identity providers (`[[oauth.providers]]`).
+    pub oauth: crate::oauth::config::OAuthConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
     /// file that gets committed.
     #[serde(skip)]
@@ -463,6 +465,7 @@ impl Default for Config {
             webhooks: WebhooksConfig::default(),
             two_factor: TwoFactorConfig::default(),
             passkeys: PasskeysConfig::default(),
+            oauth: Default::default(),
             bootstrap_admin: None,
             source: None,
         }
@@ -528,6 +531,7 @@ impl Config {
         if let Some(dir) = &mut self.email.directory {
             resolve(dir);
         }
+        self.oauth.resolve_paths(folder);
     }
 
     /// The data key's file: `data_key_file`, else `data.key` in the data directory.
@@ -575,6 +579,8 @@ pub fn load_from(explicit: Option<&Path>, env: impl Fn(&str) -> Option<String>) 
         None => (Config::default(), "the built-in defaults".to_owned()),
     };
     apply_env(&mut config, &env)?;
+    let invalid = |(key, problem)| ConfigError::Invalid { origin: source.clone(), key, problem };
+    config.oauth.read_secrets(&env).map_err(invalid)?;
     config.validate().map_err(|(key, problem)| ConfigError::Invalid { origin: source, key, problem })?;
     Ok(config)
 }
@@ -864,6 +870,7 @@ impl Config {
         if r.failures_per_account == 0 {
             return fail("rate_limit.failures_per_account", "must be at least 1".into());
         }
+        self.oauth.validate()?;
         let store = &self.store;
         if store.backend == StoreBackend::Postgres {
             match &store.url {

@@ -41,6 +41,7 @@ pub mod hashing;
 pub mod http;
 pub mod mail;
 pub mod metrics;
+pub mod oauth;
 pub mod ops;
 pub mod runtime;
 pub mod server;

@@ -204,6 +204,7 @@ impl Core {
             metrics,
             freshness,
             counters,
+            flows: Arc::new(crate::accounts::oauth::Flows::new(&config.oauth, writer.clone())),
             data_key: Arc::new(data_key),
             webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
             two_factor_issuer: config.two_factor.issuer.as_deref().unwrap_or("service-auth").into(),

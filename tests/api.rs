@@ -32,6 +32,7 @@ mod api {
     mod mail;
     mod metrics;
     mod migration;
+    mod oauth;
     mod ops;
     mod organizations;
     mod orgs;

@@ -8,6 +8,7 @@
 mod account;
 mod admin;
 mod auth;
+pub mod oauth;
 mod organizations;
 mod passkeys;
 mod query;
@@ -30,7 +31,7 @@ pub use crate::actors::audit::{AuditSearch, Found as AuditFound};
 pub use crate::actors::counters::{Counter, FLUSH_INTERVAL as COUNTERS_FLUSH_INTERVAL, Series};
 pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 pub use crate::actors::sessions::{Client, Revoke};
-pub use crate::actors::users::{DeleteOrgError, Place, UpdateUserError, UserChange};
+pub use crate::actors::users::{DeleteOrgError, Place, UnlinkError, UpdateUserError, UserChange};
 use crate::actors::{Handles, Indexes};
 use crate::domain::{Password, RoleSet, Session, SessionToken, Timestamp, User, UserId};
 use crate::hashing::{HashError, Hasher};
@@ -79,6 +80,8 @@ pub struct Accounts {
     pub(crate) counters: Arc<Counters>,
     /// The mail sender's queue, for the overview's outbox health (`None` without a mail transport).
     pub(crate) outbox: Option<crate::mail::MailQueue>,
+    /// Sign-in through other identity providers: the providers and the flows in progress.
+    pub(crate) flows: Arc<oauth::Flows>,
     /// Seals the secrets the server reads back (a TOTP secret).
     pub(crate) data_key: Arc<crate::data_key::DataKey>,
     /// The `issuer` of new TOTP URIs when the client gives none.

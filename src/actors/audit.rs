@@ -64,6 +64,11 @@ pub mod action {
     pub const PASSKEY_REGISTERED: &str = "passkey.registered";
     pub const PASSKEY_RENAMED: &str = "passkey.renamed";
     pub const PASSKEY_DELETED: &str = "passkey.deleted";
+    /// A sign-in through another identity provider (the detail names it); the session's own entry follows.
+    pub const SIGN_IN_PROVIDER: &str = "sign_in.provider";
+    /// An identity at another provider linked to an account, or removed from it (the detail names it).
+    pub const ACCOUNT_LINKED: &str = "account.linked";
+    pub const ACCOUNT_UNLINKED: &str = "account.unlinked";
 }
 
 /// An audit entry as a store operation. `detail` must never carry a secret.

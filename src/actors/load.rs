@@ -56,12 +56,12 @@ fn to_usize(n: u64) -> usize {
 
 /// Builds the indexes from records already in memory (benchmarks, tools), one half after the other.
 pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
-    let Loaded { users, orgs, members, invitations, sessions: records } = loaded;
+    let Loaded { users, orgs, members, invitations, sessions: records, accounts: linked } = loaded;
     load(Indexes::default(), roles, |accounts, sessions| {
         let held = orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User));
         let held =
             held.chain(members.into_iter().map(Record::Member)).chain(invitations.into_iter().map(Record::Invitation));
-        for record in held {
+        for record in held.chain(linked.into_iter().map(Record::Account)) {
             accounts.record(record)?;
         }
         // The accounts' views start building now, while the sessions are indexed.
@@ -182,6 +182,17 @@ impl Visitor for Accounts<'_> {
                     indexes.members.publish_invitation(Arc::new(invitation));
                 } else {
                     self.cleanup.push(StoreOp::DeleteInvitation(r.id));
+                }
+            }
+
+            // Read after the users: an identity of an account that is gone is removed.
+            Record::Account(r) => {
+                let account = crate::actors::linked::LinkedAccount::from_record(r);
+                if indexes.users.get(account.user_id).is_some() {
+                    indexes.accounts.publish(account.id, Some(Arc::new(account)));
+                } else {
+                    let user = account.user_id.to_bytes();
+                    self.cleanup.push(StoreOp::DeleteAccount { id: account.id, user });
                 }
             }
             Record::Session(..) => unreachable!("the store hands the sessions to the other half"),

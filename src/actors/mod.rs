@@ -24,6 +24,7 @@
 mod attempts;
 pub mod audit;
 pub mod counters;
+pub mod linked;
 pub mod load;
 mod mailbox;
 pub mod orgs;
@@ -64,6 +65,7 @@ pub struct Indexes {
     pub members: orgs::MemberIndex,
     pub sessions: SessionIndex,
     pub tokens: tokens::TokenIndex,
+    pub accounts: linked::AccountIndex,
 }
 
 impl Indexes {

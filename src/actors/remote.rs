@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use super::linked::LinkedAccount;
 use super::sessions::{SessionChange, SessionsMsg};
 use super::{Handles, Unavailable, call, orgs::OrgsMsg, users::UsersMsg};
 use crate::domain::{
@@ -23,6 +24,7 @@ pub struct RemoteChange {
     pub tokens: Vec<(TokenHash, Option<Arc<OneTimeToken>>)>,
     /// Memberships and invitations (the users actor's, with the accounts).
     pub members: Vec<MemberChange>,
+    pub accounts: Vec<([u8; 16], Option<Arc<LinkedAccount>>)>,
     pub sessions: Vec<SessionChange>,
 }
 
@@ -44,6 +46,7 @@ impl RemoteChange {
             users: Vec::new(),
             tokens: Vec::new(),
             members: Vec::new(),
+            accounts: Vec::new(),
             sessions: Vec::new(),
         };
         for op in &ops {
@@ -60,6 +63,10 @@ impl RemoteChange {
                 Some(Held::DeleteUser(id)) => change.users.push((UserId::from_bytes(id), None)),
                 Some(Held::PutToken(hash, r)) => change.tokens.push((hash, Some(Arc::new(convert::token(r.clone())?)))),
                 Some(Held::DeleteToken(hash)) => change.tokens.push((hash, None)),
+                Some(Held::PutAccount(r)) => {
+                    change.accounts.push((r.id, Some(Arc::new(LinkedAccount::from_record(r.clone())))))
+                }
+                Some(Held::DeleteAccount { id, .. }) => change.accounts.push((id, None)),
                 Some(Held::PutSession(hash, r)) => {
                     change.sessions.push(SessionChange::Put(hash, Arc::new(convert::session(r.clone()))))
                 }
@@ -89,14 +96,14 @@ impl Handles {
     /// Applies `change` and returns once every part is in the read indexes: organizations, then accounts (and
     /// their tokens), then sessions, so a session never arrives before its account.
     pub async fn apply_remote(&self, change: RemoteChange) -> Result<(), Unavailable> {
-        let RemoteChange { gate, orgs, users, tokens, members, sessions } = change;
+        let RemoteChange { gate, orgs, users, tokens, members, accounts, sessions } = change;
         if !orgs.is_empty() {
             let gate = gate.clone();
             call(&self.orgs.0, |reply| OrgsMsg::Remote { orgs, gate, reply }).await?;
         }
-        if !users.is_empty() || !tokens.is_empty() || !members.is_empty() {
+        if !users.is_empty() || !tokens.is_empty() || !members.is_empty() || !accounts.is_empty() {
             let gate = gate.clone();
-            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, members, gate, reply }).await?;
+            call(&self.users.0, |reply| UsersMsg::Remote { users, tokens, members, accounts, gate, reply }).await?;
         }
         if !sessions.is_empty() {
             call(&self.sessions.0, |reply| SessionsMsg::Remote { sessions, gate, reply }).await?;

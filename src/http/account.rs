@@ -16,7 +16,7 @@ use crate::domain::{Password, SessionId, SessionToken, Timestamp};
 
 /// A session older than this may not list the account's sessions (better-auth's `freshAge`): a stolen, long-lived
 /// cookie should not reveal where else the user is signed in.
-const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
+pub(super) const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 fn status_true() -> Response<Body> {
     ok(&json!({"status": true}))

@@ -119,6 +119,17 @@ pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Durati
     }
 }
 
+/// An `application/x-www-form-urlencoded` body (a provider's `form_post` callback), as name-value pairs.
+pub async fn form_body(req: Request<Incoming>, timeout: Duration) -> Result<Vec<(String, String)>, Failure> {
+    let read = req.extensions().get::<BodyRead>().cloned();
+    let bytes = match tokio::time::timeout(timeout, read_body(req.into_body(), MAX_DRAIN, read)).await {
+        Ok(Ok(Some(bytes))) => bytes,
+        Ok(Ok(None)) => return Err(too_large()),
+        _ => return Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
+    };
+    Ok(url::form_urlencoded::parse(&bytes).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+}
+
 const DUPLICATE_KEY: &str = "duplicate key";
 
 /// A JSON value whose objects, at any depth, have no key twice. `serde_json` keeps the last of two equal keys,

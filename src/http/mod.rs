@@ -33,6 +33,7 @@ mod export;
 pub mod extract;
 mod fields;
 mod metrics;
+mod oauth;
 mod ops;
 mod org_plugin;
 mod organizations;

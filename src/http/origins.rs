@@ -30,6 +30,11 @@ impl Origins {
     /// Whether `origin` (an `Origin` header value) is one of the configured trusted origins, byte for byte as a
     /// browser serialises it (lower case, no path, no default port). Our own origin is not in the list: a
     /// same-origin request needs no CORS.
+    /// The server's own origin: `base_url`'s, else `http://<Host>` (what a provider's callback URL starts with).
+    pub fn own(&self, host: Option<&str>) -> Option<String> {
+        self.base.clone().or_else(|| host.map(|h| format!("http://{h}")))
+    }
+
     pub fn allows_cors(&self, origin: &str) -> bool {
         self.trusted.iter().any(|trusted| trusted == origin)
     }

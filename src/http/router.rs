@@ -15,8 +15,7 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, ops, org_plugin,
-    organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, webhooks,
+    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, oauth, ops, org_plugin, organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -167,6 +166,15 @@ async fn dispatch(
         Endpoint::UpdateOwnPasskey => passkeys::update(state, ctx, req).await,
         Endpoint::DeleteOwnPasskey => passkeys::delete(state, ctx, req).await,
         Endpoint::UserPasskeys => passkeys::of_user(state, ctx, req).await,
+        Endpoint::SignInSocial => oauth::sign_in(state, ctx, req, oauth::Via::Social).await,
+        Endpoint::SignInOAuth2 => oauth::sign_in(state, ctx, req, oauth::Via::OAuth2).await,
+        Endpoint::ProviderCallback
+        | Endpoint::ProviderFormPost
+        | Endpoint::OAuth2Callback
+        | Endpoint::OAuth2FormPost => oauth::callback(state, ctx, req).await,
+        Endpoint::LinkSocial => oauth::link_social(state, ctx, req).await,
+        Endpoint::ListAccounts => oauth::list_accounts(state, ctx, req).await,
+        Endpoint::UnlinkAccount => oauth::unlink_account(state, ctx, req).await,
         Endpoint::PluginListUsers => admin_plugin::list_users(state, ctx, req).await,
         Endpoint::PluginGetUser => admin_plugin::get_user(state, ctx, req).await,
         Endpoint::PluginCreateUser => admin_plugin::create_user(state, ctx, req).await,

@@ -191,6 +191,15 @@ impl Store {
         self.commit_requests(requests)
     }
 
+    /// The sign-in flow stored under `hash` (SHA-256 of its `state`), if not taken yet. Blocking. Only a
+    /// [`StoreOp::TakeFlow`] committed afterwards makes it this caller's (single use).
+    pub fn flow(&self, hash: &super::TokenHash) -> Result<Option<super::linked::OAuthFlowRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.flow(hash),
+            Backend::Postgres(s) => s.flow(hash),
+        }
+    }
+
     /// Up to `limit` audit entries older than `before` (all when `None`), newest first. Blocking.
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
         match &self.backend {

@@ -10,8 +10,8 @@ use super::codec;
 use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
-/// [`Wire::DeleteSessionsOf`] at the end, version 3 the memberships and invitations after it, so older entries
-/// read the same.
+/// [`Wire::DeleteSessionsOf`] at the end, version 3 the memberships, invitations and linked accounts after it, so
+/// older entries read the same.
 const VERSION: u8 = 3;
 
 #[derive(Serialize, Deserialize)]
@@ -29,6 +29,8 @@ enum Wire {
     DeleteMember([u8; 16], [u8; 16]),
     PutInvitation(Vec<u8>),
     DeleteInvitation([u8; 16]),
+    PutAccount(Vec<u8>),
+    DeleteAccount([u8; 16], [u8; 16]),
 }
 
 /// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
@@ -50,6 +52,8 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
             Held::DeleteMember(org, user) => Wire::DeleteMember(org, user),
             Held::PutInvitation(r) => Wire::PutInvitation(codec::encode(r)),
             Held::DeleteInvitation(id) => Wire::DeleteInvitation(id),
+            Held::PutAccount(r) => Wire::PutAccount(codec::encode(r)),
+            Held::DeleteAccount { id, user } => Wire::DeleteAccount(id, user),
         })
         .collect();
     if wire.is_empty() {
@@ -90,6 +94,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteMember(org, user) => StoreOp::DeleteMember(org, user),
                 Wire::PutInvitation(b) => StoreOp::PutInvitation(codec::decode(&b)?),
                 Wire::DeleteInvitation(id) => StoreOp::DeleteInvitation(id),
+                Wire::PutAccount(b) => StoreOp::PutAccount(codec::decode(&b)?),
+                Wire::DeleteAccount(id, user) => StoreOp::DeleteAccount { id, user },
             })
         })
         .collect()

@@ -29,6 +29,10 @@ const OUTBOX: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("outbox");
 /// Memberships by `organization id ‖ user id`: one per pair, and an organization's members are neighbours.
 const MEMBERS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("memberships");
 const INVITATIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("invitations");
+/// Identities at other providers linked to accounts, by their id (src/oauth).
+const ACCOUNTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("accounts");
+/// Sign-in flows in progress, by the SHA-256 of their `state`.
+const FLOWS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_flows");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
 /// The overview's counters: [`counter_key`] (period, counter, bucket start) → count.
 const COUNTERS: TableDefinition<[u8; 10], u64> = TableDefinition::new("counters");
@@ -326,7 +330,7 @@ fn session_key(user: [u8; 16], hash: &TokenHash) -> [u8; 48] {
 
 /// Creates every table that does not exist yet.
 fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
-    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS] {
+    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS, ACCOUNTS] {
         tx.open_table(table).map_err(io)?;
     }
     tx.open_table(SESSIONS).map_err(io)?;
@@ -341,6 +345,7 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(PASSKEYS).map_err(io)?;
     tx.open_table(PASSKEY_CREDENTIALS).map_err(io)?;
     tx.open_table(PASSKEY_CHALLENGES).map_err(io)?;
+    tx.open_table(FLOWS).map_err(io)?;
     Ok(())
 }
 
@@ -427,6 +432,16 @@ impl EmbeddedStore {
 
     /// Up to `limit` audit entries older than `before` (all when `None`), newest first. Reads a snapshot;
     /// does not block writers. Blocking: call it from a blocking thread.
+    /// The sign-in flow of `hash`, if it is still there. Reads a snapshot. Blocking.
+    pub fn flow(&self, hash: &TokenHash) -> Result<Option<super::linked::OAuthFlowRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(FLOWS).map_err(io)?;
+            let found = table.get(hash).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
@@ -644,7 +659,7 @@ impl EmbeddedStore {
     pub fn clear(&self) -> Result<(), StoreError> {
         self.with_db(|db| {
             let tx = db.begin_write().map_err(io)?;
-            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS] {
+            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS, ACCOUNTS] {
                 tx.delete_table(table).map_err(io)?;
             }
             tx.delete_table(SESSIONS).map_err(io)?;
@@ -659,6 +674,7 @@ impl EmbeddedStore {
             tx.delete_table(PASSKEYS).map_err(io)?;
             tx.delete_table(PASSKEY_CREDENTIALS).map_err(io)?;
             tx.delete_table(PASSKEY_CHALLENGES).map_err(io)?;
+            tx.delete_table(FLOWS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -701,6 +717,9 @@ fn visit_accounts(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), 
     }
     for entry in tx.open_table(OUTBOX).map_err(io)?.iter().map_err(io)? {
         f(Record::Outbox(codec::decode(entry.map_err(io)?.1.value())?))?;
+    }
+    for entry in tx.open_table(ACCOUNTS).map_err(io)?.iter().map_err(io)? {
+        f(Record::Account(codec::decode(entry.map_err(io)?.1.value())?))?;
     }
     Ok(())
 }
@@ -755,6 +774,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
             by_credential: tx.open_table(PASSKEY_CREDENTIALS).map_err(io)?,
             challenges: tx.open_table(PASSKEY_CHALLENGES).map_err(io)?,
         };
+        let mut accounts = tx.open_table(ACCOUNTS).map_err(io)?;
+        let mut flows = tx.open_table(FLOWS).map_err(io)?;
         for &op in ops {
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
@@ -869,6 +890,23 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::PutPasskey(r) => passkeys.put(r)?,
                 StoreOp::DeletePasskey { user, id } => passkeys.delete(passkey_key(*user, *id))?,
                 StoreOp::PutPasskeyChallenge(hash, r) => put(&mut passkeys.challenges, *hash, r)?,
+                StoreOp::PutAccount(r) => put(&mut accounts, r.id, r)?,
+                StoreOp::DeleteAccount { id, .. } => {
+                    accounts.remove(id).map_err(io)?;
+                }
+                StoreOp::PutFlow(hash, r) => put(&mut flows, *hash, r)?,
+                // One node: the callbacks take their flows one at a time (src/accounts/oauth.rs), so the flow
+                // is there; abandoned flows past their time go with it.
+                StoreOp::TakeFlow(hash) => {
+                    flows.remove(hash).map_err(io)?;
+                    let now = crate::domain::Timestamp::now().as_millis();
+                    flows
+                        .retain(|_, v| {
+                            codec::decode::<super::linked::OAuthFlowRecordV1>(v)
+                                .map_or(true, |f| f.expires_at_ms >= now)
+                        })
+                        .map_err(io)?;
+                }
             }
         }
         if let Some(fanout) = fanout {
@@ -1062,6 +1100,7 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
                 out.insert(key.value(), value.value()).map_err(io)?;
             }
         }
+        copy_table(&source, &tx, ACCOUNTS)?;
         {
             let mut meta = tx.open_table(META).map_err(io)?;
             for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {

@@ -20,6 +20,7 @@ mod db;
 pub mod follower;
 pub mod hook_records;
 pub mod hooks;
+pub mod linked;
 pub mod own;
 pub mod passkey_records;
 pub(crate) mod postgres;
@@ -175,6 +176,19 @@ pub enum StoreOp {
     /// A passkey ceremony's state, keyed by the SHA-256 of its challenge cookie; taken by
     /// [`Store::take_passkey_challenge`], outside the writer, so that only one verification can have it.
     PutPasskeyChallenge(TokenHash, PasskeyChallengeRecordV1),
+    /// An identity at a provider linked to an account (src/oauth). Several nodes: refused with
+    /// [`Conflict::AccountTaken`] when another node linked the same identity a moment ago.
+    PutAccount(linked::LinkedAccountRecordV1),
+    /// A linked identity removed: its id and its user's.
+    DeleteAccount {
+        id: [u8; 16],
+        user: [u8; 16],
+    },
+    /// A sign-in flow started: kept in the store (by the SHA-256 of its `state`) so that any node can finish it.
+    PutFlow(TokenHash, linked::OAuthFlowRecordV1),
+    /// A sign-in flow finished: deleted. Several nodes: refused with [`Conflict::FlowUsed`] when it is gone
+    /// already (another node's callback took it), so a `state` is used once across all of them.
+    TakeFlow(TokenHash),
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -246,6 +260,11 @@ pub enum Held<'a> {
     DeleteMember([u8; 16], [u8; 16]),
     PutInvitation(&'a InvitationRecordV1),
     DeleteInvitation([u8; 16]),
+    PutAccount(&'a linked::LinkedAccountRecordV1),
+    DeleteAccount {
+        id: [u8; 16],
+        user: [u8; 16],
+    },
 }
 
 impl StoreOp {
@@ -266,6 +285,8 @@ impl StoreOp {
             StoreOp::DeleteMember(org, user) => Held::DeleteMember(*org, *user),
             StoreOp::PutInvitation(r) => Held::PutInvitation(r),
             StoreOp::DeleteInvitation(id) => Held::DeleteInvitation(*id),
+            StoreOp::PutAccount(r) => Held::PutAccount(r),
+            StoreOp::DeleteAccount { id, user } => Held::DeleteAccount { id: *id, user: *user },
             StoreOp::ExpectOwner(_)
             | StoreOp::PutAudit(_)
             | StoreOp::DeleteAudit(_)
@@ -275,7 +296,10 @@ impl StoreOp {
             | StoreOp::EndAttempt { .. }
             | StoreOp::ExpectUser { .. }
             | StoreOp::AddCount { .. }
-            | StoreOp::PruneCounts { .. } => return None,
+            | StoreOp::PruneCounts { .. }
+            // Flows are read from the store by the node that finishes them; no node holds them in memory.
+            | StoreOp::PutFlow(..)
+            | StoreOp::TakeFlow(_) => return None,
             // No node holds webhooks in memory: each node's deliverer reads endpoints and queues from the store.
             StoreOp::PutWebhook(_)
             | StoreOp::DeleteWebhook(_)
@@ -301,6 +325,7 @@ pub enum Record {
     Session(TokenHash, SessionRecord),
     Token(TokenHash, TokenRecord),
     Outbox(OutboxRecordV1),
+    Account(linked::LinkedAccountRecordV1),
 }
 
 /// One side of [`Store::visit_split`]: the accounts (with the organizations, tokens and outbox) or the sessions.
@@ -318,6 +343,7 @@ pub struct Loaded {
     pub members: Vec<MembershipRecordV1>,
     pub invitations: Vec<InvitationRecordV1>,
     pub sessions: Vec<(TokenHash, SessionRecord)>,
+    pub accounts: Vec<linked::LinkedAccountRecordV1>,
 }
 
 impl Loaded {
@@ -333,6 +359,7 @@ impl Loaded {
                 Record::Invitation(r) => loaded.invitations.push(r),
                 Record::User(r) => loaded.users.push(r),
                 Record::Session(hash, r) => loaded.sessions.push((hash, r)),
+                Record::Account(r) => loaded.accounts.push(r),
                 Record::Token(..) | Record::Outbox(_) => {}
             }
             Ok(())
@@ -388,4 +415,8 @@ pub enum Conflict {
     LastOwner { org: [u8; 16] },
     #[error("too many failed sign-ins for this e-mail across the nodes")]
     Locked { email: String, wait_ms: i64 },
+    #[error("this identity at {provider} is linked to an account already")]
+    AccountTaken { provider: String, subject: String },
+    #[error("this sign-in flow was finished already")]
+    FlowUsed,
 }

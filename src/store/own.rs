@@ -25,6 +25,7 @@ pub enum Key {
     /// Organization id ‖ user id.
     Member([u8; 32]),
     Invitation([u8; 16]),
+    Account([u8; 16]),
 }
 
 /// A membership's key: organization id ‖ user id.
@@ -49,6 +50,8 @@ impl Key {
             Held::DeleteMember(org, user) => Key::Member(member_key(org, user)),
             Held::PutInvitation(r) => Key::Invitation(r.id),
             Held::DeleteInvitation(id) => Key::Invitation(id),
+            Held::PutAccount(r) => Key::Account(r.id),
+            Held::DeleteAccount { id, .. } => Key::Account(id),
             // Names many records: kept apart, by user ([`OwnCommits::record`]).
             Held::DeleteSessionsOf { .. } => return None,
         })

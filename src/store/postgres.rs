@@ -129,10 +129,7 @@ struct Prepared {
     attempt_window: Statement,
     clear_attempts: Statement,
     release_attempt: Statement,
-    put_member: Statement,
-    delete_member: Statement,
-    put_invitation: Statement,
-    delete_invitation: Statement,
+    delete_account: Statement, delete_invitation: Statement, delete_member: Statement, put_account: Statement, put_flow: Statement, put_invitation: Statement, put_member: Statement, take_flow: Statement,
 }
 
 impl Writer {
@@ -187,6 +184,12 @@ impl Writer {
             delete_member: client.prepare("DELETE FROM memberships WHERE organization_id = $1 AND user_id = $2")?,
             put_invitation: client.prepare(&upsert("invitations", "id", &["organization_id", "record"]))?,
             delete_invitation: client.prepare("DELETE FROM invitations WHERE id = $1")?,
+            put_account: client
+                .prepare(&upsert("accounts", "id", &["user_id", "provider", "subject", "record"]))?,
+            delete_account: client.prepare("DELETE FROM accounts WHERE id = $1")?,
+            put_flow: client.prepare(&upsert("oauth_flows", "hash", &["expires_at_ms", "record"]))?,
+            // Abandoned flows go with any later one's end: the table holds only the last ten minutes' starts.
+            take_flow: client.prepare("DELETE FROM oauth_flows WHERE hash = $1 OR expires_at_ms < $2")?,
         };
         Ok(Self { client, s })
     }
@@ -340,6 +343,20 @@ impl PgStore {
             ("SELECT record FROM invitations", |r| Ok(Record::Invitation(codec::decode(r.get(0))?))),
             ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode_token(r.get(1))?))),
             ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
+            ("SELECT record FROM accounts", |r| Ok(Record::Account(codec::decode(r.get(0))?))),
+            ("SELECT hash, record FROM sessions", |r| {
+                Ok(Record::Session(hash(r.get(0))?, codec::decode_session(r.get(1))?))
+            }),
+        ];
+
+        let tables: [(&str, ReadRow); 6] = [
+            ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode(r.get(0))?))),
+            ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
+            ("SELECT record FROM memberships", |r| Ok(Record::Member(codec::decode(r.get(0))?))),
+            ("SELECT record FROM invitations", |r| Ok(Record::Invitation(codec::decode(r.get(0))?))),
+            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode_token(r.get(1))?))),
+            ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
+            ("SELECT record FROM accounts", |r| Ok(Record::Account(codec::decode(r.get(0))?))),
             ("SELECT hash, record FROM sessions", |r| {
                 Ok(Record::Session(hash(r.get(0))?, codec::decode_session(r.get(1))?))
             }),
@@ -436,6 +453,11 @@ impl PgStore {
                 })
             })
             .collect()
+    /// The sign-in flow of `hash`, if it is still there (see [`super::Store::flow`]).
+    pub fn flow(&self, hash: &super::TokenHash) -> Result<Option<super::linked::OAuthFlowRecordV1>, StoreError> {
+        let row =
+            self.pooled(|c| c.query_opt("SELECT record FROM oauth_flows WHERE hash = $1", &[&hash.as_slice()]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
     }
 
     pub fn audit_page(&self, before: Option<[u8; 16]>, limit: usize) -> Result<Vec<AuditRecordV1>, StoreError> {
@@ -1110,6 +1132,22 @@ fn apply(
             ),
             StoreOp::DeleteDeliveriesBefore { before_ms } => {
                 tx.execute("DELETE FROM webhook_deliveries WHERE at_ms < $1", &[before_ms])
+            StoreOp::PutAccount(r) => tx.execute(
+                &s.put_account,
+                &[&r.id.as_slice(), &r.user_id.as_slice(), &r.provider, &r.subject, &codec::encode(r)],
+            ),
+            StoreOp::DeleteAccount { id, .. } => tx.execute(&s.delete_account, &[&id.as_slice()]),
+            StoreOp::PutFlow(hash, r) => {
+                tx.execute(&s.put_flow, &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)])
+            }
+            StoreOp::TakeFlow(hash) => {
+                let now = crate::domain::Timestamp::now().as_millis();
+                let found =
+                    tx.query_opt("SELECT 1 FROM oauth_flows WHERE hash = $1 FOR UPDATE", &[&hash.as_slice()])?;
+                if found.is_none() {
+                    return Err(Refused::Conflict(Conflict::FlowUsed));
+                }
+                tx.execute(&s.take_flow, &[&hash.as_slice(), &now])
             }
             StoreOp::EndAttempt { email, verified: true } => tx.execute(&s.clear_attempts, &[email]),
             StoreOp::EndAttempt { email, verified: false } => tx.execute(&s.release_attempt, &[email]),
@@ -1174,6 +1212,12 @@ fn apply(
                 }
                 (StoreOp::PutUser(r), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
                     Refused::Conflict(Conflict::OrganizationGone { user: r.id })
+                }
+                (StoreOp::PutAccount(r), Some(&SqlState::UNIQUE_VIOLATION)) => {
+                    Refused::Conflict(Conflict::AccountTaken {
+                        provider: r.provider.clone(),
+                        subject: r.subject.clone(),
+                    })
                 }
                 (StoreOp::DeleteOrg(id), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
                     Refused::Conflict(Conflict::OrganizationHasMembers { org: *id })

@@ -10,11 +10,11 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
-    AdminVia, AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin,
-    IssueError, OwnChange, OwnChangeError, ResetError, UsersHandle, UsersMsg,
+    AdminVia, AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, ExternalError, ExternalIdentity, ExternalOutcome, IssueError, OwnChange, OwnChangeError, ResetError, UnlinkError, UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
+use crate::actors::linked::LinkedAccount;
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
@@ -81,9 +81,14 @@ pub(super) struct State {
     starting: Vec<(StartWith, StartReply)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
+    /// Linked identities added (`Some`) or removed (`None`) in this batch, published with it.
+    accounts: HashMap<[u8; 16], Option<Arc<LinkedAccount>>>,
 }
 
 type StartReply = ractor::RpcReplyPort<super::UpgradedStart>;
+
+/// What a conflict on several nodes means to an external sign-in.
+type ExternalGuard = Box<dyn Fn(&Conflict) -> Option<ExternalError> + Send>;
 
 impl Actor for UsersActor {
     type Msg = UsersMsg;
@@ -104,6 +109,7 @@ impl Actor for UsersActor {
             members: Vec::new(),
             invitations: Vec::new(),
             flush_now: false,
+            accounts: HashMap::new(),
         })
     }
 
@@ -331,8 +337,18 @@ impl Actor for UsersActor {
                     let _ = reply.send(Err(e));
                     return Ok(());
                 }
-                // The sessions end in the same commit (through the sessions actor, like a ban).
+                // The sessions end in the same commit (through the sessions actor, like a ban), and so do the
+                // identities linked to the account.
                 state.ending.push(user);
+                let unlinked: Vec<StoreOp> = self
+                    .accounts_of(state, user)
+                    .into_iter()
+                    .map(|a| {
+                        state.accounts.insert(a.id, None);
+                        StoreOp::DeleteAccount { id: a.id, user: user.to_bytes() }
+                    })
+                    .collect();
+                state.overlay.push_ops(unlinked);
                 state.overlay.stage(user, None);
                 let detail = current.email.as_str().to_owned();
                 let logged = audit::entry(action::USER_DELETED, by.or(Some(user)), Some(user.into()), &ip, detail);
@@ -492,7 +508,17 @@ impl Actor for UsersActor {
                 state.attempts.finish(&email, false, false, Instant::now());
                 return Ok(());
             }
-            UsersMsg::Remote { users, tokens, members, gate, reply } => {
+            UsersMsg::External { identity, link_to, role, ip, reply } => {
+                match self.external(state, identity, link_to, role, &ip) {
+                    Ok((ops, outcome, guard)) => state.overlay.add_guarded(ops, reply, Ok(outcome), guard),
+                    Err(e) => drop(reply.send(Err(e))),
+                }
+            }
+            UsersMsg::Unlink { user, account, by, ip, reply } => match self.unlink(state, user, account, by, &ip) {
+                Ok(ops) => state.overlay.add(ops, reply, ()),
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            UsersMsg::Remote { users, tokens, members, accounts, gate, reply } => {
                 // Only what this node's own commits have not written since (an older change never undoes one).
                 for (id, user) in users {
                     let key = Key::User(id.to_bytes());
@@ -527,6 +553,12 @@ impl Actor for UsersActor {
                         MemberChange::Delete(org, user) => self.indexes.members.remove_member(org, user),
                         MemberChange::PutInvitation(i) => self.indexes.members.publish_invitation(i),
                         MemberChange::DeleteInvitation(id) => self.indexes.members.remove_invitation(id),
+                    }
+                }
+
+                for (id, account) in accounts {
+                    if gate.admits(Key::Account(id)) {
+                        self.indexes.accounts.publish(id, account);
                     }
                 }
                 let _ = reply.send(());
@@ -614,6 +646,157 @@ impl UsersActor {
         token.filter(|t| t.kind == kind && !t.is_expired(now)).and_then(|t| self.get(state, t.user_id))
     }
 
+    /// The identities linked to `user` as they will be once the pending batch is durable.
+    fn accounts_of(&self, state: &State, user: UserId) -> Vec<Arc<LinkedAccount>> {
+        let mut linked: Vec<Arc<LinkedAccount>> =
+            self.indexes.accounts.of_user(user).into_iter().filter(|a| !state.accounts.contains_key(&a.id)).collect();
+        linked.extend(state.accounts.values().flatten().filter(|a| a.user_id == user).cloned());
+        linked
+    }
+
+    /// The account `subject` at `provider` is linked to, pending changes first.
+    fn identity_owner(&self, state: &State, provider: &str, subject: &str) -> Option<Arc<LinkedAccount>> {
+        let pending = state.accounts.values().flatten().find(|a| a.provider == provider && a.subject == subject);
+        if let Some(account) = pending {
+            return Some(Arc::clone(account));
+        }
+        self.indexes.accounts.by_identity(provider, subject).filter(|a| !state.accounts.contains_key(&a.id))
+    }
+
+    /// The rules of [`UsersMsg::External`]: the ops to write, the answer once durable, and what a conflict on
+    /// several nodes means.
+    fn external(
+        &self,
+        state: &mut State,
+        identity: ExternalIdentity,
+        link_to: Option<UserId>,
+        role: crate::domain::Role,
+        ip: &str,
+    ) -> Result<(Vec<StoreOp>, ExternalOutcome, ExternalGuard), ExternalError> {
+        let now = Timestamp::now();
+        let provider = identity.provider.clone();
+        let linked_elsewhere = {
+            let (p, s) = (identity.provider.clone(), identity.subject.clone());
+            move |c: &Conflict| match c {
+                Conflict::AccountTaken { provider, subject } if *provider == p && *subject == s => {
+                    Some(ExternalError::LinkedElsewhere)
+                }
+                Conflict::EmailTaken(_) => Some(ExternalError::NotLinked),
+                _ => None,
+            }
+        };
+        let guard: ExternalGuard = Box::new(linked_elsewhere);
+        if let Some(existing) = self.identity_owner(state, &identity.provider, &identity.subject) {
+            let user = self.get(state, existing.user_id).ok_or(ExternalError::Unavailable(Unavailable))?;
+            if link_to.is_some_and(|asking| asking != user.id) {
+                return Err(ExternalError::LinkedElsewhere);
+            }
+            // The newest tokens replace the ones kept, when they are kept.
+            let mut ops = Vec::new();
+            if let Some(sealed) = identity.sealed_tokens.clone() {
+                let refreshed =
+                    Arc::new(LinkedAccount { sealed_tokens: Some(sealed), updated_at: now, ..(*existing).clone() });
+                state.accounts.insert(refreshed.id, Some(Arc::clone(&refreshed)));
+                ops.push(StoreOp::PutAccount(refreshed.record()));
+            }
+            if link_to.is_some() {
+                return Ok((ops, ExternalOutcome::Linked(user), guard));
+            }
+            ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
+            return Ok((ops, ExternalOutcome::Existing(user), guard));
+        }
+        let link = |state: &mut State, user: &User| {
+            let account = Arc::new(LinkedAccount {
+                id: *uuid::Uuid::now_v7().as_bytes(),
+                user_id: user.id,
+                provider: identity.provider.clone(),
+                subject: identity.subject.clone(),
+                email: identity.email.as_str().to_owned(),
+                created_at: now,
+                updated_at: now,
+                sealed_tokens: identity.sealed_tokens.clone(),
+            });
+            state.accounts.insert(account.id, Some(Arc::clone(&account)));
+            let detail = format!("{} ({})", identity.provider, identity.email.as_str());
+            let logged = audit::entry(action::ACCOUNT_LINKED, Some(user.id), Some(user.id.into()), ip, detail);
+            vec![StoreOp::PutAccount(account.record()), logged]
+        };
+        if let Some(asking) = link_to {
+            let user = self.get(state, asking).ok_or(ExternalError::UserGone)?;
+            // As better-auth: an identity with another address is not linked (it may be someone else's).
+            if user.email != identity.email {
+                return Err(ExternalError::EmailMismatch);
+            }
+            let ops = link(state, &user);
+            return Ok((ops, ExternalOutcome::Linked(user), guard));
+        }
+        if let Some(owner) = self.email_owner(state, &identity.email) {
+            // No silent takeover: whoever controls an address at an untrusted provider (or an unverified one at
+            // any) must not get into the account that has it here.
+            if !(identity.email_verified && identity.trusted) {
+                return Err(ExternalError::NotLinked);
+            }
+            let user = self.get(state, owner).ok_or(ExternalError::Unavailable(Unavailable))?;
+            let mut ops = link(state, &user);
+            ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
+            return Ok((ops, ExternalOutcome::Linked(user), guard));
+        }
+        let new = super::NewUser {
+            name: identity.name.clone(),
+            email: identity.email.clone(),
+            image: identity.image.clone(),
+            role,
+            // No password: this account signs in through the provider, or sets one with a reset link. An empty
+            // hash verifies nothing (hashing::Hasher::verify) and shows no "credential" account.
+            password_hash: String::new(),
+        };
+        let created = User { email_verified: identity.email_verified, ..rules::new_account(new, now) };
+        let user = self.stage(state, created, false);
+        let detail = format!("through {}", identity.provider);
+        let mut ops =
+            vec![put(&user), audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), ip, detail)];
+        ops.extend(link(state, &user));
+        Ok((ops, ExternalOutcome::Created(user), guard))
+    }
+
+    /// The rules of [`UsersMsg::Unlink`].
+    fn unlink(
+        &self,
+        state: &mut State,
+        user: UserId,
+        account: Option<[u8; 16]>,
+        by: UserId,
+        ip: &str,
+    ) -> Result<Vec<StoreOp>, UnlinkError> {
+        let current = self.get(state, user).ok_or(UnlinkError::NotFound)?;
+        let linked = self.accounts_of(state, user);
+        let has_password = !current.password_hash.to_string().is_empty();
+        let ways_in = linked.len() + usize::from(has_password);
+        let removed = match account {
+            Some(id) => Some(linked.iter().find(|a| a.id == id).cloned().ok_or(UnlinkError::NotFound)?),
+            None if has_password => None,
+            None => return Err(UnlinkError::NotFound),
+        };
+        if ways_in <= 1 {
+            return Err(UnlinkError::LastWayIn);
+        }
+        Ok(match removed {
+            Some(a) => {
+                state.accounts.insert(a.id, None);
+                let logged =
+                    audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, a.provider.clone());
+                vec![StoreOp::DeleteAccount { id: a.id, user: user.to_bytes() }, logged]
+            }
+            None => {
+                let changed = User { password_hash: "".into(), updated_at: Timestamp::now(), ..(*current).clone() };
+                let changed = self.stage(state, changed, false);
+                let logged =
+                    audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, "credential".into());
+                vec![put(&changed), logged]
+            }
+        })
+    }
+
     pub(super) fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
         match state.overlay.get(&id) {
             Some(pending) => pending.clone(),
@@ -684,6 +867,7 @@ impl UsersActor {
             }
         };
         let tokens = std::mem::take(&mut state.tokens);
+        let accounts = std::mem::take(&mut state.accounts);
         let mails = std::mem::take(&mut state.mails);
         let members = std::mem::take(&mut state.members);
         let invitations = std::mem::take(&mut state.invitations);
@@ -712,6 +896,7 @@ impl UsersActor {
                         None => self.indexes.members.remove_invitation(id),
                     }
                 }
+                accounts.into_iter().for_each(|(id, account)| self.indexes.accounts.publish(id, account));
                 if let Some(queue) = &self.mail {
                     mails.into_iter().for_each(|mail| queue.push(mail));
                 }

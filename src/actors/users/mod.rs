@@ -178,6 +178,66 @@ pub enum DeleteOrgError {
     Unavailable(#[from] Unavailable),
 }
 
+/// An identity another provider vouched for (src/oauth), as the callback gives it.
+#[derive(Debug, Clone)]
+pub struct ExternalIdentity {
+    /// The configured provider's id.
+    pub provider: String,
+    /// The provider's stable identifier of the person.
+    pub subject: String,
+    pub email: Email,
+    /// Whether the provider asserts it verified the address.
+    pub email_verified: bool,
+    pub name: Name,
+    pub image: Option<ImageUrl>,
+    /// `[[oauth.providers]] trusted_for_linking`: its verified addresses may link to an existing account.
+    pub trusted: bool,
+    /// The provider's tokens sealed with the data directory's key (`[oauth] store_tokens`), kept with the link.
+    pub sealed_tokens: Option<Vec<u8>>,
+}
+
+/// Which account an identity signs into.
+#[derive(Debug, Clone)]
+pub enum ExternalOutcome {
+    /// The identity was linked to this account before.
+    Existing(Arc<User>),
+    /// Linked now: to the signed-in user who asked (`link-social`), or to the account with the same address
+    /// (verified by a trusted provider).
+    Linked(Arc<User>),
+    /// A new account, with no password.
+    Created(Arc<User>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ExternalError {
+    /// An account has this address, and the provider is not trusted for linking or does not assert that it
+    /// verified the address: no silent takeover. The owner may link the identity once signed in.
+    #[error("account not linked")]
+    NotLinked,
+    /// The identity is linked to another account.
+    #[error("account already linked to different user")]
+    LinkedElsewhere,
+    /// `link-social`: the provider's address is not the signed-in user's.
+    #[error("email doesn't match")]
+    EmailMismatch,
+    /// `link-social`: the account asking is gone.
+    #[error("User not found")]
+    UserGone,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UnlinkError {
+    #[error("Account not found")]
+    NotFound,
+    /// The account would have no way in left.
+    #[error("You can't unlink your last account")]
+    LastWayIn,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
 /// Renders the message for an account and its new token (the actor writes it to the outbox in the same commit as
 /// the token).
 pub type Compose = Box<dyn FnOnce(&User, &SessionToken) -> Mail + Send>;
@@ -304,11 +364,30 @@ pub(super) enum UsersMsg {
     ReleaseLocal {
         email: Email,
     },
+    /// Signs an identity at another provider in: its account, linked now, or created (see [`ExternalOutcome`]).
+    /// With `link_to`, links it to that signed-in account instead.
+    External {
+        identity: ExternalIdentity,
+        link_to: Option<UserId>,
+        role: crate::domain::Role,
+        ip: String,
+        reply: RpcReplyPort<Result<ExternalOutcome, ExternalError>>,
+    },
+    /// Removes a linked identity (`Some(id)`) or the password (`None`, better-auth's "credential" account) of
+    /// `user`, never the last way in; `by` is who asked (the user, or an administrator).
+    Unlink {
+        user: UserId,
+        account: Option<[u8; 16]>,
+        by: UserId,
+        ip: String,
+        reply: RpcReplyPort<Result<(), UnlinkError>>,
+    },
     /// Accounts and one-time tokens another node changed (`Some`) or removed (`None`): into the read indexes.
     Remote {
         users: Vec<(UserId, Option<Arc<User>>)>,
         tokens: Vec<(TokenHash, Option<Arc<crate::domain::OneTimeToken>>)>,
         members: Vec<super::remote::MemberChange>,
+        accounts: Vec<([u8; 16], Option<Arc<super::linked::LinkedAccount>>)>,
         gate: crate::store::own::Gate,
         reply: RpcReplyPort<()>,
     },
@@ -334,6 +413,8 @@ impl super::Letter for UsersMsg {
             Self::DeleteOrg { reply, .. } => gone(reply),
             Self::Members { reply, .. } => gone(reply),
             Self::LiftExpiredBans { reply } => gone(reply),
+            Self::External { reply, .. } => gone(reply),
+            Self::Unlink { reply, .. } => gone(reply),
             // Ends a reservation made earlier: dropped, it would count against the account until its window ends.
             Self::FinishAttempt { .. } => None,
             // Another node's changes: this node's memory must follow them whatever.
@@ -512,6 +593,28 @@ impl UsersHandle {
     /// when they ran out: this only brings the records in line.
     pub async fn lift_expired_bans(&self) -> Result<usize, Unavailable> {
         call(&self.0, |reply| UsersMsg::LiftExpiredBans { reply }).await?
+    }
+
+    /// Signs `identity` in, or links it to `link_to` (see [`UsersMsg::External`]).
+    pub async fn external(
+        &self,
+        identity: ExternalIdentity,
+        link_to: Option<UserId>,
+        role: crate::domain::Role,
+        ip: String,
+    ) -> Result<ExternalOutcome, ExternalError> {
+        call(&self.0, |reply| UsersMsg::External { identity, link_to, role, ip, reply }).await?
+    }
+
+    /// Removes one way into `user`'s account (see [`UsersMsg::Unlink`]).
+    pub async fn unlink(
+        &self,
+        user: UserId,
+        account: Option<[u8; 16]>,
+        by: UserId,
+        ip: String,
+    ) -> Result<(), UnlinkError> {
+        call(&self.0, |reply| UsersMsg::Unlink { user, account, by, ip, reply }).await?
     }
 
     pub(in crate::actors) async fn drain(&self) {

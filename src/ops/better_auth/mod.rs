@@ -62,6 +62,7 @@ use std::path::{Path, PathBuf};
 use super::{OpsError, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::RoleSet;
+use crate::store::StoreOp;
 
 pub use plan::{Mapping, Plan, plan};
 
@@ -195,8 +196,13 @@ pub(crate) const USER: &[Column] = &[
     col("banReason", Kind::Text, false),
     col("banExpires", Kind::Time, false),
 ];
-pub(crate) const ACCOUNT: &[Column] =
-    &[col("userId", Kind::Text, true), col("providerId", Kind::Text, true), col("password", Kind::Text, true)];
+pub(crate) const ACCOUNT: &[Column] = &[
+    col("userId", Kind::Text, true),
+    col("providerId", Kind::Text, true),
+    col("password", Kind::Text, true),
+    // The provider's id of the person: what a sign-in through that provider here is matched by.
+    col("accountId", Kind::Text, true),
+];
 pub(crate) const ORGANIZATION: &[Column] = &[
     col("id", Kind::Text, true),
     col("name", Kind::Text, true),
@@ -370,6 +376,25 @@ fn import_with_faults(
                 .map_err(|e| OpsError::Io(format!("the data key: {e}")))?
         };
         two_factor::attach(&mut plan, rows, options.secret.as_deref(), &key);
+    }
+
+    // Identities of providers this server does not know yet: imported, and said, so the operator adds them.
+    let unknown: std::collections::BTreeSet<&str> = plan
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::PutAccount(a) if !config.oauth.providers.iter().any(|p| p.id == a.provider) => {
+                Some(a.provider.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let unknown: Vec<String> = unknown.into_iter().map(str::to_owned).collect();
+    for provider in unknown {
+        plan.notes.push(format!(
+            "accounts sign in with {provider}, which is not in [[oauth.providers]] here: add it (id = \"{provider}\", \
+             same client) for them to sign in"
+        ));
     }
     let report = plan.report(options.dry_run);
     if !plan.blocking.is_empty() {

@@ -48,6 +48,8 @@ pub struct Counts {
     pub orgs: usize,
     pub memberships: usize,
     pub invitations: usize,
+    /// Identities at other providers linked to the imported accounts.
+    pub linked_accounts: usize,
 }
 
 /// How many problems of each list the report shows; the rest are counted.
@@ -72,8 +74,16 @@ impl Plan {
             out,
             "{verb}: {} users ({} administrators, {} banned; {} with better-auth password hashes, replaced by \
              argon2id at their next sign-in; {} without a password), {} organizations, {} memberships, {} pending \
-             invitations",
-            c.users, c.admins, c.banned, c.legacy_hashes, c.without_password, c.orgs, c.memberships, c.invitations
+             invitations, {} identities at other providers",
+            c.users,
+            c.admins,
+            c.banned,
+            c.legacy_hashes,
+            c.without_password,
+            c.orgs,
+            c.memberships,
+            c.invitations,
+            c.linked_accounts
         );
         if !self.blocking.is_empty() {
             let _ = writeln!(out, "{} blocking problem(s); fix them in the source and run again:", self.blocking.len());
@@ -282,12 +292,31 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
         plan.counts.orgs += 1;
     }
 
-    // --- passwords: the credential account of each user -------------------------------------------------------
+    // --- passwords: the credential account of each user; the other accounts are identities at providers ------
     let mut passwords: HashMap<&str, &str> = HashMap::new();
+    let mut identities: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
+    let mut seen_identities = HashSet::new();
+    let taken_identities: HashSet<(&str, &str)> =
+        existing.accounts.iter().map(|a| (a.provider.as_str(), a.subject.as_str())).collect();
     for row in &accounts {
-        let (Some(user), Some("credential")) = (text(&row[0]), text(&row[1])) else { continue };
-        if let Some(hash) = text(&row[2]) {
-            passwords.insert(user, hash);
+        match (text(&row[0]), text(&row[1])) {
+            (Some(user), Some("credential")) => {
+                if let Some(hash) = text(&row[2]) {
+                    passwords.insert(user, hash);
+                }
+            }
+            (Some(user), Some(provider)) => {
+                let Some(subject) = text(&row[3]) else { continue };
+                if taken_identities.contains(&(provider, subject)) || !seen_identities.insert((provider, subject)) {
+                    plan.blocking.push(format!(
+                        "account {provider}/{subject}: this identity is linked to another account (in the data \
+                         directory, or twice in the import)"
+                    ));
+                    continue;
+                }
+                identities.entry(user).or_default().push((provider, subject));
+            }
+            _ => {}
         }
     }
 
@@ -432,6 +461,8 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
                     continue;
                 }
             },
+            // No password, and a way in through a provider: none is needed (an empty hash verifies nothing).
+            None if identities.contains_key(id) => String::new(),
             None => {
                 if unusable.is_none() {
                     match unusable_hash.take().map(|f| f()) {
@@ -511,6 +542,19 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
         plan.counts.users += 1;
         plan.counts.admins += usize::from(role.is_admin());
         plan.counts.banned += usize::from(banned);
+        for (provider, subject) in identities.get(id).into_iter().flatten() {
+            plan.counts.linked_accounts += 1;
+            plan.ops.push(StoreOp::PutAccount(crate::store::linked::LinkedAccountRecordV1 {
+                id: *uuid::Uuid::now_v7().as_bytes(),
+                user_id: new_id.to_bytes(),
+                provider: (*provider).to_owned(),
+                subject: (*subject).to_owned(),
+                email: email.to_string(),
+                created_at_ms: now.as_millis(),
+                updated_at_ms: now.as_millis(),
+                sealed_tokens: None,
+            }));
+        }
         plan.ops.push(StoreOp::PutUser(UserRecord {
             id: new_id.to_bytes(),
             name: name.to_string(),

@@ -541,3 +541,42 @@ fn without_the_secret_factors_are_reported_and_with_a_wrong_one_nothing_is_writt
     let users = stored(&config).users;
     assert!(users.iter().all(|u| u.two_factor.is_none()));
 }
+
+/// A better-auth user who signed in with a provider there keeps that identity here: the `account` row becomes a
+/// linked identity, and, with no password there, the account has none here either (not an unknown one).
+#[test]
+fn accounts_at_other_providers_come_over_as_linked_identities() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    db.user("uGoogle00000000000000000000000", Some("g@example.com"), None, false, None);
+    db.user("uBoth0000000000000000000000000", Some("both@example.com"), None, false, None);
+    db.password("uBoth0000000000000000000000000", HASH.trim());
+    for (user, provider, subject) in [
+        ("uGoogle00000000000000000000000", "google", "1092837465"),
+        ("uBoth0000000000000000000000000", "keycloak", "kc-7"),
+    ] {
+        db.conn
+            .execute(
+                r#"INSERT INTO "account" ("id", "accountId", "providerId", "userId", "createdAt", "updatedAt")
+                   VALUES (?1, ?2, ?3, ?4, '2026-01-02T03:04:05.678Z', '2026-01-02T03:04:05.678Z')"#,
+                params![format!("acc-{provider}"), subject, provider, user],
+            )
+            .unwrap();
+    }
+    let config = config(dir.path());
+    let report = import(&config, &options(&db)).unwrap();
+    assert!(report.contains("2 identities at other providers"), "{report}");
+    assert!(report.contains("accounts sign in with google, which is not in [[oauth.providers]]"), "{report}");
+    assert!(!report.contains("g@example.com: no password"), "{report}");
+    let loaded = stored(&config);
+    let user = |e: &str| loaded.users.iter().find(|u| u.email == e).unwrap().clone();
+    let (google, both) = (user("g@example.com"), user("both@example.com"));
+    assert_eq!(google.password_hash, "", "no password there, none here: the provider is the way in");
+    assert_eq!(both.password_hash, HASH.trim());
+    let mut linked: Vec<_> =
+        loaded.accounts.iter().map(|a| (a.user_id, a.provider.as_str(), a.subject.as_str())).collect();
+    linked.sort();
+    let mut expected = vec![(google.id, "google", "1092837465"), (both.id, "keycloak", "kc-7")];
+    expected.sort();
+    assert_eq!(linked, expected);
+}

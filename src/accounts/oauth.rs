@@ -1,0 +1,288 @@
+//! Sign-in through another identity provider, orchestrated: the flow kept in the store between the redirect and
+//! the callback (single use, bound to the browser that started it, 10 minutes), the provider's answer checked
+//! ([`crate::oauth`]), the account chosen or created by the users actor, then the session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::{Accounts, Client, SignedIn, Unavailable};
+use crate::actors::linked::LinkedAccount;
+use crate::actors::sessions::{CreateSessionError, Start};
+use crate::actors::users::{ExternalError, ExternalIdentity, ExternalOutcome, UnlinkError};
+use crate::domain::{Email, ImageUrl, Name, Timestamp, User, UserId};
+use crate::oauth::{OAuth, OAuthError, Tokens, random_token};
+use crate::store::linked::OAuthFlowRecordV1;
+use crate::store::{StoreError, StoreOp, StoreWriter};
+
+/// How long a started sign-in may take to come back.
+pub const FLOW_LIFETIME: Duration = Duration::from_secs(600);
+
+/// The configured providers, and what finishing a flow needs.
+pub struct Flows {
+    pub oauth: OAuth,
+    /// `[oauth] store_tokens`: the provider's tokens are sealed with the data directory's key and kept.
+    store_tokens: bool,
+    writer: StoreWriter,
+    /// One node finishes its flows one at a time: read, then take, with nothing in between (the store's own
+    /// check makes a flow single use across nodes).
+    taking: tokio::sync::Mutex<()>,
+}
+
+impl Flows {
+    pub fn new(config: &crate::oauth::config::OAuthConfig, writer: StoreWriter) -> Self {
+        Self {
+            oauth: OAuth::new(config),
+            store_tokens: config.store_tokens,
+            writer,
+            taking: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+/// A flow to start, validated by the handler (the URLs are trusted ones).
+pub struct FlowStart {
+    pub provider: String,
+    pub redirect_uri: String,
+    pub callback_url: String,
+    pub error_url: Option<String>,
+    pub new_user_url: Option<String>,
+    pub link_user: Option<UserId>,
+    pub scopes: Vec<String>,
+    pub login_hint: Option<String>,
+}
+
+/// Where to send the browser, and the cookie that binds the flow to it.
+pub struct FlowStarted {
+    pub url: String,
+    pub browser: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("Provider not found")]
+    ProviderNotFound,
+    #[error("the provider cannot be reached: {0}")]
+    Provider(OAuthError),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// What the provider's redirect back carried.
+pub struct Callback<'a> {
+    pub provider: &'a str,
+    pub state: &'a str,
+    pub code: Option<&'a str>,
+    pub error: Option<&'a str>,
+    pub error_description: Option<&'a str>,
+    pub iss: Option<&'a str>,
+    /// The flow cookie the browser sent.
+    pub browser: Option<&'a str>,
+    /// The signed-in user the request's session cookie names, if any (a link must come from them).
+    pub signed_in: Option<UserId>,
+}
+
+/// How a callback ended well.
+pub enum Finished {
+    SignedIn { signed_in: SignedIn, new_user: bool, callback_url: String, new_user_url: Option<String> },
+    Linked { callback_url: String },
+}
+
+/// How a callback failed: with a flow, to its error URL with `?error=code`; without one, as an answer.
+#[derive(Debug)]
+pub enum CallbackError {
+    /// No such flow: never started, finished already (a replay), or expired and swept.
+    NoFlow,
+    Redirect {
+        error_url: String,
+        code: &'static str,
+        description: Option<String>,
+    },
+    Unavailable,
+}
+
+impl Accounts {
+    /// Starts a flow: the authorization URL, and the flow written to the store before it is given out.
+    pub async fn start_flow(&self, start: FlowStart) -> Result<FlowStarted, StartError> {
+        let flows = &self.flows;
+        let provider = flows.oauth.provider(&start.provider).ok_or(StartError::ProviderNotFound)?;
+        let state = random_token();
+        let browser = random_token();
+        let authorization = flows
+            .oauth
+            .authorize(provider, &state, &start.redirect_uri, &start.scopes, start.login_hint.as_deref())
+            .await
+            .map_err(StartError::Provider)?;
+        let record = OAuthFlowRecordV1 {
+            provider: start.provider,
+            pkce_verifier: authorization.pkce_verifier,
+            nonce: authorization.nonce,
+            browser: sha256(&browser),
+            redirect_uri: start.redirect_uri,
+            callback_url: start.callback_url,
+            error_url: start.error_url,
+            new_user_url: start.new_user_url,
+            link_user: start.link_user.map(UserId::to_bytes),
+            expires_at_ms: Timestamp::now().plus(FLOW_LIFETIME).as_millis(),
+        };
+        flows.writer.write(vec![StoreOp::PutFlow(sha256(&state), record)]).await.map_err(|_| Unavailable)?;
+        Ok(FlowStarted { url: authorization.url, browser })
+    }
+
+    /// Finishes a flow: takes it (once), checks it against the browser and the provider's answer, and signs the
+    /// identity in (or links it).
+    pub async fn finish_flow(&self, callback: Callback<'_>, client: Client) -> Result<Finished, CallbackError> {
+        let flow = self.take_flow(&sha256(callback.state)).await?;
+        let error_url = flow.error_url.clone().unwrap_or_else(|| flow.callback_url.clone());
+        let fail = |code: &'static str, description: Option<String>| CallbackError::Redirect {
+            error_url: error_url.clone(),
+            code,
+            description,
+        };
+        let same_browser = callback.browser.is_some_and(|b| bool::from(sha256(b).ct_eq(&flow.browser)));
+        if !same_browser || flow.provider != callback.provider {
+            return Err(fail("state_mismatch", None));
+        }
+        if flow.expires_at_ms < Timestamp::now().as_millis() {
+            return Err(fail("state_expired", None));
+        }
+        if let Some(error) = callback.error {
+            // The provider's own words ("access_denied"): passed on, as better-auth does.
+            let code = match error {
+                "access_denied" => "access_denied",
+                "login_required" => "login_required",
+                "consent_required" => "consent_required",
+                _ => "provider_error",
+            };
+            return Err(fail(code, callback.error_description.map(str::to_owned)));
+        }
+        let provider =
+            self.flows.oauth.provider(&flow.provider).ok_or_else(|| fail("oauth_provider_not_found", None))?;
+        // RFC 9207: a provider that names itself must be the one the flow went to (a mix-up attack otherwise).
+        if let (Some(iss), Some(issuer)) = (callback.iss, provider.config.issuer_url())
+            && iss.trim_end_matches('/') != issuer
+        {
+            return Err(fail("issuer_mismatch", None));
+        }
+        let code = callback.code.ok_or_else(|| fail("no_code", None))?;
+        let (identity, tokens) = self
+            .flows
+            .oauth
+            .finish(provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri)
+            .await
+            .map_err(|e| {
+                tracing::warn!(provider = %flow.provider, error = %e, "a sign-in through a provider failed");
+                fail(e.code(), Some(e.to_string()))
+            })?;
+        let email = identity.email.as_deref().ok_or_else(|| fail("email_not_found", None))?;
+        let email = Email::parse(email).map_err(|_| fail("email_not_found", None))?;
+        let name = identity
+            .name
+            .as_deref()
+            .and_then(|n| Name::parse(n).ok())
+            .or_else(|| Name::parse(email.as_str().split('@').next().unwrap_or("user")).ok())
+            .ok_or_else(|| fail("unable_to_get_user_info", None))?;
+        let image = identity.picture.as_deref().and_then(|p| ImageUrl::parse(p).ok());
+        let link_user = flow.link_user.map(UserId::from_bytes);
+        // A link is made for the session that asked, still signed in in this browser.
+        if link_user.is_some() && link_user != callback.signed_in {
+            return Err(fail("unable_to_link_account", None));
+        }
+        let sealed_tokens = self.flows.store_tokens.then(|| {
+            let plain = serde_json::to_vec(&tokens).unwrap_or_default();
+            self.data_key.seal(&plain, &Tokens::context(&flow.provider, &identity.subject))
+        });
+        drop(tokens);
+        let external = ExternalIdentity {
+            sealed_tokens,
+            provider: flow.provider.clone(),
+            subject: identity.subject,
+            email,
+            email_verified: identity.email_verified,
+            name,
+            image,
+            trusted: provider.config.trusted_for_linking,
+        };
+        let role = self.roles.default_role();
+        let outcome = self.actors.users.external(external, link_user, role, client.ip_address.clone()).await;
+        let outcome = outcome.map_err(|e| match e {
+            ExternalError::NotLinked => fail("account_not_linked", None),
+            ExternalError::LinkedElsewhere => fail("account_already_linked_to_different_user", None),
+            ExternalError::EmailMismatch => fail("email_doesn't_match", None),
+            ExternalError::UserGone => fail("unable_to_link_account", None),
+            ExternalError::Unavailable(_) => CallbackError::Unavailable,
+        })?;
+        let (user, new_user) = match outcome {
+            ExternalOutcome::Linked(_) if link_user.is_some() => {
+                return Ok(Finished::Linked { callback_url: flow.callback_url });
+            }
+            ExternalOutcome::Existing(user) | ExternalOutcome::Linked(user) => (user, false),
+            ExternalOutcome::Created(user) => (user, true),
+        };
+        if self.require_verification && !user.email_verified {
+            return Err(fail("email_not_verified", None));
+        }
+        let started = self.actors.sessions.create(user.id, true, client, Start::SignIn).await;
+        let (token, session) = started.map_err(|e| match e {
+            CreateSessionError::Banned => fail("banned", None),
+            CreateSessionError::UnknownUser => fail("unable_to_create_session", None),
+            CreateSessionError::Unavailable(_) => CallbackError::Unavailable,
+        })?;
+        let user = self.indexes.users.get(user.id).unwrap_or(user);
+        Ok(Finished::SignedIn {
+            signed_in: SignedIn { token, session, user },
+            new_user,
+            callback_url: flow.callback_url,
+            new_user_url: flow.new_user_url,
+        })
+    }
+
+    /// The flow of `hash`, deleted from the store: `NoFlow` when it is not there (or another node took it first).
+    async fn take_flow(&self, hash: &[u8; 32]) -> Result<OAuthFlowRecordV1, CallbackError> {
+        let _one_at_a_time = self.flows.taking.lock().await;
+        let store = Arc::clone(&self.store);
+        let key = *hash;
+        let found = tokio::task::spawn_blocking(move || store.flow(&key))
+            .await
+            .map_err(|_| CallbackError::Unavailable)?
+            .map_err(|_| CallbackError::Unavailable)?;
+        let flow = found.ok_or(CallbackError::NoFlow)?;
+        match self.flows.writer.write(vec![StoreOp::TakeFlow(*hash)]).await {
+            Ok(()) => Ok(flow),
+            Err(StoreError::Conflict(_)) => Err(CallbackError::NoFlow),
+            Err(_) => Err(CallbackError::Unavailable),
+        }
+    }
+
+    /// The identities linked to `user`, oldest first.
+    pub fn linked_accounts(&self, user: UserId) -> Vec<Arc<LinkedAccount>> {
+        self.indexes.accounts.of_user(user)
+    }
+
+    /// Whether `user` has a password (better-auth's "credential" account). An account created through a provider
+    /// has none until a reset or an administrator sets one.
+    pub fn has_password(user: &User) -> bool {
+        !user.password_hash.to_string().is_empty()
+    }
+
+    /// Removes one way into `user`'s account: a linked identity (`Some(id)`) or the password; never the last.
+    pub async fn unlink(
+        &self,
+        user: UserId,
+        account: Option<[u8; 16]>,
+        by: UserId,
+        ip: &str,
+    ) -> Result<(), UnlinkError> {
+        self.actors.users.unlink(user, account, by, ip.to_owned()).await
+    }
+
+    pub fn oauth(&self) -> &OAuth {
+        &self.flows.oauth
+    }
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}

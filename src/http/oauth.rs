@@ -1,0 +1,313 @@
+//! `/api/auth/*` for sign-in through another identity provider, on better-auth's wire: `sign-in/social` (and the
+//! generic plugin's older `sign-in/oauth2`), the provider's redirect back (`callback/{provider}`,
+//! `oauth2/callback/{provider}`), `link-social`, `list-accounts`, `unlink-account`.
+
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::extract::{self, Ctx, Fields};
+use super::fields::{location_value, safe_redirect};
+use super::rate_limits::Limited;
+use super::response::{Body, Failure, ok, with_cookie};
+use crate::accounts::oauth::{Callback, CallbackError, Finished, FlowStart, StartError};
+use crate::accounts::{Accounts, UnlinkError};
+
+/// The fields `sign-in/social` takes (`provider`) and `sign-in/oauth2` (`providerId`).
+const START_FIELDS: [&str; 9] = [
+    "callbackURL",
+    "errorCallbackURL",
+    "newUserCallbackURL",
+    "disableRedirect",
+    "scopes",
+    "idToken",
+    "loginHint",
+    "requestSignUp",
+    "additionalData",
+];
+
+/// Which callback path a flow comes back to: better-auth's core one, or the generic plugin's older one.
+#[derive(Clone, Copy)]
+pub enum Via {
+    Social,
+    OAuth2,
+}
+
+impl Via {
+    fn callback_path(self, provider: &str) -> String {
+        match self {
+            Via::Social => format!("/api/auth/callback/{provider}"),
+            Via::OAuth2 => format!("/api/auth/oauth2/callback/{provider}"),
+        }
+    }
+    fn provider_field(self) -> &'static str {
+        match self {
+            Via::Social => "provider",
+            Via::OAuth2 => "providerId",
+        }
+    }
+}
+
+/// `POST sign-in/social {provider, callbackURL, …}` (and `sign-in/oauth2 {providerId, …}`): `{url, redirect}`,
+/// with `Location` unless `disableRedirect`, and the cookie that binds the flow to this browser.
+pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>, via: Via) -> Result<Response<Body>, Failure> {
+    state.rate_limits.check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let mut known = START_FIELDS.to_vec();
+    known.push(via.provider_field());
+    body.only(&known)?;
+    if body.has("idToken") {
+        // Signing in with an ID token the browser got itself would skip this server's nonce and state.
+        return Err(Failure::new(StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED", "id token not supported"));
+    }
+    let provider = body.string(via.provider_field())?.to_owned();
+    start(state, &ctx, &body, via, provider, None).await
+}
+
+/// `POST link-social {provider, callbackURL, …}`: the same flow, whose identity is linked to the signed-in user.
+pub async fn link_social(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&[
+        "provider",
+        "callbackURL",
+        "errorCallbackURL",
+        "disableRedirect",
+        "scopes",
+        "idToken",
+        "loginHint",
+        "requestSignUp",
+        "additionalData",
+    ])?;
+    if body.has("idToken") {
+        return Err(Failure::new(StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED", "id token not supported"));
+    }
+    let provider = body.string("provider")?.to_owned();
+    start(state, &ctx, &body, Via::Social, provider, Some(current.user.id)).await
+}
+
+async fn start(
+    state: &AppState,
+    ctx: &Ctx,
+    body: &Fields,
+    via: Via,
+    provider: String,
+    link_user: Option<crate::domain::UserId>,
+) -> Result<Response<Body>, Failure> {
+    let trusted = |key: &str, code: &'static str| -> Result<Option<String>, Failure> {
+        match body.optional_string(key)? {
+            None => Ok(None),
+            Some(url) => safe_redirect(state, ctx, url)
+                .map(Some)
+                .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, code, format!("Invalid {key}"))),
+        }
+    };
+    let callback_url = trusted("callbackURL", "INVALID_CALLBACK_URL")?.unwrap_or_else(|| "/".to_owned());
+    let error_url = trusted("errorCallbackURL", "INVALID_ERROR_CALLBACK_URL")?;
+    let new_user_url = trusted("newUserCallbackURL", "INVALID_NEW_USER_CALLBACK_URL")?;
+    let disable_redirect = body.optional_bool("disableRedirect")?.unwrap_or(false);
+    let scopes = scopes(body)?;
+    let login_hint = body.optional_string("loginHint")?.map(str::to_owned);
+    let own = state.origins.own(ctx.host()).ok_or_else(|| Failure::bad_request("BAD_REQUEST", "No Host header"))?;
+    let start = FlowStart {
+        redirect_uri: format!("{own}{}", via.callback_path(&provider)),
+        provider,
+        callback_url,
+        error_url,
+        new_user_url,
+        link_user,
+        scopes,
+        login_hint,
+    };
+    let started = state.accounts.start_flow(start).await.map_err(|e| match e {
+        StartError::ProviderNotFound => Failure::new(StatusCode::NOT_FOUND, "PROVIDER_NOT_FOUND", "Provider not found"),
+        StartError::Provider(e) => {
+            tracing::warn!(error = %e, "a provider's discovery failed");
+            Failure::new(StatusCode::BAD_GATEWAY, "PROVIDER_UNAVAILABLE", "The identity provider cannot be reached")
+        }
+        StartError::Unavailable(u) => u.into(),
+    })?;
+    let mut answer = ok(&json!({"url": started.url, "redirect": !disable_redirect}));
+    if !disable_redirect && let Ok(location) = HeaderValue::from_str(&started.url) {
+        answer.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(with_cookie(answer, flow_cookie(state, &started.browser, FLOW_COOKIE_AGE)))
+}
+
+/// `scopes`: an array of scope names (letters, digits and `:._-/`), asked for beyond the configured ones.
+fn scopes(body: &Fields) -> Result<Vec<String>, Failure> {
+    let bad = || Failure::validation("[body.scopes] Invalid input: expected an array of scope names");
+    match body.get("scopes") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) if items.len() <= 32 => items
+            .iter()
+            .map(|v| match v.as_str() {
+                Some(s)
+                    if !s.is_empty()
+                        && s.len() <= 128
+                        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b":._-/".contains(&b)) =>
+                {
+                    Ok(s.to_owned())
+                }
+                _ => Err(bad()),
+            })
+            .collect(),
+        Some(_) => Err(bad()),
+    }
+}
+
+const FLOW_COOKIE_AGE: u64 = 600;
+
+/// The cookie naming this browser's flow: HttpOnly, `SameSite=Lax` (the provider's redirect back is a top-level
+/// navigation, which carries it), only on the callback paths.
+fn flow_cookie(state: &AppState, value: &str, max_age: u64) -> HeaderValue {
+    let secure = if state.cookies.secure { "; Secure" } else { "" };
+    let name = flow_cookie_name(state);
+    HeaderValue::from_str(&format!("{name}={value}; Max-Age={max_age}; Path=/api/auth; HttpOnly{secure}; SameSite=Lax"))
+        .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn flow_cookie_name(state: &AppState) -> String {
+    // The session cookie's prefix (and `__Secure-` with it).
+    state.cookies.name.replace(".session_token", ".oauth_flow")
+}
+
+/// `GET callback/{provider}?code&state[&iss]` (and `oauth2/callback/{provider}`): the session cookie and 302 to
+/// the flow's callback URL (or its new-user URL), or 302 to its error URL with `?error=`. A POST (Apple's
+/// `form_post`) is turned into the GET, as better-auth does, so the browser's cookies come with it.
+pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let path = req.uri().path().to_owned();
+    let provider = path.rsplit('/').next().unwrap_or_default().to_owned();
+    if req.method() == Method::POST {
+        let form = extract::form_body(req, state.body_timeout()).await?;
+        let kept: Vec<(String, String)> = form
+            .into_iter()
+            .filter(|(k, _)| ["code", "state", "error", "error_description", "iss", "user"].contains(&k.as_str()))
+            .collect();
+        let query: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(kept).finish();
+        return Ok(redirect(&format!("{path}?{query}")));
+    }
+    let query = req.uri().query();
+    let value = |name: &str| extract::query_value(query, name);
+    let Some(state_param) = value("state") else {
+        return Err(Failure::bad_request("STATE_NOT_FOUND", "State not found"));
+    };
+    let (code, error, error_description, iss) =
+        (value("code"), value("error"), value("error_description"), value("iss"));
+    let headers = req.headers();
+    let browser = extract::cookie(headers, &flow_cookie_name(state)).map(str::to_owned);
+    let signed_in = match extract::session_token(state, headers) {
+        Some(token) => state.accounts.current(&token)?.map(|c| c.user.id),
+        None => None,
+    };
+    let client = extract::client(&ctx, headers);
+    let callback = Callback {
+        provider: &provider,
+        state: &state_param,
+        code: code.as_deref(),
+        error: error.as_deref(),
+        error_description: error_description.as_deref(),
+        iss: iss.as_deref(),
+        browser: browser.as_deref(),
+        signed_in,
+    };
+    let finished = state.accounts.finish_flow(callback, client).await;
+    let clear = flow_cookie(state, "", 0);
+    match finished {
+        Ok(Finished::SignedIn { signed_in, new_user, callback_url, new_user_url }) => {
+            let target = if new_user { new_user_url.unwrap_or(callback_url) } else { callback_url };
+            let answer = with_cookie(redirect(&target), state.cookies.set(signed_in.token.as_str(), true));
+            Ok(with_cookie(answer, clear))
+        }
+        Ok(Finished::Linked { callback_url }) => Ok(with_cookie(redirect(&callback_url), clear)),
+        Err(CallbackError::NoFlow) => {
+            Err(Failure::bad_request("STATE_NOT_FOUND", "This sign-in was finished already, expired, or never started"))
+        }
+        Err(CallbackError::Redirect { error_url, code, description }) => {
+            let mut params = url::form_urlencoded::Serializer::new(String::new());
+            params.append_pair("error", code);
+            if let Some(d) = description {
+                params.append_pair("error_description", &d);
+            }
+            let separator = if error_url.contains('?') { '&' } else { '?' };
+            Ok(with_cookie(redirect(&format!("{error_url}{separator}{}", params.finish())), clear))
+        }
+        Err(CallbackError::Unavailable) => Err(Failure::unavailable()),
+    }
+}
+
+/// `GET list-accounts`: the password (`credential`, when the account has one) and every linked identity.
+pub async fn list_accounts(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers())?;
+    let user = &current.user;
+    let user_id = user.id.to_string();
+    let mut listed = Vec::new();
+    if Accounts::has_password(user) {
+        listed.push(json!({
+            "id": user_id,
+            "providerId": "credential",
+            "accountId": user_id,
+            "userId": user_id,
+            "scopes": [],
+            "createdAt": user.created_at.to_rfc3339(),
+            "updatedAt": user.updated_at.to_rfc3339(),
+        }));
+    }
+    for a in state.accounts.linked_accounts(user.id) {
+        listed.push(json!({
+            "id": a.id_string(),
+            "providerId": a.provider,
+            "accountId": a.subject,
+            "userId": user_id,
+            "scopes": [],
+            "createdAt": a.created_at.to_rfc3339(),
+            "updatedAt": a.updated_at.to_rfc3339(),
+        }));
+    }
+    Ok(ok(&listed))
+}
+
+/// `POST unlink-account {accountId[, providerId]}`: `accountId` is an id `list-accounts` gave (or, with
+/// `providerId`, the provider's own id of the person); never the last way into the account. Needs a fresh session.
+pub async fn unlink_account(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    if current.session.created_at.plus(super::account::FRESH_AGE) <= crate::domain::Timestamp::now() {
+        return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
+    }
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["accountId", "providerId"])?;
+    let account_id = body.string("accountId")?;
+    let provider = body.optional_string("providerId")?;
+    let user = &current.user;
+    let not_found = || Failure::bad_request("ACCOUNT_NOT_FOUND", "Account not found");
+    let target = if provider == Some("credential") || (provider.is_none() && account_id == user.id.to_string()) {
+        None
+    } else {
+        let linked = state.accounts.linked_accounts(user.id);
+        let found = linked.iter().find(|a| match provider {
+            Some(p) => a.provider == p && (a.subject == account_id || a.id_string() == account_id),
+            None => a.id_string() == account_id,
+        });
+        Some(found.ok_or_else(not_found)?.id)
+    };
+    state.accounts.unlink(user.id, target, current.actor(), &ctx.ip.to_string()).await.map_err(|e| match e {
+        UnlinkError::NotFound => not_found(),
+        UnlinkError::LastWayIn => {
+            Failure::bad_request("FAILED_TO_UNLINK_LAST_ACCOUNT", "You can't unlink your last account")
+        }
+        UnlinkError::Unavailable(u) => u.into(),
+    })?;
+    Ok(ok(&json!({"status": true})))
+}
+
+fn redirect(target: &str) -> Response<Body> {
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::FOUND;
+    if let Ok(location) = HeaderValue::from_str(&location_value(target)) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

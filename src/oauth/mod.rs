@@ -1,0 +1,404 @@
+//! Sign-in through another identity provider: OpenID Connect (any provider by its issuer, with discovery) and
+//! GitHub's OAuth 2, always the authorization code flow with PKCE (S256).
+//!
+//! - [`config`]: `[[oauth.providers]]`, presets, secrets;
+//! - [`cache`]: discovery documents and signing keys kept as the provider's cache headers say;
+//! - [`github`]: GitHub's user API;
+//! - this file: the authorization URL, and the callback's code exchange and ID token check (issuer, audience,
+//!   expiry, nonce, signature with the provider's keys, only the algorithms its metadata names), through the
+//!   `openidconnect` crate. Which account the identity signs into is the users actor's (`ExternalIdentity`); the
+//!   flow's state is the store's (src/accounts/oauth.rs).
+//!
+//! Outgoing requests never follow redirects (a provider's endpoint cannot bounce the server elsewhere) and time
+//! out after [`TIMEOUT`]. No token, code or secret is ever logged.
+
+pub mod cache;
+pub mod config;
+pub mod github;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use openidconnect::core::{
+    CoreAuthenticationFlow, CoreClient, CoreIdTokenClaims, CoreJsonWebKeySet, CoreProviderMetadata, CoreUserInfoClaims,
+};
+use openidconnect::{
+    AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
+};
+
+use self::cache::Cached;
+use self::config::{OAuthConfig, ProviderConfig, ProviderKind};
+
+/// How long a request to a provider may take.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Who signed in, as the provider says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub subject: String,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub name: Option<String>,
+    pub picture: Option<String>,
+}
+
+/// The provider's tokens from the callback's exchange, kept (sealed) only with `[oauth] store_tokens = true`.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tokens {
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    pub id_token: Option<String>,
+    /// When the access token expires, ms since the epoch.
+    pub expires_at_ms: Option<i64>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tokens(<redacted>)")
+    }
+}
+
+impl Tokens {
+    fn of<T: OAuth2TokenResponse>(tokens: &T, id_token: Option<String>) -> Self {
+        let expires_at_ms = tokens.expires_in().map(|d| crate::domain::Timestamp::now().plus(d).as_millis());
+        Self {
+            access_token: tokens.access_token().secret().clone(),
+            refresh_token: tokens.refresh_token().map(|t| t.secret().clone()),
+            id_token,
+            expires_at_ms,
+        }
+    }
+
+    /// What the tokens are sealed to: the provider and the person, so a sealed value cannot be moved to another
+    /// linked account and still open.
+    pub fn context(provider: &str, subject: &str) -> Vec<u8> {
+        format!("oauth-tokens\0{provider}\0{subject}").into_bytes()
+    }
+}
+
+/// Where to send the browser, and what the callback needs to finish (kept in the store, not the browser).
+pub struct Authorization {
+    pub url: String,
+    pub pkce_verifier: String,
+    pub nonce: String,
+}
+
+/// Why a callback did not give an identity. `code()` is what the error redirect's `?error=` says.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthError {
+    #[error("the provider's discovery document or keys could not be read: {0}")]
+    Discovery(String),
+    #[error("the provider refused the authorization code: {0}")]
+    Exchange(String),
+    #[error("the ID token is not valid: {0}")]
+    IdToken(String),
+    #[error("the provider's user information could not be read: {0}")]
+    UserInfo(String),
+}
+
+impl OAuthError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Discovery(_) => "provider_unavailable",
+            Self::Exchange(_) => "invalid_code",
+            Self::IdToken(_) => "invalid_id_token",
+            Self::UserInfo(_) => "unable_to_get_user_info",
+        }
+    }
+}
+
+/// Every configured provider and the HTTP client that speaks to them.
+pub struct OAuth {
+    providers: HashMap<String, Provider>,
+    http: reqwest::Client,
+}
+
+pub struct Provider {
+    pub config: ProviderConfig,
+    metadata: Cached<CoreProviderMetadata>,
+    keys: Cached<CoreJsonWebKeySet>,
+}
+
+impl OAuth {
+    pub fn new(config: &OAuthConfig) -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(TIMEOUT)
+            .user_agent(concat!("service-auth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
+        let providers = config
+            .providers
+            .iter()
+            .map(|p| {
+                let provider = Provider { config: p.clone(), metadata: Cached::default(), keys: Cached::default() };
+                (p.id.clone(), provider)
+            })
+            .collect();
+        Self { providers, http }
+    }
+
+    pub fn provider(&self, id: &str) -> Option<&Provider> {
+        self.providers.get(id)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.providers.is_empty()
+    }
+
+    /// The authorization URL for a new flow with `state`, answered to `redirect_uri`; `scopes` are asked for in
+    /// addition to the configured ones.
+    pub async fn authorize(
+        &self,
+        provider: &Provider,
+        state: &str,
+        redirect_uri: &str,
+        scopes: &[String],
+        login_hint: Option<&str>,
+    ) -> Result<Authorization, OAuthError> {
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let redirect = RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::Discovery(e.to_string()))?;
+        let mut wanted = provider.config.scopes();
+        wanted.extend(scopes.iter().filter(|s| !provider.config.scopes().contains(s)).cloned());
+        let state = state.to_owned();
+        let (url, nonce) = match provider.config.kind() {
+            ProviderKind::Oidc => {
+                let metadata = self.metadata(provider, false).await?;
+                let client =
+                    CoreClient::from_provider_metadata(metadata, client_id(provider), None).set_redirect_uri(redirect);
+                let nonce = random_token();
+                let n = nonce.clone();
+                let mut request = client
+                    .authorize_url(
+                        CoreAuthenticationFlow::AuthorizationCode,
+                        move || CsrfToken::new(state),
+                        move || Nonce::new(n),
+                    )
+                    .set_pkce_challenge(challenge);
+                for scope in wanted.iter().filter(|s| *s != "openid") {
+                    request = request.add_scope(Scope::new(scope.clone()));
+                }
+                if let Some(mode) = provider.config.response_mode() {
+                    request = request.add_extra_param("response_mode", mode);
+                }
+                if let Some(hint) = login_hint {
+                    request = request.add_extra_param("login_hint", hint.to_owned());
+                }
+                let (url, _, _) = request.url();
+                (url, nonce)
+            }
+            ProviderKind::Github => {
+                let client = github_client(provider)?.set_redirect_uri(redirect);
+                let mut request = client.authorize_url(move || CsrfToken::new(state)).set_pkce_challenge(challenge);
+                for scope in &wanted {
+                    request = request.add_scope(oauth2::Scope::new(scope.clone()));
+                }
+                if let Some(hint) = login_hint {
+                    request = request.add_extra_param("login", hint.to_owned());
+                }
+                let (url, _) = request.url();
+                (url, String::new())
+            }
+        };
+        Ok(Authorization { url: url.to_string(), pkce_verifier: verifier.secret().clone(), nonce })
+    }
+
+    /// The callback: exchanges `code` (with the flow's PKCE verifier) and says who signed in. OpenID Connect: the
+    /// ID token must be valid and carry the flow's `nonce`; claims it lacks (some providers put the address only
+    /// there) are read from the user-info endpoint, which must name the same subject.
+    pub async fn finish(
+        &self,
+        provider: &Provider,
+        code: &str,
+        pkce_verifier: &str,
+        nonce: &str,
+        redirect_uri: &str,
+    ) -> Result<(Identity, Tokens), OAuthError> {
+        let redirect = RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::Exchange(e.to_string()))?;
+        let code = AuthorizationCode::new(code.to_owned());
+        let verifier = PkceCodeVerifier::new(pkce_verifier.to_owned());
+        match provider.config.kind() {
+            ProviderKind::Oidc => {
+                let metadata = self.metadata(provider, false).await?;
+                let client =
+                    CoreClient::from_provider_metadata(metadata.clone(), client_id(provider), secret(provider))
+                        .set_redirect_uri(redirect);
+                let tokens = client
+                    .exchange_code(code)
+                    .map_err(|e| OAuthError::Exchange(e.to_string()))?
+                    .set_pkce_verifier(verifier)
+                    .request_async(&self.http)
+                    .await
+                    .map_err(|e| OAuthError::Exchange(describe(&e)))?;
+                let id_token = tokens.id_token().ok_or_else(|| OAuthError::IdToken("the provider sent none".into()))?;
+                let nonce = Nonce::new(nonce.to_owned());
+                let verify = |keys: CoreJsonWebKeySet| {
+                    let with_keys = metadata.clone().set_jwks(keys);
+                    let client = CoreClient::from_provider_metadata(with_keys, client_id(provider), secret(provider));
+                    id_token.claims(&client.id_token_verifier(), &nonce).cloned()
+                };
+                let claims: CoreIdTokenClaims = match verify(self.keys(provider, &metadata, false).await?) {
+                    Ok(claims) => claims,
+                    // A key the cached set lacks: the provider may have rotated its keys. Fetched again, once.
+                    Err(openidconnect::ClaimsVerificationError::SignatureVerification(_)) => {
+                        verify(self.keys(provider, &metadata, true).await?)
+                            .map_err(|e| OAuthError::IdToken(e.to_string()))?
+                    }
+                    Err(e) => return Err(OAuthError::IdToken(e.to_string())),
+                };
+                let mut identity = Identity {
+                    subject: claims.subject().as_str().to_owned(),
+                    email: claims.email().map(|e| e.as_str().to_owned()),
+                    email_verified: claims.email_verified().unwrap_or(false),
+                    name: claims.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned()),
+                    picture: claims.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned()),
+                };
+                if identity.email.is_none() && metadata.userinfo_endpoint().is_some() {
+                    let info: CoreUserInfoClaims = client
+                        .user_info(tokens.access_token().clone(), Some(claims.subject().clone()))
+                        .map_err(|e| OAuthError::UserInfo(e.to_string()))?
+                        .request_async(&self.http)
+                        .await
+                        .map_err(|e| OAuthError::UserInfo(describe(&e)))?;
+                    identity.email = info.email().map(|e| e.as_str().to_owned());
+                    identity.email_verified = info.email_verified().unwrap_or(false);
+                    if identity.name.is_none() {
+                        identity.name = info.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned());
+                    }
+                    if identity.picture.is_none() {
+                        identity.picture = info.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned());
+                    }
+                }
+                let kept = Tokens::of(&tokens, Some(id_token.to_string()));
+                Ok((identity, kept))
+            }
+            ProviderKind::Github => {
+                let client = github_client(provider)?.set_redirect_uri(redirect);
+                let tokens = client
+                    .exchange_code(code)
+                    .set_pkce_verifier(verifier)
+                    .request_async(&self.http)
+                    .await
+                    .map_err(|e| OAuthError::Exchange(describe(&e)))?;
+                let bearer = tokens.access_token().secret();
+                let user = self.github_get(github::USER_URL, bearer).await?;
+                let emails = self.github_get(github::EMAILS_URL, bearer).await.ok();
+                let identity = github::identity(&user, emails.as_deref()).map_err(OAuthError::UserInfo)?;
+                Ok((identity, Tokens::of(&tokens, None)))
+            }
+        }
+    }
+
+    async fn github_get(&self, url: &str, bearer: &str) -> Result<Vec<u8>, OAuthError> {
+        let answer = self
+            .http
+            .get(url)
+            .bearer_auth(bearer)
+            .header("accept", "application/vnd.github+json")
+            .send()
+            .await
+            .map_err(|e| OAuthError::UserInfo(e.without_url().to_string()))?;
+        if !answer.status().is_success() {
+            return Err(OAuthError::UserInfo(format!("{url} answered {}", answer.status())));
+        }
+        Ok(answer.bytes().await.map_err(|e| OAuthError::UserInfo(e.to_string()))?.to_vec())
+    }
+
+    /// The provider's discovery document; its `issuer` must be the configured one exactly.
+    async fn metadata(&self, provider: &Provider, refetch: bool) -> Result<CoreProviderMetadata, OAuthError> {
+        let issuer = provider.config.issuer_url().ok_or_else(|| OAuthError::Discovery("no issuer".into()))?;
+        provider
+            .metadata
+            .get(refetch, || async {
+                let url = format!("{issuer}/.well-known/openid-configuration");
+                let (body, fresh) = self.fetch(&url).await?;
+                let metadata: CoreProviderMetadata =
+                    serde_json::from_slice(&body).map_err(|e| OAuthError::Discovery(format!("{url}: {e}")))?;
+                let expected = IssuerUrl::new(issuer.clone()).map_err(|e| OAuthError::Discovery(e.to_string()))?;
+                if metadata.issuer() != &expected {
+                    return Err(OAuthError::Discovery(format!(
+                        "{url} names the issuer {:?}, not {issuer:?}",
+                        metadata.issuer().as_str()
+                    )));
+                }
+                Ok((metadata, fresh))
+            })
+            .await
+    }
+
+    async fn keys(
+        &self,
+        provider: &Provider,
+        metadata: &CoreProviderMetadata,
+        refetch: bool,
+    ) -> Result<CoreJsonWebKeySet, OAuthError> {
+        let url = metadata.jwks_uri().url().to_string();
+        provider
+            .keys
+            .get(refetch, || async {
+                let (body, fresh) = self.fetch(&url).await?;
+                let keys: CoreJsonWebKeySet =
+                    serde_json::from_slice(&body).map_err(|e| OAuthError::Discovery(format!("{url}: {e}")))?;
+                Ok((keys, fresh))
+            })
+            .await
+    }
+
+    async fn fetch(&self, url: &str) -> Result<(Vec<u8>, Duration), OAuthError> {
+        let answer = self.http.get(url).send().await.map_err(|e| OAuthError::Discovery(e.without_url().to_string()))?;
+        if !answer.status().is_success() {
+            return Err(OAuthError::Discovery(format!("{url} answered {}", answer.status())));
+        }
+        let fresh = cache::freshness(answer.headers().get("cache-control").and_then(|v| v.to_str().ok()));
+        let body = answer.bytes().await.map_err(|e| OAuthError::Discovery(e.to_string()))?;
+        Ok((body.to_vec(), fresh))
+    }
+}
+
+fn client_id(provider: &Provider) -> ClientId {
+    ClientId::new(provider.config.client_id.clone())
+}
+
+fn secret(provider: &Provider) -> Option<ClientSecret> {
+    provider.config.client_secret.as_ref().map(|s| ClientSecret::new(s.expose().to_owned()))
+}
+
+type GithubClient = oauth2::basic::BasicClient<
+    oauth2::EndpointSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointSet,
+>;
+
+fn github_client(provider: &Provider) -> Result<GithubClient, OAuthError> {
+    let bad = |e: oauth2::url::ParseError| OAuthError::Discovery(e.to_string());
+    let mut client = oauth2::basic::BasicClient::new(oauth2::ClientId::new(provider.config.client_id.clone()))
+        .set_auth_uri(oauth2::AuthUrl::new(github::AUTHORIZE_URL.into()).map_err(bad)?)
+        .set_token_uri(oauth2::TokenUrl::new(github::TOKEN_URL.into()).map_err(bad)?);
+    if let Some(secret) = &provider.config.client_secret {
+        client = client.set_client_secret(oauth2::ClientSecret::new(secret.expose().to_owned()));
+    }
+    Ok(client)
+}
+
+/// A request error without what might carry a secret (the token endpoint's answer body is kept: it says why).
+fn describe<E: std::error::Error>(e: &E) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+/// 256 random bits, base64url: a `state`, a nonce, a flow cookie.
+pub fn random_token() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the system's random source");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}

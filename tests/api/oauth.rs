@@ -1,0 +1,562 @@
+//! Sign-in through another identity provider, end to end against a real OpenID Connect provider: `oidc-provider`
+//! (npm, OpenID Certified) started on loopback by each test (tests/oidc/provider.mjs), driven through plain HTTP
+//! as a browser would be: the service's start call, the provider's login page, its redirect back, the service's
+//! callback. Nothing is mocked: the ID tokens are the provider's, signed with its keys.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use service_auth::oauth::config::{ProviderConfig, Secret};
+
+use super::harness::*;
+
+// ---------------------------------------------------------------------------------------------------------------
+// The provider
+
+/// `npm ci` in tests/oidc once per test run, when its packages are missing (CI installs them first).
+fn node_helper() -> &'static Path {
+    static INSTALLED: Mutex<bool> = Mutex::new(false);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oidc");
+    let mut installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
+    if !*installed && !dir.join("node_modules/oidc-provider").is_dir() {
+        let status = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir).status();
+        assert!(status.is_ok_and(|s| s.success()), "npm ci in tests/oidc failed");
+    }
+    *installed = true;
+    Box::leak(dir.into_boxed_path())
+}
+
+/// A running oidc-provider: its issuer, and its stdin (closing it ends the provider).
+struct Idp {
+    issuer: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: BufReader<std::process::ChildStdout>,
+}
+
+impl Idp {
+    fn start() -> Self {
+        let dir = node_helper();
+        let mut child = Command::new("node")
+            .arg(dir.join("provider.mjs"))
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node tests/oidc/provider.mjs");
+        let stdin = child.stdin.take();
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        lines.read_line(&mut line).expect("the provider's first line");
+        let issuer = serde_json::from_str::<Value>(&line).expect("issuer line")["issuer"].as_str().unwrap().to_owned();
+        Self { issuer, child, stdin, lines }
+    }
+
+    /// Registers the clients (and the provider's misbehaviour, if any) once the service's address is known.
+    fn configure(&mut self, options: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{options}").unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.lines.read_line(&mut line).expect("the provider's ready line");
+        assert!(line.contains("ready"), "{line}");
+    }
+}
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn provider(id: &str, issuer: &str, client_id: &str, trusted: bool) -> ProviderConfig {
+    let text =
+        format!("id = \"{id}\"\nissuer = \"{issuer}\"\nclient_id = \"{client_id}\"\nclient_secret_env = \"UNUSED\"\n");
+    let mut p: ProviderConfig = toml::from_str(&text).unwrap();
+    p.trusted_for_linking = trusted;
+    p.client_secret = Some(Secret::new(format!("{client_id}-secret")));
+    p
+}
+
+/// A service with two providers on one oidc-provider: `local` (trusted for linking) and `other` (not), the
+/// provider misbehaving as `misbehaviour` says (`{}`: not at all).
+async fn setup(misbehaviour: Value) -> (TestServer, Idp) {
+    let mut idp = Idp::start();
+    let issuer = idp.issuer.clone();
+    let server = TestServer::start_adjusted(|c| {
+        c.oauth.providers = vec![provider("local", &issuer, "svc", true), provider("other", &issuer, "svc2", false)];
+    })
+    .await;
+    let base = format!("http://{}", server.addr);
+    let uris =
+        |id: &str| json!([format!("{base}/api/auth/callback/{id}"), format!("{base}/api/auth/oauth2/callback/{id}")]);
+    let mut options = json!({"clients": [
+        {"client_id": "svc", "client_secret": "svc-secret", "redirect_uris": uris("local")},
+        {"client_id": "svc2", "client_secret": "svc2-secret", "redirect_uris": uris("other")},
+    ]});
+    if let (Some(o), Some(m)) = (options.as_object_mut(), misbehaviour.as_object()) {
+        o.extend(m.clone());
+    }
+    idp.configure(options);
+    (server, idp)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A browser: cookies per host, redirects followed by hand
+
+struct Browser {
+    http: reqwest::Client,
+    jar: HashMap<String, HashMap<String, String>>,
+    /// Callbacks go to this node (the last one on two nodes: the flow started on the first). Both nodes are one
+    /// service behind one origin, so they share the cookies of the first.
+    callback_base: Option<String>,
+    service_host: String,
+    /// Two nodes: a request through the harness's client returns once both nodes have applied every change, so
+    /// what the browser changed on one node is seen on the other (as after the harness's own requests).
+    sync: Option<Client>,
+}
+
+struct Page {
+    url: String,
+    status: u16,
+    location: Option<String>,
+    body: String,
+}
+
+impl Browser {
+    fn new(server: &TestServer) -> Self {
+        let http = reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let callback_base = server.nodes.last().map(|n| n.base.clone()).filter(|b| *b != server.client.base);
+        let sync = callback_base.as_ref().map(|_| server.client.clone());
+        Self { http, jar: HashMap::new(), callback_base, service_host: Self::host(&server.client.base), sync }
+    }
+
+    /// The cookie jar's key for `url`: its host and port, the first node's for every node.
+    fn jar_key(&self, url: &str) -> String {
+        match &self.callback_base {
+            Some(other) if url.starts_with(other.as_str()) => self.service_host.clone(),
+            _ => Self::host(url),
+        }
+    }
+
+    fn host(url: &str) -> String {
+        url::Url::parse(url)
+            .map(|u| format!("{}:{}", u.host_str().unwrap_or(""), u.port_or_known_default().unwrap_or(0)))
+            .unwrap()
+    }
+
+    fn cookie_header(&self, url: &str) -> String {
+        let jar = self.jar.get(&self.jar_key(url));
+        jar.map(|c| c.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")).unwrap_or_default()
+    }
+
+    fn session(&self, server: &TestServer) -> Option<String> {
+        self.jar.get(&Self::host(&server.client.base)).and_then(|c| c.get(COOKIE)).cloned()
+    }
+
+    async fn send(&mut self, method: reqwest::Method, url: &str, body: Option<(&str, String)>) -> Page {
+        let mut req = self.http.request(method, url).header("cookie", self.cookie_header(url));
+        if let Some((content_type, body)) = body {
+            req = req.header("content-type", content_type).body(body);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let host = self.jar_key(url);
+        for value in resp.headers().get_all("set-cookie") {
+            let cookie = SetCookie::parse(value.to_str().unwrap());
+            let jar = self.jar.entry(host.clone()).or_default();
+            if cookie.attr("max-age") == Some("0") {
+                jar.remove(&cookie.name);
+            } else {
+                jar.insert(cookie.name.clone(), cookie.value.clone());
+            }
+        }
+        let location = resp
+            .headers()
+            .get("location")
+            .map(|l| url::Url::parse(url).unwrap().join(l.to_str().unwrap()).unwrap().to_string());
+        let body = resp.text().await.unwrap_or_default();
+        if let Some(client) = &self.sync {
+            client.get("/api/auth/ok").send().await;
+        }
+        Page { url: url.to_owned(), status, location, body }
+    }
+
+    async fn post_json(&mut self, url: &str, body: &Value) -> Page {
+        self.send(reqwest::Method::POST, url, Some(("application/json", body.to_string()))).await
+    }
+
+    /// Follows `url` through the provider (logging in as `login` when it asks) until the service's callback
+    /// answers; returns that answer.
+    async fn through_provider(&mut self, url: &str, login: &str) -> Page {
+        let mut page = self.send(reqwest::Method::GET, url, None).await;
+        for _ in 0..12 {
+            if page.url.contains("/api/auth/callback/") || page.url.contains("/api/auth/oauth2/callback/") {
+                return page;
+            }
+            match (page.status, page.location.clone()) {
+                (300..=399, Some(next)) => {
+                    let next = match (&self.callback_base, next.contains("/api/auth/")) {
+                        (Some(other), true) => format!("{other}{}", &next[next.find("/api/auth/").unwrap()..]),
+                        _ => next,
+                    };
+                    page = self.send(reqwest::Method::GET, &next, None).await;
+                }
+                (200, _) if page.body.contains("name=\"login\"") => {
+                    let form =
+                        format!("login={}", url::form_urlencoded::byte_serialize(login.as_bytes()).collect::<String>());
+                    let at = page.url.clone();
+                    page =
+                        self.send(reqwest::Method::POST, &at, Some(("application/x-www-form-urlencoded", form))).await;
+                }
+                _ => panic!("stuck at {} ({}): {}", page.url, page.status, page.body),
+            }
+        }
+        panic!("too many redirects");
+    }
+
+    /// `sign-in/social` for `provider` as `login`: the callback's answer.
+    async fn sign_in(&mut self, server: &TestServer, provider: &str, login: &str) -> Page {
+        let start = self.start(server, "/api/auth/sign-in/social", &json!({"provider": provider})).await;
+        self.through_provider(&start, login).await
+    }
+
+    async fn start(&mut self, server: &TestServer, path: &str, body: &Value) -> String {
+        let mut body = body.clone();
+        let fields = body.as_object_mut().unwrap();
+        for (k, v) in [("callbackURL", "/home"), ("newUserCallbackURL", "/welcome"), ("errorCallbackURL", "/oops")] {
+            // link-social has no new-user URL: it makes no account.
+            if !(path.ends_with("link-social") && k == "newUserCallbackURL") {
+                fields.entry(k).or_insert(json!(v));
+            }
+        }
+        let page = self.post_json(&format!("{}{path}", server.client.base), &body).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let answer: Value = serde_json::from_str(&page.body).unwrap();
+        assert_eq!(answer["redirect"], true);
+        assert_eq!(page.location.as_deref(), answer["url"].as_str(), "Location is the URL");
+        answer["url"].as_str().unwrap().to_owned()
+    }
+}
+
+fn redirected_to(page: &Page) -> String {
+    assert_eq!(page.status, 302, "{} answered {}: {}", page.url, page.status, page.body);
+    let location = page.location.clone().unwrap();
+    let url = url::Url::parse(&location).unwrap();
+    match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+fn error_of(page: &Page) -> String {
+    let target = redirected_to(page);
+    assert!(target.starts_with("/oops?"), "expected the error URL, got {target}");
+    extract_query(&target, "error")
+}
+
+fn extract_query(target: &str, name: &str) -> String {
+    let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+async fn accounts_of(server: &TestServer, cookie: &str) -> Vec<Value> {
+    let resp = server.client.get("/api/auth/list-accounts").cookie(cookie).send().await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    resp.json().as_array().unwrap().clone()
+}
+
+fn providers(accounts: &[Value]) -> Vec<&str> {
+    accounts.iter().map(|a| a["providerId"].as_str().unwrap()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tests
+
+#[tokio::test]
+async fn a_new_identity_gets_an_account_without_a_password_and_returns_to_it() {
+    let (server, _idp) = setup(json!({})).await;
+    let mut browser = Browser::new(&server);
+    let first = browser.sign_in(&server, "local", "alice@example.com").await;
+    assert_eq!(redirected_to(&first), "/welcome", "a new account goes to newUserCallbackURL");
+    let cookie = browser.session(&server).expect("a session cookie");
+    let session = server.client.session(&cookie).await;
+    assert_eq!(session["user"]["email"], "alice@example.com");
+    assert_eq!(session["user"]["emailVerified"], true, "the provider verified it");
+    assert_eq!(session["user"]["name"], "Alice");
+    let accounts = accounts_of(&server, &cookie).await;
+    assert_eq!(providers(&accounts), ["local"], "no password, so no credential account");
+    assert_eq!(accounts[0]["accountId"], "alice@example.com");
+    assert_eq!(accounts[0]["userId"], session["user"]["id"]);
+
+    // Returning, from another browser: the same account, to callbackURL.
+    let mut other = Browser::new(&server);
+    let again = other.sign_in(&server, "local", "alice@example.com").await;
+    assert_eq!(redirected_to(&again), "/home");
+    let again = server.client.session(&other.session(&server).unwrap()).await;
+    assert_eq!(again["user"]["id"], session["user"]["id"]);
+
+    // No password: nothing signs in with one, not even an empty one.
+    for password in ["", "anything at all"] {
+        let resp = server.client.sign_in_body(&json!({"email": "alice@example.com", "password": password})).await;
+        assert!(resp.status == 401 || resp.status == 400, "{}: {}", resp.status, resp.text);
+    }
+
+    // Audited: the creation through the provider and the link, then the returning sign-in.
+    let admin = server.client.admin_session().await;
+    let audit = server.client.get("/api/admin/audit?limit=50").cookie(&admin).send().await.json();
+    let actions: Vec<&str> =
+        audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    for wanted in ["user.created", "account.linked", "sign_in.provider"] {
+        assert!(actions.contains(&wanted), "{wanted} missing from {actions:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_address_that_has_an_account_links_only_when_verified_by_a_trusted_provider() {
+    let (server, _idp) = setup(json!({})).await;
+    let bob = server.client.new_user("bob").await;
+    // Unverified by the trusted provider: refused, with a code that says why.
+    let mut browser = Browser::new(&server);
+    let unverified = browser.sign_in(&server, "local", "bob@example.com#unverified").await;
+    assert_eq!(error_of(&unverified), "account_not_linked");
+    assert_eq!(browser.session(&server), None);
+    // Verified, by a provider not trusted for linking: refused too.
+    let untrusted = Browser::new(&server).sign_in(&server, "other", "bob@example.com").await;
+    assert_eq!(error_of(&untrusted), "account_not_linked");
+    assert_eq!(providers(&accounts_of(&server, &bob.cookie).await), ["credential"], "nothing was linked");
+    // Verified by the trusted provider: linked to Bob's account, and signed in as Bob.
+    let mut trusted = Browser::new(&server);
+    let linked = trusted.sign_in(&server, "local", "bob@example.com").await;
+    assert_eq!(redirected_to(&linked), "/home", "an existing account: callbackURL");
+    let session = server.client.session(&trusted.session(&server).unwrap()).await;
+    assert_eq!(session["user"]["id"], bob.id.as_str());
+    assert_eq!(providers(&accounts_of(&server, &bob.cookie).await), ["credential", "local"]);
+}
+
+#[tokio::test]
+async fn a_signed_in_user_links_and_unlinks_but_never_the_last_way_in() {
+    let (server, idp) = setup(json!({})).await;
+    let carol = server.client.new_user("carol").await;
+    let mut browser = Browser::new(&server);
+    browser.jar.entry(Browser::host(&server.client.base)).or_default().insert(COOKIE.into(), carol.cookie.clone());
+    // link-social needs a session.
+    let anonymous = server.client.post("/api/auth/link-social").json(&json!({"provider": "other"})).send().await;
+    assert_auth_error(&anonymous, 401, "UNAUTHORIZED");
+    // Through the untrusted provider, an unverified address: the owner asked, so it links (same address).
+    let url =
+        browser.start(&server, "/api/auth/link-social", &json!({"provider": "other", "callbackURL": "/linked"})).await;
+    let done = browser.through_provider(&url, "carol@example.com#unverified").await;
+    assert_eq!(redirected_to(&done), "/linked");
+    let accounts = accounts_of(&server, &carol.cookie).await;
+    assert_eq!(providers(&accounts), ["credential", "other"]);
+    // The identity now signs into Carol's account.
+    let mut elsewhere = Browser::new(&server);
+    let signed_in = elsewhere.sign_in(&server, "other", "carol@example.com#unverified").await;
+    assert_eq!(redirected_to(&signed_in), "/home");
+    assert_eq!(server.client.session(&elsewhere.session(&server).unwrap()).await["user"]["id"], carol.id.as_str());
+    // Another address is not linked to Carol (signed out at the provider first, to log in as someone else).
+    browser.jar.remove(&Browser::host(&idp.issuer));
+    let url = browser.start(&server, "/api/auth/link-social", &json!({"provider": "local"})).await;
+    let mismatch = browser.through_provider(&url, "dave@example.com").await;
+    assert_eq!(error_of(&mismatch), "email_doesn't_match");
+
+    // Unlink the password, then the identity is the last way in and stays.
+    let unlink = |body: Value| server.client.post("/api/auth/unlink-account").cookie(&carol.cookie).json(&body).send();
+    let other_id = accounts[1]["id"].as_str().unwrap().to_owned();
+    let resp = unlink(json!({"accountId": "no-such"})).await;
+    assert_auth_error(&resp, 400, "ACCOUNT_NOT_FOUND");
+    let resp = unlink(json!({"accountId": carol.id, "providerId": "credential"})).await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert_eq!(providers(&accounts_of(&server, &carol.cookie).await), ["other"]);
+    let (status, _, _) = server.client.sign_in("carol@example.com", PASSWORD).await;
+    assert_eq!(status, 401, "the password is gone");
+    let resp = unlink(json!({"accountId": other_id})).await;
+    assert_auth_error(&resp, 400, "FAILED_TO_UNLINK_LAST_ACCOUNT");
+    assert_eq!(providers(&accounts_of(&server, &carol.cookie).await), ["other"]);
+}
+
+#[tokio::test]
+async fn a_state_is_used_once_and_only_by_the_browser_that_started_it() {
+    let (server, _idp) = setup(json!({})).await;
+    let mut browser = Browser::new(&server);
+    let url = browser.start(&server, "/api/auth/sign-in/social", &json!({"provider": "local"})).await;
+    let flow_cookie = browser.jar[&Browser::host(&server.client.base)].clone();
+    let done = browser.through_provider(&url, "erin@example.com").await;
+    assert_eq!(redirected_to(&done), "/welcome");
+    // The same callback again, with the flow's cookie: the state was used.
+    let mut replay = Browser::new(&server);
+    replay.jar.insert(Browser::host(&server.client.base), flow_cookie);
+    let again = replay.send(reqwest::Method::GET, &done.url, None).await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert!(again.body.contains("STATE_NOT_FOUND"), "{}", again.body);
+    assert_eq!(replay.session(&server), None);
+
+    // A flow finished by another browser (one without its cookie: a login CSRF) is refused, and burnt.
+    let mut victim = Browser::new(&server);
+    let url = victim.start(&server, "/api/auth/sign-in/social", &json!({"provider": "local"})).await;
+    let mut attacker = Browser::new(&server);
+    attacker.callback_base = victim.callback_base.clone();
+    let stolen = attacker.through_provider(&url, "mallory@example.com").await;
+    assert_eq!(error_of(&stolen), "state_mismatch");
+    assert_eq!(attacker.session(&server), None);
+
+    // No state at all.
+    let resp = server.client.get("/api/auth/callback/local?code=x").send().await;
+    assert_auth_error(&resp, 400, "STATE_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn an_id_token_with_another_nonce_is_refused() {
+    let (server, _idp) = setup(json!({})).await;
+    let mut browser = Browser::new(&server);
+    let url = browser.start(&server, "/api/auth/sign-in/social", &json!({"provider": "local"})).await;
+    let mut tampered = url::Url::parse(&url).unwrap();
+    let pairs: Vec<(String, String)> = tampered
+        .query_pairs()
+        .map(|(k, v)| {
+            let v = if k == "nonce" { "another-nonce".to_owned() } else { v.into_owned() };
+            (k.into_owned(), v)
+        })
+        .collect();
+    assert!(pairs.iter().any(|(k, _)| k == "nonce"), "the request carries a nonce");
+    assert!(pairs.iter().any(|(k, v)| k == "code_challenge_method" && v == "S256"), "PKCE S256");
+    tampered.query_pairs_mut().clear().extend_pairs(pairs);
+    let done = browser.through_provider(tampered.as_str(), "frank@example.com").await;
+    assert_eq!(error_of(&done), "invalid_id_token");
+    assert_eq!(browser.session(&server), None);
+}
+
+#[tokio::test]
+async fn an_id_token_signed_by_a_key_the_provider_does_not_publish_is_refused() {
+    let (server, _idp) = setup(json!({"foreignKey": true})).await;
+    let mut browser = Browser::new(&server);
+    let done = browser.sign_in(&server, "local", "grace@example.com").await;
+    assert_eq!(error_of(&done), "invalid_id_token");
+    assert_eq!(browser.session(&server), None);
+}
+
+#[tokio::test]
+async fn an_expired_id_token_is_refused() {
+    let (server, _idp) = setup(json!({"clockSkewSecs": -7200})).await;
+    let mut browser = Browser::new(&server);
+    let done = browser.sign_in(&server, "local", "heidi@example.com").await;
+    assert_eq!(error_of(&done), "invalid_id_token");
+    assert!(extract_query(&redirected_to(&done), "error_description").to_lowercase().contains("expire"));
+    assert_eq!(browser.session(&server), None);
+}
+
+#[tokio::test]
+async fn a_banned_account_stays_banned_through_a_provider() {
+    let (server, _idp) = setup(json!({})).await;
+    let mut browser = Browser::new(&server);
+    browser.sign_in(&server, "local", "ivan@example.com").await;
+    let id = server.client.session(&browser.session(&server).unwrap()).await["user"]["id"].as_str().unwrap().to_owned();
+    let admin = server.client.admin_session().await;
+    server.client.patch_ok(&admin, &json!({"userId": id, "banned": true})).await;
+    let mut again = Browser::new(&server);
+    let refused = again.sign_in(&server, "local", "ivan@example.com").await;
+    assert_eq!(error_of(&refused), "banned");
+    assert_eq!(again.session(&server), None);
+}
+
+#[tokio::test]
+async fn the_start_calls_check_their_input() {
+    let (server, _idp) = setup(json!({})).await;
+    let post = |path: &str, body: Value| server.client.post(path).json(&body).send();
+    let resp =
+        post("/api/auth/sign-in/social", json!({"provider": "local", "callbackURL": "https://evil.example/x"})).await;
+    assert_auth_error(&resp, 403, "INVALID_CALLBACK_URL");
+    let resp =
+        post("/api/auth/sign-in/social", json!({"provider": "local", "errorCallbackURL": "//evil.example"})).await;
+    assert_auth_error(&resp, 403, "INVALID_ERROR_CALLBACK_URL");
+    let resp = post("/api/auth/sign-in/social", json!({"provider": "nope"})).await;
+    assert_auth_error(&resp, 404, "PROVIDER_NOT_FOUND");
+    let resp = post("/api/auth/sign-in/social", json!({"provider": "local", "idToken": {"token": "x"}})).await;
+    assert_auth_error(&resp, 404, "ID_TOKEN_NOT_SUPPORTED");
+    // disableRedirect: the URL without Location; the generic plugin's call by providerId.
+    let resp = post("/api/auth/sign-in/oauth2", json!({"providerId": "local", "disableRedirect": true})).await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert_eq!(resp.json()["redirect"], false);
+    assert!(resp.header("location").is_none());
+    let url = resp.json()["url"].as_str().unwrap().to_owned();
+    assert!(url.contains("oauth2%2Fcallback%2Flocal"), "{url}");
+    let cookie = resp.set_cookies().into_iter().find(|c| c.name.ends_with(".oauth_flow")).expect("the flow cookie");
+    assert_eq!(cookie.attr("samesite"), Some("Lax"));
+    assert!(cookie.attrs.contains_key("httponly"));
+}
+
+#[tokio::test]
+async fn the_generic_plugins_paths_sign_in_too() {
+    let (server, _idp) = setup(json!({})).await;
+    let mut browser = Browser::new(&server);
+    let url = browser.start(&server, "/api/auth/sign-in/oauth2", &json!({"providerId": "local"})).await;
+    let done = browser.through_provider(&url, "judy@example.com").await;
+    assert!(done.url.contains("/api/auth/oauth2/callback/local"), "{}", done.url);
+    assert_eq!(redirected_to(&done), "/welcome");
+    assert!(browser.session(&server).is_some());
+}
+
+/// Signs `kim@example.com` in on an embedded server with `store_tokens` as given; what the store then holds of
+/// the linked account: (provider, subject, sealed tokens), and the data directory.
+async fn stored_accounts(store_tokens: bool) -> (Vec<(String, String, Option<Vec<u8>>)>, tempfile::TempDir) {
+    let mut idp = Idp::start();
+    let issuer = idp.issuer.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path());
+    config.oauth.store_tokens = store_tokens;
+    config.oauth.providers = vec![provider("local", &issuer, "svc", true)];
+    let server = TestServer::start_embedded(config).await;
+    let base = format!("http://{}", server.addr);
+    idp.configure(json!({"clients": [
+        {"client_id": "svc", "client_secret": "svc-secret", "redirect_uris": [format!("{base}/api/auth/callback/local")]},
+    ]}));
+    let mut browser = Browser::new(&server);
+    let done = browser.sign_in(&server, "local", "kim@example.com").await;
+    assert_eq!(redirected_to(&done), "/welcome");
+    server.stop().await;
+
+    let store = service_auth::store::Store::open(dir.path()).unwrap();
+    let mut sealed = Vec::new();
+    store
+        .visit(|record| {
+            if let service_auth::store::Record::Account(a) = record {
+                sealed.push((a.provider, a.subject, a.sealed_tokens));
+            }
+            Ok(())
+        })
+        .unwrap();
+    store.close();
+    (sealed, dir)
+}
+
+#[tokio::test]
+async fn without_store_tokens_no_token_is_kept() {
+    let (accounts, _dir) = stored_accounts(false).await;
+    assert_eq!(accounts.len(), 1);
+    assert_eq!(accounts[0].2, None);
+}
+
+#[tokio::test]
+async fn with_store_tokens_the_providers_tokens_are_kept_sealed_with_the_data_key() {
+    let (sealed, dir) = stored_accounts(true).await;
+    let [(provider, subject, Some(sealed))] = &sealed[..] else { panic!("one account with tokens: {sealed:?}") };
+    let key = service_auth::data_key::DataKey::load_or_create(dir.path()).unwrap();
+    let context = service_auth::oauth::Tokens::context(provider, subject);
+    let tokens: service_auth::oauth::Tokens = serde_json::from_slice(&key.open(sealed, &context).unwrap()).unwrap();
+    assert!(!tokens.access_token.is_empty() && tokens.id_token.is_some());
+    assert!(key.open(sealed, b"another context").is_err(), "bound to its account");
+    let file = std::fs::read(service_auth::store::file_in(dir.path())).unwrap();
+    let access = tokens.access_token.as_bytes();
+    assert!(!file.windows(access.len()).any(|w| w == access), "the access token is not in the store in the clear");
+}
