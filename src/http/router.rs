@@ -15,7 +15,8 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, oauth, ops, org_plugin, organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, webhooks,
+    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, oauth, ops, org_plugin,
+    organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says

@@ -129,7 +129,14 @@ struct Prepared {
     attempt_window: Statement,
     clear_attempts: Statement,
     release_attempt: Statement,
-    delete_account: Statement, delete_invitation: Statement, delete_member: Statement, put_account: Statement, put_flow: Statement, put_invitation: Statement, put_member: Statement, take_flow: Statement,
+    delete_account: Statement,
+    delete_invitation: Statement,
+    delete_member: Statement,
+    put_account: Statement,
+    put_flow: Statement,
+    put_invitation: Statement,
+    put_member: Statement,
+    take_flow: Statement,
 }
 
 impl Writer {
@@ -336,21 +343,8 @@ impl PgStore {
         // Appends are serialised and in commit order, so every change up to this one is in the snapshot and none
         // after it is.
         let seq: i64 = tx.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[]).map_err(db)?.get(0);
-        let tables: [(&str, ReadRow); 7] = [
+        let tables: [(&str, ReadRow); 8] = [
             ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode_org(r.get(0))?))),
-            ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
-            ("SELECT record FROM memberships", |r| Ok(Record::Member(codec::decode(r.get(0))?))),
-            ("SELECT record FROM invitations", |r| Ok(Record::Invitation(codec::decode(r.get(0))?))),
-            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode_token(r.get(1))?))),
-            ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
-            ("SELECT record FROM accounts", |r| Ok(Record::Account(codec::decode(r.get(0))?))),
-            ("SELECT hash, record FROM sessions", |r| {
-                Ok(Record::Session(hash(r.get(0))?, codec::decode_session(r.get(1))?))
-            }),
-        ];
-
-        let tables: [(&str, ReadRow); 6] = [
-            ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode(r.get(0))?))),
             ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
             ("SELECT record FROM memberships", |r| Ok(Record::Member(codec::decode(r.get(0))?))),
             ("SELECT record FROM invitations", |r| Ok(Record::Invitation(codec::decode(r.get(0))?))),
@@ -453,6 +447,8 @@ impl PgStore {
                 })
             })
             .collect()
+    }
+
     /// The sign-in flow of `hash`, if it is still there (see [`super::Store::flow`]).
     pub fn flow(&self, hash: &super::TokenHash) -> Result<Option<super::linked::OAuthFlowRecordV1>, StoreError> {
         let row =
@@ -669,7 +665,7 @@ impl PgStore {
         self.pooled(|c| {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
-                 webhook_deliveries, passkeys, passkey_challenges",
+                 webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations",
             )
         })
     }
@@ -1132,6 +1128,7 @@ fn apply(
             ),
             StoreOp::DeleteDeliveriesBefore { before_ms } => {
                 tx.execute("DELETE FROM webhook_deliveries WHERE at_ms < $1", &[before_ms])
+            }
             StoreOp::PutAccount(r) => tx.execute(
                 &s.put_account,
                 &[&r.id.as_slice(), &r.user_id.as_slice(), &r.provider, &r.subject, &codec::encode(r)],

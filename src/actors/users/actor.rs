@@ -10,7 +10,9 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
-    AdminVia, AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, ExternalError, ExternalIdentity, ExternalOutcome, IssueError, OwnChange, OwnChangeError, ResetError, UnlinkError, UsersHandle, UsersMsg,
+    AdminVia, AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin,
+    ExternalError, ExternalIdentity, ExternalOutcome, IssueError, OwnChange, OwnChangeError, ResetError, UnlinkError,
+    UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
