@@ -36,6 +36,15 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("user.role_changed", Source::Audit(&["user.role_changed"])),
     ("user.password_changed", Source::Audit(&["user.password_changed", "user.password_set", "user.password_reset"])),
     ("session.revoked", Source::AllSessionsEnded),
+    // Organizations (the plugin's calls and the administrators'): the organization's id, the actor and the
+    // audit entry's detail.
+    ("organization.created", Source::Audit(&["organization.created"])),
+    ("organization.updated", Source::Audit(&["organization.updated"])),
+    ("organization.deleted", Source::Audit(&["organization.deleted"])),
+    // Memberships: the member's account, the actor, and the detail naming the organization (and the roles).
+    ("member.added", Source::Audit(&["member.added"])),
+    ("member.role_changed", Source::Audit(&["member.role_changed"])),
+    ("member.removed", Source::Audit(&["member.removed", "member.left"])),
 ];
 
 /// Whether `name` is an event type.
@@ -161,8 +170,11 @@ impl Fanout {
         let Some(target) = entry.target else { return Ok(Vec::new()) };
         let now = self.account(target, read)?;
         let before = self.prior.get(&target).cloned().flatten();
-        let mut data = json!({"user_id": id(target)});
+        let mut data = json!({});
         let fields = data.as_object_mut().expect("an object");
+        // An organization's event is about the organization; every other about an account.
+        let subject = if name.starts_with("organization.") { "organization_id" } else { "user_id" };
+        fields.insert(subject.into(), id(target).into());
         let user = now.as_ref();
         match (name, user) {
             ("user.created", Some(u)) => {
@@ -354,6 +366,17 @@ mod tests {
         assert!(
             run(vec![endpoint(&["user.updated"])], Some(user(false, "user")), &[StoreOp::PutUser(rehashed)]).is_empty()
         );
+    }
+
+    #[test]
+    fn organization_and_membership_events_name_their_subject() {
+        let all: Vec<&str> = EVENTS.iter().map(|(n, _)| *n).collect();
+        let ops = [audit("organization.created"), audit("member.added"), audit("member.left")];
+        let sent = run(vec![endpoint(&all)], Some(user(false, "user")), &ops);
+        let types: Vec<&str> = sent.iter().map(|m| m["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["organization.created", "member.added", "member.removed"]);
+        assert!(sent[0]["data"]["organization_id"].is_string() && sent[0]["data"]["user_id"].is_null());
+        assert!(sent[1]["data"]["user_id"].is_string() && sent[1]["data"]["actor_id"].is_string());
     }
 
     #[test]

@@ -267,6 +267,15 @@ impl UsersActor {
                     None => {
                         let member = Arc::new(Membership::new(org, caller.user, invitation.roles, now));
                         ops.push(StoreOp::PutMember(convert::membership_record(&member)));
+                        // The membership's own entry, about the account (the invitation's is about the organization).
+                        let detail = format!("{} as {}", org, invitation.roles);
+                        ops.push(audit::entry(
+                            action::MEMBER_ADDED,
+                            Some(caller.actor),
+                            Some(caller.user.into()),
+                            ip,
+                            detail,
+                        ));
                         state.members.push((org, caller.user, Some(Arc::clone(&member))));
                         member
                     }
