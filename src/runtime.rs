@@ -58,6 +58,9 @@ struct CountersFlush {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// How long a stop waits for the counters' last flush and for the webhook deliverer.
+const STOP_PATIENCE: Duration = Duration::from_secs(5);
+
 impl CountersFlush {
     /// Stops the task after its last flush.
     async fn stop(mut self) {
@@ -253,9 +256,16 @@ impl Core {
         if let Some(mailer) = self.mailer {
             let _ = mailer.await;
         }
-        // The last counts, after the last request that could add one.
-        self.counters_flush.stop().await;
-        let _ = self.hooks.await;
+        // The last counts, after the last request that could add one; and the webhook deliverer. Both may be
+        // waiting on a frozen database connection, so neither may hold the stop for long: counts not written are
+        // the few seconds a crash loses too (docs/reference.md), and messages not delivered stay queued.
+        if tokio::time::timeout(STOP_PATIENCE, self.counters_flush.stop()).await.is_err() {
+            tracing::warn!("the last counts were not written within {STOP_PATIENCE:?}; stopping anyway");
+        }
+        let mut hooks = self.hooks;
+        if tokio::time::timeout(STOP_PATIENCE, &mut hooks).await.is_err() {
+            hooks.abort();
+        }
         // The actors have flushed their last batches: the writer writes what it holds, then ends.
         self.writer.close().await;
         self.writer_done.wait().await;

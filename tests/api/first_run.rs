@@ -184,18 +184,18 @@ async fn the_readme_walk_through_runs_as_written() {
     assert!(!stdout.contains("\"error\"") && !stdout.contains("\"code\""), "a call failed:\n{stdout}");
     let expected = [
         // the walk-through
-        "redirect,token,user", // the admin signs in
-        "session,user",        // get-session
-        "users",               // every user
-        "next_cursor,users",   // one filtered page
-        "organizations",       // the list
-        "success",             // role and organization
-        "success",             // ban
-        "success",             // unban
-        "entries,next_cursor", // audit page 1
-        "entries,next_cursor", // audit page 2
-        "redirect,token,user", // Alice signs in again
-        "success",             // and out
+        "redirect,token,user",     // the admin signs in
+        "session,user",            // get-session
+        "users",                   // every user
+        "next_cursor,total,users", // one filtered page (with its total)
+        "organizations",           // the list
+        "success",                 // role and organization
+        "success",                 // ban
+        "success",                 // unban
+        "entries,next_cursor",     // audit page 1
+        "entries,next_cursor",     // audit page 2
+        "redirect,token,user",     // Alice signs in again
+        "success",                 // and out
         // your own account
         "redirect,token,user", // signed in first
         "redirect,token,user", // the phone
