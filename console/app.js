@@ -755,10 +755,8 @@ async function statusPage() {
   show("Status", h("dl", { id: "status" }, rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })])));
 }
 
-// What the page modules (overview.js, …) build with. `status` is a live binding: always the latest answer.
+// What the page modules (overview.js, webhooks.js, …) build with. `status` is a live binding: always the latest
+// answer.
 export { h, field, messageLine, say, show, when, api, act, ApiError, confirmAction, loadOrgs, orgName, orgs, status };
 
 boot();
-
-// The helpers the other pages (webhooks.js) build with.
-export { h, field, messageLine, say, show, when, api, act, confirmAction };
