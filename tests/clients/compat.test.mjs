@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthClient } from "better-auth/client";
 import { adminClient } from "better-auth/client/plugins";
+import { jarFetch } from "./jar.mjs";
 
 const BASE = process.env.SERVICE_AUTH_URL;
 const ADMIN = { email: process.env.ADMIN_EMAIL, password: process.env.ADMIN_PASSWORD };
@@ -12,19 +13,7 @@ const COOKIE = "service-auth.session_token";
 /** A client with its own cookie jar: what one browser profile would hold. */
 function browser() {
   const jar = new Map();
-  const customFetchImpl = async (input, init = {}) => {
-    const headers = new Headers(init.headers);
-    headers.set("origin", BASE);
-    if (jar.size) headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
-    const response = await fetch(input, { ...init, headers });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair, ...attrs] = line.split(";").map((s) => s.trim());
-      const [name, value] = [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)];
-      if (attrs.some((a) => a.toLowerCase() === "max-age=0")) jar.delete(name);
-      else jar.set(name, value);
-    }
-    return response;
-  };
+  const customFetchImpl = jarFetch(BASE, jar);
   const client = createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl }, plugins: [adminClient()] });
   return { client, jar };
 }

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthClient } from "better-auth/client";
 import { organizationClient } from "better-auth/client/plugins";
+import { jarFetch } from "./jar.mjs";
 
 const BASE = process.env.SERVICE_AUTH_URL;
 const PASSWORD = "correct horse battery staple";
@@ -12,19 +13,7 @@ const unique = (tag) => `${tag}-${Date.now()}-${Math.floor(Math.random() * 1e6)}
 /** A client with its own cookie jar, as one browser profile. */
 function browser() {
   const jar = new Map();
-  const customFetchImpl = async (input, init = {}) => {
-    const headers = new Headers(init.headers);
-    headers.set("origin", BASE);
-    if (jar.size) headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
-    const response = await fetch(input, { ...init, headers });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair, ...attrs] = line.split(";").map((s) => s.trim());
-      const [name, value] = [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)];
-      if (attrs.some((a) => a.toLowerCase() === "max-age=0")) jar.delete(name);
-      else jar.set(name, value);
-    }
-    return response;
-  };
+  const customFetchImpl = jarFetch(BASE, jar);
   return createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl }, plugins: [organizationClient()] });
 }
 

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { createAuthClient } from "better-auth/client";
 import { twoFactorClient } from "better-auth/client/plugins";
+import { jarFetch } from "./jar.mjs";
 
 const BASE = process.env.SERVICE_AUTH_URL;
 const COOKIE = "service-auth.session_token";
@@ -14,19 +15,7 @@ const PASSWORD = "correct horse battery staple";
 /** A client with its own cookie jar (one browser profile); `redirects` records each onTwoFactorRedirect call. */
 function browser(jar = new Map()) {
   const redirects = [];
-  const customFetchImpl = async (input, init = {}) => {
-    const headers = new Headers(init.headers);
-    headers.set("origin", BASE);
-    if (jar.size) headers.set("cookie", [...jar].map(([k, v]) => `${k}=${v}`).join("; "));
-    const response = await fetch(input, { ...init, headers });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair, ...attrs] = line.split(";").map((s) => s.trim());
-      const [name, value] = [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)];
-      if (attrs.some((a) => a.toLowerCase() === "max-age=0")) jar.delete(name);
-      else jar.set(name, value);
-    }
-    return response;
-  };
+  const customFetchImpl = jarFetch(BASE, jar);
   const plugins = [twoFactorClient({ onTwoFactorRedirect: (ctx) => redirects.push(ctx.twoFactorMethods) })];
   const client = createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl }, plugins });
   return { client, jar, redirects };
