@@ -299,7 +299,26 @@ signOutButton.addEventListener("click", async () => {
 
 // --- routing ------------------------------------------------------------------------------------------------
 
+/// Each navigation counts; the page stays `aria-busy` until the newest one has rendered, and then names the address
+/// it rendered (`data-shown`), so assistive technology and the browser tests can tell the previous page's content
+/// from the one the address now names.
+let navigations = 0;
+
 async function route() {
+  const mine = ++navigations;
+  const hash = location.hash;
+  main.setAttribute("aria-busy", "true");
+  try {
+    await render();
+  } finally {
+    if (mine === navigations) {
+      main.removeAttribute("aria-busy");
+      main.dataset.shown = hash;
+    }
+  }
+}
+
+async function render() {
   if (!status) return boot();
   const [path, query = ""] = location.hash.slice(1).split("?");
   const params = new URLSearchParams(query);

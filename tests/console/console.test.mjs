@@ -33,6 +33,14 @@ before(async () => {
     args: ["--no-sandbox", "--disable-dev-shm-usage", "--lang=en-GB"],
   });
   page = await browser.newPage();
+  // True once the page the address names has rendered: the console marks <main> busy while it renders and names
+  // the address it rendered last (the previous page can carry the same heading and message line).
+  await page.evaluateOnNewDocument(() => {
+    window.rendered = () => {
+      const main = document.querySelector("#main");
+      return !!main && !main.hasAttribute("aria-busy") && (main.dataset.shown === undefined || main.dataset.shown === location.hash);
+    };
+  });
   await page.setViewport({ width: 1280, height: 860 });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => {
@@ -82,7 +90,7 @@ async function heading() {
 }
 
 async function waitForHeading(text) {
-  await page.waitForFunction((t) => document.querySelector("h1")?.textContent === t, { timeout: 10_000 }, text);
+  await page.waitForFunction((t) => document.querySelector("h1")?.textContent === t && rendered(), { timeout: 10_000 }, text);
 }
 
 async function textOf(selector) {
@@ -348,7 +356,7 @@ test("the audit log shows the ban, searched on the server", async () => {
   await page.waitForSelector("#audit-table tbody tr");
   await page.type("#audit-filter input[name=action]", "user.banned");
   await page.click("#audit-filter button[type=submit]");
-  await page.waitForFunction(() => location.hash === "#/audit?action=user.banned" && document.querySelector("#audit-msg")?.textContent.endsWith("."));
+  await page.waitForFunction(() => location.hash === "#/audit?action=user.banned" && rendered());
   assert.match(await textOf("#audit-msg"), /^\d+ entr(y|ies)/);
   const rows = await page.$$eval("#audit-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
   assert.ok(rows.length >= 1);
