@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
 [ -d node_modules/@better-auth/passkey ] || npm ci --no-audit --no-fund
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
-node --test
+BIN=$("$ROOT/tests/binary.sh")
+SERVICE_AUTH_BIN="$BIN" node --test

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
 [ -d node_modules/better-auth ] || npm ci --no-audit --no-fund
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
+BIN=$("$ROOT/tests/binary.sh")
 WORK=$(mktemp -d)
 SMTP_PID=
 trap 'kill "$PID" $SMTP_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
@@ -21,7 +21,7 @@ printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nmail_per
 export ADMIN_EMAIL=admin@example.com ADMIN_PASSWORD='client suite admin password'
 ( cd "$WORK" && SERVICE_AUTH_LISTEN=127.0.0.1:0 SERVICE_AUTH_DATA_DIR="$WORK/data" SERVICE_AUTH_LOG=warn \
   SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL="$ADMIN_EMAIL" SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD="$ADMIN_PASSWORD" \
-  exec "$ROOT/target/release/service-auth" > "$WORK/out" 2> "$WORK/err" ) &
+  exec "$BIN" > "$WORK/out" 2> "$WORK/err" ) &
 PID=$!
 for _ in $(seq 100); do grep -q 'listening on' "$WORK/out" 2>/dev/null && break; sleep 0.1; done
 ADDR=$(sed -n 's/^listening on //p' "$WORK/out")

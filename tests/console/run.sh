@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
 [ -d node_modules/puppeteer-core ] || npm ci --no-audit --no-fund
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
+BIN=$("$ROOT/tests/binary.sh")
 WORK=$(mktemp -d)
 PID=
 trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
@@ -18,8 +18,8 @@ printf '[rate_limit]\nsign_in_per_address = 0\nfailures_per_account = 3\n' > "$W
 export SERVICE_AUTH_CONFIG="$WORK/config.toml" SERVICE_AUTH_DATA_DIR="$WORK/data" SERVICE_AUTH_LOG=warn
 export SEED_USERS="${SEED_USERS:-100000}"
 # admin@seed.example (role admin) and user<N>@seed.example, all with the password seed-password-1.
-"$ROOT/target/release/service-auth" seed --users "$SEED_USERS" --sessions 1000
-( cd "$WORK" && SERVICE_AUTH_LISTEN=127.0.0.1:0 exec "$ROOT/target/release/service-auth" > "$WORK/out" 2> "$WORK/err" ) &
+"$BIN" seed --users "$SEED_USERS" --sessions 1000
+( cd "$WORK" && SERVICE_AUTH_LISTEN=127.0.0.1:0 exec "$BIN" > "$WORK/out" 2> "$WORK/err" ) &
 PID=$!
 for _ in $(seq 300); do grep -q 'listening on' "$WORK/out" 2>/dev/null && break; sleep 0.1; done
 ADDR=$(sed -n 's/^listening on //p' "$WORK/out")

@@ -8,7 +8,7 @@ ROOT=$(cd ../.. && pwd)
 # better-sqlite3 is built from source (its prebuilt download is not reachable everywhere) against the installed
 # Node's headers.
 [ -d node_modules/better-auth ] || npm_config_nodedir=/usr npm ci --no-audit --no-fund
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
+BIN=$("$ROOT/tests/binary.sh")
 
 PGBIN=$(../pg_bindir.sh)
 PGDATA=$(mktemp -d)
@@ -24,5 +24,5 @@ PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
 "${AS[@]}" "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/log" -w \
   -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA" start >/dev/null
 
-SERVICE_AUTH_BIN="$ROOT/target/release/service-auth" PG_URL="postgres://postgres@127.0.0.1:$PGPORT/postgres" \
+SERVICE_AUTH_BIN="$BIN" PG_URL="postgres://postgres@127.0.0.1:$PGPORT/postgres" \
   node --test

@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
 [ -d node_modules/oidc-provider ] || npm ci --no-audit --no-fund
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
-SERVICE_AUTH_BIN="$ROOT/target/release/service-auth" node --test client.test.mjs
+BIN=$("$ROOT/tests/binary.sh")
+SERVICE_AUTH_BIN="$BIN" node --test client.test.mjs

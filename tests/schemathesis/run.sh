@@ -6,14 +6,14 @@ cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
 [ -x "$ROOT/.venv/bin/python3" ] && PATH="$ROOT/.venv/bin:$PATH"
 command -v schemathesis >/dev/null || { echo "schemathesis is missing: run ./test (it installs tests/requirements.txt into .venv)" >&2; exit 1; }
-cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml" --bin service-auth
+BIN=$("$ROOT/tests/binary.sh")
 WORK=$(mktemp -d)
 trap 'kill "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n[email]\ndirectory = "%s/mail"\n' \
   "$WORK" > "$WORK/config.toml"
 ( cd "$WORK" && SERVICE_AUTH_LISTEN=127.0.0.1:0 SERVICE_AUTH_DATA_DIR="$WORK/data" SERVICE_AUTH_LOG=warn \
   SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL=admin@example.com SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD='schemathesis admin pw' \
-  exec "$ROOT/target/release/service-auth" > "$WORK/out" 2> "$WORK/err" ) &
+  exec "$BIN" > "$WORK/out" 2> "$WORK/err" ) &
 PID=$!
 for _ in $(seq 100); do grep -q 'listening on' "$WORK/out" 2>/dev/null && break; sleep 0.1; done
 BASE="http://$(sed -n 's/^listening on //p' "$WORK/out")"

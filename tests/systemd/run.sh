@@ -4,10 +4,10 @@
 # any output fails the check.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cargo build --release --quiet --bin service-auth
+BIN=$(tests/binary.sh)
 UNIT_DIR=$(mktemp -d)
 trap 'rm -rf "$UNIT_DIR"' EXIT
-sed "s|/usr/local/bin/service-auth|$PWD/target/release/service-auth|" docs/service-auth.service > "$UNIT_DIR/service-auth.service"
+sed "s|/usr/local/bin/service-auth|$BIN|" docs/service-auth.service > "$UNIT_DIR/service-auth.service"
 UNIT_CHECK=$(systemd-analyze verify "$UNIT_DIR/service-auth.service" 2>&1) || { echo "$UNIT_CHECK"; exit 1; }
 [ -z "$UNIT_CHECK" ] || { echo "systemd-analyze verify docs/service-auth.service: $UNIT_CHECK"; exit 1; }
 echo "systemd-analyze verify docs/service-auth.service: no warning"

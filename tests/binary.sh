@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the service-auth binary the suites run, and prints its path. SERVICE_AUTH_PROFILE names cargo's profile:
+# release when a suite runs alone (the figures the console and load suites print are the release build's); ./test
+# sets dev, the binary `cargo test` has just built (its dependencies are optimised, see Cargo.toml), which saves a
+# second build of every dependency. `./test --release` runs the suites on the release build instead.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+profile=${SERVICE_AUTH_PROFILE:-release}
+cargo build --quiet --locked --profile "$profile" --manifest-path "$ROOT/Cargo.toml" --bin service-auth >&2
+case $profile in dev | test) dir=debug ;; bench) dir=release ;; *) dir=$profile ;; esac
+echo "$ROOT/target/$dir/service-auth"
