@@ -888,7 +888,7 @@ mod tests {
     /// machine meanwhile, and noise only ever adds time): within a factor of two, where skipping either
     /// verification would make one of them 4 to 5 times faster.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn unknown_and_wrong_passwords_cost_the_same_for_both_hash_kinds() {
+    async fn unknown_and_wrong_passwords_take_the_same_time_for_both_hash_kinds() {
         let h = hasher();
         let argon = h.hash(Password::new("correct horse").unwrap()).await.unwrap();
         let legacy = BETTER_AUTH_HASH.trim().to_owned();
@@ -955,7 +955,7 @@ mod tests {
     /// each run one verification at both costs. Compared on the fastest of 7 runs each, within a factor of three,
     /// where the unpadded checks differ 5 to 8 times.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn unknown_and_wrong_passwords_cost_the_same_with_another_argon2_cost_on_file() {
+    async fn unknown_and_wrong_passwords_take_the_same_time_with_another_argon2_cost_on_file() {
         let h = hasher();
         let own = h.hash(Password::new("correct horse").unwrap()).await.unwrap();
         let imported = hash_blocking(&Params::new(65_536, 3, 4, None).unwrap(), b"correct horse").unwrap();

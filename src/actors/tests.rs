@@ -55,12 +55,16 @@ fn user(email: &str, role: Role) -> User {
 }
 
 fn session(user: UserId) -> (SessionToken, StoreOp) {
+    session_for(user, Duration::from_secs(3600))
+}
+
+fn session_for(user: UserId, lifetime: Duration) -> (SessionToken, StoreOp) {
     let token = SessionToken::generate();
     let now = Timestamp::now();
     let session = Session {
         id: SessionId::new(),
         user_id: user,
-        expires_at: now.plus(Duration::from_secs(3600)),
+        expires_at: now.plus(lifetime),
         created_at: now,
         updated_at: now,
         ip_address: "".into(),
@@ -80,18 +84,24 @@ async fn world() -> World {
 
 /// [`world`] with the failure limit `attempts` (`shared`: each check reserved in the store, as on PostgreSQL).
 async fn world_with(attempts: AttemptPolicy) -> World {
+    world_with_more(attempts, |_| Vec::new()).await
+}
+
+/// The world, with the records `more` makes for the user on disk too.
+async fn world_with_more(attempts: AttemptPolicy, more: impl FnOnce(UserId) -> Vec<StoreOp>) -> World {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
     let (admin, member) = (user("admin@example.com", Role::admin()), user("user@example.com", roles.default_role()));
     let (first, put_first) = session(member.id);
     let (second, put_second) = session(member.id);
-    let ops = [
+    let mut ops = vec![
         StoreOp::PutUser(convert::user_record(&admin)),
         StoreOp::PutUser(convert::user_record(&member)),
         put_first,
         put_second,
     ];
+    ops.extend(more(member.id));
     store.commit(&ops).unwrap();
     let indexes = Arc::new(super::load::build(&store, &roles).unwrap().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
@@ -152,6 +162,38 @@ async fn a_ban_and_the_end_of_its_sessions_are_durable_together_or_not_at_all() 
     unbanning.await.unwrap().unwrap();
     assert!(w.indexes.sessions.get(&w.sessions[0].hash()).is_none());
     assert_eq!(stored_sessions(&w.store), 0);
+}
+
+/// The sweep ends the sessions that have expired, durably, and no other; its scan over every session runs off
+/// the actor and the event loop (a million sessions take tens of milliseconds to walk).
+#[tokio::test]
+async fn the_sweep_ends_expired_sessions_durably_and_no_other() {
+    let mut expiring = None;
+    let mut w =
+        world_with_more(AttemptPolicy { max_failures: 10, window: Duration::from_secs(60), shared: false }, |user| {
+            let (token, op) = session_for(user, Duration::from_secs(1));
+            expiring = Some(token);
+            vec![op]
+        })
+        .await;
+    let expiring = expiring.unwrap().hash();
+    assert!(w.indexes.sessions.get(&expiring).is_some(), "the short session is loaded while it lasts");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    let sessions = w.system.handles.sessions.clone();
+    let sweeping = tokio::spawn(async move { sessions.sweep_expired().await });
+    let write = w.disk.next(PATIENCE).await.expect("the sweep writes the deletion");
+    assert_eq!(write.ops(), &[StoreOp::DeleteSession(w.user.to_bytes(), expiring)]);
+    tokio::time::sleep(QUIET).await;
+    assert!(!sweeping.is_finished(), "the sweep answered before its commit");
+    write.commit();
+    assert_eq!(sweeping.await.unwrap(), Ok(1));
+    assert!(w.indexes.sessions.get(&expiring).is_none());
+    assert!(w.sessions.iter().all(|t| w.indexes.sessions.get(&t.hash()).is_some()), "a live session was swept");
+    assert_eq!(stored_sessions(&w.store), 2);
+    // Nothing left to sweep: nothing written.
+    assert_eq!(w.system.handles.sessions.sweep_expired().await, Ok(0));
+    assert!(w.disk.next(QUIET).await.is_none(), "an empty sweep wrote something");
 }
 
 /// A sign-out queued behind a failing one for the same session is not answered from the failed attempt: it

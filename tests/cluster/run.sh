@@ -4,7 +4,7 @@
 # every HTTP integration test against two nodes sharing one database per test, requests alternating between
 # the nodes (tests/api/harness.rs, SERVICE_AUTH_TEST_POSTGRES). The cross-node races and the outage
 # (tests/api/cluster.rs) start PostgreSQL servers of their own and run in the plain `cargo test` too.
-# Extra arguments go to the first cargo test (a filter, say).
+# Extra arguments (a filter, say) go to one cargo test run instead of the two below.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -24,4 +24,9 @@ PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
   -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA -c max_connections=400 -c fsync=on" start >/dev/null
 
 export SERVICE_AUTH_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/postgres"
-cargo test --test api -- "$@"
+if [ $# -gt 0 ]; then cargo test --test api -- "$@"; exit; fi
+# Eight tests at a time (they mostly wait); the timing tests (*same_time*) afterwards, one at a time.
+status=0
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-8} cargo test --test api -- --skip same_time || status=1
+cargo test --test api same_time -- --test-threads=1 || status=1
+exit $status

@@ -26,9 +26,9 @@ pub(in crate::actors) async fn spawn(
     supervisor: ActorCell,
 ) -> Result<SessionsHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
-    let actor = SessionsActor { indexes, writer, config, waiting: waiting.clone() };
+    let actor = SessionsActor { indexes: Arc::clone(&indexes), writer, config, waiting: waiting.clone() };
     let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
-    Ok(SessionsHandle(Mailbox::new(actor, waiting)))
+    Ok(SessionsHandle(Mailbox::new(actor, waiting), indexes))
 }
 
 struct SessionsActor {
@@ -96,16 +96,22 @@ impl Actor for SessionsActor {
                     (Err(e), _) => drop(reply.send(Err(e))),
                 }
             }
-            SessionsMsg::SweepExpired { reply } => {
+            SessionsMsg::SweepExpired { candidates, now, reply } => {
                 // The sessions ended since the last sweep are gone from the index by now.
                 self.indexes.sessions.forget_unused_agents();
-                let now = Timestamp::now();
-                let expired = self.indexes.sessions.expired(now);
-                let count = expired.len();
-                for (_, hash) in &expired {
-                    state.overlay.stage(*hash, None);
+                let expired: Vec<(UserId, TokenHash)> = candidates
+                    .into_iter()
+                    .filter_map(|hash| self.get(state, &hash).filter(|s| s.is_expired(now)).map(|s| (s.user_id, hash)))
+                    .collect();
+                if expired.is_empty() {
+                    drop(reply.send(Ok(0))); // nothing to write: no commit (and no fsync) every ten minutes
+                } else {
+                    let count = expired.len();
+                    for (_, hash) in &expired {
+                        state.overlay.stage(*hash, None);
+                    }
+                    state.overlay.add(expired.into_iter().map(delete), reply, count);
                 }
-                state.overlay.add(expired.into_iter().map(delete), reply, count);
             }
             SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
                 // A banned (or being banned) user's session is not extended: it is about to end, and a refresh

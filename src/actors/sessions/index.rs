@@ -121,8 +121,8 @@ impl SessionIndex {
         self.by_hash.pin().iter().find(|(_, s)| s.id == id).map(|(h, s)| (*h, s.user_id))
     }
 
-    pub(super) fn expired(&self, now: Timestamp) -> Vec<(UserId, TokenHash)> {
-        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, s)| (s.user_id, *h)).collect()
+    pub(super) fn expired(&self, now: Timestamp) -> Vec<TokenHash> {
+        self.by_hash.pin().iter().filter(|(_, s)| s.is_expired(now)).map(|(h, _)| *h).collect()
     }
 
     pub(super) fn of_users(&self, users: &[UserId]) -> Vec<(UserId, TokenHash)> {
