@@ -2,6 +2,8 @@
 //! across nodes; a database outage. Each test starts a PostgreSQL server of its own (Debian's `postgresql`) and
 //! two nodes on it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -296,16 +298,21 @@ async fn kill_9_of_one_node_under_load_loses_nothing_acknowledged() {
     let shared = [("SERVICE_AUTH_STORE_BACKEND", "postgres"), ("SERVICE_AUTH_STORE_URL", url.as_str())];
     let a = ChildServer::spawn(root_a.path(), &[&shared[..], BOOTSTRAP_ENV].concat()).await;
     let b = ChildServer::spawn(root_b.path(), &shared).await;
+    let answered = Arc::new(AtomicUsize::new(0));
     let load: Vec<_> = (0..8)
         .map(|worker| {
             let client = a.client.clone();
+            let answered = Arc::clone(&answered);
             tokio::spawn(async move {
                 let mut acknowledged = Vec::new();
                 for n in 0.. {
                     let email = format!("w{worker}-{n}@example.com");
                     let body = json!({"name": "Load", "email": email, "password": PASSWORD});
                     match client.post("/api/auth/sign-up/email").json(&body).try_send().await {
-                        Ok(r) if r.status == 200 => acknowledged.push(email),
+                        Ok(r) if r.status == 200 => {
+                            acknowledged.push(email);
+                            answered.fetch_add(1, Ordering::Relaxed);
+                        }
                         Ok(_) => {}
                         Err(_) => return acknowledged,
                     }
@@ -314,7 +321,12 @@ async fn kill_9_of_one_node_under_load_loses_nothing_acknowledged() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The kill lands while sign-ups are in flight, once a few dozen are through (a count, not a time: on a loaded
+    // machine each sign-up's hash takes longer).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answered.load(Ordering::Relaxed) < 24 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     a.kill9();
     let mut acknowledged = Vec::new();
     for worker in load {
