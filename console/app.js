@@ -12,7 +12,7 @@
 import { describeDevice } from "./ua.js";
 import { overviewPage } from "./overview.js";
 import { auditPage } from "./audit.js";
-import { createUserSection, exportLinks, historySection, profileSections } from "./users.js";
+import { accessSections, createUserSection, describeFactors, exportLinks, historySection, profileSections, secondFactors } from "./users.js";
 
 import { webhooksPage, webhookPage } from "./webhooks.js";
 
@@ -418,10 +418,11 @@ async function usersPage(params) {
       h("td", { text: u.role }),
       h("td", { text: orgName(u.organization_id) }),
       h("td", { text: u.banned ? "Banned" : "No" }),
+      h("td", { class: "factors", "data-user": u.id, text: "…" }),
       h("td", { text: when(u.created_at) })));
     const table = h("table", { id: "users-table" },
       h("caption", { text: "Users, oldest first" }),
-      h("thead", {}, h("tr", {}, ["E-mail", "Name", "Role", "Organization", "Banned", "Created"].map((c) => h("th", { scope: "col", text: c })))),
+      h("thead", {}, h("tr", {}, ["E-mail", "Name", "Role", "Organization", "Banned", "Second factor", "Created"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, rows));
     const pager = h("div", { class: "pager" });
     if (cursors.length) {
@@ -442,6 +443,9 @@ async function usersPage(params) {
     const count = rows.length === 0 ? "No user matches." : `${rows.length} user${rows.length === 1 ? "" : "s"} on this page${page.next_cursor ? ", more on the next" : ""}; ${total}.`;
     exportBox.replaceChildren(...(rows.length ? [exportLinks(query)] : []));
     say(line, count + took);
+    // Who has which second factor: a call of its own once the rows are shown (the list's items keep their keys).
+    const factors = await secondFactors(page.users.map((u) => u.id)).catch(() => new Map());
+    for (const cell of table.querySelectorAll("td.factors")) cell.textContent = describeFactors(factors.get(cell.dataset.user));
   }
   await loadPage();
 }
@@ -523,7 +527,10 @@ async function userPage(id) {
     if (await act(orgLine, orgButton, async () => {
       await api("PATCH", "/api/admin/users", { userId: user.id, organizationId: org.value || null });
       return org.value ? `Moved to ${orgName(org.value)}.` : "Now in no organization.";
-    })) refreshDetails();
+    })) {
+      refreshDetails();
+      access.refreshMemberships().catch(() => {});
+    }
   });
 
   // Sessions
@@ -564,22 +571,6 @@ async function userPage(id) {
       h("caption", { text: `${sessions.length} live session${sessions.length === 1 ? "" : "s"}` }),
       h("thead", {}, h("tr", {}, ["Started", "Expires", "Device and address", "Kind", "Action"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, rows)));
-  }
-
-  // Passkeys: shown, not changed here (a passkey is its owner's to add or remove).
-  const passkeysBox = h("div", { id: "passkeys" });
-  async function loadPasskeys() {
-    const { passkeys } = await api("GET", `/api/admin/users/${encodeURIComponent(user.id)}/passkeys`);
-    if (!passkeys.length) {
-      passkeysBox.replaceChildren(h("p", { id: "no-passkeys", text: "No passkey." }));
-      return;
-    }
-    const kind = (p) => (p.device_type === "multiDevice" ? "Synced" : "This device only");
-    passkeysBox.replaceChildren(h("table", { id: "passkeys-table" },
-      h("caption", { text: `${passkeys.length} passkey${passkeys.length === 1 ? "" : "s"}` }),
-      h("thead", {}, h("tr", {}, ["Name", "Kind", "Added"].map((c) => h("th", { scope: "col", text: c })))),
-      h("tbody", {}, passkeys.map((p) => h("tr", {},
-        h("td", { text: p.name || "(unnamed)" }), h("td", { text: kind(p) }), h("td", { text: when(p.created_at) }))))));
   }
 
   // Password
@@ -625,6 +616,9 @@ async function userPage(id) {
     })) location.hash = "#/users";
   });
 
+  // Second factors, ways in, organizations (users.js).
+  const access = await accessSections(user, { sessionsEnded: () => loadSessions().catch(() => {}) });
+
   async function refreshDetails() {
     const fresh = await api("GET", `/api/auth/admin/get-user?id=${encodeURIComponent(id)}`);
     document.getElementById("user-role").textContent = fresh.role;
@@ -639,13 +633,12 @@ async function userPage(id) {
     h("section", { "aria-labelledby": "ban-heading" }, h("h2", { id: "ban-heading", text: user.banned ? "Ban" : "Ban" }), banForm),
     h("section", { "aria-labelledby": "org-heading" }, h("h2", { id: "org-heading", text: "Organization" }), orgForm),
     h("section", { "aria-labelledby": "sessions-heading" }, h("h2", { id: "sessions-heading", text: "Sessions" }), sessionsBox, sessionsLine),
-    h("section", { "aria-labelledby": "passkeys-heading" }, h("h2", { id: "passkeys-heading", text: "Passkeys" }), passkeysBox),
+    ...access.sections,
     h("section", { "aria-labelledby": "password-heading" }, h("h2", { id: "password-heading", text: "Password" }), passwordForm),
     h("section", { "aria-labelledby": "danger-heading" }, h("h2", { id: "danger-heading", text: "Impersonate or remove" }),
       self ? h("p", { text: "This is your own account: you cannot impersonate or remove yourself." }) : h("div", { class: "buttons" }, impersonate, remove),
       dangerLine));
   await loadSessions();
-  await loadPasskeys();
   main.append(await historySection(user));
 }
 

@@ -1,6 +1,8 @@
 // The overview, the console's first page: what is happening (sign-ins, failures, sign-ups, lock-outs and password
 // resets over the last 24 hours and 30 days, from GET /api/admin/stats) and the state of the service (active
-// sessions, accounts created this week, the outbox, the newest backup, from it and GET /api/admin/status).
+// sessions, accounts created this week, the outbox, the newest backup, from it and GET /api/admin/status), the
+// webhooks' health (endpoints failing, deliveries queued, from GET /api/admin/webhooks) and the administrators
+// without a second factor.
 //
 // The charts are SVG drawn here (no library): bars of one counter each, coloured from console.css (so the dark
 // scheme applies), hidden from screen readers, which read the same numbers in the table beside each chart.
@@ -71,8 +73,26 @@ function chart(period, counter, index, buckets) {
     table);
 }
 
+/// The webhooks in a few words, and the failing endpoints by name (each a link to its page).
+function webhookHealth(webhooks) {
+  const enabled = webhooks.filter((w) => w.enabled);
+  const failing = enabled.filter((w) => w.failing);
+  const queued = webhooks.reduce((sum, w) => sum + w.queued, 0);
+  const summary = !webhooks.length ? "No endpoint"
+    : `${enabled.length} endpoint${enabled.length === 1 ? "" : "s"} on, ${failing.length ? `${failing.length} failing` : "none failing"}; ` +
+      `${queued.toLocaleString("en")} deliver${queued === 1 ? "y" : "ies"} queued`;
+  const list = failing.length
+    ? h("ul", { id: "failing-webhooks" }, failing.map((w) => h("li", {},
+      h("a", { href: `#/webhooks/${encodeURIComponent(w.id)}`, text: w.url }), ` failing since ${when(w.failing_since)}, ${w.queued.toLocaleString("en")} queued`)))
+    : null;
+  return { summary, list, failing: failing.length };
+}
+
 export async function overviewPage() {
-  const [stats, status] = await Promise.all([api("GET", "/api/admin/stats"), api("GET", "/api/admin/status")]);
+  const [stats, status, { webhooks }] = await Promise.all([api("GET", "/api/admin/stats"), api("GET", "/api/admin/status"),
+    api("GET", "/api/admin/webhooks")]);
+  const hooks = webhookHealth(webhooks);
+  const unprotected = status.administrators_without_second_factor;
   const outbox = stats.outbox === null ? "No mail transport configured"
     : `${stats.outbox.waiting.toLocaleString("en")} waiting (at most ${stats.outbox.max.toLocaleString("en")})`;
   const backup = !status.backups_configured ? "Not configured ([backup] dir in config.toml)"
@@ -82,13 +102,28 @@ export async function overviewPage() {
     ["Accounts created in the last 7 days", stats.accounts_created_7d.toLocaleString("en")],
     ["Users", status.users.toLocaleString("en")],
     ["Outbox", outbox],
+    ["Webhooks", hooks.summary],
+    ["Administrators without a second factor", unprotected === 0 ? "None" : unprotected.toLocaleString("en")],
     ["Newest backup", backup],
   ];
   const sections = PERIODS.map((period) => h("section", { "aria-labelledby": `${period.id}-heading`, class: "charts", id: `charts-${period.id}` },
     h("h2", { id: `${period.id}-heading`, text: period.title }),
     h("div", { class: "chart-grid" }, stats.counters.map((counter, i) => chart(period, counter, i, stats[period.key])))));
+  // What needs an administrator's attention, with where to act: failing webhook endpoints, and administrators who
+  // sign in with a password alone.
+  const attention = [];
+  if (hooks.failing) attention.push(h("p", { text: "Failing webhook endpoints (a message has waited longer than the failing limit; still retried):" }), hooks.list);
+  if (unprotected) {
+    const required = status.second_factor_required_for.includes("admin");
+    attention.push(h("p", { id: "admins-without-factor" },
+      `${unprotected} administrator${unprotected === 1 ? "" : "s"} sign${unprotected === 1 ? "s" : ""} in with a password alone. `,
+      h("a", { href: "#/users?role=admin", text: "See who, in the users list" }),
+      required ? "." : "; to require a second factor, set [two_factor] required_for_roles = [\"admin\"]."));
+  }
   show("Overview",
     h("dl", { id: "overview-facts", class: "facts" }, facts.flatMap(([k, v]) => [h("div", {}, h("dt", { text: k }), h("dd", { text: v }))])),
+    ...(attention.length ? [h("section", { "aria-labelledby": "attention-heading", id: "attention" },
+      h("h2", { id: "attention-heading", text: "Needs attention" }), ...attention)] : []),
     ...sections,
     h("p", { class: "note", text: `Counted by every node and written every ${stats.flush_interval_secs} seconds; times in UTC.` }));
 }

@@ -1,8 +1,10 @@
 // Console, round two, on the users pages: create a user (with role and organization), the filtered list as a
-// file (CSV or JSON, streamed by the server: a plain link, so the browser saves it as it arrives), and on a
-// user's page their name and verified flag, the mailed links (reset, verification) and their audit history.
+// file (CSV or JSON, streamed by the server: a plain link, so the browser saves it as it arrives), who has which
+// second factor in the list, and on a user's page their name and verified flag, the mailed links (reset,
+// verification), their second factors (with the administrator's reset), their ways in (password and the
+// identities of other providers, each with Unlink), their organizations, and their audit history.
 
-import { act, api, field, h, messageLine, orgName, orgs, say, status } from "./app.js";
+import { act, api, confirmAction, field, h, messageLine, orgName, orgs, say, status, when } from "./app.js";
 import { entriesTable } from "./audit.js";
 
 /// The "Create user" section of the users page.
@@ -113,4 +115,126 @@ export async function historySection(user) {
   const more = new URLSearchParams({ on: user.email });
   box.replaceChildren(table, next_cursor ? h("p", {}, h("a", { href: `#/audit?${more}`, text: "Things done to this user, in the audit log" })) : "");
   return section;
+}
+
+// --- second factors, ways in, organizations -----------------------------------------------------------------
+
+/// A user's second factors in words, from one item of GET /api/admin/users/second-factors: "Authenticator app,
+/// 2 passkeys", "None".
+export function describeFactors(f) {
+  if (!f) return "—";
+  const parts = [];
+  if (f.totp === "on") parts.push("Authenticator app");
+  if (f.totp === "pending") parts.push("Authenticator app (not confirmed)");
+  if (f.passkeys) parts.push(`${f.passkeys} passkey${f.passkeys === 1 ? "" : "s"}`);
+  return parts.length ? parts.join(", ") : "None";
+}
+
+/// Who has which second factor, for the users on a page of the list: id → item. A call of its own, so the list's
+/// items keep their seven keys.
+export async function secondFactors(ids) {
+  if (!ids.length) return new Map();
+  const { users } = await api("GET", `/api/admin/users/second-factors?ids=${ids.map(encodeURIComponent).join(",")}`);
+  return new Map(users.map((f) => [f.id, f]));
+}
+
+/// The sections of a user's page about how they sign in and where they belong: second factors (with the reset),
+/// ways in (with Unlink), organizations. `sessionsEnded` is called after a reset, which ends every session of the
+/// account. Returns the sections and `refreshMemberships`, for the organization form above them.
+export async function accessSections(user, { sessionsEnded }) {
+  const self = user.id === status.signed_in_as.id;
+  const path = `/api/admin/users/${encodeURIComponent(user.id)}`;
+
+  // Second factors: the authenticator app and its backup codes, the passkeys by name, and the reset.
+  const factorsBox = h("div", { id: "factors" });
+  const factorsLine = messageLine("factors-msg");
+  const reset = h("button", { type: "button", id: "reset-two-factor", class: "danger", text: "Reset the second factor" });
+  reset.addEventListener("click", async () => {
+    const sure = await confirmAction({ title: `Reset the second factor of ${user.email}?`, confirmLabel: "Reset",
+      text: "Their authenticator app and backup codes stop working, and every session and trusted device of the account ends. They sign in with the password alone until they set up a new one." });
+    if (!sure) return say(factorsLine, "Not reset.");
+    if (await act(factorsLine, reset, async () => {
+      const { reset: done } = await api("POST", `${path}/two-factor/reset`, {});
+      return done ? "Second factor reset; every session of the user has ended." : "This user had no second factor.";
+    })) {
+      await loadFactors().catch((e) => say(factorsLine, e.message, true));
+      sessionsEnded();
+    }
+  });
+  async function loadFactors() {
+    const [factors, { passkeys }] = await Promise.all([secondFactors([user.id]), api("GET", `${path}/passkeys`)]);
+    const f = factors.get(user.id);
+    const totp = f.totp === "on" ? "On" : f.totp === "pending" ? "Being set up (no code confirmed yet)" : "Off";
+    const codes = f.backup_codes_left === null ? "—" : `${f.backup_codes_left} of 10 left`;
+    const kind = (p) => (p.device_type === "multiDevice" ? "Synced" : "This device only");
+    const passkeyList = passkeys.length
+      ? h("table", { id: "passkeys-table" },
+        h("caption", { text: `${passkeys.length} passkey${passkeys.length === 1 ? "" : "s"}` }),
+        h("thead", {}, h("tr", {}, ["Name", "Kind", "Added"].map((c) => h("th", { scope: "col", text: c })))),
+        h("tbody", {}, passkeys.map((p) => h("tr", {},
+          h("td", { text: p.name || "(unnamed)" }), h("td", { text: kind(p) }), h("td", { text: when(p.created_at) })))))
+      : h("p", { id: "no-passkeys", text: "No passkey." });
+    factorsBox.replaceChildren(
+      h("dl", { id: "factor-details" },
+        h("dt", { text: "Authenticator app" }), h("dd", { id: "totp-state", text: totp }),
+        h("dt", { text: "Backup codes" }), h("dd", { id: "backup-codes", text: codes })),
+      passkeyList,
+      ...(f.totp !== "off" && !self ? [h("div", { class: "buttons" }, reset)] : []));
+  }
+
+  // Ways in: the password, and each identity of another provider, with Unlink (never the last way in).
+  const waysBox = h("div", { id: "ways-in" });
+  const waysLine = messageLine("ways-msg");
+  async function loadWays() {
+    const { password, accounts } = await api("GET", `${path}/accounts`);
+    const last = !password && accounts.length === 1;
+    const rows = accounts.map((a) => {
+      const unlink = h("button", { type: "button", class: "danger", text: "Unlink",
+        "aria-label": `Unlink the ${a.provider_id} identity ${a.account_id}` });
+      unlink.addEventListener("click", async () => {
+        const sure = await confirmAction({ title: `Unlink ${a.provider_id} from ${user.email}?`, confirmLabel: "Unlink",
+          text: `Signing in through ${a.provider_id} as ${a.email || a.account_id} no longer opens this account.` });
+        if (!sure) return say(waysLine, "Not unlinked.");
+        if (await act(waysLine, unlink, async () => {
+          await api("DELETE", `${path}/accounts/${encodeURIComponent(a.id)}`);
+          return `Unlinked ${a.provider_id}.`;
+        })) loadWays().catch((e) => say(waysLine, e.message, true));
+      });
+      return h("tr", {},
+        h("td", { text: a.provider_id }), h("td", {}, h("code", { text: a.account_id })), h("td", { text: a.email || "—" }),
+        h("td", { text: when(a.created_at) }), h("td", {}, last ? "The only way in" : unlink));
+    });
+    waysBox.replaceChildren(
+      h("dl", {}, h("dt", { text: "Password" }), h("dd", { id: "has-password", text: password ? "Yes" : "No (signs in through a provider)" })),
+      accounts.length
+        ? h("table", { id: "identities-table" },
+          h("caption", { text: `${accounts.length} linked identit${accounts.length === 1 ? "y" : "ies"}` }),
+          h("thead", {}, h("tr", {}, ["Provider", "Account at the provider", "E-mail", "Linked", "Action"].map((c) => h("th", { scope: "col", text: c })))),
+          h("tbody", {}, rows))
+        : h("p", { id: "no-identities", text: "No identity of another provider is linked." }));
+  }
+
+  // Organizations: every membership, the primary one (the account's organization) marked.
+  const membershipsBox = h("div", { id: "memberships" });
+  async function loadMemberships() {
+    const { memberships } = await api("GET", `${path}/memberships`);
+    membershipsBox.replaceChildren(memberships.length
+      ? h("table", { id: "memberships-table" },
+        h("caption", { text: `Member of ${memberships.length} organization${memberships.length === 1 ? "" : "s"}` }),
+        h("thead", {}, h("tr", {}, ["Organization", "Role", "Primary", "Since"].map((c) => h("th", { scope: "col", text: c })))),
+        h("tbody", {}, memberships.map((m) => h("tr", {},
+          h("td", {}, h("a", { href: `#/organizations/${encodeURIComponent(m.organization_id)}`, text: m.organization_name })),
+          h("td", { text: m.role }), h("td", { text: m.primary ? "Primary" : "No" }), h("td", { text: when(m.created_at) })))))
+      : h("p", { id: "no-memberships", text: "Member of no organization." }));
+  }
+
+  await Promise.all([loadFactors(), loadWays(), loadMemberships()]);
+  return {
+    sections: [
+      h("section", { "aria-labelledby": "factors-heading" }, h("h2", { id: "factors-heading", text: "Second factor" }), factorsBox, factorsLine),
+      h("section", { "aria-labelledby": "ways-heading" }, h("h2", { id: "ways-heading", text: "Ways in" }), waysBox, waysLine),
+      h("section", { "aria-labelledby": "memberships-heading" }, h("h2", { id: "memberships-heading", text: "Memberships" }), membershipsBox),
+    ],
+    refreshMemberships: loadMemberships,
+  };
 }

@@ -46,5 +46,6 @@ mod api {
     mod test_command;
     mod two_factor;
     mod upgrade;
+    mod user_admin;
     mod webhooks;
 }

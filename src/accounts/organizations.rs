@@ -193,6 +193,13 @@ impl Accounts {
         self.indexes.members.of_user(user).iter().filter_map(|m| self.indexes.orgs.get(m.org)).collect()
     }
 
+    /// `user`'s memberships with their organizations, oldest membership first (an administrator's view of one
+    /// account).
+    pub fn memberships_of(&self, user: UserId) -> Vec<(Arc<Membership>, Arc<Organization>)> {
+        let memberships = self.indexes.members.of_user(user);
+        memberships.into_iter().filter_map(|m| self.indexes.orgs.get(m.org).map(|o| (m, o))).collect()
+    }
+
     /// `get-full-organization`: the organization, at most `members_limit` members with their accounts, and the
     /// invitations the caller may see (those of an inviting role; `owner` invitations only to owners).
     pub fn full_organization(

@@ -114,6 +114,11 @@ impl Accounts {
         Ok(!self.passkeys.book.of(user).await?.is_empty())
     }
 
+    /// How many passkeys each of `users` has, in their order (the console's users list, a page at a time).
+    pub async fn passkey_counts(&self, users: Vec<UserId>) -> Result<Vec<usize>, Unavailable> {
+        self.passkeys.book.counts(users).await
+    }
+
     /// The caller's passkeys, oldest first.
     pub async fn own_passkeys(&self, user: UserId) -> Result<Vec<Passkey>, Unavailable> {
         let mut passkeys = self.passkeys.book.of(user).await?;

@@ -39,6 +39,11 @@ impl PasskeyBook {
         Ok(records.into_iter().map(convert::passkey).collect())
     }
 
+    /// How many passkeys each of `users` has, in one trip to a blocking thread.
+    pub async fn counts(&self, users: Vec<UserId>) -> Result<Vec<usize>, Unavailable> {
+        self.read(move |s| users.iter().map(|u| s.passkeys_of(u.to_bytes()).map(|p| p.len())).collect()).await
+    }
+
     /// The passkey with this credential id, whoever owns it.
     pub async fn by_credential(&self, credential: Vec<u8>) -> Result<Option<Passkey>, Unavailable> {
         Ok(self.read(move |s| s.passkey_by_credential(&credential)).await?.map(convert::passkey))

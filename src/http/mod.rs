@@ -51,6 +51,7 @@ mod routes;
 mod setup;
 mod state;
 mod two_factor;
+mod user_admin;
 mod webhooks;
 
 use std::convert::Infallible;

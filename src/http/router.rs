@@ -16,7 +16,7 @@ use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, oauth, ops, org_plugin,
-    organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, webhooks,
+    organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, user_admin, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -240,6 +240,10 @@ async fn dispatch(
         Endpoint::ConsoleStatus => console::status(state, ctx, req).await,
         Endpoint::Stats => overview::stats(state, ctx, req).await,
         Endpoint::ExportUsers => export::users(state, ctx, req).await,
+        Endpoint::UsersSecondFactors => user_admin::second_factors(state, ctx, req).await,
+        Endpoint::UserAccounts => user_admin::accounts(state, ctx, req).await,
+        Endpoint::UnlinkUserAccount => user_admin::unlink(state, ctx, req).await,
+        Endpoint::UserMemberships => user_admin::memberships(state, ctx, req).await,
         Endpoint::OpenApi => Ok(ops::openapi()),
         Endpoint::AuthOk => Ok(ops::auth_ok()),
         Endpoint::Alive => Ok(ops::alive()),

@@ -130,6 +130,11 @@ routes! {
     // console, round two: the overview's numbers, the user list as a file
     "/api/admin/stats" => { GET => Stats },
     "/api/admin/users/export" => { GET => ExportUsers },
+    // console, a user's page: their linked identities, organizations and second factors
+    "/api/admin/users/second-factors" => { GET => UsersSecondFactors },
+    "/api/admin/users/{id}/accounts" => { GET => UserAccounts },
+    "/api/admin/users/{id}/accounts/{account}" => { DELETE => UnlinkUserAccount },
+    "/api/admin/users/{id}/memberships" => { GET => UserMemberships },
     // ops: the document, liveness and readiness
     "/api/openapi.json" => { GET => OpenApi },
     "/api/auth/ok" => { GET => AuthOk },

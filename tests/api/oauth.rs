@@ -560,3 +560,78 @@ async fn with_store_tokens_the_providers_tokens_are_kept_sealed_with_the_data_ke
     let access = tokens.access_token.as_bytes();
     assert!(!file.windows(access.len()).any(|w| w == access), "the access token is not in the store in the clear");
 }
+
+#[tokio::test]
+async fn an_administrator_sees_and_unlinks_a_users_identities_but_never_the_last_way_in() {
+    let (server, _idp) = setup(json!({})).await;
+    let admin = server.client.admin_session().await;
+    // Carol: a password and an identity of `other`, linked by herself. Alice: only an identity of `local`.
+    let carol = server.client.new_user("carol").await;
+    let mut browser = Browser::new(&server);
+    browser.jar.entry(Browser::host(&server.client.base)).or_default().insert(COOKIE.into(), carol.cookie.clone());
+    let url = browser.start(&server, "/api/auth/link-social", &json!({"provider": "other"})).await;
+    browser.through_provider(&url, "carol@example.com#unverified").await;
+    let mut alice_browser = Browser::new(&server);
+    alice_browser.sign_in(&server, "local", "alice@example.com").await;
+    let alice = server.client.session(&alice_browser.session(&server).unwrap()).await["user"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let accounts = |id: &str| format!("/api/admin/users/{id}/accounts");
+    let r = server.client.get(&accounts(&carol.id)).cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let listed = r.json();
+    assert_eq!(listed["password"], true);
+    let linked = listed["accounts"].as_array().unwrap();
+    assert_eq!(linked.len(), 1, "{listed}");
+    let mut keys: Vec<&str> = linked[0].as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["account_id", "created_at", "email", "id", "provider_id"], "no token, ever");
+    assert_eq!((&linked[0]["provider_id"], &linked[0]["email"]), (&json!("other"), &json!("carol@example.com")));
+    let carols = linked[0]["id"].as_str().unwrap().to_owned();
+    let r = server.client.get(&accounts(&alice)).cookie(&admin).send().await;
+    assert_eq!(r.json()["password"], false);
+    let alices = r.json()["accounts"][0]["id"].as_str().unwrap().to_owned();
+
+    // Refusals: not an administrator, no session, an unknown account, a bad id, an identity of someone else.
+    assert_eq!(server.client.get(&accounts(&carol.id)).cookie(&carol.cookie).send().await.status, 403);
+    assert_eq!(server.client.get(&accounts(&carol.id)).send().await.status, 401);
+    let nobody = "01890000-0000-7000-8000-000000000000";
+    assert_eq!(server.client.get(&accounts(nobody)).cookie(&admin).send().await.status, 404);
+    assert_eq!(server.client.get("/api/admin/users/x/accounts").cookie(&admin).send().await.status, 400);
+    let unlink = |user: &str, account: &str| format!("/api/admin/users/{user}/accounts/{account}");
+    assert_eq!(server.client.delete(&unlink(&carol.id, &carols)).cookie(&carol.cookie).send().await.status, 403);
+    assert_eq!(server.client.delete(&unlink(nobody, &carols)).cookie(&admin).send().await.status, 404);
+    let r = server.client.delete(&unlink(&carol.id, &alices)).cookie(&admin).send().await;
+    assert_eq!(r.status, 404, "Alice's identity is not Carol's: {}", r.text);
+
+    // Alice's only way in stays: 409, saying why.
+    let r = server.client.delete(&unlink(&alice, &alices)).cookie(&admin).send().await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert!(r.json()["error"].as_str().unwrap().contains("last way in"), "{}", r.text);
+    assert_eq!(
+        server.client.get(&accounts(&alice)).cookie(&admin).send().await.json()["accounts"].as_array().unwrap().len(),
+        1
+    );
+
+    // Carol's identity goes; her password stays, and the identity no longer signs in to her account.
+    let r = server.client.delete(&unlink(&carol.id, &carols)).cookie(&admin).send().await;
+    assert_eq!((r.status, r.json()), (200, json!({"success": true})), "{}", r.text);
+    let r = server.client.get(&accounts(&carol.id)).cookie(&admin).send().await;
+    assert_eq!(r.json(), json!({"password": true, "accounts": []}));
+    assert_eq!(providers(&accounts_of(&server, &carol.cookie).await), ["credential"]);
+    let again = server.client.delete(&unlink(&carol.id, &carols)).cookie(&admin).send().await;
+    assert_eq!(again.status, 404, "already gone");
+
+    // Audited in the same commit: the administrator unlinked `other` from Carol's account.
+    let audit = server.client.get("/api/admin/audit?action=account.unlinked").cookie(&admin).send().await.json();
+    let entries = audit["entries"].as_array().unwrap();
+    let admin_id = server.client.session(&admin).await["user"]["id"].clone();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["actor_id"] == admin_id && e["target_id"] == carol.id.as_str() && e["detail"] == "other"),
+        "{audit}"
+    );
+}

@@ -2,6 +2,7 @@
 // release server holding 100,000 seeded users (./run.sh starts it). One administrator's session, step by step:
 // each step does what a person would (typing, clicking, the confirmation dialog) and asserts what the page then
 // shows. axe-core checks every page (no serious or critical violation); a screenshot of each goes to docs/console/.
+import { createHmac } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { after, before, test } from "node:test";
@@ -133,6 +134,42 @@ async function navShown() {
   return page.$eval("#nav", (n) => getComputedStyle(n).display !== "none" && n.getBoundingClientRect().height > 0);
 }
 
+/// RFC 6238 as an authenticator app computes it (SHA-1, 6 digits, 30 s) from the base32 secret of a totpURI.
+function totpCode(uri) {
+  const secret = new URL(uri).searchParams.get("secret").replace(/=+$/, "").toUpperCase();
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  const key = [];
+  let bits = 0;
+  let value = 0;
+  for (const c of secret) {
+    value = ((value << 5) | alphabet.indexOf(c)) & 0xffff;
+    bits += 5;
+    if (bits >= 8) {
+      key.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(Date.now() / 30_000)));
+  const mac = createHmac("sha1", Buffer.from(key)).update(counter).digest();
+  const offset = mac[19] & 0x0f;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, "0");
+}
+
+/// Turns on an authenticator app for `email` through the auth API, as the user would; returns their session.
+async function enableTotp(email) {
+  const cookie = await signInElsewhere(email);
+  const call = (path, body) => fetch(`${base}/api/auth/two-factor/${path}`, {
+    method: "POST", headers: { "Content-Type": "application/json", Cookie: cookie }, body: JSON.stringify(body) });
+  const enabled = await call("enable", { password: PASSWORD });
+  assert.equal(enabled.status, 200, await enabled.clone().text());
+  const { totpURI } = await enabled.json();
+  // The server accepts one step either side, so a step ending meanwhile does not matter.
+  const verified = await call("verify-totp", { code: totpCode(totpURI) });
+  assert.equal(verified.status, 200, await verified.text());
+  return cookie;
+}
+
 async function signIn(email) {
   await page.type("#sign-in input[type=email]", email);
   await page.type("#sign-in input[type=password]", PASSWORD);
@@ -227,6 +264,11 @@ test("the administrator signs in and lands on the overview, whose charts show th
   assert.match(facts["Accounts created in the last 7 days"], /^\d{1,3}(,\d{3})*$/);
   assert.equal(facts.Outbox, "No mail transport configured");
   assert.match(facts["Newest backup"], /Not configured/);
+  assert.equal(facts.Webhooks, "No endpoint");
+  // The seeded administrator signs in with a password alone: counted, and the page says where to look.
+  assert.equal(facts["Administrators without a second factor"], "1");
+  assert.match(await textOf("#admins-without-factor"), /^1 administrator signs in with a password alone\. .*required_for_roles = \["admin"\]/);
+  assert.equal(await page.$eval("#admins-without-factor a", (a) => a.getAttribute("href")), "#/users?role=admin");
   await checkAccessibility("overview");
   await screenshot("overview");
 });
@@ -408,13 +450,68 @@ test("create an organization; a taken slug is said next to the form", async () =
 test("move the user into the organization", async () => {
   await page.goto(`${base}/admin/#/users/${userId}`);
   await waitForHeading(TARGET);
+  assert.equal(await textOf("#no-memberships"), "Member of no organization.");
   const orgValue = await page.$$eval("#org-form option", (os) => os.find((o) => o.textContent === "St Mary Pharmacy").value);
   await page.select("#org-form select", orgValue);
   await page.click("#org-form button[type=submit]");
   assert.equal(await waitForText("#org-msg", /Moved/), "Moved to St Mary Pharmacy.");
   assert.equal(await textOf("#user-org"), "St Mary Pharmacy");
+  // The memberships follow: the organization by name, linked to its page, the role, and that it is the primary one.
+  await page.waitForSelector("#memberships-table tbody tr");
+  const memberships = await page.$$eval("#memberships-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].slice(0, 3).map((c) => c.textContent)));
+  assert.deepEqual(memberships, [["St Mary Pharmacy", "member", "Primary"]]);
+  assert.equal(await page.$eval("#memberships-table tbody a", (a) => a.getAttribute("href")), `#/organizations/${orgValue}`);
+  // Ways in: the seeded password, and no identity of another provider (this server has none configured; unlinking
+  // one is tested over HTTP, tests/api/oauth.rs).
+  assert.equal(await textOf("#has-password"), "Yes");
+  assert.equal(await textOf("#no-identities"), "No identity of another provider is linked.");
   await checkAccessibility("user");
   await screenshot("user");
+});
+
+test("second factors: who has which in the list, the user's page, and the administrator's reset", async () => {
+  const enrolled = "user4243@seed.example";
+  const session = await enableTotp(enrolled);
+  await page.goto(`${base}/admin/#/users?q=${encodeURIComponent("user4243@")}`);
+  await waitForHeading("Users");
+  const column = await page.$$eval("#users-table thead th", (ths) => ths.map((th) => th.textContent).indexOf("Second factor"));
+  assert.ok(column > 0);
+  await page.waitForFunction((i) => document.querySelector(`#users-table tbody tr td:nth-child(${i + 1})`)?.textContent !== "…", {}, column);
+  assert.deepEqual(await page.$$eval("#users-table tbody tr", (trs, i) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[i].textContent]), column),
+    [[enrolled, "Authenticator app"]]);
+  // Others on a page say so too: no factor.
+  await page.goto(`${base}/admin/#/users?q=${encodeURIComponent("user4244@")}`);
+  await waitForHeading("Users");
+  await page.waitForFunction((i) => document.querySelector(`#users-table tbody tr td:nth-child(${i + 1})`)?.textContent === "None", {}, column);
+
+  await page.goto(`${base}/admin/#/users?q=${encodeURIComponent("user4243@")}`);
+  await waitForHeading("Users");
+  await page.click("#users-table tbody tr td a");
+  await waitForHeading(enrolled);
+  assert.equal(await textOf("#totp-state"), "On");
+  assert.equal(await textOf("#backup-codes"), "10 of 10 left");
+  assert.equal(await textOf("#no-passkeys"), "No passkey.");
+  await checkAccessibility("user with a second factor");
+  await screenshot("user-second-factor");
+  // Cancelled: nothing happens. Confirmed: the factor is gone and every session of the user has ended.
+  await confirmWith("#reset-two-factor", "cancel");
+  assert.equal(await waitForText("#factors-msg", /Not reset/), "Not reset.");
+  assert.equal(await isLive(session), true);
+  await confirmWith("#reset-two-factor", "ok");
+  assert.equal(await waitForText("#factors-msg", /reset;/), "Second factor reset; every session of the user has ended.");
+  await page.waitForFunction(() => document.querySelector("#totp-state")?.textContent === "Off");
+  assert.equal(await textOf("#backup-codes"), "—");
+  assert.equal(await page.$("#reset-two-factor"), null, "nothing left to reset");
+  assert.equal(await isLive(session), false);
+  await page.waitForSelector("#no-sessions");
+  // Audited, and in the user's history.
+  await page.goto(`${base}/admin/#/users?q=${encodeURIComponent("user4243@")}`);
+  await waitForHeading("Users");
+  await page.click("#users-table tbody tr td a");
+  await waitForHeading(enrolled);
+  await page.waitForSelector("#history-table tbody tr");
+  const actions = await page.$$eval("#history-table tbody tr", (trs) => trs.map((tr) => tr.cells[1].textContent));
+  for (const action of ["user.two_factor_reset", "user.two_factor_enabled"]) assert.ok(actions.includes(action), `${action} in ${actions.join(", ")}`);
 });
 
 test("create a user with a role and an organization", async () => {
@@ -500,6 +597,7 @@ test("the organization lists its member; deleting it needs the detach option", a
   await page.goto(`${base}/admin/#/users/${userId}`);
   await waitForHeading(TARGET);
   assert.equal(await textOf("#user-org"), "—");
+  assert.equal(await textOf("#no-memberships"), "Member of no organization.");
 });
 
 test("impersonate another user, stop, then set their password and remove them", async () => {
@@ -528,6 +626,26 @@ test("impersonate another user, stop, then set their password and remove them", 
   const gone = await page.evaluate(async (q) => (await (await fetch(`/api/admin/users?q=${q}`)).json()).users.length,
     encodeURIComponent("user5@"));
   assert.equal(gone, 0);
+});
+
+test("the overview names a failing webhook endpoint and its queued deliveries", async () => {
+  // Nothing listens on port 9 here; run.sh counts an endpoint failing after one second.
+  const hook = await page.evaluate(async () => (await (await fetch("/api/admin/webhooks", { method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ url: "http://127.0.0.1:9/hooks", events: ["user.deleted"] }) })).json()).webhook);
+  assert.equal((await page.evaluate(async (id) => (await fetch(`/api/admin/webhooks/${id}/test`, { method: "POST" })).status, hook.id)), 202);
+  // Waits (not a timed assertion) for the deliverer's second refused attempt, which marks the endpoint failing.
+  await page.waitForFunction(async (id) => (await (await fetch(`/api/admin/webhooks/${id}`)).json()).webhook.failing, { timeout: 30_000, polling: 500 }, hook.id);
+  const { webhook } = await page.evaluate(async (id) => (await fetch(`/api/admin/webhooks/${id}`)).json(), hook.id);
+  await page.goto(`${base}/admin/#/overview`);
+  await waitForHeading("Overview");
+  const facts = await page.$$eval("#overview-facts dt", (dts) => Object.fromEntries(dts.map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+  assert.match(facts.Webhooks, /^1 endpoint on, 1 failing; \d+ deliver(y|ies) queued$/);
+  assert.ok(Number(facts.Webhooks.match(/(\d+) deliver/)[1]) >= 1, facts.Webhooks);
+  const failing = await page.$$eval("#failing-webhooks li", (lis) => lis.map((li) => [li.querySelector("a").textContent, li.querySelector("a").getAttribute("href")]));
+  assert.deepEqual(failing, [[webhook.url, `#/webhooks/${webhook.id}`]]);
+  await checkAccessibility("overview with a failing webhook");
+  await screenshot("overview-attention");
 });
 
 test("the status panel", async () => {
