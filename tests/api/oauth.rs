@@ -705,3 +705,63 @@ fn metric(text: &str, name: &str) -> f64 {
         .map(|v| v.trim().parse().unwrap())
         .unwrap_or(0.0)
 }
+
+/// The cumulative counts of `service_auth_oauth_callback_own_seconds`'s buckets: (upper bound in seconds, count).
+fn own_time_buckets(text: &str) -> Vec<(f64, f64)> {
+    let prefix = "service_auth_oauth_callback_own_seconds_bucket{le=\"";
+    text.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|rest| {
+            let (le, count) = rest.split_once("\"} ")?;
+            let le = if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? };
+            Some((le, count.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The callback's own time, for BENCHMARKS.md (#30): `OAUTH_CALLBACKS` (default 300) sign-ins through
+/// oidc-provider one after another, each a new account (a flow taken, an account and its link made, a session
+/// started: three commits, each fsynced), then as many returning ones (a flow taken, a session started). The
+/// server's `service_auth_oauth_callback_own_seconds` histogram leaves out the time the callback waited for the
+/// provider (the token exchange, the keys); printed: the share of callbacks within each bucket, the buckets p50 and
+/// p99 fall in, and the whole callback's mean for comparison.
+/// `cargo test --release --test api measure_callback_own_time -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn measure_callback_own_time() {
+    let count: usize = std::env::var("OAUTH_CALLBACKS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let (server, _idp, metrics) = setup_with_metrics().await;
+    let route = "{route=\"/api/auth/callback/{provider}\"}";
+    let mut before = own_time_buckets(&scrape(metrics).await);
+    let (mut whole_sum, mut whole_count) = (0.0, 0.0);
+    for (phase, landing) in [("new accounts", "/welcome"), ("returning accounts", "/home")] {
+        for n in 0..count {
+            let mut browser = Browser::new(&server);
+            let done = browser.sign_in(&server, "local", &format!("measured{n}@example.com")).await;
+            assert_eq!(redirected_to(&done), landing);
+        }
+        let text = scrape(metrics).await;
+        let after = own_time_buckets(&text);
+        let buckets: Vec<(f64, f64)> = after.iter().zip(&before).map(|((le, a), (_, b))| (*le, a - b)).collect();
+        let total = buckets.last().map(|(_, c)| *c).unwrap_or(0.0);
+        assert_eq!(total as usize, count, "{text}");
+        let within = |q: f64| buckets.iter().find(|(_, c)| *c >= q * total).map(|(le, _)| *le).unwrap_or(f64::INFINITY);
+        let shares: Vec<String> = buckets
+            .iter()
+            .filter(|(le, _)| *le <= 0.025)
+            .map(|(le, c)| format!("<= {} ms: {:.1}%", le * 1000.0, 100.0 * c / total))
+            .collect();
+        let sum = metric(&text, &format!("service_auth_http_request_duration_seconds_sum{route}")) - whole_sum;
+        let calls = metric(&text, &format!("service_auth_http_request_duration_seconds_count{route}")) - whole_count;
+        println!(
+            "{phase}: {count} callbacks; own time p50 <= {} ms, p99 <= {} ms; {}; whole callback (provider included) mean {:.2} ms",
+            within(0.5) * 1000.0,
+            within(0.99) * 1000.0,
+            shares.join(", "),
+            1000.0 * sum / calls,
+        );
+        whole_sum += sum;
+        whole_count += calls;
+        before = after;
+    }
+}
