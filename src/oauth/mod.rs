@@ -484,3 +484,23 @@ pub fn random_token() -> String {
     getrandom::fill(&mut bytes).expect("the system's random source");
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nonce_is_checked_when_one_is_expected_and_its_hash_only_for_apple() {
+        let plain = Nonce::new("app-nonce".into());
+        let hashed = Nonce::new(hex::encode(Sha256::digest(b"app-nonce")));
+        assert!(nonce_check(Some("app-nonce"), false)(Some(&plain)).is_ok());
+        assert!(nonce_check(Some("app-nonce"), false)(Some(&hashed)).is_err(), "the hash only where Apple sends it");
+        assert!(nonce_check(Some("app-nonce"), true)(Some(&hashed)).is_ok());
+        assert!(nonce_check(Some("app-nonce"), true)(Some(&plain)).is_ok());
+        assert!(nonce_check(Some("another"), true)(Some(&plain)).is_err());
+        assert!(nonce_check(Some("app-nonce"), true)(None).is_err(), "expected, and missing");
+        // None expected (a client's token without a nonce): any, or none, is accepted, as better-auth does.
+        assert!(nonce_check(None, false)(None).is_ok());
+        assert!(nonce_check(None, false)(Some(&plain)).is_ok());
+    }
+}
