@@ -25,6 +25,9 @@ pub const HASH_WAIT: &str = "service_auth_hashing_wait_seconds";
 /// Store commits: duration (fsync included) and requests grouped into each.
 pub const COMMIT_DURATION: &str = "service_auth_store_commit_duration_seconds";
 pub const COMMIT_BATCH: &str = "service_auth_store_commit_batch_requests";
+/// A provider's callback, its own part: the handler's time less the time it waited for the provider (discovery,
+/// token exchange, keys, user info).
+pub const OAUTH_CALLBACK_OWN: &str = "service_auth_oauth_callback_own_seconds";
 /// What the server holds.
 pub const USERS: &str = "service_auth_users";
 pub const SESSIONS: &str = "service_auth_sessions";
@@ -50,6 +53,7 @@ pub struct Metrics {
     pub hash_wait: Histogram,
     pub commit_duration: Histogram,
     pub commit_batch: Histogram,
+    pub oauth_callback_own: Histogram,
     pub outbox: Gauge,
     pub outbox_oldest: Gauge,
     hash_queue: Gauge,
@@ -78,6 +82,7 @@ impl Metrics {
                 hash_wait: Histogram::noop(),
                 commit_duration: Histogram::noop(),
                 commit_batch: Histogram::noop(),
+                oauth_callback_own: Histogram::noop(),
                 outbox: Gauge::noop(),
                 outbox_oldest: Gauge::noop(),
                 hash_queue: Gauge::noop(),
@@ -98,6 +103,7 @@ impl Metrics {
             hash_wait: recorder.register_histogram(&Key::from_static_name(HASH_WAIT), &META),
             commit_duration: recorder.register_histogram(&Key::from_static_name(COMMIT_DURATION), &META),
             commit_batch: recorder.register_histogram(&Key::from_static_name(COMMIT_BATCH), &META),
+            oauth_callback_own: recorder.register_histogram(&Key::from_static_name(OAUTH_CALLBACK_OWN), &META),
             outbox: recorder.register_gauge(&Key::from_static_name(OUTBOX), &META),
             outbox_oldest: recorder.register_gauge(&Key::from_static_name(OUTBOX_OLDEST), &META),
             hash_queue: recorder.register_gauge(&Key::from_static_name(HASH_QUEUE), &META),
@@ -184,6 +190,11 @@ fn describe(r: &PrometheusRecorder) {
     r.describe_histogram(HASH_WAIT.into(), seconds, help("Time a password hash waited for a hashing worker."));
     r.describe_histogram(COMMIT_DURATION.into(), seconds, help("Store commit duration, fsync included."));
     r.describe_histogram(COMMIT_BATCH.into(), None, help("Write requests grouped into one store commit."));
+    r.describe_histogram(
+        OAUTH_CALLBACK_OWN.into(),
+        seconds,
+        help("A provider's callback, less the time spent waiting for the provider (token exchange, keys, user info)."),
+    );
     r.describe_gauge(USERS.into(), None, help("Accounts."));
     r.describe_gauge(SESSIONS.into(), None, help("Sessions held (expired ones until the next sweep)."));
     r.describe_gauge(ORGANIZATIONS.into(), None, help("Organizations."));

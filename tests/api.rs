@@ -33,6 +33,7 @@ mod api {
     mod metrics;
     mod migration;
     mod oauth;
+    mod oauth_id_token;
     mod ops;
     mod organizations;
     mod orgs;

@@ -8,6 +8,7 @@
 mod account;
 mod admin;
 mod auth;
+mod id_token;
 pub mod oauth;
 mod organizations;
 mod passkeys;
@@ -42,6 +43,7 @@ use crate::store::follower::Freshness;
 pub use account::AccountError;
 pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
+pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
 pub use organizations::{FullOrganization, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
 pub use passkeys::{Attachment, CeremonyToken, PasskeyError, Passkeys, credential_id_base64url, public_key_base64};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};

@@ -13,7 +13,7 @@ use crate::actors::linked::LinkedAccount;
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{ExternalError, ExternalIdentity, ExternalOutcome, UnlinkError};
 use crate::domain::{Email, ImageUrl, Name, Timestamp, User, UserId};
-use crate::oauth::{OAuth, OAuthError, Tokens, random_token};
+use crate::oauth::{Identity, OAuth, OAuthError, Tokens, random_token};
 use crate::store::linked::OAuthFlowRecordV1;
 use crate::store::{StoreError, StoreOp, StoreWriter};
 
@@ -90,6 +90,50 @@ pub enum Finished {
     Linked { callback_url: String },
 }
 
+/// An identity admitted by [`Accounts::admit`].
+pub(super) enum Admitted {
+    /// Linked to the account that asked.
+    Linked,
+    /// The account it signs into (`new_user`: made now).
+    User { user: Arc<User>, new_user: bool },
+}
+
+/// Why an identity a provider vouched for was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// The provider gave no usable address.
+    EmailNotFound,
+    /// Nor a usable name (none, and the address's local part is not one either).
+    UserInfo,
+    /// Its address has an account here, and this provider may not link to it (no silent takeover).
+    NotLinked,
+    /// The identity is another account's.
+    LinkedElsewhere,
+    /// A link asked for with an identity of another address.
+    EmailMismatch,
+    /// The account that asked for a link is gone.
+    UserGone,
+    /// `require_verification`, and the account's address is not verified.
+    EmailNotVerified,
+    Unavailable,
+}
+
+impl Refused {
+    /// The callback's `?error=` code.
+    fn code(self) -> &'static str {
+        match self {
+            Self::EmailNotFound => "email_not_found",
+            Self::UserInfo => "unable_to_get_user_info",
+            Self::NotLinked => "account_not_linked",
+            Self::LinkedElsewhere => "account_already_linked_to_different_user",
+            Self::EmailMismatch => "email_doesn't_match",
+            Self::UserGone => "unable_to_link_account",
+            Self::EmailNotVerified => "email_not_verified",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
 /// How a callback failed: with a flow, to its error URL with `?error=code`; without one, as an answer.
 #[derive(Debug)]
 pub enum CallbackError {
@@ -133,7 +177,13 @@ impl Accounts {
 
     /// Finishes a flow: takes it (once), checks it against the browser and the provider's answer, and signs the
     /// identity in (or links it).
-    pub async fn finish_flow(&self, callback: Callback<'_>, client: Client) -> Result<Finished, CallbackError> {
+    /// The time spent waiting for the provider is added to `waited` (the callback's own time is the rest).
+    pub async fn finish_flow(
+        &self,
+        callback: Callback<'_>,
+        client: Client,
+        waited: &mut Duration,
+    ) -> Result<Finished, CallbackError> {
         let flow = self.take_flow(&sha256(callback.state)).await?;
         let error_url = flow.error_url.clone().unwrap_or_else(|| flow.callback_url.clone());
         let fail = |code: &'static str, description: Option<String>| CallbackError::Redirect {
@@ -170,60 +220,24 @@ impl Accounts {
         let (identity, tokens) = self
             .flows
             .oauth
-            .finish(provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri)
+            .finish(provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri, waited)
             .await
             .map_err(|e| {
                 tracing::warn!(provider = %flow.provider, error = %e, "a sign-in through a provider failed");
                 fail(e.code(), Some(e.to_string()))
             })?;
-        let email = identity.email.as_deref().ok_or_else(|| fail("email_not_found", None))?;
-        let email = Email::parse(email).map_err(|_| fail("email_not_found", None))?;
-        let name = identity
-            .name
-            .as_deref()
-            .and_then(|n| Name::parse(n).ok())
-            .or_else(|| Name::parse(email.as_str().split('@').next().unwrap_or("user")).ok())
-            .ok_or_else(|| fail("unable_to_get_user_info", None))?;
-        let image = identity.picture.as_deref().and_then(|p| ImageUrl::parse(p).ok());
         let link_user = flow.link_user.map(UserId::from_bytes);
         // A link is made for the session that asked, still signed in in this browser.
         if link_user.is_some() && link_user != callback.signed_in {
             return Err(fail("unable_to_link_account", None));
         }
-        let sealed_tokens = self.flows.store_tokens.then(|| {
-            let plain = serde_json::to_vec(&tokens).unwrap_or_default();
-            self.data_key.seal(&plain, &Tokens::context(&flow.provider, &identity.subject))
-        });
-        drop(tokens);
-        let external = ExternalIdentity {
-            sealed_tokens,
-            provider: flow.provider.clone(),
-            subject: identity.subject,
-            email,
-            email_verified: identity.email_verified,
-            name,
-            image,
-            trusted: provider.config.trusted_for_linking,
+        let admitted = self.admit(provider, identity, tokens, link_user, &client).await;
+        let (user, new_user) = match admitted {
+            Ok(Admitted::Linked) => return Ok(Finished::Linked { callback_url: flow.callback_url }),
+            Ok(Admitted::User { user, new_user }) => (user, new_user),
+            Err(Refused::Unavailable) => return Err(CallbackError::Unavailable),
+            Err(refused) => return Err(fail(refused.code(), None)),
         };
-        let role = self.roles.default_role();
-        let outcome = self.actors.users.external(external, link_user, role, client.ip_address.clone()).await;
-        let outcome = outcome.map_err(|e| match e {
-            ExternalError::NotLinked => fail("account_not_linked", None),
-            ExternalError::LinkedElsewhere => fail("account_already_linked_to_different_user", None),
-            ExternalError::EmailMismatch => fail("email_doesn't_match", None),
-            ExternalError::UserGone => fail("unable_to_link_account", None),
-            ExternalError::Unavailable(_) => CallbackError::Unavailable,
-        })?;
-        let (user, new_user) = match outcome {
-            ExternalOutcome::Linked(_) if link_user.is_some() => {
-                return Ok(Finished::Linked { callback_url: flow.callback_url });
-            }
-            ExternalOutcome::Existing(user) | ExternalOutcome::Linked(user) => (user, false),
-            ExternalOutcome::Created(user) => (user, true),
-        };
-        if self.require_verification && !user.email_verified {
-            return Err(fail("email_not_verified", None));
-        }
         let started = self.actors.sessions.create(user.id, true, client, Start::SignIn).await;
         let (token, session) = started.map_err(|e| match e {
             CreateSessionError::Banned => fail("banned", None),
@@ -237,6 +251,62 @@ impl Accounts {
             callback_url: flow.callback_url,
             new_user_url: flow.new_user_url,
         })
+    }
+
+    /// An identity `provider` vouched for (in a callback, or in an ID token the client brought): linked to
+    /// `link_user`, or the account it signs into, found or made by the users actor under the linking rules (no
+    /// silent takeover). The session is the caller's to start.
+    pub(super) async fn admit(
+        &self,
+        provider: &crate::oauth::Provider,
+        identity: Identity,
+        tokens: Tokens,
+        link_user: Option<UserId>,
+        client: &Client,
+    ) -> Result<Admitted, Refused> {
+        let email = identity.email.as_deref().ok_or(Refused::EmailNotFound)?;
+        let email = Email::parse(email).map_err(|_| Refused::EmailNotFound)?;
+        let name = identity
+            .name
+            .as_deref()
+            .and_then(|n| Name::parse(n).ok())
+            .or_else(|| Name::parse(email.as_str().split('@').next().unwrap_or("user")).ok())
+            .ok_or(Refused::UserInfo)?;
+        let image = identity.picture.as_deref().and_then(|p| ImageUrl::parse(p).ok());
+        let provider_id = &provider.config.id;
+        let sealed_tokens = self.flows.store_tokens.then(|| {
+            let plain = serde_json::to_vec(&tokens).unwrap_or_default();
+            self.data_key.seal(&plain, &Tokens::context(provider_id, &identity.subject))
+        });
+        drop(tokens);
+        let external = ExternalIdentity {
+            sealed_tokens,
+            provider: provider_id.clone(),
+            subject: identity.subject,
+            email,
+            email_verified: identity.email_verified,
+            name,
+            image,
+            trusted: provider.config.trusted_for_linking,
+        };
+        let role = self.roles.default_role();
+        let outcome = self.actors.users.external(external, link_user, role, client.ip_address.clone()).await;
+        let outcome = outcome.map_err(|e| match e {
+            ExternalError::NotLinked => Refused::NotLinked,
+            ExternalError::LinkedElsewhere => Refused::LinkedElsewhere,
+            ExternalError::EmailMismatch => Refused::EmailMismatch,
+            ExternalError::UserGone => Refused::UserGone,
+            ExternalError::Unavailable(_) => Refused::Unavailable,
+        })?;
+        let (user, new_user) = match outcome {
+            ExternalOutcome::Linked(_) if link_user.is_some() => return Ok(Admitted::Linked),
+            ExternalOutcome::Existing(user) | ExternalOutcome::Linked(user) => (user, false),
+            ExternalOutcome::Created(user) => (user, true),
+        };
+        if self.require_verification && !user.email_verified {
+            return Err(Refused::EmailNotVerified);
+        }
+        Ok(Admitted::User { user, new_user })
     }
 
     /// The flow of `hash`, deleted from the store: `NoFlow` when it is not there (or another node took it first).

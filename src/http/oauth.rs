@@ -1,6 +1,7 @@
 //! `/api/auth/*` for sign-in through another identity provider, on better-auth's wire: `sign-in/social` (and the
 //! generic plugin's older `sign-in/oauth2`), the provider's redirect back (`callback/{provider}`,
-//! `oauth2/callback/{provider}`), `link-social`, `list-accounts`, `unlink-account`.
+//! `oauth2/callback/{provider}`), `link-social`, `list-accounts`, `unlink-account`. With `idToken`, `sign-in/social`
+//! and `link-social` take an ID token the client got from the provider itself, with no flow and no redirect.
 
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -8,12 +9,13 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::dto::{AuthUser, SignedIn as SignedInBody};
 use super::extract::{self, Ctx, Fields};
 use super::fields::{location_value, safe_redirect};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::oauth::{Callback, CallbackError, Finished, FlowStart, StartError};
-use crate::accounts::{Accounts, UnlinkError};
+use crate::accounts::{Accounts, Client, IdTokenError, IdTokenProof, IdTokenSignIn, UnlinkError};
 
 /// The fields `sign-in/social` takes (`provider`) and `sign-in/oauth2` (`providerId`).
 const START_FIELDS: [&str; 9] = [
@@ -51,24 +53,29 @@ impl Via {
 }
 
 /// `POST sign-in/social {provider, callbackURL, …}` (and `sign-in/oauth2 {providerId, …}`): `{url, redirect}`,
-/// with `Location` unless `disableRedirect`, and the cookie that binds the flow to this browser.
+/// with `Location` unless `disableRedirect`, and the cookie that binds the flow to this browser. With `idToken`:
+/// the session at once (see [`id_token_sign_in`]).
 pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>, via: Via) -> Result<Response<Body>, Failure> {
     state.rate_limits.check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
+    let client = extract::client(&ctx, req.headers());
+    let trusted = super::two_factor::trusted_device(state, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let mut known = START_FIELDS.to_vec();
     known.push(via.provider_field());
     body.only(&known)?;
-    if body.has("idToken") {
-        // Signing in with an ID token the browser got itself would skip this server's nonce and state.
-        return Err(Failure::new(StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED", "id token not supported"));
-    }
     let provider = body.string(via.provider_field())?.to_owned();
+    if let Some(proof) = id_token_proof(&body, &provider)? {
+        trusted_urls(state, &ctx, &body)?;
+        return id_token_sign_in(state, proof, trusted, client).await;
+    }
     start(state, &ctx, &body, via, provider, None).await
 }
 
 /// `POST link-social {provider, callbackURL, …}`: the same flow, whose identity is linked to the signed-in user.
+/// With `idToken`: linked at once, `{url: "", status: true, redirect: false}`.
 pub async fn link_social(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&[
         "provider",
@@ -81,11 +88,108 @@ pub async fn link_social(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
         "requestSignUp",
         "additionalData",
     ])?;
-    if body.has("idToken") {
-        return Err(Failure::new(StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED", "id token not supported"));
-    }
     let provider = body.string("provider")?.to_owned();
+    if let Some(proof) = id_token_proof(&body, &provider)? {
+        trusted_urls(state, &ctx, &body)?;
+        state.accounts.link_with_id_token(proof, current.user.id, client).await?;
+        return Ok(ok(&json!({"url": "", "status": true, "redirect": false})));
+    }
     start(state, &ctx, &body, Via::Social, provider, Some(current.user.id)).await
+}
+
+/// The fields of better-auth's `idToken` object (`user` is Apple's first-sign-in name, not used: the name comes
+/// from the verified token).
+const ID_TOKEN_FIELDS: [&str; 6] = ["token", "nonce", "accessToken", "refreshToken", "expiresAt", "user"];
+
+/// `idToken`, when the body has one.
+fn id_token_proof(body: &Fields, provider: &str) -> Result<Option<IdTokenProof>, Failure> {
+    let fields: Fields = match body.get("idToken") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => map.clone().into(),
+        Some(_) => return Err(Failure::validation("[body.idToken] Invalid input: expected object")),
+    };
+    fields.only(&ID_TOKEN_FIELDS)?;
+    let token = fields.string("token")?;
+    // A JWT of a sane size: the body limit bounds it anyway, this says why.
+    if token.is_empty() || token.len() > 16 * 1024 {
+        return Err(Failure::validation("[body.idToken.token] Invalid input: expected a JWT of at most 16 KiB"));
+    }
+    let owned = |key: &str| fields.optional_string(key).map(|v| v.map(str::to_owned));
+    Ok(Some(IdTokenProof {
+        provider: provider.to_owned(),
+        token: token.to_owned(),
+        nonce: owned("nonce")?,
+        access_token: owned("accessToken")?,
+        refresh_token: owned("refreshToken")?,
+        expires_at_ms: fields.optional_u64("expiresAt")?.and_then(|ms| i64::try_from(ms).ok()),
+    }))
+}
+
+/// `sign-in/social` with `idToken`: 200 `{redirect: false, token, user}` and the session cookie, as better-auth
+/// answers; for an account with a second factor, `{twoFactorRedirect: true, …}` and the challenge cookie, as
+/// `sign-in/email` answers.
+async fn id_token_sign_in(
+    state: &AppState,
+    proof: IdTokenProof,
+    trusted: Option<crate::domain::SessionToken>,
+    client: Client,
+) -> Result<Response<Body>, Failure> {
+    let (signed_in, renewed_trust) = match state.accounts.sign_in_with_id_token(proof, trusted, client).await? {
+        IdTokenSignIn::In { signed_in, .. } => (signed_in, None),
+        IdTokenSignIn::Trusted(signed_in, device) => (signed_in, Some(device)),
+        IdTokenSignIn::SecondFactor { challenge } => {
+            let answer = ok(&json!({"twoFactorRedirect": true, "twoFactorMethods": ["totp"]}));
+            return Ok(with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge)));
+        }
+    };
+    let token = signed_in.token.as_str();
+    let body = SignedInBody { redirect: false, token, url: None, user: AuthUser::from(&*signed_in.user) };
+    let mut answer = with_cookie(ok(&body), state.cookies.set(token, true));
+    if let Some(device) = renewed_trust {
+        answer = with_cookie(answer, super::two_factor::trust_cookie(state, &device));
+    }
+    Ok(answer)
+}
+
+impl From<IdTokenError> for Failure {
+    fn from(e: IdTokenError) -> Self {
+        let (status, code) = match e {
+            IdTokenError::ProviderNotFound => (StatusCode::NOT_FOUND, "PROVIDER_NOT_FOUND"),
+            IdTokenError::NotSupported => (StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED"),
+            IdTokenError::InvalidToken => (StatusCode::UNAUTHORIZED, "INVALID_TOKEN"),
+            IdTokenError::ProviderUnavailable => (StatusCode::BAD_GATEWAY, "PROVIDER_UNAVAILABLE"),
+            IdTokenError::UserInfo => (StatusCode::UNAUTHORIZED, "FAILED_TO_GET_USER_INFO"),
+            IdTokenError::EmailNotFound => (StatusCode::UNAUTHORIZED, "USER_EMAIL_NOT_FOUND"),
+            IdTokenError::NotLinked | IdTokenError::UnableToLink => (StatusCode::UNAUTHORIZED, "OAUTH_LINK_ERROR"),
+            IdTokenError::AlreadyLinked => (StatusCode::CONFLICT, "SOCIAL_ACCOUNT_ALREADY_LINKED"),
+            IdTokenError::LinkingNotAllowed => (StatusCode::UNAUTHORIZED, "LINKING_NOT_ALLOWED"),
+            IdTokenError::DifferentEmails => (StatusCode::UNAUTHORIZED, "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED"),
+            IdTokenError::EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
+            IdTokenError::Banned => (StatusCode::FORBIDDEN, "BANNED_USER"),
+            IdTokenError::Unavailable(u) => return u.into(),
+        };
+        Self::new(status, code, e.to_string())
+    }
+}
+
+/// `callbackURL`, `errorCallbackURL`, `newUserCallbackURL` (in that order), each a safe relative path or on a
+/// trusted origin (403 otherwise; the reset links' rule).
+type FlowUrls = (Option<String>, Option<String>, Option<String>);
+
+fn trusted_urls(state: &AppState, ctx: &Ctx, body: &Fields) -> Result<FlowUrls, Failure> {
+    let trusted = |key: &str, code: &'static str| -> Result<Option<String>, Failure> {
+        match body.optional_string(key)? {
+            None => Ok(None),
+            Some(url) => safe_redirect(state, ctx, url)
+                .map(Some)
+                .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, code, format!("Invalid {key}"))),
+        }
+    };
+    Ok((
+        trusted("callbackURL", "INVALID_CALLBACK_URL")?,
+        trusted("errorCallbackURL", "INVALID_ERROR_CALLBACK_URL")?,
+        trusted("newUserCallbackURL", "INVALID_NEW_USER_CALLBACK_URL")?,
+    ))
 }
 
 async fn start(
@@ -96,17 +200,8 @@ async fn start(
     provider: String,
     link_user: Option<crate::domain::UserId>,
 ) -> Result<Response<Body>, Failure> {
-    let trusted = |key: &str, code: &'static str| -> Result<Option<String>, Failure> {
-        match body.optional_string(key)? {
-            None => Ok(None),
-            Some(url) => safe_redirect(state, ctx, url)
-                .map(Some)
-                .ok_or_else(|| Failure::new(StatusCode::FORBIDDEN, code, format!("Invalid {key}"))),
-        }
-    };
-    let callback_url = trusted("callbackURL", "INVALID_CALLBACK_URL")?.unwrap_or_else(|| "/".to_owned());
-    let error_url = trusted("errorCallbackURL", "INVALID_ERROR_CALLBACK_URL")?;
-    let new_user_url = trusted("newUserCallbackURL", "INVALID_NEW_USER_CALLBACK_URL")?;
+    let (callback_url, error_url, new_user_url) = trusted_urls(state, ctx, body)?;
+    let callback_url = callback_url.unwrap_or_else(|| "/".to_owned());
     let disable_redirect = body.optional_bool("disableRedirect")?.unwrap_or(false);
     let scopes = scopes(body)?;
     let login_hint = body.optional_string("loginHint")?.map(str::to_owned);
@@ -178,6 +273,7 @@ fn flow_cookie_name(state: &AppState) -> String {
 /// the flow's callback URL (or its new-user URL), or 302 to its error URL with `?error=`. A POST (Apple's
 /// `form_post`) is turned into the GET, as better-auth does, so the browser's cookies come with it.
 pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let started = std::time::Instant::now();
     let path = req.uri().path().to_owned();
     let provider = path.rsplit('/').next().unwrap_or_default().to_owned();
     if req.method() == Method::POST {
@@ -213,9 +309,10 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
         browser: browser.as_deref(),
         signed_in,
     };
-    let finished = state.accounts.finish_flow(callback, client).await;
+    let mut waited = std::time::Duration::ZERO;
+    let finished = state.accounts.finish_flow(callback, client, &mut waited).await;
     let clear = flow_cookie(state, "", 0);
-    match finished {
+    let answer = match finished {
         Ok(Finished::SignedIn { signed_in, new_user, callback_url, new_user_url }) => {
             let target = if new_user { new_user_url.unwrap_or(callback_url) } else { callback_url };
             let answer = with_cookie(redirect(&target), state.cookies.set(signed_in.token.as_str(), true));
@@ -235,7 +332,10 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
             Ok(with_cookie(redirect(&format!("{error_url}{separator}{}", params.finish())), clear))
         }
         Err(CallbackError::Unavailable) => Err(Failure::unavailable()),
-    }
+    };
+    // The callback's own time: what this server did, not what it waited for at the provider.
+    state.accounts.metrics.oauth_callback_own.record(started.elapsed().saturating_sub(waited).as_secs_f64());
+    answer
 }
 
 /// `GET list-accounts`: the password (`credential`, when the account has one) and every linked identity.

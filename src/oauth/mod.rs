@@ -20,12 +20,15 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use openidconnect::core::{
-    CoreAuthenticationFlow, CoreClient, CoreIdTokenClaims, CoreJsonWebKeySet, CoreProviderMetadata, CoreUserInfoClaims,
+    CoreAuthenticationFlow, CoreClient, CoreIdToken, CoreIdTokenClaims, CoreJsonWebKeySet, CoreProviderMetadata,
+    CoreUserInfoClaims,
 };
 use openidconnect::{
-    AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge,
-    PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
+    AccessToken, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
 };
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use self::cache::Cached;
 use self::config::{OAuthConfig, ProviderConfig, ProviderKind};
@@ -95,6 +98,9 @@ pub enum OAuthError {
     IdToken(String),
     #[error("the provider's user information could not be read: {0}")]
     UserInfo(String),
+    /// An ID token brought by the client, for a provider that issues none (GitHub).
+    #[error("this provider issues no ID tokens")]
+    IdTokenNotSupported,
 }
 
 impl OAuthError {
@@ -104,6 +110,7 @@ impl OAuthError {
             Self::Exchange(_) => "invalid_code",
             Self::IdToken(_) => "invalid_id_token",
             Self::UserInfo(_) => "unable_to_get_user_info",
+            Self::IdTokenNotSupported => "id_token_not_supported",
         }
     }
 }
@@ -206,7 +213,8 @@ impl OAuth {
 
     /// The callback: exchanges `code` (with the flow's PKCE verifier) and says who signed in. OpenID Connect: the
     /// ID token must be valid and carry the flow's `nonce`; claims it lacks (some providers put the address only
-    /// there) are read from the user-info endpoint, which must name the same subject.
+    /// there) are read from the user-info endpoint, which must name the same subject. The time spent waiting for
+    /// the provider (discovery, token exchange, keys, user info) is added to `waited`.
     pub async fn finish(
         &self,
         provider: &Provider,
@@ -214,80 +222,133 @@ impl OAuth {
         pkce_verifier: &str,
         nonce: &str,
         redirect_uri: &str,
+        waited: &mut Duration,
     ) -> Result<(Identity, Tokens), OAuthError> {
         let redirect = RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::Exchange(e.to_string()))?;
         let code = AuthorizationCode::new(code.to_owned());
         let verifier = PkceCodeVerifier::new(pkce_verifier.to_owned());
         match provider.config.kind() {
             ProviderKind::Oidc => {
-                let metadata = self.metadata(provider, false).await?;
+                let metadata = timed(waited, self.metadata(provider, false)).await?;
                 let client =
                     CoreClient::from_provider_metadata(metadata.clone(), client_id(provider), secret(provider))
                         .set_redirect_uri(redirect);
-                let tokens = client
+                let request = client
                     .exchange_code(code)
                     .map_err(|e| OAuthError::Exchange(e.to_string()))?
-                    .set_pkce_verifier(verifier)
-                    .request_async(&self.http)
+                    .set_pkce_verifier(verifier);
+                let tokens = timed(waited, request.request_async(&self.http))
                     .await
                     .map_err(|e| OAuthError::Exchange(describe(&e)))?;
                 let id_token = tokens.id_token().ok_or_else(|| OAuthError::IdToken("the provider sent none".into()))?;
-                let nonce = Nonce::new(nonce.to_owned());
-                let verify = |keys: CoreJsonWebKeySet| {
-                    let with_keys = metadata.clone().set_jwks(keys);
-                    let client = CoreClient::from_provider_metadata(with_keys, client_id(provider), secret(provider));
-                    id_token.claims(&client.id_token_verifier(), &nonce).cloned()
-                };
-                let claims: CoreIdTokenClaims = match verify(self.keys(provider, &metadata, false).await?) {
-                    Ok(claims) => claims,
-                    // A key the cached set lacks: the provider may have rotated its keys. Fetched again, once.
-                    Err(openidconnect::ClaimsVerificationError::SignatureVerification(_)) => {
-                        verify(self.keys(provider, &metadata, true).await?)
-                            .map_err(|e| OAuthError::IdToken(e.to_string()))?
-                    }
-                    Err(e) => return Err(OAuthError::IdToken(e.to_string())),
-                };
-                let mut identity = Identity {
-                    subject: claims.subject().as_str().to_owned(),
-                    email: claims.email().map(|e| e.as_str().to_owned()),
-                    email_verified: claims.email_verified().unwrap_or(false),
-                    name: claims.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned()),
-                    picture: claims.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned()),
-                };
-                if identity.email.is_none() && metadata.userinfo_endpoint().is_some() {
-                    let info: CoreUserInfoClaims = client
-                        .user_info(tokens.access_token().clone(), Some(claims.subject().clone()))
-                        .map_err(|e| OAuthError::UserInfo(e.to_string()))?
-                        .request_async(&self.http)
-                        .await
-                        .map_err(|e| OAuthError::UserInfo(describe(&e)))?;
-                    identity.email = info.email().map(|e| e.as_str().to_owned());
-                    identity.email_verified = info.email_verified().unwrap_or(false);
-                    if identity.name.is_none() {
-                        identity.name = info.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned());
-                    }
-                    if identity.picture.is_none() {
-                        identity.picture = info.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned());
-                    }
-                }
+                let claims = self.verified_claims(provider, &metadata, id_token, Some(nonce), waited).await?;
+                let access_token = tokens.access_token().clone();
+                let identity = self.identity(provider, &metadata, &claims, Some(access_token), waited).await?;
                 let kept = Tokens::of(&tokens, Some(id_token.to_string()));
                 Ok((identity, kept))
             }
             ProviderKind::Github => {
                 let client = github_client(provider)?.set_redirect_uri(redirect);
-                let tokens = client
-                    .exchange_code(code)
-                    .set_pkce_verifier(verifier)
-                    .request_async(&self.http)
+                let request = client.exchange_code(code).set_pkce_verifier(verifier);
+                let tokens = timed(waited, request.request_async(&self.http))
                     .await
                     .map_err(|e| OAuthError::Exchange(describe(&e)))?;
                 let bearer = tokens.access_token().secret();
-                let user = self.github_get(github::USER_URL, bearer).await?;
-                let emails = self.github_get(github::EMAILS_URL, bearer).await.ok();
+                let user = timed(waited, self.github_get(github::USER_URL, bearer)).await?;
+                let emails = timed(waited, self.github_get(github::EMAILS_URL, bearer)).await.ok();
                 let identity = github::identity(&user, emails.as_deref()).map_err(OAuthError::UserInfo)?;
                 Ok((identity, Tokens::of(&tokens, None)))
             }
         }
+    }
+
+    /// better-auth's `idToken` sign-in: an ID token the client got from the provider itself (a native SDK, Google
+    /// One Tap), checked as the callback checks its own (signature against the provider's published keys with
+    /// only the algorithms its metadata names, issuer, audience = this service's client id, expiry), and its
+    /// `nonce` when the client names the one it used. Only OpenID Connect providers issue ID tokens.
+    pub async fn verify_id_token(
+        &self,
+        provider: &Provider,
+        token: &str,
+        nonce: Option<&str>,
+        access_token: Option<&str>,
+    ) -> Result<Identity, OAuthError> {
+        if provider.config.kind() != ProviderKind::Oidc {
+            return Err(OAuthError::IdTokenNotSupported);
+        }
+        let id_token: CoreIdToken =
+            token.parse().map_err(|e: serde_json::Error| OAuthError::IdToken(format!("not a signed JWT: {e}")))?;
+        let mut waited = Duration::ZERO;
+        let metadata = self.metadata(provider, false).await?;
+        let claims = self.verified_claims(provider, &metadata, &id_token, nonce, &mut waited).await?;
+        let access_token = access_token.map(|t| AccessToken::new(t.to_owned()));
+        self.identity(provider, &metadata, &claims, access_token, &mut waited).await
+    }
+
+    /// The claims of `id_token` once it is valid for `provider` (see [`Self::verify_id_token`]); `nonce`: the one
+    /// it must carry, or `None` to accept any (only for a token the client brought without naming one, as
+    /// better-auth does).
+    async fn verified_claims(
+        &self,
+        provider: &Provider,
+        metadata: &CoreProviderMetadata,
+        id_token: &CoreIdToken,
+        nonce: Option<&str>,
+        waited: &mut Duration,
+    ) -> Result<CoreIdTokenClaims, OAuthError> {
+        // Apple's SDKs put the SHA-256 (hex) of the app's nonce in the token; better-auth accepts either.
+        let hashed_too = provider.config.preset == Some(config::Preset::Apple);
+        let verify = |keys: CoreJsonWebKeySet| {
+            let with_keys = metadata.clone().set_jwks(keys);
+            let client = CoreClient::from_provider_metadata(with_keys, client_id(provider), secret(provider));
+            id_token.claims(&client.id_token_verifier(), nonce_check(nonce, hashed_too)).cloned()
+        };
+        match verify(timed(waited, self.keys(provider, metadata, false)).await?) {
+            Ok(claims) => Ok(claims),
+            // A key the cached set lacks: the provider may have rotated its keys. Fetched again, once.
+            Err(openidconnect::ClaimsVerificationError::SignatureVerification(_)) => {
+                verify(timed(waited, self.keys(provider, metadata, true)).await?)
+                    .map_err(|e| OAuthError::IdToken(e.to_string()))
+            }
+            Err(e) => Err(OAuthError::IdToken(e.to_string())),
+        }
+    }
+
+    /// Who a valid ID token names; claims it lacks (some providers put the address only there) are read from the
+    /// user-info endpoint with `access_token`, which must name the same subject.
+    async fn identity(
+        &self,
+        provider: &Provider,
+        metadata: &CoreProviderMetadata,
+        claims: &CoreIdTokenClaims,
+        access_token: Option<AccessToken>,
+        waited: &mut Duration,
+    ) -> Result<Identity, OAuthError> {
+        let mut identity = Identity {
+            subject: claims.subject().as_str().to_owned(),
+            email: claims.email().map(|e| e.as_str().to_owned()),
+            email_verified: claims.email_verified().unwrap_or(false),
+            name: claims.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned()),
+            picture: claims.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned()),
+        };
+        if let (None, Some(_), Some(access_token)) = (&identity.email, metadata.userinfo_endpoint(), access_token) {
+            let client = CoreClient::from_provider_metadata(metadata.clone(), client_id(provider), secret(provider));
+            let request = client
+                .user_info(access_token, Some(claims.subject().clone()))
+                .map_err(|e| OAuthError::UserInfo(e.to_string()))?;
+            let info: CoreUserInfoClaims = timed(waited, request.request_async(&self.http))
+                .await
+                .map_err(|e| OAuthError::UserInfo(describe(&e)))?;
+            identity.email = info.email().map(|e| e.as_str().to_owned());
+            identity.email_verified = info.email_verified().unwrap_or(false);
+            if identity.name.is_none() {
+                identity.name = info.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned());
+            }
+            if identity.picture.is_none() {
+                identity.picture = info.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned());
+            }
+        }
+        Ok(identity)
     }
 
     async fn github_get(&self, url: &str, bearer: &str) -> Result<Vec<u8>, OAuthError> {
@@ -356,6 +417,27 @@ impl OAuth {
     }
 }
 
+/// `future`, its time added to `waited` (the time a callback spends on the provider, left out of its own).
+async fn timed<T>(waited: &mut Duration, future: impl std::future::Future<Output = T>) -> T {
+    let started = std::time::Instant::now();
+    let out = future.await;
+    *waited += started.elapsed();
+    out
+}
+
+/// The nonce check: the claim must be `expected` (compared in constant time; with `hashed_too`, or its SHA-256 in
+/// hex), or anything when nothing is expected.
+fn nonce_check(expected: Option<&str>, hashed_too: bool) -> impl FnOnce(Option<&Nonce>) -> Result<(), String> + '_ {
+    move |claimed: Option<&Nonce>| {
+        let Some(expected) = expected else { return Ok(()) };
+        let claimed = claimed.ok_or("missing nonce claim")?;
+        let digest = |s: &str| Sha256::digest(s.as_bytes());
+        let exact = bool::from(digest(claimed.secret()).ct_eq(&digest(expected)));
+        let hashed = hashed_too && bool::from(digest(claimed.secret()).ct_eq(&digest(&hex::encode(digest(expected)))));
+        if exact || hashed { Ok(()) } else { Err("nonce mismatch".into()) }
+    }
+}
+
 fn client_id(provider: &Provider) -> ClientId {
     ClientId::new(provider.config.client_id.clone())
 }
@@ -401,4 +483,24 @@ pub fn random_token() -> String {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the system's random source");
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nonce_is_checked_when_one_is_expected_and_its_hash_only_for_apple() {
+        let plain = Nonce::new("app-nonce".into());
+        let hashed = Nonce::new(hex::encode(Sha256::digest(b"app-nonce")));
+        assert!(nonce_check(Some("app-nonce"), false)(Some(&plain)).is_ok());
+        assert!(nonce_check(Some("app-nonce"), false)(Some(&hashed)).is_err(), "the hash only where Apple sends it");
+        assert!(nonce_check(Some("app-nonce"), true)(Some(&hashed)).is_ok());
+        assert!(nonce_check(Some("app-nonce"), true)(Some(&plain)).is_ok());
+        assert!(nonce_check(Some("another"), true)(Some(&plain)).is_err());
+        assert!(nonce_check(Some("app-nonce"), true)(None).is_err(), "expected, and missing");
+        // None expected (a client's token without a nonce): any, or none, is accepted, as better-auth does.
+        assert!(nonce_check(None, false)(None).is_ok());
+        assert!(nonce_check(None, false)(Some(&plain)).is_ok());
+    }
 }

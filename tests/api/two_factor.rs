@@ -19,7 +19,7 @@ fn now_secs() -> u64 {
 
 /// The current TOTP step, waiting first when it ends within three seconds: the server reads the clock a moment
 /// later, and a test about which steps are accepted must not straddle a step's end.
-async fn settled_step() -> u64 {
+pub(super) async fn settled_step() -> u64 {
     let left = 30 - now_secs() % 30;
     if left <= 3 {
         tokio::time::sleep(std::time::Duration::from_secs(left + 1)).await;
@@ -27,7 +27,7 @@ async fn settled_step() -> u64 {
     step_of(now_secs())
 }
 
-fn code(secret: &[u8], step: u64) -> String {
+pub(super) fn code(secret: &[u8], step: u64) -> String {
     format!("{:06}", code_at(secret, step))
 }
 
@@ -43,15 +43,15 @@ fn cookie_of(resp: &Resp, name: &str) -> Option<super::harness::SetCookie> {
 }
 
 /// An account with the factor on: (session cookie, secret, backup codes, e-mail, id).
-struct Enrolled {
-    session: String,
-    secret: Vec<u8>,
-    backup_codes: Vec<String>,
-    email: String,
-    id: String,
+pub(super) struct Enrolled {
+    pub(super) session: String,
+    pub(super) secret: Vec<u8>,
+    pub(super) backup_codes: Vec<String>,
+    pub(super) email: String,
+    pub(super) id: String,
 }
 
-async fn enrolled(s: &TestServer, tag: &str) -> Enrolled {
+pub(super) async fn enrolled(s: &TestServer, tag: &str) -> Enrolled {
     let user = s.client.new_user(tag).await;
     let r = s
         .client
@@ -71,7 +71,13 @@ async fn enrolled(s: &TestServer, tag: &str) -> Enrolled {
     Enrolled { session: user.cookie, secret, backup_codes, email: user.email, id: user.id }
 }
 
-async fn verify_totp(s: &TestServer, session: Option<&str>, challenge: Option<&str>, code: &str, trust: bool) -> Resp {
+pub(super) async fn verify_totp(
+    s: &TestServer,
+    session: Option<&str>,
+    challenge: Option<&str>,
+    code: &str,
+    trust: bool,
+) -> Resp {
     verify(s, "/api/auth/two-factor/verify-totp", session, challenge, code, trust).await
 }
 

@@ -1,6 +1,7 @@
 // The real better-auth client (createAuthClient, 1.7.25) signing in through a real OpenID Connect provider
 // (oidc-provider, provider.mjs) with a release service-auth server between them. The browser is played by a
-// cookie jar per host and redirects followed by hand; the client's own calls go through its fetch.
+// cookie jar per host and redirects followed by hand; the client's own calls go through its fetch. The last test is
+// an app that gets its ID token from the provider itself (as a native SDK does) and signs in with `idToken`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -8,6 +9,7 @@ import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import readline from "node:readline";
+import { createHash } from "node:crypto";
 import { createAuthClient } from "better-auth/client";
 
 const COOKIE = "service-auth.session_token";
@@ -46,7 +48,7 @@ before(async () => {
       break;
     }
   }
-  const uris = [`${BASE}/api/auth/callback/local`, `${BASE}/api/auth/oauth2/callback/local`];
+  const uris = [`${BASE}/api/auth/callback/local`, `${BASE}/api/auth/oauth2/callback/local`, `${BASE}/app/callback`];
   idp.stdin.write(`${JSON.stringify({ clients: [{ client_id: "svc", client_secret: "svc-secret", redirect_uris: uris }] })}\n`);
   assert.match(await idpLine(), /ready/);
 });
@@ -109,7 +111,47 @@ function browser() {
     }
     assert.fail("too many redirects");
   };
-  return { client, through, session: () => jarOf(BASE).get(COOKIE) };
+  /** The app's own code flow as the client `svc` (PKCE, `nonce`) to its redirect URI: the provider's tokens. */
+  const tokensFromProvider = async (login, nonce) => {
+    const redirectUri = `${BASE}/app/callback`;
+    const verifier = "an-app-s-own-pkce-verifier-of-43-characters-or-more";
+    const challenge = createHash("sha256").update(verifier).digest("base64url");
+    const params = new URLSearchParams({
+      client_id: "svc", response_type: "code", scope: "openid email profile", redirect_uri: redirectUri,
+      state: "app-state", nonce, code_challenge: challenge, code_challenge_method: "S256",
+    });
+    let url = `${ISSUER}/auth?${params}`;
+    let response = await request(url);
+    let code;
+    for (let i = 0; i < 12 && !code; i++) {
+      const location = response.headers.get("location");
+      if (response.status >= 300 && response.status < 400 && location.startsWith(redirectUri)) {
+        code = new URL(location).searchParams.get("code");
+      } else if (response.status >= 300 && response.status < 400) {
+        url = new URL(location, url).toString();
+        response = await request(url);
+      } else {
+        assert.match(await response.text(), /name="login"/);
+        response = await request(url, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ login }).toString(),
+        });
+      }
+    }
+    assert.ok(code, "the provider's code");
+    const token = await fetch(`${ISSUER}/token`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${Buffer.from("svc:svc-secret").toString("base64")}`,
+      },
+      body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: redirectUri, code_verifier: verifier }),
+    });
+    assert.equal(token.status, 200);
+    return token.json();
+  };
+  return { client, through, tokensFromProvider, session: () => jarOf(BASE).get(COOKIE) };
 }
 
 test("signIn.social: a new account, then the same account again", async () => {
@@ -176,4 +218,28 @@ test("an unverified identity meeting an existing account is refused with a code"
   const started = await other.client.signIn.social({ provider: "local", callbackURL: "/home", errorCallbackURL: "/oops", disableRedirect: true });
   assert.equal(await other.through(started.data.url, "dan@example.com#unverified"), "/oops?error=account_not_linked");
   assert.equal(other.session(), undefined);
+});
+
+test("signIn.social with idToken: the app's own ID token signs in at once, a wrong nonce is refused", async () => {
+  const eve = browser();
+  const tokens = await eve.tokensFromProvider("eve@example.com", "app-nonce");
+  const wrong = await eve.client.signIn.social({
+    provider: "local",
+    idToken: { token: tokens.id_token, nonce: "another-nonce", accessToken: tokens.access_token },
+  });
+  assert.equal(wrong.error.status, 401);
+  assert.equal(wrong.error.code, "INVALID_TOKEN");
+  assert.equal(eve.session(), undefined);
+  const signedIn = await eve.client.signIn.social({
+    provider: "local",
+    idToken: { token: tokens.id_token, nonce: "app-nonce", accessToken: tokens.access_token },
+  });
+  assert.equal(signedIn.error, null);
+  assert.equal(signedIn.data.redirect, false);
+  assert.equal(signedIn.data.user.email, "eve@example.com");
+  assert.equal(signedIn.data.token, eve.session(), "the session cookie");
+  const session = await eve.client.getSession();
+  assert.equal(session.data.user.email, "eve@example.com");
+  const accounts = await eve.client.listAccounts();
+  assert.deepEqual(accounts.data.map((a) => a.providerId), ["local"]);
 });
