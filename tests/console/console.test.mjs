@@ -827,6 +827,29 @@ test("a global administrator sees and manages every organization's members on it
   assert.ok(await invitationMailedTo("deputy@hillside.example"));
   await checkAccessibility("organization, as a global administrator");
   await screenshot("organization-members");
+  // Paging: 23 more members of Riverside (an administrator's organizationId is a membership), 26 in all, 25 a page.
+  await page.evaluate(async (org) => {
+    const call = async (method, path, body) => {
+      const r = await fetch(path, { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+      return r.json();
+    };
+    for (let i = 0; i < 23; i++) {
+      const { user } = await call("POST", "/api/auth/admin/create-user", { email: `pharmacist${i}@riverside.example`, name: `Pharmacist ${i}` });
+      await call("PATCH", "/api/admin/users", { userId: user.id, organizationId: org });
+    }
+  }, orgIds.riverside);
+  await page.goto(`${orgBase}/admin/#/organizations/${orgIds.riverside}`);
+  await waitForHeading("Riverside Pharmacy");
+  await page.waitForSelector("#org-members-table");
+  const caption = (text) => page.waitForFunction((t) => document.querySelector("#org-members-table caption")?.textContent === t, { timeout: 10_000 }, text);
+  await caption("26 members (1–25 of 26)");
+  assert.equal(await page.$$eval("#org-members-table tbody tr", (trs) => trs.length), 25);
+  await page.click("#members-next");
+  await caption("26 members (26–26 of 26)");
+  assert.deepEqual(await memberEmails(), ["pharmacist22@riverside.example"]);
+  await page.click("#members-previous");
+  await caption("26 members (1–25 of 26)");
 });
 
 test("no script error and no policy violation on any page", () => {
