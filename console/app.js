@@ -15,6 +15,7 @@ import { auditPage } from "./audit.js";
 import { accessSections, createUserSection, describeFactors, exportLinks, historySection, profileSections, secondFactors } from "./users.js";
 
 import { webhooksPage, webhookPage } from "./webhooks.js";
+import { orgAdminStart, memberSections } from "./orgadmin.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -224,7 +225,9 @@ async function boot() {
     signOutButton.hidden = e.status !== 403;
     who.textContent = "";
     if (e.status === 401) return signInPage();
-    if (e.status === 403) return sessionStorage.getItem("impersonating") ? impersonatingPage() : notAdminPage();
+    if (e.status === 403 && sessionStorage.getItem("impersonating")) return impersonatingPage();
+    // An organization's owner or admin gets their organizations' page (orgadmin.js); anyone else this one.
+    if (e.status === 403) return (await orgAdminStart(lastEmail)) || notAdminPage();
     return show("The console cannot start", h("p", { class: "msg error", text: e.message }));
   }
   sessionStorage.removeItem("impersonating");
@@ -743,6 +746,9 @@ async function organizationPage(id) {
     h("section", { "aria-labelledby": "rename-heading" }, h("h2", { id: "rename-heading", text: "Name and slug" }), renameForm),
     h("section", { "aria-labelledby": "members-heading" }, h("h2", { id: "members-heading", text: "Members" }), membersBox),
     h("section", { "aria-labelledby": "delete-heading" }, h("h2", { id: "delete-heading", text: "Delete" }), deleteButton, deleteLine));
+  // Memberships with their roles, and invitations, through the organization plugin's calls (orgadmin.js): a global
+  // administrator acts there as an owner of every organization.
+  main.append(...(await memberSections(org, "owner")));
 }
 
 // --- status -------------------------------------------------------------------------------------------------

@@ -48,6 +48,9 @@ enum Command {
         /// Give user1 … user<N> 1,000 more sessions each (what banning a busy account costs, in benchmarks).
         #[arg(long, default_value_t = 0)]
         busy_users: usize,
+        /// One more organization, seed-members, whose members are the first N accounts (the administrator its owner).
+        #[arg(long, default_value_t = 0)]
+        members_in_org: usize,
         /// Erase the data directory's store first (without it, a directory that is not empty is refused).
         #[arg(long)]
         force: bool,
@@ -152,8 +155,8 @@ fn main() -> ExitCode {
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
         }
-        Command::Seed { users, sessions, orgs, tokens_out, busy_users, force } => {
-            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out, busy_users, force };
+        Command::Seed { users, sessions, orgs, tokens_out, busy_users, members_in_org, force } => {
+            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out, busy_users, members_in_org, force };
             report(runtime.block_on(ops::seed::seed(&config, args)))
         }
         Command::Backup { out } => report(ops::backup::backup(&config, &out)),

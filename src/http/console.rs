@@ -62,6 +62,8 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         script!("audit.js"),
         script!("users.js"),
         script!("webhooks.js"),
+        // Delegated administration: an organization's owners and admins (#29).
+        script!("orgadmin.js"),
     ]
 });
 

@@ -1,7 +1,10 @@
 //! Export and import of users, organizations and memberships as JSON Lines.
 //!
 //! One JSON object per line with a `type` field: every `organization` line first, then every `user` line (with
-//! its role, ban, membership and password hash in PHC form). Sessions are never exported: they are bearer
+//! its role, ban, primary organization and password hash in PHC form), then every `membership` (an account in an
+//! organization with its roles: the primary one and those from invitations) and every `invitation` (pending or
+//! not: the organization's history). Files written before memberships existed still import: the primary
+//! organization becomes a `member` membership when the server loads the store. Sessions are never exported: they are bearer
 //! secrets, and after a move people simply sign in again. Import is all or nothing: every line is checked, any
 //! duplicate (in the file or against the data directory) or unusable password hash is reported and nothing is
 //! written; then everything is written in one transaction. The file holds password hashes: it is created 0600.
@@ -14,8 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{OpsError, open_stopped, open_stopped_with_faults, private_file};
 use crate::config::Config;
-use crate::domain::{Email, Name, OrgId, RoleSet, Slug, Timestamp, UserId};
-use crate::store::{FaultSwitch, OrgRecord, StoreOp, UserRecord};
+use crate::domain::{
+    Email, InvitationId, InvitationStatus, MemberRoles, Name, OrgId, RoleSet, Slug, Timestamp, UserId,
+};
+use crate::store::{FaultSwitch, InvitationRecordV1, MembershipRecordV1, OrgRecord, StoreOp, UserRecord};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -25,6 +30,12 @@ enum Line {
         name: String,
         slug: String,
         created_at: String,
+        /// Set through the organization plugin; absent when none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logo: Option<String>,
+        /// A JSON object, as text; absent when none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<String>,
     },
     User {
         id: String,
@@ -45,6 +56,24 @@ enum Line {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ban_expires: Option<String>,
     },
+    Membership {
+        organization_id: String,
+        user_id: String,
+        /// better-auth's form: `owner`, `admin`, `member`, or several comma separated.
+        role: String,
+        created_at: String,
+    },
+    Invitation {
+        id: String,
+        organization_id: String,
+        email: String,
+        role: String,
+        /// `pending`, `accepted`, `rejected` or `canceled`.
+        status: String,
+        inviter_id: String,
+        expires_at: String,
+        created_at: String,
+    },
 }
 
 /// Writes every organization and user as JSON Lines to `out`, or to standard output. Returns a report.
@@ -59,13 +88,28 @@ pub fn export(config: &Config, out: Option<&Path>) -> Result<String, OpsError> {
     orgs.sort_by_key(|o| (o.created_at_ms, o.id));
     let mut users = loaded.users;
     users.sort_by_key(|u| (u.created_at_ms, u.id));
-    let lines = orgs.iter().map(org_line).chain(users.iter().map(user_line));
+    let mut members = loaded.members;
+    members.sort_by_key(|m| (m.org, m.created_at_ms, m.user));
+    let mut invitations = loaded.invitations;
+    invitations.sort_by_key(|i| (i.org, i.created_at_ms, i.id));
+    let lines = orgs
+        .iter()
+        .map(org_line)
+        .chain(users.iter().map(user_line))
+        .chain(members.iter().map(member_line))
+        .chain(invitations.iter().map(invitation_line));
     for line in lines {
         serde_json::to_writer(&mut w, &line).map_err(|e| OpsError::Io(e.to_string()))?;
         w.write_all(b"\n").map_err(|e| OpsError::Io(e.to_string()))?;
     }
     w.flush().map_err(|e| OpsError::Io(e.to_string()))?;
-    Ok(format!("exported {} organizations and {} users (no sessions)", orgs.len(), users.len()))
+    Ok(format!(
+        "exported {} organizations, {} users, {} memberships and {} invitations (no sessions)",
+        orgs.len(),
+        users.len(),
+        members.len(),
+        invitations.len()
+    ))
 }
 
 /// Reads a file written by [`export`] into `config.data_dir`. Returns a report; refuses the whole file, listing
@@ -88,6 +132,8 @@ fn import_with_faults(config: &Config, input: &Path, faults: FaultSwitch) -> Res
         seen.org_ids.insert(o.id);
         seen.slugs.insert(o.slug.clone());
     }
+    seen.members.extend(existing.members.iter().map(|m| (m.org, m.user)));
+    seen.invitation_ids.extend(existing.invitations.iter().map(|i| i.id));
     let progress = std::io::stderr().is_terminal();
     let (mut ops, mut problems) = (Vec::new(), Vec::new());
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -118,7 +164,10 @@ fn import_with_faults(config: &Config, input: &Path, faults: FaultSwitch) -> Res
     }
     // One transaction: a crash or a disk error leaves the directory as it was, and a second run can start over.
     store.commit(&ops)?;
-    Ok(format!("imported {} organizations and {} users", seen.new_orgs, seen.new_users))
+    Ok(format!(
+        "imported {} organizations, {} users, {} memberships and {} invitations",
+        seen.new_orgs, seen.new_users, seen.new_members, seen.new_invitations
+    ))
 }
 
 /// Identities already taken, in the data directory or earlier in the file.
@@ -128,14 +177,18 @@ struct Seen {
     emails: HashSet<String>,
     org_ids: HashSet<[u8; 16]>,
     slugs: HashSet<String>,
+    members: HashSet<([u8; 16], [u8; 16])>,
+    invitation_ids: HashSet<[u8; 16]>,
     new_orgs: usize,
     new_users: usize,
+    new_members: usize,
+    new_invitations: usize,
 }
 
 impl Seen {
     fn check(&mut self, line: Line, roles: &RoleSet) -> Result<StoreOp, String> {
         match line {
-            Line::Organization { id, name, slug, created_at } => {
+            Line::Organization { id, name, slug, created_at, logo, metadata } => {
                 let id = OrgId::parse(&id).ok_or("organization id is not a UUID")?.to_bytes();
                 let name = Name::parse(&name).map_err(|e| format!("organization name {e}"))?;
                 let slug = Slug::parse(&slug).map_err(|e| e.to_string())?;
@@ -152,8 +205,11 @@ impl Seen {
                     name: name.to_string(),
                     slug: slug.to_string(),
                     created_at_ms,
-                    logo: None,
-                    metadata: None,
+                    logo: match logo {
+                        Some(l) if l.len() > 2048 => return Err("organization logo is over 2048 characters".into()),
+                        l => l,
+                    },
+                    metadata: metadata.map(|m| object(&m)).transpose()?,
                 }))
             }
             Line::User {
@@ -211,7 +267,72 @@ impl Seen {
                     two_factor: None,
                 }))
             }
+            Line::Membership { organization_id, user_id, role, created_at } => {
+                let org = self.org(&organization_id)?;
+                let user = UserId::parse(&user_id).ok_or("user_id is not a UUID")?.to_bytes();
+                if !self.user_ids.contains(&user) {
+                    return Err("user_id names no user".into());
+                }
+                let roles = member_roles(&role)?;
+                if !self.members.insert((org, user)) {
+                    return Err("duplicate membership".into());
+                }
+                self.new_members += 1;
+                let created_at_ms = millis(&created_at)?;
+                Ok(StoreOp::PutMember(MembershipRecordV1 { org, user, roles: roles.bits(), created_at_ms }))
+            }
+            Line::Invitation { id, organization_id, email, role, status, inviter_id, expires_at, created_at } => {
+                let id = InvitationId::parse(&id).ok_or("invitation id is not a UUID")?.to_bytes();
+                let org = self.org(&organization_id)?;
+                let email = Email::parse(&email).map_err(|_| format!("invalid e-mail {email:?}"))?;
+                let roles = member_roles(&role)?;
+                let status = [
+                    InvitationStatus::Pending,
+                    InvitationStatus::Accepted,
+                    InvitationStatus::Rejected,
+                    InvitationStatus::Canceled,
+                ]
+                .into_iter()
+                .find(|s| s.as_str() == status)
+                .ok_or_else(|| format!("invitation status {status:?} is unknown"))?;
+                // The inviter may have left or been removed since: kept as the id it was.
+                let inviter = UserId::parse(&inviter_id).ok_or("inviter_id is not a UUID")?.to_bytes();
+                if !self.invitation_ids.insert(id) {
+                    return Err("duplicate invitation id".into());
+                }
+                self.new_invitations += 1;
+                Ok(StoreOp::PutInvitation(InvitationRecordV1 {
+                    id,
+                    org,
+                    email: email.to_string(),
+                    roles: roles.bits(),
+                    inviter,
+                    status: status.code(),
+                    expires_at_ms: millis(&expires_at)?,
+                    created_at_ms: millis(&created_at)?,
+                }))
+            }
         }
+    }
+
+    /// An organization id of the file or the data directory.
+    fn org(&self, id: &str) -> Result<[u8; 16], String> {
+        let org = OrgId::parse(id).ok_or("organization_id is not a UUID")?.to_bytes();
+        if !self.org_ids.contains(&org) {
+            return Err("organization_id names no organization".into());
+        }
+        Ok(org)
+    }
+}
+
+fn member_roles(role: &str) -> Result<MemberRoles, String> {
+    MemberRoles::parse([role]).map_err(|_| format!("role {role:?} is not owner, admin or member"))
+}
+
+fn object(text: &str) -> Result<String, String> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => Ok(text.to_owned()),
+        _ => Err("organization metadata is not a JSON object".into()),
     }
 }
 
@@ -231,6 +352,30 @@ fn org_line(o: &OrgRecord) -> Line {
         name: o.name.clone(),
         slug: o.slug.clone(),
         created_at: Timestamp::from_millis(o.created_at_ms).to_rfc3339(),
+        logo: o.logo.clone(),
+        metadata: o.metadata.clone(),
+    }
+}
+
+fn member_line(m: &MembershipRecordV1) -> Line {
+    Line::Membership {
+        organization_id: uuid(m.org),
+        user_id: uuid(m.user),
+        role: MemberRoles::from_bits(m.roles).to_string(),
+        created_at: Timestamp::from_millis(m.created_at_ms).to_rfc3339(),
+    }
+}
+
+fn invitation_line(i: &InvitationRecordV1) -> Line {
+    Line::Invitation {
+        id: uuid(i.id),
+        organization_id: uuid(i.org),
+        email: i.email.clone(),
+        role: MemberRoles::from_bits(i.roles).to_string(),
+        status: InvitationStatus::from_code(i.status).as_str().to_owned(),
+        inviter_id: uuid(i.inviter),
+        expires_at: Timestamp::from_millis(i.expires_at_ms).to_rfc3339(),
+        created_at: Timestamp::from_millis(i.created_at_ms).to_rfc3339(),
     }
 }
 
@@ -298,10 +443,81 @@ mod tests {
             .unwrap();
         let (first, second) = (dir.path().join("1.jsonl"), dir.path().join("2.jsonl"));
         export(&a, Some(&first)).unwrap();
-        assert_eq!(import(&b, &first).unwrap(), "imported 1 organizations and 2 users");
+        assert_eq!(import(&b, &first).unwrap(), "imported 1 organizations, 2 users, 0 memberships and 0 invitations");
         export(&b, Some(&second)).unwrap();
         assert_eq!(std::fs::read_to_string(&first).unwrap(), std::fs::read_to_string(&second).unwrap());
         assert!(!std::fs::read_to_string(&first).unwrap().contains("session"));
+    }
+
+    /// Before: the file carried each account's primary organization only, so a move lost every other membership,
+    /// every role in an organization and every invitation (and organizations' logos and metadata).
+    #[test]
+    fn memberships_and_invitations_move_with_the_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (config(dir.path(), "a"), config(dir.path(), "b"));
+        let org = |n: u8, slug: &str| {
+            StoreOp::PutOrg(OrgRecord {
+                id: [n; 16],
+                name: format!("Org {n}"),
+                slug: slug.into(),
+                created_at_ms: 5,
+                logo: Some("https://example.com/logo.png".into()),
+                metadata: Some(r#"{"branch":7}"#.into()),
+            })
+        };
+        let member = |org: u8, user: u8, roles: u8| {
+            StoreOp::PutMember(MembershipRecordV1 { org: [org; 16], user: [user; 16], roles, created_at_ms: 7 })
+        };
+        let invitation = StoreOp::PutInvitation(InvitationRecordV1 {
+            id: *uuid::Uuid::new_v4().as_bytes(),
+            org: [9; 16],
+            email: "new@example.com".into(),
+            roles: 2,
+            inviter: [1; 16],
+            status: 3,
+            expires_at_ms: 1_000_000,
+            created_at_ms: 8,
+        });
+        Store::open(&a.data_dir)
+            .unwrap()
+            .commit(&[
+                org(9, "org"),
+                org(8, "other"),
+                user(1, Some([9; 16])),
+                user(2, None),
+                member(9, 1, 1),
+                member(8, 1, 6),
+                member(9, 2, 4),
+                invitation,
+            ])
+            .unwrap();
+        let (first, second) = (dir.path().join("1.jsonl"), dir.path().join("2.jsonl"));
+        assert_eq!(
+            export(&a, Some(&first)).unwrap(),
+            "exported 2 organizations, 2 users, 3 memberships and 1 invitations (no sessions)"
+        );
+        let text = std::fs::read_to_string(&first).unwrap();
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let of = |kind: &str| lines.iter().filter(|l| l["type"] == kind).collect::<Vec<_>>();
+        assert_eq!(of("membership").len(), 3);
+        assert!(of("membership").iter().any(|m| m["role"] == "admin,member" && m["user_id"] == uuid([1; 16])));
+        assert_eq!(of("invitation")[0]["status"], "canceled");
+        assert_eq!(of("invitation")[0]["role"], "admin");
+        assert_eq!(of("organization")[0]["metadata"], r#"{"branch":7}"#);
+        assert_eq!(import(&b, &first).unwrap(), "imported 2 organizations, 2 users, 3 memberships and 1 invitations");
+        export(&b, Some(&second)).unwrap();
+        assert_eq!(text, std::fs::read_to_string(&second).unwrap());
+        let loaded = Store::open(&b.data_dir).unwrap().load().unwrap();
+        assert_eq!((loaded.members.len(), loaded.invitations.len()), (3, 1));
+
+        // A membership of an account the file does not hold, and one twice, are refused with everything else.
+        let bad = dir.path().join("bad.jsonl");
+        let stray =
+            text.lines().find(|l| l.contains("\"membership\"")).unwrap().replace(&uuid([1; 16]), &uuid([3; 16]));
+        let twice = text.lines().find(|l| l.contains("\"membership\"")).unwrap().to_owned();
+        std::fs::write(&bad, format!("{text}{stray}\n{twice}\n")).unwrap();
+        let report = import(&config(dir.path(), "c"), &bad).unwrap_err().to_string();
+        assert!(report.contains("user_id names no user") && report.contains("duplicate membership"), "{report}");
     }
 
     #[test]
@@ -364,7 +580,11 @@ mod tests {
         faults.fail_next_commits(1);
         assert!(import_with_faults(&c, &file, faults).is_err());
         assert_eq!(Store::open(&c.data_dir).unwrap().load().unwrap().users.len(), 0, "a failed import wrote something");
-        assert_eq!(import(&c, &file).unwrap(), "imported 0 organizations and 10050 users", "a second run succeeds");
+        assert_eq!(
+            import(&c, &file).unwrap(),
+            "imported 0 organizations, 10050 users, 0 memberships and 0 invitations",
+            "a second run succeeds"
+        );
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::time::Instant;
 use super::{OpsError, private_file};
 use crate::config::Config;
 use crate::domain::{
-    Email, Name, OrgId, Organization, Password, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User,
-    UserId,
+    Email, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Password, Role, RoleSet, Session, SessionId,
+    SessionToken, Slug, Timestamp, User, UserId,
 };
 use crate::hashing::Hasher;
 use crate::store::{Store, StoreOp, convert};
@@ -37,6 +37,9 @@ pub struct SeedArgs {
     pub tokens_out: Option<PathBuf>,
     /// `user1` … `user<N>` get [`BUSY_SESSIONS`] more sessions each (what a ban costs, in the benchmarks).
     pub busy_users: usize,
+    /// One more organization, `seed-members`, whose members are the first N accounts: `admin@seed.example` as its
+    /// `owner`, `user1` … `user<N-1>` as `member`s (what `list-members` costs at scale, in the benchmarks).
+    pub members_in_org: usize,
     /// Erase whatever the directory holds first. Without it a directory that is not empty is refused: seeding
     /// twice would duplicate every seeded e-mail (a store the server refuses to start on), and seeding a real
     /// directory would plant an administrator with a published password in it.
@@ -70,14 +73,16 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
         seed_sessions(&store, sessions, &user_ids, out.as_mut())?;
         let busy = user_ids.get(1..=args.busy_users).unwrap_or_default();
         seed_sessions(&store, busy.len() * BUSY_SESSIONS, busy, None::<&mut std::io::Sink>)?;
+        let members = seed_members(&store, user_ids.get(..args.members_in_org).unwrap_or(&user_ids))?;
         if let Some(out) = out.as_mut() {
             out.flush().map_err(|e| OpsError::Io(e.to_string()))?;
         }
         Ok::<_, OpsError>(format!(
-            "seeded {} users (admin@seed.example and user<N>@seed.example, password {SEED_PASSWORD:?}), {} sessions, {} organizations in {:.1?}",
+            "seeded {} users (admin@seed.example and user<N>@seed.example, password {SEED_PASSWORD:?}), {} sessions, {} organizations, {} members of seed-members in {:.1?}",
             user_ids.len(),
             sessions,
-            orgs.len(),
+            orgs.len() + usize::from(members > 0),
+            members,
             started.elapsed()
         ))
     })
@@ -153,6 +158,32 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
     Ok(ids)
 }
 
+/// The `seed-members` organization and its memberships (nothing when `users` is empty). Written as records, past
+/// the membership limit, which bounds what the plugin's calls add, not what a seed may hold.
+fn seed_members(store: &Store, users: &[UserId]) -> Result<usize, OpsError> {
+    if users.is_empty() {
+        return Ok(0);
+    }
+    let now = Timestamp::now();
+    let org = Organization {
+        id: OrgId::new(),
+        name: Name::from_trusted("Seed members".to_owned()),
+        slug: Slug::from_trusted("seed-members".to_owned()),
+        logo: None,
+        metadata: None,
+        created_at: now,
+    };
+    store.commit(&[StoreOp::PutOrg(convert::org_record(&org))])?;
+    let ops = users.iter().enumerate().map(|(i, user)| {
+        let role = if i == 0 { OrgRole::Owner } else { OrgRole::Member };
+        // Joining order is the seed's order: one millisecond apart, so the pages are the same on every load.
+        let joined = Timestamp::from_millis(now.as_millis() + i as i64);
+        StoreOp::PutMember(convert::membership_record(&Membership::new(org.id, *user, MemberRoles::one(role), joined)))
+    });
+    commit_in_batches(store, ops)?;
+    Ok(users.len())
+}
+
 fn seed_sessions(
     store: &Store,
     n: usize,
@@ -207,6 +238,7 @@ mod tests {
             orgs: 3,
             tokens_out: Some(tokens.clone()),
             busy_users: 0,
+            members_in_org: 0,
             force: false,
         };
         seed(&config, args.clone()).await.unwrap();
@@ -232,6 +264,26 @@ mod tests {
         assert_eq!((loaded.users.len(), loaded.orgs.len()), (5, 3), "--force starts from an empty store");
         let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
         let store = Store::open(&config.data_dir).unwrap();
+        assert!(crate::actors::load::build(&store, &roles).is_ok(), "a server can start on it");
+    }
+
+    #[tokio::test]
+    async fn seeds_members_into_one_organization() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
+        let args = SeedArgs { users: 30, members_in_org: 20, ..SeedArgs::default() };
+        let report = seed(&config, args).await.unwrap();
+        assert!(report.contains("20 members of seed-members"), "{report}");
+        let store = Store::open(&config.data_dir).unwrap();
+        let loaded = store.load().unwrap();
+        let org = loaded.orgs.iter().find(|o| o.slug == "seed-members").expect("the organization");
+        assert_eq!(loaded.members.len(), 20);
+        assert!(loaded.members.iter().all(|m| m.org == org.id));
+        let owners: Vec<_> = loaded.members.iter().filter(|m| MemberRoles::from_bits(m.roles).is_owner()).collect();
+        let admin = loaded.users.iter().find(|u| u.role == "admin").unwrap();
+        assert_eq!(owners.len(), 1);
+        assert_eq!(owners[0].user, admin.id, "the administrator owns it");
+        let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
         assert!(crate::actors::load::build(&store, &roles).is_ok(), "a server can start on it");
     }
 }

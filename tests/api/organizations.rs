@@ -607,3 +607,101 @@ async fn members_are_listed_in_pages_with_their_total_and_survive_a_restart() {
     assert_eq!(page["members"][0]["role"], "owner");
     s.stop().await;
 }
+
+/// An organization's admin (and its owner) names another organization in every call of the plugin and reaches
+/// nothing: reads answer 403, changes are refused, and that organization is as it was; no global administration
+/// call answers them either (the console's organization admin page relies on exactly this).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_organization_admin_reaches_no_other_organization_and_no_global_call() {
+    let (s, mail) = with_mail().await;
+    let mut seen = Seen::new();
+    let (owner, admin, other) = (s.new_user("o").await, s.new_user("a").await, s.new_user("x").await);
+    let org = str_of(&create(&s, &owner.cookie, "mine").await["id"]).to_owned();
+    let theirs = str_of(&create(&s, &other.cookie, "theirs").await["id"]).to_owned();
+    join(&s, mail.path(), &mut seen, &owner.cookie, &org, &admin, "admin").await;
+    let pending = ok(&post(
+        &s,
+        "invite-member",
+        &other.cookie,
+        &json!({"email": "new@example.com", "role": "member", "organizationId": theirs}),
+    )
+    .await);
+    let listed = ok(&s
+        .get(&format!("/api/auth/organization/list-members?organizationId={theirs}"))
+        .cookie(&other.cookie)
+        .send()
+        .await);
+    let their_owner = listed["members"][0]["id"].clone();
+    let before =
+        (listed.clone(), ok(&get(&s, &format!("list-invitations?organizationId={theirs}"), &other.cookie).await));
+
+    for (who, cookie) in [("admin", admin.cookie.as_str()), ("owner", &owner.cookie)] {
+        for read in [
+            format!("get-full-organization?organizationId={theirs}"),
+            format!("list-members?organizationId={theirs}"),
+            format!("list-invitations?organizationId={theirs}"),
+            format!("get-active-member-role?organizationId={theirs}"),
+        ] {
+            assert_eq!(get(&s, &read, cookie).await.status, 403, "{who}: {read}");
+        }
+        assert_eq!(post(&s, "set-active", cookie, &json!({"organizationId": theirs})).await.status, 403, "{who}");
+        let changes = [
+            ("update", json!({"organizationId": theirs, "data": {"name": "Taken over"}})),
+            ("delete", json!({"organizationId": theirs})),
+            ("invite-member", json!({"organizationId": theirs, "email": "mole@example.com", "role": "admin"})),
+            ("update-member-role", json!({"organizationId": theirs, "memberId": their_owner, "role": "member"})),
+            ("remove-member", json!({"organizationId": theirs, "memberIdOrEmail": other.email})),
+            ("cancel-invitation", json!({"invitationId": pending["id"]})),
+            ("has-permission", json!({"organizationId": theirs, "permissions": {"member": ["delete"]}})),
+            // Their own organization's id with the other's member: not found there.
+            ("update-member-role", json!({"organizationId": org, "memberId": their_owner, "role": "member"})),
+            ("remove-member", json!({"organizationId": org, "memberIdOrEmail": other.email})),
+        ];
+        for (call, body) in changes {
+            let r = post(&s, call, cookie, &body).await;
+            assert!((400..500).contains(&r.status), "{who}: {call} {body} answered {}: {}", r.status, r.text);
+            assert_auth_error_shape(&r);
+        }
+        for path in [
+            "/api/admin/status",
+            "/api/admin/users",
+            "/api/admin/users/export",
+            "/api/admin/organizations",
+            &format!("/api/admin/organizations/{theirs}"),
+            &format!("/api/admin/organizations/{theirs}/members"),
+            "/api/admin/audit",
+            "/api/admin/stats",
+            "/api/admin/webhooks",
+            "/api/auth/admin/list-users",
+        ] {
+            assert_eq!(s.get(path).cookie(cookie).send().await.status, 403, "{who}: GET {path}");
+        }
+        let r = s
+            .post("/api/auth/admin/set-role")
+            .cookie(cookie)
+            .json(&json!({"userId": other.id, "role": "admin"}))
+            .send()
+            .await;
+        assert_eq!(r.status, 403, "{who}: set-role");
+        let r = s
+            .patch("/api/admin/users")
+            .cookie(cookie)
+            .json(&json!({"userId": other.id, "organizationId": org}))
+            .send()
+            .await;
+        assert_eq!(r.status, 403, "{who}: PATCH /api/admin/users");
+    }
+    let after = (
+        ok(&s
+            .get(&format!("/api/auth/organization/list-members?organizationId={theirs}"))
+            .cookie(&other.cookie)
+            .send()
+            .await),
+        ok(&get(&s, &format!("list-invitations?organizationId={theirs}"), &other.cookie).await),
+    );
+    assert_eq!(before, after, "the other organization is as it was");
+    assert_eq!(
+        ok(&get(&s, &format!("get-full-organization?organizationId={theirs}"), &other.cookie).await)["name"],
+        "Org theirs"
+    );
+}

@@ -692,6 +692,284 @@ test("every page is accessible in the dark scheme and fits 375 px", async () => 
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
 });
 
+// --- delegated administration (#29) ------------------------------------------------------------------------
+// On the second server run.sh starts (ORG_URL, mail written to ORG_MAIL_DIR): an organization's admin, who is no
+// administrator of the service, manages that organization's members and invitations, and no other organization.
+// Everything the steps set up goes through the organization plugin's calls, as a front end would.
+
+const orgBase = process.env.ORG_URL;
+const mailDir = process.env.ORG_MAIL_DIR;
+const people = {};
+const orgIds = {};
+
+/// One call to the second server as `cookie`'s user: the status and the parsed answer.
+async function orgCall(cookie, method, path, body) {
+  const r = await fetch(`${orgBase}${path}`, {
+    method,
+    headers: { ...(body ? { "Content-Type": "application/json" } : {}), ...(cookie ? { Cookie: cookie } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : null };
+}
+
+async function signUpOn(email, name) {
+  const r = await fetch(`${orgBase}/api/auth/sign-up/email`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email, name, password: PASSWORD }),
+  });
+  assert.equal(r.status, 200, await r.text());
+  return r.headers.getSetCookie()[0].split(";")[0];
+}
+
+/// The invitation id in the mail to `email` (the outbox delivered it to ORG_MAIL_DIR); polls until it is there.
+const mailsRead = new Set();
+async function invitationMailedTo(email) {
+  const { readdir } = await import("node:fs/promises");
+  for (let tries = 0; tries < 400; tries++) {
+    for (const name of (await readdir(mailDir)).filter((n) => n.endsWith(".eml") && !mailsRead.has(n))) {
+      const text = (await readFile(`${mailDir}/${name}`, "utf8")).replace(/=\r?\n/g, "");
+      const to = text.split(/\r?\n/).find((l) => /^to:/i.test(l)) ?? "";
+      const found = text.match(/accept-invitation\?id(?:=3D|=)([0-9a-f-]{36})/);
+      if (!to.toLowerCase().includes(email) || !found) continue;
+      mailsRead.add(name);
+      return found[1];
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`no invitation mailed to ${email}`);
+}
+
+/// `who` joins `org` with `role`: invited by `inviter`, the mailed invitation accepted.
+async function joinOn(inviter, org, who, role) {
+  const sent = await orgCall(people[inviter], "POST", "/api/auth/organization/invite-member", { email: who, role, organizationId: org });
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
+  const id = await invitationMailedTo(who);
+  const accepted = await orgCall(people[who], "POST", "/api/auth/organization/accept-invitation", { invitationId: id });
+  assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
+}
+
+async function membersOf(org, as = "owner@riverside.example") {
+  const r = await orgCall(people[as], "GET", `/api/auth/organization/list-members?organizationId=${org}&limit=100`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body;
+}
+
+/// The `data-member` of the row of `email` in the members table.
+async function memberRow(email) {
+  const id = await page.$$eval("#org-members-table tbody tr", (trs, e) => trs.find((tr) => tr.cells[0].textContent === e)?.dataset.member, email);
+  assert.ok(id, `${email} is listed`);
+  return `#org-members-table tr[data-member="${id}"]`;
+}
+
+async function memberEmails() {
+  return page.$$eval("#org-members-table tbody tr", (trs) => trs.map((tr) => tr.cells[0].textContent));
+}
+
+test("organization admin: two organizations, an owner, an admin and a member, set up through the plugin's calls", async () => {
+  assert.ok(orgBase && mailDir, "ORG_URL and ORG_MAIL_DIR are set by run.sh");
+  for (const [email, name] of [["owner@riverside.example", "Olivia Owner"], ["manager@riverside.example", "Manny Manager"],
+    ["clerk@riverside.example", "Clara Clerk"], ["staff@riverside.example", "Sam Staff"], ["head@hillside.example", "Hugo Head"]]) {
+    people[email] = await signUpOn(email, name);
+  }
+  const create = async (who, name, slug) => {
+    const r = await orgCall(people[who], "POST", "/api/auth/organization/create", { name, slug });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body.id;
+  };
+  orgIds.riverside = await create("owner@riverside.example", "Riverside Pharmacy", "riverside");
+  orgIds.hillside = await create("head@hillside.example", "Hillside Clinic", "hillside");
+  await joinOn("owner@riverside.example", orgIds.riverside, "manager@riverside.example", "admin");
+  await joinOn("owner@riverside.example", orgIds.riverside, "clerk@riverside.example", "member");
+  assert.equal((await membersOf(orgIds.riverside)).total, 3);
+});
+
+test("organization admin: a plain member of an organization still sees “Not an administrator”", async () => {
+  await page.goto(`${orgBase}/admin/`);
+  await waitForHeading("Sign in");
+  await signIn("clerk@riverside.example");
+  await waitForHeading("Not an administrator");
+  assert.match(await textOf("#not-admin"), /clerk@riverside\.example is not an administrator/);
+  assert.equal(await navShown(), false);
+  await page.click("#sign-out");
+  await waitForHeading("Sign in");
+});
+
+test("organization admin: signed in, they see their organizations only, with its members", async () => {
+  await signIn("manager@riverside.example");
+  await waitForHeading("Your organizations");
+  assert.equal(await navShown(), false, "no console sections for an organization admin");
+  assert.equal(await textOf("#who"), "Signed in as manager@riverside.example");
+  assert.deepEqual(await page.$$eval("#my-orgs-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent))),
+    [["Riverside Pharmacy", "riverside", "admin"]]);
+  await checkAccessibility("my organizations");
+  await screenshot("my-organizations");
+  await page.click("#my-orgs-table tbody a");
+  await waitForHeading("Riverside Pharmacy");
+  assert.deepEqual(await memberEmails(), ["owner@riverside.example", "manager@riverside.example", "clerk@riverside.example"]);
+  assert.equal(await textOf("#org-members-table caption"), "3 members (1–3 of 3)");
+  // An admin neither changes an owner nor grants `owner` (the server refuses both; the page does not offer them).
+  assert.equal(await page.$(`${await memberRow("owner@riverside.example")} select`), null);
+  assert.deepEqual(await page.$$eval(`${await memberRow("clerk@riverside.example")} option`, (os) => os.map((o) => o.value)), ["member", "admin"]);
+  assert.deepEqual(await page.$$eval("#invite-form select option", (os) => os.map((o) => o.value)), ["member", "admin"]);
+  await page.waitForSelector("#no-invitations");
+});
+
+test("organization admin: invites staff by mail; the invitation is listed, one is canceled, one accepted", async () => {
+  await page.type("#invite-form input[type=email]", "staff@riverside.example");
+  await page.click("#invite-form button[type=submit]");
+  assert.equal(await waitForText("#invite-msg", /Invitation sent|rror/), "Invitation sent to staff@riverside.example as member.");
+  await page.waitForSelector("#invitations-table");
+  await page.type("#invite-form input[type=email]", "temp@riverside.example");
+  await page.select("#invite-form select", "admin");
+  await page.click("#invite-form button[type=submit]");
+  assert.equal(await waitForText("#invite-msg", /temp@/), "Invitation sent to temp@riverside.example as admin.");
+  await page.waitForFunction(() => document.querySelectorAll("#invitations-table tbody tr").length === 2);
+  assert.deepEqual(await page.$$eval("#invitations-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].slice(0, 2).map((c) => c.textContent))),
+    [["staff@riverside.example", "member"], ["temp@riverside.example", "admin"]]);
+  await checkAccessibility("organization admin: members and invitations");
+  await screenshot("my-organization");
+  // Cancel one, through the confirmation dialog: the server marks it canceled.
+  const temp = await page.$$eval("#invitations-table tbody tr", (trs) => trs.find((tr) => tr.cells[0].textContent === "temp@riverside.example").dataset.invitation);
+  await confirmWith(`#invitations-table tr[data-invitation="${temp}"] button`, "ok");
+  assert.equal(await waitForText("#org-invitations-msg", /canceled/), "Invitation of temp@riverside.example canceled.");
+  await page.waitForFunction(() => document.querySelectorAll("#invitations-table tbody tr").length === 1);
+  const listed = await orgCall(people["owner@riverside.example"], "GET", `/api/auth/organization/list-invitations?organizationId=${orgIds.riverside}`);
+  assert.equal(listed.body.find((i) => i.email === "temp@riverside.example").status, "canceled");
+  // The other was mailed through the outbox; its recipient accepts it from the mail, and the page then lists them.
+  const id = await invitationMailedTo("staff@riverside.example");
+  const accepted = await orgCall(people["staff@riverside.example"], "POST", "/api/auth/organization/accept-invitation", { invitationId: id });
+  assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
+  await page.reload();
+  await waitForHeading("Riverside Pharmacy");
+  await page.waitForSelector("#no-invitations");
+  assert.deepEqual(await memberEmails(),
+    ["owner@riverside.example", "manager@riverside.example", "clerk@riverside.example", "staff@riverside.example"]);
+});
+
+test("organization admin: changes a member's role and removes a member", async () => {
+  const staff = await memberRow("staff@riverside.example");
+  await page.select(`${staff} select`, "admin");
+  await page.click(`${staff} button:not(.danger)`);
+  assert.equal(await waitForText("#org-members-msg", /is now|rror|not/), "staff@riverside.example is now admin.");
+  assert.equal((await membersOf(orgIds.riverside)).members.find((m) => m.user.email === "staff@riverside.example").role, "admin");
+  // Cancelled first: nothing happens; then confirmed.
+  const clerk = await memberRow("clerk@riverside.example");
+  await confirmWith(`${clerk} button.danger`, "cancel");
+  assert.equal(await waitForText("#org-members-msg", /Not removed/), "Not removed.");
+  await confirmWith(`${clerk} button.danger`, "ok");
+  assert.equal(await waitForText("#org-members-msg", /removed\./), "clerk@riverside.example removed.");
+  await page.waitForFunction(() => document.querySelectorAll("#org-members-table tbody tr").length === 3);
+  assert.deepEqual(await memberEmails(), ["owner@riverside.example", "manager@riverside.example", "staff@riverside.example"]);
+  const after = await membersOf(orgIds.riverside);
+  assert.equal(after.total, 3);
+  assert.ok(!after.members.some((m) => m.user.email === "clerk@riverside.example"), "the server ended the membership");
+  await checkAccessibility("organization admin: after the changes");
+});
+
+test("organization admin: another organization is not listed, not shown, and refused by the server", async () => {
+  await page.goto(`${orgBase}/admin/#/my-organizations/${orgIds.hillside}`);
+  await waitForHeading("Organization not available");
+  assert.match(await textOf("#org-refused"), /not one you own or administer\. The server says: You are not a member of this organization/);
+  await checkAccessibility("organization admin: another organization");
+  // The server, asked with this browser's session: the plugin's reads of the other organization answer 403 and its
+  // changes are refused, and nothing of the service's global administration answers.
+  const answers = await page.evaluate(async (org, base) => {
+    const get = async (path) => (await fetch(path)).status;
+    const post = async (path, body) => (await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) })).status;
+    return {
+      listMembers: await get(`${base}/list-members?organizationId=${org}`),
+      full: await get(`${base}/get-full-organization?organizationId=${org}`),
+      invitations: await get(`${base}/list-invitations?organizationId=${org}`),
+      invite: await post(`${base}/invite-member`, { email: "mole@riverside.example", role: "member", organizationId: org }),
+      update: await post(`${base}/update`, { organizationId: org, data: { name: "Taken over" } }),
+      remove: await post(`${base}/remove-member`, { memberIdOrEmail: "head@hillside.example", organizationId: org }),
+      adminStatus: await get("/api/admin/status"),
+      adminUsers: await get("/api/admin/users?limit=1"),
+      adminOrgs: await get("/api/admin/organizations"),
+      pluginUsers: await get("/api/auth/admin/list-users"),
+    };
+  }, orgIds.hillside, "/api/auth/organization");
+  assert.deepEqual({ listMembers: answers.listMembers, full: answers.full, invitations: answers.invitations },
+    { listMembers: 403, full: 403, invitations: 403 });
+  for (const change of ["invite", "update", "remove"]) assert.ok(answers[change] >= 400 && answers[change] < 500, `${change}: ${answers[change]}`);
+  for (const global of ["adminStatus", "adminUsers", "adminOrgs"]) assert.equal(answers[global], 403, global);
+  assert.ok([401, 403].includes(answers.pluginUsers), `list-users: ${answers.pluginUsers}`);
+  const hillside = await membersOf(orgIds.hillside, "head@hillside.example");
+  assert.deepEqual(hillside.members.map((m) => m.user.email), ["head@hillside.example"]);
+  const named = await orgCall(people["head@hillside.example"], "GET", `/api/auth/organization/get-full-organization?organizationId=${orgIds.hillside}`);
+  assert.equal(named.body.name, "Hillside Clinic");
+  // The console's other addresses lead back to their organizations.
+  await page.goto(`${orgBase}/admin/#/users`);
+  await waitForHeading("Your organizations");
+});
+
+test("organization admin: the pages are accessible in the dark scheme and fit 375 px", async () => {
+  const pages = [["#/my-organizations", "Your organizations"], [`#/my-organizations/${orgIds.riverside}`, "Riverside Pharmacy"],
+    [`#/my-organizations/${orgIds.hillside}`, "Organization not available"]];
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+  for (const width of [1280, 375]) {
+    await page.setViewport({ width, height: 812 });
+    for (const [hash, title] of pages) {
+      await page.goto(`${orgBase}/admin/${hash}`);
+      await waitForHeading(title);
+      await page.waitForNetworkIdle({ idleTime: 200 });
+      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), 0,
+        `${title} scrolls sideways at ${width} px`);
+      await checkAccessibility(`${title} (dark, ${width} px)`);
+      if (width === 375 && title === "Riverside Pharmacy") await screenshot("my-organization-375");
+    }
+  }
+  await page.setViewport({ width: 1280, height: 860 });
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
+  await page.click("#sign-out");
+  await waitForHeading("Sign in");
+});
+
+test("a global administrator sees and manages every organization's members on its page", async () => {
+  await signIn("admin@seed.example");
+  await waitForHeading("Overview");
+  await page.goto(`${orgBase}/admin/#/organizations`);
+  await waitForHeading("Organizations");
+  assert.deepEqual((await page.$$eval("#orgs-table tbody a", (as) => as.map((a) => a.textContent))).sort(), ["Hillside Clinic", "Riverside Pharmacy"]);
+  await page.goto(`${orgBase}/admin/#/organizations/${orgIds.hillside}`);
+  await waitForHeading("Hillside Clinic");
+  await page.waitForSelector("#org-members-table");
+  assert.deepEqual(await memberEmails(), ["head@hillside.example"]);
+  // A global administrator acts as an owner there: `owner` is offered, and an invitation goes out.
+  assert.deepEqual(await page.$$eval("#invite-form select option", (os) => os.map((o) => o.value)), ["member", "admin", "owner"]);
+  await page.type("#invite-form input[type=email]", "deputy@hillside.example");
+  await page.select("#invite-form select", "admin");
+  await page.click("#invite-form button[type=submit]");
+  assert.equal(await waitForText("#invite-msg", /deputy|rror/), "Invitation sent to deputy@hillside.example as admin.");
+  await page.waitForSelector("#invitations-table");
+  assert.ok(await invitationMailedTo("deputy@hillside.example"));
+  await checkAccessibility("organization, as a global administrator");
+  await screenshot("organization-members");
+  // Paging: 23 more members of Riverside (an administrator's organizationId is a membership), 26 in all, 25 a page.
+  await page.evaluate(async (org) => {
+    const call = async (method, path, body) => {
+      const r = await fetch(path, { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+      return r.json();
+    };
+    for (let i = 0; i < 23; i++) {
+      const { user } = await call("POST", "/api/auth/admin/create-user", { email: `pharmacist${i}@riverside.example`, name: `Pharmacist ${i}` });
+      await call("PATCH", "/api/admin/users", { userId: user.id, organizationId: org });
+    }
+  }, orgIds.riverside);
+  await page.goto(`${orgBase}/admin/#/organizations/${orgIds.riverside}`);
+  await waitForHeading("Riverside Pharmacy");
+  await page.waitForSelector("#org-members-table");
+  const caption = (text) => page.waitForFunction((t) => document.querySelector("#org-members-table caption")?.textContent === t, { timeout: 10_000 }, text);
+  await caption("26 members (1–25 of 26)");
+  assert.equal(await page.$$eval("#org-members-table tbody tr", (trs) => trs.length), 25);
+  await page.click("#members-next");
+  await caption("26 members (26–26 of 26)");
+  assert.deepEqual(await memberEmails(), ["pharmacist22@riverside.example"]);
+  await page.click("#members-previous");
+  await caption("26 members (1–25 of 26)");
+});
+
 test("no script error and no policy violation on any page", () => {
   assert.deepEqual(problems, []);
 });
