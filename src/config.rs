@@ -335,6 +335,10 @@ pub struct TwoFactorConfig {
     /// Roles that must have a second factor: an account of one of them without one gets a session that can only
     /// enrol one (or sign out). Empty: nobody is required to.
     pub required_for_roles: Vec<String>,
+    /// Whether an account with the factor on may pass it with a code mailed to its address (`two-factor/send-otp`,
+    /// `verify-otp`; mail must be configured). Off by default: whoever reads the mailbox can also reset the
+    /// password, so a mailed code makes the second factor no stronger than the mailbox.
+    pub codes_by_mail: bool,
 }
 
 /// How long the audit log keeps its entries, and how many at most.

@@ -212,6 +212,7 @@ impl Core {
             webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
             two_factor_issuer: config.two_factor.issuer.as_deref().unwrap_or("service-auth").into(),
             two_factor_roles: config.two_factor.required_for_roles.clone().into(),
+            codes_by_mail: config.two_factor.codes_by_mail,
             passkeys,
         };
         let retention = Retention {

@@ -47,7 +47,7 @@ pub use passkeys::{Attachment, CeremonyToken, PasskeyError, Passkeys, credential
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
-pub use two_factor::{Code, Enrolment, TwoFactorError, Verified};
+pub use two_factor::{Code, CodeFor, Enrolment, TwoFactorError, Verified};
 pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
@@ -88,6 +88,8 @@ pub struct Accounts {
     pub(crate) two_factor_issuer: Arc<str>,
     /// Roles whose accounts must have a second factor before their sessions can do anything else.
     pub(crate) two_factor_roles: Arc<[String]>,
+    /// `[two_factor] codes_by_mail`: the factor may be passed with a mailed code (when mail is configured).
+    pub(crate) codes_by_mail: bool,
     /// The passkeys' relying party and store.
     pub(crate) passkeys: Arc<Passkeys>,
 }
