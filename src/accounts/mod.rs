@@ -138,13 +138,18 @@ impl Current {
 
 impl Accounts {
     /// Whether this session may do nothing but enrol a second factor (and sign out): `[two_factor]
-    /// required_for_roles` names the account's role and it has none. An administrator's impersonation is not held
-    /// back (the administrator proved who they are on their own session).
+    /// required_for_roles` names the account's role and it has none: neither an authenticator that is on
+    /// ([`User::has_second_factor`]) nor a passkey. An administrator's impersonation is not held back (the
+    /// administrator proved who they are on their own session).
+    ///
+    /// Passkeys are not held in memory: for an account of such a role without an authenticator, each call reads
+    /// the store, so a passkey deleted on another node counts no longer at once. Only those accounts pay it.
     pub fn must_enrol(&self, current: &Current) -> bool {
         !self.two_factor_roles.is_empty()
             && !current.is_impersonation()
-            && !current.user.has_second_factor()
             && self.two_factor_roles.iter().any(|r| r == current.user.role.as_str())
+            && !current.user.has_second_factor()
+            && !self.passkeys.book.holds_any_now(current.user.id)
     }
 
     /// `[two_factor] required_for_roles`.
@@ -152,15 +157,21 @@ impl Accounts {
         &self.two_factor_roles
     }
 
-    /// Administrators (not banned) without a second factor, for the console's status page.
-    pub fn administrators_without_second_factor(&self) -> usize {
-        self.indexes
+    /// Administrators (not banned) with neither an authenticator that is on nor a passkey, for the console's
+    /// status page.
+    pub async fn administrators_without_second_factor(&self) -> Result<usize, Unavailable> {
+        let without_totp: Vec<UserId> = self
+            .indexes
             .users
             .active_admins()
             .into_iter()
-            .filter_map(|id| self.indexes.users.get(id))
-            .filter(|u| !u.has_second_factor())
-            .count()
+            .filter(|id| self.indexes.users.get(*id).is_some_and(|u| !u.has_second_factor()))
+            .collect();
+        if without_totp.is_empty() {
+            return Ok(0);
+        }
+        let with_passkey = self.passkeys.book.owners().await?;
+        Ok(without_totp.iter().filter(|id| !with_passkey.contains(id)).count())
     }
 
     pub fn roles(&self) -> &RoleSet {

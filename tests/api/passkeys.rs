@@ -526,3 +526,46 @@ async fn migrate_store_moves_the_passkeys() {
     assert_eq!(list(&c, &alice.cookie).await[0]["name"], "Key");
     c.stop().await;
 }
+
+/// `[two_factor] required_for_roles`: a passkey is a second factor. An administrator without one may register a
+/// passkey (as they may enrol an authenticator) and then reaches everything; without it again (deleted), nothing
+/// but enrolment. The status page counts administrators with neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_administrator_with_only_a_passkey_meets_the_second_factor_policy() {
+    let server = TestServer::start_adjusted(|c| {
+        with_passkeys(c);
+        c.two_factor.required_for_roles = vec!["admin".into()];
+    })
+    .await;
+    let admin = server.client.admin_session().await;
+    let status = |cookie: String| {
+        let server = &server;
+        async move { server.client.get("/api/admin/status").cookie(&cookie).send().await }
+    };
+    let r = server.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 403, "no second factor yet: {}", r.text);
+    assert_eq!(status(admin.clone()).await.status, 403);
+
+    let mut browser = Browser::new();
+    let passkey = register(&server, &mut browser, &admin, Some("Admin key")).await;
+    let r = server.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 200, "a passkey is a second factor: {}", r.text);
+    let r = server.client.get("/api/auth/admin/list-users").cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = status(admin.clone()).await;
+    assert_eq!(r.json()["administrators_without_second_factor"], 0, "{}", r.text);
+    // The user object's twoFactorEnabled stays better-auth's: the twoFactor plugin's authenticator.
+    assert_eq!(server.client.session(&admin).await["user"]["twoFactorEnabled"], false);
+
+    let r = server
+        .client
+        .post("/api/auth/passkey/delete-passkey")
+        .cookie(&admin)
+        .json(&json!({"id": passkey["id"]}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = server.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 403, "checked against the store on every request: {}", r.text);
+    server.stop().await;
+}
