@@ -936,6 +936,10 @@ pub struct PasskeysConfig {
     /// `localhost`, on `rp_id` or a subdomain of it. Default: `base_url`'s origin and each of `trusted_origins` on
     /// `rp_id`; with neither, `http://localhost:<listen port>`.
     pub origins: Vec<String>,
+    /// Not a configuration key: how long a ceremony waits for its verification when set (five minutes
+    /// otherwise). Tests shorten it to see a ceremony expire without waiting five minutes.
+    #[serde(skip)]
+    pub ceremony_lifetime: Option<std::time::Duration>,
 }
 
 /// The relying party as configured, defaults filled in.

@@ -184,8 +184,10 @@ impl Core {
         };
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
         let book = crate::actors::passkeys::PasskeyBook::new(Arc::clone(&store), writer.clone());
-        let passkeys =
-            Arc::new(crate::accounts::Passkeys::new(&config.relying_party(), book).map_err(AppError::Startup)?);
+        let passkeys = Arc::new(
+            crate::accounts::Passkeys::new(&config.relying_party(), config.passkeys.ceremony_lifetime, book)
+                .map_err(AppError::Startup)?,
+        );
         let update_age = Duration::from_secs(config.session.update_age_secs);
         let counters = Arc::new(crate::actors::counters::Counters::new(Arc::clone(&store), writer.clone()));
         let stop = CancellationToken::new();

@@ -569,3 +569,36 @@ async fn an_administrator_with_only_a_passkey_meets_the_second_factor_policy() {
     assert_eq!(r.status, 403, "checked against the store on every request: {}", r.text);
     server.stop().await;
 }
+
+/// A ceremony older than its lifetime is refused as an unknown one (400 `CHALLENGE_NOT_FOUND`), registration and
+/// sign-in alike. The lifetime (five minutes) is shortened to one second for the test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ceremony_older_than_its_lifetime_is_refused() {
+    let server = TestServer::start_adjusted(|c| {
+        with_passkeys(c);
+        c.passkeys.ceremony_lifetime = Some(std::time::Duration::from_secs(1));
+    })
+    .await;
+    let alice = server.client.new_user("passkey-expiry").await;
+    let mut browser = Browser::new();
+
+    let options = register_options(&server, &alice.cookie).await;
+    assert_eq!(options.status, 200, "{}", options.text);
+    let response = browser.create(&options.json());
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r =
+        verify_registration(&server, &alice.cookie, Some(&ceremony(&options)), &json!({"response": response})).await;
+    assert_eq!((r.status, str_of(&r.json()["code"])), (400, "CHALLENGE_NOT_FOUND"), "{}", r.text);
+
+    // A fresh ceremony in time registers; its sign-in ceremony, left to expire, is refused.
+    let passkey = register(&server, &mut browser, &alice.cookie, None).await;
+    let credential = str_of(&passkey["credentialID"]).to_owned();
+    let options = sign_in_options(&server, None).await;
+    let assertion = browser.get(&options.json(), &credential);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r = verify_sign_in(&server, Some(&ceremony(&options)), &assertion).await;
+    assert_eq!((r.status, str_of(&r.json()["code"])), (400, "CHALLENGE_NOT_FOUND"), "{}", r.text);
+    let r = sign_in(&server, &mut browser, &credential).await;
+    assert_eq!(r.status, 200, "in time, the same passkey signs in: {}", r.text);
+    server.stop().await;
+}
