@@ -388,6 +388,12 @@ fn credential(passkey: &Passkey) -> Option<Credential> {
     })
 }
 
+/// Whether `public_key` is a COSE key the library verifies with (an imported passkey's is checked before it is
+/// written).
+pub fn readable_cose_key(public_key: &[u8]) -> bool {
+    serde_cbor_2::from_slice::<serde_cbor_2::Value>(public_key).is_ok_and(|key| COSEKey::try_from(&key).is_ok())
+}
+
 /// The credential's COSE public key (its exact bytes) and the authenticator model (AAGUID, `None` when all zero),
 /// from an attestation object's authenticator data: rpIdHash (32), flags (1), counter (4), then the attested
 /// credential data: AAGUID (16), credential id length (2), credential id, COSE key (CBOR), extensions.

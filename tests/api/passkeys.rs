@@ -602,3 +602,91 @@ async fn a_ceremony_older_than_its_lifetime_is_refused() {
     assert_eq!(r.status, 200, "in time, the same passkey signs in: {}", r.text);
     server.stop().await;
 }
+
+/// What `@simplewebauthn/server` (under `@better-auth/passkey`) takes from a registration's attestation object:
+/// the credential id and the COSE public key's exact bytes, from the attested credential data of the
+/// authenticator data (rpIdHash 32, flags 1, counter 4, AAGUID 16, id length 2, id, COSE key).
+fn attested(attestation_object: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    use serde_cbor_2::Value;
+    let Value::Map(object) = serde_cbor_2::from_slice::<Value>(attestation_object).unwrap() else { panic!() };
+    let Some(Value::Bytes(data)) = object.get(&Value::Text("authData".into())) else { panic!("no authData") };
+    let id_len = usize::from(u16::from_be_bytes([data[53], data[54]]));
+    let id = data[55..55 + id_len].to_vec();
+    let rest = &data[55 + id_len..];
+    let mut reader = serde_cbor_2::Deserializer::from_slice(rest);
+    let _: Value = serde::Deserialize::deserialize(&mut reader).unwrap();
+    (id, rest[..reader.byte_offset()].to_vec())
+}
+
+/// A passkey registered with better-auth (the row `@better-auth/passkey` 1.7 writes, made from the software
+/// authenticator's registration) comes over with `import-better-auth`, and its owner signs in here with the same
+/// authenticator: the credential, its key and its counter are the ones better-auth kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passkey_imported_from_better_auth_signs_in_here() {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let root = tempfile::tempdir().unwrap();
+    let mut browser = Browser::new();
+    // The registration the browser made on better-auth's page (same relying party): the options as the plugin
+    // sends them; better-auth checked the challenge, the import takes what it stored.
+    let options = json!({
+        "rp": {"id": "localhost", "name": "better-auth"},
+        "user": {"id": URL_SAFE_NO_PAD.encode(b"ba-user-pk"), "name": "moved@example.com", "displayName": "Moved"},
+        "challenge": URL_SAFE_NO_PAD.encode([7u8; 32]),
+        "pubKeyCredParams": [{"type": "public-key", "alg": -7}, {"type": "public-key", "alg": -257}],
+        "timeout": 60000,
+        "authenticatorSelection":
+            {"residentKey": "preferred", "requireResidentKey": false, "userVerification": "preferred"},
+        "attestation": "none"
+    });
+    let response = browser.create(&options);
+    let object = URL_SAFE_NO_PAD.decode(str_of(&response["response"]["attestationObject"])).unwrap();
+    let (credential_id, public_key) = attested(&object);
+    let credential = URL_SAFE_NO_PAD.encode(&credential_id);
+    assert_eq!(credential, str_of(&response["id"]), "the id the browser names is the attested one");
+
+    let db = rusqlite::Connection::open(root.path().join("ba.db")).unwrap();
+    db.execute_batch(
+        r#"CREATE TABLE "user" ("id" text PRIMARY KEY, "name" text, "email" text, "emailVerified" integer,
+             "image" text, "createdAt" date, "updatedAt" date, "role" text, "banned" integer, "banReason" text,
+             "banExpires" date);
+           CREATE TABLE "account" ("id" text PRIMARY KEY, "accountId" text, "providerId" text, "userId" text,
+             "password" text, "createdAt" date, "updatedAt" date);
+           CREATE TABLE "passkey" ("id" text NOT NULL PRIMARY KEY, "name" text, "publicKey" text NOT NULL,
+             "userId" text NOT NULL REFERENCES "user" ("id"), "credentialID" text NOT NULL, "counter" integer NOT NULL,
+             "deviceType" text NOT NULL, "backedUp" integer NOT NULL, "transports" text, "createdAt" date,
+             "aaguid" text);
+           INSERT INTO "user" VALUES ('ba-user-pk', 'Moved', 'moved@example.com', 1, NULL,
+             '2025-05-01T10:00:00.000Z', '2025-05-01T10:00:00.000Z', 'user', 0, NULL, NULL);"#,
+    )
+    .unwrap();
+    db.execute(
+        r#"INSERT INTO "passkey" VALUES ('ba-passkey-1', 'Old laptop', ?1, 'ba-user-pk', ?2, 0, 'singleDevice', 0,
+           'internal', '2025-06-01T10:00:00.000Z', '00000000-0000-0000-0000-000000000000')"#,
+        rusqlite::params![STANDARD.encode(&public_key), credential],
+    )
+    .unwrap();
+    drop(db);
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(status.success(), "import: {out}{err}");
+    assert!(format!("{out}{err}").contains("1 passkey(s) imported"), "{out}{err}");
+    // The same credential twice is refused: nothing is written.
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(!status.success(), "a second import: {out}{err}");
+
+    let mut config = test_config(&root.path().join("data"));
+    with_passkeys(&mut config);
+    let server = TestServer::start_embedded(config).await;
+    let r = sign_in(&server, &mut browser, &credential).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (_, body, session) = r.triple();
+    assert_eq!(body["user"]["email"], "moved@example.com");
+    let listed = list(&server, &session.unwrap()).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!((str_of(&listed[0]["name"]), str_of(&listed[0]["credentialID"])), ("Old laptop", credential.as_str()));
+    assert_eq!(str_of(&listed[0]["publicKey"]), STANDARD.encode(&public_key));
+    assert_eq!(listed[0]["createdAt"], "2025-06-01T10:00:00.000Z");
+    // Its counter moved on from the imported one: the next sign-in with the same authenticator works too.
+    assert_eq!(sign_in(&server, &mut browser, &credential).await.status, 200);
+    server.stop().await;
+}
