@@ -335,6 +335,10 @@ pub struct TwoFactorConfig {
     /// Roles that must have a second factor: an account of one of them without one gets a session that can only
     /// enrol one (or sign out). Empty: nobody is required to.
     pub required_for_roles: Vec<String>,
+    /// Whether an account with the factor on may pass it with a code mailed to its address (`two-factor/send-otp`,
+    /// `verify-otp`; mail must be configured). Off by default: whoever reads the mailbox can also reset the
+    /// password, so a mailed code makes the second factor no stronger than the mailbox.
+    pub codes_by_mail: bool,
 }
 
 /// How long the audit log keeps its entries, and how many at most.
@@ -932,6 +936,10 @@ pub struct PasskeysConfig {
     /// `localhost`, on `rp_id` or a subdomain of it. Default: `base_url`'s origin and each of `trusted_origins` on
     /// `rp_id`; with neither, `http://localhost:<listen port>`.
     pub origins: Vec<String>,
+    /// Not a configuration key: how long a ceremony waits for its verification when set (five minutes
+    /// otherwise). Tests shorten it to see a ceremony expire without waiting five minutes.
+    #[serde(skip)]
+    pub ceremony_lifetime: Option<std::time::Duration>,
 }
 
 /// The relying party as configured, defaults filled in.

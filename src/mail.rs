@@ -34,6 +34,8 @@ const VERIFY_TEXT: &str = include_str!("../templates/verify-email.txt");
 const VERIFY_HTML: &str = include_str!("../templates/verify-email.html");
 const INVITATION_TEXT: &str = include_str!("../templates/invitation.txt");
 const INVITATION_HTML: &str = include_str!("../templates/invitation.html");
+const CODE_TEXT: &str = include_str!("../templates/two-factor-code.txt");
+const CODE_HTML: &str = include_str!("../templates/two-factor-code.html");
 
 /// Where a reset link leads when the application named no page of its own: the service's form (`http::pages`).
 pub const RESET_PAGE: &str = "/auth/reset-password";
@@ -71,6 +73,7 @@ impl Templates {
             TokenKind::EmailVerification => self.verify_ttl,
             TokenKind::TwoFactorChallenge { .. } => crate::domain::two_factor::CHALLENGE_TTL,
             TokenKind::TrustedDevice => crate::domain::two_factor::TRUSTED_DEVICE_TTL,
+            TokenKind::TwoFactorOtp => crate::domain::two_factor::OTP_TTL,
         }
     }
 
@@ -90,9 +93,10 @@ impl Templates {
                 VERIFY_TEXT,
                 VERIFY_HTML,
             ),
-            // Cookies, never links: nothing calls this with them (`issue_token` takes only the mailed kinds).
-            TokenKind::TwoFactorChallenge { .. } | TokenKind::TrustedDevice => {
-                unreachable!("a {kind:?} token is a cookie, never mailed")
+            // Cookies, never links: nothing calls this with them (`issue_token` takes only the mailed kinds); a
+            // mailed code has its own message ([`Templates::render_code`]).
+            TokenKind::TwoFactorChallenge { .. } | TokenKind::TrustedDevice | TokenKind::TwoFactorOtp => {
+                unreachable!("a {kind:?} token is never a mailed link")
             }
         };
         // Without a page of the application's own, the link leads to the service's, so a deployment without
@@ -127,6 +131,25 @@ impl Templates {
 }
 
 impl Templates {
+    /// The message carrying a second-factor `code` to `user` (`two-factor/send-otp`).
+    pub fn render_code(&self, user: &User, code: &str) -> Mail {
+        let minutes = (crate::domain::two_factor::OTP_TTL.as_secs() / 60).to_string();
+        let fill = |template: &str, escape: fn(&str) -> String| {
+            template
+                .replace("{{email}}", &escape(user.email.as_str()))
+                .replace("{{minutes}}", &minutes)
+                .replace("{{code}}", code)
+        };
+        Mail {
+            id: MailId::new(),
+            to: user.email.clone(),
+            subject: "Your sign-in code".to_owned(),
+            text: fill(CODE_TEXT, str::to_owned),
+            html: fill(CODE_HTML, html_escape),
+            created_at: Timestamp::now(),
+        }
+    }
+
     /// The message announcing `invitation` into `organization` from `inviter` (an e-mail address). The link is
     /// `link` with `{id}` replaced by the invitation's id (`[organizations] invitation_url`), by default this
     /// server's base URL followed by `/accept-invitation?id=<id>`: the page of the application that calls

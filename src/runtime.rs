@@ -184,8 +184,10 @@ impl Core {
         };
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
         let book = crate::actors::passkeys::PasskeyBook::new(Arc::clone(&store), writer.clone());
-        let passkeys =
-            Arc::new(crate::accounts::Passkeys::new(&config.relying_party(), book).map_err(AppError::Startup)?);
+        let passkeys = Arc::new(
+            crate::accounts::Passkeys::new(&config.relying_party(), config.passkeys.ceremony_lifetime, book)
+                .map_err(AppError::Startup)?,
+        );
         let update_age = Duration::from_secs(config.session.update_age_secs);
         let counters = Arc::new(crate::actors::counters::Counters::new(Arc::clone(&store), writer.clone()));
         let stop = CancellationToken::new();
@@ -212,6 +214,7 @@ impl Core {
             webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
             two_factor_issuer: config.two_factor.issuer.as_deref().unwrap_or("service-auth").into(),
             two_factor_roles: config.two_factor.required_for_roles.clone().into(),
+            codes_by_mail: config.two_factor.codes_by_mail,
             passkeys,
         };
         let retention = Retention {

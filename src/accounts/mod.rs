@@ -45,11 +45,13 @@ pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
 pub use organizations::{FullOrganization, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
-pub use passkeys::{Attachment, CeremonyToken, PasskeyError, Passkeys, credential_id_base64url, public_key_base64};
+pub use passkeys::{
+    Attachment, CeremonyToken, PasskeyError, Passkeys, credential_id_base64url, public_key_base64, readable_cose_key,
+};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
-pub use two_factor::{Code, Enrolment, TwoFactorError, Verified};
+pub use two_factor::{Code, CodeFor, Enrolment, TwoFactorError, Verified};
 pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
@@ -90,6 +92,8 @@ pub struct Accounts {
     pub(crate) two_factor_issuer: Arc<str>,
     /// Roles whose accounts must have a second factor before their sessions can do anything else.
     pub(crate) two_factor_roles: Arc<[String]>,
+    /// `[two_factor] codes_by_mail`: the factor may be passed with a mailed code (when mail is configured).
+    pub(crate) codes_by_mail: bool,
     /// The passkeys' relying party and store.
     pub(crate) passkeys: Arc<Passkeys>,
 }
@@ -138,13 +142,18 @@ impl Current {
 
 impl Accounts {
     /// Whether this session may do nothing but enrol a second factor (and sign out): `[two_factor]
-    /// required_for_roles` names the account's role and it has none. An administrator's impersonation is not held
-    /// back (the administrator proved who they are on their own session).
+    /// required_for_roles` names the account's role and it has none: neither an authenticator that is on
+    /// ([`User::has_second_factor`]) nor a passkey. An administrator's impersonation is not held back (the
+    /// administrator proved who they are on their own session).
+    ///
+    /// Passkeys are not held in memory: for an account of such a role without an authenticator, each call reads
+    /// the store, so a passkey deleted on another node counts no longer at once. Only those accounts pay it.
     pub fn must_enrol(&self, current: &Current) -> bool {
         !self.two_factor_roles.is_empty()
             && !current.is_impersonation()
-            && !current.user.has_second_factor()
             && self.two_factor_roles.iter().any(|r| r == current.user.role.as_str())
+            && !current.user.has_second_factor()
+            && !self.passkeys.book.holds_any_now(current.user.id)
     }
 
     /// `[two_factor] required_for_roles`.
@@ -152,15 +161,21 @@ impl Accounts {
         &self.two_factor_roles
     }
 
-    /// Administrators (not banned) without a second factor, for the console's status page.
-    pub fn administrators_without_second_factor(&self) -> usize {
-        self.indexes
+    /// Administrators (not banned) with neither an authenticator that is on nor a passkey, for the console's
+    /// status page.
+    pub async fn administrators_without_second_factor(&self) -> Result<usize, Unavailable> {
+        let without_totp: Vec<UserId> = self
+            .indexes
             .users
             .active_admins()
             .into_iter()
-            .filter_map(|id| self.indexes.users.get(id))
-            .filter(|u| !u.has_second_factor())
-            .count()
+            .filter(|id| self.indexes.users.get(*id).is_some_and(|u| !u.has_second_factor()))
+            .collect();
+        if without_totp.is_empty() {
+            return Ok(0);
+        }
+        let with_passkey = self.passkeys.book.owners().await?;
+        Ok(without_totp.iter().filter(|id| !with_passkey.contains(id)).count())
     }
 
     pub fn roles(&self) -> &RoleSet {

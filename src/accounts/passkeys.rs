@@ -34,22 +34,25 @@ pub const CEREMONY_LIFETIME: Duration = Duration::from_secs(300);
 pub struct Passkeys {
     webauthn: Webauthn,
     pub(crate) book: PasskeyBook,
+    /// [`CEREMONY_LIFETIME`], unless a test set a shorter one.
+    lifetime: Duration,
 }
 
 impl Passkeys {
     /// Fails when the configuration cannot make a relying party (an origin not on its id); check-config says the
     /// same first.
-    pub(crate) fn new(rp: &RelyingParty, book: PasskeyBook) -> Result<Self, String> {
+    pub(crate) fn new(rp: &RelyingParty, lifetime: Option<Duration>, book: PasskeyBook) -> Result<Self, String> {
+        let lifetime = lifetime.unwrap_or(CEREMONY_LIFETIME);
         let (first, rest) = rp.origins.split_first().ok_or("passkeys: no origin")?;
         let mut builder = WebauthnBuilder::new(&rp.id, first)
             .map_err(|e| format!("passkeys: origin {first} is not on rp_id {:?}: {e}", rp.id))?
             .rp_name(&rp.name)
-            .timeout(CEREMONY_LIFETIME);
+            .timeout(lifetime);
         for origin in rest {
             builder = builder.append_allowed_origin(origin);
         }
         let webauthn = builder.build().map_err(|e| format!("passkeys: {e}"))?;
-        Ok(Self { webauthn, book })
+        Ok(Self { webauthn, book, lifetime })
     }
 }
 
@@ -352,7 +355,7 @@ impl Accounts {
         state: Vec<u8>,
     ) -> Result<CeremonyToken, Unavailable> {
         let token = SessionToken::generate();
-        let ceremony = Ceremony { kind, user, state, expires_at: Timestamp::now().plus(CEREMONY_LIFETIME) };
+        let ceremony = Ceremony { kind, user, state, expires_at: Timestamp::now().plus(self.passkeys.lifetime) };
         self.passkeys.book.begin(token.hash(), &ceremony).await?;
         Ok(token)
     }
@@ -388,6 +391,12 @@ fn credential(passkey: &Passkey) -> Option<Credential> {
         attestation: ParsedAttestation::default(),
         attestation_format: AttestationFormat::None,
     })
+}
+
+/// Whether `public_key` is a COSE key the library verifies with (an imported passkey's is checked before it is
+/// written).
+pub fn readable_cose_key(public_key: &[u8]) -> bool {
+    serde_cbor_2::from_slice::<serde_cbor_2::Value>(public_key).is_ok_and(|key| COSEKey::try_from(&key).is_ok())
 }
 
 /// The credential's COSE public key (its exact bytes) and the authenticator model (AAGUID, `None` when all zero),

@@ -13,9 +13,10 @@ use super::account::AccountError;
 use super::auth::SignedIn;
 use super::{Accounts, Client, Current, Unavailable};
 use crate::actors::sessions::{CreateSessionError, Start};
+use crate::actors::users::IssueError;
 use crate::actors::users::{AttemptRefused, Checked, FactorChange, FactorError, PassError, Proof};
-use crate::domain::two_factor::{self, TwoFactor};
-use crate::domain::{Password, SessionToken, User, UserId};
+use crate::domain::two_factor::{self, OTP_ATTEMPTS, OTP_TTL, TwoFactor};
+use crate::domain::{OneTimeToken, Password, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 
 /// Errors of the two-factor calls; the messages are better-auth's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +37,21 @@ pub enum TwoFactorError {
     InvalidCookie,
     #[error("Too many attempts. Please request a new code.")]
     TooManyAttempts,
+    /// A mailed code tried too often (the sign-in's challenge, if any, goes on: a new code may be asked for).
+    #[error("Too many attempts. Please request a new code.")]
+    CodeUsedUp,
+    /// Codes by mail are off (`[two_factor] codes_by_mail`) or no mail transport is configured.
+    #[error("OTP is not available")]
+    OtpNotConfigured,
+    /// A mailed code asked for by an account whose factor is not on: a code by mail passes a factor, it is not
+    /// one of its own.
+    #[error("OTP not enabled")]
+    OtpNotEnabled,
+    /// No live mailed code (never sent, expired, or used).
+    #[error("OTP has expired")]
+    OtpExpired,
+    #[error("Too much mail is waiting to be sent. Please try again later.")]
+    OutboxFull,
     #[error("Too many failed verification attempts. Your account is temporarily locked. Please try again later.")]
     AccountLocked(Duration),
     /// A password confirmation refused by the failure limit.
@@ -84,6 +100,15 @@ pub struct Enrolment {
 pub enum Code {
     Totp(String),
     Backup(String),
+    /// A code from `two-factor/send-otp`'s mail.
+    Mailed(String),
+}
+
+/// What a mailed code is for: a sign-in waiting at its second factor (the two-factor cookie's token), or a
+/// signed-in session (its token).
+pub enum CodeFor<'a> {
+    Challenge(&'a SessionToken),
+    Session(&'a SessionToken, &'a Current),
 }
 
 /// A challenge passed: the session, and the trusted device's new token when one was asked for.
@@ -203,14 +228,7 @@ impl Accounts {
         client: Client,
     ) -> Result<Verified, TwoFactorError> {
         let hash = challenge.hash();
-        let now = crate::domain::Timestamp::now();
-        let pending = self
-            .indexes
-            .tokens
-            .get(&hash)
-            .filter(|t| matches!(t.kind, crate::domain::TokenKind::TwoFactorChallenge { .. }) && !t.is_expired(now))
-            .ok_or(TwoFactorError::InvalidCookie)?;
-        let user = self.indexes.users.get(pending.user_id).ok_or(TwoFactorError::InvalidCookie)?;
+        let user = self.challenged(&hash)?;
         let factor = user.two_factor.clone().filter(|f| f.enabled).ok_or(TwoFactorError::TotpNotEnabled)?;
         let ip = client.ip_address.clone();
         let users = &self.actors.users;
@@ -233,6 +251,16 @@ impl Accounts {
                 let hash = self.backup_code_hash(user.id, code);
                 factor.backup_codes.contains(&hash).then_some(Proof::BackupCode { hash })
             }
+            Code::Mailed(code) => {
+                let key = two_factor::otp_key(&hash);
+                match self.mailed_code(&user, &key, code) {
+                    Ok(matched) => matched.then_some(Proof::MailedCode { key, hash: self.otp_hash(&user, &key, code) }),
+                    Err(e) => {
+                        users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                        return Err(e);
+                    }
+                }
+            }
         };
         let trusted = trust.then(SessionToken::generate);
         let passed = match proof {
@@ -240,9 +268,10 @@ impl Accounts {
             None => Err(PassError::Refused),
         };
         let wrong = |code: &Code| match code {
-            Code::Totp(_) => TwoFactorError::InvalidCode,
+            Code::Totp(_) | Code::Mailed(_) => TwoFactorError::InvalidCode,
             Code::Backup(_) => TwoFactorError::InvalidBackupCode,
         };
+        let mailed = matches!(code, Code::Mailed(_)).then(|| two_factor::otp_key(&hash));
         let passed = match passed {
             Ok(passed) => {
                 users.finish_code_attempt(user.email.clone(), user.id, Checked::Verified, ip).await?;
@@ -250,7 +279,7 @@ impl Accounts {
             }
             Err(PassError::Refused) => {
                 users.finish_code_attempt(user.email.clone(), user.id, Checked::Wrong, ip.clone()).await?;
-                let ended = users.challenge_failed(hash, user.id, ip).await?;
+                let ended = users.challenge_failed(Some(hash), mailed, user.id, ip).await?;
                 return Err(if ended { TwoFactorError::TooManyAttempts } else { wrong(&code) });
             }
             Err(e) => {
@@ -274,6 +303,127 @@ impl Accounts {
         Ok(Verified { signed_in: SignedIn { token, session, user }, remember_me, trusted })
     }
 
+    /// Whether codes by mail are offered: `[two_factor] codes_by_mail` and a mail transport.
+    pub fn offers_codes_by_mail(&self) -> bool {
+        self.codes_by_mail && self.templates.is_some()
+    }
+
+    /// `POST two-factor/send-otp`: a new six-digit code for the account, kept as a keyed hash (replacing the one
+    /// sent before for the same sign-in or session) and mailed through the outbox, in one commit.
+    pub async fn send_code(&self, to: CodeFor<'_>, ip: &str) -> Result<(), TwoFactorError> {
+        let templates =
+            self.templates.as_ref().filter(|_| self.codes_by_mail).ok_or(TwoFactorError::OtpNotConfigured)?;
+        let (scope, user) = match to {
+            CodeFor::Challenge(token) => {
+                let hash = token.hash();
+                (hash, self.challenged(&hash)?)
+            }
+            CodeFor::Session(token, current) => (token.hash(), Arc::clone(&current.user)),
+        };
+        if !has_totp(&user) {
+            return Err(TwoFactorError::OtpNotEnabled);
+        }
+        let key = two_factor::otp_key(&scope);
+        let code = two_factor::new_otp();
+        let now = Timestamp::now();
+        let token = OneTimeToken {
+            kind: TokenKind::TwoFactorOtp,
+            user_id: user.id,
+            created_at: now,
+            expires_at: now.plus(OTP_TTL),
+            requested_by: None,
+            failures: 0,
+            code: Some(self.otp_hash(&user, &key, &code)),
+        };
+        let mail = templates.render_code(&user, &code);
+        self.actors.users.send_code(key, token, mail, ip.to_owned()).await.map_err(|e| match e {
+            IssueError::OutboxFull => TwoFactorError::OutboxFull,
+            IssueError::Unavailable(u) => TwoFactorError::Unavailable(u),
+        })
+    }
+
+    /// `POST two-factor/verify-otp` with a session: the code mailed for this session, used up. A wrong one counts
+    /// against the code (five, then a new one must be asked for) and the account's failure budget.
+    pub async fn confirm_code(
+        &self,
+        token: &SessionToken,
+        current: &Current,
+        code: &str,
+        ip: &str,
+    ) -> Result<(), TwoFactorError> {
+        let user = &current.user;
+        if !has_totp(user) {
+            return Err(TwoFactorError::OtpNotEnabled);
+        }
+        let users = &self.actors.users;
+        let ip = ip.to_owned();
+        users.begin_attempt(user.email.clone(), Some(user.id), ip.clone()).await.map_err(|e| match e {
+            AttemptRefused::Locked(wait) => TwoFactorError::AccountLocked(wait),
+            AttemptRefused::Unavailable(u) => TwoFactorError::Unavailable(u),
+        })?;
+        let key = two_factor::otp_key(&token.hash());
+        let checked = match self.mailed_code(user, &key, code) {
+            Ok(true) => users.use_code(user.id, key, self.otp_hash(user, &key, code), ip.clone()).await,
+            Ok(false) => Err(PassError::Refused),
+            Err(e) => {
+                users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                return Err(e);
+            }
+        };
+        match checked {
+            Ok(()) => {
+                users.finish_code_attempt(user.email.clone(), user.id, Checked::Verified, ip).await?;
+                Ok(())
+            }
+            Err(PassError::Refused) => {
+                users.finish_code_attempt(user.email.clone(), user.id, Checked::Wrong, ip.clone()).await?;
+                users.challenge_failed(None, Some(key), user.id, ip).await?;
+                Err(TwoFactorError::InvalidCode)
+            }
+            Err(e) => {
+                users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                Err(match e {
+                    PassError::Unavailable(u) => TwoFactorError::Unavailable(u),
+                    _ => TwoFactorError::OtpNotEnabled,
+                })
+            }
+        }
+    }
+
+    /// The account a live sign-in challenge (the two-factor cookie's token hash) waits for.
+    fn challenged(&self, hash: &TokenHash) -> Result<Arc<User>, TwoFactorError> {
+        let now = Timestamp::now();
+        let pending = self
+            .indexes
+            .tokens
+            .get(hash)
+            .filter(|t| matches!(t.kind, TokenKind::TwoFactorChallenge { .. }) && !t.is_expired(now))
+            .ok_or(TwoFactorError::InvalidCookie)?;
+        self.indexes.users.get(pending.user_id).ok_or(TwoFactorError::InvalidCookie)
+    }
+
+    /// Whether `code` is the mailed code kept under `key` for `user` (compared in constant time): `Err` when there
+    /// is none live (better-auth's `OTP_HAS_EXPIRED`) or it has had its five wrong tries.
+    fn mailed_code(&self, user: &User, key: &TokenHash, code: &str) -> Result<bool, TwoFactorError> {
+        let now = Timestamp::now();
+        let kept = self
+            .indexes
+            .tokens
+            .get(key)
+            .filter(|t| t.kind == TokenKind::TwoFactorOtp && t.user_id == user.id && !t.is_expired(now))
+            .ok_or(TwoFactorError::OtpExpired)?;
+        if kept.failures >= OTP_ATTEMPTS {
+            return Err(TwoFactorError::CodeUsedUp);
+        }
+        let expected = kept.code.ok_or(TwoFactorError::OtpExpired)?;
+        let given = self.otp_hash(user, key, code);
+        Ok(subtle::ConstantTimeEq::ct_eq(expected.as_slice(), given.as_slice()).into())
+    }
+
+    fn otp_hash(&self, user: &User, key: &TokenHash, code: &str) -> [u8; 32] {
+        two_factor::otp_hash(&self.data_key.mac_key(), &user.id.to_bytes(), key, code)
+    }
+
     /// Ten backup codes' stored forms.
     fn hash_backup_codes(&self, user: UserId, codes: &[String]) -> Box<[[u8; 32]]> {
         codes.iter().map(|c| self.backup_code_hash(user, c)).collect()
@@ -291,6 +441,11 @@ impl Accounts {
             TwoFactorError::Unavailable(Unavailable)
         })
     }
+}
+
+/// An authenticator enrolled and confirmed: what a mailed code stands in for.
+fn has_totp(user: &User) -> bool {
+    user.two_factor.as_ref().is_some_and(|f| f.enabled)
 }
 
 fn now_step() -> u64 {

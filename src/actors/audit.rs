@@ -59,6 +59,9 @@ pub mod action {
     pub const TWO_FACTOR_RESET: &str = "user.two_factor_reset";
     pub const SECOND_FACTOR_FAILED: &str = "sign_in.second_factor_failed";
     pub const SECOND_FACTOR_PASSED: &str = "sign_in.second_factor_passed";
+    /// A second-factor code mailed (`two-factor/send-otp`): whoever holds the password can ask at will, so it is
+    /// in the anonymous stream, as a mailed link is.
+    pub const TWO_FACTOR_CODE_MAILED: &str = "user.two_factor_code_mailed";
     /// Passkeys: added, renamed, removed by their owner (a sign-in with one is `sign_in.succeeded`, detail
     /// `passkey`).
     pub const PASSKEY_REGISTERED: &str = "passkey.registered";
@@ -298,6 +301,7 @@ mod tests {
             action::SIGN_IN_REFUSED,
             action::SIGN_IN_FAILURES_SUMMARISED,
             action::SECOND_FACTOR_FAILED,
+            action::TWO_FACTOR_CODE_MAILED,
         ];
         assert_eq!(crate::domain::ANONYMOUS_ACTIONS, anonymous.as_slice());
         assert!(!crate::domain::is_anonymous_action(action::ROLE_CHANGED));

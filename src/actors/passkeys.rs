@@ -44,6 +44,28 @@ impl PasskeyBook {
         self.read(move |s| users.iter().map(|u| s.passkeys_of(u.to_bytes()).map(|p| p.len())).collect()).await
     }
 
+    /// Whether `user` has a passkey, read from the store now (never from a copy that another node's deletion could
+    /// have made stale), for the synchronous caller guard: the read blocks this worker thread (moved out of the
+    /// runtime's way where the runtime allows it). A store that cannot answer counts as no passkey: the guard then
+    /// errs on the side of holding the session back.
+    pub fn holds_any_now(&self, user: UserId) -> bool {
+        let read = || self.store.passkeys_of(user.to_bytes());
+        let found = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
+            _ => read(),
+        };
+        found.map(|p| !p.is_empty()).unwrap_or_else(|error| {
+            tracing::warn!(%error, "reading passkeys failed");
+            false
+        })
+    }
+
+    /// The accounts that have at least one passkey.
+    pub async fn owners(&self) -> Result<std::collections::HashSet<UserId>, Unavailable> {
+        let records = self.read(|s| s.all_passkeys()).await?;
+        Ok(records.into_iter().map(|r| UserId::from_bytes(r.user_id)).collect())
+    }
+
     /// The passkey with this credential id, whoever owns it.
     pub async fn by_credential(&self, credential: Vec<u8>) -> Result<Option<Passkey>, Unavailable> {
         Ok(self.read(move |s| s.passkey_by_credential(&credential)).await?.map(convert::passkey))

@@ -72,6 +72,7 @@ mod tests {
             expires_at: now,
             requested_by: Some([requested_by; 16]),
             failures: 0,
+            code: None,
         })
     }
 

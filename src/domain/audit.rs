@@ -12,6 +12,7 @@ pub const ANONYMOUS_ACTIONS: &[&str] = &[
     "sign_in.refused",
     "sign_in.failures_summarised",
     "sign_in.second_factor_failed",
+    "user.two_factor_code_mailed",
 ];
 
 /// Whether entries of `action` belong to the anonymous stream ([`ANONYMOUS_ACTIONS`]).

@@ -11,6 +11,9 @@ pub enum TokenKind {
     },
     /// A device whose second factor was proven, trusted to skip it for 30 days (the trusted-device cookie).
     TrustedDevice,
+    /// A code mailed for the second factor (`two-factor/send-otp`), kept as a keyed hash ([`OneTimeToken::code`])
+    /// under a key derived from the sign-in's challenge or the session it was sent for.
+    TwoFactorOtp,
 }
 
 impl TokenKind {
@@ -21,6 +24,7 @@ impl TokenKind {
             Self::TwoFactorChallenge { remember_me: true } => 3,
             Self::TwoFactorChallenge { remember_me: false } => 4,
             Self::TrustedDevice => 5,
+            Self::TwoFactorOtp => 6,
         }
     }
 
@@ -37,6 +41,7 @@ impl TokenKind {
             3 => Some(Self::TwoFactorChallenge { remember_me: true }),
             4 => Some(Self::TwoFactorChallenge { remember_me: false }),
             5 => Some(Self::TrustedDevice),
+            6 => Some(Self::TwoFactorOtp),
             _ => None,
         }
     }
@@ -52,8 +57,10 @@ pub struct OneTimeToken {
     /// The client that asked for it ([`requester`]): a newer request from the same client replaces it, one from
     /// anyone else does not. `None`: unknown (issued before this was recorded); replaced by nobody.
     pub requested_by: Option<[u8; 16]>,
-    /// Wrong codes tried against a two-factor challenge (0 for the other kinds).
+    /// Wrong codes tried against a two-factor challenge or a mailed code (0 for the other kinds).
     pub failures: u32,
+    /// A mailed code's keyed hash ([`crate::domain::two_factor::otp_hash`]); `None` for the other kinds.
+    pub code: Option<[u8; 32]>,
 }
 
 /// Who asked for a link, as the mail limits count clients: an IPv4 address (as IPv4-mapped IPv6), or an IPv6

@@ -89,9 +89,9 @@ impl User {
         }
     }
 
-    /// Whether sign-in asks this account for a second factor: the one question every part asks ("does this user
-    /// have a second factor?"), so that a new kind of factor is counted in one place.
-    // Passkeys (stored apart, by the passkey family) are to be counted here too when they arrive.
+    /// Whether this account's authenticator (TOTP) is on: what sign-in asks for after the password, and what
+    /// better-auth's `twoFactorEnabled` says. Passkeys, stored apart by the passkey family, are a way in of their
+    /// own; the policy counts them too (`Accounts::must_enrol`, the status page's count).
     pub fn has_second_factor(&self) -> bool {
         self.two_factor.as_ref().is_some_and(|t| t.enabled)
     }

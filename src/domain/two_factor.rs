@@ -22,6 +22,10 @@ pub const CHALLENGE_TTL: std::time::Duration = std::time::Duration::from_secs(60
 pub const CHALLENGE_ATTEMPTS: u32 = 5;
 /// How long a trusted device skips the second factor (better-auth's 30 days).
 pub const TRUSTED_DEVICE_TTL: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
+/// How long a code sent by mail works (better-auth's `otpOptions.period` default: 3 minutes).
+pub const OTP_TTL: std::time::Duration = std::time::Duration::from_secs(180);
+/// Wrong tries one mailed code takes before a new one must be asked for (better-auth's `allowedAttempts`: 5).
+pub const OTP_ATTEMPTS: u32 = 5;
 
 /// An account's second factor. Cheap to clone: a handful of short byte strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +69,33 @@ pub fn backup_code_hash(mac_key: &[u8; 32], user: &[u8; 16], code: &str) -> [u8;
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(mac_key).expect("HMAC takes any key length");
     mac.update(b"service-auth backup code v1:");
     mac.update(user);
+    mac.update(code.trim().as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
+/// A code to mail: six decimal digits, as better-auth's `generateRandomString(6, "0-9")`.
+pub fn new_otp() -> String {
+    random_string(DIGITS as usize, b"0123456789")
+}
+
+/// Where a mailed code is kept: derived from what it was sent for (the sign-in's challenge token, or the session
+/// token), as better-auth keys it by the two-factor cookie or the session. Neither the code nor the cookie it
+/// belongs to can be read from the key.
+pub fn otp_key(scope: &[u8; 32]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut hash = Sha256::new();
+    hash.update(b"service-auth mailed code v1:");
+    hash.update(scope);
+    hash.finalize().into()
+}
+
+/// A mailed code's stored form: HMAC-SHA256 under the data key's MAC key, over the account, its key and the code,
+/// so a copy of the store cannot be searched for the code (a million candidates) without the key.
+pub fn otp_hash(mac_key: &[u8; 32], user: &[u8; 16], key: &[u8; 32], code: &str) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(mac_key).expect("HMAC takes any key length");
+    mac.update(b"service-auth mailed code v1:");
+    mac.update(user);
+    mac.update(key);
     mac.update(code.trim().as_bytes());
     mac.finalize().into_bytes().into()
 }
@@ -258,5 +289,18 @@ mod tests {
         assert_eq!(backup_code_hash(&key, &user, &codes[0]), backup_code_hash(&key, &user, &codes[0]));
         assert_ne!(backup_code_hash(&key, &user, &codes[0]), backup_code_hash(&key, &[2; 16], &codes[0]));
         assert_ne!(backup_code_hash(&key, &user, &codes[0]), backup_code_hash(&[8; 32], &user, &codes[0]));
+    }
+
+    #[test]
+    fn mailed_codes_are_six_digits_and_hashed_per_account_and_key() {
+        let code = new_otp();
+        assert!(code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()), "{code}");
+        let (mac, user, key) = ([7; 32], [1; 16], otp_key(&[3; 32]));
+        assert_ne!(key, otp_key(&[4; 32]));
+        let hash = otp_hash(&mac, &user, &key, &code);
+        assert_eq!(hash, otp_hash(&mac, &user, &key, &format!(" {code} ")));
+        assert_ne!(hash, otp_hash(&mac, &[2; 16], &key, &code));
+        assert_ne!(hash, otp_hash(&mac, &user, &otp_key(&[4; 32]), &code));
+        assert_ne!(hash, otp_hash(&[8; 32], &user, &key, &code));
     }
 }

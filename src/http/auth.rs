@@ -63,7 +63,7 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
             SignInOutcome::Trusted(signed_in, device) => (signed_in, Some(device)),
             // No session yet: better-auth's answer, and the cookie that carries the pending sign-in.
             SignInOutcome::SecondFactor { challenge } => {
-                let methods = ["totp"];
+                let methods: &[&str] = if state.accounts.offers_codes_by_mail() { &["totp", "otp"] } else { &["totp"] };
                 let answer = ok(&serde_json::json!({"twoFactorRedirect": true, "twoFactorMethods": methods}));
                 return Ok(with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge)));
             }

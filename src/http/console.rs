@@ -112,6 +112,7 @@ pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
         None => None,
     };
     let levels = state.accounts.levels();
+    let without_second_factor = state.accounts.administrators_without_second_factor().await?;
     Ok(ok(&json!({
         "version": env!("CARGO_PKG_VERSION"),
         "signed_in_as": {"id": admin.id, "email": admin.email.as_str(), "name": admin.name.as_str()},
@@ -122,7 +123,7 @@ pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
         "store_bytes": store_bytes,
         "backups_configured": state.backup_dir.is_some(),
         "last_backup_at": last_backup_at,
-        "administrators_without_second_factor": state.accounts.administrators_without_second_factor(),
+        "administrators_without_second_factor": without_second_factor,
         "second_factor_required_for": state.accounts.two_factor_roles(),
     })))
 }

@@ -125,7 +125,12 @@ impl From<crate::accounts::TwoFactorError> for Failure {
             E::InvalidCode => Self::new(StatusCode::UNAUTHORIZED, "INVALID_CODE", message),
             E::InvalidBackupCode => Self::new(StatusCode::UNAUTHORIZED, "INVALID_BACKUP_CODE", message),
             E::InvalidCookie => Self::new(StatusCode::UNAUTHORIZED, "INVALID_TWO_FACTOR_COOKIE", message),
-            E::TooManyAttempts => Self::bad_request("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE", message),
+            E::TooManyAttempts | E::CodeUsedUp => Self::bad_request("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE", message),
+            E::OtpNotConfigured => Self::bad_request("OTP_NOT_CONFIGURED", message),
+            E::OtpNotEnabled => Self::bad_request("OTP_NOT_ENABLED", message),
+            E::OtpExpired => Self::bad_request("OTP_HAS_EXPIRED", message),
+            E::OutboxFull => Self::new(StatusCode::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL", message)
+                .with_header(header::RETRY_AFTER, HeaderValue::from_static("30")),
             E::AccountLocked(wait) => {
                 let secs = HeaderValue::from(super::rate_limits::retry_after_secs(wait));
                 Self::new(StatusCode::TOO_MANY_REQUESTS, "ACCOUNT_TEMPORARILY_LOCKED", message)

@@ -85,7 +85,9 @@ impl From<&Passkey> for PasskeyBody {
 /// The caller, on their own session (not an impersonation: an administrator acting as a user may not add or remove
 /// the user's ways in), made within a day.
 fn fresh_self(state: &AppState, headers: &HeaderMap) -> Result<Current, Failure> {
-    let (_, current) = extract::signed_in_self(state, headers)?;
+    // Allowed to a session that must enrol a second factor first (`[two_factor] required_for_roles`): a passkey
+    // is one.
+    let (_, current) = extract::signed_in_self_enrolling(state, headers)?;
     if current.session.created_at.plus(FRESH_AGE) <= Timestamp::now() {
         return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
     }

@@ -218,6 +218,8 @@ async fn dispatch(
         Endpoint::TwoFactorVerifyBackupCode => two_factor::verify_backup_code(state, ctx, req).await,
         Endpoint::TwoFactorGenerateBackupCodes => two_factor::generate_backup_codes(state, ctx, req).await,
         Endpoint::TwoFactorDisable => two_factor::disable(state, ctx, req).await,
+        Endpoint::TwoFactorSendOtp => two_factor::send_otp(state, ctx, req).await,
+        Endpoint::TwoFactorVerifyOtp => two_factor::verify_otp(state, ctx, req).await,
         Endpoint::TwoFactorReset => two_factor::admin_reset(state, ctx, req).await,
         Endpoint::ListUsers => admin::list_users(state, ctx, req).await,
         Endpoint::UpdateUser => admin::update_user(state, ctx, req).await,

@@ -108,6 +108,8 @@ routes! {
     "/api/auth/two-factor/verify-backup-code" => { POST => TwoFactorVerifyBackupCode },
     "/api/auth/two-factor/generate-backup-codes" => { POST => TwoFactorGenerateBackupCodes },
     "/api/auth/two-factor/disable" => { POST => TwoFactorDisable },
+    "/api/auth/two-factor/send-otp" => { POST => TwoFactorSendOtp },
+    "/api/auth/two-factor/verify-otp" => { POST => TwoFactorVerifyOtp },
     "/api/admin/users/{id}/two-factor/reset" => { POST => TwoFactorReset },
     "/api/admin/users" => { GET => ListUsers, PATCH => UpdateUser },
     "/api/admin/organizations" => { GET => ListOrganizations, POST => CreateOrganization },

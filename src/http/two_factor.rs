@@ -11,12 +11,13 @@ use super::AppState;
 use super::dto::AuthUser;
 use super::extract::{self, Ctx, Refusal};
 use super::response::{Body, Failure, ok, with_cookie};
-use crate::accounts::{Code, Verified};
+use crate::accounts::{Code, CodeFor, Verified};
 use crate::domain::two_factor::{CHALLENGE_TTL, TRUSTED_DEVICE_TTL};
 use crate::domain::{Password, SessionToken, UserId};
 
 /// `POST two-factor/enable {password, issuer?, method?}` → `{method: "totp", totpURI, backupCodes}`. The factor is
-/// on only once `verify-totp` accepts a first code. Codes by mail (`method: "otp"`) are not offered.
+/// on only once `verify-totp` accepts a first code. A code by mail is not a factor of its own here (`method:
+/// "otp"` is refused): it stands in for the authenticator of an account that has one (`send-otp`).
 pub async fn enable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self_enrolling(state, req.headers())?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
@@ -24,6 +25,7 @@ pub async fn enable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let password = Password::for_sign_in(body.string("password")?)?;
     match body.optional_string("method")? {
         None | Some("totp") => {}
+        // Whoever reads the mailbox can reset the password too: a mailed code alone would be one factor, not two.
         Some("otp") => return Err(Failure::bad_request("OTP_NOT_CONFIGURED", "OTP is not available")),
         Some(_) => return Err(Failure::validation("method must be \"totp\"")),
     }
@@ -83,6 +85,59 @@ pub async fn verify_backup_code(state: &AppState, ctx: Ctx, req: Request<Incomin
     let challenge = challenge?;
     let verified = state.accounts.verify_challenge(&challenge, Code::Backup(code), trust, client).await;
     signed_in_answer(state, verified)
+}
+
+/// `POST two-factor/send-otp {trustDevice?}` → `{status: true}`: a six-digit code mailed to the account (through
+/// the outbox, written before the answer), for the sign-in waiting in the two-factor cookie or, with a session,
+/// for that session. 400 `OTP_NOT_CONFIGURED` unless `[two_factor] codes_by_mail` is on and mail is configured.
+pub async fn send_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    // The mail calls' per-address limit (`[rate_limit] mail_per_address`), as for a reset link; the sender paces
+    // each recipient's messages (`mail_per_email`) whoever asks.
+    state.rate_limits.check(super::rate_limits::Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
+    let signed_in = signed_in_or_none(state, req.headers())?;
+    let challenge = challenge(state, req.headers());
+    let body = extract::json_object(req, false, state.body_timeout()).await?;
+    body.only(&["trustDevice"])?;
+    // Accepted as the plugin's body has it; whether the device is trusted is `verify-otp`'s `trustDevice`.
+    body.optional_bool("trustDevice")?;
+    let ip = ctx.ip.to_string();
+    match &signed_in {
+        Some((token, current)) => state.accounts.send_code(CodeFor::Session(token, current), &ip).await?,
+        None => state.accounts.send_code(CodeFor::Challenge(&challenge?), &ip).await?,
+    }
+    Ok(ok(&json!({"status": true})))
+}
+
+/// `POST two-factor/verify-otp {code, trustDevice?}` → `{token, user}`: the mailed code, used up. Without a session:
+/// the sign-in step, with the two-factor cookie (as `verify-totp`). With one: the code sent for that session.
+pub async fn verify_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let signed_in = signed_in_or_none(state, req.headers())?;
+    let challenge = challenge(state, req.headers());
+    let client = extract::client(&ctx, req.headers());
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["code", "trustDevice"])?;
+    let code = body.string("code")?.to_owned();
+    let trust = body.optional_bool("trustDevice")?.unwrap_or(false);
+    if let Some((token, current)) = signed_in {
+        state.accounts.confirm_code(&token, &current, &code, &client.ip_address).await?;
+        return Ok(ok(&json!({"token": token.as_str(), "user": AuthUser::from(&*current.user)})));
+    }
+    let challenge = challenge?;
+    let verified = state.accounts.verify_challenge(&challenge, Code::Mailed(code), trust, client).await;
+    signed_in_answer(state, verified)
+}
+
+/// The caller's own session if there is one (`None` without: the sign-in step's calls go on with the two-factor
+/// cookie).
+fn signed_in_or_none(
+    state: &AppState,
+    headers: &hyper::HeaderMap,
+) -> Result<Option<(SessionToken, crate::accounts::Current)>, Failure> {
+    match extract::signed_in_self_enrolling(state, headers) {
+        Ok(found) => Ok(Some(found)),
+        Err(f) if f.status == StatusCode::UNAUTHORIZED => Ok(None),
+        Err(f) => Err(f),
+    }
 }
 
 /// `POST two-factor/generate-backup-codes {password}` → `{status: true, backupCodes}`; the old codes die.

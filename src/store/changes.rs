@@ -157,14 +157,15 @@ mod tests {
             expires_at_ms: 9,
             created_at_ms: 1,
         };
-        let token = TokenRecordV3 {
+        let token: crate::store::TokenRecord = TokenRecordV3 {
             kind: 1,
             user_id: [2; 16],
             created_at_ms: 1,
             expires_at_ms: 9,
             requested_by: None,
             failures: 0,
-        };
+        }
+        .into();
         let ops = [
             StoreOp::ReserveAttempt { email: "a@b.c".into(), max: 3, window_ms: 1, now_ms: 1 },
             StoreOp::RefreshSession([5; 32], session.clone()),

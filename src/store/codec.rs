@@ -10,7 +10,7 @@ use super::StoreError;
 use super::records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
     SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2,
-    TokenRecordV3, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
+    TokenRecordV3, TokenRecordV4, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -126,12 +126,19 @@ impl Versioned for TokenRecordV3 {
     const KIND: &'static str = "token";
 }
 
-/// A token record in any format, as the current one: the first has no requester.
+impl Versioned for TokenRecordV4 {
+    const VERSION: u8 = 4;
+    const KIND: &'static str = "token";
+}
+
+/// A token record in any format, as the current one: the first has no requester, the first three no code.
 pub fn decode_token(bytes: &[u8]) -> Result<TokenRecord, StoreError> {
+    let v3 = |r: TokenRecordV2| TokenRecordV3::from(r);
     match bytes.first() {
-        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(|r| TokenRecordV2::from(r).into()),
-        Some(&TokenRecordV2::VERSION) => decode::<TokenRecordV2>(bytes).map(Into::into),
-        _ => decode::<TokenRecordV3>(bytes),
+        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(|r| v3(r.into()).into()),
+        Some(&TokenRecordV2::VERSION) => decode::<TokenRecordV2>(bytes).map(|r| v3(r).into()),
+        Some(&TokenRecordV3::VERSION) => decode::<TokenRecordV3>(bytes).map(Into::into),
+        _ => decode::<TokenRecordV4>(bytes),
     }
 }
 
@@ -366,7 +373,7 @@ mod tests {
         assert_eq!(encode(&token), expected);
         assert_eq!(decode::<TokenRecordV1>(&expected).unwrap(), token);
         let read = TokenRecordV3::from(TokenRecordV2::from(token));
-        assert_eq!(decode_token(&expected).unwrap(), read, "a V1 token has no requester");
+        assert_eq!(decode_token(&expected).unwrap(), read.into(), "a V1 token has no requester");
     }
 
     #[test]
@@ -383,7 +390,7 @@ mod tests {
         expected.extend([2, 0x80, 0x01, 1]);
         expected.extend([7; 16]);
         assert_eq!(encode(&token), expected);
-        assert_eq!(decode_token(&expected).unwrap(), token.into());
+        assert_eq!(decode_token(&expected).unwrap(), TokenRecordV3::from(token).into());
     }
 
     #[test]
@@ -394,8 +401,28 @@ mod tests {
         expected.extend([8; 16]);
         expected.extend([2, 0x80, 0x01, 0, 4]);
         assert_eq!(encode(&v3), expected);
-        assert_eq!(decode_token(&expected).unwrap(), v3);
-        assert_eq!(decode_token(&encode(&v2)).unwrap(), TokenRecordV3 { failures: 0, ..v3 });
+        assert_eq!(decode_token(&expected).unwrap(), v3.clone().into());
+        assert_eq!(decode_token(&encode(&v2)).unwrap(), TokenRecordV3 { failures: 0, ..v3 }.into());
+    }
+
+    #[test]
+    fn token_v4_golden_bytes_and_older_tokens_have_no_code() {
+        let v3 = TokenRecordV3 {
+            kind: 6,
+            user_id: [8; 16],
+            created_at_ms: 1,
+            expires_at_ms: 64,
+            requested_by: None,
+            failures: 2,
+        };
+        let v4 = TokenRecordV4 { code: Some([5; 32]), ..v3.clone().into() };
+        let mut expected = vec![4, 6];
+        expected.extend([8; 16]);
+        expected.extend([2, 0x80, 0x01, 0, 2, 1]);
+        expected.extend([5; 32]);
+        assert_eq!(encode(&v4), expected);
+        assert_eq!(decode_token(&expected).unwrap(), v4);
+        assert_eq!(decode_token(&encode(&v3)).unwrap(), TokenRecordV4 { code: None, ..v4 });
     }
 
     #[test]

@@ -201,6 +201,7 @@ pub fn token_record(token: &OneTimeToken) -> TokenRecord {
         expires_at_ms: token.expires_at.as_millis(),
         requested_by: token.requested_by,
         failures: token.failures,
+        code: token.code,
     }
 }
 
@@ -214,6 +215,7 @@ pub fn token(r: TokenRecord) -> Result<OneTimeToken, StoreError> {
         expires_at: Timestamp::from_millis(r.expires_at_ms),
         requested_by: r.requested_by,
         failures: r.failures,
+        code: r.code,
     })
 }
 
@@ -364,8 +366,11 @@ mod tests {
             expires_at: now,
             requested_by: Some([3; 16]),
             failures: 2,
+            code: None,
         };
         assert_eq!(token(token_record(&t)).unwrap(), t);
+        let mailed = OneTimeToken { kind: TokenKind::TwoFactorOtp, code: Some([4; 32]), ..t.clone() };
+        assert_eq!(token(token_record(&mailed)).unwrap(), mailed);
         let m = Mail {
             id: MailId::new(),
             to: u.email.clone(),

@@ -388,8 +388,36 @@ impl From<TokenRecordV2> for TokenRecordV3 {
     }
 }
 
+/// A one-time token, fourth format: [`TokenRecordV3`] and a mailed second-factor code's keyed hash (`None` for
+/// every other kind).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecordV4 {
+    /// 1 to 5 as in [`TokenRecordV3`]; 6: a code mailed for the second factor.
+    pub kind: u8,
+    pub user_id: [u8; 16],
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub requested_by: Option<[u8; 16]>,
+    pub failures: u32,
+    pub code: Option<[u8; 32]>,
+}
+
+impl From<TokenRecordV3> for TokenRecordV4 {
+    fn from(r: TokenRecordV3) -> Self {
+        Self {
+            kind: r.kind,
+            user_id: r.user_id,
+            created_at_ms: r.created_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            requested_by: r.requested_by,
+            failures: r.failures,
+            code: None,
+        }
+    }
+}
+
 /// The token record as this version writes it.
-pub type TokenRecord = TokenRecordV3;
+pub type TokenRecord = TokenRecordV4;
 
 /// A message waiting to be sent. Written in the same transaction as what it announces (a reset token), deleted
 /// once the mail server has accepted it. Key: its UUID v7, so the outbox reads oldest first.

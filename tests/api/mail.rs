@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::harness::*;
 
 /// An SMTP server process on 127.0.0.1, killed when dropped.
-struct SmtpSink {
+pub(super) struct SmtpSink {
     child: Child,
     port: u16,
     maildir: PathBuf,
@@ -76,7 +76,7 @@ fn free_port() -> u16 {
 }
 
 impl SmtpSink {
-    fn start() -> Self {
+    pub(super) fn start() -> Self {
         Self::start_on(free_port())
     }
 
@@ -121,11 +121,11 @@ impl SmtpSink {
         Self { child, port, maildir, _dir: dir }
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("smtp://127.0.0.1:{}", self.port)
     }
 
-    fn messages(&self) -> Vec<String> {
+    pub(super) fn messages(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.maildir.join("new")) else { return Vec::new() };
         let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
@@ -133,7 +133,7 @@ impl SmtpSink {
     }
 
     /// Waits (at most 30 s) until `n` messages have arrived.
-    async fn wait_for(&self, n: usize) -> Vec<String> {
+    pub(super) async fn wait_for(&self, n: usize) -> Vec<String> {
         let started = Instant::now();
         loop {
             let messages = self.messages();
@@ -164,7 +164,7 @@ async fn request_reset(s: &TestServer, email: &str) -> Resp {
     s.post("/api/auth/request-password-reset").json(&json!({"email": email, "redirectTo": "/reset"})).send().await
 }
 
-fn with_smtp(url: String) -> impl FnOnce(&mut service_auth::config::Config) {
+pub(super) fn with_smtp(url: String) -> impl FnOnce(&mut service_auth::config::Config) {
     move |c| {
         c.email.smtp_url = Some(url);
         c.base_url = Some("http://auth.test".into());

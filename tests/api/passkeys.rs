@@ -526,3 +526,167 @@ async fn migrate_store_moves_the_passkeys() {
     assert_eq!(list(&c, &alice.cookie).await[0]["name"], "Key");
     c.stop().await;
 }
+
+/// `[two_factor] required_for_roles`: a passkey is a second factor. An administrator without one may register a
+/// passkey (as they may enrol an authenticator) and then reaches everything; without it again (deleted), nothing
+/// but enrolment. The status page counts administrators with neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_administrator_with_only_a_passkey_meets_the_second_factor_policy() {
+    let server = TestServer::start_adjusted(|c| {
+        with_passkeys(c);
+        c.two_factor.required_for_roles = vec!["admin".into()];
+    })
+    .await;
+    let admin = server.client.admin_session().await;
+    let status = |cookie: String| {
+        let server = &server;
+        async move { server.client.get("/api/admin/status").cookie(&cookie).send().await }
+    };
+    let r = server.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 403, "no second factor yet: {}", r.text);
+    assert_eq!(status(admin.clone()).await.status, 403);
+
+    let mut browser = Browser::new();
+    let passkey = register(&server, &mut browser, &admin, Some("Admin key")).await;
+    let r = server.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 200, "a passkey is a second factor: {}", r.text);
+    let r = server.client.get("/api/auth/admin/list-users").cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = status(admin.clone()).await;
+    assert_eq!(r.json()["administrators_without_second_factor"], 0, "{}", r.text);
+    // The user object's twoFactorEnabled stays better-auth's: the twoFactor plugin's authenticator.
+    assert_eq!(server.client.session(&admin).await["user"]["twoFactorEnabled"], false);
+
+    let r = server
+        .client
+        .post("/api/auth/passkey/delete-passkey")
+        .cookie(&admin)
+        .json(&json!({"id": passkey["id"]}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = server.client.list_users(Some(&admin)).await;
+    assert_eq!(r.status, 403, "checked against the store on every request: {}", r.text);
+    server.stop().await;
+}
+
+/// A ceremony older than its lifetime is refused as an unknown one (400 `CHALLENGE_NOT_FOUND`), registration and
+/// sign-in alike. The lifetime (five minutes) is shortened to one second for the test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ceremony_older_than_its_lifetime_is_refused() {
+    let server = TestServer::start_adjusted(|c| {
+        with_passkeys(c);
+        c.passkeys.ceremony_lifetime = Some(std::time::Duration::from_secs(1));
+    })
+    .await;
+    let alice = server.client.new_user("passkey-expiry").await;
+    let mut browser = Browser::new();
+
+    let options = register_options(&server, &alice.cookie).await;
+    assert_eq!(options.status, 200, "{}", options.text);
+    let response = browser.create(&options.json());
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r =
+        verify_registration(&server, &alice.cookie, Some(&ceremony(&options)), &json!({"response": response})).await;
+    assert_eq!((r.status, str_of(&r.json()["code"])), (400, "CHALLENGE_NOT_FOUND"), "{}", r.text);
+
+    // A fresh ceremony in time registers; its sign-in ceremony, left to expire, is refused.
+    let passkey = register(&server, &mut browser, &alice.cookie, None).await;
+    let credential = str_of(&passkey["credentialID"]).to_owned();
+    let options = sign_in_options(&server, None).await;
+    let assertion = browser.get(&options.json(), &credential);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r = verify_sign_in(&server, Some(&ceremony(&options)), &assertion).await;
+    assert_eq!((r.status, str_of(&r.json()["code"])), (400, "CHALLENGE_NOT_FOUND"), "{}", r.text);
+    let r = sign_in(&server, &mut browser, &credential).await;
+    assert_eq!(r.status, 200, "in time, the same passkey signs in: {}", r.text);
+    server.stop().await;
+}
+
+/// What `@simplewebauthn/server` (under `@better-auth/passkey`) takes from a registration's attestation object:
+/// the credential id and the COSE public key's exact bytes, from the attested credential data of the
+/// authenticator data (rpIdHash 32, flags 1, counter 4, AAGUID 16, id length 2, id, COSE key).
+fn attested(attestation_object: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    use serde_cbor_2::Value;
+    let Value::Map(object) = serde_cbor_2::from_slice::<Value>(attestation_object).unwrap() else { panic!() };
+    let Some(Value::Bytes(data)) = object.get(&Value::Text("authData".into())) else { panic!("no authData") };
+    let id_len = usize::from(u16::from_be_bytes([data[53], data[54]]));
+    let id = data[55..55 + id_len].to_vec();
+    let rest = &data[55 + id_len..];
+    let mut reader = serde_cbor_2::Deserializer::from_slice(rest);
+    let _: Value = serde::Deserialize::deserialize(&mut reader).unwrap();
+    (id, rest[..reader.byte_offset()].to_vec())
+}
+
+/// A passkey registered with better-auth (the row `@better-auth/passkey` 1.7 writes, made from the software
+/// authenticator's registration) comes over with `import-better-auth`, and its owner signs in here with the same
+/// authenticator: the credential, its key and its counter are the ones better-auth kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passkey_imported_from_better_auth_signs_in_here() {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let root = tempfile::tempdir().unwrap();
+    let mut browser = Browser::new();
+    // The registration the browser made on better-auth's page (same relying party): the options as the plugin
+    // sends them; better-auth checked the challenge, the import takes what it stored.
+    let options = json!({
+        "rp": {"id": "localhost", "name": "better-auth"},
+        "user": {"id": URL_SAFE_NO_PAD.encode(b"ba-user-pk"), "name": "moved@example.com", "displayName": "Moved"},
+        "challenge": URL_SAFE_NO_PAD.encode([7u8; 32]),
+        "pubKeyCredParams": [{"type": "public-key", "alg": -7}, {"type": "public-key", "alg": -257}],
+        "timeout": 60000,
+        "authenticatorSelection":
+            {"residentKey": "preferred", "requireResidentKey": false, "userVerification": "preferred"},
+        "attestation": "none"
+    });
+    let response = browser.create(&options);
+    let object = URL_SAFE_NO_PAD.decode(str_of(&response["response"]["attestationObject"])).unwrap();
+    let (credential_id, public_key) = attested(&object);
+    let credential = URL_SAFE_NO_PAD.encode(&credential_id);
+    assert_eq!(credential, str_of(&response["id"]), "the id the browser names is the attested one");
+
+    let db = rusqlite::Connection::open(root.path().join("ba.db")).unwrap();
+    db.execute_batch(
+        r#"CREATE TABLE "user" ("id" text PRIMARY KEY, "name" text, "email" text, "emailVerified" integer,
+             "image" text, "createdAt" date, "updatedAt" date, "role" text, "banned" integer, "banReason" text,
+             "banExpires" date);
+           CREATE TABLE "account" ("id" text PRIMARY KEY, "accountId" text, "providerId" text, "userId" text,
+             "password" text, "createdAt" date, "updatedAt" date);
+           CREATE TABLE "passkey" ("id" text NOT NULL PRIMARY KEY, "name" text, "publicKey" text NOT NULL,
+             "userId" text NOT NULL REFERENCES "user" ("id"), "credentialID" text NOT NULL, "counter" integer NOT NULL,
+             "deviceType" text NOT NULL, "backedUp" integer NOT NULL, "transports" text, "createdAt" date,
+             "aaguid" text);
+           INSERT INTO "user" VALUES ('ba-user-pk', 'Moved', 'moved@example.com', 1, NULL,
+             '2025-05-01T10:00:00.000Z', '2025-05-01T10:00:00.000Z', 'user', 0, NULL, NULL);"#,
+    )
+    .unwrap();
+    db.execute(
+        r#"INSERT INTO "passkey" VALUES ('ba-passkey-1', 'Old laptop', ?1, 'ba-user-pk', ?2, 0, 'singleDevice', 0,
+           'internal', '2025-06-01T10:00:00.000Z', '00000000-0000-0000-0000-000000000000')"#,
+        rusqlite::params![STANDARD.encode(&public_key), credential],
+    )
+    .unwrap();
+    drop(db);
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(status.success(), "import: {out}{err}");
+    assert!(format!("{out}{err}").contains("1 passkey(s) imported"), "{out}{err}");
+    // The same credential twice is refused: nothing is written.
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(!status.success(), "a second import: {out}{err}");
+
+    let mut config = test_config(&root.path().join("data"));
+    with_passkeys(&mut config);
+    let server = TestServer::start_embedded(config).await;
+    let r = sign_in(&server, &mut browser, &credential).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (_, body, session) = r.triple();
+    assert_eq!(body["user"]["email"], "moved@example.com");
+    let listed = list(&server, &session.unwrap()).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!((str_of(&listed[0]["name"]), str_of(&listed[0]["credentialID"])), ("Old laptop", credential.as_str()));
+    assert_eq!(str_of(&listed[0]["publicKey"]), STANDARD.encode(&public_key));
+    assert_eq!(listed[0]["createdAt"], "2025-06-01T10:00:00.000Z");
+    // Its counter moved on from the imported one: the next sign-in with the same authenticator works too.
+    assert_eq!(sign_in(&server, &mut browser, &credential).await.status, 200);
+    server.stop().await;
+}

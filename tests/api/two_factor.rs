@@ -580,3 +580,236 @@ async fn the_secret_is_sealed_at_rest_and_survives_a_restart() {
     assert_eq!(verify_totp(&s, None, Some(&pending), &code(&e.secret, step + 1), false).await.status, 200);
     s.stop().await;
 }
+
+// Codes by mail (`two-factor/send-otp`, `verify-otp`), read from a real SMTP server as the mail tests do.
+
+use super::mail::{SmtpSink, with_smtp};
+
+/// Mail on, and codes by mail (`[two_factor] codes_by_mail`).
+fn codes_by_mail(smtp: &SmtpSink) -> impl FnOnce(&mut service_auth::config::Config) {
+    let mail = with_smtp(smtp.url());
+    move |c| {
+        mail(c);
+        c.two_factor.codes_by_mail = true;
+    }
+}
+
+/// The six-digit code of the `n`-th message (counting from 1) once it has arrived.
+async fn mailed_code(smtp: &SmtpSink, n: usize) -> String {
+    let message = smtp.wait_for(n).await.remove(n - 1);
+    assert!(message.contains("Subject: Your sign-in code"), "{message}");
+    let code = message.lines().map(str::trim).find(|l| l.len() == 6 && l.bytes().all(|b| b.is_ascii_digit()));
+    code.unwrap_or_else(|| panic!("no code in {message}")).to_owned()
+}
+
+async fn send_otp(s: &TestServer, session: Option<&str>, challenge: Option<&str>) -> Resp {
+    let mut cookies = Vec::new();
+    if let Some(session) = session {
+        cookies.push(format!("{COOKIE}={session}"));
+    }
+    if let Some(challenge) = challenge {
+        cookies.push(format!("{TWO_FACTOR_COOKIE}={challenge}"));
+    }
+    let mut req = s.client.post("/api/auth/two-factor/send-otp");
+    if !cookies.is_empty() {
+        req = req.header("cookie", &cookies.join("; "));
+    }
+    req.send().await
+}
+
+async fn verify_otp(s: &TestServer, session: Option<&str>, challenge: Option<&str>, code: &str, trust: bool) -> Resp {
+    verify(s, "/api/auth/two-factor/verify-otp", session, challenge, code, trust).await
+}
+
+fn coded(r: &Resp) -> (u16, Value) {
+    (r.status, r.json()["code"].clone())
+}
+
+/// A code mailed for a sign-in passes its second factor once; a wrong one counts against the challenge and is
+/// audited; the code dies with the challenge it was sent for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailed_code_passes_the_sign_in_step_once() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(codes_by_mail(&smtp)).await;
+    let admin = s.client.admin_session().await;
+    let e = enrolled(&s, "tfa-otp").await;
+    let r = challenge(&s, &e.email, None).await;
+    assert_eq!(r.json(), json!({"twoFactorRedirect": true, "twoFactorMethods": ["totp", "otp"]}));
+    let pending = cookie_of(&r, TWO_FACTOR_COOKIE).unwrap().value;
+    let r = verify_otp(&s, None, Some(&pending), "123456", false).await;
+    assert_eq!(coded(&r), (400, json!("OTP_HAS_EXPIRED")), "no code sent yet");
+    let r = send_otp(&s, None, Some(&pending)).await;
+    assert_eq!((r.status, r.json()), (200, json!({"status": true})), "{}", r.text);
+    let code = mailed_code(&smtp, 1).await;
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    assert_eq!(coded(&verify_otp(&s, None, Some(&pending), wrong, false).await), (401, json!("INVALID_CODE")));
+    let r = verify_otp(&s, None, Some(&pending), &code, true).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_auth_user(&r.json()["user"]);
+    assert_eq!(r.json()["user"]["email"], e.email.as_str());
+    let session = r.session_cookie().expect("a session cookie").value;
+    assert_eq!(s.client.session(&session).await["user"]["id"], e.id.as_str());
+    assert!(cookie_of(&r, TRUST_COOKIE).is_some(), "trustDevice: the trusted-device cookie");
+    // Used up with its challenge: a new sign-in has no code until it asks for one.
+    let again = challenge_cookie_with(&s, &e.email, &["totp", "otp"]).await;
+    assert_eq!(coded(&verify_otp(&s, None, Some(&again), &code, false).await), (400, json!("OTP_HAS_EXPIRED")));
+    assert_eq!(
+        coded(&verify_otp(&s, None, Some(&pending), &code, false).await),
+        (401, json!("INVALID_TWO_FACTOR_COOKIE"))
+    );
+    // Without a challenge or a session.
+    assert_eq!(coded(&send_otp(&s, None, None).await), (401, json!("INVALID_TWO_FACTOR_COOKIE")));
+
+    let entries = s.client.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json()["entries"].clone();
+    let mine: Vec<&Value> = entries.as_array().unwrap().iter().filter(|x| x["target_id"] == e.id.as_str()).collect();
+    let has = |action: &str, detail: &str| mine.iter().any(|x| x["action"] == action && x["detail"] == detail);
+    assert!(has("user.two_factor_code_mailed", ""), "{mine:?}");
+    assert!(has("sign_in.second_factor_failed", "wrong mailed code"), "{mine:?}");
+    assert!(has("sign_in.second_factor_passed", "second factor passed with a mailed code; device trusted"), "{mine:?}");
+    assert!(!entries.to_string().contains(&code), "a code in the audit log");
+    s.stop().await;
+}
+
+async fn challenge_cookie_with(s: &TestServer, email: &str, methods: &[&str]) -> String {
+    let r = challenge(s, email, None).await;
+    assert_eq!(r.json(), json!({"twoFactorRedirect": true, "twoFactorMethods": methods}), "{}", r.text);
+    cookie_of(&r, TWO_FACTOR_COOKIE).expect("a two-factor cookie").value
+}
+
+/// Five wrong codes end the sign-in (the challenge's five count every factor), and mailed codes spend the
+/// account's one failure budget like the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_mailed_codes_end_the_challenge_and_spend_the_accounts_budget() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(codes_by_mail(&smtp)).await;
+    let e = enrolled(&s, "tfa-otp-five").await;
+    let pending = challenge_cookie_with(&s, &e.email, &["totp", "otp"]).await;
+    assert_eq!(send_otp(&s, None, Some(&pending)).await.status, 200);
+    let code = mailed_code(&smtp, 1).await;
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    assert_eq!(coded(&verify_totp(&s, None, Some(&pending), "000000", false).await), (401, json!("INVALID_CODE")));
+    for n in 2..=4 {
+        let r = verify_otp(&s, None, Some(&pending), wrong, false).await;
+        assert_eq!(coded(&r), (401, json!("INVALID_CODE")), "wrong code {n}");
+    }
+    let r = verify_otp(&s, None, Some(&pending), wrong, false).await;
+    assert_eq!(coded(&r), (400, json!("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE")));
+    assert_eq!(cookie_of(&r, TWO_FACTOR_COOKIE).unwrap().attr("max-age"), Some("0"));
+    assert_eq!(
+        coded(&verify_otp(&s, None, Some(&pending), &code, false).await),
+        (401, json!("INVALID_TWO_FACTOR_COOKIE"))
+    );
+    s.stop().await;
+
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(|c| {
+        codes_by_mail(&smtp)(c);
+        c.rate_limit.failures_per_account = 3;
+    })
+    .await;
+    let e = enrolled(&s, "tfa-otp-budget").await;
+    for n in 0..3 {
+        // A fresh challenge and code each time: the password is right, and does not clear the count.
+        let pending = challenge_cookie_with(&s, &e.email, &["totp", "otp"]).await;
+        assert_eq!(send_otp(&s, None, Some(&pending)).await.status, 200);
+        let code = mailed_code(&smtp, n + 1).await;
+        let wrong = if code == "000000" { "111111" } else { "000000" };
+        let r = verify_otp(&s, None, Some(&pending), wrong, false).await;
+        assert_eq!(r.status, 401, "wrong code {n}: {}", r.text);
+        if n == 2 {
+            // The budget is spent: even the right code is refused now.
+            let r = verify_otp(&s, None, Some(&pending), &code, false).await;
+            assert_eq!(coded(&r), (429, json!("ACCOUNT_TEMPORARILY_LOCKED")), "{}", r.text);
+        }
+    }
+    s.stop().await;
+}
+
+/// With a session (better-auth's other use of the calls): the code sent for this session, used once; five wrong
+/// tries spend it (a new one must be asked for). An account without the factor is not sent one; nor is anyone
+/// while codes by mail are off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_in_session_verifies_a_mailed_code() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(codes_by_mail(&smtp)).await;
+    let e = enrolled(&s, "tfa-otp-session").await;
+    assert_eq!(send_otp(&s, Some(&e.session), None).await.status, 200);
+    let code = mailed_code(&smtp, 1).await;
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    for n in 1..=5 {
+        let r = verify_otp(&s, Some(&e.session), None, wrong, false).await;
+        assert_eq!(coded(&r), (401, json!("INVALID_CODE")), "wrong code {n}");
+    }
+    let r = verify_otp(&s, Some(&e.session), None, &code, false).await;
+    assert_eq!(coded(&r), (400, json!("TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE")), "spent by five wrong tries");
+    assert_eq!(send_otp(&s, Some(&e.session), None).await.status, 200);
+    let code = mailed_code(&smtp, 2).await;
+    let r = verify_otp(&s, Some(&e.session), None, &code, false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        (r.json()["token"].as_str(), r.json()["user"]["id"].as_str()),
+        (Some(e.session.as_str()), Some(e.id.as_str()))
+    );
+    let r = verify_otp(&s, Some(&e.session), None, &code, false).await;
+    assert_eq!(coded(&r), (400, json!("OTP_HAS_EXPIRED")), "used once");
+
+    let plain = s.client.new_user("tfa-otp-none").await;
+    assert_eq!(coded(&send_otp(&s, Some(&plain.cookie), None).await), (400, json!("OTP_NOT_ENABLED")));
+    let r = s
+        .client
+        .post("/api/auth/two-factor/enable")
+        .cookie(&plain.cookie)
+        .json(&json!({"password": PASSWORD, "method": "otp"}))
+        .send()
+        .await;
+    assert_eq!(coded(&r), (400, json!("OTP_NOT_CONFIGURED")), "a mailed code is not a factor of its own");
+    s.stop().await;
+
+    // Mail configured, codes by mail off (the default): not offered, refused.
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let e = enrolled(&s, "tfa-otp-off").await;
+    let pending = challenge_cookie_with(&s, &e.email, &["totp"]).await;
+    assert_eq!(coded(&send_otp(&s, None, Some(&pending)).await), (400, json!("OTP_NOT_CONFIGURED")));
+    assert_eq!(coded(&send_otp(&s, Some(&e.session), None).await), (400, json!("OTP_NOT_CONFIGURED")));
+    s.stop().await;
+}
+
+/// Two nodes on one PostgreSQL: a code sent through one node (kept in the store, in the change log) passes the
+/// sign-in on the other, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_sent_through_one_node_verifies_on_the_other() {
+    let smtp = SmtpSink::start();
+    let pg = tokio::task::spawn_blocking(super::harness::cluster::Postgres::start).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = super::harness::test_config(tmp.path());
+    codes_by_mail(&smtp)(&mut config);
+    let s = TestServer::start_cluster(config, &pg.url()).await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let user = a.new_user("tfa-otp-nodes").await;
+    let r =
+        a.post("/api/auth/two-factor/enable").cookie(&user.cookie).json(&json!({"password": PASSWORD})).send().await;
+    let secret = secret_of(r.json()["totpURI"].as_str().unwrap());
+    let step = settled_step().await;
+    let r = b
+        .post("/api/auth/two-factor/verify-totp")
+        .cookie(&user.cookie)
+        .json(&json!({"code": code(&secret, step)}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = a.post("/api/auth/sign-in/email").json(&json!({"email": user.email, "password": PASSWORD})).send().await;
+    let pending = cookie_of(&r, TWO_FACTOR_COOKIE).expect("a two-factor cookie").value;
+    let with_cookie = |node: &super::harness::Client, path: &str, body: Value| {
+        node.post(path).header("cookie", &format!("{TWO_FACTOR_COOKIE}={pending}")).json(&body).send()
+    };
+    assert_eq!(with_cookie(a, "/api/auth/two-factor/send-otp", json!({})).await.status, 200);
+    let code = mailed_code(&smtp, 1).await;
+    let r = with_cookie(b, "/api/auth/two-factor/verify-otp", json!({"code": code})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let session = r.session_cookie().expect("a session cookie").value;
+    assert_eq!(a.session(&session).await["user"]["id"], user.id.as_str());
+    let r = with_cookie(a, "/api/auth/two-factor/verify-otp", json!({"code": code})).await;
+    assert_eq!(coded(&r), (401, json!("INVALID_TWO_FACTOR_COOKIE")), "used once, on every node");
+    s.stop().await;
+}

@@ -1,9 +1,12 @@
 // The real `twoFactorClient()` (better-auth 1.7.25) against a running service-auth server: enable TOTP, sign in
-// through `twoFactorRedirect`, use and reuse a backup code, trust a device, regenerate codes, disable. Codes are
-// computed here with node's own HMAC-SHA1 (RFC 6238), as an authenticator app would, from the URI's secret.
+// through `twoFactorRedirect`, use and reuse a backup code, trust a device, regenerate codes, disable; codes by
+// mail (`sendOtp`, `verifyOtp`; run.sh turns `[two_factor] codes_by_mail` on), read from the real SMTP server's
+// Maildir. Codes are computed here with node's own HMAC-SHA1 (RFC 6238), as an authenticator app would, from the
+// URI's secret.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
 import { createAuthClient } from "better-auth/client";
 import { twoFactorClient } from "better-auth/client/plugins";
 import { jarFetch } from "./jar.mjs";
@@ -88,7 +91,7 @@ test("twoFactorClient: enable, sign in through twoFactorRedirect, backup codes, 
   const first = await other.client.signIn.email({ email, password: PASSWORD });
   assert.equal(first.error, null);
   assert.equal(first.data.twoFactorRedirect, true);
-  assert.deepEqual(other.redirects, [["totp"]], "onTwoFactorRedirect was called with the methods");
+  assert.deepEqual(other.redirects, [["totp", "otp"]], "onTwoFactorRedirect was called with the methods");
   assert.ok(!other.jar.has(COOKIE), "no session before the second factor");
   assert.ok(other.jar.has("service-auth.two_factor"), "the two-factor cookie");
   assert.equal((await other.client.getSession()).data, null);
@@ -136,4 +139,62 @@ test("twoFactorClient: enable, sign in through twoFactorRedirect, backup codes, 
   const plain = await browser().client.signIn.email({ email, password: PASSWORD });
   assert.equal(plain.error, null);
   assert.equal(plain.data.user.twoFactorEnabled, false);
+});
+
+/** The newest sign-in code mailed to `to`, once `count` of them have arrived (at most 30 s). */
+async function mailedCode(to, count) {
+  for (let i = 0; i < 300; i++) {
+    let files = [];
+    try { files = await readdir(`${process.env.MAILDIR}/new`); } catch {}
+    const mine = [];
+    for (const f of files) {
+      const text = await readFile(`${process.env.MAILDIR}/new/${f}`, "utf8");
+      if (text.includes(`To: ${to}`) && text.includes("Subject: Your sign-in code")) mine.push(text);
+    }
+    if (mine.length >= count) {
+      const codes = mine.map((m) => m.match(/^\s*(\d{6})\s*$/m)?.[1]);
+      assert.ok(codes.every(Boolean), "a code in each message");
+      return { all: codes };
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no sign-in code mailed to ${to}`);
+}
+
+test("twoFactorClient: sendOtp and verifyOtp, at sign-in and with a session", async () => {
+  const email = unique("otp");
+  const { client } = browser();
+  assert.equal((await client.signUp.email({ name: "Otp", email, password: PASSWORD })).error, null);
+  const enabled = await client.twoFactor.enable({ password: PASSWORD });
+  const key = keyOf(enabled.data.totpURI);
+  assert.equal((await client.twoFactor.verifyTotp({ code: totp(key, await step()) })).error, null);
+
+  // Signed in: a code for this session.
+  const sent = await client.twoFactor.sendOtp();
+  assert.equal(sent.error, null);
+  assert.equal(sent.data.status, true);
+  const first = (await mailedCode(email, 1)).all[0];
+  const mine = await client.twoFactor.verifyOtp({ code: first });
+  assert.equal(mine.error, null);
+  assert.equal(mine.data.user.email, email);
+  const again = await client.twoFactor.verifyOtp({ code: first });
+  assert.equal(again.error.code, "OTP_HAS_EXPIRED", "used once");
+
+  // The sign-in step: the redirect lists otp, the mailed code opens the session.
+  const other = browser();
+  const signIn = await other.client.signIn.email({ email, password: PASSWORD });
+  assert.equal(signIn.data.twoFactorRedirect, true);
+  assert.deepEqual(other.redirects, [["totp", "otp"]]);
+  assert.equal((await other.client.twoFactor.sendOtp()).error, null);
+  const { all } = await mailedCode(email, 2);
+  const code = all.find((c) => c !== first) ?? all[all.length - 1];
+  const wrong = await other.client.twoFactor.verifyOtp({ code: code === "000000" ? "111111" : "000000" });
+  assert.equal(wrong.error.status, 401);
+  assert.equal(wrong.error.code, "INVALID_CODE");
+  const passed = await other.client.twoFactor.verifyOtp({ code, trustDevice: true });
+  assert.equal(passed.error, null);
+  assert.equal(passed.data.user.email, email);
+  assert.ok(other.jar.has(COOKIE) && !other.jar.has("service-auth.two_factor"));
+  assert.ok(other.jar.has("service-auth.trust_device"), "trustDevice: the trusted-device cookie");
+  assert.equal((await other.client.getSession()).data.user.email, email);
 });

@@ -249,6 +249,7 @@ impl Actor for UsersActor {
                     expires_at,
                     requested_by,
                     failures: 0,
+                    code: None,
                 });
                 let mut ops = Vec::new();
                 // A newer request invalidates the older link the same client asked for, and no other: whoever
@@ -635,6 +636,7 @@ impl UsersActor {
         ops.extend(self.end_tokens(state, user, TokenKind::TrustedDevice));
         ops.extend(self.end_tokens(state, user, TokenKind::TwoFactorChallenge { remember_me: true }));
         ops.extend(self.end_tokens(state, user, TokenKind::TwoFactorChallenge { remember_me: false }));
+        ops.extend(self.end_tokens(state, user, TokenKind::TwoFactorOtp));
         ops
     }
 
@@ -947,5 +949,6 @@ fn kind_name(kind: TokenKind) -> &'static str {
         TokenKind::EmailVerification => "e-mail verification",
         TokenKind::TwoFactorChallenge { .. } => "two-factor sign-in",
         TokenKind::TrustedDevice => "trusted device",
+        TokenKind::TwoFactorOtp => "mailed second-factor code",
     }
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use ractor::RpcReplyPort;
 
-use super::{UsersHandle, UsersMsg};
+use super::{IssueError, UsersHandle, UsersMsg};
 use crate::actors::{Unavailable, call};
-use crate::domain::{SessionToken, TokenHash, User, UserId};
+use crate::domain::{Mail, OneTimeToken, SessionToken, TokenHash, User, UserId};
 
 /// A change to an account's second factor.
 #[derive(Debug, Clone)]
@@ -56,6 +56,8 @@ pub enum Proof {
     Totp { step: u64 },
     /// A backup code's keyed hash: used up.
     BackupCode { hash: [u8; 32] },
+    /// A mailed code's keyed hash and the key it is kept under: used up.
+    MailedCode { key: TokenHash, hash: [u8; 32] },
 }
 
 /// Why a sign-in's second factor was not accepted.
@@ -108,8 +110,26 @@ pub(in crate::actors) enum FactorMsg {
         ip: String,
         reply: RpcReplyPort<Result<Passed, PassError>>,
     },
-    /// A wrong code for the challenge: counted; at the last allowed one the challenge ends. `Ok(true)`: it ended.
-    Failed { challenge: TokenHash, user: UserId, ip: String, reply: RpcReplyPort<Result<bool, Unavailable>> },
+    /// A wrong code for the challenge (if any) and the mailed code (if one was tried): counted; at the last
+    /// allowed one the challenge ends. `Ok(true)`: it ended.
+    Failed {
+        challenge: Option<TokenHash>,
+        mailed: Option<TokenHash>,
+        user: UserId,
+        ip: String,
+        reply: RpcReplyPort<Result<bool, Unavailable>>,
+    },
+    /// A code to mail to the account: kept (as `token`, under `key`, replacing an earlier one there) and its
+    /// message queued in the outbox, in one commit.
+    SendCode {
+        key: TokenHash,
+        token: OneTimeToken,
+        mail: Mail,
+        ip: String,
+        reply: RpcReplyPort<Result<(), IssueError>>,
+    },
+    /// A signed-in account's mailed code (`two-factor/verify-otp` with a session), used up.
+    UseCode { user: UserId, key: TokenHash, hash: [u8; 32], ip: String, reply: RpcReplyPort<Result<(), PassError>> },
     /// A sign-in on a trusted device: the device's token is replaced by `next` (a stolen copy of the old cookie
     /// stops working once the owner signs in).
     Rotate { old: TokenHash, next: TokenHash, reply: RpcReplyPort<Result<(), Unavailable>> },
@@ -125,6 +145,8 @@ impl FactorMsg {
             // A wrong code counts even when its caller hung up.
             Self::Failed { .. } => None,
             Self::Rotate { reply, .. } => gone(reply),
+            Self::SendCode { reply, .. } => gone(reply),
+            Self::UseCode { reply, .. } => gone(reply),
         }
     }
 }
@@ -166,9 +188,32 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Pass { challenge, proof, trust, ip, reply })).await?
     }
 
-    /// Counts a wrong code against `challenge`; `true` when that ended it.
-    pub async fn challenge_failed(&self, challenge: TokenHash, user: UserId, ip: String) -> Result<bool, Unavailable> {
-        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Failed { challenge, user, ip, reply })).await?
+    /// Counts a wrong code against `challenge` (and the mailed code under `mailed`, if one was tried); `true`
+    /// when that ended the challenge.
+    pub async fn challenge_failed(
+        &self,
+        challenge: Option<TokenHash>,
+        mailed: Option<TokenHash>,
+        user: UserId,
+        ip: String,
+    ) -> Result<bool, Unavailable> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Failed { challenge, mailed, user, ip, reply })).await?
+    }
+
+    /// Keeps a mailed code (`token`, under `key`) and queues its message, in one commit.
+    pub async fn send_code(
+        &self,
+        key: TokenHash,
+        token: OneTimeToken,
+        mail: Mail,
+        ip: String,
+    ) -> Result<(), IssueError> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::SendCode { key, token, mail, ip, reply })).await?
+    }
+
+    /// Uses up the signed-in `user`'s mailed code under `key`, if its hash is `hash`.
+    pub async fn use_code(&self, user: UserId, key: TokenHash, hash: [u8; 32], ip: String) -> Result<(), PassError> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::UseCode { user, key, hash, ip, reply })).await?
     }
 
     /// Replaces a trusted device's token `old` by `next` (same account, a new 30 days).

@@ -39,7 +39,8 @@
 //! - users without a password (social sign-in only): imported with a password nobody knows; a password reset
 //!   gives them one.
 //!
-//! With `--secret` (better-auth's), the second factors of the two-factor plugin come over ([`two_factor`]).
+//! With `--secret` (better-auth's), the second factors of the two-factor plugin come over ([`two_factor`]). The
+//! passkeys of `@better-auth/passkey` (its `passkey` table) come over in any case ([`passkeys`]).
 //!
 //! Pending invitations that have not expired come over with a new id (better-auth's ids are no UUIDs): the links
 //! already mailed do not work here, so their organization's admins send them again (`invite-member` with
@@ -51,6 +52,7 @@
 //! better-auth's ids are not UUIDs, so new ids are minted; the mapping file (`--mapping-out`) lists old id → new
 //! id for the application's own tables.
 
+mod passkeys;
 mod plan;
 mod postgres;
 mod sqlite;
@@ -254,6 +256,8 @@ pub struct Snapshot {
     pub(crate) sessions: u64,
     /// The `twoFactor` table (the two-factor plugin), when there is one.
     pub(crate) two_factor: Option<Vec<Vec<Cell>>>,
+    /// The `passkey` table (`@better-auth/passkey`), when there is one.
+    pub(crate) passkeys: Option<Vec<Vec<Cell>>>,
     /// Missing tables and required columns.
     pub(crate) missing: Vec<String>,
 }
@@ -338,6 +342,23 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
             snapshot.missing.push(format!("\"twoFactor\" is a {kind}, not a table: only tables are read"));
         }
     }
+    // The passkey plugin's table, likewise.
+    match reader.columns("passkey")? {
+        Found::Table(have) => {
+            let present: Vec<bool> = passkeys::PASSKEY.iter().map(|c| have.iter().any(|h| h == c.name)).collect();
+            if passkeys::PASSKEY.iter().zip(&present).all(|(c, p)| *p || !c.required) {
+                let mut rows = Collected::new("passkey", &mut bytes);
+                reader.rows("passkey", passkeys::PASSKEY, &present, &mut rows)?;
+                snapshot.passkeys = Some(rows.into_rows());
+            } else {
+                snapshot.missing.push("table \"passkey\" lacks id, publicKey, userId or credentialID".into());
+            }
+        }
+        Found::Missing => {}
+        Found::NotATable(kind) => {
+            snapshot.missing.push(format!("\"passkey\" is a {kind}, not a table: only tables are read"));
+        }
+    }
     Ok(snapshot)
 }
 
@@ -376,6 +397,9 @@ fn import_with_faults(
                 .map_err(|e| OpsError::Io(format!("the data key: {e}")))?
         };
         two_factor::attach(&mut plan, rows, options.secret.as_deref(), &key);
+    }
+    if let Some(rows) = &snapshot.passkeys {
+        passkeys::attach(&mut plan, rows, &store, crate::domain::Timestamp::now().as_millis());
     }
 
     // Identities of providers this server does not know yet: imported, and said, so the operator adds them.
@@ -419,7 +443,7 @@ fn import_with_faults(
     Ok(report)
 }
 
-/// One JSON object per line: `{"type": "user" | "organization", "better_auth_id": …, "id": …}`. Private: it
+/// One JSON object per line: `{"type": "user" | "organization" | "passkey" | …, "better_auth_id": …, "id": …}`. Private: it
 /// lists e-mails.
 fn write_mapping(path: &Path, mapping: &[Mapping]) -> Result<(), OpsError> {
     let file = private_file(path)?;

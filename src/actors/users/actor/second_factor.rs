@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{State, UsersActor, put};
 use crate::actors::audit::{self, action};
 use crate::actors::users::second_factor::{FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
-use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, TRUSTED_DEVICE_TTL};
+use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, OTP_ATTEMPTS, TRUSTED_DEVICE_TTL};
 use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserId};
 use crate::store::{StoreOp, convert};
 
@@ -38,11 +38,14 @@ impl UsersActor {
                     Err(e) => drop(reply.send(Err(e))),
                 }
             }
-            FactorMsg::Failed { challenge, user, ip, reply } => {
-                // Counted in the token itself, so that every node counts one challenge's five.
+            FactorMsg::Failed { challenge, mailed, user, ip, reply } => {
+                // Counted in the tokens themselves, so that every node counts one challenge's five (and one mailed
+                // code's).
                 let mut ops = Vec::new();
-                let mut ended = true;
-                if let Some(pending) = self.live_token(state, &challenge) {
+                let mut ended = challenge.is_some();
+                if let Some(challenge) = challenge
+                    && let Some(pending) = self.live_token(state, &challenge)
+                {
                     let counted = OneTimeToken { failures: pending.failures + 1, ..OneTimeToken::clone(&pending) };
                     ended = counted.failures >= CHALLENGE_ATTEMPTS;
                     if ended {
@@ -53,9 +56,60 @@ impl UsersActor {
                         state.tokens.insert(challenge, Some(Arc::new(counted)));
                     }
                 }
-                let detail = if ended { "wrong code; the sign-in must start again" } else { "wrong code" };
+                // A mailed code keeps its count (better-auth's): past the limit it is refused until a new one is
+                // asked for.
+                if let Some(key) = mailed
+                    && let Some(code) = self.live_token(state, &key).filter(|t| t.kind == TokenKind::TwoFactorOtp)
+                {
+                    let counted = OneTimeToken { failures: code.failures + 1, ..OneTimeToken::clone(&code) };
+                    ops.push(StoreOp::PutToken(key, convert::token_record(&counted)));
+                    state.tokens.insert(key, Some(Arc::new(counted)));
+                }
+                let detail = match (ended, mailed.is_some()) {
+                    (true, true) => "wrong mailed code; the sign-in must start again",
+                    (true, false) => "wrong code; the sign-in must start again",
+                    (false, true) => "wrong mailed code",
+                    (false, false) => "wrong code",
+                };
                 ops.push(audit::entry(action::SECOND_FACTOR_FAILED, Some(user), Some(user.into()), &ip, detail.into()));
                 state.overlay.add(ops, reply, ended);
+            }
+            FactorMsg::SendCode { key, token, mail, ip, reply } => {
+                if self.mail.as_ref().is_some_and(crate::mail::MailQueue::is_full) {
+                    let _ = reply.send(Err(crate::actors::users::IssueError::OutboxFull));
+                    return;
+                }
+                let user = token.user_id;
+                let ops = [
+                    StoreOp::PutToken(key, convert::token_record(&token)),
+                    StoreOp::PutOutbox(convert::mail_record(&mail)),
+                    audit::entry(action::TWO_FACTOR_CODE_MAILED, Some(user), Some(user.into()), &ip, String::new()),
+                ];
+                state.tokens.insert(key, Some(Arc::new(token)));
+                state.mails.push(mail);
+                state.overlay.add(ops, reply, ());
+            }
+            FactorMsg::UseCode { user, key, hash, ip, reply } => {
+                let Some(current) = self.get(state, user) else {
+                    let _ = reply.send(Err(PassError::NotEnabled));
+                    return;
+                };
+                if !self.mailed_code_matches(state, &current, &key, &hash) {
+                    let _ = reply.send(Err(PassError::Refused));
+                    return;
+                }
+                // The account is written (unchanged) so that its guard on PostgreSQL lets one node, not two, use
+                // the code; the code goes with it.
+                let user = self.stage(state, User::clone(&current), false);
+                state.tokens.insert(key, None);
+                let id = Some(user.id);
+                let detail = "mailed code accepted for a signed-in session".to_owned();
+                let ops = [
+                    put(&user),
+                    StoreOp::DeleteToken(key),
+                    audit::entry(action::SECOND_FACTOR_PASSED, id, id.map(Into::into), &ip, detail),
+                ];
+                state.overlay.add(ops, reply, ());
             }
             FactorMsg::Rotate { old, next, reply } => {
                 let Some(device) = self.live_token(state, &old).filter(|t| t.kind == TokenKind::TrustedDevice) else {
@@ -135,6 +189,7 @@ impl UsersActor {
             ops.extend(self.end_tokens(state, id, TokenKind::TrustedDevice));
             ops.extend(self.end_tokens(state, id, TokenKind::TwoFactorChallenge { remember_me: true }));
             ops.extend(self.end_tokens(state, id, TokenKind::TwoFactorChallenge { remember_me: false }));
+            ops.extend(self.end_tokens(state, id, TokenKind::TwoFactorOtp));
         }
         if !what.is_empty() {
             ops.push(audit::entry(what, Some(by), Some(id.into()), ip, detail.into()));
@@ -159,6 +214,7 @@ impl UsersActor {
         };
         let current = self.get(state, pending.user_id).ok_or(PassError::InvalidChallenge)?;
         let factor = current.two_factor.as_deref().filter(|f| f.enabled).ok_or(PassError::NotEnabled)?;
+        let mut mailed = None;
         let (used, what) = match proof {
             Proof::Totp { step } if step > factor.last_step => {
                 (TwoFactor { last_step: step, ..factor.clone() }, "authenticator code")
@@ -171,11 +227,20 @@ impl UsersActor {
                 }
                 (TwoFactor { backup_codes: left, ..factor.clone() }, "backup code (used up)")
             }
+            Proof::MailedCode { key, hash } => {
+                if !self.mailed_code_matches(state, &current, &key, &hash) {
+                    return Err(PassError::Refused);
+                }
+                state.tokens.insert(key, None);
+                mailed = Some(key);
+                (factor.clone(), "mailed code")
+            }
         };
         let user = User { two_factor: Some(Arc::new(used)), ..User::clone(&current) };
         let user = self.stage(state, user, false);
         state.tokens.insert(challenge, None);
         let mut ops = vec![put(&user), StoreOp::DeleteToken(challenge)];
+        ops.extend(mailed.map(StoreOp::DeleteToken));
         if let Some(device) = trust {
             let trusted = self.cookie_token(TokenKind::TrustedDevice, user.id, TRUSTED_DEVICE_TTL);
             ops.push(StoreOp::PutToken(device, convert::token_record(&trusted)));
@@ -199,7 +264,23 @@ impl UsersActor {
             expires_at: now.plus(ttl),
             requested_by: None,
             failures: 0,
+            code: None,
         }
+    }
+
+    /// Whether `hash` is the live mailed code of `user` kept under `key`, with tries left (compared in constant
+    /// time).
+    fn mailed_code_matches(&self, state: &State, user: &User, key: &TokenHash, hash: &[u8; 32]) -> bool {
+        let Some(code) = self.live_token(state, key) else { return false };
+        let Some(kept) = code.code.filter(|_| {
+            code.kind == TokenKind::TwoFactorOtp
+                && code.user_id == user.id
+                && !code.is_expired(Timestamp::now())
+                && code.failures < OTP_ATTEMPTS
+        }) else {
+            return false;
+        };
+        subtle::ConstantTimeEq::ct_eq(kept.as_slice(), hash.as_slice()).into()
     }
 
     /// The token `hash`, this batch's changes first.
