@@ -58,7 +58,8 @@ async fn head_is_answered_for_every_get_route_without_a_body() {
         let head = s.req(Method::HEAD, &path).cookie(&admin).send().await;
         if !methods.contains(&hyper::Method::GET) {
             assert_eq!(head.status, 405, "HEAD {path}");
-            assert!(head.allow().contains("POST") || head.allow().contains("PATCH"), "HEAD {path}: {:?}", head.allow());
+            let allow = head.allow();
+            assert!(!allow.is_empty() && !allow.contains("GET"), "HEAD {path}: {allow:?}");
             continue;
         }
         assert_eq!(head.status, get.status, "HEAD {path}");
