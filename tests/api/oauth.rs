@@ -783,7 +783,11 @@ fn metric(text: &str, name: &str) -> f64 {
 
 /// The cumulative counts of `service_auth_oauth_callback_own_seconds`'s buckets: (upper bound in seconds, count).
 fn own_time_buckets(text: &str) -> Vec<(f64, f64)> {
-    let prefix = "service_auth_oauth_callback_own_seconds_bucket{le=\"";
+    buckets_of(text, "service_auth_oauth_callback_own_seconds_bucket{le=\"")
+}
+
+/// The cumulative counts of the buckets whose lines start with `prefix` (up to the bound's opening quote).
+fn buckets_of(text: &str, prefix: &str) -> Vec<(f64, f64)> {
     text.lines()
         .filter_map(|l| l.strip_prefix(prefix))
         .filter_map(|rest| {
@@ -812,6 +816,7 @@ async fn measure_callback_own_time() {
     let first = scrape(metrics).await;
     let mut commit_sum = metric(&first, "service_auth_store_commit_duration_seconds_sum");
     let mut commit_n = metric(&first, "service_auth_store_commit_duration_seconds_count");
+    let mut commits_before = buckets_of(&first, "service_auth_store_commit_duration_seconds_bucket{le=\"");
     for (phase, landing) in [("new accounts", "/welcome"), ("returning accounts", "/home")] {
         for n in 0..count {
             let mut browser = Browser::new(&server);
@@ -832,17 +837,27 @@ async fn measure_callback_own_time() {
         let sum = metric(&text, &format!("service_auth_http_request_duration_seconds_sum{route}")) - whole_sum;
         let calls = metric(&text, &format!("service_auth_http_request_duration_seconds_count{route}")) - whole_count;
         let own = metric(&text, "service_auth_oauth_callback_own_seconds_sum") - own_sum;
+        // The store's commits in the phase (each callback makes three, each fsynced; the start one more).
+        let commit_buckets = buckets_of(&text, "service_auth_store_commit_duration_seconds_bucket{le=\"");
+        let commit_shares: Vec<String> = commit_buckets
+            .iter()
+            .zip(&commits_before)
+            .filter(|((le, _), _)| [0.001, 0.0025, 0.005, 0.01].contains(le))
+            .map(|((le, a), (_, b))| format!("<= {} ms: {:.1}%", le * 1000.0, 100.0 * (a - b) / (4 * count) as f64))
+            .collect();
+        commits_before = commit_buckets;
         let commits = metric(&text, "service_auth_store_commit_duration_seconds_sum") - commit_sum;
         let commit_count = metric(&text, "service_auth_store_commit_duration_seconds_count") - commit_n;
         println!(
             "{phase}: {count} callbacks; own time mean {:.2} ms, p50 <= {} ms, p99 <= {} ms; {}; whole callback \
-             (provider included) mean {:.2} ms; store commits in the phase: {commit_count}, mean {:.2} ms",
+             (provider included) mean {:.2} ms; store commits in the phase: {commit_count}, mean {:.2} ms, {}",
             1000.0 * own / total,
             within(0.5) * 1000.0,
             within(0.99) * 1000.0,
             shares.join(", "),
             1000.0 * sum / calls,
             1000.0 * commits / commit_count,
+            commit_shares.join(", "),
         );
         whole_sum += sum;
         whole_count += calls;
