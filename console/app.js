@@ -744,11 +744,11 @@ async function organizationPage(id) {
   show(org.name,
     h("p", {}, h("a", { href: "#/organizations", text: "All organizations" })),
     h("section", { "aria-labelledby": "rename-heading" }, h("h2", { id: "rename-heading", text: "Name and slug" }), renameForm),
-    h("section", { "aria-labelledby": "members-heading" }, h("h2", { id: "members-heading", text: "Members" }), membersBox),
+    h("section", { "aria-labelledby": "members-heading" }, h("h2", { id: "members-heading", text: "Primary members (organizationId)" }), membersBox),
     h("section", { "aria-labelledby": "delete-heading" }, h("h2", { id: "delete-heading", text: "Delete" }), deleteButton, deleteLine));
   // Memberships with their roles, and invitations, through the organization plugin's calls (orgadmin.js): a global
-  // administrator acts there as an owner of every organization.
-  main.append(...(await memberSections(org, "owner")));
+  // administrator acts there as an owner of every organization. Above the deletion, which stays last.
+  main.querySelector('[aria-labelledby="delete-heading"]').before(...(await memberSections(org, "owner")));
 }
 
 // --- status -------------------------------------------------------------------------------------------------
