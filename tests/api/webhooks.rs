@@ -355,8 +355,16 @@ async fn test_and_resend_and_the_rules_of_an_endpoint() {
     assert_eq!(sent.status, 202, "{}", sent.text);
     let message = sent.json()["message_id"].as_str().unwrap().to_owned();
     receiver.wait_for("the test message", |r| r.received().iter().any(|m| m["id"] == message.as_str())).await;
-    let log = client.get(&format!("/api/admin/webhooks/{hook}/deliveries")).cookie(&admin).send().await.json();
-    let delivery = log["deliveries"][0].clone();
+    // The attempt is recorded once the receiver has answered (and, on two nodes, read on the other a moment later).
+    let mut delivery = Value::Null;
+    for _ in 0..200 {
+        let log = client.get(&format!("/api/admin/webhooks/{hook}/deliveries")).cookie(&admin).send().await.json();
+        delivery = log["deliveries"][0].clone();
+        if !delivery.is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!((delivery["event"].as_str(), delivery["success"].as_bool()), (Some("webhook.test"), Some(true)));
     let resent = client
         .post(&format!("/api/admin/webhooks/{hook}/resend"))
