@@ -5,12 +5,10 @@
 //! password's is: a banned account is refused, and an account with a second factor gets the challenge, not a
 //! session (unless this browser is one of its trusted devices).
 
-use std::sync::Arc;
-
-use super::oauth::{Admitted, Refused};
+use super::oauth::{Admitted, Entry, Refused};
 use super::{Accounts, Client, SignedIn, Unavailable};
-use crate::actors::sessions::{CreateSessionError, Start};
-use crate::domain::{SessionToken, User, UserId};
+use crate::actors::sessions::CreateSessionError;
+use crate::domain::{SessionToken, UserId};
 use crate::oauth::{OAuthError, Tokens};
 
 /// What the client brought (better-auth's `idToken` object).
@@ -85,21 +83,16 @@ impl Accounts {
             Admitted::User { user, new_user } => (user, new_user),
             Admitted::Linked => return Err(IdTokenError::UnableToLink),
         };
-        if user.has_second_factor() {
-            // Refused like any sign-in of a banned account, before a challenge says the token was good.
-            if user.is_banned_at(crate::domain::Timestamp::now()) {
-                return Err(IdTokenError::Banned);
-            }
-            if let Some(device) = trusted.filter(|t| self.trusted_device(user.id, t)) {
-                let signed_in = self.id_token_session(user, client).await?;
-                let next = SessionToken::generate();
-                self.actors.users.rotate_trust(device.hash(), next.hash()).await?;
-                return Ok(IdTokenSignIn::Trusted(signed_in, next));
-            }
-            let challenge = self.actors.users.challenge(user.id, true, None).await?;
-            return Ok(IdTokenSignIn::SecondFactor { challenge });
-        }
-        Ok(IdTokenSignIn::In { signed_in: self.id_token_session(user, client).await?, new_user })
+        let entered = self.enter(user, trusted, client).await.map_err(|e| match e {
+            CreateSessionError::Banned => IdTokenError::Banned,
+            CreateSessionError::UnknownUser => IdTokenError::UnableToLink,
+            CreateSessionError::Unavailable(u) => IdTokenError::Unavailable(u),
+        })?;
+        Ok(match entered {
+            Entry::Session(signed_in, Some(device)) => IdTokenSignIn::Trusted(signed_in, device),
+            Entry::Session(signed_in, None) => IdTokenSignIn::In { signed_in, new_user },
+            Entry::SecondFactor(challenge) => IdTokenSignIn::SecondFactor { challenge },
+        })
     }
 
     /// `link-social {provider, idToken}`: links the token's identity to `user` (the caller), as better-auth does:
@@ -157,16 +150,5 @@ impl Accounts {
             Refused::EmailNotVerified => IdTokenError::EmailNotVerified,
             Refused::Unavailable => IdTokenError::Unavailable(Unavailable),
         })
-    }
-
-    async fn id_token_session(&self, user: Arc<User>, client: Client) -> Result<SignedIn, IdTokenError> {
-        let started = self.actors.sessions.create(user.id, true, client, Start::SignIn).await;
-        let (token, session) = started.map_err(|e| match e {
-            CreateSessionError::Banned => IdTokenError::Banned,
-            CreateSessionError::UnknownUser => IdTokenError::UnableToLink,
-            CreateSessionError::Unavailable(u) => IdTokenError::Unavailable(u),
-        })?;
-        let user = self.indexes.users.get(user.id).unwrap_or(user);
-        Ok(SignedIn { token, session, user })
     }
 }

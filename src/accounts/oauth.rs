@@ -12,7 +12,7 @@ use super::{Accounts, Client, SignedIn, Unavailable};
 use crate::actors::linked::LinkedAccount;
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{ExternalError, ExternalIdentity, ExternalOutcome, UnlinkError};
-use crate::domain::{Email, ImageUrl, Name, Timestamp, User, UserId};
+use crate::domain::{Email, ImageUrl, Name, SessionToken, Timestamp, User, UserId};
 use crate::oauth::{Identity, OAuth, OAuthError, Tokens, random_token};
 use crate::store::linked::OAuthFlowRecordV1;
 use crate::store::{StoreError, StoreOp, StoreWriter};
@@ -82,12 +82,36 @@ pub struct Callback<'a> {
     pub browser: Option<&'a str>,
     /// The signed-in user the request's session cookie names, if any (a link must come from them).
     pub signed_in: Option<UserId>,
+    /// This browser's trusted-device cookie, if it sent one.
+    pub trusted: Option<SessionToken>,
 }
 
 /// How a callback ended well.
 pub enum Finished {
-    SignedIn { signed_in: SignedIn, new_user: bool, callback_url: String, new_user_url: Option<String> },
-    Linked { callback_url: String },
+    /// A session; `renewed_trust`: the trusted device it came through (an account with a second factor), renewed.
+    SignedIn {
+        signed_in: SignedIn,
+        new_user: bool,
+        callback_url: String,
+        new_user_url: Option<String>,
+        renewed_trust: Option<SessionToken>,
+    },
+    /// The account has a second factor: no session yet, the challenge to prove it with (as after a password).
+    SecondFactor {
+        challenge: SessionToken,
+        callback_url: String,
+    },
+    Linked {
+        callback_url: String,
+    },
+}
+
+/// How a sign-in through a provider goes on once its account is known: as a password's does.
+pub(super) enum Entry {
+    /// A session, and with a trusted device of an account with a second factor, the device's renewed token.
+    Session(SignedIn, Option<SessionToken>),
+    /// The account has a second factor: the challenge to prove it with.
+    SecondFactor(SessionToken),
 }
 
 /// An identity admitted by [`Accounts::admit`].
@@ -238,19 +262,54 @@ impl Accounts {
             Err(Refused::Unavailable) => return Err(CallbackError::Unavailable),
             Err(refused) => return Err(fail(refused.code(), None)),
         };
-        let started = self.actors.sessions.create(user.id, true, client, Start::SignIn).await;
-        let (token, session) = started.map_err(|e| match e {
+        let entered = self.enter(user, callback.trusted, client).await.map_err(|e| match e {
             CreateSessionError::Banned => fail("banned", None),
             CreateSessionError::UnknownUser => fail("unable_to_create_session", None),
             CreateSessionError::Unavailable(_) => CallbackError::Unavailable,
         })?;
-        let user = self.indexes.users.get(user.id).unwrap_or(user);
-        Ok(Finished::SignedIn {
-            signed_in: SignedIn { token, session, user },
-            new_user,
-            callback_url: flow.callback_url,
-            new_user_url: flow.new_user_url,
+        Ok(match entered {
+            Entry::Session(signed_in, renewed_trust) => Finished::SignedIn {
+                signed_in,
+                new_user,
+                callback_url: flow.callback_url,
+                new_user_url: flow.new_user_url,
+                renewed_trust,
+            },
+            Entry::SecondFactor(challenge) => Finished::SecondFactor { challenge, callback_url: flow.callback_url },
         })
+    }
+
+    /// The session `user` signs into through a provider or, for an account with a second factor (and a browser
+    /// that is not one of its trusted devices), the challenge: the provider vouches for one factor, as a password
+    /// does, and the second is asked for exactly as after `sign-in/email`. `trusted`: the trusted-device cookie.
+    pub(super) async fn enter(
+        &self,
+        user: Arc<User>,
+        trusted: Option<SessionToken>,
+        client: Client,
+    ) -> Result<Entry, CreateSessionError> {
+        let mut device = None;
+        if user.has_second_factor() {
+            // Refused like any sign-in of a banned account, before a challenge says the identity was good.
+            if user.is_banned_at(Timestamp::now()) {
+                return Err(CreateSessionError::Banned);
+            }
+            device = trusted.filter(|t| self.trusted_device(user.id, t));
+            if device.is_none() {
+                return Ok(Entry::SecondFactor(self.actors.users.challenge(user.id, true, None).await?));
+            }
+        }
+        let (token, session) = self.actors.sessions.create(user.id, true, client, Start::SignIn).await?;
+        let renewed = match device {
+            Some(device) => {
+                let next = SessionToken::generate();
+                self.actors.users.rotate_trust(device.hash(), next.hash()).await?;
+                Some(next)
+            }
+            None => None,
+        };
+        let user = self.indexes.users.get(user.id).unwrap_or(user);
+        Ok(Entry::Session(SignedIn { token, session, user }, renewed))
     }
 
     /// An identity `provider` vouched for (in a callback, or in an ID token the client brought): linked to

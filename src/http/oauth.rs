@@ -270,7 +270,9 @@ fn flow_cookie_name(state: &AppState) -> String {
 }
 
 /// `GET callback/{provider}?code&state[&iss]` (and `oauth2/callback/{provider}`): the session cookie and 302 to
-/// the flow's callback URL (or its new-user URL), or 302 to its error URL with `?error=`. A POST (Apple's
+/// the flow's callback URL (or its new-user URL), or 302 to its error URL with `?error=`. For an account with a
+/// second factor (not on one of its trusted devices): no session, the two-factor cookie `sign-in/email` sets, and
+/// 302 to the callback URL with `twoFactorRedirect=true`, where the app asks for the code (`two-factor/verify-*`). A POST (Apple's
 /// `form_post`) is turned into the GET, as better-auth does, so the browser's cookies come with it.
 pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let started = std::time::Instant::now();
@@ -308,14 +310,23 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
         iss: iss.as_deref(),
         browser: browser.as_deref(),
         signed_in,
+        trusted: super::two_factor::trusted_device(state, headers),
     };
     let mut waited = std::time::Duration::ZERO;
     let finished = state.accounts.finish_flow(callback, client, &mut waited).await;
     let clear = flow_cookie(state, "", 0);
     let answer = match finished {
-        Ok(Finished::SignedIn { signed_in, new_user, callback_url, new_user_url }) => {
+        Ok(Finished::SignedIn { signed_in, new_user, callback_url, new_user_url, renewed_trust }) => {
             let target = if new_user { new_user_url.unwrap_or(callback_url) } else { callback_url };
-            let answer = with_cookie(redirect(&target), state.cookies.set(signed_in.token.as_str(), true));
+            let mut answer = with_cookie(redirect(&target), state.cookies.set(signed_in.token.as_str(), true));
+            if let Some(device) = renewed_trust {
+                answer = with_cookie(answer, super::two_factor::trust_cookie(state, &device));
+            }
+            Ok(with_cookie(answer, clear))
+        }
+        Ok(Finished::SecondFactor { challenge, callback_url }) => {
+            let answer = redirect(&with_query(&callback_url, "twoFactorRedirect=true"));
+            let answer = with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge));
             Ok(with_cookie(answer, clear))
         }
         Ok(Finished::Linked { callback_url }) => Ok(with_cookie(redirect(&callback_url), clear)),
@@ -402,6 +413,16 @@ pub async fn unlink_account(state: &AppState, ctx: Ctx, req: Request<Incoming>) 
     Ok(ok(&json!({"status": true})))
 }
 
+/// `url` with `pair` added to its query (before any fragment), the query it had kept.
+fn with_query(url: &str, pair: &str) -> String {
+    let (base, fragment) = url.split_once('#').map_or((url, None), |(b, f)| (b, Some(f)));
+    let separator = if base.contains('?') { '&' } else { '?' };
+    match fragment {
+        Some(fragment) => format!("{base}{separator}{pair}#{fragment}"),
+        None => format!("{base}{separator}{pair}"),
+    }
+}
+
 fn redirect(target: &str) -> Response<Body> {
     let mut response = Response::new(Body::default());
     *response.status_mut() = StatusCode::FOUND;
@@ -410,4 +431,17 @@ fn redirect(target: &str) -> Response<Body> {
     }
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_query;
+
+    #[test]
+    fn a_pair_is_added_to_the_query_before_the_fragment() {
+        assert_eq!(with_query("/home", "a=1"), "/home?a=1");
+        assert_eq!(with_query("/home?tab=2", "a=1"), "/home?tab=2&a=1");
+        assert_eq!(with_query("https://app.example/x?y=1#top", "a=1"), "https://app.example/x?y=1&a=1#top");
+        assert_eq!(with_query("/x#frag?not-a-query", "a=1"), "/x?a=1#frag?not-a-query");
+    }
 }

@@ -476,6 +476,68 @@ async fn a_banned_account_stays_banned_through_a_provider() {
     assert_eq!(again.session(&server), None);
 }
 
+/// The provider vouches for one factor, as a password does: an account with a second factor gets the challenge
+/// `sign-in/email` gives (the two-factor cookie, no session), and the callback sends the browser to the app's
+/// callback URL with `twoFactorRedirect=true`, where the app asks for the code. A trusted device skips the step.
+#[tokio::test]
+async fn a_second_factor_still_applies_through_a_provider() {
+    const TWO_FACTOR_COOKIE: &str = "service-auth.two_factor";
+    const TRUST_COOKIE: &str = "service-auth.trust_device";
+    let (server, _idp) = setup(json!({})).await;
+    let host = Browser::host(&server.client.base);
+    let enrolled = super::two_factor::enrolled(&server, "tessa").await;
+    // Linked at once (a trusted provider that verified the address), into an account with the factor on.
+    let mut browser = Browser::new(&server);
+    let start = json!({"provider": "local", "callbackURL": "/home?tab=1"});
+    let url = browser.start(&server, "/api/auth/sign-in/social", &start).await;
+    let done = browser.through_provider(&url, &enrolled.email).await;
+    assert_eq!(redirected_to(&done), "/home?tab=1&twoFactorRedirect=true", "the query is kept");
+    assert_eq!(browser.session(&server), None, "no session before the second factor");
+    let challenge = browser.jar[&host].get(TWO_FACTOR_COOKIE).cloned().expect("the two-factor cookie");
+    assert!(!browser.jar[&host].keys().any(|k| k.ends_with(".oauth_flow")), "the flow cookie is cleared");
+    let session =
+        browser.send(reqwest::Method::GET, &format!("{}/api/auth/get-session", server.client.base), None).await;
+    assert_eq!((session.status, session.body.as_str()), (200, "null"));
+
+    // The app's next call, as after sign-in/email: a right code opens the session.
+    let step = super::two_factor::settled_step().await;
+    // The enrolment used this step's code: the next one (one step either side is accepted).
+    let code = super::two_factor::code(&enrolled.secret, step + 1);
+    let passed = super::two_factor::verify_totp(&server, None, Some(&challenge), &code, true).await;
+    assert_eq!(passed.status, 200, "{}", passed.text);
+    let cookie = passed.session_cookie().expect("the session cookie").value;
+    assert_eq!(server.client.session(&cookie).await["user"]["id"], enrolled.id.as_str());
+    let trust = passed.set_cookies().into_iter().find(|c| c.name == TRUST_COOKIE).expect("a trusted device").value;
+
+    // The trusted device skips the step, and its cookie is renewed.
+    let mut trusted = Browser::new(&server);
+    trusted.jar.entry(host.clone()).or_default().insert(TRUST_COOKIE.to_owned(), trust.clone());
+    let again = trusted.sign_in(&server, "local", &enrolled.email).await;
+    assert_eq!(redirected_to(&again), "/home");
+    let cookie = trusted.session(&server).expect("a session through the trusted device");
+    assert_eq!(server.client.session(&cookie).await["user"]["id"], enrolled.id.as_str());
+    assert_ne!(trusted.jar[&host].get(TRUST_COOKIE), Some(&trust), "renewed");
+    assert!(!trusted.jar[&host].contains_key(TWO_FACTOR_COOKIE));
+
+    // Another browser, through the generic plugin's path: the step again.
+    let mut other = Browser::new(&server);
+    let url = other.start(&server, "/api/auth/sign-in/oauth2", &json!({"providerId": "local"})).await;
+    let done = other.through_provider(&url, &enrolled.email).await;
+    assert!(done.url.contains("/api/auth/oauth2/callback/local"), "{}", done.url);
+    assert_eq!(redirected_to(&done), "/home?twoFactorRedirect=true");
+    assert_eq!(other.session(&server), None);
+    assert!(other.jar[&host].contains_key(TWO_FACTOR_COOKIE));
+
+    // An account without a second factor: a session at once, as before.
+    let plain = server.client.new_user("ulla").await;
+    let mut browser = Browser::new(&server);
+    let done = browser.sign_in(&server, "local", &plain.email).await;
+    assert_eq!(redirected_to(&done), "/home");
+    let cookie = browser.session(&server).expect("a session");
+    assert_eq!(server.client.session(&cookie).await["user"]["id"], plain.id.as_str());
+    assert!(!browser.jar[&host].contains_key(TWO_FACTOR_COOKIE));
+}
+
 #[tokio::test]
 async fn the_start_calls_check_their_input() {
     let (server, _idp) = setup(json!({})).await;
