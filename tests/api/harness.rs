@@ -919,13 +919,21 @@ pub mod cluster {
         pub fn start() -> Self {
             let bin = Self::bindir();
             let dir = tempfile::tempdir().unwrap();
-            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let pg = Self { dir, port, bin };
+            let free_port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut pg = Self { dir, port: free_port(), bin };
             if pg.as_root() {
                 pg.run("chown", &["postgres", pg.data()]);
             }
             pg.tool("initdb", &["-D", pg.data(), "-A", "trust", "-U", "postgres"]);
-            pg.resume();
+            // The port was free a moment ago; with many tests starting servers at once another may have taken it
+            // since: then another port (the server's log says why each attempt failed).
+            let mut failures = Vec::new();
+            while let Err(why) = pg.try_resume() {
+                let log = std::fs::read_to_string(format!("{}/log", pg.data())).unwrap_or_default();
+                failures.push(format!("port {}: {why}\n{log}", pg.port));
+                assert!(failures.len() < 4, "PostgreSQL did not start:\n{}", failures.join("\n"));
+                pg.port = free_port();
+            }
             pg
         }
 
@@ -949,19 +957,34 @@ pub mod cluster {
         }
 
         fn run(&self, program: &str, args: &[&str]) {
+            if let Err(why) = Self::try_run(program, args) {
+                panic!("{why}");
+            }
+        }
+
+        fn try_run(program: &str, args: &[&str]) -> Result<(), String> {
             let out = std::process::Command::new(program).args(args).output().expect(program);
-            assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            match out.status.success() {
+                true => Ok(()),
+                false => Err(format!("{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr))),
+            }
         }
 
         fn tool(&self, name: &str, args: &[&str]) {
+            if let Err(why) = self.try_tool(name, args) {
+                panic!("{why}");
+            }
+        }
+
+        fn try_tool(&self, name: &str, args: &[&str]) -> Result<(), String> {
             let path = self.bin.join(name);
             let path = path.to_str().unwrap();
             if self.as_root() {
                 let mut all = vec!["-u", "postgres", "--", path];
                 all.extend(args);
-                self.run("runuser", &all);
+                Self::try_run("runuser", &all)
             } else {
-                self.run(path, args);
+                Self::try_run(path, args)
             }
         }
 
@@ -977,9 +1000,15 @@ pub mod cluster {
 
         /// Starts it again on the same port. Blocking.
         pub fn resume(&self) {
+            if let Err(why) = self.try_resume() {
+                panic!("{why}");
+            }
+        }
+
+        fn try_resume(&self) -> Result<(), String> {
             let options = format!("-c listen_addresses=127.0.0.1 -p {} -k {}", self.port, self.data());
             let log = format!("{}/log", self.data());
-            self.tool("pg_ctl", &["-D", self.data(), "-l", &log, "-w", "-o", &options, "start"]);
+            self.try_tool("pg_ctl", &["-D", self.data(), "-l", &log, "-w", "-o", &options, "start"])
         }
     }
 
