@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the service-auth binary the suites run, and prints its path. SERVICE_AUTH_PROFILE names cargo's profile:
 # release when a suite runs alone (the figures the console and load suites print are the release build's); ./test
-# sets dev, the binary `cargo test` has just built (its dependencies are optimised, see Cargo.toml), which saves a
-# second build of every dependency. `./test --release` runs the suites on the release build instead.
+# sets test, the binary `cargo test` has just built (same profile, so nothing is compiled again; its dependencies
+# are optimised, see Cargo.toml), which saves a second build of every dependency. `./test --release` runs the
+# suites on the release build instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 profile=${SERVICE_AUTH_PROFILE:-release}
