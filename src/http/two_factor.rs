@@ -50,11 +50,7 @@ pub async fn get_totp_uri(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
 /// `POST two-factor/verify-totp {code, trustDevice?}` → `{token, user}`. With a session: a code of the enrolled
 /// authenticator (the first turns the factor on). Without one: the sign-in step, with the two-factor cookie.
 pub async fn verify_totp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let signed_in = match extract::signed_in_self_enrolling(state, req.headers()) {
-        Ok(found) => Some(found),
-        Err(f) if f.status == StatusCode::UNAUTHORIZED => None,
-        Err(f) => return Err(f),
-    };
+    let signed_in = signed_in_or_none(state, req.headers())?;
     let challenge = challenge(state, req.headers());
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
