@@ -4,6 +4,7 @@
 #   benches/load.sh            # 10 s per scenario
 #   DURATION=5 benches/load.sh
 #   BASE=/tmp/base/target/release/service-auth benches/load.sh   # the durable writes on that build too
+#   PARTS="random" benches/load.sh   # only some parts: basic flood overload writes random (all by default)
 #
 # Prints one line per scenario as it goes, then ONE summary table (scenario, connections, requests/s, p50, p99,
 # ratio to the bare server where it applies, notes) in Markdown, which BENCHMARKS.md quotes. Scenarios: get-session
@@ -89,8 +90,11 @@ report() { # label connections "rps p50 p99 non2xx" [bare rps] [notes]
   ROWS+=("$1|$2|$rps|$p50|$p99|$ratio|$notes")
 }
 
+PARTS="${PARTS:-basic flood overload writes random}"
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
 G=http://127.0.0.1:3911/api/auth/get-session
-for c in 16 64; do
+want basic && for c in 16 64; do
   bare=$(run bare "$c" http://127.0.0.1:3912/)
   report "bare hyper (same body size: $SIZE B)" "$c" "$bare"
   bare_rps=${bare%% *}
@@ -102,15 +106,17 @@ for c in 16 64; do
     "$(run au "$c" http://127.0.0.1:3911/api/admin/users -H "Cookie: service-auth.session_token=$ADMIN")"
 done
 # get-session latency while sign-ins saturate the hashing pool.
+if want flood; then
 wrk -t1 -c32 -d"$((DURATION + 2))s" -s "$WORK/sign-in.lua" http://127.0.0.1:3911 > /dev/null 2>&1 &
 FLOOD=$!
 sleep 1
 report "get-session during a sign-in flood (32 conns)" 16 "$(run mix 16 "$G" -H "Cookie: service-auth.session_token=$TOKEN")"
 wait "$FLOOD"
+fi
 
 # 1,000 sign-ins at once, ten times what the pool can hash in the time a client waits, for DURATION seconds;
 # refused clients wait Retry-After as asked. Then the same with clients that never back off.
-for mode in "" --no-backoff; do
+want overload && for mode in "" --no-backoff; do
   target/release/examples/overload --url http://127.0.0.1:3911 --tokens "$WORK/tokens.txt" --sign-ins 1000 \
     --secs "$DURATION" --pid "${PIDS[0]}" --rows $mode > "$WORK/overload.txt"
   grep -v '^ROW|' "$WORK/overload.txt"
@@ -122,6 +128,7 @@ done
 # --- Durable writes: each answer waits for its commit (fsync). A server of their own per build, on a copy of one
 # seeded store, with [session] update_age_secs = 1 so that every seeded session is old enough to be extended by
 # get-session (a write), and the metrics listener on for the commits' batch sizes.
+if want writes; then
 printf '[session]\nupdate_age_secs = 1\n' >> "$WORK/c.toml"
 SERVICE_AUTH_DATA_DIR="$WORK/w" $BIN --config "$WORK/c.toml" seed --users 10000 --sessions 90000 --orgs 10 \
   --tokens-out "$WORK/wtokens.txt" >/dev/null 2>&1
@@ -181,6 +188,7 @@ writes() { # build-label binary port metrics-port data-dir
 }
 [ -n "${BASE:-}" ] && writes base "$BASE" 3914 9914 "$WORK/w-base"
 writes "this build" "$BIN" 3915 9915 "$WORK/w"
+fi
 
 # --- A million different sessions: every request carries a random one of RANDOM_SESSIONS seeded sessions (a real
 # deployment checks many sessions, not one many times), the bare server driven by the same Lua script so that the
@@ -189,7 +197,7 @@ writes "this build" "$BIN" 3915 9915 "$WORK/w"
 # histogram through the script's done(). RANDOM_SESSIONS=0 skips this part.
 RANDOM_SESSIONS="${RANDOM_SESSIONS:-1000000}"
 ROUNDS="${ROUNDS:-3}"
-if [ "$RANDOM_SESSIONS" -gt 0 ]; then
+if [ "$RANDOM_SESSIONS" -gt 0 ] && want random; then
   SERVICE_AUTH_DATA_DIR="$WORK/r" $BIN --config "$WORK/c.toml" seed --users "$RANDOM_SESSIONS" \
     --sessions "$RANDOM_SESSIONS" --orgs 100 --tokens-out "$WORK/rtokens.txt" >/dev/null 2>&1
   # The writes must not extend sessions (that would be a write on get-session too): back to the default age.
