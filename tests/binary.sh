@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Builds the service-auth binary the suites run, and prints its path. SERVICE_AUTH_PROFILE names cargo's profile:
 # release when a suite runs alone (the figures the console and load suites print are the release build's); ./test
-# sets test, the binary `cargo test` has just built (same profile, so nothing is compiled again; its dependencies
-# are optimised, see Cargo.toml), which saves a second build of every dependency. `./test --release` runs the
+# sets test, the binary `cargo test` has just built (nothing is compiled again; its dependencies are optimised, see
+# Cargo.toml), which saves a second build of every dependency. `./test --release` runs the
 # suites on the release build instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 profile=${SERVICE_AUTH_PROFILE:-release}
-cargo build --quiet --locked --profile "$profile" --manifest-path "$ROOT/Cargo.toml" --bin service-auth >&2
+if [ "$profile" = test ]; then
+  # Exactly what `cargo test` builds: the binary its integration test runs, with the features the dev-dependencies
+  # add to shared dependencies (tokio's test-util, hyper's client, ...). A `cargo build --profile test` resolves
+  # features without them and compiles every such dependency, and the crate, once more (two minutes, fresh).
+  cargo test --no-run --quiet --locked --manifest-path "$ROOT/Cargo.toml" --test api >&2
+else
+  cargo build --quiet --locked --profile "$profile" --manifest-path "$ROOT/Cargo.toml" --bin service-auth >&2
+fi
 case $profile in dev | test) dir=debug ;; bench) dir=release ;; *) dir=$profile ;; esac
 echo "$ROOT/target/$dir/service-auth"
