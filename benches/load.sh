@@ -71,7 +71,7 @@ LUA
 # run <label> <connections> <url> [wrk args...] -> "rps p50 p99"
 run() {
   local c=$2 url=$3; shift 3
-  wrk -t2 -c"$c" -d"${DURATION}s" --latency "$@" "$url" > "$WORK/wrk.txt" 2>&1 || true
+  wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${DURATION}s" --latency "$@" "$url" > "$WORK/wrk.txt" 2>&1 || true
   local rps p50 p99
   rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt")
   p50=$(awk '$1=="50%" {print $2}' "$WORK/wrk.txt")
