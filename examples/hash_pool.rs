@@ -31,11 +31,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     // A queue as deep and as patient as the askers need: nothing is refused, every verify waits its turn, so the
     // figure is what the pool sustains (the server's own queue refuses sooner: its 503s show in load.sh's notes).
-    let config = HashingConfig {
-        max_queue: args.concurrency.max(1) * 2,
-        queue_timeout_ms: 600_000,
-        ..HashingConfig::default()
-    };
+    let config =
+        HashingConfig { max_queue: args.concurrency.max(1) * 2, queue_timeout_ms: 600_000, ..HashingConfig::default() };
     let hasher = Arc::new(Hasher::new(&config)?);
     let stored = hasher.hash(Password::for_sign_in("seed-password-1")?).await?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -34,9 +34,11 @@ pub enum AccountError {
 impl From<SignInError> for AccountError {
     fn from(e: SignInError) -> Self {
         match e {
-            SignInError::InvalidCredentials | SignInError::Banned | SignInError::EmailNotVerified => {
-                Self::InvalidPassword
-            }
+            // A password check alone (what account changes make) never asks for the passkey.
+            SignInError::InvalidCredentials
+            | SignInError::Banned
+            | SignInError::EmailNotVerified
+            | SignInError::PasskeyRequired => Self::InvalidPassword,
             SignInError::Locked(wait) => Self::Locked(wait),
             SignInError::Busy => Self::Busy,
             SignInError::Unavailable(u) => Self::Unavailable(u),

@@ -69,6 +69,10 @@ pub enum SignInError {
     /// The password is right, but the address must be verified first.
     #[error("Email not verified")]
     EmailNotVerified,
+    /// The password is right, but it is one factor and this account's second is a passkey: it signs in with the
+    /// passkey ([`Accounts::passkey_required`]).
+    #[error("This account signs in with its passkey")]
+    PasskeyRequired,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
     #[error(transparent)]
@@ -161,7 +165,7 @@ impl Accounts {
         // that still needs its second factor is not a sign-in yet.
         let counted = match &outcome {
             Ok(SignInOutcome::In(_) | SignInOutcome::Trusted(..)) => Some(Counter::SignInSucceeded),
-            Ok(SignInOutcome::SecondFactor { .. }) => None,
+            Ok(SignInOutcome::SecondFactor { .. }) | Err(SignInError::PasskeyRequired) => None,
             Err(SignInError::InvalidCredentials | SignInError::Banned | SignInError::EmailNotVerified) => {
                 Some(Counter::SignInFailed)
             }
@@ -197,6 +201,10 @@ impl Accounts {
         let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
         if self.require_verification && !user.email_verified {
             return Err(SignInError::EmailNotVerified);
+        }
+        // A banned account is refused as such below, whatever its factors.
+        if !user.is_banned_at(crate::domain::Timestamp::now()) && self.passkey_required(&user) {
+            return Err(SignInError::PasskeyRequired);
         }
         if user.has_second_factor() {
             match trusted.filter(|t| self.trusted_device(user.id, t)) {

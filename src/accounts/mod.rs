@@ -156,6 +156,15 @@ impl Accounts {
             && !self.passkeys.book.holds_any_now(current.user.id)
     }
 
+    /// Whether `user` must sign in with a passkey: its role is in `[two_factor] required_for_roles`, it has no
+    /// authenticator, and a passkey is what meets that rule for it ([`Self::must_enrol`]). A password or a provider
+    /// is one factor; a session they opened would pass the rule on the passkey's strength without it.
+    pub fn passkey_required(&self, user: &User) -> bool {
+        self.two_factor_roles.iter().any(|r| r == user.role.as_str())
+            && !user.has_second_factor()
+            && self.passkeys.book.holds_any_now(user.id)
+    }
+
     /// `[two_factor] required_for_roles`.
     pub fn two_factor_roles(&self) -> &[String] {
         &self.two_factor_roles

@@ -42,6 +42,7 @@ impl From<SignInError> for Failure {
             SignInError::Locked(wait) => Self::too_many_requests(wait),
             SignInError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", e.to_string()),
             SignInError::EmailNotVerified => Self::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", e.to_string()),
+            SignInError::PasskeyRequired => Self::new(StatusCode::FORBIDDEN, "PASSKEY_REQUIRED", e.to_string()),
             SignInError::Busy => busy(),
             SignInError::Unavailable(u) => u.into(),
         }

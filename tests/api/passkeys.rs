@@ -7,7 +7,9 @@ use webauthn_authenticator_rs::WebauthnAuthenticator;
 use webauthn_authenticator_rs::prelude::{CreationChallengeResponse, RequestChallengeResponse, Url};
 use webauthn_authenticator_rs::softpasskey::SoftPasskey;
 
-use super::harness::{PASSWORD, Resp, TestServer, cluster, run_binary, str_of, test_config};
+use super::harness::{
+    ADMIN_EMAIL, ADMIN_PASSWORD, PASSWORD, Resp, TestServer, cluster, run_binary, str_of, test_config,
+};
 
 /// The page the test "browser" runs on: configured as the passkeys' origin (and trusted, as an application's
 /// page must be to send cookies with its requests).
@@ -556,6 +558,11 @@ async fn an_administrator_with_only_a_passkey_meets_the_second_factor_policy() {
     assert_eq!(r.json()["administrators_without_second_factor"], 0, "{}", r.text);
     // The user object's twoFactorEnabled stays better-auth's: the twoFactor plugin's authenticator.
     assert_eq!(server.client.session(&admin).await["user"]["twoFactorEnabled"], false);
+    // The password is one factor: with the passkey as the second, the account signs in with the passkey.
+    let (status, body, cookie) = server.client.sign_in(ADMIN_EMAIL, ADMIN_PASSWORD).await;
+    assert_eq!((status, str_of(&body["code"]), cookie), (403, "PASSKEY_REQUIRED", None), "{body}");
+    let r = sign_in(&server, &mut browser, str_of(&passkey["credentialID"])).await;
+    assert_eq!(r.status, 200, "{}", r.text);
 
     let r = server
         .client
@@ -567,6 +574,8 @@ async fn an_administrator_with_only_a_passkey_meets_the_second_factor_policy() {
     assert_eq!(r.status, 200, "{}", r.text);
     let r = server.client.list_users(Some(&admin)).await;
     assert_eq!(r.status, 403, "checked against the store on every request: {}", r.text);
+    let (status, body, _) = server.client.sign_in(ADMIN_EMAIL, ADMIN_PASSWORD).await;
+    assert_eq!(status, 200, "without the passkey, the password opens a session that can only enrol: {body}");
     server.stop().await;
 }
 
