@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Two nodes on one PostgreSQL (docs/cluster.md), measured: get-session per node against the embedded store on the
-# same machine, sign-in across both nodes, and the cross-node revocation delay (a ban acknowledged on node A, then
-# checked on node B). Starts Debian's PostgreSQL in a temporary directory and the release binary three times
+# same machine, sign-in across both nodes, the cross-node revocation delay (a ban acknowledged on node A, then
+# checked on node B), and writes across both nodes (sign-ups and administrator writes) with that revocation delay
+# measured again while they run. Starts Debian's PostgreSQL in a temporary directory and the release binary three times
 # (two nodes, and one embedded node for comparison); only 127.0.0.1 is contacted. Needs wrk (installed from
 # Debian's packages when missing).
 #
 #   benches/cluster.sh                      # ROUNDS=3 DURATION=8 ROUNDS_REVOKE=200 by default
+#   WRITE_SECS=20 SIGN_UP_CLIENTS=4 ADMIN_CLIENTS=8 benches/cluster.sh   # the write load's defaults
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-3}"
 DURATION="${DURATION:-8}"
 ROUNDS_REVOKE="${ROUNDS_REVOKE:-200}"
+WRITE_SECS="${WRITE_SECS:-20}"
+SIGN_UP_CLIENTS="${SIGN_UP_CLIENTS:-4}"
+ADMIN_CLIENTS="${ADMIN_CLIENTS:-8}"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 cargo build --release --quiet --bin service-auth --example cluster_bench
 BIN="$PWD/target/release/service-auth"
@@ -69,3 +74,6 @@ done
 echo "(the same against the embedded node alone, for comparison)"
 "$BENCH" sign-in http://127.0.0.1:3933 http://127.0.0.1:3933 50 400 16
 "$BENCH" revocation http://127.0.0.1:3931 http://127.0.0.1:3932 "$ADMIN" "$ADMIN_PW" "$ROUNDS_REVOKE"
+# Sign-ups and administrator writes over both nodes for WRITE_SECS, with ROUNDS_REVOKE bans timed under them (issue #33).
+"$BENCH" writes http://127.0.0.1:3931 http://127.0.0.1:3932 "$ADMIN" "$ADMIN_PW" \
+  "$WRITE_SECS" "$SIGN_UP_CLIENTS" "$ADMIN_CLIENTS" "$ROUNDS_REVOKE"
