@@ -7,6 +7,7 @@
 #
 #   benches/org_scale.sh                 # 3 rounds, 10 s per measurement
 #   ROUNDS=1 DURATION=5 benches/org_scale.sh
+#   BIN=/tmp/before benches/org_scale.sh # that binary, not built here (two builds compared in the same conditions)
 #
 # Seeds 20,000 users and sessions with `seed --members-in-org 10000` (the organization seed-members: the
 # administrator its owner, user1 … user9999 its members). Prints one Markdown table per round; BENCHMARKS.md quotes
@@ -17,8 +18,10 @@ DURATION="${DURATION:-10}"
 ROUNDS="${ROUNDS:-3}"
 PORT="${PORT:-3921}"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-cargo build --release --quiet --bin service-auth
-BIN=target/release/service-auth
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet --bin service-auth
+  BIN=target/release/service-auth
+fi
 WORK=$(mktemp -d)
 PID=
 trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT

@@ -180,7 +180,7 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
 
 /// `s` as a JSON string: copied as it is when nothing in it needs escaping (the usual case: serde_json escapes
 /// only control characters, `"` and `\\`), else through serde_json.
-fn json_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn json_str(out: &mut Vec<u8>, s: &str) {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());

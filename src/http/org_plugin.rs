@@ -6,14 +6,17 @@
 //! as it is now (reads) and again in the users actor's message order (changes): an organization's owner or admin
 //! acts in that organization only, never in another one and never through a global administrator's call.
 
+use std::sync::Arc;
+
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Map, Value, json};
 
 use super::AppState;
+use super::dto::json_str;
 use super::extract::{self, Ctx, Fields};
 use super::fields::validated_name;
-use super::response::{Body, Failure, ok};
+use super::response::{Body, Failure, json_bytes, ok};
 use crate::accounts::{Current, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
 use crate::domain::{
     Email, Invitation, InvitationId, MemberId, MemberRoles, Membership, OrgId, Organization, RolesError, SessionToken,
@@ -48,39 +51,58 @@ fn member(m: &Membership, user: Option<&User>) -> Value {
     out
 }
 
-/// A member with their account, serialized straight from the records: `list-members` answers up to
-/// `membership_limit` of them, and building a `Value` tree for each (maps, boxed strings, then freed) was most of
-/// its time. Fields in the order [`member`]'s map writes them (sorted), so both answers are the same bytes.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct MemberShown<'a> {
-    created_at: &'a crate::domain::Timestamp,
-    id: &'a MemberId,
-    organization_id: &'a OrgId,
-    role: String,
-    user: UserShown<'a>,
-    user_id: &'a crate::domain::UserId,
-}
-
-#[derive(serde::Serialize)]
-struct UserShown<'a> {
-    email: &'a str,
-    id: &'a crate::domain::UserId,
-    image: Option<&'a str>,
-    name: &'a str,
-}
-
-impl<'a> MemberShown<'a> {
-    fn new(m: &'a Membership, u: &'a User) -> Self {
-        Self {
-            created_at: &m.created_at,
-            id: &m.id,
-            organization_id: &m.org,
-            role: m.roles.to_string(),
-            user: UserShown { email: u.email.as_str(), id: &u.id, image: u.image.as_deref(), name: u.name.as_str() },
-            user_id: &m.user,
+/// A member with their account as [`member`] shows it (keys sorted, as its map writes them), appended as bytes:
+/// `list-members` answers up to `membership_limit` of them. Through serde each key and each id or time went
+/// through its string escaping, a fifth of the server's time on a page of 100; only the texts a person chose
+/// (name, e-mail, image) can need escaping. A unit test pins the bytes to the `Value`'s.
+fn append_member(out: &mut Vec<u8>, m: &Membership, u: &User) {
+    out.extend_from_slice(b"{\"createdAt\":\"");
+    m.created_at.append_rfc3339(out);
+    out.extend_from_slice(b"\",\"id\":\"");
+    m.id.append_hyphenated(out);
+    out.extend_from_slice(b"\",\"organizationId\":\"");
+    m.org.append_hyphenated(out);
+    out.extend_from_slice(b"\",\"role\":\"");
+    // The roles' names (`owner`, `admin`, `member`) need no escaping.
+    for (n, role) in m.roles.roles().enumerate() {
+        if n > 0 {
+            out.push(b',');
         }
+        out.extend_from_slice(role.as_str().as_bytes());
     }
+    out.extend_from_slice(b"\",\"user\":{\"email\":");
+    json_str(out, u.email.as_str());
+    out.extend_from_slice(b",\"id\":\"");
+    u.id.append_hyphenated(out);
+    out.extend_from_slice(b"\",\"image\":");
+    match u.image.as_deref() {
+        Some(image) => json_str(out, image),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"name\":");
+    json_str(out, u.name.as_str());
+    out.extend_from_slice(b"},\"userId\":\"");
+    m.user.append_hyphenated(out);
+    out.extend_from_slice(b"\"}");
+}
+
+/// `list-members`' answer, `{members, total}`, as bytes (see [`append_member`]), in one allocation.
+fn member_page_json(page: &[(Arc<Membership>, Arc<User>)], total: usize) -> Vec<u8> {
+    // The fixed part of a member is 290 bytes (keys, four ids, a time, a role, `null`).
+    let texts: usize = page.iter().map(|(_, u)| 300 + u.name.as_str().len() + u.email.as_str().len()).sum();
+    let images: usize = page.iter().filter_map(|(_, u)| u.image.as_deref().map(str::len)).sum();
+    let mut out = Vec::with_capacity(32 + texts + images);
+    out.extend_from_slice(b"{\"members\":[");
+    for (n, (m, u)) in page.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        append_member(&mut out, m, u);
+    }
+    out.extend_from_slice(b"],\"total\":");
+    out.extend_from_slice(total.to_string().as_bytes());
+    out.push(b'}');
+    out
 }
 
 fn invitation(i: &Invitation) -> Value {
@@ -368,12 +390,7 @@ pub async fn list_members(state: &AppState, _: Ctx, req: Request<Incoming>) -> R
         OrgRef::Active => named_id(&current, None, OrgError::NoActiveOrganization)?,
     };
     let (page, total) = state.accounts.member_page(&current, org, offset, limit)?;
-    #[derive(serde::Serialize)]
-    struct Page<'a> {
-        members: Vec<MemberShown<'a>>,
-        total: usize,
-    }
-    Ok(ok(&Page { members: page.iter().map(|(m, u)| MemberShown::new(m, u)).collect(), total }))
+    Ok(json_bytes(StatusCode::OK, member_page_json(&page, total)))
 }
 
 /// `GET get-active-member`: the caller's membership of the active organization, with their account.
@@ -612,21 +629,33 @@ mod tests {
     use super::*;
     use crate::domain::{Name, Timestamp};
 
-    /// `list-members` serializes its members directly; the bytes must be those of the `Value` answer the other
-    /// calls give for a member with their account.
+    /// `list-members` writes its answer by hand; the bytes must be those of the `Value` answer the other calls give
+    /// for members with their accounts, whatever the names hold (quotes, backslashes, control characters, accents).
     #[test]
-    fn a_member_shown_directly_is_the_same_json_as_the_value() {
+    fn a_member_page_written_by_hand_is_the_same_json_as_the_value() {
         let now = Timestamp::from_millis(1_700_000_000_123);
-        for image in [None, Some("https://example.com/a.png")] {
+        let mut page = Vec::new();
+        for (n, image) in [None, Some("https://example.com/a\"b.png"), None].into_iter().enumerate() {
             let user = User {
-                name: Name::from_trusted("Ann \"Quoted\" \u{e9} \\ \u{7}".to_owned()),
+                name: Name::from_trusted(format!("Ann {n} \"Quoted\" \u{e9} \\ \u{7}\u{1f}")),
                 image: image.map(Into::into),
-                ..User::fixture("ann@example.com", now)
+                ..User::fixture(&format!("ann{n}@example.com"), now)
             };
-            let roles = MemberRoles::parse(["admin", "member"]).unwrap();
-            let m = Membership::new(OrgId::new(), user.id, roles, now);
-            let direct = serde_json::to_string(&MemberShown::new(&m, &user)).unwrap();
-            assert_eq!(direct, serde_json::to_string(&member(&m, Some(&user))).unwrap());
+            let roles =
+                [MemberRoles::parse(["admin", "member"]).unwrap(), MemberRoles::one(crate::domain::OrgRole::Owner)];
+            let m = Membership::new(
+                OrgId::new(),
+                user.id,
+                roles[n % 2],
+                Timestamp::from_millis(1_600_000_000_000 + n as i64),
+            );
+            page.push((Arc::new(m), Arc::new(user)));
+        }
+        for shown in [&page[..0], &page[..1], &page[..]] {
+            let members: Vec<Value> = shown.iter().map(|(m, u)| member(m, Some(u))).collect();
+            let value = json!({"members": members, "total": 10_000});
+            let by_hand = String::from_utf8(member_page_json(shown, 10_000)).unwrap();
+            assert_eq!(by_hand, serde_json::to_string(&value).unwrap());
         }
     }
 }

@@ -7,6 +7,7 @@
 mod actor;
 mod index;
 pub mod members;
+mod roster;
 
 use std::sync::Arc;
 
