@@ -799,7 +799,7 @@ impl UsersActor {
     /// browser's trusted device, renewed by ops added to `ops`), or is left to the caller: a link; an address not
     /// verified under `require_verification`; an account with a second factor, banned (refused before any
     /// challenge, as after a password) or without a live trusted device of its own in this browser. A banned
-    /// account without one is refused by the session's start itself, recorded in the same commit.
+    /// account without a second factor is refused by the session's start itself, recorded in the same commit.
     fn external_start(
         &self,
         state: &mut State,
