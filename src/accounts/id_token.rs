@@ -3,7 +3,8 @@
 //! against the provider's published keys ([`crate::oauth::OAuth::verify_id_token`]), then the identity is admitted
 //! under the callback's rules ([`Accounts::admit`]: no silent takeover), and the session is started as a
 //! password's is: a banned account is refused, and an account with a second factor gets the challenge, not a
-//! session (unless this browser is one of its trusted devices).
+//! session (unless this browser is one of its trusted devices). As in the callback, the session starts in the
+//! commit that writes the account's records (one commit in all).
 
 use super::oauth::{Admitted, Entry, Refused};
 use super::{Accounts, Client, SignedIn, Unavailable};
@@ -79,11 +80,15 @@ impl Accounts {
         trusted: Option<SessionToken>,
         client: Client,
     ) -> Result<IdTokenSignIn, IdTokenError> {
-        let (user, new_user) = match self.admit_id_token(proof, None, &client).await? {
-            Admitted::User { user, new_user } => (user, new_user),
+        let (user, new_user, entered) = match self.admit_id_token(proof, None, trusted.clone(), &client).await? {
+            Admitted::User { user, new_user, entered } => (user, new_user, entered),
             Admitted::Linked => return Err(IdTokenError::UnableToLink),
         };
-        let entered = self.enter(user, trusted, client).await.map_err(|e| match e {
+        let entered = match entered {
+            Some(entered) => entered,
+            None => self.enter(user, trusted, client).await,
+        };
+        let entered = entered.map_err(|e| match e {
             CreateSessionError::Banned => IdTokenError::Banned,
             CreateSessionError::UnknownUser => IdTokenError::UnableToLink,
             CreateSessionError::Unavailable(u) => IdTokenError::Unavailable(u),
@@ -104,7 +109,7 @@ impl Accounts {
         user: UserId,
         client: Client,
     ) -> Result<(), IdTokenError> {
-        match self.admit_id_token(proof, Some(user), &client).await? {
+        match self.admit_id_token(proof, Some(user), None, &client).await? {
             Admitted::Linked => Ok(()),
             Admitted::User { .. } => Err(IdTokenError::UnableToLink),
         }
@@ -114,6 +119,7 @@ impl Accounts {
         &self,
         proof: IdTokenProof,
         link_user: Option<UserId>,
+        trusted: Option<SessionToken>,
         client: &Client,
     ) -> Result<Admitted, IdTokenError> {
         let provider = self.flows.oauth.provider(&proof.provider).ok_or(IdTokenError::ProviderNotFound)?;
@@ -140,7 +146,7 @@ impl Accounts {
             id_token: Some(proof.token),
             expires_at_ms: proof.expires_at_ms,
         };
-        self.admit(provider, identity, tokens, link_user, client).await.map_err(|refused| match refused {
+        self.admit(provider, identity, tokens, link_user, trusted, client).await.map_err(|refused| match refused {
             Refused::EmailNotFound => IdTokenError::EmailNotFound,
             Refused::UserInfo => IdTokenError::UserInfo,
             Refused::NotLinked => IdTokenError::NotLinked,

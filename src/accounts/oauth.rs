@@ -2,7 +2,8 @@
 //! the callback (single use, bound to the browser that started it, 10 minutes), the provider's answer checked
 //! ([`crate::oauth`]), the account chosen or created by the users actor, then the session.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -11,7 +12,9 @@ use subtle::ConstantTimeEq;
 use super::{Accounts, Client, SignedIn, Unavailable};
 use crate::actors::linked::LinkedAccount;
 use crate::actors::sessions::{CreateSessionError, Start};
-use crate::actors::users::{ExternalError, ExternalIdentity, ExternalOutcome, UnlinkError};
+use crate::actors::users::{
+    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, UnlinkError,
+};
 use crate::domain::{Email, ImageUrl, Name, SessionToken, Timestamp, User, UserId};
 use crate::oauth::{Identity, OAuth, OAuthError, Tokens, random_token};
 use crate::store::linked::OAuthFlowRecordV1;
@@ -26,9 +29,10 @@ pub struct Flows {
     /// `[oauth] store_tokens`: the provider's tokens are sealed with the data directory's key and kept.
     store_tokens: bool,
     writer: StoreWriter,
-    /// One node finishes its flows one at a time: read, then take, with nothing in between (the store's own
-    /// check makes a flow single use across nodes).
-    taking: tokio::sync::Mutex<()>,
+    /// The flows (their states' hashes) a callback on this node is finishing: from before the flow is read until
+    /// its take is durable, no other callback of this node gets it (a replay in parallel finds it taken). The
+    /// store's own check makes a flow single use across nodes.
+    taking: Mutex<HashSet<[u8; 32]>>,
 }
 
 impl Flows {
@@ -37,8 +41,27 @@ impl Flows {
             oauth: OAuth::new(config),
             store_tokens: config.store_tokens,
             writer,
-            taking: tokio::sync::Mutex::new(()),
+            taking: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Claims the flow of `hash` for this callback, until the claim is dropped; `None` while another callback of
+    /// this node holds it.
+    fn claim(&self, hash: [u8; 32]) -> Option<Claim<'_>> {
+        let fresh = self.taking.lock().unwrap_or_else(PoisonError::into_inner).insert(hash);
+        fresh.then_some(Claim { flows: self, hash })
+    }
+}
+
+/// A flow being finished by one callback ([`Flows::claim`]).
+struct Claim<'a> {
+    flows: &'a Flows,
+    hash: [u8; 32],
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.flows.taking.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.hash);
     }
 }
 
@@ -118,8 +141,9 @@ pub(super) enum Entry {
 pub(super) enum Admitted {
     /// Linked to the account that asked.
     Linked,
-    /// The account it signs into (`new_user`: made now).
-    User { user: Arc<User>, new_user: bool },
+    /// The account it signs into (`new_user`: made now), and how its sign-in went when it was decided in the
+    /// account's commit (`None`: it is the caller's to go on with, [`Accounts::enter`]).
+    User { user: Arc<User>, new_user: bool, entered: Option<Result<Entry, CreateSessionError>> },
 }
 
 /// Why an identity a provider vouched for was not admitted.
@@ -200,7 +224,10 @@ impl Accounts {
     }
 
     /// Finishes a flow: takes it (once), checks it against the browser and the provider's answer, and signs the
-    /// identity in (or links it).
+    /// identity in (or links it). The take is durable before anything else is written, and before the provider's
+    /// answer is used; it is written while the provider is asked (the code exchange), so that the callback's own
+    /// time holds one commit, not two before the account's: the account's records and the session are the other,
+    /// together.
     /// The time spent waiting for the provider is added to `waited` (the callback's own time is the rest).
     pub async fn finish_flow(
         &self,
@@ -208,61 +235,80 @@ impl Accounts {
         client: Client,
         waited: &mut Duration,
     ) -> Result<Finished, CallbackError> {
-        let flow = self.take_flow(&sha256(callback.state)).await?;
+        let hash = sha256(callback.state);
+        // Held until the take is durable (to the end): a replay in parallel on this node finds the flow taken.
+        let _claim = self.flows.claim(hash).ok_or(CallbackError::NoFlow)?;
+        let flow = self.read_flow(&hash).await?;
         let error_url = flow.error_url.clone().unwrap_or_else(|| flow.callback_url.clone());
         let fail = |code: &'static str, description: Option<String>| CallbackError::Redirect {
             error_url: error_url.clone(),
             code,
             description,
         };
-        let same_browser = callback.browser.is_some_and(|b| bool::from(sha256(b).ct_eq(&flow.browser)));
-        if !same_browser || flow.provider != callback.provider {
-            return Err(fail("state_mismatch", None));
-        }
-        if flow.expires_at_ms < Timestamp::now().as_millis() {
-            return Err(fail("state_expired", None));
-        }
-        if let Some(error) = callback.error {
-            // The provider's own words ("access_denied"): passed on, as better-auth does.
-            let code = match error {
-                "access_denied" => "access_denied",
-                "login_required" => "login_required",
-                "consent_required" => "consent_required",
-                _ => "provider_error",
-            };
-            return Err(fail(code, callback.error_description.map(str::to_owned)));
-        }
-        let provider =
-            self.flows.oauth.provider(&flow.provider).ok_or_else(|| fail("oauth_provider_not_found", None))?;
-        // RFC 9207: a provider that names itself must be the one the flow went to (a mix-up attack otherwise).
-        if let (Some(iss), Some(issuer)) = (callback.iss, provider.config.issuer_url())
-            && iss.trim_end_matches('/') != issuer
-        {
-            return Err(fail("issuer_mismatch", None));
-        }
-        let code = callback.code.ok_or_else(|| fail("no_code", None))?;
-        let (identity, tokens) = self
-            .flows
-            .oauth
-            .finish(provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri, waited)
-            .await
-            .map_err(|e| {
-                tracing::warn!(provider = %flow.provider, error = %e, "a sign-in through a provider failed");
-                fail(e.code(), Some(e.to_string()))
-            })?;
+        let checked = (|| {
+            let same_browser = callback.browser.is_some_and(|b| bool::from(sha256(b).ct_eq(&flow.browser)));
+            if !same_browser || flow.provider != callback.provider {
+                return Err(fail("state_mismatch", None));
+            }
+            if flow.expires_at_ms < Timestamp::now().as_millis() {
+                return Err(fail("state_expired", None));
+            }
+            if let Some(error) = callback.error {
+                // The provider's own words ("access_denied"): passed on, as better-auth does.
+                let code = match error {
+                    "access_denied" => "access_denied",
+                    "login_required" => "login_required",
+                    "consent_required" => "consent_required",
+                    _ => "provider_error",
+                };
+                return Err(fail(code, callback.error_description.map(str::to_owned)));
+            }
+            let provider =
+                self.flows.oauth.provider(&flow.provider).ok_or_else(|| fail("oauth_provider_not_found", None))?;
+            // RFC 9207: a provider that names itself must be the one the flow went to (a mix-up attack otherwise).
+            if let (Some(iss), Some(issuer)) = (callback.iss, provider.config.issuer_url())
+                && iss.trim_end_matches('/') != issuer
+            {
+                return Err(fail("issuer_mismatch", None));
+            }
+            let code = callback.code.ok_or_else(|| fail("no_code", None))?;
+            Ok((provider, code))
+        })();
+        let (provider, code) = match checked {
+            Ok(checked) => checked,
+            // Refused, and used up all the same (a login CSRF's flow is burnt).
+            Err(refused) => {
+                self.take_flow(&hash).await?;
+                return Err(refused);
+            }
+        };
+        let exchange =
+            self.flows.oauth.finish(provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri, waited);
+        let (taken, exchanged) = tokio::join!(self.take_flow(&hash), exchange);
+        // Not taken (another node's callback took it first, or the store failed): the provider's answer is dropped.
+        taken?;
+        let (identity, tokens) = exchanged.map_err(|e| {
+            tracing::warn!(provider = %flow.provider, error = %e, "a sign-in through a provider failed");
+            fail(e.code(), Some(e.to_string()))
+        })?;
         let link_user = flow.link_user.map(UserId::from_bytes);
         // A link is made for the session that asked, still signed in in this browser.
         if link_user.is_some() && link_user != callback.signed_in {
             return Err(fail("unable_to_link_account", None));
         }
-        let admitted = self.admit(provider, identity, tokens, link_user, &client).await;
-        let (user, new_user) = match admitted {
+        let trusted = callback.trusted;
+        let admitted = self.admit(provider, identity, tokens, link_user, trusted.clone(), &client).await;
+        let (user, new_user, entered) = match admitted {
             Ok(Admitted::Linked) => return Ok(Finished::Linked { callback_url: flow.callback_url }),
-            Ok(Admitted::User { user, new_user }) => (user, new_user),
+            Ok(Admitted::User { user, new_user, entered }) => (user, new_user, entered),
             Err(Refused::Unavailable) => return Err(CallbackError::Unavailable),
             Err(refused) => return Err(fail(refused.code(), None)),
         };
-        let entered = self.enter(user, callback.trusted, client).await.map_err(|e| match e {
+        let entered = match entered {
+            Some(entered) => entered,
+            None => self.enter(user, trusted, client).await,
+        };
+        let entered = entered.map_err(|e| match e {
             CreateSessionError::Banned => fail("banned", None),
             CreateSessionError::UnknownUser => fail("unable_to_create_session", None),
             CreateSessionError::Unavailable(_) => CallbackError::Unavailable,
@@ -282,6 +328,8 @@ impl Accounts {
     /// The session `user` signs into through a provider or, for an account with a second factor (and a browser
     /// that is not one of its trusted devices), the challenge: the provider vouches for one factor, as a password
     /// does, and the second is asked for exactly as after `sign-in/email`. `trusted`: the trusted-device cookie.
+    /// A sign-in [`admit`](Self::admit) could not finish in the account's commit goes on here: the accounts with a
+    /// second factor (and those the users actor saw otherwise, a moment before).
     pub(super) async fn enter(
         &self,
         user: Arc<User>,
@@ -314,13 +362,16 @@ impl Accounts {
 
     /// An identity `provider` vouched for (in a callback, or in an ID token the client brought): linked to
     /// `link_user`, or the account it signs into, found or made by the users actor under the linking rules (no
-    /// silent takeover). The session is the caller's to start.
+    /// silent takeover). A sign-in's session starts in the same commit as the account's records, when the account
+    /// needs no second step (none, or `trusted`, this browser's trusted device of it, renewed in that commit);
+    /// otherwise it is the caller's to go on with ([`enter`](Self::enter)).
     pub(super) async fn admit(
         &self,
         provider: &crate::oauth::Provider,
         identity: Identity,
         tokens: Tokens,
         link_user: Option<UserId>,
+        trusted: Option<SessionToken>,
         client: &Client,
     ) -> Result<Admitted, Refused> {
         let email = identity.email.as_deref().ok_or(Refused::EmailNotFound)?;
@@ -349,8 +400,16 @@ impl Accounts {
             trusted: provider.config.trusted_for_linking,
         };
         let role = self.roles.default_role();
-        let outcome = self.actors.users.external(external, link_user, role, client.ip_address.clone()).await;
-        let outcome = outcome.map_err(|e| match e {
+        // The device's next token, given to the browser if the sign-in goes through the device.
+        let next_device = trusted.as_ref().map(|_| SessionToken::generate());
+        let start = link_user.is_none().then(|| ExternalStart {
+            client: client.clone(),
+            verified_only: self.require_verification,
+            device: trusted.as_ref().zip(next_device.as_ref()).map(|(old, next)| (old.hash(), next.hash())),
+        });
+        let ip = client.ip_address.clone();
+        let signed_in = self.actors.users.external(external, link_user, role, start, ip).await;
+        let ExternalSignIn { outcome, session } = signed_in.map_err(|e| match e {
             ExternalError::NotLinked => Refused::NotLinked,
             ExternalError::LinkedElsewhere => Refused::LinkedElsewhere,
             ExternalError::EmailMismatch => Refused::EmailMismatch,
@@ -362,24 +421,35 @@ impl Accounts {
             ExternalOutcome::Existing(user) | ExternalOutcome::Linked(user) => (user, false),
             ExternalOutcome::Created(user) => (user, true),
         };
+        // No session was started for it (`verified_only`).
         if self.require_verification && !user.email_verified {
             return Err(Refused::EmailNotVerified);
         }
-        Ok(Admitted::User { user, new_user })
+        let entered = session.map(|ExternalSession { started, device_renewed }| {
+            let (token, session) = started?;
+            let user = self.indexes.users.get(user.id).unwrap_or_else(|| Arc::clone(&user));
+            let renewed = next_device.filter(|_| device_renewed);
+            Ok(Entry::Session(SignedIn { token, session, user }, renewed))
+        });
+        Ok(Admitted::User { user, new_user, entered })
     }
 
-    /// The flow of `hash`, deleted from the store: `NoFlow` when it is not there (or another node took it first).
-    async fn take_flow(&self, hash: &[u8; 32]) -> Result<OAuthFlowRecordV1, CallbackError> {
-        let _one_at_a_time = self.flows.taking.lock().await;
+    /// The flow of `hash`, as the store holds it: `NoFlow` when it is not there (taken, or never started).
+    async fn read_flow(&self, hash: &[u8; 32]) -> Result<OAuthFlowRecordV1, CallbackError> {
         let store = Arc::clone(&self.store);
         let key = *hash;
         let found = tokio::task::spawn_blocking(move || store.flow(&key))
             .await
             .map_err(|_| CallbackError::Unavailable)?
             .map_err(|_| CallbackError::Unavailable)?;
-        let flow = found.ok_or(CallbackError::NoFlow)?;
+        found.ok_or(CallbackError::NoFlow)
+    }
+
+    /// Deletes the flow of `hash` from the store, durably: `NoFlow` when another node took it first. On one node
+    /// the caller's [`Claim`] makes it this callback's.
+    async fn take_flow(&self, hash: &[u8; 32]) -> Result<(), CallbackError> {
         match self.flows.writer.write(vec![StoreOp::TakeFlow(*hash)]).await {
-            Ok(()) => Ok(flow),
+            Ok(()) => Ok(()),
             Err(StoreError::Conflict(_)) => Err(CallbackError::NoFlow),
             Err(_) => Err(CallbackError::Unavailable),
         }

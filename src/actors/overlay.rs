@@ -28,7 +28,7 @@ pub(super) enum Outcome {
 }
 
 /// Why a batch was not committed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Refusal {
     Unavailable,
     Conflict(Conflict),

@@ -15,7 +15,7 @@ use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
-use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, UserId};
+use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, User, UserId};
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
@@ -69,7 +69,8 @@ impl Actor for SessionsActor {
             SessionsMsg::Create { user, remember_me, client, start, reply } => {
                 let ip = client.ip_address.clone();
                 let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
-                match (self.create(state, user, remember_me, client, start), start) {
+                let account = self.indexes.users.get(user);
+                match (self.create(state, account, user, remember_me, client, start), start) {
                     (Ok((token, hash, session)), start) => {
                         state.overlay.stage(hash, Some(Arc::clone(&session)));
                         let mut ops = vec![put(hash, &session)];
@@ -229,7 +230,10 @@ impl Actor for SessionsActor {
                 // check refuses any other once the change is applied here).
                 ops.extend(users.iter().map(|&user| end_all(user, None)));
                 ops.extend(ending.into_iter().filter(|(user, _)| !users.contains(user)).map(delete));
-                let started = starts.into_iter().map(|start| self.start_with(state, start, &mut ops)).collect();
+                let started = starts
+                    .into_iter()
+                    .map(|(start, account)| self.start_with(state, start, account, &mut ops))
+                    .collect();
                 // A conflict (several nodes) is the users actor's to answer: its change broke a rule of the cluster.
                 let conflict = |c: &Conflict| Some(Err(Refusal::Conflict(c.clone())));
                 state.overlay.add_answering(ops, reply, Ok(started), conflict);
@@ -275,11 +279,19 @@ impl Actor for SessionsActor {
 
 impl SessionsActor {
     /// A sign-in's session, staged with its records in `ops` (a refusal of a banned account is recorded too).
-    fn start_with(&self, state: &mut State, start: StartWith, ops: &mut Vec<StoreOp>) -> Started {
+    /// `account`: the account as the users actor's batch leaves it (it may be created in that very commit, so not
+    /// in the read index yet).
+    fn start_with(
+        &self,
+        state: &mut State,
+        start: StartWith,
+        account: Option<Arc<User>>,
+        ops: &mut Vec<StoreOp>,
+    ) -> Started {
         let StartWith { user, remember_me, client } = start;
         let ip = client.ip_address.clone();
         let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
-        match self.create(state, user, remember_me, client, Start::SignIn) {
+        match self.create(state, account, user, remember_me, client, Start::SignIn) {
             Ok((token, hash, session)) => {
                 state.overlay.stage(hash, Some(Arc::clone(&session)));
                 ops.push(put(hash, &session));
@@ -319,16 +331,18 @@ impl SessionsActor {
         Duration::from_secs(secs)
     }
 
+    /// A new session for `user`, whose account is `account` (the read index's, or the users actor's newer one).
     fn create(
         &self,
         state: &State,
+        account: Option<Arc<User>>,
         user: UserId,
         remember_me: bool,
         client: Client,
         start: Start,
     ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
         let now = Timestamp::now();
-        match self.indexes.users.get(user) {
+        match account {
             None => return Err(CreateSessionError::UnknownUser),
             Some(u) if u.is_banned_at(now) => return Err(CreateSessionError::Banned),
             Some(_) => {}

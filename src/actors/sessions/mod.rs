@@ -40,7 +40,8 @@ pub enum Revoke {
     Impersonation(TokenHash),
 }
 
-/// A session to start with another actor's records (a sign-in that replaces an imported password hash).
+/// A session to start with another actor's records: a sign-in that replaces an imported password hash, or one
+/// through another identity provider (with the account's records and link).
 #[derive(Debug, Clone)]
 pub struct StartWith {
     pub user: UserId,
@@ -132,7 +133,8 @@ pub enum SessionsMsg {
         users: Vec<UserId>,
         impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
-        starts: Vec<StartWith>,
+        /// With the account each starts for, as the records leave it (perhaps created by them).
+        starts: Vec<(StartWith, Option<Arc<crate::domain::User>>)>,
         reply: RpcReplyPort<Result<Vec<Started>, Refusal>>,
     },
     /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
@@ -219,8 +221,8 @@ impl SessionsHandle {
 
     /// Commits `ops` (another actor's records: a ban, a new password) in one transaction with the end of every
     /// session of `users`, so that both are durable or neither is; and starts the sessions `starts` (sign-ins,
-    /// checked like [`create`](Self::create)) in it too (an imported password hash replaced at sign-in: one answer
-    /// per start, in order). Until [`unfence`](Self::unfence), no session of `users` is created or extended: one
+    /// checked like [`create`](Self::create), against the account as `ops` leave it) in it too (an imported password
+    /// hash replaced at sign-in, an account found or made through a provider: one answer per start, in order). Until [`unfence`](Self::unfence), no session of `users` is created or extended: one
     /// could otherwise slip in between the list of sessions to end and the publication of the change that ends
     /// them. See docs/design/ending-sessions-with-a-change.md.
     ///
@@ -235,7 +237,7 @@ impl SessionsHandle {
         users: Vec<UserId>,
         impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
-        starts: Vec<StartWith>,
+        starts: Vec<(StartWith, Option<Arc<crate::domain::User>>)>,
     ) -> Result<Vec<Started>, Refusal> {
         let msg = |reply| SessionsMsg::CommitEnding { users, impersonators, ops, starts, reply };
         match self.0.call(msg, None).await {

@@ -11,13 +11,13 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 use super::rules::{self, AdminSetup, Changed, Snapshot};
 use super::{
     AdminVia, AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin,
-    ExternalError, ExternalIdentity, ExternalOutcome, IssueError, OwnChange, OwnChangeError, ResetError, UnlinkError,
-    UsersHandle, UsersMsg,
+    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, IssueError,
+    OwnChange, OwnChangeError, ResetError, UnlinkError, UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
 use crate::actors::linked::LinkedAccount;
-use crate::actors::overlay::{self, Overlay};
+use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{
@@ -79,15 +79,18 @@ pub(super) struct State {
     /// The batch is to be flushed after this message: its membership changes must be in the read index before
     /// the next message reads it ([`super::members`]).
     pub(super) flush_now: bool,
-    /// Sign-ins whose session starts in this batch's commit (with their account's re-hashed password).
-    starting: Vec<(StartWith, StartReply)>,
+    /// Sign-ins whose session starts in this batch's commit (with their account's re-hashed password, or its
+    /// records made or changed through a provider), and how each is answered once the commit's outcome is known.
+    starting: Vec<(StartWith, StartAnswer)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
     /// Linked identities added (`Some`) or removed (`None`) in this batch, published with it.
     accounts: HashMap<[u8; 16], Option<Arc<LinkedAccount>>>,
 }
 
-type StartReply = ractor::RpcReplyPort<super::UpgradedStart>;
+/// Answers a sign-in of [`State::starting`] with its session, or with why the commit was refused (a conflict
+/// with another node's change is the caller's to interpret).
+type StartAnswer = Box<dyn FnOnce(Result<Started, Refusal>) + Send>;
 
 /// What a conflict on several nodes means to an external sign-in.
 type ExternalGuard = Box<dyn Fn(&Conflict) -> Option<ExternalError> + Send>;
@@ -404,7 +407,11 @@ impl Actor for UsersActor {
                     Some(current) => {
                         let user = self.stage(state, User { password_hash: to.into(), ..User::clone(&current) }, false);
                         state.overlay.add_unanswered([put(&user)]);
-                        state.starting.push((start, reply));
+                        let answer: StartAnswer = Box::new(move |committed| {
+                            let started = committed.unwrap_or(Err(Unavailable.into()));
+                            let _ = reply.send(started.map(Some));
+                        });
+                        state.starting.push((start, answer));
                     }
                 }
             }
@@ -511,9 +518,34 @@ impl Actor for UsersActor {
                 state.attempts.finish(&email, false, false, Instant::now());
                 return Ok(());
             }
-            UsersMsg::External { identity, link_to, role, ip, reply } => {
+            UsersMsg::External { identity, link_to, role, start, ip, reply } => {
                 match self.external(state, identity, link_to, role, &ip) {
-                    Ok((ops, outcome, guard)) => state.overlay.add_guarded(ops, reply, Ok(outcome), guard),
+                    Ok((mut ops, outcome, guard)) => {
+                        let start = start.and_then(|s| self.external_start(state, &outcome, link_to, s, &mut ops));
+                        match start {
+                            None => {
+                                let signed_in = ExternalSignIn { outcome, session: None };
+                                state.overlay.add_guarded(ops, reply, Ok(signed_in), guard)
+                            }
+                            // The session starts in this batch's commit: answered with it, or with what a
+                            // conflict means to this sign-in (as without a session).
+                            Some((with, device_renewed)) => {
+                                state.overlay.add_unanswered(ops);
+                                let answer: StartAnswer = Box::new(move |committed| {
+                                    let answer = match committed {
+                                        Ok(started) => {
+                                            let session = Some(ExternalSession { started, device_renewed });
+                                            Ok(ExternalSignIn { outcome, session })
+                                        }
+                                        Err(Refusal::Conflict(c)) => Err(guard(&c).unwrap_or(Unavailable.into())),
+                                        Err(Refusal::Unavailable) => Err(Unavailable.into()),
+                                    };
+                                    let _ = reply.send(answer);
+                                });
+                                state.starting.push((with, answer));
+                            }
+                        }
+                    }
                     Err(e) => drop(reply.send(Err(e))),
                 }
             }
@@ -763,6 +795,39 @@ impl UsersActor {
         Ok((ops, ExternalOutcome::Created(user), guard))
     }
 
+    /// Whether an external sign-in's session starts in the batch's commit (`Some`, and whether through the
+    /// browser's trusted device, renewed by ops added to `ops`), or is left to the caller: a link; an address not
+    /// verified under `require_verification`; an account with a second factor, banned (refused before any
+    /// challenge, as after a password) or without a live trusted device of its own in this browser. A banned
+    /// account without a second factor is refused by the session's start itself, recorded in the same commit.
+    fn external_start(
+        &self,
+        state: &mut State,
+        outcome: &ExternalOutcome,
+        link_to: Option<UserId>,
+        start: ExternalStart,
+        ops: &mut Vec<StoreOp>,
+    ) -> Option<(StartWith, bool)> {
+        if link_to.is_some() {
+            return None;
+        }
+        let (ExternalOutcome::Existing(user) | ExternalOutcome::Linked(user) | ExternalOutcome::Created(user)) =
+            outcome;
+        if start.verified_only && !user.email_verified {
+            return None;
+        }
+        let mut device_renewed = false;
+        if user.has_second_factor() {
+            if user.is_banned_at(Timestamp::now()) {
+                return None;
+            }
+            let (old, next) = start.device?;
+            ops.extend(self.renew_device(state, old, next, Some(user.id))?);
+            device_renewed = true;
+        }
+        Some((StartWith { user: user.id, remember_me: true, client: start.client }, device_renewed))
+    }
+
     /// The rules of [`UsersMsg::Unlink`].
     fn unlink(
         &self,
@@ -855,9 +920,15 @@ impl UsersActor {
         state.emails.clear();
         let (users, writer, sessions) = (&self.indexes.users, &self.writer, &self.sessions);
         let (ending_now, demoted_now) = (ending.clone(), demoted.clone());
-        let (starts, start_replies): (Vec<StartWith>, Vec<StartReply>) =
-            std::mem::take(&mut state.starting).into_iter().unzip();
-        let mut started: Option<Vec<Started>> = None;
+        // Each session starts against its account as this batch leaves it (made in it, perhaps).
+        let (starts, start_answers): (Vec<_>, Vec<StartAnswer>) = std::mem::take(&mut state.starting)
+            .into_iter()
+            .map(|(start, answer)| {
+                let account = self.get(state, start.user);
+                ((start, account), answer)
+            })
+            .unzip();
+        let mut started: Option<Result<Vec<Started>, Refusal>> = None;
         let started_slot = &mut started;
         let commit = |ops| async move {
             if ending_now.is_empty() && demoted_now.is_empty() && starts.is_empty() {
@@ -866,8 +937,10 @@ impl UsersActor {
                 // The sessions actor commits our records with the end of those users' sessions (and of the
                 // impersonations by those users and the demoted) and the start of the sign-ins' sessions: one
                 // transaction.
-                *started_slot = Some(sessions.commit_with(ending_now, demoted_now, ops, starts).await?);
-                Ok(())
+                let committed = sessions.commit_with(ending_now, demoted_now, ops, starts).await;
+                let outcome = committed.as_ref().map(|_| ()).map_err(Refusal::clone);
+                *started_slot = Some(committed);
+                outcome
             }
         };
         let tokens = std::mem::take(&mut state.tokens);
@@ -911,11 +984,17 @@ impl UsersActor {
             None => users.remove(id),
         };
         let durable = state.overlay.flush_then(commit, publish, then).await;
-        // After publishing: the signed-in user's next request sees the new hash and the session.
-        let mut started = started.filter(|_| durable).map(Vec::into_iter);
-        for reply in start_replies {
-            let outcome = started.as_mut().and_then(Iterator::next).unwrap_or(Err(Unavailable.into()));
-            let _ = reply.send(outcome.map(Some));
+        // After publishing: the signed-in user's next request sees the new records and the session.
+        let mut started = match started {
+            Some(Ok(started)) if durable => Ok(started.into_iter()),
+            Some(Err(refusal)) => Err(refusal),
+            _ => Err(Refusal::Unavailable),
+        };
+        for answer in start_answers {
+            answer(match &mut started {
+                Ok(each) => Ok(each.next().unwrap_or(Err(Unavailable.into()))),
+                Err(refusal) => Err(refusal.clone()),
+            });
         }
     }
 }

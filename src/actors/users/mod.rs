@@ -22,7 +22,7 @@ pub use index::{Place, UserIndex};
 use second_factor::FactorMsg;
 pub use second_factor::{FactorChange, FactorError, PassError, Passed, Proof};
 
-use super::sessions::{CreateSessionError, StartWith};
+use super::sessions::{Client, CreateSessionError, StartWith, Started};
 use super::{Unavailable, call};
 use crate::domain::{
     Email, ImageUrl, Mail, Name, OrgId, Role, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId,
@@ -208,6 +208,36 @@ pub enum ExternalOutcome {
     Created(Arc<User>),
 }
 
+/// A sign-in's session, to start in the commit that writes its account's records (see [`UsersMsg::External`]).
+#[derive(Debug, Clone)]
+pub struct ExternalStart {
+    pub client: Client,
+    /// `require_verification`: an account whose address is not verified gets no session (the caller refuses it).
+    pub verified_only: bool,
+    /// This browser's trusted device (its token's hash) and the hash of the token to replace it with: an account
+    /// with a second factor signs in through a live one of its own, renewed in the same commit.
+    pub device: Option<(TokenHash, TokenHash)>,
+}
+
+/// What [`UsersHandle::external`] gives.
+#[derive(Debug)]
+pub struct ExternalSignIn {
+    pub outcome: ExternalOutcome,
+    /// The session started with the account's records, when one was asked for and the account needs no second
+    /// step; `None` leaves the sign-in to the caller (a link, a second factor without a trusted device, an address
+    /// not verified under `require_verification`).
+    pub session: Option<ExternalSession>,
+}
+
+/// A session started in an external sign-in's commit.
+#[derive(Debug)]
+pub struct ExternalSession {
+    /// The session, or why it was refused (a banned account: recorded as a refused sign-in in the same commit).
+    pub started: Started,
+    /// Through the trusted device: it was renewed (its token is the one the caller gave to replace it).
+    pub device_renewed: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ExternalError {
     /// An account has this address, and the provider is not trusted for linking or does not assert that it
@@ -365,13 +395,15 @@ pub(super) enum UsersMsg {
         email: Email,
     },
     /// Signs an identity at another provider in: its account, linked now, or created (see [`ExternalOutcome`]).
-    /// With `link_to`, links it to that signed-in account instead.
+    /// With `link_to`, links it to that signed-in account instead. With `start` (a sign-in), the session starts in
+    /// the same commit as the account's records and their audit entries, unless the account needs a second step.
     External {
         identity: ExternalIdentity,
         link_to: Option<UserId>,
         role: crate::domain::Role,
+        start: Option<ExternalStart>,
         ip: String,
-        reply: RpcReplyPort<Result<ExternalOutcome, ExternalError>>,
+        reply: RpcReplyPort<Result<ExternalSignIn, ExternalError>>,
     },
     /// Removes a linked identity (`Some(id)`) or the password (`None`, better-auth's "credential" account) of
     /// `user`, never the last way in; `by` is who asked (the user, or an administrator).
@@ -595,15 +627,17 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::LiftExpiredBans { reply }).await?
     }
 
-    /// Signs `identity` in, or links it to `link_to` (see [`UsersMsg::External`]).
+    /// Signs `identity` in, or links it to `link_to`; with `start`, the session too, in one commit (see
+    /// [`UsersMsg::External`]).
     pub async fn external(
         &self,
         identity: ExternalIdentity,
         link_to: Option<UserId>,
         role: crate::domain::Role,
+        start: Option<ExternalStart>,
         ip: String,
-    ) -> Result<ExternalOutcome, ExternalError> {
-        call(&self.0, |reply| UsersMsg::External { identity, link_to, role, ip, reply }).await?
+    ) -> Result<ExternalSignIn, ExternalError> {
+        call(&self.0, |reply| UsersMsg::External { identity, link_to, role, start, ip, reply }).await?
     }
 
     /// Removes one way into `user`'s account (see [`UsersMsg::Unlink`]).

@@ -111,17 +111,10 @@ impl UsersActor {
                 ];
                 state.overlay.add(ops, reply, ());
             }
-            FactorMsg::Rotate { old, next, reply } => {
-                let Some(device) = self.live_token(state, &old).filter(|t| t.kind == TokenKind::TrustedDevice) else {
-                    let _ = reply.send(Ok(()));
-                    return;
-                };
-                let renewed = self.cookie_token(TokenKind::TrustedDevice, device.user_id, TRUSTED_DEVICE_TTL);
-                let ops = [StoreOp::DeleteToken(old), StoreOp::PutToken(next, convert::token_record(&renewed))];
-                state.tokens.insert(old, None);
-                state.tokens.insert(next, Some(Arc::new(renewed)));
-                state.overlay.add(ops, reply, ());
-            }
+            FactorMsg::Rotate { old, next, reply } => match self.renew_device(state, old, next, None) {
+                Some(ops) => state.overlay.add(ops, reply, ()),
+                None => drop(reply.send(Ok(()))),
+            },
         }
     }
 
@@ -255,6 +248,26 @@ impl UsersActor {
 
     /// A token carried by a cookie (a challenge, a trusted device): no requesting client, so several live at
     /// once, one per browser.
+    /// Replaces the trusted device `old` by `next` (a new 30 days): the ops, or `None` when `old` is no trusted
+    /// device (or, with `of`, no live one of that account).
+    pub(super) fn renew_device(
+        &self,
+        state: &mut State,
+        old: TokenHash,
+        next: TokenHash,
+        of: Option<UserId>,
+    ) -> Option<[StoreOp; 2]> {
+        let now = Timestamp::now();
+        let device = self.live_token(state, &old).filter(|t| {
+            t.kind == TokenKind::TrustedDevice && of.is_none_or(|user| t.user_id == user && !t.is_expired(now))
+        })?;
+        let renewed = self.cookie_token(TokenKind::TrustedDevice, device.user_id, TRUSTED_DEVICE_TTL);
+        let ops = [StoreOp::DeleteToken(old), StoreOp::PutToken(next, convert::token_record(&renewed))];
+        state.tokens.insert(old, None);
+        state.tokens.insert(next, Some(Arc::new(renewed)));
+        Some(ops)
+    }
+
     fn cookie_token(&self, kind: TokenKind, user: UserId, ttl: std::time::Duration) -> OneTimeToken {
         let now = Timestamp::now();
         OneTimeToken {
