@@ -66,6 +66,9 @@ pub enum IdTokenError {
     EmailNotVerified,
     #[error("You have been banned from this application. Please contact support if you believe this is an error.")]
     Banned,
+    /// The account's second factor is a passkey: it signs in with that, as after a password.
+    #[error("This account signs in with its passkey")]
+    PasskeyRequired,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -97,6 +100,7 @@ impl Accounts {
             Entry::Session(signed_in, Some(device)) => IdTokenSignIn::Trusted(signed_in, device),
             Entry::Session(signed_in, None) => IdTokenSignIn::In { signed_in, new_user },
             Entry::SecondFactor(challenge) => IdTokenSignIn::SecondFactor { challenge },
+            Entry::PasskeyRequired => return Err(IdTokenError::PasskeyRequired),
         })
     }
 

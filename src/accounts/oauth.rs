@@ -135,6 +135,8 @@ pub(super) enum Entry {
     Session(SignedIn, Option<SessionToken>),
     /// The account has a second factor: the challenge to prove it with.
     SecondFactor(SessionToken),
+    /// The account's second factor is a passkey, which a provider does not stand in for: it signs in with that.
+    PasskeyRequired,
 }
 
 /// An identity admitted by [`Accounts::admit`].
@@ -322,6 +324,7 @@ impl Accounts {
                 renewed_trust,
             },
             Entry::SecondFactor(challenge) => Finished::SecondFactor { challenge, callback_url: flow.callback_url },
+            Entry::PasskeyRequired => return Err(fail("passkey_required", None)),
         })
     }
 
@@ -337,6 +340,10 @@ impl Accounts {
         client: Client,
     ) -> Result<Entry, CreateSessionError> {
         let mut device = None;
+        // As after a password (`Accounts::passkey_required`); a banned account is refused as such below.
+        if !user.is_banned_at(Timestamp::now()) && self.passkey_required(&user) {
+            return Ok(Entry::PasskeyRequired);
+        }
         if user.has_second_factor() {
             // Refused like any sign-in of a banned account, before a challenge says the identity was good.
             if user.is_banned_at(Timestamp::now()) {
@@ -406,6 +413,7 @@ impl Accounts {
             client: client.clone(),
             verified_only: self.require_verification,
             device: trusted.as_ref().zip(next_device.as_ref()).map(|(old, next)| (old.hash(), next.hash())),
+            factor_roles: Arc::clone(&self.two_factor_roles),
         });
         let ip = client.ip_address.clone();
         let signed_in = self.actors.users.external(external, link_user, role, start, ip).await;

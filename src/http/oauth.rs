@@ -166,6 +166,7 @@ impl From<IdTokenError> for Failure {
             IdTokenError::DifferentEmails => (StatusCode::UNAUTHORIZED, "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED"),
             IdTokenError::EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
             IdTokenError::Banned => (StatusCode::FORBIDDEN, "BANNED_USER"),
+            IdTokenError::PasskeyRequired => (StatusCode::FORBIDDEN, "PASSKEY_REQUIRED"),
             IdTokenError::Unavailable(u) => return u.into(),
         };
         Self::new(status, code, e.to_string())

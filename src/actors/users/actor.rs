@@ -816,6 +816,9 @@ impl UsersActor {
         if start.verified_only && !user.email_verified {
             return None;
         }
+        if !user.has_second_factor() && start.factor_roles.iter().any(|r| r == user.role.as_str()) {
+            return None;
+        }
         let mut device_renewed = false;
         if user.has_second_factor() {
             if user.is_banned_at(Timestamp::now()) {

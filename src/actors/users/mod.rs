@@ -217,6 +217,9 @@ pub struct ExternalStart {
     /// This browser's trusted device (its token's hash) and the hash of the token to replace it with: an account
     /// with a second factor signs in through a live one of its own, renewed in the same commit.
     pub device: Option<(TokenHash, TokenHash)>,
+    /// `[two_factor] required_for_roles`: an account of such a role without an authenticator is left to the
+    /// caller, which reads whether a passkey is its second factor (the store, not memory, knows).
+    pub factor_roles: Arc<[String]>,
 }
 
 /// What [`UsersHandle::external`] gives.
