@@ -1,6 +1,7 @@
 //! Sign-in through another identity provider, orchestrated: the flow kept in the store between the redirect and
 //! the callback (single use, bound to the browser that started it, 10 minutes), the provider's answer checked
-//! ([`crate::oauth`]), the account chosen or created by the users actor, then the session.
+//! ([`crate::oauth`]), the account chosen or created by the users actor and the session started in the same
+//! commit.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};

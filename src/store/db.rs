@@ -895,8 +895,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     accounts.remove(id).map_err(io)?;
                 }
                 StoreOp::PutFlow(hash, r) => put(&mut flows, *hash, r)?,
-                // One node: the callbacks take their flows one at a time (src/accounts/oauth.rs), so the flow
-                // is there; abandoned flows past their time go with it.
+                // One node: one callback at a time finishes a flow (its claim in src/accounts/oauth.rs), so the
+                // flow is there; abandoned flows past their time go with it.
                 StoreOp::TakeFlow(hash) => {
                     flows.remove(hash).map_err(io)?;
                     let now = crate::domain::Timestamp::now().as_millis();
