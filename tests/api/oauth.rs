@@ -10,6 +10,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
+use service_auth::config::Config;
 use service_auth::oauth::config::{ProviderConfig, Secret};
 
 use super::harness::*;
@@ -88,10 +89,16 @@ fn provider(id: &str, issuer: &str, client_id: &str, trusted: bool) -> ProviderC
 /// A service with two providers on one oidc-provider: `local` (trusted for linking) and `other` (not), the
 /// provider misbehaving as `misbehaviour` says (`{}`: not at all).
 async fn setup(misbehaviour: Value) -> (TestServer, Idp) {
+    setup_adjusted(misbehaviour, |_| {}).await
+}
+
+/// [`setup`], with the server's configuration adjusted further by `adjust`.
+async fn setup_adjusted(misbehaviour: Value, adjust: impl FnOnce(&mut Config)) -> (TestServer, Idp) {
     let mut idp = Idp::start();
     let issuer = idp.issuer.clone();
     let server = TestServer::start_adjusted(|c| {
         c.oauth.providers = vec![provider("local", &issuer, "svc", true), provider("other", &issuer, "svc2", false)];
+        adjust(c);
     })
     .await;
     let base = format!("http://{}", server.addr);
@@ -482,6 +489,25 @@ async fn a_banned_account_stays_banned_through_a_provider() {
     let refused = again.sign_in(&server, "local", "ivan@example.com").await;
     assert_eq!(error_of(&refused), "banned");
     assert_eq!(again.session(&server), None);
+}
+
+/// `[two_factor] required_for_roles`: an administrator whose only second factor is a passkey signs in with it. A
+/// provider, like a password, is one factor: its sign-in is refused (`passkey_required`), never a session the
+/// passkey would pass the rule for without taking part.
+#[tokio::test]
+async fn a_passkey_as_the_required_second_factor_is_not_skipped_through_a_provider() {
+    let (server, _idp) = setup_adjusted(json!({}), |c| {
+        super::passkeys::with_passkeys(c);
+        c.two_factor.required_for_roles = vec!["admin".into()];
+    })
+    .await;
+    let admin = server.client.admin_session().await;
+    let mut device = super::passkeys::Browser::new();
+    super::passkeys::register(&server, &mut device, &admin, None).await;
+    let mut browser = Browser::new(&server);
+    let refused = browser.sign_in(&server, "local", ADMIN_EMAIL).await;
+    assert_eq!(error_of(&refused), "passkey_required");
+    assert_eq!(browser.session(&server), None);
 }
 
 /// The provider vouches for one factor, as a password does: an account with a second factor gets the challenge

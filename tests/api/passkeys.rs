@@ -16,7 +16,7 @@ use super::harness::{
 const ORIGIN: &str = "http://localhost:3000";
 const CEREMONY_COOKIE: &str = "service-auth.better-auth-passkey";
 
-fn with_passkeys(c: &mut service_auth::config::Config) {
+pub(super) fn with_passkeys(c: &mut service_auth::config::Config) {
     c.passkeys.rp_id = Some("localhost".into());
     c.passkeys.origins = vec![ORIGIN.into()];
     c.trusted_origins = vec![ORIGIN.into()];
@@ -27,13 +27,13 @@ async fn server() -> TestServer {
 }
 
 /// A browser with one authenticator: what `passkeyClient()` does with `@simplewebauthn/browser`.
-struct Browser {
+pub(super) struct Browser {
     authenticator: SoftPasskey,
     origin: Url,
 }
 
 impl Browser {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self { authenticator: SoftPasskey::new(true), origin: Url::parse(ORIGIN).unwrap() }
     }
 
@@ -112,7 +112,7 @@ async fn verify_sign_in(server: &TestServer, ceremony: Option<&str>, response: &
 }
 
 /// Registers a passkey for `session` and returns the answer (the passkey).
-async fn register(server: &TestServer, browser: &mut Browser, session: &str, name: Option<&str>) -> Value {
+pub(super) async fn register(server: &TestServer, browser: &mut Browser, session: &str, name: Option<&str>) -> Value {
     let options = register_options(server, session).await;
     assert_eq!(options.status, 200, "{}", options.text);
     let response = browser.create(&options.json());
