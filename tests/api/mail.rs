@@ -348,11 +348,6 @@ async fn a_reset_mail_survives_a_kill_9_before_it_is_sent() {
     assert!(s.terminate().success());
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Both answers cost one commit (the token and its message, or an audit entry), so their time tells nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_password_reset_takes_the_same_time_for_unknown_and_known_emails() {
@@ -377,9 +372,13 @@ async fn request_password_reset_takes_the_same_time_for_unknown_and_known_emails
             }
         }
     }
-    let (k, u) = (median(known), median(unknown));
-    eprintln!("timing: request-password-reset median known {k:.2} ms, unknown {u:.2} ms");
-    assert!((k - u).abs() <= 0.05 * k.max(u), "medians differ by more than 5%: known {k:.2} ms vs unknown {u:.2} ms");
+    // The fastest of each, as the sign-in's timing test does: noise (other tests, other builds on the machine) only
+    // ever adds time, and on a loaded machine it moved the medians of the same work 5 % apart. Extra work for a
+    // known address (a token, a rendered message) the floor failed to cover would be in its fastest answer too.
+    let fastest = |v: Vec<f64>| v.into_iter().fold(f64::INFINITY, f64::min);
+    let (k, u) = (fastest(known), fastest(unknown));
+    eprintln!("timing: request-password-reset fastest known {k:.2} ms, unknown {u:.2} ms");
+    assert!((k - u).abs() <= 0.05 * k.max(u), "fastest differ by more than 5%: known {k:.2} ms vs unknown {u:.2} ms");
 }
 
 /// The verification link in a raw message.
