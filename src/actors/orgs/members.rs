@@ -79,6 +79,11 @@ impl MemberIndex {
         read(&self.inner).by_user.get(&(user, org)).cloned()
     }
 
+    /// Whether `user` is a member of `org` (start-up asks this for every account with an organization).
+    pub fn contains(&self, org: OrgId, user: UserId) -> bool {
+        read(&self.inner).by_user.contains_key(&(user, org))
+    }
+
     pub fn by_id(&self, id: MemberId) -> Option<Arc<Membership>> {
         read(&self.inner).by_id.get(&id).cloned()
     }
@@ -233,6 +238,7 @@ mod tests {
         assert!(allocations < 10_000, "{allocations} allocations for 10,000 memberships");
         assert_eq!(index.count(org), 10_000);
         assert_eq!(index.get(org, members[1234].user).unwrap().user, members[1234].user);
+        assert!(index.contains(org, members[1234].user) && !index.contains(OrgId::new(), members[1234].user));
     }
 
     /// `list-members` reads one page of an organization's ordered members: at 10,000 members the slowest of a
