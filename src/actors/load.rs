@@ -149,7 +149,7 @@ impl Visitor for Accounts<'_> {
             }
             Record::Token(hash, r) => {
                 let token = convert::token(r)?;
-                let live = !token.is_expired(self.now) && indexes.users.get(token.user_id).is_some();
+                let live = !token.is_expired(self.now) && indexes.users.contains(token.user_id);
                 // Of two live tokens of one user, kind and requesting client (a crash between issuing and cleaning
                 // up), the newer wins.
                 let same = |t: &OneTimeToken| indexes.tokens.asked_by(t.user_id, t.kind, t.requested_by);
@@ -170,7 +170,7 @@ impl Visitor for Accounts<'_> {
             // After the organizations and accounts: one whose organization or account is gone goes with them.
             Record::Member(r) => {
                 let member = convert::membership(&r);
-                if indexes.orgs.get(member.org).is_some() && indexes.users.get(member.user).is_some() {
+                if indexes.orgs.get(member.org).is_some() && indexes.users.contains(member.user) {
                     indexes.members.publish_member(Arc::new(member));
                 } else {
                     self.cleanup.push(StoreOp::DeleteMember(r.org, r.user));
@@ -188,7 +188,7 @@ impl Visitor for Accounts<'_> {
             // Read after the users: an identity of an account that is gone is removed.
             Record::Account(r) => {
                 let account = crate::actors::linked::LinkedAccount::from_record(r);
-                if indexes.users.get(account.user_id).is_some() {
+                if indexes.users.contains(account.user_id) {
                     indexes.accounts.publish(account.id, Some(Arc::new(account)));
                 } else {
                     let user = account.user_id.to_bytes();
@@ -210,7 +210,7 @@ impl Visitor for Accounts<'_> {
             // `member` since it joined, with the id every node derives alike.
             for user in &self.users {
                 if let Some(org) = user.organization_id
-                    && self.indexes.members.get(org, user.id).is_none()
+                    && !self.indexes.members.contains(org, user.id)
                 {
                     let roles = MemberRoles::one(OrgRole::Member);
                     let member = Membership::new(org, user.id, roles, user.created_at);

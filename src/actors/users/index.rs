@@ -249,6 +249,13 @@ impl UserIndex {
         self.by_id.pin().get(&id).cloned()
     }
 
+    /// Whether account `id` exists, without taking a reference to it: start-up asks this for every membership
+    /// (every account may have one), and a reference would write to each account's counter, one more read from
+    /// anywhere in memory each.
+    pub fn contains(&self, id: UserId) -> bool {
+        self.by_id.pin().contains_key(&id)
+    }
+
     /// Not before [`finish_load`](Self::finish_load) at start-up (the e-mail order is built there).
     pub fn by_email(&self, email: &Email) -> Option<Arc<User>> {
         read(&self.by_email_order).get(email.as_str()).map(|u| Arc::clone(&u.0))
@@ -516,7 +523,9 @@ mod tests {
         });
         assert_eq!(seen, ["a@x.io"], "newest first, stopping when told");
 
+        assert!(index.contains(a.id));
         index.remove(a.id);
+        assert!(!index.contains(a.id) && index.contains(b.id));
         assert_eq!(emails(index.list()), ["b@x.io", "ab@y.io"]);
         assert_eq!(emails(index.with_email_prefix("a")), ["ab@y.io"]);
     }
