@@ -194,8 +194,9 @@ mod tests {
     }
 
     /// Every account may be a member (see the module's comment), so a membership costs its own allocation and a
-    /// share of the views' nodes (its roster's run, the ordered map's node), never a table of its own: 10,000 memberships are published with fewer
-    /// allocations than memberships (a map from user to a map of organizations made one inner table each).
+    /// share of the views' nodes (its roster's run, the ordered map's node), never a table of its own: 10,000
+    /// memberships are published with fewer allocations than memberships (a map from user to a map of
+    /// organizations made one inner table each).
     #[test]
     fn a_membership_has_no_table_of_its_own() {
         let index = MemberIndex::default();

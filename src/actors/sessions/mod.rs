@@ -222,9 +222,10 @@ impl SessionsHandle {
     /// Commits `ops` (another actor's records: a ban, a new password) in one transaction with the end of every
     /// session of `users`, so that both are durable or neither is; and starts the sessions `starts` (sign-ins,
     /// checked like [`create`](Self::create), against the account as `ops` leave it) in it too (an imported password
-    /// hash replaced at sign-in, an account found or made through a provider: one answer per start, in order). Until [`unfence`](Self::unfence), no session of `users` is created or extended: one
-    /// could otherwise slip in between the list of sessions to end and the publication of the change that ends
-    /// them. See docs/design/ending-sessions-with-a-change.md.
+    /// hash replaced at sign-in, an account found or made through a provider: one answer per start, in order).
+    /// Until [`unfence`](Self::unfence), no session of `users` is created or extended: one could otherwise slip in
+    /// between the list of sessions to end and the publication of the change that ends them. See
+    /// docs/design/ending-sessions-with-a-change.md.
     ///
     /// An administrator among `users` (banned, removed, given a new password), or among `impersonators` (demoted),
     /// loses the sessions they impersonate in the same commit: an impersonation never outlives its administrator's
