@@ -149,10 +149,8 @@ impl Accounts {
     /// Passkeys are not held in memory: for an account of such a role without an authenticator, each call reads
     /// the store, so a passkey deleted on another node counts no longer at once. Only those accounts pay it.
     pub fn must_enrol(&self, current: &Current) -> bool {
-        !self.two_factor_roles.is_empty()
-            && !current.is_impersonation()
-            && self.two_factor_roles.iter().any(|r| r == current.user.role.as_str())
-            && !current.user.has_second_factor()
+        !current.is_impersonation()
+            && self.has_no_required_authenticator(&current.user)
             && !self.passkeys.book.holds_any_now(current.user.id)
     }
 
@@ -160,9 +158,13 @@ impl Accounts {
     /// authenticator, and a passkey is what meets that rule for it ([`Self::must_enrol`]). A password or a provider
     /// is one factor; a session they opened would pass the rule on the passkey's strength without it.
     pub fn passkey_required(&self, user: &User) -> bool {
-        self.two_factor_roles.iter().any(|r| r == user.role.as_str())
-            && !user.has_second_factor()
-            && self.passkeys.book.holds_any_now(user.id)
+        self.has_no_required_authenticator(user) && self.passkeys.book.holds_any_now(user.id)
+    }
+
+    /// `[two_factor] required_for_roles` names `user`'s role and it has no authenticator that is on: its second
+    /// factor, if it has one, is a passkey (the store knows; memory does not).
+    fn has_no_required_authenticator(&self, user: &User) -> bool {
+        self.two_factor_roles.iter().any(|r| r == user.role.as_str()) && !user.has_second_factor()
     }
 
     /// `[two_factor] required_for_roles`.

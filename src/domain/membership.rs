@@ -133,6 +133,13 @@ impl Membership {
     pub fn new(org: OrgId, user: UserId, roles: MemberRoles, created_at: Timestamp) -> Self {
         Self { id: MemberId::of(org, user), org, user, roles, created_at }
     }
+
+    /// A membership for tests: `user` in `org` with one `role`, made `at_ms` milliseconds after the epoch (the
+    /// joining order the indexes keep).
+    #[cfg(test)]
+    pub fn fixture(org: OrgId, user: UserId, at_ms: i64, role: OrgRole) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self::new(org, user, MemberRoles::one(role), Timestamp::from_millis(at_ms)))
+    }
 }
 
 /// Where an invitation stands. Only a pending one that has not expired can be accepted or rejected.

@@ -166,23 +166,19 @@ impl MemberIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{MemberRoles, OrgRole};
-
-    fn member(org: OrgId, user: UserId, at: i64, role: OrgRole) -> Arc<Membership> {
-        Arc::new(Membership::new(org, user, MemberRoles::one(role), Timestamp::from_millis(at)))
-    }
+    use crate::domain::OrgRole;
 
     #[test]
     fn memberships_by_org_user_and_id_follow_changes() {
         let index = MemberIndex::default();
         let (org, other) = (OrgId::new(), OrgId::new());
         let (a, b) = (UserId::new(), UserId::new());
-        index.publish_member(member(org, a, 2, OrgRole::Owner));
-        index.publish_member(member(org, b, 1, OrgRole::Member));
-        index.publish_member(member(other, a, 3, OrgRole::Member));
+        index.publish_member(Membership::fixture(org, a, 2, OrgRole::Owner));
+        index.publish_member(Membership::fixture(org, b, 1, OrgRole::Member));
+        index.publish_member(Membership::fixture(other, a, 3, OrgRole::Member));
         assert_eq!(index.page(org, 0, 10).0.iter().map(|m| m.user).collect::<Vec<_>>(), vec![b, a]);
         assert_eq!((index.count(org), index.owners(org)), (2, 1));
-        index.publish_member(member(org, a, 2, OrgRole::Admin));
+        index.publish_member(Membership::fixture(org, a, 2, OrgRole::Admin));
         assert_eq!((index.count(org), index.owners(org)), (2, 0), "a role change replaces, never adds");
         let by_id = index.by_id(MemberId::of(org, a)).unwrap();
         assert!(by_id.roles.has(OrgRole::Admin), "the id finds the new version, not the old one");
@@ -201,7 +197,8 @@ mod tests {
     fn a_membership_has_no_table_of_its_own() {
         let index = MemberIndex::default();
         let org = OrgId::new();
-        let members: Vec<_> = (0..10_000).map(|n| member(org, UserId::new(), n, OrgRole::Member)).collect();
+        let members: Vec<_> =
+            (0..10_000).map(|n| Membership::fixture(org, UserId::new(), n, OrgRole::Member)).collect();
         let ((), allocations) = crate::alloc_count::allocations_in(|| {
             for m in &members {
                 index.publish_member(Arc::clone(m));

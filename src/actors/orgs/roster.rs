@@ -140,11 +140,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::domain::{MemberRoles, OrgId, OrgRole};
-
-    fn member(org: OrgId, user: UserId, at: i64, role: OrgRole) -> Arc<Membership> {
-        Arc::new(Membership::new(org, user, MemberRoles::one(role), Timestamp::from_millis(at)))
-    }
+    use crate::domain::{OrgId, OrgRole};
 
     /// The guard on `list-members`' cost at scale, counted rather than timed: the last page of 10,000 members
     /// looks at its 100 entries and the runs before it, never at the 9,900 members it skips.
@@ -153,7 +149,7 @@ mod tests {
         let org = OrgId::new();
         let mut roster = Roster::default();
         for n in 0..10_000 {
-            roster.insert(member(org, UserId::new(), n, OrgRole::Member));
+            roster.insert(Membership::fixture(org, UserId::new(), n, OrgRole::Member));
         }
         let runs = roster.runs.len();
         assert!(runs <= 10_000 / RUN + 1, "{runs} runs for joins in time order");
@@ -199,7 +195,7 @@ mod tests {
                 assert_eq!(roster.remove(&key).map(|m| m.user), model.remove(&key).map(|m: Arc<Membership>| m.user));
             } else {
                 let role = [OrgRole::Owner, OrgRole::Admin, OrgRole::Member][(next() % 3) as usize];
-                let m = member(org, users[n], at, role);
+                let m = Membership::fixture(org, users[n], at, role);
                 let old = roster.insert(Arc::clone(&m)).map(|m| m.roles);
                 assert_eq!(old, model.insert(key, m).map(|m| m.roles));
             }
