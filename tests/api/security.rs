@@ -46,8 +46,9 @@ async fn parallel_wrong_passwords_run_at_most_the_account_limit_of_verifications
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_account_lock_ends_with_its_window_and_a_success_clears_failures() {
     let s = TestServer::start_adjusted(|c| {
+        // Four seconds: the three sign-ins below must fit in one window on a loaded machine too.
         c.rate_limit.failures_per_account = 2;
-        c.rate_limit.account_window_secs = 2;
+        c.rate_limit.account_window_secs = 4;
     })
     .await;
     s.new_user("bob").await;
@@ -55,7 +56,7 @@ async fn the_account_lock_ends_with_its_window_and_a_success_clears_failures() {
         assert_eq!(s.sign_in("bob@example.com", "not the password").await.0, 401);
     }
     assert_eq!(s.sign_in("bob@example.com", PASSWORD).await.0, 429);
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    tokio::time::sleep(Duration::from_millis(4100)).await;
     assert_eq!(s.sign_in("bob@example.com", "not the password").await.0, 401);
     assert_eq!(s.sign_in("bob@example.com", PASSWORD).await.0, 200, "a new window, one failure so far");
     assert_eq!(s.sign_in("bob@example.com", "not the password").await.0, 401);
@@ -195,16 +196,18 @@ async fn futures_tokens(s: &TestServer, email: &str, n: usize) -> Vec<String> {
 async fn expired_sessions_are_refused_and_gone_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let short = |c: &mut service_auth::config::Config| {
-        c.session.expires_in_secs = 2;
+        // Four seconds: the administrator's session, made after the wait, must outlive a restart on a loaded
+        // machine too.
+        c.session.expires_in_secs = 4;
         c.session.update_age_secs = 1;
-        c.session.short_expires_in_secs = 2;
+        c.session.short_expires_in_secs = 4;
     };
     let mut config = test_config(dir.path());
     short(&mut config);
     let s = TestServer::start_with(config.clone()).await;
     let u = s.new_user("alice").await;
     assert!(s.session(&u.cookie).await.is_object());
-    tokio::time::sleep(Duration::from_millis(2200)).await;
+    tokio::time::sleep(Duration::from_millis(4200)).await;
     let r = s.get_session_resp(Some(&u.cookie)).await;
     assert_eq!(r.json(), Value::Null, "an expired session is no session");
     assert_clears_session_cookie(&r);
