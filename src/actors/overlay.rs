@@ -12,6 +12,7 @@ use std::hash::Hash;
 use ractor::{ActorRef, RpcReplyPort};
 
 use super::Unavailable;
+use crate::store::own::Writes;
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter};
 
 type Answer = Box<dyn FnOnce(&Outcome) + Send>;
@@ -136,6 +137,12 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
             // The caller may have timed out and gone; nothing to do about that here.
             let _ = port.send(answer);
         }));
+    }
+
+    /// The records the batch writes, to take before [`flush`](Self::flush): what another node changes meanwhile
+    /// waits for the batch to be published only where the two meet ([`super::remote::Inbox::while_flushing`]).
+    pub(super) fn writes(&self) -> Writes {
+        Writes::of(&self.ops)
     }
 
     /// Queues `ops` that belong to the next caller's change (written before it, with it, or not at all).

@@ -10,7 +10,7 @@
 //! follower also applies this node's own entries: one that was acknowledged is superseded here entirely and
 //! skipped; one that was not (a commit whose outcome the writer never learned) is applied like another node's.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::{Held, StoreOp, TokenHash};
@@ -137,8 +137,9 @@ impl OwnCommits {
 }
 
 /// Which records of one change log entry (or one record read back) an actor applies: only those memory does
-/// not hold as of the entry's sequence or later. Checked by the actor as it applies them, in its message order:
-/// an own commit published a moment before is then certain to be here.
+/// not hold as of the entry's sequence or later. Checked by the actor as it applies them: a record its own batch
+/// in flight writes is applied only after that batch is published ([`Writes`]), so the batch's sequence is then
+/// certain to be here.
 #[derive(Clone)]
 pub struct Gate {
     seq: i64,
@@ -165,6 +166,48 @@ impl Gate {
         if self.resync {
             self.own.hold(key, self.seq);
         }
+    }
+}
+
+/// The records one batch of this node's own writes changes, while that batch is being committed (an actor's flush
+/// in flight). Another node's change to any of them is applied only once the batch is published: applied before,
+/// it would be overwritten by the batch's (perhaps older) value, and only after the commit is the batch's sequence
+/// here for the [`Gate`] to compare with. A change to any other record does not wait (docs/cluster.md, "Another
+/// node's change does not wait for this node's commits").
+#[derive(Default)]
+pub struct Writes {
+    keys: HashSet<Key>,
+    /// The accounts some of whose sessions the batch writes, or all of whose sessions it ends.
+    sessions_of: HashSet<[u8; 16]>,
+}
+
+impl Writes {
+    /// What `ops` write (every value an actor publishes after a flush is one its batch wrote: durable before
+    /// visible).
+    pub fn of<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Self {
+        let mut writes = Self::default();
+        for op in ops {
+            let sessions_of = match op.held() {
+                Some(Held::PutSession(_, r)) => Some(r.user_id),
+                Some(Held::DeleteSession(user, _) | Held::DeleteSessionsOf { user, .. }) => Some(user),
+                _ => None,
+            };
+            writes.sessions_of.extend(sessions_of);
+            if let Some(key) = Key::of(op) {
+                writes.keys.insert(key);
+            }
+        }
+        writes
+    }
+
+    pub fn includes(&self, key: Key) -> bool {
+        self.keys.contains(&key)
+    }
+
+    /// Whether the batch writes or ends any session of `user`. A session's change waits by account, not by
+    /// session: an own batch ending every session of the account decides it too ([`OwnCommits::holds_session`]).
+    pub fn includes_sessions_of(&self, user: [u8; 16]) -> bool {
+        self.sessions_of.contains(&user)
     }
 }
 

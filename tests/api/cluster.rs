@@ -950,3 +950,168 @@ async fn two_owners_removing_each_other_on_different_nodes_leave_one() {
     }
     s.stop().await;
 }
+
+/// A row of the test's database locked by a transaction of the test's own (`SELECT … FOR UPDATE`), so a node's
+/// commit that needs the row waits, in flight, until [`release`](Self::release). On a thread of its own: the
+/// synchronous client holds the transaction open across the test's awaits.
+struct RowLock {
+    release: std::sync::mpsc::Sender<()>,
+    holder: std::thread::JoinHandle<()>,
+    url: String,
+}
+
+impl RowLock {
+    /// Locks the rows `select` (a `SELECT … FOR UPDATE` with one `bytea` parameter, `id`) finds; returns once held.
+    async fn take(url: &str, select: &'static str, id: [u8; 16]) -> Self {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (locked, held) = tokio::sync::oneshot::channel();
+        let connect = url.to_owned();
+        let holder = std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&connect, postgres::NoTls).unwrap();
+            let mut tx = client.transaction().unwrap();
+            let rows = tx.query(select, &[&id.as_slice()]).unwrap();
+            assert!(!rows.is_empty(), "no row to lock: {select}");
+            locked.send(()).unwrap();
+            let _ = released.recv();
+            tx.commit().unwrap();
+        });
+        held.await.expect("the row lock was taken");
+        Self { release, holder, url: url.to_owned() }
+    }
+
+    /// Returns once a statement beginning with `statement` waits for a lock (the node's commit, behind this one).
+    async fn waited_for_by(&self, statement: &str) {
+        let (url, pattern) = (self.url.clone(), format!("{statement}%"));
+        tokio::task::spawn_blocking(move || {
+            let mut watcher = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            loop {
+                let waiting: i64 = watcher
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE $1",
+                        &[&pattern],
+                    )
+                    .unwrap()
+                    .get(0);
+                if waiting > 0 {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    fn release(self) {
+        self.release.send(()).unwrap();
+        self.holder.join().unwrap();
+    }
+}
+
+/// Two nodes with test hooks (direct clients: a request through the replicating one would wait for a node whose
+/// commit the test holds), and the URL of their database.
+async fn two_nodes_and_their_database() -> (cluster::Postgres, TestServer, [Client; 2], String, tempfile::TempDir) {
+    let mut data_dir = None;
+    let (pg, s, _faults, clients, tmp) = two_nodes_with_hooks(|c| data_dir = Some(c.data_dir.clone())).await;
+    let url = cluster::database_for(&pg.url(), &data_dir.unwrap()).await;
+    (pg, s, clients, url, tmp)
+}
+
+fn id_bytes(id: &str) -> [u8; 16] {
+    *uuid::Uuid::parse_str(id).unwrap().as_bytes()
+}
+
+/// Polls node `b`'s get-session with `cookie` until it finds none, checking each time that `in_flight` (node B's
+/// own request, whose commit the test holds) has not ended: the change must reach B while its commit waits.
+async fn refused_while_in_flight(b: &Client, cookie: &str, in_flight: &tokio::task::JoinHandle<Resp>) {
+    loop {
+        assert!(
+            !in_flight.is_finished(),
+            "node B's own request ended (its commit gave up on the held row) before the change from node A \
+             reached B: B applied it only after its own commit"
+        );
+        if b.get_session_resp(Some(cookie)).await.text == "null" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Issue #33 target 5: a ban made on node A reaches node B while B's users actor waits for a commit of its own.
+/// The test holds in PostgreSQL the row of the account B's administrator renames, so B's commit stays in flight,
+/// and meanwhile bans another account on A. Before: the actor took A's ban only after its commit (it takes no
+/// message while its flush awaits the database), so under writes B served a banned account's session for as long
+/// as its commits lasted. After: refused while B's commit is still held; released, B's rename is acknowledged,
+/// and neither change undid the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_from_another_node_does_not_wait_for_this_nodes_commit_in_flight() {
+    let (_pg, s, [a_direct, b_direct], url, _tmp) = two_nodes_and_their_database().await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let (victim, renamed) = (a.new_user("victim").await, a.new_user("renamed").await);
+    assert_eq!(b_direct.session(&victim.cookie).await["user"]["id"], victim.id.as_str());
+
+    let lock = RowLock::take(&url, "SELECT 1 FROM users WHERE id = $1 FOR UPDATE", id_bytes(&renamed.id)).await;
+    let rename = tokio::spawn({
+        let (b, admin) = (b_direct.clone(), admin.clone());
+        let body = json!({"userId": renamed.id, "data": {"name": "Renamed on B"}});
+        async move { b.post("/api/auth/admin/update-user").cookie(&admin).json(&body).send().await }
+    });
+    // B's batch takes its accounts' rows up front, before writing anything.
+    lock.waited_for_by("SELECT 1 FROM users WHERE id = ANY").await;
+    a_direct.patch_ok(&admin, &json!({"userId": victim.id, "banned": true})).await;
+    refused_while_in_flight(&b_direct, &victim.cookie, &rename).await;
+
+    lock.release();
+    let rename = rename.await.unwrap();
+    assert_eq!(rename.status, 200, "node B's own write: {}", rename.text);
+    // Through the replicating client: both nodes have applied the whole change log.
+    b.get("/healthz").send().await;
+    for (name, node) in [("A", a), ("B", b)] {
+        assert_eq!(node.listed_user(&admin, &renamed.id).await["name"], "Renamed on B", "node {name}");
+        assert_eq!(node.listed_user(&admin, &victim.id).await["banned"], true, "node {name}");
+        assert_eq!(node.get_session_resp(Some(&victim.cookie)).await.text, "null", "node {name}");
+        assert_eq!(node.session(&renamed.cookie).await["user"]["name"], "Renamed on B", "node {name}");
+    }
+    s.stop().await;
+}
+
+/// The same for the sessions actor: an administrator ends every session of an account on node A while node B's
+/// sessions actor waits for a commit of its own (a sign-out, whose session row the test holds). Before: B served
+/// the ended session until its own commit was over. After: refused while it is still held; released, the
+/// sign-out is acknowledged and both sessions stay ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_ended_on_another_node_do_not_wait_for_this_nodes_commit_in_flight() {
+    let (_pg, s, [a_direct, b_direct], url, _tmp) = two_nodes_and_their_database().await;
+    let (a, b) = (&s.nodes[0], &s.nodes[1]);
+    let admin = a.admin_session().await;
+    let (victim, leaving) = (a.new_user("victim").await, a.new_user("leaving").await);
+    assert_eq!(b_direct.session(&victim.cookie).await["user"]["id"], victim.id.as_str());
+
+    let lock = RowLock::take(&url, "SELECT 1 FROM sessions WHERE user_id = $1 FOR UPDATE", id_bytes(&leaving.id)).await;
+    let sign_out = tokio::spawn({
+        let (b, cookie) = (b_direct.clone(), leaving.cookie.clone());
+        async move { b.sign_out(Some(&cookie)).await }
+    });
+    lock.waited_for_by("DELETE FROM sessions WHERE user_id").await;
+    let revoked = a_direct
+        .post("/api/auth/admin/revoke-user-sessions")
+        .cookie(&admin)
+        .json(&json!({"userId": victim.id}))
+        .send()
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    refused_while_in_flight(&b_direct, &victim.cookie, &sign_out).await;
+
+    lock.release();
+    let sign_out = sign_out.await.unwrap();
+    assert_eq!(sign_out.status, 200, "node B's own write: {}", sign_out.text);
+    b.get("/healthz").send().await;
+    for (name, node) in [("A", a), ("B", b)] {
+        for cookie in [&victim.cookie, &leaving.cookie] {
+            assert_eq!(node.get_session_resp(Some(cookie)).await.text, "null", "node {name}");
+        }
+    }
+    s.stop().await;
+}

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay, Refusal};
+use crate::actors::remote::{self, ForSessions, Inbox};
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
 use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, User, UserId};
@@ -27,8 +28,9 @@ pub(in crate::actors) async fn spawn(
 ) -> Result<SessionsHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
     let actor = SessionsActor { indexes: Arc::clone(&indexes), writer, config, waiting: waiting.clone() };
-    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
-    Ok(SessionsHandle(Mailbox::new(actor, waiting), indexes))
+    let (post, inbox) = remote::inbox();
+    let (actor, _) = Actor::spawn_linked(None, actor, inbox, supervisor).await?;
+    Ok(SessionsHandle(Mailbox::new(actor, waiting), indexes, post))
 }
 
 struct SessionsActor {
@@ -39,21 +41,26 @@ struct SessionsActor {
     waiting: Waiting,
 }
 
-#[derive(Default)]
 struct State {
     /// Sessions created, changed (`Some`) or ended (`None`) in this batch.
     overlay: Overlay<TokenHash, Option<Arc<Session>>>,
     /// Users whose sessions are being ended with a change to their account: no session starts or extends.
     fenced: HashSet<UserId>,
+    /// Other nodes' changes (see [`remote::Inbox`]).
+    inbox: Inbox<ForSessions>,
 }
 
 impl Actor for SessionsActor {
     type Msg = SessionsMsg;
     type State = State;
-    type Arguments = ();
+    type Arguments = Inbox<ForSessions>;
 
-    async fn pre_start(&self, _: ActorRef<SessionsMsg>, _: ()) -> Result<State, ActorProcessingErr> {
-        Ok(State::default())
+    async fn pre_start(
+        &self,
+        _: ActorRef<SessionsMsg>,
+        inbox: Inbox<ForSessions>,
+    ) -> Result<State, ActorProcessingErr> {
+        Ok(State { overlay: Overlay::default(), fenced: HashSet::new(), inbox })
     }
 
     async fn handle(
@@ -243,31 +250,7 @@ impl Actor for SessionsActor {
                     state.fenced.remove(&user);
                 }
             }
-            SessionsMsg::Remote { sessions, gate, reply } => {
-                // Only what this node's own commits have not written since (a refresh committed on another node
-                // before a sign-out here does not bring the session back).
-                let index = &self.indexes.sessions;
-                let apply = |user: UserId, hash: TokenHash, session: Option<Arc<Session>>| {
-                    if gate.admits_session(user.to_bytes(), hash) {
-                        gate.applied(Key::Session(hash));
-                        index.publish(hash, session);
-                    }
-                };
-                for change in sessions {
-                    match change {
-                        SessionChange::Put(hash, session) => apply(session.user_id, hash, Some(session)),
-                        SessionChange::Delete(user, hash) => apply(user, hash, None),
-                        SessionChange::DeleteAllOf(user, kept) => {
-                            for (_, hash) in index.of_users(&[user]) {
-                                if Some(hash) != kept {
-                                    apply(user, hash, None);
-                                }
-                            }
-                        }
-                    }
-                }
-                let _ = reply.send(());
-            }
+            SessionsMsg::Remote => state.inbox.drain(|change| self.apply_remote(change)),
             SessionsMsg::Flush => return self.flush(state).await,
         }
         if state.overlay.schedule_flush(&myself, || SessionsMsg::Flush) {
@@ -309,8 +292,37 @@ impl SessionsActor {
 
     async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
         let sessions = &self.indexes.sessions;
-        state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(hash, s)| sessions.publish(hash, s)).await;
+        let writes = state.overlay.writes();
+        let flushing =
+            state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(hash, s)| sessions.publish(hash, s));
+        // Other nodes' changes meanwhile: a ban or sign-out made there does not wait for this commit.
+        state.inbox.while_flushing(flushing, |change| change.split(&writes), |change| self.apply_remote(change)).await;
         Ok(())
+    }
+
+    /// Another node's sessions, but what this node's own commits have written since (a refresh committed on
+    /// another node before a sign-out here does not bring the session back).
+    fn apply_remote(&self, ForSessions { sessions, gate }: ForSessions) {
+        let index = &self.indexes.sessions;
+        let apply = |user: UserId, hash: TokenHash, session: Option<Arc<Session>>| {
+            if gate.admits_session(user.to_bytes(), hash) {
+                gate.applied(Key::Session(hash));
+                index.publish(hash, session);
+            }
+        };
+        for change in sessions {
+            match change {
+                SessionChange::Put(hash, session) => apply(session.user_id, hash, Some(session)),
+                SessionChange::Delete(user, hash) => apply(user, hash, None),
+                SessionChange::DeleteAllOf(user, kept) => {
+                    for (_, hash) in index.of_users(&[user]) {
+                        if Some(hash) != kept {
+                            apply(user, hash, None);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Whether `user` exists, is not banned, and is not having their sessions ended right now.

@@ -16,7 +16,6 @@ use super::overlay::Refusal;
 use super::{Mailbox, Unavailable, call, gone};
 use crate::domain::{OrgId, Session, SessionToken, Timestamp, TokenHash, UserId};
 use crate::store::StoreOp;
-use crate::store::own::Gate;
 
 pub(super) use actor::spawn;
 pub use index::SessionIndex;
@@ -89,6 +88,16 @@ pub enum SessionChange {
     DeleteAllOf(UserId, Option<TokenHash>),
 }
 
+impl SessionChange {
+    /// The account whose session(s) it changes.
+    pub(in crate::actors) fn user(&self) -> UserId {
+        match self {
+            SessionChange::Put(_, session) => session.user_id,
+            SessionChange::Delete(user, _) | SessionChange::DeleteAllOf(user, _) => *user,
+        }
+    }
+}
+
 pub enum SessionsMsg {
     Create {
         user: UserId,
@@ -141,12 +150,9 @@ pub enum SessionsMsg {
     Unfence {
         users: Vec<UserId>,
     },
-    /// Sessions another node started, extended or ended: into the read index.
-    Remote {
-        sessions: Vec<SessionChange>,
-        gate: Gate,
-        reply: RpcReplyPort<()>,
-    },
+    /// Sessions another node started, extended or ended wait in the actor's inbox ([`super::remote::Inbox`]):
+    /// into the read index.
+    Remote,
     Flush,
 }
 
@@ -161,7 +167,7 @@ impl super::Letter for SessionsMsg {
             // The users actor waits for its outcome without a timeout: its memory must match the disk.
             Self::CommitEnding { .. } => None,
             // Another node's changes: this node's memory must follow them whatever.
-            Self::Remote { .. } => None,
+            Self::Remote => None,
             Self::Unfence { .. } | Self::Flush => None,
         }
     }
@@ -169,7 +175,11 @@ impl super::Letter for SessionsMsg {
 
 /// Typed handle to the sessions actor.
 #[derive(Clone)]
-pub struct SessionsHandle(pub(super) Mailbox<SessionsMsg>, pub(super) Arc<super::Indexes>);
+pub struct SessionsHandle(
+    pub(super) Mailbox<SessionsMsg>,
+    pub(super) Arc<super::Indexes>,
+    pub(super) super::remote::Post<super::remote::ForSessions>,
+);
 
 impl SessionsHandle {
     /// Starts a session with a new token. Refused for a banned or unknown account, checked in message order after

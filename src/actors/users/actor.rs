@@ -18,6 +18,7 @@ use crate::actors::attempts::{AttemptLimiter, Row};
 use crate::actors::audit::{self, action};
 use crate::actors::linked::LinkedAccount;
 use crate::actors::overlay::{self, Overlay, Refusal};
+use crate::actors::remote::{self, ForUsers, Inbox, MemberChange};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{
@@ -25,7 +26,7 @@ use crate::domain::{
     TokenKind, User, UserId, requester,
 };
 use crate::mail::MailQueue;
-use crate::store::own::{Key, member_key};
+use crate::store::own::Key;
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
 
 mod second_factor;
@@ -40,8 +41,9 @@ pub(in crate::actors) async fn spawn(
 ) -> Result<UsersHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
     let actor = UsersActor { indexes, writer, sessions, attempts, mail, waiting: waiting.clone() };
-    let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
-    Ok(UsersHandle(Mailbox::new(actor, waiting)))
+    let (post, inbox) = remote::inbox();
+    let (actor, _) = Actor::spawn_linked(None, actor, inbox, supervisor).await?;
+    Ok(UsersHandle(Mailbox::new(actor, waiting), post))
 }
 
 pub(super) struct UsersActor {
@@ -86,6 +88,8 @@ pub(super) struct State {
     closing_orgs: Vec<OrgId>,
     /// Linked identities added (`Some`) or removed (`None`) in this batch, published with it.
     accounts: HashMap<[u8; 16], Option<Arc<LinkedAccount>>>,
+    /// Other nodes' changes (see [`remote::Inbox`]).
+    inbox: Inbox<ForUsers>,
 }
 
 /// Answers a sign-in of [`State::starting`] with its session, or with why the commit was refused (a conflict
@@ -98,9 +102,9 @@ type ExternalGuard = Box<dyn Fn(&Conflict) -> Option<ExternalError> + Send>;
 impl Actor for UsersActor {
     type Msg = UsersMsg;
     type State = State;
-    type Arguments = ();
+    type Arguments = Inbox<ForUsers>;
 
-    async fn pre_start(&self, _: ActorRef<UsersMsg>, _: ()) -> Result<State, ActorProcessingErr> {
+    async fn pre_start(&self, _: ActorRef<UsersMsg>, inbox: Inbox<ForUsers>) -> Result<State, ActorProcessingErr> {
         Ok(State {
             attempts: AttemptLimiter::new(self.attempts.max_failures, self.attempts.window),
             overlay: Overlay::default(),
@@ -115,6 +119,7 @@ impl Actor for UsersActor {
             invitations: Vec::new(),
             flush_now: false,
             accounts: HashMap::new(),
+            inbox,
         })
     }
 
@@ -553,50 +558,8 @@ impl Actor for UsersActor {
                 Ok(ops) => state.overlay.add(ops, reply, ()),
                 Err(e) => drop(reply.send(Err(e))),
             },
-            UsersMsg::Remote { users, tokens, members, accounts, gate, reply } => {
-                // Only what this node's own commits have not written since (an older change never undoes one).
-                for (id, user) in users {
-                    let key = Key::User(id.to_bytes());
-                    if !gate.admits(key) {
-                        continue;
-                    }
-                    gate.applied(key);
-                    match user {
-                        Some(user) => self.indexes.users.publish(user),
-                        None => self.indexes.users.remove(id),
-                    }
-                }
-                for (hash, token) in tokens {
-                    if gate.admits(Key::Token(hash)) {
-                        self.indexes.tokens.publish(hash, token);
-                    }
-                }
-                use crate::actors::remote::MemberChange;
-                for change in members {
-                    let key = match &change {
-                        MemberChange::Put(m) => Key::Member(member_key(m.org.to_bytes(), m.user.to_bytes())),
-                        MemberChange::Delete(org, user) => Key::Member(member_key(org.to_bytes(), user.to_bytes())),
-                        MemberChange::PutInvitation(i) => Key::Invitation(i.id.to_bytes()),
-                        MemberChange::DeleteInvitation(id) => Key::Invitation(id.to_bytes()),
-                    };
-                    if !gate.admits(key) {
-                        continue;
-                    }
-                    gate.applied(key);
-                    match change {
-                        MemberChange::Put(m) => self.indexes.members.publish_member(m),
-                        MemberChange::Delete(org, user) => self.indexes.members.remove_member(org, user),
-                        MemberChange::PutInvitation(i) => self.indexes.members.publish_invitation(i),
-                        MemberChange::DeleteInvitation(id) => self.indexes.members.remove_invitation(id),
-                    }
-                }
-
-                for (id, account) in accounts {
-                    if gate.admits(Key::Account(id)) {
-                        self.indexes.accounts.publish(id, account);
-                    }
-                }
-                let _ = reply.send(());
+            UsersMsg::Remote => {
+                state.inbox.drain(|change| self.apply_remote(change));
                 return Ok(());
             }
             UsersMsg::Factor(msg) => self.factor(state, msg),
@@ -869,6 +832,45 @@ impl UsersActor {
         })
     }
 
+    /// Another node's accounts, tokens, memberships and identities, but what this node's own commits have written
+    /// since (an older change never undoes a newer one).
+    fn apply_remote(&self, ForUsers { users, tokens, members, accounts, gate }: ForUsers) {
+        for (id, user) in users {
+            let key = Key::User(id.to_bytes());
+            if !gate.admits(key) {
+                continue;
+            }
+            gate.applied(key);
+            match user {
+                Some(user) => self.indexes.users.publish(user),
+                None => self.indexes.users.remove(id),
+            }
+        }
+        for (hash, token) in tokens {
+            if gate.admits(Key::Token(hash)) {
+                self.indexes.tokens.publish(hash, token);
+            }
+        }
+        for change in members {
+            let key = change.key();
+            if !gate.admits(key) {
+                continue;
+            }
+            gate.applied(key);
+            match change {
+                MemberChange::Put(m) => self.indexes.members.publish_member(m),
+                MemberChange::Delete(org, user) => self.indexes.members.remove_member(org, user),
+                MemberChange::PutInvitation(i) => self.indexes.members.publish_invitation(i),
+                MemberChange::DeleteInvitation(id) => self.indexes.members.remove_invitation(id),
+            }
+        }
+        for (id, account) in accounts {
+            if gate.admits(Key::Account(id)) {
+                self.indexes.accounts.publish(id, account);
+            }
+        }
+    }
+
     pub(super) fn get(&self, state: &State, id: UserId) -> Option<Arc<User>> {
         match state.overlay.get(&id) {
             Some(pending) => pending.clone(),
@@ -916,6 +918,7 @@ impl UsersActor {
     }
 
     async fn flush(&self, state: &mut State) {
+        let writes = state.overlay.writes();
         let mut ending = std::mem::take(&mut state.ending);
         ending.sort_unstable();
         ending.dedup();
@@ -986,7 +989,10 @@ impl UsersActor {
             Some(user) => users.publish(user),
             None => users.remove(id),
         };
-        let durable = state.overlay.flush_then(commit, publish, then).await;
+        let flushing = state.overlay.flush_then(commit, publish, then);
+        // Other nodes' changes meanwhile: a ban made there does not wait for this commit.
+        let apply = |change| self.apply_remote(change);
+        let durable = state.inbox.while_flushing(flushing, |change| change.split(&writes), apply).await;
         // After publishing: the signed-in user's next request sees the new records and the session.
         let mut started = match started {
             Some(Ok(started)) if durable => Ok(started.into_iter()),

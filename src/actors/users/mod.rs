@@ -417,15 +417,9 @@ pub(super) enum UsersMsg {
         ip: String,
         reply: RpcReplyPort<Result<(), UnlinkError>>,
     },
-    /// Accounts and one-time tokens another node changed (`Some`) or removed (`None`): into the read indexes.
-    Remote {
-        users: Vec<(UserId, Option<Arc<User>>)>,
-        tokens: Vec<(TokenHash, Option<Arc<crate::domain::OneTimeToken>>)>,
-        members: Vec<super::remote::MemberChange>,
-        accounts: Vec<([u8; 16], Option<Arc<super::linked::LinkedAccount>>)>,
-        gate: crate::store::own::Gate,
-        reply: RpcReplyPort<()>,
-    },
+    /// Accounts, one-time tokens, memberships and linked identities another node changed wait in the actor's
+    /// inbox ([`super::remote::Inbox`]): into the read indexes.
+    Remote,
     /// The second factor ([`second_factor`]).
     Factor(FactorMsg),
     Flush,
@@ -453,7 +447,7 @@ impl super::Letter for UsersMsg {
             // Ends a reservation made earlier: dropped, it would count against the account until its window ends.
             Self::FinishAttempt { .. } => None,
             // Another node's changes: this node's memory must follow them whatever.
-            Self::Remote { .. } => None,
+            Self::Remote => None,
             Self::ReleaseLocal { .. } | Self::Flush => None,
         }
     }
@@ -461,7 +455,7 @@ impl super::Letter for UsersMsg {
 
 /// Typed handle to the users actor.
 #[derive(Clone)]
-pub struct UsersHandle(pub(super) super::Mailbox<UsersMsg>);
+pub struct UsersHandle(pub(super) super::Mailbox<UsersMsg>, pub(super) super::remote::Post<super::remote::ForUsers>);
 
 impl UsersHandle {
     /// Creates an account (sign-up from address `ip`).
