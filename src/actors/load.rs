@@ -137,7 +137,14 @@ impl<'i> Accounts<'i> {
         self.done();
         let views = self.views.take().unwrap_or_else(|| std::thread::spawn(|| UserIndex::build_views(Vec::new())));
         let (held, members) = (self.held, self.members);
-        AccountsRead { held, members, cleanup: self.cleanup, outbox: self.outbox, views, read: self.read.unwrap_or_default() }
+        AccountsRead {
+            held,
+            members,
+            cleanup: self.cleanup,
+            outbox: self.outbox,
+            views,
+            read: self.read.unwrap_or_default(),
+        }
     }
 }
 
@@ -241,7 +248,15 @@ struct SessionsRead {
 
 impl<'i> Sessions<'i> {
     fn new(index: &'i SessionIndex, now: Timestamp, started: Instant) -> Self {
-        Self { index, now, started, unexpired: Vec::new(), expired: Vec::new(), members: Members::default(), read: None }
+        Self {
+            index,
+            now,
+            started,
+            unexpired: Vec::new(),
+            expired: Vec::new(),
+            members: Members::default(),
+            read: None,
+        }
     }
 
     fn finish(mut self) -> SessionsRead {
@@ -319,7 +334,12 @@ impl Members {
     /// every node derives alike. Both lists are walked side by side in user order: no look-up per record (at
     /// 10,000,000 accounts a look-up in a map of them, and one in the memberships by user, for each, were most of
     /// the memberships' part of a start).
-    fn check(self, indexes: &Indexes, mut held: Vec<Held>, cleanup: &mut Vec<StoreOp>) -> Vec<((UserId, OrgId), Arc<Membership>)> {
+    fn check(
+        self,
+        indexes: &Indexes,
+        mut held: Vec<Held>,
+        cleanup: &mut Vec<StoreOp>,
+    ) -> Vec<((UserId, OrgId), Arc<Membership>)> {
         // The embedded store reads the accounts in id order; PostgreSQL's need not be.
         if !held.is_sorted_by(|a, b| a.id <= b.id) {
             held.sort_unstable_by_key(|h| h.id);
@@ -333,7 +353,8 @@ impl Members {
                 exists
             }
         };
-        let mut drop_member = |(user, org): (UserId, OrgId)| cleanup.push(StoreOp::DeleteMember(org.to_bytes(), user.to_bytes()));
+        let mut drop_member =
+            |(user, org): (UserId, OrgId)| cleanup.push(StoreOp::DeleteMember(org.to_bytes(), user.to_bytes()));
         let mut kept = Vec::with_capacity(self.0.len());
         let mut added = Vec::new();
         let mut members = self.0.into_iter().peekable();

@@ -198,7 +198,8 @@ mod tests {
     #[test]
     fn runs_keep_no_room_they_will_not_use() {
         let org = OrgId::new();
-        let members: Vec<_> = (0..10_000).map(|n| Membership::fixture(org, UserId::new(), n, OrgRole::Member)).collect();
+        let members: Vec<_> =
+            (0..10_000).map(|n| Membership::fixture(org, UserId::new(), n, OrgRole::Member)).collect();
         let mut grown = Roster::default();
         members.iter().for_each(|m| drop(grown.insert(Arc::clone(m))));
         let built = Roster::from_members(members.iter().rev().cloned().collect());
