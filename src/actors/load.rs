@@ -315,7 +315,7 @@ impl Members {
 
     /// The store hands them over by organization: a merge of as many sorted runs as there are organizations.
     fn sort(&mut self) {
-        self.0.sort_by(|a, b| a.0.cmp(&b.0));
+        self.0.sort_by_key(|a| a.0);
     }
 
     fn merge(&mut self, other: Members) {
@@ -372,7 +372,7 @@ impl Members {
                 let member = Membership::new(org, account.id, MemberRoles::one(OrgRole::Member), account.created_at);
                 added.push(StoreOp::PutMember(convert::membership_record(&member)));
                 kept.push(((account.id, org), Arc::new(member)));
-                kept[start..].sort_by(|a, b| a.0.cmp(&b.0));
+                kept[start..].sort_by_key(|a| a.0);
             }
         }
         members.for_each(|(key, _)| drop_member(key));

@@ -48,7 +48,7 @@ impl Roster {
     /// allocated at its size (start-up).
     pub fn from_members(members: Vec<Arc<Membership>>) -> Self {
         let mut sorted: Vec<(Place, Arc<Membership>)> = members.into_iter().map(|m| (place(&m), m)).collect();
-        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        sorted.sort_by_key(|a| a.0);
         let owners = sorted.iter().filter(|(_, m)| m.roles.is_owner()).count();
         let len = sorted.len();
         let mut runs = Vec::with_capacity(len.div_ceil(RUN));
