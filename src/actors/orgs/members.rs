@@ -287,8 +287,8 @@ mod tests {
 
     /// The guard on a membership's bytes in the index at start-up (beside the membership's own allocation): its
     /// entry in the ordered map by user (40 bytes in full nodes), in the set by id (8 bytes and a control byte in a
-    /// table at most 7/8 full) and in its roster (32 bytes, runs without spare room). Published one at a time, the
-    /// same took ~150 (nodes and runs split half empty, a 24-byte slot by id).
+    /// table at most 7/8 full) and in its roster (32 bytes, runs without spare room): 89 bytes. Published one at a
+    /// time, the same memberships cost 125 (the map's nodes split half empty).
     #[test]
     fn a_loaded_membership_costs_under_a_hundred_bytes_of_index() {
         let org = OrgId::new();
