@@ -1,8 +1,9 @@
 //! Start-up: the read indexes rebuilt from the store's records.
 //!
-//! The accounts (with the organizations, tokens and mail) and the sessions are read and indexed on two threads at
-//! once, from one snapshot ([`Store::visit_split`]): each half is about half of a start's time. So a session is
-//! checked against its account only once both are read, in [`finish`].
+//! The accounts (with the organizations, tokens and mail) and the sessions (with the memberships) are read and
+//! indexed on two threads at once, from one snapshot ([`Store::visit_split`]): each half is about half of a start's
+//! time. So a session is checked against its account, and a membership against its account and organization, only
+//! once both are read, in [`finish`].
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -12,7 +13,7 @@ use super::Indexes;
 use super::sessions::SessionIndex;
 use super::users::{UserIndex, Views};
 use crate::domain::{
-    Mail, MemberRoles, Membership, OneTimeToken, OrgRole, RoleSet, Timestamp, TokenHash, User, UserId,
+    Mail, MemberRoles, Membership, OneTimeToken, OrgId, OrgRole, RoleSet, Timestamp, TokenHash, User, UserId,
 };
 use crate::store::{Loaded, Record, Store, StoreError, StoreOp, Visitor, convert};
 
@@ -22,11 +23,11 @@ use crate::store::{Loaded, Record, Store, StoreError, StoreOp, Visitor, convert}
 pub struct LoadTimes {
     /// Reading, decoding and indexing the organizations and accounts (and tokens and outbox, which are few).
     pub users: Duration,
-    /// The same for the sessions, on the second thread.
+    /// The same for the sessions, then reading and sorting the memberships, on the second thread.
     pub sessions: Duration,
-    /// Beyond the later of the two: checking the sessions against their accounts and building the ordered views
-    /// (creation order, e-mail order, members, sessions by user), which the accounts' views start on another
-    /// thread as soon as the accounts are read.
+    /// Beyond the later of the two: checking the sessions and memberships against their accounts, indexing the
+    /// memberships and building the ordered views (creation order, e-mail order, members, sessions by user), which
+    /// the accounts' views start on another thread as soon as the accounts are read.
     pub views: Duration,
 }
 
@@ -95,6 +96,11 @@ struct Accounts<'i> {
     outbox: Vec<Mail>,
     /// Every account, in the store's order, until the thread that builds their ordered views takes them.
     users: Vec<Arc<User>>,
+    /// Every account's id and organization, for the memberships' check in [`finish`] (the accounts themselves are
+    /// the views thread's by then).
+    held: Vec<Held>,
+    /// Memberships, when the store hands them to this side (PostgreSQL does).
+    members: Members,
     /// That thread: it starts when the accounts are read and runs while the sessions are.
     views: Option<JoinHandle<Result<Views, UserId>>>,
     read: Option<Duration>,
@@ -102,6 +108,8 @@ struct Accounts<'i> {
 
 /// What the accounts' half leaves for [`finish`].
 struct AccountsRead {
+    held: Vec<Held>,
+    members: Members,
     cleanup: Vec<StoreOp>,
     outbox: Vec<Mail>,
     views: JoinHandle<Result<Views, UserId>>,
@@ -118,6 +126,8 @@ impl<'i> Accounts<'i> {
             cleanup: Vec::new(),
             outbox: Vec::new(),
             users: Vec::new(),
+            held: Vec::new(),
+            members: Members::default(),
             views: None,
             read: None,
         }
@@ -126,7 +136,15 @@ impl<'i> Accounts<'i> {
     fn finish(mut self) -> AccountsRead {
         self.done();
         let views = self.views.take().unwrap_or_else(|| std::thread::spawn(|| UserIndex::build_views(Vec::new())));
-        AccountsRead { cleanup: self.cleanup, outbox: self.outbox, views, read: self.read.unwrap_or_default() }
+        let (held, members) = (self.held, self.members);
+        AccountsRead {
+            held,
+            members,
+            cleanup: self.cleanup,
+            outbox: self.outbox,
+            views,
+            read: self.read.unwrap_or_default(),
+        }
     }
 }
 
@@ -144,6 +162,7 @@ impl Visitor for Accounts<'_> {
             Record::User(r) => {
                 // Two accounts with one e-mail are refused in `finish`, where the e-mail order is built.
                 let user = Arc::new(convert::user(r, self.roles));
+                self.held.push(Held { id: user.id, org: user.organization_id, created_at: user.created_at });
                 self.users.push(Arc::clone(&user));
                 indexes.users.publish_loaded(user);
             }
@@ -167,15 +186,8 @@ impl Visitor for Accounts<'_> {
                 }
             }
             Record::Outbox(r) => self.outbox.push(convert::mail(r)),
-            // After the organizations and accounts: one whose organization or account is gone goes with them.
-            Record::Member(r) => {
-                let member = convert::membership(&r);
-                if indexes.orgs.get(member.org).is_some() && indexes.users.contains(member.user) {
-                    indexes.members.publish_member(Arc::new(member));
-                } else {
-                    self.cleanup.push(StoreOp::DeleteMember(r.org, r.user));
-                }
-            }
+            // Checked against the organizations and accounts in `finish`.
+            Record::Member(r) => self.members.push(&r),
             Record::Invitation(r) => {
                 let invitation = convert::invitation(&r);
                 if indexes.orgs.get(invitation.org).is_some() {
@@ -205,19 +217,7 @@ impl Visitor for Accounts<'_> {
     fn done(&mut self) {
         if self.read.is_none() {
             self.read = Some(self.started.elapsed());
-            // An account's organization (`organizationId`) is its primary membership: one written before
-            // memberships existed (or by an import or seed, which write accounts only) gets its record now, as a
-            // `member` since it joined, with the id every node derives alike.
-            for user in &self.users {
-                if let Some(org) = user.organization_id
-                    && !self.indexes.members.contains(org, user.id)
-                {
-                    let roles = MemberRoles::one(OrgRole::Member);
-                    let member = Membership::new(org, user.id, roles, user.created_at);
-                    self.cleanup.push(StoreOp::PutMember(convert::membership_record(&member)));
-                    self.indexes.members.publish_member(Arc::new(member));
-                }
-            }
+            self.members.sort();
             let users = std::mem::take(&mut self.users);
             self.views = Some(std::thread::spawn(move || UserIndex::build_views(users)));
         }
@@ -233,6 +233,8 @@ struct Sessions<'i> {
     /// The user and token hash of every unexpired session, in the store's order (by user).
     unexpired: Vec<(UserId, TokenHash)>,
     expired: Vec<StoreOp>,
+    /// The memberships, which the embedded store hands to this side after the sessions.
+    members: Members,
     read: Option<Duration>,
 }
 
@@ -240,24 +242,39 @@ struct Sessions<'i> {
 struct SessionsRead {
     unexpired: Vec<(UserId, TokenHash)>,
     expired: Vec<StoreOp>,
+    members: Members,
     read: Duration,
 }
 
 impl<'i> Sessions<'i> {
     fn new(index: &'i SessionIndex, now: Timestamp, started: Instant) -> Self {
-        Self { index, now, started, unexpired: Vec::new(), expired: Vec::new(), read: None }
+        Self {
+            index,
+            now,
+            started,
+            unexpired: Vec::new(),
+            expired: Vec::new(),
+            members: Members::default(),
+            read: None,
+        }
     }
 
     fn finish(mut self) -> SessionsRead {
         self.done();
-        SessionsRead { unexpired: self.unexpired, expired: self.expired, read: self.read.unwrap_or_default() }
+        let read = self.read.unwrap_or_default();
+        SessionsRead { unexpired: self.unexpired, expired: self.expired, members: self.members, read }
     }
 }
 
 impl Visitor for Sessions<'_> {
     fn record(&mut self, record: Record) -> Result<(), StoreError> {
-        let Record::Session(hash, r) = record else {
-            unreachable!("the store hands only sessions to this half");
+        let (hash, r) = match record {
+            Record::Session(hash, r) => (hash, r),
+            Record::Member(r) => {
+                self.members.push(&r);
+                return Ok(());
+            }
+            _ => unreachable!("the store hands only sessions and memberships to this half"),
         };
         let agent = self.index.user_agent(&r.user_agent);
         let session = convert::session_with_agent(r, agent);
@@ -271,7 +288,96 @@ impl Visitor for Sessions<'_> {
     }
 
     fn done(&mut self) {
-        self.read.get_or_insert_with(|| self.started.elapsed());
+        if self.read.is_none() {
+            self.members.sort();
+            self.read = Some(self.started.elapsed());
+        }
+    }
+}
+
+/// An account as the memberships' check needs it.
+struct Held {
+    id: UserId,
+    org: Option<OrgId>,
+    created_at: Timestamp,
+}
+
+/// The memberships read, by (user, organization) once sorted: each with its key beside it, so that sorting them
+/// and walking them beside the accounts reads the list in order, not every membership from wherever it is.
+#[derive(Default)]
+struct Members(Vec<((UserId, OrgId), Arc<Membership>)>);
+
+impl Members {
+    fn push(&mut self, r: &crate::store::MembershipRecordV1) {
+        let member = convert::membership(r);
+        self.0.push(((member.user, member.org), Arc::new(member)));
+    }
+
+    /// The store hands them over by organization: a merge of as many sorted runs as there are organizations.
+    fn sort(&mut self) {
+        self.0.sort_by_key(|a| a.0);
+    }
+
+    fn merge(&mut self, other: Members) {
+        if self.0.is_empty() {
+            *self = other;
+        } else if !other.0.is_empty() {
+            self.0.extend(other.0);
+            self.sort();
+        }
+    }
+
+    /// The memberships to index, in (user, organization) order: those whose account and organization exist, and
+    /// each account's primary one. A membership whose account or organization is gone goes with them; an account's
+    /// organization (`organizationId`) is its primary membership, so one written before memberships existed (or by
+    /// an import or seed, which write accounts only) gets its record now, as a `member` since it joined, with the id
+    /// every node derives alike. Both lists are walked side by side in user order: no look-up per record (at
+    /// 10,000,000 accounts a look-up in a map of them, and one in the memberships by user, for each, were most of
+    /// the memberships' part of a start).
+    fn check(
+        self,
+        indexes: &Indexes,
+        mut held: Vec<Held>,
+        cleanup: &mut Vec<StoreOp>,
+    ) -> Vec<((UserId, OrgId), Arc<Membership>)> {
+        // The embedded store reads the accounts in id order; PostgreSQL's need not be.
+        if !held.is_sorted_by(|a, b| a.id <= b.id) {
+            held.sort_unstable_by_key(|h| h.id);
+        }
+        let mut last_org: Option<(OrgId, bool)> = None;
+        let mut org_exists = |org: OrgId| match last_org {
+            Some((id, exists)) if id == org => exists,
+            _ => {
+                let exists = indexes.orgs.get(org).is_some();
+                last_org = Some((org, exists));
+                exists
+            }
+        };
+        let mut drop_member =
+            |(user, org): (UserId, OrgId)| cleanup.push(StoreOp::DeleteMember(org.to_bytes(), user.to_bytes()));
+        let mut kept = Vec::with_capacity(self.0.len());
+        let mut added = Vec::new();
+        let mut members = self.0.into_iter().peekable();
+        for account in held {
+            let start = kept.len();
+            while let Some((key, member)) = members.next_if(|((user, _), _)| *user <= account.id) {
+                if key.0 == account.id && org_exists(key.1) {
+                    kept.push((key, member));
+                } else {
+                    drop_member(key);
+                }
+            }
+            let Some(org) = account.org else { continue };
+            if kept[start..].iter().all(|((_, o), _)| *o != org) {
+                let member = Membership::new(org, account.id, MemberRoles::one(OrgRole::Member), account.created_at);
+                added.push(StoreOp::PutMember(convert::membership_record(&member)));
+                kept.push(((account.id, org), Arc::new(member)));
+                kept[start..].sort_by_key(|a| a.0);
+            }
+        }
+        members.for_each(|(key, _)| drop_member(key));
+        cleanup.extend(added);
+        kept
     }
 }
 
@@ -298,6 +404,9 @@ fn finish(indexes: Indexes, accounts: AccountsRead, sessions: SessionsRead) -> R
         may
     });
     indexes.sessions.finish_load(live);
+    let mut members = accounts.members;
+    members.merge(sessions.members);
+    indexes.members.load(members.check(&indexes, accounts.held, &mut cleanup));
     // A panic there is a bug, not bad data: the same as a panic here.
     match accounts.views.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
         Ok(views) => indexes.users.install(views),

@@ -313,6 +313,81 @@ fn a_load_reads_every_record_or_stops_at_the_first_bad_one() {
     assert!(refused.contains("share the slug"), "{refused}");
 }
 
+/// Start-up checks the memberships against the accounts and organizations in one walk beside the accounts: an
+/// account's organization without a record gets one (written by the cleanup), a membership of an account or an
+/// organization that is gone is removed, and the others are indexed as they are, however the ids interleave.
+#[test]
+fn a_load_keeps_the_memberships_of_what_exists_and_gives_each_account_its_organization() {
+    use crate::domain::{MemberRoles, Membership, OrgRole};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
+    let org = |slug: &str| Organization {
+        id: OrgId::new(),
+        name: Name::parse("Org").unwrap(),
+        slug: Slug::parse(slug).unwrap(),
+        logo: None,
+        metadata: None,
+        created_at: Timestamp::now(),
+    };
+    let (first, second, gone_org) = (org("first"), org("second"), OrgId::new());
+    let mut users: Vec<User> = (0..6).map(|n| user(&format!("u{n}@example.com"), roles.default_role())).collect();
+    users.sort_by_key(|u| u.id);
+    // 0: organization, no record; 1: organization and its record, and one more; 2: a record, no organization;
+    // 3: a record of an organization that is gone; 5: no organization, no record. Account 4 is never stored.
+    users[0].organization_id = Some(first.id);
+    users[1].organization_id = Some(second.id);
+    let member = |org: OrgId, user: &User, role| {
+        StoreOp::PutMember(convert::membership_record(&Membership::new(
+            org,
+            user.id,
+            MemberRoles::one(role),
+            user.created_at,
+        )))
+    };
+    let mut ops = vec![StoreOp::PutOrg(convert::org_record(&first)), StoreOp::PutOrg(convert::org_record(&second))];
+    ops.extend(
+        users.iter().enumerate().filter(|(n, _)| *n != 4).map(|(_, u)| StoreOp::PutUser(convert::user_record(u))),
+    );
+    ops.push(member(second.id, &users[1], OrgRole::Owner));
+    ops.push(member(first.id, &users[1], OrgRole::Admin));
+    ops.push(member(first.id, &users[2], OrgRole::Member));
+    ops.push(member(gone_org, &users[3], OrgRole::Member));
+    ops.push(member(first.id, &users[4], OrgRole::Member));
+    store.commit(&ops).unwrap();
+
+    let built = super::load::build(&store, &roles).unwrap();
+    let members = &built.indexes.members;
+    let orgs_of = |n: usize| {
+        let mut orgs: Vec<OrgId> = members.of_user(users[n].id).iter().map(|m| m.org).collect();
+        orgs.sort();
+        orgs
+    };
+    let mut both = vec![first.id, second.id];
+    both.sort();
+    assert_eq!(orgs_of(0), [first.id], "the organization became a membership");
+    assert_eq!(orgs_of(1), both);
+    assert!(members.get(second.id, users[1].id).unwrap().roles.is_owner(), "a record is kept as it is");
+    assert_eq!(orgs_of(2), [first.id]);
+    assert!(orgs_of(3).is_empty() && orgs_of(4).is_empty() && orgs_of(5).is_empty());
+    assert_eq!(members.count(first.id), 3);
+    assert!(members.by_id(crate::domain::MemberId::of(first.id, users[0].id)).is_some());
+    let mut cleanup: Vec<String> = built
+        .cleanup
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::PutMember(r) => Some(format!("put {}", UserId::from_bytes(r.user))),
+            StoreOp::DeleteMember(_, user) => Some(format!("delete {}", UserId::from_bytes(*user))),
+            _ => None,
+        })
+        .collect();
+    cleanup.sort();
+    let mut want =
+        vec![format!("put {}", users[0].id), format!("delete {}", users[3].id), format!("delete {}", users[4].id)];
+    want.sort();
+    assert_eq!(cleanup, want);
+}
+
 /// Before: a call whose caller had stopped waiting (its 10 s over, or its request dropped) still ran once the
 /// actor got to it. While the store was stuck calls piled up behind the flush in progress, and each then did its
 /// work for nobody: here a sign-in's attempt, reserved in the shared database after its caller had been answered

@@ -44,6 +44,21 @@ impl Roster {
         self.owners
     }
 
+    /// The roster of `members` (one organization's, none twice), built from their sorted order: full runs, each
+    /// allocated at its size (start-up).
+    pub fn from_members(members: Vec<Arc<Membership>>) -> Self {
+        let mut sorted: Vec<(Place, Arc<Membership>)> = members.into_iter().map(|m| (place(&m), m)).collect();
+        sorted.sort_by_key(|a| a.0);
+        let owners = sorted.iter().filter(|(_, m)| m.roles.is_owner()).count();
+        let len = sorted.len();
+        let mut runs = Vec::with_capacity(len.div_ceil(RUN));
+        let mut entries = sorted.into_iter();
+        while entries.len() > 0 {
+            runs.push(entries.by_ref().take(RUN).collect::<Vec<_>>());
+        }
+        Self { runs, len, owners }
+    }
+
     /// The run `at` belongs in (the first whose last entry is not before it), or the last run.
     fn run_of(&self, at: &Place) -> usize {
         self.runs.partition_point(|run| run.last().is_some_and(|(last, _)| last < at)).min(self.runs.len() - 1)
@@ -71,6 +86,11 @@ impl Roster {
                     // Appending (the usual) leaves a full run behind it; anywhere else, two halves.
                     let keep = if i == run.len() - 1 { RUN } else { run.len() / 2 };
                     let rest = run.split_off(keep);
+                    if keep == RUN {
+                        // Full, and unlikely to grow again (joins go to the end): without this a run kept the
+                        // room it doubled to for its last entry, twice its size, in every run of a roster.
+                        run.shrink_to_fit();
+                    }
                     self.runs.insert(r + 1, rest);
                 }
                 None
@@ -171,6 +191,26 @@ mod tests {
         assert_eq!(roster.len(), 200);
         assert!(roster.runs.len() <= 200 / (RUN / 4) + 1, "{} runs left for 200 members", roster.runs.len());
         assert!(roster.visit(190, 10, |_| ()) <= 10 + roster.runs.len());
+    }
+
+    /// A roster grown by joins in time order, and one built at start-up, hold their entries and little spare room
+    /// (a run that had doubled its room for its 257th entry kept it after the split: twice the bytes).
+    #[test]
+    fn runs_keep_no_room_they_will_not_use() {
+        let org = OrgId::new();
+        let members: Vec<_> =
+            (0..10_000).map(|n| Membership::fixture(org, UserId::new(), n, OrgRole::Member)).collect();
+        let mut grown = Roster::default();
+        members.iter().for_each(|m| drop(grown.insert(Arc::clone(m))));
+        let built = Roster::from_members(members.iter().rev().cloned().collect());
+        for roster in [&grown, &built] {
+            let room: usize = roster.runs.iter().map(Vec::capacity).sum();
+            assert!(room <= 10_000 + 2 * RUN, "room for {room} entries");
+            assert_eq!(roster.len(), 10_000);
+        }
+        let order = |r: &Roster| r.page(0, usize::MAX).iter().map(|m| m.user).collect::<Vec<_>>();
+        assert_eq!(order(&built), order(&grown));
+        assert_eq!(built.runs.len(), 10_000usize.div_ceil(RUN));
     }
 
     /// Joins, role changes and departures in a scrambled order: the roster says what an ordered map says.
