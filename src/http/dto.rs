@@ -155,23 +155,9 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
     out.extend_from_slice(b",\"userAgent\":");
     json_str(&mut out, &session.user_agent);
     out.extend_from_slice(b",\"impersonatedBy\":");
-    match session.impersonated_by.as_deref() {
-        Some(admin) => {
-            out.push(b'"');
-            admin.append_hyphenated(&mut out);
-            out.push(b'"');
-        }
-        None => out.extend_from_slice(b"null"),
-    }
+    id_or_null(&mut out, session.impersonated_by.as_deref().copied().map(uuid::Uuid::from));
     out.extend_from_slice(b",\"activeOrganizationId\":");
-    match session.active_organization.as_deref() {
-        Some(org) => {
-            out.push(b'"');
-            org.append_hyphenated(&mut out);
-            out.push(b'"');
-        }
-        None => out.extend_from_slice(b"null"),
-    }
+    id_or_null(&mut out, session.active_organization.as_deref().copied().map(uuid::Uuid::from));
     out.extend_from_slice(b"},\"user\":");
     out.extend_from_slice(rendered);
     out.push(b'}');
@@ -222,18 +208,23 @@ pub fn auth_user_json(u: &User) -> Vec<u8> {
     out.extend_from_slice(b",\"banExpires\":");
     time(&mut out, u.ban_expires);
     out.extend_from_slice(b",\"organizationId\":");
-    match u.organization_id {
-        Some(org) => {
-            out.push(b'"');
-            org.append_hyphenated(&mut out);
-            out.push(b'"');
-        }
-        None => out.extend_from_slice(b"null"),
-    }
+    id_or_null(&mut out, u.organization_id.map(uuid::Uuid::from));
     out.extend_from_slice(b",\"twoFactorEnabled\":");
     flag(&mut out, u.has_second_factor());
     out.push(b'}');
     out
+}
+
+/// An optional id as JSON: its hyphenated lower-case form in quotes, or `null`.
+fn id_or_null(out: &mut Vec<u8>, id: Option<uuid::Uuid>) {
+    match id {
+        Some(id) => {
+            out.push(b'"');
+            out.extend_from_slice(id.hyphenated().encode_lower(&mut uuid::Uuid::encode_buffer()).as_bytes());
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
 }
 
 /// `s` as a JSON string: copied as it is when nothing in it needs escaping (the usual case: serde_json escapes
