@@ -675,7 +675,6 @@ mod tests {
             created_at: now,
             updated_at: now,
             two_factor: None,
-            rendered: Default::default(),
         };
         let token = SessionToken::generate();
         let mail = templates.render(TokenKind::PasswordReset, &user, &token, Some("/reset?x=1"));

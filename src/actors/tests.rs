@@ -50,7 +50,6 @@ fn user(email: &str, role: Role) -> User {
         created_at: now,
         updated_at: now,
         two_factor: None,
-        rendered: Default::default(),
     }
 }
 

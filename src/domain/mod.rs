@@ -61,8 +61,6 @@ pub struct User {
     pub updated_at: Timestamp,
     /// The second factor, once enrolment has started (`enabled` once a first code confirmed it).
     pub two_factor: Option<std::sync::Arc<TwoFactor>>,
-    /// The user as the auth endpoints show it, rendered at the first session check that needs it.
-    pub rendered: Rendered,
 }
 
 impl User {
@@ -85,7 +83,6 @@ impl User {
             created_at: at,
             updated_at: at,
             two_factor: None,
-            rendered: Rendered::default(),
         }
     }
 
@@ -111,46 +108,6 @@ impl User {
     /// even before housekeeping lifts it in the store.
     pub fn is_banned_at(&self, now: Timestamp) -> bool {
         self.banned && self.ban_expires.is_none_or(|end| end > now)
-    }
-}
-
-/// A user's answer form (the auth endpoints' JSON object), rendered once and kept for the life of this `User`
-/// value. Users change rarely and sessions are checked constantly, so get-session copies these bytes instead of
-/// serialising a dozen fields each time.
-///
-/// It cannot go stale: a user is never changed in place (the index holds users behind `Arc` and replaces them
-/// whole), and a clone, the first step of every change, starts empty. It never counts in comparisons. Only users
-/// whose sessions are checked pay its memory.
-///
-/// One pointer wide (`OnceBox`, not `OnceLock`'s 24 bytes): a million accounts carry it. Two first checks at once
-/// may both render; one result is kept, and both are the same bytes.
-#[derive(Default)]
-pub struct Rendered(once_cell::race::OnceBox<Box<[u8]>>);
-
-impl Rendered {
-    /// The kept bytes, rendered by `render` the first time.
-    pub fn get_or_render(&self, render: impl FnOnce() -> Vec<u8>) -> &[u8] {
-        self.0.get_or_init(|| Box::new(render().into_boxed_slice()))
-    }
-}
-
-impl Clone for Rendered {
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl PartialEq for Rendered {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for Rendered {}
-
-impl std::fmt::Debug for Rendered {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() { "Rendered(kept)" } else { "Rendered(empty)" })
     }
 }
 

@@ -129,13 +129,16 @@ pub struct SessionAndUser<'a> {
     pub user: AuthUser<'a>,
 }
 
-/// `get-session`'s answer as bytes: the same as serialising [`SessionAndUser`], with the user's part copied from
-/// the user's kept rendering ([`domain::Rendered`]) instead of serialised again, and the session's part written
-/// field by field. Sessions are checked far more often than users change, and going through serde cost the
-/// session part 300 ns (it escapes every key and every timestamp); tests pin the bytes to serde's.
+/// `get-session`'s answer as bytes: the same as serialising [`SessionAndUser`] (tests pin the bytes to serde's),
+/// written field by field. Sessions are checked far more often than anything else is asked, and going through
+/// serde cost the session part alone 300 ns (it escapes every key and every timestamp).
+///
+/// The user is written anew on every check, not kept rendered on the account: with a random one of a million
+/// sessions per request nearly every check met its user for the first time anyway, and a kept rendering (~450
+/// bytes an account) made a node's memory grow with every account whose session was ever checked (4.5 GB more at
+/// 10,000,000 accounts).
 pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec<u8> {
-    let rendered = user.rendered.get_or_render(|| auth_user_json(user));
-    let mut out = Vec::with_capacity(384 + session.user_agent.len() + rendered.len());
+    let mut out = Vec::with_capacity(384 + token.len() + session.user_agent.len() + auth_user_len(user));
     out.extend_from_slice(b"{\"session\":{\"id\":\"");
     session.id.append_hyphenated(&mut out);
     out.extend_from_slice(b"\",\"token\":");
@@ -159,19 +162,28 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
     out.extend_from_slice(b",\"activeOrganizationId\":");
     id_or_null(&mut out, session.active_organization.as_deref().copied().map(uuid::Uuid::from));
     out.extend_from_slice(b"},\"user\":");
-    out.extend_from_slice(rendered);
+    append_auth_user(&mut out, user);
     out.push(b'}');
     out
 }
 
-/// [`AuthUser`] as bytes, written field by field: the same as serialising it (tests pin the bytes to serde's). With
-/// a random one of a million sessions per request nearly every session check renders its user for the first time,
-/// and through serde that was the check's largest own cost (every key and every timestamp escaped, the buffer
-/// grown twice).
-pub fn auth_user_json(u: &User) -> Vec<u8> {
+/// About the bytes [`append_auth_user`] writes (its fixed part, with room for escapes and timestamps, and its texts).
+fn auth_user_len(u: &User) -> usize {
     let optional = |s: Option<&str>| s.map_or(0, str::len);
     let texts = u.name.as_str().len() + u.email.as_str().len() + u.role.as_str().len();
-    let mut out = Vec::with_capacity(400 + texts + optional(u.image.as_deref()) + optional(u.ban_reason.as_deref()));
+    400 + texts + optional(u.image.as_deref()) + optional(u.ban_reason.as_deref())
+}
+
+/// [`AuthUser`] as bytes: the same as serialising it (tests pin the bytes to serde's).
+#[cfg(test)]
+fn auth_user_json(u: &User) -> Vec<u8> {
+    let mut out = Vec::with_capacity(auth_user_len(u));
+    append_auth_user(&mut out, u);
+    out
+}
+
+/// Appends [`AuthUser`]'s serialisation, written field by field.
+fn append_auth_user(out: &mut Vec<u8>, u: &User) {
     let flag = |out: &mut Vec<u8>, b: bool| out.extend_from_slice(if b { b"true" } else { b"false" });
     let text = |out: &mut Vec<u8>, s: Option<&str>| match s {
         Some(s) => json_str(out, s),
@@ -186,33 +198,32 @@ pub fn auth_user_json(u: &User) -> Vec<u8> {
         None => out.extend_from_slice(b"null"),
     };
     out.extend_from_slice(b"{\"id\":\"");
-    u.id.append_hyphenated(&mut out);
+    u.id.append_hyphenated(out);
     out.extend_from_slice(b"\",\"name\":");
-    json_str(&mut out, u.name.as_str());
+    json_str(out, u.name.as_str());
     out.extend_from_slice(b",\"email\":");
-    json_str(&mut out, u.email.as_str());
+    json_str(out, u.email.as_str());
     out.extend_from_slice(b",\"emailVerified\":");
-    flag(&mut out, u.email_verified);
+    flag(out, u.email_verified);
     out.extend_from_slice(b",\"image\":");
-    text(&mut out, u.image.as_deref());
+    text(out, u.image.as_deref());
     out.extend_from_slice(b",\"createdAt\":");
-    time(&mut out, Some(u.created_at));
+    time(out, Some(u.created_at));
     out.extend_from_slice(b",\"updatedAt\":");
-    time(&mut out, Some(u.updated_at));
+    time(out, Some(u.updated_at));
     out.extend_from_slice(b",\"role\":");
-    json_str(&mut out, u.role.as_str());
+    json_str(out, u.role.as_str());
     out.extend_from_slice(b",\"banned\":");
-    flag(&mut out, u.banned);
+    flag(out, u.banned);
     out.extend_from_slice(b",\"banReason\":");
-    text(&mut out, u.ban_reason.as_deref());
+    text(out, u.ban_reason.as_deref());
     out.extend_from_slice(b",\"banExpires\":");
-    time(&mut out, u.ban_expires);
+    time(out, u.ban_expires);
     out.extend_from_slice(b",\"organizationId\":");
-    id_or_null(&mut out, u.organization_id.map(uuid::Uuid::from));
+    id_or_null(out, u.organization_id.map(uuid::Uuid::from));
     out.extend_from_slice(b",\"twoFactorEnabled\":");
-    flag(&mut out, u.has_second_factor());
+    flag(out, u.has_second_factor());
     out.push(b'}');
-    out
 }
 
 /// An optional id as JSON: its hyphenated lower-case form in quotes, or `null`.
@@ -373,7 +384,6 @@ mod tests {
                 })
                 .unwrap();
                 assert_eq!(session_and_user_json(&s, "tok\"en", &u), plain);
-                assert_eq!(session_and_user_json(&s, "tok\"en", &u), plain, "from the kept rendering");
                 assert!(!String::from_utf8(plain).unwrap().contains("argon2"));
             }
         }
@@ -398,21 +408,5 @@ mod tests {
             let plain = serde_json::to_vec(&AuthUser::from(u)).unwrap();
             assert_eq!(String::from_utf8(auth_user_json(u)).unwrap(), String::from_utf8(plain).unwrap());
         }
-    }
-
-    /// A change starts from a clone, and a clone keeps nothing rendered: the changed user's answer is new.
-    #[test]
-    fn a_changed_user_is_rendered_anew() {
-        let before = user("Before", None);
-        let s = session(&before);
-        let first = session_and_user_json(&s, "tok", &before);
-        let mut after = before.clone();
-        after.name = Name::from_trusted("After".to_owned());
-        let second = session_and_user_json(&s, "tok", &after);
-        assert_ne!(first, second);
-        let plain =
-            serde_json::to_vec(&SessionAndUser { session: AuthSession::new(&s, "tok"), user: AuthUser::from(&after) })
-                .unwrap();
-        assert_eq!(second, plain);
     }
 }

@@ -149,7 +149,6 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             created_at: now,
             updated_at: now,
             two_factor: None,
-            rendered: Default::default(),
         };
         ids.push(user.id);
         StoreOp::PutUser(convert::user_record(&user))

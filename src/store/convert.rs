@@ -63,7 +63,6 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
                 backup_codes: t.backup_codes.into_boxed_slice(),
             })
         }),
-        rendered: Default::default(),
     }
 }
 

@@ -37,7 +37,6 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         created_at: now,
         updated_at: now,
         two_factor: None,
-        rendered: Default::default(),
     }
 }
 
