@@ -41,6 +41,10 @@ use super::KeyHash;
 pub(crate) trait Key<V>: Copy + Eq + Hash {
     /// Written once into a slot, before the slot's pointer.
     type Kept: Copy + PartialEq + Send + Sync;
+    /// Where the key is filed: its probe starts at this hash scaled to the table.
+    fn hash_with(&self, hasher: &KeyHash) -> u64 {
+        hasher.hash_one(self)
+    }
     fn kept(&self, hash: u64) -> Self::Kept;
     /// Whether the entry (`kept`, `value`) is this key's (`hash` is this key's hash).
     fn is(&self, hash: u64, kept: &Self::Kept, value: &V) -> bool;
@@ -48,7 +52,7 @@ pub(crate) trait Key<V>: Copy + Eq + Hash {
     fn of(kept: &Self::Kept, value: &V) -> Self;
     /// The hash of an entry's key, for a rebuild.
     fn hash_of(kept: &Self::Kept, value: &V, hasher: &KeyHash) -> u64 {
-        hasher.hash_one(Self::of(kept, value))
+        Self::of(kept, value).hash_with(hasher)
     }
 }
 
@@ -180,7 +184,7 @@ impl<K: Key<V>, V> InlineMap<K, V> {
     }
 
     fn find(&self, guard: &LocalGuard<'_>, key: &K) -> Option<*const V> {
-        let hash = self.hasher.hash_one(key);
+        let hash = key.hash_with(&self.hasher);
         // SAFETY: the table is replaced only by a rebuild, which retires the old one through the collector: it
         // stays allocated while `guard` lives.
         let table = unsafe { &*guard.protect(&self.table, Ordering::Acquire) };
@@ -199,6 +203,30 @@ impl<K: Key<V>, V> InlineMap<K, V> {
                 let (kept, entry) = unsafe { ((*slot.kept.get()).assume_init_ref(), &*value) };
                 if key.is(hash, kept, entry) {
                     return Some(value);
+                }
+            }
+            i = table.next(i);
+        }
+    }
+
+    /// Visits every entry whose key's hash ([`Key::hash_with`]) is `hash`: the keys filed under it (a probe, as a
+    /// miss of `get` costs).
+    pub(crate) fn with_hash(&self, hash: u64, mut visit: impl FnMut(K, &V)) {
+        let guard = self.collector.enter();
+        // SAFETY: as in `find`.
+        let table = unsafe { &*guard.protect(&self.table, Ordering::Acquire) };
+        let mut i = table.home(hash);
+        loop {
+            let slot = &table.slots[i];
+            let value = guard.protect(&slot.value, Ordering::Acquire);
+            if value.is_null() {
+                return;
+            }
+            if value != tomb() {
+                // SAFETY: as in `find`.
+                let (kept, entry) = unsafe { ((*slot.kept.get()).assume_init_ref(), &*value) };
+                if K::hash_of(kept, entry, &self.hasher) == hash {
+                    visit(K::of(kept, entry), entry);
                 }
             }
             i = table.next(i);
@@ -236,7 +264,7 @@ impl<K: Key<V>, V> InlineMap<K, V> {
     /// Makes `value` the entry of `key`; the value it replaces, if any.
     pub(crate) fn insert(&self, key: K, value: Arc<V>) -> Option<Arc<V>> {
         let mut used = self.lock();
-        let hash = self.hasher.hash_one(key);
+        let hash = key.hash_with(&self.hasher);
         let current = self.table.load(Ordering::Acquire);
         // SAFETY: only the writer (we hold its lock) replaces or retires the table.
         let table = unsafe { &*current };
@@ -288,7 +316,7 @@ impl<K: Key<V>, V> InlineMap<K, V> {
     /// Removes the entry of `key`; its value, if it had one.
     pub(crate) fn remove(&self, key: &K) -> Option<Arc<V>> {
         let _writer = self.lock();
-        let hash = self.hasher.hash_one(key);
+        let hash = key.hash_with(&self.hasher);
         // SAFETY: only the writer replaces or retires the table.
         let table = unsafe { &*self.table.load(Ordering::Acquire) };
         let mut i = table.home(hash);
@@ -454,6 +482,10 @@ mod tests {
 
     impl Key<Item> for Whole {
         type Kept = [u8; 32];
+        /// Filed by its first eight bytes, as a token hash is.
+        fn hash_with(&self, _: &KeyHash) -> u64 {
+            u64::from_le_bytes(self.0[..8].try_into().unwrap())
+        }
         fn kept(&self, _: u64) -> [u8; 32] {
             self.0
         }
@@ -524,6 +556,29 @@ mod tests {
         map.insert(whole(3), Item::new(33));
         assert_eq!(map.get(&whole(3)).map(|i| i.id), Some(33));
         assert_eq!(map.pin().iter().filter(|(k, _)| *k == whole(3)).count(), 1);
+    }
+
+    #[test]
+    fn the_keys_filed_under_a_hash_are_all_found_by_it() {
+        let map: InlineMap<Whole, Item> = InlineMap::default();
+        let (mut twin, mut other) = (whole(7), whole(8));
+        twin.0[31] = 1;
+        other.0[31] = 1;
+        for (n, key) in [whole(7), twin, whole(8), other].into_iter().enumerate() {
+            map.insert(key, Item::new(n as u64));
+        }
+        map.insert(whole(9), Item::new(9));
+        map.remove(&whole(9));
+        let filed = |hash: u64| {
+            let mut found = Vec::new();
+            map.with_hash(hash, |key, item| found.push((key, item.id)));
+            found.sort_unstable_by_key(|(_, id)| *id);
+            found
+        };
+        assert_eq!(filed(7), [(whole(7), 0), (twin, 1)]);
+        assert_eq!(filed(8), [(whole(8), 2), (other, 3)]);
+        assert!(filed(9).is_empty(), "removed");
+        assert!(filed(10).is_empty());
     }
 
     #[test]
