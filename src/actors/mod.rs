@@ -24,6 +24,7 @@
 mod attempts;
 pub mod audit;
 pub mod counters;
+mod inline_map;
 pub mod linked;
 pub mod load;
 mod mailbox;
@@ -92,10 +93,10 @@ pub struct Handles {
 #[error("the service is temporarily unavailable")]
 pub struct Unavailable;
 
-/// The hash of the two big read maps: accounts by id and sessions by token hash, which every session check reads.
-/// Their keys are made by the server (random UUIDs, SHA-256 digests of random tokens), never chosen by a client, so
-/// a fast seeded hash is enough: SipHash, the standard library's, was a fifth of the start-up time at a million
-/// accounts and sessions.
+/// The hash of the big read maps by id (accounts, which every session check reads, and memberships; the sessions
+/// are filed by their token hash's own first bytes, see `sessions/index.rs`). Their keys are made by the server
+/// (random UUIDs, SHA-256 digests of random tokens), never chosen by a client, so a fast seeded hash is enough:
+/// SipHash, the standard library's, was a fifth of the start-up time at a million accounts and sessions.
 type KeyHash = foldhash::fast::RandomState;
 
 /// A read lock on one of the ordered views of an index. A poisoned lock means a panic while the actor that owns

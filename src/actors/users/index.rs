@@ -16,15 +16,35 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as Atomic};
 use std::sync::{Arc, RwLock};
 
+use crate::actors::inline_map::{InlineMap, Key};
 use crate::actors::{KeyHash, read, write};
 use crate::domain::{Email, HashCost, OrgId, Timestamp, User, UserId};
+
+/// An account holds its id: its slot keeps the key's 64-bit hash as a tag (16-byte slots), and the id is compared
+/// in the account once the tag matches (a read the caller makes anyway: it takes a reference to the account).
+impl Key<User> for UserId {
+    type Kept = u64;
+    fn kept(&self, hash: u64) -> u64 {
+        hash
+    }
+    fn is(&self, hash: u64, kept: &u64, user: &User) -> bool {
+        *kept == hash && user.id == *self
+    }
+    fn of(_: &u64, user: &User) -> Self {
+        user.id
+    }
+    fn hash_of(kept: &u64, _: &User, _: &KeyHash) -> u64 {
+        *kept
+    }
+}
 
 /// A user's place in the creation order: the admin lists' order, and the key their cursors name.
 pub type Place = (Timestamp, UserId);
 
 #[derive(Default)]
 pub struct UserIndex {
-    by_id: papaya::HashMap<UserId, Arc<User>, KeyHash>,
+    /// The session check's map: entries in its table, reads that never wait (see [`InlineMap`]).
+    by_id: InlineMap<UserId, User>,
     by_created: RwLock<BTreeSet<InOrder<Created>>>,
     by_email_order: RwLock<BTreeSet<ByEmail>>,
     /// Members of each organization in creation order (only accounts that have one).
@@ -246,18 +266,18 @@ fn email_prefix(email: &Email) -> u64 {
 
 impl UserIndex {
     pub fn with_capacity(users: usize) -> Self {
-        Self { by_id: papaya::HashMap::with_capacity_and_hasher(users, KeyHash::default()), ..Self::default() }
+        Self { by_id: InlineMap::with_capacity(users), ..Self::default() }
     }
 
     pub fn get(&self, id: UserId) -> Option<Arc<User>> {
-        self.by_id.pin().get(&id).cloned()
+        self.by_id.get(&id)
     }
 
     /// Whether account `id` exists, without taking a reference to it: start-up asks this for every membership
     /// (every account may have one), and a reference would write to each account's counter, one more read from
     /// anywhere in memory each.
     pub fn contains(&self, id: UserId) -> bool {
-        self.by_id.pin().contains_key(&id)
+        self.by_id.contains_key(&id)
     }
 
     /// Not before [`finish_load`](Self::finish_load) at start-up (the e-mail order is built there).
@@ -339,7 +359,7 @@ impl UserIndex {
 
     /// Whether any account has role `admin` (banned or not): the bootstrap variables act only when none has.
     pub fn any_admin(&self) -> bool {
-        self.by_id.pin().values().any(|u| u.role.is_admin())
+        self.by_id.pin().iter().any(|(_, u)| u.role.is_admin())
     }
 
     /// How many accounts still have a better-auth scrypt hash.
@@ -358,14 +378,14 @@ impl UserIndex {
     pub(crate) fn publish_loaded(&self, user: Arc<User>) {
         self.count_legacy(false, user.has_legacy_hash());
         self.costs.count(&user.password_hash, true);
-        self.by_id.pin().insert(user.id, user);
+        self.by_id.insert(user.id, user);
     }
 
     /// Builds the ordered views of the accounts loaded, from the map (start-up builds them on another thread with
     /// [`build_views`](Self::build_views) and [`install`](Self::install)).
     #[cfg(test)]
     pub(crate) fn finish_load(&self) -> Result<(), UserId> {
-        let users: Vec<Arc<User>> = self.by_id.pin().values().cloned().collect();
+        let users: Vec<Arc<User>> = self.by_id.values();
         self.install(Self::build_views(users)?);
         Ok(())
     }
@@ -419,11 +439,11 @@ impl UserIndex {
     /// Whether account `id` exists and is not banned at `now`, without taking a reference to it (start-up asks
     /// this for every session while another thread builds the views from the same accounts).
     pub(crate) fn may_hold_session(&self, id: UserId, now: Timestamp) -> bool {
-        self.by_id.pin().get(&id).is_some_and(|u| !u.is_banned_at(now))
+        self.by_id.get_with(&id, |u| !u.is_banned_at(now)).unwrap_or(false)
     }
 
     pub(crate) fn publish(&self, user: Arc<User>) {
-        let old = self.by_id.pin().insert(user.id, Arc::clone(&user)).cloned();
+        let old = self.by_id.insert(user.id, Arc::clone(&user));
         self.count_legacy(old.as_ref().is_some_and(|o| o.has_legacy_hash()), user.has_legacy_hash());
         if old.as_ref().is_none_or(|o| o.password_hash != user.password_hash) {
             if let Some(old) = &old {
@@ -517,10 +537,10 @@ impl UserIndex {
 
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: UserId) {
-        if let Some(user) = self.by_id.pin().remove(&id) {
+        if let Some(user) = self.by_id.remove(&id) {
             self.count_legacy(user.has_legacy_hash(), false);
             self.costs.count(&user.password_hash, false);
-            self.unlist(user);
+            self.unlist(&user);
         }
     }
 
@@ -536,6 +556,24 @@ mod tests {
 
     fn user(email: &str, ms: i64) -> Arc<User> {
         Arc::new(User { role: Role::admin(), ..User::fixture(email, Timestamp::from_millis(ms)) })
+    }
+
+    /// The map the session check reads keeps each account in its table: a 16-byte slot at a load of 3/4 after a
+    /// load sized by `with_capacity` (~22 bytes; papaya, before, boxed each entry beside a table of pointers).
+    #[test]
+    fn a_loaded_account_costs_under_twenty_four_bytes_of_map() {
+        let users: Vec<_> =
+            (0..20_000).map(|n| Arc::new(User::fixture(&format!("u{n}@x.io"), Timestamp::from_millis(n)))).collect();
+        let (index, bytes) = crate::alloc_count::bytes_in(|| {
+            let index = UserIndex::with_capacity(users.len());
+            for user in &users {
+                index.publish_loaded(Arc::clone(user));
+            }
+            index
+        });
+        let per_account = bytes / 20_000;
+        assert!(per_account < 24, "{per_account} bytes of map per account");
+        assert!(users.iter().all(|u| index.get(u.id).is_some_and(|found| Arc::ptr_eq(&found, u))));
     }
 
     #[test]
