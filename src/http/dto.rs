@@ -30,16 +30,16 @@ impl<'a> From<&'a User> for AuthUser<'a> {
     fn from(u: &'a User) -> Self {
         Self {
             id: u.id,
-            name: u.name.as_str(),
-            email: u.email.as_str(),
+            name: u.name(),
+            email: u.email(),
             email_verified: u.email_verified,
-            image: u.image.as_deref(),
+            image: u.image(),
             created_at: u.created_at,
             updated_at: u.updated_at,
             role: u.role.as_str(),
             banned: u.banned,
-            ban_reason: u.ban_reason.as_deref(),
-            ban_expires: u.ban_expires,
+            ban_reason: u.ban_reason(),
+            ban_expires: u.ban_expires(),
             organization_id: u.organization_id,
             two_factor_enabled: u.has_second_factor(),
         }
@@ -97,8 +97,8 @@ impl<'a> From<&'a User> for AdminUser<'a> {
     fn from(u: &'a User) -> Self {
         Self {
             id: u.id,
-            name: u.name.as_str(),
-            email: u.email.as_str(),
+            name: u.name(),
+            email: u.email(),
             role: u.role.as_str(),
             organization_id: u.organization_id,
             banned: u.banned,
@@ -170,8 +170,8 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
 /// grown twice).
 pub fn auth_user_json(u: &User) -> Vec<u8> {
     let optional = |s: Option<&str>| s.map_or(0, str::len);
-    let texts = u.name.as_str().len() + u.email.as_str().len() + u.role.as_str().len();
-    let mut out = Vec::with_capacity(400 + texts + optional(u.image.as_deref()) + optional(u.ban_reason.as_deref()));
+    let texts = u.name().len() + u.email().len() + u.role.as_str().len();
+    let mut out = Vec::with_capacity(400 + texts + optional(u.image()) + optional(u.ban_reason()));
     let flag = |out: &mut Vec<u8>, b: bool| out.extend_from_slice(if b { b"true" } else { b"false" });
     let text = |out: &mut Vec<u8>, s: Option<&str>| match s {
         Some(s) => json_str(out, s),
@@ -188,13 +188,13 @@ pub fn auth_user_json(u: &User) -> Vec<u8> {
     out.extend_from_slice(b"{\"id\":\"");
     u.id.append_hyphenated(&mut out);
     out.extend_from_slice(b"\",\"name\":");
-    json_str(&mut out, u.name.as_str());
+    json_str(&mut out, u.name());
     out.extend_from_slice(b",\"email\":");
-    json_str(&mut out, u.email.as_str());
+    json_str(&mut out, u.email());
     out.extend_from_slice(b",\"emailVerified\":");
     flag(&mut out, u.email_verified);
     out.extend_from_slice(b",\"image\":");
-    text(&mut out, u.image.as_deref());
+    text(&mut out, u.image());
     out.extend_from_slice(b",\"createdAt\":");
     time(&mut out, Some(u.created_at));
     out.extend_from_slice(b",\"updatedAt\":");
@@ -204,9 +204,9 @@ pub fn auth_user_json(u: &User) -> Vec<u8> {
     out.extend_from_slice(b",\"banned\":");
     flag(&mut out, u.banned);
     out.extend_from_slice(b",\"banReason\":");
-    text(&mut out, u.ban_reason.as_deref());
+    text(&mut out, u.ban_reason());
     out.extend_from_slice(b",\"banExpires\":");
-    time(&mut out, u.ban_expires);
+    time(&mut out, u.ban_expires());
     out.extend_from_slice(b",\"organizationId\":");
     id_or_null(&mut out, u.organization_id.map(uuid::Uuid::from));
     out.extend_from_slice(b",\"twoFactorEnabled\":");
@@ -315,11 +315,11 @@ pub struct AuditPage<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Name, Role};
+    use crate::domain::{Name, Role, UserFields};
 
     fn user(name: &str, image: Option<&str>) -> User {
         let now = Timestamp::from_millis(1_795_338_902_123);
-        User {
+        User::from(UserFields {
             name: Name::from_trusted(name.to_owned()),
             email_verified: true,
             image: image.map(Into::into),
@@ -330,8 +330,8 @@ mod tests {
             organization_id: Some(OrgId::new()),
             password_hash: "$argon2id$never-shown".into(),
             updated_at: Timestamp::from_millis(-1),
-            ..User::fixture("ana@example.com", now)
-        }
+            ..User::fixture("ana@example.com", now).fields()
+        })
     }
 
     fn session(user: &User) -> Session {
@@ -384,7 +384,7 @@ mod tests {
     #[test]
     fn the_user_written_by_hand_is_the_plain_serialisation() {
         let full = user("Ana \"A\" <b> \u{1}\\ \u{e9}", Some("https://example.com/a.png?x=\"1\""));
-        let bare = User {
+        let bare = User::from(UserFields {
             email_verified: false,
             image: None,
             banned: false,
@@ -392,8 +392,8 @@ mod tests {
             ban_expires: None,
             organization_id: None,
             created_at: Timestamp::from_millis(-62_167_219_200_001),
-            ..user("Bo", None)
-        };
+            ..user("Bo", None).fields()
+        });
         for u in [&full, &bare] {
             let plain = serde_json::to_vec(&AuthUser::from(u)).unwrap();
             assert_eq!(String::from_utf8(auth_user_json(u)).unwrap(), String::from_utf8(plain).unwrap());
@@ -406,8 +406,7 @@ mod tests {
         let before = user("Before", None);
         let s = session(&before);
         let first = session_and_user_json(&s, "tok", &before);
-        let mut after = before.clone();
-        after.name = Name::from_trusted("After".to_owned());
+        let after = before.with(|u| u.name = Name::from_trusted("After".to_owned()));
         let second = session_and_user_json(&s, "tok", &after);
         assert_ne!(first, second);
         let plain =
