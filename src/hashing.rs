@@ -229,7 +229,7 @@ impl Hasher {
 
     /// Whether `stored` should be replaced at its owner's next sign-in: a better-auth scrypt hash, or argon2 with
     /// other parameters than the configured ones (an import's, or this server's before a change of `[hashing]`).
-    pub fn needs_rehash(&self, stored: &crate::domain::PasswordHash) -> bool {
+    pub fn needs_rehash(&self, stored: crate::domain::StoredHash<'_>) -> bool {
         stored.is_legacy()
             || stored.cost().and_then(|c| c.parameters()).is_some_and(|p| p != self.inner.configured.as_str())
     }
@@ -928,11 +928,11 @@ mod tests {
         }
         let wrong = Password::for_sign_in("correct horsf").unwrap();
         assert!(!h.verify(wrong, Some(imported.clone()), on_file(&[RFC_9106])).await.unwrap());
-        assert!(h.needs_rehash(&crate::domain::PasswordHash::new(&imported)));
+        assert!(h.needs_rehash(crate::domain::PasswordHash::new(&imported).as_stored()));
         let own = h.hash(Password::new("correct horse").unwrap()).await.unwrap();
-        assert!(!h.needs_rehash(&crate::domain::PasswordHash::new(&own)));
-        assert!(h.needs_rehash(&crate::domain::PasswordHash::new(BETTER_AUTH_HASH.trim())));
-        assert!(!h.needs_rehash(&crate::domain::PasswordHash::new("garbage")), "nothing to replace it from");
+        assert!(!h.needs_rehash(crate::domain::PasswordHash::new(&own).as_stored()));
+        assert!(h.needs_rehash(crate::domain::PasswordHash::new(BETTER_AUTH_HASH.trim()).as_stored()));
+        assert!(!h.needs_rehash(crate::domain::PasswordHash::new("garbage").as_stored()), "nothing to replace it from");
     }
 
     /// The dummies a verify runs: each cost on file but the configured one, once, within the bound, the dearest

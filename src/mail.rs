@@ -115,13 +115,13 @@ impl Templates {
         // vehicle with this server's genuine sender and link beside it.
         let fill = |template: &str, escape: fn(&str) -> String| {
             template
-                .replace("{{email}}", &escape(user.email.as_str()))
+                .replace("{{email}}", &escape(user.email()))
                 .replace("{{minutes}}", &minutes)
                 .replace("{{link}}", &escape(&link))
         };
         Mail {
             id: MailId::new(),
-            to: user.email.clone(),
+            to: user.email_address(),
             subject: subject.to_owned(),
             text: fill(text, str::to_owned),
             html: fill(html, html_escape),
@@ -136,13 +136,13 @@ impl Templates {
         let minutes = (crate::domain::two_factor::OTP_TTL.as_secs() / 60).to_string();
         let fill = |template: &str, escape: fn(&str) -> String| {
             template
-                .replace("{{email}}", &escape(user.email.as_str()))
+                .replace("{{email}}", &escape(user.email()))
                 .replace("{{minutes}}", &minutes)
                 .replace("{{code}}", code)
         };
         Mail {
             id: MailId::new(),
-            to: user.email.clone(),
+            to: user.email_address(),
             subject: "Your sign-in code".to_owned(),
             text: fill(CODE_TEXT, str::to_owned),
             html: fill(CODE_HTML, html_escape),
@@ -653,14 +653,14 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Email, Name, Role};
+    use crate::domain::{Email, Name, Role, UserFields};
 
     #[test]
     fn a_reset_message_carries_the_link_and_not_the_name() {
         let config = Config { base_url: Some("https://auth.example.com/".into()), ..Config::default() };
         let templates = Templates::new(&config);
         let now = Timestamp::now();
-        let user = User {
+        let user = User::from(UserFields {
             id: crate::domain::UserId::new(),
             name: Name::parse("Ann. URGENT: confirm at https://evil.test/ instead of the link below").unwrap(),
             email: Email::parse("ann@example.com").unwrap(),
@@ -675,7 +675,7 @@ mod tests {
             created_at: now,
             updated_at: now,
             two_factor: None,
-        };
+        });
         let token = SessionToken::generate();
         let mail = templates.render(TokenKind::PasswordReset, &user, &token, Some("/reset?x=1"));
         let link =

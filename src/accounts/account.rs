@@ -64,7 +64,7 @@ impl Accounts {
         password: Password,
         ip: &str,
     ) -> Result<(), AccountError> {
-        let check = check_password(self.clone(), user.email.clone(), Some(Arc::clone(user)), password, ip.to_owned());
+        let check = check_password(self.clone(), user.email_address(), Some(Arc::clone(user)), password, ip.to_owned());
         match self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)?? {
             true => Ok(()),
             false => Err(AccountError::InvalidPassword),

@@ -141,7 +141,8 @@ impl Accounts {
         })?;
         if self.require_verification {
             // The account exists either way; if this mail fails, the user asks for another link.
-            let sent = self.mail_link(TokenKind::EmailVerification, user.email.clone(), None, &client.ip_address).await;
+            let sent =
+                self.mail_link(TokenKind::EmailVerification, user.email_address(), None, &client.ip_address).await;
             if sent.is_err() {
                 tracing::warn!(user = %user.id, "could not issue the verification link of a new account");
             }
@@ -191,8 +192,8 @@ impl Accounts {
         // server's before a change of `[hashing]`): it is re-hashed at that cost.
         let upgrade = user
             .as_ref()
-            .filter(|u| self.hasher.needs_rehash(&u.password_hash))
-            .map(|u| (u.password_hash.to_string(), password.clone()));
+            .filter(|u| self.hasher.needs_rehash(u.password_hash()))
+            .map(|u| (u.password_hash().to_string(), password.clone()));
         let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
         // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
         // the reservation and its end, the reservation would count against the account for good (anyone could
@@ -270,7 +271,7 @@ pub(super) async fn check_password(
     // file), so the answer time does not tell which accounts exist.
     let index = &accounts.indexes.users;
     let on_file = OnFile { legacy: index.legacy_hashes() > 0, argon2: index.argon2_costs() };
-    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash.to_string()), on_file).await;
+    let verified = accounts.hasher.verify(password, user.map(|u| u.password_hash().to_string()), on_file).await;
     // A right password clears the account's failures only where it is the whole proof: with a second factor on,
     // only a right second factor does, so that signing in again does not reset the count of wrong codes.
     let second_factor = id.is_some() && user_had_factor;

@@ -472,7 +472,7 @@ impl Accounts {
     /// Whether `user` has a password (better-auth's "credential" account). An account created through a provider
     /// has none until a reset or an administrator sets one.
     pub fn has_password(user: &User) -> bool {
-        !user.password_hash.to_string().is_empty()
+        !user.password_hash().as_phc().is_empty()
     }
 
     /// Removes one way into `user`'s account: a linked identity (`Some(id)`) or the password; never the last.

@@ -315,7 +315,7 @@ impl Accounts {
     ) -> Result<(Arc<Invitation>, Arc<Membership>), OrgError> {
         let call = MemberCall::Accept {
             id,
-            email: current.user.email.clone(),
+            email: current.user.email_address(),
             member_limit: self.organizations.membership_limit,
         };
         match self.member_change(current, call, ip).await? {
@@ -332,7 +332,7 @@ impl Accounts {
             .invitation(id)
             .filter(|i| i.is_open(Timestamp::now()))
             .ok_or(MemberError::InvitationNotFound)?;
-        if invitation.email != current.user.email {
+        if invitation.email.as_str() != current.user.email() {
             return Err(MemberError::NotRecipient.into());
         }
         let org = self.indexes.orgs.get(invitation.org).ok_or(OrgError::NotFound)?;
@@ -361,7 +361,7 @@ impl Accounts {
             return Err(OrgError::EmailVerificationRequired);
         }
         let now = Timestamp::now();
-        let all = self.indexes.members.invitations_for(&current.user.email);
+        let all = self.indexes.members.invitations_for(&current.user.email_address());
         Ok(all
             .into_iter()
             .filter(|i| i.is_open(now))

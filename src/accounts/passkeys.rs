@@ -141,7 +141,7 @@ impl Accounts {
         let user = &current.user;
         let existing = self.passkeys.book.of(user.id).await?;
         let exclude = existing.iter().map(|p| p.credential_id.clone()).collect();
-        let email = user.email.as_str();
+        let email = user.email();
         // A new random user handle for each registration, as the plugin makes: the account's id never reaches the
         // authenticator, and a sign-in finds its passkey by credential id.
         let (ccr, state) = self

@@ -230,9 +230,9 @@ impl Search {
     fn matches(&self, u: &User) -> bool {
         let test = |text: &str| self.operator.test(text, &self.needle);
         match self.field {
-            TextField::Email => test(u.email.as_str()),
-            TextField::Name => test(u.name.as_str()),
-            TextField::EmailOrName => test(u.email.as_str()) || test(u.name.as_str()),
+            TextField::Email => test(u.email()),
+            TextField::Name => test(u.name()),
+            TextField::EmailOrName => test(u.email()) || test(u.name()),
         }
     }
 }
@@ -250,8 +250,8 @@ impl Field {
     /// The field's value as text; e-mails are stored lower-case, names as given.
     pub fn of(self, u: &User) -> Cow<'_, str> {
         match self {
-            Self::Email => u.email.as_str().into(),
-            Self::Name => u.name.as_str().into(),
+            Self::Email => u.email().into(),
+            Self::Name => u.name().into(),
             Self::Role => u.role.as_str().into(),
             Self::Banned => u.banned.to_string().into(),
             Self::EmailVerified => u.email_verified.to_string().into(),

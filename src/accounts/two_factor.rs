@@ -140,21 +140,21 @@ impl Accounts {
         let change = FactorChange::Enrol { sealed_secret, backup_codes };
         let user = self.actors.users.change_factor(current.user.id, current.actor(), change, ip.to_owned()).await?;
         let issuer = issuer.unwrap_or(&self.two_factor_issuer);
-        Ok(Enrolment { totp_uri: two_factor::uri(&secret, issuer, user.email.as_str()), backup_codes: codes })
+        Ok(Enrolment { totp_uri: two_factor::uri(&secret, issuer, user.email()), backup_codes: codes })
     }
 
     /// `POST two-factor/get-totp-uri`: the enrolled secret's URI again, after the password.
     pub async fn totp_uri(&self, current: &Current, password: Password, ip: &str) -> Result<String, TwoFactorError> {
-        let factor = current.user.two_factor.clone().ok_or(TwoFactorError::TotpNotEnabled)?;
+        let factor = current.user.two_factor().cloned().ok_or(TwoFactorError::TotpNotEnabled)?;
         self.confirm_password(&current.user, password, ip).await?;
         let secret = self.open_secret(&current.user, &factor)?;
-        Ok(two_factor::uri(&secret, &self.two_factor_issuer, current.user.email.as_str()))
+        Ok(two_factor::uri(&secret, &self.two_factor_issuer, current.user.email()))
     }
 
     /// `POST two-factor/verify-totp` with a session: a code of the enrolled authenticator. The first one turns the
     /// factor on; each is accepted once.
     pub async fn confirm_totp(&self, current: &Current, code: &str, ip: &str) -> Result<Arc<User>, TwoFactorError> {
-        let factor = current.user.two_factor.clone().ok_or(TwoFactorError::TotpNotEnabled)?;
+        let factor = current.user.two_factor().cloned().ok_or(TwoFactorError::TotpNotEnabled)?;
         let secret = self.open_secret(&current.user, &factor)?;
         let step =
             two_factor::verify(&secret, code, now_step(), factor.last_step).ok_or(TwoFactorError::InvalidCode)?;
@@ -187,7 +187,7 @@ impl Accounts {
         password: Password,
         ip: &str,
     ) -> Result<Arc<User>, TwoFactorError> {
-        if current.user.two_factor.is_none() {
+        if current.user.two_factor().is_none() {
             return Err(TwoFactorError::NotEnabled);
         }
         self.confirm_password(&current.user, password, ip).await?;
@@ -202,7 +202,7 @@ impl Accounts {
     /// account ends, in one commit. `Ok(false)`: the account had none.
     pub async fn reset_two_factor(&self, admin: UserId, user: UserId, ip: &str) -> Result<bool, TwoFactorError> {
         let target = self.indexes.users.get(user).ok_or(TwoFactorError::UserNotFound)?;
-        if target.two_factor.is_none() {
+        if target.two_factor().is_none() {
             return Ok(false);
         }
         self.actors.users.change_factor(user, admin, FactorChange::Reset { by: admin }, ip.to_owned()).await?;
@@ -229,11 +229,11 @@ impl Accounts {
     ) -> Result<Verified, TwoFactorError> {
         let hash = challenge.hash();
         let user = self.challenged(&hash)?;
-        let factor = user.two_factor.clone().filter(|f| f.enabled).ok_or(TwoFactorError::TotpNotEnabled)?;
+        let factor = user.two_factor().cloned().filter(|f| f.enabled).ok_or(TwoFactorError::TotpNotEnabled)?;
         let ip = client.ip_address.clone();
         let users = &self.actors.users;
         // One budget for the account, whichever factor is tried.
-        users.begin_attempt(user.email.clone(), Some(user.id), ip.clone()).await.map_err(|e| match e {
+        users.begin_attempt(user.email_address(), Some(user.id), ip.clone()).await.map_err(|e| match e {
             AttemptRefused::Locked(wait) => TwoFactorError::AccountLocked(wait),
             AttemptRefused::Unavailable(u) => TwoFactorError::Unavailable(u),
         })?;
@@ -243,7 +243,7 @@ impl Accounts {
                     two_factor::verify(&secret, code, now_step(), factor.last_step).map(|step| Proof::Totp { step })
                 }
                 Err(e) => {
-                    users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                    users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
                     return Err(e);
                 }
             },
@@ -256,7 +256,7 @@ impl Accounts {
                 match self.mailed_code(&user, &key, code) {
                     Ok(matched) => matched.then_some(Proof::MailedCode { key, hash: self.otp_hash(&user, &key, code) }),
                     Err(e) => {
-                        users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                        users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
                         return Err(e);
                     }
                 }
@@ -274,16 +274,16 @@ impl Accounts {
         let mailed = matches!(code, Code::Mailed(_)).then(|| two_factor::otp_key(&hash));
         let passed = match passed {
             Ok(passed) => {
-                users.finish_code_attempt(user.email.clone(), user.id, Checked::Verified, ip).await?;
+                users.finish_code_attempt(user.email_address(), user.id, Checked::Verified, ip).await?;
                 passed
             }
             Err(PassError::Refused) => {
-                users.finish_code_attempt(user.email.clone(), user.id, Checked::Wrong, ip.clone()).await?;
+                users.finish_code_attempt(user.email_address(), user.id, Checked::Wrong, ip.clone()).await?;
                 let ended = users.challenge_failed(Some(hash), mailed, user.id, ip).await?;
                 return Err(if ended { TwoFactorError::TooManyAttempts } else { wrong(&code) });
             }
             Err(e) => {
-                users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
                 return Err(match e {
                     PassError::InvalidChallenge => TwoFactorError::InvalidCookie,
                     PassError::NotEnabled => TwoFactorError::TotpNotEnabled,
@@ -357,7 +357,7 @@ impl Accounts {
         }
         let users = &self.actors.users;
         let ip = ip.to_owned();
-        users.begin_attempt(user.email.clone(), Some(user.id), ip.clone()).await.map_err(|e| match e {
+        users.begin_attempt(user.email_address(), Some(user.id), ip.clone()).await.map_err(|e| match e {
             AttemptRefused::Locked(wait) => TwoFactorError::AccountLocked(wait),
             AttemptRefused::Unavailable(u) => TwoFactorError::Unavailable(u),
         })?;
@@ -366,22 +366,22 @@ impl Accounts {
             Ok(true) => users.use_code(user.id, key, self.otp_hash(user, &key, code), ip.clone()).await,
             Ok(false) => Err(PassError::Refused),
             Err(e) => {
-                users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
                 return Err(e);
             }
         };
         match checked {
             Ok(()) => {
-                users.finish_code_attempt(user.email.clone(), user.id, Checked::Verified, ip).await?;
+                users.finish_code_attempt(user.email_address(), user.id, Checked::Verified, ip).await?;
                 Ok(())
             }
             Err(PassError::Refused) => {
-                users.finish_code_attempt(user.email.clone(), user.id, Checked::Wrong, ip.clone()).await?;
+                users.finish_code_attempt(user.email_address(), user.id, Checked::Wrong, ip.clone()).await?;
                 users.challenge_failed(None, Some(key), user.id, ip).await?;
                 Err(TwoFactorError::InvalidCode)
             }
             Err(e) => {
-                users.finish_code_attempt(user.email.clone(), user.id, Checked::NotChecked, ip).await?;
+                users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
                 Err(match e {
                     PassError::Unavailable(u) => TwoFactorError::Unavailable(u),
                     _ => TwoFactorError::OtpNotEnabled,
@@ -445,7 +445,7 @@ impl Accounts {
 
 /// An authenticator enrolled and confirmed: what a mailed code stands in for.
 fn has_totp(user: &User) -> bool {
-    user.two_factor.as_ref().is_some_and(|f| f.enabled)
+    user.two_factor().is_some_and(|f| f.enabled)
 }
 
 fn now_step() -> u64 {

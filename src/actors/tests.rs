@@ -11,7 +11,8 @@ use super::users::{AttemptPolicy, UserChange};
 use super::{Indexes, System, Unavailable};
 use crate::config::{RolesConfig, SessionConfig};
 use crate::domain::{
-    Email, Name, OrgId, Organization, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User, UserId,
+    Email, Name, OrgId, Organization, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User,
+    UserFields, UserId,
 };
 use crate::store::{ManualDisk, Store, StoreOp, StoreWriter, convert};
 
@@ -35,7 +36,7 @@ struct World {
 
 fn user(email: &str, role: Role) -> User {
     let now = Timestamp::now();
-    User {
+    User::from(UserFields {
         id: UserId::new(),
         name: Name::parse("Test").unwrap(),
         email: Email::parse(email).unwrap(),
@@ -50,7 +51,7 @@ fn user(email: &str, role: Role) -> User {
         created_at: now,
         updated_at: now,
         two_factor: None,
-    }
+    })
 }
 
 fn session(user: UserId) -> (SessionToken, StoreOp) {

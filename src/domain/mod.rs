@@ -30,7 +30,7 @@ pub use mail::{Mail, OneTimeToken, TokenKind, requester};
 pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};
 pub use name::{Name, NameError};
 pub use passkey::{Ceremony, CeremonyKind, Passkey};
-pub use password::{HashCost, Password, PasswordError, PasswordHash, argon2_parameters, is_legacy_hash};
+pub use password::{HashCost, Password, PasswordError, PasswordHash, StoredHash, argon2_parameters, is_legacy_hash};
 pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
 pub use slug::{Slug, SlugError};
@@ -38,10 +38,33 @@ pub use time::Timestamp;
 pub use token::{SessionToken, TokenHash};
 pub use two_factor::TwoFactor;
 
-/// A user account as the service sees it (the read index holds these behind `Arc`). Its text is in boxed strings,
-/// not `String`s: a million accounts are kept in memory, and a box is 8 bytes smaller (no spare capacity).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A user account as the service sees it (the read index holds these behind `Arc`).
+///
+/// Every account is kept in memory (ten million of them on one node), so its shape is compact: its name, e-mail
+/// address and password hash in one allocation ([`Text`]), the fields most accounts never set (a picture, a ban's
+/// reason and end, a second factor) behind one pointer that is empty when none is set ([`Rare`]), its role a
+/// number. The fields read as they are stay public; the packed ones are read through methods ([`name`]
+/// (Self::name), [`email`](Self::email), [`password_hash`](Self::password_hash), [`image`](Self::image),
+/// [`ban_reason`](Self::ban_reason), [`ban_expires`](Self::ban_expires), [`two_factor`](Self::two_factor)).
+/// A `User` is made from a [`UserFields`], the plain form of every field, and changed through it
+/// ([`with`](Self::with)): accounts are never changed in place.
+#[derive(Clone, PartialEq, Eq)]
 pub struct User {
+    pub id: UserId,
+    text: Text,
+    /// Proven by following a link mailed to the address.
+    pub email_verified: bool,
+    pub role: Role,
+    pub banned: bool,
+    pub organization_id: Option<OrgId>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    rare: Option<Box<Rare>>,
+}
+
+/// Every field of a [`User`], plainly: what makes one ([`User::from`]) and what a change edits ([`User::with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserFields {
     pub id: UserId,
     pub name: Name,
     pub email: Email,
@@ -63,12 +86,87 @@ pub struct User {
     pub two_factor: Option<std::sync::Arc<TwoFactor>>,
 }
 
+/// What few accounts have, kept apart so that the others pay one pointer for all of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Rare {
+    image: Option<Box<str>>,
+    ban_reason: Option<Box<str>>,
+    ban_expires: Option<Timestamp>,
+    two_factor: Option<std::sync::Arc<TwoFactor>>,
+}
+
+/// An account's name, e-mail address and password hash in one allocation (three were three heap chunks and 48
+/// bytes of pointers): `[e-mail's length: u32][name's length: u32][e-mail][name][the hash's compact bytes]`,
+/// lengths little-endian. Made only from a valid [`Name`], [`Email`] and [`PasswordHash`].
+#[derive(Clone, PartialEq, Eq)]
+struct Text(Box<[u8]>);
+
+const TEXT_HEADER: usize = 8;
+
+impl Text {
+    fn new(name: &str, email: &str, hash: &PasswordHash) -> Self {
+        let hash = hash.bytes();
+        let mut bytes = Vec::with_capacity(TEXT_HEADER + email.len() + name.len() + hash.len());
+        // A name is at most 800 bytes and an address 254: the lengths always fit.
+        bytes.extend_from_slice(&u32::try_from(email.len()).unwrap_or(u32::MAX).to_le_bytes());
+        bytes.extend_from_slice(&u32::try_from(name.len()).unwrap_or(u32::MAX).to_le_bytes());
+        bytes.extend_from_slice(email.as_bytes());
+        bytes.extend_from_slice(name.as_bytes());
+        bytes.extend_from_slice(hash);
+        Self(bytes.into_boxed_slice())
+    }
+
+    fn length(&self, at: usize) -> usize {
+        let mut n = [0; 4];
+        n.copy_from_slice(&self.0[at..at + 4]);
+        usize::try_from(u32::from_le_bytes(n)).unwrap_or(usize::MAX)
+    }
+
+    /// The e-mail address's bytes (ASCII): what the e-mail order compares.
+    fn email_bytes(&self) -> &[u8] {
+        &self.0[TEXT_HEADER..TEXT_HEADER + self.length(0)]
+    }
+
+    fn email(&self) -> &str {
+        // Written from a `&str`: always UTF-8.
+        std::str::from_utf8(self.email_bytes()).unwrap_or_default()
+    }
+
+    fn name(&self) -> &str {
+        let from = TEXT_HEADER + self.length(0);
+        std::str::from_utf8(&self.0[from..from + self.length(4)]).unwrap_or_default()
+    }
+
+    fn hash(&self) -> StoredHash<'_> {
+        StoredHash::from_bytes(&self.0[TEXT_HEADER + self.length(0) + self.length(4)..])
+    }
+}
+
+impl From<UserFields> for User {
+    fn from(f: UserFields) -> Self {
+        let rare =
+            Rare { image: f.image, ban_reason: f.ban_reason, ban_expires: f.ban_expires, two_factor: f.two_factor };
+        Self {
+            id: f.id,
+            text: Text::new(f.name.as_str(), f.email.as_str(), &f.password_hash),
+            email_verified: f.email_verified,
+            role: f.role,
+            banned: f.banned,
+            organization_id: f.organization_id,
+            created_at: f.created_at,
+            updated_at: f.updated_at,
+            rare: (rare != Rare::default()).then(|| Box::new(rare)),
+        }
+    }
+}
+
 impl User {
     /// An account for tests: `email`, a plain user named "Test", unverified, created at `at`; change what a test
-    /// is about with struct update syntax (`User { role: Role::admin(), ..User::fixture(…) }`).
+    /// is about with [`with`](Self::with) or struct update syntax on the fields
+    /// (`UserFields { role: Role::admin(), ..User::fixture(…).fields() }.into()`).
     #[cfg(test)]
     pub fn fixture(email: &str, at: Timestamp) -> Self {
-        Self {
+        UserFields {
             id: UserId::new(),
             name: Name::parse("Test").unwrap(),
             email: Email::parse(email).unwrap(),
@@ -84,18 +182,91 @@ impl User {
             updated_at: at,
             two_factor: None,
         }
+        .into()
+    }
+
+    /// Every field, plainly (copies of the packed ones).
+    pub fn fields(&self) -> UserFields {
+        let rare = self.rare.as_deref();
+        UserFields {
+            id: self.id,
+            name: Name::from_trusted(self.name().to_owned()),
+            email: self.email_address(),
+            email_verified: self.email_verified,
+            image: rare.and_then(|r| r.image.clone()),
+            role: self.role.clone(),
+            banned: self.banned,
+            ban_reason: rare.and_then(|r| r.ban_reason.clone()),
+            ban_expires: self.ban_expires(),
+            organization_id: self.organization_id,
+            password_hash: self.password_hash().owned(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            two_factor: rare.and_then(|r| r.two_factor.clone()),
+        }
+    }
+
+    /// This account with `change` made to its fields: a new value (the kept rendering starts empty).
+    pub fn with(&self, change: impl FnOnce(&mut UserFields)) -> Self {
+        let mut fields = self.fields();
+        change(&mut fields);
+        fields.into()
+    }
+
+    pub fn name(&self) -> &str {
+        self.text.name()
+    }
+
+    /// Normalised (trimmed, lower-case).
+    pub fn email(&self) -> &str {
+        self.text.email()
+    }
+
+    /// The address as an [`Email`] of its own (a copy).
+    pub fn email_address(&self) -> Email {
+        Email::from_trusted(self.email().to_owned())
+    }
+
+    /// The address's bytes, as the e-mail order compares them (without a UTF-8 check each time).
+    pub(crate) fn email_bytes(&self) -> &[u8] {
+        self.text.email_bytes()
+    }
+
+    /// argon2id PHC string, or a better-auth scrypt hash kept from an import until the next sign-in replaces it
+    /// ([`is_legacy_hash`]). Never serialised into an answer.
+    pub fn password_hash(&self) -> StoredHash<'_> {
+        self.text.hash()
+    }
+
+    pub fn image(&self) -> Option<&str> {
+        self.rare.as_deref()?.image.as_deref()
+    }
+
+    /// Why the account is banned, as an administrator wrote it.
+    pub fn ban_reason(&self) -> Option<&str> {
+        self.rare.as_deref()?.ban_reason.as_deref()
+    }
+
+    /// When a ban ends by itself; `None` while it lasts until lifted (or when not banned).
+    pub fn ban_expires(&self) -> Option<Timestamp> {
+        self.rare.as_deref()?.ban_expires
+    }
+
+    /// The second factor, once enrolment has started (`enabled` once a first code confirmed it).
+    pub fn two_factor(&self) -> Option<&TwoFactor> {
+        self.rare.as_deref()?.two_factor.as_deref()
     }
 
     /// Whether this account's authenticator (TOTP) is on: what sign-in asks for after the password, and what
     /// better-auth's `twoFactorEnabled` says. Passkeys, stored apart by the passkey family, are a way in of their
     /// own; the policy counts them too (`Accounts::must_enrol`, the status page's count).
     pub fn has_second_factor(&self) -> bool {
-        self.two_factor.as_ref().is_some_and(|t| t.enabled)
+        self.two_factor().is_some_and(|t| t.enabled)
     }
 
     /// Whether the password hash is still one imported from better-auth.
     pub fn has_legacy_hash(&self) -> bool {
-        self.password_hash.is_legacy()
+        self.password_hash().is_legacy()
     }
 
     /// An unbanned administrator: the kind the last-admin guard protects. A ban that has run out but is not yet
@@ -107,7 +278,29 @@ impl User {
     /// Whether a ban is in force at `now`: set, and not run out. A ban that has run out stops counting at once,
     /// even before housekeeping lifts it in the store.
     pub fn is_banned_at(&self, now: Timestamp) -> bool {
-        self.banned && self.ban_expires.is_none_or(|end| end > now)
+        self.banned && self.ban_expires().is_none_or(|end| end > now)
+    }
+}
+
+/// As [`UserFields`] prints it, without the password hash.
+impl std::fmt::Debug for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("User")
+            .field("id", &self.id)
+            .field("name", &self.name())
+            .field("email", &self.email())
+            .field("email_verified", &self.email_verified)
+            .field("image", &self.image())
+            .field("role", &self.role)
+            .field("banned", &self.banned)
+            .field("ban_reason", &self.ban_reason())
+            .field("ban_expires", &self.ban_expires())
+            .field("organization_id", &self.organization_id)
+            .field("password_hash", &self.password_hash())
+            .field("created_at", &self.created_at)
+            .field("updated_at", &self.updated_at)
+            .field("two_factor", &self.two_factor())
+            .finish()
     }
 }
 
@@ -154,18 +347,113 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
-    /// A million accounts and a million sessions are kept in memory, each in one allocation with the `Arc`'s two
-    /// counters: 16 + 184 bytes take glibc's 208-byte chunk (its last 8 bytes are the second factor's pointer,
-    /// which filled the chunk's spare room: 200 bytes and glibc's 8-byte header are exactly 208), 16 + 112 a
-    /// 144-byte one (the active organization's pointer crossed out of the 128-byte chunk a session had: 16 bytes
-    /// more a session, taken for the organizations). A field that makes either
-    /// larger costs a million times its size, or more when it crosses into the next chunk: a deliberate choice,
-    /// with the start-up and memory benchmark run again (`benches/scale_startup.sh`).
+    /// Ten million accounts and sessions are kept in memory, each in one allocation with the `Arc`'s two
+    /// counters. An account: 16 + 88 bytes take glibc's 112-byte chunk (it was 16 + 168 in a 192-byte one before
+    /// its text, rare fields and role were packed), its text one more. A session: 16 + 112 a 144-byte chunk (the
+    /// active organization's pointer crossed out of the 128-byte chunk a session had: 16 bytes more a session,
+    /// taken for the organizations). A field that makes either larger costs ten million times its size, or more
+    /// when it crosses into the next chunk: a deliberate choice, with the start-up and memory benchmark run again
+    /// (`benches/scale_startup.sh`).
     #[test]
     fn the_kept_shapes_stay_compact() {
-        assert!(size_of::<User>() <= 184, "User: {} bytes", size_of::<User>());
+        assert!(size_of::<User>() <= 80, "User: {} bytes", size_of::<User>());
         assert!(size_of::<Session>() <= 112, "Session: {} bytes", size_of::<Session>());
+    }
+
+    fn seeded(n: usize) -> UserFields {
+        UserFields {
+            name: Name::parse(&format!("Seed user {n}")).unwrap(),
+            email_verified: true,
+            password_hash:
+                "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g"
+                    .into(),
+            organization_id: Some(OrgId::new()),
+            ..User::fixture(&format!("user{n}@seed.example"), Timestamp::from_millis(1_700_000_000_000)).fields()
+        }
+    }
+
+    /// What an ordinary account (no picture, ban or second factor) holds, counted with the test allocator: the
+    /// `Arc` with the account, and one allocation with its name, address and hash; nothing for the rare fields.
+    /// It was five allocations and 16 + 168 + 16 + 23 + 51 = 274 bytes asked for (five chunks of glibc's, 352
+    /// bytes); now 16 + 88 + 8 + 16 + 23 + 51 = 202 in two (112 + 112 bytes of chunks).
+    #[test]
+    fn an_ordinary_account_is_two_allocations_of_about_two_hundred_bytes() {
+        let fields = seeded(123_456);
+        let ((user, allocations), bytes) =
+            crate::alloc_count::bytes_in(|| crate::alloc_count::allocations_in(|| Arc::new(User::from(fields))));
+        assert_eq!(allocations, 2, "the Arc and the text");
+        assert!(bytes <= 16 + 88 + 8 + 16 + 23 + 51, "{bytes} bytes");
+        assert!(user.rare.is_none());
+        let (plain, picture) = (seeded(7), UserFields { image: Some("https://x.test/a.png".into()), ..seeded(7) });
+        let (_, plain) = crate::alloc_count::bytes_in(|| Arc::new(User::from(plain)));
+        let (user, picture) = crate::alloc_count::bytes_in(|| Arc::new(User::from(picture)));
+        assert!(user.rare.is_some());
+        // The picture's own text was allocated before, by the caller.
+        assert_eq!(picture - plain, size_of::<Rare>() as i64, "a picture takes the rare fields' box");
+    }
+
+    /// Whatever is set, an account gives back every field as it was made, and two accounts are equal exactly when
+    /// their fields are.
+    #[test]
+    fn an_account_gives_back_every_field() {
+        let end = Timestamp::from_millis(1_800_000_000_000);
+        let factor = Arc::new(TwoFactor {
+            sealed_secret: vec![1, 2, 3].into(),
+            enabled: true,
+            last_step: 9,
+            backup_codes: vec![[7; 32]].into(),
+        });
+        let scrypt = format!("{}:{}", "a1".repeat(16), "0f".repeat(64));
+        let variants = [
+            seeded(1),
+            UserFields { name: Name::parse("Ada 👩\u{200D}💻 Lovelace").unwrap(), ..seeded(2) },
+            UserFields { image: Some("https://x.test/a.png".into()), ..seeded(3) },
+            UserFields { banned: true, ban_reason: Some("spam".into()), ban_expires: Some(end), ..seeded(4) },
+            UserFields { banned: true, ..seeded(5) },
+            UserFields { two_factor: Some(Arc::clone(&factor)), ..seeded(6) },
+            UserFields { password_hash: scrypt.as_str().into(), ..seeded(7) },
+            UserFields { password_hash: "".into(), organization_id: None, role: Role::admin(), ..seeded(8) },
+            UserFields { name: Name::parse(&"é".repeat(200)).unwrap(), ..seeded(9) },
+        ];
+        for fields in &variants {
+            let user = User::from(fields.clone());
+            assert_eq!(&user.fields(), fields);
+            assert_eq!(user.name(), fields.name.as_str());
+            assert_eq!(user.email(), fields.email.as_str());
+            assert_eq!(user.email_bytes(), fields.email.as_str().as_bytes());
+            assert_eq!(user.password_hash().as_phc(), fields.password_hash.as_phc());
+            assert_eq!(user.password_hash().owned(), fields.password_hash);
+            assert_eq!(user.image(), fields.image.as_deref());
+            assert_eq!(user.ban_reason(), fields.ban_reason.as_deref());
+            assert_eq!(user.ban_expires(), fields.ban_expires);
+            assert_eq!(user.two_factor(), fields.two_factor.as_deref());
+            let rare = [fields.image.is_some(), fields.ban_reason.is_some(), fields.ban_expires.is_some()];
+            assert_eq!(user.rare.is_some(), rare.contains(&true) || fields.two_factor.is_some());
+        }
+        for (i, a) in variants.iter().enumerate() {
+            for (j, b) in variants.iter().enumerate() {
+                assert_eq!(User::from(a.clone()) == User::from(b.clone()), i == j);
+            }
+        }
+        assert!(variants[7].password_hash.as_phc().is_empty());
+        assert!(User::from(variants[6].clone()).has_legacy_hash());
+        assert!(User::from(variants[5].clone()).has_second_factor());
+        assert!(User::from(variants[3].clone()).is_banned_at(Timestamp::from_millis(0)));
+        assert!(!User::from(variants[3].clone()).is_banned_at(end));
+        assert!(User::from(variants[4].clone()).is_banned_at(end));
+    }
+
+    /// A `User` printed for debugging shows its fields but never its password hash.
+    #[test]
+    fn a_printed_account_hides_its_hash() {
+        let user = User::from(seeded(1));
+        let printed = format!("{user:?}");
+        assert!(printed.contains("user1@seed.example") && printed.contains("Seed user 1"), "{printed}");
+        assert!(printed.contains("PasswordHash(<redacted>)"), "{printed}");
+        assert!(!printed.contains("c2FsdHNhbHRzYWx0c2FsdA"), "{printed}");
     }
 }

@@ -112,7 +112,50 @@ impl PasswordHash {
 
     /// The stored string.
     pub fn as_phc(&self) -> Cow<'_, str> {
-        match &*self.0 {
+        self.as_stored().as_phc()
+    }
+
+    /// Whether this is a hash imported from better-auth (see [`is_legacy_hash`]).
+    pub fn is_legacy(&self) -> bool {
+        self.as_stored().is_legacy()
+    }
+
+    /// Which argon2 cost this hash has (see [`StoredHash::cost`]).
+    pub fn cost(&self) -> Option<HashCost> {
+        self.as_stored().cost()
+    }
+
+    /// The hash borrowed, as an account holds it (beside its name and e-mail address, in one allocation).
+    pub fn as_stored(&self) -> StoredHash<'_> {
+        StoredHash(&self.0)
+    }
+
+    /// The compact form's bytes, for an account to keep beside its other text ([`StoredHash::owned`] gives
+    /// the value back).
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A stored password hash borrowed from where it is kept: an account keeps its hash in one allocation with its
+/// name and e-mail address, and lends it out as this. The same reads as [`PasswordHash`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StoredHash<'a>(&'a [u8]);
+
+impl<'a> StoredHash<'a> {
+    /// Bytes that [`PasswordHash::bytes`] gave.
+    pub(super) fn from_bytes(bytes: &'a [u8]) -> Self {
+        Self(bytes)
+    }
+
+    /// An owned copy.
+    pub fn owned(self) -> PasswordHash {
+        PasswordHash(self.0.into())
+    }
+
+    /// The stored string.
+    pub fn as_phc(self) -> Cow<'a, str> {
+        match self.0 {
             [PHC, index, salt_len, rest @ ..] => {
                 let parameters = lock_parameters().get(usize::from(*index)).copied().unwrap_or_default();
                 let (salt, hash) = rest.split_at(usize::from(*salt_len).min(rest.len()));
@@ -130,15 +173,15 @@ impl PasswordHash {
     }
 
     /// Whether this is a hash imported from better-auth (see [`is_legacy_hash`]).
-    pub fn is_legacy(&self) -> bool {
+    pub fn is_legacy(self) -> bool {
         self.0.first() == Some(&TEXT) && is_legacy_hash(&self.as_phc())
     }
 
     /// Which argon2 cost this hash has, as a key that is cheap to count by (every account's is counted at
     /// start-up): the index of its parameters in the process's table, or, for a hash kept as text, its
     /// parameters. `None` for anything but an argon2 PHC string.
-    pub fn cost(&self) -> Option<HashCost> {
-        match &*self.0 {
+    pub fn cost(self) -> Option<HashCost> {
+        match self.0 {
             [PHC, index, ..] => Some(HashCost::Known(*index)),
             [TEXT, text @ ..] => {
                 let text = std::str::from_utf8(text).ok()?;
@@ -208,6 +251,18 @@ impl From<String> for PasswordHash {
 impl fmt::Display for PasswordHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.as_phc())
+    }
+}
+
+impl fmt::Display for StoredHash<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_phc())
+    }
+}
+
+impl fmt::Debug for StoredHash<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PasswordHash(<redacted>)")
     }
 }
 

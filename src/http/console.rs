@@ -115,7 +115,7 @@ pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
     let without_second_factor = state.accounts.administrators_without_second_factor().await?;
     Ok(ok(&json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "signed_in_as": {"id": admin.id, "email": admin.email.as_str(), "name": admin.name.as_str()},
+        "signed_in_as": {"id": admin.id, "email": admin.email(), "name": admin.name()},
         "roles": state.accounts.roles().allowed().collect::<Vec<_>>(),
         "users": levels.users,
         "sessions": levels.sessions,

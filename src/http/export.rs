@@ -112,8 +112,8 @@ fn csv_row(out: &mut Vec<u8>, u: &User) {
     let org = u.organization_id.map(|o| o.to_string()).unwrap_or_default();
     let fields = [
         u.id.to_string(),
-        u.name.as_str().to_owned(),
-        u.email.as_str().to_owned(),
+        u.name().to_owned(),
+        u.email().to_owned(),
         u.role.as_str().to_owned(),
         org,
         u.banned.to_string(),

@@ -118,7 +118,7 @@ pub async fn second_factors(state: &AppState, _: Ctx, req: Request<Incoming>) ->
         .iter()
         .zip(passkeys)
         .map(|(u, passkeys)| {
-            let (totp, backup_codes_left) = match &u.two_factor {
+            let (totp, backup_codes_left) = match u.two_factor() {
                 Some(t) if t.enabled => ("on", Some(t.backup_codes.len())),
                 Some(_) => ("pending", None),
                 None => ("off", None),

@@ -13,7 +13,7 @@ use super::{OpsError, private_file};
 use crate::config::Config;
 use crate::domain::{
     Email, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Password, Role, RoleSet, Session, SessionId,
-    SessionToken, Slug, Timestamp, User, UserId,
+    SessionToken, Slug, Timestamp, User, UserFields, UserId,
 };
 use crate::hashing::Hasher;
 use crate::store::{Store, StoreOp, convert};
@@ -133,7 +133,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             _ => (format!("user{i}@seed.example"), default_role.clone()),
         };
         let now = Timestamp::now();
-        let user = User {
+        let user = User::from(UserFields {
             id: UserId::new(),
             name: Name::from_trusted(format!("Seed user {i}")),
             email: Email::from_trusted(email),
@@ -149,7 +149,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             created_at: now,
             updated_at: now,
             two_factor: None,
-        };
+        });
         ids.push(user.id);
         StoreOp::PutUser(convert::user_record(&user))
     });

@@ -12,25 +12,25 @@ use super::records::{
 use crate::domain::{
     AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, Mail, MailId, MemberRoles, Membership,
     Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, TokenKind, TwoFactor, User,
-    UserAgent, UserId,
+    UserAgent, UserFields, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
     UserRecord {
         id: user.id.to_bytes(),
-        name: user.name.as_str().to_owned(),
-        email: user.email.as_str().to_owned(),
-        image: user.image.as_deref().map(str::to_owned),
+        name: user.name().to_owned(),
+        email: user.email().to_owned(),
+        image: user.image().map(str::to_owned),
         role: user.role.as_str().to_owned(),
         banned: user.banned,
-        ban_reason: user.ban_reason.as_deref().map(str::to_owned),
+        ban_reason: user.ban_reason().map(str::to_owned),
         organization_id: user.organization_id.map(OrgId::to_bytes),
-        password_hash: user.password_hash.as_phc().into_owned(),
+        password_hash: user.password_hash().as_phc().into_owned(),
         created_at_ms: user.created_at.as_millis(),
         updated_at_ms: user.updated_at.as_millis(),
         email_verified: user.email_verified,
-        ban_expires_ms: user.ban_expires.map(Timestamp::as_millis),
-        two_factor: user.two_factor.as_deref().map(|t| TwoFactorRecordV1 {
+        ban_expires_ms: user.ban_expires().map(Timestamp::as_millis),
+        two_factor: user.two_factor().map(|t| TwoFactorRecordV1 {
             sealed_secret: t.sealed_secret.to_vec(),
             enabled: t.enabled,
             last_step: t.last_step,
@@ -41,7 +41,7 @@ pub fn user_record(user: &User) -> UserRecord {
 
 /// `roles` turns the stored role name back into a [`crate::domain::Role`]; a role no longer configured is kept.
 pub fn user(r: UserRecord, roles: &RoleSet) -> User {
-    User {
+    User::from(UserFields {
         id: UserId::from_bytes(r.id),
         name: Name::from_trusted(r.name),
         email: Email::from_trusted(r.email),
@@ -63,7 +63,7 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
                 backup_codes: t.backup_codes.into_boxed_slice(),
             })
         }),
-    }
+    })
 }
 
 pub fn org_record(org: &Organization) -> OrgRecord {
@@ -301,7 +301,7 @@ mod tests {
     fn every_record_round_trips() {
         let roles = RoleSet::new(&["admin".into(), "user".into()], "user");
         let now = Timestamp::from_millis(1_700_000_000_123);
-        let u = User {
+        let u = User::from(UserFields {
             name: Name::parse("Alice").unwrap(),
             email_verified: true,
             image: Some("https://example.com/a.png".into()),
@@ -310,8 +310,8 @@ mod tests {
             ban_reason: Some("why".into()),
             ban_expires: Some(now),
             organization_id: Some(OrgId::new()),
-            ..User::fixture("alice@example.com", now)
-        };
+            ..User::fixture("alice@example.com", now).fields()
+        });
         assert_eq!(user(user_record(&u), &roles), u);
         let o = Organization {
             id: OrgId::new(),
@@ -340,7 +340,7 @@ mod tests {
         let i = Invitation {
             id: InvitationId::random(),
             org: o.id,
-            email: u.email.clone(),
+            email: u.email_address(),
             roles: MemberRoles::parse(["admin"]).unwrap(),
             inviter: u.id,
             status: InvitationStatus::Rejected,
@@ -372,7 +372,7 @@ mod tests {
         assert_eq!(token(token_record(&mailed)).unwrap(), mailed);
         let m = Mail {
             id: MailId::new(),
-            to: u.email.clone(),
+            to: u.email_address(),
             subject: "Reset".into(),
             text: "t".into(),
             html: "<p>h</p>".into(),

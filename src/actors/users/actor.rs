@@ -23,7 +23,7 @@ use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{
     Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash,
-    TokenKind, User, UserId, requester,
+    TokenKind, User, UserFields, UserId, requester,
 };
 use crate::mail::MailQueue;
 use crate::store::own::Key;
@@ -149,7 +149,7 @@ impl Actor for UsersActor {
                     let actor = by.or(Some(user.id));
                     let logged = audit::entry(action::USER_CREATED, actor, Some(user.id.into()), &ip, detail.into());
                     // Several nodes: another node may have taken the address a moment ago.
-                    let email = user.email.as_str().to_owned();
+                    let email = user.email().to_owned();
                     let taken = move |c: &Conflict| {
                         matches!(c, Conflict::EmailTaken(e) if *e == email).then_some(CreateUserError::EmailTaken)
                     };
@@ -281,7 +281,8 @@ impl Actor for UsersActor {
                     let _ = reply.send(Err(ResetError::InvalidToken));
                     return Ok(());
                 };
-                let verified = User { email_verified: true, updated_at: Timestamp::now(), ..User::clone(&user) };
+                let verified =
+                    User::from(UserFields { email_verified: true, updated_at: Timestamp::now(), ..user.fields() });
                 let user = self.stage(state, verified, false);
                 let mut ops = vec![put(&user)];
                 ops.extend(self.end_tokens(state, user.id, TokenKind::EmailVerification));
@@ -361,7 +362,7 @@ impl Actor for UsersActor {
                     .collect();
                 state.overlay.push_ops(unlinked);
                 state.overlay.stage(user, None);
-                let detail = current.email.as_str().to_owned();
+                let detail = current.email().to_owned();
                 let logged = audit::entry(action::USER_DELETED, by.or(Some(user)), Some(user.into()), &ip, detail);
                 let last = |c: &Conflict| (*c == Conflict::LastAdmin).then_some(DeleteUserError::LastAdmin);
                 // Its memberships go first (they name the account).
@@ -406,11 +407,15 @@ impl Actor for UsersActor {
                 }
             },
             UsersMsg::SignInUpgrading { from, to, start, reply } => {
-                match self.get(state, start.user).filter(|u| u.password_hash.as_phc() == from.as_str()) {
+                match self.get(state, start.user).filter(|u| u.password_hash().as_phc() == from.as_str()) {
                     // Not the hash that was verified any more (a password change won the race): leave it.
                     None => drop(reply.send(Ok(None))),
                     Some(current) => {
-                        let user = self.stage(state, User { password_hash: to.into(), ..User::clone(&current) }, false);
+                        let user = self.stage(
+                            state,
+                            User::from(UserFields { password_hash: to.into(), ..current.fields() }),
+                            false,
+                        );
                         state.overlay.add_unanswered([put(&user)]);
                         let answer: StartAnswer = Box::new(move |committed| {
                             let started = committed.unwrap_or(Err(Unavailable.into()));
@@ -467,7 +472,7 @@ impl Actor for UsersActor {
                 let now = Timestamp::now();
                 let mut ops = Vec::with_capacity(members.len() + 2);
                 for member in &members {
-                    let detached = User { organization_id: None, updated_at: now, ..User::clone(member) };
+                    let detached = User::from(UserFields { organization_id: None, updated_at: now, ..member.fields() });
                     ops.push(put(&self.stage(state, detached, false)));
                 }
                 let detail = format!("{}; {} member(s) detached", organization.slug, members.len().max(memberships));
@@ -499,7 +504,7 @@ impl Actor for UsersActor {
             }
             UsersMsg::LiftExpiredBans { reply } => {
                 let now = Timestamp::now();
-                let ran_out = |u: &User| u.banned && u.ban_expires.is_some_and(|end| end <= now);
+                let ran_out = |u: &User| u.banned && u.ban_expires().is_some_and(|end| end <= now);
                 let mut candidates: Vec<UserId> = self.indexes.users.bans_ended_by(now);
                 candidates.extend(state.overlay.values().flatten().filter(|u| ran_out(u)).map(|u| u.id));
                 candidates.sort_unstable();
@@ -723,7 +728,7 @@ impl UsersActor {
         if let Some(asking) = link_to {
             let user = self.get(state, asking).ok_or(ExternalError::UserGone)?;
             // As better-auth: an identity with another address is not linked (it may be someone else's).
-            if user.email != identity.email {
+            if user.email() != identity.email.as_str() {
                 return Err(ExternalError::EmailMismatch);
             }
             let ops = link(state, &user);
@@ -749,7 +754,8 @@ impl UsersActor {
             // hash verifies nothing (hashing::Hasher::verify) and shows no "credential" account.
             password_hash: String::new(),
         };
-        let created = User { email_verified: identity.email_verified, ..rules::new_account(new, now) };
+        let created =
+            User::from(UserFields { email_verified: identity.email_verified, ..rules::new_account(new, now).fields() });
         let user = self.stage(state, created, false);
         let detail = format!("through {}", identity.provider);
         let mut ops =
@@ -805,7 +811,7 @@ impl UsersActor {
     ) -> Result<Vec<StoreOp>, UnlinkError> {
         let current = self.get(state, user).ok_or(UnlinkError::NotFound)?;
         let linked = self.accounts_of(state, user);
-        let has_password = !current.password_hash.to_string().is_empty();
+        let has_password = !current.password_hash().to_string().is_empty();
         let ways_in = linked.len() + usize::from(has_password);
         let removed = match account {
             Some(id) => Some(linked.iter().find(|a| a.id == id).cloned().ok_or(UnlinkError::NotFound)?),
@@ -823,7 +829,11 @@ impl UsersActor {
                 vec![StoreOp::DeleteAccount { id: a.id, user: user.to_bytes() }, logged]
             }
             None => {
-                let changed = User { password_hash: "".into(), updated_at: Timestamp::now(), ..(*current).clone() };
+                let changed = User::from(UserFields {
+                    password_hash: "".into(),
+                    updated_at: Timestamp::now(),
+                    ..current.fields()
+                });
                 let changed = self.stage(state, changed, false);
                 let logged =
                     audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, "credential".into());
@@ -896,7 +906,7 @@ impl UsersActor {
             state.demoted.push(user.id);
         }
         let user = Arc::new(user);
-        state.emails.insert(user.email.clone(), user.id);
+        state.emails.insert(user.email_address(), user.id);
         state.overlay.stage(user.id, Some(Arc::clone(&user)));
         user
     }

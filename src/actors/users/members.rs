@@ -13,7 +13,7 @@ use super::actor::{State, UsersActor};
 use crate::actors::audit::{self, action};
 use crate::domain::{
     Email, Invitation, InvitationId, InvitationStatus, Mail, MemberId, MemberRoles, Membership, OrgId, OrgRole,
-    Timestamp, User, UserId,
+    Timestamp, User, UserFields, UserId,
 };
 use crate::store::{Conflict, StoreOp, convert};
 
@@ -205,7 +205,7 @@ impl UsersActor {
                     return Err(MemberError::AlreadyMember);
                 }
                 let organization = self.indexes.orgs.get(org).ok_or(MemberError::OrganizationNotFound)?;
-                let inviter = self.get(state, caller.actor).map(|u| u.email.as_str().to_owned()).unwrap_or_default();
+                let inviter = self.get(state, caller.actor).map(|u| u.email().to_owned()).unwrap_or_default();
                 let pending: Vec<Arc<Invitation>> =
                     self.indexes.members.invitations_of(org).into_iter().filter(|i| i.is_open(now)).collect();
                 let invitation = match pending.iter().find(|i| i.email == email) {
@@ -345,7 +345,7 @@ impl UsersActor {
     ) -> Vec<StoreOp> {
         let mut ops = Vec::new();
         if let Some(user) = self.get(state, member.user).filter(|u| u.organization_id == Some(member.org)) {
-            let detached = User { organization_id: None, updated_at: now, ..User::clone(&user) };
+            let detached = User::from(UserFields { organization_id: None, updated_at: now, ..user.fields() });
             let detached = self.stage(state, detached, false);
             ops.push(StoreOp::PutUser(convert::user_record(&detached)));
         }

@@ -3,7 +3,7 @@
 
 use super::{DeleteUserError, EnsureAdmin, EnsureAdminError, NewUser, OwnChange, UpdateUserError, UserChange};
 use crate::actors::audit::action;
-use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserId};
+use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserFields, UserId};
 
 /// What the state around a change looks like, as the actor sees it (pending changes included).
 pub struct Snapshot<'a> {
@@ -22,7 +22,7 @@ pub struct Changed {
 }
 
 pub fn new_account(new: NewUser, now: Timestamp) -> User {
-    User {
+    User::from(UserFields {
         id: UserId::new(),
         name: new.name,
         email: new.email,
@@ -37,7 +37,7 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         created_at: now,
         updated_at: now,
         two_factor: None,
-    }
+    })
 }
 
 /// An administrator's change to `current`.
@@ -58,7 +58,7 @@ pub fn apply_change(
     {
         return Err(UpdateUserError::OrganizationNotFound);
     }
-    let mut user = current.clone();
+    let mut user = current.fields();
     if let Some(role) = change.role {
         user.role = role;
     }
@@ -87,10 +87,11 @@ pub fn apply_change(
     if let Some(hash) = change.password_hash {
         user.password_hash = hash.into();
     }
+    user.updated_at = now;
+    let user = User::from(user);
     if current.is_active_admin() && !user.is_active_admin() && snapshot.active_admins <= 1 {
         return Err(UpdateUserError::LastAdmin);
     }
-    user.updated_at = now;
     // Every ban ends the sessions, even of an account already banned: a ban is how an administrator makes sure
     // nobody is signed in there. So does a password the administrator sets (after a lost phone, say).
     Ok(Changed { user, ends_sessions: change.banned == Some(true) || new_password })
@@ -98,13 +99,20 @@ pub fn apply_change(
 
 /// `current` with its ban lifted, if the ban has run out by `now`.
 pub fn lift_expired_ban(current: &User, now: Timestamp) -> Option<User> {
-    let ran_out = current.banned && current.ban_expires.is_some_and(|end| end <= now);
-    ran_out.then(|| User { banned: false, ban_reason: None, ban_expires: None, updated_at: now, ..current.clone() })
+    let ran_out = current.banned && current.ban_expires().is_some_and(|end| end <= now);
+    ran_out.then(|| {
+        current.with(|u| {
+            u.banned = false;
+            u.ban_reason = None;
+            u.ban_expires = None;
+            u.updated_at = now;
+        })
+    })
 }
 
 /// A user's own change: a new password (which may end every session) or a new name and picture.
 pub fn apply_own_change(current: &User, change: OwnChange, now: Timestamp) -> Changed {
-    let mut user = current.clone();
+    let mut user = current.fields();
     let ends_sessions = match change {
         OwnChange::Password { password_hash, end_sessions } => {
             user.password_hash = password_hash.into();
@@ -121,6 +129,7 @@ pub fn apply_own_change(current: &User, change: OwnChange, now: Timestamp) -> Ch
         }
     };
     user.updated_at = now;
+    let user = user.into();
     Changed { user, ends_sessions }
 }
 
@@ -151,15 +160,15 @@ pub fn set_up_admin(
         Some(_) if !setup.promote_existing => Err(EnsureAdminError::Exists),
         // Whoever held the account before loses it: the operator's password replaces theirs, their sessions end.
         Some(current) => {
-            let user = User {
+            let user = User::from(UserFields {
                 role: Role::admin(),
                 banned: false,
                 ban_reason: None,
                 ban_expires: None,
                 password_hash: setup.password_hash.into(),
                 updated_at: now,
-                ..current.clone()
-            };
+                ..current.fields()
+            });
             Ok((Changed { user, ends_sessions: true }, EnsureAdmin::Promoted(current.id)))
         }
         None => {
@@ -183,8 +192,8 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
     let role =
         (before.role != after.role).then(|| (action::ROLE_CHANGED, format!("{} -> {}", before.role, after.role)));
     let ban_detail = || {
-        let reason = after.ban_reason.as_deref().unwrap_or_default().to_owned();
-        match after.ban_expires {
+        let reason = after.ban_reason().unwrap_or_default().to_owned();
+        match after.ban_expires() {
             Some(end) if reason.is_empty() => format!("until {}", end.to_rfc3339()),
             Some(end) => format!("{reason} (until {})", end.to_rfc3339()),
             None => reason,
@@ -192,10 +201,10 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
     };
     let ban = match (before.banned, after.banned) {
         (false, true) => Some((action::BANNED, ban_detail())),
-        (true, true) if before.ban_expires != after.ban_expires => Some((action::BANNED, ban_detail())),
+        (true, true) if before.ban_expires() != after.ban_expires() => Some((action::BANNED, ban_detail())),
         (true, false) => Some((action::UNBANNED, String::new())),
-        _ if before.ban_reason != after.ban_reason => {
-            Some((action::BAN_REASON_CHANGED, after.ban_reason.as_deref().unwrap_or_default().to_owned()))
+        _ if before.ban_reason() != after.ban_reason() => {
+            Some((action::BAN_REASON_CHANGED, after.ban_reason().unwrap_or_default().to_owned()))
         }
         _ => None,
     };
@@ -203,17 +212,17 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
         (action::ORGANIZATION_CHANGED, format!("{} -> {}", org(before.organization_id), org(after.organization_id)))
     });
     let mut profile = Vec::new();
-    if before.name != after.name {
+    if before.name() != after.name() {
         profile.push("name");
     }
-    if before.image != after.image {
+    if before.image() != after.image() {
         profile.push("image");
     }
     if before.email_verified != after.email_verified {
         profile.push(if after.email_verified { "e-mail marked verified" } else { "e-mail marked unverified" });
     }
     let profile = (!profile.is_empty()).then(|| (action::PROFILE_UPDATED, profile.join(", ")));
-    let password = (before.password_hash != after.password_hash)
+    let password = (before.password_hash() != after.password_hash())
         .then(|| (action::PASSWORD_SET, "set by an administrator; every session ended".to_owned()));
     [role, ban, membership, profile, password].into_iter().flatten()
 }
@@ -298,13 +307,13 @@ mod tests {
         let ban = UserChange { banned: Some(true), ban_reason: BanReason::parse("left").unwrap(), ..change() };
         let banned = apply_change(&s, &target, ban.clone(), NOW).unwrap();
         assert!(banned.ends_sessions && banned.user.banned);
-        assert_eq!(banned.user.ban_reason.as_deref(), Some("left"));
+        assert_eq!(banned.user.ban_reason(), Some("left"));
         assert!(apply_change(&s, &banned.user, ban, NOW).unwrap().ends_sessions, "a second ban ends them again");
         let reason_only = UserChange { ban_reason: BanReason::parse("ignored").unwrap(), ..change() };
-        assert_eq!(apply_change(&s, &target, reason_only, NOW).unwrap().user.ban_reason, None);
+        assert_eq!(apply_change(&s, &target, reason_only, NOW).unwrap().user.ban_reason(), None);
         let unban = UserChange { banned: Some(false), ..change() };
         let unbanned = apply_change(&s, &banned.user, unban, NOW).unwrap();
-        assert!(!unbanned.ends_sessions && unbanned.user.ban_reason.is_none());
+        assert!(!unbanned.ends_sessions && unbanned.user.ban_reason().is_none());
     }
 
     #[test]
@@ -338,7 +347,7 @@ mod tests {
         let (changed, outcome) = set_up_admin(Some(&squatter), setup(true), NOW).unwrap();
         assert_eq!(outcome, EnsureAdmin::Promoted(squatter.id));
         assert!(changed.ends_sessions && changed.user.role.is_admin() && !changed.user.banned);
-        assert_eq!(changed.user.password_hash.as_phc(), "operator hash");
+        assert_eq!(changed.user.password_hash().as_phc(), "operator hash");
         let (created, outcome) = set_up_admin(None, setup(false), NOW).unwrap();
         assert_eq!(outcome, EnsureAdmin::Created(created.user.id));
         assert!(!created.ends_sessions && created.user.role.is_admin());
@@ -349,16 +358,13 @@ mod tests {
         let user = account("u@example.com", "user");
         let keep = OwnChange::Password { password_hash: "new".into(), end_sessions: false };
         let changed = apply_own_change(&user, keep, NOW);
-        assert_eq!((changed.user.password_hash.as_phc().as_ref(), changed.ends_sessions), ("new", false));
+        assert_eq!((changed.user.password_hash().as_phc().as_ref(), changed.ends_sessions), ("new", false));
         let end = OwnChange::Password { password_hash: "new".into(), end_sessions: true };
         assert!(apply_own_change(&user, end, NOW).ends_sessions);
         let profile = OwnChange::Profile { name: Some(Name::parse("Renamed").unwrap()), image: Some(None) };
         let changed = apply_own_change(&user, profile, NOW);
-        assert_eq!(
-            (changed.user.name.as_str(), changed.user.image.as_deref(), changed.ends_sessions),
-            ("Renamed", None, false)
-        );
-        assert_eq!(changed.user.password_hash, user.password_hash);
+        assert_eq!((changed.user.name(), changed.user.image(), changed.ends_sessions), ("Renamed", None, false));
+        assert_eq!(changed.user.password_hash(), user.password_hash());
     }
 
     #[test]
@@ -386,7 +392,7 @@ mod tests {
         let set = UserChange { password_hash: Some("new hash".into()), ..change() };
         let changed = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, set, NOW).unwrap();
         assert!(changed.ends_sessions);
-        assert_eq!(changed.user.password_hash.as_phc(), "new hash");
+        assert_eq!(changed.user.password_hash().as_phc(), "new hash");
         let diff: Vec<_> = changes(&target, &changed.user).collect();
         assert_eq!(diff.len(), 1);
         assert_eq!(diff[0].0, action::PASSWORD_SET);
@@ -397,13 +403,13 @@ mod tests {
     fn the_audit_diff_names_each_change() {
         let before = account("t@example.com", "user");
         let org = OrgId::new();
-        let after = User {
+        let after = User::from(UserFields {
             role: roles().parse("qa_manager").unwrap(),
             banned: true,
             ban_reason: Some("why".into()),
             organization_id: Some(org),
-            ..before.clone()
-        };
+            ..before.fields()
+        });
         let diff: Vec<_> = changes(&before, &after).collect();
         assert_eq!(
             diff,
@@ -426,16 +432,16 @@ mod tests {
         assert!(!banned.is_banned_at(end), "the ban ends at its end, not a moment later");
         assert_eq!(lift_expired_ban(&banned, Timestamp::from_millis(999)), None);
         let lifted = lift_expired_ban(&banned, end).unwrap();
-        assert!(!lifted.banned && lifted.ban_expires.is_none() && lifted.ban_reason.is_none());
+        assert!(!lifted.banned && lifted.ban_expires().is_none() && lifted.ban_reason().is_none());
         let diff: Vec<_> = changes(&target, &banned).collect();
         assert_eq!(diff, [(action::BANNED, "until 1970-01-01T00:00:01.000Z".to_owned())]);
 
         let forever = UserChange { banned: Some(true), ..change() };
         let banned = apply_change(&snapshot(&admin, 1, NO_ORGS), &banned, forever, NOW).unwrap().user;
-        assert_eq!(banned.ban_expires, None, "a new ban without an end replaces the end");
+        assert_eq!(banned.ban_expires(), None, "a new ban without an end replaces the end");
         assert_eq!(lift_expired_ban(&banned, Timestamp::from_millis(i64::MAX)), None);
         let unban = UserChange { banned: Some(false), ban_expires: Some(end), ..change() };
-        assert_eq!(apply_change(&snapshot(&admin, 1, NO_ORGS), &banned, unban, NOW).unwrap().user.ban_expires, None);
+        assert_eq!(apply_change(&snapshot(&admin, 1, NO_ORGS), &banned, unban, NOW).unwrap().user.ban_expires(), None);
     }
 
     #[test]
@@ -449,7 +455,7 @@ mod tests {
         };
         let changed = apply_change(&snapshot(&admin, 1, NO_ORGS), &target, edit, NOW).unwrap();
         assert!(!changed.ends_sessions);
-        assert_eq!(changed.user.name.as_str(), "New Name");
+        assert_eq!(changed.user.name(), "New Name");
         let diff: Vec<_> = changes(&target, &changed.user).collect();
         assert_eq!(diff, [(action::PROFILE_UPDATED, "name, e-mail marked verified".to_owned())]);
     }

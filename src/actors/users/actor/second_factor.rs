@@ -8,7 +8,7 @@ use super::{State, UsersActor, put};
 use crate::actors::audit::{self, action};
 use crate::actors::users::second_factor::{FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
 use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, OTP_ATTEMPTS, TRUSTED_DEVICE_TTL};
-use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserId};
+use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserFields, UserId};
 use crate::store::{StoreOp, convert};
 
 impl UsersActor {
@@ -25,9 +25,9 @@ impl UsersActor {
                 state.tokens.insert(token, Some(Arc::new(challenge)));
                 // Not the hash that was verified any more (a password change won the race): leave it.
                 if let Some((from, to)) = rehash
-                    && let Some(current) = self.get(state, user).filter(|u| u.password_hash.as_phc() == from.as_str())
+                    && let Some(current) = self.get(state, user).filter(|u| u.password_hash().as_phc() == from.as_str())
                 {
-                    let rehashed = User { password_hash: to.into(), ..User::clone(&current) };
+                    let rehashed = User::from(UserFields { password_hash: to.into(), ..current.fields() });
                     ops.push(put(&self.stage(state, rehashed, false)));
                 }
                 state.overlay.add(ops, reply, ());
@@ -127,7 +127,7 @@ impl UsersActor {
         ip: &str,
     ) -> Result<(Arc<User>, Vec<StoreOp>), FactorError> {
         let current = self.get(state, id).ok_or(FactorError::UserNotFound)?;
-        let factor = current.two_factor.as_deref();
+        let factor = current.two_factor();
         let now = Timestamp::now();
         let mut ends_sessions = false;
         let mut ends_devices = false;
@@ -175,7 +175,7 @@ impl UsersActor {
                 )
             }
         };
-        let user = User { two_factor: next.map(Arc::new), updated_at: now, ..User::clone(&current) };
+        let user = User::from(UserFields { two_factor: next.map(Arc::new), updated_at: now, ..current.fields() });
         let user = self.stage(state, user, ends_sessions);
         let mut ops = vec![put(&user)];
         if ends_devices {
@@ -206,7 +206,7 @@ impl UsersActor {
             return Err(PassError::InvalidChallenge);
         };
         let current = self.get(state, pending.user_id).ok_or(PassError::InvalidChallenge)?;
-        let factor = current.two_factor.as_deref().filter(|f| f.enabled).ok_or(PassError::NotEnabled)?;
+        let factor = current.two_factor().filter(|f| f.enabled).ok_or(PassError::NotEnabled)?;
         let mut mailed = None;
         let (used, what) = match proof {
             Proof::Totp { step } if step > factor.last_step => {
@@ -229,7 +229,7 @@ impl UsersActor {
                 (factor.clone(), "mailed code")
             }
         };
-        let user = User { two_factor: Some(Arc::new(used)), ..User::clone(&current) };
+        let user = User::from(UserFields { two_factor: Some(Arc::new(used)), ..current.fields() });
         let user = self.stage(state, user, false);
         state.tokens.insert(challenge, None);
         let mut ops = vec![put(&user), StoreOp::DeleteToken(challenge)];
