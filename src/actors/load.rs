@@ -96,6 +96,9 @@ struct Accounts<'i> {
     outbox: Vec<Mail>,
     /// Every account, in the store's order, until the thread that builds their ordered views takes them.
     users: Vec<Arc<User>>,
+    /// Accounts read and not yet in the index: published a batch at a time (see `InlineMap::insert_many`), and
+    /// before any other record, which may look one up.
+    unpublished: Vec<Arc<User>>,
     /// Every account's id and organization, for the memberships' check in [`finish`] (the accounts themselves are
     /// the views thread's by then).
     held: Vec<Held>,
@@ -126,6 +129,7 @@ impl<'i> Accounts<'i> {
             cleanup: Vec::new(),
             outbox: Vec::new(),
             users: Vec::new(),
+            unpublished: Vec::with_capacity(BATCH),
             held: Vec::new(),
             members: Members::default(),
             views: None,
@@ -148,9 +152,16 @@ impl<'i> Accounts<'i> {
     }
 }
 
+/// How many loaded entries are handed to an index at once.
+const BATCH: usize = 256;
+
 impl Visitor for Accounts<'_> {
     fn record(&mut self, record: Record) -> Result<(), StoreError> {
         let indexes = self.indexes;
+        let user = matches!(record, Record::User(_));
+        if !self.unpublished.is_empty() && (!user || self.unpublished.len() == BATCH) {
+            indexes.users.publish_loaded_many(&mut self.unpublished);
+        }
         match record {
             Record::Org(r) => {
                 let org = convert::org(r);
@@ -164,7 +175,7 @@ impl Visitor for Accounts<'_> {
                 let user = Arc::new(convert::user(r, self.roles));
                 self.held.push(Held { id: user.id, org: user.organization_id, created_at: user.created_at });
                 self.users.push(Arc::clone(&user));
-                indexes.users.publish_loaded(user);
+                self.unpublished.push(user);
             }
             Record::Token(hash, r) => {
                 let token = convert::token(r)?;
@@ -215,6 +226,7 @@ impl Visitor for Accounts<'_> {
     /// Starts building the accounts' ordered views on another thread, which the sessions' half leaves the second
     /// core to once it is read too.
     fn done(&mut self) {
+        self.indexes.users.publish_loaded_many(&mut self.unpublished);
         if self.read.is_none() {
             self.read = Some(self.started.elapsed());
             self.members.sort();
@@ -232,6 +244,8 @@ struct Sessions<'i> {
     started: Instant,
     /// The user and token hash of every unexpired session, in the store's order (by user).
     unexpired: Vec<(UserId, TokenHash)>,
+    /// Sessions read and not yet in the index (a batch at a time, as the accounts).
+    unpublished: Vec<(TokenHash, Arc<crate::domain::Session>)>,
     expired: Vec<StoreOp>,
     /// The memberships, which the embedded store hands to this side after the sessions.
     members: Members,
@@ -253,6 +267,7 @@ impl<'i> Sessions<'i> {
             now,
             started,
             unexpired: Vec::new(),
+            unpublished: Vec::with_capacity(BATCH),
             expired: Vec::new(),
             members: Members::default(),
             read: None,
@@ -282,12 +297,16 @@ impl Visitor for Sessions<'_> {
             self.expired.push(StoreOp::DeleteSession(session.user_id.to_bytes(), hash));
         } else {
             self.unexpired.push((session.user_id, hash));
-            self.index.publish_loaded(hash, Arc::new(session));
+            self.unpublished.push((hash, Arc::new(session)));
+            if self.unpublished.len() == BATCH {
+                self.index.publish_loaded_many(&mut self.unpublished);
+            }
         }
         Ok(())
     }
 
     fn done(&mut self) {
+        self.index.publish_loaded_many(&mut self.unpublished);
         if self.read.is_none() {
             self.members.sort();
             self.read = Some(self.started.elapsed());
