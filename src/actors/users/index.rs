@@ -381,7 +381,7 @@ impl UserIndex {
     pub(crate) fn publish_loaded_many(&self, users: &mut Vec<Arc<User>>) {
         for user in users.iter() {
             self.count_legacy(false, user.has_legacy_hash());
-            self.costs.count(&user.password_hash, true);
+            self.costs.count(user.password_hash(), true);
         }
         self.by_id.insert_many(users.drain(..).map(|user| (user.id, user)));
     }
