@@ -1,5 +1,5 @@
 use std::fmt;
-use std::sync::RwLock;
+use std::sync::{OnceLock, RwLock};
 
 /// A role from the configured set. Built only by [`RoleSet::parse`] (or from the store), so a `Role` is always
 /// one the configuration allows.
@@ -15,6 +15,10 @@ pub struct Role(u32);
 /// the life of the process like the configuration: a few names, never one a request chooses ([`RoleSet::parse`]
 /// gives only the configured ones).
 static NAMES: RwLock<Vec<&'static str>> = RwLock::new(Vec::new());
+
+/// The first names of [`NAMES`] again, each set once: read without a lock, since every authenticated call may
+/// read its caller's role ([`Role::as_str`]), from every thread at once.
+static FIRST_NAMES: [OnceLock<&'static str>; 64] = [const { OnceLock::new() }; 64];
 
 impl Role {
     pub const ADMIN: &'static str = "admin";
@@ -32,8 +36,12 @@ impl Role {
         match self.0 {
             0 => Self::ADMIN,
             n => {
+                let i = usize::try_from(n - 1).unwrap_or(usize::MAX);
+                if let Some(name) = FIRST_NAMES.get(i).and_then(OnceLock::get) {
+                    return name;
+                }
                 let names = NAMES.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-                usize::try_from(n - 1).ok().and_then(|i| names.get(i)).copied().unwrap_or_default()
+                names.get(i).copied().unwrap_or_default()
             }
         }
     }
@@ -51,7 +59,11 @@ impl Role {
         if let Some(role) = number(&names) {
             return role;
         }
-        names.push(Box::leak(name.into()));
+        let name: &'static str = Box::leak(name.into());
+        if let Some(slot) = FIRST_NAMES.get(names.len()) {
+            let _ = slot.set(name);
+        }
+        names.push(name);
         Self(u32::try_from(names.len()).unwrap_or(u32::MAX))
     }
 }
