@@ -75,15 +75,37 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Whether an SMTP server answers on `port` with its greeting.
+fn greets(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut greeting = [0u8; 3];
+    stream.read_exact(&mut greeting).is_ok() && &greeting == b"220"
+}
+
 impl SmtpSink {
+    /// On a free port. The port is free when chosen, but another test's server may take it before aiosmtpd binds
+    /// it: aiosmtpd then exits, and a new port is tried.
     pub(super) fn start() -> Self {
-        Self::start_on(free_port())
+        for _ in 0..5 {
+            if let Some(sink) = Self::try_start_on(free_port()) {
+                return sink;
+            }
+        }
+        panic!("aiosmtpd could not bind a free port five times in a row");
     }
 
     fn start_on(port: u16) -> Self {
+        Self::try_start_on(port).unwrap_or_else(|| panic!("aiosmtpd could not bind port {port}"))
+    }
+
+    /// aiosmtpd on `port`, once it answers with its greeting (`220`): a connection alone could be another process
+    /// that took the port first. `None` when aiosmtpd exits instead (the port was taken).
+    fn try_start_on(port: u16) -> Option<Self> {
         let dir = tempfile::tempdir().unwrap();
         let maildir = dir.path().join("box");
-        let child = Command::new(python())
+        let mut child = Command::new(python())
             .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
             .arg(&maildir)
             .stdout(Stdio::null())
@@ -91,11 +113,14 @@ impl SmtpSink {
             .spawn()
             .expect("python3 -m aiosmtpd");
         let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !greets(port) {
+            if child.try_wait().ok().flatten().is_some() {
+                return None;
+            }
             assert!(started.elapsed() < Duration::from_secs(15), "aiosmtpd did not start on port {port}");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self { child, port, maildir, _dir: dir }
+        Some(Self { child, port, maildir, _dir: dir })
     }
 
     /// An SMTP server that takes `delay` to accept each message (many at once, as a real server would), and
