@@ -29,6 +29,7 @@ use std::cell::UnsafeCell;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+use std::ops::ControlFlow;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -210,6 +211,35 @@ impl<K: Key<V>, V> InlineMap<K, V> {
 
     fn find(&self, guard: &LocalGuard<'_>, key: &K) -> Option<*const V> {
         let hash = key.hash_with(&self.hasher);
+        self.probe(guard, hash, |kept, entry| {
+            if key.is(hash, kept, entry) {
+                ControlFlow::Break(std::ptr::from_ref(entry))
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+    }
+
+    /// Visits every entry whose key's hash ([`Key::hash_with`]) is `hash`: the keys filed under it (a probe, as a
+    /// miss of `get` costs).
+    pub(crate) fn with_hash(&self, hash: u64, mut visit: impl FnMut(K, &V)) {
+        let guard = self.collector.enter();
+        self.probe::<()>(&guard, hash, |kept, entry| {
+            if K::hash_of(kept, entry, &self.hasher) == hash {
+                visit(K::of(kept, entry), entry);
+            }
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// Walks `hash`'s probe in the table `guard` protects, from its first slot to the first never used, handing each
+    /// live entry's key and value to `visit` until it breaks with an answer.
+    fn probe<R>(
+        &self,
+        guard: &LocalGuard<'_>,
+        hash: u64,
+        mut visit: impl FnMut(&K::Kept, &V) -> ControlFlow<R>,
+    ) -> Option<R> {
         // SAFETY: the table is replaced only by a rebuild, which retires the old one through the collector: it
         // stays allocated while `guard` lives.
         let table = unsafe { &*guard.protect(&self.table, Ordering::Acquire) };
@@ -224,34 +254,11 @@ impl<K: Key<V>, V> InlineMap<K, V> {
             if value != tomb() {
                 // SAFETY: the key was written before the pointer was first stored (release; our load acquired
                 // a pointer stored at or after that), and a slot's key is never written again in this table. The
-                // value is alive while `guard` is (see `get`).
+                // value is an `Arc`'s, and a retired reference is dropped only after every guard entered before its
+                // retirement is gone: both live while `guard` does.
                 let (kept, entry) = unsafe { ((*slot.kept.get()).assume_init_ref(), &*value) };
-                if key.is(hash, kept, entry) {
-                    return Some(value);
-                }
-            }
-            i = table.next(i);
-        }
-    }
-
-    /// Visits every entry whose key's hash ([`Key::hash_with`]) is `hash`: the keys filed under it (a probe, as a
-    /// miss of `get` costs).
-    pub(crate) fn with_hash(&self, hash: u64, mut visit: impl FnMut(K, &V)) {
-        let guard = self.collector.enter();
-        // SAFETY: as in `find`.
-        let table = unsafe { &*guard.protect(&self.table, Ordering::Acquire) };
-        let mut i = table.home(hash);
-        loop {
-            let slot = &table.slots[i];
-            let value = guard.protect(&slot.value, Ordering::Acquire);
-            if value.is_null() {
-                return;
-            }
-            if value != tomb() {
-                // SAFETY: as in `find`.
-                let (kept, entry) = unsafe { ((*slot.kept.get()).assume_init_ref(), &*value) };
-                if K::hash_of(kept, entry, &self.hasher) == hash {
-                    visit(K::of(kept, entry), entry);
+                if let ControlFlow::Break(answer) = visit(kept, entry) {
+                    return Some(answer);
                 }
             }
             i = table.next(i);

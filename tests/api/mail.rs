@@ -103,47 +103,63 @@ impl SmtpSink {
     /// aiosmtpd on `port`, once it answers with its greeting (`220`): a connection alone could be another process
     /// that took the port first. `None` when aiosmtpd exits instead (the port was taken).
     fn try_start_on(port: u16) -> Option<Self> {
+        Self::try_spawn(port, |maildir, _| {
+            let mut command = Command::new(python());
+            command.args([
+                "-m",
+                "aiosmtpd",
+                "-n",
+                "-l",
+                &format!("127.0.0.1:{port}"),
+                "-c",
+                "aiosmtpd.handlers.Mailbox",
+            ]);
+            command.arg(maildir);
+            command
+        })
+    }
+
+    /// An SMTP server that takes `delay` to accept each message (many at once, as a real server would), and
+    /// refuses for good (550) every recipient whose address starts with `refuse`. On a free port, as [`start`].
+    ///
+    /// [`start`]: Self::start
+    fn slow(delay: Duration, refuse: &str) -> Self {
+        for _ in 0..5 {
+            let port = free_port();
+            let sink = Self::try_spawn(port, |maildir, dir| {
+                let script = dir.join("slow_smtp.py");
+                std::fs::write(&script, SLOW_SMTP).unwrap();
+                let mut command = Command::new(python());
+                command.arg(&script);
+                command.args([&port.to_string(), maildir.to_str().unwrap(), &delay.as_secs_f64().to_string(), refuse]);
+                command
+            });
+            if let Some(sink) = sink {
+                return sink;
+            }
+        }
+        panic!("the slow SMTP server could not bind a free port five times in a row");
+    }
+
+    /// Starts what `command` makes (given the Maildir and the temporary directory) and waits for its greeting on
+    /// `port`; `None` if it exits first.
+    fn try_spawn(port: u16, command: impl FnOnce(&Path, &Path) -> Command) -> Option<Self> {
         let dir = tempfile::tempdir().unwrap();
         let maildir = dir.path().join("box");
-        let mut child = Command::new(python())
-            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(&maildir)
+        let mut child = command(&maildir, dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("python3 -m aiosmtpd");
+            .expect("python3 with aiosmtpd");
         let started = Instant::now();
         while !greets(port) {
             if child.try_wait().ok().flatten().is_some() {
                 return None;
             }
-            assert!(started.elapsed() < Duration::from_secs(15), "aiosmtpd did not start on port {port}");
+            assert!(started.elapsed() < Duration::from_secs(15), "the SMTP server did not start on port {port}");
             std::thread::sleep(Duration::from_millis(50));
         }
         Some(Self { child, port, maildir, _dir: dir })
-    }
-
-    /// An SMTP server that takes `delay` to accept each message (many at once, as a real server would), and
-    /// refuses for good (550) every recipient whose address starts with `refuse`.
-    fn slow(delay: Duration, refuse: &str) -> Self {
-        let port = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let maildir = dir.path().join("box");
-        let script = dir.path().join("slow_smtp.py");
-        std::fs::write(&script, SLOW_SMTP).unwrap();
-        let child = Command::new(python())
-            .arg(&script)
-            .args([&port.to_string(), maildir.to_str().unwrap(), &delay.as_secs_f64().to_string(), refuse])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 slow_smtp.py");
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(15), "the slow SMTP server did not start on port {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self { child, port, maildir, _dir: dir }
     }
 
     pub(super) fn url(&self) -> String {
