@@ -331,17 +331,46 @@ pub struct Session {
     pub user_agent: UserAgent,
     /// `false` for a `rememberMe: false` session: short-lived, cookie without `Max-Age`, never extended.
     pub remember_me: bool,
-    /// The administrator acting as the user through this session, if it is an impersonation. Boxed: rare, and 8
-    /// bytes instead of 17 keep a session in its allocation size (see the test below).
-    pub impersonated_by: Option<Box<UserId>>,
-    /// The organization the session works in (better-auth's `activeOrganizationId`, set by
-    /// `organization/set-active`). Boxed like `impersonated_by`: most sessions have none.
-    pub active_organization: Option<Box<OrgId>>,
+    /// Who impersonates, and the organization worked in: what few sessions have, behind one pointer for both
+    /// (two pointers took a session out of glibc's 128-byte chunk: see the test below). Read through
+    /// [`impersonated_by`](Self::impersonated_by) and [`active_organization`](Self::active_organization).
+    pub rare: SessionRare,
+}
+
+/// A [`Session`]'s rare fields: empty (no allocation) when neither is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionRare(Option<Box<(Option<UserId>, Option<OrgId>)>>);
+
+impl SessionRare {
+    /// The administrator acting through the session (an impersonation), and the active organization.
+    pub fn new(impersonated_by: Option<UserId>, active_organization: Option<OrgId>) -> Self {
+        // Never a box of two `None`s: equal sessions hold equal values.
+        Self(
+            (impersonated_by.is_some() || active_organization.is_some())
+                .then(|| Box::new((impersonated_by, active_organization))),
+        )
+    }
 }
 
 impl Session {
     pub fn is_expired(&self, now: Timestamp) -> bool {
         self.expires_at <= now
+    }
+
+    /// The administrator acting as the user through this session, if it is an impersonation.
+    pub fn impersonated_by(&self) -> Option<UserId> {
+        self.rare.0.as_deref()?.0
+    }
+
+    /// The organization the session works in (better-auth's `activeOrganizationId`, set by
+    /// `organization/set-active`).
+    pub fn active_organization(&self) -> Option<OrgId> {
+        self.rare.0.as_deref()?.1
+    }
+
+    /// This session working in `org` (or in none): a new value, the rest unchanged.
+    pub fn with_active_organization(&self, org: Option<OrgId>) -> Self {
+        Self { rare: SessionRare::new(self.impersonated_by(), org), ..self.clone() }
     }
 }
 
@@ -352,16 +381,46 @@ mod tests {
     use super::*;
 
     /// Ten million accounts and sessions are kept in memory, each in one allocation with the `Arc`'s two
-    /// counters. An account: 16 + 88 bytes take glibc's 112-byte chunk (it was 16 + 168 in a 192-byte one before
-    /// its text, rare fields and role were packed), its text one more. A session: 16 + 112 a 144-byte chunk (the
-    /// active organization's pointer crossed out of the 128-byte chunk a session had: 16 bytes more a session,
-    /// taken for the organizations). A field that makes either larger costs ten million times its size, or more
-    /// when it crosses into the next chunk: a deliberate choice, with the start-up and memory benchmark run again
-    /// (`benches/scale_startup.sh`).
+    /// counters. glibc serves a request of n bytes from a chunk of n + 8 rounded up to 16: 120 bytes from a
+    /// 128-byte chunk, 121 to 136 from a 144-byte one. An account: 16 + 80 bytes take a 112-byte chunk (it was
+    /// 16 + 168 in a 192-byte one before its text, rare fields and role were packed), its text one more. A session:
+    /// 16 + 104 a 128-byte chunk (at 16 + 112, with a pointer for each of its two rare fields, it took 144 bytes).
+    /// A field that makes either larger costs ten million times its size, or more when it crosses into the next
+    /// chunk: a deliberate choice, with the start-up and memory benchmark run again (`benches/scale_startup.sh`).
     #[test]
     fn the_kept_shapes_stay_compact() {
         assert!(size_of::<User>() <= 80, "User: {} bytes", size_of::<User>());
-        assert!(size_of::<Session>() <= 112, "Session: {} bytes", size_of::<Session>());
+        assert!(size_of::<Session>() <= 104, "Session: {} bytes", size_of::<Session>());
+    }
+
+    /// A session's rare fields: nothing allocated when neither is set, and each read back as it was set,
+    /// whichever else is set; changing the active organization keeps the impersonation.
+    #[test]
+    fn a_session_keeps_its_rare_fields_behind_one_pointer() {
+        assert_eq!(size_of::<SessionRare>(), 8);
+        let (empty, bytes) = crate::alloc_count::bytes_in(|| SessionRare::new(None, None));
+        assert_eq!((empty.clone(), bytes), (SessionRare::default(), 0));
+        let (admin, org) = (UserId::new(), OrgId::new());
+        for (by, active) in [(None, None), (Some(admin), None), (None, Some(org)), (Some(admin), Some(org))] {
+            let session = Session {
+                id: SessionId::new(),
+                user_id: UserId::new(),
+                expires_at: Timestamp::from_millis(2),
+                created_at: Timestamp::from_millis(1),
+                updated_at: Timestamp::from_millis(1),
+                ip_address: "192.0.2.1".into(),
+                user_agent: "curl".into(),
+                remember_me: true,
+                rare: SessionRare::new(by, active),
+            };
+            assert_eq!((session.impersonated_by(), session.active_organization()), (by, active));
+            let moved = session.with_active_organization(Some(OrgId::new()));
+            assert_eq!(moved.impersonated_by(), by);
+            assert_ne!(moved.active_organization(), active);
+            let left = moved.with_active_organization(None);
+            assert_eq!(left.rare == SessionRare::default(), by.is_none(), "no box of two `None`s");
+            assert_eq!(left.with_active_organization(active), session);
+        }
     }
 
     fn seeded(n: usize) -> UserFields {
