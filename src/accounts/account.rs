@@ -121,7 +121,7 @@ impl Accounts {
     /// the user's to see (nor to pick out and end).
     pub fn own_sessions(&self, user: UserId) -> Vec<(TokenHash, Arc<Session>)> {
         let mut sessions = self.sessions_of(user);
-        sessions.retain(|(_, s)| s.impersonated_by.is_none());
+        sessions.retain(|(_, s)| s.impersonated_by().is_none());
         sessions
     }
 

@@ -186,7 +186,7 @@ impl Accounts {
 
     /// Ends the impersonation session `session` (audited as its end) on behalf of the administrator behind it.
     pub async fn stop_impersonating(&self, session: &Session, hash: TokenHash, ip: &str) -> Result<(), Unavailable> {
-        let Some(by) = session.impersonated_by.as_deref().copied() else { return Ok(()) };
+        let Some(by) = session.impersonated_by() else { return Ok(()) };
         self.actors.sessions.revoke(session.user_id, by, Revoke::Impersonation(hash), ip.to_owned()).await.map(drop)
     }
 

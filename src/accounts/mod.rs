@@ -126,17 +126,17 @@ impl Current {
     /// impersonation. An administrator acting as someone else has that person's rights, never more, whatever
     /// role the person is given meanwhile; and an impersonation never grants an administrator's rights.
     pub fn administrator(&self) -> Option<&Arc<User>> {
-        (self.user.role.is_admin() && self.session.impersonated_by.is_none()).then_some(&self.user)
+        (self.user.role.is_admin() && self.session.impersonated_by().is_none()).then_some(&self.user)
     }
 
     /// Whom the audit log names for what this session does: the administrator behind an impersonation, else the
     /// user.
     pub fn actor(&self) -> UserId {
-        self.session.impersonated_by.as_deref().copied().unwrap_or(self.user.id)
+        self.session.impersonated_by().unwrap_or(self.user.id)
     }
 
     pub fn is_impersonation(&self) -> bool {
-        self.session.impersonated_by.is_some()
+        self.session.impersonated_by().is_some()
     }
 }
 
@@ -229,7 +229,7 @@ impl Accounts {
         let user = self.indexes.users.get(session.user_id).filter(|u| !u.is_banned_at(now))?;
         // An impersonation lives only while the administrator behind it is one: banned, demoted or removed (here or
         // on another node), it ends with that change, and until the ending is applied it is refused here.
-        if let Some(admin) = session.impersonated_by.as_deref() {
+        if let Some(admin) = session.impersonated_by().as_ref() {
             self.indexes.users.get(*admin).filter(|a| a.role.is_admin() && !a.is_banned_at(now))?;
         }
         Some(Current { session, user })
@@ -330,7 +330,7 @@ mod tests {
 
     use crate::alloc_count::allocations_in;
     use crate::config::Config;
-    use crate::domain::{Session, SessionId, SessionToken, Timestamp, User};
+    use crate::domain::{Session, SessionId, SessionRare, SessionToken, Timestamp, User};
     use crate::runtime::Core;
     use crate::store::{FaultSwitch, Store, StoreOp, convert};
 
@@ -353,8 +353,7 @@ mod tests {
             ip_address: "127.0.0.1".into(),
             user_agent: "test".into(),
             remember_me: true,
-            impersonated_by: None,
-            active_organization: None,
+            rare: SessionRare::default(),
         };
         let ops = [
             StoreOp::PutUser(convert::user_record(&user)),

@@ -87,7 +87,7 @@ impl Accounts {
             OrgRef::Slug(slug) => {
                 return Slug::parse(slug).ok().and_then(|s| self.indexes.orgs.by_slug(&s)).ok_or(OrgError::NotFound);
             }
-            OrgRef::Active => Some(*session.active_organization.as_deref().ok_or(OrgError::NoActiveOrganization)?),
+            OrgRef::Active => Some(session.active_organization().ok_or(OrgError::NoActiveOrganization)?),
         };
         id.and_then(|id| self.indexes.orgs.get(id)).ok_or(OrgError::NotFound)
     }
@@ -264,7 +264,7 @@ impl Accounts {
         token_hash: crate::domain::TokenHash,
         org: Option<OrgId>,
     ) -> Result<(), Unavailable> {
-        if session.active_organization.as_deref().copied() == org {
+        if session.active_organization() == org {
             return Ok(());
         }
         self.actors.sessions.set_active(token_hash, org).await.map(drop)

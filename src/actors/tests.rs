@@ -11,8 +11,8 @@ use super::users::{AttemptPolicy, UserChange};
 use super::{Indexes, System, Unavailable};
 use crate::config::{RolesConfig, SessionConfig};
 use crate::domain::{
-    Email, Name, OrgId, Organization, Role, RoleSet, Session, SessionId, SessionToken, Slug, Timestamp, User,
-    UserFields, UserId,
+    Email, Name, OrgId, Organization, Role, RoleSet, Session, SessionId, SessionRare, SessionToken, Slug, Timestamp,
+    User, UserFields, UserId,
 };
 use crate::store::{ManualDisk, Store, StoreOp, StoreWriter, convert};
 
@@ -70,8 +70,7 @@ fn session_for(user: UserId, lifetime: Duration) -> (SessionToken, StoreOp) {
         ip_address: "".into(),
         user_agent: "".into(),
         remember_me: true,
-        impersonated_by: None,
-        active_organization: None,
+        rare: SessionRare::default(),
     };
     let op = StoreOp::PutSession(token.hash(), convert::session_record(&session));
     (token, op)

@@ -1,6 +1,7 @@
 //! Validated value types. Each has one constructor that checks it, so a value of these types is valid by
 //! construction and nothing downstream re-checks it.
 
+mod account_text;
 mod agent;
 mod audit;
 mod ban_reason;
@@ -20,6 +21,7 @@ mod time;
 mod token;
 pub mod two_factor;
 
+use account_text::Text;
 pub use agent::UserAgent;
 pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, is_anonymous_action};
 pub use ban_reason::{BanReason, BanReasonError};
@@ -41,7 +43,7 @@ pub use two_factor::TwoFactor;
 /// A user account as the service sees it (the read index holds these behind `Arc`).
 ///
 /// Every account is kept in memory (ten million of them on one node), so its shape is compact: its name, e-mail
-/// address and password hash in one allocation ([`Text`]), the fields most accounts never set (a picture, a ban's
+/// address and password hash in one allocation behind a thin pointer ([`Text`]), the fields most accounts never set (a picture, a ban's
 /// reason and end, a second factor) behind one pointer that is empty when none is set ([`Rare`]), its role a
 /// number. The fields read as they are stay public; the packed ones are read through methods ([`name`]
 /// (Self::name), [`email`](Self::email), [`password_hash`](Self::password_hash), [`image`](Self::image),
@@ -93,53 +95,6 @@ struct Rare {
     ban_reason: Option<Box<str>>,
     ban_expires: Option<Timestamp>,
     two_factor: Option<std::sync::Arc<TwoFactor>>,
-}
-
-/// An account's name, e-mail address and password hash in one allocation (three were three heap chunks and 48
-/// bytes of pointers): `[e-mail's length: u32][name's length: u32][e-mail][name][the hash's compact bytes]`,
-/// lengths little-endian. Made only from a valid [`Name`], [`Email`] and [`PasswordHash`].
-#[derive(Clone, PartialEq, Eq)]
-struct Text(Box<[u8]>);
-
-const TEXT_HEADER: usize = 8;
-
-impl Text {
-    fn new(name: &str, email: &str, hash: &PasswordHash) -> Self {
-        let hash = hash.bytes();
-        let mut bytes = Vec::with_capacity(TEXT_HEADER + email.len() + name.len() + hash.len());
-        // A name is at most 800 bytes and an address 254: the lengths always fit.
-        bytes.extend_from_slice(&u32::try_from(email.len()).unwrap_or(u32::MAX).to_le_bytes());
-        bytes.extend_from_slice(&u32::try_from(name.len()).unwrap_or(u32::MAX).to_le_bytes());
-        bytes.extend_from_slice(email.as_bytes());
-        bytes.extend_from_slice(name.as_bytes());
-        bytes.extend_from_slice(hash);
-        Self(bytes.into_boxed_slice())
-    }
-
-    fn length(&self, at: usize) -> usize {
-        let mut n = [0; 4];
-        n.copy_from_slice(&self.0[at..at + 4]);
-        usize::try_from(u32::from_le_bytes(n)).unwrap_or(usize::MAX)
-    }
-
-    /// The e-mail address's bytes (ASCII): what the e-mail order compares.
-    fn email_bytes(&self) -> &[u8] {
-        &self.0[TEXT_HEADER..TEXT_HEADER + self.length(0)]
-    }
-
-    fn email(&self) -> &str {
-        // Written from a `&str`: always UTF-8.
-        std::str::from_utf8(self.email_bytes()).unwrap_or_default()
-    }
-
-    fn name(&self) -> &str {
-        let from = TEXT_HEADER + self.length(0);
-        std::str::from_utf8(&self.0[from..from + self.length(4)]).unwrap_or_default()
-    }
-
-    fn hash(&self) -> StoredHash<'_> {
-        StoredHash::from_bytes(&self.0[TEXT_HEADER + self.length(0) + self.length(4)..])
-    }
 }
 
 impl From<UserFields> for User {
@@ -331,17 +286,46 @@ pub struct Session {
     pub user_agent: UserAgent,
     /// `false` for a `rememberMe: false` session: short-lived, cookie without `Max-Age`, never extended.
     pub remember_me: bool,
-    /// The administrator acting as the user through this session, if it is an impersonation. Boxed: rare, and 8
-    /// bytes instead of 17 keep a session in its allocation size (see the test below).
-    pub impersonated_by: Option<Box<UserId>>,
-    /// The organization the session works in (better-auth's `activeOrganizationId`, set by
-    /// `organization/set-active`). Boxed like `impersonated_by`: most sessions have none.
-    pub active_organization: Option<Box<OrgId>>,
+    /// Who impersonates, and the organization worked in: what few sessions have, behind one pointer for both
+    /// (two pointers took a session out of glibc's 128-byte chunk: see the test below). Read through
+    /// [`impersonated_by`](Self::impersonated_by) and [`active_organization`](Self::active_organization).
+    pub rare: SessionRare,
+}
+
+/// A [`Session`]'s rare fields: empty (no allocation) when neither is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionRare(Option<Box<(Option<UserId>, Option<OrgId>)>>);
+
+impl SessionRare {
+    /// The administrator acting through the session (an impersonation), and the active organization.
+    pub fn new(impersonated_by: Option<UserId>, active_organization: Option<OrgId>) -> Self {
+        // Never a box of two `None`s: equal sessions hold equal values.
+        Self(
+            (impersonated_by.is_some() || active_organization.is_some())
+                .then(|| Box::new((impersonated_by, active_organization))),
+        )
+    }
 }
 
 impl Session {
     pub fn is_expired(&self, now: Timestamp) -> bool {
         self.expires_at <= now
+    }
+
+    /// The administrator acting as the user through this session, if it is an impersonation.
+    pub fn impersonated_by(&self) -> Option<UserId> {
+        self.rare.0.as_deref()?.0
+    }
+
+    /// The organization the session works in (better-auth's `activeOrganizationId`, set by
+    /// `organization/set-active`).
+    pub fn active_organization(&self) -> Option<OrgId> {
+        self.rare.0.as_deref()?.1
+    }
+
+    /// This session working in `org` (or in none): a new value, the rest unchanged.
+    pub fn with_active_organization(&self, org: Option<OrgId>) -> Self {
+        Self { rare: SessionRare::new(self.impersonated_by(), org), ..self.clone() }
     }
 }
 
@@ -352,16 +336,47 @@ mod tests {
     use super::*;
 
     /// Ten million accounts and sessions are kept in memory, each in one allocation with the `Arc`'s two
-    /// counters. An account: 16 + 88 bytes take glibc's 112-byte chunk (it was 16 + 168 in a 192-byte one before
-    /// its text, rare fields and role were packed), its text one more. A session: 16 + 112 a 144-byte chunk (the
-    /// active organization's pointer crossed out of the 128-byte chunk a session had: 16 bytes more a session,
-    /// taken for the organizations). A field that makes either larger costs ten million times its size, or more
-    /// when it crosses into the next chunk: a deliberate choice, with the start-up and memory benchmark run again
-    /// (`benches/scale_startup.sh`).
+    /// counters. glibc serves a request of n bytes from a chunk of n + 8 rounded up to 16: 120 bytes from a
+    /// 128-byte chunk, 121 to 136 from a 144-byte one. An account: 16 + 72 bytes take a 96-byte chunk (it was
+    /// 16 + 168 in a 192-byte one before its text, rare fields and role were packed, and 16 + 80 in a 112-byte one
+    /// while its text's pointer carried a length), its text one more. A session:
+    /// 16 + 104 a 128-byte chunk (at 16 + 112, with a pointer for each of its two rare fields, it took 144 bytes).
+    /// A field that makes either larger costs ten million times its size, or more when it crosses into the next
+    /// chunk: a deliberate choice, with the start-up and memory benchmark run again (`benches/scale_startup.sh`).
     #[test]
     fn the_kept_shapes_stay_compact() {
-        assert!(size_of::<User>() <= 80, "User: {} bytes", size_of::<User>());
-        assert!(size_of::<Session>() <= 112, "Session: {} bytes", size_of::<Session>());
+        assert!(size_of::<User>() <= 72, "User: {} bytes", size_of::<User>());
+        assert!(size_of::<Session>() <= 104, "Session: {} bytes", size_of::<Session>());
+    }
+
+    /// A session's rare fields: nothing allocated when neither is set, and each read back as it was set,
+    /// whichever else is set; changing the active organization keeps the impersonation.
+    #[test]
+    fn a_session_keeps_its_rare_fields_behind_one_pointer() {
+        assert_eq!(size_of::<SessionRare>(), 8);
+        let (empty, bytes) = crate::alloc_count::bytes_in(|| SessionRare::new(None, None));
+        assert_eq!((empty.clone(), bytes), (SessionRare::default(), 0));
+        let (admin, org) = (UserId::new(), OrgId::new());
+        for (by, active) in [(None, None), (Some(admin), None), (None, Some(org)), (Some(admin), Some(org))] {
+            let session = Session {
+                id: SessionId::new(),
+                user_id: UserId::new(),
+                expires_at: Timestamp::from_millis(2),
+                created_at: Timestamp::from_millis(1),
+                updated_at: Timestamp::from_millis(1),
+                ip_address: "192.0.2.1".into(),
+                user_agent: "curl".into(),
+                remember_me: true,
+                rare: SessionRare::new(by, active),
+            };
+            assert_eq!((session.impersonated_by(), session.active_organization()), (by, active));
+            let moved = session.with_active_organization(Some(OrgId::new()));
+            assert_eq!(moved.impersonated_by(), by);
+            assert_ne!(moved.active_organization(), active);
+            let left = moved.with_active_organization(None);
+            assert_eq!(left.rare == SessionRare::default(), by.is_none(), "no box of two `None`s");
+            assert_eq!(left.with_active_organization(active), session);
+        }
     }
 
     fn seeded(n: usize) -> UserFields {
@@ -379,14 +394,15 @@ mod tests {
     /// What an ordinary account (no picture, ban or second factor) holds, counted with the test allocator: the
     /// `Arc` with the account, and one allocation with its name, address and hash; nothing for the rare fields.
     /// It was five allocations and 16 + 168 + 16 + 23 + 51 = 274 bytes asked for (five chunks of glibc's, 352
-    /// bytes); now 16 + 88 + 8 + 16 + 23 + 51 = 202 in two (112 + 112 bytes of chunks).
+    /// bytes); then 16 + 80 + 8 + 16 + 23 + 51 = 194 in two (112 + 112 bytes of chunks); now, the text's lengths
+    /// one byte each behind a thin pointer, 16 + 72 + 3 + 16 + 23 + 51 = 181 (96 + 112).
     #[test]
     fn an_ordinary_account_is_two_allocations_of_about_two_hundred_bytes() {
         let fields = seeded(123_456);
         let ((user, allocations), bytes) =
             crate::alloc_count::bytes_in(|| crate::alloc_count::allocations_in(|| Arc::new(User::from(fields))));
         assert_eq!(allocations, 2, "the Arc and the text");
-        assert!(bytes <= 16 + 88 + 8 + 16 + 23 + 51, "{bytes} bytes");
+        assert!(bytes <= 16 + 72 + 3 + 16 + 23 + 51, "{bytes} bytes");
         assert!(user.rare.is_none());
         let (plain, picture) = (seeded(7), UserFields { image: Some("https://x.test/a.png".into()), ..seeded(7) });
         let (_, plain) = crate::alloc_count::bytes_in(|| Arc::new(User::from(plain)));

@@ -311,7 +311,7 @@ pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>
 /// administrator's own session comes back, if it is still valid and still an administrator's.
 pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (token, current) = extract::signed_in(state, req.headers())?;
-    let Some(admin_id) = current.session.impersonated_by.as_deref().copied() else {
+    let Some(admin_id) = current.session.impersonated_by() else {
         return Err(Failure::bad_request("NOT_IMPERSONATING", "You are not impersonating anyone"));
     };
     let admin_token = extract::cookie(req.headers(), &state.cookies.admin_name).and_then(SessionToken::parse);

@@ -75,8 +75,8 @@ impl<'a> AuthSession<'a> {
             updated_at: session.updated_at,
             ip_address: &session.ip_address,
             user_agent: &session.user_agent,
-            impersonated_by: session.impersonated_by.as_deref().copied(),
-            active_organization_id: session.active_organization.as_deref().copied(),
+            impersonated_by: session.impersonated_by(),
+            active_organization_id: session.active_organization(),
         }
     }
 }
@@ -158,9 +158,9 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
     out.extend_from_slice(b",\"userAgent\":");
     json_str(&mut out, &session.user_agent);
     out.extend_from_slice(b",\"impersonatedBy\":");
-    id_or_null(&mut out, session.impersonated_by.as_deref().copied().map(uuid::Uuid::from));
+    id_or_null(&mut out, session.impersonated_by().map(uuid::Uuid::from));
     out.extend_from_slice(b",\"activeOrganizationId\":");
-    id_or_null(&mut out, session.active_organization.as_deref().copied().map(uuid::Uuid::from));
+    id_or_null(&mut out, session.active_organization().map(uuid::Uuid::from));
     out.extend_from_slice(b"},\"user\":");
     append_auth_user(&mut out, user);
     out.push(b'}');
@@ -326,7 +326,7 @@ pub struct AuditPage<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Name, Role, UserFields};
+    use crate::domain::{Name, Role, SessionRare, UserFields};
 
     fn user(name: &str, image: Option<&str>) -> User {
         let now = Timestamp::from_millis(1_795_338_902_123);
@@ -355,8 +355,7 @@ mod tests {
             ip_address: "2001:db8::1".into(),
             user_agent: "Mozilla/5.0 \"tab\t\"".into(),
             remember_me: true,
-            impersonated_by: Some(Box::new(UserId::new())),
-            active_organization: None,
+            rare: SessionRare::new(Some(UserId::new()), None),
         }
     }
 
@@ -369,8 +368,7 @@ mod tests {
             let mut plain_one = session(&u);
             plain_one.user_agent = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0 é".into();
             plain_one.ip_address = "203.0.113.7".into();
-            plain_one.impersonated_by = None;
-            plain_one.active_organization = Some(Box::new(OrgId::new()));
+            plain_one.rare = SessionRare::new(None, Some(OrgId::new()));
             plain_one.expires_at = Timestamp::from_millis(1_795_338_902_123);
             sessions.push(plain_one);
             let mut outside = session(&u);

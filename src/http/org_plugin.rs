@@ -185,7 +185,7 @@ async fn body(state: &AppState, req: Request<Incoming>, known: &[&str]) -> Resul
 fn named_id(current: &Current, id: Option<&str>, missing: OrgError) -> Result<OrgId, Failure> {
     match id {
         Some(id) => Ok(OrgId::parse(id).unwrap_or_else(|| OrgId::from_bytes([0; 16]))),
-        None => current.session.active_organization.as_deref().copied().ok_or_else(|| missing.into()),
+        None => current.session.active_organization().ok_or_else(|| missing.into()),
     }
 }
 
@@ -298,7 +298,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let body = body(state, req, &["organizationId"]).await?;
     let org = named_id(&current, Some(body.string("organizationId")?), OrgError::NotFound)?;
     let deleted = state.accounts.delete_owned_organization(&current, org, ip(&ctx)).await?;
-    if current.session.active_organization.as_deref() == Some(&org) {
+    if current.session.active_organization() == Some(org) {
         state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
     }
     Ok(ok(&organization(&deleted)))
@@ -323,7 +323,7 @@ fn queried(q: &impl Fn(&str) -> Option<String>) -> OrgRef {
 
 /// A caller who is no member of the organization they asked about stops working in it (as the plugin does).
 async fn not_a_member(state: &AppState, token: &SessionToken, current: &Current) -> Failure {
-    if current.session.active_organization.is_some()
+    if current.session.active_organization().is_some()
         && let Err(u) = state.accounts.set_active_organization(&current.session, token.hash(), None).await
     {
         return u.into();
@@ -455,7 +455,7 @@ pub async fn remove_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
         MemberOutcome::Member(m) => m,
         _ => return Err(Failure::unavailable()),
     };
-    if removed.user == current.user.id && current.session.active_organization.as_deref() == Some(&org) {
+    if removed.user == current.user.id && current.session.active_organization() == Some(org) {
         state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
     }
     Ok(ok(&json!({"member": member(&removed, None)})))
@@ -470,7 +470,7 @@ pub async fn leave(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
         MemberOutcome::Member(m) => m,
         _ => return Err(Failure::unavailable()),
     };
-    if current.session.active_organization.as_deref() == Some(&org) {
+    if current.session.active_organization() == Some(org) {
         state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
     }
     Ok(ok(&member(&left, None)))
@@ -593,7 +593,7 @@ pub async fn list_invitations(state: &AppState, _: Ctx, req: Request<Incoming>) 
     let missing = Failure::bad_request("BAD_REQUEST", "Organization ID is required");
     let org = match q("organizationId") {
         Some(id) => OrgId::parse(&id).unwrap_or_else(|| OrgId::from_bytes([0; 16])),
-        None => current.session.active_organization.as_deref().copied().ok_or(missing)?,
+        None => current.session.active_organization().ok_or(missing)?,
     };
     let all = state.accounts.invitations_of(&current, org)?;
     Ok(ok(&all.iter().map(|i| invitation(i)).collect::<Vec<_>>()))

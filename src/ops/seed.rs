@@ -13,7 +13,7 @@ use super::{OpsError, private_file};
 use crate::config::Config;
 use crate::domain::{
     Email, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Password, Role, RoleSet, Session, SessionId,
-    SessionToken, Slug, Timestamp, User, UserFields, UserId,
+    SessionRare, SessionToken, Slug, Timestamp, User, UserFields, UserId,
 };
 use crate::hashing::Hasher;
 use crate::store::{Store, StoreOp, convert};
@@ -210,8 +210,7 @@ fn seed_sessions(
             ip_address: "127.0.0.1".into(),
             user_agent: "seed".into(),
             remember_me: true,
-            impersonated_by: None,
-            active_organization: None,
+            rare: SessionRare::default(),
         };
         StoreOp::PutSession(token.hash(), convert::session_record(&session))
     });

@@ -11,8 +11,8 @@ use super::records::{
 };
 use crate::domain::{
     AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, Mail, MailId, MemberRoles, Membership,
-    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, Slug, Timestamp, TokenKind, TwoFactor, User,
-    UserAgent, UserFields, UserId,
+    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, SessionRare, Slug, Timestamp, TokenKind,
+    TwoFactor, User, UserAgent, UserFields, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -142,8 +142,8 @@ pub fn session_record(session: &Session) -> SessionRecord {
         ip_address: session.ip_address.as_str().to_owned(),
         user_agent: session.user_agent.as_str().to_owned(),
         remember_me: session.remember_me,
-        impersonated_by: session.impersonated_by.as_deref().copied().map(UserId::to_bytes),
-        active_organization: session.active_organization.as_deref().copied().map(OrgId::to_bytes),
+        impersonated_by: session.impersonated_by().map(UserId::to_bytes),
+        active_organization: session.active_organization().map(OrgId::to_bytes),
     }
 }
 
@@ -163,8 +163,7 @@ pub fn session_with_agent(r: SessionRecord, user_agent: UserAgent) -> Session {
         ip_address: r.ip_address.into(),
         user_agent,
         remember_me: r.remember_me,
-        impersonated_by: r.impersonated_by.map(|id| Box::new(UserId::from_bytes(id))),
-        active_organization: r.active_organization.map(|id| Box::new(OrgId::from_bytes(id))),
+        rare: SessionRare::new(r.impersonated_by.map(UserId::from_bytes), r.active_organization.map(OrgId::from_bytes)),
     }
 }
 
@@ -331,8 +330,7 @@ mod tests {
             ip_address: "192.0.2.1".into(),
             user_agent: "curl".into(),
             remember_me: false,
-            impersonated_by: Some(Box::new(u.id)),
-            active_organization: Some(Box::new(o.id)),
+            rare: SessionRare::new(Some(u.id), Some(o.id)),
         };
         assert_eq!(session(session_record(&s)), s);
         let m = Membership::new(o.id, u.id, MemberRoles::parse(["owner,member"]).unwrap(), now);

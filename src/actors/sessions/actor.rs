@@ -16,7 +16,7 @@ use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::remote::{self, ForSessions, Inbox};
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
-use crate::domain::{Session, SessionId, SessionToken, Timestamp, TokenHash, User, UserId};
+use crate::domain::{Session, SessionId, SessionRare, SessionToken, Timestamp, TokenHash, User, UserId};
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
@@ -143,12 +143,11 @@ impl Actor for SessionsActor {
             },
             SessionsMsg::SetActive { hash, org, reply } => match self.get(state, &hash) {
                 Some(current) if !current.is_expired(Timestamp::now()) => {
-                    if current.active_organization.as_deref().copied() == org {
+                    if current.active_organization() == org {
                         let _ = reply.send(Ok(Some(current)));
                         return Ok(());
                     }
-                    let session =
-                        Arc::new(Session { active_organization: org.map(Box::new), ..Session::clone(&current) });
+                    let session = Arc::new(current.with_active_organization(org));
                     state.overlay.stage(hash, Some(Arc::clone(&session)));
                     // Like a refresh: a session ended on another node meanwhile stays ended.
                     let write = StoreOp::RefreshSession(hash, convert::session_record(&session));
@@ -221,8 +220,8 @@ impl Actor for SessionsActor {
                 ending.extend(self.indexes.sessions.impersonated_by(&admins));
                 ending.extend(state.overlay.iter().filter_map(|(h, s)| {
                     let session = s.as_ref()?;
-                    let by = session.impersonated_by.as_deref();
-                    let ends = users.contains(&session.user_id) || by.is_some_and(|a| admins.contains(a));
+                    let by = session.impersonated_by();
+                    let ends = users.contains(&session.user_id) || by.is_some_and(|a| admins.contains(&a));
                     ends.then_some((session.user_id, *h))
                 }));
                 ending.sort_unstable();
@@ -389,8 +388,7 @@ impl SessionsActor {
             user_agent: self.indexes.sessions.user_agent(&client.user_agent),
             // An impersonation is never extended, and its cookie ends with the browser.
             remember_me: remember_me && impersonated_by.is_none(),
-            impersonated_by: impersonated_by.map(Box::new),
-            active_organization: None,
+            rare: SessionRare::new(impersonated_by, None),
         });
         Ok((token, hash, session))
     }

@@ -69,7 +69,7 @@ impl SessionIndex {
     pub(crate) fn publish(&self, hash: TokenHash, session: Option<Arc<Session>>) {
         match session {
             Some(session) => {
-                let (user, impersonator) = (session.user_id, session.impersonated_by.as_deref().copied());
+                let (user, impersonator) = (session.user_id, session.impersonated_by());
                 if self.by_hash.insert(hash, session).is_none() {
                     write(&self.by_user).insert((user, filed(&hash)));
                     if let Some(admin) = impersonator {
@@ -86,7 +86,7 @@ impl SessionIndex {
                     if !twin {
                         write(&self.by_user).remove(&(old.user_id, filed(&hash)));
                     }
-                    if let Some(admin) = old.impersonated_by.as_deref() {
+                    if let Some(admin) = old.impersonated_by().as_ref() {
                         write(&self.by_impersonator).remove(&(*admin, hash));
                     }
                 }
@@ -98,7 +98,7 @@ impl SessionIndex {
     /// [`finish_load`](Self::finish_load) then builds the sessions by user in one pass.
     #[cfg(test)]
     pub(crate) fn publish_loaded(&self, hash: TokenHash, session: Arc<Session>) {
-        if let Some(admin) = session.impersonated_by.as_deref() {
+        if let Some(admin) = session.impersonated_by().as_ref() {
             write(&self.by_impersonator).insert((*admin, hash));
         }
         self.by_hash.insert(hash, session);
@@ -109,7 +109,7 @@ impl SessionIndex {
         {
             let mut by_impersonator = None;
             for (hash, session) in sessions.iter() {
-                if let Some(admin) = session.impersonated_by.as_deref() {
+                if let Some(admin) = session.impersonated_by().as_ref() {
                     by_impersonator.get_or_insert_with(|| write(&self.by_impersonator)).insert((*admin, *hash));
                 }
             }
@@ -120,7 +120,7 @@ impl SessionIndex {
     /// Takes back a session given to [`publish_loaded_many`](Self::publish_loaded_many) (its account is gone or banned).
     pub(crate) fn unpublish_loaded(&self, hash: &TokenHash) {
         if let Some(old) = self.by_hash.remove(hash)
-            && let Some(admin) = old.impersonated_by.as_deref()
+            && let Some(admin) = old.impersonated_by().as_ref()
         {
             write(&self.by_impersonator).remove(&(*admin, *hash));
         }
@@ -208,6 +208,7 @@ fn filed(hash: &TokenHash) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::SessionRare;
 
     fn session(user: UserId, created_ms: i64) -> Arc<Session> {
         let at = Timestamp::from_millis(created_ms);
@@ -220,8 +221,7 @@ mod tests {
             ip_address: "192.0.2.1".into(),
             user_agent: "test".into(),
             remember_me: true,
-            impersonated_by: None,
-            active_organization: None,
+            rare: SessionRare::default(),
         })
     }
 
