@@ -5,6 +5,7 @@
 #   DURATION=5 benches/load.sh
 #   BASE=/tmp/base/target/release/service-auth benches/load.sh   # the durable writes on that build too
 #   PARTS="random" benches/load.sh   # only some parts: basic flood overload writes random (all by default)
+#   IO_THREADS=4 benches/load.sh     # the server's [limits] io_threads (default 0: one event loop per core)
 #
 # Prints one line per scenario as it goes, then ONE summary table (scenario, connections, requests/s, p50, p99,
 # ratio to the bare server where it applies, notes) in Markdown, which BENCHMARKS.md quotes. Scenarios: get-session
@@ -26,7 +27,7 @@ trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 # Rate limits off: every request comes from 127.0.0.1 (and the flood's 1,000 connections too).
 printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n' > "$WORK/c.toml"
-printf '[limits]\nmax_connections_per_address = 4000\n' >> "$WORK/c.toml"
+printf '[limits]\nmax_connections_per_address = 4000\nio_threads = %s\n' "${IO_THREADS:-0}" >> "$WORK/c.toml"
 SERVICE_AUTH_DATA_DIR="$WORK/d" $BIN --config "$WORK/c.toml" seed --users 10000 --sessions 10000 --orgs 10 \
   --tokens-out "$WORK/tokens.txt" >/dev/null 2>&1
 
