@@ -61,8 +61,8 @@ const CACHE_BYTES: usize = 4 * 1024 * 1024;
 /// The read cache while start-up reads every table ([`EmbeddedStore::visit_split`]): none. Each page is read once
 /// then, so a cache keeps only pages nobody reads again; and with the two threads reading at once, each miss evicted
 /// a page from a stripe both share, so a page one thread had allocated was freed on the other, and glibc's allocator
-/// made both wait on its arena locks: at 10,000,000 accounts, ~650,000 futex waits, and 29.8 s to ready against
-/// 20.6 s with no cache.
+/// made both wait on its arena locks: at 10,000,000 accounts, ~300,000 futex waits per start and 32.1 s to ready,
+/// against ~100 waits and 21–25 s with no cache (BENCHMARKS.md).
 const LOAD_CACHE_BYTES: usize = 0;
 
 /// The open database. `Send + Sync`; writes go through [`super::StoreWriter`], reads only happen at start-up.
