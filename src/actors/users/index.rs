@@ -407,10 +407,12 @@ impl UserIndex {
         let mut by_email: Vec<(u64, ByEmail)> =
             users.iter().map(|u| (email_prefix(u.email_bytes()), ByEmail(Arc::clone(u)))).collect();
         by_email.sort_unstable();
-        let by_email: Vec<ByEmail> = by_email.into_iter().map(|(_, u)| u).collect();
-        if let Some(twins) = by_email.windows(2).find(|pair| pair[0] == pair[1]) {
-            return Err(twins[1].0.id);
+        // Two equal addresses have equal first eight bytes: only those are read through the pointers (reading every
+        // neighbour's address from wherever its account is took as long as the sort).
+        if let Some(twins) = by_email.windows(2).find(|pair| pair[0].0 == pair[1].0 && pair[0].1 == pair[1].1) {
+            return Err(twins[1].1.0.id);
         }
+        let by_email: Vec<ByEmail> = by_email.into_iter().map(|(_, u)| u).collect();
         let by_created: BTreeSet<InOrder<Created>> = users.iter().cloned().map(InOrder::new).collect();
         // The members: each organization's in creation order, then the organizations in order. Sorting them whole
         // compared a million pairs of accounts through their pointers, twenty times each; organizations are few.
@@ -445,6 +447,12 @@ impl UserIndex {
     /// this for every session while another thread builds the views from the same accounts).
     pub(crate) fn may_hold_session(&self, id: UserId, now: Timestamp) -> bool {
         self.by_id.get_with(&id, |u| !u.is_banned_at(now)).unwrap_or(false)
+    }
+
+    /// When account `id` was created, read as [`may_hold_session`](Self::may_hold_session) reads (start-up dates an
+    /// account's primary membership with it when the store has none).
+    pub(crate) fn loaded_created_at(&self, id: UserId) -> Option<Timestamp> {
+        self.by_id.get_with(&id, |u| u.created_at)
     }
 
     pub(crate) fn publish(&self, user: Arc<User>) {
