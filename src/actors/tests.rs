@@ -455,6 +455,29 @@ fn a_load_keeps_only_the_sessions_an_existing_unbanned_account_may_hold() {
     check(&super::load::indexes(loaded, &roles).unwrap());
 }
 
+/// The e-mail order is built on a thread of its own while the other views are built beside the checks: two
+/// accounts sharing an address still refuse the load, and with distinct addresses every view is there.
+#[test]
+fn a_load_refuses_two_accounts_sharing_an_email_and_builds_every_view_otherwise() {
+    let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
+    let (a, b, twin) = (
+        user("a@example.com", roles.default_role()),
+        user("b@example.com", Role::admin()),
+        user("a@example.com", roles.default_role()),
+    );
+    let loaded = |users: &[&User]| crate::store::Loaded {
+        users: users.iter().map(|u| convert::user_record(u)).collect(),
+        ..Default::default()
+    };
+    let refused = super::load::indexes(loaded(&[&a, &b, &twin]), &roles).err().unwrap().to_string();
+    assert!(refused.contains("share the e-mail"), "{refused}");
+    let built = super::load::indexes(loaded(&[&a, &b]), &roles).unwrap();
+    let users = &built.indexes.users;
+    assert_eq!(users.by_email(&b.email_address()).map(|u| u.id), Some(b.id));
+    assert_eq!(users.list().len(), 2, "the creation order");
+    assert_eq!(users.active_admins(), [b.id]);
+}
+
 /// Before: a call whose caller had stopped waiting (its 10 s over, or its request dropped) still ran once the
 /// actor got to it. While the store was stuck calls piled up behind the flush in progress, and each then did its
 /// work for nobody: here a sign-in's attempt, reserved in the shared database after its caller had been answered
