@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::sessions::SessionIndex;
-use super::users::{EmailOrder, UserIndex};
+use super::users::{Apart, UserIndex};
 use super::{Indexes, KeyHash};
 use crate::domain::{
     Mail, MemberRoles, Membership, OneTimeToken, OrgId, OrgRole, RoleSet, Timestamp, TokenHash, User, UserId,
@@ -28,7 +28,8 @@ pub struct LoadTimes {
     pub sessions: Duration,
     /// Beyond the later of the two: checking the sessions and memberships against their accounts, indexing the
     /// memberships and building the ordered views (creation order, e-mail order, members, sessions by user), of
-    /// which the e-mail order starts on another thread as soon as the accounts are read.
+    /// which the e-mail order and the members by organization start on another thread as soon as the accounts are
+    /// read.
     pub views: Duration,
 }
 
@@ -95,20 +96,20 @@ struct Accounts<'i> {
     /// Expired tokens, and those of deleted accounts or replaced by a newer one.
     cleanup: Vec<StoreOp>,
     outbox: Vec<Mail>,
-    /// Every account, in the store's order: shared with the thread that builds the e-mail order once read.
+    /// Every account, in the store's order: shared with the thread that builds two of their views once read.
     users: Vec<Arc<User>>,
     shared: Option<Arc<Vec<Arc<User>>>>,
     /// Accounts read and not yet in the index: published a batch at a time (see `InlineMap::insert_many`), and
     /// before any other record, which may look one up.
     unpublished: Vec<Arc<User>>,
     /// Every account's id, organization and ban flag, for the checks of the sessions and memberships in
-    /// [`finish`] (the accounts themselves are shared with the e-mail order's thread by then).
+    /// [`finish`] (the accounts themselves are shared with the views' thread by then).
     held: Vec<Held>,
     /// Memberships, when the store hands them to this side (PostgreSQL does).
     members: Members,
     /// That thread: it starts when the accounts are read and runs while the sessions are, and then while
     /// [`finish`] checks the sessions and memberships and builds the other views.
-    email: Option<JoinHandle<Result<EmailOrder, UserId>>>,
+    email: Option<JoinHandle<Result<Apart, UserId>>>,
     read: Option<Duration>,
 }
 
@@ -119,7 +120,7 @@ struct AccountsRead {
     cleanup: Vec<StoreOp>,
     outbox: Vec<Mail>,
     users: Arc<Vec<Arc<User>>>,
-    email: JoinHandle<Result<EmailOrder, UserId>>,
+    email: JoinHandle<Result<Apart, UserId>>,
     read: Duration,
 }
 
@@ -144,7 +145,7 @@ impl<'i> Accounts<'i> {
 
     fn finish(mut self) -> AccountsRead {
         self.done();
-        let email = self.email.take().unwrap_or_else(|| std::thread::spawn(|| UserIndex::email_order(&[])));
+        let email = self.email.take().unwrap_or_else(|| std::thread::spawn(|| UserIndex::build_apart(&[])));
         let (held, members) = (self.held, self.members);
         AccountsRead {
             held,
@@ -177,7 +178,7 @@ impl Visitor for Accounts<'_> {
                 indexes.orgs.publish(Arc::new(org));
             }
             Record::User(r) => {
-                // Two accounts with one e-mail are refused in `finish`, where the e-mail order is built.
+                // Two accounts with one e-mail are refused where the e-mail order is built.
                 let user = Arc::new(convert::user(r, self.roles));
                 self.held.push(Held { id: user.id, org: user.organization_id, banned: user.banned });
                 self.users.push(Arc::clone(&user));
@@ -229,7 +230,7 @@ impl Visitor for Accounts<'_> {
         Ok(())
     }
 
-    /// Starts building the accounts' e-mail order on another thread, which the sessions' half leaves the second
+    /// Starts building two of the accounts' views on another thread, which the sessions' half leaves the second
     /// core to once it is read too.
     fn done(&mut self) {
         self.indexes.users.publish_loaded_many(&mut self.unpublished);
@@ -239,7 +240,7 @@ impl Visitor for Accounts<'_> {
             let users = Arc::new(std::mem::take(&mut self.users));
             let shared = Arc::clone(&users);
             self.shared = Some(users);
-            self.email = Some(std::thread::spawn(move || UserIndex::email_order(&shared)));
+            self.email = Some(std::thread::spawn(move || UserIndex::build_apart(&shared)));
         }
     }
 }
@@ -436,7 +437,7 @@ fn finish(indexes: Indexes, accounts: AccountsRead, sessions: SessionsRead) -> R
             _ => {
                 while owners.next_if(|a| a.id < user).is_some() {}
                 // A banned account's ban may have ended: `may_hold_session` reads it (without taking a reference to
-                // the account, since the e-mail order's thread is counting references to the same accounts meanwhile).
+                // the account, since the views' thread is counting references to the same accounts meanwhile).
                 owners.peek().is_some_and(|a| a.id == user && (!a.banned || indexes.users.may_hold_session(user, now)))
             }
         };
@@ -455,9 +456,9 @@ fn finish(indexes: Indexes, accounts: AccountsRead, sessions: SessionsRead) -> R
     // Gone before the memberships' views are allocated.
     drop(held);
     indexes.members.load(members);
-    // The e-mail order was most of the views' time (its tree is built from accounts read from all over memory): its
-    // thread alone, it was still building it when this one had been done for a third of the time (3.4 of 7 s at
-    // 10,000,000 accounts). So this thread builds the others meanwhile.
+    // The views' thread alone, it was still building them when this one had been done for a third of the time (3.4
+    // of 7 s at 10,000,000 accounts). So that thread builds the two costliest (their trees are built from accounts
+    // read from all over memory), and this one the others meanwhile.
     let views = UserIndex::build_views(&accounts.users);
     drop(accounts.users);
     // A panic there is a bug, not bad data: the same as a panic here.
