@@ -5,13 +5,14 @@
 //! time. So a session is checked against its account, and a membership against its account and organization, only
 //! once both are read, in [`finish`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Indexes;
 use super::sessions::SessionIndex;
-use super::users::{UserIndex, Views};
+use super::users::{Apart, UserIndex};
+use super::{Indexes, KeyHash};
 use crate::domain::{
     Mail, MemberRoles, Membership, OneTimeToken, OrgId, OrgRole, RoleSet, Timestamp, TokenHash, User, UserId,
 };
@@ -26,8 +27,9 @@ pub struct LoadTimes {
     /// The same for the sessions, then reading and sorting the memberships, on the second thread.
     pub sessions: Duration,
     /// Beyond the later of the two: checking the sessions and memberships against their accounts, indexing the
-    /// memberships and building the ordered views (creation order, e-mail order, members, sessions by user), which
-    /// the accounts' views start on another thread as soon as the accounts are read.
+    /// memberships and building the ordered views (creation order, e-mail order, members, sessions by user), of
+    /// which the e-mail order and the members by organization start on another thread as soon as the accounts are
+    /// read.
     pub views: Duration,
 }
 
@@ -94,18 +96,20 @@ struct Accounts<'i> {
     /// Expired tokens, and those of deleted accounts or replaced by a newer one.
     cleanup: Vec<StoreOp>,
     outbox: Vec<Mail>,
-    /// Every account, in the store's order, until the thread that builds their ordered views takes them.
+    /// Every account, in the store's order: shared with the thread that builds two of their views once read.
     users: Vec<Arc<User>>,
+    shared: Option<Arc<Vec<Arc<User>>>>,
     /// Accounts read and not yet in the index: published a batch at a time (see `InlineMap::insert_many`), and
     /// before any other record, which may look one up.
     unpublished: Vec<Arc<User>>,
-    /// Every account's id and organization, for the memberships' check in [`finish`] (the accounts themselves are
-    /// the views thread's by then).
+    /// Every account's id, organization and ban flag, for the checks of the sessions and memberships in
+    /// [`finish`] (the accounts themselves are shared with the views' thread by then).
     held: Vec<Held>,
     /// Memberships, when the store hands them to this side (PostgreSQL does).
     members: Members,
-    /// That thread: it starts when the accounts are read and runs while the sessions are.
-    views: Option<JoinHandle<Result<Views, UserId>>>,
+    /// That thread: it starts when the accounts are read and runs while the sessions are, and then while
+    /// [`finish`] checks the sessions and memberships and builds the other views.
+    email: Option<JoinHandle<Result<Apart, UserId>>>,
     read: Option<Duration>,
 }
 
@@ -115,7 +119,8 @@ struct AccountsRead {
     members: Members,
     cleanup: Vec<StoreOp>,
     outbox: Vec<Mail>,
-    views: JoinHandle<Result<Views, UserId>>,
+    users: Arc<Vec<Arc<User>>>,
+    email: JoinHandle<Result<Apart, UserId>>,
     read: Duration,
 }
 
@@ -129,24 +134,26 @@ impl<'i> Accounts<'i> {
             cleanup: Vec::new(),
             outbox: Vec::new(),
             users: Vec::new(),
+            shared: None,
             unpublished: Vec::with_capacity(BATCH),
             held: Vec::new(),
             members: Members::default(),
-            views: None,
+            email: None,
             read: None,
         }
     }
 
     fn finish(mut self) -> AccountsRead {
         self.done();
-        let views = self.views.take().unwrap_or_else(|| std::thread::spawn(|| UserIndex::build_views(Vec::new())));
+        let email = self.email.take().unwrap_or_else(|| std::thread::spawn(|| UserIndex::build_apart(&[])));
         let (held, members) = (self.held, self.members);
         AccountsRead {
             held,
             members,
             cleanup: self.cleanup,
             outbox: self.outbox,
-            views,
+            users: self.shared.unwrap_or_default(),
+            email,
             read: self.read.unwrap_or_default(),
         }
     }
@@ -171,9 +178,9 @@ impl Visitor for Accounts<'_> {
                 indexes.orgs.publish(Arc::new(org));
             }
             Record::User(r) => {
-                // Two accounts with one e-mail are refused in `finish`, where the e-mail order is built.
+                // Two accounts with one e-mail are refused where the e-mail order is built.
                 let user = Arc::new(convert::user(r, self.roles));
-                self.held.push(Held { id: user.id, org: user.organization_id, created_at: user.created_at });
+                self.held.push(Held { id: user.id, org: user.organization_id, banned: user.banned });
                 self.users.push(Arc::clone(&user));
                 self.unpublished.push(user);
             }
@@ -223,15 +230,17 @@ impl Visitor for Accounts<'_> {
         Ok(())
     }
 
-    /// Starts building the accounts' ordered views on another thread, which the sessions' half leaves the second
+    /// Starts building two of the accounts' views on another thread, which the sessions' half leaves the second
     /// core to once it is read too.
     fn done(&mut self) {
         self.indexes.users.publish_loaded_many(&mut self.unpublished);
         if self.read.is_none() {
             self.read = Some(self.started.elapsed());
             self.members.sort();
-            let users = std::mem::take(&mut self.users);
-            self.views = Some(std::thread::spawn(move || UserIndex::build_views(users)));
+            let users = Arc::new(std::mem::take(&mut self.users));
+            let shared = Arc::clone(&users);
+            self.shared = Some(users);
+            self.email = Some(std::thread::spawn(move || UserIndex::build_apart(&shared)));
         }
     }
 }
@@ -242,8 +251,8 @@ struct Sessions<'i> {
     index: &'i SessionIndex,
     now: Timestamp,
     started: Instant,
-    /// The user and token hash of every unexpired session, in the store's order (by user).
-    unexpired: Vec<(UserId, TokenHash)>,
+    /// Every unexpired session as [`SessionIndex::loaded`] keeps it, in the store's order (by user).
+    unexpired: Vec<(UserId, u64)>,
     /// Sessions read and not yet in the index (a batch at a time, as the accounts).
     unpublished: Vec<(TokenHash, Arc<crate::domain::Session>)>,
     expired: Vec<StoreOp>,
@@ -254,7 +263,7 @@ struct Sessions<'i> {
 
 /// What the sessions' half leaves for [`finish`].
 struct SessionsRead {
-    unexpired: Vec<(UserId, TokenHash)>,
+    unexpired: Vec<(UserId, u64)>,
     expired: Vec<StoreOp>,
     members: Members,
     read: Duration,
@@ -296,7 +305,7 @@ impl Visitor for Sessions<'_> {
         if session.is_expired(self.now) {
             self.expired.push(StoreOp::DeleteSession(session.user_id.to_bytes(), hash));
         } else {
-            self.unexpired.push((session.user_id, hash));
+            self.unexpired.push(SessionIndex::loaded(session.user_id, &hash));
             self.unpublished.push((hash, Arc::new(session)));
             if self.unpublished.len() == BATCH {
                 self.index.publish_loaded_many(&mut self.unpublished);
@@ -314,11 +323,13 @@ impl Visitor for Sessions<'_> {
     }
 }
 
-/// An account as the memberships' check needs it.
+/// An account as the checks in [`finish`] need it: 34 bytes. Whether a banned account's ban is still on, and an
+/// account's creation time (the date of a primary membership made for it), are read from the account itself, for
+/// the few that need it.
 struct Held {
     id: UserId,
     org: Option<OrgId>,
-    created_at: Timestamp,
+    banned: bool,
 }
 
 /// The memberships read, by (user, organization) once sorted: each with its key beside it, so that sorting them
@@ -356,47 +367,48 @@ impl Members {
     fn check(
         self,
         indexes: &Indexes,
-        mut held: Vec<Held>,
+        held: &[Held],
         cleanup: &mut Vec<StoreOp>,
     ) -> Vec<((UserId, OrgId), Arc<Membership>)> {
-        // The embedded store reads the accounts in id order; PostgreSQL's need not be.
-        if !held.is_sorted_by(|a, b| a.id <= b.id) {
-            held.sort_unstable_by_key(|h| h.id);
-        }
-        let mut last_org: Option<(OrgId, bool)> = None;
-        let mut org_exists = |org: OrgId| match last_org {
-            Some((id, exists)) if id == org => exists,
-            _ => {
-                let exists = indexes.orgs.get(org).is_some();
-                last_org = Some((org, exists));
-                exists
-            }
-        };
+        // Asked once for each organization: in user order the organizations of one membership and the next differ
+        // (asking the organizations' index each time was 10,000,000 look-ups, each taking and dropping a reference).
+        let mut orgs: HashMap<OrgId, bool, KeyHash> = HashMap::default();
+        let mut org_exists = |org: OrgId| *orgs.entry(org).or_insert_with(|| indexes.orgs.get(org).is_some());
         let mut drop_member =
             |(user, org): (UserId, OrgId)| cleanup.push(StoreOp::DeleteMember(org.to_bytes(), user.to_bytes()));
-        let mut kept = Vec::with_capacity(self.0.len());
+        // Kept in place: those kept move to the front of the list (`kept` of them), those dropped behind them, and
+        // the list is cut after the kept ones. A second list of them all was another 40 bytes a membership to fill.
+        let mut all = self.0;
+        let (mut kept, mut next) = (0, 0);
         let mut added = Vec::new();
-        let mut members = self.0.into_iter().peekable();
         for account in held {
-            let start = kept.len();
-            while let Some((key, member)) = members.next_if(|((user, _), _)| *user <= account.id) {
+            let start = kept;
+            while let Some(&(key, _)) = all.get(next).filter(|((user, _), _)| *user <= account.id) {
                 if key.0 == account.id && org_exists(key.1) {
-                    kept.push((key, member));
+                    all.swap(kept, next);
+                    kept += 1;
                 } else {
                     drop_member(key);
                 }
+                next += 1;
             }
             let Some(org) = account.org else { continue };
-            if kept[start..].iter().all(|((_, o), _)| *o != org) {
-                let member = Membership::new(org, account.id, MemberRoles::one(OrgRole::Member), account.created_at);
-                added.push(StoreOp::PutMember(convert::membership_record(&member)));
-                kept.push(((account.id, org), Arc::new(member)));
-                kept[start..].sort_by_key(|a| a.0);
+            if all[start..kept].iter().all(|((_, o), _)| *o != org) {
+                // The account was published before the check: it is there.
+                let Some(created_at) = indexes.users.loaded_created_at(account.id) else { continue };
+                let member = Membership::new(org, account.id, MemberRoles::one(OrgRole::Member), created_at);
+                added.push(((account.id, org), Arc::new(member)));
             }
         }
-        members.for_each(|(key, _)| drop_member(key));
-        cleanup.extend(added);
-        kept
+        all[next..].iter().for_each(|&(key, _)| drop_member(key));
+        all.truncate(kept);
+        if !added.is_empty() {
+            cleanup.extend(added.iter().map(|(_, m)| StoreOp::PutMember(convert::membership_record(m))));
+            // Two sorted runs (none of the added ones was there): one merge.
+            all.extend(added);
+            all.sort_by_key(|a| a.0);
+        }
+        all
     }
 }
 
@@ -406,29 +418,52 @@ fn finish(indexes: Indexes, accounts: AccountsRead, sessions: SessionsRead) -> R
     let read = Instant::now();
     let (now, mut cleanup) = (Timestamp::now(), accounts.cleanup);
     cleanup.extend(sessions.expired);
-    let mut live = sessions.unexpired;
-    // The store hands one account's sessions over together: one look-up per account. `may_hold_session` takes no
-    // reference to the account, since the views thread is counting references to the same accounts meanwhile.
+    // Both lists are walked side by side in user order, as the memberships are: one look-up in the accounts' map
+    // per session was a random read each (the store hands one account's sessions over together, so one per
+    // account: still 10,000,000 at that scale). The embedded store hands both over in that order; PostgreSQL's need
+    // not.
+    let (mut held, mut live) = (accounts.held, sessions.unexpired);
+    if !held.is_sorted_by(|a, b| a.id <= b.id) {
+        held.sort_unstable_by_key(|h| h.id);
+    }
+    if !live.is_sorted() {
+        live.sort_unstable();
+    }
+    let mut owners = held.iter().peekable();
     let mut last: Option<(UserId, bool)> = None;
-    live.retain(|&(user, hash)| {
+    live.retain(|&(user, under)| {
         let may = match last {
             Some((id, may)) if id == user => may,
-            _ => indexes.users.may_hold_session(user, now),
+            _ => {
+                while owners.next_if(|a| a.id < user).is_some() {}
+                // A banned account's ban may have ended: `may_hold_session` reads it (without taking a reference to
+                // the account, since the views' thread is counting references to the same accounts meanwhile).
+                owners.peek().is_some_and(|a| a.id == user && (!a.banned || indexes.users.may_hold_session(user, now)))
+            }
         };
         last = Some((user, may));
         if !may {
-            indexes.sessions.unpublish_loaded(&hash);
-            cleanup.push(StoreOp::DeleteSession(user.to_bytes(), hash));
+            for hash in indexes.sessions.unpublish_loaded(user, under) {
+                cleanup.push(StoreOp::DeleteSession(user.to_bytes(), hash));
+            }
         }
         may
     });
     indexes.sessions.finish_load(live);
     let mut members = accounts.members;
     members.merge(sessions.members);
-    indexes.members.load(members.check(&indexes, accounts.held, &mut cleanup));
+    let members = members.check(&indexes, &held, &mut cleanup);
+    // Gone before the memberships' views are allocated.
+    drop(held);
+    indexes.members.load(members);
+    // The views' thread alone, it was still building them when this one had been done for a third of the time (3.4
+    // of 7 s at 10,000,000 accounts). So that thread builds the two costliest (their trees are built from accounts
+    // read from all over memory), and this one the others meanwhile.
+    let views = UserIndex::build_views(&accounts.users);
+    drop(accounts.users);
     // A panic there is a bug, not bad data: the same as a panic here.
-    match accounts.views.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
-        Ok(views) => indexes.users.install(views),
+    match accounts.email.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+        Ok(email) => indexes.users.install(views, email),
         Err(id) => return Err(StoreError::Corrupt(format!("two accounts share the e-mail of user {id}"))),
     }
     let times = LoadTimes { users: accounts.read, sessions: sessions.read, views: read.elapsed() };

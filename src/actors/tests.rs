@@ -370,7 +370,8 @@ fn a_load_keeps_the_memberships_of_what_exists_and_gives_each_account_its_organi
     assert_eq!(orgs_of(2), [first.id]);
     assert!(orgs_of(3).is_empty() && orgs_of(4).is_empty() && orgs_of(5).is_empty());
     assert_eq!(members.count(first.id), 3);
-    assert!(members.by_id(crate::domain::MemberId::of(first.id, users[0].id)).is_some());
+    let made = members.by_id(crate::domain::MemberId::of(first.id, users[0].id)).unwrap();
+    assert_eq!(made.created_at, users[0].created_at, "dated as the account");
     let mut cleanup: Vec<String> = built
         .cleanup
         .iter()
@@ -385,6 +386,95 @@ fn a_load_keeps_the_memberships_of_what_exists_and_gives_each_account_its_organi
         vec![format!("put {}", users[0].id), format!("delete {}", users[3].id), format!("delete {}", users[4].id)];
     want.sort();
     assert_eq!(cleanup, want);
+}
+
+/// Start-up walks the sessions beside the accounts in user order: the sessions of an account that is gone or
+/// banned are removed (from the index and, by the cleanup, from the store), those of an account whose ban has
+/// ended and of the others are kept, and an expired one is removed; the same when the sessions are handed over in
+/// another order (as PostgreSQL may), however the ids interleave.
+#[test]
+fn a_load_keeps_only_the_sessions_an_existing_unbanned_account_may_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
+    let mut users: Vec<User> = (0..6).map(|n| user(&format!("s{n}@example.com"), roles.default_role())).collect();
+    users.sort_by_key(|u| u.id);
+    // 0, 5: plain; 1: banned for good; 2: banned until an hour ago; 3: never stored; 4: banned for an hour more.
+    let banned = |u: &User, expires: Option<Timestamp>| u.with(|f| (f.banned, f.ban_expires) = (true, expires));
+    let now = Timestamp::now();
+    users[1] = banned(&users[1], None);
+    users[2] = banned(&users[2], Some(Timestamp::from_millis(now.as_millis() - 3_600_000)));
+    users[4] = banned(&users[4], Some(now.plus(Duration::from_secs(3600))));
+    let mut ops: Vec<StoreOp> = users
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| *n != 3)
+        .map(|(_, u)| StoreOp::PutUser(convert::user_record(u)))
+        .collect();
+    let mut tokens = Vec::new();
+    for (n, u) in users.iter().enumerate() {
+        for _ in 0..3 {
+            let (token, op) = session(u.id);
+            tokens.push((n, token.hash()));
+            ops.push(op);
+        }
+    }
+    let (expired, put_expired) = session_for(users[0].id, Duration::ZERO);
+    ops.push(put_expired);
+    store.commit(&ops).unwrap();
+
+    let kept = |n: usize| [0, 2, 5].contains(&n);
+    let check = |built: &super::load::Built| {
+        let sessions = &built.indexes.sessions;
+        for (n, hash) in &tokens {
+            assert_eq!(sessions.get(hash).is_some(), kept(*n), "a session of account {n}");
+        }
+        assert!(sessions.get(&expired.hash()).is_none());
+        for (n, u) in users.iter().enumerate() {
+            assert_eq!(sessions.of_user(u.id).len(), if kept(n) { 3 } else { 0 }, "the sessions of account {n}");
+        }
+        let mut removed: Vec<_> = built
+            .cleanup
+            .iter()
+            .filter_map(|op| match op {
+                StoreOp::DeleteSession(user, hash) => Some((UserId::from_bytes(*user), *hash)),
+                _ => None,
+            })
+            .collect();
+        removed.sort();
+        let mut want: Vec<_> = tokens.iter().filter(|(n, _)| !kept(*n)).map(|(n, h)| (users[*n].id, *h)).collect();
+        want.push((users[0].id, expired.hash()));
+        want.sort();
+        assert_eq!(removed, want);
+    };
+    check(&super::load::build(&store, &roles).unwrap());
+    let mut loaded = store.load().unwrap();
+    loaded.sessions.reverse();
+    loaded.users.reverse();
+    check(&super::load::indexes(loaded, &roles).unwrap());
+}
+
+/// The e-mail order is built on a thread of its own while the other views are built beside the checks: two
+/// accounts sharing an address still refuse the load, and with distinct addresses every view is there.
+#[test]
+fn a_load_refuses_two_accounts_sharing_an_email_and_builds_every_view_otherwise() {
+    let roles = RoleSet::new(&RolesConfig::default().allowed, &RolesConfig::default().default);
+    let (a, b, twin) = (
+        user("a@example.com", roles.default_role()),
+        user("b@example.com", Role::admin()),
+        user("a@example.com", roles.default_role()),
+    );
+    let loaded = |users: &[&User]| crate::store::Loaded {
+        users: users.iter().map(|u| convert::user_record(u)).collect(),
+        ..Default::default()
+    };
+    let refused = super::load::indexes(loaded(&[&a, &b, &twin]), &roles).err().unwrap().to_string();
+    assert!(refused.contains("share the e-mail"), "{refused}");
+    let built = super::load::indexes(loaded(&[&a, &b]), &roles).unwrap();
+    let users = &built.indexes.users;
+    assert_eq!(users.by_email(&b.email_address()).map(|u| u.id), Some(b.id));
+    assert_eq!(users.list().len(), 2, "the creation order");
+    assert_eq!(users.active_admins(), [b.id]);
 }
 
 /// Before: a call whose caller had stopped waiting (its 10 s over, or its request dropped) still ran once the

@@ -106,13 +106,17 @@ impl Costs {
     }
 }
 
-/// The ordered views of the index, built apart at start-up (see [`UserIndex::build_views`]).
+/// The ordered views of the index but two, built apart at start-up (see [`UserIndex::build_views`]).
 pub(crate) struct Views {
     by_created: BTreeSet<InOrder<Created>>,
-    by_email_order: BTreeSet<ByEmail>,
-    by_org: BTreeSet<InOrder<Member>>,
     active_admins: HashSet<UserId>,
     bans_ending: BTreeSet<(Timestamp, UserId)>,
+}
+
+/// The e-mail order and the members by organization, built apart at start-up (see [`UserIndex::build_apart`]).
+pub(crate) struct Apart {
+    by_email_order: BTreeSet<ByEmail>,
+    by_org: BTreeSet<InOrder<Member>>,
 }
 
 /// An order of accounts: the key an account sorts by, read from the account.
@@ -386,57 +390,76 @@ impl UserIndex {
         self.by_id.insert_many(users.drain(..).map(|user| (user.id, user)));
     }
 
-    /// Builds the ordered views of the accounts loaded, from the map (start-up builds them on another thread with
-    /// [`build_views`](Self::build_views) and [`install`](Self::install)).
+    /// Builds the ordered views of the accounts loaded, from the map (start-up builds them on two threads with
+    /// [`build_apart`](Self::build_apart), [`build_views`](Self::build_views) and [`install`](Self::install)).
     #[cfg(test)]
     pub(crate) fn finish_load(&self) -> Result<(), UserId> {
         let users: Vec<Arc<User>> = self.by_id.values();
-        self.install(Self::build_views(users)?);
+        let apart = Self::build_apart(&users)?;
+        self.install(Self::build_views(&users), apart);
         Ok(())
     }
 
-    /// The ordered views of `users`, each in one sort (users read in id order are nearly in creation order
-    /// already). Two accounts with one e-mail (a store written wrongly) are refused: the id of one of them.
+    /// The e-mail order and the members by organization of `users`, each in one sort. Two accounts with one e-mail
+    /// (a store written wrongly) are refused: the id of one of them. The costliest of the views (their trees are
+    /// built from accounts read in their order, from all over memory), so start-up builds them on a thread of
+    /// their own while the other thread checks the sessions and memberships and then builds the other views.
     // The views order accounts by their own fields; the one interior-mutable part of a `User`, its kept rendering,
     // takes no part in any comparison.
     #[allow(clippy::mutable_key_type)]
-    pub(crate) fn build_views(users: Vec<Arc<User>>) -> Result<Views, UserId> {
+    pub(crate) fn build_apart(users: &[Arc<User>]) -> Result<Apart, UserId> {
         // Sorted with each address's first eight bytes beside its pointer: most comparisons end there, without
         // reading two accounts and two addresses from all over memory (at 1,000,000 accounts the views took 1.0 s
         // of CPU with the addresses compared through the pointers, 0.7 s so).
         let mut by_email: Vec<(u64, ByEmail)> =
             users.iter().map(|u| (email_prefix(u.email_bytes()), ByEmail(Arc::clone(u)))).collect();
         by_email.sort_unstable();
-        let by_email: Vec<ByEmail> = by_email.into_iter().map(|(_, u)| u).collect();
-        if let Some(twins) = by_email.windows(2).find(|pair| pair[0] == pair[1]) {
-            return Err(twins[1].0.id);
+        // Two equal addresses have equal first eight bytes: only those are read through the pointers (reading every
+        // neighbour's address from wherever its account is took as long as the sort).
+        if let Some(twins) = by_email.windows(2).find(|pair| pair[0].0 == pair[1].0 && pair[0].1 == pair[1].1) {
+            return Err(twins[1].1.0.id);
         }
-        let by_created: BTreeSet<InOrder<Created>> = users.iter().cloned().map(InOrder::new).collect();
+        let by_email: Vec<ByEmail> = by_email.into_iter().map(|(_, u)| u).collect();
         // The members: each organization's in creation order, then the organizations in order. Sorting them whole
         // compared a million pairs of accounts through their pointers, twenty times each; organizations are few.
-        let mut by_org: HashMap<OrgId, Vec<Arc<User>>> = HashMap::new();
-        for user in &by_created {
-            if let Some(org) = user.0.organization_id {
-                by_org.entry(org).or_default().push(Arc::clone(&user.0));
+        // Hashed as the other maps of ids are (foldhash, not SipHash): it is asked once per account.
+        let mut by_org: HashMap<OrgId, Vec<Arc<User>>, KeyHash> = HashMap::default();
+        for user in users {
+            if let Some(org) = user.organization_id {
+                by_org.entry(org).or_default().push(Arc::clone(user));
             }
         }
         let mut by_org: Vec<_> = by_org.into_iter().collect();
         by_org.sort_unstable_by_key(|(org, _)| *org);
-        Ok(Views {
-            by_created,
-            by_org: by_org.into_iter().flat_map(|(_, members)| members).map(InOrder::new).collect(),
-            active_admins: users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect(),
-            bans_ending: users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires()?, u.id))).collect(),
-            // Already sorted: built in one pass.
+        for (_, members) in &mut by_org {
+            // Accounts read in id order are nearly in creation order already: a pass that finds them so.
+            members.sort_by_key(|u| Created::key(u));
+        }
+        // Already sorted: built in one pass each.
+        Ok(Apart {
             by_email_order: by_email.into_iter().collect(),
+            by_org: by_org.into_iter().flat_map(|(_, members)| members).map(InOrder::new).collect(),
         })
     }
 
-    /// Makes `views` (of the accounts published with [`publish_loaded_many`](Self::publish_loaded_many)) the ordered views.
-    pub(crate) fn install(&self, views: Views) {
+    /// The other ordered views of `users`, each in one sort (users read in id order are nearly in creation order
+    /// already).
+    #[allow(clippy::mutable_key_type)]
+    pub(crate) fn build_views(users: &[Arc<User>]) -> Views {
+        let by_created: BTreeSet<InOrder<Created>> = users.iter().cloned().map(InOrder::new).collect();
+        Views {
+            by_created,
+            active_admins: users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect(),
+            bans_ending: users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires()?, u.id))).collect(),
+        }
+    }
+
+    /// Makes `views` and `apart` (of the accounts published with
+    /// [`publish_loaded_many`](Self::publish_loaded_many)) the ordered views.
+    pub(crate) fn install(&self, views: Views, apart: Apart) {
         *write(&self.by_created) = views.by_created;
-        *write(&self.by_email_order) = views.by_email_order;
-        *write(&self.by_org) = views.by_org;
+        *write(&self.by_email_order) = apart.by_email_order;
+        *write(&self.by_org) = apart.by_org;
         *write(&self.active_admins) = views.active_admins;
         *write(&self.bans_ending) = views.bans_ending;
     }
@@ -445,6 +468,12 @@ impl UserIndex {
     /// this for every session while another thread builds the views from the same accounts).
     pub(crate) fn may_hold_session(&self, id: UserId, now: Timestamp) -> bool {
         self.by_id.get_with(&id, |u| !u.is_banned_at(now)).unwrap_or(false)
+    }
+
+    /// When account `id` was created, read as [`may_hold_session`](Self::may_hold_session) reads (start-up dates an
+    /// account's primary membership with it when the store has none).
+    pub(crate) fn loaded_created_at(&self, id: UserId) -> Option<Timestamp> {
+        self.by_id.get_with(&id, |u| u.created_at)
     }
 
     pub(crate) fn publish(&self, user: Arc<User>) {

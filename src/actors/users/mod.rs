@@ -17,7 +17,7 @@ use std::time::Duration;
 use ractor::RpcReplyPort;
 
 pub(super) use actor::spawn;
-pub(crate) use index::Views;
+pub(crate) use index::Apart;
 pub use index::{Place, UserIndex};
 use second_factor::FactorMsg;
 pub use second_factor::{FactorChange, FactorError, PassError, Passed, Proof};
