@@ -748,7 +748,7 @@ async function organizationPage(id) {
     h("section", { "aria-labelledby": "delete-heading" }, h("h2", { id: "delete-heading", text: "Delete" }), deleteButton, deleteLine));
   // Memberships with their roles, and invitations, through the organization plugin's calls (orgadmin.js): a global
   // administrator acts there as an owner of every organization. Above the deletion, which stays last.
-  main.querySelector('[aria-labelledby="delete-heading"]').before(...(await memberSections(org, "owner")));
+  main.querySelector('[aria-labelledby="delete-heading"]').before(...(await memberSections(org, "owner", status.signed_in_as.id)));
 }
 
 // --- status -------------------------------------------------------------------------------------------------

@@ -97,12 +97,15 @@ async function organizationPage(id, mine) {
     return;
   }
   show(org.name, back, h("p", { text: `Slug ${org.slug}; your role: ${org.role}.` }));
-  document.getElementById("main").append(...(await memberSections(org, org.role)));
+  // Who is signed in, for the own row's "(you)": this page is reached without the administrators' status call.
+  const me = await api("GET", "/api/auth/get-session").then((s) => s?.user?.id, () => undefined);
+  document.getElementById("main").append(...(await memberSections(org, org.role, me)));
 }
 
 /// The members (paged, with roles to change and a remove button), an invitation form and the pending
-/// invitations of `org`, for a caller whose role there is `role` (a global administrator acts as an owner).
-export async function memberSections(org, role) {
+/// invitations of `org`, for a caller whose role there is `role` (a global administrator acts as an owner) and
+/// whose user id is `me` (their own row says so).
+export async function memberSections(org, role, me) {
   const id = org.id;
   const owner = isOwner(role);
   // Only an owner grants or takes `owner` (the server refuses the rest; the page does not offer it).
@@ -151,7 +154,7 @@ export async function memberSections(org, role) {
         }
       });
       return h("tr", { "data-member": m.id },
-        h("td", { text: email }), h("td", { text: m.user?.name ?? "" }),
+        h("td", { text: email }), h("td", { text: `${m.user?.name ?? ""}${m.userId === me ? " (you)" : ""}` }),
         h("td", {}, locked ? m.role : select), h("td", { text: when(m.createdAt) }),
         h("td", {}, locked ? "—" : h("div", { class: "buttons" }, save, remove)));
     });

@@ -230,6 +230,10 @@ impl Accounts {
         self.indexes.users.members_of(org)
     }
 
+    pub fn member_count(&self, org: OrgId) -> usize {
+        self.indexes.users.member_count(org)
+    }
+
     pub async fn update_organization(
         &self,
         id: OrgId,

@@ -112,11 +112,6 @@ impl Attachment {
 }
 
 impl Accounts {
-    /// Whether `user` has a passkey: what the two-factor policy counts as a second factor. Reads the store.
-    pub async fn has_passkey(&self, user: UserId) -> Result<bool, Unavailable> {
-        Ok(!self.passkeys.book.of(user).await?.is_empty())
-    }
-
     /// How many passkeys each of `users` has, in their order (the console's users list, a page at a time).
     pub async fn passkey_counts(&self, users: Vec<UserId>) -> Result<Vec<usize>, Unavailable> {
         self.passkeys.book.counts(users).await

@@ -45,7 +45,7 @@ pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Res
     extract::administrator(state, req.headers(), Refusal::Plain)?;
     extract::query_only(req.uri().query(), &[])?;
     let org = found(state, org_id(&req)?)?;
-    let members = state.accounts.members(org.id).len();
+    let members = state.accounts.member_count(org.id);
     let mut answer = serde_json::to_value(OneOrganization { organization: AdminOrganization::from(&*org) })
         .map_err(|_| Failure::unavailable())?;
     answer["organization"]["member_count"] = members.into();

@@ -807,6 +807,8 @@ test("organization admin: signed in, they see their organizations only, with its
   await waitForHeading("Riverside Pharmacy");
   assert.deepEqual(await memberEmails(), ["owner@riverside.example", "manager@riverside.example", "clerk@riverside.example"]);
   assert.equal(await textOf("#org-members-table caption"), "3 members (1–3 of 3)");
+  const names = await page.$$eval("#org-members-table tbody tr", (trs) => trs.map((tr) => tr.cells[1].textContent));
+  assert.deepEqual(names.map((n) => n.endsWith(" (you)")), [false, true, false], "the signed-in admin's own row is marked");
   // An admin neither changes an owner nor grants `owner` (the server refuses both; the page does not offer them).
   assert.equal(await page.$(`${await memberRow("owner@riverside.example")} select`), null);
   assert.deepEqual(await page.$$eval(`${await memberRow("clerk@riverside.example")} option`, (os) => os.map((o) => o.value)), ["member", "admin"]);

@@ -333,6 +333,16 @@ impl UserIndex {
             .for_each(drop);
     }
 
+    /// How many accounts have `org` as their organization: counted in the view, no account copied out.
+    pub fn member_count(&self, org: OrgId) -> usize {
+        let mut count = 0;
+        self.scan_org(org, None, |_| {
+            count += 1;
+            true
+        });
+        count
+    }
+
     /// The members of `org`, in creation order.
     pub fn members_of(&self, org: OrgId) -> Vec<Arc<User>> {
         let mut members = Vec::new();
@@ -688,6 +698,7 @@ mod tests {
         index.publish(Arc::new(User::from(UserFields { organization_id: Some(org), ..x.fields() })));
         let ids = |users: Vec<Arc<User>>| users.iter().map(|u| u.id).collect::<Vec<_>>();
         assert_eq!(ids(index.members_of(org)), [x.id, y.id], "in creation order");
+        assert_eq!(index.member_count(org), 2);
         assert_eq!(index.active_admins().len(), 2);
 
         let end = Timestamp::from_millis(50);
@@ -695,6 +706,7 @@ mod tests {
             User::from(UserFields { banned: true, ban_expires: Some(end), organization_id: Some(other), ..x.fields() });
         index.publish(Arc::new(banned));
         assert_eq!(ids(index.members_of(org)), [y.id], "moved out");
+        assert_eq!((index.member_count(org), index.member_count(other)), (1, 1));
         let renamed =
             User::from(UserFields { name: Name::parse("Y2").unwrap(), organization_id: Some(org), ..y.fields() });
         index.publish(Arc::new(renamed));
@@ -707,6 +719,7 @@ mod tests {
         assert_eq!(index.bans_ended_by(end), Vec::<UserId>::new(), "lifted");
         index.remove(y.id);
         assert!(index.members_of(org).is_empty());
+        assert_eq!(index.member_count(org), 0);
         assert_eq!(index.active_admins(), [x.id]);
     }
 
