@@ -227,10 +227,11 @@ if [ "$RANDOM_SESSIONS" -gt 0 ] && want random; then
     start random 3916 $BIN --config "$WORK/r.toml"
   cat > "$WORK/random.lua" <<'LUA'
 -- Each request: a random one of the seeded tokens; WRITES (a fraction) of them an update-user instead.
--- The tokens are kept as ONE string and cut out per request, not as a table of a million strings: with such a
--- table, each of LuaJIT's collections walked a million objects inside wrk's thread, and the requests in flight
--- waited for it (the bare server driven so had a p99.9 of 45-110 ms and a max of 100-150 ms, against 5-20 ms
--- and 8-30 ms with 10,000 tokens). Every token has the same length, which is checked here.
+-- The tokens are kept as ONE string and cut out per request, not as a table of a million Lua strings: with that
+-- table the generator itself stalled (the bare server driven so: p99.9 87-110 ms, max 110-150 ms; as one string
+-- 30-54 ms and 40-75 ms; with 10,000 tokens 5-20 ms and 8-30 ms, so what remains is still wrk's, LuaJIT's
+-- garbage of a new string per request). BENCHMARKS.md compares with a generator in Rust. Every token has the
+-- same length, which is checked here.
 local threads = {}
 function setup(thread) thread:set("tid", #threads); table.insert(threads, thread) end
 function init(args)
