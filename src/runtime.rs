@@ -142,6 +142,7 @@ impl Core {
             views_ms = times.views.as_millis(),
             "state loaded"
         );
+        give_back_load_memory();
         let indexes = Arc::new(indexes);
         let commits = CommitMetrics { duration: metrics.commit_duration.clone(), batch: metrics.commit_batch.clone() };
         let (writer, writer_done) = StoreWriter::spawn_observed(Arc::clone(&store), commits)?;
@@ -297,4 +298,17 @@ fn start_follower(
     let thread = follower::spawn(pg, freshness, Arc::clone(&stop), apply)
         .map_err(|e| AppError::Startup(format!("cannot start the change log follower: {e}")))?;
     Ok(Follower { stop, thread: Some(thread) })
+}
+
+/// Hands the pages the load's temporaries left free inside glibc's heaps back to the kernel. Start-up's lists
+/// (the accounts and sessions to check, the memberships to sort, the batches) are freed by now, but the pages in
+/// the middle of a heap stay resident until something asks: `malloc_trim` does, in a few milliseconds. At
+/// 1,000,000 accounts and sessions it took 638 → 607 MB resident; at 10,000,000 nothing (the lists were large
+/// enough for glibc to map each on its own, and their pages went back when each was freed).
+fn give_back_load_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only returns free memory of the allocator's own heaps; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
