@@ -55,6 +55,10 @@ pub struct UserIndex {
     bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
     /// Accounts whose password hash is still a better-auth scrypt hash (imported, not yet signed in since).
     legacy_hashes: AtomicUsize,
+    /// Accounts with an administrator's role, banned or not: whether there is any is asked at start and by the
+    /// first-administrator page, which anyone may open. It was a scan of the accounts until one was found: with one
+    /// administrator among 10,000,000 accounts, millions of reads for one unauthenticated request.
+    admins: AtomicUsize,
     /// Accounts by the argon2 cost of their hash: an unknown e-mail's check costs one verification at each cost
     /// on file ([`crate::hashing`]). Compact hashes by their parameters' index, counted without a lock (every
     /// account is counted at start-up); those kept as text (rare) by their parameters.
@@ -368,7 +372,7 @@ impl UserIndex {
 
     /// Whether any account has role `admin` (banned or not): the bootstrap variables act only when none has.
     pub fn any_admin(&self) -> bool {
-        self.by_id.pin().iter().any(|(_, u)| u.role.is_admin())
+        self.admins.load(Atomic::Relaxed) > 0
     }
 
     /// How many accounts still have a better-auth scrypt hash.
@@ -386,7 +390,7 @@ impl UserIndex {
     /// the ordered views in one pass, sorting once instead of a million scattered tree inserts.
     #[cfg(test)]
     pub(crate) fn publish_loaded(&self, user: Arc<User>) {
-        self.count_legacy(false, user.has_legacy_hash());
+        self.count(None, &user);
         self.costs.count(user.password_hash(), true);
         self.by_id.insert(user.id, user);
     }
@@ -394,7 +398,7 @@ impl UserIndex {
     /// `publish_loaded` (tests) for many at once (drained), their slots fetched ahead: how start-up publishes.
     pub(crate) fn publish_loaded_many(&self, users: &mut Vec<Arc<User>>) {
         for user in users.iter() {
-            self.count_legacy(false, user.has_legacy_hash());
+            self.count(None, user);
             self.costs.count(user.password_hash(), true);
         }
         self.by_id.insert_many(users.drain(..).map(|user| (user.id, user)));
@@ -488,7 +492,7 @@ impl UserIndex {
 
     pub(crate) fn publish(&self, user: Arc<User>) {
         let old = self.by_id.insert(user.id, Arc::clone(&user));
-        self.count_legacy(old.as_ref().is_some_and(|o| o.has_legacy_hash()), user.has_legacy_hash());
+        self.count(old.as_deref(), &user);
         if old.as_ref().is_none_or(|o| o.password_hash() != user.password_hash()) {
             if let Some(old) = &old {
                 self.costs.count(old.password_hash(), false);
@@ -572,18 +576,31 @@ impl UserIndex {
         write(&self.by_email_order).remove(user.email_bytes());
     }
 
-    fn count_legacy(&self, before: bool, after: bool) {
-        match (before, after) {
-            (false, true) => drop(self.legacy_hashes.fetch_add(1, Atomic::Relaxed)),
-            (true, false) => drop(self.legacy_hashes.fetch_sub(1, Atomic::Relaxed)),
+    /// The counters, for `user` replacing `old` (or added).
+    fn count(&self, old: Option<&User>, user: &User) {
+        let change = |counter: &AtomicUsize, before: bool, after: bool| match (before, after) {
+            (false, true) => drop(counter.fetch_add(1, Atomic::Relaxed)),
+            (true, false) => drop(counter.fetch_sub(1, Atomic::Relaxed)),
             _ => {}
+        };
+        change(&self.legacy_hashes, old.is_some_and(User::has_legacy_hash), user.has_legacy_hash());
+        change(&self.admins, old.is_some_and(|o| o.role.is_admin()), user.role.is_admin());
+    }
+
+    /// The counters, for `user` removed.
+    fn uncount(&self, user: &User) {
+        if user.has_legacy_hash() {
+            self.legacy_hashes.fetch_sub(1, Atomic::Relaxed);
+        }
+        if user.role.is_admin() {
+            self.admins.fetch_sub(1, Atomic::Relaxed);
         }
     }
 
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: UserId) {
         if let Some(user) = self.by_id.remove(&id) {
-            self.count_legacy(user.has_legacy_hash(), false);
+            self.uncount(&user);
             self.costs.count(user.password_hash(), false);
             self.unlist(&user);
         }
@@ -687,6 +704,28 @@ mod tests {
         assert_eq!(index.moves.load(Atomic::Relaxed), 1, "a new address moves the e-mail order's entry alone");
         assert!(index.by_email(&a.email_address()).is_none());
         assert_eq!(index.with_email_prefix("").len(), 2);
+    }
+
+    /// Whether an administrator exists is counted as accounts change, not looked for among them.
+    #[test]
+    fn whether_an_administrator_exists_follows_the_accounts() {
+        let index = UserIndex::default();
+        let plain = Arc::new(User::fixture("p@x.io", Timestamp::from_millis(1)));
+        index.publish_loaded_many(&mut vec![Arc::clone(&plain)]);
+        assert!(!index.any_admin());
+        let admin = user("a@x.io", 2);
+        index.publish_loaded_many(&mut vec![Arc::clone(&admin)]);
+        assert!(index.any_admin(), "loaded");
+        index.publish(Arc::new(User::from(UserFields { banned: true, ..admin.fields() })));
+        assert!(index.any_admin(), "a banned administrator's account is still one");
+        index.publish(Arc::new(User::from(UserFields { role: plain.fields().role, ..admin.fields() })));
+        assert!(!index.any_admin(), "the role taken away");
+        index.publish(Arc::clone(&admin));
+        assert!(index.any_admin(), "given back");
+        index.remove(admin.id);
+        assert!(!index.any_admin(), "removed");
+        index.remove(plain.id);
+        assert!(!index.any_admin());
     }
 
     #[test]
