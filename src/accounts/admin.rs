@@ -139,14 +139,20 @@ impl Accounts {
     }
 
     /// The session an administrator names, whoever its user: its token hash and user. By token, only a live one;
-    /// by the handle a session list shows, any still held.
-    pub fn find_session(&self, named: &SessionRef) -> Option<(TokenHash, UserId)> {
+    /// by the handle a session list shows, any still held. A handle is found by a scan of every session (ids are
+    /// not indexed: 16 bytes more a session for an administrator's rare call), on a blocking thread: it reads every
+    /// session from wherever it is in memory, a time the event loop's other connections (checking sessions) would
+    /// otherwise wait through.
+    pub async fn find_session(&self, named: SessionRef) -> Result<Option<(TokenHash, UserId)>, Unavailable> {
         match named {
             SessionRef::Token(token) => {
-                let session = self.indexes.sessions.get(&token.hash())?;
-                (!session.is_expired(Timestamp::now())).then(|| (token.hash(), session.user_id))
+                let live = self.indexes.sessions.get(&token.hash()).filter(|s| !s.is_expired(Timestamp::now()));
+                Ok(live.map(|session| (token.hash(), session.user_id)))
             }
-            SessionRef::Id(id) => self.indexes.sessions.find_by_id(*id),
+            SessionRef::Id(id) => {
+                let indexes = Arc::clone(&self.indexes);
+                tokio::task::spawn_blocking(move || indexes.sessions.find_by_id(id)).await.map_err(|_| Unavailable)
+            }
         }
     }
 

@@ -360,7 +360,11 @@ pub async fn revoke_user_session(
         (None, Some(id)) => Some(SessionRef::Id(id)),
         (None, None) => None,
     };
-    if let Some((hash, owner)) = named.and_then(|named| state.accounts.find_session(&named)) {
+    let found = match named {
+        Some(named) => state.accounts.find_session(named).await?,
+        None => None,
+    };
+    if let Some((hash, owner)) = found {
         state.accounts.revoke_user_sessions(by.id, owner, Revoke::One(hash), &ctx.ip.to_string()).await?;
     }
     Ok(ok(&json!({"success": true})))
