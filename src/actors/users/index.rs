@@ -418,9 +418,6 @@ impl UserIndex {
     /// (a store written wrongly) are refused: the id of one of them. The costliest of the views (their trees are
     /// built from accounts read in their order, from all over memory), so start-up builds them on a thread of
     /// their own while the other thread checks the sessions and memberships and then builds the other views.
-    // The views order accounts by their own fields; the one interior-mutable part of a `User`, its kept rendering,
-    // takes no part in any comparison.
-    #[allow(clippy::mutable_key_type)]
     pub(crate) fn build_apart(users: &[Arc<User>]) -> Result<Apart, UserId> {
         // Sorted with each address's first eight bytes beside its pointer: most comparisons end there, without
         // reading two accounts and two addresses from all over memory (at 1,000,000 accounts the views took 1.0 s
@@ -458,7 +455,6 @@ impl UserIndex {
 
     /// The other ordered views of `users`, each in one sort (users read in id order are nearly in creation order
     /// already).
-    #[allow(clippy::mutable_key_type)]
     pub(crate) fn build_views(users: &[Arc<User>]) -> Views {
         let by_created: BTreeSet<InOrder<Created>> = users.iter().cloned().map(InOrder::new).collect();
         Views {
