@@ -204,6 +204,15 @@ async fn kill_9_at_random_moments_loses_no_acknowledged_write() {
                 ))
             })
             .collect();
+        // The kill comes at a random moment once this run has acknowledged a write: on a busy machine (CI runs the
+        // suites side by side) a fixed window after the start could pass before the first sign-up's hash was done,
+        // and the test then killed a server that had written nothing.
+        let before = ledger.lock().unwrap().acknowledged;
+        let waited = Instant::now();
+        while ledger.lock().unwrap().acknowledged == before {
+            assert!(waited.elapsed() < Duration::from_secs(60), "no write acknowledged in a minute");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         tokio::time::sleep(Duration::from_millis(50 + rng.below(450))).await;
         server.kill9();
         for c in clients {
