@@ -140,7 +140,7 @@ impl Accounts {
 
     /// The session an administrator names, whoever its user: its token hash and user. By token, only a live one;
     /// by the handle a session list shows, any still held. A handle is found by a scan of every session (ids are
-    /// not indexed: 16 bytes more a session for an administrator's rare call), on a blocking thread: it reads every
+    /// not indexed: an index would cost every session bytes for an administrator's rare call), on a blocking thread: it reads every
     /// session from wherever it is in memory, a time the event loop's other connections (checking sessions) would
     /// otherwise wait through.
     pub async fn find_session(&self, named: SessionRef) -> Result<Option<(TokenHash, UserId)>, Unavailable> {
