@@ -204,7 +204,7 @@ impl Accounts {
             return Err(SignInError::EmailNotVerified);
         }
         // A banned account is refused as such below, whatever its factors.
-        if !user.is_banned_at(crate::domain::Timestamp::now()) && self.passkey_required(&user) {
+        if !user.is_banned_at(crate::domain::Timestamp::now()) && self.passkey_required(&user).await {
             return Err(SignInError::PasskeyRequired);
         }
         if user.has_second_factor() {

@@ -147,18 +147,19 @@ impl Accounts {
     /// administrator proved who they are on their own session).
     ///
     /// Passkeys are not held in memory: for an account of such a role without an authenticator, each call reads
-    /// the store, so a passkey deleted on another node counts no longer at once. Only those accounts pay it.
-    pub fn must_enrol(&self, current: &Current) -> bool {
+    /// the store (on a blocking thread, never on the event loop), so a passkey deleted on another node counts no
+    /// longer at once. Only those accounts pay it; every other caller answers without waiting.
+    pub async fn must_enrol(&self, current: &Current) -> bool {
         !current.is_impersonation()
             && self.has_no_required_authenticator(&current.user)
-            && !self.passkeys.book.holds_any_now(current.user.id)
+            && !self.passkeys.book.holds_any_now(current.user.id).await
     }
 
     /// Whether `user` must sign in with a passkey: its role is in `[two_factor] required_for_roles`, it has no
     /// authenticator, and a passkey is what meets that rule for it ([`Self::must_enrol`]). A password or a provider
     /// is one factor; a session they opened would pass the rule on the passkey's strength without it.
-    pub fn passkey_required(&self, user: &User) -> bool {
-        self.has_no_required_authenticator(user) && self.passkeys.book.holds_any_now(user.id)
+    pub async fn passkey_required(&self, user: &User) -> bool {
+        self.has_no_required_authenticator(user) && self.passkeys.book.holds_any_now(user.id).await
     }
 
     /// `[two_factor] required_for_roles` names `user`'s role and it has no authenticator that is on: its second

@@ -342,7 +342,7 @@ impl Accounts {
     ) -> Result<Entry, CreateSessionError> {
         let mut device = None;
         // As after a password (`Accounts::passkey_required`); a banned account is refused as such below.
-        if !user.is_banned_at(Timestamp::now()) && self.passkey_required(&user) {
+        if !user.is_banned_at(Timestamp::now()) && self.passkey_required(&user).await {
             return Ok(Entry::PasskeyRequired);
         }
         if user.has_second_factor() {

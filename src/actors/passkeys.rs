@@ -45,25 +45,10 @@ impl PasskeyBook {
     }
 
     /// Whether `user` has a passkey, read from the store now (never from a copy that another node's deletion could
-    /// have made stale), for the synchronous caller guard. The read runs on a thread of its own, never on the
-    /// caller's: the HTTP threads each drive a single-threaded runtime, inside which PostgreSQL's blocking client
-    /// (which starts a runtime of its own) panics. The caller's thread waits for it (an indexed range read; only
-    /// accounts of a role in `required_for_roles` without an authenticator pay it). A store that cannot answer
-    /// counts as no passkey: the guard then errs on the side of holding the session back.
-    pub fn holds_any_now(&self, user: UserId) -> bool {
-        let read = || self.store.passkeys_of(user.to_bytes());
-        let found = std::thread::scope(|s| s.spawn(read).join());
-        match found {
-            Ok(Ok(passkeys)) => !passkeys.is_empty(),
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "reading passkeys failed");
-                false
-            }
-            Err(_) => {
-                tracing::warn!("reading passkeys failed: the reading thread panicked");
-                false
-            }
-        }
+    /// have made stale), for the caller guard. A store that cannot answer counts as no passkey: the guard then errs
+    /// on the side of holding the session back.
+    pub async fn holds_any_now(&self, user: UserId) -> bool {
+        self.read(move |s| s.passkeys_of(user.to_bytes())).await.is_ok_and(|passkeys| !passkeys.is_empty())
     }
 
     /// The accounts that have at least one passkey.

@@ -23,7 +23,7 @@ fn status_true() -> Response<Body> {
 }
 
 pub async fn change_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["newPassword", "currentPassword", "revokeOtherSessions"])?;
@@ -46,7 +46,7 @@ const NOT_UPDATABLE: [&str; 8] =
     ["password", "role", "banned", "banReason", "banExpires", "emailVerified", "organizationId", "id"];
 
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in(state, req.headers())?;
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     if body.has("email") {
         return Err(Failure::bad_request("EMAIL_CAN_NOT_BE_UPDATED", "Email can not be updated"));
@@ -70,7 +70,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// The caller's live sessions. Only hashes of tokens are kept, so `token` in each is an opaque handle (the
 /// session's id) that `revoke-session` accepts; the caller's own session shows its real token.
 pub async fn list_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = extract::signed_in(state, req.headers())?;
+    let (token, current) = extract::signed_in(state, req.headers()).await?;
     if current.session.created_at.plus(FRESH_AGE) <= Timestamp::now() {
         return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
     }
@@ -88,7 +88,7 @@ pub async fn list_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> 
 /// `{token}`: a session token, or a handle from `list-sessions`. Only the caller's own sessions are ever ended;
 /// anything else is answered the same way and left alone.
 pub async fn revoke_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (own, current) = extract::signed_in(state, req.headers())?;
+    let (own, current) = extract::signed_in(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["token"])?;
     let given = body.string("token")?;
@@ -118,7 +118,7 @@ pub async fn revoke_other_sessions(
 }
 
 async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>, keep_own: bool) -> Result<Response<Body>, Failure> {
-    let (own, current) = extract::signed_in(state, req.headers())?;
+    let (own, current) = extract::signed_in(state, req.headers()).await?;
     // No body is needed, but one that is sent must be well-formed.
     extract::json_object(req, false, state.body_timeout()).await?;
     let which = if keep_own { Revoke::AllBut(own.hash()) } else { Revoke::All };
@@ -129,7 +129,7 @@ async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>, keep_own: bo
 /// `{password}`: the account, its membership and every session go in one commit. The password is required
 /// (better-auth also accepts a fresh session instead; a cookie alone is not enough to delete an account here).
 pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     let body: Fields = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;

@@ -20,7 +20,7 @@ const MAX_AUDIT_PAGE: usize = 500;
 /// many match in all). The cursor names the last user's place in the creation order, so pages stay stable while
 /// users are created.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let Some(query) = req.uri().query().filter(|q| !q.is_empty()) else {
         let users = state.accounts.users();
         return Ok(ok(&UserList { users: users.iter().map(|u| AdminUser::from(&**u)).collect() }));
@@ -90,7 +90,7 @@ pub(super) fn users_query(roles: &RoleSet, query: &str) -> Result<UserQuery, Fai
 }
 
 pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let (target, change) = parse_update(state.accounts.roles(), &body)?;
     state.accounts.update_user(admin.id, target, change, ctx.ip.to_string()).await?;
@@ -101,7 +101,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// next (older) page, `null` on the last one. With any of `action`, `actor_id`, `target_id`, `subject_id` (actor or
 /// target), `from`, `to` (RFC 3339, inclusive): the entries that match them all, searched on the server.
 pub async fn audit(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let query = req.uri().query();
     let filters = ["action", "actor_id", "target_id", "subject_id", "from", "to"];
     extract::query_only(query, &["limit", "cursor", "action", "actor_id", "target_id", "subject_id", "from", "to"])?;

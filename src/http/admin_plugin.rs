@@ -28,7 +28,7 @@ async fn on_user(
     code: &'static str,
     fields: &[&str],
 ) -> Result<(Arc<User>, Fields, UserId), Failure> {
-    let by = extract::administrator(state, req.headers(), Refusal::Coded(code))?;
+    let by = extract::administrator(state, req.headers(), Refusal::Coded(code)).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&[&["userId"], fields].concat())?;
     let target = user_id(&body, "userId")?;
@@ -55,7 +55,7 @@ fn found(state: &AppState, id: UserId) -> Result<Arc<User>, Failure> {
 /// and `total` is the number of accounts; an e-mail prefix is a range of the e-mail view; anything else is one
 /// pass over the accounts in creation order, with no copy of the ones that do not match.
 pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_LIST_USERS"))?;
+    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_LIST_USERS")).await?;
     let (query, limit, offset) = list_users_query(req.uri().query())?;
     let page = state.accounts.find_users(query).await?;
     let users: Vec<AuthUser> = page.users.iter().map(|u| AuthUser::from(&**u)).collect();
@@ -146,7 +146,7 @@ fn field_named(name: &str) -> Option<Field> {
 
 /// `GET get-user?id=`: the bare user object.
 pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_GET_USER"))?;
+    extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_GET_USER")).await?;
     extract::query_only(req.uri().query(), &["id"])?;
     let id = extract::query_value(req.uri().query(), "id").and_then(|id| UserId::parse(&id));
     let id = id.ok_or_else(|| Failure::validation("id must be a user id"))?;
@@ -156,7 +156,8 @@ pub async fn get_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
 /// `{email, password?, name, role?}` → `{user}`. Without a password nobody knows the account's (its owner sets
 /// one with a reset link). A duplicate e-mail is 400 here, as in the plugin.
 pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS"))?;
+    let by =
+        extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS")).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     // Nothing a request asks for is dropped in silence: the auth library's `data` (further fields of the new
     // account) is not taken at creation, so a non-empty one is refused and the caller sets them with update-user.
@@ -196,7 +197,7 @@ pub async fn set_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 /// `{userId, banReason?, banExpiresIn?}` → `{user}`; every session of the account ends in the ban's commit. With
 /// `banExpiresIn` (seconds) the ban ends by itself then.
 pub async fn ban_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let by = extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_BAN_USERS"))?;
+    let by = extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_BAN_USERS")).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let ban = BanUser::from_fields(&body, Timestamp::now())?;
     change(state, &ctx, by.id, ban.target, ban.change()).await
@@ -310,7 +311,7 @@ pub async fn impersonate_user(state: &AppState, ctx: Ctx, req: Request<Incoming>
 /// `{}` → `{session, user}` of the administrator again: the impersonation session ends (audited) and the
 /// administrator's own session comes back, if it is still valid and still an administrator's.
 pub async fn stop_impersonating(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = extract::signed_in(state, req.headers())?;
+    let (token, current) = extract::signed_in(state, req.headers()).await?;
     let Some(admin_id) = current.session.impersonated_by() else {
         return Err(Failure::bad_request("NOT_IMPERSONATING", "You are not impersonating anyone"));
     };
@@ -351,7 +352,8 @@ pub async fn revoke_user_session(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
     let by =
-        extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS"))?;
+        extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS"))
+            .await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["sessionToken"])?;
     let given = body.string("sessionToken")?;
@@ -399,7 +401,7 @@ pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// `{permissions: {resource: [actions]}}` → `{error: null, success}`: the `admin` role may do everything on users and
 /// sessions but impersonate administrators; every other role nothing.
 pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in(state, req.headers())?;
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     let wanted = match body.get("permissions").or_else(|| body.get("permission")) {
         None | Some(Value::Null) => {

@@ -26,7 +26,7 @@ enum Format {
 }
 
 pub async fn export(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let query = req.uri().query();
     extract::query_only(query, &["from", "to", "format"])?;
     let from = extract::query_value(query, "from").map(|v| time("from", &v)).transpose()?;

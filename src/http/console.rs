@@ -104,7 +104,7 @@ pub fn asset(req: &Request<Incoming>) -> Result<Response<Body>, Failure> {
 /// `GET /api/admin/status`: who is signed in, the version, the counts, the store's size and the newest backup.
 /// Numbers only, for administrators; paths are left out (they are the operator's business, not the page's).
 pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let store_bytes = tokio::fs::metadata(&state.store_file).await.map(|m| m.len()).ok();
     let last_backup_at = match state.backup_dir.clone() {

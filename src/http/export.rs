@@ -32,7 +32,7 @@ enum Format {
 }
 
 pub async fn users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let (format, filters) = format_and_filters(req.uri().query().unwrap_or(""))?;
     let mut query = users_query(state.accounts.roles(), &filters)?;
     query.window = Window::Offset { offset: 0, limit: None };

@@ -356,10 +356,10 @@ pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionTok
 /// `[two_factor] required_for_roles`: a session of an account that must have a second factor and has none is
 /// refused here (403 `TWO_FACTOR_REQUIRED`), for every call of every family but the few that enrol one
 /// ([`signed_in_enrolling`]); get-session and sign-out do not ask for a caller.
-fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+async fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
     let found = caller_enrolling(state, headers)?;
     if let Some((_, current)) = &found
-        && state.accounts.must_enrol(current)
+        && state.accounts.must_enrol(current).await
     {
         return Err(Failure::new(
             StatusCode::FORBIDDEN,
@@ -425,15 +425,15 @@ fn unauthorized() -> Failure {
 }
 
 /// The caller's token and session, or better-auth's 401 (503 while this node cannot vouch for sessions).
-pub fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    caller(state, headers)?.ok_or_else(unauthorized)
+pub async fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    caller(state, headers).await?.ok_or_else(unauthorized)
 }
 
 /// [`signed_in`] with the caller's own session, not an impersonation: for the calls that change how the account
 /// is signed into or whether it exists. An administrator acting as a user may look and help, but a new password
 /// or a deletion is theirs to make with their own audited calls (`set-user-password`, `remove-user`).
-pub fn signed_in_self(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    let (token, current) = signed_in(state, headers)?;
+pub async fn signed_in_self(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    let (token, current) = signed_in(state, headers).await?;
     if current.is_impersonation() {
         return Err(Failure::new(
             StatusCode::FORBIDDEN,
@@ -446,8 +446,8 @@ pub fn signed_in_self(state: &AppState, headers: &HeaderMap) -> Result<(SessionT
 
 /// The caller, if their session is valid and they are an administrator right now on their own session
 /// ([`Current::administrator`]); refused as `refusal` words it otherwise.
-pub fn administrator(state: &AppState, headers: &HeaderMap, refusal: Refusal) -> Result<Arc<User>, Failure> {
-    let (_, current) = caller(state, headers)?.ok_or_else(|| refusal.unauthorized())?;
+pub async fn administrator(state: &AppState, headers: &HeaderMap, refusal: Refusal) -> Result<Arc<User>, Failure> {
+    let (_, current) = caller(state, headers).await?.ok_or_else(|| refusal.unauthorized())?;
     current.administrator().cloned().ok_or_else(|| refusal.forbidden())
 }
 

@@ -74,7 +74,7 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>, via: Vi
 /// `POST link-social {provider, callbackURL, …}`: the same flow, whose identity is linked to the signed-in user.
 /// With `idToken`: linked at once, `{url: "", status: true, redirect: false}`.
 pub async fn link_social(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&[
@@ -352,7 +352,7 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 
 /// `GET list-accounts`: the password (`credential`, when the account has one) and every linked identity.
 pub async fn list_accounts(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in(state, req.headers())?;
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
     let user = &current.user;
     let user_id = user.id.to_string();
     let mut listed = Vec::new();
@@ -384,7 +384,7 @@ pub async fn list_accounts(state: &AppState, _: Ctx, req: Request<Incoming>) -> 
 /// `POST unlink-account {accountId[, providerId]}`: `accountId` is an id `list-accounts` gave (or, with
 /// `providerId`, the provider's own id of the person); never the last way into the account. Needs a fresh session.
 pub async fn unlink_account(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     if current.session.created_at.plus(super::account::FRESH_AGE) <= crate::domain::Timestamp::now() {
         return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
     }

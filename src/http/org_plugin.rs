@@ -240,15 +240,15 @@ fn ip(ctx: &Ctx) -> String {
     ctx.ip.to_string()
 }
 
-fn signed_in(state: &AppState, req: &Request<Incoming>) -> Result<(SessionToken, Current), Failure> {
-    extract::signed_in(state, req.headers())
+async fn signed_in(state: &AppState, req: &Request<Incoming>) -> Result<(SessionToken, Current), Failure> {
+    extract::signed_in(state, req.headers()).await
 }
 
 // --- organizations --------------------------------------------------------------------------------------------
 
 /// `POST create`: the caller becomes its `owner`; the session works in it unless `keepCurrentActiveOrganization`.
 pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, &req)?;
+    let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["name", "slug", "logo", "metadata", "keepCurrentActiveOrganization"]).await?;
     let name = validated_name(body.string("name")?)?;
     let slug = slug(body.string("slug")?)?;
@@ -266,7 +266,7 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `POST check-slug`: `{status: true}` when free.
 pub async fn check_slug(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    signed_in(state, &req)?;
+    signed_in(state, &req).await?;
     let body = body(state, req, &["slug"]).await?;
     if state.accounts.slug_free(body.string("slug")?) {
         Ok(ok(&json!({"status": true})))
@@ -277,7 +277,7 @@ pub async fn check_slug(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
 
 /// `POST update` `{data: {name?, slug?, logo?, metadata?}, organizationId?}`: for owners and admins.
 pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["data", "organizationId"]).await?;
     let Some(Value::Object(data)) = body.get("data") else {
         return Err(Failure::validation("[body.data] Invalid input: expected object"));
@@ -294,7 +294,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `POST delete` `{organizationId}`: for owners; the deleted organization is the answer.
 pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, &req)?;
+    let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["organizationId"]).await?;
     let org = named_id(&current, Some(body.string("organizationId")?), OrgError::NotFound)?;
     let deleted = state.accounts.delete_owned_organization(&current, org, ip(&ctx)).await?;
@@ -306,7 +306,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `GET list`: the caller's organizations.
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     extract::query_only(req.uri().query(), &[])?;
     let orgs = state.accounts.organizations_of(current.user.id);
     Ok(ok(&orgs.iter().map(|o| organization(o)).collect::<Vec<_>>()))
@@ -334,7 +334,7 @@ async fn not_a_member(state: &AppState, token: &SessionToken, current: &Current)
 /// `GET get-full-organization`: the organization with its members and the invitations the caller may see;
 /// `null` when none is named or active.
 pub async fn get_full(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, &req)?;
+    let (token, current) = signed_in(state, &req).await?;
     let q = query(&req, &["organizationId", "organizationSlug", "membersLimit"])?;
     let limit = number(q("membersLimit"), "membersLimit")?;
     let org = match state.accounts.find_organization(&current.session, &queried(&q)) {
@@ -354,7 +354,7 @@ pub async fn get_full(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
 /// `POST set-active` `{organizationId?: string | null, organizationSlug?}`: the organization, or `null` when
 /// cleared (or none was named nor active).
 pub async fn set_active(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, &req)?;
+    let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["organizationId", "organizationSlug"]).await?;
     let reference = match (body.nullable_string("organizationId")?, body.optional_string("organizationSlug")?) {
         (Some(None), _) => {
@@ -380,7 +380,7 @@ pub async fn set_active(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
 
 /// `GET list-members` `?limit&offset&organizationId|organizationSlug`: `{members, total}`, in joining order.
 pub async fn list_members(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let q = query(&req, &["limit", "offset", "organizationId", "organizationSlug"])?;
     let (limit, offset) = (number(q("limit"), "limit")?, number(q("offset"), "offset")?.unwrap_or(0));
     let org = match queried(&q) {
@@ -394,7 +394,7 @@ pub async fn list_members(state: &AppState, _: Ctx, req: Request<Incoming>) -> R
 
 /// `GET get-active-member`: the caller's membership of the active organization, with their account.
 pub async fn get_active_member(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     extract::query_only(req.uri().query(), &[])?;
     let org = named_id(&current, None, OrgError::NoActiveOrganization)?;
     let found = state.accounts.membership(org, current.user.id).ok_or(MemberError::MemberNotFound)?;
@@ -408,7 +408,7 @@ pub async fn get_active_member_role(
     _: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let q = query(&req, &["userId", "organizationId", "organizationSlug"])?;
     let org = match queried(&q) {
         OrgRef::Slug(s) => state.accounts.find_organization(&current.session, &OrgRef::Slug(s))?.id,
@@ -428,7 +428,7 @@ pub async fn get_active_member_role(
 
 /// `POST update-member-role` `{role, memberId, organizationId?}`: the updated membership.
 pub async fn update_member_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["role", "memberId", "organizationId"]).await?;
     let new_roles = roles(body.get("role"))?;
     let member_id = MemberId::parse(body.string("memberId")?).ok_or(MemberError::MemberNotFound)?;
@@ -442,7 +442,7 @@ pub async fn update_member_role(state: &AppState, ctx: Ctx, req: Request<Incomin
 
 /// `POST remove-member` `{memberIdOrEmail, organizationId?}`: `{member}`, the membership that ended.
 pub async fn remove_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, &req)?;
+    let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["memberIdOrEmail", "organizationId"]).await?;
     let raw = body.string("memberIdOrEmail")?;
     let target = if raw.contains('@') {
@@ -463,7 +463,7 @@ pub async fn remove_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
 
 /// `POST leave` `{organizationId}`: the caller's membership that ended. The last owner cannot leave.
 pub async fn leave(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, &req)?;
+    let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["organizationId"]).await?;
     let org = OrgId::parse(body.string("organizationId")?).ok_or(MemberError::MemberNotFound)?;
     let left = match state.accounts.member_change(&current, MemberCall::Leave { org }, ip(&ctx)).await? {
@@ -479,7 +479,7 @@ pub async fn leave(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
 /// `POST has-permission` `{permissions, organizationId?}`: `{error: null, success}` for the caller's role in
 /// the organization.
 pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["permissions", "permission", "organizationId"]).await?;
     let wanted: &Map<String, Value> = match (body.get("permissions"), body.get("permission")) {
         (Some(Value::Object(w)), None) | (None, Some(Value::Object(w))) => w,
@@ -522,7 +522,7 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
 
 /// `POST invite-member` `{email, role, organizationId?, resend?}`: the invitation; its mail is in the outbox.
 pub async fn invite_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["email", "role", "organizationId", "resend", "teamId"]).await?;
     if body.get("teamId").is_some_and(|t| !t.is_null()) {
         return Err(Failure::bad_request("BAD_REQUEST", "Teams are not enabled"));
@@ -541,7 +541,7 @@ fn invitation_id(raw: &str) -> Result<InvitationId, Failure> {
 
 /// `POST accept-invitation` `{invitationId}`: `{invitation, member}`; the session then works in the organization.
 pub async fn accept_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (token, current) = signed_in(state, &req)?;
+    let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
     let (accepted, joined) = state.accounts.accept_invitation(&current, id, ip(&ctx)).await?;
@@ -551,7 +551,7 @@ pub async fn accept_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
 
 /// `POST reject-invitation` `{invitationId}`: `{invitation, member: null}`.
 pub async fn reject_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
     let email = current.user.email_address();
@@ -563,7 +563,7 @@ pub async fn reject_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
 
 /// `POST cancel-invitation` `{invitationId}`: the canceled invitation (owners and admins).
 pub async fn cancel_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
     match state.accounts.member_change(&current, MemberCall::Cancel { id }, ip(&ctx)).await? {
@@ -575,7 +575,7 @@ pub async fn cancel_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
 /// `GET get-invitation?id=`: an open invitation to the caller's address, with `organizationName`,
 /// `organizationSlug` and `inviterEmail`.
 pub async fn get_invitation(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let q = query(&req, &["id"])?;
     let id = invitation_id(&q("id").ok_or_else(|| Failure::validation("[query.id] Invalid input: expected string"))?)?;
     let (found, org, inviter) = state.accounts.invitation_for(&current, id)?;
@@ -588,7 +588,7 @@ pub async fn get_invitation(state: &AppState, _: Ctx, req: Request<Incoming>) ->
 
 /// `GET list-invitations?organizationId=`: the organization's invitations, for those who may invite.
 pub async fn list_invitations(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     let q = query(&req, &["organizationId"])?;
     let missing = Failure::bad_request("BAD_REQUEST", "Organization ID is required");
     let org = match q("organizationId") {
@@ -606,7 +606,7 @@ pub async fn list_user_invitations(
     _: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let (_, current) = signed_in(state, &req)?;
+    let (_, current) = signed_in(state, &req).await?;
     if extract::query_value(req.uri().query(), "email").is_some() {
         return Err(Failure::bad_request("BAD_REQUEST", "User email cannot be passed for client side API calls."));
     }

@@ -14,14 +14,14 @@ use super::response::{Body, Failure, ok};
 use crate::domain::{Name, OrgId, Organization, Slug};
 
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let orgs = state.accounts.organizations();
     Ok(ok(&OrganizationList { organizations: orgs.iter().map(|o| AdminOrganization::from(&**o)).collect() }))
 }
 
 pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["name", "slug"])?;
     let name = Name::parse(body.string("name")?).map_err(|e| Failure::validation(format!("name {e}")))?;
@@ -42,7 +42,7 @@ fn found(state: &AppState, id: OrgId) -> Result<Arc<Organization>, Failure> {
 
 /// `GET /api/admin/organizations/{id}` → `{organization}` with `member_count`.
 pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let org = found(state, org_id(&req)?)?;
     let members = state.accounts.member_count(org.id);
@@ -54,7 +54,7 @@ pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Res
 
 /// `PATCH /api/admin/organizations/{id}` with `name`, `slug` or both → `{organization}`; a slug in use is 409.
 pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = org_id(&req)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["name", "slug"])?;
@@ -72,7 +72,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 /// `DELETE /api/admin/organizations/{id}[?detach_members=true]` → `{success, detached}`. An organization with
 /// members is refused (409) unless they are to be detached, which then happens in the deletion's commit.
 pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = org_id(&req)?;
     let mut detach = false;
     for (key, value) in url::form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes()) {
@@ -90,7 +90,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 /// `GET /api/admin/organizations/{id}/members` → `{members}`: its users as `GET /api/admin/users` shows them,
 /// ordered by creation.
 pub async fn members(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let org = found(state, org_id(&req)?)?;
     let members = state.accounts.members(org.id);

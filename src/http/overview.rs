@@ -15,7 +15,7 @@ use crate::domain::Timestamp;
 const WEEK_MS: i64 = 7 * 86_400_000;
 
 pub async fn stats(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let series = state.accounts.activity().await?;
     let buckets = |buckets: &[(Timestamp, [u64; Counter::ALL.len()])]| -> Vec<Value> {

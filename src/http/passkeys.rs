@@ -222,7 +222,7 @@ pub async fn verify_authentication(
 
 /// `GET list-user-passkeys`: the caller's passkeys, oldest first.
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in(state, req.headers())?;
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
     extract::query_only(req.uri().query(), &[])?;
     let passkeys = state.accounts.own_passkeys(current.user.id).await?;
     Ok(ok(&passkeys.iter().map(PasskeyBody::from).collect::<Vec<_>>()))
@@ -236,7 +236,7 @@ fn passkey_id(body: &Fields) -> Result<PasskeyId, Failure> {
 
 /// `POST update-passkey {id, name}`: `{passkey}`.
 pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["id", "name"])?;
     let name = passkey_name(body.string("name")?)?;
@@ -247,7 +247,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `POST delete-passkey {id}`: `{status: true}`.
 pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["id"])?;
     let id = passkey_id(&body)?;
@@ -269,7 +269,7 @@ struct AdminPasskey {
 /// `GET /api/admin/users/{id}/passkeys` → `{passkeys: [...]}`, oldest first: an account's passkeys, for
 /// administrators (the console shows them with the user's sessions). 404 for an unknown account.
 pub async fn of_user(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let id = req.uri().path().trim_start_matches("/api/admin/users/").split('/').next().unwrap_or_default();
     let id = UserId::parse(id).ok_or_else(|| Failure::validation("the user id in the path must be a UUID"))?;

@@ -142,7 +142,7 @@ pub async fn generate_backup_codes(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
@@ -153,7 +153,7 @@ pub async fn generate_backup_codes(
 /// `POST two-factor/disable {password}` → `{status: true}`: the factor is forgotten, every trusted device of the
 /// account ends, and this browser's trusted-device cookie is cleared.
 pub async fn disable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self(state, req.headers())?;
+    let (_, current) = extract::signed_in_self(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
@@ -164,7 +164,7 @@ pub async fn disable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
 /// `POST /api/admin/users/{id}/two-factor/reset` → `{success, reset}`: an administrator forgets a user's second
 /// factor; every session and trusted device of the account ends in the same commit (audited).
 pub async fn admin_reset(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = req.uri().path().trim_start_matches("/api/admin/users/").split('/').next().unwrap_or_default();
     let user = UserId::parse(id).ok_or_else(|| Failure::validation("the user id in the path must be a UUID"))?;
     let reset = state.accounts.reset_two_factor(admin.id, user, &ctx.ip.to_string()).await?;

@@ -28,7 +28,7 @@ fn target(state: &AppState, req: &Request<Incoming>) -> Result<std::sync::Arc<Us
 /// created_at}]}`, oldest link first: whether the account has a password, and the identities of other providers
 /// linked to it. Never a provider's token.
 pub async fn accounts(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let user = target(state, &req)?;
     let linked: Vec<_> = state
@@ -52,7 +52,7 @@ pub async fn accounts(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
 /// list above) no longer signs into the account. Refused (409) when it is the account's last way in, as the
 /// owner's own `unlink-account` is; audited (`account.unlinked`, by the administrator) in the same commit.
 pub async fn unlink(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let user = target(state, &req)?;
     let account = req.uri().path().rsplit('/').next().unwrap_or_default();
@@ -75,7 +75,7 @@ pub async fn unlink(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 /// organization_slug, role, primary, created_at}]}`, oldest first. `role` is the organization plugin's (roles
 /// joined by commas); `primary` marks the organization the account's `organization_id` names.
 pub async fn memberships(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let user = target(state, &req)?;
     let listed: Vec<_> = state
@@ -100,7 +100,7 @@ pub async fn memberships(state: &AppState, _: Ctx, req: Request<Incoming>) -> Re
 /// in the order asked, unknown ids left out. `totp` is `"on"`, `"pending"` (enrolled, no code confirmed yet) or
 /// `"off"`; `backup_codes_left` is a number while TOTP is on, else `null`.
 pub async fn second_factors(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let query = req.uri().query();
     extract::query_only(query, &["ids"])?;
     let ids = extract::query_value(query, "ids").ok_or_else(|| Failure::validation("ids is required"))?;

@@ -54,7 +54,7 @@ fn events(body: &Fields, required: bool) -> Result<Option<Vec<String>>, Failure>
 
 /// `GET /api/admin/webhooks` → `{webhooks, events}` (the event types one may subscribe to).
 pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let webhooks = state.accounts.webhooks().await?;
     Ok(ok(&json!({"webhooks": webhooks, "events": state.accounts.webhook_events()})))
@@ -62,7 +62,7 @@ pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Re
 
 /// `POST /api/admin/webhooks` `{url, events, description?, enabled?}` → 201 `{webhook, secret}`.
 pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["url", "events", "description", "enabled"])?;
     let url = body.string("url")?.to_owned();
@@ -76,7 +76,7 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `GET /api/admin/webhooks/{id}` → `{webhook}`.
 pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let webhook = state.accounts.webhook(endpoint_id(&req)?).await?;
     Ok(ok(&json!({"webhook": webhook})))
@@ -85,7 +85,7 @@ pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Res
 /// `PATCH /api/admin/webhooks/{id}` `{url?, events?, description?, enabled?, rotate_secret?, grace_secs?}` →
 /// `{webhook, secret}` (`secret` only when rotated, else `null`).
 pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = endpoint_id(&req)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["url", "events", "description", "enabled", "rotate_secret", "grace_secs"])?;
@@ -120,7 +120,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `DELETE /api/admin/webhooks/{id}` → `{success: true}`: the endpoint, its queue and its delivery log.
 pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = endpoint_id(&req)?;
     extract::query_only(req.uri().query(), &[])?;
     state.accounts.delete_webhook(id, admin.id, &ctx.ip.to_string()).await?;
@@ -129,7 +129,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `POST /api/admin/webhooks/{id}/test` → 202 `{message_id}`: a `webhook.test` message is queued.
 pub async fn test(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = endpoint_id(&req)?;
     extract::discard_body(req, state.body_timeout()).await;
     let message_id = state.accounts.test_webhook(id, admin.id, &ctx.ip.to_string()).await?;
@@ -139,7 +139,7 @@ pub async fn test(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<
 /// `POST /api/admin/webhooks/{id}/resend` `{delivery_id}` → 202 `{message_id}`: that attempt's message is queued
 /// again, with its `webhook-id`.
 pub async fn resend(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let admin = extract::administrator(state, req.headers(), Refusal::Plain)?;
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = endpoint_id(&req)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["delivery_id"])?;
@@ -151,7 +151,7 @@ pub async fn resend(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `GET /api/admin/webhooks/{id}/deliveries[?limit=&cursor=]` → `{deliveries, next_cursor}`, newest first.
 pub async fn deliveries(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::administrator(state, req.headers(), Refusal::Plain)?;
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
     let id = endpoint_id(&req)?;
     let query = req.uri().query();
     extract::query_only(query, &["limit", "cursor"])?;
