@@ -335,6 +335,21 @@ mod tests {
     use crate::runtime::Core;
     use crate::store::{FaultSwitch, Store, StoreOp, convert};
 
+    /// A session of `user` made at `now`, for an hour.
+    fn an_hour_of(user: &User, now: Timestamp) -> Session {
+        Session {
+            id: SessionId::new(),
+            user_id: user.id,
+            expires_at: now.plus(Duration::from_secs(3600)),
+            created_at: now,
+            updated_at: now,
+            ip_address: "127.0.0.1".into(),
+            user_agent: "test".into(),
+            remember_me: true,
+            rare: SessionRare::default(),
+        }
+    }
+
     /// The session check behind every request of every application (the cookie's token parsed and hashed, the
     /// session and its user read and checked) allocates nothing: at a million sessions and tens of thousands of
     /// checks a second, an allocation per check is the allocator's locks and the cache misses of fresh memory,
@@ -345,17 +360,7 @@ mod tests {
         let now = Timestamp::now();
         let user = User::fixture("hot@example.com", now);
         let token = SessionToken::generate();
-        let session = Session {
-            id: SessionId::new(),
-            user_id: user.id,
-            expires_at: now.plus(Duration::from_secs(3600)),
-            created_at: now,
-            updated_at: now,
-            ip_address: "127.0.0.1".into(),
-            user_agent: "test".into(),
-            remember_me: true,
-            rare: SessionRare::default(),
-        };
+        let session = an_hour_of(&user, now);
         let ops = [
             StoreOp::PutUser(convert::user_record(&user)),
             StoreOp::PutSession(token.hash(), convert::session_record(&session)),
@@ -371,6 +376,64 @@ mod tests {
         let (current, allocations) = allocations_in(check);
         assert_eq!(current.map(|c| c.user.id), Some(user.id));
         assert_eq!(allocations, 0, "the session check allocated {allocations} times");
+        core.stop().await;
+    }
+
+    /// `[two_factor] required_for_roles` asks the store whether an account of such a role without an authenticator
+    /// has a passkey, on every call such an account makes. That read must leave the event loop to the other
+    /// connections: the guard's future waits for it instead of reading in place. A read in place answers at the
+    /// first poll, every time; awaited on a blocking thread, the first poll finds it unfinished (unless this thread
+    /// was descheduled for longer than the read takes, so several tries, of which one is enough).
+    #[tokio::test]
+    async fn the_passkey_policy_reads_the_store_off_the_event_loop() {
+        use std::task::{Context, Poll, Waker};
+
+        use crate::domain::{Passkey, PasskeyId};
+
+        let dir = tempfile::tempdir().unwrap();
+        let now = Timestamp::now();
+        let user = User::fixture("policy@example.com", now);
+        let token = SessionToken::generate();
+        let session = an_hour_of(&user, now);
+        let passkey = Passkey {
+            id: PasskeyId::new(),
+            user_id: user.id,
+            name: None,
+            credential_id: vec![1, 2, 3],
+            public_key: vec![4, 5, 6],
+            counter: 0,
+            backup_eligible: false,
+            backed_up: false,
+            transports: Vec::new(),
+            aaguid: None,
+            created_at: now,
+        };
+        let ops = [
+            StoreOp::PutUser(convert::user_record(&user)),
+            StoreOp::PutSession(token.hash(), convert::session_record(&session)),
+            StoreOp::PutPasskey(convert::passkey_record(&passkey)),
+        ];
+        Store::open(dir.path()).unwrap().commit(&ops).unwrap();
+        let mut config = Config { data_dir: dir.path().into(), ..Config::default() };
+        config.two_factor.required_for_roles = vec!["user".into()];
+        let core = Core::start(&config, FaultSwitch::default(), CancellationToken::new()).await.unwrap();
+        let current = core.accounts.current(&token).unwrap().expect("the stored session opens");
+
+        let mut waited = false;
+        for _ in 0..20 {
+            let mut check = std::pin::pin!(core.accounts.must_enrol(&current));
+            let first = check.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+            waited |= first.is_pending();
+            let must = match first {
+                Poll::Ready(must) => must,
+                Poll::Pending => check.await,
+            };
+            assert!(!must, "a passkey meets the policy");
+            if waited {
+                break;
+            }
+        }
+        assert!(waited, "the passkey policy read the store on the event loop's thread");
         core.stop().await;
     }
 }
