@@ -691,7 +691,8 @@ const MEMBERS_SHOWN = 100;
 
 async function organizationPage(id) {
   const { organization: org } = await api("GET", `/api/admin/organizations/${encodeURIComponent(id)}`);
-  const { members } = await api("GET", `/api/admin/organizations/${encodeURIComponent(id)}/members`);
+  // The first page only, with the organization's total: the users page lists every member, page by page.
+  const { members, total } = await api("GET", `/api/admin/organizations/${encodeURIComponent(id)}/members?limit=${MEMBERS_SHOWN}`);
   await loadOrgs();
 
   const name = h("input", { type: "text", name: "name", value: org.name, required: true, maxlength: "100" });
@@ -713,11 +714,11 @@ async function organizationPage(id) {
     })) await loadOrgs();
   });
 
-  const memberRows = members.slice(0, MEMBERS_SHOWN).map((u) => h("tr", {},
+  const memberRows = members.map((u) => h("tr", {},
     h("td", {}, h("a", { href: `#/users/${u.id}`, text: u.email })), h("td", { text: u.name }), h("td", { text: u.role })));
   const membersBox = members.length
     ? [h("table", { id: "members-table" },
-      h("caption", { text: `${members.length} member${members.length === 1 ? "" : "s"}${members.length > MEMBERS_SHOWN ? `, the first ${MEMBERS_SHOWN} shown` : ""}` }),
+      h("caption", { text: `${total} member${total === 1 ? "" : "s"}${total > members.length ? `, the first ${members.length} shown` : ""}` }),
       h("thead", {}, h("tr", {}, ["E-mail", "Name", "Role"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, memberRows)),
     h("p", {}, h("a", { href: `#/users?org=${encodeURIComponent(id)}`, text: "All members on the users page" }))]
@@ -729,7 +730,7 @@ async function organizationPage(id) {
     const detach = h("input", { type: "checkbox", id: "detach-members", name: "detach" });
     const extra = {
       element: h("div", { class: "field inline" }, detach,
-        h("label", { for: "detach-members", text: `Also take its ${members.length} member${members.length === 1 ? "" : "s"} out of it (they stay, in no organization)` })),
+        h("label", { for: "detach-members", text: `Also take its ${total} member${total === 1 ? "" : "s"} out of it (they stay, in no organization)` })),
       value: () => ({ detach: detach.checked }),
     };
     const answer = await confirmAction({ title: `Delete ${org.name}?`, confirmLabel: "Delete", extra,

@@ -9,7 +9,9 @@ use super::extract::Ctx;
 use super::extract::{self, Fields, Refusal};
 use super::fields::{ban_expiry, ban_reason};
 use super::response::{Body, Failure, ok};
-use crate::accounts::{AuditSearch, Field, Filter, Operator, Order, Search, TextField, UserChange, UserQuery, Window};
+use crate::accounts::{
+    AuditSearch, Field, Filter, Operator, Order, Page, Search, TextField, UserChange, UserQuery, Window,
+};
 use crate::domain::{AuditId, OrgId, RoleSet, Timestamp, UserId};
 
 const DEFAULT_AUDIT_PAGE: usize = 50;
@@ -27,10 +29,16 @@ pub async fn list_users(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
     };
     let query = users_query(state.accounts.roles(), query)?;
     let page = state.accounts.find_users(query).await?;
+    Ok(ok(&user_page("users", &page)))
+}
+
+/// A page of [`users_query`]'s answer: its users under `key`, `next_cursor` (the last user's place in the creation
+/// order when more follow, else null) and `total`.
+pub(super) fn user_page(key: &str, page: &Page) -> serde_json::Value {
     let last = page.users.last().filter(|_| page.more);
     let next_cursor = last.map(|u| format!("{}.{}", u.created_at.as_millis(), u.id));
     let users: Vec<AdminUser> = page.users.iter().map(|u| AdminUser::from(&**u)).collect();
-    Ok(ok(&serde_json::json!({"users": users, "next_cursor": next_cursor, "total": page.total})))
+    serde_json::json!({key: users, "next_cursor": next_cursor, "total": page.total})
 }
 
 const DEFAULT_USER_PAGE: usize = 100;

@@ -7,6 +7,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
+use super::admin;
 use super::dto::{AdminOrganization, AdminUser, OneOrganization, OrganizationList};
 use super::extract::Ctx;
 use super::extract::{self, Refusal};
@@ -88,11 +89,21 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 }
 
 /// `GET /api/admin/organizations/{id}/members` → `{members}`: its users as `GET /api/admin/users` shows them,
-/// ordered by creation.
+/// ordered by creation. With `limit` or `cursor`, one page of them, as `GET /api/admin/users?organization_id=`
+/// gives it: `{members, next_cursor, total}`. An organization can hold a large share of a million accounts, and a
+/// page that shows a hundred of them should not be sent all of them.
 pub async fn members(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::administrator(state, req.headers(), Refusal::Plain).await?;
-    extract::query_only(req.uri().query(), &[])?;
+    let query = req.uri().query().filter(|q| !q.is_empty());
+    extract::query_only(query, &["limit", "cursor"])?;
     let org = found(state, org_id(&req)?)?;
-    let members = state.accounts.members(org.id);
-    Ok(ok(&serde_json::json!({"members": members.iter().map(|u| AdminUser::from(&**u)).collect::<Vec<_>>()})))
+    let Some(query) = query else {
+        let members = state.accounts.members(org.id);
+        return Ok(ok(
+            &serde_json::json!({"members": members.iter().map(|u| AdminUser::from(&**u)).collect::<Vec<_>>()}),
+        ));
+    };
+    let query = admin::users_query(state.accounts.roles(), &format!("{query}&organization_id={}", org.id))?;
+    let page = state.accounts.find_users(query).await?;
+    Ok(ok(&admin::user_page("members", &page)))
 }

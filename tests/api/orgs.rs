@@ -129,16 +129,38 @@ async fn one_organization_is_read_renamed_and_shows_its_members() {
     let r = s.get(&format!("/api/admin/organizations/{id}/members")).cookie(&admin).send().await;
     let members = r.json()["members"].as_array().unwrap().clone();
     assert_eq!(members.len(), 1);
-    // These reads take no parameters: a page size is refused, not answered with everything.
-    for path in
-        ["/api/admin/organizations?limit=1".to_owned(), format!("/api/admin/organizations/{id}/members?limit=1")]
-    {
-        let r = s.get(&path).cookie(&admin).send().await;
-        assert_eq!(r.status, 400, "{path}: {}", r.text);
-        assert_eq!(r.json()["error"], "unknown parameter `limit`; this call takes none");
-    }
+    // The list of organizations takes no parameters: a page size is refused, not answered with everything.
+    let r = s.get("/api/admin/organizations?limit=1").cookie(&admin).send().await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(r.json()["error"], "unknown parameter `limit`; this call takes none");
     assert_admin_user(&members[0]);
     assert_eq!(members[0]["id"], json!(a.id));
+
+    // The members come a page at a time when asked, in creation order, with the organization's total.
+    let (c, d) = (s.new_user("member-c").await, s.new_user("member-d").await);
+    for user in [&c, &d] {
+        s.patch_ok(&admin, &json!({"userId": user.id, "organizationId": id})).await;
+    }
+    let page = |query: String| s.get(&format!("/api/admin/organizations/{id}/members?{query}")).cookie(&admin).send();
+    let first = page("limit=2".into()).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let ids = |r: &Value| r["members"].as_array().unwrap().iter().map(|m| m["id"].clone()).collect::<Vec<_>>();
+    assert_eq!((ids(&first.json()), first.json()["total"].clone()), (vec![json!(a.id), json!(c.id)], json!(3)));
+    let cursor = first.json()["next_cursor"].as_str().expect("a next page").to_owned();
+    let rest = page(format!("limit=2&cursor={cursor}")).await.json();
+    assert_eq!(
+        (ids(&rest), rest["next_cursor"].clone(), rest["total"].clone()),
+        (vec![json!(d.id)], Value::Null, json!(3))
+    );
+    for (query, error) in [
+        ("limit=0", "limit must be a whole number from 1 to 1000"),
+        ("cursor=nope", "cursor must be a next_cursor from an earlier page"),
+        ("q=member", "unknown parameter `q`; allowed: limit, cursor"),
+        ("organization_id=none", "unknown parameter `organization_id`; allowed: limit, cursor"),
+    ] {
+        let r = page(query.into()).await;
+        assert_eq!((r.status, r.json()["error"].clone()), (400, json!(error)), "{query}");
+    }
 
     let rename = |body: Value| s.patch(&format!("/api/admin/organizations/{id}")).cookie(&admin).json(&body).send();
     let r = rename(json!({"name": "St Mary Hospital Pharmacy", "slug": "st-mary-hospital"})).await;
