@@ -206,10 +206,11 @@ async fn the_readme_walk_through_runs_as_written() {
         "status",              // revoke-other-sessions
         "message,success",     // delete-user
         // organizations
-        "organization",     // St Mary, with its member count
-        "members",          // its members
-        "organization",     // renamed
-        "detached,success", // deleted
+        "organization",              // St Mary, with its member count
+        "members",                   // its members
+        "members,next_cursor,total", // one page of them
+        "organization",              // renamed
+        "detached,success",          // deleted
     ];
     assert_eq!(shapes(&stdout), expected, "{stdout}");
     let printed: Vec<serde_json::Value> =
@@ -217,8 +218,9 @@ async fn the_readme_walk_through_runs_as_written() {
     assert_eq!(printed[8]["entries"].as_array().unwrap().len(), 5, "page 1 is printed in full");
     assert_ne!(printed[8]["entries"][0]["id"], printed[9]["entries"][0]["id"], "page 2 is another page");
     assert_eq!(printed[20]["organization"]["slug"], "st-mary", "the README's organization, not the newest");
-    assert_eq!(printed[22]["organization"]["slug"], "st-mary-hospital");
-    assert_eq!(printed[23]["success"], true);
+    assert_eq!(printed[22]["total"], 0, "Alice, its member, deleted her account");
+    assert_eq!(printed[23]["organization"]["slug"], "st-mary-hospital");
+    assert_eq!(printed[24]["success"], true);
 
     let admin = server.login("admin@example.com", "a long passphrase").await;
     let users = server.users(&admin).await;
