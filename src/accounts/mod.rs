@@ -335,9 +335,17 @@ mod tests {
     use crate::runtime::Core;
     use crate::store::{FaultSwitch, Store, StoreOp, convert};
 
-    /// A session of `user` made at `now`, for an hour.
-    fn an_hour_of(user: &User, now: Timestamp) -> Session {
-        Session {
+    /// A core started on a store of one account with a session of an hour, and whatever `more` adds for that
+    /// account, under the default configuration changed by `configure`. The directory lives as long as the core.
+    async fn one_account(
+        more: impl FnOnce(&User, Timestamp) -> Vec<StoreOp>,
+        configure: impl FnOnce(&mut Config),
+    ) -> (tempfile::TempDir, Core, User, SessionToken) {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Timestamp::now();
+        let user = User::fixture("one@example.com", now);
+        let token = SessionToken::generate();
+        let session = Session {
             id: SessionId::new(),
             user_id: user.id,
             expires_at: now.plus(Duration::from_secs(3600)),
@@ -347,7 +355,17 @@ mod tests {
             user_agent: "test".into(),
             remember_me: true,
             rare: SessionRare::default(),
-        }
+        };
+        let mut ops = vec![
+            StoreOp::PutUser(convert::user_record(&user)),
+            StoreOp::PutSession(token.hash(), convert::session_record(&session)),
+        ];
+        ops.extend(more(&user, now));
+        Store::open(dir.path()).unwrap().commit(&ops).unwrap();
+        let mut config = Config { data_dir: dir.path().into(), ..Config::default() };
+        configure(&mut config);
+        let core = Core::start(&config, FaultSwitch::default(), CancellationToken::new()).await.unwrap();
+        (dir, core, user, token)
     }
 
     /// The session check behind every request of every application (the cookie's token parsed and hashed, the
@@ -356,19 +374,7 @@ mod tests {
     /// a cost no functional test sees and a benchmark shows only as noise.
     #[tokio::test]
     async fn the_session_check_allocates_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let now = Timestamp::now();
-        let user = User::fixture("hot@example.com", now);
-        let token = SessionToken::generate();
-        let session = an_hour_of(&user, now);
-        let ops = [
-            StoreOp::PutUser(convert::user_record(&user)),
-            StoreOp::PutSession(token.hash(), convert::session_record(&session)),
-        ];
-        Store::open(dir.path()).unwrap().commit(&ops).unwrap();
-        let config = Config { data_dir: dir.path().into(), ..Config::default() };
-        let core = Core::start(&config, FaultSwitch::default(), CancellationToken::new()).await.unwrap();
-
+        let (_dir, core, user, token) = one_account(|_, _| Vec::new(), |_| ()).await;
         let cookie = token.as_str().to_owned();
         let check = || SessionToken::parse(&cookie).and_then(|token| core.accounts.current(&token).unwrap());
         // The first check may set up what a thread needs once (the maps' reclamation records).
@@ -390,12 +396,7 @@ mod tests {
 
         use crate::domain::{Passkey, PasskeyId};
 
-        let dir = tempfile::tempdir().unwrap();
-        let now = Timestamp::now();
-        let user = User::fixture("policy@example.com", now);
-        let token = SessionToken::generate();
-        let session = an_hour_of(&user, now);
-        let passkey = Passkey {
+        let passkey = |user: &User, now| Passkey {
             id: PasskeyId::new(),
             user_id: user.id,
             name: None,
@@ -408,15 +409,11 @@ mod tests {
             aaguid: None,
             created_at: now,
         };
-        let ops = [
-            StoreOp::PutUser(convert::user_record(&user)),
-            StoreOp::PutSession(token.hash(), convert::session_record(&session)),
-            StoreOp::PutPasskey(convert::passkey_record(&passkey)),
-        ];
-        Store::open(dir.path()).unwrap().commit(&ops).unwrap();
-        let mut config = Config { data_dir: dir.path().into(), ..Config::default() };
-        config.two_factor.required_for_roles = vec!["user".into()];
-        let core = Core::start(&config, FaultSwitch::default(), CancellationToken::new()).await.unwrap();
+        let (_dir, core, _, token) = one_account(
+            |user, now| vec![StoreOp::PutPasskey(convert::passkey_record(&passkey(user, now)))],
+            |config| config.two_factor.required_for_roles = vec!["user".into()],
+        )
+        .await;
         let current = core.accounts.current(&token).unwrap().expect("the stored session opens");
 
         let mut waited = false;
