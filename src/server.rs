@@ -59,8 +59,9 @@ pub async fn run_with_faults(
     config: Config,
     faults: FaultSwitch,
     shutdown: CancellationToken,
+    started: impl FnOnce(&Started) + Send,
 ) -> Result<(), AppError> {
-    serve_until(listener, config, faults, shutdown, |_| {}, AfterStop::Free).await
+    serve_until(listener, config, faults, shutdown, started, AfterStop::Free).await
 }
 
 async fn serve_until(

@@ -100,10 +100,17 @@ pub struct TestServer {
     peer: Option<JoinHandle<Result<(), AppError>>>,
     /// A client of each node alone (one entry on one node).
     pub nodes: Vec<Client>,
+    /// The metrics listener's address, when the configuration asks for one (on one node).
+    metrics: Option<SocketAddr>,
     _tmp: Option<tempfile::TempDir>,
 }
 
 impl TestServer {
+    /// The metrics listener's address (configured on port 0: the one it was given).
+    pub fn metrics(&self) -> SocketAddr {
+        self.metrics.expect("the server was configured with a metrics listener")
+    }
+
     /// A server with the default test configuration on a fresh temporary directory.
     pub async fn start() -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -178,7 +185,9 @@ impl TestServer {
         let mut two = one.clone();
         two.data_dir = one.data_dir.join("node2");
         let shutdown = CancellationToken::new();
-        let run = service_auth::server::run_with_faults;
+        let run = |listener, config, faults, shutdown| {
+            service_auth::server::run_with_faults(listener, config, faults, shutdown, |_| {})
+        };
         let mut task = tokio::spawn(run(first, one, faults_one, shutdown.clone()));
         cluster::wait_ready(addrs[0], &mut task).await;
         let mut peer = tokio::spawn(run(second, two, faults_two, shutdown.clone()));
@@ -186,7 +195,7 @@ impl TestServer {
         let sync = std::sync::Arc::new(cluster::Sync::connect(&url).await);
         let client = Client::cluster(&addrs, std::sync::Arc::clone(&sync));
         let nodes = addrs.iter().map(|a| Client::cluster(&[*a], std::sync::Arc::clone(&sync))).collect();
-        Self { addr: addrs[0], client, shutdown, task: Some(task), peer: Some(peer), nodes, _tmp: None }
+        Self { addr: addrs[0], client, shutdown, task: Some(task), peer: Some(peer), nodes, metrics: None, _tmp: None }
     }
 
     /// A server whose store commits fail when `faults` says so (the failure-path tests).
@@ -194,9 +203,25 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local_addr");
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(service_auth::server::run_with_faults(listener, config, faults, shutdown.clone()));
+        let wants_metrics = config.metrics.listen.is_some();
+        let (report, reported) = tokio::sync::oneshot::channel();
+        // Nobody waits for the report when no metrics listener was asked for: its loss is nothing.
+        let started = move |s: &service_auth::server::Started| {
+            let _ = report.send(s.metrics);
+        };
+        let run = service_auth::server::run_with_faults(listener, config, faults, shutdown.clone(), started);
+        let mut task = tokio::spawn(run);
+        // A metrics listener asked for on port 0 has its port once the server serves: wait for that, or for the
+        // start-up's failure.
+        let metrics = match wants_metrics {
+            false => None,
+            true => tokio::select! {
+                metrics = reported => metrics.ok().flatten(),
+                ended = &mut task => panic!("the server stopped before it served: {ended:?}"),
+            },
+        };
         let client = Client::new(addr);
-        Self { addr, nodes: vec![client.clone()], client, shutdown, task: Some(task), peer: None, _tmp: None }
+        Self { addr, nodes: vec![client.clone()], client, shutdown, task: Some(task), peer: None, metrics, _tmp: None }
     }
 
     /// Graceful shutdown; returns once the server has made everything durable.

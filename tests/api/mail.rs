@@ -666,15 +666,15 @@ async fn a_flood_of_reset_mail_does_not_delay_the_next_request_behind_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_outbox_refuses_mail_requests_clearly_and_its_age_is_a_metric() {
     let down = free_port(); // no mail server: nothing leaves the outbox
-    let metrics = super::metrics::free_port();
     let s = TestServer::start_embedded_adjusted(|c| {
         with_smtp(format!("smtp://127.0.0.1:{down}"))(c);
         c.email.max_outbox = 3;
         c.rate_limit.mail_per_address = 0;
         c.rate_limit.mail_per_email = 0;
-        c.metrics.listen = Some(metrics);
+        c.metrics.listen = Some(super::metrics::ANY_PORT);
     })
     .await;
+    let metrics = s.metrics();
     for n in 0..3 {
         s.new_user(&format!("held{n}")).await;
         assert_eq!(request_reset(&s, &format!("held{n}@example.com")).await.status, 200);
@@ -802,12 +802,12 @@ async fn mail_bombing_one_recipient_from_many_addresses_stays_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mail_the_server_refuses_for_good_is_given_up_recorded_and_counted() {
     let smtp = SmtpSink::slow(Duration::ZERO, "bounce");
-    let metrics = super::metrics::free_port();
     let s = TestServer::start_embedded_adjusted(|c| {
         with_smtp(smtp.url())(c);
-        c.metrics.listen = Some(metrics);
+        c.metrics.listen = Some(super::metrics::ANY_PORT);
     })
     .await;
+    let metrics = s.metrics();
     let admin = s.admin_session().await;
     s.new_user("bounce").await;
     s.new_user("fine").await;
@@ -848,7 +848,7 @@ async fn node(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = tokio_util::sync::CancellationToken::new();
-    let run = service_auth::server::run_with_faults(listener, config, Default::default(), stop.clone());
+    let run = service_auth::server::run_with_faults(listener, config, Default::default(), stop.clone(), |_| {});
     let mut task = tokio::spawn(run);
     cluster::wait_ready(addr, &mut task).await;
     (Client::new(addr), task, stop)

@@ -12,7 +12,13 @@ use serde_json::json;
 
 use super::harness::*;
 
-/// A port free now on loopback (the metrics listener is configured by address, like in production).
+/// A metrics listener on any free port of loopback: the in-process server binds it and [`TestServer::metrics`]
+/// says which. (A port found free and then handed over can be taken meanwhile by any of the parallel tests'
+/// connections, and the server then refuses to start.)
+pub const ANY_PORT: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+/// A port free now on loopback, for a server started as a child process (configured by address, like in
+/// production).
 pub fn free_port() -> SocketAddr {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     probe.local_addr().unwrap()
@@ -64,12 +70,12 @@ pub fn promtool_check(text: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn known_traffic_shows_in_the_metrics_and_promtool_accepts_them() {
-    let metrics = free_port();
     let s = TestServer::start_adjusted(|c| {
-        c.metrics.listen = Some(metrics);
+        c.metrics.listen = Some(ANY_PORT);
         c.rate_limit.sign_in_per_address = 4;
     })
     .await;
+    let metrics = s.metrics();
     // Once the server answers, its metrics listener is up too. Before other traffic: the levels are there, the
     // bootstrap administrator counted.
     assert_eq!(s.get("/api/auth/get-session").send().await.status, 200);

@@ -77,11 +77,11 @@ async fn an_imported_user_signs_in_with_the_old_password_and_the_hash_becomes_ar
     import(root.path(), &["old@example.com"]);
     assert_eq!(stored_hash(root.path(), "old@example.com"), HASH.trim());
 
-    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let mut config = test_config(&data);
-    config.metrics.listen = Some(metrics);
+    config.metrics.listen = Some(super::metrics::ANY_PORT);
     // The embedded store's own behaviour (its file on disk): one node on it, also in two-node runs.
     let s = TestServer::start_embedded(config).await;
+    let metrics = s.metrics();
     // Once the server answers, its metrics listener is bound too (before that, a scrape may find nothing).
     assert_eq!(s.get("/api/auth/ok").send().await.status, 200);
     assert_eq!(legacy_gauge(metrics).await, 1.0);

@@ -911,12 +911,12 @@ async fn a_callback_replayed_in_parallel_signs_in_once() {
 async fn setup_with_metrics() -> (TestServer, Idp, std::net::SocketAddr) {
     let mut idp = Idp::start();
     let issuer = idp.issuer.clone();
-    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let server = TestServer::start_adjusted(|c| {
         c.oauth.providers = vec![provider("local", &issuer, "svc", true)];
-        c.metrics.listen = Some(metrics);
+        c.metrics.listen = Some(super::metrics::ANY_PORT);
     })
     .await;
+    let metrics = server.metrics();
     let base = format!("http://{}", server.addr);
     idp.configure(json!({"clients": [
         {"client_id": "svc", "client_secret": "svc-secret", "redirect_uris": [format!("{base}/api/auth/callback/local")]},
