@@ -213,12 +213,13 @@ impl TestServer {
         let mut task = tokio::spawn(run);
         // A metrics listener asked for on port 0 has its port once the server serves: wait for that, or for the
         // start-up's failure.
-        let metrics = match wants_metrics {
-            false => None,
-            true => tokio::select! {
+        let metrics = if wants_metrics {
+            tokio::select! {
                 metrics = reported => metrics.ok().flatten(),
                 ended = &mut task => panic!("the server stopped before it served: {ended:?}"),
-            },
+            }
+        } else {
+            None
         };
         let client = Client::new(addr);
         Self { addr, nodes: vec![client.clone()], client, shutdown, task: Some(task), peer: None, metrics, _tmp: None }
