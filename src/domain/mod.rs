@@ -36,7 +36,7 @@ pub use password::{HashCost, Password, PasswordError, PasswordHash, StoredHash, 
 pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
 pub use slug::{Slug, SlugError};
-pub use time::Timestamp;
+pub use time::{TimeError, Timestamp};
 pub use token::{SessionToken, TokenHash};
 pub use two_factor::TwoFactor;
 

@@ -31,12 +31,38 @@ impl Timestamp {
         Self(self.0.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
     }
 
+    /// The last millisecond of 9999: a later time is written `+10000-…` (which the console and better-auth's
+    /// clients cannot read), and no real account was created or banned until then.
+    pub const LATEST: Self = Self(253_402_300_799_999);
+
+    /// A time a record may hold: of the years 1970–9999 (before 1970 a clock is wrong; after 9999 the text form
+    /// breaks). What both importers take, so neither stores a date the API would never write.
+    pub fn storable(ms: i64) -> Result<Self, TimeError> {
+        if (0..=Self::LATEST.0).contains(&ms) { Ok(Self(ms)) } else { Err(TimeError::OutOfRange) }
+    }
+
+    /// An RFC 3339 time (`2026-11-22T09:15:02.123Z`, any offset) of the years 1970–9999 ([`storable`]
+    /// (Self::storable)), to the millisecond.
+    pub fn parse_rfc3339(text: &str) -> Result<Self, TimeError> {
+        let at = DateTime::parse_from_rfc3339(text).map_err(|_| TimeError::NotRfc3339)?;
+        Self::storable(at.timestamp_millis())
+    }
+
     /// RFC 3339 in UTC with exactly three fractional digits and `Z`: `2026-11-22T09:15:02.123Z`.
     pub fn to_rfc3339(self) -> String {
         DateTime::<Utc>::from_timestamp_millis(self.0)
             .unwrap_or(DateTime::<Utc>::MIN_UTC)
             .to_rfc3339_opts(SecondsFormat::Millis, true)
     }
+}
+
+/// Why a text or a number is not a time a record may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    #[error("is not an RFC 3339 time (2026-11-22T09:15:02.123Z)")]
+    NotRfc3339,
+    #[error("is outside the years 1970–9999")]
+    OutOfRange,
 }
 
 /// Two ASCII digits for each of 0..=99: a timestamp is written two digits at a time from this table, with no
@@ -133,6 +159,21 @@ impl serde::Serialize for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_storable_time_is_of_the_years_1970_to_9999() {
+        assert_eq!(Timestamp::parse_rfc3339("1970-01-01T00:00:00Z"), Ok(Timestamp::from_millis(0)));
+        assert_eq!(Timestamp::parse_rfc3339("9999-12-31T23:59:59.999Z"), Ok(Timestamp::LATEST));
+        assert_eq!(
+            Timestamp::parse_rfc3339("2026-11-22T10:15:02.123+01:00").unwrap().to_rfc3339(),
+            "2026-11-22T09:15:02.123Z"
+        );
+        assert_eq!(Timestamp::parse_rfc3339("1969-12-31T23:59:59.999Z"), Err(TimeError::OutOfRange));
+        assert_eq!(Timestamp::storable(Timestamp::LATEST.as_millis() + 1), Err(TimeError::OutOfRange));
+        for bad in ["", "2026-11-22", "yesterday", "2026-13-01T00:00:00Z"] {
+            assert_eq!(Timestamp::parse_rfc3339(bad), Err(TimeError::NotRfc3339), "{bad:?}");
+        }
+    }
 
     #[test]
     fn now_is_chronos_now() {

@@ -142,10 +142,6 @@ fn flag(cell: &Cell) -> bool {
     matches!(cell, Cell::Bool(true))
 }
 
-/// The last millisecond of 9999: a date after it is written `+10000-…` (which the console cannot read), and no
-/// real account was created or banned until then. Nor before 1970, which `i64::MIN` wrapped to once.
-const LATEST_MS: i64 = 253_402_300_799_999;
-
 /// A date column: `None` when NULL, or a problem naming `column` when it is not a date of the years 1970–9999.
 fn date(cell: &Cell, column: &str) -> Result<Option<i64>, String> {
     let ms = match cell {
@@ -154,8 +150,9 @@ fn date(cell: &Cell, column: &str) -> Result<Option<i64>, String> {
         Cell::Text(t) => parse_time(t).ok_or_else(|| format!("{column} {t:?} is not a date"))?,
         Cell::Bool(_) | Cell::TooLong(_) => return Err(format!("{column} is not a date")),
     };
-    if (0..=LATEST_MS).contains(&ms) {
-        return Ok(Some(ms));
+    // The bound every stored date keeps ([`Timestamp::storable`]; before 1970 is what `i64::MIN` wrapped to once).
+    if let Ok(at) = Timestamp::storable(ms) {
+        return Ok(Some(at.as_millis()));
     }
     let shown = chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| format!("{ms} ms"), |at| at.to_rfc3339());
     Err(format!("{column} {shown} is outside the years 1970–9999"))
