@@ -40,6 +40,9 @@ pub const OUTBOX_OLDEST: &str = "service_auth_mail_outbox_oldest_seconds";
 pub const MAIL_FAILED: &str = "service_auth_mail_failed_total";
 /// Accounts whose password hash is still one imported from better-auth (replaced at their next sign-in).
 pub const LEGACY_HASHES: &str = "service_auth_legacy_password_hashes";
+/// Records a newer release wrote in a format this one does not read and skipped (sessions, one-time tokens): a
+/// cluster in the middle of a rolling upgrade (docs/cluster.md). Per process.
+pub const NEWER_RECORDS_SKIPPED: &str = "service_auth_store_newer_records_skipped_total";
 
 /// Latency buckets, seconds: from a cached session check (tens of microseconds) to a queued hash (seconds).
 const SECONDS_BUCKETS: &[f64] =
@@ -61,6 +64,7 @@ pub struct Metrics {
     sessions: Gauge,
     organizations: Gauge,
     legacy_hashes: Gauge,
+    newer_skipped: Counter,
 }
 
 /// What the scrape reads from the running server at that moment.
@@ -71,6 +75,8 @@ pub struct Levels {
     pub organizations: usize,
     pub hash_queue: usize,
     pub legacy_hashes: usize,
+    /// Records of a newer format skipped so far ([`NEWER_RECORDS_SKIPPED`]).
+    pub newer_records_skipped: u64,
 }
 
 impl Metrics {
@@ -90,6 +96,7 @@ impl Metrics {
                 sessions: Gauge::noop(),
                 organizations: Gauge::noop(),
                 legacy_hashes: Gauge::noop(),
+                newer_skipped: Counter::noop(),
             };
         }
         let recorder = PrometheusBuilder::new()
@@ -111,6 +118,7 @@ impl Metrics {
             sessions: recorder.register_gauge(&Key::from_static_name(SESSIONS), &META),
             organizations: recorder.register_gauge(&Key::from_static_name(ORGANIZATIONS), &META),
             legacy_hashes: recorder.register_gauge(&Key::from_static_name(LEGACY_HASHES), &META),
+            newer_skipped: recorder.register_counter(&Key::from_static_name(NEWER_RECORDS_SKIPPED), &META),
             recorder: Some((recorder, handle)),
         };
         // Present from the first scrape, before any sign-in or mail.
@@ -168,6 +176,7 @@ impl Metrics {
         self.organizations.set(levels.organizations as f64);
         self.hash_queue.set(levels.hash_queue as f64);
         self.legacy_hashes.set(levels.legacy_hashes as f64);
+        self.newer_skipped.absolute(levels.newer_records_skipped);
         handle.render()
     }
 }
@@ -208,6 +217,11 @@ fn describe(r: &PrometheusRecorder) {
         LEGACY_HASHES.into(),
         None,
         help("Accounts whose password hash is still one imported from better-auth (re-hashed at their next sign-in)."),
+    );
+    r.describe_counter(
+        NEWER_RECORDS_SKIPPED.into(),
+        None,
+        help("Sessions and one-time tokens a newer release wrote in a format this one does not read, skipped."),
     );
 }
 

@@ -266,6 +266,7 @@ impl Accounts {
             organizations: self.indexes.orgs.len(),
             hash_queue: self.hasher.waiting(),
             legacy_hashes: self.indexes.users.legacy_hashes(),
+            newer_records_skipped: crate::store::newer_records_skipped(),
         }
     }
 

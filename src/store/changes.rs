@@ -12,7 +12,7 @@ use super::{Held, StoreError, StoreOp, TokenHash};
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
 /// [`Wire::DeleteSessionsOf`] at the end, version 3 the memberships, invitations and linked accounts after it, so
 /// older entries read the same.
-const VERSION: u8 = 3;
+pub(crate) const VERSION: u8 = 3;
 
 #[derive(Serialize, Deserialize)]
 enum Wire {
@@ -85,9 +85,17 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteUser(id) => StoreOp::DeleteUser(id),
                 Wire::PutOrg(b) => StoreOp::PutOrg(codec::decode_org(&b)?),
                 Wire::DeleteOrg(id) => StoreOp::DeleteOrg(id),
-                Wire::PutSession(hash, b) => StoreOp::PutSession(hash, codec::decode_session(&b)?),
+                // A token or session a newer release wrote in a format this one does not read: this node's copy
+                // (if any) is dropped, the record stays for the newer nodes (codec's rolling-upgrade rule).
+                Wire::PutSession(hash, b) => match codec::read_session(&b)? {
+                    Some(record) => StoreOp::PutSession(hash, record),
+                    None => StoreOp::DeleteSession(codec::session_user(&b)?, hash),
+                },
                 Wire::DeleteSession(user, hash) => StoreOp::DeleteSession(user, hash),
-                Wire::PutToken(hash, b) => StoreOp::PutToken(hash, codec::decode_token(&b)?),
+                Wire::PutToken(hash, b) => match codec::read_token(&b)? {
+                    Some(record) => StoreOp::PutToken(hash, record),
+                    None => StoreOp::DeleteToken(hash),
+                },
                 Wire::DeleteToken(hash) => StoreOp::DeleteToken(hash),
                 Wire::DeleteSessionsOf(user, except) => StoreOp::DeleteSessionsOf { user, except },
                 Wire::PutMember(b) => StoreOp::PutMember(codec::decode(&b)?),

@@ -2,6 +2,29 @@
 //!
 //! The version byte lets a later release read old records after a format change (a `V2` struct beside `V1`),
 //! instead of misreading them. Decoding never panics: bad bytes are [`StoreError::Corrupt`].
+//!
+//! # Rolling upgrades: a record of a newer format
+//!
+//! Nodes of two releases share one PostgreSQL database while a cluster is upgraded one node at a time, so a node
+//! meets records a newer release wrote (in the change log, in a read-back, or at start). What it does depends on
+//! what a copy it cannot read would mean:
+//!
+//! - **Skipped**: one-time tokens (reset and verification links, second-factor challenges, trusted devices, mailed
+//!   codes) and sessions. A node that cannot read one holds none ([`read_token`], [`read_session`]): any older
+//!   copy it held is dropped, the record stays in the database for the newer nodes, a warning is logged and
+//!   `service_auth_store_newer_records_skipped_total` counts it. The worst that follows is a refusal on this
+//!   node (a link, a code or a session that works on the upgraded nodes answers as unknown here until this node
+//!   is upgraded too); never a right the newer record took away, since the older copy is not kept.
+//! - **Refused**: accounts, organizations, memberships, invitations, linked identities, and every other kind. An
+//!   older copy of these could grant what the newer one took away (a ban, a role, a membership), and dropping
+//!   them would break the rules this node checks (the last administrator, an organization's owners). At start
+//!   the node refuses to serve with a message naming the record and the versions; a running node's follower
+//!   stops there, so the node turns not ready and then refuses session checks (`max_staleness_secs`): upgrade it.
+//!
+//! So that a node one release older can always do this, a release writes only formats the release before it
+//! reads (`this_release_writes_what_the_previous_one_reads`): a new format is first shipped read-only, then
+//! written by the release after; and every session format keeps its `id` and `user_id` first
+//! ([`session_user`]), which is how an older node finds the copy to drop.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -147,6 +170,60 @@ impl Versioned for OutboxRecordV1 {
     const KIND: &'static str = "outbox";
 }
 
+/// Records of a newer format skipped by this process (see the module's rule), for the metrics scrape. Per process:
+/// production runs one server per process.
+static NEWER_SKIPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many records of a newer format this process has skipped (loaded or followed) since it started.
+pub fn newer_records_skipped() -> u64 {
+    NEWER_SKIPPED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The version byte of `bytes` when it is above `known`, the newest this release reads.
+fn newer(bytes: &[u8], known: u8) -> Option<u8> {
+    bytes.first().copied().filter(|&v| v > known)
+}
+
+fn skipped(kind: &str, version: u8, known: u8) {
+    NEWER_SKIPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    tracing::warn!(
+        kind,
+        version,
+        reads = known,
+        "a {kind} record of a newer format (a node of a newer release wrote it): not held on this node, left in the \
+         store for the newer nodes; upgrade this node"
+    );
+}
+
+/// A token record, or `None` when a newer release wrote it in a format this one does not read: skipped, never
+/// held (the rolling-upgrade rule in the module's documentation).
+pub fn read_token(bytes: &[u8]) -> Result<Option<TokenRecord>, StoreError> {
+    if let Some(version) = newer(bytes, TokenRecordV4::VERSION) {
+        skipped("token", version, TokenRecordV4::VERSION);
+        return Ok(None);
+    }
+    decode_token(bytes).map(Some)
+}
+
+/// A session record, or `None` when a newer release wrote it in a format this one does not read (see
+/// [`read_token`]); [`session_user`] then names whose session to drop.
+pub fn read_session(bytes: &[u8]) -> Result<Option<SessionRecord>, StoreError> {
+    if let Some(version) = newer(bytes, SessionRecordV3::VERSION) {
+        skipped("session", version, SessionRecordV3::VERSION);
+        return Ok(None);
+    }
+    decode_session(bytes).map(Some)
+}
+
+/// The account a session record of any format belongs to: every format starts with the session's `id` and then
+/// `user_id`, 16 bytes each as postcard writes a byte array (pinned by `a_session_of_any_format_names_its_user`).
+pub fn session_user(bytes: &[u8]) -> Result<[u8; 16], StoreError> {
+    bytes
+        .get(17..33)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| StoreError::Corrupt("session record is too short to name its account".into()))
+}
+
 pub fn encode<R: Versioned>(record: &R) -> Vec<u8> {
     let mut bytes = vec![R::VERSION];
     // postcard cannot fail to serialise these plain structs into a growable buffer.
@@ -158,10 +235,11 @@ pub fn decode<R: Versioned>(bytes: &[u8]) -> Result<R, StoreError> {
     match bytes.split_first() {
         Some((&version, body)) if version == R::VERSION => postcard::from_bytes(body)
             .map_err(|e| StoreError::Corrupt(format!("{} record does not decode: {e}", R::KIND))),
-        // A higher byte is most likely a record a newer release wrote (into a store whose schema it did not bump):
-        // refused, never decoded as the old layout.
+        // A higher byte is a record a newer release wrote (into a store whose schema it did not bump): refused,
+        // never decoded as the old layout (what may be skipped instead is [`read_token`]'s and [`read_session`]'s).
         Some((&version, _)) if version > R::VERSION => Err(StoreError::Corrupt(format!(
-            "{} record has format version {version}, newer than this version of service-auth reads ({})",
+            "{} record has format version {version}, newer than this version of service-auth reads ({}): a node of \
+             a newer release wrote it; upgrade this node (docs/cluster.md, \"Rolling upgrades\")",
             R::KIND,
             R::VERSION
         ))),
@@ -440,6 +518,93 @@ mod tests {
         expected.extend([6, b'a', b'@', b'b', b'.', b'c', b'o', 1, b'S', 1, b't', 3, b'<', b'p', b'>', 6]);
         assert_eq!(encode(&mail), expected);
         assert_eq!(decode::<OutboxRecordV1>(&expected).unwrap(), mail);
+    }
+
+    #[test]
+    fn a_session_of_any_format_names_its_user() {
+        let v1 = SessionRecordV1 {
+            id: [3; 16],
+            user_id: [4; 16],
+            expires_at_ms: 300,
+            created_at_ms: 0,
+            updated_at_ms: 64,
+            ip_address: "::1".into(),
+            user_agent: String::new(),
+            remember_me: false,
+        };
+        let v2 = SessionRecordV2 { impersonated_by: Some([5; 16]), ..v1.clone().into() };
+        let v3 = SessionRecordV3 { active_organization: Some([6; 16]), ..v2.clone().into() };
+        for bytes in [encode(&v1), encode(&v2), encode(&v3)] {
+            assert_eq!(session_user(&bytes).unwrap(), [4; 16]);
+        }
+        assert!(matches!(session_user(&[4; 20]), Err(StoreError::Corrupt(_))));
+    }
+
+    /// The rolling-upgrade rule: a token or a session of a format above this release's is skipped (not held), any
+    /// other kind is refused with a message that says to upgrade; the formats this release knows read as before.
+    #[test]
+    fn newer_tokens_and_sessions_are_skipped_and_other_kinds_refused() {
+        let token: TokenRecord = TokenRecordV3::from(TokenRecordV2::from(TokenRecordV1 {
+            kind: 1,
+            user_id: [2; 16],
+            created_at_ms: 1,
+            expires_at_ms: 9,
+        }))
+        .into();
+        assert_eq!(read_token(&encode(&token)).unwrap(), Some(token.clone()));
+        let before = newer_records_skipped();
+        let mut newer = encode(&token);
+        newer[0] = TokenRecordV4::VERSION + 1;
+        newer.extend([1, 2, 3]);
+        assert_eq!(read_token(&newer).unwrap(), None);
+        let mut session = encode(&SessionRecordV3::from(SessionRecordV2::from(SessionRecordV1 {
+            id: [3; 16],
+            user_id: [4; 16],
+            expires_at_ms: 300,
+            created_at_ms: 0,
+            updated_at_ms: 64,
+            ip_address: "::1".into(),
+            user_agent: String::new(),
+            remember_me: false,
+        })));
+        assert!(read_session(&session).unwrap().is_some());
+        session[0] = SessionRecordV3::VERSION + 1;
+        assert_eq!(read_session(&session).unwrap(), None);
+        assert_eq!(session_user(&session).unwrap(), [4; 16]);
+        assert!(newer_records_skipped() >= before + 2);
+        let mut user = encode(&UserRecordV4::from(UserRecordV3::from(UserRecordV2::from(user()))));
+        user[0] = UserRecordV4::VERSION + 1;
+        let refused = decode_user(&user).unwrap_err().to_string();
+        assert!(refused.contains("format version 5, newer than") && refused.contains("upgrade this node"), "{refused}");
+    }
+
+    /// What the previous release (the one before rolling upgrades were defined) reads, kind by kind: the newest
+    /// format byte it decodes. This release must write none above it, or a cluster could not be upgraded one node
+    /// at a time. Raise a written version only in a release after one that reads it (then update this table to
+    /// that release's).
+    #[test]
+    fn this_release_writes_what_the_previous_one_reads() {
+        use crate::store::linked::LinkedAccountRecordV1;
+        let previous_reads = [
+            ("user", 4),
+            ("session", 3),
+            ("token", 4),
+            ("organization", 2),
+            ("membership", 1),
+            ("invitation", 1),
+            ("linked account", 1),
+        ];
+        let written = [
+            (UserRecord::KIND, UserRecord::VERSION),
+            (SessionRecord::KIND, SessionRecord::VERSION),
+            (TokenRecord::KIND, TokenRecord::VERSION),
+            (OrgRecord::KIND, OrgRecord::VERSION),
+            (MembershipRecordV1::KIND, MembershipRecordV1::VERSION),
+            (InvitationRecordV1::KIND, InvitationRecordV1::VERSION),
+            (LinkedAccountRecordV1::KIND, LinkedAccountRecordV1::VERSION),
+        ];
+        assert_eq!(written, previous_reads);
+        assert_eq!(crate::store::changes::VERSION, 3, "the change log's entry format the previous release reads");
     }
 
     #[test]

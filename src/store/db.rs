@@ -751,7 +751,10 @@ fn visit_rest(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), Stor
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
-        f(Record::Token(key.value(), codec::decode_token(value.value())?))?;
+        // A token a newer release wrote in a format this one does not read is skipped (codec's rule).
+        if let Some(token) = codec::read_token(value.value())? {
+            f(Record::Token(key.value(), token))?;
+        }
     }
     for entry in tx.open_table(OUTBOX).map_err(io)?.iter().map_err(io)? {
         f(Record::Outbox(codec::decode(entry.map_err(io)?.1.value())?))?;
@@ -768,7 +771,9 @@ fn visit_sessions(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), 
         let (key, value) = entry.map_err(io)?;
         let mut hash: TokenHash = [0; 32];
         hash.copy_from_slice(&key.value()[16..]);
-        f(Record::Session(hash, codec::decode_session(value.value())?))?;
+        if let Some(session) = codec::read_session(value.value())? {
+            f(Record::Session(hash, session))?;
+        }
     }
     Ok(())
 }

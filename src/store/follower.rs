@@ -284,8 +284,9 @@ fn follow(shared: &Shared, generation: u64) -> Result<(), String> {
             let node: uuid::Uuid = row.get(1);
             let mut entry = None;
             if node != me || !own.acknowledged(seq) {
-                // A bad entry stops the follower here (and the node goes stale, then refuses session checks)
-                // rather than skipping a change it cannot read.
+                // A bad entry, or a record of a newer release that may not be skipped (codec's rolling-upgrade
+                // rule), stops the follower here (and the node goes stale, then refuses session checks) rather than
+                // skipping a change it cannot read.
                 let mut ops = changes::decode(row.get(2)).map_err(|e| format!("change {seq}: {e}"))?;
                 ops.retain(|op| !own.supersedes(seq, op));
                 if !ops.is_empty() {
@@ -351,9 +352,11 @@ fn resync(client: &mut postgres::Client, shared: &Shared, generation: u64) -> Re
         let op = match (record, bytes) {
             (Resync::User(_), Some(b)) => StoreOp::PutUser(codec::decode_user(b).map_err(|e| e.to_string())?),
             (Resync::User(id), None) => StoreOp::DeleteUser(id),
-            (Resync::Session(_, hash), Some(b)) => {
-                StoreOp::PutSession(hash, codec::decode_session(b).map_err(|e| e.to_string())?)
-            }
+            (Resync::Session(user, hash), Some(b)) => match codec::read_session(b).map_err(|e| e.to_string())? {
+                Some(session) => StoreOp::PutSession(hash, session),
+                // Written by a newer release in a format this one does not read: not held here.
+                None => StoreOp::DeleteSession(user, hash),
+            },
             (Resync::Session(user, hash), None) => StoreOp::DeleteSession(user, hash),
         };
         tracing::info!(?record, seq, "reading back a record a commit found changed");

@@ -36,6 +36,7 @@ pub use postgres::{Claim, PgStore};
 pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join(db::FILE_NAME)
 }
+pub use codec::newer_records_skipped;
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use records::{

@@ -71,7 +71,8 @@ pub enum Claim {
 }
 
 /// Turns one loaded row into a record.
-type ReadRow = fn(&postgres::Row) -> Result<Record, StoreError>;
+/// One row as a record, or `None` for a record a newer release wrote that may be skipped (codec's rule).
+type ReadRow = fn(&postgres::Row) -> Result<Option<Record>, StoreError>;
 
 pub struct PgStore {
     config: postgres::Config,
@@ -344,15 +345,17 @@ impl PgStore {
         // after it is.
         let seq: i64 = tx.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[]).map_err(db)?.get(0);
         let tables: [(&str, ReadRow); 8] = [
-            ("SELECT record FROM organizations", |r| Ok(Record::Org(codec::decode_org(r.get(0))?))),
-            ("SELECT record FROM users", |r| Ok(Record::User(codec::decode_user(r.get(0))?))),
-            ("SELECT record FROM memberships", |r| Ok(Record::Member(codec::decode(r.get(0))?))),
-            ("SELECT record FROM invitations", |r| Ok(Record::Invitation(codec::decode(r.get(0))?))),
-            ("SELECT hash, record FROM tokens", |r| Ok(Record::Token(hash(r.get(0))?, codec::decode_token(r.get(1))?))),
-            ("SELECT record FROM outbox ORDER BY id", |r| Ok(Record::Outbox(codec::decode(r.get(0))?))),
-            ("SELECT record FROM accounts", |r| Ok(Record::Account(codec::decode(r.get(0))?))),
+            ("SELECT record FROM organizations", |r| Ok(Some(Record::Org(codec::decode_org(r.get(0))?)))),
+            ("SELECT record FROM users", |r| Ok(Some(Record::User(codec::decode_user(r.get(0))?)))),
+            ("SELECT record FROM memberships", |r| Ok(Some(Record::Member(codec::decode(r.get(0))?)))),
+            ("SELECT record FROM invitations", |r| Ok(Some(Record::Invitation(codec::decode(r.get(0))?)))),
+            ("SELECT hash, record FROM tokens", |r| {
+                codec::read_token(r.get(1))?.map(|t| Ok(Record::Token(hash(r.get(0))?, t))).transpose()
+            }),
+            ("SELECT record FROM outbox ORDER BY id", |r| Ok(Some(Record::Outbox(codec::decode(r.get(0))?)))),
+            ("SELECT record FROM accounts", |r| Ok(Some(Record::Account(codec::decode(r.get(0))?)))),
             ("SELECT hash, record FROM sessions", |r| {
-                Ok(Record::Session(hash(r.get(0))?, codec::decode_session(r.get(1))?))
+                codec::read_session(r.get(1))?.map(|s| Ok(Record::Session(hash(r.get(0))?, s))).transpose()
             }),
         ];
         for (query, read) in tables {
@@ -361,7 +364,9 @@ impl PgStore {
             loop {
                 let rows = tx.query_portal(&portal, LOAD_CHUNK).map_err(db)?;
                 for row in &rows {
-                    f(read(row)?)?;
+                    if let Some(record) = read(row)? {
+                        f(record)?;
+                    }
                 }
                 if rows.len() < LOAD_CHUNK as usize {
                     break;
