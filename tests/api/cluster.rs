@@ -1115,3 +1115,97 @@ async fn sessions_ended_on_another_node_do_not_wait_for_this_nodes_commit_in_fli
     }
     s.stop().await;
 }
+
+/// postcard's length prefix (LEB128).
+fn varint(mut n: usize, out: &mut Vec<u8>) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Rolling upgrades (docs/cluster.md, "Rolling upgrades"): records of the next release's formats on the shared
+/// database, met by this release's nodes as the rule says. A session rewritten by a newer node in a format above
+/// this release's, and a one-time token of such a format, come through the change log: both nodes drop the
+/// session (refused on both, never served from the older copy) and keep following (a later sign-up reaches the
+/// other node, both stay ready); a node starting on that database loads without them. An account of a newer
+/// format may not be skipped: a node starting then refuses, naming it, before serving. Before: each node's
+/// follower stopped at the token ("newer than this version of service-auth reads"), both went not ready, and a
+/// node could not start on the database.
+///
+/// "The previous release's binary": there is no release tag, and the release before this one predates the rule,
+/// so running its binary (a second build of the crate at the commit before, about three minutes of CI on two
+/// cores even with the dependencies' build shared) would show only that it reads what this release writes. That
+/// is held without a second build by `store::codec::tests::this_release_writes_what_the_previous_one_reads`
+/// (the formats written, pinned to those the previous release reads). This test plays the newer node instead:
+/// it writes exactly the bytes a release one ahead would write (the change log's entry format 3, records with a
+/// higher version byte and the session's `id` and `user_id` first) and shows how this release, as the older
+/// node of the next upgrade, handles them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_of_a_newer_release_are_skipped_or_refused_as_the_upgrade_rule_says() {
+    let (_pg, s, [a, b], url, _tmp) = two_nodes_and_their_database().await;
+    let user = a.new_user("upgraded").await;
+    assert_eq!(b.session(&user.cookie).await["user"]["id"], user.id.as_str());
+    let uid = id_bytes(&user.id);
+    let db_url = url.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut db = postgres::Client::connect(&db_url, postgres::NoTls).unwrap();
+        let row = db.query_one("SELECT hash, record FROM sessions WHERE user_id = $1", &[&uid.as_slice()]).unwrap();
+        let (hash, mut session): (Vec<u8>, Vec<u8>) = (row.get(0), row.get(1));
+        // The newer formats: one above this release's version byte, a field added at the end.
+        session[0] += 1;
+        session.extend([1, 7]);
+        let token = vec![9u8, 1, 2, 3];
+        let token_hash = [9u8; 32];
+        db.execute("UPDATE sessions SET record = $1 WHERE hash = $2", &[&session, &hash]).unwrap();
+        db.execute("INSERT INTO tokens (hash, record) VALUES ($1, $2)", &[&token_hash.as_slice(), &token]).unwrap();
+        // The change log entry: format 3, postcard of [PutSession(hash, record), PutToken(hash, record)].
+        let mut entry = vec![3, 2, 4];
+        entry.extend(&hash);
+        varint(session.len(), &mut entry);
+        entry.extend(&session);
+        entry.push(6);
+        entry.extend(token_hash);
+        varint(token.len(), &mut entry);
+        entry.extend(&token);
+        db.execute("INSERT INTO changes (node, ops) VALUES ($1, $2)", &[&uuid::Uuid::new_v4(), &entry]).unwrap();
+        db.execute("SELECT pg_notify('service_auth_changes', 'newer')", &[]).unwrap();
+    })
+    .await
+    .unwrap();
+
+    for (name, node) in [("A", &a), ("B", &b)] {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while node.get_session_resp(Some(&user.cookie)).await.text != "null" {
+            assert!(Instant::now() < deadline, "node {name} still serves the session from its older copy");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Both still follow the change log: a later sign-up on A signs in on B, and both stay ready.
+    let later = a.new_user("later").await;
+    assert_eq!(b.session(&later.cookie).await["user"]["id"], later.id.as_str());
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for (name, node) in [("A", &a), ("B", &b)] {
+        let ready = node.get("/readyz").send().await;
+        assert_eq!(ready.status, 200, "node {name}: {}", ready.text);
+    }
+
+    // A node starting now loads without the skipped records; with an account of a newer format it refuses.
+    let refused = tokio::task::spawn_blocking(move || {
+        let store = service_auth::store::Store::connect_postgres(&url, 1).unwrap();
+        let loaded = store.load().expect("a node starts with the newer session and token skipped");
+        assert!(!loaded.sessions.iter().any(|(_, r)| r.user_id == uid), "the newer session was loaded");
+        assert!(loaded.users.iter().any(|u| u.id == uid));
+        let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        db.execute("UPDATE users SET record = set_byte(record, 0, 9) WHERE id = $1", &[&uid.as_slice()]).unwrap();
+        store.load().expect_err("an account of a newer format was loaded").to_string()
+    })
+    .await
+    .unwrap();
+    assert!(
+        refused.contains("user record has format version 9, newer than") && refused.contains("upgrade this node"),
+        "{refused}"
+    );
+    s.stop().await;
+}
