@@ -1144,8 +1144,9 @@ fn varint(mut n: usize, out: &mut Vec<u8>) {
 /// node could not start on the database.
 ///
 /// "The previous release's binary": there is no release tag, and the release before this one predates the rule,
-/// so running its binary (a second build of the crate at the commit before, about three minutes of CI on two
-/// cores even with the dependencies' build shared) would show only that it reads what this release writes. That
+/// so running its binary (a second build of the crate at the commit before: not measured; the crate alone
+/// rebuilds in about two minutes here with the dependencies already built, and a clean target dir costs the whole
+/// dependency build again) would show only that it reads what this release writes. That
 /// is held without a second build by `store::codec::tests::this_release_writes_what_the_previous_one_reads`
 /// (the formats written, pinned to those the previous release reads). This test plays the newer node instead:
 /// it writes exactly the bytes a release one ahead would write (the change log's entry format 3, records with a
