@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use super::account::AccountError;
 use super::auth::SignedIn;
 use super::{Accounts, Client, Current, Unavailable};
@@ -152,14 +154,54 @@ impl Accounts {
     }
 
     /// `POST two-factor/verify-totp` with a session: a code of the enrolled authenticator. The first one turns the
-    /// factor on; each is accepted once.
+    /// factor on; each is accepted once. Like every code, it spends from the account's one failure budget, reserved
+    /// before the check (a stolen session cannot guess at line speed, nor past the lock), and a wrong one is
+    /// audited; a right one clears the count, as a right second factor does at sign-in.
     pub async fn confirm_totp(&self, current: &Current, code: &str, ip: &str) -> Result<Arc<User>, TwoFactorError> {
-        let factor = current.user.two_factor().cloned().ok_or(TwoFactorError::TotpNotEnabled)?;
-        let secret = self.open_secret(&current.user, &factor)?;
-        let step =
-            two_factor::verify(&secret, code, now_step(), factor.last_step).ok_or(TwoFactorError::InvalidCode)?;
-        let change = FactorChange::Confirm { step };
-        Ok(self.actors.users.change_factor(current.user.id, current.actor(), change, ip.to_owned()).await?)
+        let (me, user, actor) = (self.clone(), Arc::clone(&current.user), current.actor());
+        let (code, ip) = (code.to_owned(), ip.to_owned());
+        // A task of its own, as a sign-in's password check: dropped between the reservation and its end (the
+        // client hung up), the reservation would count against the account until its window ends.
+        let check = async move { me.check_totp(&user, actor, &code, ip).await };
+        self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)?
+    }
+
+    /// [`Accounts::confirm_totp`]'s reservation, check and outcome.
+    async fn check_totp(
+        &self,
+        user: &User,
+        actor: UserId,
+        code: &str,
+        ip: String,
+    ) -> Result<Arc<User>, TwoFactorError> {
+        let factor = user.two_factor().cloned().ok_or(TwoFactorError::TotpNotEnabled)?;
+        let users = &self.actors.users;
+        users.begin_attempt(user.email_address(), Some(user.id), ip.clone()).await.map_err(|e| match e {
+            AttemptRefused::Locked(wait) => TwoFactorError::AccountLocked(wait),
+            AttemptRefused::Unavailable(u) => TwoFactorError::Unavailable(u),
+        })?;
+        let secret = match self.open_secret(user, &factor) {
+            Ok(secret) => secret,
+            Err(e) => {
+                users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
+                return Err(e);
+            }
+        };
+        let confirmed = match two_factor::verify(&secret, code, now_step(), factor.last_step) {
+            Some(step) => users.change_factor(user.id, actor, FactorChange::Confirm { step }, ip.clone()).await,
+            None => Err(FactorError::Replayed),
+        };
+        let checked = match &confirmed {
+            Ok(_) => Checked::Verified,
+            // No step of the window, or one already used (a race with another request): a wrong code.
+            Err(FactorError::Replayed) => Checked::Wrong,
+            Err(_) => Checked::NotChecked,
+        };
+        if checked == Checked::Wrong {
+            users.code_failed(user.id, ip.clone()).await?;
+        }
+        users.finish_code_attempt(user.email_address(), user.id, checked, ip).await?;
+        Ok(confirmed?)
     }
 
     /// `POST two-factor/generate-backup-codes`: ten new codes after the password; the old ones die.
@@ -237,61 +279,45 @@ impl Accounts {
             AttemptRefused::Locked(wait) => TwoFactorError::AccountLocked(wait),
             AttemptRefused::Unavailable(u) => TwoFactorError::Unavailable(u),
         })?;
+        // Only what needs the data key or the clock is worked out here; whether the proof passes is decided by the
+        // users actor in the message that takes the challenge's attempt, so its five hold under any concurrency.
         let proof = match &code {
             Code::Totp(code) => match self.open_secret(&user, &factor) {
-                Ok(secret) => {
-                    two_factor::verify(&secret, code, now_step(), factor.last_step).map(|step| Proof::Totp { step })
-                }
+                Ok(secret) => Proof::Totp { step: two_factor::verify(&secret, code, now_step(), factor.last_step) },
                 Err(e) => {
                     users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
                     return Err(e);
                 }
             },
-            Code::Backup(code) => {
-                let hash = self.backup_code_hash(user.id, code);
-                factor.backup_codes.contains(&hash).then_some(Proof::BackupCode { hash })
-            }
+            Code::Backup(code) => Proof::BackupCode { hash: self.backup_code_hash(user.id, code) },
             Code::Mailed(code) => {
                 let key = two_factor::otp_key(&hash);
-                match self.mailed_code(&user, &key, code) {
-                    Ok(matched) => matched.then_some(Proof::MailedCode { key, hash: self.otp_hash(&user, &key, code) }),
-                    Err(e) => {
-                        users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
-                        return Err(e);
-                    }
+                // No live code, or one with no try left: nothing to check (better-auth's answers for either).
+                if let Err(e) = self.live_code(&user, &key) {
+                    users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
+                    return Err(e);
                 }
+                Proof::MailedCode { key, hash: self.otp_hash(&user, &key, code) }
             }
         };
         let trusted = trust.then(SessionToken::generate);
-        let passed = match proof {
-            Some(proof) => users.pass(hash, proof, trusted.as_ref().map(SessionToken::hash), ip.clone()).await,
-            None => Err(PassError::Refused),
+        let passed = users.pass(hash, proof, trusted.as_ref().map(SessionToken::hash), ip.clone()).await;
+        let checked = match &passed {
+            Ok(_) => Checked::Verified,
+            Err(PassError::Refused | PassError::Exhausted) => Checked::Wrong,
+            Err(_) => Checked::NotChecked,
         };
-        let wrong = |code: &Code| match code {
-            Code::Totp(_) | Code::Mailed(_) => TwoFactorError::InvalidCode,
-            Code::Backup(_) => TwoFactorError::InvalidBackupCode,
-        };
-        let mailed = matches!(code, Code::Mailed(_)).then(|| two_factor::otp_key(&hash));
-        let passed = match passed {
-            Ok(passed) => {
-                users.finish_code_attempt(user.email_address(), user.id, Checked::Verified, ip).await?;
-                passed
-            }
-            Err(PassError::Refused) => {
-                users.finish_code_attempt(user.email_address(), user.id, Checked::Wrong, ip.clone()).await?;
-                let ended = users.challenge_failed(Some(hash), mailed, user.id, ip).await?;
-                return Err(if ended { TwoFactorError::TooManyAttempts } else { wrong(&code) });
-            }
-            Err(e) => {
-                users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
-                return Err(match e {
-                    PassError::InvalidChallenge => TwoFactorError::InvalidCookie,
-                    PassError::NotEnabled => TwoFactorError::TotpNotEnabled,
-                    PassError::Refused => wrong(&code),
-                    PassError::Unavailable(u) => TwoFactorError::Unavailable(u),
-                });
-            }
-        };
+        users.finish_code_attempt(user.email_address(), user.id, checked, ip).await?;
+        let passed = passed.map_err(|e| match e {
+            PassError::Refused => match code {
+                Code::Totp(_) | Code::Mailed(_) => TwoFactorError::InvalidCode,
+                Code::Backup(_) => TwoFactorError::InvalidBackupCode,
+            },
+            PassError::Exhausted => TwoFactorError::TooManyAttempts,
+            PassError::InvalidChallenge => TwoFactorError::InvalidCookie,
+            PassError::NotEnabled => TwoFactorError::TotpNotEnabled,
+            PassError::Unavailable(u) => TwoFactorError::Unavailable(u),
+        })?;
         let remember_me = passed.remember_me;
         let started = self.actors.sessions.create(passed.user.id, remember_me, client, Start::SignIn).await;
         let (token, session) = started.map_err(|e| match e {
@@ -362,9 +388,10 @@ impl Accounts {
             AttemptRefused::Unavailable(u) => TwoFactorError::Unavailable(u),
         })?;
         let key = two_factor::otp_key(&token.hash());
-        let checked = match self.mailed_code(user, &key, code) {
-            Ok(true) => users.use_code(user.id, key, self.otp_hash(user, &key, code), ip.clone()).await,
-            Ok(false) => Err(PassError::Refused),
+        // Right or wrong, the users actor decides and counts, in one message: the code's five hold under any
+        // concurrency.
+        let checked = match self.live_code(user, &key) {
+            Ok(()) => users.use_code(user.id, key, self.otp_hash(user, &key, code), ip.clone()).await,
             Err(e) => {
                 users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
                 return Err(e);
@@ -376,8 +403,8 @@ impl Accounts {
                 Ok(())
             }
             Err(PassError::Refused) => {
-                users.finish_code_attempt(user.email_address(), user.id, Checked::Wrong, ip.clone()).await?;
-                users.challenge_failed(None, Some(key), user.id, ip).await?;
+                // Counted against the code and audited by the users actor, in the message that checked it.
+                users.finish_code_attempt(user.email_address(), user.id, Checked::Wrong, ip).await?;
                 Err(TwoFactorError::InvalidCode)
             }
             Err(e) => {
@@ -402,22 +429,22 @@ impl Accounts {
         self.indexes.users.get(pending.user_id).ok_or(TwoFactorError::InvalidCookie)
     }
 
-    /// Whether `code` is the mailed code kept under `key` for `user` (compared in constant time): `Err` when there
-    /// is none live (better-auth's `OTP_HAS_EXPIRED`) or it has had its five wrong tries.
-    fn mailed_code(&self, user: &User, key: &TokenHash, code: &str) -> Result<bool, TwoFactorError> {
+    /// Whether a mailed code is kept under `key` for `user` with tries left: `Err` when there is none live
+    /// (better-auth's `OTP_HAS_EXPIRED`) or it has had its five wrong tries. Whether the code given is that one is
+    /// the users actor's to decide, in the message that counts a wrong one.
+    fn live_code(&self, user: &User, key: &TokenHash) -> Result<(), TwoFactorError> {
         let now = Timestamp::now();
         let kept = self
             .indexes
             .tokens
             .get(key)
             .filter(|t| t.kind == TokenKind::TwoFactorOtp && t.user_id == user.id && !t.is_expired(now))
+            .filter(|t| t.code.is_some())
             .ok_or(TwoFactorError::OtpExpired)?;
         if kept.failures >= OTP_ATTEMPTS {
             return Err(TwoFactorError::CodeUsedUp);
         }
-        let expected = kept.code.ok_or(TwoFactorError::OtpExpired)?;
-        let given = self.otp_hash(user, key, code);
-        Ok(subtle::ConstantTimeEq::ct_eq(expected.as_slice(), given.as_slice()).into())
+        Ok(())
     }
 
     fn otp_hash(&self, user: &User, key: &TokenHash, code: &str) -> [u8; 32] {

@@ -247,6 +247,95 @@ async fn a_challenge_ends_after_five_wrong_codes() {
     s.stop().await;
 }
 
+/// Thirty wrong codes at once on one challenge: its five are taken in the users actor, in the message that checks
+/// each code, so no more than five are checked (one audit row each) however many arrive together; the rest find
+/// the challenge over, or the account locked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_wrong_codes_check_at_most_the_challenges_five() {
+    // A budget larger than the burst, so that the challenge's own limit is what holds.
+    let s = TestServer::start_adjusted(|c| c.rate_limit.failures_per_account = 100).await;
+    let admin = s.client.admin_session().await;
+    let e = enrolled(&s, "tfa-burst").await;
+    let pending = challenge_cookie(&s, &e.email).await;
+    let mut burst = tokio::task::JoinSet::new();
+    for n in 0..30 {
+        let header = format!("{TWO_FACTOR_COOKIE}={pending}");
+        // Backup codes and TOTP codes alike: one limit for the challenge, whichever factor is tried.
+        let (path, code) = match n % 2 {
+            0 => ("/api/auth/two-factor/verify-totp", "000000"),
+            _ => ("/api/auth/two-factor/verify-backup-code", "aaaaa-bbbbb"),
+        };
+        let req = s.client.post(path).header("cookie", &header).json(&json!({"code": code}));
+        burst.spawn(async move { req.send().await });
+    }
+    let mut answers = std::collections::BTreeMap::<String, usize>::new();
+    while let Some(r) = burst.join_next().await {
+        let r = r.unwrap();
+        *answers.entry(format!("{} {}", r.status, r.json()["code"].as_str().unwrap_or_default())).or_default() += 1;
+    }
+    let checked: usize = answers
+        .iter()
+        .filter(|(answer, _)| answer.contains("INVALID_CODE") || answer.contains("INVALID_BACKUP_CODE"))
+        .map(|(_, n)| n)
+        .sum::<usize>()
+        + answers.get("400 TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE").copied().unwrap_or(0);
+    assert_eq!(checked, 5, "answers that checked a code: {answers:?}");
+    assert_eq!(answers.get("400 TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE"), Some(&1), "{answers:?}");
+    let entries = s.client.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json()["entries"].clone();
+    let failed = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["target_id"] == e.id.as_str() && x["action"] == "sign_in.second_factor_failed")
+        .count();
+    assert_eq!(failed, 5, "codes checked and counted by the server: {answers:?}");
+    s.stop().await;
+}
+
+/// `verify-totp` with a session (an enrolment being confirmed, or a code checked again) spends from the account's
+/// one failure budget like a sign-in's code: a stolen session's guesses are audited and locked out after the
+/// budget, the password sign-in with them, and the owner's right code works once the window ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_codes_with_a_session_are_throttled_and_audited() {
+    let s = TestServer::start_adjusted(|c| c.rate_limit.account_window_secs = 3).await;
+    let admin = s.client.admin_session().await;
+    let user = s.client.new_user("tfa-session-guess").await;
+    let r = s
+        .client
+        .post("/api/auth/two-factor/enable")
+        .cookie(&user.cookie)
+        .json(&json!({"password": PASSWORD}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let secret = secret_of(r.json()["totpURI"].as_str().unwrap());
+    let mut answers = Vec::new();
+    for n in 0..40 {
+        let r = verify_totp(&s, Some(&user.cookie), None, &format!("{n:06}"), false).await;
+        if r.status == 429 {
+            assert_eq!(r.json()["code"], "ACCOUNT_TEMPORARILY_LOCKED", "{}", r.text);
+            assert!(r.header("retry-after").is_some());
+        }
+        answers.push(r.status);
+    }
+    // The default budget: ten failures per window, then locked until it ends.
+    assert_eq!(answers.iter().filter(|s| **s == 401).count(), 10, "{answers:?}");
+    assert_eq!(answers.iter().filter(|s| **s == 429).count(), 30, "{answers:?}");
+    assert_eq!(s.client.sign_in(&user.email, PASSWORD).await.0, 429, "one budget: the password is locked too");
+    let entries = s.client.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json()["entries"].clone();
+    let mine: Vec<&Value> = entries.as_array().unwrap().iter().filter(|x| x["target_id"] == user.id.as_str()).collect();
+    let failed = mine.iter().filter(|x| x["action"] == "sign_in.second_factor_failed").count();
+    assert_eq!(failed, 10, "one row per wrong code checked");
+    assert!(mine.iter().any(|x| x["action"] == "sign_in.refused"), "the lock is recorded");
+    // The window ends: the owner's right code confirms the enrolment and clears the count.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let step = settled_step().await;
+    let r = verify_totp(&s, Some(&user.cookie), None, &code(&secret, step), false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["user"]["twoFactorEnabled"], true);
+    s.stop().await;
+}
+
 /// One budget per account across factors: wrong codes lock the account like wrong passwords, and a right password
 /// does not reset the count (only a right second factor does).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -52,8 +52,10 @@ pub enum FactorError {
 /// What proves the second factor of a sign-in.
 #[derive(Debug, Clone, Copy)]
 pub enum Proof {
-    /// The TOTP time step whose code was given: accepted once, and only newer than the last one accepted.
-    Totp { step: u64 },
+    /// The TOTP time step whose code was given (`None`: the code is none of the window's): accepted once, and only
+    /// newer than the last one accepted. The code is matched where the secret can be opened; whether the match
+    /// counts is decided here, in the message that takes the challenge's attempt.
+    Totp { step: Option<u64> },
     /// A backup code's keyed hash: used up.
     BackupCode { hash: [u8; 32] },
     /// A mailed code's keyed hash and the key it is kept under: used up.
@@ -66,9 +68,13 @@ pub enum PassError {
     /// No live challenge (unknown, expired, used, or ended after too many wrong codes).
     #[error("Invalid two factor cookie")]
     InvalidChallenge,
-    /// A TOTP step already used, or a backup code not (or no longer) among the account's.
+    /// A wrong code (no TOTP step, one already used, a backup code not or no longer among the account's, a mailed
+    /// code that is not the one kept): counted, and the challenge goes on.
     #[error("Invalid code")]
     Refused,
+    /// A wrong code that was the challenge's last allowed one: counted, and the challenge ended with it.
+    #[error("Too many attempts. Please request a new code.")]
+    Exhausted,
     /// The account has no second factor on any more (disabled or reset meanwhile).
     #[error("TOTP not enabled")]
     NotEnabled,
@@ -101,8 +107,9 @@ pub(in crate::actors) enum FactorMsg {
         rehash: Option<(String, String)>,
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
-    /// The challenge's proof: the challenge ends, the proof is used up, and with `trust` a trusted device starts;
-    /// one commit.
+    /// The challenge's proof, checked and counted in this one message: passed, the challenge ends, the proof is
+    /// used up, and with `trust` a trusted device starts (one commit); refused, the failure is counted against the
+    /// challenge (at the last allowed one it ends) and the mailed code tried, audited, before the answer.
     Pass {
         challenge: TokenHash,
         proof: Proof,
@@ -110,15 +117,9 @@ pub(in crate::actors) enum FactorMsg {
         ip: String,
         reply: RpcReplyPort<Result<Passed, PassError>>,
     },
-    /// A wrong code for the challenge (if any) and the mailed code (if one was tried): counted; at the last
-    /// allowed one the challenge ends. `Ok(true)`: it ended.
-    Failed {
-        challenge: Option<TokenHash>,
-        mailed: Option<TokenHash>,
-        user: UserId,
-        ip: String,
-        reply: RpcReplyPort<Result<bool, Unavailable>>,
-    },
+    /// A wrong authenticator code for a signed-in session (`verify-totp` with a session): audited. It has no count
+    /// of its own: the account's failure budget, reserved before the check, is its limit.
+    Failed { user: UserId, ip: String, reply: RpcReplyPort<Result<(), Unavailable>> },
     /// A code to mail to the account: kept (as `token`, under `key`, replacing an earlier one there) and its
     /// message queued in the outbox, in one commit.
     SendCode {
@@ -128,7 +129,8 @@ pub(in crate::actors) enum FactorMsg {
         ip: String,
         reply: RpcReplyPort<Result<(), IssueError>>,
     },
-    /// A signed-in account's mailed code (`two-factor/verify-otp` with a session), used up.
+    /// A signed-in account's mailed code (`two-factor/verify-otp` with a session), used up; a wrong one is counted
+    /// against the code and audited in this same message.
     UseCode { user: UserId, key: TokenHash, hash: [u8; 32], ip: String, reply: RpcReplyPort<Result<(), PassError>> },
     /// A sign-in on a trusted device: the device's token is replaced by `next` (a stolen copy of the old cookie
     /// stops working once the owner signs in).
@@ -177,7 +179,9 @@ impl UsersHandle {
         Ok(token)
     }
 
-    /// Ends `challenge` with `proof`; with `trust`, a trusted device starts in the same commit.
+    /// Checks `proof` against `challenge`: passed, it ends (with `trust`, a trusted device starts in the same
+    /// commit); refused, the failure is counted and audited before this returns ([`PassError::Refused`], or
+    /// [`PassError::Exhausted`] when that ended the challenge).
     pub async fn pass(
         &self,
         challenge: TokenHash,
@@ -188,16 +192,9 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Pass { challenge, proof, trust, ip, reply })).await?
     }
 
-    /// Counts a wrong code against `challenge` (and the mailed code under `mailed`, if one was tried); `true`
-    /// when that ended the challenge.
-    pub async fn challenge_failed(
-        &self,
-        challenge: Option<TokenHash>,
-        mailed: Option<TokenHash>,
-        user: UserId,
-        ip: String,
-    ) -> Result<bool, Unavailable> {
-        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Failed { challenge, mailed, user, ip, reply })).await?
+    /// Records a wrong authenticator code given by `user`'s signed-in session.
+    pub async fn code_failed(&self, user: UserId, ip: String) -> Result<(), Unavailable> {
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Failed { user, ip, reply })).await?
     }
 
     /// Keeps a mailed code (`token`, under `key`) and queues its message, in one commit.

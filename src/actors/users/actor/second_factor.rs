@@ -33,46 +33,18 @@ impl UsersActor {
                 state.overlay.add(ops, reply, ());
             }
             FactorMsg::Pass { challenge, proof, trust, ip, reply } => {
+                // The check and the count of its failure are one message: a challenge's attempts are taken in
+                // message order, so parallel wrong codes cannot all be checked before the first is counted.
                 match self.pass(state, challenge, proof, trust, &ip) {
                     Ok((passed, ops)) => state.overlay.add(ops, reply, passed),
-                    Err(e) => drop(reply.send(Err(e))),
+                    Err((e, ops)) if ops.is_empty() => drop(reply.send(Err(e))),
+                    Err((e, ops)) => state.overlay.add_result(ops, reply, Err(e)),
                 }
             }
-            FactorMsg::Failed { challenge, mailed, user, ip, reply } => {
-                // Counted in the tokens themselves, so that every node counts one challenge's five (and one mailed
-                // code's).
-                let mut ops = Vec::new();
-                let mut ended = challenge.is_some();
-                if let Some(challenge) = challenge
-                    && let Some(pending) = self.live_token(state, &challenge)
-                {
-                    let counted = OneTimeToken { failures: pending.failures + 1, ..OneTimeToken::clone(&pending) };
-                    ended = counted.failures >= CHALLENGE_ATTEMPTS;
-                    if ended {
-                        state.tokens.insert(challenge, None);
-                        ops.push(StoreOp::DeleteToken(challenge));
-                    } else {
-                        ops.push(StoreOp::PutToken(challenge, convert::token_record(&counted)));
-                        state.tokens.insert(challenge, Some(Arc::new(counted)));
-                    }
-                }
-                // A mailed code keeps its count (better-auth's): past the limit it is refused until a new one is
-                // asked for.
-                if let Some(key) = mailed
-                    && let Some(code) = self.live_token(state, &key).filter(|t| t.kind == TokenKind::TwoFactorOtp)
-                {
-                    let counted = OneTimeToken { failures: code.failures + 1, ..OneTimeToken::clone(&code) };
-                    ops.push(StoreOp::PutToken(key, convert::token_record(&counted)));
-                    state.tokens.insert(key, Some(Arc::new(counted)));
-                }
-                let detail = match (ended, mailed.is_some()) {
-                    (true, true) => "wrong mailed code; the sign-in must start again",
-                    (true, false) => "wrong code; the sign-in must start again",
-                    (false, true) => "wrong mailed code",
-                    (false, false) => "wrong code",
-                };
-                ops.push(audit::entry(action::SECOND_FACTOR_FAILED, Some(user), Some(user.into()), &ip, detail.into()));
-                state.overlay.add(ops, reply, ended);
+            FactorMsg::Failed { user, ip, reply } => {
+                let detail = "wrong authenticator code for a signed-in session".to_owned();
+                let ops = [audit::entry(action::SECOND_FACTOR_FAILED, Some(user), Some(user.into()), &ip, detail)];
+                state.overlay.add(ops, reply, ());
             }
             FactorMsg::SendCode { key, token, mail, ip, reply } => {
                 if self.mail.as_ref().is_some_and(crate::mail::MailQueue::is_full) {
@@ -95,7 +67,11 @@ impl UsersActor {
                     return;
                 };
                 if !self.mailed_code_matches(state, &current, &key, &hash) {
-                    let _ = reply.send(Err(PassError::Refused));
+                    // Counted here, in the message that checked it: the code's five hold under any concurrency.
+                    let mut ops = self.count_mailed_failure(state, &key).into_iter().collect::<Vec<_>>();
+                    let detail = "wrong mailed code for a signed-in session".to_owned();
+                    ops.push(audit::entry(action::SECOND_FACTOR_FAILED, Some(user), Some(user.into()), &ip, detail));
+                    state.overlay.add_result(ops, reply, Err(PassError::Refused));
                     return;
                 }
                 // The account is written (unchanged) so that its guard on PostgreSQL lets one node, not two, use
@@ -190,6 +166,9 @@ impl UsersActor {
         Ok((user, ops))
     }
 
+    /// Checks `proof` against the live challenge and, in the same message, either passes it (the challenge ends,
+    /// the proof is used up) or counts the failure against it (at [`CHALLENGE_ATTEMPTS`] it ends) and against the
+    /// mailed code tried, audited. A refusal's ops (the count, the row) are committed before it is answered.
     fn pass(
         &self,
         state: &mut State,
@@ -197,38 +176,40 @@ impl UsersActor {
         proof: Proof,
         trust: Option<TokenHash>,
         ip: &str,
-    ) -> Result<(Passed, Vec<StoreOp>), PassError> {
+    ) -> Result<(Passed, Vec<StoreOp>), (PassError, Vec<StoreOp>)> {
+        let plain = |e| (e, Vec::new());
+        // A challenge with no attempt left is deleted at its last failure: live means one is left for this check.
         let pending = self
             .live_token(state, &challenge)
-            .filter(|t| !t.is_expired(Timestamp::now()))
-            .ok_or(PassError::InvalidChallenge)?;
+            .filter(|t| !t.is_expired(Timestamp::now()) && t.failures < CHALLENGE_ATTEMPTS)
+            .ok_or(plain(PassError::InvalidChallenge))?;
         let TokenKind::TwoFactorChallenge { remember_me } = pending.kind else {
-            return Err(PassError::InvalidChallenge);
+            return Err(plain(PassError::InvalidChallenge));
         };
-        let current = self.get(state, pending.user_id).ok_or(PassError::InvalidChallenge)?;
-        let factor = current.two_factor().filter(|f| f.enabled).ok_or(PassError::NotEnabled)?;
+        let current = self.get(state, pending.user_id).ok_or(plain(PassError::InvalidChallenge))?;
+        let factor = current.two_factor().filter(|f| f.enabled).ok_or(plain(PassError::NotEnabled))?;
         let mut mailed = None;
-        let (used, what) = match proof {
-            Proof::Totp { step } if step > factor.last_step => {
-                (TwoFactor { last_step: step, ..factor.clone() }, "authenticator code")
+        let accepted = match proof {
+            Proof::Totp { step: Some(step) } if step > factor.last_step => {
+                Some((TwoFactor { last_step: step, ..factor.clone() }, "authenticator code"))
             }
-            Proof::Totp { .. } => return Err(PassError::Refused),
+            Proof::Totp { .. } => None,
             Proof::BackupCode { hash } => {
                 let left: Box<[[u8; 32]]> = factor.backup_codes.iter().filter(|h| **h != hash).copied().collect();
-                if left.len() == factor.backup_codes.len() {
-                    return Err(PassError::Refused);
-                }
-                (TwoFactor { backup_codes: left, ..factor.clone() }, "backup code (used up)")
+                (left.len() < factor.backup_codes.len())
+                    .then(|| (TwoFactor { backup_codes: left, ..factor.clone() }, "backup code (used up)"))
             }
             Proof::MailedCode { key, hash } => {
-                if !self.mailed_code_matches(state, &current, &key, &hash) {
-                    return Err(PassError::Refused);
-                }
-                state.tokens.insert(key, None);
                 mailed = Some(key);
-                (factor.clone(), "mailed code")
+                self.mailed_code_matches(state, &current, &key, &hash).then(|| (factor.clone(), "mailed code"))
             }
         };
+        let Some((used, what)) = accepted else {
+            return Err(self.count_failure(state, challenge, &pending, mailed, current.id, ip));
+        };
+        if let Some(key) = mailed {
+            state.tokens.insert(key, None);
+        }
         let user = User::from(UserFields { two_factor: Some(Arc::new(used)), ..current.fields() });
         let user = self.stage(state, user, false);
         state.tokens.insert(challenge, None);
@@ -244,6 +225,50 @@ impl UsersActor {
             format!("second factor passed with a {what}{}", if trust.is_some() { "; device trusted" } else { "" });
         ops.push(audit::entry(action::SECOND_FACTOR_PASSED, id, id.map(Into::into), ip, detail));
         Ok((Passed { user, remember_me }, ops))
+    }
+
+    /// A wrong code for `challenge` (and for the mailed code under `mailed`, if one was tried): counted in the
+    /// tokens themselves, so that every node counts one challenge's five (and one mailed code's), and audited.
+    fn count_failure(
+        &self,
+        state: &mut State,
+        challenge: TokenHash,
+        pending: &OneTimeToken,
+        mailed: Option<TokenHash>,
+        user: UserId,
+        ip: &str,
+    ) -> (PassError, Vec<StoreOp>) {
+        let mut ops = Vec::new();
+        let counted = OneTimeToken { failures: pending.failures + 1, ..pending.clone() };
+        let ended = counted.failures >= CHALLENGE_ATTEMPTS;
+        if ended {
+            state.tokens.insert(challenge, None);
+            ops.push(StoreOp::DeleteToken(challenge));
+        } else {
+            ops.push(StoreOp::PutToken(challenge, convert::token_record(&counted)));
+            state.tokens.insert(challenge, Some(Arc::new(counted)));
+        }
+        // A mailed code keeps its count (better-auth's): past the limit it is refused until a new one is asked for.
+        if let Some(key) = mailed {
+            ops.extend(self.count_mailed_failure(state, &key));
+        }
+        let detail = match (ended, mailed.is_some()) {
+            (true, true) => "wrong mailed code; the sign-in must start again",
+            (true, false) => "wrong code; the sign-in must start again",
+            (false, true) => "wrong mailed code",
+            (false, false) => "wrong code",
+        };
+        ops.push(audit::entry(action::SECOND_FACTOR_FAILED, Some(user), Some(user.into()), ip, detail.into()));
+        (if ended { PassError::Exhausted } else { PassError::Refused }, ops)
+    }
+
+    /// One more failure on the mailed code under `key`, if there is one live.
+    fn count_mailed_failure(&self, state: &mut State, key: &TokenHash) -> Option<StoreOp> {
+        let code = self.live_token(state, key).filter(|t| t.kind == TokenKind::TwoFactorOtp)?;
+        let counted = OneTimeToken { failures: code.failures + 1, ..OneTimeToken::clone(&code) };
+        let op = StoreOp::PutToken(*key, convert::token_record(&counted));
+        state.tokens.insert(*key, Some(Arc::new(counted)));
+        Some(op)
     }
 
     /// A token carried by a cookie (a challenge, a trusted device): no requesting client, so several live at
