@@ -13,10 +13,11 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::Value;
+use tracing::Instrument;
 use webauthn_rs::prelude::{
-    AttestationFormat, COSEKey, Credential, DiscoverableAuthentication, ParsedAttestation, Passkey as WebauthnPasskey,
-    PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential, RegisterPublicKeyCredential, Uuid, Webauthn,
-    WebauthnBuilder,
+    AttestationFormat, AuthenticationResult, COSEKey, Credential, DiscoverableAuthentication, ParsedAttestation,
+    Passkey as WebauthnPasskey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
+    RegisterPublicKeyCredential, Uuid, Webauthn, WebauthnBuilder,
 };
 use webauthn_rs_proto::{RegisteredExtensions, UserVerificationPolicy};
 
@@ -24,6 +25,7 @@ use super::{Accounts, Client, Current, SignedIn, Unavailable};
 use crate::actors::audit::{self, action};
 use crate::actors::passkeys::PasskeyBook;
 use crate::actors::sessions::{CreateSessionError, Start};
+use crate::actors::users::{AttemptRefused, Checked};
 use crate::config::RelyingParty;
 use crate::domain::{Ceremony, CeremonyKind, Name, Passkey, PasskeyId, SessionToken, Timestamp, UserId};
 
@@ -83,6 +85,10 @@ pub enum PasskeyError {
     Banned,
     #[error("Email not verified")]
     EmailNotVerified,
+    /// The account's failure budget is spent (wrong passwords, codes or assertions): refused until its window
+    /// ends, as a password would be.
+    #[error("Too many requests. Please try again later.")]
+    Locked(Duration),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -252,6 +258,59 @@ impl Accounts {
             None => None,
         };
         let passkey = passkey.ok_or(PasskeyError::NotFound)?;
+        let user = self.indexes.users.get(passkey.user_id).ok_or(PasskeyError::NotFound)?;
+        let (me, response, ip) = (self.clone(), response.clone(), client.ip_address.clone());
+        // A task of its own, as a sign-in's password check: dropped between the reservation and its end (the
+        // client hung up), the reservation would count against the account until its window ends.
+        let check = async move { me.checked_assertion(&user, &ceremony, passkey, &response, ip).await };
+        let passkey = self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)??;
+        self.passkey_session(passkey.user_id, client).await
+    }
+
+    /// A passkey assertion checked against the account's one failure budget (the password's and the codes',
+    /// [`crate::actors::attempts`]): reserved before the check, so a locked account takes no assertion either; a
+    /// failure counts and is audited as the password's are, a success clears the count (a passkey is a second
+    /// factor of its own).
+    async fn checked_assertion(
+        &self,
+        user: &crate::domain::User,
+        ceremony: &Ceremony,
+        passkey: Passkey,
+        response: &Value,
+        ip: String,
+    ) -> Result<Passkey, PasskeyError> {
+        let users = &self.actors.users;
+        users.begin_attempt(user.email_address(), Some(user.id), ip.clone()).await.map_err(|e| match e {
+            AttemptRefused::Locked(wait) => PasskeyError::Locked(wait),
+            AttemptRefused::Unavailable(u) => PasskeyError::Unavailable(u),
+        })?;
+        let verified = self.verify_assertion(ceremony, &passkey, response);
+        let checked = match &verified {
+            Ok(_) => Checked::Verified,
+            Err(PasskeyError::AuthenticationFailed) => Checked::Wrong,
+            Err(_) => Checked::NotChecked,
+        };
+        users.finish_code_attempt(user.email_address(), user.id, checked, ip).await?;
+        let result = verified?;
+        // The counter moves on (a clone with an older one is refused from now on), the backup state is refreshed.
+        let moved = Passkey {
+            counter: result.counter().max(passkey.counter),
+            backed_up: result.backup_state(),
+            ..passkey.clone()
+        };
+        if moved != passkey {
+            self.passkeys.book.put(&moved, None).await?;
+        }
+        Ok(moved)
+    }
+
+    /// The assertion `response` checked against the ceremony's state and the stored `passkey`.
+    fn verify_assertion(
+        &self,
+        ceremony: &Ceremony,
+        passkey: &Passkey,
+        response: &Value,
+    ) -> Result<AuthenticationResult, PasskeyError> {
         let assertion: PublicKeyCredential =
             serde_json::from_value(response.clone()).map_err(|_| PasskeyError::AuthenticationFailed)?;
         let webauthn = &self.passkeys.webauthn;
@@ -269,23 +328,14 @@ impl Accounts {
             None => {
                 let state: DiscoverableAuthentication =
                     serde_json::from_slice(&ceremony.state).map_err(|_| PasskeyError::ChallengeNotFound)?;
-                let stored = credential(&passkey).ok_or(PasskeyError::AuthenticationFailed)?;
+                let stored = credential(passkey).ok_or(PasskeyError::AuthenticationFailed)?;
                 webauthn.finish_discoverable_authentication_v2(&assertion, state, &stored).map_err(failed)?
             }
         };
         if result.cred_id().as_slice() != passkey.credential_id.as_slice() {
             return Err(PasskeyError::AuthenticationFailed);
         }
-        // The counter moves on (a clone with an older one is refused from now on), the backup state is refreshed.
-        let moved = Passkey {
-            counter: result.counter().max(passkey.counter),
-            backed_up: result.backup_state(),
-            ..passkey.clone()
-        };
-        if moved != passkey {
-            self.passkeys.book.put(&moved, None).await?;
-        }
-        self.passkey_session(passkey.user_id, client).await
+        Ok(result)
     }
 
     /// A new session for `user` after a passkey ceremony (a sign-in, or a registration that asks for one), as

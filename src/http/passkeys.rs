@@ -40,6 +40,7 @@ impl From<PasskeyError> for Failure {
             PasskeyError::AuthenticationFailed => Self::bad_request("AUTHENTICATION_FAILED", message),
             PasskeyError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", message),
             PasskeyError::EmailNotVerified => Self::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", message),
+            PasskeyError::Locked(wait) => Self::too_many_requests(wait),
             PasskeyError::Unavailable(u) => u.into(),
         }
     }

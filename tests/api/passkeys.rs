@@ -426,6 +426,42 @@ async fn sign_in_refusals_and_a_signed_in_callers_options() {
     server.stop().await;
 }
 
+/// A failed assertion spends from the account's one failure budget (the password's and the codes'): after the
+/// budget, even a right assertion waits for the window, the password with it; each failure is audited as a
+/// sign-in's.
+#[tokio::test]
+async fn failed_assertions_spend_the_accounts_failure_budget() {
+    let server = TestServer::start_adjusted(|c| {
+        with_passkeys(c);
+        c.rate_limit.failures_per_account = 3;
+    })
+    .await;
+    let alice = server.client.new_user("assert-budget").await;
+    let mut browser = Browser::new();
+    let passkey = register(&server, &mut browser, &alice.cookie, None).await;
+    let credential = str_of(&passkey["credentialID"]).to_owned();
+    let code = |r: &Resp| (r.status, str_of(&r.json()["code"]).to_owned());
+    for n in 0..3 {
+        let options = sign_in_options(&server, None).await;
+        let mut assertion = browser.get(&options.json(), &credential);
+        // Another signature: what a stolen credential id without its private key sends.
+        let signature = str_of(&assertion["response"]["signature"]).to_owned();
+        let flipped = if signature.starts_with('A') { "B" } else { "A" };
+        assertion["response"]["signature"] = json!(format!("{flipped}{}", &signature[1..]));
+        let r = verify_sign_in(&server, Some(&ceremony(&options)), &assertion).await;
+        assert_eq!(code(&r), (400, "AUTHENTICATION_FAILED".into()), "failure {n}");
+    }
+    let r = sign_in(&server, &mut browser, &credential).await;
+    assert_eq!(code(&r), (429, "TOO_MANY_REQUESTS".into()), "{}", r.text);
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(server.client.sign_in(&alice.email, PASSWORD).await.0, 429, "one budget: the password waits too");
+    let actions = audit_actions(&server).await;
+    let failed = ("sign_in.failed".to_owned(), "wrong second factor (a code or a passkey assertion)".to_owned());
+    assert!(actions.contains(&failed), "{actions:?}");
+    assert!(actions.iter().any(|(a, _)| a == "sign_in.refused"), "{actions:?}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn only_the_owner_renames_or_deletes_a_passkey() {
     let server = server().await;

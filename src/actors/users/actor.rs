@@ -430,7 +430,7 @@ impl Actor for UsersActor {
                 let row =
                     state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
                 let detail = match (code, user.is_some()) {
-                    (true, _) => "wrong second-factor code",
+                    (true, _) => "wrong second factor (a code or a passkey assertion)",
                     (false, true) => "wrong password",
                     (false, false) => "unknown e-mail",
                 };
