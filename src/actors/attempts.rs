@@ -1,4 +1,6 @@
-//! Per-account limit on password guesses, kept inside the users actor so that it is race-free.
+//! Per-account limit on password guesses, kept inside the users actor so that it is race-free. It is the
+//! account's one failure budget: second-factor codes (at sign-in and with a session) and passkey assertions reserve
+//! from it too, so no factor gives an attacker guesses of its own.
 //!
 //! A sign-in first *reserves* an attempt here, then verifies the password, then reports the outcome.
 //! Reservations count against the limit while they are in flight, so 200 parallel wrong passwords against one
