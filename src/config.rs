@@ -63,6 +63,13 @@ pub struct Config {
 pub struct WebhooksConfig {
     /// Endpoints may use `http://` on any host (otherwise `https://` only, `http://` only to a loopback address).
     pub allow_http: bool,
+    /// Endpoints may be on internal addresses and names (loopback, private, link-local, metadata services,
+    /// `localhost`, `*.internal` …): for local development only. Off: refused at registration and at every
+    /// delivery, after resolving the name (`crate::webhooks::target`).
+    pub allow_internal_targets: bool,
+    /// The proxy deliveries go through (`http://host:port`). Unset: none, whatever `HTTPS_PROXY` and the other
+    /// proxy variables of the environment say.
+    pub proxy: Option<String>,
     /// One attempt's time limit (connection, request and answer), milliseconds.
     pub timeout_ms: u64,
     /// The longest wait between two attempts at one message, seconds.
@@ -80,6 +87,8 @@ impl Default for WebhooksConfig {
     fn default() -> Self {
         Self {
             allow_http: false,
+            allow_internal_targets: false,
+            proxy: None,
             timeout_ms: 10_000,
             max_backoff_secs: 3600,
             failing_after_secs: 3 * 86_400,
@@ -912,6 +921,14 @@ impl Config {
         }
         if !(1..=3650).contains(&hooks.log_retention_days) {
             return fail("webhooks.log_retention_days", format!("= {} must be 1 to 3650", hooks.log_retention_days));
+        }
+        if let Some(proxy) = &hooks.proxy {
+            let parsed = url::Url::parse(proxy).ok().filter(|u| {
+                matches!(u.scheme(), "http" | "https") && u.host().is_some() && u.path() == "/" && u.query().is_none()
+            });
+            if parsed.is_none() {
+                return fail("webhooks.proxy", "must be a URL such as http://proxy.example:3128".to_owned());
+            }
         }
         Ok(())
     }

@@ -21,6 +21,7 @@ impl From<WebhookError> for Failure {
     fn from(e: WebhookError) -> Self {
         match e {
             WebhookError::Invalid(message) => Failure::validation(message),
+            WebhookError::Internal(_) => Failure::bad_request("WEBHOOK_TARGET_INTERNAL", e.to_string()),
             WebhookError::NotFound | WebhookError::DeliveryNotFound => {
                 Failure::with_status(StatusCode::NOT_FOUND, e.to_string())
             }

@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::target::{self, Blocked, Resolver};
 use super::{message_name, sign};
 use crate::config::WebhooksConfig;
 use crate::domain::Timestamp;
@@ -42,15 +43,27 @@ pub fn start(
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let timeout = Duration::from_millis(config.timeout_ms);
-    let client = reqwest::Client::builder()
+    let proxy = config.proxy.as_deref().map(|p| reqwest::Proxy::all(p).expect("a proxy URL checked by the config"));
+    let resolver = Resolver {
+        allow_internal: config.allow_internal_targets,
+        proxy_host: config.proxy.as_deref().and_then(|p| url::Url::parse(p).ok()?.host_str().map(str::to_owned)),
+    };
+    let builder = reqwest::Client::builder()
         .use_rustls_tls()
         .timeout(timeout)
         .connect_timeout(timeout)
+        // Every name is resolved here, internal addresses dropped: the client connects only to what was checked.
+        .dns_resolver(Arc::new(resolver))
         // A redirect is an answer like any other non-2xx: the message is not sent to a URL nobody registered.
         .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("service-auth/", env!("CARGO_PKG_VERSION"), " (webhooks)"))
-        .build()
-        .expect("an HTTP client with rustls");
+        .user_agent(concat!("service-auth/", env!("CARGO_PKG_VERSION"), " (webhooks)"));
+    // A proxy only when configured: one named by the environment (HTTPS_PROXY …) would carry every message, and
+    // resolve every name, out of this check's sight.
+    let builder = match proxy {
+        Some(proxy) => builder.proxy(proxy),
+        None => builder.no_proxy(),
+    };
+    let client = builder.build().expect("an HTTP client with rustls");
     let deliverer = Deliverer {
         shared: store.postgres().is_some(),
         signal: store.hooks_signal(),
@@ -186,6 +199,7 @@ impl Deliverer {
                     message,
                     number: retry.map_or(1, |r| r.attempts + 1),
                     client: self.client.clone(),
+                    allow_internal: self.config.allow_internal_targets,
                     writer: self.writer.clone(),
                     failing_after: Duration::from_secs(self.config.failing_after_secs),
                 };
@@ -246,6 +260,7 @@ struct Attempt {
     message: WebhookMessageRecordV1,
     number: u32,
     client: reqwest::Client,
+    allow_internal: bool,
     writer: StoreWriter,
     failing_after: Duration,
 }
@@ -263,27 +278,37 @@ impl Attempt {
             keys.push(previous);
         }
         let signature = sign::signature(&keys, &id, timestamp, &self.message.payload);
-        let sent = self
-            .client
-            .post(&self.endpoint.url)
-            .header("content-type", "application/json")
-            .header("webhook-id", &id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signature)
-            .body(self.message.payload.clone())
-            .send()
-            .await;
-        let (status, error) = match sent {
-            Ok(answer) => {
-                let status = answer.status();
-                let error = if status.is_success() { String::new() } else { format!("answered {status}") };
-                (status.as_u16(), error)
+        let (status, error, connected) = match self.vet() {
+            Err(_) => (0, "blocked".to_owned(), false),
+            Ok(()) => {
+                let sent = self
+                    .client
+                    .post(&self.endpoint.url)
+                    .header("content-type", "application/json")
+                    .header("webhook-id", &id)
+                    .header("webhook-timestamp", timestamp.to_string())
+                    .header("webhook-signature", signature)
+                    .body(self.message.payload.clone())
+                    .send()
+                    .await;
+                match sent {
+                    Ok(answer) => {
+                        let status = answer.status();
+                        let error = if status.is_success() { String::new() } else { format!("answered {status}") };
+                        (status.as_u16(), error, true)
+                    }
+                    Err(e) => {
+                        let error = describe(&e);
+                        let connected = error != "connect" && error != "blocked";
+                        (0, error, connected)
+                    }
+                }
             }
-            // The error's kind and host, never the body or a header value.
-            Err(e) => (0, describe(&e)),
         };
         let delivered = (200..300).contains(&status);
-        let duration_ms = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
+        // Without a connection the time taken says only how the far side refused (at once: a closed port; after the
+        // time limit: a filtered one); it is not recorded.
+        let duration_ms = if connected { u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX) } else { 0 };
         let log = DeliveryRecordV1 {
             id: uuid::Uuid::now_v7().into_bytes(),
             endpoint: self.endpoint.id,
@@ -316,23 +341,40 @@ impl Attempt {
     }
 }
 
-fn describe(e: &reqwest::Error) -> String {
-    let what = if e.is_timeout() {
+impl Attempt {
+    /// The URL's host checked again at each attempt (`[webhooks] allow_internal_targets` may have been on when it
+    /// was registered): a literal address never reaches the resolver, which checks the names.
+    fn vet(&self) -> Result<(), Blocked> {
+        if self.allow_internal {
+            return Ok(());
+        }
+        let url = url::Url::parse(&self.endpoint.url).map_err(|_| Blocked("not a URL".into()))?;
+        url.host().map_or(Ok(()), target::check_host)
+    }
+}
+
+/// What the delivery log says of an attempt that got no answer: one word, never the error's detail.
+///
+/// - `blocked`: the target is internal ([`target`]); nothing was sent.
+/// - `connect`: no connection (refused, unreachable, the name unknown, timed out while connecting, TLS failed).
+///   One word for all of them, so that the log does not tell a closed port from a filtered one or from a host
+///   that is not there: read the other way, a log that did would be a port scanner.
+/// - `timed out`: connected, no answer within `[webhooks] timeout_ms`.
+/// - `request failed`: connected, the exchange broke off.
+pub(super) fn describe(e: &reqwest::Error) -> String {
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if inner.downcast_ref::<Blocked>().is_some() {
+            return "blocked".to_owned();
+        }
+        source = inner.source();
+    }
+    let what = if e.is_connect() {
+        "connect"
+    } else if e.is_timeout() {
         "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else if e.is_redirect() {
-        "redirected"
     } else {
         "request failed"
     };
-    // reqwest's message names the URL; the URL is the administrator's own, and carries no credentials (refused).
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
-    let mut detail = String::new();
-    while let Some(inner) = source {
-        detail = inner.to_string();
-        source = inner.source();
-    }
-    let detail: String = detail.chars().filter(|c| !c.is_control()).take(200).collect();
-    if detail.is_empty() { what.to_owned() } else { format!("{what}: {detail}") }
+    what.to_owned()
 }

@@ -7,6 +7,7 @@
 
 pub mod deliver;
 pub mod sign;
+pub mod target;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -88,6 +89,11 @@ pub struct Change {
 pub enum WebhookError {
     #[error("{0}")]
     Invalid(String),
+    /// The URL aims inside the server's network ([`target`]).
+    #[error(
+        "url must not point inside the server's network: {0} (allowed only with [webhooks] allow_internal_targets, for local development)"
+    )]
+    Internal(target::Blocked),
     #[error("webhook endpoint not found")]
     NotFound,
     #[error("delivery not found")]
@@ -102,11 +108,12 @@ pub struct Webhooks {
     store: Arc<Store>,
     writer: StoreWriter,
     allow_http: bool,
+    allow_internal: bool,
 }
 
 impl Webhooks {
     pub(crate) fn new(store: Arc<Store>, writer: StoreWriter, config: &WebhooksConfig) -> Self {
-        Self { store, writer, allow_http: config.allow_http }
+        Self { store, writer, allow_http: config.allow_http, allow_internal: config.allow_internal_targets }
     }
 
     async fn blocking<T: Send + 'static>(
@@ -293,7 +300,8 @@ impl Webhooks {
     }
 
     /// An endpoint's URL: https, or http to a loopback address (or anywhere with `[webhooks] allow_http`); no
-    /// credentials in it (they would be shown to every administrator).
+    /// credentials in it (they would be shown to every administrator); not an internal address or name unless
+    /// `[webhooks] allow_internal_targets` (the name's addresses are checked at each delivery: [`target`]).
     fn check_url(&self, raw: &str) -> Result<String, WebhookError> {
         let bad = |why: &str| WebhookError::Invalid(format!("url {why}"));
         if raw.len() > MAX_URL {
@@ -321,6 +329,11 @@ impl Webhooks {
                 ));
             }
             _ => return Err(bad("must be an absolute http(s) URL")),
+        }
+        if !self.allow_internal
+            && let Some(host) = url.host()
+        {
+            target::check_host(host).map_err(WebhookError::Internal)?;
         }
         Ok(url.to_string())
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::harness::{BOOTSTRAP_ENV, ChildServer, Client, PASSWORD, TestServer};
+use super::harness::{BOOTSTRAP_ENV, ChildServer, Client, PASSWORD, TestServer, test_config};
 
 const RECEIVER: &str = r#"
 import sys, json, time, threading
@@ -215,6 +215,11 @@ const ALL: [&str; 8] = [
     "session.revoked",
 ];
 
+/// The receiver listens on 127.0.0.1: a child server started in `root` may deliver there (its `config.toml`).
+fn allow_internal_targets(root: &std::path::Path) {
+    std::fs::write(root.join("config.toml"), "[webhooks]\nallow_internal_targets = true\n").unwrap();
+}
+
 async fn register(client: &Client, admin: &str, url: &str) -> (String, String) {
     let created =
         client.post("/api/admin/webhooks").cookie(admin).json(&json!({"url": url, "events": ALL})).send().await;
@@ -229,6 +234,7 @@ async fn register(client: &Client, admin: &str, url: &str) -> (String, String) {
 #[tokio::test]
 async fn every_event_arrives_signed_and_in_order_through_failures() {
     let server = TestServer::start_adjusted(|c| {
+        c.webhooks.allow_internal_targets = true;
         c.webhooks.timeout_ms = 500;
         c.webhooks.max_backoff_secs = 1;
     })
@@ -345,7 +351,7 @@ async fn every_event_arrives_signed_and_in_order_through_failures() {
 /// known event, an administrator.
 #[tokio::test]
 async fn test_and_resend_and_the_rules_of_an_endpoint() {
-    let server = TestServer::start().await;
+    let server = TestServer::start_adjusted(|c| c.webhooks.allow_internal_targets = true).await;
     let client = &server.client;
     let admin = client.admin_session().await;
     let mut receiver = Receiver::start();
@@ -403,6 +409,7 @@ async fn test_and_resend_and_the_rules_of_an_endpoint() {
 async fn a_ban_acknowledged_before_a_kill_9_is_delivered_after_the_restart() {
     let root = tempfile::tempdir().unwrap();
     let mut receiver = Receiver::start();
+    allow_internal_targets(root.path());
     let server = ChildServer::spawn(root.path(), BOOTSTRAP_ENV).await;
     let admin = server.client.admin_session().await;
     let (_, secret) = register(&server.client, &admin, &receiver.url()).await;
@@ -432,6 +439,8 @@ async fn when_the_delivering_node_dies_the_other_delivers_everything() {
     let url = cluster::database_for(&pg.url(), root_a.path()).await;
     let shared = [("SERVICE_AUTH_STORE_BACKEND", "postgres"), ("SERVICE_AUTH_STORE_URL", url.as_str())];
     let mut receiver = Receiver::start();
+    allow_internal_targets(root_a.path());
+    allow_internal_targets(root_b.path());
     // Node A alone first: it takes the endpoint's lease with the first delivery.
     let a = ChildServer::spawn(root_a.path(), &[&shared[..], BOOTSTRAP_ENV].concat()).await;
     let admin = a.client.admin_session().await;
@@ -479,7 +488,7 @@ async fn when_the_delivering_node_dies_the_other_delivers_everything() {
 #[ignore = "a measurement, run by hand"]
 async fn measure_webhook_delivery_latency() {
     let count: usize = std::env::var("WEBHOOK_LATENCY_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
-    let server = TestServer::start().await;
+    let server = TestServer::start_adjusted(|c| c.webhooks.allow_internal_targets = true).await;
     let client = &server.client;
     let admin = client.admin_session().await;
     let mut users = Vec::new();
@@ -531,4 +540,136 @@ fn chrono_ms(message: &Value) -> f64 {
     let text = message["timestamp"].as_str().unwrap_or_else(|| panic!("no timestamp in {message}"));
     let parsed = chrono::DateTime::parse_from_rfc3339(text).unwrap();
     parsed.timestamp_millis() as f64 / 1000.0
+}
+
+/// The delivery log of `hook` once it has at least `count` attempts (polled: attempts are recorded after they end).
+async fn attempts(client: &Client, admin: &str, hook: &str, count: usize) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let log = client.get(&format!("/api/admin/webhooks/{hook}/deliveries")).cookie(admin).send().await;
+        assert_eq!(log.status, 200, "{}", log.text);
+        let found = log.json()["deliveries"].as_array().unwrap().clone();
+        if found.len() >= count {
+            return found;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{count} attempts of {hook} not logged: {found:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue #44, item 4: endpoints inside the server's network are refused by default, by literal address in every
+/// spelling the URL parser accepts and by internal name, with a 400 that says why; a change of URL is held to the
+/// same rule; nothing refused is registered or audited.
+#[tokio::test]
+async fn internal_targets_are_refused_at_registration() {
+    let server = TestServer::start().await;
+    let client = &server.client;
+    let admin = client.admin_session().await;
+    let targets = [
+        "https://169.254.169.254/latest/meta-data/",
+        "https://10.0.0.1/",
+        "http://127.0.0.1:9100/metrics",
+        "http://2130706433:9100/",
+        "https://0x7f.1/",
+        "https://0177.0.0.1/",
+        "https://100.100.100.200/",
+        "https://[::1]:8080/",
+        "https://[::ffff:169.254.169.254]/",
+        "https://[fd00:ec2::254]/",
+        "https://localhost/",
+        "https://hooks.localhost/",
+        "https://metadata.google.internal/computeMetadata/v1/",
+        "https://redis:6379/",
+    ];
+    for url in targets {
+        let refused =
+            client.post("/api/admin/webhooks").cookie(&admin).json(&json!({"url": url, "events": ALL})).send().await;
+        assert_eq!(refused.status, 400, "{url}: {}", refused.text);
+        let message = refused.json()["error"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains("inside the server's network"), "{url}: {message}");
+        assert!(message.contains("allow_internal_targets"), "{url}: {message}");
+    }
+    let (hook, _) = register(client, &admin, "https://hooks.example.com/in").await;
+    let moved = client
+        .patch(&format!("/api/admin/webhooks/{hook}"))
+        .cookie(&admin)
+        .json(&json!({"url": "https://169.254.169.254/"}))
+        .send()
+        .await;
+    assert_eq!(moved.status, 400, "{}", moved.text);
+    let kept = client.get(&format!("/api/admin/webhooks/{hook}")).cookie(&admin).send().await.json();
+    assert_eq!(kept["webhook"]["url"], "https://hooks.example.com/in");
+    let listed = client.get("/api/admin/webhooks").cookie(&admin).send().await.json();
+    assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1, "{listed}");
+    let audit = client.get("/api/admin/audit?limit=200").cookie(&admin).send().await.text;
+    assert_eq!(audit.matches("webhook.created").count(), 1, "{audit}");
+    assert!(!audit.contains("169.254"), "{audit}");
+    server.stop().await;
+}
+
+/// Issue #44, item 4: the rule holds again at delivery. Endpoints registered while
+/// `[webhooks] allow_internal_targets` was on (a literal loopback address, and `localhost`, a name that resolves
+/// inside, checked through the deliverer's resolver) get nothing once it is off: each attempt is logged `blocked`,
+/// no connection reaches the receiver.
+#[tokio::test]
+async fn internal_targets_registered_while_allowed_are_blocked_at_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut allowed = test_config(dir.path());
+    allowed.webhooks.allow_internal_targets = true;
+    let server = TestServer::start_embedded(allowed).await;
+    let admin = server.client.admin_session().await;
+    let receiver = Receiver::start();
+    let by_name = receiver.url().replace("127.0.0.1", "localhost");
+    let (literal, _) = register(&server.client, &admin, &receiver.url()).await;
+    let (named, _) = register(&server.client, &admin, &by_name).await;
+    server.stop().await;
+
+    let mut strict = test_config(dir.path());
+    strict.webhooks.max_backoff_secs = 1;
+    let server = TestServer::start_embedded(strict).await;
+    let client = &server.client;
+    let admin = client.admin_session().await;
+    for hook in [&literal, &named] {
+        let sent = client.post(&format!("/api/admin/webhooks/{hook}/test")).cookie(&admin).send().await;
+        assert_eq!(sent.status, 202, "{}", sent.text);
+    }
+    for hook in [&literal, &named] {
+        for attempt in attempts(client, &admin, hook, 2).await {
+            assert_eq!(attempt["error"], "blocked", "{hook}: {attempt}");
+            assert!(attempt["status"].is_null() && attempt["success"] == false, "{attempt}");
+            assert_eq!(attempt["duration_ms"], 0, "{attempt}");
+        }
+    }
+    assert!(receiver.received().is_empty(), "delivered inside: {:?}", receiver.received());
+    server.stop().await;
+}
+
+/// Issue #44, item 4: the delivery log does not tell one closed port from another (nor from an open one that
+/// does not speak TLS): a failed connection is logged as `connect`, with no detail and no duration, so the log
+/// cannot be read as a port scanner's.
+#[tokio::test]
+async fn a_failed_connection_is_logged_as_one_word_without_its_timing() {
+    let server = TestServer::start_adjusted(|c| {
+        c.webhooks.allow_internal_targets = true;
+        c.webhooks.max_backoff_secs = 1;
+    })
+    .await;
+    let client = &server.client;
+    let admin = client.admin_session().await;
+    let receiver = Receiver::start();
+    // An open port answering plain HTTP to a TLS hello, and a port nobody listens on.
+    let open = format!("https://127.0.0.1:{}/hook", receiver.port);
+    let closed = format!("https://127.0.0.1:{}/hook", free_port());
+    let mut logged = Vec::new();
+    for url in [open, closed] {
+        let (hook, _) = register(client, &admin, &url).await;
+        client.post(&format!("/api/admin/webhooks/{hook}/test")).cookie(&admin).send().await;
+        logged.push(attempts(client, &admin, &hook, 2).await);
+    }
+    for attempt in logged.iter().flatten() {
+        assert_eq!(attempt["error"], "connect", "{attempt}");
+        assert!(attempt["status"].is_null(), "{attempt}");
+        assert_eq!(attempt["duration_ms"], 0, "{attempt}");
+    }
+    server.stop().await;
 }
