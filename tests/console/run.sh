@@ -17,7 +17,7 @@ trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null || true; [ -z "$ORG_PID" ] || kil
 # Defaults, except the per-address sign-in limit: every browser and test request comes from 127.0.0.1.
 # Three failures lock an e-mail out, so the overview's lock-out count is reached in a few steps; a webhook endpoint
 # counts as failing after one second (not three days), so the overview's failing endpoint is reached in a few too.
-printf '[rate_limit]\nsign_in_per_address = 0\nfailures_per_account = 3\n[webhooks]\nfailing_after_secs = 1\n' > "$WORK/config.toml"
+printf '[rate_limit]\nsign_in_per_address = 0\nfailures_per_account = 3\n[webhooks]\nfailing_after_secs = 1\nallow_internal_targets = true\n' > "$WORK/config.toml"
 export SERVICE_AUTH_CONFIG="$WORK/config.toml" SERVICE_AUTH_DATA_DIR="$WORK/data" SERVICE_AUTH_LOG=warn
 export SEED_USERS="${SEED_USERS:-100000}"
 # admin@seed.example (role admin) and user<N>@seed.example, all with the password seed-password-1.
