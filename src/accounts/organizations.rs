@@ -44,8 +44,6 @@ pub enum OrgError {
     EmailVerificationRequired,
     #[error("Inviter is no longer a member of the organization")]
     InviterGone,
-    #[error("Invitation sending is not configured")]
-    MailNotConfigured,
     #[error(transparent)]
     Member(#[from] MemberError),
     #[error(transparent)]
@@ -280,7 +278,10 @@ impl Accounts {
         Ok(self.actors.users.members(Self::caller(current), call, ip).await?)
     }
 
-    /// `invite-member`: the invitation (new, or resent with a new expiry) and its mail, in one commit.
+    /// `invite-member`: the invitation (new, or resent with a new expiry) and its mail, in one commit. Without a
+    /// mail transport the invitation is made all the same and not mailed, as better-auth does without
+    /// `sendInvitationEmail`: the invitee finds it in `list-user-invitations`, and the application hears of it
+    /// through the `organization.invitation_created` webhook to deliver it itself.
     #[allow(clippy::too_many_arguments)]
     pub async fn invite(
         &self,
@@ -291,10 +292,11 @@ impl Accounts {
         resend: bool,
         ip: String,
     ) -> Result<Arc<Invitation>, OrgError> {
-        let templates = self.templates.clone().ok_or(OrgError::MailNotConfigured)?;
         let link = self.organizations.invitation_url.clone();
-        let mail = Box::new(move |i: &Invitation, org_name: &str, inviter: &str| {
-            templates.render_invitation(i, org_name, inviter, link.as_deref())
+        let mail = self.templates.clone().map(|templates| {
+            Box::new(move |i: &Invitation, org_name: &str, inviter: &str| {
+                templates.render_invitation(i, org_name, inviter, link.as_deref())
+            }) as crate::actors::users::members::InviteMail
         });
         let ttl = Duration::from_secs(self.organizations.invitation_ttl_hours.saturating_mul(3600));
         let limit = self.organizations.invitation_limit;

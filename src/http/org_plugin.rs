@@ -165,7 +165,6 @@ impl From<OrgError> for Failure {
             OrgError::NotAllowedToListInvitations => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_LIST_INVITATIONS"),
             OrgError::EmailVerificationRequired => (S::FORBIDDEN, "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION"),
             OrgError::InviterGone => (S::BAD_REQUEST, "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION"),
-            OrgError::MailNotConfigured => (S::BAD_REQUEST, "EMAIL_NOT_CONFIGURED"),
             OrgError::Member(m) => return (*m).into(),
             OrgError::Unavailable(u) => return (*u).into(),
         };

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::hook_records::{WebhookMessageRecordV1, WebhookRecordV1};
-use super::records::{AuditRecordV1, UserRecord};
+use super::records::{AuditRecordV1, InvitationRecordV1, UserRecord};
 use super::{StoreError, StoreOp};
 use crate::domain::Timestamp;
 
@@ -45,6 +45,10 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("member.added", Source::Audit(&["member.added"])),
     ("member.role_changed", Source::Audit(&["member.role_changed"])),
     ("member.removed", Source::Audit(&["member.removed", "member.left"])),
+    // Each invite-member that succeeds (a resend too, with the same invitation id), mailed or not: without a mail
+    // transport this is how the application learns of an invitation to deliver it itself. The invitation's
+    // fields, and whether the service mailed it.
+    ("organization.invitation_created", Source::Audit(&["invitation.sent"])),
 ];
 
 /// Whether `name` is an event type.
@@ -80,6 +84,9 @@ pub struct Fanout {
     /// Each account as it was before the last change fed, for the payloads of audit-raised events.
     prior: HashMap<[u8; 16], Option<UserRecord>>,
     now: Timestamp,
+    /// The invitation last written, and whether its mail followed it: an invitation's audit entry comes after
+    /// both in its request's ops (`actors::users::members`).
+    invitation: Option<(InvitationRecordV1, bool)>,
     /// The messages to write, in commit order.
     pub messages: Vec<WebhookMessageRecordV1>,
 }
@@ -93,6 +100,7 @@ impl Fanout {
             current: HashMap::new(),
             prior: HashMap::new(),
             now: Timestamp::now(),
+            invitation: None,
             messages: Vec::new(),
         })
     }
@@ -117,6 +125,16 @@ impl Fanout {
                 self.current.insert(*id, None);
                 Vec::new()
             }
+            StoreOp::PutInvitation(invitation) => {
+                self.invitation = Some((invitation.clone(), false));
+                Vec::new()
+            }
+            StoreOp::PutOutbox(_) => {
+                if let Some((_, mailed)) = self.invitation.as_mut() {
+                    *mailed = true;
+                }
+                Vec::new()
+            }
             StoreOp::PutAudit(entry) => self.audited(entry, read)?,
             StoreOp::DeleteSessionsOf { user, except } => vec![Event {
                 name: "session.revoked",
@@ -134,6 +152,7 @@ impl Fanout {
     /// Forgets what was seen of the accounts `ops` touch (a request refused under its savepoint).
     pub fn forget(&mut self, ops: &[StoreOp], queued_before: usize) {
         self.messages.truncate(queued_before);
+        self.invitation = None;
         for op in ops {
             let id = match op {
                 StoreOp::PutUser(r) => r.id,
@@ -205,6 +224,16 @@ impl Fanout {
                 fields.insert("by".into(), by.into());
             }
             ("user.deleted", _) => {}
+            ("organization.invitation_created", _) => {
+                let Some((invitation, mailed)) = self.invitation.take() else { return Ok(Vec::new()) };
+                let roles = crate::domain::MemberRoles::from_bits(invitation.roles);
+                fields.insert("invitation_id".into(), id(invitation.id).into());
+                fields.insert("email".into(), invitation.email.into());
+                fields.insert("role".into(), roles.to_string().into());
+                fields.insert("inviter_id".into(), id(invitation.inviter).into());
+                fields.insert("expires_at".into(), rfc3339(invitation.expires_at_ms).into());
+                fields.insert("mailed".into(), mailed.into());
+            }
             _ => {
                 // An event added by one line in EVENTS: what the audit entry says.
                 fields.insert("actor_id".into(), entry.actor.map(id).into());
@@ -377,6 +406,44 @@ mod tests {
         assert_eq!(types, ["organization.created", "member.added", "member.removed"]);
         assert!(sent[0]["data"]["organization_id"].is_string() && sent[0]["data"]["user_id"].is_null());
         assert!(sent[1]["data"]["user_id"].is_string() && sent[1]["data"]["actor_id"].is_string());
+    }
+
+    fn invitation() -> InvitationRecordV1 {
+        InvitationRecordV1 {
+            id: [7; 16],
+            org: [1; 16],
+            email: "new@example.com".into(),
+            roles: 0,
+            inviter: [2; 16],
+            status: 0,
+            expires_at_ms: 172_800_000,
+            created_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn an_invitation_carries_what_delivering_it_takes_and_whether_it_was_mailed() {
+        let hooked = || vec![endpoint(&["organization.invitation_created"])];
+        let unmailed = run(hooked(), None, &[StoreOp::PutInvitation(invitation()), audit("invitation.sent")]);
+        assert_eq!(unmailed.len(), 1);
+        let data = &unmailed[0]["data"];
+        assert_eq!(unmailed[0]["type"], "organization.invitation_created");
+        assert_eq!(data["organization_id"], id([1; 16]));
+        assert_eq!(data["invitation_id"], id([7; 16]));
+        assert_eq!((data["email"].as_str(), data["role"].as_str()), (Some("new@example.com"), Some("member")));
+        assert_eq!(data["inviter_id"], id([2; 16]));
+        assert_eq!(data["expires_at"], "1970-01-03T00:00:00.000Z");
+        assert_eq!(data["mailed"], false);
+        let outbox = StoreOp::PutOutbox(crate::store::records::OutboxRecordV1 {
+            id: [8; 16],
+            to: "new@example.com".into(),
+            subject: String::new(),
+            text: String::new(),
+            html: String::new(),
+            created_at_ms: 0,
+        });
+        let mailed = run(hooked(), None, &[StoreOp::PutInvitation(invitation()), outbox, audit("invitation.sent")]);
+        assert_eq!(mailed[0]["data"]["mailed"], true);
     }
 
     #[test]

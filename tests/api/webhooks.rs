@@ -673,3 +673,95 @@ async fn a_failed_connection_is_logged_as_one_word_without_its_timing() {
     }
     server.stop().await;
 }
+
+/// Issue #44, item 8: without a mail transport `organization/invite-member` makes the invitation and answers it as
+/// better-auth does without `sendInvitationEmail` (it was 400 `EMAIL_NOT_CONFIGURED`); a resend renews it; the
+/// invitee finds it with `list-user-invitations` and accepts it; the application hears of each through the
+/// `organization.invitation_created` webhook (`mailed: false`), to deliver it itself; the audit entry says so.
+#[tokio::test]
+async fn an_invitation_without_a_mail_transport_is_made_and_told_to_the_webhooks() {
+    let server = TestServer::start_adjusted(|c| c.webhooks.allow_internal_targets = true).await;
+    let client = &server.client;
+    let admin = client.admin_session().await;
+    let mut receiver = Receiver::start();
+    let created = client
+        .post("/api/admin/webhooks")
+        .cookie(&admin)
+        .json(&json!({"url": receiver.url(), "events": ["organization.invitation_created"]}))
+        .send()
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    receiver.trust(&[created.json()["secret"].as_str().unwrap()]);
+    let owner = client.new_user("inviting-owner").await;
+    let org = client
+        .post("/api/auth/organization/create")
+        .cookie(&owner.cookie)
+        .json(&json!({"name": "Unmailed", "slug": "unmailed"}))
+        .send()
+        .await;
+    assert_eq!(org.status, 200, "{}", org.text);
+    let org = org.json()["id"].as_str().unwrap().to_owned();
+    let invite = |resend: bool| {
+        client
+            .post("/api/auth/organization/invite-member")
+            .cookie(&owner.cookie)
+            .json(&json!({"email": "Invitee@Example.com", "role": "admin", "organizationId": org, "resend": resend}))
+            .send()
+    };
+    let sent = invite(false).await;
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let invitation = sent.json();
+    assert_eq!(
+        (&invitation["email"], &invitation["role"], &invitation["status"], &invitation["organizationId"]),
+        (&json!("invitee@example.com"), &json!("admin"), &json!("pending"), &json!(org))
+    );
+    let id = invitation["id"].as_str().unwrap().to_owned();
+    let resent = invite(true).await;
+    assert_eq!(resent.status, 200, "{}", resent.text);
+    assert_eq!(resent.json()["id"], id.as_str(), "a resend is the same invitation");
+
+    receiver
+        .wait_for("both invitations", |r| {
+            r.received().iter().filter(|m| m["type"] == "organization.invitation_created").count() == 2
+        })
+        .await;
+    for message in receiver.received() {
+        assert_eq!(message["verified"], true, "{message}");
+        let data = &message["data"];
+        assert_eq!((&data["invitation_id"], &data["organization_id"]), (&json!(id), &json!(org)), "{message}");
+        assert_eq!(
+            (&data["email"], &data["role"], &data["mailed"]),
+            (&json!("invitee@example.com"), &json!("admin"), &json!(false))
+        );
+        assert_eq!(data["inviter_id"], owner.id.as_str());
+        assert!(data["expires_at"].is_string(), "{message}");
+    }
+
+    // The invitee, once the address is proven (here by an administrator: there is no mail), sees it and joins.
+    let invitee = client.new_user("invitee").await;
+    let verified = client
+        .post("/api/auth/admin/update-user")
+        .cookie(&admin)
+        .json(&json!({"userId": invitee.id, "data": {"emailVerified": true}}))
+        .send()
+        .await;
+    assert_eq!(verified.status, 200, "{}", verified.text);
+    let listed = client.get("/api/auth/organization/list-user-invitations").cookie(&invitee.cookie).send().await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert!(listed.json().as_array().unwrap().iter().any(|i| i["id"] == id.as_str()), "{}", listed.text);
+    let accepted = client
+        .post("/api/auth/organization/accept-invitation")
+        .cookie(&invitee.cookie)
+        .json(&json!({"invitationId": id}))
+        .send()
+        .await;
+    assert_eq!(accepted.status, 200, "{}", accepted.text);
+    assert_eq!(accepted.json()["member"]["role"], "admin");
+
+    let audit = client.get("/api/admin/audit?limit=200").cookie(&admin).send().await.json();
+    let sent_entries: Vec<&Value> =
+        audit["entries"].as_array().into_iter().flatten().filter(|e| e["action"] == "invitation.sent").collect();
+    assert_eq!(sent_entries.len(), 2, "{audit}");
+    assert!(sent_entries.iter().all(|e| e["detail"].as_str().unwrap().contains("not mailed")), "{audit}");
+    server.stop().await;
+}

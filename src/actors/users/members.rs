@@ -45,8 +45,19 @@ pub enum MemberCall {
     Remove { org: OrgId, target: Target },
     /// `leave`.
     Leave { org: OrgId },
-    /// `invite-member`; `resend` sends a pending invitation again with a new expiry.
-    Invite { org: OrgId, email: Email, roles: MemberRoles, resend: bool, ttl: Duration, limit: usize, mail: InviteMail },
+    /// `invite-member`; `resend` sends a pending invitation again with a new expiry. `mail` is `None` without a
+    /// mail transport: the invitation stands all the same, unmailed, as better-auth's without `sendInvitationEmail`
+    /// (the invitee sees it in `list-user-invitations`; the `organization.invitation_created` webhook lets the
+    /// application deliver it).
+    Invite {
+        org: OrgId,
+        email: Email,
+        roles: MemberRoles,
+        resend: bool,
+        ttl: Duration,
+        limit: usize,
+        mail: Option<InviteMail>,
+    },
     /// `accept-invitation`, by the account with the invited e-mail.
     Accept { id: InvitationId, email: Email, member_limit: usize },
     /// `reject-invitation`.
@@ -191,7 +202,7 @@ impl UsersActor {
                 ))
             }
             MemberCall::Invite { org, email, roles, resend, ttl, limit, mail } => {
-                if self.mail.as_ref().is_some_and(crate::mail::MailQueue::is_full) {
+                if mail.is_some() && self.mail.as_ref().is_some_and(crate::mail::MailQueue::is_full) {
                     return Err(MemberError::OutboxFull);
                 }
                 let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
@@ -229,14 +240,19 @@ impl UsersActor {
                     },
                 };
                 let invitation = Arc::new(invitation);
-                let message = mail(&invitation, organization.name.as_str(), &inviter);
-                let detail = format!("{} as {} into {}", invitation.email, invitation.roles, organization.slug);
-                let ops = vec![
-                    StoreOp::PutInvitation(convert::invitation_record(&invitation)),
-                    StoreOp::PutOutbox(convert::mail_record(&message)),
-                    audit::entry(action::INVITATION_SENT, Some(caller.actor), Some(org.into()), ip, detail),
-                ];
-                state.mails.push(message);
+                let mut detail = format!("{} as {} into {}", invitation.email, invitation.roles, organization.slug);
+                // The invitation first, its mail (if any) next, the audit entry last: the webhook's fan-out reads
+                // them in this order (`store::hooks`).
+                let mut ops = vec![StoreOp::PutInvitation(convert::invitation_record(&invitation))];
+                match mail {
+                    Some(mail) => {
+                        let message = mail(&invitation, organization.name.as_str(), &inviter);
+                        ops.push(StoreOp::PutOutbox(convert::mail_record(&message)));
+                        state.mails.push(message);
+                    }
+                    None => detail.push_str("; not mailed (no mail transport)"),
+                }
+                ops.push(audit::entry(action::INVITATION_SENT, Some(caller.actor), Some(org.into()), ip, detail));
                 state.invitations.push((invitation.id, Some(Arc::clone(&invitation))));
                 Ok((ops, MemberOutcome::Invitation(invitation)))
             }
