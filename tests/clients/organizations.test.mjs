@@ -1,20 +1,21 @@
 // The real organizationClient() against a running service-auth server: create, invite (the mail read from the
-// real SMTP server run.sh starts), accept, list, change roles, remove, leave, delete. Run by ./run.sh.
+// real SMTP server run.sh starts), accept, list, change roles, remove, leave, delete; and the invitations' calls on
+// a second server without a mail transport. Run by ./run.sh.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthClient } from "better-auth/client";
-import { organizationClient } from "better-auth/client/plugins";
+import { adminClient, organizationClient } from "better-auth/client/plugins";
 import { jarFetch } from "./jar.mjs";
 
 const BASE = process.env.SERVICE_AUTH_URL;
 const PASSWORD = "correct horse battery staple";
 const unique = (tag) => `${tag}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
 
-/** A client with its own cookie jar, as one browser profile. */
-function browser() {
+/** A client with its own cookie jar, as one browser profile (of the server at `base`). */
+function browser(base = BASE) {
   const jar = new Map();
-  const customFetchImpl = jarFetch(BASE, jar);
-  return createAuthClient({ baseURL: BASE, fetchOptions: { customFetchImpl }, plugins: [organizationClient()] });
+  const customFetchImpl = jarFetch(base, jar);
+  return createAuthClient({ baseURL: base, fetchOptions: { customFetchImpl }, plugins: [organizationClient(), adminClient()] });
 }
 
 /** The id in the newest invitation mailed to `to` (waits up to 15 s). */
@@ -33,8 +34,8 @@ async function invitationFromMail(to) {
   throw new Error(`no invitation mailed to ${to}`);
 }
 
-async function signedUp(tag) {
-  const client = browser();
+async function signedUp(tag, base = BASE) {
+  const client = browser(base);
   const email = unique(tag);
   const up = await client.signUp.email({ name: tag, email, password: PASSWORD });
   assert.equal(up.error, null);
@@ -114,4 +115,57 @@ test("organizationClient: create, invite by mail, accept, list, change roles, re
   assert.equal(deleted.error, null);
   assert.deepEqual((await owner.client.organization.list()).data, []);
   assert.equal((await owner.client.getSession()).data.session.activeOrganizationId, null);
+});
+
+// Issue #44, item 8: better-auth without `sendInvitationEmail` makes the invitation and sends nothing; the
+// application shows it in the app. The same calls on a server without a mail transport (they answered 400
+// EMAIL_NOT_CONFIGURED, and every call after an invitation failed with them).
+test("organizationClient without a mail transport: invite, resend, list, accept, reject, cancel", async () => {
+  const BARE = process.env.SERVICE_AUTH_URL_WITHOUT_MAIL;
+  assert.ok(BARE, "SERVICE_AUTH_URL_WITHOUT_MAIL is set by run.sh");
+  const owner = await signedUp("bare-owner", BARE);
+  const created = await owner.client.organization.create({ name: "No mail", slug: `no-mail-${Date.now()}` });
+  assert.equal(created.error, null);
+  const org = created.data;
+  const bob = await signedUp("bare-bob", BARE);
+  const carol = await signedUp("bare-carol", BARE);
+  const dave = await signedUp("bare-dave", BARE);
+  // No mail proves an address here: an administrator does (list-user-invitations wants a proven one).
+  const admin = browser(BARE);
+  assert.equal((await admin.signIn.email({ email: process.env.ADMIN_EMAIL, password: process.env.ADMIN_PASSWORD })).error, null);
+  for (const u of [bob, carol]) {
+    assert.equal((await admin.admin.updateUser({ userId: u.id, data: { emailVerified: true } })).error, null);
+  }
+
+  const invited = await owner.client.organization.inviteMember({ email: bob.email, role: "admin" });
+  assert.equal(invited.error, null);
+  assert.equal(invited.data.status, "pending");
+  assert.equal(invited.data.email, bob.email);
+  const resent = await owner.client.organization.inviteMember({ email: bob.email, role: "admin", resend: true });
+  assert.equal(resent.error, null);
+  assert.equal(resent.data.id, invited.data.id);
+  const toCarol = await owner.client.organization.inviteMember({ email: carol.email, role: "member" });
+  assert.equal(toCarol.error, null);
+  const toDave = await owner.client.organization.inviteMember({ email: dave.email, role: "member" });
+  assert.equal(toDave.error, null);
+
+  const pending = await owner.client.organization.listInvitations({ query: { organizationId: org.id } });
+  assert.deepEqual(pending.data.map((i) => i.status), ["pending", "pending", "pending"]);
+  const bobs = await bob.client.organization.listUserInvitations();
+  assert.equal(bobs.error, null);
+  assert.deepEqual(bobs.data.map((i) => i.id), [invited.data.id]);
+  const shown = await bob.client.organization.getInvitation({ query: { id: invited.data.id } });
+  assert.equal(shown.data.organizationId, org.id);
+  const accepted = await bob.client.organization.acceptInvitation({ invitationId: invited.data.id });
+  assert.equal(accepted.error, null);
+  assert.equal(accepted.data.member.role, "admin");
+  const carols = await carol.client.organization.listUserInvitations();
+  assert.deepEqual(carols.data.map((i) => i.id), [toCarol.data.id]);
+  assert.equal((await carol.client.organization.rejectInvitation({ invitationId: toCarol.data.id })).error, null);
+  assert.equal((await bob.client.organization.cancelInvitation({ invitationId: toDave.data.id })).error, null);
+
+  const full = await owner.client.organization.getFullOrganization({ query: { organizationId: org.id } });
+  assert.equal(full.data.members.length, 2);
+  const statuses = full.data.invitations.map((i) => i.status).sort();
+  assert.deepEqual(statuses, ["accepted", "canceled", "rejected"]);
 });
