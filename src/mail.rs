@@ -23,9 +23,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::audit::{self, action};
 use crate::config::Config;
+use crate::domain::action;
 use crate::domain::{Mail, MailId, SessionToken, Timestamp, TokenKind, User};
+use crate::store::audit;
 use crate::store::{Claim, PgStore, StoreOp, StoreWriter};
 
 const RESET_TEXT: &str = include_str!("../templates/reset-password.txt");

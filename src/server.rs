@@ -146,7 +146,8 @@ async fn serve_until(
     };
     if let Some(metrics_listener) = metrics_listener {
         let cap = config.metrics.max_connections;
-        tokio::spawn(http::serve_metrics(metrics_listener, cap, Arc::clone(&state), stop.clone()));
+        let (accounts, write_timeout) = (state.accounts.clone(), Duration::from_secs(config.limits.write_timeout_secs));
+        tokio::spawn(http::serve_metrics(metrics_listener, cap, accounts, write_timeout, stop.clone()));
     }
     // Kept to the end, for `AfterStop`.
     let kept = Arc::clone(&state);

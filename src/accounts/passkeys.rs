@@ -15,19 +15,20 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::Value;
 use tracing::Instrument;
 use webauthn_rs::prelude::{
-    AttestationFormat, AuthenticationResult, COSEKey, Credential, DiscoverableAuthentication, ParsedAttestation,
+    AttestationFormat, AuthenticationResult, Credential, DiscoverableAuthentication, ParsedAttestation,
     Passkey as WebauthnPasskey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
     RegisterPublicKeyCredential, Uuid, Webauthn, WebauthnBuilder,
 };
 use webauthn_rs_proto::{RegisteredExtensions, UserVerificationPolicy};
 
 use super::{Accounts, Client, Current, SignedIn, Unavailable};
-use crate::actors::audit::{self, action};
 use crate::actors::passkeys::PasskeyBook;
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{AttemptRefused, Checked};
 use crate::config::RelyingParty;
-use crate::domain::{Ceremony, CeremonyKind, Name, Passkey, PasskeyId, SessionToken, Timestamp, UserId};
+use crate::domain::action;
+use crate::domain::{Ceremony, CeremonyKind, Name, Passkey, PasskeyId, SessionToken, Timestamp, UserId, cose_key};
+use crate::store::audit;
 
 /// How long a ceremony waits for its verification: the plugin's cookie lives this long, and so does the state.
 pub const CEREMONY_LIFETIME: Duration = Duration::from_secs(300);
@@ -422,10 +423,9 @@ fn unexpected(what: &str, error: impl std::fmt::Display) -> Unavailable {
 /// The credential the library verifies with, rebuilt from what the store keeps (its COSE key): `None` for a key
 /// it cannot read.
 fn credential(passkey: &Passkey) -> Option<Credential> {
-    let key: serde_cbor_2::Value = serde_cbor_2::from_slice(&passkey.public_key).ok()?;
     Some(Credential {
         cred_id: passkey.credential_id.clone(),
-        cred: COSEKey::try_from(&key).ok()?,
+        cred: cose_key(&passkey.public_key)?,
         counter: passkey.counter,
         transports: None,
         user_verified: true,
@@ -436,12 +436,6 @@ fn credential(passkey: &Passkey) -> Option<Credential> {
         attestation: ParsedAttestation::default(),
         attestation_format: AttestationFormat::None,
     })
-}
-
-/// Whether `public_key` is a COSE key the library verifies with (an imported passkey's is checked before it is
-/// written).
-pub fn readable_cose_key(public_key: &[u8]) -> bool {
-    serde_cbor_2::from_slice::<serde_cbor_2::Value>(public_key).is_ok_and(|key| COSEKey::try_from(&key).is_ok())
 }
 
 /// The credential's COSE public key (its exact bytes) and the authenticator model (AAGUID, `None` when all zero),

@@ -1,5 +1,5 @@
-//! Audit entries. Each is written in the same store transaction as the change it records, so the log can neither
-//! miss a change nor record one that did not happen.
+//! The audit log's reader and its retention. Entries are written by whoever makes the change, in the same commit
+//! ([`crate::store::audit::entry`]), with the action names of [`crate::domain::action`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,77 +7,8 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::Unavailable;
-use crate::domain::{AuditEntry, AuditId, Timestamp, UserId};
+use crate::domain::{AuditEntry, AuditId, Timestamp};
 use crate::store::{AuditCaps, Store, StoreOp, StoreWriter, convert};
-
-/// Actions recorded in the audit log.
-pub mod action {
-    pub const USER_CREATED: &str = "user.created";
-    pub const ROLE_CHANGED: &str = "user.role_changed";
-    pub const BANNED: &str = "user.banned";
-    pub const UNBANNED: &str = "user.unbanned";
-    pub const BAN_REASON_CHANGED: &str = "user.ban_reason_changed";
-    pub const ORGANIZATION_CHANGED: &str = "user.organization_changed";
-    pub const BAN_EXPIRED: &str = "user.ban_expired";
-    pub const ORGANIZATION_CREATED: &str = "organization.created";
-    pub const ORGANIZATION_UPDATED: &str = "organization.updated";
-    pub const ORGANIZATION_DELETED: &str = "organization.deleted";
-    pub const PROFILE_UPDATED: &str = "user.profile_updated";
-    pub const IMPERSONATION_STARTED: &str = "user.impersonation_started";
-    pub const IMPERSONATION_STOPPED: &str = "user.impersonation_stopped";
-    pub const SIGN_IN_SUCCEEDED: &str = "sign_in.succeeded";
-    pub const SIGN_IN_FAILED: &str = "sign_in.failed";
-    pub const SIGN_IN_REFUSED: &str = "sign_in.refused";
-    pub const PASSWORD_CHANGED: &str = "user.password_changed";
-    pub const PASSWORD_SET: &str = "user.password_set";
-    pub const USER_DELETED: &str = "user.deleted";
-    /// A mailed link asked for (password reset, e-mail verification; the detail says which).
-    pub const TOKEN_REQUESTED: &str = "user.link_requested";
-    pub const EMAIL_VERIFIED: &str = "user.email_verified";
-    pub const PASSWORD_RESET: &str = "user.password_reset";
-    pub const SESSIONS_REVOKED: &str = "session.revoked";
-    /// A message given up: the mail server refused it for good, or it could not be sent before its link expired.
-    pub const MAIL_FAILED: &str = "mail.failed";
-    /// Failures beyond the per-minute budget of itemised rows, counted into one row.
-    pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
-    /// Organizations as teams use them (the better-auth organization plugin's calls).
-    pub const MEMBER_ADDED: &str = "member.added";
-    pub const MEMBER_ROLE_CHANGED: &str = "member.role_changed";
-    pub const MEMBER_REMOVED: &str = "member.removed";
-    pub const MEMBER_LEFT: &str = "member.left";
-    pub const INVITATION_SENT: &str = "invitation.sent";
-    pub const INVITATION_ACCEPTED: &str = "invitation.accepted";
-    pub const INVITATION_REJECTED: &str = "invitation.rejected";
-    pub const INVITATION_CANCELED: &str = "invitation.canceled";
-    /// A second factor: enrolment started, confirmed (on), new backup codes, turned off by the user, reset by an
-    /// administrator; a wrong code at sign-in (at most the account's failure limit a window); a challenge ended by
-    /// too many wrong codes.
-    pub const TWO_FACTOR_ENROLMENT: &str = "user.two_factor_enrolment";
-    pub const TWO_FACTOR_ENABLED: &str = "user.two_factor_enabled";
-    pub const TWO_FACTOR_BACKUP_CODES: &str = "user.two_factor_backup_codes";
-    pub const TWO_FACTOR_DISABLED: &str = "user.two_factor_disabled";
-    pub const TWO_FACTOR_RESET: &str = "user.two_factor_reset";
-    pub const SECOND_FACTOR_FAILED: &str = "sign_in.second_factor_failed";
-    pub const SECOND_FACTOR_PASSED: &str = "sign_in.second_factor_passed";
-    /// A second-factor code mailed (`two-factor/send-otp`): whoever holds the password can ask at will, so it is
-    /// in the anonymous stream, as a mailed link is.
-    pub const TWO_FACTOR_CODE_MAILED: &str = "user.two_factor_code_mailed";
-    /// Passkeys: added, renamed, removed by their owner (a sign-in with one is `sign_in.succeeded`, detail
-    /// `passkey`).
-    pub const PASSKEY_REGISTERED: &str = "passkey.registered";
-    pub const PASSKEY_RENAMED: &str = "passkey.renamed";
-    pub const PASSKEY_DELETED: &str = "passkey.deleted";
-    /// A sign-in through another identity provider (the detail names it); the session's own entry follows.
-    pub const SIGN_IN_PROVIDER: &str = "sign_in.provider";
-    /// An identity at another provider linked to an account, or removed from it (the detail names it).
-    pub const ACCOUNT_LINKED: &str = "account.linked";
-    pub const ACCOUNT_UNLINKED: &str = "account.unlinked";
-}
-
-/// An audit entry as a store operation. `detail` must never carry a secret.
-pub(crate) fn entry(action: &str, actor: Option<UserId>, target: Option<Uuid>, ip: &str, detail: String) -> StoreOp {
-    StoreOp::PutAudit(convert::audit_record(&AuditEntry::new(action, actor, target, ip, detail)))
-}
 
 /// The audit log as the rest of the server reads and trims it: pages of domain entries, and retention. The front
 /// end never sees the store.
@@ -242,6 +173,7 @@ impl AuditLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::action;
 
     fn entry_at(ms: u64) -> StoreOp {
         logged_at(action::BANNED, ms)

@@ -24,6 +24,7 @@
 mod attempts;
 pub mod audit;
 pub mod counters;
+mod inbox;
 mod inline_map;
 pub mod linked;
 pub mod load;

@@ -140,7 +140,7 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
     }
 
     /// The records the batch writes, to take before [`flush`](Self::flush): what another node changes meanwhile
-    /// waits for the batch to be published only where the two meet ([`super::remote::Inbox::while_flushing`]).
+    /// waits for the batch to be published only where the two meet ([`super::inbox::Inbox::while_flushing`]).
     pub(super) fn writes(&self) -> Writes {
         Writes::of(&self.ops)
     }

@@ -4,19 +4,18 @@
 //! stay the only writers of their state and read indexes. Each actor applies a record only if its own commits
 //! have not written it at that sequence or later ([`Gate`]): an older change never undoes a newer one.
 //!
-//! The users and sessions actors take these changes through an [`Inbox`] beside their mailbox, not in it, so a
-//! change does not wait for the actor's own commit in flight (see [`Inbox`]).
+//! The users and sessions actors take these changes through an inbox beside their mailbox, not in it, so a
+//! change does not wait for the actor's own commit in flight (see [`super::inbox`]).
+//!
+//! The actors import this vocabulary; it names none of them: each part goes to its actor through that actor's
+//! handle ([`Handles::apply_remote`]).
 
 use std::sync::Arc;
 
-use ractor::ActorRef;
-use tokio::sync::{mpsc, oneshot};
-
 use super::linked::LinkedAccount;
-use super::sessions::{SessionChange, SessionsMsg};
-use super::{CALL_TIMEOUT, Handles, Unavailable, call, orgs::OrgsMsg, users::UsersMsg};
+use super::{Handles, Unavailable};
 use crate::domain::{
-    Invitation, InvitationId, Membership, OneTimeToken, OrgId, Organization, RoleSet, TokenHash, User, UserId,
+    Invitation, InvitationId, Membership, OneTimeToken, OrgId, Organization, RoleSet, Session, TokenHash, User, UserId,
 };
 use crate::store::own::{Gate, Key, Writes, member_key};
 use crate::store::{Held, StoreError, StoreOp, convert};
@@ -48,6 +47,24 @@ impl MemberChange {
             MemberChange::Delete(org, user) => Key::Member(member_key(org.to_bytes(), user.to_bytes())),
             MemberChange::PutInvitation(i) => Key::Invitation(i.id.to_bytes()),
             MemberChange::DeleteInvitation(id) => Key::Invitation(id.to_bytes()),
+        }
+    }
+}
+
+/// A change to the sessions another node made (or this node's own, whose outcome was lost), from the change log.
+pub enum SessionChange {
+    Put(TokenHash, Arc<Session>),
+    Delete(UserId, TokenHash),
+    /// Every session of the account, but the one kept.
+    DeleteAllOf(UserId, Option<TokenHash>),
+}
+
+impl SessionChange {
+    /// The account whose session(s) it changes.
+    pub(super) fn user(&self) -> UserId {
+        match self {
+            SessionChange::Put(_, session) => session.user_id,
+            SessionChange::Delete(user, _) | SessionChange::DeleteAllOf(user, _) => *user,
         }
     }
 }
@@ -100,99 +117,6 @@ impl ForSessions {
 /// `items` split into those `waits` says no to, and those it says yes to.
 fn part<T>(items: Vec<T>, waits: impl Fn(&T) -> bool) -> (Vec<T>, Vec<T>) {
     items.into_iter().partition(|item| !waits(item))
-}
-
-/// Another node's change on its way to an actor, and how the follower learns that all of it is applied.
-pub(super) struct Delivery<T> {
-    change: T,
-    applied: oneshot::Sender<()>,
-}
-
-/// The follower's side of an actor's [`Inbox`].
-pub(super) struct Post<T>(mpsc::UnboundedSender<Delivery<T>>);
-
-impl<T> Clone for Post<T> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone())
-    }
-}
-
-/// Where another node's changes reach an actor: beside its mailbox, not in it.
-///
-/// An actor takes no message while its own batch is being committed: its flush awaits the commit inside the
-/// handler. A change queued in the mailbox waited for that commit, and under writes on the node it nearly always
-/// had one to wait for (a ban made on node A was refused on node B after 163 ms at p99 under administrator
-/// writes on both; BENCHMARKS.md, issue #33). From the inbox the actor takes a change while it waits for its
-/// commit ([`while_flushing`](Self::while_flushing)), and between messages when the message that comes with each
-/// change wakes it ([`drain`](Self::drain)). The follower hands over one change at a time and waits for it, so
-/// changes are still applied in sequence order.
-pub(super) struct Inbox<T>(mpsc::UnboundedReceiver<Delivery<T>>);
-
-pub(super) fn inbox<T>() -> (Post<T>, Inbox<T>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (Post(tx), Inbox(rx))
-}
-
-impl<T> Post<T> {
-    /// Hands `change` to the actor, sends it `wake` (in case it is between messages), and returns once all of the
-    /// change is applied. A dead actor, or none applying it within [`CALL_TIMEOUT`], is [`Unavailable`]: the
-    /// follower reads the change again.
-    async fn deliver<M: ractor::Message>(&self, actor: &ActorRef<M>, wake: M, change: T) -> Result<(), Unavailable> {
-        let (applied, done) = oneshot::channel();
-        self.0.send(Delivery { change, applied }).map_err(|_| Unavailable)?;
-        actor.send_message(wake).map_err(|_| Unavailable)?;
-        match tokio::time::timeout(CALL_TIMEOUT, done).await {
-            Ok(Ok(())) => Ok(()),
-            _ => Err(Unavailable),
-        }
-    }
-}
-
-impl<T> Inbox<T> {
-    /// Between messages (no commit of the actor's own in flight): applies whatever waits.
-    pub(super) fn drain(&mut self, mut apply: impl FnMut(T)) {
-        while let Ok(Delivery { change, applied }) = self.0.try_recv() {
-            apply(change);
-            let _ = applied.send(());
-        }
-    }
-
-    /// Runs `flushing` (the actor's flush: its commit, then publishing the batch and answering its callers) to its
-    /// end, applying meanwhile each change that arrives: `split` parts it into what `apply` applies at once (the
-    /// records the batch does not write) and what it applies after `flushing` (those it does: published
-    /// afterwards, the batch's value would take them back, and only once the batch is durable does the [`Gate`]
-    /// know its sequence to compare with). So another node's change waits for this node's commit only where both
-    /// write the same record.
-    pub(super) async fn while_flushing<R>(
-        &mut self,
-        flushing: impl Future<Output = R>,
-        mut split: impl FnMut(T) -> (T, Option<T>),
-        mut apply: impl FnMut(T),
-    ) -> R {
-        let mut flushing = std::pin::pin!(flushing);
-        let mut after = Vec::new();
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                Some(Delivery { change, applied }) = self.0.recv() => {
-                    let (now, later) = split(change);
-                    apply(now);
-                    match later {
-                        None => {
-                            let _ = applied.send(());
-                        }
-                        Some(later) => after.push(Delivery { change: later, applied }),
-                    }
-                }
-                outcome = &mut flushing => break outcome,
-            }
-        };
-        for Delivery { change, applied } in after {
-            apply(change);
-            let _ = applied.send(());
-        }
-        outcome
-    }
 }
 
 impl RemoteChange {
@@ -257,61 +181,14 @@ impl Handles {
     pub async fn apply_remote(&self, change: RemoteChange) -> Result<(), Unavailable> {
         let RemoteChange { gate, orgs, users, tokens, members, accounts, sessions } = change;
         if !orgs.is_empty() {
-            let gate = gate.clone();
-            call(&self.orgs.0, |reply| OrgsMsg::Remote { orgs, gate, reply }).await?;
+            self.orgs.apply_remote(orgs, gate.clone()).await?;
         }
         if !users.is_empty() || !tokens.is_empty() || !members.is_empty() || !accounts.is_empty() {
-            let change = ForUsers { users, tokens, members, accounts, gate: gate.clone() };
-            self.users.1.deliver(&self.users.0, UsersMsg::Remote, change).await?;
+            self.users.apply_remote(ForUsers { users, tokens, members, accounts, gate: gate.clone() }).await?;
         }
         if !sessions.is_empty() {
-            self.sessions.2.deliver(&self.sessions.0, SessionsMsg::Remote, ForSessions { sessions, gate }).await?;
+            self.sessions.apply_remote(ForSessions { sessions, gate }).await?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Mutex;
-
-    use super::*;
-
-    /// An actor's flush in flight takes another node's change: what its batch does not write (here, all but
-    /// "written") at once, before the commit ends; what it writes, right after the batch is published, and only
-    /// then is the follower told the change is applied.
-    #[tokio::test]
-    async fn while_flushing_applies_at_once_what_the_batch_does_not_write_and_the_rest_after_publishing() {
-        let (post, mut inbox) = inbox::<Vec<&'static str>>();
-        let log = Mutex::new(Vec::new());
-        let note = |what: &'static str| log.lock().unwrap().push(what);
-        let seen = || log.lock().unwrap().clone();
-        let (commit, committed) = oneshot::channel::<()>();
-        let flushing = async {
-            committed.await.unwrap();
-            note("published");
-        };
-        let split = |change: Vec<&'static str>| {
-            let (later, now): (Vec<_>, Vec<_>) = change.into_iter().partition(|r| *r == "written");
-            (now, (!later.is_empty()).then_some(later))
-        };
-        let follower = async {
-            let send = |change| {
-                let (applied, done) = oneshot::channel();
-                post.0.send(Delivery { change, applied }).unwrap();
-                done
-            };
-            send(vec!["a"]).await.unwrap();
-            assert_eq!(seen(), ["a"], "applied while the commit is in flight");
-            let mut second = send(vec!["b", "written"]);
-            while !seen().contains(&"b") {
-                tokio::task::yield_now().await;
-            }
-            assert_eq!(second.try_recv(), Err(oneshot::error::TryRecvError::Empty), "not all of it is applied yet");
-            commit.send(()).unwrap();
-            second.await.unwrap();
-        };
-        tokio::join!(inbox.while_flushing(flushing, split, |change| change.into_iter().for_each(note)), follower);
-        assert_eq!(seen(), ["a", "b", "published", "written"]);
     }
 }

@@ -2,17 +2,81 @@ use uuid::Uuid;
 
 use super::{AuditId, Timestamp, UserId};
 
+/// Actions recorded in the audit log.
+pub mod action {
+    pub const USER_CREATED: &str = "user.created";
+    pub const ROLE_CHANGED: &str = "user.role_changed";
+    pub const BANNED: &str = "user.banned";
+    pub const UNBANNED: &str = "user.unbanned";
+    pub const BAN_REASON_CHANGED: &str = "user.ban_reason_changed";
+    pub const ORGANIZATION_CHANGED: &str = "user.organization_changed";
+    pub const BAN_EXPIRED: &str = "user.ban_expired";
+    pub const ORGANIZATION_CREATED: &str = "organization.created";
+    pub const ORGANIZATION_UPDATED: &str = "organization.updated";
+    pub const ORGANIZATION_DELETED: &str = "organization.deleted";
+    pub const PROFILE_UPDATED: &str = "user.profile_updated";
+    pub const IMPERSONATION_STARTED: &str = "user.impersonation_started";
+    pub const IMPERSONATION_STOPPED: &str = "user.impersonation_stopped";
+    pub const SIGN_IN_SUCCEEDED: &str = "sign_in.succeeded";
+    pub const SIGN_IN_FAILED: &str = "sign_in.failed";
+    pub const SIGN_IN_REFUSED: &str = "sign_in.refused";
+    pub const PASSWORD_CHANGED: &str = "user.password_changed";
+    pub const PASSWORD_SET: &str = "user.password_set";
+    pub const USER_DELETED: &str = "user.deleted";
+    /// A mailed link asked for (password reset, e-mail verification; the detail says which).
+    pub const TOKEN_REQUESTED: &str = "user.link_requested";
+    pub const EMAIL_VERIFIED: &str = "user.email_verified";
+    pub const PASSWORD_RESET: &str = "user.password_reset";
+    pub const SESSIONS_REVOKED: &str = "session.revoked";
+    /// A message given up: the mail server refused it for good, or it could not be sent before its link expired.
+    pub const MAIL_FAILED: &str = "mail.failed";
+    /// Failures beyond the per-minute budget of itemised rows, counted into one row.
+    pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
+    /// Organizations as teams use them (the better-auth organization plugin's calls).
+    pub const MEMBER_ADDED: &str = "member.added";
+    pub const MEMBER_ROLE_CHANGED: &str = "member.role_changed";
+    pub const MEMBER_REMOVED: &str = "member.removed";
+    pub const MEMBER_LEFT: &str = "member.left";
+    pub const INVITATION_SENT: &str = "invitation.sent";
+    pub const INVITATION_ACCEPTED: &str = "invitation.accepted";
+    pub const INVITATION_REJECTED: &str = "invitation.rejected";
+    pub const INVITATION_CANCELED: &str = "invitation.canceled";
+    /// A second factor: enrolment started, confirmed (on), new backup codes, turned off by the user, reset by an
+    /// administrator; a wrong code at sign-in (at most the account's failure limit a window); a challenge ended by
+    /// too many wrong codes.
+    pub const TWO_FACTOR_ENROLMENT: &str = "user.two_factor_enrolment";
+    pub const TWO_FACTOR_ENABLED: &str = "user.two_factor_enabled";
+    pub const TWO_FACTOR_BACKUP_CODES: &str = "user.two_factor_backup_codes";
+    pub const TWO_FACTOR_DISABLED: &str = "user.two_factor_disabled";
+    pub const TWO_FACTOR_RESET: &str = "user.two_factor_reset";
+    pub const SECOND_FACTOR_FAILED: &str = "sign_in.second_factor_failed";
+    pub const SECOND_FACTOR_PASSED: &str = "sign_in.second_factor_passed";
+    /// A second-factor code mailed (`two-factor/send-otp`): whoever holds the password can ask at will, so it is
+    /// in the anonymous stream, as a mailed link is.
+    pub const TWO_FACTOR_CODE_MAILED: &str = "user.two_factor_code_mailed";
+    /// Passkeys: added, renamed, removed by their owner (a sign-in with one is `sign_in.succeeded`, detail
+    /// `passkey`).
+    pub const PASSKEY_REGISTERED: &str = "passkey.registered";
+    pub const PASSKEY_RENAMED: &str = "passkey.renamed";
+    pub const PASSKEY_DELETED: &str = "passkey.deleted";
+    /// A sign-in through another identity provider (the detail names it); the session's own entry follows.
+    pub const SIGN_IN_PROVIDER: &str = "sign_in.provider";
+    /// An identity at another provider linked to an account, or removed from it (the detail names it).
+    pub const ACCOUNT_LINKED: &str = "account.linked";
+    pub const ACCOUNT_UNLINKED: &str = "account.unlinked";
+}
+
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a
 /// mailed link asked for, a sign-in failed or refused, and the summary of failures. Retention keeps them in a
 /// stream of their own, capped apart (`[audit] max_anonymous_entries`), so that no amount of them can push an
 /// administrator's change, an account's creation or an impersonation out of the log.
 pub const ANONYMOUS_ACTIONS: &[&str] = &[
-    "user.link_requested",
-    "sign_in.failed",
-    "sign_in.refused",
-    "sign_in.failures_summarised",
-    "sign_in.second_factor_failed",
-    "user.two_factor_code_mailed",
+    action::TOKEN_REQUESTED,
+    action::SIGN_IN_FAILED,
+    action::SIGN_IN_REFUSED,
+    action::SIGN_IN_FAILURES_SUMMARISED,
+    action::SECOND_FACTOR_FAILED,
+    action::TWO_FACTOR_CODE_MAILED,
 ];
 
 /// Whether entries of `action` belong to the anonymous stream ([`ANONYMOUS_ACTIONS`]).

@@ -23,7 +23,7 @@ pub mod two_factor;
 
 use account_text::Text;
 pub use agent::UserAgent;
-pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, is_anonymous_action};
+pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, action, is_anonymous_action};
 pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
 pub use ids::{AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, SessionId, UserId};
@@ -31,7 +31,7 @@ pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{Mail, OneTimeToken, TokenKind, requester};
 pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};
 pub use name::{Name, NameError};
-pub use passkey::{Ceremony, CeremonyKind, Passkey};
+pub use passkey::{Ceremony, CeremonyKind, Passkey, cose_key};
 pub use password::{HashCost, Password, PasswordError, PasswordHash, StoredHash, argon2_parameters, is_legacy_hash};
 pub use permissions::Permissions;
 pub use role::{Role, RoleSet};

@@ -1,5 +1,7 @@
 //! Passkeys: WebAuthn credentials an account signs in with, and the ceremonies that register and use them.
 
+use webauthn_rs::prelude::COSEKey;
+
 use super::{Name, PasskeyId, Timestamp, UserId};
 
 /// A registered passkey. What it proves is checked by the WebAuthn library against `public_key`; this type only
@@ -19,6 +21,14 @@ pub struct Passkey {
     pub transports: Vec<String>,
     pub aaguid: Option<uuid::Uuid>,
     pub created_at: Timestamp,
+}
+
+/// The COSE key `public_key` holds, as the WebAuthn library verifies with; `None` for bytes it cannot read. The
+/// one reader of a stored key: a sign-in rebuilds its credential with it, and an import checks each key with it
+/// before it writes one.
+pub fn cose_key(public_key: &[u8]) -> Option<COSEKey> {
+    let key: serde_cbor_2::Value = serde_cbor_2::from_slice(public_key).ok()?;
+    COSEKey::try_from(&key).ok()
 }
 
 /// Which ceremony a challenge belongs to.

@@ -15,9 +15,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::AppState;
 use super::response::Body;
 use super::routes::ROUTES;
+use crate::accounts::Accounts;
 use crate::metrics::{self as names, Metrics};
 
 /// The route label of a request whose path matches no route: never the raw path, which a client chooses.
@@ -87,22 +87,25 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 /// port's cap had counted on, and `accept` failed on both ports. The public cap sets these aside
 /// (`server::connection_budget`). An idle connection leaves after the header timeout, one that does not read its
 /// answer after the write timeout, so no client holds a place for good.
+///
+/// It takes the facade, not the front end's state: that state holds this file's [`RouteMetrics`], and the two
+/// files would import each other.
 pub async fn serve_metrics(
     listener: TcpListener,
     max_connections: usize,
-    state: Arc<AppState>,
+    accounts: Accounts,
+    write_timeout: Duration,
     shutdown: CancellationToken,
 ) {
     let mut upkeep = tokio::time::interval(UPKEEP_EVERY);
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10));
     let permits = Arc::new(Semaphore::new(max_connections));
-    let write_timeout = Duration::from_secs(state.connections.write_timeout_secs);
     loop {
         let permit = tokio::select! {
             () = shutdown.cancelled() => return,
             _ = upkeep.tick() => {
-                state.accounts.metrics.upkeep();
+                accounts.metrics.upkeep();
                 continue;
             }
             permit = Arc::clone(&permits).acquire_owned() => match permit {
@@ -113,7 +116,7 @@ pub async fn serve_metrics(
         let stream = loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                _ = upkeep.tick() => state.accounts.metrics.upkeep(),
+                _ = upkeep.tick() => accounts.metrics.upkeep(),
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => break stream,
                     Err(error) => {
@@ -123,10 +126,10 @@ pub async fn serve_metrics(
                 },
             }
         };
-        let state = Arc::clone(&state);
+        let accounts = accounts.clone();
         let service = service_fn(move |req| {
-            let state = Arc::clone(&state);
-            async move { Ok::<_, Infallible>(scrape(&state, &req)) }
+            let answer = scrape(&accounts, &req);
+            async move { Ok::<_, Infallible>(answer) }
         });
         let stream = super::connections::WriteTimeout::new(stream, write_timeout);
         let connection = builder.serve_connection(TokioIo::new(stream), service);
@@ -141,7 +144,7 @@ pub async fn serve_metrics(
     }
 }
 
-fn scrape(state: &AppState, req: &Request<hyper::body::Incoming>) -> Response<Body> {
+fn scrape(accounts: &Accounts, req: &Request<hyper::body::Incoming>) -> Response<Body> {
     let plain = |status: StatusCode, text: &'static str| {
         let mut response = Response::new(Body::new(Bytes::from_static(text.as_bytes())));
         *response.status_mut() = status;
@@ -155,9 +158,9 @@ fn scrape(state: &AppState, req: &Request<hyper::body::Incoming>) -> Response<Bo
         response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return response;
     }
-    let metrics = &state.accounts.metrics;
+    let metrics = &accounts.metrics;
     metrics.upkeep();
-    let text = metrics.render(state.accounts.levels());
+    let text = metrics.render(accounts.levels());
     let mut response = Response::new(Body::new(Bytes::from(text)));
     response
         .headers_mut()

@@ -12,6 +12,7 @@
 //!   request. Secondary indexes (e-mail → user, slug → organization) are not stored: they are rebuilt in memory at
 //!   load, so they cannot disagree with the records.
 
+pub mod audit;
 mod backend;
 pub mod changes;
 pub mod codec;

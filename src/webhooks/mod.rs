@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::actors::Unavailable;
-use crate::actors::audit;
 use crate::config::WebhooksConfig;
 use crate::domain::{Timestamp, UserId};
+use crate::store::audit;
 use crate::store::hooks::is_event;
 use crate::store::{DeliveryRecordV1, Store, StoreOp, StoreWriter, WebhookMessageRecordV1, WebhookRecordV1};
 

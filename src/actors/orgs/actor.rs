@@ -6,10 +6,11 @@ use std::sync::Arc;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
-use crate::actors::audit::{self, action};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::{Indexes, Mailbox, Waiting};
+use crate::domain::action;
 use crate::domain::{MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Timestamp};
+use crate::store::audit;
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
 pub(in crate::actors) async fn spawn(

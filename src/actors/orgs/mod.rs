@@ -98,6 +98,15 @@ impl super::Letter for OrgsMsg {
 pub struct OrgsHandle(pub(super) Mailbox<OrgsMsg>);
 
 impl OrgsHandle {
+    /// Organizations another node created, changed or deleted; returns once they are in the read index.
+    pub(in crate::actors) async fn apply_remote(
+        &self,
+        orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
+        gate: crate::store::own::Gate,
+    ) -> Result<(), Unavailable> {
+        call(&self.0, |reply| OrgsMsg::Remote { orgs, gate, reply }).await
+    }
+
     /// Creates an organization on behalf of administrator `by`, calling from address `ip`.
     pub async fn create(
         &self,

@@ -7,16 +7,17 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
-use super::SessionChange;
 use super::{
     Client, CreateSessionError, IMPERSONATION_LIFETIME, Revoke, SessionsHandle, SessionsMsg, Start, StartWith, Started,
 };
-use crate::actors::audit::{self, action};
+use crate::actors::inbox::{self, Inbox};
 use crate::actors::overlay::{self, Overlay, Refusal};
-use crate::actors::remote::{self, ForSessions, Inbox};
+use crate::actors::remote::{ForSessions, SessionChange};
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
+use crate::domain::action;
 use crate::domain::{Session, SessionId, SessionRare, SessionToken, Timestamp, TokenHash, User, UserId};
+use crate::store::audit;
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreOp, StoreWriter, convert};
 
@@ -28,7 +29,7 @@ pub(in crate::actors) async fn spawn(
 ) -> Result<SessionsHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
     let actor = SessionsActor { indexes: Arc::clone(&indexes), writer, config, waiting: waiting.clone() };
-    let (post, inbox) = remote::inbox();
+    let (post, inbox) = inbox::inbox();
     let (actor, _) = Actor::spawn_linked(None, actor, inbox, supervisor).await?;
     Ok(SessionsHandle(Mailbox::new(actor, waiting), indexes, post))
 }
@@ -46,7 +47,7 @@ struct State {
     overlay: Overlay<TokenHash, Option<Arc<Session>>>,
     /// Users whose sessions are being ended with a change to their account: no session starts or extends.
     fenced: HashSet<UserId>,
-    /// Other nodes' changes (see [`remote::Inbox`]).
+    /// Other nodes' changes (see [`Inbox`]).
     inbox: Inbox<ForSessions>,
 }
 

@@ -80,24 +80,6 @@ pub enum CreateSessionError {
     Unavailable(#[from] Unavailable),
 }
 
-/// A change to the sessions another node made (or this node's own, whose outcome was lost), from the change log.
-pub enum SessionChange {
-    Put(TokenHash, Arc<Session>),
-    Delete(UserId, TokenHash),
-    /// Every session of the account, but the one kept.
-    DeleteAllOf(UserId, Option<TokenHash>),
-}
-
-impl SessionChange {
-    /// The account whose session(s) it changes.
-    pub(in crate::actors) fn user(&self) -> UserId {
-        match self {
-            SessionChange::Put(_, session) => session.user_id,
-            SessionChange::Delete(user, _) | SessionChange::DeleteAllOf(user, _) => *user,
-        }
-    }
-}
-
 pub enum SessionsMsg {
     Create {
         user: UserId,
@@ -150,7 +132,7 @@ pub enum SessionsMsg {
     Unfence {
         users: Vec<UserId>,
     },
-    /// Sessions another node started, extended or ended wait in the actor's inbox ([`super::remote::Inbox`]):
+    /// Sessions another node started, extended or ended wait in the actor's inbox ([`super::inbox::Inbox`]):
     /// into the read index.
     Remote,
     Flush,
@@ -178,10 +160,15 @@ impl super::Letter for SessionsMsg {
 pub struct SessionsHandle(
     pub(super) Mailbox<SessionsMsg>,
     pub(super) Arc<super::Indexes>,
-    pub(super) super::remote::Post<super::remote::ForSessions>,
+    pub(super) super::inbox::Post<super::remote::ForSessions>,
 );
 
 impl SessionsHandle {
+    /// Hands another node's sessions to the actor's inbox; returns once they are in the read index.
+    pub(super) async fn apply_remote(&self, change: super::remote::ForSessions) -> Result<(), Unavailable> {
+        self.2.deliver(&self.0, SessionsMsg::Remote, change).await
+    }
+
     /// Starts a session with a new token. Refused for a banned or unknown account, checked in message order after
     /// any ban, so a ban and a sign-in racing each other cannot leave a live session behind.
     pub async fn create(

@@ -15,17 +15,19 @@ use super::{
     OwnChange, OwnChangeError, ResetError, UnlinkError, UsersHandle, UsersMsg,
 };
 use crate::actors::attempts::{AttemptLimiter, Row};
-use crate::actors::audit::{self, action};
+use crate::actors::inbox::{self, Inbox};
 use crate::actors::linked::LinkedAccount;
 use crate::actors::overlay::{self, Overlay, Refusal};
-use crate::actors::remote::{self, ForUsers, Inbox, MemberChange};
+use crate::actors::remote::{ForUsers, MemberChange};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
+use crate::domain::action;
 use crate::domain::{
     Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash,
     TokenKind, User, UserFields, UserId, requester,
 };
 use crate::mail::MailQueue;
+use crate::store::audit;
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
 
@@ -41,7 +43,7 @@ pub(in crate::actors) async fn spawn(
 ) -> Result<UsersHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
     let actor = UsersActor { indexes, writer, sessions, attempts, mail, waiting: waiting.clone() };
-    let (post, inbox) = remote::inbox();
+    let (post, inbox) = inbox::inbox();
     let (actor, _) = Actor::spawn_linked(None, actor, inbox, supervisor).await?;
     Ok(UsersHandle(Mailbox::new(actor, waiting), post))
 }
@@ -88,7 +90,7 @@ pub(super) struct State {
     closing_orgs: Vec<OrgId>,
     /// Linked identities added (`Some`) or removed (`None`) in this batch, published with it.
     accounts: HashMap<[u8; 16], Option<Arc<LinkedAccount>>>,
-    /// Other nodes' changes (see [`remote::Inbox`]).
+    /// Other nodes' changes (see [`Inbox`]).
     inbox: Inbox<ForUsers>,
 }
 

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::actor::{State, UsersActor};
-use crate::actors::audit::{self, action};
+use crate::domain::action;
 use crate::domain::{
     Email, Invitation, InvitationId, InvitationStatus, Mail, MemberId, MemberRoles, Membership, OrgId, OrgRole,
     Timestamp, User, UserFields, UserId,
 };
+use crate::store::audit;
 use crate::store::{Conflict, StoreOp, convert};
 
 /// Who calls: the user whose session it is, whom the audit log names (the administrator behind an impersonation),

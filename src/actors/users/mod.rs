@@ -418,7 +418,7 @@ pub(super) enum UsersMsg {
         reply: RpcReplyPort<Result<(), UnlinkError>>,
     },
     /// Accounts, one-time tokens, memberships and linked identities another node changed wait in the actor's
-    /// inbox ([`super::remote::Inbox`]): into the read indexes.
+    /// inbox ([`super::inbox::Inbox`]): into the read indexes.
     Remote,
     /// The second factor ([`second_factor`]).
     Factor(FactorMsg),
@@ -455,9 +455,15 @@ impl super::Letter for UsersMsg {
 
 /// Typed handle to the users actor.
 #[derive(Clone)]
-pub struct UsersHandle(pub(super) super::Mailbox<UsersMsg>, pub(super) super::remote::Post<super::remote::ForUsers>);
+pub struct UsersHandle(pub(super) super::Mailbox<UsersMsg>, pub(super) super::inbox::Post<super::remote::ForUsers>);
 
 impl UsersHandle {
+    /// Hands another node's accounts, tokens, memberships and linked identities to the actor's inbox; returns once
+    /// they are in the read indexes.
+    pub(super) async fn apply_remote(&self, change: super::remote::ForUsers) -> Result<(), Unavailable> {
+        self.1.deliver(&self.0, UsersMsg::Remote, change).await
+    }
+
     /// Creates an account (sign-up from address `ip`).
     pub async fn create(&self, user: NewUser, ip: String) -> Result<Arc<User>, CreateUserError> {
         call(&self.0, |reply| UsersMsg::Create { user, by: None, ip, reply }).await?

@@ -50,7 +50,7 @@ fn decode(text: &str) -> Option<Vec<u8>> {
 fn record(row: &[Cell], user: [u8; 16], now_ms: i64) -> Result<PasskeyRecordV1, &'static str> {
     let credential_id = text(&row[4]).and_then(decode).ok_or("a credentialID that is not base64url")?;
     let public_key = text(&row[2]).and_then(decode).ok_or("a publicKey that is not base64")?;
-    if !crate::accounts::readable_cose_key(&public_key) {
+    if crate::domain::cose_key(&public_key).is_none() {
         return Err("a publicKey that is no COSE key this service verifies with");
     }
     let counter = match &row[5] {

@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use super::{State, UsersActor, put};
-use crate::actors::audit::{self, action};
 use crate::actors::users::second_factor::{FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
+use crate::domain::action;
 use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, OTP_ATTEMPTS, TRUSTED_DEVICE_TTL};
 use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserFields, UserId};
+use crate::store::audit;
 use crate::store::{StoreOp, convert};
 
 impl UsersActor {
