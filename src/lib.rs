@@ -26,8 +26,26 @@
 //!   imports nothing of this crate).
 //! - [`ops`]: seeding, backups, export and import of a data directory, and the import of a better-auth database.
 //!
-//! Who imports whom: `http` → `accounts` → `actors` → `store` → `domain`; `runtime` builds the core under
-//! `accounts`; `server` and `bootstrap` use `runtime`; nothing imports upward and there is no circle.
+//! # Layers
+//!
+//! Each rung imports only from the rungs below it; modules on one rung do not import each other. A test
+//! (`layers`) reads every `use crate::…`/`super::…` of `src/` and holds this map, and finds no circle of imports
+//! between files (a module's own children aside); a module added to the crate is placed here, or the test fails.
+//!
+//! 1. `server`
+//! 2. `bootstrap`
+//! 3. `runtime`, `http`
+//! 4. `accounts`
+//! 5. `ops`, `webhooks`
+//! 6. `actors`
+//! 7. `mail`, `hashing`
+//! 8. `store`
+//! 9. `config`
+//! 10. `oauth`, `data_key`
+//! 11. `domain`, `metrics`
+//!
+//! So the front end reaches the state only through the facade (`http` → `accounts` → `actors` → `store` →
+//! `domain`); `runtime` builds the core the facade runs on, and `server` and `bootstrap` start it.
 
 pub mod accounts;
 pub mod actors;
@@ -39,6 +57,8 @@ pub mod data_key;
 pub mod domain;
 pub mod hashing;
 pub mod http;
+#[cfg(test)]
+mod layers;
 pub mod mail;
 pub mod metrics;
 pub mod oauth;
