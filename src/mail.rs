@@ -24,10 +24,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::domain::action;
-use crate::domain::{Mail, MailId, SessionToken, Timestamp, TokenKind, User};
-use crate::store::audit;
-use crate::store::{Claim, PgStore, StoreOp, StoreWriter};
+use crate::domain::{Mail, MailId, SessionToken, Timestamp, TokenKind, User, action};
+use crate::store::{Claim, PgStore, StoreOp, StoreWriter, audit};
 
 const RESET_TEXT: &str = include_str!("../templates/reset-password.txt");
 const RESET_HTML: &str = include_str!("../templates/reset-password.html");

@@ -26,8 +26,9 @@ use crate::actors::passkeys::PasskeyBook;
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{AttemptRefused, Checked};
 use crate::config::RelyingParty;
-use crate::domain::action;
-use crate::domain::{Ceremony, CeremonyKind, Name, Passkey, PasskeyId, SessionToken, Timestamp, UserId, cose_key};
+use crate::domain::{
+    Ceremony, CeremonyKind, Name, Passkey, PasskeyId, SessionToken, Timestamp, UserId, action, cose_key,
+};
 use crate::store::audit;
 
 /// How long a ceremony waits for its verification: the plugin's cookie lives this long, and so does the state.

@@ -16,9 +16,8 @@ use std::time::Duration;
 use crate::actors::Unavailable;
 use crate::config::WebhooksConfig;
 use crate::domain::{Timestamp, UserId};
-use crate::store::audit;
 use crate::store::hooks::is_event;
-use crate::store::{DeliveryRecordV1, Store, StoreOp, StoreWriter, WebhookMessageRecordV1, WebhookRecordV1};
+use crate::store::{DeliveryRecordV1, Store, StoreOp, StoreWriter, WebhookMessageRecordV1, WebhookRecordV1, audit};
 
 pub use crate::store::hooks::EVENTS;
 

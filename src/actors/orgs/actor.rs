@@ -8,10 +8,8 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::{Indexes, Mailbox, Waiting};
-use crate::domain::action;
-use crate::domain::{MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Timestamp};
-use crate::store::audit;
-use crate::store::{Conflict, StoreOp, StoreWriter, convert};
+use crate::domain::{MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Timestamp, action};
+use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
 
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,

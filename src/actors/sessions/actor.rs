@@ -15,11 +15,9 @@ use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::remote::{ForSessions, SessionChange};
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
-use crate::domain::action;
-use crate::domain::{Session, SessionId, SessionRare, SessionToken, Timestamp, TokenHash, User, UserId};
-use crate::store::audit;
+use crate::domain::{Session, SessionId, SessionRare, SessionToken, Timestamp, TokenHash, User, UserId, action};
 use crate::store::own::Key;
-use crate::store::{Conflict, StoreOp, StoreWriter, convert};
+use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
 
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,

@@ -21,15 +21,13 @@ use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::remote::{ForUsers, MemberChange};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
-use crate::domain::action;
 use crate::domain::{
     Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash,
-    TokenKind, User, UserFields, UserId, requester,
+    TokenKind, User, UserFields, UserId, action, requester,
 };
 use crate::mail::MailQueue;
-use crate::store::audit;
 use crate::store::own::Key;
-use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, convert};
+use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, audit, convert};
 
 mod second_factor;
 

@@ -10,13 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::actor::{State, UsersActor};
-use crate::domain::action;
 use crate::domain::{
     Email, Invitation, InvitationId, InvitationStatus, Mail, MemberId, MemberRoles, Membership, OrgId, OrgRole,
-    Timestamp, User, UserFields, UserId,
+    Timestamp, User, UserFields, UserId, action,
 };
-use crate::store::audit;
-use crate::store::{Conflict, StoreOp, convert};
+use crate::store::{Conflict, StoreOp, audit, convert};
 
 /// Who calls: the user whose session it is, whom the audit log names (the administrator behind an impersonation),
 /// and whether they are a global administrator on their own session (who may act as an owner of every

@@ -2,8 +2,7 @@
 //! store and no hashing, so each rule is tested alone (below) in microseconds.
 
 use super::{DeleteUserError, EnsureAdmin, EnsureAdminError, NewUser, OwnChange, UpdateUserError, UserChange};
-use crate::domain::action;
-use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserFields, UserId};
+use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserFields, UserId, action};
 
 /// What the state around a change looks like, as the actor sees it (pending changes included).
 pub struct Snapshot<'a> {

@@ -6,11 +6,9 @@ use std::sync::Arc;
 
 use super::{State, UsersActor, put};
 use crate::actors::users::second_factor::{FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
-use crate::domain::action;
 use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, OTP_ATTEMPTS, TRUSTED_DEVICE_TTL};
-use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserFields, UserId};
-use crate::store::audit;
-use crate::store::{StoreOp, convert};
+use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserFields, UserId, action};
+use crate::store::{StoreOp, audit, convert};
 
 impl UsersActor {
     pub(super) fn factor(&self, state: &mut State, msg: FactorMsg) {
