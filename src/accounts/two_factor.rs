@@ -14,7 +14,7 @@ use tracing::Instrument;
 use super::account::AccountError;
 use super::auth::SignedIn;
 use super::{Accounts, Client, Current, Unavailable};
-use crate::actors::sessions::{CreateSessionError, Start};
+use crate::actors::sessions::CreateSessionError;
 use crate::actors::users::IssueError;
 use crate::actors::users::{AttemptRefused, Checked, FactorChange, FactorError, PassError, Proof};
 use crate::domain::two_factor::{self, OTP_ATTEMPTS, OTP_TTL, TwoFactor};
@@ -301,7 +301,7 @@ impl Accounts {
             }
         };
         let trusted = trust.then(SessionToken::generate);
-        let passed = users.pass(hash, proof, trusted.as_ref().map(SessionToken::hash), ip.clone()).await;
+        let passed = users.pass(hash, proof, trusted.as_ref().map(SessionToken::hash), client).await;
         let checked = match &passed {
             Ok(_) => Checked::Verified,
             Err(PassError::Refused | PassError::Exhausted) => Checked::Wrong,
@@ -319,8 +319,8 @@ impl Accounts {
             PassError::Unavailable(u) => TwoFactorError::Unavailable(u),
         })?;
         let remember_me = passed.remember_me;
-        let started = self.actors.sessions.create(passed.user.id, remember_me, client, Start::SignIn).await;
-        let (token, session) = started.map_err(|e| match e {
+        // Started by the users actor in the commit that ended the challenge.
+        let (token, session) = passed.started.map_err(|e| match e {
             // The password was right; a ban since is the ban's answer at the next sign-in.
             CreateSessionError::Banned | CreateSessionError::UnknownUser => TwoFactorError::InvalidCookie,
             CreateSessionError::Unavailable(u) => TwoFactorError::Unavailable(u),

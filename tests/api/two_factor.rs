@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use service_auth::domain::two_factor::{base32_decode, code_at, step_of};
 
-use super::harness::{ADMIN_EMAIL, ADMIN_PASSWORD, COOKIE, PASSWORD, Resp, TestServer, assert_auth_user};
+use super::harness::{ADMIN_EMAIL, ADMIN_PASSWORD, COOKIE, PASSWORD, Resp, TestServer, assert_auth_user, test_config};
 
 const TWO_FACTOR_COOKIE: &str = "service-auth.two_factor";
 const TRUST_COOKIE: &str = "service-auth.trust_device";
@@ -900,5 +900,45 @@ async fn a_code_sent_through_one_node_verifies_on_the_other() {
     assert_eq!(a.session(&session).await["user"]["id"], user.id.as_str());
     let r = with_cookie(a, "/api/auth/two-factor/verify-otp", json!({"code": code})).await;
     assert_eq!(coded(&r), (401, json!("INVALID_TWO_FACTOR_COOKIE")), "used once, on every node");
+    s.stop().await;
+}
+
+/// The step that passes a challenge ends it, uses its code up and starts the session in one commit: a store
+/// failure at any point of it leaves either the session (and the challenge gone) or the challenge live with its
+/// code unused, never a challenge used up without a session (the step was once two commits: a failure between
+/// them answered 503 and left the sign-in to start over from the password).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failure_in_the_second_factor_step_leaves_both_or_neither() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = service_auth::store::FaultSwitch::default();
+    let s = TestServer::start_with_faults(test_config(dir.path()), faults.clone()).await;
+    let e = enrolled(&s, "tfa-fault").await;
+    let path = "/api/auth/two-factor/verify-backup-code";
+    // The first commit of the step fails; then the second one (the first one spared).
+    for (n, spared) in [0, 1].into_iter().enumerate() {
+        let code = &e.backup_codes[n];
+        let pending = challenge_cookie(&s, &e.email).await;
+        faults.fail_commits_after(spared, 1);
+        let r = verify(&s, path, None, Some(&pending), code, false).await;
+        faults.fail_next_commits(0);
+        let session = match r.status {
+            200 => r.session_cookie().expect("a session cookie").value,
+            503 => {
+                // Neither: the challenge is live and the code unused, so the same step passes now.
+                let again = verify(&s, path, None, Some(&pending), code, false).await;
+                assert_eq!(again.status, 200, "spared {spared}: the challenge or its code was used up: {}", again.text);
+                again.session_cookie().expect("a session cookie").value
+            }
+            other => panic!("spared {spared}: {other} {}", r.text),
+        };
+        // Both: the session is real and the challenge is over.
+        assert_eq!(s.client.session(&session).await["user"]["email"], e.email.as_str());
+        let over = verify(&s, path, None, Some(&pending), &e.backup_codes[9], false).await;
+        assert_eq!(
+            (over.status, over.json()["code"].clone()),
+            (401, json!("INVALID_TWO_FACTOR_COOKIE")),
+            "spared {spared}"
+        );
+    }
     s.stop().await;
 }

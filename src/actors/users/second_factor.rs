@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ractor::RpcReplyPort;
 
 use super::{IssueError, UsersHandle, UsersMsg};
+use crate::actors::sessions::{Client, Started};
 use crate::actors::{Unavailable, call};
 use crate::domain::{Mail, OneTimeToken, SessionToken, TokenHash, User, UserId};
 
@@ -82,10 +83,12 @@ pub enum PassError {
     Unavailable(#[from] Unavailable),
 }
 
-/// A challenge passed: the account (as written) and whether the session it opens is remembered.
+/// A challenge passed: the account (as written), whether its session is remembered, and the session itself,
+/// started in the commit that ends the challenge (or why the account may not hold one: banned meanwhile).
 pub struct Passed {
     pub user: Arc<User>,
     pub remember_me: bool,
+    pub started: Started,
 }
 
 pub(in crate::actors) enum FactorMsg {
@@ -108,13 +111,14 @@ pub(in crate::actors) enum FactorMsg {
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
     /// The challenge's proof, checked and counted in this one message: passed, the challenge ends, the proof is
-    /// used up, and with `trust` a trusted device starts (one commit); refused, the failure is counted against the
+    /// used up, with `trust` a trusted device starts, and `client`'s session starts, all in one commit (a failure
+    /// leaves the challenge live, never used up without a session); refused, the failure is counted against the
     /// challenge (at the last allowed one it ends) and the mailed code tried, audited, before the answer.
     Pass {
         challenge: TokenHash,
         proof: Proof,
         trust: Option<TokenHash>,
-        ip: String,
+        client: Client,
         reply: RpcReplyPort<Result<Passed, PassError>>,
     },
     /// A wrong authenticator code for a signed-in session (`verify-totp` with a session): audited. It has no count
@@ -179,17 +183,17 @@ impl UsersHandle {
         Ok(token)
     }
 
-    /// Checks `proof` against `challenge`: passed, it ends (with `trust`, a trusted device starts in the same
-    /// commit); refused, the failure is counted and audited before this returns ([`PassError::Refused`], or
-    /// [`PassError::Exhausted`] when that ended the challenge).
+    /// Checks `proof` against `challenge`: passed, it ends and `client`'s session starts in the same commit (with
+    /// `trust`, a trusted device too); refused, the failure is counted and audited before this returns
+    /// ([`PassError::Refused`], or [`PassError::Exhausted`] when that ended the challenge).
     pub async fn pass(
         &self,
         challenge: TokenHash,
         proof: Proof,
         trust: Option<TokenHash>,
-        ip: String,
+        client: Client,
     ) -> Result<Passed, PassError> {
-        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Pass { challenge, proof, trust, ip, reply })).await?
+        call(&self.0, |reply| UsersMsg::Factor(FactorMsg::Pass { challenge, proof, trust, client, reply })).await?
     }
 
     /// Records a wrong authenticator code given by `user`'s signed-in session.

@@ -4,11 +4,16 @@
 
 use std::sync::Arc;
 
-use super::{State, UsersActor, put};
+use super::{StartAnswer, State, UsersActor, put};
+use crate::actors::Unavailable;
+use crate::actors::sessions::StartWith;
 use crate::actors::users::second_factor::{FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
 use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, OTP_ATTEMPTS, TRUSTED_DEVICE_TTL};
 use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserFields, UserId, action};
 use crate::store::{StoreOp, audit, convert};
+
+/// A challenge passed, before its commit: the account as written and whether its session is remembered.
+type Passing = (Arc<User>, bool);
 
 impl UsersActor {
     pub(super) fn factor(&self, state: &mut State, msg: FactorMsg) {
@@ -31,11 +36,22 @@ impl UsersActor {
                 }
                 state.overlay.add(ops, reply, ());
             }
-            FactorMsg::Pass { challenge, proof, trust, ip, reply } => {
+            FactorMsg::Pass { challenge, proof, trust, client, reply } => {
                 // The check and the count of its failure are one message: a challenge's attempts are taken in
                 // message order, so parallel wrong codes cannot all be checked before the first is counted.
-                match self.pass(state, challenge, proof, trust, &ip) {
-                    Ok((passed, ops)) => state.overlay.add(ops, reply, passed),
+                match self.pass(state, challenge, proof, trust, &client.ip_address) {
+                    // The session starts in the commit that ends the challenge (as a sign-in upgrading its
+                    // password's hash does): both are durable or neither is, so a failed commit leaves the
+                    // challenge for the next try rather than used up without a session.
+                    Ok(((user, remember_me), ops)) => {
+                        state.overlay.add_unanswered(ops);
+                        let start = StartWith { user: user.id, remember_me, client };
+                        let answer: StartAnswer = Box::new(move |committed| {
+                            let passed = committed.map(|started| Passed { user, remember_me, started });
+                            let _ = reply.send(passed.map_err(|_| PassError::Unavailable(Unavailable)));
+                        });
+                        state.starting.push((start, answer));
+                    }
                     Err((e, ops)) if ops.is_empty() => drop(reply.send(Err(e))),
                     Err((e, ops)) => state.overlay.add_result(ops, reply, Err(e)),
                 }
@@ -175,7 +191,7 @@ impl UsersActor {
         proof: Proof,
         trust: Option<TokenHash>,
         ip: &str,
-    ) -> Result<(Passed, Vec<StoreOp>), (PassError, Vec<StoreOp>)> {
+    ) -> Result<(Passing, Vec<StoreOp>), (PassError, Vec<StoreOp>)> {
         let plain = |e| (e, Vec::new());
         // A challenge with no attempt left is deleted at its last failure: live means one is left for this check.
         let pending = self
@@ -223,7 +239,7 @@ impl UsersActor {
         let detail =
             format!("second factor passed with a {what}{}", if trust.is_some() { "; device trusted" } else { "" });
         ops.push(audit::entry(action::SECOND_FACTOR_PASSED, id, id.map(Into::into), ip, detail));
-        Ok((Passed { user, remember_me }, ops))
+        Ok(((user, remember_me), ops))
     }
 
     /// A wrong code for `challenge` (and for the mailed code under `mailed`, if one was tried): counted in the
