@@ -16,4 +16,15 @@ else
   cargo build --quiet --locked --profile "$profile" --manifest-path "$ROOT/Cargo.toml" --bin service-auth >&2
 fi
 case $profile in dev | test) dir=debug ;; bench) dir=release ;; *) dir=$profile ;; esac
-echo "$ROOT/target/$dir/service-auth"
+binary=$ROOT/target/$dir/service-auth
+# What `cargo install` puts on a server is this build: README promises at most 25 MB (its debug information is
+# dropped, see Cargo.toml's [profile.release]); a dependency or a profile change that breaks that stops here.
+if [ "$profile" = release ]; then
+  size=$(wc -c <"$binary" | tr -d ' ')
+  limit=25000000
+  if [ "$size" -gt "$limit" ]; then
+    echo "tests/binary.sh: the release binary is $size bytes, above the $limit the README promises (Cargo.toml's [profile.release])" >&2
+    exit 1
+  fi
+fi
+echo "$binary"

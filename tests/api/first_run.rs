@@ -229,3 +229,24 @@ async fn the_readme_walk_through_runs_as_written() {
     assert_eq!(left["organizations"].as_array().unwrap().len(), 1);
     assert_eq!(left["organizations"][0]["slug"], "st-john");
 }
+
+/// Before: `cargo install` (the README's first command) built a 125 MiB binary, its line tables and symbols kept.
+/// The release build is not made by CI (nine minutes on two cores), so what keeps it small is checked here: the
+/// release profile drops the debug information, and the profiling profile is where line tables are kept. The
+/// size itself is checked by tests/binary.sh whenever it builds the release binary (`./test --release`, a suite
+/// run alone).
+#[test]
+fn the_release_profile_keeps_the_installed_binary_small() {
+    let manifest: toml::Table = include_str!("../../Cargo.toml").parse().expect("Cargo.toml");
+    let profile = |name: &str| manifest["profile"][name].as_table().unwrap_or_else(|| panic!("[profile.{name}]"));
+    let release = profile("release");
+    let no_debug = [toml::Value::Boolean(false), toml::Value::Integer(0), toml::Value::String("none".into())];
+    assert!(release.get("debug").is_none_or(|d| no_debug.contains(d)), "release keeps debug information: {release:?}");
+    // Stripping only the debug information left the symbol table: 27.5 MB.
+    let stripped = [toml::Value::String("symbols".into()), toml::Value::Boolean(true)];
+    assert!(release.get("strip").is_some_and(|s| stripped.contains(s)), "release is not stripped: {release:?}");
+    let profiling = profile("profiling");
+    assert_eq!(profiling["inherits"].as_str(), Some("release"), "{profiling:?}");
+    assert_eq!(profiling["debug"].as_str(), Some("line-tables-only"), "{profiling:?}");
+    assert_eq!(profiling["strip"].as_str(), Some("none"), "{profiling:?}");
+}
