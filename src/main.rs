@@ -256,10 +256,11 @@ async fn serve(config: Config) -> ExitCode {
     }
 }
 
-/// Once the server serves: while nobody can administer the service, how to change that (logged first, so whoever
-/// reads the next line has it); then one plain line on stdout with the real address (the port may have been 0),
-/// which scripts and tests read.
+/// Once the server serves: where the console is (a newcomer's first question; `GET /` leads there too), and while
+/// nobody can administer the service, how to change that (logged first, so whoever reads the next line has it);
+/// then one plain line on stdout with the real address (the port may have been 0), which scripts and tests read.
 fn announce(started: &Started) {
+    tracing::info!("the administration console is at {}", started.console);
     if let Some(link) = &started.setup_link {
         tracing::warn!(
             "no administrator yet: create the first one in a browser at {link} (works once, for 30 minutes; a \

@@ -24,6 +24,8 @@ pub struct Started {
     pub metrics: Option<SocketAddr>,
     /// Whether an administrator exists: without one nobody can manage the service yet.
     pub has_admin: bool,
+    /// Where a browser opens the administration console (`base_url`, else the address served, and `/admin/`).
+    pub console: String,
     /// Without an administrator: the one-time link where the first one is created in a browser. It holds a live
     /// token: it goes to the server's log once, nowhere else.
     pub setup_link: Option<String>,
@@ -131,11 +133,12 @@ async fn serve_until(
     }
     let address = listener.local_addr().map_err(|e| AppError::Startup(format!("the listener has no address: {e}")))?;
     let has_admin = core.accounts.any_admin();
+    let base = public_base(&config, address);
     let setup_link = match has_admin {
         true => None,
         false => {
             let token = state.setup.issue(crate::accounts::SETUP_LINK_TTL).await;
-            Some(format!("{}/admin/setup?token={}", public_base(&config, address), token.as_str()))
+            Some(format!("{base}/admin/setup?token={}", token.as_str()))
         }
     };
     let report = Started {
@@ -143,6 +146,7 @@ async fn serve_until(
         metrics: metrics_listener.as_ref().and_then(|l| l.local_addr().ok()),
         has_admin,
         setup_link,
+        console: format!("{base}{}", http::CONSOLE_PATH),
     };
     if let Some(metrics_listener) = metrics_listener {
         let cap = config.metrics.max_connections;

@@ -1,4 +1,4 @@
-//! The pages behind the links the service mails, for a deployment without pages of its own: when a reset or
+//! `GET /`, which leads to the console, and the pages behind the links the service mails, for a deployment without pages of its own: when a reset or
 //! verification request names no `redirectTo`/`callbackURL`, the mailed link leads here (see `mail::Templates`).
 //! `GET /auth/reset-password?token=` is a form that posts the new password to `POST /api/auth/reset-password`;
 //! `GET /auth/email-verified` says the address is confirmed; both show "no longer valid" for `?error=` (the
@@ -26,6 +26,21 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("reset-password.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/reset-password.js")),
     ("setup.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/setup.js")),
 ];
+
+/// `GET /`: to the console, the one page a person opening the server's address can use (there is no account page
+/// yet). A 302, not a 301: a browser keeps a permanent redirect for good, and `/` may lead elsewhere in a later
+/// version (a page linking the console and the account page). The query, if any, is not carried over.
+pub fn root() -> Response<Body> {
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::FOUND;
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_static(CONSOLE_PATH));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Where the console is served (see `http::console`); `/` leads there and the start-up log names it.
+pub const CONSOLE_PATH: &str = "/admin/";
 
 /// `GET /auth/reset-password`: the form while the address carries a token, else "no longer valid".
 pub fn reset_password(req: &Request<Incoming>) -> Result<Response<Body>, Failure> {

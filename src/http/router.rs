@@ -275,6 +275,7 @@ async fn handle(
         Endpoint::Alive => Ok(ops::alive()),
         Endpoint::Ready => Ok(ops::ready(state)),
         Endpoint::ConsoleIndex | Endpoint::ConsoleAsset => console::asset(&req),
+        Endpoint::Root => Ok(pages::root()),
         Endpoint::ResetPasswordPage => pages::reset_password(&req),
         Endpoint::EmailVerifiedPage => pages::email_verified(&req),
         Endpoint::PageAsset => pages::asset(&req),

@@ -98,7 +98,7 @@ async fn any_other_origins_preflight_gets_204_without_a_cors_header() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn options_on_an_unknown_path_stays_404() {
     let s = server().await;
-    for path in ["/", "/api/auth/nothing", "/api/auth/reset-password/", "/api/admin/users/x"] {
+    for path in ["/index.html", "/api/auth/nothing", "/api/auth/reset-password/", "/api/admin/users/x"] {
         let r = preflight(&s, path, TRUSTED, &Method::POST).await;
         assert_eq!(r.status, 404, "{path}: {}", r.text);
         assert_auth_or_admin_error(&r, path);

@@ -93,6 +93,9 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
     let server = ChildServer::spawn(root.path(), &[("SERVICE_AUTH_LOG", "info")]).await;
     assert_eq!(server.get("/healthz").send().await.status, 200, "it serves once it says so");
     let err = server.stderr();
+    // Where to go next: the console's address, with the port actually served.
+    let console = format!("the administration console is at {}/admin/", server.base);
+    assert!(err.contains(&console), "{err}");
     assert!(err.contains("no administrator yet") && err.contains("service-auth admin create"), "{err}");
     assert!(
         err.contains("config=none") && err.contains(&format!("data_dir={}", root.path().join("data").display())),

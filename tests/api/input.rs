@@ -213,7 +213,8 @@ async fn unknown_paths_are_404() {
         ("GET", "/api/admin/users/123", Some(Family::Admin)),
         ("DELETE", "/api/admin/users/0b6f5e1c-3d7a-4c1e-9a52-6f1d2e3c4b5a", Some(Family::Admin)),
         ("GET", "/api/admin/organization", Some(Family::Admin)),
-        ("GET", "/", None),
+        // (`/` itself leads to the console: tests/api/pages.rs.)
+        ("GET", "/index.html", None),
         ("GET", "/api", None),
         ("GET", "/favicon.ico", None),
         ("GET", "/API/AUTH/GET-SESSION", None),

@@ -100,3 +100,25 @@ async fn without_pages_of_the_application_the_mailed_links_lead_to_the_services_
     assert_eq!(again, "/auth/email-verified?error=INVALID_TOKEN");
     assert_page(&s.get(&again).send().await, "This link is no longer valid");
 }
+
+/// Whoever opens the server's address in a browser lands on the console (`/admin/`) instead of a 404: a
+/// temporary redirect (so a later front page can replace it), with or without a query; `HEAD` the same, and no
+/// other method.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_front_door_leads_to_the_console() {
+    let s = TestServer::start().await;
+    for path in ["/", "/?from=bookmark"] {
+        let r = s.get(path).send().await;
+        assert_eq!((r.status, r.header("location").as_deref()), (302, Some("/admin/")), "{path}: {}", r.text);
+        assert!(r.text.is_empty(), "{path}: {}", r.text);
+    }
+    let r = s.req(reqwest::Method::HEAD, "/").send().await;
+    assert_eq!((r.status, r.header("location").as_deref()), (302, Some("/admin/")));
+    let r = s.post("/").json(&json!({})).send().await;
+    assert_eq!((r.status, r.header("allow").as_deref()), (405, Some("GET, HEAD")));
+    // Where it leads is the console's page.
+    let console = s.get("/admin/").send().await;
+    assert_eq!(console.status, 200);
+    assert_eq!(console.header("content-type").as_deref(), Some("text/html; charset=utf-8"));
+    s.stop().await;
+}
