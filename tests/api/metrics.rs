@@ -1,5 +1,5 @@
 //! Prometheus metrics on their own listener: known traffic shows up as the exact numbers, labels are route
-//! patterns (never raw paths), and `promtool check metrics` accepts a real scrape.
+//! patterns (never raw paths), and a real scrape passes what `promtool check metrics` checks (exposition_check.py).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -47,29 +47,48 @@ pub fn value(samples: &BTreeMap<String, f64>, key: &str) -> f64 {
     *samples.get(key).unwrap_or_else(|| panic!("no sample {key}; have:\n{samples:#?}"))
 }
 
-/// Runs `promtool check metrics` on `text`; fails (never skips) when promtool is missing.
-pub fn promtool_check(text: &str) {
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
+/// The Python that has prometheus-client: the repository's `.venv` (where `./test` installs tests/requirements.txt),
+/// else `python3` on PATH. Nothing is installed from here: a missing package fails at once, saying how to get it.
+fn python() -> std::ffi::OsString {
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    let python = if venv.exists() { venv.into_os_string() } else { "python3".into() };
+    match Command::new(&python).args(["-c", "import prometheus_client"]).output() {
+        Ok(out) if out.status.success() => python,
+        Ok(_) => panic!(
+            "prometheus-client is not installed: run ./test once (it installs tests/requirements.txt into .venv), or \
+             `python3 -m pip install prometheus-client==0.26.0`"
+        ),
+        Err(e) => panic!("cannot run {python:?} ({e}): the metrics tests need python3 with prometheus-client"),
+    }
+}
+
+/// Checks `text` as `promtool check metrics` does (tests/api/exposition_check.py: prometheus-client's parser and
+/// promtool's lint rules; promtool itself comes only in the Prometheus server's package). The problems it finds,
+/// one a line, or nothing when it accepts `text`.
+pub fn exposition_problems(text: &str) -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api/exposition_check.py");
+    let mut child = Command::new(python())
+        .arg(script)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn();
-    let mut child = child.unwrap_or_else(|e| {
-        panic!("cannot run promtool ({e}): install it (Debian `apt-get install prometheus`, macOS `brew install prometheus`), or run ./test, which does as root")
-    });
+        .spawn()
+        .expect("run tests/api/exposition_check.py");
     child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics failed:\n{}{}\non:\n{text}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let problems = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.success(), problems.is_empty(), "{problems}{}", String::from_utf8_lossy(&out.stderr));
+    problems
+}
+
+/// Fails, naming every problem, unless the exposition check accepts `text`.
+pub fn exposition_check(text: &str) {
+    let problems = exposition_problems(text);
+    assert!(problems.is_empty(), "the exposition check failed:\n{problems}\non:\n{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn known_traffic_shows_in_the_metrics_and_promtool_accepts_them() {
+async fn known_traffic_shows_in_the_metrics_and_the_exposition_check_accepts_them() {
     let s = TestServer::start_adjusted(|c| {
         c.metrics.listen = Some(ANY_PORT);
         c.rate_limit.sign_in_per_address = 4;
@@ -133,11 +152,45 @@ async fn known_traffic_shows_in_the_metrics_and_promtool_accepts_them() {
     assert_eq!(value(&m, "service_auth_store_commit_batch_requests_count"), commits);
     assert!(value(&m, "service_auth_store_commit_batch_requests_sum") >= commits);
 
-    promtool_check(&text);
+    exposition_check(&text);
 
     // Never on the public port.
     assert_eq!(s.get("/metrics").send().await.status, 404);
     s.stop().await;
+}
+
+/// The check stands in for `promtool check metrics`, so it refuses what promtool refuses: a real scrape with one
+/// fault put in at a time is each refused, naming the fault, while the scrape as served passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exposition_check_refuses_what_promtool_refuses() {
+    let s = TestServer::start_adjusted(|c| c.metrics.listen = Some(ANY_PORT)).await;
+    assert_eq!(s.get("/api/auth/get-session").send().await.status, 200);
+    let (_, text) = scrape(s.metrics()).await;
+    s.stop().await;
+    exposition_check(&text);
+    let counter = "service_auth_http_requests_total";
+    let gauge = "service_auth_users";
+    let faults: Vec<(&str, String, &str)> = vec![
+        ("a counter without _total", text.replace(counter, "service_auth_http_requests"), "'_total' suffix"),
+        (
+            "a family without help",
+            text.lines().filter(|l| !l.starts_with(&format!("# HELP {gauge} "))).collect::<Vec<_>>().join("\n"),
+            "no help text",
+        ),
+        ("a family exposed twice", format!("{text}{gauge} 7\n"), "outside its family"),
+        ("a value that is no number", text.replace(&format!("\n{gauge} "), &format!("\n{gauge} x")), "parsing error"),
+        ("a unit not in base units", text.replace("_seconds", "_milliseconds"), "use base unit"),
+        ("a camelCase label", text.replace("route=", "routePattern="), "camelCase"),
+        (
+            "a histogram whose +Inf bucket is not its count",
+            text.replacen("le=\"+Inf\"} ", "le=\"+Inf\"} 9", 1),
+            "the +Inf bucket is not the _count",
+        ),
+    ];
+    for (fault, broken, named) in faults {
+        let problems = exposition_problems(&broken);
+        assert!(problems.contains(named), "{fault}: expected {named:?}, got {problems:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
