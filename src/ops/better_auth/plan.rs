@@ -93,7 +93,10 @@ impl Plan {
             let _ = writeln!(out, "{} change(s) reported, the rest of each row imported:", self.notes.len());
             list(&mut out, &self.notes);
         }
-        out.push_str("not imported: sessions (everyone signs in once more), verification tokens, invitations");
+        // Pending invitations do come over (with a new id): only those no longer pending stay behind.
+        out.push_str(
+            "not imported: sessions (everyone signs in once more), verification tokens, invitations no longer pending",
+        );
         out
     }
 }

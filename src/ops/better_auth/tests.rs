@@ -156,6 +156,8 @@ fn users_passwords_roles_bans_and_organizations_come_over_with_a_mapping() {
     );
     assert!(report.contains("2 organizations, 3 memberships, 1 pending invitations"), "{report}");
     assert!(report.contains("2 invitation(s) no longer pending (or expired): not imported"), "{report}");
+    // The closing line says what stays behind: not the pending invitations, which come over.
+    assert!(report.ends_with("verification tokens, invitations no longer pending"), "{report}");
     assert!(report.contains("role \"superuser\" imported as user (superuser"), "{report}");
     assert!(!report.contains("dropped (one organization per account"), "{report}");
     assert!(report.contains("lapsed@example.com: the ban expired; imported unbanned"), "{report}");
