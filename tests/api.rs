@@ -35,8 +35,8 @@ mod api {
     mod oauth;
     mod oauth_id_token;
     mod ops;
+    mod org_plugin;
     mod organizations;
-    mod orgs;
     mod overload;
     mod pages;
     mod passkeys;

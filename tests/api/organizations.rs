@@ -1,707 +1,266 @@
-//! The better-auth organization plugin's calls (`/api/auth/organization/*`): every call and its refusals, the
-//! permission matrix (owner, admin, member, a member of another organization, a global administrator), the last
-//! owner, invitations by mail, and the seed's `organizationId` as the primary membership.
+//! `/api/admin/organizations`: listing, creation, slug and name rules.
 
 use serde_json::{Value, json};
 
 use super::harness::*;
 
-async fn post(s: &TestServer, call: &str, cookie: &str, body: &Value) -> Resp {
-    s.post(&format!("/api/auth/organization/{call}")).cookie(cookie).json(body).send().await
-}
-
-async fn get(s: &TestServer, call: &str, cookie: &str) -> Resp {
-    s.get(&format!("/api/auth/organization/{call}")).cookie(cookie).send().await
-}
-
-fn ok(r: &Resp) -> Value {
-    assert_eq!(r.status, 200, "{}", r.text);
-    r.json()
-}
-
-/// Creates an organization as `cookie`'s user (who becomes its owner); returns it.
-async fn create(s: &TestServer, cookie: &str, slug: &str) -> Value {
-    ok(&post(s, "create", cookie, &json!({"name": format!("Org {slug}"), "slug": slug})).await)
-}
-
-/// The invitation id in a message to `email` written to `dir` (the `.eml` files of `[email] directory`) that is
-/// not in `seen` yet, and the message's text. Messages to others are left for their own reader.
-async fn next_invitation(dir: &std::path::Path, seen: &mut Seen, email: &str) -> (String, String) {
-    let started = std::time::Instant::now();
-    loop {
-        for path in std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())) {
-            if seen.contains(&path) || path.extension().is_none_or(|e| e != "eml") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap().replace("=\r\n", "").replace("=\n", "");
-            let to =
-                text.lines().find(|l| l.to_ascii_lowercase().starts_with("to:")).unwrap_or_default().to_lowercase();
-            if !to.contains(&email.to_lowercase()) || !text.contains("accept-invitation?id=") {
-                continue;
-            }
-            seen.insert(path);
-            let at = text.find("accept-invitation?id=3D").map(|i| i + 23);
-            let at = at.or_else(|| text.find("accept-invitation?id=").map(|i| i + 21)).unwrap();
-            return (text[at..].chars().take(36).collect(), text);
-        }
-        assert!(started.elapsed().as_secs() < 10, "no invitation to {email}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
-type Seen = std::collections::HashSet<std::path::PathBuf>;
-
-/// Joins `user` to the organization through an invitation from `inviter` (the mail is read from `dir`).
-async fn join(
-    s: &TestServer,
-    dir: &std::path::Path,
-    seen: &mut Seen,
-    inviter: &str,
-    org: &str,
-    user: &TestUser,
-    role: &str,
-) {
-    ok(&post(s, "invite-member", inviter, &json!({"email": user.email, "role": role, "organizationId": org})).await);
-    let (id, _) = next_invitation(dir, seen, &user.email).await;
-    ok(&post(s, "accept-invitation", &user.cookie, &json!({"invitationId": id})).await);
-}
-
-async fn with_mail() -> (TestServer, tempfile::TempDir) {
-    let mail = tempfile::tempdir().unwrap();
-    let dir = mail.path().to_owned();
-    (TestServer::start_adjusted(|c| c.email.directory = Some(dir)).await, mail)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_organization_is_created_listed_checked_updated_and_deleted_by_its_owner() {
-    let s = TestServer::start().await;
-    let ann = s.new_user("ann").await;
-    let created =
-        ok(&post(&s, "create", &ann.cookie, &json!({"name": "St Mary", "slug": "st-mary", "metadata": {"a": 1}}))
-            .await);
-    assert_keys(&created, &["id", "name", "slug", "logo", "metadata", "createdAt", "members"]);
-    assert_eq!((created["slug"].clone(), created["metadata"].clone()), (json!("st-mary"), json!({"a": 1})));
-    let org = str_of(&created["id"]).to_owned();
-    assert_eq!(created["members"][0]["role"], "owner");
-    assert_eq!(created["members"][0]["userId"], ann.id.as_str());
-    assert_eq!(s.session(&ann.cookie).await["session"]["activeOrganizationId"], org.as_str(), "the new one is active");
-
-    // keepCurrentActiveOrganization leaves the session where it was.
-    let second = ok(&post(
-        &s,
-        "create",
-        &ann.cookie,
-        &json!({"name": "Two", "slug": "two", "keepCurrentActiveOrganization": true}),
-    )
-    .await);
-    assert_eq!(s.session(&ann.cookie).await["session"]["activeOrganizationId"], org.as_str());
-
-    let listed = ok(&get(&s, "list", &ann.cookie).await);
-    assert_eq!(
-        listed.as_array().unwrap().iter().map(|o| o["slug"].clone()).collect::<Vec<_>>(),
-        [json!("st-mary"), json!("two")]
-    );
-
-    assert_eq!(ok(&post(&s, "check-slug", &ann.cookie, &json!({"slug": "free-one"})).await), json!({"status": true}));
-    assert_auth_error(
-        &post(&s, "check-slug", &ann.cookie, &json!({"slug": "st-mary"})).await,
-        400,
-        "ORGANIZATION_SLUG_ALREADY_TAKEN",
-    );
-    assert_auth_error(
-        &post(&s, "create", &ann.cookie, &json!({"name": "X", "slug": "st-mary"})).await,
-        400,
-        "ORGANIZATION_ALREADY_EXISTS",
-    );
-    assert_auth_error(
-        &s.post("/api/auth/organization/create").json(&json!({"name": "X", "slug": "x"})).send().await,
-        401,
-        "UNAUTHORIZED",
-    );
-
-    // Without organizationId: the active one.
-    let updated = ok(&post(
-        &s,
-        "update",
-        &ann.cookie,
-        &json!({"data": {"name": "St Mary Hospital", "logo": "https://example.com/l.png"}}),
-    )
-    .await);
-    assert_eq!(
-        (updated["name"].clone(), updated["logo"].clone()),
-        (json!("St Mary Hospital"), json!("https://example.com/l.png"))
-    );
-    let taken = post(&s, "update", &ann.cookie, &json!({"data": {"slug": "two"}, "organizationId": org})).await;
-    assert_auth_error(&taken, 400, "ORGANIZATION_SLUG_ALREADY_TAKEN");
-
-    let full = ok(&s
-        .get("/api/auth/organization/get-full-organization?organizationSlug=st-mary")
-        .cookie(&ann.cookie)
-        .send()
-        .await);
-    assert_eq!(
-        (full["members"].as_array().unwrap().len(), full["members"][0]["user"]["email"].clone()),
-        (1, json!(ann.email))
-    );
-
-    let deleted = ok(&post(&s, "delete", &ann.cookie, &json!({"organizationId": org})).await);
-    assert_eq!(deleted["id"], org.as_str());
-    assert_eq!(s.session(&ann.cookie).await["session"]["activeOrganizationId"], Value::Null, "no longer active");
-    assert_eq!(ok(&get(&s, "list", &ann.cookie).await).as_array().unwrap().len(), 1);
-    assert_auth_error(
-        &post(&s, "delete", &ann.cookie, &json!({"organizationId": org})).await,
-        400,
-        "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION",
-    );
-    assert_eq!(ok(&get(&s, "get-full-organization", &ann.cookie).await), Value::Null, "none active: null");
-    let set = ok(&post(&s, "set-active", &ann.cookie, &json!({"organizationId": second["id"]})).await);
-    assert_eq!(set["slug"], "two");
-    assert_eq!(ok(&post(&s, "set-active", &ann.cookie, &json!({"organizationId": null})).await), Value::Null);
-
-    let audit = ok(&s.get("/api/admin/audit?limit=50").cookie(&s.admin_session().await).send().await);
-    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
-    for a in ["organization.created", "member.added", "organization.updated", "organization.deleted"] {
-        assert!(actions.contains(&a), "{a} not audited: {actions:?}");
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_administrators_create_organizations_when_members_may_not() {
-    let s = TestServer::start_adjusted(|c| c.organizations.members_may_create = false).await;
-    let ann = s.new_user("ann").await;
-    let refused = post(&s, "create", &ann.cookie, &json!({"name": "A", "slug": "a"})).await;
-    assert_auth_error(&refused, 403, "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_ORGANIZATION");
-    create(&s, &s.admin_session().await, "a").await;
-}
-
-/// An invitation is mailed, single use, for its address only; accepting it never verifies the address, and
-/// listing one's invitations needs a verified one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_invitation_is_mailed_and_accepted_once_by_its_recipient_only() {
-    let (s, mail) = with_mail().await;
-    let mut seen = Seen::new();
-    let owner = s.new_user("owner").await;
-    let org = str_of(&create(&s, &owner.cookie, "pharmacy").await["id"]).to_owned();
-    let sent =
-        ok(&post(&s, "invite-member", &owner.cookie, &json!({"email": "Bob@Example.com", "role": "admin"})).await);
-    assert_eq!(
-        (sent["email"].clone(), sent["role"].clone(), sent["status"].clone()),
-        (json!("bob@example.com"), json!("admin"), json!("pending"))
-    );
-    let (id, text) = next_invitation(mail.path(), &mut seen, "bob@example.com").await;
-    assert_eq!(id, str_of(&sent["id"]));
-    assert!(text.contains("Org pharmacy") && text.contains("owner@example.com"), "{text}");
-    assert_auth_error(
-        &post(&s, "invite-member", &owner.cookie, &json!({"email": "bob@example.com", "role": "admin"})).await,
-        400,
-        "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION",
-    );
-    let resent = ok(&post(
-        &s,
-        "invite-member",
-        &owner.cookie,
-        &json!({"email": "bob@example.com", "role": "admin", "resend": true}),
-    )
-    .await);
-    assert_eq!(resent["id"], id.as_str(), "a resend is the same invitation");
-    let _ = next_invitation(mail.path(), &mut seen, "bob@example.com").await;
-    assert_auth_error(
-        &post(&s, "invite-member", &owner.cookie, &json!({"email": "x@example.com", "role": "boss"})).await,
-        400,
-        "ROLE_NOT_FOUND",
-    );
-    assert_auth_error(
-        &post(&s, "invite-member", &owner.cookie, &json!({"email": "not an e-mail", "role": "member"})).await,
-        400,
-        "INVALID_EMAIL",
-    );
-
-    let eve = s.new_user("eve").await;
-    assert_auth_error(
-        &post(&s, "accept-invitation", &eve.cookie, &json!({"invitationId": id})).await,
-        403,
-        "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION",
-    );
-    assert_auth_error(
-        &s.get(&format!("/api/auth/organization/get-invitation?id={id}")).cookie(&eve.cookie).send().await,
-        403,
-        "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION",
-    );
-
-    let bob = s.new_user("bob").await;
-    assert_auth_error(
-        &get(&s, "list-user-invitations", &bob.cookie).await,
-        403,
-        "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION",
-    );
-    let shown = ok(&s.get(&format!("/api/auth/organization/get-invitation?id={id}")).cookie(&bob.cookie).send().await);
-    assert_eq!(
-        (shown["organizationSlug"].clone(), shown["inviterEmail"].clone()),
-        (json!("pharmacy"), json!(owner.email))
-    );
-    let accepted = ok(&post(&s, "accept-invitation", &bob.cookie, &json!({"invitationId": id})).await);
-    assert_eq!(
-        (accepted["invitation"]["status"].clone(), accepted["member"]["role"].clone()),
-        (json!("accepted"), json!("admin"))
-    );
-    let session = s.session(&bob.cookie).await;
-    assert_eq!(session["session"]["activeOrganizationId"], org.as_str(), "the session works in it");
-    assert_eq!(session["user"]["emailVerified"], false, "an invitation proves no address");
-    assert_auth_error(
-        &post(&s, "accept-invitation", &bob.cookie, &json!({"invitationId": id})).await,
-        400,
-        "INVITATION_NOT_FOUND",
-    );
-    assert_auth_error(
-        &post(&s, "invite-member", &owner.cookie, &json!({"email": bob.email, "role": "member"})).await,
-        400,
-        "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION",
-    );
-    let members = ok(&s
-        .get(&format!("/api/auth/organization/list-members?organizationId={org}"))
-        .cookie(&owner.cookie)
-        .send()
-        .await);
-    assert_eq!(members["total"], 2);
-
-    // Rejected by its recipient; canceled by an admin; neither can be accepted afterwards.
-    let carol = s.new_user("carol").await;
-    ok(&post(&s, "invite-member", &owner.cookie, &json!({"email": carol.email, "role": "member"})).await);
-    let (carols, _) = next_invitation(mail.path(), &mut seen, &carol.email).await;
-    let rejected = ok(&post(&s, "reject-invitation", &carol.cookie, &json!({"invitationId": carols})).await);
-    assert_eq!(
-        (rejected["invitation"]["status"].clone(), rejected["member"].clone()),
-        (json!("rejected"), Value::Null)
-    );
-    assert_auth_error(
-        &post(&s, "accept-invitation", &carol.cookie, &json!({"invitationId": carols})).await,
-        400,
-        "INVITATION_NOT_FOUND",
-    );
-    ok(&post(
-        &s,
-        "invite-member",
-        &bob.cookie,
-        &json!({"email": "dave@example.com", "role": "member", "organizationId": org}),
-    )
-    .await);
-    let (daves, _) = next_invitation(mail.path(), &mut seen, "dave@example.com").await;
-    assert_eq!(
-        ok(&post(&s, "cancel-invitation", &bob.cookie, &json!({"invitationId": daves})).await)["status"],
-        "canceled"
-    );
-    let dave = s.new_user("dave").await;
-    assert_auth_error(
-        &post(&s, "accept-invitation", &dave.cookie, &json!({"invitationId": daves})).await,
-        400,
-        "INVITATION_NOT_FOUND",
-    );
-    let listed = ok(&s
-        .get(&format!("/api/auth/organization/list-invitations?organizationId={org}"))
-        .cookie(&owner.cookie)
-        .send()
-        .await);
-    let statuses: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|i| i["status"].as_str()).collect();
-    assert_eq!(statuses, ["accepted", "rejected", "canceled"], "{listed}");
-
-    // A verified recipient lists their pending invitations.
-    let token = {
-        assert_eq!(
-            s.post("/api/auth/send-verification-email").json(&json!({"email": dave.email})).send().await.status,
-            200
-        );
-        let started = std::time::Instant::now();
-        loop {
-            let files: Vec<_> = std::fs::read_dir(mail.path()).unwrap().filter_map(|e| e.ok()).collect();
-            if let Some(text) = files
-                .iter()
-                .map(|f| std::fs::read_to_string(f.path()).unwrap().replace("=\r\n", "").replace("=\n", ""))
-                .find(|t| t.contains("verify-email?token="))
-            {
-                let mut at = text.find("verify-email?token=").unwrap() + "verify-email?token=".len();
-                if text[at..].starts_with("3D") {
-                    at += 2; // quoted-printable's `=`
-                }
-                break text[at..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-                    .collect::<String>();
-            }
-            assert!(started.elapsed().as_secs() < 10, "no verification mail");
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    };
-    assert_eq!(s.get(&format!("/api/auth/verify-email?token={token}")).send().await.status, 200);
-    ok(&post(&s, "invite-member", &owner.cookie, &json!({"email": dave.email, "role": "member"})).await);
-    let (again, _) = next_invitation(mail.path(), &mut seen, &dave.email).await;
-    let mine = ok(&get(&s, "list-user-invitations", &dave.cookie).await);
-    assert_eq!(
-        (mine.as_array().unwrap().len(), mine[0]["id"].clone(), mine[0]["organizationName"].clone()),
-        (1, json!(again), json!("Org pharmacy"))
-    );
-
-    let audit = ok(&s.get("/api/admin/audit?limit=100").cookie(&s.admin_session().await).send().await);
-    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
-    for a in ["invitation.sent", "invitation.accepted", "invitation.rejected", "invitation.canceled"] {
-        assert!(actions.contains(&a), "{a} not audited");
-    }
-}
-
-/// Owner, admin, member, a member of another organization and a global administrator against every call that
-/// reads or changes an organization: what each may do, and the code of each refusal.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_permission_matrix() {
-    let (s, mail) = with_mail().await;
-    let mut seen = Seen::new();
-    let (owner, admin, member, outsider) =
-        (s.new_user("o").await, s.new_user("a").await, s.new_user("m").await, s.new_user("x").await);
-    let global = s.admin_session().await;
-    let org = str_of(&create(&s, &owner.cookie, "main").await["id"]).to_owned();
-    create(&s, &outsider.cookie, "other").await;
-    join(&s, mail.path(), &mut seen, &owner.cookie, &org, &admin, "admin").await;
-    join(&s, mail.path(), &mut seen, &owner.cookie, &org, &member, "member").await;
-    let in_org = |extra: Value| {
-        let mut body = extra;
-        body["organizationId"] = json!(org);
-        body
-    };
-    let everyone = [
-        ("owner", owner.cookie.as_str()),
-        ("admin", &admin.cookie),
-        ("member", &member.cookie),
-        ("outsider", &outsider.cookie),
-        ("global", &global),
-    ];
-
-    // Reads.
-    for (who, cookie) in everyone {
-        let full = s
-            .get(&format!("/api/auth/organization/get-full-organization?organizationId={org}"))
-            .cookie(cookie)
-            .send()
-            .await;
-        let members =
-            s.get(&format!("/api/auth/organization/list-members?organizationId={org}")).cookie(cookie).send().await;
-        let role = s
-            .get(&format!("/api/auth/organization/get-active-member-role?organizationId={org}"))
-            .cookie(cookie)
-            .send()
-            .await;
-        let invitations =
-            s.get(&format!("/api/auth/organization/list-invitations?organizationId={org}")).cookie(cookie).send().await;
-        match who {
-            "outsider" => {
-                assert_auth_error(&full, 403, "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION");
-                assert_auth_error(&members, 403, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION");
-                assert_auth_error(&role, 403, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION");
-                assert_auth_error(&invitations, 403, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION");
-            }
-            _ => {
-                assert_eq!(ok(&full)["members"].as_array().unwrap().len(), 3, "{who}");
-                assert_eq!(ok(&members)["total"], 3, "{who}");
-                let expected = if who == "global" { "owner" } else { who };
-                assert_eq!(ok(&role)["role"], expected);
-                if who == "member" {
-                    assert_auth_error(&invitations, 403, "YOU_ARE_NOT_ALLOWED_TO_LIST_INVITATIONS");
-                    assert_eq!(ok(&full)["invitations"], json!([]), "a member sees no invitation");
-                } else {
-                    assert_eq!(ok(&invitations).as_array().unwrap().len(), 2, "{who}");
-                }
-            }
-        }
-        let invite =
-            post(&s, "has-permission", cookie, &in_org(json!({"permissions": {"invitation": ["create"]}}))).await;
-        let delete =
-            post(&s, "has-permission", cookie, &in_org(json!({"permissions": {"organization": ["delete"]}}))).await;
-        match who {
-            "outsider" => assert_auth_error(&invite, 401, "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION"),
-            _ => {
-                assert_eq!(ok(&invite)["success"], who != "member", "{who} invitation:create");
-                assert_eq!(ok(&delete)["success"], who == "owner" || who == "global", "{who} organization:delete");
-            }
-        }
-    }
-
-    // Changes, each on fresh targets.
-    for (who, cookie) in everyone {
-        let renamed = post(&s, "update", cookie, &in_org(json!({"data": {"name": format!("Renamed by {who}")}}))).await;
-        let invited = post(
-            &s,
-            "invite-member",
-            cookie,
-            &in_org(json!({"email": format!("{who}-guest@example.com"), "role": "member"})),
-        )
-        .await;
-        let target = s.new_user(&format!("t-{who}")).await;
-        join(&s, mail.path(), &mut seen, &owner.cookie, &org, &target, "member").await;
-        let target_id =
-            str_of(&ok(&s.get("/api/auth/organization/get-active-member").cookie(&target.cookie).send().await)["id"])
-                .to_owned();
-        let promoted =
-            post(&s, "update-member-role", cookie, &in_org(json!({"memberId": target_id, "role": "admin"}))).await;
-        let made_owner =
-            post(&s, "update-member-role", cookie, &in_org(json!({"memberId": target_id, "role": "owner"}))).await;
-        let removed = post(&s, "remove-member", cookie, &in_org(json!({"memberIdOrEmail": target.email}))).await;
-        match who {
-            "outsider" => {
-                assert_auth_error(&renamed, 400, "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION");
-                assert_auth_error(&invited, 400, "MEMBER_NOT_FOUND");
-                assert_auth_error(&promoted, 400, "MEMBER_NOT_FOUND");
-                assert_auth_error(&removed, 400, "MEMBER_NOT_FOUND");
-            }
-            "member" => {
-                assert_auth_error(&renamed, 403, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION");
-                assert_auth_error(&invited, 403, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION");
-                assert_auth_error(&promoted, 403, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER");
-                assert_auth_error(&made_owner, 403, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER");
-                assert_auth_error(&removed, 401, "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER");
-            }
-            "admin" => {
-                ok(&renamed);
-                ok(&invited);
-                assert_eq!(ok(&promoted)["role"], "admin");
-                assert_auth_error(&made_owner, 403, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER");
-                assert_eq!(ok(&removed)["member"]["userId"], target.id.as_str());
-            }
-            _ => {
-                ok(&renamed);
-                ok(&invited);
-                assert_eq!(ok(&promoted)["role"], "admin");
-                assert_eq!(ok(&made_owner)["role"], "owner", "{who} grants owner");
-                // An owner is removed by an owner only, and never the last one.
-                assert_eq!(ok(&removed)["member"]["role"], "owner");
-            }
-        }
-    }
-    // An admin may neither invite an owner, nor remove or demote one.
-    let refused =
-        post(&s, "invite-member", &admin.cookie, &in_org(json!({"email": "boss@example.com", "role": "owner"}))).await;
-    assert_auth_error(&refused, 403, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE");
-    assert_auth_error(
-        &post(&s, "remove-member", &admin.cookie, &in_org(json!({"memberIdOrEmail": owner.email}))).await,
-        400,
-        "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER",
-    );
-    let owner_member = ok(&s
-        .get(&format!("/api/auth/organization/list-members?organizationId={org}"))
-        .cookie(&owner.cookie)
-        .send()
-        .await)["members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["userId"] == owner.id.as_str())
-        .unwrap()["id"]
-        .clone();
-    assert_auth_error(
-        &post(&s, "update-member-role", &admin.cookie, &in_org(json!({"memberId": owner_member, "role": "member"})))
-            .await,
-        403,
-        "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER",
-    );
-    // The last owner neither leaves, nor demotes themself, nor is removed.
-    assert_auth_error(
-        &post(&s, "leave", &owner.cookie, &in_org(json!({}))).await,
-        400,
-        "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER",
-    );
-    assert_auth_error(
-        &post(&s, "update-member-role", &owner.cookie, &in_org(json!({"memberId": owner_member, "role": "admin"})))
-            .await,
-        400,
-        "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER",
-    );
-    assert_auth_error(
-        &post(&s, "remove-member", &global, &in_org(json!({"memberIdOrEmail": owner.email}))).await,
-        400,
-        "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER",
-    );
-    // An organization's admins reach no other organization, and no global call.
-    assert_auth_error(
-        &post(&s, "delete", &admin.cookie, &in_org(json!({}))).await,
-        403,
-        "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION",
-    );
-    assert_eq!(s.get("/api/admin/users").cookie(&owner.cookie).send().await.status, 403);
-    assert_eq!(s.get("/api/auth/admin/list-users").cookie(&owner.cookie).send().await.status, 403);
-    assert_eq!(s.get("/api/admin/organizations").cookie(&admin.cookie).send().await.status, 403);
-    // A member leaves; the session of the one who leaves no longer works in it.
-    ok(&post(&s, "set-active", &member.cookie, &json!({"organizationId": org})).await);
-    assert_eq!(ok(&post(&s, "leave", &member.cookie, &in_org(json!({}))).await)["userId"], member.id.as_str());
-    assert_eq!(s.session(&member.cookie).await["session"]["activeOrganizationId"], Value::Null);
-    assert_auth_error(&get(&s, "get-active-member", &member.cookie).await, 400, "NO_ACTIVE_ORGANIZATION");
-    // A global administrator deletes it; the owner's session working in it is answered accordingly.
-    ok(&post(&s, "delete", &global, &in_org(json!({}))).await);
-    assert_eq!(ok(&get(&s, "list", &owner.cookie).await), json!([]));
-}
-
-/// `organizationId` on the account is its primary membership: an administrator's PATCH adds or moves it (as a
-/// `member`), `null` ends it; leaving through the plugin clears it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_seeds_organization_id_is_the_primary_membership() {
+async fn organization_list_starts_empty() {
     let s = TestServer::start().await;
     let admin = s.admin_session().await;
-    let ann = s.new_user("ann").await;
-    let (a, b) = (s.new_org(&admin, "A", "a").await, s.new_org(&admin, "B", "b").await);
-    let (a, b) = (str_of(&a["id"]).to_owned(), str_of(&b["id"]).to_owned());
-    s.patch_ok(&admin, &json!({"userId": ann.id, "organizationId": a})).await;
-    let listed = ok(&get(&s, "list", &ann.cookie).await);
-    assert_eq!(listed.as_array().unwrap().iter().map(|o| o["id"].clone()).collect::<Vec<_>>(), [json!(a)]);
-    let role = ok(&s
-        .get(&format!("/api/auth/organization/get-active-member-role?organizationId={a}"))
-        .cookie(&ann.cookie)
-        .send()
-        .await);
-    assert_eq!(role["role"], "member");
-    s.patch_ok(&admin, &json!({"userId": ann.id, "organizationId": b})).await;
-    let listed = ok(&get(&s, "list", &ann.cookie).await);
-    assert_eq!(listed.as_array().unwrap().iter().map(|o| o["id"].clone()).collect::<Vec<_>>(), [json!(b)], "moved");
-    ok(&post(&s, "leave", &ann.cookie, &json!({"organizationId": b})).await);
-    assert_eq!(
-        s.listed_user(&admin, &ann.id).await["organization_id"],
-        Value::Null,
-        "leaving ends the primary membership"
-    );
-    s.patch_ok(&admin, &json!({"userId": ann.id, "organizationId": a})).await;
-    s.patch_ok(&admin, &json!({"userId": ann.id, "organizationId": null})).await;
-    assert_eq!(ok(&get(&s, "list", &ann.cookie).await), json!([]));
-    // The last owner is not moved away by an administrator either.
-    let bo = s.new_user("bo").await;
-    let own = str_of(&create(&s, &bo.cookie, "bos").await["id"]).to_owned();
-    s.patch_ok(&admin, &json!({"userId": bo.id, "organizationId": own})).await;
-    assert_eq!(s.patch_user(&admin, &json!({"userId": bo.id, "organizationId": a})).await.status, 409);
+    let r = s.list_orgs(Some(&admin)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.content_type().starts_with("application/json"));
+    assert_eq!(r.json(), json!({"organizations": []}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn members_are_listed_in_pages_with_their_total_and_survive_a_restart() {
+async fn create_organization_returns_it_and_lists_it() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let r = s.create_org(&admin, "Acme Pharmacy", "acme-pharmacy").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.content_type().starts_with("application/json"));
+    let body = r.json();
+    assert_keys(&body, &["organization"]);
+    let org = &body["organization"];
+    assert_org(org);
+    assert_eq!(org["name"], "Acme Pharmacy");
+    assert_eq!(org["slug"], "acme-pharmacy");
+    assert_recent(&org["created_at"]);
+    assert_eq!(s.orgs(&admin).await, vec![org.clone()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn organizations_are_listed_by_creation_time_then_id() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let mut created = Vec::new();
+    for slug in ["zeta", "alpha", "mid", "beta", "omega"] {
+        created.push(s.new_org(&admin, &slug.to_uppercase(), slug).await);
+    }
+    let listed = s.orgs(&admin).await;
+    listed.iter().for_each(assert_org);
+    assert_ordered(&listed);
+    let mut expected = created.clone();
+    expected.sort_by_key(|o| (ts(&o["created_at"]), str_of(&o["id"]).to_owned()));
+    assert_eq!(listed, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_slug_is_409() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let first = s.new_org(&admin, "Acme", "acme").await;
+    let r = s.create_org(&admin, "Another Acme", "acme").await;
+    assert_admin_error(&r, 409);
+    assert_eq!(s.orgs(&admin).await, vec![first]);
+    // The same name with another slug is fine.
+    s.new_org(&admin, "Acme", "acme-2").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slug_rules() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let max = "a".repeat(63);
+    let good = ["a", "0", "a-b", "abc-123", "a--b", "9lives", max.as_str()];
+    for slug in good {
+        let r = s.create_org(&admin, "Org", slug).await;
+        assert_eq!(r.status, 200, "slug {slug:?}: {}", r.text);
+        assert_eq!(r.json()["organization"]["slug"], slug);
+    }
+    let too_long = "a".repeat(64);
+    let bad = ["", "-a", "a-", "-", "A", "Acme", "a b", " a", "a ", "a_b", "a.b", "a/b", "é", "ａ", too_long.as_str()];
+    for slug in bad {
+        let r = s.create_org(&admin, "Org", slug).await;
+        assert_eq!(r.status, 400, "slug {slug:?}: {}", r.text);
+        assert_admin_error(&r, 400);
+    }
+    assert_eq!(s.orgs(&admin).await.len(), good.len(), "no bad slug was created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn organization_name_and_body_rules() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let bad: Vec<Value> = vec![
+        json!({"name": "", "slug": "s1"}),
+        json!({"name": "   ", "slug": "s2"}),
+        json!({"name": "a".repeat(201), "slug": "s3"}),
+        json!({"name": 5, "slug": "s4"}),
+        json!({"name": null, "slug": "s5"}),
+        json!({"slug": "s6"}),
+        json!({"name": "Org"}),
+        json!({"name": "Org", "slug": 7}),
+        json!({"name": "Org", "slug": null}),
+        json!([]),
+        json!({}),
+        json!("Org"),
+    ];
+    for body in &bad {
+        let r = s.post("/api/admin/organizations").cookie(&admin).json(body).send().await;
+        assert_eq!(r.status, 400, "POST {body}: {}", r.text);
+        assert_admin_error(&r, 400);
+    }
+    assert!(s.orgs(&admin).await.is_empty());
+    for (i, name) in ["a".repeat(200), format!("  {}  ", "b".repeat(200)), "é".repeat(200)].iter().enumerate() {
+        let r = s.create_org(&admin, name, &format!("ok-{i}")).await;
+        assert_eq!(r.status, 200, "name of {} chars: {}", name.chars().count(), r.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_organization_is_read_renamed_and_shows_its_members() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let org = s.new_org(&admin, "St Mary", "st-mary").await;
+    s.new_org(&admin, "Other", "other").await;
+    let id = org["id"].as_str().unwrap();
+    let (a, b) = (s.new_user("member-a").await, s.new_user("outsider").await);
+    s.patch_ok(&admin, &json!({"userId": a.id, "organizationId": id})).await;
+
+    let r = s.get(&format!("/api/admin/organizations/{id}")).cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        (r.json()["organization"]["slug"].clone(), r.json()["organization"]["member_count"].clone()),
+        (json!("st-mary"), json!(1))
+    );
+    let r = s.get(&format!("/api/admin/organizations/{id}/members")).cookie(&admin).send().await;
+    let members = r.json()["members"].as_array().unwrap().clone();
+    assert_eq!(members.len(), 1);
+    // The list of organizations takes no parameters: a page size is refused, not answered with everything.
+    let r = s.get("/api/admin/organizations?limit=1").cookie(&admin).send().await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(r.json()["error"], "unknown parameter `limit`; this call takes none");
+    assert_admin_user(&members[0]);
+    assert_eq!(members[0]["id"], json!(a.id));
+
+    // The members come a page at a time when asked, in creation order, with the organization's total.
+    let (c, d) = (s.new_user("member-c").await, s.new_user("member-d").await);
+    for user in [&c, &d] {
+        s.patch_ok(&admin, &json!({"userId": user.id, "organizationId": id})).await;
+    }
+    let page = |query: String| s.get(&format!("/api/admin/organizations/{id}/members?{query}")).cookie(&admin).send();
+    let first = page("limit=2".into()).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let ids = |r: &Value| r["members"].as_array().unwrap().iter().map(|m| m["id"].clone()).collect::<Vec<_>>();
+    assert_eq!((ids(&first.json()), first.json()["total"].clone()), (vec![json!(a.id), json!(c.id)], json!(3)));
+    let cursor = first.json()["next_cursor"].as_str().expect("a next page").to_owned();
+    let rest = page(format!("limit=2&cursor={cursor}")).await.json();
+    assert_eq!(
+        (ids(&rest), rest["next_cursor"].clone(), rest["total"].clone()),
+        (vec![json!(d.id)], Value::Null, json!(3))
+    );
+    for (query, error) in [
+        ("limit=0", "limit must be a whole number from 1 to 1000"),
+        ("cursor=nope", "cursor must be a next_cursor from an earlier page"),
+        ("q=member", "unknown parameter `q`; allowed: limit, cursor"),
+        ("organization_id=none", "unknown parameter `organization_id`; allowed: limit, cursor"),
+    ] {
+        let r = page(query.into()).await;
+        assert_eq!((r.status, r.json()["error"].clone()), (400, json!(error)), "{query}");
+    }
+
+    let rename = |body: Value| s.patch(&format!("/api/admin/organizations/{id}")).cookie(&admin).json(&body).send();
+    let r = rename(json!({"name": "St Mary Hospital Pharmacy", "slug": "st-mary-hospital"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["organization"]["slug"], "st-mary-hospital");
+    assert_eq!(r.json()["organization"]["created_at"], org["created_at"], "only name and slug change");
+    assert_admin_error(&rename(json!({"slug": "other"})).await, 409);
+    assert_admin_error(&rename(json!({})).await, 400);
+    assert_admin_error(&rename(json!({"slug": "Not A Slug"})).await, 400);
+    assert_admin_error(&rename(json!({"owner": "x"})).await, 400);
+    let listed = s.orgs(&admin).await;
+    assert!(listed.iter().any(|o| o["slug"] == "st-mary-hospital") && !listed.iter().any(|o| o["slug"] == "st-mary"));
+    assert_eq!(s.create_org(&admin, "Again", "st-mary").await.status, 200, "the old slug is free again");
+
+    let unknown = uuid::Uuid::now_v7();
+    assert_admin_error(&s.get(&format!("/api/admin/organizations/{unknown}")).cookie(&admin).send().await, 404);
+    assert_admin_error(&s.get("/api/admin/organizations/not-an-id").cookie(&admin).send().await, 400);
+    assert_admin_error(&s.get(&format!("/api/admin/organizations/{id}/members")).cookie(&b.cookie).send().await, 403);
+    assert_admin_error(&s.get(&format!("/api/admin/organizations/{id}")).send().await, 401);
+    let audit = s.get("/api/admin/audit?limit=50").cookie(&admin).send().await.json();
+    assert!(audit["entries"].as_array().unwrap().iter().any(|e| e["action"] == "organization.updated"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_empty_organization_is_deleted_only_with_its_members_detached_and_for_good() {
     let dir = tempfile::tempdir().unwrap();
     let s = TestServer::start_in(dir.path()).await;
     let admin = s.admin_session().await;
-    let owner = s.new_user("owner").await;
-    let org = str_of(&create(&s, &owner.cookie, "big").await["id"]).to_owned();
-    for n in 0..5 {
-        let u = s.new_user(&format!("u{n}")).await;
-        s.patch_ok(&admin, &json!({"userId": u.id, "organizationId": org})).await;
-    }
-    let page = ok(&s
-        .get(&format!("/api/auth/organization/list-members?organizationId={org}&limit=2&offset=1"))
-        .cookie(&owner.cookie)
-        .send()
-        .await);
-    assert_eq!((page["total"].clone(), page["members"].as_array().unwrap().len()), (json!(6), 2));
-    assert_eq!(page["members"][0]["user"]["email"], "u0@example.com", "joining order: the owner first");
-    assert_auth_error(
-        &s.get(&format!("/api/auth/organization/list-members?organizationId={org}&sortBy=x"))
-            .cookie(&owner.cookie)
-            .send()
-            .await,
-        400,
-        "VALIDATION_ERROR",
-    );
+    let org = s.new_org(&admin, "Closing", "closing").await;
+    let id = org["id"].as_str().unwrap().to_owned();
+    let u = s.new_user("staff").await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "organizationId": id})).await;
+    let delete = |query: &str| s.delete(&format!("/api/admin/organizations/{id}{query}")).cookie(&admin).send();
+    assert_admin_error(&delete("").await, 409);
+    assert_admin_error(&delete("?detach_members=maybe").await, 400);
+    assert_admin_error(&delete("?cascade=true").await, 400);
+    assert_eq!(s.listed_user(&admin, &u.id).await["organization_id"], json!(id), "a refusal changes nothing");
+    let r = delete("?detach_members=true").await;
+    assert_eq!((r.status, r.json()), (200, json!({"success": true, "detached": 1})), "{}", r.text);
+    assert_admin_error(&delete("?detach_members=true").await, 404);
+    assert_eq!(s.listed_user(&admin, &u.id).await["organization_id"], Value::Null);
+    assert_admin_error(&s.patch_user(&admin, &json!({"userId": u.id, "organizationId": id})).await, 404);
+    let empty = s.new_org(&admin, "Empty", "empty").await;
+    let r =
+        s.delete(&format!("/api/admin/organizations/{}", empty["id"].as_str().unwrap())).cookie(&admin).send().await;
+    assert_eq!(r.json(), json!({"success": true, "detached": 0}));
     s.stop().await;
+
     let s = TestServer::start_in(dir.path()).await;
-    let owner = s.login(&owner.email, PASSWORD).await;
-    let page =
-        ok(&s.get(&format!("/api/auth/organization/list-members?organizationId={org}")).cookie(&owner).send().await);
-    assert_eq!(page["total"], 6);
-    assert_eq!(page["members"][0]["role"], "owner");
-    s.stop().await;
+    let admin = s.admin_session().await;
+    assert!(s.orgs(&admin).await.is_empty(), "both deletions are durable");
+    assert_eq!(s.listed_user(&admin, &u.id).await["organization_id"], Value::Null);
+    assert_eq!(s.create_org(&admin, "Closing again", "closing").await.status, 200, "the slug is free");
+    let audit = s.get("/api/admin/audit?limit=50").cookie(&admin).send().await.json();
+    let deleted: Vec<&Value> =
+        audit["entries"].as_array().unwrap().iter().filter(|e| e["action"] == "organization.deleted").collect();
+    assert_eq!(deleted.len(), 2);
+    assert!(deleted.iter().any(|e| e["detail"] == "closing; 1 member(s) detached"), "{deleted:?}");
 }
 
-/// An organization's admin (and its owner) names another organization in every call of the plugin and reaches
-/// nothing: reads answer 403, changes are refused, and that organization is as it was; no global administration
-/// call answers them either (the console's organization admin page relies on exactly this).
+/// Joining an organization while it is being deleted: whatever the order, no account is left a member of an
+/// organization that no longer exists.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_organization_admin_reaches_no_other_organization_and_no_global_call() {
-    let (s, mail) = with_mail().await;
-    let mut seen = Seen::new();
-    let (owner, admin, other) = (s.new_user("o").await, s.new_user("a").await, s.new_user("x").await);
-    let org = str_of(&create(&s, &owner.cookie, "mine").await["id"]).to_owned();
-    let theirs = str_of(&create(&s, &other.cookie, "theirs").await["id"]).to_owned();
-    join(&s, mail.path(), &mut seen, &owner.cookie, &org, &admin, "admin").await;
-    let pending = ok(&post(
-        &s,
-        "invite-member",
-        &other.cookie,
-        &json!({"email": "new@example.com", "role": "member", "organizationId": theirs}),
-    )
-    .await);
-    let listed = ok(&s
-        .get(&format!("/api/auth/organization/list-members?organizationId={theirs}"))
-        .cookie(&other.cookie)
-        .send()
-        .await);
-    let their_owner = listed["members"][0]["id"].clone();
-    let before =
-        (listed.clone(), ok(&get(&s, &format!("list-invitations?organizationId={theirs}"), &other.cookie).await));
-
-    for (who, cookie) in [("admin", admin.cookie.as_str()), ("owner", &owner.cookie)] {
-        for read in [
-            format!("get-full-organization?organizationId={theirs}"),
-            format!("list-members?organizationId={theirs}"),
-            format!("list-invitations?organizationId={theirs}"),
-            format!("get-active-member-role?organizationId={theirs}"),
-        ] {
-            assert_eq!(get(&s, &read, cookie).await.status, 403, "{who}: {read}");
-        }
-        assert_eq!(post(&s, "set-active", cookie, &json!({"organizationId": theirs})).await.status, 403, "{who}");
-        let changes = [
-            ("update", json!({"organizationId": theirs, "data": {"name": "Taken over"}})),
-            ("delete", json!({"organizationId": theirs})),
-            ("invite-member", json!({"organizationId": theirs, "email": "mole@example.com", "role": "admin"})),
-            ("update-member-role", json!({"organizationId": theirs, "memberId": their_owner, "role": "member"})),
-            ("remove-member", json!({"organizationId": theirs, "memberIdOrEmail": other.email})),
-            ("cancel-invitation", json!({"invitationId": pending["id"]})),
-            ("has-permission", json!({"organizationId": theirs, "permissions": {"member": ["delete"]}})),
-            // Their own organization's id with the other's member: not found there.
-            ("update-member-role", json!({"organizationId": org, "memberId": their_owner, "role": "member"})),
-            ("remove-member", json!({"organizationId": org, "memberIdOrEmail": other.email})),
-        ];
-        for (call, body) in changes {
-            let r = post(&s, call, cookie, &body).await;
-            assert!((400..500).contains(&r.status), "{who}: {call} {body} answered {}: {}", r.status, r.text);
-            assert_auth_error_shape(&r);
-        }
-        for path in [
-            "/api/admin/status",
-            "/api/admin/users",
-            "/api/admin/users/export",
-            "/api/admin/organizations",
-            &format!("/api/admin/organizations/{theirs}"),
-            &format!("/api/admin/organizations/{theirs}/members"),
-            "/api/admin/audit",
-            "/api/admin/stats",
-            "/api/admin/webhooks",
-            "/api/auth/admin/list-users",
-        ] {
-            assert_eq!(s.get(path).cookie(cookie).send().await.status, 403, "{who}: GET {path}");
-        }
-        let r = s
-            .post("/api/auth/admin/set-role")
-            .cookie(cookie)
-            .json(&json!({"userId": other.id, "role": "admin"}))
-            .send()
-            .await;
-        assert_eq!(r.status, 403, "{who}: set-role");
-        let r = s
-            .patch("/api/admin/users")
-            .cookie(cookie)
-            .json(&json!({"userId": other.id, "organizationId": org}))
-            .send()
-            .await;
-        assert_eq!(r.status, 403, "{who}: PATCH /api/admin/users");
+async fn joins_racing_a_deletion_never_leave_a_member_of_nothing() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let mut users = Vec::new();
+    for i in 0..6 {
+        users.push(s.new_user(&format!("racer{i}")).await.id);
     }
-    let after = (
-        ok(&s
-            .get(&format!("/api/auth/organization/list-members?organizationId={theirs}"))
-            .cookie(&other.cookie)
-            .send()
-            .await),
-        ok(&get(&s, &format!("list-invitations?organizationId={theirs}"), &other.cookie).await),
-    );
-    assert_eq!(before, after, "the other organization is as it was");
-    assert_eq!(
-        ok(&get(&s, &format!("get-full-organization?organizationId={theirs}"), &other.cookie).await)["name"],
-        "Org theirs"
-    );
+    for round in 0..8 {
+        let org = s.new_org(&admin, "Race", &format!("race-{round}")).await;
+        let id = org["id"].as_str().unwrap().to_owned();
+        let path = format!("/api/admin/organizations/{id}");
+        let joins: Vec<_> = users
+            .iter()
+            .map(|u| {
+                let (client, admin, body) =
+                    (s.client.clone(), admin.clone(), json!({"userId": u, "organizationId": id}));
+                tokio::spawn(async move { client.patch_user(&admin, &body).await })
+            })
+            .collect();
+        let deleted = s.delete(&path).cookie(&admin).send().await;
+        let mut joined = Vec::new();
+        for join in joins {
+            joined.push(join.await.unwrap());
+        }
+        let exists = s.get(&path).cookie(&admin).send().await.status == 200;
+        assert!(deleted.status == 200 || deleted.status == 409, "{}", deleted.text);
+        assert_eq!(exists, deleted.status == 409, "round {round}");
+        for (user, join) in users.iter().zip(&joined) {
+            let listed = s.listed_user(&admin, user).await;
+            if !exists {
+                assert_ne!(listed["organization_id"], json!(id), "round {round}: a member of a deleted organization");
+            } else if join.status == 200 {
+                assert_eq!(listed["organization_id"], json!(id));
+            }
+        }
+        for user in &users {
+            s.patch_ok(&admin, &json!({"userId": user, "organizationId": null})).await;
+        }
+    }
 }
