@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::hook_records::{WebhookMessageRecordV1, WebhookRecordV1};
 use super::records::{AuditRecordV1, InvitationRecordV1, UserRecord};
 use super::{StoreError, StoreOp};
-use crate::domain::Timestamp;
+use crate::domain::{Timestamp, action};
 
 /// Where an event comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,29 +26,32 @@ pub enum Source {
 }
 
 /// Every event type, and what raises it. An event for another audited change (`organization.created`, …) is one
-/// line here: its payload then carries the target's id, the actor's id and the audit detail.
+/// line here: its payload then carries the target's id, the actor's id and the audit detail. The event names are
+/// the webhooks' wire (`organization.invitation_created` is raised by `invitation.sent`); the audit actions that
+/// raise them are [`action`]'s, so an event cannot name an action the audit log does not write, and a test
+/// keeps one action from raising two events.
 pub const EVENTS: &[(&str, Source)] = &[
-    ("user.created", Source::Audit(&["user.created"])),
+    ("user.created", Source::Audit(&[action::USER_CREATED])),
     ("user.updated", Source::ProfileDiff),
-    ("user.deleted", Source::Audit(&["user.deleted"])),
-    ("user.banned", Source::Audit(&["user.banned"])),
-    ("user.unbanned", Source::Audit(&["user.unbanned", "user.ban_expired"])),
-    ("user.role_changed", Source::Audit(&["user.role_changed"])),
-    ("user.password_changed", Source::Audit(&["user.password_changed", "user.password_set", "user.password_reset"])),
+    ("user.deleted", Source::Audit(&[action::USER_DELETED])),
+    ("user.banned", Source::Audit(&[action::BANNED])),
+    ("user.unbanned", Source::Audit(&[action::UNBANNED, action::BAN_EXPIRED])),
+    ("user.role_changed", Source::Audit(&[action::ROLE_CHANGED])),
+    ("user.password_changed", Source::Audit(&[action::PASSWORD_CHANGED, action::PASSWORD_SET, action::PASSWORD_RESET])),
     ("session.revoked", Source::AllSessionsEnded),
     // Organizations (the plugin's calls and the administrators'): the organization's id, the actor and the
     // audit entry's detail.
-    ("organization.created", Source::Audit(&["organization.created"])),
-    ("organization.updated", Source::Audit(&["organization.updated"])),
-    ("organization.deleted", Source::Audit(&["organization.deleted"])),
+    ("organization.created", Source::Audit(&[action::ORGANIZATION_CREATED])),
+    ("organization.updated", Source::Audit(&[action::ORGANIZATION_UPDATED])),
+    ("organization.deleted", Source::Audit(&[action::ORGANIZATION_DELETED])),
     // Memberships: the member's account, the actor, and the detail naming the organization (and the roles).
-    ("member.added", Source::Audit(&["member.added"])),
-    ("member.role_changed", Source::Audit(&["member.role_changed"])),
-    ("member.removed", Source::Audit(&["member.removed", "member.left"])),
+    ("member.added", Source::Audit(&[action::MEMBER_ADDED])),
+    ("member.role_changed", Source::Audit(&[action::MEMBER_ROLE_CHANGED])),
+    ("member.removed", Source::Audit(&[action::MEMBER_REMOVED, action::MEMBER_LEFT])),
     // Each invite-member that succeeds (a resend too, with the same invitation id), mailed or not: without a mail
     // transport this is how the application learns of an invitation to deliver it itself. The invitation's
     // fields, and whether the service mailed it.
-    ("organization.invitation_created", Source::Audit(&["invitation.sent"])),
+    ("organization.invitation_created", Source::Audit(&[action::INVITATION_SENT])),
 ];
 
 /// Whether `name` is an event type.
@@ -208,7 +211,7 @@ impl Fanout {
                 fields.insert("ban_expires".into(), u.ban_expires_ms.map(rfc3339).into());
             }
             ("user.unbanned", _) => {
-                let why = if entry.action == "user.ban_expired" { "expired" } else { "lifted" };
+                let why = if entry.action == action::BAN_EXPIRED { "expired" } else { "lifted" };
                 fields.insert("reason".into(), why.into());
             }
             ("user.role_changed", Some(u)) => {
@@ -217,8 +220,8 @@ impl Fanout {
             }
             ("user.password_changed", _) => {
                 let by = match entry.action.as_str() {
-                    "user.password_set" => "administrator",
-                    "user.password_reset" => "reset",
+                    action::PASSWORD_SET => "administrator",
+                    action::PASSWORD_RESET => "reset",
                     _ => "user",
                 };
                 fields.insert("by".into(), by.into());
@@ -353,6 +356,21 @@ mod tests {
             fanout.op(op, &mut |_| Ok(stored.clone())).unwrap();
         }
         fanout.messages.iter().map(|m| serde_json::from_str(&m.payload).unwrap()).collect()
+    }
+
+    /// An audit entry raises the first event that lists its action: an action listed twice would never raise the
+    /// second. And an event raised by audit entries names at least one.
+    #[test]
+    fn each_audit_action_raises_at_most_one_event() {
+        let mut seen = std::collections::HashSet::new();
+        for (name, source) in EVENTS {
+            if let Source::Audit(actions) = source {
+                assert!(!actions.is_empty(), "{name} is raised by no audit action");
+                for action in *actions {
+                    assert!(seen.insert(*action), "{action} raises {name} and an earlier event");
+                }
+            }
+        }
     }
 
     #[test]
