@@ -382,7 +382,30 @@ pub fn signed_in_enrolling(state: &AppState, headers: &HeaderMap) -> Result<(Ses
 
 /// [`signed_in_enrolling`], but the caller's own session (not an impersonation).
 pub fn signed_in_self_enrolling(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    let (token, current) = signed_in_enrolling(state, headers)?;
+    own_second_factor(signed_in_enrolling(state, headers)?)
+}
+
+/// The one optional caller: the caller when the request carries a live session, `None` without one (the call goes
+/// on as a stranger's), for the calls anyone may make that do more for a signed-in caller. The enrolment rule
+/// ([`caller`]) does not apply, on purpose: each such call is a step of a sign-in (a passkey's authentication
+/// options, another provider's callback) or of a second factor's own step, which a session that must enrol one has
+/// to be able to take; what it leads to is guarded where it starts (`link-social` asks for [`signed_in_self`]) or
+/// ends (the session a sign-in starts meets the rule at its first guarded call).
+pub fn signed_in_or_none(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+    caller_enrolling(state, headers)
+}
+
+/// [`signed_in_or_none`], but a caller on their own session only, as [`signed_in_self_enrolling`]: the second
+/// factor's steps, which an administrator impersonating a user may not take for them.
+pub fn signed_in_self_or_none(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<(SessionToken, Current)>, Failure> {
+    signed_in_or_none(state, headers)?.map(own_second_factor).transpose()
+}
+
+/// `found`, unless it is an impersonation: the second factor is the account holder's own to change.
+fn own_second_factor((token, current): (SessionToken, Current)) -> Result<(SessionToken, Current), Failure> {
     if current.is_impersonation() {
         return Err(Failure::new(
             StatusCode::FORBIDDEN,

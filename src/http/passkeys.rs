@@ -183,10 +183,7 @@ pub async fn authentication_options(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
     state.rate_limits.check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
-    let caller = match extract::session_token(state, req.headers()) {
-        Some(token) => state.accounts.current(&token)?,
-        None => None,
-    };
+    let caller = extract::signed_in_or_none(state, req.headers())?.map(|(_, current)| current);
     let (token, options) = state.accounts.passkey_authentication_options(caller.as_ref()).await?;
     Ok(with_cookie(ok(&options), state.cookies.set_passkey(token.as_str(), CEREMONY_SECS)))
 }

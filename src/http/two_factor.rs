@@ -50,7 +50,7 @@ pub async fn get_totp_uri(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
 /// `POST two-factor/verify-totp {code, trustDevice?}` → `{token, user}`. With a session: a code of the enrolled
 /// authenticator (the first turns the factor on). Without one: the sign-in step, with the two-factor cookie.
 pub async fn verify_totp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let signed_in = signed_in_or_none(state, req.headers())?;
+    let signed_in = extract::signed_in_self_or_none(state, req.headers())?;
     let challenge = challenge(state, req.headers());
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
@@ -90,7 +90,7 @@ pub async fn send_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     // The mail calls' per-address limit (`[rate_limit] mail_per_address`), as for a reset link; the sender paces
     // each recipient's messages (`mail_per_email`) whoever asks.
     state.rate_limits.check(super::rate_limits::Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
-    let signed_in = signed_in_or_none(state, req.headers())?;
+    let signed_in = extract::signed_in_self_or_none(state, req.headers())?;
     let challenge = challenge(state, req.headers());
     let body = extract::json_object(req, false, state.body_timeout()).await?;
     body.only(&["trustDevice"])?;
@@ -107,7 +107,7 @@ pub async fn send_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 /// `POST two-factor/verify-otp {code, trustDevice?}` → `{token, user}`: the mailed code, used up. Without a session:
 /// the sign-in step, with the two-factor cookie (as `verify-totp`). With one: the code sent for that session.
 pub async fn verify_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let signed_in = signed_in_or_none(state, req.headers())?;
+    let signed_in = extract::signed_in_self_or_none(state, req.headers())?;
     let challenge = challenge(state, req.headers());
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
@@ -121,19 +121,6 @@ pub async fn verify_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> R
     let challenge = challenge?;
     let verified = state.accounts.verify_challenge(&challenge, Code::Mailed(code), trust, client).await;
     signed_in_answer(state, verified)
-}
-
-/// The caller's own session if there is one (`None` without: the sign-in step's calls go on with the two-factor
-/// cookie).
-fn signed_in_or_none(
-    state: &AppState,
-    headers: &hyper::HeaderMap,
-) -> Result<Option<(SessionToken, crate::accounts::Current)>, Failure> {
-    match extract::signed_in_self_enrolling(state, headers) {
-        Ok(found) => Ok(Some(found)),
-        Err(f) if f.status == StatusCode::UNAUTHORIZED => Ok(None),
-        Err(f) => Err(f),
-    }
 }
 
 /// `POST two-factor/generate-backup-codes {password}` → `{status: true, backupCodes}`; the old codes die.
