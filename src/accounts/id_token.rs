@@ -141,9 +141,6 @@ impl Accounts {
                 OAuthError::IdToken(_) | OAuthError::Exchange(_) => IdTokenError::InvalidToken,
             }
         })?;
-        if link_user.is_some() && !(identity.email_verified || provider.config.trusted_for_linking) {
-            return Err(IdTokenError::LinkingNotAllowed);
-        }
         let tokens = Tokens {
             access_token: proof.access_token.unwrap_or_default(),
             refresh_token: proof.refresh_token,
@@ -154,6 +151,8 @@ impl Accounts {
             Refused::EmailNotFound => IdTokenError::EmailNotFound,
             Refused::UserInfo => IdTokenError::UserInfo,
             Refused::NotLinked => IdTokenError::NotLinked,
+            Refused::UnverifiedEmail => IdTokenError::EmailNotVerified,
+            Refused::LinkingNotAllowed => IdTokenError::LinkingNotAllowed,
             Refused::LinkedElsewhere if link_user.is_some() => IdTokenError::AlreadyLinked,
             Refused::LinkedElsewhere | Refused::UserGone => IdTokenError::UnableToLink,
             Refused::EmailMismatch => IdTokenError::DifferentEmails,

@@ -156,8 +156,14 @@ pub(super) enum Refused {
     EmailNotFound,
     /// Nor a usable name (none, and the address's local part is not one either).
     UserInfo,
-    /// Its address has an account here, and this provider may not link to it (no silent takeover).
+    /// Its address has an account here, and this provider may not link to it, or the account's own address was
+    /// never proven (no silent takeover).
     NotLinked,
+    /// Its address has no account here, and the provider does not assert it verified it: no account is made.
+    UnverifiedEmail,
+    /// A link asked for, of an address the provider does not assert as verified, at a provider not trusted for
+    /// linking.
+    LinkingNotAllowed,
     /// The identity is another account's.
     LinkedElsewhere,
     /// A link asked for with an identity of another address.
@@ -176,8 +182,11 @@ impl Refused {
             Self::EmailNotFound => "email_not_found",
             Self::UserInfo => "unable_to_get_user_info",
             Self::NotLinked => "account_not_linked",
+            Self::UnverifiedEmail => "email_not_verified",
+            // better-auth's linkOAuthAccount answers an untrusted, unverified link so.
+            Self::LinkingNotAllowed => "unable_to_link_account",
             Self::LinkedElsewhere => "account_already_linked_to_different_user",
-            Self::EmailMismatch => "email_doesn't_match",
+            Self::EmailMismatch => "email_does_not_match",
             Self::UserGone => "unable_to_link_account",
             Self::EmailNotVerified => "email_not_verified",
             Self::Unavailable => "unavailable",
@@ -312,7 +321,9 @@ impl Accounts {
             None => self.enter(user, trusted, client).await,
         };
         let entered = entered.map_err(|e| match e {
-            CreateSessionError::Banned => fail("banned", None),
+            // better-auth: the admin plugin's session hook throws BANNED_USER, which the callback turns into
+            // `?error=BANNED_USER&error_description=<its message>`.
+            CreateSessionError::Banned => fail("BANNED_USER", Some(super::SignInError::Banned.to_string())),
             CreateSessionError::UnknownUser => fail("unable_to_create_session", None),
             CreateSessionError::Unavailable(_) => CallbackError::Unavailable,
         })?;
@@ -406,6 +417,7 @@ impl Accounts {
             name,
             image,
             trusted: provider.config.trusted_for_linking,
+            sign_up_unverified: provider.config.allow_unverified_email_sign_up,
         };
         let role = self.roles.default_role();
         // The device's next token, given to the browser if the sign-in goes through the device.
@@ -420,6 +432,8 @@ impl Accounts {
         let signed_in = self.actors.users.external(external, link_user, role, start, ip).await;
         let ExternalSignIn { outcome, session } = signed_in.map_err(|e| match e {
             ExternalError::NotLinked => Refused::NotLinked,
+            ExternalError::UnverifiedEmail => Refused::UnverifiedEmail,
+            ExternalError::LinkingNotAllowed => Refused::LinkingNotAllowed,
             ExternalError::LinkedElsewhere => Refused::LinkedElsewhere,
             ExternalError::EmailMismatch => Refused::EmailMismatch,
             ExternalError::UserGone => Refused::UserGone,

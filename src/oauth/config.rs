@@ -69,6 +69,11 @@ pub struct ProviderConfig {
     /// after signing in.
     #[serde(default)]
     pub trusted_for_linking: bool,
+    /// Whether an address this provider does *not* assert as verified may make a new account. Off (the default):
+    /// such a sign-in is refused (`email_not_verified`), since whoever signs in first with someone else's address
+    /// would hold the account its owner later recovers.
+    #[serde(default)]
+    pub allow_unverified_email_sign_up: bool,
     /// The secret, read at load; never serialised or logged.
     #[serde(skip)]
     pub client_secret: Option<Secret>,

@@ -195,13 +195,13 @@ impl Drop for SmtpSink {
 }
 
 /// The reset token in a raw message (soft line breaks of quoted-printable undone).
-fn token_in(message: &str) -> String {
+pub(super) fn token_in(message: &str) -> String {
     let text = message.replace("=\r\n", "").replace("=\n", "");
     let at = text.find("/api/auth/reset-password/").expect("a reset link") + "/api/auth/reset-password/".len();
     text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect()
 }
 
-async fn request_reset(s: &TestServer, email: &str) -> Resp {
+pub(super) async fn request_reset(s: &TestServer, email: &str) -> Resp {
     s.post("/api/auth/request-password-reset").json(&json!({"email": email, "redirectTo": "/reset"})).send().await
 }
 

@@ -326,7 +326,12 @@ async fn an_id_token_follows_the_callbacks_linking_rules() {
     let mut untrusted = issuer.claims("rita@example.com");
     untrusted.audience = "svc2".into();
     refused(&sign_in(&server, "other", json!({"token": issuer.sign(&untrusted)})).await, 401, "OAUTH_LINK_ERROR");
-    // Verified at the trusted provider: linked to Rita's account and signed into it.
+    // Verified at the trusted provider, but Rita's own address was never proven here: refused.
+    let resp = sign_in(&server, "local", json!({"token": issuer.sign(&issuer.claims("rita@example.com"))})).await;
+    refused(&resp, 401, "OAUTH_LINK_ERROR");
+    // Verified at the trusted provider, her address proven: linked to Rita's account and signed into it.
+    let admin = server.client.admin_session().await;
+    server.client.mark_verified(&admin, &rita.id).await;
     let resp = sign_in(&server, "local", json!({"token": issuer.sign(&issuer.claims("rita@example.com"))})).await;
     assert_eq!(signed_in(&server, &resp).await["id"], rita.id.as_str());
     let accounts = server.client.get("/api/auth/list-accounts").cookie(&rita.cookie).send().await.json();
@@ -334,7 +339,6 @@ async fn an_id_token_follows_the_callbacks_linking_rules() {
     assert_eq!(providers, ["credential", "local"]);
 
     // A banned account stays banned.
-    let admin = server.client.admin_session().await;
     server.client.patch_ok(&admin, &json!({"userId": rita.id, "banned": true})).await;
     let resp = sign_in(&server, "local", json!({"token": issuer.sign(&issuer.claims("rita@example.com"))})).await;
     refused(&resp, 403, "BANNED_USER");
@@ -344,6 +348,7 @@ async fn an_id_token_follows_the_callbacks_linking_rules() {
 async fn an_account_with_a_second_factor_gets_the_challenge_not_a_session() {
     let (server, issuer) = setup("max-age=600").await;
     let enrolled = super::two_factor::enrolled(&server, "sam").await;
+    server.client.mark_verified(&server.client.admin_session().await, &enrolled.id).await;
     let resp = sign_in(&server, "local", json!({"token": issuer.sign(&issuer.claims(&enrolled.email))})).await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     assert_eq!(resp.json(), json!({"twoFactorRedirect": true, "twoFactorMethods": ["totp"]}));
@@ -398,4 +403,18 @@ async fn link_social_with_an_id_token_links_at_once_under_better_auths_rules() {
     // GitHub issues no ID tokens.
     let resp = link(&server, &tom.cookie, "gh", json!({"token": token})).await;
     assert_auth_error(&resp, 404, "ID_TOKEN_NOT_SUPPORTED");
+}
+
+/// #44 item 2, by ID token: an address the provider does not assert as verified makes no account (before, it made
+/// one, and whoever held it kept it after the owner's recovery); `EMAIL_NOT_VERIFIED`, nothing made.
+#[tokio::test]
+async fn an_id_token_of_an_unverified_address_makes_no_account() {
+    let (server, issuer) = setup("max-age=600").await;
+    let mut unverified = issuer.claims("vic@example.com");
+    unverified.verified = false;
+    refused(&sign_in(&server, "local", json!({"token": issuer.sign(&unverified)})).await, 403, "EMAIL_NOT_VERIFIED");
+    let admin = server.client.admin_session().await;
+    assert!(server.client.users(&admin).await.iter().all(|u| u["email"] != "vic@example.com"), "no account made");
+    // The owner's own sign-up is not blocked.
+    assert_eq!(server.client.sign_up("Vic", "vic@example.com", PASSWORD).await.0, 200);
 }

@@ -295,8 +295,11 @@ impl Actor for UsersActor {
                     let _ = reply.send(Err(ResetError::InvalidToken));
                     return Ok(());
                 };
+                let proven_before = user.email_verified;
                 let change = OwnChange::Password { password_hash, end_sessions: true };
                 let Changed { user, ends_sessions } = rules::apply_own_change(&user, change, Timestamp::now());
+                // The link reached the mailbox: the address is proven from now on (and so may be linked to).
+                let user = User::from(UserFields { email_verified: true, ..user.fields() });
                 let user = self.stage(state, user, ends_sessions);
                 let mut ops = vec![put(&user)];
                 // This link and every other reset link of the account (other clients may have asked for some).
@@ -304,6 +307,9 @@ impl Actor for UsersActor {
                 let id = Some(user.id);
                 let detail = "password reset with a mailed link; every session ended".to_owned();
                 ops.push(audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail));
+                if !proven_before {
+                    ops.extend(self.end_unproven_links(state, &user, &ip));
+                }
                 state.overlay.add(ops, reply, ());
             }
             UsersMsg::ChangeOwn { user, by, change, ip, reply } => {
@@ -727,24 +733,19 @@ impl UsersActor {
         };
         if let Some(asking) = link_to {
             let user = self.get(state, asking).ok_or(ExternalError::UserGone)?;
-            // As better-auth: an identity with another address is not linked (it may be someone else's).
-            if user.email() != identity.email.as_str() {
-                return Err(ExternalError::EmailMismatch);
-            }
+            rules::explicit_link(&user, &identity)?;
             let ops = link(state, &user);
             return Ok((ops, ExternalOutcome::Linked(user), guard));
         }
         if let Some(owner) = self.email_owner(state, &identity.email) {
-            // No silent takeover: whoever controls an address at an untrusted provider (or an unverified one at
-            // any) must not get into the account that has it here.
-            if !(identity.email_verified && identity.trusted) {
-                return Err(ExternalError::NotLinked);
-            }
             let user = self.get(state, owner).ok_or(ExternalError::Unavailable(Unavailable))?;
+            // No silent takeover, of the account or by whoever signed it up with someone else's address.
+            rules::implicit_link(&user, &identity)?;
             let mut ops = link(state, &user);
             ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
             return Ok((ops, ExternalOutcome::Linked(user), guard));
         }
+        rules::external_sign_up(&identity)?;
         let new = super::NewUser {
             name: identity.name.clone(),
             email: identity.email.clone(),
@@ -798,6 +799,29 @@ impl UsersActor {
             device_renewed = true;
         }
         Some((StartWith { user: user.id, remember_me: true, client: start.client }, device_renewed))
+    }
+
+    /// What a password reset through a mailed link does to an account whose address was not proven until then:
+    /// the address is proven now (audited here; its verification links are spent), and every identity linked to
+    /// the account ends, each audited. Whoever held the address before its owner (an account made from an address
+    /// a provider did not verify, or an identity the squatter linked) must not keep a way in through the owner's
+    /// recovery. Which identities were linked while the address was unproven cannot be told apart from later ones
+    /// (no record says when it was proven), so all of them end; the owner links hers again once signed in.
+    fn end_unproven_links(&self, state: &mut State, user: &User, ip: &str) -> Vec<StoreOp> {
+        let id = Some(user.id);
+        let mut ops = self.end_tokens(state, user.id, TokenKind::EmailVerification);
+        let detail = "proven by a password reset with a mailed link".to_owned();
+        ops.push(audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), ip, detail));
+        for account in self.accounts_of(state, user.id) {
+            state.accounts.insert(account.id, None);
+            ops.push(StoreOp::DeleteAccount { id: account.id, user: user.id.to_bytes() });
+            let detail = format!(
+                "{} ({}): linked while the address was unproven, ended by a password reset",
+                account.provider, account.email
+            );
+            ops.push(audit::entry(action::ACCOUNT_UNLINKED, id, id.map(Into::into), ip, detail));
+        }
+        ops
     }
 
     /// The rules of [`UsersMsg::Unlink`].

@@ -192,6 +192,9 @@ pub struct ExternalIdentity {
     pub image: Option<ImageUrl>,
     /// `[[oauth.providers]] trusted_for_linking`: its verified addresses may link to an existing account.
     pub trusted: bool,
+    /// `[[oauth.providers]] allow_unverified_email_sign_up`: an address it does not assert as verified may still
+    /// make a new account.
+    pub sign_up_unverified: bool,
     /// The provider's tokens sealed with the data directory's key (`[oauth] store_tokens`), kept with the link.
     pub sealed_tokens: Option<Vec<u8>>,
 }
@@ -245,8 +248,17 @@ pub struct ExternalSession {
 pub enum ExternalError {
     /// An account has this address, and the provider is not trusted for linking or does not assert that it
     /// verified the address: no silent takeover. The owner may link the identity once signed in.
+    /// (Also when the account's own address was never proven: whoever signed up with it may not be its owner.)
     #[error("account not linked")]
     NotLinked,
+    /// No account here has the address, and the provider does not assert it verified it: no account is made
+    /// from it (unless the provider's `allow_unverified_email_sign_up`).
+    #[error("email not verified")]
+    UnverifiedEmail,
+    /// A link the signed-in user asked for, of an identity whose address the provider does not assert as
+    /// verified, at a provider not trusted for linking ([`rules::explicit_link`]).
+    #[error("linking not allowed")]
+    LinkingNotAllowed,
     /// The identity is linked to another account.
     #[error("account already linked to different user")]
     LinkedElsewhere,

@@ -1,7 +1,10 @@
 //! The rules of account changes, as pure functions over what the users actor knows at that moment: no actor, no
 //! store and no hashing, so each rule is tested alone (below) in microseconds.
 
-use super::{DeleteUserError, EnsureAdmin, EnsureAdminError, NewUser, OwnChange, UpdateUserError, UserChange};
+use super::{
+    DeleteUserError, EnsureAdmin, EnsureAdminError, ExternalError, ExternalIdentity, NewUser, OwnChange,
+    UpdateUserError, UserChange,
+};
 use crate::domain::{Email, Name, OrgId, Role, Timestamp, User, UserFields, UserId, action};
 
 /// What the state around a change looks like, as the actor sees it (pending changes included).
@@ -235,6 +238,40 @@ pub fn may_remove(caller: Option<&User>, target: &User, active_admins: usize) ->
     may_delete(target, active_admins)
 }
 
+/// Whether an identity another provider vouched for joins `account`, the one with its address here, when it signs
+/// in (not a link the owner asked for): only when the provider asserts the address verified, is trusted for
+/// linking, *and* the account's own address has been proven here (`email_verified`: by a mailed link, by a reset
+/// through one, by an administrator, or the account was made by a provider that verified it). Without the last,
+/// anyone could sign up with someone else's address (verification is optional) and have the owner's identity
+/// handed to that account when she signs in, both keeping a key. Refused: the owner links it once signed in.
+pub fn implicit_link(account: &User, identity: &ExternalIdentity) -> Result<(), ExternalError> {
+    if identity.email_verified && identity.trusted && account.email_verified {
+        Ok(())
+    } else {
+        Err(ExternalError::NotLinked)
+    }
+}
+
+/// Whether signed-in `account` may link an identity it asked for (`link-social`, by redirect or with an ID token:
+/// both come here), as better-auth's `linkSocial` decides: the provider asserts the address verified or is trusted
+/// for linking, and the address is the account's own (an identity of another address may be someone else's).
+pub fn explicit_link(account: &User, identity: &ExternalIdentity) -> Result<(), ExternalError> {
+    if !(identity.email_verified || identity.trusted) {
+        return Err(ExternalError::LinkingNotAllowed);
+    }
+    if account.email() != identity.email.as_str() {
+        return Err(ExternalError::EmailMismatch);
+    }
+    Ok(())
+}
+
+/// Whether an identity whose address has no account here may make one: only with an address the provider asserts
+/// as verified, unless its configuration says otherwise (`allow_unverified_email_sign_up`). Otherwise whoever
+/// claims someone else's address at a lax provider would hold the account its owner signs up for later.
+pub fn external_sign_up(identity: &ExternalIdentity) -> Result<(), ExternalError> {
+    if identity.email_verified || identity.sign_up_unverified { Ok(()) } else { Err(ExternalError::UnverifiedEmail) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,5 +494,51 @@ mod tests {
         assert_eq!(changed.user.name(), "New Name");
         let diff: Vec<_> = changes(&target, &changed.user).collect();
         assert_eq!(diff, [(action::PROFILE_UPDATED, "name, e-mail marked verified".to_owned())]);
+    }
+
+    fn identity(email: &str, email_verified: bool, trusted: bool, sign_up_unverified: bool) -> ExternalIdentity {
+        ExternalIdentity {
+            provider: "idp".into(),
+            subject: "s".into(),
+            email: Email::parse(email).unwrap(),
+            email_verified,
+            name: Name::parse("Someone").unwrap(),
+            image: None,
+            trusted,
+            sign_up_unverified,
+            sealed_tokens: None,
+        }
+    }
+
+    #[test]
+    fn an_identity_joins_an_account_by_address_only_when_both_sides_proved_it() {
+        let unproven = account("o@example.com", "user");
+        let proven = User::from(UserFields { email_verified: true, ..unproven.fields() });
+        let good = identity("o@example.com", true, true, false);
+        assert_eq!(implicit_link(&proven, &good), Ok(()));
+        assert_eq!(implicit_link(&unproven, &good), Err(ExternalError::NotLinked), "the local address unproven");
+        for (verified, trusted) in [(false, true), (true, false), (false, false)] {
+            let id = identity("o@example.com", verified, trusted, false);
+            assert_eq!(implicit_link(&proven, &id), Err(ExternalError::NotLinked), "{verified} {trusted}");
+        }
+    }
+
+    #[test]
+    fn an_explicit_link_needs_a_verified_address_or_a_trusted_provider_and_the_same_address() {
+        let owner = account("o@example.com", "user");
+        assert_eq!(explicit_link(&owner, &identity("o@example.com", true, false, false)), Ok(()));
+        assert_eq!(explicit_link(&owner, &identity("o@example.com", false, true, false)), Ok(()));
+        let neither = identity("o@example.com", false, false, false);
+        assert_eq!(explicit_link(&owner, &neither), Err(ExternalError::LinkingNotAllowed));
+        let other = identity("x@example.com", true, true, false);
+        assert_eq!(explicit_link(&owner, &other), Err(ExternalError::EmailMismatch));
+    }
+
+    #[test]
+    fn an_unverified_address_makes_no_account_unless_the_provider_allows_it() {
+        assert_eq!(external_sign_up(&identity("n@example.com", true, false, false)), Ok(()));
+        let unverified = identity("n@example.com", false, true, false);
+        assert_eq!(external_sign_up(&unverified), Err(ExternalError::UnverifiedEmail));
+        assert_eq!(external_sign_up(&identity("n@example.com", false, false, true)), Ok(()));
     }
 }
