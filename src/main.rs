@@ -201,9 +201,26 @@ fn summary(config: &Config) -> String {
         service_auth::config::StoreBackend::Postgres => " (PostgreSQL: every node needs this same key file)",
         service_auth::config::StoreBackend::Embedded => "",
     };
+    // The providers, with the two keys that decide who may get into which account through them.
+    let providers: Vec<String> = config
+        .oauth
+        .providers
+        .iter()
+        .map(|p| {
+            let mut flags = Vec::new();
+            if p.trusted_for_linking {
+                flags.push("trusted for linking");
+            }
+            if p.allow_unverified_email_sign_up {
+                flags.push("makes accounts of addresses it does not verify");
+            }
+            if flags.is_empty() { p.id.clone() } else { format!("{} ({})", p.id, flags.join(", ")) }
+        })
+        .collect();
+    let providers = if providers.is_empty() { String::new() } else { format!(", providers {}", providers.join(", ")) };
     format!(
         "configuration OK ({source}): listen {}, data_dir {}, data key {}{shared}, metrics {metrics}, log {} as \
-         {format}{}",
+         {format}{}{providers}",
         config.listen,
         config.data_dir.display(),
         config.data_key_path().display(),

@@ -308,6 +308,16 @@ mod tests {
     }
 
     #[test]
+    fn accounts_of_unverified_addresses_are_off_unless_a_provider_says_so() {
+        let base =
+            "[[providers]]\nid = \"p\"\nissuer = \"https://a.example\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n";
+        assert!(!parse(base).providers[0].allow_unverified_email_sign_up);
+        let allowed = parse(&format!("{base}allow_unverified_email_sign_up = true\n"));
+        assert!(allowed.providers[0].allow_unverified_email_sign_up);
+        assert_eq!(allowed.validate(), Ok(()));
+    }
+
+    #[test]
     fn bad_providers_are_named_by_key() {
         let base = "[[providers]]\nid = \"p\"\nclient_id = \"x\"\nclient_secret_env = \"S\"\n";
         let cases = [
