@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use super::{Accounts, Current, DeleteOrgError, Unavailable, UpdateOrgError};
 use crate::actors::orgs::CreateOrgError;
-pub use crate::actors::users::members::{Caller, MemberCall, MemberError, MemberOutcome, Target};
+pub use crate::actors::users::members::{Caller, CallerSession, MemberCall, MemberError, MemberOutcome, Target};
 use crate::domain::{
     Email, Invitation, InvitationId, MemberId, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Session,
-    Slug, Timestamp, User, UserId,
+    Slug, Timestamp, TokenHash, User, UserId,
 };
 
 /// Why an organization call was refused: better-auth's codes (see [`MemberError`] for the members' own).
@@ -75,7 +75,14 @@ pub enum OrgRef {
 
 impl Accounts {
     fn caller(current: &Current) -> Caller {
-        Caller { user: current.user.id, actor: current.actor(), global_admin: current.administrator().is_some() }
+        let global_admin = current.administrator().is_some();
+        Caller { user: current.user.id, actor: current.actor(), global_admin, session: None }
+    }
+
+    /// [`Self::caller`] through the session `token`, whose active organization follows the change in its commit.
+    fn caller_in(current: &Current, token: TokenHash) -> Caller {
+        let session = CallerSession { token, active: current.session.active_organization() };
+        Caller { session: Some(session), ..Self::caller(current) }
     }
 
     /// The organization `reference` names, if it exists (an id that is no UUID names none).
@@ -307,11 +314,13 @@ impl Accounts {
         }
     }
 
-    /// `accept-invitation`: the invitation is used up and the caller joins, in one commit. Accepting never
-    /// verifies the caller's address: only the mailed verification link does.
+    /// `accept-invitation`: the invitation is used up, the caller joins and the organization becomes the active
+    /// one of the session `token`, in one commit. Accepting never verifies the caller's address: only the mailed
+    /// verification link does.
     pub async fn accept_invitation(
         &self,
         current: &Current,
+        token: TokenHash,
         id: InvitationId,
         ip: String,
     ) -> Result<(Arc<Invitation>, Arc<Membership>), OrgError> {
@@ -320,8 +329,23 @@ impl Accounts {
             email: current.user.email_address(),
             member_limit: self.organizations.membership_limit,
         };
-        match self.member_change(current, call, ip).await? {
+        match self.actors.users.members(Self::caller_in(current, token), call, ip).await? {
             MemberOutcome::Accepted(i, m) => Ok((i, m)),
+            _ => Err(Unavailable.into()),
+        }
+    }
+
+    /// `remove-member` and `leave`: the membership that ended. One's own, through the session `token` that works
+    /// in the organization, ends that too, in the same commit.
+    pub async fn end_membership(
+        &self,
+        current: &Current,
+        token: TokenHash,
+        call: MemberCall,
+        ip: String,
+    ) -> Result<Arc<Membership>, OrgError> {
+        match self.actors.users.members(Self::caller_in(current, token), call, ip).await? {
+            MemberOutcome::Member(m) => Ok(m),
             _ => Err(Unavailable.into()),
         }
     }

@@ -450,13 +450,8 @@ pub async fn remove_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
         Target::Member(MemberId::parse(raw).ok_or(MemberError::MemberNotFound)?)
     };
     let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
-    let removed = match state.accounts.member_change(&current, MemberCall::Remove { org, target }, ip(&ctx)).await? {
-        MemberOutcome::Member(m) => m,
-        _ => return Err(Failure::unavailable()),
-    };
-    if removed.user == current.user.id && current.session.active_organization() == Some(org) {
-        state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
-    }
+    let call = MemberCall::Remove { org, target };
+    let removed = state.accounts.end_membership(&current, token.hash(), call, ip(&ctx)).await?;
     Ok(ok(&json!({"member": member(&removed, None)})))
 }
 
@@ -465,13 +460,7 @@ pub async fn leave(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
     let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["organizationId"]).await?;
     let org = OrgId::parse(body.string("organizationId")?).ok_or(MemberError::MemberNotFound)?;
-    let left = match state.accounts.member_change(&current, MemberCall::Leave { org }, ip(&ctx)).await? {
-        MemberOutcome::Member(m) => m,
-        _ => return Err(Failure::unavailable()),
-    };
-    if current.session.active_organization() == Some(org) {
-        state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
-    }
+    let left = state.accounts.end_membership(&current, token.hash(), MemberCall::Leave { org }, ip(&ctx)).await?;
     Ok(ok(&member(&left, None)))
 }
 
@@ -543,8 +532,7 @@ pub async fn accept_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
     let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
-    let (accepted, joined) = state.accounts.accept_invitation(&current, id, ip(&ctx)).await?;
-    state.accounts.set_active_organization(&current.session, token.hash(), Some(joined.org)).await?;
+    let (accepted, joined) = state.accounts.accept_invitation(&current, token.hash(), id, ip(&ctx)).await?;
     Ok(ok(&json!({"invitation": invitation(&accepted), "member": member(&joined, None)})))
 }
 

@@ -705,3 +705,55 @@ async fn an_organization_admin_reaches_no_other_organization_and_no_global_call(
         "Org theirs"
     );
 }
+
+/// Whether `cookie`'s user is a member of `org`, and the organization its session works in.
+async fn joined_and_active(s: &TestServer, cookie: &str, org: &str) -> (bool, Value) {
+    let listed = ok(&get(s, "list", cookie).await);
+    let member = listed.as_array().unwrap().iter().any(|o| o["id"] == org);
+    (member, s.session(cookie).await["session"]["activeOrganizationId"].clone())
+}
+
+/// Joining (accept-invitation) and leaving (leave; remove-member of oneself takes the same path) change the session's active
+/// organization in the same commit as the membership: a store failure at any point finds both changes or
+/// neither, never a member whose session works elsewhere or a former member whose session still names the
+/// organization (each was once two commits: a failure between them answered 503 with the first one made).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failure_when_joining_or_leaving_leaves_the_membership_and_the_active_organization_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = service_auth::store::FaultSwitch::default();
+    let s = TestServer::start_with_faults(test_config(dir.path()), faults.clone()).await;
+    let owner = s.new_user("fault-owner").await;
+    let org = create(&s, &owner.cookie, "faulty").await["id"].as_str().unwrap().to_owned();
+    // The first commit of the change fails; then the second one (the first one spared).
+    for (n, spared) in [0, 1].into_iter().enumerate() {
+        let bob = s.new_user(&format!("fault-joiner-{n}")).await;
+        let invited =
+            ok(&post(&s, "invite-member", &owner.cookie, &json!({"email": bob.email, "role": "member"})).await);
+        let id = invited["id"].as_str().unwrap().to_owned();
+        faults.fail_commits_after(spared, 1);
+        let r = post(&s, "accept-invitation", &bob.cookie, &json!({"invitationId": id})).await;
+        faults.fail_next_commits(0);
+        let after = joined_and_active(&s, &bob.cookie, &org).await;
+        match r.status {
+            200 => assert_eq!(after, (true, json!(org)), "spared {spared}: accepted"),
+            503 => {
+                assert_eq!(after, (false, Value::Null), "spared {spared}: half an acceptance");
+                ok(&post(&s, "accept-invitation", &bob.cookie, &json!({"invitationId": id})).await);
+            }
+            other => panic!("spared {spared}: {other} {}", r.text),
+        }
+        assert_eq!(joined_and_active(&s, &bob.cookie, &org).await, (true, json!(org)));
+
+        let (call, body) = ("leave", json!({"organizationId": org}));
+        faults.fail_commits_after(spared, 1);
+        let r = post(&s, call, &bob.cookie, &body).await;
+        faults.fail_next_commits(0);
+        let after = joined_and_active(&s, &bob.cookie, &org).await;
+        match r.status {
+            200 => assert_eq!(after, (false, Value::Null), "spared {spared}: {call}"),
+            503 => assert_eq!(after, (true, json!(org)), "spared {spared}: half a {call}"),
+            other => panic!("spared {spared}: {call}: {other} {}", r.text),
+        }
+    }
+    s.stop().await;
+}

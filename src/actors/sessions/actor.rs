@@ -213,7 +213,7 @@ impl Actor for SessionsActor {
                 }
                 state.overlay.add(ops, reply, count);
             }
-            SessionsMsg::CommitEnding { users, impersonators, mut ops, starts, reply } => {
+            SessionsMsg::CommitEnding { users, impersonators, mut ops, starts, actives, reply } => {
                 let admins: Vec<UserId> = users.iter().chain(&impersonators).copied().collect();
                 let mut ending = self.indexes.sessions.of_users(&users);
                 ending.extend(self.indexes.sessions.impersonated_by(&admins));
@@ -235,6 +235,16 @@ impl Actor for SessionsActor {
                 // check refuses any other once the change is applied here).
                 ops.extend(users.iter().map(|&user| end_all(user, None)));
                 ops.extend(ending.into_iter().filter(|(user, _)| !users.contains(user)).map(delete));
+                // A member joining or leaving through this session: its active organization follows in the same
+                // transaction (a session that has ended, in this commit or before, has none to change).
+                let now = Timestamp::now();
+                for (hash, org) in actives {
+                    if let Some(current) = self.get(state, &hash).filter(|s| !s.is_expired(now)) {
+                        let session = Arc::new(current.with_active_organization(org));
+                        state.overlay.stage(hash, Some(Arc::clone(&session)));
+                        ops.push(StoreOp::RefreshSession(hash, convert::session_record(&session)));
+                    }
+                }
                 let started = starts
                     .into_iter()
                     .map(|(start, account)| self.start_with(state, start, account, &mut ops))

@@ -126,6 +126,8 @@ pub enum SessionsMsg {
         ops: Vec<StoreOp>,
         /// With the account each starts for, as the records leave it (perhaps created by them).
         starts: Vec<(StartWith, Option<Arc<crate::domain::User>>)>,
+        /// Sessions whose active organization becomes the given one (`None`: cleared), in the same transaction.
+        actives: Vec<(TokenHash, Option<OrgId>)>,
         reply: RpcReplyPort<Result<Vec<Started>, Refusal>>,
     },
     /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
@@ -236,8 +238,9 @@ impl SessionsHandle {
         impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
         starts: Vec<(StartWith, Option<Arc<crate::domain::User>>)>,
+        actives: Vec<(TokenHash, Option<OrgId>)>,
     ) -> Result<Vec<Started>, Refusal> {
-        let msg = |reply| SessionsMsg::CommitEnding { users, impersonators, ops, starts, reply };
+        let msg = |reply| SessionsMsg::CommitEnding { users, impersonators, ops, starts, actives, reply };
         match self.0.call(msg, None).await {
             Ok(ractor::rpc::CallResult::Success(result)) => result,
             _ => Err(Refusal::Unavailable),

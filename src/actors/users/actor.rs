@@ -84,6 +84,9 @@ pub(super) struct State {
     /// Sign-ins whose session starts in this batch's commit (with their account's re-hashed password, or its
     /// records made or changed through a provider), and how each is answered once the commit's outcome is known.
     starting: Vec<(StartWith, StartAnswer)>,
+    /// Sessions whose active organization changes in this batch's commit (a member joining or leaving through
+    /// that session, [`super::members::active_after`]).
+    activating: Vec<(TokenHash, Option<OrgId>)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
     /// Linked identities added (`Some`) or removed (`None`) in this batch, published with it.
@@ -114,6 +117,7 @@ impl Actor for UsersActor {
             tokens: HashMap::new(),
             mails: Vec::new(),
             starting: Vec::new(),
+            activating: Vec::new(),
             closing_orgs: Vec::new(),
             members: Vec::new(),
             invitations: Vec::new(),
@@ -500,8 +504,13 @@ impl Actor for UsersActor {
                     super::members::MemberCall::SetRoles { .. } => super::members::MemberError::WithoutAnOwner,
                     _ => super::members::MemberError::OnlyOwner,
                 };
+                let ends_membership = matches!(
+                    call,
+                    super::members::MemberCall::Remove { .. } | super::members::MemberCall::Leave { .. }
+                );
                 match self.member_call(state, caller, call, &ip) {
                     Ok((ops, outcome)) => {
+                        state.activating.extend(super::members::active_after(&outcome, ends_membership, &caller));
                         state.flush_now = true;
                         state.overlay.add_guarded(ops, reply, Ok(outcome), super::members::conflict_of(last_owner));
                     }
@@ -968,16 +977,17 @@ impl UsersActor {
                 ((start, account), answer)
             })
             .unzip();
+        let activating = std::mem::take(&mut state.activating);
         let mut started: Option<Result<Vec<Started>, Refusal>> = None;
         let started_slot = &mut started;
         let commit = |ops| async move {
-            if ending_now.is_empty() && demoted_now.is_empty() && starts.is_empty() {
+            if ending_now.is_empty() && demoted_now.is_empty() && starts.is_empty() && activating.is_empty() {
                 overlay::write(writer, ops).await
             } else {
                 // The sessions actor commits our records with the end of those users' sessions (and of the
-                // impersonations by those users and the demoted) and the start of the sign-ins' sessions: one
-                // transaction.
-                let committed = sessions.commit_with(ending_now, demoted_now, ops, starts).await;
+                // impersonations by those users and the demoted), the start of the sign-ins' sessions and the
+                // sessions' new active organizations: one transaction.
+                let committed = sessions.commit_with(ending_now, demoted_now, ops, starts, activating).await;
                 let outcome = committed.as_ref().map(|_| ()).map_err(Refusal::clone);
                 *started_slot = Some(committed);
                 outcome

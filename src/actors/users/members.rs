@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::actor::{State, UsersActor};
 use crate::domain::{
     Email, Invitation, InvitationId, InvitationStatus, Mail, MemberId, MemberRoles, Membership, OrgId, OrgRole,
-    Timestamp, User, UserFields, UserId, action,
+    Timestamp, TokenHash, User, UserFields, UserId, action,
 };
 use crate::store::{Conflict, StoreOp, audit, convert};
 
@@ -24,6 +24,34 @@ pub struct Caller {
     pub user: UserId,
     pub actor: UserId,
     pub global_admin: bool,
+    /// The session the call comes from, when its active organization follows the change ([`active_after`]).
+    pub session: Option<CallerSession>,
+}
+
+/// A caller's session (its token's hash) and the organization it works in now.
+#[derive(Debug, Clone, Copy)]
+pub struct CallerSession {
+    pub token: TokenHash,
+    pub active: Option<OrgId>,
+}
+
+/// What the caller's session's active organization becomes with a change, committed with it (a failure between
+/// the two would leave a member who joined but whose session works elsewhere, or one who left but whose session
+/// still names the organization): joining (`accept-invitation`) makes the organization active, ending one's own
+/// membership (`leave`, `remove-member` of oneself) clears it if it was the active one. `None`: unchanged.
+pub(super) fn active_after(
+    outcome: &MemberOutcome,
+    ends_membership: bool,
+    caller: &Caller,
+) -> Option<(TokenHash, Option<OrgId>)> {
+    let session = caller.session?;
+    match outcome {
+        MemberOutcome::Accepted(_, m) if session.active != Some(m.org) => Some((session.token, Some(m.org))),
+        MemberOutcome::Member(m) if ends_membership && m.user == caller.user && session.active == Some(m.org) => {
+            Some((session.token, None))
+        }
+        _ => None,
+    }
 }
 
 /// Renders the invitation's message (organization name and inviter are the actor's to fill in).
