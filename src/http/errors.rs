@@ -5,8 +5,8 @@ use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
 use crate::accounts::{
-    AccountError, AdminError, CreateOrgError, DeleteOrgError, MailError, ResetPasswordError, SignInError, SignUpError,
-    Unavailable, UpdateOrgError, UpdateUserError,
+    AccountError, AdminError, CreateOrgError, DeleteOrgError, IdTokenError, MailError, PasskeyError, ResetPasswordError,
+    SignInError, SignUpError, Unavailable, UpdateOrgError, UpdateUserError, WebhookError,
 };
 use crate::domain::PasswordError;
 
@@ -184,5 +184,60 @@ impl From<AdminError> for Failure {
             AdminError::Unavailable(u) => return u.into(),
         };
         Self::new(status, code, e.to_string())
+    }
+}
+
+impl From<PasskeyError> for Failure {
+    fn from(e: PasskeyError) -> Self {
+        let message = e.to_string();
+        match e {
+            PasskeyError::ChallengeNotFound => Self::bad_request("CHALLENGE_NOT_FOUND", message),
+            PasskeyError::NotAllowed => {
+                Self::new(StatusCode::UNAUTHORIZED, "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY", message)
+            }
+            PasskeyError::RegistrationFailed => Self::bad_request("FAILED_TO_VERIFY_REGISTRATION", message),
+            PasskeyError::PreviouslyRegistered => Self::bad_request("PREVIOUSLY_REGISTERED", message),
+            PasskeyError::NotFound => Self::new(StatusCode::NOT_FOUND, "PASSKEY_NOT_FOUND", message),
+            PasskeyError::AuthenticationFailed => Self::bad_request("AUTHENTICATION_FAILED", message),
+            PasskeyError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", message),
+            PasskeyError::EmailNotVerified => Self::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", message),
+            PasskeyError::Locked(wait) => Self::too_many_requests(wait),
+            PasskeyError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<IdTokenError> for Failure {
+    fn from(e: IdTokenError) -> Self {
+        let (status, code) = match e {
+            IdTokenError::ProviderNotFound => (StatusCode::NOT_FOUND, "PROVIDER_NOT_FOUND"),
+            IdTokenError::NotSupported => (StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED"),
+            IdTokenError::InvalidToken => (StatusCode::UNAUTHORIZED, "INVALID_TOKEN"),
+            IdTokenError::ProviderUnavailable => (StatusCode::BAD_GATEWAY, "PROVIDER_UNAVAILABLE"),
+            IdTokenError::UserInfo => (StatusCode::UNAUTHORIZED, "FAILED_TO_GET_USER_INFO"),
+            IdTokenError::EmailNotFound => (StatusCode::UNAUTHORIZED, "USER_EMAIL_NOT_FOUND"),
+            IdTokenError::NotLinked | IdTokenError::UnableToLink => (StatusCode::UNAUTHORIZED, "OAUTH_LINK_ERROR"),
+            IdTokenError::AlreadyLinked => (StatusCode::CONFLICT, "SOCIAL_ACCOUNT_ALREADY_LINKED"),
+            IdTokenError::LinkingNotAllowed => (StatusCode::UNAUTHORIZED, "LINKING_NOT_ALLOWED"),
+            IdTokenError::DifferentEmails => (StatusCode::UNAUTHORIZED, "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED"),
+            IdTokenError::EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
+            IdTokenError::Banned => (StatusCode::FORBIDDEN, "BANNED_USER"),
+            IdTokenError::PasskeyRequired => (StatusCode::FORBIDDEN, "PASSKEY_REQUIRED"),
+            IdTokenError::Unavailable(u) => return u.into(),
+        };
+        Self::new(status, code, e.to_string())
+    }
+}
+
+impl From<WebhookError> for Failure {
+    fn from(e: WebhookError) -> Self {
+        match e {
+            WebhookError::Invalid(message) => Self::validation(message),
+            WebhookError::Internal(_) => Self::bad_request("WEBHOOK_TARGET_INTERNAL", e.to_string()),
+            WebhookError::NotFound | WebhookError::DeliveryNotFound => {
+                Self::with_status(StatusCode::NOT_FOUND, e.to_string())
+            }
+            WebhookError::Unavailable(u) => u.into(),
+        }
     }
 }

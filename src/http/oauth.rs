@@ -15,7 +15,7 @@ use super::fields::{location_value, safe_redirect};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::oauth::{Callback, CallbackError, Finished, FlowStart, StartError};
-use crate::accounts::{Accounts, Client, IdTokenError, IdTokenProof, IdTokenSignIn, UnlinkError};
+use crate::accounts::{Accounts, Client, IdTokenProof, IdTokenSignIn, UnlinkError};
 
 /// The fields `sign-in/social` takes (`provider`) and `sign-in/oauth2` (`providerId`).
 const START_FIELDS: [&str; 9] = [
@@ -149,28 +149,6 @@ async fn id_token_sign_in(
         answer = with_cookie(answer, super::two_factor::trust_cookie(state, &device));
     }
     Ok(answer)
-}
-
-impl From<IdTokenError> for Failure {
-    fn from(e: IdTokenError) -> Self {
-        let (status, code) = match e {
-            IdTokenError::ProviderNotFound => (StatusCode::NOT_FOUND, "PROVIDER_NOT_FOUND"),
-            IdTokenError::NotSupported => (StatusCode::NOT_FOUND, "ID_TOKEN_NOT_SUPPORTED"),
-            IdTokenError::InvalidToken => (StatusCode::UNAUTHORIZED, "INVALID_TOKEN"),
-            IdTokenError::ProviderUnavailable => (StatusCode::BAD_GATEWAY, "PROVIDER_UNAVAILABLE"),
-            IdTokenError::UserInfo => (StatusCode::UNAUTHORIZED, "FAILED_TO_GET_USER_INFO"),
-            IdTokenError::EmailNotFound => (StatusCode::UNAUTHORIZED, "USER_EMAIL_NOT_FOUND"),
-            IdTokenError::NotLinked | IdTokenError::UnableToLink => (StatusCode::UNAUTHORIZED, "OAUTH_LINK_ERROR"),
-            IdTokenError::AlreadyLinked => (StatusCode::CONFLICT, "SOCIAL_ACCOUNT_ALREADY_LINKED"),
-            IdTokenError::LinkingNotAllowed => (StatusCode::UNAUTHORIZED, "LINKING_NOT_ALLOWED"),
-            IdTokenError::DifferentEmails => (StatusCode::UNAUTHORIZED, "LINKING_DIFFERENT_EMAILS_NOT_ALLOWED"),
-            IdTokenError::EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
-            IdTokenError::Banned => (StatusCode::FORBIDDEN, "BANNED_USER"),
-            IdTokenError::PasskeyRequired => (StatusCode::FORBIDDEN, "PASSKEY_REQUIRED"),
-            IdTokenError::Unavailable(u) => return u.into(),
-        };
-        Self::new(status, code, e.to_string())
-    }
 }
 
 /// `callbackURL`, `errorCallbackURL`, `newUserCallbackURL` (in that order), each a safe relative path or on a

@@ -26,26 +26,6 @@ const CEREMONY_SECS: u64 = 300;
 /// `freshAge`): a stolen, long-lived cookie should not be enough to add a way into the account.
 const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
 
-impl From<PasskeyError> for Failure {
-    fn from(e: PasskeyError) -> Self {
-        let message = e.to_string();
-        match e {
-            PasskeyError::ChallengeNotFound => Self::bad_request("CHALLENGE_NOT_FOUND", message),
-            PasskeyError::NotAllowed => {
-                Self::new(StatusCode::UNAUTHORIZED, "YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY", message)
-            }
-            PasskeyError::RegistrationFailed => Self::bad_request("FAILED_TO_VERIFY_REGISTRATION", message),
-            PasskeyError::PreviouslyRegistered => Self::bad_request("PREVIOUSLY_REGISTERED", message),
-            PasskeyError::NotFound => Self::new(StatusCode::NOT_FOUND, "PASSKEY_NOT_FOUND", message),
-            PasskeyError::AuthenticationFailed => Self::bad_request("AUTHENTICATION_FAILED", message),
-            PasskeyError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", message),
-            PasskeyError::EmailNotVerified => Self::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", message),
-            PasskeyError::Locked(wait) => Self::too_many_requests(wait),
-            PasskeyError::Unavailable(u) => u.into(),
-        }
-    }
-}
-
 /// A passkey as the plugin's answers carry it: its database row.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -10,25 +10,12 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::response::{Body, Failure, json as answer, ok};
-use crate::accounts::{WebhookChange, WebhookError};
+use crate::accounts::WebhookChange;
 
 const MAX_GRACE_SECS: u64 = 7 * 86_400;
 const DEFAULT_GRACE_SECS: u64 = 86_400;
 const DEFAULT_LOG_PAGE: usize = 50;
 const MAX_LOG_PAGE: usize = 500;
-
-impl From<WebhookError> for Failure {
-    fn from(e: WebhookError) -> Self {
-        match e {
-            WebhookError::Invalid(message) => Failure::validation(message),
-            WebhookError::Internal(_) => Failure::bad_request("WEBHOOK_TARGET_INTERNAL", e.to_string()),
-            WebhookError::NotFound | WebhookError::DeliveryNotFound => {
-                Failure::with_status(StatusCode::NOT_FOUND, e.to_string())
-            }
-            WebhookError::Unavailable(u) => u.into(),
-        }
-    }
-}
 
 /// The `{id}` segment of `/api/admin/webhooks/{id}[/…]`.
 fn endpoint_id(req: &Request<Incoming>) -> Result<[u8; 16], Failure> {
