@@ -6,7 +6,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use super::AppState;
-use super::dto::{AuthSession, AuthUser};
+use super::dto::{AuthSession, AuthUser, STATUS, SuccessMessage};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::fields::{image_url, validated_name};
@@ -19,7 +19,7 @@ use crate::domain::{Password, SessionId, SessionToken, Timestamp};
 pub(super) const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 fn status_true() -> Response<Body> {
-    ok(&json!({"status": true}))
+    ok(&STATUS)
 }
 
 pub async fn change_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
@@ -134,6 +134,6 @@ pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
     state.accounts.delete_account(&current, password, &ctx.ip.to_string()).await?;
-    let answer = ok(&json!({"success": true, "message": "User deleted"}));
+    let answer = ok(&SuccessMessage { message: "User deleted", success: true });
     Ok(with_cookie(answer, state.cookies.clear()))
 }

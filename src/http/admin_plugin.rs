@@ -10,7 +10,7 @@ use hyper::{Request, Response};
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::dto::{AuthSession, AuthUser, SessionAndUser};
+use super::dto::{AuthSession, AuthUser, STATUS, SUCCESS, SessionAndUser};
 use super::extract::Ctx;
 use super::extract::{self, Fields, Refusal};
 use super::fields::{self, validated_name};
@@ -369,7 +369,7 @@ pub async fn revoke_user_session(
     if let Some((hash, owner)) = found {
         state.accounts.revoke_user_sessions(by.id, owner, Revoke::One(hash), &ctx.ip.to_string()).await?;
     }
-    Ok(ok(&json!({"success": true})))
+    Ok(ok(&SUCCESS))
 }
 
 pub async fn revoke_user_sessions(
@@ -379,7 +379,7 @@ pub async fn revoke_user_sessions(
 ) -> Result<Response<Body>, Failure> {
     let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_REVOKE_USERS_SESSIONS", &[]).await?;
     state.accounts.revoke_user_sessions(by.id, target, Revoke::All, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"success": true})))
+    Ok(ok(&SUCCESS))
 }
 
 /// `{userId, newPassword}` → `{status: true}`; every session of the account ends (stricter than the plugin).
@@ -387,7 +387,7 @@ pub async fn set_user_password(state: &AppState, ctx: Ctx, req: Request<Incoming
     let (by, body, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_SET_USERS_PASSWORD", &["newPassword"]).await?;
     let password = Password::new(body.string("newPassword")?)?;
     state.accounts.set_user_password(by.id, target, password, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"status": true})))
+    Ok(ok(&STATUS))
 }
 
 /// `{userId}` → `{success: true}`: the account and its sessions in one commit; never one's own, never the last
@@ -395,7 +395,7 @@ pub async fn set_user_password(state: &AppState, ctx: Ctx, req: Request<Incoming
 pub async fn remove_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (by, _, target) = on_user(state, req, "YOU_ARE_NOT_ALLOWED_TO_DELETE_USERS", &[]).await?;
     state.accounts.remove_user_by(by.id, target, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"success": true})))
+    Ok(ok(&SUCCESS))
 }
 
 /// `{permissions: {resource: [actions]}}` → `{error: null, success}`: the `admin` role may do everything on users and

@@ -5,7 +5,9 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
-use super::dto::{AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, session_and_user_json};
+use super::dto::{
+    AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, TwoFactorRedirect, session_and_user_json,
+};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::fields::{image_url, invalid_email, location_value, safe_redirect, validated_name};
@@ -64,7 +66,7 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
             // No session yet: better-auth's answer, and the cookie that carries the pending sign-in.
             SignInOutcome::SecondFactor { challenge } => {
                 let methods: &[&str] = if state.accounts.offers_codes_by_mail() { &["totp", "otp"] } else { &["totp"] };
-                let answer = ok(&serde_json::json!({"twoFactorRedirect": true, "twoFactorMethods": methods}));
+                let answer = ok(&TwoFactorRedirect { two_factor_methods: methods, two_factor_redirect: true });
                 return Ok(with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge)));
             }
         };

@@ -291,6 +291,77 @@ pub struct Success {
 
 pub const SUCCESS: Success = Success { success: true };
 
+/// `{"status": true}`: better-auth's answer to a step that has nothing else to say.
+#[derive(Serialize)]
+pub struct Status {
+    pub status: bool,
+}
+
+pub const STATUS: Status = Status { status: true };
+
+// The answers below were first written through `serde_json::json!`, whose objects sort their keys; their fields
+// are declared in that order so that the bytes stay the same (a test holds it).
+
+/// A sign-in that waits for its second factor: which methods may prove it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TwoFactorRedirect<'a> {
+    pub two_factor_methods: &'a [&'a str],
+    pub two_factor_redirect: bool,
+}
+
+/// `two-factor/enable`: the factor to confirm and its backup codes, shown this once.
+#[derive(Serialize)]
+pub struct TotpEnrolment<'a> {
+    #[serde(rename = "backupCodes")]
+    pub backup_codes: &'a [String],
+    pub method: &'static str,
+    #[serde(rename = "totpURI")]
+    pub totp_uri: &'a str,
+}
+
+/// `two-factor/get-totp-uri`.
+#[derive(Serialize)]
+pub struct TotpUri<'a> {
+    #[serde(rename = "totpURI")]
+    pub totp_uri: &'a str,
+}
+
+/// `two-factor/generate-backup-codes`: the new codes, shown this once.
+#[derive(Serialize)]
+pub struct BackupCodes<'a> {
+    #[serde(rename = "backupCodes")]
+    pub backup_codes: &'a [String],
+    pub status: bool,
+}
+
+/// An administrator's reset of a user's second factor: `reset` is false when there was none.
+#[derive(Serialize)]
+pub struct SecondFactorReset {
+    pub reset: bool,
+    pub success: bool,
+}
+
+/// `{"message", "status": true}`.
+#[derive(Serialize)]
+pub struct StatusMessage<'a> {
+    pub message: &'a str,
+    pub status: bool,
+}
+
+/// `{"message", "success": true}`.
+#[derive(Serialize)]
+pub struct SuccessMessage<'a> {
+    pub message: &'a str,
+    pub success: bool,
+}
+
+/// A token alone (a reset link followed without a `callbackURL`).
+#[derive(Serialize)]
+pub struct Token<'a> {
+    pub token: &'a str,
+}
+
 /// One entry of `GET /api/admin/audit`.
 #[derive(Serialize)]
 pub struct AuditEntry<'a> {
@@ -321,6 +392,109 @@ impl<'a> From<&'a domain::AuditEntry> for AuditEntry<'a> {
 pub struct AuditPage<'a> {
     pub entries: Vec<AuditEntry<'a>>,
     pub next_cursor: Option<String>,
+}
+
+/// An endpoint on `/api/admin/webhooks` (never its secret).
+///
+/// The webhook answers' fields are declared in alphabetical order, here and in their envelopes below: they were
+/// first written through `serde_json::json!`, whose objects sort their keys, and keeping that order keeps the
+/// answers' bytes (a test holds it).
+#[derive(Serialize)]
+pub struct Webhook<'a> {
+    created_at: &'a str,
+    description: &'a str,
+    enabled: bool,
+    events: &'a [String],
+    failing: bool,
+    failing_since: Option<&'a str>,
+    id: &'a str,
+    previous_secret_expires_at: Option<&'a str>,
+    queued: u64,
+    updated_at: &'a str,
+    url: &'a str,
+}
+
+impl<'a> From<&'a crate::accounts::Endpoint> for Webhook<'a> {
+    fn from(e: &'a crate::accounts::Endpoint) -> Self {
+        Self {
+            created_at: &e.created_at,
+            description: &e.description,
+            enabled: e.enabled,
+            events: &e.events,
+            failing: e.failing,
+            failing_since: e.failing_since.as_deref(),
+            id: &e.id,
+            previous_secret_expires_at: e.previous_secret_expires_at.as_deref(),
+            queued: e.queued,
+            updated_at: &e.updated_at,
+            url: &e.url,
+        }
+    }
+}
+
+/// One attempt of `GET /api/admin/webhooks/{id}/deliveries`.
+#[derive(Serialize)]
+pub struct WebhookDelivery<'a> {
+    account_id: Option<&'a str>,
+    at: &'a str,
+    attempt: u32,
+    duration_ms: u32,
+    error: Option<&'a str>,
+    event: &'a str,
+    id: &'a str,
+    message_id: &'a str,
+    status: Option<u16>,
+    success: bool,
+}
+
+impl<'a> From<&'a crate::accounts::Delivery> for WebhookDelivery<'a> {
+    fn from(d: &'a crate::accounts::Delivery) -> Self {
+        Self {
+            account_id: d.account_id.as_deref(),
+            at: &d.at,
+            attempt: d.attempt,
+            duration_ms: d.duration_ms,
+            error: d.error.as_deref(),
+            event: &d.event,
+            id: &d.id,
+            message_id: &d.message_id,
+            status: d.status,
+            success: d.success,
+        }
+    }
+}
+
+/// `GET /api/admin/webhooks`: the endpoints and every event type one may subscribe to.
+#[derive(Serialize)]
+pub struct WebhookList<'a> {
+    pub events: Vec<&'static str>,
+    pub webhooks: Vec<Webhook<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct OneWebhook<'a> {
+    pub webhook: Webhook<'a>,
+}
+
+/// An endpoint created or changed, with its secret when that answer made one (`null` when a change did not
+/// rotate it).
+#[derive(Serialize)]
+pub struct WebhookAndSecret<'a> {
+    pub secret: Option<&'a str>,
+    pub webhook: Webhook<'a>,
+}
+
+/// A webhook message queued (a test, a resend).
+#[derive(Serialize)]
+pub struct MessageQueued<'a> {
+    pub message_id: &'a str,
+}
+
+/// A page of the delivery log, newest first; `next_cursor` when the page is full.
+#[derive(Serialize)]
+pub struct WebhookDeliveries<'a> {
+    pub deliveries: Vec<WebhookDelivery<'a>>,
+    pub next_cursor: Option<&'a str>,
 }
 
 #[cfg(test)]
@@ -406,5 +580,66 @@ mod tests {
             let plain = serde_json::to_vec(&AuthUser::from(u)).unwrap();
             assert_eq!(String::from_utf8(auth_user_json(u)).unwrap(), String::from_utf8(plain).unwrap());
         }
+    }
+
+    /// The answers typed from `json!` (the webhooks', the second factor's, …) are the bytes `json!` made of them: serde_json's objects sort
+    /// their keys, so an answer whose fields are declared in another order would differ from its own value's
+    /// serialisation.
+    #[test]
+    fn typed_answers_keep_the_bytes_json_made() {
+        let endpoint = crate::accounts::Endpoint {
+            id: "0190f0a2-7c1d-7e4b-8a55-2a3b4c5d6e7f".into(),
+            url: "https://hooks.example.com/in?a=\"1\"".into(),
+            events: vec!["user.created".into(), "session.created".into()],
+            description: "ops \u{e9}".into(),
+            enabled: true,
+            failing: true,
+            failing_since: Some("2026-01-02T03:04:05.000Z".into()),
+            previous_secret_expires_at: None,
+            queued: 3,
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: "2026-01-02T00:00:00.000Z".into(),
+        };
+        let delivery = crate::accounts::Delivery {
+            id: "d1".into(),
+            message_id: "msg_1".into(),
+            event: "user.created".into(),
+            account_id: None,
+            attempt: 2,
+            status: Some(500),
+            success: false,
+            error: Some("HTTP 500".into()),
+            duration_ms: 12,
+            at: "2026-01-02T03:04:05.000Z".into(),
+        };
+        fn same_as_json<T: Serialize>(answer: &T) {
+            let typed = serde_json::to_string(answer).unwrap();
+            let sorted = serde_json::to_string(&serde_json::to_value(answer).unwrap()).unwrap();
+            assert_eq!(typed, sorted);
+        }
+        same_as_json(&WebhookList { events: vec!["user.created"], webhooks: vec![Webhook::from(&endpoint)] });
+        same_as_json(&OneWebhook { webhook: Webhook::from(&endpoint) });
+        for secret in [Some("whsec_abc"), None] {
+            same_as_json(&WebhookAndSecret { secret, webhook: Webhook::from(&endpoint) });
+        }
+        same_as_json(&MessageQueued { message_id: "msg_1" });
+        same_as_json(&STATUS);
+        same_as_json(&SUCCESS);
+        same_as_json(&TwoFactorRedirect { two_factor_methods: &["totp", "otp"], two_factor_redirect: true });
+        let codes = ["a1b2c".to_owned(), "d3e4f".to_owned()];
+        same_as_json(&TotpEnrolment { backup_codes: &codes, method: "totp", totp_uri: "otpauth://totp/x" });
+        same_as_json(&TotpUri { totp_uri: "otpauth://totp/x" });
+        same_as_json(&BackupCodes { backup_codes: &codes, status: true });
+        same_as_json(&SecondFactorReset { reset: false, success: true });
+        same_as_json(&StatusMessage { message: "sent", status: true });
+        same_as_json(&SuccessMessage { message: "User deleted", success: true });
+        same_as_json(&Token { token: "t" });
+        for next_cursor in [Some("d1"), None] {
+            same_as_json(&WebhookDeliveries { deliveries: vec![WebhookDelivery::from(&delivery)], next_cursor });
+        }
+        assert_eq!(
+            serde_json::to_string(&OneWebhook { webhook: Webhook::from(&endpoint) }).unwrap(),
+            r#"{"webhook":{"created_at":"2026-01-01T00:00:00.000Z","description":"ops é","enabled":true,"events":["user.created","session.created"],"failing":true,"failing_since":"2026-01-02T03:04:05.000Z","id":"0190f0a2-7c1d-7e4b-8a55-2a3b4c5d6e7f","previous_secret_expires_at":null,"queued":3,"updated_at":"2026-01-02T00:00:00.000Z","url":"https://hooks.example.com/in?a=\"1\""}}"#
+        );
     }
 }

@@ -9,7 +9,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::dto::{AuthUser, SignedIn as SignedInBody};
+use super::dto::{AuthUser, STATUS, SignedIn as SignedInBody, TwoFactorRedirect};
 use super::extract::{self, Ctx, Fields};
 use super::fields::{location_value, safe_redirect};
 use super::rate_limits::Limited;
@@ -138,7 +138,7 @@ async fn id_token_sign_in(
         IdTokenSignIn::In { signed_in, .. } => (signed_in, None),
         IdTokenSignIn::Trusted(signed_in, device) => (signed_in, Some(device)),
         IdTokenSignIn::SecondFactor { challenge } => {
-            let answer = ok(&json!({"twoFactorRedirect": true, "twoFactorMethods": ["totp"]}));
+            let answer = ok(&TwoFactorRedirect { two_factor_methods: &["totp"], two_factor_redirect: true });
             return Ok(with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge)));
         }
     };
@@ -386,7 +386,7 @@ pub async fn unlink_account(state: &AppState, ctx: Ctx, req: Request<Incoming>) 
         }
         UnlinkError::Unavailable(u) => u.into(),
     })?;
-    Ok(ok(&json!({"status": true})))
+    Ok(ok(&STATUS))
 }
 
 /// `url` with `pair` added to its query (before any fragment), the query it had kept.

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::dto::session_and_user_json;
+use super::dto::{STATUS, session_and_user_json};
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
@@ -230,7 +230,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     body.only(&["id"])?;
     let id = passkey_id(&body)?;
     state.accounts.delete_passkey(&current, id, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"status": true})))
+    Ok(ok(&STATUS))
 }
 
 /// A passkey as the administration API shows it (snake_case, as `/api/admin/*`): what it is and when it came, not

@@ -5,9 +5,9 @@
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use serde_json::json;
 
 use super::AppState;
+use super::dto::{STATUS, StatusMessage, Token};
 use super::extract;
 use super::extract::Ctx;
 use super::fields::{invalid_email, location_value, safe_redirect};
@@ -27,7 +27,7 @@ pub async fn send_verification_email(
 ) -> Result<Response<Body>, Failure> {
     let (email, callback) = mail_request(state, &ctx, req, "callbackURL").await?;
     state.accounts.send_verification_email(email, callback, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"status": true})))
+    Ok(ok(&STATUS))
 }
 
 /// The body of a call that mails a link: `{email, <redirect_key>?}`, within the mail limits of the address and the
@@ -69,7 +69,7 @@ pub async fn verify_email(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
         None => Err(crate::accounts::ResetPasswordError::InvalidToken),
     };
     match (verified, callback) {
-        (Ok(()), None) => Ok(ok(&json!({"status": true}))),
+        (Ok(()), None) => Ok(ok(&STATUS)),
         (Ok(()), Some(callback)) => Ok(redirect(&callback)),
         (Err(crate::accounts::ResetPasswordError::InvalidToken), Some(callback)) => {
             let separator = if callback.contains('?') { '&' } else { '?' };
@@ -105,7 +105,7 @@ pub async fn request_password_reset(
 ) -> Result<Response<Body>, Failure> {
     let (email, redirect) = mail_request(state, &ctx, req, "redirectTo").await?;
     state.accounts.request_password_reset(email, redirect, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"status": true, "message": RESET_REQUESTED})))
+    Ok(ok(&StatusMessage { message: RESET_REQUESTED, status: true }))
 }
 
 /// `GET /api/auth/reset-password/{token}?callbackURL=`: the link in the mail. Redirects to the application's form
@@ -116,7 +116,7 @@ pub async fn follow_reset_link(state: &AppState, ctx: Ctx, req: Request<Incoming
     let callback = extract::query_value(req.uri().query(), "callbackURL");
     let Some(callback) = callback else {
         return match valid {
-            Some(token) => Ok(ok(&json!({"token": token.as_str()}))),
+            Some(token) => Ok(ok(&Token { token: token.as_str() })),
             None => Err(invalid_token()),
         };
     };
@@ -141,7 +141,7 @@ pub async fn reset_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) 
     };
     let token = SessionToken::parse(&given).ok_or_else(invalid_token)?;
     state.accounts.reset_password(&token, new_password, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"status": true})))
+    Ok(ok(&STATUS))
 }
 
 fn invalid_token() -> Failure {

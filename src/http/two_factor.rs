@@ -8,7 +8,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use super::AppState;
-use super::dto::AuthUser;
+use super::dto::{AuthUser, BackupCodes, STATUS, SecondFactorReset, TotpEnrolment, TotpUri};
 use super::extract::{self, Ctx, Refusal};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{Code, CodeFor, Verified};
@@ -34,7 +34,8 @@ pub async fn enable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
         return Err(Failure::validation("issuer must be 1 to 64 characters without ':'"));
     }
     let enrolment = state.accounts.enable_two_factor(&current, password, issuer, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"method": "totp", "totpURI": enrolment.totp_uri, "backupCodes": enrolment.backup_codes})))
+    let backup_codes = &enrolment.backup_codes;
+    Ok(ok(&TotpEnrolment { backup_codes, method: "totp", totp_uri: &enrolment.totp_uri }))
 }
 
 /// `POST two-factor/get-totp-uri {password}` → `{totpURI}`.
@@ -44,7 +45,7 @@ pub async fn get_totp_uri(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
     let uri = state.accounts.totp_uri(&current, password, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"totpURI": uri})))
+    Ok(ok(&TotpUri { totp_uri: &uri }))
 }
 
 /// `POST two-factor/verify-totp {code, trustDevice?}` → `{token, user}`. With a session: a code of the enrolled
@@ -101,7 +102,7 @@ pub async fn send_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
         Some((token, current)) => state.accounts.send_code(CodeFor::Session(token, current), &ip).await?,
         None => state.accounts.send_code(CodeFor::Challenge(&challenge?), &ip).await?,
     }
-    Ok(ok(&json!({"status": true})))
+    Ok(ok(&STATUS))
 }
 
 /// `POST two-factor/verify-otp {code, trustDevice?}` → `{token, user}`: the mailed code, used up. Without a session:
@@ -134,7 +135,7 @@ pub async fn generate_backup_codes(
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
     let codes = state.accounts.new_backup_codes(&current, password, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"status": true, "backupCodes": codes})))
+    Ok(ok(&BackupCodes { backup_codes: &codes, status: true }))
 }
 
 /// `POST two-factor/disable {password}` → `{status: true}`: the factor is forgotten, every trusted device of the
@@ -145,7 +146,7 @@ pub async fn disable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
     state.accounts.disable_two_factor(&current, password, &ctx.ip.to_string()).await?;
-    Ok(with_cookie(ok(&json!({"status": true})), state.cookies.clear_for(&state.cookies.trust_name)))
+    Ok(with_cookie(ok(&STATUS), state.cookies.clear_for(&state.cookies.trust_name)))
 }
 
 /// `POST /api/admin/users/{id}/two-factor/reset` → `{success, reset}`: an administrator forgets a user's second
@@ -155,7 +156,7 @@ pub async fn admin_reset(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let id = req.uri().path().trim_start_matches("/api/admin/users/").split('/').next().unwrap_or_default();
     let user = UserId::parse(id).ok_or_else(|| Failure::validation("the user id in the path must be a UUID"))?;
     let reset = state.accounts.reset_two_factor(admin.id, user, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"success": true, "reset": reset})))
+    Ok(ok(&SecondFactorReset { reset, success: true }))
 }
 
 /// The sign-in step's answer: the session cookie, the two-factor cookie cleared, and with `trustDevice` the

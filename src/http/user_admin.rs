@@ -9,6 +9,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use super::AppState;
+use super::dto::SUCCESS;
 use super::extract::{self, Ctx, Refusal};
 use super::response::{Body, Failure, ok};
 use crate::accounts::{Accounts, UnlinkError};
@@ -68,7 +69,7 @@ pub async fn unlink(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
         ),
         UnlinkError::Unavailable(u) => u.into(),
     })?;
-    Ok(ok(&json!({"success": true})))
+    Ok(ok(&SUCCESS))
 }
 
 /// `GET /api/admin/users/{id}/memberships` → `{memberships: [{organization_id, organization_name,

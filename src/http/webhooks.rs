@@ -5,9 +5,12 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::AppState;
+use super::dto::{
+    MessageQueued, OneWebhook, SUCCESS, Webhook, WebhookAndSecret, WebhookDeliveries, WebhookDelivery, WebhookList,
+};
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::response::{Body, Failure, json as answer, ok};
 use crate::accounts::WebhookChange;
@@ -45,7 +48,8 @@ pub async fn list(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Re
     extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let webhooks = state.accounts.webhooks().await?;
-    Ok(ok(&json!({"webhooks": webhooks, "events": state.accounts.webhook_events()})))
+    let webhooks = webhooks.iter().map(Webhook::from).collect();
+    Ok(ok(&WebhookList { events: state.accounts.webhook_events(), webhooks }))
 }
 
 /// `POST /api/admin/webhooks` `{url, events, description?, enabled?}` → 201 `{webhook, secret}`.
@@ -59,7 +63,7 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let enabled = body.optional_bool("enabled")?.unwrap_or(true);
     let ip = ctx.ip.to_string();
     let (webhook, secret) = state.accounts.create_webhook(&url, events, description, enabled, admin.id, &ip).await?;
-    Ok(answer(StatusCode::CREATED, &json!({"webhook": webhook, "secret": secret})))
+    Ok(answer(StatusCode::CREATED, &WebhookAndSecret { secret: Some(&secret), webhook: Webhook::from(&webhook) }))
 }
 
 /// `GET /api/admin/webhooks/{id}` → `{webhook}`.
@@ -67,7 +71,7 @@ pub async fn get(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Res
     extract::administrator(state, req.headers(), Refusal::Plain).await?;
     extract::query_only(req.uri().query(), &[])?;
     let webhook = state.accounts.webhook(endpoint_id(&req)?).await?;
-    Ok(ok(&json!({"webhook": webhook})))
+    Ok(ok(&OneWebhook { webhook: Webhook::from(&webhook) }))
 }
 
 /// `PATCH /api/admin/webhooks/{id}` `{url?, events?, description?, enabled?, rotate_secret?, grace_secs?}` →
@@ -103,7 +107,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     }
     let ip = ctx.ip.to_string();
     let (webhook, secret) = state.accounts.update_webhook(id, change, admin.id, &ip).await?;
-    Ok(ok(&json!({"webhook": webhook, "secret": secret})))
+    Ok(ok(&WebhookAndSecret { secret: secret.as_deref(), webhook: Webhook::from(&webhook) }))
 }
 
 /// `DELETE /api/admin/webhooks/{id}` → `{success: true}`: the endpoint, its queue and its delivery log.
@@ -112,7 +116,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let id = endpoint_id(&req)?;
     extract::query_only(req.uri().query(), &[])?;
     state.accounts.delete_webhook(id, admin.id, &ctx.ip.to_string()).await?;
-    Ok(ok(&json!({"success": true})))
+    Ok(ok(&SUCCESS))
 }
 
 /// `POST /api/admin/webhooks/{id}/test` → 202 `{message_id}`: a `webhook.test` message is queued.
@@ -121,7 +125,7 @@ pub async fn test(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<
     let id = endpoint_id(&req)?;
     extract::discard_body(req, state.body_timeout()).await;
     let message_id = state.accounts.test_webhook(id, admin.id, &ctx.ip.to_string()).await?;
-    Ok(answer(StatusCode::ACCEPTED, &json!({"message_id": message_id})))
+    Ok(answer(StatusCode::ACCEPTED, &MessageQueued { message_id: &message_id }))
 }
 
 /// `POST /api/admin/webhooks/{id}/resend` `{delivery_id}` → 202 `{message_id}`: that attempt's message is queued
@@ -134,7 +138,7 @@ pub async fn resend(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let delivery = uuid::Uuid::parse_str(body.string("delivery_id")?)
         .map_err(|_| Failure::validation("delivery_id must be a delivery's id"))?;
     let message_id = state.accounts.resend_webhook(id, delivery.into_bytes(), admin.id, &ctx.ip.to_string()).await?;
-    Ok(answer(StatusCode::ACCEPTED, &json!({"message_id": message_id})))
+    Ok(answer(StatusCode::ACCEPTED, &MessageQueued { message_id: &message_id }))
 }
 
 /// `GET /api/admin/webhooks/{id}/deliveries[?limit=&cursor=]` → `{deliveries, next_cursor}`, newest first.
@@ -158,6 +162,6 @@ pub async fn deliveries(state: &AppState, _: Ctx, req: Request<Incoming>) -> Res
         ),
     };
     let deliveries = state.accounts.webhook_deliveries(id, before, limit).await?;
-    let next_cursor = (deliveries.len() == limit).then(|| deliveries.last().map(|d| d.id.clone())).flatten();
-    Ok(ok(&json!({"deliveries": deliveries, "next_cursor": next_cursor})))
+    let next_cursor = (deliveries.len() == limit).then(|| deliveries.last().map(|d| d.id.as_str())).flatten();
+    Ok(ok(&WebhookDeliveries { deliveries: deliveries.iter().map(WebhookDelivery::from).collect(), next_cursor }))
 }

@@ -38,8 +38,8 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(86_400);
 const MAX_URL: usize = 2048;
 const MAX_DESCRIPTION: usize = 200;
 
-/// An endpoint as administrators see it (never its secret).
-#[derive(Debug, Clone, serde::Serialize)]
+/// An endpoint as administrators see it (never its secret); its wire shape is `http::dto::Webhook`.
+#[derive(Debug, Clone)]
 pub struct Endpoint {
     pub id: String,
     pub url: String,
@@ -57,8 +57,8 @@ pub struct Endpoint {
     pub updated_at: String,
 }
 
-/// One delivery attempt as the log shows it.
-#[derive(Debug, Clone, serde::Serialize)]
+/// One delivery attempt as the log shows it; its wire shape is `http::dto::WebhookDelivery`.
+#[derive(Debug, Clone)]
 pub struct Delivery {
     pub id: String,
     pub message_id: String,
