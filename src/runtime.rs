@@ -184,7 +184,7 @@ impl Core {
             None => None,
         };
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
-        let book = crate::actors::passkeys::PasskeyBook::new(Arc::clone(&store), writer.clone());
+        let book = crate::accounts::PasskeyBook::new(Arc::clone(&store), writer.clone());
         let passkeys = Arc::new(
             crate::accounts::Passkeys::new(&config.relying_party(), config.passkeys.ceremony_lifetime, book)
                 .map_err(AppError::Startup)?,

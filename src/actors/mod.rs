@@ -31,7 +31,6 @@ pub mod load;
 mod mailbox;
 pub mod orgs;
 mod overlay;
-pub mod passkeys;
 pub mod remote;
 pub mod sessions;
 pub mod tokens;

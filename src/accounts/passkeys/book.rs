@@ -1,11 +1,12 @@
-//! Passkeys and passkey ceremonies in the store. No actor holds them: a sign-in with a passkey, a list or a
+//! Passkeys and passkey ceremonies in the store, read and written for the passkeys facade alone. No actor holds
+//! them (so this is no actor, and lives beside the facade that uses it): a sign-in with a passkey, a list or a
 //! registration reads what it needs from the store (on a blocking thread), and changes go through the one writer
 //! with their audit entries, like every other change. On several nodes each reads the shared database, so a
 //! passkey registered on one node signs in on another at once, and a ceremony begun on one is finished on another.
 
 use std::sync::Arc;
 
-use super::Unavailable;
+use crate::actors::Unavailable;
 use crate::domain::{Ceremony, Passkey, Timestamp, TokenHash, UserId};
 use crate::store::{Store, StoreOp, StoreWriter, convert};
 

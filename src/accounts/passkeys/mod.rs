@@ -8,6 +8,8 @@
 //! from the request; a credential is registered once; an administrator impersonating a user cannot add or remove
 //! the user's passkeys.
 
+mod book;
+
 use std::time::Duration;
 
 use base64::Engine;
@@ -21,8 +23,8 @@ use webauthn_rs::prelude::{
 };
 use webauthn_rs_proto::{RegisteredExtensions, UserVerificationPolicy};
 
+pub use self::book::PasskeyBook;
 use super::{Accounts, Client, Current, SignedIn, Unavailable};
-use crate::actors::passkeys::PasskeyBook;
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{AttemptRefused, Checked};
 use crate::config::RelyingParty;
