@@ -5,9 +5,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
-use super::dto::{
-    AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, TwoFactorRedirect, session_and_user_json,
-};
+use super::dto::{AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, TwoFactorRedirect, session_and_user_json};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::fields::{image_url, invalid_email, location_value, safe_redirect, validated_name};

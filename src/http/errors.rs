@@ -5,8 +5,8 @@ use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
 use crate::accounts::{
-    AccountError, AdminError, CreateOrgError, DeleteOrgError, IdTokenError, MailError, PasskeyError, ResetPasswordError,
-    SignInError, SignUpError, Unavailable, UpdateOrgError, UpdateUserError, WebhookError,
+    AccountError, AdminError, CreateOrgError, DeleteOrgError, IdTokenError, MailError, PasskeyError,
+    ResetPasswordError, SignInError, SignUpError, Unavailable, UpdateOrgError, UpdateUserError, WebhookError,
 };
 use crate::domain::PasswordError;
 
