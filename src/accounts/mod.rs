@@ -326,6 +326,7 @@ pub fn newest_backup(dir: &std::path::Path) -> Option<std::time::SystemTime> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::Duration;
 
     use tokio_util::sync::CancellationToken;
@@ -389,49 +390,63 @@ mod tests {
     /// `[two_factor] required_for_roles` asks the store whether an account of such a role without an authenticator
     /// has a passkey, on every call such an account makes. That read must leave the event loop to the other
     /// connections: the guard's future waits for it instead of reading in place. A read in place answers at the
-    /// first poll, every time; awaited on a blocking thread, the first poll finds it unfinished (unless this thread
-    /// was descheduled for longer than the read takes, so several tries, of which one is enough).
-    #[tokio::test]
-    async fn the_passkey_policy_reads_the_store_off_the_event_loop() {
-        use std::task::{Context, Poll, Waker};
+    /// first poll. To make "awaited on a blocking thread" certain rather than likely (on a loaded machine a woken
+    /// blocking thread can finish the read before the first poll), every thread of the runtime's blocking pool is
+    /// held busy while the guard is polled once, so a read sent there cannot have run yet.
+    #[test]
+    fn the_passkey_policy_reads_the_store_off_the_event_loop() {
+        use std::task::{Context, Waker};
 
         use crate::domain::{Passkey, PasskeyId};
 
-        let passkey = |user: &User, now| Passkey {
-            id: PasskeyId::new(),
-            user_id: user.id,
-            name: None,
-            credential_id: vec![1, 2, 3],
-            public_key: vec![4, 5, 6],
-            counter: 0,
-            backup_eligible: false,
-            backed_up: false,
-            transports: Vec::new(),
-            aaguid: None,
-            created_at: now,
-        };
-        let (_dir, core, _, token) = one_account(
-            |user, now| vec![StoreOp::PutPasskey(convert::passkey_record(&passkey(user, now)))],
-            |config| config.two_factor.required_for_roles = vec!["user".into()],
-        )
-        .await;
-        let current = core.accounts.current(&token).unwrap().expect("the stored session opens");
+        const BLOCKING_THREADS: usize = 4;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .max_blocking_threads(BLOCKING_THREADS)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let passkey = |user: &User, now| Passkey {
+                id: PasskeyId::new(),
+                user_id: user.id,
+                name: None,
+                credential_id: vec![1, 2, 3],
+                public_key: vec![4, 5, 6],
+                counter: 0,
+                backup_eligible: false,
+                backed_up: false,
+                transports: Vec::new(),
+                aaguid: None,
+                created_at: now,
+            };
+            let (_dir, core, _, token) = one_account(
+                |user, now| vec![StoreOp::PutPasskey(convert::passkey_record(&passkey(user, now)))],
+                |config| config.two_factor.required_for_roles = vec!["user".into()],
+            )
+            .await;
+            let current = core.accounts.current(&token).unwrap().expect("the stored session opens");
 
-        let mut waited = false;
-        for _ in 0..20 {
-            let mut check = std::pin::pin!(core.accounts.must_enrol(&current));
-            let first = check.as_mut().poll(&mut Context::from_waker(Waker::noop()));
-            waited |= first.is_pending();
-            let must = match first {
-                Poll::Ready(must) => must,
-                Poll::Pending => check.await,
+            // Every blocking thread waits for `release`: a read handed to the pool queues behind them.
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            let held = Arc::new(std::sync::Mutex::new(held));
+            let blockers: Vec<_> = (0..BLOCKING_THREADS)
+                .map(|_| {
+                    let held = Arc::clone(&held);
+                    tokio::task::spawn_blocking(move || drop(held.lock().map(|h| h.recv())))
+                })
+                .collect();
+            let must = {
+                let mut check = std::pin::pin!(core.accounts.must_enrol(&current));
+                let first = check.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+                assert!(first.is_pending(), "the passkey policy read the store on the event loop's thread");
+                drop(release);
+                for blocker in blockers {
+                    blocker.await.unwrap();
+                }
+                tokio::time::timeout(Duration::from_secs(30), check).await.expect("the read finishes")
             };
             assert!(!must, "a passkey meets the policy");
-            if waited {
-                break;
-            }
-        }
-        assert!(waited, "the passkey policy read the store on the event loop's thread");
-        core.stop().await;
+            core.stop().await;
+        });
     }
 }
