@@ -12,11 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Circles left to another change, each with why. A circle found here that is gone from the code fails the test
 /// too, so the entry is removed with the circle.
-const KNOWN_CIRCLES: &[(&[&str], &str)] = &[(
-    &["actors/users/actor.rs", "actors/users/members.rs"],
-    "the users actor's members' half is an `impl UsersActor` in a second file, with the envelope `member_call` \
-     that the actor's split into one module per kind of message removes (issue #45)",
-)];
+const KNOWN_CIRCLES: &[(&[&str], &str)] = &[];
 
 type ModPath = Vec<String>;
 

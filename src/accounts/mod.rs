@@ -44,7 +44,7 @@ pub use account::AccountError;
 pub use admin::{AdminError, SessionRef};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
-pub use organizations::{FullOrganization, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
+pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target};
 pub use passkeys::{
     Attachment, CeremonyToken, PasskeyBook, PasskeyError, Passkeys, credential_id_base64url, public_key_base64,
 };

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use super::{Accounts, Current, DeleteOrgError, Unavailable, UpdateOrgError};
 use crate::actors::orgs::CreateOrgError;
-pub use crate::actors::users::members::{Caller, CallerSession, MemberCall, MemberError, MemberOutcome, Target};
+use crate::actors::users::members::{Caller, CallerSession, Invite, InviteMail};
+pub use crate::actors::users::members::{MemberError, Target};
 use crate::domain::{
     Email, Invitation, InvitationId, MemberId, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Session,
     Slug, Timestamp, TokenHash, User, UserId,
@@ -275,21 +276,22 @@ impl Accounts {
         self.actors.sessions.set_active(token_hash, org).await.map(drop)
     }
 
-    /// A change to members or invitations, by `current` ([`MemberCall`]).
-    pub async fn member_change(
+    /// `update-member-role`: `member` of `org` gets `roles`; the membership as written.
+    pub async fn set_member_roles(
         &self,
         current: &Current,
-        call: MemberCall,
+        org: OrgId,
+        member: MemberId,
+        roles: MemberRoles,
         ip: String,
-    ) -> Result<MemberOutcome, OrgError> {
-        Ok(self.actors.users.members(Self::caller(current), call, ip).await?)
+    ) -> Result<Arc<Membership>, OrgError> {
+        Ok(self.actors.users.set_member_roles(Self::caller(current), org, member, roles, ip).await?)
     }
 
     /// `invite-member`: the invitation (new, or resent with a new expiry) and its mail, in one commit. Without a
     /// mail transport the invitation is made all the same and not mailed, as better-auth does without
     /// `sendInvitationEmail`: the invitee finds it in `list-user-invitations`, and the application hears of it
     /// through the `organization.invitation_created` webhook to deliver it itself.
-    #[allow(clippy::too_many_arguments)]
     pub async fn invite(
         &self,
         current: &Current,
@@ -303,15 +305,12 @@ impl Accounts {
         let mail = self.templates.clone().map(|templates| {
             Box::new(move |i: &Invitation, org_name: &str, inviter: &str| {
                 templates.render_invitation(i, org_name, inviter, link.as_deref())
-            }) as crate::actors::users::members::InviteMail
+            }) as InviteMail
         });
         let ttl = Duration::from_secs(self.organizations.invitation_ttl_hours.saturating_mul(3600));
         let limit = self.organizations.invitation_limit;
-        let call = MemberCall::Invite { org, email, roles, resend, ttl, limit, mail };
-        match self.member_change(current, call, ip).await? {
-            MemberOutcome::Invitation(i) => Ok(i),
-            _ => Err(Unavailable.into()),
-        }
+        let invite = Invite { org, email, roles, resend, ttl, limit, mail };
+        Ok(self.actors.users.invite(Self::caller(current), invite, ip).await?)
     }
 
     /// `accept-invitation`: the invitation is used up, the caller joins and the organization becomes the active
@@ -324,30 +323,55 @@ impl Accounts {
         id: InvitationId,
         ip: String,
     ) -> Result<(Arc<Invitation>, Arc<Membership>), OrgError> {
-        let call = MemberCall::Accept {
-            id,
-            email: current.user.email_address(),
-            member_limit: self.organizations.membership_limit,
-        };
-        match self.actors.users.members(Self::caller_in(current, token), call, ip).await? {
-            MemberOutcome::Accepted(i, m) => Ok((i, m)),
-            _ => Err(Unavailable.into()),
-        }
+        let (caller, email) = (Self::caller_in(current, token), current.user.email_address());
+        let limit = self.organizations.membership_limit;
+        Ok(self.actors.users.accept_invitation(caller, id, email, limit, ip).await?)
     }
 
-    /// `remove-member` and `leave`: the membership that ended. One's own, through the session `token` that works
-    /// in the organization, ends that too, in the same commit.
-    pub async fn end_membership(
+    /// `reject-invitation`: the invitation to the caller's address, rejected.
+    pub async fn reject_invitation(
+        &self,
+        current: &Current,
+        id: InvitationId,
+        ip: String,
+    ) -> Result<Arc<Invitation>, OrgError> {
+        let email = current.user.email_address();
+        Ok(self.actors.users.reject_invitation(Self::caller(current), id, email, ip).await?)
+    }
+
+    /// `cancel-invitation`: the invitation, canceled (owners and admins).
+    pub async fn cancel_invitation(
+        &self,
+        current: &Current,
+        id: InvitationId,
+        ip: String,
+    ) -> Result<Arc<Invitation>, OrgError> {
+        Ok(self.actors.users.cancel_invitation(Self::caller(current), id, ip).await?)
+    }
+
+    /// `remove-member`: the membership that ended. One's own, through the session `token` that works in the
+    /// organization, ends that too, in the same commit.
+    pub async fn remove_member(
         &self,
         current: &Current,
         token: TokenHash,
-        call: MemberCall,
+        org: OrgId,
+        target: Target,
         ip: String,
     ) -> Result<Arc<Membership>, OrgError> {
-        match self.actors.users.members(Self::caller_in(current, token), call, ip).await? {
-            MemberOutcome::Member(m) => Ok(m),
-            _ => Err(Unavailable.into()),
-        }
+        Ok(self.actors.users.remove_member(Self::caller_in(current, token), org, target, ip).await?)
+    }
+
+    /// `leave`: the caller's membership that ended; the session `token`, if it works in the organization, ends
+    /// that too, in the same commit.
+    pub async fn leave(
+        &self,
+        current: &Current,
+        token: TokenHash,
+        org: OrgId,
+        ip: String,
+    ) -> Result<Arc<Membership>, OrgError> {
+        Ok(self.actors.users.leave(Self::caller_in(current, token), org, ip).await?)
     }
 
     /// `get-invitation`: an open invitation to the caller's address, with its organization and inviter.

@@ -17,7 +17,7 @@ use super::dto::json_str;
 use super::extract::{self, Ctx, Fields};
 use super::fields::validated_name;
 use super::response::{Body, Failure, json_bytes, ok};
-use crate::accounts::{Current, MemberCall, MemberError, MemberOutcome, OrgError, OrgRef, Target};
+use crate::accounts::{Current, MemberError, OrgError, OrgRef, Target};
 use crate::domain::{
     Email, Invitation, InvitationId, MemberId, MemberRoles, Membership, OrgId, Organization, RolesError, SessionToken,
     Slug, User,
@@ -432,11 +432,8 @@ pub async fn update_member_role(state: &AppState, ctx: Ctx, req: Request<Incomin
     let new_roles = roles(body.get("role"))?;
     let member_id = MemberId::parse(body.string("memberId")?).ok_or(MemberError::MemberNotFound)?;
     let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
-    let call = MemberCall::SetRoles { org, member: member_id, roles: new_roles };
-    match state.accounts.member_change(&current, call, ip(&ctx)).await? {
-        MemberOutcome::Member(m) => Ok(ok(&member(&m, None))),
-        _ => Err(Failure::unavailable()),
-    }
+    let updated = state.accounts.set_member_roles(&current, org, member_id, new_roles, ip(&ctx)).await?;
+    Ok(ok(&member(&updated, None)))
 }
 
 /// `POST remove-member` `{memberIdOrEmail, organizationId?}`: `{member}`, the membership that ended.
@@ -450,8 +447,7 @@ pub async fn remove_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
         Target::Member(MemberId::parse(raw).ok_or(MemberError::MemberNotFound)?)
     };
     let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
-    let call = MemberCall::Remove { org, target };
-    let removed = state.accounts.end_membership(&current, token.hash(), call, ip(&ctx)).await?;
+    let removed = state.accounts.remove_member(&current, token.hash(), org, target, ip(&ctx)).await?;
     Ok(ok(&json!({"member": member(&removed, None)})))
 }
 
@@ -460,7 +456,7 @@ pub async fn leave(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
     let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["organizationId"]).await?;
     let org = OrgId::parse(body.string("organizationId")?).ok_or(MemberError::MemberNotFound)?;
-    let left = state.accounts.end_membership(&current, token.hash(), MemberCall::Leave { org }, ip(&ctx)).await?;
+    let left = state.accounts.leave(&current, token.hash(), org, ip(&ctx)).await?;
     Ok(ok(&member(&left, None)))
 }
 
@@ -541,11 +537,8 @@ pub async fn reject_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
     let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
-    let email = current.user.email_address();
-    match state.accounts.member_change(&current, MemberCall::Reject { id, email }, ip(&ctx)).await? {
-        MemberOutcome::Invitation(i) => Ok(ok(&json!({"invitation": invitation(&i), "member": null}))),
-        _ => Err(Failure::unavailable()),
-    }
+    let rejected = state.accounts.reject_invitation(&current, id, ip(&ctx)).await?;
+    Ok(ok(&json!({"invitation": invitation(&rejected), "member": null})))
 }
 
 /// `POST cancel-invitation` `{invitationId}`: the canceled invitation (owners and admins).
@@ -553,10 +546,8 @@ pub async fn cancel_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
     let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
-    match state.accounts.member_change(&current, MemberCall::Cancel { id }, ip(&ctx)).await? {
-        MemberOutcome::Invitation(i) => Ok(ok(&invitation(&i))),
-        _ => Err(Failure::unavailable()),
-    }
+    let canceled = state.accounts.cancel_invitation(&current, id, ip(&ctx)).await?;
+    Ok(ok(&invitation(&canceled)))
 }
 
 /// `GET get-invitation?id=`: an open invitation to the caller's address, with `organizationName`,

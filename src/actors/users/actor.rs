@@ -29,6 +29,7 @@ use crate::mail::MailQueue;
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, audit, convert};
 
+mod members;
 mod second_factor;
 
 pub(in crate::actors) async fn spawn(
@@ -79,13 +80,13 @@ pub(super) struct State {
     /// Invitations written or removed in this batch, published with it.
     pub(super) invitations: Vec<(InvitationId, Option<Arc<Invitation>>)>,
     /// The batch is to be flushed after this message: its membership changes must be in the read index before
-    /// the next message reads it ([`super::members`]).
+    /// the next message reads it ([`members`]).
     pub(super) flush_now: bool,
     /// Sign-ins whose session starts in this batch's commit (with their account's re-hashed password, or its
     /// records made or changed through a provider), and how each is answered once the commit's outcome is known.
     starting: Vec<(StartWith, StartAnswer)>,
     /// Sessions whose active organization changes in this batch's commit (a member joining or leaving through
-    /// that session, [`super::members::active_after`]).
+    /// that session, [`members`]).
     activating: Vec<(TokenHash, Option<OrgId>)>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
@@ -499,24 +500,7 @@ impl Actor for UsersActor {
                 };
                 state.overlay.add_guarded(ops, reply, Ok(members.len().max(memberships)), has_members);
             }
-            UsersMsg::Members { caller, call, ip, reply } => {
-                let last_owner = match &call {
-                    super::members::MemberCall::SetRoles { .. } => super::members::MemberError::WithoutAnOwner,
-                    _ => super::members::MemberError::OnlyOwner,
-                };
-                let ends_membership = matches!(
-                    call,
-                    super::members::MemberCall::Remove { .. } | super::members::MemberCall::Leave { .. }
-                );
-                match self.member_call(state, caller, call, &ip) {
-                    Ok((ops, outcome)) => {
-                        state.activating.extend(super::members::active_after(&outcome, ends_membership, &caller));
-                        state.flush_now = true;
-                        state.overlay.add_guarded(ops, reply, Ok(outcome), super::members::conflict_of(last_owner));
-                    }
-                    Err(e) => drop(reply.send(Err(e))),
-                }
-            }
+            UsersMsg::Members(msg) => self.member_change(state, msg),
             UsersMsg::LiftExpiredBans { reply } => {
                 let now = Timestamp::now();
                 let ran_out = |u: &User| u.banned && u.ban_expires().is_some_and(|end| end <= now);

@@ -1,20 +1,21 @@
-//! Memberships and invitations: the better-auth organization plugin's changes, checked in the users actor's
-//! message order against the state as it is (the caller's membership and role, the owners left, the limits), so
-//! that two requests racing each other cannot both pass a rule only one of them may pass (the last owner).
+//! Memberships and invitations: the better-auth organization plugin's changes, what callers send and get back.
+//! Each is checked in the users actor's message order against the state as it is (the caller's membership and
+//! role, the owners left, the limits), so that two requests racing each other cannot both pass a rule only one of
+//! them may pass (the last owner); the actor's side is `actor/members.rs`.
 //!
 //! The users actor owns memberships with the accounts: an account's `organizationId` is its primary membership,
-//! and a change to one is a change to the other in the same commit. Each change here is flushed at once (they are
-//! rare), so the read index is the whole truth for the next message and no pending state spans two messages.
+//! and a change to one is a change to the other in the same commit.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::actor::{State, UsersActor};
+use ractor::RpcReplyPort;
+
+use super::{UsersHandle, UsersMsg};
+use crate::actors::call;
 use crate::domain::{
-    Email, Invitation, InvitationId, InvitationStatus, Mail, MemberId, MemberRoles, Membership, OrgId, OrgRole,
-    Timestamp, TokenHash, User, UserFields, UserId, action,
+    Email, Invitation, InvitationId, Mail, MemberId, MemberRoles, Membership, OrgId, TokenHash, UserId,
 };
-use crate::store::{Conflict, StoreOp, audit, convert};
 
 /// Who calls: the user whose session it is, whom the audit log names (the administrator behind an impersonation),
 /// and whether they are a global administrator on their own session (who may act as an owner of every
@@ -24,7 +25,9 @@ pub struct Caller {
     pub user: UserId,
     pub actor: UserId,
     pub global_admin: bool,
-    /// The session the call comes from, when its active organization follows the change ([`active_after`]).
+    /// The session the call comes from, when its active organization follows the change: joining
+    /// (`accept-invitation`) makes the organization active, ending one's own membership (`leave`, `remove-member`
+    /// of oneself) clears it if it was the active one, in the change's commit.
     pub session: Option<CallerSession>,
 }
 
@@ -33,25 +36,6 @@ pub struct Caller {
 pub struct CallerSession {
     pub token: TokenHash,
     pub active: Option<OrgId>,
-}
-
-/// What the caller's session's active organization becomes with a change, committed with it (a failure between
-/// the two would leave a member who joined but whose session works elsewhere, or one who left but whose session
-/// still names the organization): joining (`accept-invitation`) makes the organization active, ending one's own
-/// membership (`leave`, `remove-member` of oneself) clears it if it was the active one. `None`: unchanged.
-pub(super) fn active_after(
-    outcome: &MemberOutcome,
-    ends_membership: bool,
-    caller: &Caller,
-) -> Option<(TokenHash, Option<OrgId>)> {
-    let session = caller.session?;
-    match outcome {
-        MemberOutcome::Accepted(_, m) if session.active != Some(m.org) => Some((session.token, Some(m.org))),
-        MemberOutcome::Member(m) if ends_membership && m.user == caller.user && session.active == Some(m.org) => {
-            Some((session.token, None))
-        }
-        _ => None,
-    }
 }
 
 /// Renders the invitation's message (organization name and inviter are the actor's to fill in).
@@ -64,41 +48,19 @@ pub enum Target {
     Email(Email),
 }
 
-/// A change to an organization's members or invitations.
-pub enum MemberCall {
-    /// `update-member-role`.
-    SetRoles { org: OrgId, member: MemberId, roles: MemberRoles },
-    /// `remove-member`.
-    Remove { org: OrgId, target: Target },
-    /// `leave`.
-    Leave { org: OrgId },
-    /// `invite-member`; `resend` sends a pending invitation again with a new expiry. `mail` is `None` without a
-    /// mail transport: the invitation stands all the same, unmailed, as better-auth's without `sendInvitationEmail`
-    /// (the invitee sees it in `list-user-invitations`; the `organization.invitation_created` webhook lets the
-    /// application deliver it).
-    Invite {
-        org: OrgId,
-        email: Email,
-        roles: MemberRoles,
-        resend: bool,
-        ttl: Duration,
-        limit: usize,
-        mail: Option<InviteMail>,
-    },
-    /// `accept-invitation`, by the account with the invited e-mail.
-    Accept { id: InvitationId, email: Email, member_limit: usize },
-    /// `reject-invitation`.
-    Reject { id: InvitationId, email: Email },
-    /// `cancel-invitation`.
-    Cancel { id: InvitationId },
-}
-
-/// What a change gives back.
-#[derive(Debug, Clone)]
-pub enum MemberOutcome {
-    Member(Arc<Membership>),
-    Invitation(Arc<Invitation>),
-    Accepted(Arc<Invitation>, Arc<Membership>),
+/// `invite-member`; `resend` sends a pending invitation again with a new expiry. `mail` is `None` without a mail
+/// transport: the invitation stands all the same, unmailed, as better-auth's without `sendInvitationEmail` (the
+/// invitee sees it in `list-user-invitations`; the `organization.invitation_created` webhook lets the application
+/// deliver it).
+pub struct Invite {
+    pub org: OrgId,
+    pub email: Email,
+    pub roles: MemberRoles,
+    pub resend: bool,
+    pub ttl: Duration,
+    /// The organization's most pending invitations.
+    pub limit: usize,
+    pub mail: Option<InviteMail>,
 }
 
 /// Why a change was refused: better-auth's codes and messages.
@@ -140,340 +102,107 @@ pub enum MemberError {
     Unavailable(#[from] crate::actors::Unavailable),
 }
 
-impl UsersActor {
-    /// The roles `caller` acts with in `org`: their membership's, or an owner's for a global administrator.
-    fn acting_roles(&self, caller: &Caller, org: OrgId) -> Option<MemberRoles> {
-        let own = self.indexes.members.get(org, caller.user).map(|m| m.roles);
-        match own {
-            _ if caller.global_admin => Some(MemberRoles::one(OrgRole::Owner)),
-            own => own,
-        }
-    }
+/// The reply of a change that gives back a membership (the one written, or the one that ended).
+type MemberReply = RpcReplyPort<Result<Arc<Membership>, MemberError>>;
+/// The reply of a change that gives back an invitation (as written).
+type InvitationReply = RpcReplyPort<Result<Arc<Invitation>, MemberError>>;
+/// The reply of an accepted invitation: the invitation used up and the membership.
+type AcceptReply = RpcReplyPort<Result<(Arc<Invitation>, Arc<Membership>), MemberError>>;
 
-    /// Handles one change; `Ok((ops, outcome, users))`: the records to commit with the memberships and
-    /// invitations to publish once durable, and the answer.
-    pub(super) fn member_call(
-        &self,
-        state: &mut State,
-        caller: Caller,
-        call: MemberCall,
-        ip: &str,
-    ) -> Result<(Vec<StoreOp>, MemberOutcome), MemberError> {
-        let now = Timestamp::now();
-        let owners = |org| self.indexes.members.owners(org);
-        match call {
-            MemberCall::SetRoles { org, member, roles } => {
-                let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
-                let target = self.indexes.members.by_id(member).ok_or(MemberError::MemberNotFound)?;
-                if target.org != org {
-                    return Err(MemberError::NotAllowedToUpdateMember);
-                }
-                // Only an owner grants or takes away `owner`.
-                if (target.roles.is_owner() || roles.is_owner()) && !acting.is_owner() {
-                    return Err(MemberError::NotAllowedToUpdateMember);
-                }
-                let demotes_owner = target.roles.is_owner() && !roles.is_owner();
-                if demotes_owner && owners(org) <= 1 {
-                    return Err(MemberError::WithoutAnOwner);
-                }
-                if !acting.is_owner() && !acting.allows("member", "update") {
-                    return Err(MemberError::NotAllowedToUpdateMember);
-                }
-                let updated = Arc::new(Membership { roles, ..Membership::clone(&target) });
-                let mut ops = vec![StoreOp::PutMember(convert::membership_record(&updated))];
-                if demotes_owner {
-                    ops.push(StoreOp::ExpectOwner(org.to_bytes()));
-                }
-                let detail = format!("{}: {} -> {}", org, target.roles, roles);
-                ops.push(audit::entry(
-                    action::MEMBER_ROLE_CHANGED,
-                    Some(caller.actor),
-                    Some(target.user.into()),
-                    ip,
-                    detail,
-                ));
-                state.members.push((org, target.user, Some(Arc::clone(&updated))));
-                Ok((ops, MemberOutcome::Member(updated)))
-            }
-            MemberCall::Remove { org, target } => {
-                let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
-                let found = match target {
-                    Target::Email(email) => {
-                        self.email_owner(state, &email).and_then(|user| self.indexes.members.get(org, user))
-                    }
-                    Target::Member(id) => self.indexes.members.by_id(id),
-                };
-                let found = found.ok_or(MemberError::MemberNotFound)?;
-                if found.roles.is_owner() && (!acting.is_owner() || owners(found.org) <= 1) {
-                    return Err(MemberError::OnlyOwner);
-                }
-                if !acting.allows("member", "delete") {
-                    return Err(MemberError::NotAllowedToDeleteMember);
-                }
-                if found.org != org {
-                    return Err(MemberError::MemberNotFound);
-                }
-                Ok((
-                    self.end_membership(state, &caller, &found, ip, action::MEMBER_REMOVED, now),
-                    MemberOutcome::Member(found),
-                ))
-            }
-            MemberCall::Leave { org } => {
-                let found = self.indexes.members.get(org, caller.user).ok_or(MemberError::MemberNotFound)?;
-                if found.roles.is_owner() && owners(org) <= 1 {
-                    return Err(MemberError::OnlyOwner);
-                }
-                Ok((
-                    self.end_membership(state, &caller, &found, ip, action::MEMBER_LEFT, now),
-                    MemberOutcome::Member(found),
-                ))
-            }
-            MemberCall::Invite { org, email, roles, resend, ttl, limit, mail } => {
-                if mail.is_some() && self.mail.as_ref().is_some_and(crate::mail::MailQueue::is_full) {
-                    return Err(MemberError::OutboxFull);
-                }
-                let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
-                if !acting.allows("invitation", "create") {
-                    return Err(MemberError::NotAllowedToInvite);
-                }
-                if roles.is_owner() && !acting.is_owner() {
-                    return Err(MemberError::NotAllowedToInviteWithRole);
-                }
-                if self.email_owner(state, &email).is_some_and(|u| self.indexes.members.get(org, u).is_some()) {
-                    return Err(MemberError::AlreadyMember);
-                }
-                let organization = self.indexes.orgs.get(org).ok_or(MemberError::OrganizationNotFound)?;
-                let inviter = self.get(state, caller.actor).map(|u| u.email().to_owned()).unwrap_or_default();
-                let pending: Vec<Arc<Invitation>> =
-                    self.indexes.members.invitations_of(org).into_iter().filter(|i| i.is_open(now)).collect();
-                let invitation = match pending.iter().find(|i| i.email == email) {
-                    Some(_) if !resend => return Err(MemberError::AlreadyInvited),
-                    Some(existing) => {
-                        if existing.roles.is_owner() && !acting.is_owner() {
-                            return Err(MemberError::NotAllowedToInviteWithRole);
-                        }
-                        Invitation { expires_at: now.plus(ttl), ..Invitation::clone(existing) }
-                    }
-                    None if pending.len() >= limit => return Err(MemberError::InvitationLimitReached),
-                    None => Invitation {
-                        id: InvitationId::random(),
-                        org,
-                        email,
-                        roles,
-                        inviter: caller.user,
-                        status: InvitationStatus::Pending,
-                        expires_at: now.plus(ttl),
-                        created_at: now,
-                    },
-                };
-                let invitation = Arc::new(invitation);
-                let mut detail = format!("{} as {} into {}", invitation.email, invitation.roles, organization.slug);
-                // The invitation first, its mail (if any) next, the audit entry last: the webhook's fan-out reads
-                // them in this order (`store::hooks`).
-                let mut ops = vec![StoreOp::PutInvitation(convert::invitation_record(&invitation))];
-                match mail {
-                    Some(mail) => {
-                        let message = mail(&invitation, organization.name.as_str(), &inviter);
-                        ops.push(StoreOp::PutOutbox(convert::mail_record(&message)));
-                        state.mails.push(message);
-                    }
-                    None => detail.push_str("; not mailed (no mail transport)"),
-                }
-                ops.push(audit::entry(action::INVITATION_SENT, Some(caller.actor), Some(org.into()), ip, detail));
-                state.invitations.push((invitation.id, Some(Arc::clone(&invitation))));
-                Ok((ops, MemberOutcome::Invitation(invitation)))
-            }
-            MemberCall::Accept { id, email, member_limit } => {
-                let invitation = self
-                    .indexes
-                    .members
-                    .invitation(id)
-                    .filter(|i| i.is_open(now))
-                    .ok_or(MemberError::InvitationNotFound)?;
-                if invitation.email != email {
-                    return Err(MemberError::NotRecipient);
-                }
-                let org = invitation.org;
-                if self.indexes.orgs.get(org).is_none() {
-                    return Err(MemberError::OrganizationNotFound);
-                }
-                let existing = self.indexes.members.get(org, caller.user);
-                if existing.is_none() && self.indexes.members.count(org) >= member_limit {
-                    return Err(MemberError::MembershipLimitReached);
-                }
-                let accepted =
-                    Arc::new(Invitation { status: InvitationStatus::Accepted, ..Invitation::clone(&invitation) });
-                let mut ops = vec![StoreOp::PutInvitation(convert::invitation_record(&accepted))];
-                // Already a member (joined otherwise meanwhile): the invitation is used up, the membership kept.
-                let member = match existing {
-                    Some(member) => member,
-                    None => {
-                        let member = Arc::new(Membership::new(org, caller.user, invitation.roles, now));
-                        ops.push(StoreOp::PutMember(convert::membership_record(&member)));
-                        // The membership's own entry, about the account (the invitation's is about the organization).
-                        let detail = format!("{} as {}", org, invitation.roles);
-                        ops.push(audit::entry(
-                            action::MEMBER_ADDED,
-                            Some(caller.actor),
-                            Some(caller.user.into()),
-                            ip,
-                            detail,
-                        ));
-                        state.members.push((org, caller.user, Some(Arc::clone(&member))));
-                        member
-                    }
-                };
-                let detail = format!("{} as {}", invitation.email, invitation.roles);
-                ops.push(audit::entry(action::INVITATION_ACCEPTED, Some(caller.actor), Some(org.into()), ip, detail));
-                state.invitations.push((id, Some(Arc::clone(&accepted))));
-                Ok((ops, MemberOutcome::Accepted(accepted, member)))
-            }
-            MemberCall::Reject { id, email } => {
-                let invitation = self
-                    .indexes
-                    .members
-                    .invitation(id)
-                    .filter(|i| i.status == InvitationStatus::Pending)
-                    .ok_or(MemberError::InvitationNotFound)?;
-                if invitation.email != email {
-                    return Err(MemberError::NotRecipient);
-                }
-                self.close_invitation(state, &caller, &invitation, InvitationStatus::Rejected, ip)
-            }
-            MemberCall::Cancel { id } => {
-                let invitation = self.indexes.members.invitation(id).ok_or(MemberError::InvitationNotFound)?;
-                let acting = self.acting_roles(&caller, invitation.org).ok_or(MemberError::MemberNotFound)?;
-                if !acting.allows("invitation", "cancel") {
-                    return Err(MemberError::NotAllowedToCancel);
-                }
-                if self.indexes.orgs.get(invitation.org).is_none() {
-                    return Err(MemberError::OrganizationNotFound);
-                }
-                self.close_invitation(state, &caller, &invitation, InvitationStatus::Canceled, ip)
-            }
-        }
-    }
+/// A change to an organization's members or invitations by `caller`, each answered with what it wrote.
+pub(in crate::actors) enum MemberMsg {
+    /// `update-member-role`.
+    SetRoles { caller: Caller, org: OrgId, member: MemberId, roles: MemberRoles, ip: String, reply: MemberReply },
+    /// `remove-member`: the membership that ended.
+    Remove { caller: Caller, org: OrgId, target: Target, ip: String, reply: MemberReply },
+    /// `leave`: the caller's membership that ended.
+    Leave { caller: Caller, org: OrgId, ip: String, reply: MemberReply },
+    /// `invite-member`.
+    Invite { caller: Caller, invite: Invite, ip: String, reply: InvitationReply },
+    /// `accept-invitation`, by the account with the invited e-mail: the invitation used up and the membership.
+    Accept { caller: Caller, id: InvitationId, email: Email, member_limit: usize, ip: String, reply: AcceptReply },
+    /// `reject-invitation`, by the account with the invited e-mail.
+    Reject { caller: Caller, id: InvitationId, email: Email, ip: String, reply: InvitationReply },
+    /// `cancel-invitation`.
+    Cancel { caller: Caller, id: InvitationId, ip: String, reply: InvitationReply },
+}
 
-    fn close_invitation(
-        &self,
-        state: &mut State,
-        caller: &Caller,
-        invitation: &Invitation,
-        status: InvitationStatus,
-        ip: &str,
-    ) -> Result<(Vec<StoreOp>, MemberOutcome), MemberError> {
-        let closed = Arc::new(Invitation { status, ..invitation.clone() });
-        let what = match status {
-            InvitationStatus::Rejected => action::INVITATION_REJECTED,
-            _ => action::INVITATION_CANCELED,
-        };
-        let ops = vec![
-            StoreOp::PutInvitation(convert::invitation_record(&closed)),
-            audit::entry(what, Some(caller.actor), Some(invitation.org.into()), ip, invitation.email.to_string()),
-        ];
-        state.invitations.push((closed.id, Some(Arc::clone(&closed))));
-        Ok((ops, MemberOutcome::Invitation(closed)))
-    }
-
-    /// The ops that end `member`'s membership: the record, the guard that an owner is left (several nodes), the
-    /// account's primary organization when it was this one, and the audit entry.
-    fn end_membership(
-        &self,
-        state: &mut State,
-        caller: &Caller,
-        member: &Membership,
-        ip: &str,
-        what: &'static str,
-        now: Timestamp,
-    ) -> Vec<StoreOp> {
-        let mut ops = Vec::new();
-        if let Some(user) = self.get(state, member.user).filter(|u| u.organization_id == Some(member.org)) {
-            let detached = User::from(UserFields { organization_id: None, updated_at: now, ..user.fields() });
-            let detached = self.stage(state, detached, false);
-            ops.push(StoreOp::PutUser(convert::user_record(&detached)));
+impl MemberMsg {
+    pub(super) fn caller_gone(&self) -> Option<bool> {
+        use crate::actors::gone;
+        match self {
+            Self::SetRoles { reply, .. } | Self::Remove { reply, .. } | Self::Leave { reply, .. } => gone(reply),
+            Self::Invite { reply, .. } | Self::Reject { reply, .. } | Self::Cancel { reply, .. } => gone(reply),
+            Self::Accept { reply, .. } => gone(reply),
         }
-        ops.push(StoreOp::DeleteMember(member.org.to_bytes(), member.user.to_bytes()));
-        if member.roles.is_owner() {
-            ops.push(StoreOp::ExpectOwner(member.org.to_bytes()));
-        }
-        let detail = format!("{} ({})", member.org, member.roles);
-        ops.push(audit::entry(what, Some(caller.actor), Some(member.user.into()), ip, detail));
-        state.members.push((member.org, member.user, None));
-        ops
-    }
-
-    /// The membership ops of an administrator's change of `before`'s primary organization to `after`'s: the old
-    /// membership ends, the new one begins as `member` (or is kept as it is). `Err` when `before` is the last owner
-    /// of the organization it leaves.
-    pub(super) fn primary_moved(
-        &self,
-        state: &mut State,
-        before: &User,
-        after: &User,
-    ) -> Result<Vec<StoreOp>, super::UpdateUserError> {
-        let mut ops = Vec::new();
-        if before.organization_id == after.organization_id {
-            return Ok(ops);
-        }
-        if let Some(old) = before.organization_id
-            && let Some(member) = self.indexes.members.get(old, before.id)
-        {
-            if member.roles.is_owner() && self.indexes.members.owners(old) <= 1 {
-                return Err(super::UpdateUserError::LastOwner);
-            }
-            ops.push(StoreOp::DeleteMember(old.to_bytes(), before.id.to_bytes()));
-            if member.roles.is_owner() {
-                ops.push(StoreOp::ExpectOwner(old.to_bytes()));
-            }
-            state.members.push((old, before.id, None));
-        }
-        if let Some(new) = after.organization_id
-            && self.indexes.members.get(new, after.id).is_none()
-        {
-            let member = Arc::new(Membership::new(new, after.id, MemberRoles::one(OrgRole::Member), after.updated_at));
-            ops.push(StoreOp::PutMember(convert::membership_record(&member)));
-            state.members.push((new, after.id, Some(member)));
-        }
-        state.flush_now = true;
-        Ok(ops)
-    }
-
-    /// The ops that end every membership of `user` (the account is being removed), before its own record goes.
-    pub(super) fn memberships_end_with(&self, state: &mut State, user: UserId) -> Vec<StoreOp> {
-        let members = self.indexes.members.of_user(user);
-        if !members.is_empty() {
-            state.flush_now = true;
-        }
-        members
-            .iter()
-            .map(|m| {
-                state.members.push((m.org, user, None));
-                StoreOp::DeleteMember(m.org.to_bytes(), user.to_bytes())
-            })
-            .collect()
-    }
-
-    /// The ops that end every membership and invitation of `org` (it is being deleted), before its own record.
-    pub(super) fn org_members_end(&self, state: &mut State, org: OrgId) -> Vec<StoreOp> {
-        state.flush_now = true;
-        let mut ops = Vec::new();
-        for m in self.indexes.members.members_of(org) {
-            state.members.push((org, m.user, None));
-            ops.push(StoreOp::DeleteMember(org.to_bytes(), m.user.to_bytes()));
-        }
-        for i in self.indexes.members.invitations_of(org) {
-            state.invitations.push((i.id, None));
-            ops.push(StoreOp::DeleteInvitation(i.id.to_bytes()));
-        }
-        ops
     }
 }
 
-/// Which of another node's conflicts is this change's own: the last owner, or an organization gone meanwhile.
-pub(super) fn conflict_of(last_owner: MemberError) -> impl FnOnce(&Conflict) -> Option<MemberError> + Send + 'static {
-    move |c: &Conflict| match c {
-        Conflict::LastOwner { .. } => Some(last_owner),
-        Conflict::OrganizationGone { .. } => Some(MemberError::OrganizationNotFound),
-        _ => None,
+impl UsersHandle {
+    /// `update-member-role`: `member` of `org` gets `roles`; the membership as written.
+    pub async fn set_member_roles(
+        &self,
+        caller: Caller,
+        org: OrgId,
+        member: MemberId,
+        roles: MemberRoles,
+        ip: String,
+    ) -> Result<Arc<Membership>, MemberError> {
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::SetRoles { caller, org, member, roles, ip, reply })).await?
+    }
+
+    /// `remove-member`: the membership that ended.
+    pub async fn remove_member(
+        &self,
+        caller: Caller,
+        org: OrgId,
+        target: Target,
+        ip: String,
+    ) -> Result<Arc<Membership>, MemberError> {
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Remove { caller, org, target, ip, reply })).await?
+    }
+
+    /// `leave`: the caller's membership that ended.
+    pub async fn leave(&self, caller: Caller, org: OrgId, ip: String) -> Result<Arc<Membership>, MemberError> {
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Leave { caller, org, ip, reply })).await?
+    }
+
+    /// `invite-member`: the invitation (new, or resent with a new expiry) and its mail, in one commit.
+    pub async fn invite(&self, caller: Caller, invite: Invite, ip: String) -> Result<Arc<Invitation>, MemberError> {
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Invite { caller, invite, ip, reply })).await?
+    }
+
+    /// `accept-invitation`: the invitation used up and the caller's membership, in one commit.
+    pub async fn accept_invitation(
+        &self,
+        caller: Caller,
+        id: InvitationId,
+        email: Email,
+        member_limit: usize,
+        ip: String,
+    ) -> Result<(Arc<Invitation>, Arc<Membership>), MemberError> {
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Accept { caller, id, email, member_limit, ip, reply }))
+            .await?
+    }
+
+    /// `reject-invitation`: the invitation as rejected.
+    pub async fn reject_invitation(
+        &self,
+        caller: Caller,
+        id: InvitationId,
+        email: Email,
+        ip: String,
+    ) -> Result<Arc<Invitation>, MemberError> {
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Reject { caller, id, email, ip, reply })).await?
+    }
+
+    /// `cancel-invitation`: the invitation as canceled.
+    pub async fn cancel_invitation(
+        &self,
+        caller: Caller,
+        id: InvitationId,
+        ip: String,
+    ) -> Result<Arc<Invitation>, MemberError> {
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Cancel { caller, id, ip, reply })).await?
     }
 }

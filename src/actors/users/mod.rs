@@ -19,6 +19,7 @@ use ractor::RpcReplyPort;
 pub(super) use actor::spawn;
 pub(crate) use index::Apart;
 pub use index::{Place, UserIndex};
+use members::MemberMsg;
 use second_factor::FactorMsg;
 pub use second_factor::{FactorChange, FactorError, PassError, Passed, Proof};
 
@@ -396,12 +397,7 @@ pub(super) enum UsersMsg {
         reply: RpcReplyPort<Result<usize, DeleteOrgError>>,
     },
     /// A change to an organization's members or invitations ([`members`]).
-    Members {
-        caller: members::Caller,
-        call: members::MemberCall,
-        ip: String,
-        reply: RpcReplyPort<Result<members::MemberOutcome, members::MemberError>>,
-    },
+    Members(MemberMsg),
     LiftExpiredBans {
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
@@ -452,7 +448,7 @@ impl super::Letter for UsersMsg {
             Self::Factor(msg) => msg.caller_gone(),
             Self::SignInUpgrading { reply, .. } => gone(reply),
             Self::DeleteOrg { reply, .. } => gone(reply),
-            Self::Members { reply, .. } => gone(reply),
+            Self::Members(msg) => msg.caller_gone(),
             Self::LiftExpiredBans { reply } => gone(reply),
             Self::External { reply, .. } => gone(reply),
             Self::Unlink { reply, .. } => gone(reply),
@@ -623,17 +619,6 @@ impl UsersHandle {
         ip: String,
     ) -> Result<usize, DeleteOrgError> {
         call(&self.0, |reply| UsersMsg::DeleteOrg { by, org, detach: true, as_member: true, ip, reply }).await?
-    }
-
-    /// A change to an organization's members or invitations, checked in message order against the caller's
-    /// current membership ([`members`]).
-    pub async fn members(
-        &self,
-        caller: members::Caller,
-        member_call: members::MemberCall,
-        ip: String,
-    ) -> Result<members::MemberOutcome, members::MemberError> {
-        call(&self.0, |reply| UsersMsg::Members { caller, call: member_call, ip, reply }).await?
     }
 
     /// Lifts (durably, audited) every ban that has run out; returns how many. Such bans already stopped counting
