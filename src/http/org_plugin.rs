@@ -118,60 +118,6 @@ fn invitation(i: &Invitation) -> Value {
     })
 }
 
-impl From<MemberError> for Failure {
-    fn from(e: MemberError) -> Self {
-        use StatusCode as S;
-        let (status, code) = match e {
-            MemberError::MemberNotFound => (S::BAD_REQUEST, "MEMBER_NOT_FOUND"),
-            MemberError::OrganizationNotFound => (S::BAD_REQUEST, "ORGANIZATION_NOT_FOUND"),
-            MemberError::NotAllowedToUpdateMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER"),
-            // The plugin answers 401 here.
-            MemberError::NotAllowedToDeleteMember => (S::UNAUTHORIZED, "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_MEMBER"),
-            MemberError::WithoutAnOwner => (S::BAD_REQUEST, "YOU_CANNOT_LEAVE_THE_ORGANIZATION_WITHOUT_AN_OWNER"),
-            MemberError::OnlyOwner => (S::BAD_REQUEST, "YOU_CANNOT_LEAVE_THE_ORGANIZATION_AS_THE_ONLY_OWNER"),
-            MemberError::NotAllowedToInvite => {
-                (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION")
-            }
-            MemberError::NotAllowedToInviteWithRole => {
-                (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USER_WITH_THIS_ROLE")
-            }
-            MemberError::AlreadyMember => (S::BAD_REQUEST, "USER_IS_ALREADY_A_MEMBER_OF_THIS_ORGANIZATION"),
-            MemberError::AlreadyInvited => (S::BAD_REQUEST, "USER_IS_ALREADY_INVITED_TO_THIS_ORGANIZATION"),
-            MemberError::InvitationLimitReached => (S::FORBIDDEN, "INVITATION_LIMIT_REACHED"),
-            MemberError::InvitationNotFound => (S::BAD_REQUEST, "INVITATION_NOT_FOUND"),
-            MemberError::NotRecipient => (S::FORBIDDEN, "YOU_ARE_NOT_THE_RECIPIENT_OF_THE_INVITATION"),
-            MemberError::MembershipLimitReached => (S::FORBIDDEN, "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED"),
-            MemberError::NotAllowedToCancel => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION"),
-            MemberError::OutboxFull => (S::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL"),
-            MemberError::Unavailable(u) => return u.into(),
-        };
-        Self::new(status, code, e.to_string())
-    }
-}
-
-impl From<OrgError> for Failure {
-    fn from(e: OrgError) -> Self {
-        use StatusCode as S;
-        let (status, code) = match &e {
-            OrgError::NotAllowedToCreate => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_ORGANIZATION"),
-            OrgError::AlreadyExists => (S::BAD_REQUEST, "ORGANIZATION_ALREADY_EXISTS"),
-            OrgError::SlugTaken => (S::BAD_REQUEST, "ORGANIZATION_SLUG_ALREADY_TAKEN"),
-            OrgError::NotFound => (S::BAD_REQUEST, "ORGANIZATION_NOT_FOUND"),
-            OrgError::NotAMember => (S::BAD_REQUEST, "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION"),
-            OrgError::YouAreNotAMember => (S::FORBIDDEN, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION"),
-            OrgError::NotAllowedToUpdate => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_ORGANIZATION"),
-            OrgError::NotAllowedToDelete => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_ORGANIZATION"),
-            OrgError::NoActiveOrganization => (S::BAD_REQUEST, "NO_ACTIVE_ORGANIZATION"),
-            OrgError::NotAllowedToListInvitations => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_LIST_INVITATIONS"),
-            OrgError::EmailVerificationRequired => (S::FORBIDDEN, "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION"),
-            OrgError::InviterGone => (S::BAD_REQUEST, "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION"),
-            OrgError::Member(m) => return (*m).into(),
-            OrgError::Unavailable(u) => return (*u).into(),
-        };
-        Self::new(status, code, e.to_string())
-    }
-}
-
 // --- reading requests ----------------------------------------------------------------------------------------
 
 async fn body(state: &AppState, req: Request<Incoming>, known: &[&str]) -> Result<Fields, Failure> {
