@@ -80,13 +80,18 @@ async fn without_pages_of_the_application_the_mailed_links_lead_to_the_services_
     let r =
         s.post("/api/auth/reset-password").json(&json!({"token": token, "newPassword": "a page-set password"})).send();
     assert_eq!(r.await.status, 200);
-    assert_eq!(s.sign_in(&u.email, "a page-set password").await.0, 200);
+    let (status, body, _) = s.sign_in(&u.email, "a page-set password").await;
+    assert_eq!(status, 200);
+    // The mailed link reached the mailbox, so the address is proven by it.
+    assert_eq!(body["user"]["emailVerified"], true);
     let spent = s.get(&link).send().await.header("location").unwrap();
     assert_eq!(spent, "/auth/reset-password?error=INVALID_TOKEN");
     assert_page(&s.get(&spent).send().await, "This link is no longer valid");
     assert_page(&s.get("/auth/reset-password").send().await, "This link is no longer valid");
 
-    // Verification: the link verifies, then lands on the "verified" page; a second time on "no longer valid".
+    // Verification (of another account: the reset proved the first one's address): the link verifies, then lands
+    // on the "verified" page; a second time on "no longer valid".
+    let u = s.new_user("pageless-verify").await;
     let r = s.post("/api/auth/send-verification-email").json(&json!({"email": u.email})).send().await;
     assert_eq!(r.status, 200, "{}", r.text);
     let link = link_in(&next_message(&dir, &mut seen).await);
@@ -94,7 +99,7 @@ async fn without_pages_of_the_application_the_mailed_links_lead_to_the_services_
     let r = s.get(&link).send().await;
     assert_eq!((r.status, r.header("location").as_deref()), (302, Some("/auth/email-verified")));
     assert_page(&s.get("/auth/email-verified").send().await, "E-mail address confirmed");
-    let (_, body, _) = s.sign_in(&u.email, "a page-set password").await;
+    let (_, body, _) = s.sign_in(&u.email, PASSWORD).await;
     assert_eq!(body["user"]["emailVerified"], true);
     let again = s.get(&link).send().await.header("location").unwrap();
     assert_eq!(again, "/auth/email-verified?error=INVALID_TOKEN");
