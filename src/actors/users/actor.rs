@@ -4,17 +4,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
-use super::rules::{self, AdminSetup, Changed, Snapshot};
+use super::rules;
 use super::{
-    AdminVia, AttemptPolicy, AttemptRefused, Checked, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin,
-    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, IssueError,
-    OwnChange, OwnChangeError, ResetError, UnlinkError, UsersHandle, UsersMsg,
+    AttemptPolicy, ExternalError, ExternalIdentity, ExternalOutcome, ExternalStart, UnlinkError, UsersHandle, UsersMsg,
 };
-use crate::actors::attempts::{AttemptLimiter, Row};
+use crate::actors::attempts::AttemptLimiter;
 use crate::actors::inbox::{self, Inbox};
 use crate::actors::linked::LinkedAccount;
 use crate::actors::overlay::{self, Overlay, Refusal};
@@ -22,15 +19,19 @@ use crate::actors::remote::{ForUsers, MemberChange};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{
-    Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, SessionToken, Timestamp, TokenHash,
-    TokenKind, User, UserFields, UserId, action, requester,
+    Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, Timestamp, TokenHash, TokenKind, User,
+    UserFields, UserId, action,
 };
 use crate::mail::MailQueue;
 use crate::store::own::Key;
-use crate::store::{Conflict, StoreError, StoreOp, StoreWriter, audit, convert};
+use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
 
+mod accounts;
+mod attempts;
+mod linked;
 mod members;
 mod second_factor;
+mod tokens;
 
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
@@ -138,430 +139,22 @@ impl Actor for UsersActor {
             return Ok(());
         }
         match msg {
-            UsersMsg::Create { user, by, ip, reply } => {
-                let refused = match by {
-                    Some(admin) if !self.get(state, admin).is_some_and(|a| a.is_active_admin()) => {
-                        Some(CreateUserError::NotAdmin)
-                    }
-                    _ if self.email_owner(state, &user.email).is_some() => Some(CreateUserError::EmailTaken),
-                    _ => None,
-                };
-                if let Some(e) = refused {
-                    let _ = reply.send(Err(e));
-                } else {
-                    let user = self.stage(state, rules::new_account(user, Timestamp::now()), false);
-                    let detail = if by.is_some() { "created by an administrator" } else { "" };
-                    let actor = by.or(Some(user.id));
-                    let logged = audit::entry(action::USER_CREATED, actor, Some(user.id.into()), &ip, detail.into());
-                    // Several nodes: another node may have taken the address a moment ago.
-                    let email = user.email().to_owned();
-                    let taken = move |c: &Conflict| {
-                        matches!(c, Conflict::EmailTaken(e) if *e == email).then_some(CreateUserError::EmailTaken)
-                    };
-                    state.overlay.add_guarded([put(&user), logged], reply, Ok(user), taken);
-                }
+            msg @ (UsersMsg::Create { .. }
+            | UsersMsg::Update { .. }
+            | UsersMsg::EnsureAdmin { .. }
+            | UsersMsg::ChangeOwn { .. }
+            | UsersMsg::Delete { .. }
+            | UsersMsg::LiftExpiredBans { .. }
+            | UsersMsg::DeleteOrg { .. }) => self.account(state, msg),
+            msg @ (UsersMsg::BeginAttempt { .. }
+            | UsersMsg::FinishAttempt { .. }
+            | UsersMsg::ReleaseLocal { .. }
+            | UsersMsg::SignInUpgrading { .. }) => self.attempt(state, msg, &myself),
+            msg @ (UsersMsg::IssueToken { .. } | UsersMsg::VerifyEmail { .. } | UsersMsg::ResetPassword { .. }) => {
+                self.token(state, msg)
             }
-            UsersMsg::Update { by, target, change, ip, reply } => {
-                let Some(current) = self.get(state, target) else {
-                    let _ = reply.send(Err(super::UpdateUserError::UserNotFound));
-                    return Ok(());
-                };
-                let caller = self.get(state, by);
-                let (orgs, closing) = (&self.indexes.orgs, &state.closing_orgs);
-                let snapshot = Snapshot {
-                    caller: caller.as_deref(),
-                    active_admins: self.active_admin_count(state),
-                    org_exists: &|org| orgs.get(org).is_some() && !closing.contains(&org),
-                };
-                let new_password = change.password_hash.is_some();
-                let changed = rules::apply_change(&snapshot, &current, change, Timestamp::now());
-                let changed = changed.and_then(|c| self.primary_moved(state, &current, &c.user).map(|ops| (c, ops)));
-                match changed {
-                    Ok((Changed { user, ends_sessions }, membership_ops)) => {
-                        let after = self.stage(state, user, ends_sessions);
-                        let mut ops = vec![put(&after)];
-                        ops.extend(membership_ops);
-                        if new_password {
-                            ops.extend(self.end_password_bound(state, after.id));
-                        }
-                        ops.extend(
-                            rules::changes(&current, &after)
-                                .map(|(what, detail)| audit::entry(what, Some(by), Some(after.id.into()), &ip, detail)),
-                        );
-                        // Several nodes: an administrator demoted elsewhere at the same time may make this one the
-                        // last; PostgreSQL's guard then refuses it as the actor would have. Likewise a move into an
-                        // organization another node deleted meanwhile.
-                        let id = after.id.to_bytes();
-                        let last = move |c: &Conflict| match c {
-                            Conflict::LastAdmin => Some(super::UpdateUserError::LastAdmin),
-                            Conflict::LastOwner { .. } => Some(super::UpdateUserError::LastOwner),
-                            Conflict::OrganizationGone { user } if *user == id => {
-                                Some(super::UpdateUserError::OrganizationNotFound)
-                            }
-                            _ => None,
-                        };
-                        state.overlay.add_guarded(ops, reply, Ok(after), last);
-                    }
-                    Err(e) => drop(reply.send(Err(e))),
-                }
-            }
-            UsersMsg::EnsureAdmin { name, email, password_hash, promote_existing, via, reply } => {
-                let existing = self.email_owner(state, &email).and_then(|id| self.get(state, id));
-                let setup = AdminSetup { name, email, password_hash, promote_existing };
-                match rules::set_up_admin(existing.as_deref(), setup, Timestamp::now()) {
-                    Ok((Changed { user, ends_sessions }, outcome)) => {
-                        let user = self.stage(state, user, ends_sessions);
-                        let detail = match (outcome, &via) {
-                            (EnsureAdmin::Created(_), AdminVia::CommandLine) => {
-                                "administrator created from the command line or bootstrap"
-                            }
-                            (EnsureAdmin::Created(_), AdminVia::SetupLink { .. }) => {
-                                "first administrator created through the one-time setup link"
-                            }
-                            (EnsureAdmin::Promoted(_), _) => {
-                                "existing account made administrator from the command line or bootstrap; \
-                                 password replaced, sessions ended"
-                            }
-                        };
-                        let ip = match &via {
-                            AdminVia::CommandLine => "",
-                            AdminVia::SetupLink { ip } => ip.as_str(),
-                        };
-                        let mut ops = vec![put(&user)];
-                        if let EnsureAdmin::Promoted(_) = outcome {
-                            ops.extend(self.end_password_bound(state, user.id));
-                        }
-                        ops.push(audit::entry(action::ROLE_CHANGED, None, Some(user.id.into()), ip, detail.into()));
-                        state.overlay.add(ops, reply, outcome);
-                    }
-                    Err(e) => drop(reply.send(Err(e))),
-                }
-            }
-            UsersMsg::IssueToken { kind, email, ttl, compose, ip, reply } => {
-                // Refused before the address is looked up: the refusal says nothing about which accounts exist.
-                if self.mail.as_ref().is_some_and(MailQueue::is_full) {
-                    let _ = reply.send(Err(IssueError::OutboxFull));
-                    return Ok(());
-                }
-                let account = self.email_owner(state, &email).and_then(|id| self.get(state, id));
-                let needed = |u: &User| kind != TokenKind::EmailVerification || !u.email_verified;
-                let Some(user) = account.filter(|u| needed(u)) else {
-                    let detail = format!("{} requested for an unknown or verified e-mail", kind_name(kind));
-                    state.overlay.add([audit::entry(action::TOKEN_REQUESTED, None, None, &ip, detail)], reply, ());
-                    return self.after(state, &myself).await;
-                };
-                let token = SessionToken::generate();
-                let hash = token.hash();
-                let now = Timestamp::now();
-                let requested_by = requester(&ip);
-                let expires_at = now.plus(ttl);
-                let issued = Arc::new(OneTimeToken {
-                    kind,
-                    user_id: user.id,
-                    created_at: now,
-                    expires_at,
-                    requested_by,
-                    failures: 0,
-                    code: None,
-                });
-                let mut ops = Vec::new();
-                // A newer request invalidates the older link the same client asked for, and no other: whoever
-                // asks from elsewhere cannot kill a link the account's owner already holds.
-                if let Some(old) = self.token_asked_by(state, user.id, kind, requested_by) {
-                    state.tokens.insert(old, None);
-                    ops.push(StoreOp::DeleteToken(old));
-                }
-                let mail = compose(&user, &token);
-                ops.push(StoreOp::PutToken(hash, convert::token_record(&issued)));
-                ops.push(StoreOp::PutOutbox(convert::mail_record(&mail)));
-                let id = Some(user.id);
-                let detail = kind_name(kind).to_owned();
-                ops.push(audit::entry(action::TOKEN_REQUESTED, id, id.map(Into::into), &ip, detail));
-                state.tokens.insert(hash, Some(issued));
-                state.mails.push(mail);
-                state.overlay.add(ops, reply, ());
-            }
-            UsersMsg::VerifyEmail { token, ip, reply } => {
-                let Some(user) = self.token_holder(state, &token, TokenKind::EmailVerification) else {
-                    let _ = reply.send(Err(ResetError::InvalidToken));
-                    return Ok(());
-                };
-                let verified =
-                    User::from(UserFields { email_verified: true, updated_at: Timestamp::now(), ..user.fields() });
-                let user = self.stage(state, verified, false);
-                let mut ops = vec![put(&user)];
-                ops.extend(self.end_tokens(state, user.id, TokenKind::EmailVerification));
-                let id = Some(user.id);
-                ops.push(audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), &ip, String::new()));
-                state.overlay.add(ops, reply, ());
-            }
-            UsersMsg::ResetPassword { token, password_hash, ip, reply } => {
-                let Some(user) = self.token_holder(state, &token, TokenKind::PasswordReset) else {
-                    let _ = reply.send(Err(ResetError::InvalidToken));
-                    return Ok(());
-                };
-                let proven_before = user.email_verified;
-                let change = OwnChange::Password { password_hash, end_sessions: true };
-                let Changed { user, ends_sessions } = rules::apply_own_change(&user, change, Timestamp::now());
-                // The link reached the mailbox: the address is proven from now on (and so may be linked to).
-                let user = User::from(UserFields { email_verified: true, ..user.fields() });
-                let user = self.stage(state, user, ends_sessions);
-                let mut ops = vec![put(&user)];
-                // This link and every other reset link of the account (other clients may have asked for some).
-                ops.extend(self.end_password_bound(state, user.id));
-                let id = Some(user.id);
-                let detail = "password reset with a mailed link; every session ended".to_owned();
-                ops.push(audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail));
-                if !proven_before {
-                    ops.extend(self.end_unproven_links(state, &user, &ip));
-                }
-                state.overlay.add(ops, reply, ());
-            }
-            UsersMsg::ChangeOwn { user, by, change, ip, reply } => {
-                let Some(current) = self.get(state, user) else {
-                    let _ = reply.send(Err(OwnChangeError::UserNotFound));
-                    return Ok(());
-                };
-                // A user's own profile edit is not audited; one made through an impersonation is, naming the
-                // administrator (as every row written through an impersonation does).
-                let impersonated = by != user;
-                let what = match &change {
-                    OwnChange::Password { end_sessions: true, .. } => {
-                        Some((action::PASSWORD_CHANGED, "password changed; every session ended"))
-                    }
-                    OwnChange::Password { .. } => Some((action::PASSWORD_CHANGED, "password changed")),
-                    OwnChange::Profile { .. } if impersonated => Some((action::PROFILE_UPDATED, "profile updated")),
-                    OwnChange::Profile { .. } => None,
-                };
-                let new_password = matches!(change, OwnChange::Password { .. });
-                let Changed { user, ends_sessions } = rules::apply_own_change(&current, change, Timestamp::now());
-                let user = self.stage(state, user, ends_sessions);
-                let mut ops = vec![put(&user)];
-                if new_password {
-                    ops.extend(self.end_password_bound(state, user.id));
-                }
-                if let Some((what, detail)) = what {
-                    let detail = if impersonated { format!("{detail}, while impersonating") } else { detail.into() };
-                    ops.push(audit::entry(what, Some(by), Some(user.id.into()), &ip, detail));
-                }
-                state.overlay.add(ops, reply, user);
-            }
-            UsersMsg::Delete { user, by, ip, reply } => {
-                let Some(current) = self.get(state, user) else {
-                    let _ = reply.send(Err(DeleteUserError::UserNotFound));
-                    return Ok(());
-                };
-                let admins = self.active_admin_count(state);
-                let allowed = match by {
-                    Some(admin) => rules::may_remove(self.get(state, admin).as_deref(), &current, admins),
-                    None => rules::may_delete(&current, admins),
-                };
-                if let Err(e) = allowed {
-                    let _ = reply.send(Err(e));
-                    return Ok(());
-                }
-                // The sessions end in the same commit (through the sessions actor, like a ban), and so do the
-                // identities linked to the account.
-                state.ending.push(user);
-                let unlinked: Vec<StoreOp> = self
-                    .accounts_of(state, user)
-                    .into_iter()
-                    .map(|a| {
-                        state.accounts.insert(a.id, None);
-                        StoreOp::DeleteAccount { id: a.id, user: user.to_bytes() }
-                    })
-                    .collect();
-                state.overlay.push_ops(unlinked);
-                state.overlay.stage(user, None);
-                let detail = current.email().to_owned();
-                let logged = audit::entry(action::USER_DELETED, by.or(Some(user)), Some(user.into()), &ip, detail);
-                let last = |c: &Conflict| (*c == Conflict::LastAdmin).then_some(DeleteUserError::LastAdmin);
-                // Its memberships go first (they name the account).
-                let mut ops = self.memberships_end_with(state, user);
-                ops.extend([StoreOp::DeleteUser(user.to_bytes()), logged]);
-                state.overlay.add_guarded(ops, reply, Ok(()), last);
-            }
-            UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
-                Ok(()) if self.attempts.shared => {
-                    // Several nodes: this node's count is not the whole story; the database's is (one write per
-                    // check, grouped with the others). Refused there: this node's reservation is given back.
-                    let reserve = StoreOp::ReserveAttempt {
-                        email: email.as_str().to_owned(),
-                        max: self.attempts.max_failures,
-                        window_ms: self.attempts.window.as_millis() as i64,
-                        now_ms: Timestamp::now().as_millis(),
-                    };
-                    // A request of its own to the writer (a savepoint of its own), not part of this actor's batch:
-                    // a refusal must not take other callers' changes down with it.
-                    let (writer, me) = (self.writer.clone(), myself.clone());
-                    tokio::spawn(async move {
-                        let answer = match writer.write(vec![reserve]).await {
-                            Ok(()) => Ok(()),
-                            Err(StoreError::Conflict(Conflict::Locked { wait_ms, .. })) => {
-                                let _ = me.send_message(UsersMsg::ReleaseLocal { email });
-                                Err(AttemptRefused::Locked(Duration::from_millis(wait_ms.max(1_000) as u64)))
-                            }
-                            Err(error) => {
-                                tracing::error!(%error, "the shared failure limit could not be checked");
-                                let _ = me.send_message(UsersMsg::ReleaseLocal { email });
-                                Err(AttemptRefused::Unavailable(Unavailable))
-                            }
-                        };
-                        let _ = reply.send(answer);
-                    });
-                }
-                Ok(()) => drop(reply.send(Ok(()))),
-                Err(locked) => {
-                    let detail = format!("too many failed sign-ins: {} in this window", locked.failures);
-                    let rows = attempt_rows(&locked.row, action::SIGN_IN_REFUSED, user, &ip, detail);
-                    state.overlay.add_result(rows, reply, Err(AttemptRefused::Locked(locked.wait)));
-                }
-            },
-            UsersMsg::SignInUpgrading { from, to, start, reply } => {
-                match self.get(state, start.user).filter(|u| u.password_hash().as_phc() == from.as_str()) {
-                    // Not the hash that was verified any more (a password change won the race): leave it.
-                    None => drop(reply.send(Ok(None))),
-                    Some(current) => {
-                        let user = self.stage(
-                            state,
-                            User::from(UserFields { password_hash: to.into(), ..current.fields() }),
-                            false,
-                        );
-                        state.overlay.add_unanswered([put(&user)]);
-                        let answer: StartAnswer = Box::new(move |committed| {
-                            let started = committed.unwrap_or(Err(Unavailable.into()));
-                            let _ = reply.send(started.map(Some));
-                        });
-                        state.starting.push((start, answer));
-                    }
-                }
-            }
-            UsersMsg::FinishAttempt { email, user, checked, code, ip, reply } => {
-                let now = Instant::now();
-                let row =
-                    state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
-                let detail = match (code, user.is_some()) {
-                    (true, _) => "wrong second factor (a code or a passkey assertion)",
-                    (false, true) => "wrong password",
-                    (false, false) => "unknown e-mail",
-                };
-                let mut rows = attempt_rows(&row, action::SIGN_IN_FAILED, user, &ip, detail.to_owned());
-                if self.attempts.shared && checked != Checked::Wrong {
-                    let verified = checked == Checked::Verified;
-                    rows.push(StoreOp::EndAttempt { email: email.as_str().to_owned(), verified });
-                }
-                if rows.is_empty() {
-                    let _ = reply.send(Ok(()));
-                } else {
-                    state.overlay.add(rows, reply, ());
-                }
-            }
-            UsersMsg::DeleteOrg { by, org, detach, as_member, ip, reply } => {
-                let Some(organization) = self.indexes.orgs.get(org).filter(|_| !state.closing_orgs.contains(&org))
-                else {
-                    let _ = reply.send(Err(DeleteOrgError::NotFound));
-                    return Ok(());
-                };
-                let allowed = match as_member {
-                    // An owner (the role allowed to delete it) of this organization, right now.
-                    true => {
-                        self.indexes.members.get(org, by).is_some_and(|m| m.roles.allows("organization", "delete"))
-                            || self.get(state, by).is_some_and(|a| a.is_active_admin())
-                    }
-                    false => self.get(state, by).is_some_and(|a| a.is_active_admin()),
-                };
-                if !allowed {
-                    let _ = reply.send(Err(DeleteOrgError::NotAdmin));
-                    return Ok(());
-                }
-                let members = self.members(state, org);
-                let memberships = self.indexes.members.count(org);
-                if (!members.is_empty() || memberships > 0) && !detach {
-                    let _ = reply.send(Err(DeleteOrgError::NotEmpty(members.len().max(memberships))));
-                    return Ok(());
-                }
-                let now = Timestamp::now();
-                let mut ops = Vec::with_capacity(members.len() + 2);
-                for member in &members {
-                    let detached = User::from(UserFields { organization_id: None, updated_at: now, ..member.fields() });
-                    ops.push(put(&self.stage(state, detached, false)));
-                }
-                let detail = format!("{}; {} member(s) detached", organization.slug, members.len().max(memberships));
-                ops.extend(self.org_members_end(state, org));
-                ops.push(StoreOp::DeleteOrg(org.to_bytes()));
-                ops.push(audit::entry(action::ORGANIZATION_DELETED, Some(by), Some(org.into()), &ip, detail));
-                state.closing_orgs.push(org);
-                // Several nodes: an account another node moved into it meanwhile keeps it (the database's
-                // membership reference), answered as a non-empty organization.
-                let gone = org.to_bytes();
-                let has_members = move |c: &Conflict| {
-                    matches!(c, Conflict::OrganizationHasMembers { org } if *org == gone)
-                        .then_some(DeleteOrgError::NotEmpty(1))
-                };
-                state.overlay.add_guarded(ops, reply, Ok(members.len().max(memberships)), has_members);
-            }
+            msg @ (UsersMsg::External { .. } | UsersMsg::Unlink { .. }) => self.linked(state, msg),
             UsersMsg::Members(msg) => self.member_change(state, msg),
-            UsersMsg::LiftExpiredBans { reply } => {
-                let now = Timestamp::now();
-                let ran_out = |u: &User| u.banned && u.ban_expires().is_some_and(|end| end <= now);
-                let mut candidates: Vec<UserId> = self.indexes.users.bans_ended_by(now);
-                candidates.extend(state.overlay.values().flatten().filter(|u| ran_out(u)).map(|u| u.id));
-                candidates.sort_unstable();
-                candidates.dedup();
-                let mut ops = Vec::new();
-                for id in candidates {
-                    if let Some(lifted) = self.get(state, id).and_then(|u| rules::lift_expired_ban(&u, now)) {
-                        let lifted = self.stage(state, lifted, false);
-                        ops.push(put(&lifted));
-                        ops.push(audit::entry(action::BAN_EXPIRED, None, Some(id.into()), "", String::new()));
-                    }
-                }
-                if ops.is_empty() {
-                    let _ = reply.send(Ok(0));
-                    return Ok(());
-                }
-                let count = ops.len() / 2;
-                state.overlay.add(ops, reply, count);
-            }
-            UsersMsg::ReleaseLocal { email } => {
-                state.attempts.finish(&email, false, false, Instant::now());
-                return Ok(());
-            }
-            UsersMsg::External { identity, link_to, role, start, ip, reply } => {
-                match self.external(state, identity, link_to, role, &ip) {
-                    Ok((mut ops, outcome, guard)) => {
-                        let start = start.and_then(|s| self.external_start(state, &outcome, link_to, s, &mut ops));
-                        match start {
-                            None => {
-                                let signed_in = ExternalSignIn { outcome, session: None };
-                                state.overlay.add_guarded(ops, reply, Ok(signed_in), guard)
-                            }
-                            // The session starts in this batch's commit: answered with it, or with what a
-                            // conflict means to this sign-in (as without a session).
-                            Some((with, device_renewed)) => {
-                                state.overlay.add_unanswered(ops);
-                                let answer: StartAnswer = Box::new(move |committed| {
-                                    let answer = match committed {
-                                        Ok(started) => {
-                                            let session = Some(ExternalSession { started, device_renewed });
-                                            Ok(ExternalSignIn { outcome, session })
-                                        }
-                                        Err(Refusal::Conflict(c)) => Err(guard(&c).unwrap_or(Unavailable.into())),
-                                        Err(Refusal::Unavailable) => Err(Unavailable.into()),
-                                    };
-                                    let _ = reply.send(answer);
-                                });
-                                state.starting.push((with, answer));
-                            }
-                        }
-                    }
-                    Err(e) => drop(reply.send(Err(e))),
-                }
-            }
-            UsersMsg::Unlink { user, account, by, ip, reply } => match self.unlink(state, user, account, by, &ip) {
-                Ok(ops) => state.overlay.add(ops, reply, ()),
-                Err(e) => drop(reply.send(Err(e))),
-            },
             UsersMsg::Remote => {
                 state.inbox.drain(|change| self.apply_remote(change));
                 return Ok(());
@@ -1036,35 +629,6 @@ impl UsersActor {
     }
 }
 
-/// The audit rows a sign-in failure or refusal gets under the bounds of [`crate::actors::attempts`].
-fn attempt_rows(row: &Row, what: &'static str, user: Option<UserId>, ip: &str, detail: String) -> Vec<StoreOp> {
-    let one = |what, detail| audit::entry(what, user, user.map(Into::into), ip, detail);
-    match row {
-        Row::None => Vec::new(),
-        Row::One => vec![one(what, detail)],
-        Row::WithSummary(n) => vec![
-            audit::entry(
-                action::SIGN_IN_FAILURES_SUMMARISED,
-                None,
-                None,
-                "",
-                format!("{n} failed or refused sign-ins in the previous minute were counted, not itemised"),
-            ),
-            one(what, detail),
-        ],
-    }
-}
-
 fn put(user: &User) -> StoreOp {
     StoreOp::PutUser(convert::user_record(user))
-}
-
-fn kind_name(kind: TokenKind) -> &'static str {
-    match kind {
-        TokenKind::PasswordReset => "password reset",
-        TokenKind::EmailVerification => "e-mail verification",
-        TokenKind::TwoFactorChallenge { .. } => "two-factor sign-in",
-        TokenKind::TrustedDevice => "trusted device",
-        TokenKind::TwoFactorOtp => "mailed second-factor code",
-    }
 }
