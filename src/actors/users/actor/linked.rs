@@ -1,10 +1,20 @@
 //! The users actor's linked-account messages: signing an identity at another provider in (or linking it), and
 //! removing a way into an account.
 
-use super::{StartAnswer, State, UsersActor};
+use std::sync::Arc;
+
+use super::{ExternalGuard, StartAnswer, State, UsersActor, put};
 use crate::actors::Unavailable;
+use crate::actors::linked::LinkedAccount;
 use crate::actors::overlay::Refusal;
-use crate::actors::users::{ExternalSession, ExternalSignIn, UsersMsg};
+use crate::actors::sessions::StartWith;
+use crate::actors::users::rules;
+use crate::actors::users::{
+    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, NewUser,
+    UnlinkError, UsersMsg,
+};
+use crate::domain::{Timestamp, TokenKind, User, UserFields, UserId, action};
+use crate::store::{Conflict, StoreOp, audit};
 
 impl UsersActor {
     /// Linked accounts. `handle` sends only these here (UsersMsg::External, UsersMsg::Unlink): the others are not this kind's.
@@ -47,5 +57,198 @@ impl UsersActor {
             },
             _ => unreachable!("not a message of this kind: `handle` dispatches by kind"),
         }
+    }
+
+    /// The rules of [`UsersMsg::External`]: the ops to write, the answer once durable, and what a conflict on
+    /// several nodes means.
+    fn external(
+        &self,
+        state: &mut State,
+        identity: ExternalIdentity,
+        link_to: Option<UserId>,
+        role: crate::domain::Role,
+        ip: &str,
+    ) -> Result<(Vec<StoreOp>, ExternalOutcome, ExternalGuard), ExternalError> {
+        let now = Timestamp::now();
+        let provider = identity.provider.clone();
+        let linked_elsewhere = {
+            let (p, s) = (identity.provider.clone(), identity.subject.clone());
+            move |c: &Conflict| match c {
+                Conflict::AccountTaken { provider, subject } if *provider == p && *subject == s => {
+                    Some(ExternalError::LinkedElsewhere)
+                }
+                Conflict::EmailTaken(_) => Some(ExternalError::NotLinked),
+                _ => None,
+            }
+        };
+        let guard: ExternalGuard = Box::new(linked_elsewhere);
+        if let Some(existing) = self.identity_owner(state, &identity.provider, &identity.subject) {
+            let user = self.get(state, existing.user_id).ok_or(ExternalError::Unavailable(Unavailable))?;
+            if link_to.is_some_and(|asking| asking != user.id) {
+                return Err(ExternalError::LinkedElsewhere);
+            }
+            // The newest tokens replace the ones kept, when they are kept.
+            let mut ops = Vec::new();
+            if let Some(sealed) = identity.sealed_tokens.clone() {
+                let refreshed =
+                    Arc::new(LinkedAccount { sealed_tokens: Some(sealed), updated_at: now, ..(*existing).clone() });
+                state.accounts.insert(refreshed.id, Some(Arc::clone(&refreshed)));
+                ops.push(StoreOp::PutAccount(refreshed.record()));
+            }
+            if link_to.is_some() {
+                return Ok((ops, ExternalOutcome::Linked(user), guard));
+            }
+            ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
+            return Ok((ops, ExternalOutcome::Existing(user), guard));
+        }
+        let link = |state: &mut State, user: &User| {
+            let account = Arc::new(LinkedAccount {
+                id: *uuid::Uuid::now_v7().as_bytes(),
+                user_id: user.id,
+                provider: identity.provider.clone(),
+                subject: identity.subject.clone(),
+                email: identity.email.as_str().to_owned(),
+                created_at: now,
+                updated_at: now,
+                sealed_tokens: identity.sealed_tokens.clone(),
+            });
+            state.accounts.insert(account.id, Some(Arc::clone(&account)));
+            let detail = format!("{} ({})", identity.provider, identity.email.as_str());
+            let logged = audit::entry(action::ACCOUNT_LINKED, Some(user.id), Some(user.id.into()), ip, detail);
+            vec![StoreOp::PutAccount(account.record()), logged]
+        };
+        if let Some(asking) = link_to {
+            let user = self.get(state, asking).ok_or(ExternalError::UserGone)?;
+            rules::explicit_link(&user, &identity)?;
+            let ops = link(state, &user);
+            return Ok((ops, ExternalOutcome::Linked(user), guard));
+        }
+        if let Some(owner) = self.email_owner(state, &identity.email) {
+            let user = self.get(state, owner).ok_or(ExternalError::Unavailable(Unavailable))?;
+            // No silent takeover, of the account or by whoever signed it up with someone else's address.
+            rules::implicit_link(&user, &identity)?;
+            let mut ops = link(state, &user);
+            ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
+            return Ok((ops, ExternalOutcome::Linked(user), guard));
+        }
+        rules::external_sign_up(&identity)?;
+        let new = NewUser {
+            name: identity.name.clone(),
+            email: identity.email.clone(),
+            image: identity.image.clone(),
+            role,
+            // No password: this account signs in through the provider, or sets one with a reset link. An empty
+            // hash verifies nothing (hashing::Hasher::verify) and shows no "credential" account.
+            password_hash: String::new(),
+        };
+        let created =
+            User::from(UserFields { email_verified: identity.email_verified, ..rules::new_account(new, now).fields() });
+        let user = self.stage(state, created, false);
+        let detail = format!("through {}", identity.provider);
+        let mut ops =
+            vec![put(&user), audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), ip, detail)];
+        ops.extend(link(state, &user));
+        Ok((ops, ExternalOutcome::Created(user), guard))
+    }
+
+    /// Whether an external sign-in's session starts in the batch's commit (`Some`, and whether through the
+    /// browser's trusted device, renewed by ops added to `ops`), or is left to the caller: a link; an address not
+    /// verified under `require_verification`; an account with a second factor, banned (refused before any
+    /// challenge, as after a password) or without a live trusted device of its own in this browser. A banned
+    /// account without a second factor is refused by the session's start itself, recorded in the same commit.
+    fn external_start(
+        &self,
+        state: &mut State,
+        outcome: &ExternalOutcome,
+        link_to: Option<UserId>,
+        start: ExternalStart,
+        ops: &mut Vec<StoreOp>,
+    ) -> Option<(StartWith, bool)> {
+        if link_to.is_some() {
+            return None;
+        }
+        let (ExternalOutcome::Existing(user) | ExternalOutcome::Linked(user) | ExternalOutcome::Created(user)) =
+            outcome;
+        if start.verified_only && !user.email_verified {
+            return None;
+        }
+        if !user.has_second_factor() && start.factor_roles.iter().any(|r| r == user.role.as_str()) {
+            return None;
+        }
+        let mut device_renewed = false;
+        if user.has_second_factor() {
+            if user.is_banned_at(Timestamp::now()) {
+                return None;
+            }
+            let (old, next) = start.device?;
+            ops.extend(self.renew_device(state, old, next, Some(user.id))?);
+            device_renewed = true;
+        }
+        Some((StartWith { user: user.id, remember_me: true, client: start.client }, device_renewed))
+    }
+
+    /// What a password reset through a mailed link does to an account whose address was not proven until then:
+    /// the address is proven now (audited here; its verification links are spent), and every identity linked to
+    /// the account ends, each audited. Whoever held the address before its owner (an account made from an address
+    /// a provider did not verify, or an identity the squatter linked) must not keep a way in through the owner's
+    /// recovery. Which identities were linked while the address was unproven cannot be told apart from later ones
+    /// (no record says when it was proven), so all of them end; the owner links hers again once signed in.
+    pub(super) fn end_unproven_links(&self, state: &mut State, user: &User, ip: &str) -> Vec<StoreOp> {
+        let id = Some(user.id);
+        let mut ops = self.end_tokens(state, user.id, TokenKind::EmailVerification);
+        let detail = "proven by a password reset with a mailed link".to_owned();
+        ops.push(audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), ip, detail));
+        for account in self.accounts_of(state, user.id) {
+            state.accounts.insert(account.id, None);
+            ops.push(StoreOp::DeleteAccount { id: account.id, user: user.id.to_bytes() });
+            let detail = format!(
+                "{} ({}): linked while the address was unproven, ended by a password reset",
+                account.provider, account.email
+            );
+            ops.push(audit::entry(action::ACCOUNT_UNLINKED, id, id.map(Into::into), ip, detail));
+        }
+        ops
+    }
+
+    /// The rules of [`UsersMsg::Unlink`].
+    fn unlink(
+        &self,
+        state: &mut State,
+        user: UserId,
+        account: Option<[u8; 16]>,
+        by: UserId,
+        ip: &str,
+    ) -> Result<Vec<StoreOp>, UnlinkError> {
+        let current = self.get(state, user).ok_or(UnlinkError::NotFound)?;
+        let linked = self.accounts_of(state, user);
+        let has_password = !current.password_hash().to_string().is_empty();
+        let ways_in = linked.len() + usize::from(has_password);
+        let removed = match account {
+            Some(id) => Some(linked.iter().find(|a| a.id == id).cloned().ok_or(UnlinkError::NotFound)?),
+            None if has_password => None,
+            None => return Err(UnlinkError::NotFound),
+        };
+        if ways_in <= 1 {
+            return Err(UnlinkError::LastWayIn);
+        }
+        Ok(match removed {
+            Some(a) => {
+                state.accounts.insert(a.id, None);
+                let logged =
+                    audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, a.provider.clone());
+                vec![StoreOp::DeleteAccount { id: a.id, user: user.to_bytes() }, logged]
+            }
+            None => {
+                let changed = User::from(UserFields {
+                    password_hash: "".into(),
+                    updated_at: Timestamp::now(),
+                    ..current.fields()
+                });
+                let changed = self.stage(state, changed, false);
+                let logged =
+                    audit::entry(action::ACCOUNT_UNLINKED, Some(by), Some(user.into()), ip, "credential".into());
+                vec![put(&changed), logged]
+            }
+        })
     }
 }
