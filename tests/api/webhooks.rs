@@ -86,6 +86,11 @@ fn ensure_library() {
     });
 }
 
+/// Whether the receiver's control answer is its 200.
+fn is_ok(answer: &str) -> bool {
+    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -104,8 +109,16 @@ impl Receiver {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("receiver.py"), RECEIVER).unwrap();
         let mut receiver = Self { child: None, port: free_port(), dir, secrets: Vec::new() };
-        receiver.resume();
-        receiver
+        // A port found free can be taken by a parallel test's server before the receiver binds it (the receiver
+        // then exits, and the port answers for that server): another port, then.
+        for _ in 0..5 {
+            if receiver.try_resume() {
+                return receiver;
+            }
+            receiver.pause();
+            receiver.port = free_port();
+        }
+        panic!("the receiver did not start on any of five ports");
     }
 
     fn url(&self) -> String {
@@ -116,8 +129,13 @@ impl Receiver {
         self.dir.path().join("received.jsonl")
     }
 
-    /// Starts the process (again); what it knew is given to it again.
+    /// Starts the process (again) on its port; what it knew is given to it again.
     fn resume(&mut self) {
+        assert!(self.try_resume(), "the receiver did not start again on port {}", self.port);
+    }
+
+    /// [`resume`](Self::resume), answering whether it is the receiver that now listens on the port.
+    fn try_resume(&mut self) -> bool {
         let child = Command::new("python3")
             .arg(self.dir.path().join("receiver.py"))
             .args([&self.port.to_string(), self.log().to_str().unwrap()])
@@ -128,11 +146,16 @@ impl Receiver {
         self.child = Some(child);
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if self.child.as_mut().is_some_and(|c| c.try_wait().is_ok_and(|exited| exited.is_some())) {
+                return false;
+            }
             assert!(started.elapsed() < Duration::from_secs(15), "the receiver did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
         let secrets = self.secrets.clone();
-        self.control(json!({"secrets": secrets}));
+        let answer = self.try_control(json!({"secrets": secrets}));
+        let running = self.child.as_mut().is_some_and(|c| c.try_wait().is_ok_and(|exited| exited.is_none()));
+        running && is_ok(&answer)
     }
 
     /// Stops the process: connections are refused until [`resume`](Self::resume).
@@ -150,6 +173,11 @@ impl Receiver {
     }
 
     fn control(&self, body: Value) {
+        let answer = self.try_control(body);
+        assert!(is_ok(&answer), "{answer}");
+    }
+
+    fn try_control(&self, body: Value) -> String {
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         let body = body.to_string();
         let request = format!(
@@ -159,7 +187,7 @@ impl Receiver {
         std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
         let mut answer = String::new();
         let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
-        assert!(answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"), "{answer}");
+        answer
     }
 
     /// Everything received so far, in arrival order.
