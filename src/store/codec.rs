@@ -387,9 +387,9 @@ mod tests {
         assert_eq!(decode::<InvitationRecordV1>(&expected).unwrap(), i);
     }
 
-    #[test]
-    fn session_golden_bytes() {
-        let session = SessionRecordV1 {
+    /// The session the golden bytes pin; its later formats name the same user.
+    fn session_v1() -> SessionRecordV1 {
+        SessionRecordV1 {
             id: [3; 16],
             user_id: [4; 16],
             expires_at_ms: 300,
@@ -398,7 +398,12 @@ mod tests {
             ip_address: "::1".into(),
             user_agent: String::new(),
             remember_me: false,
-        };
+        }
+    }
+
+    #[test]
+    fn session_golden_bytes() {
+        let session = session_v1();
         let mut expected = vec![1];
         expected.extend([3; 16]);
         expected.extend([4; 16]);
@@ -522,16 +527,7 @@ mod tests {
 
     #[test]
     fn a_session_of_any_format_names_its_user() {
-        let v1 = SessionRecordV1 {
-            id: [3; 16],
-            user_id: [4; 16],
-            expires_at_ms: 300,
-            created_at_ms: 0,
-            updated_at_ms: 64,
-            ip_address: "::1".into(),
-            user_agent: String::new(),
-            remember_me: false,
-        };
+        let v1 = session_v1();
         let v2 = SessionRecordV2 { impersonated_by: Some([5; 16]), ..v1.clone().into() };
         let v3 = SessionRecordV3 { active_organization: Some([6; 16]), ..v2.clone().into() };
         for bytes in [encode(&v1), encode(&v2), encode(&v3)] {
@@ -557,16 +553,7 @@ mod tests {
         newer[0] = TokenRecordV4::VERSION + 1;
         newer.extend([1, 2, 3]);
         assert_eq!(read_token(&newer).unwrap(), None);
-        let mut session = encode(&SessionRecordV3::from(SessionRecordV2::from(SessionRecordV1 {
-            id: [3; 16],
-            user_id: [4; 16],
-            expires_at_ms: 300,
-            created_at_ms: 0,
-            updated_at_ms: 64,
-            ip_address: "::1".into(),
-            user_agent: String::new(),
-            remember_me: false,
-        })));
+        let mut session = encode(&SessionRecordV3::from(SessionRecordV2::from(session_v1())));
         assert!(read_session(&session).unwrap().is_some());
         session[0] = SessionRecordV3::VERSION + 1;
         assert_eq!(read_session(&session).unwrap(), None);
