@@ -136,27 +136,16 @@ impl Actor for UsersActor {
             return Ok(());
         }
         match msg {
-            msg @ (UsersMsg::Create { .. }
-            | UsersMsg::Update { .. }
-            | UsersMsg::EnsureAdmin { .. }
-            | UsersMsg::ChangeOwn { .. }
-            | UsersMsg::Delete { .. }
-            | UsersMsg::LiftExpiredBans { .. }
-            | UsersMsg::DeleteOrg { .. }) => self.account(state, msg),
-            msg @ (UsersMsg::BeginAttempt { .. }
-            | UsersMsg::FinishAttempt { .. }
-            | UsersMsg::ReleaseLocal { .. }
-            | UsersMsg::SignInUpgrading { .. }) => self.attempt(state, msg, &myself),
-            msg @ (UsersMsg::IssueToken { .. } | UsersMsg::VerifyEmail { .. } | UsersMsg::ResetPassword { .. }) => {
-                self.token(state, msg)
-            }
-            msg @ (UsersMsg::External { .. } | UsersMsg::Unlink { .. }) => self.linked(state, msg),
+            UsersMsg::Account(msg) => self.account(state, msg),
+            UsersMsg::Attempt(msg) => self.attempt(state, msg, &myself),
+            UsersMsg::Token(msg) => self.token(state, msg),
+            UsersMsg::Linked(msg) => self.linked(state, msg),
             UsersMsg::Members(msg) => self.member_change(state, msg),
+            UsersMsg::Factor(msg) => self.factor(state, msg),
             UsersMsg::Remote => {
                 state.inbox.drain(|change| self.apply_remote(change));
                 return Ok(());
             }
-            UsersMsg::Factor(msg) => self.factor(state, msg),
             UsersMsg::Flush => {
                 self.flush(state).await;
                 return Ok(());

@@ -8,15 +8,16 @@ use ractor::ActorRef;
 use super::{StartAnswer, State, UsersActor, put};
 use crate::actors::Unavailable;
 use crate::actors::attempts::Row;
+use crate::actors::users::attempts::AttemptMsg;
 use crate::actors::users::{AttemptRefused, Checked, UsersMsg};
 use crate::domain::{Timestamp, User, UserFields, UserId, action};
 use crate::store::{Conflict, StoreError, StoreOp, audit};
 
 impl UsersActor {
-    /// Sign-in attempts. `handle` sends only these here (UsersMsg::BeginAttempt, UsersMsg::FinishAttempt, UsersMsg::ReleaseLocal, UsersMsg::SignInUpgrading): the others are not this kind's.
-    pub(super) fn attempt(&self, state: &mut State, msg: UsersMsg, myself: &ActorRef<UsersMsg>) {
+    /// Sign-in attempts.
+    pub(super) fn attempt(&self, state: &mut State, msg: AttemptMsg, myself: &ActorRef<UsersMsg>) {
         match msg {
-            UsersMsg::BeginAttempt { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
+            AttemptMsg::Begin { email, user, ip, reply } => match state.attempts.begin(&email, Instant::now()) {
                 Ok(()) if self.attempts.shared => {
                     // Several nodes: this node's count is not the whole story; the database's is (one write per
                     // check, grouped with the others). Refused there: this node's reservation is given back.
@@ -33,12 +34,12 @@ impl UsersActor {
                         let answer = match writer.write(vec![reserve]).await {
                             Ok(()) => Ok(()),
                             Err(StoreError::Conflict(Conflict::Locked { wait_ms, .. })) => {
-                                let _ = me.send_message(UsersMsg::ReleaseLocal { email });
+                                let _ = me.send_message(UsersMsg::Attempt(AttemptMsg::ReleaseLocal { email }));
                                 Err(AttemptRefused::Locked(Duration::from_millis(wait_ms.max(1_000) as u64)))
                             }
                             Err(error) => {
                                 tracing::error!(%error, "the shared failure limit could not be checked");
-                                let _ = me.send_message(UsersMsg::ReleaseLocal { email });
+                                let _ = me.send_message(UsersMsg::Attempt(AttemptMsg::ReleaseLocal { email }));
                                 Err(AttemptRefused::Unavailable(Unavailable))
                             }
                         };
@@ -52,7 +53,7 @@ impl UsersActor {
                     state.overlay.add_result(rows, reply, Err(AttemptRefused::Locked(locked.wait)));
                 }
             },
-            UsersMsg::FinishAttempt { email, user, checked, code, ip, reply } => {
+            AttemptMsg::Finish { email, user, checked, code, ip, reply } => {
                 let now = Instant::now();
                 let row =
                     state.attempts.finish(&email, checked != Checked::NotChecked, checked == Checked::Verified, now);
@@ -73,10 +74,10 @@ impl UsersActor {
                 }
             }
             // Stages nothing: the flush `handle` checks for afterwards finds nothing new to schedule.
-            UsersMsg::ReleaseLocal { email } => {
+            AttemptMsg::ReleaseLocal { email } => {
                 state.attempts.finish(&email, false, false, Instant::now());
             }
-            UsersMsg::SignInUpgrading { from, to, start, reply } => {
+            AttemptMsg::SignInUpgrading { from, to, start, reply } => {
                 match self.get(state, start.user).filter(|u| u.password_hash().as_phc() == from.as_str()) {
                     // Not the hash that was verified any more (a password change won the race): leave it.
                     None => drop(reply.send(Ok(None))),
@@ -95,7 +96,6 @@ impl UsersActor {
                     }
                 }
             }
-            _ => unreachable!("not a message of this kind: `handle` dispatches by kind"),
         }
     }
 }

@@ -8,20 +8,21 @@ use crate::actors::Unavailable;
 use crate::actors::linked::LinkedAccount;
 use crate::actors::overlay::Refusal;
 use crate::actors::sessions::StartWith;
+use crate::actors::users::linked::LinkedMsg;
 use crate::actors::users::rules;
 use crate::actors::users::{
     ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, NewUser,
-    UnlinkError, UsersMsg,
+    UnlinkError,
 };
 use crate::domain::{Timestamp, TokenKind, User, UserFields, UserId, action};
 use crate::store::{Conflict, StoreOp, audit};
 
 impl UsersActor {
-    /// Linked accounts. `handle` sends only these here (UsersMsg::External, UsersMsg::Unlink): the others are not this kind's.
-    pub(super) fn linked(&self, state: &mut State, msg: UsersMsg) {
+    /// Linked accounts: an identity at another provider signed in or linked, a way in removed.
+    pub(super) fn linked(&self, state: &mut State, msg: LinkedMsg) {
         match msg {
-            UsersMsg::External { identity, link_to, role, start, ip, reply } => {
-                match self.external(state, identity, link_to, role, &ip) {
+            LinkedMsg::External { identity, link_to, role, start, ip, reply } => {
+                match self.external(state, *identity, link_to, role, &ip) {
                     Ok((mut ops, outcome, guard)) => {
                         let start = start.and_then(|s| self.external_start(state, &outcome, link_to, s, &mut ops));
                         match start {
@@ -51,15 +52,14 @@ impl UsersActor {
                     Err(e) => drop(reply.send(Err(e))),
                 }
             }
-            UsersMsg::Unlink { user, account, by, ip, reply } => match self.unlink(state, user, account, by, &ip) {
+            LinkedMsg::Unlink { user, account, by, ip, reply } => match self.unlink(state, user, account, by, &ip) {
                 Ok(ops) => state.overlay.add(ops, reply, ()),
                 Err(e) => drop(reply.send(Err(e))),
             },
-            _ => unreachable!("not a message of this kind: `handle` dispatches by kind"),
         }
     }
 
-    /// The rules of [`UsersMsg::External`]: the ops to write, the answer once durable, and what a conflict on
+    /// The rules of [`LinkedMsg::External`]: the ops to write, the answer once durable, and what a conflict on
     /// several nodes means.
     fn external(
         &self,
@@ -210,7 +210,7 @@ impl UsersActor {
         ops
     }
 
-    /// The rules of [`UsersMsg::Unlink`].
+    /// The rules of [`LinkedMsg::Unlink`].
     fn unlink(
         &self,
         state: &mut State,

@@ -5,16 +5,17 @@ use std::sync::Arc;
 
 use super::{State, UsersActor, put};
 use crate::actors::users::rules::{self, Changed};
-use crate::actors::users::{IssueError, OwnChange, ResetError, UsersMsg};
+use crate::actors::users::tokens::TokenMsg;
+use crate::actors::users::{IssueError, OwnChange, ResetError};
 use crate::domain::{OneTimeToken, SessionToken, Timestamp, TokenKind, User, UserFields, action, requester};
 use crate::mail::MailQueue;
 use crate::store::{StoreOp, audit, convert};
 
 impl UsersActor {
-    /// One-time tokens. `handle` sends only these here (UsersMsg::IssueToken, UsersMsg::VerifyEmail, UsersMsg::ResetPassword): the others are not this kind's.
-    pub(super) fn token(&self, state: &mut State, msg: UsersMsg) {
+    /// One-time tokens: mailed links issued and used.
+    pub(super) fn token(&self, state: &mut State, msg: TokenMsg) {
         match msg {
-            UsersMsg::IssueToken { kind, email, ttl, compose, ip, reply } => {
+            TokenMsg::Issue { kind, email, ttl, compose, ip, reply } => {
                 // Refused before the address is looked up: the refusal says nothing about which accounts exist.
                 if self.mail.as_ref().is_some_and(MailQueue::is_full) {
                     let _ = reply.send(Err(IssueError::OutboxFull));
@@ -58,7 +59,7 @@ impl UsersActor {
                 state.mails.push(mail);
                 state.overlay.add(ops, reply, ());
             }
-            UsersMsg::VerifyEmail { token, ip, reply } => {
+            TokenMsg::VerifyEmail { token, ip, reply } => {
                 let Some(user) = self.token_holder(state, &token, TokenKind::EmailVerification) else {
                     let _ = reply.send(Err(ResetError::InvalidToken));
                     return;
@@ -72,7 +73,7 @@ impl UsersActor {
                 ops.push(audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), &ip, String::new()));
                 state.overlay.add(ops, reply, ());
             }
-            UsersMsg::ResetPassword { token, password_hash, ip, reply } => {
+            TokenMsg::ResetPassword { token, password_hash, ip, reply } => {
                 let Some(user) = self.token_holder(state, &token, TokenKind::PasswordReset) else {
                     let _ = reply.send(Err(ResetError::InvalidToken));
                     return;
@@ -94,7 +95,6 @@ impl UsersActor {
                 }
                 state.overlay.add(ops, reply, ());
             }
-            _ => unreachable!("not a message of this kind: `handle` dispatches by kind"),
         }
     }
 }
