@@ -107,10 +107,13 @@ impl Accounts {
         })
     }
 
-    /// `organization/create`: the caller becomes its owner in the same commit.
+    /// `organization/create`: the caller becomes its owner in the same commit, and the caller's session `active_in`
+    /// (unless `keepCurrentActiveOrganization`) works in it from that commit on.
+    #[allow(clippy::too_many_arguments)]
     pub async fn create_owned_organization(
         &self,
         current: &Current,
+        active_in: Option<TokenHash>,
         name: Name,
         slug: Slug,
         logo: Option<Box<str>>,
@@ -120,12 +123,14 @@ impl Accounts {
         if !self.organizations.members_may_create && current.administrator().is_none() {
             return Err(OrgError::NotAllowedToCreate);
         }
-        let org = self.actors.orgs.create_owned(name, slug, logo, metadata, current.user.id, ip).await.map_err(
-            |e| match e {
-                CreateOrgError::SlugTaken => OrgError::AlreadyExists,
-                CreateOrgError::Unavailable(u) => u.into(),
-            },
-        )?;
+        let by = current.user.id;
+        let org =
+            self.actors.orgs.create_owned(name, slug, logo, metadata, by, active_in, ip).await.map_err(
+                |e| match e {
+                    CreateOrgError::SlugTaken => OrgError::AlreadyExists,
+                    CreateOrgError::Unavailable(u) => u.into(),
+                },
+            )?;
         let member = self.indexes.members.get(org.id, current.user.id).unwrap_or_else(|| {
             Arc::new(Membership::new(org.id, current.user.id, MemberRoles::one(OrgRole::Owner), org.created_at))
         });
@@ -162,11 +167,13 @@ impl Accounts {
     }
 
     /// `organization/delete`: an owner deletes it with its memberships and invitations (checked again in the
-    /// users actor's message order). Sessions working in it lose it as their active organization lazily: every
-    /// call checks the membership anyway.
+    /// users actor's message order). The caller's session `token`, if it works in it, works in none from the same
+    /// commit on (as better-auth clears it); other sessions working in it lose it lazily: every call checks the
+    /// membership anyway.
     pub async fn delete_owned_organization(
         &self,
         current: &Current,
+        token: TokenHash,
         org: OrgId,
         ip: String,
     ) -> Result<Arc<Organization>, OrgError> {
@@ -176,10 +183,11 @@ impl Accounts {
         }
         let organization = self.indexes.orgs.get(org).ok_or(OrgError::NotFound)?;
         let (actors, by) = (self.actors.clone(), current.user.id);
+        let active_in = (current.session.active_organization() == Some(org)).then_some(token);
         let task = self.tasks.spawn(async move {
             let started = actors.orgs.begin_delete(org).await;
             let result = match started {
-                Ok(true) => actors.users.delete_organization_as_member(by, org, ip).await,
+                Ok(true) => actors.users.delete_organization_as_member(by, org, active_in, ip).await,
                 Ok(false) => Err(DeleteOrgError::NotFound),
                 Err(u) => Err(u.into()),
             };

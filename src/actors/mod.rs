@@ -131,7 +131,7 @@ impl System {
         let (root, _) = Actor::spawn(None, Root { fatal }, ()).await?;
         let cell = root.get_cell();
         let sessions = sessions::spawn(Arc::clone(&indexes), writer.clone(), sessions_config, cell.clone()).await?;
-        let orgs = orgs::spawn(Arc::clone(&indexes), writer.clone(), cell.clone()).await?;
+        let orgs = orgs::spawn(Arc::clone(&indexes), writer.clone(), sessions.clone(), cell.clone()).await?;
         let users = users::spawn(indexes, writer, sessions.clone(), attempts, mail, cell).await?;
         Ok(Self { handles: Handles { users, orgs, sessions }, root })
     }

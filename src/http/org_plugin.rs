@@ -200,10 +200,9 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let logo = logo(&body)?.flatten();
     let metadata = metadata(&body, "metadata")?;
     let keep = body.optional_bool("keepCurrentActiveOrganization")?.unwrap_or(false);
-    let (org, owner) = state.accounts.create_owned_organization(&current, name, slug, logo, metadata, ip(&ctx)).await?;
-    if !keep {
-        state.accounts.set_active_organization(&current.session, token.hash(), Some(org.id)).await?;
-    }
+    let active_in = (!keep).then(|| token.hash());
+    let (org, owner) =
+        state.accounts.create_owned_organization(&current, active_in, name, slug, logo, metadata, ip(&ctx)).await?;
     let mut answer = organization(&org);
     answer["members"] = json!([member(&owner, None)]);
     Ok(ok(&answer))
@@ -242,10 +241,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let (token, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["organizationId"]).await?;
     let org = named_id(&current, Some(body.string("organizationId")?), OrgError::NotFound)?;
-    let deleted = state.accounts.delete_owned_organization(&current, org, ip(&ctx)).await?;
-    if current.session.active_organization() == Some(org) {
-        state.accounts.set_active_organization(&current.session, token.hash(), None).await?;
-    }
+    let deleted = state.accounts.delete_owned_organization(&current, token.hash(), org, ip(&ctx)).await?;
     Ok(ok(&organization(&deleted)))
 }
 

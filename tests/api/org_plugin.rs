@@ -757,3 +757,63 @@ async fn a_store_failure_when_joining_or_leaving_leaves_the_membership_and_the_a
     }
     s.stop().await;
 }
+
+/// The id of the organization `slug` if `cookie`'s user is a member of it, and the organization its session works in.
+async fn owned_and_active(s: &TestServer, cookie: &str, slug: &str) -> (Option<String>, Value) {
+    let listed = ok(&get(s, "list", cookie).await);
+    let id = listed.as_array().unwrap().iter().find(|o| o["slug"] == slug).map(|o| o["id"].as_str().unwrap().into());
+    (id, s.session(cookie).await["session"]["activeOrganizationId"].clone())
+}
+
+/// `create` makes the organization, its owner and the creator's session's active organization one commit (it was
+/// two: a failure at the second answered 503 with an organization made and the session not working in it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_an_organization_with_a_store_failure_leaves_both_or_neither() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = service_auth::store::FaultSwitch::default();
+    let s = TestServer::start_with_faults(test_config(dir.path()), faults.clone()).await;
+    // The first commit of the request fails; then the second one (the first one spared).
+    for spared in [0, 1] {
+        let owner = s.new_user(&format!("create-fault-{spared}")).await;
+        let slug = format!("create-fault-{spared}");
+        let body = json!({"name": "Faulty", "slug": slug});
+        faults.fail_commits_after(spared, 1);
+        let r = post(&s, "create", &owner.cookie, &body).await;
+        faults.fail_next_commits(0);
+        let (id, active) = owned_and_active(&s, &owner.cookie, &slug).await;
+        match r.status {
+            200 => {
+                assert_eq!(id.as_deref(), r.json()["id"].as_str(), "spared {spared}: created");
+                assert_eq!(active, json!(id), "spared {spared}: the session works in it");
+            }
+            503 => assert_eq!((id, active), (None, Value::Null), "spared {spared}: half a creation"),
+            other => panic!("spared {spared}: {other} {}", r.text),
+        }
+    }
+    s.stop().await;
+}
+
+/// `delete` of the organization the caller's session works in clears it in the deletion's commit (it was two: a
+/// failure at the second answered 503 with the organization gone and the session still naming it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_an_organization_with_a_store_failure_leaves_both_or_neither() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = service_auth::store::FaultSwitch::default();
+    let s = TestServer::start_with_faults(test_config(dir.path()), faults.clone()).await;
+    for spared in [0, 1] {
+        let owner = s.new_user(&format!("delete-fault-{spared}")).await;
+        let slug = format!("delete-fault-{spared}");
+        let org = create(&s, &owner.cookie, &slug).await["id"].as_str().unwrap().to_owned();
+        assert_eq!(owned_and_active(&s, &owner.cookie, &slug).await, (Some(org.clone()), json!(org)));
+        faults.fail_commits_after(spared, 1);
+        let r = post(&s, "delete", &owner.cookie, &json!({"organizationId": org})).await;
+        faults.fail_next_commits(0);
+        let after = owned_and_active(&s, &owner.cookie, &slug).await;
+        match r.status {
+            200 => assert_eq!(after, (None, Value::Null), "spared {spared}: deleted"),
+            503 => assert_eq!(after, (Some(org.clone()), json!(org)), "spared {spared}: half a deletion"),
+            other => panic!("spared {spared}: {other} {}", r.text),
+        }
+    }
+    s.stop().await;
+}

@@ -7,17 +7,18 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
 use crate::actors::overlay::{self, Overlay};
-use crate::actors::{Indexes, Mailbox, Waiting};
-use crate::domain::{MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Timestamp, action};
+use crate::actors::{Indexes, Mailbox, SessionsHandle, Waiting};
+use crate::domain::{MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Timestamp, TokenHash, action};
 use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
 
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
     writer: StoreWriter,
+    sessions: SessionsHandle,
     supervisor: ActorCell,
 ) -> Result<OrgsHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
-    let actor = OrgsActor { indexes, writer, waiting: waiting.clone() };
+    let actor = OrgsActor { indexes, writer, sessions, waiting: waiting.clone() };
     let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
     Ok(OrgsHandle(Mailbox::new(actor, waiting)))
 }
@@ -25,6 +26,8 @@ pub(in crate::actors) async fn spawn(
 struct OrgsActor {
     indexes: Arc<Indexes>,
     writer: StoreWriter,
+    /// Commits a batch that changes a session with it (an owner's session working in the new organization).
+    sessions: SessionsHandle,
     /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
     waiting: Waiting,
 }
@@ -37,6 +40,8 @@ struct State {
     deleting: std::collections::HashSet<OrgId>,
     /// The owners of the organizations created in this batch, published with them.
     owners: Vec<Arc<Membership>>,
+    /// Sessions that work in an organization created in this batch from its commit on.
+    activating: Vec<(TokenHash, Option<OrgId>)>,
 }
 
 impl Actor for OrgsActor {
@@ -58,7 +63,7 @@ impl Actor for OrgsActor {
             return Ok(());
         }
         match msg {
-            OrgsMsg::Create { name, slug, logo, metadata, owner, by, ip, reply } => {
+            OrgsMsg::Create { name, slug, logo, metadata, owner, active_in, by, ip, reply } => {
                 if state.overlay.get(&slug).is_some() || self.indexes.orgs.slug_taken(&slug) {
                     let _ = reply.send(Err(CreateOrgError::SlugTaken));
                     return Ok(());
@@ -86,6 +91,11 @@ impl Actor for OrgsActor {
                     let detail = format!("{} (owner)", org.id);
                     ops.push(audit::entry(action::MEMBER_ADDED, Some(by), Some(owner.into()), &ip, detail));
                     state.owners.push(member);
+                }
+                // The creator's session works in it from the same commit on (as better-auth's create sets it
+                // active): committed by the sessions actor with this batch, never a second call after the answer.
+                if let Some(session) = active_in {
+                    state.activating.push((session, Some(org.id)));
                 }
                 state.overlay.add_guarded(ops, reply, Ok(org), taken);
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {
@@ -182,12 +192,23 @@ impl OrgsActor {
     async fn flush(&self, state: &mut State) {
         let orgs = &self.indexes.orgs;
         let owners = std::mem::take(&mut state.owners);
+        let activating = std::mem::take(&mut state.activating);
         let members = &self.indexes.members;
+        let (writer, sessions) = (&self.writer, &self.sessions);
+        let commit = |ops| async move {
+            if activating.is_empty() {
+                overlay::write(writer, ops).await
+            } else {
+                // One transaction with the sessions' new active organization (see
+                // docs/design/ending-sessions-with-a-change.md); a conflict comes back as such, for the guards.
+                sessions.commit_with(Vec::new(), Vec::new(), ops, Vec::new(), activating).await.map(drop)
+            }
+        };
         let then = |durable: bool| {
             if durable {
                 owners.into_iter().for_each(|m| members.publish_member(m));
             }
         };
-        state.overlay.flush_then(|ops| overlay::write(&self.writer, ops), |(_, org)| orgs.publish(org), then).await;
+        state.overlay.flush_then(commit, |(_, org)| orgs.publish(org), then).await;
     }
 }

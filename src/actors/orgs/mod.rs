@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ractor::RpcReplyPort;
 
 use super::{Mailbox, Unavailable, call, gone};
-use crate::domain::{Name, OrgId, Organization, Slug, UserId};
+use crate::domain::{Name, OrgId, Organization, Slug, TokenHash, UserId};
 
 pub(super) use actor::spawn;
 pub use index::OrgIndex;
@@ -48,6 +48,9 @@ pub enum OrgsMsg {
         /// Who becomes its `owner`, in the same commit (`organization/create`); `None` for an administrator's
         /// organization without members.
         owner: Option<UserId>,
+        /// The owner's session that works in it from the same commit on (`organization/create` without
+        /// `keepCurrentActiveOrganization`): the organizations actor hands that commit to the sessions actor.
+        active_in: Option<TokenHash>,
         by: UserId,
         ip: String,
         reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>>,
@@ -115,11 +118,13 @@ impl OrgsHandle {
         by: UserId,
         ip: String,
     ) -> Result<Arc<Organization>, CreateOrgError> {
-        let (logo, metadata, owner) = (None, None, None);
-        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, by, ip, reply }).await?
+        let (logo, metadata, owner, active_in) = (None, None, None, None);
+        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, active_in, by, ip, reply }).await?
     }
 
-    /// `organization/create`: an organization whose `owner` is `by`, in the same commit.
+    /// `organization/create`: an organization whose `owner` is `by`, and in which `by`'s session `active_in` works,
+    /// in the same commit.
+    #[allow(clippy::too_many_arguments)]
     pub async fn create_owned(
         &self,
         name: Name,
@@ -127,10 +132,11 @@ impl OrgsHandle {
         logo: Option<Box<str>>,
         metadata: Option<Box<str>>,
         by: UserId,
+        active_in: Option<TokenHash>,
         ip: String,
     ) -> Result<Arc<Organization>, CreateOrgError> {
         let owner = Some(by);
-        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, by, ip, reply }).await?
+        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, active_in, by, ip, reply }).await?
     }
 
     /// Renames organization `id` (name, slug or both) on behalf of administrator `by`.

@@ -8,7 +8,7 @@ use ractor::RpcReplyPort;
 
 use super::{UsersHandle, UsersMsg};
 use crate::actors::{Unavailable, call};
-use crate::domain::{Email, ImageUrl, Name, OrgId, Role, Timestamp, User, UserId};
+use crate::domain::{Email, ImageUrl, Name, OrgId, Role, Timestamp, TokenHash, User, UserId};
 
 /// A new account, validated.
 pub struct NewUser {
@@ -142,6 +142,18 @@ pub enum DeleteOrgError {
     Unavailable(#[from] Unavailable),
 }
 
+/// Who deletes an organization, and what goes with it in the deletion's commit.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::actors) enum OrgDeleter {
+    /// A global administrator (the admin API): the members are detached with `detach`, otherwise a non-empty
+    /// organization is refused.
+    Administrator { detach: bool },
+    /// One of its members allowed to (an owner, or a global administrator on their own session), checked in
+    /// message order (`organization/delete`): its memberships and invitations go with it. `active_in`: the
+    /// caller's session, which works in it; it works in none from the same commit on.
+    Member { active_in: Option<TokenHash> },
+}
+
 /// A change to accounts (and to the organizations they belong to).
 pub(in crate::actors) enum AccountMsg {
     Create {
@@ -182,13 +194,11 @@ pub(in crate::actors) enum AccountMsg {
     LiftExpiredBans {
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
-    /// Deletes an organization and, in the same commit, detaches its members (only with `detach`). `as_member`:
-    /// `by` deletes it as one of its members allowed to (an owner), not as a global administrator.
+    /// Deletes an organization and, in the same commit, detaches its members (as `deleter` says).
     DeleteOrg {
         by: UserId,
         org: OrgId,
-        detach: bool,
-        as_member: bool,
+        deleter: OrgDeleter,
         ip: String,
         reply: RpcReplyPort<Result<usize, DeleteOrgError>>,
     },
@@ -282,22 +292,22 @@ impl UsersHandle {
         detach: bool,
         ip: String,
     ) -> Result<usize, DeleteOrgError> {
-        call(&self.0, |reply| UsersMsg::Account(AccountMsg::DeleteOrg { by, org, detach, as_member: false, ip, reply }))
-            .await?
+        let deleter = OrgDeleter::Administrator { detach };
+        call(&self.0, |reply| UsersMsg::Account(AccountMsg::DeleteOrg { by, org, deleter, ip, reply })).await?
     }
 
     /// Deletes organization `org` on behalf of `by`, one of its members allowed to (an owner, checked in message
-    /// order), with its memberships and invitations.
+    /// order), with its memberships and invitations; the session `active_in` (the caller's, working in it) works in
+    /// none from the same commit on.
     pub async fn delete_organization_as_member(
         &self,
         by: UserId,
         org: OrgId,
+        active_in: Option<TokenHash>,
         ip: String,
     ) -> Result<usize, DeleteOrgError> {
-        call(&self.0, |reply| {
-            UsersMsg::Account(AccountMsg::DeleteOrg { by, org, detach: true, as_member: true, ip, reply })
-        })
-        .await?
+        let deleter = OrgDeleter::Member { active_in };
+        call(&self.0, |reply| UsersMsg::Account(AccountMsg::DeleteOrg { by, org, deleter, ip, reply })).await?
     }
 
     /// Lifts (durably, audited) every ban that has run out; returns how many. Such bans already stopped counting

@@ -7,7 +7,7 @@ use ractor::RpcReplyPort;
 
 use super::{State, UsersActor, put};
 use crate::actors::Unavailable;
-use crate::actors::users::accounts::AccountMsg;
+use crate::actors::users::accounts::{AccountMsg, OrgDeleter};
 use crate::actors::users::rules::{self, AdminSetup, Changed, Snapshot};
 use crate::actors::users::{
     AdminVia, CreateUserError, DeleteOrgError, DeleteUserError, EnsureAdmin, EnsureAdminError, NewUser, OwnChange,
@@ -33,8 +33,8 @@ impl UsersActor {
             }
             AccountMsg::Delete { user, by, ip, reply } => self.delete_account(state, user, by, ip, reply),
             AccountMsg::LiftExpiredBans { reply } => self.lift_expired_bans(state, reply),
-            AccountMsg::DeleteOrg { by, org, detach, as_member, ip, reply } => {
-                self.delete_org(state, by, org, detach, as_member, ip, reply)
+            AccountMsg::DeleteOrg { by, org, deleter, ip, reply } => {
+                self.delete_org(state, by, org, deleter, ip, reply)
             }
         }
     }
@@ -263,15 +263,12 @@ impl UsersActor {
         state.overlay.add(ops, reply, count);
     }
 
-    // The message's own fields, as `AccountMsg::DeleteOrg` carries them.
-    #[allow(clippy::too_many_arguments)]
     fn delete_org(
         &self,
         state: &mut State,
         by: UserId,
         org: OrgId,
-        detach: bool,
-        as_member: bool,
+        deleter: OrgDeleter,
         ip: String,
         reply: Reply<usize, DeleteOrgError>,
     ) {
@@ -279,13 +276,14 @@ impl UsersActor {
             let _ = reply.send(Err(DeleteOrgError::NotFound));
             return;
         };
-        let allowed = match as_member {
+        let admin = self.get(state, by).is_some_and(|a| a.is_active_admin());
+        let (allowed, detach) = match deleter {
             // An owner (the role allowed to delete it) of this organization, right now.
-            true => {
-                self.indexes.members.get(org, by).is_some_and(|m| m.roles.allows("organization", "delete"))
-                    || self.get(state, by).is_some_and(|a| a.is_active_admin())
+            OrgDeleter::Member { .. } => {
+                let owner = self.indexes.members.get(org, by).is_some_and(|m| m.roles.allows("organization", "delete"));
+                (owner || admin, true)
             }
-            false => self.get(state, by).is_some_and(|a| a.is_active_admin()),
+            OrgDeleter::Administrator { detach } => (admin, detach),
         };
         if !allowed {
             let _ = reply.send(Err(DeleteOrgError::NotAdmin));
@@ -308,6 +306,11 @@ impl UsersActor {
         ops.push(StoreOp::DeleteOrg(org.to_bytes()));
         ops.push(audit::entry(action::ORGANIZATION_DELETED, Some(by), Some(org.into()), &ip, detail));
         state.closing_orgs.push(org);
+        // The caller's session stops working in it in the same commit (through the sessions actor, as a member
+        // leaving does), never in a second call after the answer.
+        if let OrgDeleter::Member { active_in: Some(session) } = deleter {
+            state.activating.push((session, None));
+        }
         // Several nodes: an account another node moved into it meanwhile keeps it (the database's
         // membership reference), answered as a non-empty organization.
         let gone = org.to_bytes();
