@@ -124,7 +124,7 @@ impl DataKey {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| with_path(dir, e))?;
         }
-        tracing::info!(path = %path.display(), "created the data key (keep it with the backups: see the README)");
+        tracing::info!(path = %path.display(), "created the data key (keep it with the backups: see docs/guides/operations.md)");
         Ok(Self::from_bytes(&key))
     }
 
