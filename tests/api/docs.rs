@@ -301,3 +301,75 @@ documents! {
     operations_runs_as_written => "docs/guides/operations.md",
     migration_runs_as_written => "docs/guides/migration.md",
 }
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The text of a Markdown document outside its fenced blocks.
+fn prose(doc: &str) -> Vec<&str> {
+    let mut fenced = false;
+    doc.lines()
+        .filter(|l| {
+            if l.starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect()
+}
+
+/// Before: the guides were cut out of the README by hand, and a link into a section that moved would lead nowhere.
+/// Every relative link of the README, the guides and the pages they send readers to names a file that exists, and
+/// its `#anchor` a heading of that file.
+#[test]
+fn the_readme_and_the_guides_link_to_what_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = 0;
+    for doc in DOCUMENTS.iter().chain(&["docs/testing.md", "docs/architecture.md"]) {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let folder = root.join(doc).parent().unwrap().to_path_buf();
+        for line in prose(&text) {
+            for link in line.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+                if link.contains("://") || link.starts_with("mailto:") || link.contains(' ') {
+                    continue;
+                }
+                let (file, anchor) = link.split_once('#').unwrap_or((link, ""));
+                let target = if file.is_empty() { root.join(doc) } else { folder.join(file) };
+                assert!(target.exists(), "{doc}: the link {link} leads to no file");
+                if !anchor.is_empty() {
+                    let target_text = std::fs::read_to_string(&target).unwrap();
+                    let anchors: Vec<String> = prose(&target_text)
+                        .into_iter()
+                        .filter(|l| l.starts_with('#'))
+                        .map(|l| anchor_of(l.trim_start_matches('#')))
+                        .collect();
+                    assert!(
+                        anchors.iter().any(|a| a == anchor),
+                        "{doc}: the link {link} names no heading of {}",
+                        if file.is_empty() { doc } else { file }
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} links found: the scan is broken");
+}
+
+#[test]
+fn anchors_are_githubs() {
+    assert_eq!(
+        anchor_of(" Organizations as teams: `/api/auth/organization/*`"),
+        "organizations-as-teams-apiauthorganization"
+    );
+    assert_eq!(anchor_of("The console's screenshots"), "the-consoles-screenshots");
+}
