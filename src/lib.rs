@@ -20,6 +20,8 @@
 //! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
 //! - [`data_key`]: the data directory's key, which seals the secrets the server reads back (a leaf).
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
+//! - [`provider`]: the identity provider (OAuth 2.1 and OpenID Connect for other applications): its signing
+//!   keys and JWKS, and what its discovery document says.
 //! - [`webhooks`]: endpoints administrators register and the deliverer of the messages the store queues with
 //!   each change (Standard Webhooks signatures, retries, one delivering node per endpoint on PostgreSQL).
 //! - [`metrics`]: the Prometheus recorder of a server and the handles the other parts record into (a leaf: it
@@ -36,7 +38,7 @@
 //! 2. `bootstrap`
 //! 3. `runtime`, `http`
 //! 4. `accounts`
-//! 5. `ops`, `webhooks`
+//! 5. `ops`, `provider`, `webhooks`
 //! 6. `actors`
 //! 7. `mail`, `hashing`
 //! 8. `store`
@@ -63,6 +65,7 @@ pub mod mail;
 pub mod metrics;
 pub mod oauth;
 pub mod ops;
+pub mod provider;
 pub mod runtime;
 pub mod server;
 pub mod store;

@@ -194,6 +194,14 @@ impl Core {
         let stop = CancellationToken::new();
         let task = tokio::spawn(Arc::clone(&counters).run(stop.clone()));
         let counters_flush = CountersFlush { stop, task: Some(task) };
+        let data_key = Arc::new(data_key);
+        let keys = {
+            let (store, writer, data_key) = (Arc::clone(&store), writer.clone(), Arc::clone(&data_key));
+            tokio::task::spawn_blocking(move || crate::provider::KeyRing::load(store, writer, data_key))
+                .await
+                .map_err(|e| AppError::Startup(e.to_string()))?
+                .map_err(|e| AppError::Startup(e.to_string()))?
+        };
         let accounts = Accounts {
             indexes,
             actors: system.handles.clone(),
@@ -211,12 +219,13 @@ impl Core {
             freshness,
             counters,
             flows: Arc::new(crate::accounts::oauth::Flows::new(&config.oauth, writer.clone())),
-            data_key: Arc::new(data_key),
+            data_key,
             webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
             two_factor_issuer: config.two_factor.issuer.as_deref().unwrap_or("service-auth").into(),
             two_factor_roles: config.two_factor.required_for_roles.clone().into(),
             codes_by_mail: config.two_factor.codes_by_mail,
             passkeys,
+            keys: Arc::new(keys),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

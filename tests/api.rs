@@ -40,6 +40,7 @@ mod api {
     mod overload;
     mod pages;
     mod passkeys;
+    mod provider;
     mod refused_origins;
     mod security;
     mod setup;

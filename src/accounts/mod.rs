@@ -12,6 +12,7 @@ mod id_token;
 pub mod oauth;
 mod organizations;
 mod passkeys;
+mod provider;
 mod query;
 mod recovery;
 mod setup;
@@ -38,6 +39,7 @@ use crate::domain::{Password, RoleSet, Session, SessionToken, Timestamp, User, U
 use crate::hashing::{HashError, Hasher};
 use crate::mail::Templates;
 use crate::metrics::{Levels, Metrics};
+pub use crate::provider::{CLAIMS as PROVIDER_CLAIMS, SCOPES as PROVIDER_SCOPES};
 use crate::store::Store;
 use crate::store::follower::Freshness;
 pub use account::AccountError;
@@ -48,6 +50,7 @@ pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target}
 pub use passkeys::{
     Attachment, CeremonyToken, PasskeyBook, PasskeyError, Passkeys, credential_id_base64url, public_key_base64,
 };
+pub use provider::{Alg, Jwk, Key as SigningKey, KeyError, KeyStatus};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
@@ -96,6 +99,8 @@ pub struct Accounts {
     pub(crate) codes_by_mail: bool,
     /// The passkeys' relying party and store.
     pub(crate) passkeys: Arc<Passkeys>,
+    /// The identity provider's signing keys.
+    pub(crate) keys: Arc<crate::provider::KeyRing>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

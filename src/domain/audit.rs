@@ -64,6 +64,8 @@ pub mod action {
     /// An identity at another provider linked to an account, or removed from it (the detail names it).
     pub const ACCOUNT_LINKED: &str = "account.linked";
     pub const ACCOUNT_UNLINKED: &str = "account.unlinked";
+    /// The identity provider's signing keys rotated (the detail names the algorithms and when the new keys sign).
+    pub const SIGNING_KEYS_ROTATED: &str = "oidc.signing_keys_rotated";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

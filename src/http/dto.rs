@@ -643,3 +643,105 @@ mod tests {
         );
     }
 }
+
+/// `GET /api/auth/jwks`: the jwt plugin's `{keys}`.
+#[derive(Serialize)]
+pub struct Jwks<'a> {
+    pub keys: &'a [crate::accounts::Jwk],
+}
+
+/// The discovery document (`/.well-known/openid-configuration` and RFC 8414's `oauth-authorization-server` under
+/// the issuer): `@better-auth/oauth-provider`'s keys in its order, saying what this provider does. What it does
+/// not do is left out rather than claimed: no `registration_endpoint` while dynamic registration is off, no DPoP,
+/// no back-channel logout, no `private_key_jwt`, no request objects.
+#[derive(Serialize)]
+pub struct ProviderMetadata<'a> {
+    pub scopes_supported: &'static [&'static str],
+    pub issuer: &'a str,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub jwks_uri: String,
+    pub introspection_endpoint: String,
+    pub revocation_endpoint: String,
+    pub response_types_supported: [&'static str; 1],
+    pub response_modes_supported: [&'static str; 1],
+    pub grant_types_supported: [&'static str; 3],
+    pub token_endpoint_auth_methods_supported: [&'static str; 3],
+    pub introspection_endpoint_auth_methods_supported: [&'static str; 2],
+    pub revocation_endpoint_auth_methods_supported: [&'static str; 3],
+    pub code_challenge_methods_supported: [&'static str; 1],
+    pub authorization_response_iss_parameter_supported: bool,
+    pub claims_supported: &'static [&'static str],
+    pub userinfo_endpoint: String,
+    pub subject_types_supported: [&'static str; 1],
+    pub id_token_signing_alg_values_supported: Vec<&'static str>,
+    pub end_session_endpoint: String,
+    pub request_parameter_supported: bool,
+    pub request_uri_parameter_supported: bool,
+    pub prompt_values_supported: [&'static str; 3],
+}
+
+impl<'a> ProviderMetadata<'a> {
+    pub fn new(issuer: &'a str, algs: Vec<&'static str>) -> Self {
+        let at = |path: &str| format!("{issuer}{path}");
+        ProviderMetadata {
+            scopes_supported: crate::accounts::PROVIDER_SCOPES,
+            issuer,
+            authorization_endpoint: at("/oauth2/authorize"),
+            token_endpoint: at("/oauth2/token"),
+            jwks_uri: at("/jwks"),
+            introspection_endpoint: at("/oauth2/introspect"),
+            revocation_endpoint: at("/oauth2/revoke"),
+            response_types_supported: ["code"],
+            response_modes_supported: ["query"],
+            grant_types_supported: ["authorization_code", "client_credentials", "refresh_token"],
+            token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+            // Introspection is for confidential clients only (the plugin's rule).
+            introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+            revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+            code_challenge_methods_supported: ["S256"],
+            authorization_response_iss_parameter_supported: true,
+            claims_supported: crate::accounts::PROVIDER_CLAIMS,
+            userinfo_endpoint: at("/oauth2/userinfo"),
+            subject_types_supported: ["public"],
+            id_token_signing_alg_values_supported: algs,
+            end_session_endpoint: at("/oauth2/end-session"),
+            request_parameter_supported: false,
+            request_uri_parameter_supported: false,
+            prompt_values_supported: ["login", "consent", "none"],
+        }
+    }
+}
+
+/// A signing key as administrators see it (never its private part).
+#[derive(Serialize)]
+pub struct SigningKey<'a> {
+    pub kid: &'a str,
+    pub alg: &'static str,
+    /// `next` (published, not signing yet), `signing`, or `retired` (published for the tokens it signed).
+    pub status: &'static str,
+    pub created_at: Timestamp,
+    pub signs_from: Timestamp,
+    pub signs_until: Option<Timestamp>,
+    pub published_until: Option<Timestamp>,
+}
+
+impl<'a> SigningKey<'a> {
+    pub fn new(key: &'a crate::accounts::SigningKey, now: Timestamp) -> Self {
+        SigningKey {
+            kid: &key.kid,
+            alg: key.alg.name(),
+            status: key.status(now.as_millis()).name(),
+            created_at: Timestamp::from_millis(key.created_at_ms()),
+            signs_from: Timestamp::from_millis(key.signs_from_ms()),
+            signs_until: key.signs_until_ms().map(Timestamp::from_millis),
+            published_until: key.published_until_ms().map(Timestamp::from_millis),
+        }
+    }
+}
+
+/// `GET /api/admin/oidc/keys` and the rotation's answer.
+#[derive(Serialize)]
+pub struct SigningKeyList<'a> {
+    pub keys: Vec<SigningKey<'a>>,
+}

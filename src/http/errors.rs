@@ -5,7 +5,7 @@ use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
 use crate::accounts::{
-    AccountError, AdminError, CreateOrgError, DeleteOrgError, IdTokenError, MailError, MemberError, OrgError,
+    AccountError, AdminError, CreateOrgError, DeleteOrgError, IdTokenError, KeyError, MailError, MemberError, OrgError,
     PasskeyError, ResetPasswordError, SignInError, SignUpError, Unavailable, UpdateOrgError, UpdateUserError,
     WebhookError,
 };
@@ -227,6 +227,15 @@ impl From<IdTokenError> for Failure {
             IdTokenError::Unavailable(u) => return u.into(),
         };
         Self::new(status, code, e.to_string())
+    }
+}
+
+impl From<KeyError> for Failure {
+    fn from(e: KeyError) -> Self {
+        // Nothing a client sent: the store is unreachable, or a stored key does not open with this node's data
+        // key (a node started with another key file). Said in the log, where an operator can act on it.
+        tracing::error!(error = %e, "the identity provider's signing keys are unavailable");
+        Self::unavailable()
     }
 }
 

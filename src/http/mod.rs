@@ -41,6 +41,7 @@ pub mod origins;
 mod overview;
 mod pages;
 mod passkeys;
+mod provider;
 pub mod rate_limits;
 mod recovery;
 mod refused_origins;

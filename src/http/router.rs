@@ -16,7 +16,7 @@ use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, oauth, ops, org_plugin,
-    organizations, overview, pages, passkeys, recovery, request_id, setup, two_factor, user_admin, webhooks,
+    organizations, overview, pages, passkeys, provider, recovery, request_id, setup, two_factor, user_admin, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -254,6 +254,12 @@ async fn handle(
         Endpoint::DeleteOrganization => organizations::delete(state, ctx, req).await,
         Endpoint::OrganizationMembers => organizations::members(state, ctx, req).await,
         Endpoint::Audit => admin::audit(state, ctx, req).await,
+        Endpoint::Jwks => provider::jwks(state, ctx, req).await,
+        Endpoint::OpenIdConfiguration
+        | Endpoint::AuthorizationServerMetadata
+        | Endpoint::AuthorizationServerMetadataRfc8414 => provider::metadata(state, ctx, req).await,
+        Endpoint::SigningKeys => provider::keys(state, ctx, req).await,
+        Endpoint::RotateSigningKeys => provider::rotate(state, ctx, req).await,
         Endpoint::ListWebhooks => webhooks::list(state, ctx, req).await,
         Endpoint::CreateWebhook => webhooks::create(state, ctx, req).await,
         Endpoint::GetWebhook => webhooks::get(state, ctx, req).await,

@@ -120,6 +120,13 @@ routes! {
     },
     "/api/admin/organizations/{id}/members" => { GET => OrganizationMembers },
     "/api/admin/audit" => { GET => Audit },
+    // the identity provider (issue #46): its keys and its metadata at the issuer `<base>/api/auth`
+    "/api/auth/jwks" => { GET => Jwks },
+    "/api/auth/.well-known/openid-configuration" => { GET => OpenIdConfiguration },
+    "/api/auth/.well-known/oauth-authorization-server" => { GET => AuthorizationServerMetadata },
+    "/.well-known/oauth-authorization-server/api/auth" => { GET => AuthorizationServerMetadataRfc8414 },
+    "/api/admin/oidc/keys" => { GET => SigningKeys },
+    "/api/admin/oidc/keys/rotate" => { POST => RotateSigningKeys },
     // webhooks and the audit export
     "/api/admin/webhooks" => { GET => ListWebhooks, POST => CreateWebhook },
     "/api/admin/webhooks/{id}" => { GET => GetWebhook, PATCH => UpdateWebhook, DELETE => DeleteWebhook },

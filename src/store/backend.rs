@@ -281,6 +281,15 @@ impl Store {
         }
     }
 
+    /// Every signing key of the identity provider. Blocking. (Read into memory by `provider::keys` at start and
+    /// once a minute, so every node holds a new key before it signs.)
+    pub fn signing_keys(&self) -> Result<Vec<super::SigningKeyRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.signing_keys(),
+            Backend::Postgres(s) => s.signing_keys(),
+        }
+    }
+
     /// Every passkey of `user`. Blocking. (Passkeys are read from the store where they are needed, not held in
     /// memory: a sign-in with a passkey or a list is rare next to session checks, and every node then sees the
     /// shared database's passkeys without a change log entry.)

@@ -50,6 +50,8 @@ const DELIVERIES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("webho
 const PASSKEYS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("passkeys");
 const PASSKEY_CREDENTIALS: TableDefinition<&[u8], [u8; 32]> = TableDefinition::new("passkey_credentials");
 const PASSKEY_CHALLENGES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("passkey_challenges");
+/// The identity provider's signing keys (sealed), by id.
+const SIGNING_KEYS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("signing_keys");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -352,6 +354,7 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(PASSKEY_CREDENTIALS).map_err(io)?;
     tx.open_table(PASSKEY_CHALLENGES).map_err(io)?;
     tx.open_table(FLOWS).map_err(io)?;
+    tx.open_table(SIGNING_KEYS).map_err(io)?;
     Ok(())
 }
 
@@ -516,6 +519,16 @@ impl EmbeddedStore {
             let start = after.map_or(Bound::Unbounded, Bound::Excluded);
             let range = table.range::<[u8; 16]>((start, Bound::Unbounded)).map_err(io)?;
             range.take(limit).map(|entry| codec::decode::<AuditRecordV1>(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// Every signing key of the identity provider.
+    pub fn signing_keys(&self) -> Result<Vec<super::SigningKeyRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SIGNING_KEYS).map_err(io)?;
+            let entries = table.iter().map_err(io)?;
+            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
         })
     }
 
@@ -703,6 +716,7 @@ impl EmbeddedStore {
             tx.delete_table(PASSKEY_CREDENTIALS).map_err(io)?;
             tx.delete_table(PASSKEY_CHALLENGES).map_err(io)?;
             tx.delete_table(FLOWS).map_err(io)?;
+            tx.delete_table(SIGNING_KEYS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -819,6 +833,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         };
         let mut accounts = tx.open_table(ACCOUNTS).map_err(io)?;
         let mut flows = tx.open_table(FLOWS).map_err(io)?;
+        let mut signing_keys = tx.open_table(SIGNING_KEYS).map_err(io)?;
         for &op in ops {
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
@@ -938,6 +953,10 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     accounts.remove(id).map_err(io)?;
                 }
                 StoreOp::PutFlow(hash, r) => put(&mut flows, *hash, r)?,
+                StoreOp::PutSigningKey(r) => put(&mut signing_keys, r.id, r)?,
+                StoreOp::DeleteSigningKey(id) => {
+                    signing_keys.remove(id).map_err(io)?;
+                }
                 // One node: one callback at a time finishes a flow (its claim in src/accounts/oauth.rs), so the
                 // flow is there; abandoned flows past their time go with it.
                 StoreOp::TakeFlow(hash) => {
@@ -1144,6 +1163,9 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
             }
         }
         copy_table(&source, &tx, ACCOUNTS)?;
+        if source.open_table(SIGNING_KEYS).is_ok() {
+            copy_table(&source, &tx, SIGNING_KEYS)?;
+        }
         {
             let mut meta = tx.open_table(META).map_err(io)?;
             for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {

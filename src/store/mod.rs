@@ -25,6 +25,7 @@ pub mod linked;
 pub mod own;
 pub mod passkey_records;
 pub(crate) mod postgres;
+pub mod provider_records;
 pub mod records;
 mod worker;
 mod writer;
@@ -40,6 +41,7 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
 pub use codec::newer_records_skipped;
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
+pub use provider_records::SigningKeyRecordV1;
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord,
     SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord, UserRecordV1,
@@ -191,6 +193,10 @@ pub enum StoreOp {
     /// A sign-in flow finished: deleted. Several nodes: refused with [`Conflict::FlowUsed`] when it is gone
     /// already (another node's callback took it), so a `state` is used once across all of them.
     TakeFlow(TokenHash),
+    /// The identity provider's signing key created, or retired (its `signs_until_ms` set) by a rotation.
+    PutSigningKey(SigningKeyRecordV1),
+    /// A retired signing key whose tokens have all expired: no longer published.
+    DeleteSigningKey([u8; 16]),
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -313,6 +319,9 @@ impl StoreOp {
             // No node holds passkeys or ceremonies in memory: each reads them from the store when asked (a sign-in
             // with a passkey, a list), so every node sees the shared database's and nothing needs to travel.
             StoreOp::PutPasskey(_) | StoreOp::DeletePasskey { .. } | StoreOp::PutPasskeyChallenge(..) => return None,
+            // Each node reads the signing keys from the store (at start, after its own rotation, and once a
+            // minute): a new key is published before it signs, for longer than that minute (src/provider/keys.rs).
+            StoreOp::PutSigningKey(_) | StoreOp::DeleteSigningKey(_) => return None,
         })
     }
 }

@@ -581,6 +581,11 @@ impl PgStore {
         })
     }
 
+    pub fn signing_keys(&self) -> Result<Vec<super::SigningKeyRecordV1>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record FROM signing_keys ORDER BY id", &[]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
     pub fn passkeys_of(&self, user: [u8; 16]) -> Result<Vec<PasskeyRecordV1>, StoreError> {
         let rows = self
             .pooled(|c| c.query("SELECT record FROM passkeys WHERE user_id = $1 ORDER BY id", &[&user.as_slice()]))?;
@@ -670,7 +675,8 @@ impl PgStore {
         self.pooled(|c| {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
-                 webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations",
+                 webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
+                 signing_keys",
             )
         })
     }
@@ -1203,6 +1209,11 @@ fn apply(
                 "INSERT INTO passkey_challenges (hash, expires_at_ms, record) VALUES ($1, $2, $3)",
                 &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)],
             ),
+            StoreOp::PutSigningKey(r) => tx.execute(
+                "INSERT INTO signing_keys (id, record) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.id.as_slice(), &codec::encode(r)],
+            ),
+            StoreOp::DeleteSigningKey(id) => tx.execute("DELETE FROM signing_keys WHERE id = $1", &[&id.as_slice()]),
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {

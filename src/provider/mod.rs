@@ -1,0 +1,37 @@
+//! The identity provider: OAuth 2.1 and OpenID Connect for other applications, services and command-line tools,
+//! on the wire of `@better-auth/oauth-provider` (1.7) and better-auth's `jwt` plugin, so that their client and any
+//! certified relying party work unchanged (docs/oidc-provider.md).
+//!
+//! Built in slices (issue #46): the signing keys and the discovery document come first ([`keys`]); clients,
+//! the authorization code flow, the token endpoint and the rest follow.
+//!
+//! This module is a rung below the facade, beside the webhooks: it owns the provider's state that is neither an
+//! account's nor a session's. The keys are no actor ([`keys`] says why); the grants, which are written at every
+//! token request and read at every introspection, will be one of their own.
+
+pub mod keys;
+
+pub use keys::{Alg, Jwk, Key, KeyError, KeyRing, KeyStatus};
+
+/// The scopes every client may ask for (the plugin's defaults): `openid` for an ID token, `profile` and `email`
+/// for those claims at userinfo, `offline_access` for a refresh token.
+pub const SCOPES: &[&str] = &["openid", "profile", "email", "offline_access"];
+
+/// The claims the provider may answer (the plugin's list for the scopes above): the discovery document's
+/// `claims_supported`.
+pub const CLAIMS: &[&str] = &[
+    "sub",
+    "iss",
+    "aud",
+    "exp",
+    "iat",
+    "sid",
+    "scope",
+    "azp",
+    "name",
+    "picture",
+    "given_name",
+    "family_name",
+    "email",
+    "email_verified",
+];
