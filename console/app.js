@@ -769,7 +769,7 @@ async function statusPage() {
     ["Last backup", backup],
     ["Roles", status.roles.join(", ")],
     ["Administrators without a second factor", status.administrators_without_second_factor === 0 ? "None"
-      : `${status.administrators_without_second_factor} (set [two_factor] required_for_roles = ["admin"])`],
+      : `${status.administrators_without_second_factor} (each sets one up on their account page, /account/; to require one, set [two_factor] required_for_roles = ["admin"])`],
   ];
   show("Status", h("dl", { id: "status" }, rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })])));
 }

@@ -118,6 +118,8 @@ export async function overviewPage() {
     attention.push(h("p", { id: "admins-without-factor" },
       `${unprotected} administrator${unprotected === 1 ? "" : "s"} sign${unprotected === 1 ? "s" : ""} in with a password alone. `,
       h("a", { href: "#/users?role=admin", text: "See who, in the users list" }),
+      "; each sets one up on ", h("a", { id: "enrol-link", href: "/account/", text: "their account page" }),
+      " (an authenticator app or a passkey)",
       required ? "." : "; to require a second factor, set [two_factor] required_for_roles = [\"admin\"]."));
   }
   show("Overview",

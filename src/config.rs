@@ -384,7 +384,8 @@ pub struct OrganizationsConfig {
     /// Hours an invitation stays open (`invitationExpiresIn`, 48 hours).
     pub invitation_ttl_hours: u64,
     /// The link the invitation mail carries, `{id}` standing for the invitation's id; default:
-    /// `<link base>/accept-invitation?id={id}` (the application's page that calls `accept-invitation`).
+    /// `<link base>/accept-invitation?id={id}`, the service's own page that shows the invitation and accepts or
+    /// declines it.
     pub invitation_url: Option<String>,
 }
 

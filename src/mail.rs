@@ -151,8 +151,8 @@ impl Templates {
 
     /// The message announcing `invitation` into `organization` from `inviter` (an e-mail address). The link is
     /// `link` with `{id}` replaced by the invitation's id (`[organizations] invitation_url`), by default this
-    /// server's base URL followed by `/accept-invitation?id=<id>`: the page of the application that calls
-    /// `organization/accept-invitation`. The id is the invitation's secret: it reaches only the invitee (and the
+    /// server's base URL followed by `/accept-invitation?id=<id>`: the service's own page (`http::pages`), which
+    /// calls `organization/accept-invitation`, unless the application names a page of its own. The id is the invitation's secret: it reaches only the invitee (and the
     /// organization's admins, who can invite anyway).
     pub fn render_invitation(
         &self,

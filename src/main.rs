@@ -273,11 +273,13 @@ async fn serve(config: Config) -> ExitCode {
     }
 }
 
-/// Once the server serves: where the console is (a newcomer's first question; `GET /` leads there too), and while
+/// Once the server serves: where the console and the account page are (a newcomer's first question; `GET /` links
+/// both), and while
 /// nobody can administer the service, how to change that (logged first, so whoever reads the next line has it);
 /// then one plain line on stdout with the real address (the port may have been 0), which scripts and tests read.
 fn announce(started: &Started) {
     tracing::info!("the administration console is at {}", started.console);
+    tracing::info!("each user's account page is at {}", started.account);
     if let Some(link) = &started.setup_link {
         tracing::warn!(
             "no administrator yet: create the first one in a browser at {link} (works once, for 30 minutes; a \

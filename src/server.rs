@@ -26,6 +26,8 @@ pub struct Started {
     pub has_admin: bool,
     /// Where a browser opens the administration console (`base_url`, else the address served, and `/admin/`).
     pub console: String,
+    /// Where a user manages their own account (the same base, and `/account/`).
+    pub account: String,
     /// Without an administrator: the one-time link where the first one is created in a browser. It holds a live
     /// token: it goes to the server's log once, nowhere else.
     pub setup_link: Option<String>,
@@ -147,6 +149,7 @@ async fn serve_until(
         has_admin,
         setup_link,
         console: format!("{base}{}", http::CONSOLE_PATH),
+        account: format!("{base}{}", http::ACCOUNT_PATH),
     };
     if let Some(metrics_listener) = metrics_listener {
         let cap = config.metrics.max_connections;

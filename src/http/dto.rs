@@ -320,6 +320,19 @@ pub struct TotpEnrolment<'a> {
     pub totp_uri: &'a str,
 }
 
+/// `GET /api/account/providers`: the sign-in page's buttons.
+#[derive(Serialize)]
+pub struct Providers<'a> {
+    pub providers: Vec<ProviderName<'a>>,
+}
+
+/// One identity provider: the id `sign-in/social` and `link-social` take, and the name a button shows.
+#[derive(Serialize)]
+pub struct ProviderName<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+}
+
 /// `two-factor/get-totp-uri`.
 #[derive(Serialize)]
 pub struct TotpUri<'a> {

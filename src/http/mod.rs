@@ -69,7 +69,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use metrics::serve_metrics;
 pub use ops::OPENAPI;
-pub use pages::CONSOLE_PATH;
+pub use pages::{ACCOUNT_PATH, CONSOLE_PATH};
 pub use routes::ROUTES;
 pub use state::AppState;
 

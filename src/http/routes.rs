@@ -149,8 +149,14 @@ routes! {
     "/api/auth/ok" => { GET => AuthOk },
     "/healthz" => { GET => Alive },
     "/readyz" => { GET => Ready },
-    // pages: the service's front door, and the pages behind the mailed links when the application has none of its own
+    // pages: the service's front door, sign-in, a user's own account, the invitation mail's page, and the pages
+    // behind the mailed links when the application has none of its own
     "/" => { GET => Root },
+    "/sign-in" => { GET => SignInPage },
+    "/account/" => { GET => AccountPage },
+    "/accept-invitation" => { GET => AcceptInvitationPage },
+    "/api/account/providers" => { GET => AccountProviders },
+    "/api/account/totp-qr" => { POST => AccountTotpQr },
     "/auth/reset-password" => { GET => ResetPasswordPage },
     "/auth/email-verified" => { GET => EmailVerifiedPage },
     "/auth/{asset}" => { GET => PageAsset },
@@ -276,8 +282,8 @@ mod tests {
         for (path, ops) in doc["paths"].as_object().unwrap() {
             for (method, op) in ops.as_object().unwrap() {
                 let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
-                // A provider's redirect back, and `/` (to the console), only ever redirect: their success is a 302.
-                let redirects = path.contains("callback/") || path == "/";
+                // A provider's redirect back only ever redirects: its success is a 302.
+                let redirects = path.contains("callback/");
                 let success = |c: &&String| c.starts_with('2') || (redirects && *c == "302");
                 assert!(codes.iter().any(success), "{method} {path} documents no success");
                 assert!(codes.iter().any(|c| *c == "405"), "{method} {path} does not document 405");

@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use self::cache::Cached;
-use self::config::{OAuthConfig, ProviderConfig, ProviderKind};
+use self::config::{OAuthConfig, Preset, ProviderConfig, ProviderKind};
 
 /// How long a request to a provider may take.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -152,6 +152,26 @@ impl OAuth {
 
     pub fn is_empty(&self) -> bool {
         self.providers.is_empty()
+    }
+
+    /// Every configured provider's id and the name a sign-in button shows (the preset's, else the id), by id.
+    pub fn names(&self) -> Vec<(&str, &str)> {
+        let mut names: Vec<(&str, &str)> = self
+            .providers
+            .values()
+            .map(|p| {
+                let name = match p.config.preset {
+                    Some(Preset::Google) => "Google",
+                    Some(Preset::Microsoft) => "Microsoft",
+                    Some(Preset::Apple) => "Apple",
+                    Some(Preset::Github) => "GitHub",
+                    None => p.config.id.as_str(),
+                };
+                (p.config.id.as_str(), name)
+            })
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// The authorization URL for a new flow with `state`, answered to `redirect_uri`; `scopes` are asked for in

@@ -96,6 +96,8 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
     // Where to go next: the console's address, with the port actually served.
     let console = format!("the administration console is at {}/admin/", server.base);
     assert!(err.contains(&console), "{err}");
+    let account = format!("each user's account page is at {}/account/", server.base);
+    assert!(err.contains(&account), "{err}");
     assert!(err.contains("no administrator yet") && err.contains("service-auth admin create"), "{err}");
     assert!(
         err.contains("config=none") && err.contains(&format!("data_dir={}", root.path().join("data").display())),

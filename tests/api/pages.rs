@@ -106,24 +106,123 @@ async fn without_pages_of_the_application_the_mailed_links_lead_to_the_services_
     assert_page(&s.get(&again).send().await, "This link is no longer valid");
 }
 
-/// Whoever opens the server's address in a browser lands on the console (`/admin/`) instead of a 404: a
-/// temporary redirect (so a later front page can replace it), with or without a query; `HEAD` the same, and no
-/// other method.
+/// Whoever opens the server's address in a browser gets a page linking the console and the account page (not a
+/// 404), with or without a query, under the pages' policy; `HEAD` the same, and no other method.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_front_door_leads_to_the_console() {
+async fn the_front_door_links_the_console_and_the_account_page() {
     let s = TestServer::start().await;
     for path in ["/", "/?from=bookmark"] {
         let r = s.get(path).send().await;
-        assert_eq!((r.status, r.header("location").as_deref()), (302, Some("/admin/")), "{path}: {}", r.text);
-        assert!(r.text.is_empty(), "{path}: {}", r.text);
+        assert_page(&r, r#"<a id="console-link" href="admin/">"#);
+        assert!(r.text.contains(r#"<a id="account-link" href="account/">"#), "{}", r.text);
     }
     let r = s.req(reqwest::Method::HEAD, "/").send().await;
-    assert_eq!((r.status, r.header("location").as_deref()), (302, Some("/admin/")));
+    assert_eq!((r.status, r.header("content-type").as_deref()), (200, Some("text/html; charset=utf-8")));
     let r = s.post("/").json(&json!({})).send().await;
     assert_eq!((r.status, r.header("allow").as_deref()), (405, Some("GET, HEAD")));
-    // Where it leads is the console's page.
+    // Where it leads: the console's page and the account page.
     let console = s.get("/admin/").send().await;
     assert_eq!(console.status, 200);
     assert_eq!(console.header("content-type").as_deref(), Some("text/html; charset=utf-8"));
+    assert_page(&s.get("/account/").send().await, r#"<script type="module" src="../auth/account.js">"#);
+    s.stop().await;
+}
+
+/// The sign-in, account and invitation pages and their scripts: served under the policy that allows only the
+/// service's own script and style (no inline code, no frame), never cached and never sent on as a referrer (their
+/// addresses carry a return path or an invitation's id), whatever the query; the scripts are files of their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sign_in_account_and_invitation_pages_are_served_under_the_policy() {
+    let s = TestServer::start().await;
+    let pages = [
+        ("/sign-in", r#"<form id="password-form""#),
+        ("/sign-in?returnTo=https%3A%2F%2Fevil.example%2F", r#"<script type="module" src="auth/sign-in.js">"#),
+        ("/account/", r#"<main id="main""#),
+        ("/accept-invitation?id=0123", r#"<script type="module" src="auth/accept-invitation.js">"#),
+    ];
+    for (path, says) in pages {
+        let r = s.get(path).send().await;
+        assert_page(&r, says);
+        assert!(r.header("content-security-policy").unwrap().contains("default-src 'self'"), "{path}");
+        assert!(!r.text.contains("<script>") && !r.text.contains("style="), "{path}: inline code");
+    }
+    for asset in ["common.js", "sign-in.js", "account.js", "accept-invitation.js"] {
+        let r = s.get(&format!("/auth/{asset}")).send().await;
+        assert_eq!(r.status, 200, "{asset}");
+        assert_eq!(r.header("content-type").as_deref(), Some("text/javascript; charset=utf-8"), "{asset}");
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"), "{asset}: {csp}");
+    }
+    // The account page is a folder: `/account` is not it (its relative links would point elsewhere).
+    assert_eq!(s.get("/account").send().await.status, 404);
+    assert_eq!(s.post("/sign-in").json(&json!({})).send().await.status, 405);
+    s.stop().await;
+}
+
+/// `GET /api/account/providers`: the configured identity providers by id with the names the buttons show (the
+/// preset's, else the id); none configured, an empty list; a query parameter it does not take, a 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sign_in_page_learns_the_configured_identity_providers() {
+    let s = TestServer::start().await;
+    let r = s.get("/api/account/providers").send().await;
+    assert_eq!((r.status, r.json()), (200, json!({"providers": []})));
+    s.stop().await;
+
+    use service_auth::oauth::config::{ProviderConfig, Secret};
+    let s = TestServer::start_adjusted(|c| {
+        for text in [
+            "id = \"gh\"\npreset = \"github\"\nclient_id = \"gh\"\nclient_secret_env = \"UNUSED\"\n",
+            "id = \"corp\"\nissuer = \"https://idp.example\"\nclient_id = \"svc\"\nclient_secret_env = \"UNUSED\"\n",
+        ] {
+            let mut p: ProviderConfig = toml::from_str(text).unwrap();
+            p.client_secret = Some(Secret::new("secret"));
+            c.oauth.providers.push(p);
+        }
+    })
+    .await;
+    let r = s.get("/api/account/providers").send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json(), json!({"providers": [{"id": "corp", "name": "corp"}, {"id": "gh", "name": "GitHub"}]}));
+    assert!(!r.text.contains("secret"), "{}", r.text);
+    let r = s.get("/api/account/providers?all=1").send().await;
+    assert_eq!((r.status, r.json()["code"].as_str()), (400, Some("VALIDATION_ERROR")), "{}", r.text);
+    s.stop().await;
+}
+
+/// `POST /api/account/totp-qr {uri}`: the QR code of an authenticator's URI as SVG for a signed-in caller, never
+/// stored; signed out a 401; anything but an `otpauth://totp/` URI of at most 512 bytes a 400 (a precise one,
+/// never a 500), as is an unknown field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_account_page_gets_the_authenticators_qr_code_as_svg() {
+    let s = TestServer::start().await;
+    let u = s.new_user("qr").await;
+    let uri =
+        "otpauth://totp/service-auth:qr%40example.com?secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&issuer=service-auth";
+    let r = s.post("/api/account/totp-qr").json(&json!({"uri": uri})).send().await;
+    assert_eq!(r.status, 401, "{}", r.text);
+    let r = s.post("/api/account/totp-qr").cookie(&u.cookie).json(&json!({"uri": uri})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("content-type").as_deref(), Some("image/svg+xml"));
+    assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
+    assert!(r.text.starts_with("<?xml") && r.text.contains("<svg") && r.text.contains("<path"), "{}", r.text);
+    // Another URI, another picture: it draws what it is given.
+    let other = uri.replace("JBSWY3DP", "KRUGKIDR");
+    let r2 = s.post("/api/account/totp-qr").cookie(&u.cookie).json(&json!({"uri": other})).send().await;
+    assert_eq!(r2.status, 200);
+    assert_ne!(r.text, r2.text);
+    let long = format!("otpauth://totp/x?secret={}", "A".repeat(500));
+    for bad in [
+        json!({"uri": "https://evil.example/"}),
+        json!({"uri": "otpauth://hotp/x?secret=AAAA"}),
+        json!({"uri": long}),
+        json!({"uri": "otpauth://totp/x\n?secret=AAAA"}),
+        json!({"uri": 7}),
+        json!({}),
+        json!({"uri": uri, "size": 3}),
+    ] {
+        let r = s.post("/api/account/totp-qr").cookie(&u.cookie).json(&bad).send().await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.text);
+        assert!(r.json()["code"].is_string(), "{bad}: {}", r.text);
+    }
     s.stop().await;
 }

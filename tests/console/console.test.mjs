@@ -269,6 +269,8 @@ test("the administrator signs in and lands on the overview, whose charts show th
   assert.equal(facts["Administrators without a second factor"], "1");
   assert.match(await textOf("#admins-without-factor"), /^1 administrator signs in with a password alone\. .*required_for_roles = \["admin"\]/);
   assert.equal(await page.$eval("#admins-without-factor a", (a) => a.getAttribute("href")), "#/users?role=admin");
+  // Where each of them sets one up: their account page (served by the binary too).
+  assert.equal(await page.$eval("#enrol-link", (a) => a.getAttribute("href")), "/account/");
   await checkAccessibility("overview");
   await screenshot("overview");
 });
