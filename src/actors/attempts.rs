@@ -145,6 +145,18 @@ impl AttemptLimiter {
         row
     }
 
+    /// Ends a reservation made by [`begin`](Self::begin) that the shared count (several nodes, docs/cluster.md)
+    /// refused: released without counting, and the lock recorded as if this node's own count had reached it, once
+    /// per e-mail and window, within the same row budget. Returns the audit row the refusal deserves.
+    pub fn refused_elsewhere(&mut self, email: &Email, now: Instant) -> Row {
+        let Some(entry) = self.entries.get_mut(email) else {
+            return self.budget.take(now);
+        };
+        entry.in_flight = entry.in_flight.saturating_sub(1);
+        // The entry stays (until its window passes) to remember that this lock is recorded.
+        if std::mem::replace(&mut entry.lock_recorded, true) { Row::None } else { self.budget.take(now) }
+    }
+
     /// Forgets e-mails whose window has passed, so the map holds only e-mails under attack right now.
     fn sweep(&mut self, now: Instant) {
         let window = self.window;
@@ -222,6 +234,25 @@ mod tests {
         let wait = l.begin(&u, now).unwrap_err().wait;
         assert!(wait <= Duration::from_secs(60) && wait >= Duration::from_secs(59));
         assert!(l.begin(&u, now + Duration::from_secs(60)).is_ok());
+    }
+
+    /// A lock the shared count reached (several nodes) is recorded once per window, as this node's own would be,
+    /// and the refused reservation does not count.
+    #[test]
+    fn a_lock_reached_elsewhere_is_recorded_once_per_window() {
+        let mut l = AttemptLimiter::new(3, Duration::from_secs(60));
+        let (u, now) = (email(1), Instant::now());
+        l.begin(&u, now).unwrap();
+        assert_eq!(l.refused_elsewhere(&u, now), Row::One);
+        l.begin(&u, now).unwrap();
+        assert_eq!(l.refused_elsewhere(&u, now), Row::None, "one row per lock");
+        for _ in 0..3 {
+            l.begin(&u, now).unwrap();
+        }
+        assert_eq!(l.begin(&u, now).unwrap_err().row, Row::None, "this node's own lock is the same lock");
+        let later = now + Duration::from_secs(60);
+        l.begin(&u, later).unwrap();
+        assert_eq!(l.refused_elsewhere(&u, later), Row::One, "a new window's lock");
     }
 
     #[test]

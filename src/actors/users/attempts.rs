@@ -60,9 +60,19 @@ pub(in crate::actors) enum AttemptMsg {
         ip: String,
         reply: RpcReplyPort<Result<(), Unavailable>>,
     },
-    /// A reservation the shared limit refused: give back the one this node took.
+    /// A reservation the shared limit could not be asked about: give back the one this node took.
     ReleaseLocal {
         email: Email,
+    },
+    /// A reservation the shared limit refused (its count, over every node, reached the budget): the one this node
+    /// took is given back, the lock is audited as this node's own count's would be, and the caller answered
+    /// `Locked(wait)` once that row is durable.
+    LockedElsewhere {
+        email: Email,
+        user: Option<UserId>,
+        ip: String,
+        wait: Duration,
+        reply: RpcReplyPort<Result<(), AttemptRefused>>,
     },
     SignInUpgrading {
         from: String,
@@ -78,9 +88,9 @@ impl AttemptMsg {
         match self {
             Self::Begin { reply, .. } => gone(reply),
             Self::SignInUpgrading { reply, .. } => gone(reply),
-            // Ends a reservation made earlier: dropped, it would count against the account until its window ends.
-            Self::Finish { .. } => None,
-            Self::ReleaseLocal { .. } => None,
+            // Each ends a reservation made earlier: dropped, it would count against the account until its window
+            // ends.
+            Self::Finish { .. } | Self::ReleaseLocal { .. } | Self::LockedElsewhere { .. } => None,
         }
     }
 }

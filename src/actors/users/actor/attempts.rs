@@ -34,8 +34,14 @@ impl UsersActor {
                         let answer = match writer.write(vec![reserve]).await {
                             Ok(()) => Ok(()),
                             Err(StoreError::Conflict(Conflict::Locked { wait_ms, .. })) => {
-                                let _ = me.send_message(UsersMsg::Attempt(AttemptMsg::ReleaseLocal { email }));
-                                Err(AttemptRefused::Locked(Duration::from_millis(wait_ms.max(1_000) as u64)))
+                                // Answered by the actor, once the lock's audit row is durable (as when this
+                                // node's own count reaches the budget).
+                                let wait = Duration::from_millis(wait_ms.max(1_000) as u64);
+                                let refused = AttemptMsg::LockedElsewhere { email, user, ip, wait, reply };
+                                if let Err(error) = me.send_message(UsersMsg::Attempt(refused)) {
+                                    tracing::error!(%error, "the users actor is gone");
+                                }
+                                return;
                             }
                             Err(error) => {
                                 tracing::error!(%error, "the shared failure limit could not be checked");
@@ -76,6 +82,16 @@ impl UsersActor {
             // Stages nothing: the flush `handle` checks for afterwards finds nothing new to schedule.
             AttemptMsg::ReleaseLocal { email } => {
                 state.attempts.finish(&email, false, false, Instant::now());
+            }
+            AttemptMsg::LockedElsewhere { email, user, ip, wait, reply } => {
+                let row = state.attempts.refused_elsewhere(&email, Instant::now());
+                let detail = "too many failed sign-ins in this window (counted over every node)".to_owned();
+                let rows = attempt_rows(&row, action::SIGN_IN_REFUSED, user, &ip, detail);
+                if rows.is_empty() {
+                    let _ = reply.send(Err(AttemptRefused::Locked(wait)));
+                } else {
+                    state.overlay.add_result(rows, reply, Err(AttemptRefused::Locked(wait)));
+                }
             }
             AttemptMsg::SignInUpgrading { from, to, start, reply } => {
                 match self.get(state, start.user).filter(|u| u.password_hash().as_phc() == from.as_str()) {
