@@ -84,9 +84,19 @@ function show(title, ...content) {
   }
 }
 
-const dateFormat = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "medium", timeZone: "UTC" });
+// Times in the browser's own time zone (where the administrator is), the exact UTC instant on hover (`at`): the
+// audit log, the server's logs and the exports are in UTC, so the one is always a pointer away from the other.
+const dateFormat = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "medium" });
+const utcFormat = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "medium", timeZone: "UTC" });
+/// A moment as text, in the browser's time zone.
 function when(iso) {
-  return iso ? `${dateFormat.format(new Date(iso))} UTC` : "—";
+  return iso ? dateFormat.format(new Date(iso)) : "—";
+}
+/// A moment as a `<time>` element: the browser's time zone, and UTC in its title (shown on hover).
+function at(iso) {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  return h("time", { datetime: date.toISOString(), title: `${utcFormat.format(date)} UTC`, text: dateFormat.format(date) });
 }
 
 function bytes(n) {
@@ -422,7 +432,7 @@ async function usersPage(params) {
       h("td", { text: orgName(u.organization_id) }),
       h("td", { text: u.banned ? "Banned" : "No" }),
       h("td", { class: "factors", "data-user": u.id, text: "…" }),
-      h("td", { text: when(u.created_at) })));
+      h("td", {}, at(u.created_at))));
     const table = h("table", { id: "users-table" },
       h("caption", { text: "Users, oldest first" }),
       h("thead", {}, h("tr", {}, ["E-mail", "Name", "Role", "Organization", "Banned", "Second factor", "Created"].map((c) => h("th", { scope: "col", text: c })))),
@@ -463,11 +473,11 @@ async function userPage(id) {
   const details = h("dl", { id: "user-details" },
     h("dt", { text: "Name" }), h("dd", { text: user.name }),
     h("dt", { text: "Role" }), h("dd", { id: "user-role", text: user.role }),
-    h("dt", { text: "Organization" }), h("dd", { id: "user-org", text: orgName(user.organizationId) }),
+    h("dt", { text: "Primary organization" }), h("dd", { id: "user-org", text: orgName(user.organizationId) }),
     h("dt", { text: "Banned" }), h("dd", { id: "user-banned",
       text: user.banned ? `Yes: ${user.banReason ?? "no reason given"}${user.banExpires ? `, until ${when(user.banExpires)}` : ", no end"}` : "No" }),
     h("dt", { text: "E-mail verified" }), h("dd", { text: user.emailVerified ? "Yes" : "No" }),
-    h("dt", { text: "Created" }), h("dd", { text: when(user.createdAt) }),
+    h("dt", { text: "Created" }), h("dd", {}, at(user.createdAt)),
     h("dt", { text: "Id" }), h("dd", {}, h("code", { text: user.id })));
 
   // Role
@@ -524,7 +534,8 @@ async function userPage(id) {
     [...orgs.values()].map((o) => h("option", { value: o.id, text: o.name, selected: o.id === user.organizationId })));
   const orgButton = h("button", { type: "submit", text: "Move" });
   const orgLine = messageLine("org-msg");
-  const orgForm = h("form", { id: "org-form", "aria-labelledby": "org-heading" }, field("Organization", org), orgButton, orgLine);
+  const orgForm = h("form", { id: "org-form", "aria-labelledby": "org-heading" }, field("Primary organization", org,
+    "The account's organizationId (what the seed and the admin API set); memberships with roles are below"), orgButton, orgLine);
   orgForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (await act(orgLine, orgButton, async () => {
@@ -566,7 +577,7 @@ async function userPage(id) {
       const kind = !s.impersonatedBy ? "Signed in"
         : `Impersonation by ${s.impersonatedBy === status.signed_in_as.id ? "you" : (adminNames.get(s.impersonatedBy) ?? s.impersonatedBy)}`;
       return h("tr", {},
-        h("td", { text: when(s.createdAt) }), h("td", { text: when(s.expiresAt) }),
+        h("td", {}, at(s.createdAt)), h("td", {}, at(s.expiresAt)),
         h("td", { class: "agent", title: s.userAgent || null }, describeDevice(s.userAgent), h("br"), s.ipAddress || "unknown address"),
         h("td", { text: kind }), h("td", {}, revoke));
     });
@@ -634,7 +645,7 @@ async function userPage(id) {
     ...profileSections(user, reload),
     h("section", { "aria-labelledby": "role-heading" }, h("h2", { id: "role-heading", text: "Role" }), roleForm),
     h("section", { "aria-labelledby": "ban-heading" }, h("h2", { id: "ban-heading", text: user.banned ? "Ban" : "Ban" }), banForm),
-    h("section", { "aria-labelledby": "org-heading" }, h("h2", { id: "org-heading", text: "Organization" }), orgForm),
+    h("section", { "aria-labelledby": "org-heading" }, h("h2", { id: "org-heading", text: "Primary organization" }), orgForm),
     h("section", { "aria-labelledby": "sessions-heading" }, h("h2", { id: "sessions-heading", text: "Sessions" }), sessionsBox, sessionsLine),
     ...access.sections,
     h("section", { "aria-labelledby": "password-heading" }, h("h2", { id: "password-heading", text: "Password" }), passwordForm),
@@ -679,7 +690,7 @@ async function organizationsPage() {
     ? h("table", { id: "orgs-table" }, h("caption", { text: `${list.length} organization${list.length === 1 ? "" : "s"}` }),
       h("thead", {}, h("tr", {}, ["Name", "Slug", "Created"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, list.map((o) => h("tr", {},
-        h("td", {}, h("a", { href: `#/organizations/${o.id}`, text: o.name })), h("td", { text: o.slug }), h("td", { text: when(o.created_at) })))))
+        h("td", {}, h("a", { href: `#/organizations/${o.id}`, text: o.name })), h("td", { text: o.slug }), h("td", {}, at(o.created_at))))))
     : h("p", { text: "No organization yet." });
   show("Organizations",
     h("section", { "aria-labelledby": "create-org-heading" }, h("h2", { id: "create-org-heading", text: "New organization" }), form),
@@ -722,7 +733,7 @@ async function organizationPage(id) {
       h("thead", {}, h("tr", {}, ["E-mail", "Name", "Role"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, memberRows)),
     h("p", {}, h("a", { href: `#/users?org=${encodeURIComponent(id)}`, text: "All members on the users page" }))]
-    : [h("p", { id: "no-members", text: "No members." })];
+    : [h("p", { id: "no-members", text: "No account has this as its primary organization." })];
 
   const deleteButton = h("button", { type: "button", id: "delete-org", class: "danger", text: "Delete organization" });
   const deleteLine = messageLine("delete-org-msg");
@@ -745,7 +756,9 @@ async function organizationPage(id) {
   show(org.name,
     h("p", {}, h("a", { href: "#/organizations", text: "All organizations" })),
     h("section", { "aria-labelledby": "rename-heading" }, h("h2", { id: "rename-heading", text: "Name and slug" }), renameForm),
-    h("section", { "aria-labelledby": "members-heading" }, h("h2", { id: "members-heading", text: "Primary members (organizationId)" }), membersBox),
+    h("section", { "aria-labelledby": "members-heading" }, h("h2", { id: "members-heading", text: "Accounts with this as their primary organization" }),
+      h("p", { class: "note", text: "An account's primary organization is its organizationId (set by the seed, the import or an administrator); the members with roles, who may also belong to other organizations, are listed below." }),
+      membersBox),
     h("section", { "aria-labelledby": "delete-heading" }, h("h2", { id: "delete-heading", text: "Delete" }), deleteButton, deleteLine));
   // Memberships with their roles, and invitations, through the organization plugin's calls (orgadmin.js): a global
   // administrator acts there as an owner of every organization. Above the deletion, which stays last.
@@ -776,6 +789,6 @@ async function statusPage() {
 
 // What the page modules (overview.js, webhooks.js, …) build with. `status` is a live binding: always the latest
 // answer.
-export { h, field, messageLine, say, show, when, api, act, ApiError, confirmAction, loadOrgs, orgName, orgs, status };
+export { h, field, messageLine, say, show, when, at, api, act, ApiError, confirmAction, loadOrgs, orgName, orgs, status };
 
 boot();

@@ -3,14 +3,67 @@
 // back button returns to it. "By" and "On" take an e-mail (or an organization's name, or an id); the page turns
 // them into ids. Every id in a row is shown by name: the user's e-mail, the organization's name.
 
-import { api, field, h, loadOrgs, messageLine, orgs, say, show, status, when } from "./app.js";
+import { api, at, field, h, loadOrgs, messageLine, orgs, say, show, status } from "./app.js";
 
-/// The actions the server writes, offered as suggestions (any text is accepted).
-const ACTIONS = ["user.created", "user.role_changed", "user.banned", "user.unbanned", "user.ban_reason_changed",
-  "user.ban_expired", "user.organization_changed", "user.profile_updated", "user.password_changed", "user.password_set",
-  "user.password_reset", "user.link_requested", "user.email_verified", "user.deleted", "user.impersonation_started",
-  "user.impersonation_stopped", "session.revoked", "sign_in.succeeded", "sign_in.failed", "sign_in.refused",
-  "sign_in.failures_summarised", "organization.created", "organization.updated", "organization.deleted", "mail.failed"];
+/// The actions the server writes (`domain::audit::action`), in words; the search offers them as suggestions (any
+/// text is accepted), and the tables show the words with the code beside. An action missing here shows its code.
+export const ACTION_WORDS = {
+  "user.created": "Account created",
+  "user.role_changed": "Role changed",
+  "user.banned": "Banned",
+  "user.unbanned": "Unbanned",
+  "user.ban_reason_changed": "Ban reason changed",
+  "user.ban_expired": "Ban ran out",
+  "user.organization_changed": "Primary organization changed",
+  "user.profile_updated": "Profile changed",
+  "user.password_changed": "Password changed by its owner",
+  "user.password_set": "Password set by an administrator",
+  "user.password_reset": "Password reset through the mailed link",
+  "user.link_requested": "Mailed link asked for",
+  "user.email_verified": "E-mail address confirmed",
+  "user.deleted": "Account deleted",
+  "user.impersonation_started": "Impersonation started",
+  "user.impersonation_stopped": "Impersonation ended",
+  "user.two_factor_enrolment": "Second factor: set-up started",
+  "user.two_factor_enabled": "Second factor turned on",
+  "user.two_factor_backup_codes": "New backup codes",
+  "user.two_factor_disabled": "Second factor turned off",
+  "user.two_factor_reset": "Second factor reset by an administrator",
+  "user.two_factor_code_mailed": "Sign-in code mailed",
+  "session.revoked": "Sessions ended",
+  "sign_in.succeeded": "Signed in",
+  "sign_in.failed": "Sign-in failed",
+  "sign_in.refused": "Sign-in refused",
+  "sign_in.failures_summarised": "Failed sign-ins, counted together",
+  "sign_in.second_factor_failed": "Wrong second-factor code",
+  "sign_in.second_factor_passed": "Second factor passed",
+  "sign_in.provider": "Signed in through a provider",
+  "organization.created": "Organization created",
+  "organization.updated": "Organization changed",
+  "organization.deleted": "Organization deleted",
+  "member.added": "Member added",
+  "member.role_changed": "Member's role changed",
+  "member.removed": "Member removed",
+  "member.left": "Member left",
+  "invitation.sent": "Invitation sent",
+  "invitation.accepted": "Invitation accepted",
+  "invitation.rejected": "Invitation declined",
+  "invitation.canceled": "Invitation withdrawn",
+  "passkey.registered": "Passkey added",
+  "passkey.renamed": "Passkey renamed",
+  "passkey.deleted": "Passkey deleted",
+  "account.linked": "Provider linked",
+  "account.unlinked": "Provider unlinked",
+  "oidc.signing_keys_rotated": "Signing keys rotated",
+  "mail.failed": "Mail given up",
+};
+const ACTIONS = Object.keys(ACTION_WORDS);
+
+/// An action in words with its code beside (the code is what the search and the export use).
+export function actionCell(action) {
+  const words = ACTION_WORDS[action];
+  return h("td", { "data-action": action }, words ? [h("span", { text: words }), " "] : [], h("code", { text: action }));
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const UUIDS = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
@@ -63,8 +116,8 @@ function namedDetail(detail, names) {
 export async function entriesTable(entries, { id, caption, columns = ["When", "Action", "By", "On", "Address", "Detail"] }) {
   const names = await namesOf(entries.flatMap((e) => [e.actor_id, e.target_id]));
   const cell = {
-    When: (e) => h("td", { text: when(e.at) }),
-    Action: (e) => h("td", {}, h("code", { text: e.action })),
+    When: (e) => h("td", {}, at(e.at)),
+    Action: (e) => actionCell(e.action),
     By: (e) => h("td", {}, subject(e.actor_id, names.get(e.actor_id))),
     On: (e) => h("td", {}, subject(e.target_id, names.get(e.target_id))),
     Address: (e) => h("td", { text: e.ip_address || "—" }),
@@ -92,7 +145,7 @@ export async function auditPage(params) {
   const button = h("button", { type: "submit", text: "Search" });
   const line = messageLine("audit-msg");
   const form = h("form", { id: "audit-filter", role: "search", "aria-label": "Search the audit log" },
-    field("Action", action, "For example user.banned"), h("datalist", { id: "audit-actions" }, ACTIONS.map((a) => h("option", { value: a }))),
+    field("Action", action, "For example user.banned"), h("datalist", { id: "audit-actions" }, ACTIONS.map((a) => h("option", { value: a, label: ACTION_WORDS[a] }))),
     field("By", by, "An e-mail or an id"), field("On", on, "An e-mail, an organization's name, or an id"),
     field("From (UTC)", from), field("To (UTC)", to), button);
   form.addEventListener("submit", (event) => {

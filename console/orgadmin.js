@@ -7,7 +7,7 @@
 //   remembered: a role taken away a minute ago is gone on the next page.
 // - Addresses: #/my-organizations (those the account owns or administers) and #/my-organizations/<id>.
 
-import { h, field, messageLine, say, show, when, api, act, ApiError, confirmAction } from "./app.js";
+import { h, field, messageLine, say, show, at, api, act, ApiError, confirmAction } from "./app.js";
 
 /// Members shown a page (list-members' limit; the server pages with offset and says the total).
 const PAGE = 25;
@@ -155,7 +155,7 @@ export async function memberSections(org, role, me) {
       });
       return h("tr", { "data-member": m.id },
         h("td", { text: email }), h("td", { text: `${m.user?.name ?? ""}${m.userId === me ? " (you)" : ""}` }),
-        h("td", {}, locked ? m.role : select), h("td", { text: when(m.createdAt) }),
+        h("td", {}, locked ? m.role : select), h("td", {}, at(m.createdAt)),
         h("td", {}, locked ? "—" : h("div", { class: "buttons" }, save, remove)));
     });
     const shown = members.length ? `${offset + 1}–${offset + members.length} of ${total}` : "none";
@@ -197,7 +197,7 @@ export async function memberSections(org, role, me) {
           })) await loadInvitations().catch((e) => say(invitationsLine, e.message, true));
         });
         return h("tr", { "data-invitation": i.id },
-          h("td", { text: i.email }), h("td", { text: i.role }), h("td", { text: when(i.expiresAt) }), h("td", {}, cancel));
+          h("td", { text: i.email }), h("td", { text: i.role }), h("td", {}, at(i.expiresAt)), h("td", {}, cancel));
       }))));
   }
 

@@ -126,6 +126,6 @@ export async function overviewPage() {
     h("dl", { id: "overview-facts", class: "facts" }, facts.flatMap(([k, v]) => [h("div", {}, h("dt", { text: k }), h("dd", { text: v }))])),
     ...(attention.length ? [h("section", { "aria-labelledby": "attention-heading", id: "attention" },
       h("h2", { id: "attention-heading", text: "Needs attention" }), ...attention)] : []),
-    ...sections,
-    h("p", { class: "note", text: `Counted by every node and written every ${stats.flush_interval_secs} seconds; times in UTC.` }));
+    h("div", { class: "periods" }, sections),
+    h("p", { class: "note", text: `Counted by every node and written every ${stats.flush_interval_secs} seconds; the charts' hours and days are UTC's (the server counts by them); every other time is this browser's, with UTC on hover.` }));
 }

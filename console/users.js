@@ -4,7 +4,7 @@
 // verification), their second factors (with the administrator's reset), their ways in (password and the
 // identities of other providers, each with Unlink), their organizations, and their audit history.
 
-import { act, api, confirmAction, field, h, messageLine, orgName, orgs, say, status, when } from "./app.js";
+import { act, api, at, confirmAction, field, h, messageLine, orgName, orgs, say, status } from "./app.js";
 import { entriesTable } from "./audit.js";
 
 /// The "Create user" section of the users page.
@@ -172,7 +172,7 @@ export async function accessSections(user, { sessionsEnded }) {
         h("caption", { text: `${passkeys.length} passkey${passkeys.length === 1 ? "" : "s"}` }),
         h("thead", {}, h("tr", {}, ["Name", "Kind", "Added"].map((c) => h("th", { scope: "col", text: c })))),
         h("tbody", {}, passkeys.map((p) => h("tr", {},
-          h("td", { text: p.name || "(unnamed)" }), h("td", { text: kind(p) }), h("td", { text: when(p.created_at) })))))
+          h("td", { text: p.name || "(unnamed)" }), h("td", { text: kind(p) }), h("td", {}, at(p.created_at))))))
       : h("p", { id: "no-passkeys", text: "No passkey." });
     factorsBox.replaceChildren(
       h("dl", { id: "factor-details" },
@@ -202,7 +202,7 @@ export async function accessSections(user, { sessionsEnded }) {
       });
       return h("tr", {},
         h("td", { text: a.provider_id }), h("td", {}, h("code", { text: a.account_id })), h("td", { text: a.email || "—" }),
-        h("td", { text: when(a.created_at) }), h("td", {}, last ? "The only way in" : unlink));
+        h("td", {}, at(a.created_at)), h("td", {}, last ? "The only way in" : unlink));
     });
     waysBox.replaceChildren(
       h("dl", {}, h("dt", { text: "Password" }), h("dd", { id: "has-password", text: password ? "Yes" : "No (signs in through a provider)" })),
@@ -224,7 +224,7 @@ export async function accessSections(user, { sessionsEnded }) {
         h("thead", {}, h("tr", {}, ["Organization", "Role", "Primary", "Since"].map((c) => h("th", { scope: "col", text: c })))),
         h("tbody", {}, memberships.map((m) => h("tr", {},
           h("td", {}, h("a", { href: `#/organizations/${encodeURIComponent(m.organization_id)}`, text: m.organization_name })),
-          h("td", { text: m.role }), h("td", { text: m.primary ? "Primary" : "No" }), h("td", { text: when(m.created_at) })))))
+          h("td", { text: m.role }), h("td", { text: m.primary ? "Primary" : "No" }), h("td", {}, at(m.created_at))))))
       : h("p", { id: "no-memberships", text: "Member of no organization." }));
   }
 

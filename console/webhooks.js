@@ -2,7 +2,7 @@
 // a test message and resending. A client of /api/admin/webhooks like the rest of the console; the secret of a new
 // or rotated endpoint is shown once, in the page, and never stored by the script.
 
-import { h, field, messageLine, say, show, when, api, act, confirmAction } from "./app.js";
+import { h, field, messageLine, say, show, when, at, api, act, confirmAction } from "./app.js";
 
 /// The endpoints, and a form to register one.
 export async function webhooksPage() {
@@ -88,7 +88,7 @@ export async function webhookPage(id) {
       return `Queued ${d.message_id} again.`;
     }));
     return h("tr", {},
-      h("td", { text: when(d.at) }),
+      h("td", {}, at(d.at)),
       h("td", {}, h("code", { text: d.event })),
       h("td", { text: String(d.attempt) }),
       h("td", { text: d.success ? `delivered (${d.status})` : d.status ? `answered ${d.status}` : (d.error ?? "failed") }),

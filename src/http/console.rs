@@ -138,6 +138,26 @@ fn newest_backup(dir: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The audit page's words name actions the server writes (`domain::audit::action`): none is a stale or misspelt
+    /// code. An action added later without words shows its code until they are added (the page
+    /// falls back to it), so a new action does not break this test; the ones that have words keep them honest.
+    #[test]
+    fn the_audit_actions_in_words_are_the_servers_actions() {
+        let domain = include_str!("../domain/audit.rs");
+        let module = &domain[domain.find("pub mod action {").unwrap()..];
+        let module = &module[..module.find("\n}").unwrap()];
+        let actions: Vec<&str> =
+            module.lines().filter_map(|l| l.trim().strip_prefix("pub const ")?.split('"').nth(1)).collect();
+        assert!(actions.len() > 40, "{actions:?}");
+        let script = std::str::from_utf8(include_bytes!("../../console/audit.js")).unwrap();
+        let table = &script[script.find("export const ACTION_WORDS = {").unwrap()..];
+        let table = &table[..table.find("};").unwrap()];
+        let worded: Vec<&str> = table.lines().filter_map(|l| l.trim().strip_prefix('"')?.split('"').next()).collect();
+        for code in &worded {
+            assert!(actions.contains(code), "{code} has words in console/audit.js but is no action of the server");
+        }
+    }
+
     #[test]
     fn every_asset_has_its_type_and_a_distinct_etag() {
         let names: Vec<&str> = ASSETS.iter().map(|a| a.name).collect();
