@@ -639,9 +639,12 @@ async function userPage(id) {
     document.getElementById("user-org").textContent = orgName(fresh.organizationId);
   }
 
+  // The sections side by side where the screen is wide (console.css, .user-grid), the tables across the width; one
+  // column on a phone. Reading order stays the order here.
   show(user.email,
     h("p", {}, h("a", { href: "#/users", text: "All users" })),
     details,
+    h("div", { class: "user-grid" },
     ...profileSections(user, reload),
     h("section", { "aria-labelledby": "role-heading" }, h("h2", { id: "role-heading", text: "Role" }), roleForm),
     h("section", { "aria-labelledby": "ban-heading" }, h("h2", { id: "ban-heading", text: user.banned ? "Ban" : "Ban" }), banForm),
@@ -651,7 +654,7 @@ async function userPage(id) {
     h("section", { "aria-labelledby": "password-heading" }, h("h2", { id: "password-heading", text: "Password" }), passwordForm),
     h("section", { "aria-labelledby": "danger-heading" }, h("h2", { id: "danger-heading", text: "Impersonate or remove" }),
       self ? h("p", { text: "This is your own account: you cannot impersonate or remove yourself." }) : h("div", { class: "buttons" }, impersonate, remove),
-      dangerLine));
+      dangerLine)));
   await loadSessions();
   main.append(await historySection(user));
 }
