@@ -25,8 +25,15 @@ function showOnly(...shown) {
   say(error, "");
 }
 
-/// Signed in: on to where the person was going. `replace`, so Back does not return to this form.
-function done() {
+/// Signed in: on to where the person was going (`replace`, so Back does not return to this form). A session whose
+/// role requires a second factor it does not have yet can do nothing there but enrol one (403 TWO_FACTOR_REQUIRED
+/// on every other call): to the account page instead, which says so and enrols it.
+async function done() {
+  try {
+    await api("GET", "/api/auth/list-accounts");
+  } catch (e) {
+    if (e.code === "TWO_FACTOR_REQUIRED") return location.replace("/account/");
+  }
   location.replace(target);
 }
 
@@ -45,7 +52,7 @@ $("password-form").addEventListener("submit", async (event) => {
       { email: email.value, password: password.value, rememberMe: $("remember").checked });
     password.value = "";
     if (answer?.twoFactorRedirect) return secondFactorStep();
-    done();
+    await done();
   } catch (e) {
     fail(e.message);
   } finally {
@@ -93,7 +100,7 @@ $("second-factor").addEventListener("submit", async (event) => {
   try {
     const path = backup ? "/api/auth/two-factor/verify-backup-code" : "/api/auth/two-factor/verify-totp";
     await api("POST", path, { code: value, trustDevice: $("trust").checked });
-    done();
+    await done();
   } catch (e) {
     // The step expired (or was never started): back to the password.
     if (e.code === "INVALID_TWO_FACTOR_COOKIE") {
@@ -121,7 +128,7 @@ $("passkey").addEventListener("click", async () => {
       return fail(passkeyRefusal(e));
     }
     await api("POST", "/api/auth/passkey/verify-authentication", { response });
-    done();
+    await done();
   } catch (e) {
     fail(e.message);
   } finally {

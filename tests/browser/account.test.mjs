@@ -120,7 +120,8 @@ before(async () => {
   const port = await freePort();
   base = `http://localhost:${port}`;
   server = await startService(work,
-    `base_url = "${base}"\n[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nmail_per_address = 0\n`
+    `base_url = "${base}"\n[roles]\nallowed = ["user", "admin", "operator"]\ndefault = "user"\n`
+    + `[two_factor]\nrequired_for_roles = ["operator"]\n[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nmail_per_address = 0\n`
     + `mail_per_email = 0\n[email]\nsmtp_url = "smtp://127.0.0.1:${smtpPort}"\n`,
     { SERVICE_AUTH_LISTEN: `127.0.0.1:${port}`, SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
       SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password });
@@ -193,6 +194,22 @@ test("sign-in with a second factor goes back to returnTo; a returnTo elsewhere i
     assert.deepEqual(page.problems, []);
   } finally {
     await page.close();
+  }
+
+  // A backup code instead of the app's code: the page's other path of the same step.
+  const backupPage = await freshPage();
+  try {
+    await backupPage.goto(`${base}/sign-in?returnTo=%2Faccount%2F`);
+    await signInOnPage(backupPage, email, password);
+    await backupPage.waitForSelector("#second-factor:not([hidden])");
+    await backupPage.click("#use-backup");
+    assert.equal(await backupPage.$eval("#code-label", (e) => e.textContent), "Backup code");
+    await backupPage.type("#code", enabled.body.backupCodes[0]);
+    await Promise.all([backupPage.waitForNavigation(), backupPage.click("#code-submit")]);
+    assert.equal(backupPage.url(), `${base}/account/`);
+    assert.deepEqual(backupPage.problems, []);
+  } finally {
+    await backupPage.close();
   }
 
   // Elsewhere: another site, a protocol-relative address, a backslash, a script, an encoded slash, user info: each
@@ -363,4 +380,37 @@ test("an invitation is accepted from the mailed link, through sign-in and back",
   const orgs = await call("GET", "/api/auth/organization/list", undefined,
     (await call("POST", "/api/auth/sign-in/email", invitee)).cookie);
   assert.deepEqual(orgs.body.map((o) => o.slug), ["acme-rockets"]);
+});
+
+test("a role that requires a second factor signs in to the account page, which enrols one, then the rest opens", async () => {
+  const user = { email: "operator@example.com", password: "an operator passphrase" };
+  const made = await call("POST", "/api/auth/sign-up/email", { name: "Operator", ...user });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const admin = await call("POST", "/api/auth/sign-in/email", ADMIN);
+  const set = await call("POST", "/api/auth/admin/set-role", { userId: made.body.user.id, role: "operator" }, admin.cookie);
+  assert.equal(set.status, 200, JSON.stringify(set.body));
+
+  const page = await freshPage();
+  try {
+    // returnTo names a page the session could not use yet: the account page instead.
+    await page.goto(`${base}/sign-in?${new URLSearchParams({ returnTo: "/accept-invitation?id=later" })}`);
+    await signInOnPage(page, user.email, user.password);
+    await page.waitForFunction(() => location.pathname === "/account/");
+    await page.waitForSelector("#must-enrol:not([hidden])");
+    assert.equal(await page.$eval("#sessions", (s) => s.hidden), true);
+    await checkAccessibility(page, "account page, second factor required");
+    await page.type("#two-factor-current", user.password);
+    await page.click("#enable");
+    await page.waitForSelector("#enrol:not([hidden])");
+    const uri = await page.$eval("#totp-uri", (e) => e.textContent);
+    await page.type("#totp-code", totp(uri));
+    await page.click("#confirm-submit");
+    await page.waitForFunction(() => document.getElementById("two-factor-state").textContent.startsWith("On"));
+    await page.waitForSelector("#must-enrol[hidden]");
+    await page.waitForSelector("#session-list li[data-session]");
+    assert.equal(await page.$eval("#sessions", (s) => s.hidden), false);
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.close();
+  }
 });
