@@ -39,6 +39,7 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub audit: AuditConfig,
     pub organizations: OrganizationsConfig,
+    pub api_keys: ApiKeysConfig,
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
     pub store: StoreConfig,
@@ -401,6 +402,36 @@ impl Default for OrganizationsConfig {
     }
 }
 
+/// API keys (`@better-auth/api-key`'s calls), with its defaults, but `sessions` on.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApiKeysConfig {
+    /// A key in `header` turns a request into its owner's session (`enableSessionForAPIKeys`; the plugin's default
+    /// is off, this service's on).
+    pub sessions: bool,
+    /// The header that carries a key (`apiKeyHeaders`), lower-case.
+    pub header: String,
+    /// The per-key request window (`rateLimit`): on, and its length and count, given to each new key.
+    pub rate_limit_enabled: bool,
+    pub rate_limit_time_window_ms: i64,
+    pub rate_limit_max: i64,
+    /// Whether keys may carry metadata (`enableMetadata`, off by default as in the plugin).
+    pub enable_metadata: bool,
+}
+
+impl Default for ApiKeysConfig {
+    fn default() -> Self {
+        Self {
+            sessions: true,
+            header: "x-api-key".into(),
+            rate_limit_enabled: true,
+            rate_limit_time_window_ms: 86_400_000,
+            rate_limit_max: 10,
+            enable_metadata: false,
+        }
+    }
+}
+
 /// Connection limits: how much of the server one client can hold.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -472,6 +503,7 @@ impl Default for Config {
             backup: BackupConfig::default(),
             audit: AuditConfig::default(),
             organizations: OrganizationsConfig::default(),
+            api_keys: ApiKeysConfig::default(),
             email: EmailConfig::default(),
             limits: LimitsConfig::default(),
             metrics: MetricsConfig::default(),
@@ -851,6 +883,13 @@ impl Config {
         }
         if orgs.invitation_url.as_deref().is_some_and(|u| !u.contains("{id}") || url::Url::parse(u).is_err()) {
             return Err(("organizations.invitation_url".into(), "must be an absolute URL containing {id}".into()));
+        }
+        let keys = &self.api_keys;
+        if hyper::header::HeaderName::from_bytes(keys.header.as_bytes()).map_or(true, |h| h.as_str() != keys.header) {
+            return fail("api_keys.header", "must be a lower-case HTTP header name".into());
+        }
+        if keys.rate_limit_time_window_ms <= 0 || keys.rate_limit_max <= 0 {
+            return fail("api_keys.rate_limit_time_window_ms", "and api_keys.rate_limit_max must be above 0".into());
         }
         if self.audit.retain_days == 0 || self.audit.max_entries == 0 || self.audit.max_anonymous_entries == 0 {
             return fail(

@@ -226,6 +226,7 @@ impl Core {
             codes_by_mail: config.two_factor.codes_by_mail,
             passkeys,
             keys: Arc::new(keys),
+            api_keys: Arc::new(config.api_keys.clone()),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

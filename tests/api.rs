@@ -10,6 +10,7 @@ mod api {
 
     mod admin;
     mod admin_plugin;
+    mod api_keys;
     mod audit_export;
     mod audit_search;
     mod auth;

@@ -7,6 +7,7 @@
 
 mod account;
 mod admin;
+mod api_keys;
 mod auth;
 mod id_token;
 pub mod oauth;
@@ -32,6 +33,7 @@ pub use crate::actors::Unavailable;
 pub use crate::actors::audit::{AuditSearch, Found as AuditFound};
 pub use crate::actors::counters::{Counter, FLUSH_INTERVAL as COUNTERS_FLUSH_INTERVAL, Series};
 pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
+pub use crate::actors::sessions::KeyChange;
 pub use crate::actors::sessions::{Client, Revoke};
 pub use crate::actors::users::{DeleteOrgError, Place, UnlinkError, UpdateUserError, UserChange};
 use crate::actors::{Handles, Indexes};
@@ -44,6 +46,7 @@ use crate::store::Store;
 use crate::store::follower::Freshness;
 pub use account::AccountError;
 pub use admin::{AdminError, SessionRef};
+pub use api_keys::{ApiKeyError, KeyAuthError, KeyOwner, NewKey, Verified as VerifiedKey, check_expires_in};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
 pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target};
@@ -101,6 +104,8 @@ pub struct Accounts {
     pub(crate) passkeys: Arc<Passkeys>,
     /// The identity provider's signing keys.
     pub(crate) keys: Arc<crate::provider::KeyRing>,
+    /// `[api_keys]`: the header, the key's session, the defaults of new keys.
+    pub(crate) api_keys: Arc<crate::config::ApiKeysConfig>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

@@ -59,12 +59,13 @@ fn to_usize(n: u64) -> usize {
 
 /// Builds the indexes from records already in memory (benchmarks, tools), one half after the other.
 pub fn indexes(loaded: Loaded, roles: &RoleSet) -> Result<Built, StoreError> {
-    let Loaded { users, orgs, members, invitations, sessions: records, accounts: linked } = loaded;
+    let Loaded { users, orgs, members, invitations, sessions: records, accounts: linked, api_keys } = loaded;
     load(Indexes::default(), roles, |accounts, sessions| {
         let held = orgs.into_iter().map(Record::Org).chain(users.into_iter().map(Record::User));
         let held =
             held.chain(members.into_iter().map(Record::Member)).chain(invitations.into_iter().map(Record::Invitation));
-        for record in held.chain(linked.into_iter().map(Record::Account)) {
+        let held = held.chain(linked.into_iter().map(Record::Account));
+        for record in held.chain(api_keys.into_iter().map(Record::ApiKey)) {
             accounts.record(record)?;
         }
         // The accounts' views start building now, while the sessions are indexed.
@@ -223,6 +224,15 @@ impl Visitor for Accounts<'_> {
                 } else {
                     let user = account.user_id.to_bytes();
                     self.cleanup.push(StoreOp::DeleteAccount { id: account.id, user });
+                }
+            }
+            // Read after the users: a key of an account that is gone, or past its expiry, is removed.
+            Record::ApiKey(r) => {
+                let key = convert::api_key(r);
+                if indexes.users.contains(key.user_id) && !key.is_expired(self.now) {
+                    indexes.api_keys.publish(key.id, Some(Arc::new(key)));
+                } else {
+                    self.cleanup.push(StoreOp::DeleteApiKey { id: key.id.to_bytes(), user: key.user_id.to_bytes() });
                 }
             }
             Record::Session(..) => unreachable!("the store hands the sessions to the other half"),

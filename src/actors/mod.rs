@@ -21,6 +21,7 @@
 //! whose caller has stopped waiting is dropped unopened ([`mailbox`]): a stuck store neither piles up work without
 //! end nor has it done later for callers already answered 503.
 
+pub mod api_keys;
 mod attempts;
 pub mod audit;
 pub mod counters;
@@ -67,6 +68,8 @@ pub struct Indexes {
     pub sessions: SessionIndex,
     pub tokens: tokens::TokenIndex,
     pub accounts: linked::AccountIndex,
+    /// API keys (written by the sessions actor, which ends them with their owner's sessions).
+    pub api_keys: api_keys::ApiKeyIndex,
 }
 
 impl Indexes {

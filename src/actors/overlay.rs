@@ -139,7 +139,7 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
         }));
     }
 
-    /// The records the batch writes, to take before [`flush`](Self::flush): what another node changes meanwhile
+    /// The records the batch writes, to take before [`flush_then`](Self::flush_then): what another node changes meanwhile
     /// waits for the batch to be published only where the two meet ([`super::inbox::Inbox::while_flushing`]).
     pub(super) fn writes(&self) -> Writes {
         Writes::of(&self.ops)
@@ -175,17 +175,8 @@ impl<K: Hash + Eq, V> Overlay<K, V> {
     }
 
     /// Writes the batch with `commit` and waits for it to be durable; then publishes every pending value with
-    /// `publish` (only if durable) and answers every caller. Returns whether the batch is durable.
-    pub(super) async fn flush<F, Fut>(&mut self, commit: F, publish: impl FnMut((K, V))) -> bool
-    where
-        F: FnOnce(Vec<StoreOp>) -> Fut,
-        Fut: Future<Output = Result<(), Refusal>>,
-    {
-        self.flush_then(commit, publish, |_| {}).await
-    }
-
-    /// [`flush`](Self::flush), with `then` run after publishing and before anyone is answered (it gets whether
-    /// the batch is durable): what a caller learns next must already see its effects.
+    /// `publish` (only if durable), runs `then` (it gets whether the batch is durable: what a caller learns next
+    /// must already see its effects), and answers every caller. Returns whether the batch is durable.
     pub(super) async fn flush_then<F, Fut>(
         &mut self,
         commit: F,

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use super::linked::LinkedAccount;
 use super::{Handles, Unavailable};
 use crate::domain::{
-    Invitation, InvitationId, Membership, OneTimeToken, OrgId, Organization, RoleSet, Session, TokenHash, User, UserId,
+    ApiKey, ApiKeyId, Invitation, InvitationId, Membership, OneTimeToken, OrgId, Organization, RoleSet, Session,
+    TokenHash, User, UserId,
 };
 use crate::store::own::{Gate, Key, Writes, member_key};
 use crate::store::{Held, StoreError, StoreOp, convert};
@@ -30,6 +31,8 @@ pub struct RemoteChange {
     pub members: Vec<MemberChange>,
     pub accounts: Vec<([u8; 16], Option<Arc<LinkedAccount>>)>,
     pub sessions: Vec<SessionChange>,
+    /// API keys written (`Some`) or deleted (the sessions actor's, with the sessions).
+    pub api_keys: Vec<(ApiKeyId, Option<Arc<ApiKey>>)>,
 }
 
 /// A membership or invitation another node wrote or removed.
@@ -102,15 +105,22 @@ impl ForUsers {
 /// The sessions actor's part of one change.
 pub(super) struct ForSessions {
     pub sessions: Vec<SessionChange>,
+    pub api_keys: Vec<(ApiKeyId, Option<Arc<ApiKey>>)>,
     pub gate: Gate,
 }
 
 impl ForSessions {
-    /// As [`ForUsers::split`], by account: a session waits when the batch writes or ends any session of its account.
+    /// As [`ForUsers::split`], by account: a session waits when the batch writes or ends any session of its account;
+    /// an API key when the batch writes that key.
     pub(super) fn split(self, writes: &Writes) -> (Self, Option<Self>) {
         let (sessions, later) = part(self.sessions, |change| writes.includes_sessions_of(change.user().to_bytes()));
-        let later = (!later.is_empty()).then(|| Self { sessions: later, gate: self.gate.clone() });
-        (Self { sessions, gate: self.gate }, later)
+        let (api_keys, keys_later) = part(self.api_keys, |(id, _)| writes.includes(Key::ApiKey(id.to_bytes())));
+        let later = (!later.is_empty() || !keys_later.is_empty()).then(|| Self {
+            sessions: later,
+            api_keys: keys_later,
+            gate: self.gate.clone(),
+        });
+        (Self { sessions, api_keys, gate: self.gate }, later)
     }
 }
 
@@ -131,6 +141,7 @@ impl RemoteChange {
             members: Vec::new(),
             accounts: Vec::new(),
             sessions: Vec::new(),
+            api_keys: Vec::new(),
         };
         for op in &ops {
             // Records are cloned out of the borrowed view: a few per entry, on the follower's path only.
@@ -150,6 +161,10 @@ impl RemoteChange {
                     change.accounts.push((r.id, Some(Arc::new(LinkedAccount::from_record(r.clone())))))
                 }
                 Some(Held::DeleteAccount { id, .. }) => change.accounts.push((id, None)),
+                Some(Held::PutApiKey(r)) => {
+                    change.api_keys.push((ApiKeyId::from_bytes(r.id), Some(Arc::new(convert::api_key(r.clone())))))
+                }
+                Some(Held::DeleteApiKey { id, .. }) => change.api_keys.push((ApiKeyId::from_bytes(id), None)),
                 Some(Held::PutSession(hash, r)) => {
                     change.sessions.push(SessionChange::Put(hash, Arc::new(convert::session(r.clone()))))
                 }
@@ -179,15 +194,15 @@ impl Handles {
     /// Applies `change` and returns once every part is in the read indexes: organizations, then accounts (and
     /// their tokens), then sessions, so a session never arrives before its account.
     pub async fn apply_remote(&self, change: RemoteChange) -> Result<(), Unavailable> {
-        let RemoteChange { gate, orgs, users, tokens, members, accounts, sessions } = change;
+        let RemoteChange { gate, orgs, users, tokens, members, accounts, sessions, api_keys } = change;
         if !orgs.is_empty() {
             self.orgs.apply_remote(orgs, gate.clone()).await?;
         }
         if !users.is_empty() || !tokens.is_empty() || !members.is_empty() || !accounts.is_empty() {
             self.users.apply_remote(ForUsers { users, tokens, members, accounts, gate: gate.clone() }).await?;
         }
-        if !sessions.is_empty() {
-            self.sessions.apply_remote(ForSessions { sessions, gate }).await?;
+        if !sessions.is_empty() || !api_keys.is_empty() {
+            self.sessions.apply_remote(ForSessions { sessions, api_keys, gate }).await?;
         }
         Ok(())
     }

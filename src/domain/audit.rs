@@ -66,6 +66,11 @@ pub mod action {
     pub const ACCOUNT_UNLINKED: &str = "account.unlinked";
     /// The identity provider's signing keys rotated (the detail names the algorithms and when the new keys sign).
     pub const SIGNING_KEYS_ROTATED: &str = "oidc.signing_keys_rotated";
+    /// An API key created, changed (name, enabled, expiry, limits, …) or deleted, by its owner or an administrator
+    /// (the actor says who; the target is the owner, the detail the key's id).
+    pub const API_KEY_CREATED: &str = "api_key.created";
+    pub const API_KEY_UPDATED: &str = "api_key.updated";
+    pub const API_KEY_DELETED: &str = "api_key.deleted";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

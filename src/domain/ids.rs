@@ -93,6 +93,10 @@ id_type!(
     InvitationId
 );
 id_type!(
+    /// Identifier of an API key (not its secret).
+    ApiKeyId
+);
+id_type!(
     /// Identifier of a passkey (not its credential id, which the authenticator chose).
     PasskeyId
 );

@@ -3,6 +3,7 @@
 
 mod account_text;
 mod agent;
+pub mod api_key;
 mod audit;
 mod ban_reason;
 mod email;
@@ -23,10 +24,11 @@ pub mod two_factor;
 
 use account_text::Text;
 pub use agent::UserAgent;
+pub use api_key::ApiKey;
 pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, action, is_anonymous_action};
 pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
-pub use ids::{AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, SessionId, UserId};
+pub use ids::{ApiKeyId, AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, SessionId, UserId};
 pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{Mail, OneTimeToken, TokenKind, requester};
 pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};

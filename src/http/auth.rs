@@ -5,7 +5,10 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
-use super::dto::{AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, TwoFactorRedirect, session_and_user_json};
+use super::dto::{
+    AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, TwoFactorRedirect, key_session_and_user_json,
+    session_and_user_json,
+};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
 use super::fields::{image_url, invalid_email, location_value, safe_redirect, validated_name};
@@ -86,6 +89,12 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
 
 pub async fn get_session(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let headers = req.headers();
+    // An API key's session (the plugin's before-hook): the owner and the key as its token, no cookie.
+    if let Some(key) = extract::api_key(state, headers) {
+        let current = state.accounts.api_key_session(key)?;
+        let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+        return Ok(json_bytes(StatusCode::OK, key_session_and_user_json(&current.session, key, agent, &current.user)));
+    }
     let Some(token) = extract::session_token(state, headers) else {
         return Ok(no_session(state, headers));
     };

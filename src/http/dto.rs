@@ -167,6 +167,36 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
     out
 }
 
+/// `get-session` on an API key's session, as the plugin answers it: the key itself as the token, no address, the
+/// caller's user agent, and no impersonation or organization (the plugin's object has none).
+pub fn key_session_and_user_json(session: &Session, key: &str, user_agent: Option<&str>, user: &User) -> Vec<u8> {
+    let mut out = Vec::with_capacity(384 + key.len() + user_agent.map_or(0, str::len) + auth_user_len(user));
+    out.extend_from_slice(b"{\"session\":{\"id\":\"");
+    session.id.append_hyphenated(&mut out);
+    out.extend_from_slice(b"\",\"token\":");
+    json_str(&mut out, key);
+    out.extend_from_slice(b",\"userId\":\"");
+    session.user_id.append_hyphenated(&mut out);
+    out.extend_from_slice(b"\",\"userAgent\":");
+    match user_agent {
+        Some(agent) => json_str(&mut out, agent),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"ipAddress\":null");
+    for (key, at) in [
+        (&b",\"createdAt\":\""[..], session.created_at),
+        (b"\",\"updatedAt\":\"", session.updated_at),
+        (b"\",\"expiresAt\":\"", session.expires_at),
+    ] {
+        out.extend_from_slice(key);
+        at.append_rfc3339(&mut out);
+    }
+    out.extend_from_slice(b"\"},\"user\":");
+    append_auth_user(&mut out, user);
+    out.push(b'}');
+    out
+}
+
 /// About the bytes [`append_auth_user`] writes (its fixed part, with room for escapes and timestamps, and its texts).
 fn auth_user_len(u: &User) -> usize {
     let optional = |s: Option<&str>| s.map_or(0, str::len);

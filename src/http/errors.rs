@@ -11,6 +11,46 @@ use crate::accounts::{
 };
 use crate::domain::PasswordError;
 
+impl From<crate::accounts::ApiKeyError> for Failure {
+    fn from(e: crate::accounts::ApiKeyError) -> Self {
+        use crate::accounts::ApiKeyError as E;
+        let message = e.to_string();
+        match e {
+            E::NotFound => Self::new(StatusCode::NOT_FOUND, "KEY_NOT_FOUND", message),
+            E::ExpiresInTooSmall => Self::bad_request("EXPIRES_IN_IS_TOO_SMALL", message),
+            E::ExpiresInTooLarge => Self::bad_request("EXPIRES_IN_IS_TOO_LARGE", message),
+            E::MetadataDisabled => Self::bad_request("METADATA_DISABLED", message),
+            E::NothingToUpdate => Self::bad_request("NO_VALUES_TO_UPDATE", message),
+            E::Banned => Self::new(StatusCode::UNAUTHORIZED, "USER_BANNED", message),
+            E::UnknownUser => Self::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED_SESSION", message),
+            E::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+/// A key in the header that opens no session: the plugin's statuses and codes (403 for a key too short to be one,
+/// 429 with `details.tryAgainIn` and no `Retry-After` for a spent window, as the plugin answers it).
+impl From<crate::accounts::KeyAuthError> for Failure {
+    fn from(e: crate::accounts::KeyAuthError) -> Self {
+        use crate::accounts::KeyAuthError as E;
+        let message = e.to_string();
+        match e {
+            E::Malformed => Self::new(StatusCode::FORBIDDEN, "INVALID_API_KEY", message),
+            E::Unknown => Self::new(StatusCode::UNAUTHORIZED, "INVALID_API_KEY", message),
+            E::Disabled => Self::new(StatusCode::UNAUTHORIZED, "KEY_DISABLED", message),
+            E::Expired => Self::new(StatusCode::UNAUTHORIZED, "KEY_EXPIRED", message),
+            E::UsageExceeded => Self::new(StatusCode::TOO_MANY_REQUESTS, "USAGE_EXCEEDED", message),
+            E::OwnerBanned => Self::new(StatusCode::UNAUTHORIZED, "USER_BANNED", message),
+            E::RateLimited(ms) => {
+                let mut f = Self::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", message);
+                f.details = Some(Box::new(serde_json::json!({ "tryAgainIn": ms })));
+                f
+            }
+            E::Unavailable(u) => u.into(),
+        }
+    }
+}
+
 impl From<Unavailable> for Failure {
     fn from(_: Unavailable) -> Self {
         Self::unavailable()

@@ -342,6 +342,15 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.trim_matches('"'))
 }
 
+/// The API key in the configured header (`x-api-key`), when keys open sessions (`[api_keys] sessions`). It wins over
+/// a session cookie on the same request, as in the plugin.
+pub fn api_key<'a>(state: &AppState, headers: &'a HeaderMap) -> Option<&'a str> {
+    let name = state.accounts.api_key_header()?;
+    let value = headers.get(name)?;
+    // A value that is not text is no key of ours: the empty string is refused as too short.
+    Some(value.to_str().unwrap_or(""))
+}
+
 /// The session token in the request's cookie, if it has the shape of one.
 pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionToken> {
     cookie(headers, &state.cookies.name).and_then(SessionToken::parse)
@@ -371,6 +380,12 @@ async fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(Session
 }
 
 fn caller_enrolling(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+    if let Some(key) = api_key(state, headers) {
+        // The key's session is this request's only, and has no token of its own: a fresh random one stands in for
+        // it, which names no stored session (a sign-out or "other sessions" call with it ends none by mistake).
+        let current = state.accounts.api_key_session(key)?;
+        return Ok(Some((SessionToken::generate(), current)));
+    }
     let Some(token) = session_token(state, headers) else { return Ok(None) };
     Ok(state.accounts.current(&token)?.map(|current| (token, current)))
 }

@@ -21,6 +21,7 @@
 mod account;
 mod admin;
 mod admin_plugin;
+mod api_keys;
 mod audit_export;
 mod auth;
 mod connections;

@@ -82,11 +82,13 @@ pub struct Failure {
     pub message: String,
     /// Extra headers such as `Allow` on a 405.
     pub headers: Vec<(header::HeaderName, HeaderValue)>,
+    /// better-auth's `details` beside the code (an API key's window: `{tryAgainIn}`), on auth endpoints.
+    pub details: Option<Box<serde_json::Value>>,
 }
 
 impl Failure {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), headers: Vec::new() }
+        Self { status, code, message: message.into(), headers: Vec::new(), details: None }
     }
 
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
@@ -130,6 +132,9 @@ impl Failure {
 
     pub fn into_response(self, family: Family) -> Response<Body> {
         let body = match family {
+            Family::Auth if let Some(details) = self.details => {
+                serde_json::json!({ "code": self.code, "message": self.message, "details": details })
+            }
             Family::Auth => serde_json::json!({ "code": self.code, "message": self.message }),
             Family::Admin => serde_json::json!({ "error": self.message }),
         };

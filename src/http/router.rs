@@ -15,8 +15,9 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, audit_export, auth, console, cors, export, extract, oauth, ops, org_plugin,
-    organizations, overview, pages, passkeys, provider, recovery, request_id, setup, two_factor, user_admin, webhooks,
+    AppState, account, admin, admin_plugin, api_keys, audit_export, auth, console, cors, export, extract, oauth, ops,
+    org_plugin, organizations, overview, pages, passkeys, provider, recovery, request_id, setup, two_factor,
+    user_admin, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -191,6 +192,13 @@ async fn handle(
         Endpoint::UpdateOwnPasskey => passkeys::update(state, ctx, req).await,
         Endpoint::DeleteOwnPasskey => passkeys::delete(state, ctx, req).await,
         Endpoint::UserPasskeys => passkeys::of_user(state, ctx, req).await,
+        Endpoint::ApiKeyCreate => api_keys::create(state, ctx, req).await,
+        Endpoint::ApiKeyGet => api_keys::get(state, ctx, req).await,
+        Endpoint::ApiKeyList => api_keys::list(state, ctx, req).await,
+        Endpoint::ApiKeyUpdate => api_keys::update(state, ctx, req).await,
+        Endpoint::ApiKeyDelete => api_keys::delete(state, ctx, req).await,
+        Endpoint::ApiKeyVerify => api_keys::verify(state, ctx, req).await,
+        Endpoint::ApiKeyDeleteExpired => api_keys::delete_all_expired(state, ctx, req).await,
         Endpoint::SignInSocial => oauth::sign_in(state, ctx, req, oauth::Via::Social).await,
         Endpoint::SignInOAuth2 => oauth::sign_in(state, ctx, req, oauth::Via::OAuth2).await,
         Endpoint::ProviderCallback

@@ -55,6 +55,14 @@ routes! {
     "/api/auth/passkey/update-passkey" => { POST => UpdateOwnPasskey },
     "/api/auth/passkey/delete-passkey" => { POST => DeleteOwnPasskey },
     "/api/admin/users/{id}/passkeys" => { GET => UserPasskeys },
+    // api keys: @better-auth/api-key's calls (the caller's keys; verify and the sweep are an administrator's)
+    "/api/auth/api-key/create" => { POST => ApiKeyCreate },
+    "/api/auth/api-key/get" => { GET => ApiKeyGet },
+    "/api/auth/api-key/list" => { GET => ApiKeyList },
+    "/api/auth/api-key/update" => { POST => ApiKeyUpdate },
+    "/api/auth/api-key/delete" => { POST => ApiKeyDelete },
+    "/api/auth/api-key/verify" => { POST => ApiKeyVerify },
+    "/api/auth/api-key/delete-all-expired-api-keys" => { POST => ApiKeyDeleteExpired },
     // oauth: sign-in through another identity provider, and the identities linked to an account
     "/api/auth/sign-in/social" => { POST => SignInSocial },
     "/api/auth/sign-in/oauth2" => { POST => SignInOAuth2 },

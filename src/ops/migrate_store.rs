@@ -47,6 +47,7 @@ pub fn migrate(config: &Config, direction: Direction, url: &str, pool_size: usiz
             }
             Record::Token(hash, r) => StoreOp::PutToken(hash, r),
             Record::Account(r) => StoreOp::PutAccount(r),
+            Record::ApiKey(r) => StoreOp::PutApiKey(r),
             Record::Outbox(r) => StoreOp::PutOutbox(r),
             Record::Member(r) => StoreOp::PutMember(r),
             Record::Invitation(r) => StoreOp::PutInvitation(r),

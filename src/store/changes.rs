@@ -11,8 +11,12 @@ use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
 /// [`Wire::DeleteSessionsOf`] at the end, version 3 the memberships, invitations and linked accounts after it, so
-/// older entries read the same.
-pub(crate) const VERSION: u8 = 3;
+/// older entries read the same; version 4 the API keys after those.
+pub(crate) const VERSION: u8 = 4;
+
+/// The format of an entry that carries no API key: the previous release reads it, so a cluster being upgraded one
+/// node at a time goes on while no key is made or changed (docs/cluster.md, "Rolling upgrades").
+pub(crate) const VERSION_WITHOUT_API_KEYS: u8 = 3;
 
 #[derive(Serialize, Deserialize)]
 enum Wire {
@@ -31,6 +35,8 @@ enum Wire {
     DeleteInvitation([u8; 16]),
     PutAccount(Vec<u8>),
     DeleteAccount([u8; 16], [u8; 16]),
+    PutApiKey(Vec<u8>),
+    DeleteApiKey([u8; 16], [u8; 16]),
 }
 
 /// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
@@ -54,12 +60,15 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
             Held::DeleteInvitation(id) => Wire::DeleteInvitation(id),
             Held::PutAccount(r) => Wire::PutAccount(codec::encode(r)),
             Held::DeleteAccount { id, user } => Wire::DeleteAccount(id, user),
+            Held::PutApiKey(r) => Wire::PutApiKey(codec::encode(r)),
+            Held::DeleteApiKey { id, user } => Wire::DeleteApiKey(id, user),
         })
         .collect();
     if wire.is_empty() {
         return None;
     }
-    let mut bytes = vec![VERSION];
+    let keys = wire.iter().any(|w| matches!(w, Wire::PutApiKey(_) | Wire::DeleteApiKey(..)));
+    let mut bytes = vec![if keys { VERSION } else { VERSION_WITHOUT_API_KEYS }];
     // postcard cannot fail to serialise plain enums into a growable buffer.
     bytes.extend(postcard::to_stdvec(&wire).unwrap_or_default());
     Some(bytes)
@@ -68,7 +77,7 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
 /// The changes of one entry.
 pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
     let body = match bytes.split_first() {
-        Some((&(1 | 2 | VERSION), body)) => body,
+        Some((&(1..=VERSION), body)) => body,
         Some((v, _)) => {
             return Err(StoreError::Corrupt(format!(
                 "change log entry has format {v}; this version of service-auth reads {VERSION} (a newer node wrote it?)"
@@ -104,6 +113,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteInvitation(id) => StoreOp::DeleteInvitation(id),
                 Wire::PutAccount(b) => StoreOp::PutAccount(codec::decode(&b)?),
                 Wire::DeleteAccount(id, user) => StoreOp::DeleteAccount { id, user },
+                Wire::PutApiKey(b) => StoreOp::PutApiKey(codec::decode(&b)?),
+                Wire::DeleteApiKey(id, user) => StoreOp::DeleteApiKey { id, user },
             })
         })
         .collect()
@@ -135,6 +146,41 @@ mod tests {
         let mut newer = bytes.clone();
         newer[0] = VERSION + 1;
         assert!(matches!(decode(&newer), Err(StoreError::Corrupt(_))));
+    }
+
+    /// An entry with an API key is format 4 and round-trips; one without keeps the format the previous release
+    /// reads (3), so a cluster mid-upgrade goes on until someone makes a key.
+    #[test]
+    fn only_an_entry_with_an_api_key_is_written_in_the_new_format() {
+        let key = crate::store::api_key_records::ApiKeyRecordV1 {
+            id: [1; 16],
+            user_id: [2; 16],
+            hash: [3; 32],
+            config_id: "default".into(),
+            name: None,
+            start: None,
+            prefix: None,
+            enabled: true,
+            expires_at_ms: None,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            rate_limit_enabled: true,
+            rate_limit_time_window_ms: Some(1),
+            rate_limit_max: Some(1),
+            request_count: 0,
+            last_request_ms: None,
+            remaining: None,
+            refill_amount: None,
+            refill_interval_ms: None,
+            last_refill_at_ms: None,
+            permissions: None,
+            metadata: None,
+        };
+        let ops = [StoreOp::PutApiKey(key), StoreOp::DeleteApiKey { id: [5; 16], user: [2; 16] }];
+        let bytes = encode(&ops).unwrap();
+        assert_eq!(bytes[0], 4);
+        assert_eq!(decode(&bytes).unwrap(), ops.to_vec());
+        assert_eq!(encode(&[StoreOp::DeleteSession([3; 16], [4; 32])]).unwrap()[0], 3);
     }
 
     /// The entry carries exactly what [`StoreOp::held`] names, in order, a refresh as the session it writes:

@@ -291,6 +291,66 @@ pub fn ceremony(r: super::PasskeyChallengeRecordV1) -> Result<crate::domain::Cer
     })
 }
 
+/// An API key's record, with its counts as they stand (written with each change of the key).
+pub fn api_key_record(key: &crate::domain::ApiKey) -> super::api_key_records::ApiKeyRecordV1 {
+    let usage = key.usage();
+    super::api_key_records::ApiKeyRecordV1 {
+        id: key.id.to_bytes(),
+        user_id: key.user_id.to_bytes(),
+        hash: key.hash,
+        config_id: key.config_id.clone(),
+        name: key.name.clone(),
+        start: key.start.clone(),
+        prefix: key.prefix.clone(),
+        enabled: key.enabled,
+        expires_at_ms: key.expires_at.map(Timestamp::as_millis),
+        created_at_ms: key.created_at.as_millis(),
+        updated_at_ms: key.updated_at.as_millis(),
+        rate_limit_enabled: key.rate_limit_enabled,
+        rate_limit_time_window_ms: key.rate_limit_time_window_ms,
+        rate_limit_max: key.rate_limit_max,
+        request_count: usage.request_count,
+        last_request_ms: usage.last_request.map(Timestamp::as_millis),
+        remaining: usage.remaining,
+        refill_amount: key.refill_amount,
+        refill_interval_ms: key.refill_interval_ms,
+        last_refill_at_ms: key.last_refill_at.map(Timestamp::as_millis),
+        permissions: key.permissions.clone(),
+        metadata: key.metadata.clone(),
+    }
+}
+
+pub fn api_key(r: super::api_key_records::ApiKeyRecordV1) -> crate::domain::ApiKey {
+    use crate::domain::api_key::Usage;
+    let usage = Usage {
+        request_count: r.request_count,
+        last_request: r.last_request_ms.map(Timestamp::from_millis),
+        remaining: r.remaining,
+    };
+    crate::domain::ApiKey {
+        id: crate::domain::ApiKeyId::from_bytes(r.id),
+        user_id: UserId::from_bytes(r.user_id),
+        hash: r.hash,
+        config_id: r.config_id,
+        name: r.name,
+        start: r.start,
+        prefix: r.prefix,
+        enabled: r.enabled,
+        expires_at: r.expires_at_ms.map(Timestamp::from_millis),
+        created_at: Timestamp::from_millis(r.created_at_ms),
+        updated_at: Timestamp::from_millis(r.updated_at_ms),
+        rate_limit_enabled: r.rate_limit_enabled,
+        rate_limit_time_window_ms: r.rate_limit_time_window_ms,
+        rate_limit_max: r.rate_limit_max,
+        refill_amount: r.refill_amount,
+        refill_interval_ms: r.refill_interval_ms,
+        last_refill_at: r.last_refill_at_ms.map(Timestamp::from_millis),
+        permissions: r.permissions,
+        metadata: r.metadata,
+        usage: std::sync::Arc::new(std::sync::Mutex::new(usage)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,8 @@ const MEMBERS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("membersh
 const INVITATIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("invitations");
 /// Identities at other providers linked to accounts, by their id (src/oauth).
 const ACCOUNTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("accounts");
+/// API keys, by their id (the session check finds them in memory by their hash; this table is only loaded).
+const API_KEYS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("api_keys");
 /// Sign-in flows in progress, by the SHA-256 of their `state`.
 const FLOWS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_flows");
 const META: TableDefinition<&str, u32> = TableDefinition::new("meta");
@@ -338,7 +340,7 @@ fn session_key(user: [u8; 16], hash: &TokenHash) -> [u8; 48] {
 
 /// Creates every table that does not exist yet.
 fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
-    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS, ACCOUNTS] {
+    for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS, ACCOUNTS, API_KEYS] {
         tx.open_table(table).map_err(io)?;
     }
     tx.open_table(SESSIONS).map_err(io)?;
@@ -700,7 +702,7 @@ impl EmbeddedStore {
     pub fn clear(&self) -> Result<(), StoreError> {
         self.with_db(|db| {
             let tx = db.begin_write().map_err(io)?;
-            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS, ACCOUNTS] {
+            for table in [USERS, ORGS, AUDIT, AUDIT_ANONYMOUS, OUTBOX, INVITATIONS, ACCOUNTS, API_KEYS] {
                 tx.delete_table(table).map_err(io)?;
             }
             tx.delete_table(SESSIONS).map_err(io)?;
@@ -756,7 +758,7 @@ fn visit_members(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), S
     Ok(())
 }
 
-/// The invitations, one-time tokens, outbox and linked accounts of `tx`, in that order.
+/// The invitations, one-time tokens, outbox, linked accounts and API keys of `tx`, in that order.
 fn visit_rest(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
     if let Ok(table) = tx.open_table(INVITATIONS) {
         for entry in table.iter().map_err(io)? {
@@ -775,6 +777,12 @@ fn visit_rest(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), Stor
     }
     for entry in tx.open_table(ACCOUNTS).map_err(io)?.iter().map_err(io)? {
         f(Record::Account(codec::decode(entry.map_err(io)?.1.value())?))?;
+    }
+    // A store written before API keys has no table (a read transaction does not create it).
+    if let Ok(table) = tx.open_table(API_KEYS) {
+        for entry in table.iter().map_err(io)? {
+            f(Record::ApiKey(codec::decode(entry.map_err(io)?.1.value())?))?;
+        }
     }
     Ok(())
 }
@@ -832,6 +840,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
             challenges: tx.open_table(PASSKEY_CHALLENGES).map_err(io)?,
         };
         let mut accounts = tx.open_table(ACCOUNTS).map_err(io)?;
+        let mut api_keys = tx.open_table(API_KEYS).map_err(io)?;
         let mut flows = tx.open_table(FLOWS).map_err(io)?;
         let mut signing_keys = tx.open_table(SIGNING_KEYS).map_err(io)?;
         for &op in ops {
@@ -951,6 +960,10 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::PutAccount(r) => put(&mut accounts, r.id, r)?,
                 StoreOp::DeleteAccount { id, .. } => {
                     accounts.remove(id).map_err(io)?;
+                }
+                StoreOp::PutApiKey(r) => put(&mut api_keys, r.id, r)?,
+                StoreOp::DeleteApiKey { id, .. } => {
+                    api_keys.remove(id).map_err(io)?;
                 }
                 StoreOp::PutFlow(hash, r) => put(&mut flows, *hash, r)?,
                 StoreOp::PutSigningKey(r) => put(&mut signing_keys, r.id, r)?,
@@ -1166,6 +1179,7 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         if source.open_table(SIGNING_KEYS).is_ok() {
             copy_table(&source, &tx, SIGNING_KEYS)?;
         }
+        copy_table(&source, &tx, API_KEYS)?;
         {
             let mut meta = tx.open_table(META).map_err(io)?;
             for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {

@@ -52,6 +52,10 @@ pub const EVENTS: &[(&str, Source)] = &[
     // transport this is how the application learns of an invitation to deliver it itself. The invitation's
     // fields, and whether the service mailed it.
     ("organization.invitation_created", Source::Audit(&[action::INVITATION_SENT])),
+    // API keys, by their owner or an administrator: the owner's account, the actor, and the key's id (and name).
+    ("api_key.created", Source::Audit(&[action::API_KEY_CREATED])),
+    ("api_key.updated", Source::Audit(&[action::API_KEY_UPDATED])),
+    ("api_key.deleted", Source::Audit(&[action::API_KEY_DELETED])),
 ];
 
 /// Whether `name` is an event type.

@@ -12,6 +12,7 @@
 //!   request. Secondary indexes (e-mail → user, slug → organization) are not stored: they are rebuilt in memory at
 //!   load, so they cannot disagree with the records.
 
+pub mod api_key_records;
 pub mod audit;
 mod backend;
 pub mod changes;
@@ -197,6 +198,14 @@ pub enum StoreOp {
     PutSigningKey(SigningKeyRecordV1),
     /// A retired signing key whose tokens have all expired: no longer published.
     DeleteSigningKey([u8; 16]),
+    /// An API key created or changed (never a use of it: uses are counted in memory).
+    PutApiKey(api_key_records::ApiKeyRecordV1),
+    /// An API key deleted (by its owner, an administrator, its expiry, or with its owner's ban or removal): its
+    /// id and its owner's.
+    DeleteApiKey {
+        id: [u8; 16],
+        user: [u8; 16],
+    },
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -273,6 +282,11 @@ pub enum Held<'a> {
         id: [u8; 16],
         user: [u8; 16],
     },
+    PutApiKey(&'a api_key_records::ApiKeyRecordV1),
+    DeleteApiKey {
+        id: [u8; 16],
+        user: [u8; 16],
+    },
 }
 
 impl StoreOp {
@@ -295,6 +309,8 @@ impl StoreOp {
             StoreOp::DeleteInvitation(id) => Held::DeleteInvitation(*id),
             StoreOp::PutAccount(r) => Held::PutAccount(r),
             StoreOp::DeleteAccount { id, user } => Held::DeleteAccount { id: *id, user: *user },
+            StoreOp::PutApiKey(r) => Held::PutApiKey(r),
+            StoreOp::DeleteApiKey { id, user } => Held::DeleteApiKey { id: *id, user: *user },
             StoreOp::ExpectOwner(_)
             | StoreOp::PutAudit(_)
             | StoreOp::DeleteAudit(_)
@@ -337,6 +353,7 @@ pub enum Record {
     Token(TokenHash, TokenRecord),
     Outbox(OutboxRecordV1),
     Account(linked::LinkedAccountRecordV1),
+    ApiKey(api_key_records::ApiKeyRecordV1),
 }
 
 /// One side of [`Store::visit_split`]: the accounts (with the organizations, tokens and outbox) or the sessions.
@@ -355,6 +372,7 @@ pub struct Loaded {
     pub invitations: Vec<InvitationRecordV1>,
     pub sessions: Vec<(TokenHash, SessionRecord)>,
     pub accounts: Vec<linked::LinkedAccountRecordV1>,
+    pub api_keys: Vec<api_key_records::ApiKeyRecordV1>,
 }
 
 impl Loaded {
@@ -371,6 +389,7 @@ impl Loaded {
                 Record::User(r) => loaded.users.push(r),
                 Record::Session(hash, r) => loaded.sessions.push((hash, r)),
                 Record::Account(r) => loaded.accounts.push(r),
+                Record::ApiKey(r) => loaded.api_keys.push(r),
                 Record::Token(..) | Record::Outbox(_) => {}
             }
             Ok(())

@@ -26,6 +26,7 @@ pub enum Key {
     Member([u8; 32]),
     Invitation([u8; 16]),
     Account([u8; 16]),
+    ApiKey([u8; 16]),
 }
 
 /// A membership's key: organization id ‖ user id.
@@ -52,6 +53,8 @@ impl Key {
             Held::DeleteInvitation(id) => Key::Invitation(id),
             Held::PutAccount(r) => Key::Account(r.id),
             Held::DeleteAccount { id, .. } => Key::Account(id),
+            Held::PutApiKey(r) => Key::ApiKey(r.id),
+            Held::DeleteApiKey { id, .. } => Key::ApiKey(id),
             // Names many records: kept apart, by user ([`OwnCommits::record`]).
             Held::DeleteSessionsOf { .. } => return None,
         })

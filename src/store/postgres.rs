@@ -131,6 +131,8 @@ struct Prepared {
     clear_attempts: Statement,
     release_attempt: Statement,
     delete_account: Statement,
+    put_api_key: Statement,
+    delete_api_key: Statement,
     delete_invitation: Statement,
     delete_member: Statement,
     put_account: Statement,
@@ -195,6 +197,8 @@ impl Writer {
             put_account: client
                 .prepare(&upsert("accounts", "id", &["user_id", "provider", "subject", "record"]))?,
             delete_account: client.prepare("DELETE FROM accounts WHERE id = $1")?,
+            put_api_key: client.prepare(&upsert("api_keys", "id", &["user_id", "record"]))?,
+            delete_api_key: client.prepare("DELETE FROM api_keys WHERE id = $1")?,
             put_flow: client.prepare(&upsert("oauth_flows", "hash", &["expires_at_ms", "record"]))?,
             // Abandoned flows go with any later one's end: the table holds only the last ten minutes' starts.
             take_flow: client.prepare("DELETE FROM oauth_flows WHERE hash = $1 OR expires_at_ms < $2")?,
@@ -344,7 +348,7 @@ impl PgStore {
         // Appends are serialised and in commit order, so every change up to this one is in the snapshot and none
         // after it is.
         let seq: i64 = tx.query_one("SELECT coalesce(max(seq), 0) FROM changes", &[]).map_err(db)?.get(0);
-        let tables: [(&str, ReadRow); 8] = [
+        let tables: [(&str, ReadRow); 9] = [
             ("SELECT record FROM organizations", |r| Ok(Some(Record::Org(codec::decode_org(r.get(0))?)))),
             ("SELECT record FROM users", |r| Ok(Some(Record::User(codec::decode_user(r.get(0))?)))),
             ("SELECT record FROM memberships", |r| Ok(Some(Record::Member(codec::decode(r.get(0))?)))),
@@ -354,6 +358,7 @@ impl PgStore {
             }),
             ("SELECT record FROM outbox ORDER BY id", |r| Ok(Some(Record::Outbox(codec::decode(r.get(0))?)))),
             ("SELECT record FROM accounts", |r| Ok(Some(Record::Account(codec::decode(r.get(0))?)))),
+            ("SELECT record FROM api_keys", |r| Ok(Some(Record::ApiKey(codec::decode(r.get(0))?)))),
             ("SELECT hash, record FROM sessions", |r| {
                 codec::read_session(r.get(1))?.map(|s| Ok(Record::Session(hash(r.get(0))?, s))).transpose()
             }),
@@ -676,7 +681,7 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
-                 signing_keys",
+                 signing_keys, api_keys",
             )
         })
     }
@@ -1145,6 +1150,10 @@ fn apply(
                 &[&r.id.as_slice(), &r.user_id.as_slice(), &r.provider, &r.subject, &codec::encode(r)],
             ),
             StoreOp::DeleteAccount { id, .. } => tx.execute(&s.delete_account, &[&id.as_slice()]),
+            StoreOp::PutApiKey(r) => {
+                tx.execute(&s.put_api_key, &[&r.id.as_slice(), &r.user_id.as_slice(), &codec::encode(r)])
+            }
+            StoreOp::DeleteApiKey { id, .. } => tx.execute(&s.delete_api_key, &[&id.as_slice()]),
             StoreOp::PutFlow(hash, r) => {
                 tx.execute(&s.put_flow, &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)])
             }

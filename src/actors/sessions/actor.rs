@@ -1,7 +1,9 @@
 //! The sessions actor itself: creates, extends and ends sessions in message order, writes through the overlay,
 //! and publishes to the index once durable.
 
-use std::collections::HashSet;
+mod api_keys;
+
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +17,9 @@ use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::remote::{ForSessions, SessionChange};
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
-use crate::domain::{Session, SessionId, SessionRare, SessionToken, Timestamp, TokenHash, User, UserId, action};
+use crate::domain::{
+    ApiKey, ApiKeyId, Session, SessionId, SessionRare, SessionToken, Timestamp, TokenHash, User, UserId, action,
+};
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
 
@@ -47,6 +51,8 @@ struct State {
     fenced: HashSet<UserId>,
     /// Other nodes' changes (see [`Inbox`]).
     inbox: Inbox<ForSessions>,
+    /// API keys created, changed (`Some`) or deleted (`None`) in this batch: published with it, or dropped.
+    keys: HashMap<ApiKeyId, Option<Arc<ApiKey>>>,
 }
 
 impl Actor for SessionsActor {
@@ -59,7 +65,7 @@ impl Actor for SessionsActor {
         _: ActorRef<SessionsMsg>,
         inbox: Inbox<ForSessions>,
     ) -> Result<State, ActorProcessingErr> {
-        Ok(State { overlay: Overlay::default(), fenced: HashSet::new(), inbox })
+        Ok(State { overlay: Overlay::default(), fenced: HashSet::new(), inbox, keys: HashMap::new() })
     }
 
     async fn handle(
@@ -234,6 +240,9 @@ impl Actor for SessionsActor {
                 // impersonations by the administrators among them or demoted, as this node knows them (a session
                 // check refuses any other once the change is applied here).
                 ops.extend(users.iter().map(|&user| end_all(user, None)));
+                // Their API keys too: a key is a way into the account, and ends with its sessions.
+                let keys = self.end_api_keys_of(state, &users);
+                ops.extend(keys);
                 ops.extend(ending.into_iter().filter(|(user, _)| !users.contains(user)).map(delete));
                 // A member joining or leaving through this session: its active organization follows in the same
                 // transaction (a session that has ended, in this commit or before, has none to change).
@@ -260,6 +269,7 @@ impl Actor for SessionsActor {
             }
             SessionsMsg::Remote => state.inbox.drain(|change| self.apply_remote(change)),
             SessionsMsg::Flush => return self.flush(state).await,
+            SessionsMsg::ApiKey(msg) => self.api_key(state, msg),
         }
         if state.overlay.schedule_flush(&myself, || SessionsMsg::Flush) {
             self.flush(state).await?;
@@ -301,8 +311,18 @@ impl SessionsActor {
     async fn flush(&self, state: &mut State) -> Result<(), ActorProcessingErr> {
         let sessions = &self.indexes.sessions;
         let writes = state.overlay.writes();
-        let flushing =
-            state.overlay.flush(|ops| overlay::write(&self.writer, ops), |(hash, s)| sessions.publish(hash, s));
+        let keys = std::mem::take(&mut state.keys);
+        let api_keys = &self.indexes.api_keys;
+        let publish_keys = |durable: bool| {
+            if durable {
+                keys.into_iter().for_each(|(id, key)| api_keys.publish(id, key));
+            }
+        };
+        let flushing = state.overlay.flush_then(
+            |ops| overlay::write(&self.writer, ops),
+            |(hash, s)| sessions.publish(hash, s),
+            publish_keys,
+        );
         // Other nodes' changes meanwhile: a ban or sign-out made there does not wait for this commit.
         state.inbox.while_flushing(flushing, |change| change.split(&writes), |change| self.apply_remote(change)).await;
         Ok(())
@@ -310,7 +330,13 @@ impl SessionsActor {
 
     /// Another node's sessions, but what this node's own commits have written since (a refresh committed on
     /// another node before a sign-out here does not bring the session back).
-    fn apply_remote(&self, ForSessions { sessions, gate }: ForSessions) {
+    fn apply_remote(&self, ForSessions { sessions, api_keys, gate }: ForSessions) {
+        for (id, key) in api_keys {
+            if gate.admits(Key::ApiKey(id.to_bytes())) {
+                gate.applied(Key::ApiKey(id.to_bytes()));
+                self.indexes.api_keys.publish(id, key);
+            }
+        }
         let index = &self.indexes.sessions;
         let apply = |user: UserId, hash: TokenHash, session: Option<Arc<Session>>| {
             if gate.admits_session(user.to_bytes(), hash) {

@@ -5,6 +5,7 @@
 //! - `actor`: the actor, which handles the messages in order and writes through the overlay.
 
 mod actor;
+mod api_keys;
 mod index;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::domain::{OrgId, Session, SessionToken, Timestamp, TokenHash, UserId};
 use crate::store::StoreOp;
 
 pub(super) use actor::spawn;
+pub use api_keys::{KeyActor, KeyChange, KeyError};
 pub use index::SessionIndex;
 
 /// Where a sign-in comes from (the client's address and user agent), recorded on the session.
@@ -138,6 +140,8 @@ pub enum SessionsMsg {
     /// into the read index.
     Remote,
     Flush,
+    /// The API keys' changes ([`api_keys`]).
+    ApiKey(api_keys::KeyMsg),
 }
 
 impl super::Letter for SessionsMsg {
@@ -153,6 +157,7 @@ impl super::Letter for SessionsMsg {
             // Another node's changes: this node's memory must follow them whatever.
             Self::Remote => None,
             Self::Unfence { .. } | Self::Flush => None,
+            Self::ApiKey(msg) => msg.caller_gone(),
         }
     }
 }
