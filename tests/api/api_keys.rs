@@ -134,7 +134,8 @@ async fn create_refuses_what_the_plugin_refuses() {
 #[tokio::test]
 async fn a_key_in_the_header_is_its_owners_session_within_its_window() {
     let s = TestServer::start().await;
-    let c = &s.client;
+    // One node: each node counts a key's window on its own (docs/cluster.md).
+    let c = &s.nodes[0];
     let u = c.new_user("keys-session").await;
     let made = created(c, &u.cookie, &json!({})).await;
     let key = str_of(&made["key"]).to_owned();
