@@ -4,7 +4,10 @@
 
 use serde::Serialize;
 
-use crate::domain::{self, AuditId, OrgId, Organization, Session, SessionId, Timestamp, User, UserId};
+use crate::domain::{
+    self, AuditId, Invitation, InvitationId, MemberId, Membership, OrgId, Organization, Session, SessionId, Timestamp,
+    User, UserId,
+};
 
 /// A user on the auth endpoints.
 #[derive(Serialize)]
@@ -405,6 +408,183 @@ pub struct Token<'a> {
     pub token: &'a str,
 }
 
+/// `{"error": null, "success"}`: better-auth's `has-permission` (and the admin plugin's) answer.
+#[derive(Serialize)]
+pub struct PermissionCheck {
+    /// Always `null`.
+    pub error: (),
+    pub success: bool,
+}
+
+// The organization plugin's shapes (`/api/auth/organization/*`), first written through `json!` as the others above.
+
+/// An organization on the organization plugin's calls. `members` (and `invitations`) only where the call shows
+/// them (`create`, `get-full-organization`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginOrganization<'a> {
+    pub created_at: Timestamp,
+    pub id: OrgId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invitations: Option<Vec<PluginInvitation<'a>>>,
+    pub logo: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<PluginMember<'a>>>,
+    /// The metadata the client set (JSON text, kept as given), parsed back; `null` if it does not parse.
+    pub metadata: Option<serde_json::Value>,
+    pub name: &'a str,
+    pub slug: &'a str,
+}
+
+impl<'a> From<&'a Organization> for PluginOrganization<'a> {
+    fn from(o: &'a Organization) -> Self {
+        Self {
+            created_at: o.created_at,
+            id: o.id,
+            invitations: None,
+            logo: o.logo.as_deref(),
+            members: None,
+            metadata: o.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
+            name: o.name.as_str(),
+            slug: o.slug.as_str(),
+        }
+    }
+}
+
+/// A membership on the organization plugin's calls; `user` where the call shows the account with it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginMember<'a> {
+    pub created_at: Timestamp,
+    pub id: MemberId,
+    pub organization_id: OrgId,
+    /// The roles, comma-separated (better-auth's way of writing several).
+    pub role: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<MemberUser<'a>>,
+    pub user_id: UserId,
+}
+
+impl<'a> PluginMember<'a> {
+    pub fn new(m: &Membership, user: Option<&'a User>) -> Self {
+        Self {
+            created_at: m.created_at,
+            id: m.id,
+            organization_id: m.org,
+            role: m.roles.to_string(),
+            user: user.map(|u| MemberUser { email: u.email(), id: u.id, image: u.image(), name: u.name() }),
+            user_id: m.user,
+        }
+    }
+}
+
+/// The account shown with a membership.
+#[derive(Serialize)]
+pub struct MemberUser<'a> {
+    pub email: &'a str,
+    pub id: UserId,
+    pub image: Option<&'a str>,
+    pub name: &'a str,
+}
+
+/// An invitation on the organization plugin's calls. The names of its organization and inviter only where the
+/// call shows them (`get-invitation`; `list-user-invitations` shows the organization's name, `null` once it is
+/// gone).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginInvitation<'a> {
+    pub created_at: Timestamp,
+    pub email: &'a str,
+    pub expires_at: Timestamp,
+    pub id: InvitationId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inviter_email: Option<&'a str>,
+    pub inviter_id: UserId,
+    pub organization_id: OrgId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_name: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_slug: Option<&'a str>,
+    pub role: String,
+    pub status: &'static str,
+    /// Teams are not served: always `null`.
+    pub team_id: (),
+}
+
+impl<'a> From<&'a Invitation> for PluginInvitation<'a> {
+    fn from(i: &'a Invitation) -> Self {
+        Self {
+            created_at: i.created_at,
+            email: i.email.as_str(),
+            expires_at: i.expires_at,
+            id: i.id,
+            inviter_email: None,
+            inviter_id: i.inviter,
+            organization_id: i.org,
+            organization_name: None,
+            organization_slug: None,
+            role: i.roles.to_string(),
+            status: i.status.as_str(),
+            team_id: (),
+        }
+    }
+}
+
+/// `{"member"}`: `remove-member`'s answer.
+#[derive(Serialize)]
+pub struct MemberEnded<'a> {
+    pub member: PluginMember<'a>,
+}
+
+/// `{"invitation", "member"}`: `accept-invitation`'s (the new membership) and `reject-invitation`'s (`null`).
+#[derive(Serialize)]
+pub struct InvitationAnswered<'a> {
+    pub invitation: PluginInvitation<'a>,
+    pub member: Option<PluginMember<'a>>,
+}
+
+/// `{"role"}`: `get-active-member-role`.
+#[derive(Serialize)]
+pub struct MemberRole {
+    pub role: String,
+}
+
+/// `GET /api/auth/ok`: better-auth's liveness answer, `{"ok": true}`.
+#[derive(Serialize)]
+pub struct Ok {
+    pub ok: bool,
+}
+
+/// `/healthz` and `/readyz`: the node's state, and while it is not ready, why.
+#[derive(Serialize)]
+pub struct Health {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    pub status: &'static str,
+}
+
+/// `DELETE /api/admin/organizations/{id}`: how many members were detached.
+#[derive(Serialize)]
+pub struct OrganizationDeleted {
+    pub detached: usize,
+    pub success: bool,
+}
+
+/// `POST /api/admin/setup`: the first administrator, made.
+#[derive(Serialize)]
+pub struct SetUp<'a> {
+    pub success: bool,
+    pub user: SetUpUser<'a>,
+}
+
+/// The administrator [`SetUp`] made.
+#[derive(Serialize)]
+pub struct SetUpUser<'a> {
+    pub email: &'a str,
+    pub id: UserId,
+    pub name: &'a str,
+}
+
 /// One entry of `GET /api/admin/audit`.
 #[derive(Serialize)]
 pub struct AuditEntry<'a> {
@@ -679,6 +859,61 @@ mod tests {
         same_as_json(&Token { token: "t" });
         for next_cursor in [Some("d1"), None] {
             same_as_json(&WebhookDeliveries { deliveries: vec![WebhookDelivery::from(&delivery)], next_cursor });
+        }
+        same_as_json(&PermissionCheck { error: (), success: false });
+        same_as_json(&Ok { ok: true });
+        same_as_json(&Health { reason: None, status: "ready" });
+        same_as_json(&Health { reason: Some("the store \"refuses\""), status: "unavailable" });
+        same_as_json(&OrganizationDeleted { detached: 3, success: true });
+        same_as_json(&SetUp {
+            success: true,
+            user: SetUpUser { email: "a@example.com", id: UserId::new(), name: "A \"b\"" },
+        });
+        // The organization plugin's shapes, with and without their optional parts, and texts that need escaping.
+        let now = Timestamp::from_millis(1_795_338_902_123);
+        let account = user("Ann \"Q\" \u{e9}", Some("https://example.com/a.png"));
+        for metadata in [None, Some("{\"z\": 1, \"a\": [true]}"), Some("not json")] {
+            let org = Organization {
+                id: OrgId::new(),
+                name: domain::Name::from_trusted("Org \"one\"".into()),
+                slug: domain::Slug::parse("org-one").unwrap(),
+                logo: metadata.map(|_| "https://example.com/logo.png".into()),
+                metadata: metadata.map(Into::into),
+                created_at: now,
+            };
+            let roles = domain::MemberRoles::parse(["admin", "member"]).unwrap();
+            let membership = Membership::new(org.id, account.id, roles, now);
+            let invitation = Invitation {
+                id: InvitationId::new(),
+                org: org.id,
+                email: domain::Email::parse("bo@example.com").unwrap(),
+                roles,
+                status: domain::InvitationStatus::Pending,
+                inviter: account.id,
+                expires_at: now,
+                created_at: now,
+            };
+            same_as_json(&PluginOrganization::from(&org));
+            same_as_json(&PluginOrganization {
+                members: Some(vec![
+                    PluginMember::new(&membership, Some(&account)),
+                    PluginMember::new(&membership, None),
+                ]),
+                invitations: Some(vec![PluginInvitation::from(&invitation)]),
+                ..PluginOrganization::from(&org)
+            });
+            same_as_json(&PluginInvitation {
+                inviter_email: Some(account.email()),
+                organization_name: Some(Some(org.name.as_str())),
+                organization_slug: Some(org.slug.as_str()),
+                ..PluginInvitation::from(&invitation)
+            });
+            same_as_json(&PluginInvitation { organization_name: Some(None), ..PluginInvitation::from(&invitation) });
+            same_as_json(&MemberEnded { member: PluginMember::new(&membership, None) });
+            for member in [Some(PluginMember::new(&membership, None)), None] {
+                same_as_json(&InvitationAnswered { invitation: PluginInvitation::from(&invitation), member });
+            }
+            same_as_json(&MemberRole { role: roles.to_string() });
         }
         assert_eq!(
             serde_json::to_string(&OneWebhook { webhook: Webhook::from(&endpoint) }).unwrap(),

@@ -1,13 +1,12 @@
 //! Operations routes: liveness (`/healthz`, and better-auth's `/api/auth/ok`), readiness and the OpenAPI document. No session needed; nothing secret in them.
 
+use crate::accounts::NotReady;
 use bytes::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
-use serde_json::json;
-
-use crate::accounts::NotReady;
 
 use super::AppState;
+use super::dto::{self, Health};
 use super::response::{Body, json, ok};
 
 /// The OpenAPI 3.1 document of this service, as kept in the repository.
@@ -21,12 +20,12 @@ pub fn openapi() -> Response<Body> {
 
 /// `GET /api/auth/ok`: better-auth's own liveness call, for clients and monitors written against the library.
 pub fn auth_ok() -> Response<Body> {
-    ok(&json!({"ok": true}))
+    ok(&dto::Ok { ok: true })
 }
 
 /// `GET /healthz`: the process runs and answers.
 pub fn alive() -> Response<Body> {
-    ok(&json!({"status": "alive"}))
+    ok(&Health { reason: None, status: "alive" })
 }
 
 /// `GET /readyz`: 200 while the store accepts commits; 503 with the reason while it refuses them (after a disk
@@ -34,7 +33,7 @@ pub fn alive() -> Response<Body> {
 /// once the follower has not reached the database for two seconds, whether or not anything was written.
 pub fn ready(state: &AppState) -> Response<Body> {
     match state.accounts.readiness() {
-        Ok(()) => ok(&json!({"status": "ready"})),
+        Ok(()) => ok(&Health { reason: None, status: "ready" }),
         // A fixed text: the endpoint is public, and the error itself (paths, OS messages) is in the server's log.
         Err(not_ready) => {
             let reason = match not_ready {
@@ -46,7 +45,7 @@ pub fn ready(state: &AppState) -> Response<Body> {
                      store.max_staleness_secs its session checks are refused, until it has caught up"
                 }
             };
-            json(StatusCode::SERVICE_UNAVAILABLE, &json!({"status": "unavailable", "reason": reason}))
+            json(StatusCode::SERVICE_UNAVAILABLE, &Health { reason: Some(reason), status: "unavailable" })
         }
     }
 }

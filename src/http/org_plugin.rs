@@ -10,10 +10,13 @@ use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::AppState;
-use super::dto::json_str;
+use super::dto::{
+    InvitationAnswered, MemberEnded, MemberRole, PermissionCheck, PluginInvitation, PluginMember, PluginOrganization,
+    STATUS, json_str,
+};
 use super::extract::{self, Ctx, Fields};
 use super::fields::validated_name;
 use super::response::{Body, Failure, json_bytes, ok};
@@ -25,32 +28,19 @@ use crate::domain::{
 
 // --- answers --------------------------------------------------------------------------------------------------
 
-fn organization(o: &Organization) -> Value {
-    json!({
-        "id": o.id,
-        "name": o.name.as_str(),
-        "slug": o.slug.as_str(),
-        "logo": o.logo.as_deref(),
-        "metadata": o.metadata.as_deref().and_then(|m| serde_json::from_str::<Value>(m).ok()),
-        "createdAt": o.created_at,
-    })
+fn organization(o: &Organization) -> PluginOrganization<'_> {
+    PluginOrganization::from(o)
 }
 
-fn member(m: &Membership, user: Option<&User>) -> Value {
-    let mut out = json!({
-        "id": m.id,
-        "organizationId": m.org,
-        "userId": m.user,
-        "role": m.roles.to_string(),
-        "createdAt": m.created_at,
-    });
-    if let Some(u) = user {
-        out["user"] = json!({"id": u.id, "name": u.name(), "email": u.email(), "image": u.image()});
-    }
-    out
+fn member<'a>(m: &Membership, user: Option<&'a User>) -> PluginMember<'a> {
+    PluginMember::new(m, user)
 }
 
-/// A member with their account as [`member`] shows it (keys sorted, as its map writes them), appended as bytes:
+fn invitation(i: &Invitation) -> PluginInvitation<'_> {
+    PluginInvitation::from(i)
+}
+
+/// A member with their account as [`PluginMember`] shows it (its fields in alphabetical order), appended as bytes:
 /// `list-members` answers up to `membership_limit` of them. Through serde each key and each id or time went
 /// through its string escaping, a fifth of the server's time on a page of 100; only the texts a person chose
 /// (name, e-mail, image) can need escaping. A unit test pins the bytes to the `Value`'s.
@@ -102,20 +92,6 @@ fn member_page_json(page: &[(Arc<Membership>, Arc<User>)], total: usize) -> Vec<
     out.extend_from_slice(total.to_string().as_bytes());
     out.push(b'}');
     out
-}
-
-fn invitation(i: &Invitation) -> Value {
-    json!({
-        "id": i.id,
-        "organizationId": i.org,
-        "email": i.email.as_str(),
-        "role": i.roles.to_string(),
-        "status": i.status.as_str(),
-        "inviterId": i.inviter,
-        "teamId": null,
-        "expiresAt": i.expires_at,
-        "createdAt": i.created_at,
-    })
 }
 
 // --- reading requests ----------------------------------------------------------------------------------------
@@ -203,8 +179,7 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let active_in = (!keep).then(|| token.hash());
     let (org, owner) =
         state.accounts.create_owned_organization(&current, active_in, name, slug, logo, metadata, ip(&ctx)).await?;
-    let mut answer = organization(&org);
-    answer["members"] = json!([member(&owner, None)]);
+    let answer = PluginOrganization { members: Some(vec![member(&owner, None)]), ..organization(&org) };
     Ok(ok(&answer))
 }
 
@@ -212,11 +187,7 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 pub async fn check_slug(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     signed_in(state, &req).await?;
     let body = body(state, req, &["slug"]).await?;
-    if state.accounts.slug_free(body.string("slug")?) {
-        Ok(ok(&json!({"status": true})))
-    } else {
-        Err(OrgError::SlugTaken.into())
-    }
+    if state.accounts.slug_free(body.string("slug")?) { Ok(ok(&STATUS)) } else { Err(OrgError::SlugTaken.into()) }
 }
 
 /// `POST update` `{data: {name?, slug?, logo?, metadata?}, organizationId?}`: for owners and admins.
@@ -286,9 +257,11 @@ pub async fn get_full(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
         Err(OrgError::NotAMember) => return Err(not_a_member(state, &token, &current).await),
         other => other?,
     };
-    let mut answer = organization(&full.organization);
-    answer["members"] = full.members.iter().map(|(m, u)| member(m, Some(u))).collect();
-    answer["invitations"] = full.invitations.iter().map(|i| invitation(i)).collect();
+    let answer = PluginOrganization {
+        members: Some(full.members.iter().map(|(m, u)| member(m, Some(u))).collect()),
+        invitations: Some(full.invitations.iter().map(|i| invitation(i)).collect()),
+        ..organization(&full.organization)
+    };
     Ok(ok(&answer))
 }
 
@@ -364,7 +337,7 @@ pub async fn get_active_member_role(
             user.and_then(|u| state.accounts.membership(org, u)).ok_or(OrgError::YouAreNotAMember)?.roles
         }
     };
-    Ok(ok(&json!({"role": roles.to_string()})))
+    Ok(ok(&MemberRole { role: roles.to_string() }))
 }
 
 /// `POST update-member-role` `{role, memberId, organizationId?}`: the updated membership.
@@ -390,7 +363,7 @@ pub async fn remove_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
     };
     let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
     let removed = state.accounts.remove_member(&current, token.hash(), org, target, ip(&ctx)).await?;
-    Ok(ok(&json!({"member": member(&removed, None)})))
+    Ok(ok(&MemberEnded { member: member(&removed, None) }))
 }
 
 /// `POST leave` `{organizationId}`: the caller's membership that ended. The last owner cannot leave.
@@ -441,7 +414,7 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
                     && asked.iter().filter(|(x, _)| x == res).all(|(_, a)| r.permissions().allows(res, a))
             })
         });
-    Ok(ok(&json!({"error": null, "success": success})))
+    Ok(ok(&PermissionCheck { error: (), success }))
 }
 
 // --- invitations -------------------------------------------------------------------------------------------------
@@ -471,7 +444,7 @@ pub async fn accept_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
     let (accepted, joined) = state.accounts.accept_invitation(&current, token.hash(), id, ip(&ctx)).await?;
-    Ok(ok(&json!({"invitation": invitation(&accepted), "member": member(&joined, None)})))
+    Ok(ok(&InvitationAnswered { invitation: invitation(&accepted), member: Some(member(&joined, None)) }))
 }
 
 /// `POST reject-invitation` `{invitationId}`: `{invitation, member: null}`.
@@ -480,7 +453,7 @@ pub async fn reject_invitation(state: &AppState, ctx: Ctx, req: Request<Incoming
     let body = body(state, req, &["invitationId"]).await?;
     let id = invitation_id(body.string("invitationId")?)?;
     let rejected = state.accounts.reject_invitation(&current, id, ip(&ctx)).await?;
-    Ok(ok(&json!({"invitation": invitation(&rejected), "member": null})))
+    Ok(ok(&InvitationAnswered { invitation: invitation(&rejected), member: None }))
 }
 
 /// `POST cancel-invitation` `{invitationId}`: the canceled invitation (owners and admins).
@@ -499,10 +472,12 @@ pub async fn get_invitation(state: &AppState, _: Ctx, req: Request<Incoming>) ->
     let q = query(&req, &["id"])?;
     let id = invitation_id(&q("id").ok_or_else(|| Failure::validation("[query.id] Invalid input: expected string"))?)?;
     let (found, org, inviter) = state.accounts.invitation_for(&current, id)?;
-    let mut answer = invitation(&found);
-    answer["organizationName"] = json!(org.name.as_str());
-    answer["organizationSlug"] = json!(org.slug.as_str());
-    answer["inviterEmail"] = json!(inviter.email());
+    let answer = PluginInvitation {
+        inviter_email: Some(inviter.email()),
+        organization_name: Some(Some(org.name.as_str())),
+        organization_slug: Some(org.slug.as_str()),
+        ..invitation(&found)
+    };
     Ok(ok(&answer))
 }
 
@@ -532,12 +507,11 @@ pub async fn list_user_invitations(
     }
     extract::query_only(req.uri().query(), &[])?;
     let all = state.accounts.invitations_to(&current)?;
-    let listed: Vec<Value> = all
+    let listed: Vec<PluginInvitation> = all
         .iter()
-        .map(|(i, org)| {
-            let mut out = invitation(i);
-            out["organizationName"] = json!(org.as_ref().map(|o| o.name.as_str()));
-            out
+        .map(|(i, org)| PluginInvitation {
+            organization_name: Some(org.as_ref().map(|o| o.name.as_str())),
+            ..invitation(i)
         })
         .collect();
     Ok(ok(&listed))
@@ -545,6 +519,8 @@ pub async fn list_user_invitations(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::domain::{Name, Timestamp, UserFields};
 
@@ -571,7 +547,8 @@ mod tests {
             page.push((Arc::new(m), Arc::new(user)));
         }
         for shown in [&page[..0], &page[..1], &page[..]] {
-            let members: Vec<Value> = shown.iter().map(|(m, u)| member(m, Some(u))).collect();
+            let members: Vec<Value> =
+                shown.iter().map(|(m, u)| serde_json::to_value(member(m, Some(u))).unwrap()).collect();
             let value = json!({"members": members, "total": 10_000});
             let by_hand = String::from_utf8(member_page_json(shown, 10_000)).unwrap();
             assert_eq!(by_hand, serde_json::to_string(&value).unwrap());

@@ -85,7 +85,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
         }
     }
     let detached = state.accounts.delete_organization(admin.id, id, detach, ctx.ip.to_string()).await?;
-    Ok(ok(&serde_json::json!({"success": true, "detached": detached})))
+    Ok(ok(&super::dto::OrganizationDeleted { detached, success: true }))
 }
 
 /// `GET /api/admin/organizations/{id}/members` → `{members}`: its users as `GET /api/admin/users` shows them,

@@ -3,9 +3,9 @@
 
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use serde_json::json;
 
 use super::AppState;
+use super::dto::{SetUp, SetUpUser};
 use super::extract::{self, Ctx};
 use super::fields::{invalid_email, validated_name};
 use super::pages;
@@ -28,12 +28,12 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let name = validated_name(body.string("name")?)?;
     let email = Email::parse(body.string("email")?).map_err(|_| invalid_email())?;
     let password = Password::new(body.string("password")?)?;
-    let answer = json!({"email": email.as_str(), "name": name.as_str()});
+    let (shown_email, shown_name) = (email.as_str().to_owned(), name.as_str().to_owned());
     let ip = ctx.ip.to_string();
     let created = state.accounts.set_up_first_admin(&state.setup, &token, name, email, password, ip).await;
     let id = created.map_err(refusal)?;
     tracing::info!(user = %id, "first administrator created through the setup link");
-    Ok(ok(&json!({"success": true, "user": {"id": id.to_string(), "email": answer["email"], "name": answer["name"]}})))
+    Ok(ok(&SetUp { success: true, user: SetUpUser { email: &shown_email, id, name: &shown_name } }))
 }
 
 fn refusal(e: SetupError) -> Failure {
