@@ -592,7 +592,7 @@ async function userPage(id) {
   const passwordButton = h("button", { type: "submit", text: "Set password" });
   const passwordLine = messageLine("password-msg");
   const passwordForm = h("form", { id: "password-form", "aria-labelledby": "password-heading" },
-    field("New password", password, "8 to 128 characters; every session of the user ends"), passwordButton, passwordLine);
+    field("New password", password, "15 to 128 characters (8 if the user has an authenticator), not a common password; every session of the user ends"), passwordButton, passwordLine);
   passwordForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     const sure = await confirmAction({ title: `Set a new password for ${user.email}?`, confirmLabel: "Set password",

@@ -46,6 +46,7 @@ pub struct Config {
     pub passkeys: PasskeysConfig,
     pub two_factor: TwoFactorConfig,
     pub webhooks: WebhooksConfig,
+    pub passwords: PasswordsConfig,
     /// Sign-in through other identity providers (`[[oauth.providers]]`).
     pub oauth: crate::oauth::config::OAuthConfig,
     /// Set from `SERVICE_AUTH_BOOTSTRAP_ADMIN_*` only, never from the file: a password does not belong in a
@@ -55,6 +56,39 @@ pub struct Config {
     /// The file this configuration was read from; `None`: the built-in defaults.
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+/// What a new password must be (NIST SP 800-63B-4 §3.1.1.2; docs/guides/first-steps.md "Passwords"). Checked at sign-up, change, reset
+/// and when an administrator sets one; never at sign-in.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PasswordsConfig {
+    /// The shortest password of an account without a second factor (NIST: 15 for a password used alone).
+    pub min_length: usize,
+    /// The shortest password of an account with an authenticator on (NIST: 8 for a password that is one factor
+    /// of two).
+    pub min_length_with_second_factor: usize,
+    /// The service's names, refused inside passwords (besides "service-auth" and `two_factor.issuer`).
+    pub context_words: Vec<String>,
+    /// A k-anonymity range API of the Have I Been Pwned shape (`https://api.pwnedpasswords.com/range/`): the
+    /// first five hex digits of the password's SHA-1 are appended and nothing else is sent. Unset: no lookup,
+    /// the shipped list only. `https://`, or `http://` to a loopback address.
+    pub range_url: Option<String>,
+    /// The lookup's time limit, milliseconds. A lookup that fails or times out lets the password through (the
+    /// shipped list has already been checked): sign-up never depends on another service being up.
+    pub range_timeout_ms: u64,
+}
+
+impl Default for PasswordsConfig {
+    fn default() -> Self {
+        Self {
+            min_length: 15,
+            min_length_with_second_factor: 8,
+            context_words: Vec::new(),
+            range_url: None,
+            range_timeout_ms: 2_000,
+        }
+    }
 }
 
 /// Webhooks (docs/reference.md): how deliveries are attempted. Endpoints themselves are managed through
@@ -509,6 +543,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             store: StoreConfig::default(),
             webhooks: WebhooksConfig::default(),
+            passwords: PasswordsConfig::default(),
             two_factor: TwoFactorConfig::default(),
             passkeys: PasskeysConfig::default(),
             oauth: Default::default(),
@@ -589,6 +624,23 @@ impl Config {
     pub fn secure_cookies(&self) -> bool {
         self.cookie.secure || self.base_url.as_deref().is_some_and(|u| u.starts_with("https://"))
     }
+}
+
+/// A range API's base: the prefix is appended to it, so it carries no query or fragment.
+fn is_range_url(text: &str) -> bool {
+    let Ok(url) = url::Url::parse(text) else { return false };
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name == "localhost",
+        None => false,
+    };
+    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
+    scheme_ok
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none()
 }
 
 /// Why the configuration cannot be used. Each message names the file or variable and the key.
@@ -829,6 +881,27 @@ impl Config {
         }
         if self.two_factor.issuer.as_deref().is_some_and(|i| i.trim().is_empty() || i.len() > 64 || i.contains(':')) {
             return fail("two_factor.issuer", "must be 1 to 64 characters without ':'".into());
+        }
+        let p = &self.passwords;
+        if !(8..=64).contains(&p.min_length) {
+            return fail("passwords.min_length", format!("= {} must be 8 to 64", p.min_length));
+        }
+        if !(8..=p.min_length).contains(&p.min_length_with_second_factor) {
+            return fail("passwords.min_length_with_second_factor", "must be 8 to passwords.min_length".into());
+        }
+        if p.context_words.iter().any(|w| w.trim().chars().count() < 4 || w.len() > 128) {
+            return fail("passwords.context_words", "entries must be 4 to 128 characters".into());
+        }
+        if let Some(url) = &p.range_url
+            && !is_range_url(url)
+        {
+            return fail(
+                "passwords.range_url",
+                format!("= {url:?} must be an https:// URL (http:// only to a loopback address), without query"),
+            );
+        }
+        if p.range_timeout_ms == 0 {
+            return fail("passwords.range_timeout_ms", "must be at least 1".into());
         }
         let h = &self.hashing;
         if h.memory_kib < 19_456 {
@@ -1210,6 +1283,28 @@ mod tests {
         assert_eq!(key("[two_factor]\nissuer = \"a:b\"\n"), "two_factor.issuer");
         let ok = parse("[two_factor]\nrequired_for_roles = [\"admin\"]\nissuer = \"Pharmacy QA\"\n").unwrap();
         assert!(ok.validate().is_ok());
+    }
+
+    #[test]
+    fn the_password_rules_are_checked() {
+        let key = |text: &str| parse(text).unwrap().validate().unwrap_err().0;
+        assert_eq!(key("[passwords]\nmin_length = 7\n"), "passwords.min_length");
+        assert_eq!(
+            key("[passwords]\nmin_length = 12\nmin_length_with_second_factor = 13\n"),
+            "passwords.min_length_with_second_factor"
+        );
+        assert_eq!(key("[passwords]\ncontext_words = [\"abc\"]\n"), "passwords.context_words");
+        for url in ["http://example.com/range/", "https://example.com/range/?x=1", "ftp://127.0.0.1/", "range"] {
+            assert_eq!(key(&format!("[passwords]\nrange_url = {url:?}\n")), "passwords.range_url", "{url}");
+        }
+        assert_eq!(key("[passwords]\nrange_timeout_ms = 0\n"), "passwords.range_timeout_ms");
+        let ok =
+            "[passwords]\nmin_length = 12\nrange_url = \"http://127.0.0.1:9/range/\"\ncontext_words = [\"Acme\"]\n";
+        assert!(parse(ok).unwrap().validate().is_ok());
+        assert!(
+            parse("[passwords]\nrange_url = \"https://api.pwnedpasswords.com/range/\"\n").unwrap().validate().is_ok()
+        );
+        assert_eq!(Config::default().passwords.min_length, 15, "NIST SP 800-63B-4's minimum for a password used alone");
     }
 
     #[test]

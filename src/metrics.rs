@@ -155,6 +155,11 @@ impl Metrics {
         self.counter(MAIL_FAILED, vec![Label::from_static_parts("reason", reason)])
     }
 
+    /// The counter of password range lookups of one outcome (`listed`, `absent`, `failed`).
+    pub fn password_range_lookup(&self, outcome: &'static str) -> Counter {
+        self.counter("service_auth_password_range_lookups_total", vec![Label::from_static_parts("outcome", outcome)])
+    }
+
     /// The sign-in counter of one outcome.
     pub fn sign_in(&self, outcome: &'static str) -> Counter {
         self.counter(SIGN_INS, vec![Label::from_static_parts("outcome", outcome)])

@@ -227,6 +227,7 @@ impl Core {
             passkeys,
             keys: Arc::new(keys),
             api_keys: Arc::new(config.api_keys.clone()),
+            passwords: Arc::new(crate::accounts::PasswordCheck::new(config)),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

@@ -41,6 +41,7 @@ mod api {
     mod overload;
     mod pages;
     mod passkeys;
+    mod passwords;
     mod provider;
     mod refused_origins;
     mod security;

@@ -27,6 +27,9 @@ pub enum AccountError {
     LastAdmin,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
+    /// The new password is refused by the policy (too short for the account, listed, or a context word).
+    #[error(transparent)]
+    Password(#[from] crate::domain::PasswordRefused),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -83,6 +86,8 @@ impl Accounts {
         client: Client,
     ) -> Result<(Arc<User>, Option<(SessionToken, Arc<Session>)>), AccountError> {
         self.confirm_password(&current.user, current_password, &client.ip_address).await?;
+        // After the current password: a caller who does not know it learns nothing of the policy's verdict.
+        self.vet_password_of(&current.user, &new_password).await?;
         let password_hash = self.hasher.hash(new_password).await?;
         let change = OwnChange::Password { password_hash, end_sessions: revoke_other_sessions };
         let user = self.change_own(current, change, &client.ip_address).await?;

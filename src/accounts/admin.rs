@@ -10,8 +10,8 @@ use super::{
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{CreateUserError, DeleteUserError, NewUser};
 use crate::domain::{
-    AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, Session, SessionId, SessionToken, Slug, Timestamp,
-    TokenHash, User, UserId,
+    AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, PasswordContext, Session, SessionId, SessionToken,
+    Slug, Timestamp, TokenHash, User, UserId,
 };
 use crate::hashing::HashError;
 
@@ -40,6 +40,9 @@ pub enum AdminError {
     TargetBanned,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
+    /// The new password is refused by the policy (too short for the account, listed, or a context word).
+    #[error(transparent)]
+    Password(#[from] crate::domain::PasswordRefused),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -89,7 +92,11 @@ impl Accounts {
             return Err(AdminError::EmailTaken);
         }
         let password = match password {
-            Some(p) => p,
+            Some(p) => {
+                let context = PasswordContext { email: email.as_str(), name: name.as_str(), second_factor: false };
+                self.vet_password(&p, context).await?;
+                p
+            }
             None => Password::for_sign_in(SessionToken::generate().as_str()).map_err(|_| Unavailable)?,
         };
         let password_hash = self.hasher.hash(password).await.map_err(AdminError::from_hash)?;
@@ -110,6 +117,8 @@ impl Accounts {
         password: Password,
         ip: &str,
     ) -> Result<(), AdminError> {
+        let user = self.indexes.users.get(target).ok_or(AdminError::UserNotFound)?;
+        self.vet_password_of(&user, &password).await?;
         let password_hash = self.hasher.hash(password).await.map_err(AdminError::from_hash)?;
         let change = UserChange { password_hash: Some(password_hash), ..UserChange::default() };
         self.update_user(by, target, change, ip.to_owned()).await?;

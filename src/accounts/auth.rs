@@ -9,7 +9,7 @@ use tracing::Instrument;
 use super::{Accounts, Client, Counter, Unavailable};
 use crate::actors::sessions::{CreateSessionError, Start, StartWith};
 use crate::actors::users::{AttemptRefused, Checked, CreateUserError, NewUser};
-use crate::domain::{Email, ImageUrl, Name, Password, Session, SessionToken, TokenKind, User};
+use crate::domain::{Email, ImageUrl, Name, Password, PasswordContext, Session, SessionToken, TokenKind, User};
 use crate::hashing::{HashError, OnFile};
 
 /// A new account as the sign-up form gives it, validated.
@@ -53,6 +53,9 @@ pub enum SignUpError {
     /// Every hashing worker is busy: a short overload, retry in a second.
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
+    /// The new password is refused by the policy (too short for the account, listed, or a context word).
+    #[error(transparent)]
+    Password(#[from] crate::domain::PasswordRefused),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -126,6 +129,8 @@ impl Accounts {
         if self.indexes.users.by_email(&form.email).is_some() {
             return Err(SignUpError::EmailTaken);
         }
+        let context = PasswordContext { email: form.email.as_str(), name: form.name.as_str(), second_factor: false };
+        self.vet_password(&form.password, context).await?;
         let password_hash = self.hasher.hash(form.password).await?;
         let new = NewUser {
             name: form.name,

@@ -13,6 +13,7 @@ mod id_token;
 pub mod oauth;
 mod organizations;
 mod passkeys;
+mod passwords;
 mod provider;
 mod query;
 mod recovery;
@@ -53,6 +54,7 @@ pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target}
 pub use passkeys::{
     Attachment, CeremonyToken, PasskeyBook, PasskeyError, Passkeys, credential_id_base64url, public_key_base64,
 };
+pub use passwords::PasswordCheck;
 pub use provider::{Alg, Jwk, Key as SigningKey, KeyError, KeyStatus};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
@@ -106,6 +108,8 @@ pub struct Accounts {
     pub(crate) keys: Arc<crate::provider::KeyRing>,
     /// `[api_keys]`: the header, the key's session, the defaults of new keys.
     pub(crate) api_keys: Arc<crate::config::ApiKeysConfig>,
+    /// What a new password must be, and the optional range lookup.
+    pub(crate) passwords: Arc<PasswordCheck>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

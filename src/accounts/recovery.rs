@@ -30,6 +30,9 @@ pub enum ResetPasswordError {
     InvalidToken,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
+    /// The new password is refused by the policy (too short for the account, listed, or a context word).
+    #[error(transparent)]
+    Password(#[from] crate::domain::PasswordRefused),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -99,9 +102,11 @@ impl Accounts {
         new_password: Password,
         ip: &str,
     ) -> Result<(), ResetPasswordError> {
-        if !self.reset_token_is_valid(token) {
-            return Err(ResetPasswordError::InvalidToken);
-        }
+        let now = Timestamp::now();
+        let reset =
+            self.indexes.tokens.get(&token.hash()).filter(|t| t.kind == TokenKind::PasswordReset && !t.is_expired(now));
+        let user = reset.and_then(|t| self.indexes.users.get(t.user_id)).ok_or(ResetPasswordError::InvalidToken)?;
+        self.vet_password_of(&user, &new_password).await?;
         let hash = self.hasher.hash(new_password).await.map_err(|e| match e {
             HashError::Busy => ResetPasswordError::Busy,
             HashError::Params(_) | HashError::Failed(_) => ResetPasswordError::Unavailable(Unavailable),

@@ -9,7 +9,7 @@ use subtle::ConstantTimeEq;
 
 use super::{Accounts, Unavailable};
 use crate::actors::users::{AdminVia, EnsureAdmin, EnsureAdminError};
-use crate::domain::{Email, Name, Password, SessionToken, TokenHash, UserId};
+use crate::domain::{Email, Name, Password, PasswordContext, SessionToken, TokenHash, UserId};
 use crate::hashing::HashError;
 
 /// How long a setup link works after start-up.
@@ -53,6 +53,9 @@ pub enum SetupError {
     Busy,
     #[error("{0}")]
     Hashing(String),
+    /// The new password is refused by the policy (too short for the account, listed, or a context word).
+    #[error(transparent)]
+    Password(#[from] crate::domain::PasswordRefused),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -91,6 +94,8 @@ impl Accounts {
             *slot = None;
             return Err(SetupError::AdminExists);
         }
+        let context = PasswordContext { email: email.as_str(), name: name.as_str(), second_factor: false };
+        self.vet_password(&password, context).await?;
         let hash = self.hash(password).await.map_err(|e| match e {
             HashError::Busy => SetupError::Busy,
             other => SetupError::Hashing(other.to_string()),

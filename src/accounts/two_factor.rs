@@ -70,7 +70,8 @@ pub enum TwoFactorError {
 impl From<AccountError> for TwoFactorError {
     fn from(e: AccountError) -> Self {
         match e {
-            AccountError::InvalidPassword => Self::InvalidPassword,
+            // Confirming a password vets no new one: a refusal by the policy cannot come from here.
+            AccountError::InvalidPassword | AccountError::Password(_) => Self::InvalidPassword,
             AccountError::Locked(wait) => Self::Locked(wait),
             AccountError::UserNotFound | AccountError::LastAdmin => Self::UserNotFound,
             AccountError::Busy => Self::Busy,

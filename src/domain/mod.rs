@@ -14,6 +14,7 @@ mod membership;
 mod name;
 mod passkey;
 mod password;
+mod password_policy;
 mod permissions;
 mod role;
 mod slug;
@@ -35,6 +36,9 @@ pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgR
 pub use name::{Name, NameError};
 pub use passkey::{Ceremony, CeremonyKind, Passkey, cose_key};
 pub use password::{HashCost, Password, PasswordError, PasswordHash, StoredHash, argon2_parameters, is_legacy_hash};
+pub use password_policy::{
+    Context as PasswordContext, PasswordPolicy, PasswordRefused, is_listed, list_key, listed_count,
+};
 pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
 pub use slug::{Slug, SlugError};

@@ -49,6 +49,11 @@ impl Password {
         Ok(Self(normalised))
     }
 
+    /// The normalised text, for the policy's checks ([`super::PasswordPolicy`]).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// The normalised bytes to hash.
     pub fn as_bytes(&self) -> &[u8] {
         self.0.as_bytes()

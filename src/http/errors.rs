@@ -9,7 +9,7 @@ use crate::accounts::{
     PasskeyError, ResetPasswordError, SignInError, SignUpError, Unavailable, UpdateOrgError, UpdateUserError,
     WebhookError,
 };
-use crate::domain::PasswordError;
+use crate::domain::{PasswordError, PasswordRefused};
 
 impl From<crate::accounts::ApiKeyError> for Failure {
     fn from(e: crate::accounts::ApiKeyError) -> Self {
@@ -69,6 +69,7 @@ impl From<SignUpError> for Failure {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", e.to_string())
             }
             SignUpError::Busy => busy(),
+            SignUpError::Password(p) => p.into(),
             SignUpError::Unavailable(u) => u.into(),
         }
     }
@@ -96,6 +97,18 @@ impl From<PasswordError> for Failure {
             PasswordError::TooShort => Self::bad_request("PASSWORD_TOO_SHORT", e.to_string()),
             PasswordError::TooLong => Self::bad_request("PASSWORD_TOO_LONG", e.to_string()),
         }
+    }
+}
+
+/// A new password the policy refuses: 400 with a code naming why (docs/guides/first-steps.md "Passwords").
+impl From<PasswordRefused> for Failure {
+    fn from(e: PasswordRefused) -> Self {
+        let code = match e {
+            PasswordRefused::TooShort { .. } => "PASSWORD_TOO_SHORT",
+            PasswordRefused::Compromised => "PASSWORD_COMPROMISED",
+            PasswordRefused::ContextWord => "PASSWORD_CONTAINS_CONTEXT_WORD",
+        };
+        Self::bad_request(code, e.to_string())
     }
 }
 
@@ -150,6 +163,7 @@ impl From<AccountError> for Failure {
             AccountError::UserNotFound => Self::bad_request("USER_NOT_FOUND", e.to_string()),
             AccountError::LastAdmin => Self::bad_request("LAST_ADMINISTRATOR", e.to_string()),
             AccountError::Busy => busy(),
+            AccountError::Password(p) => p.into(),
             AccountError::Unavailable(u) => u.into(),
         }
     }
@@ -203,6 +217,7 @@ impl From<ResetPasswordError> for Failure {
         match e {
             ResetPasswordError::InvalidToken => Self::bad_request("INVALID_TOKEN", e.to_string()),
             ResetPasswordError::Busy => busy(),
+            ResetPasswordError::Password(p) => p.into(),
             ResetPasswordError::Unavailable(u) => u.into(),
         }
     }
@@ -222,6 +237,7 @@ impl From<AdminError> for Failure {
             AdminError::CannotImpersonateAdmin => (StatusCode::FORBIDDEN, "YOU_CANNOT_IMPERSONATE_ADMINS"),
             AdminError::TargetBanned => (StatusCode::FORBIDDEN, "BANNED_USER"),
             AdminError::Busy => return busy(),
+            AdminError::Password(p) => return p.into(),
             AdminError::Unavailable(u) => return u.into(),
         };
         Self::new(status, code, e.to_string())

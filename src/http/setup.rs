@@ -43,6 +43,7 @@ fn refusal(e: SetupError) -> Failure {
         SetupError::EmailTaken => (StatusCode::CONFLICT, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL"),
         SetupError::Busy => return super::errors::busy(),
         SetupError::Hashing(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_SERVER_ERROR"),
+        SetupError::Password(p) => return p.into(),
         SetupError::Unavailable(u) => return u.into(),
     };
     Failure::new(status, code, e.to_string())

@@ -55,7 +55,7 @@ async fn create_get_set_role_ban_unban() {
     let s = TestServer::start().await;
     let admin = s.admin_session().await;
     let body =
-        json!({"email": "staff@example.com", "name": "Staff", "password": "staff password 1", "role": "qa_manager"});
+        json!({"email": "staff@example.com", "name": "Staff", "password": "crew password 12", "role": "qa_manager"});
     let r = post(&s, "create-user", &admin, &body).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let id = r.json()["user"]["id"].as_str().unwrap().to_owned();
@@ -73,15 +73,16 @@ async fn create_get_set_role_ban_unban() {
         (json!({"data": {"emailVerified": true}}), "[body.data] not taken at creation"),
         (json!({"data": "verified"}), "[body.data] Invalid input"),
     ] {
-        let mut body = json!({"email": "extra@example.com", "name": "Extra", "password": "extra password 1"});
+        let mut body = json!({"email": "extra@example.com", "name": "Extra", "password": "a spare password 1"});
         body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         let r = post(&s, "create-user", &admin, &body).await;
         assert_auth_error(&r, 400, "VALIDATION_ERROR");
         assert!(r.json()["message"].as_str().unwrap().starts_with(message), "{}", r.text);
     }
-    let empty_data = json!({"email": "extra@example.com", "name": "Extra", "password": "extra password 1", "data": {}});
+    let empty_data =
+        json!({"email": "extra@example.com", "name": "Extra", "password": "a spare password 1", "data": {}});
     assert_eq!(post(&s, "create-user", &admin, &empty_data).await.status, 200, "an empty `data` asks for nothing");
-    let staff = s.login("staff@example.com", "staff password 1").await;
+    let staff = s.login("staff@example.com", "crew password 12").await;
 
     let r = s.get(&format!("/api/auth/admin/get-user?id={id}")).cookie(&admin).send().await;
     assert_eq!((r.status, r.json()["email"].clone()), (200, json!("staff@example.com")));

@@ -150,7 +150,9 @@ async fn invalid_emails_are_rejected_on_sign_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn password_length_is_counted_in_unicode_scalar_values() {
-    let s = TestServer::start().await;
+    // The hard bounds (8 to 128), with the configurable minimum at that floor: the default of 15 has its test
+    // in passwords.rs.
+    let s = TestServer::start_adjusted(|c| c.passwords.min_length = 8).await;
     let emoji = |n: usize| "😀".repeat(n);
     let rejected = [
         (String::new(), "PASSWORD_TOO_SHORT"),
@@ -163,7 +165,8 @@ async fn password_length_is_counted_in_unicode_scalar_values() {
         let r = s.sign_up_body(&json!({"name": "X", "email": format!("r{i}@example.com"), "password": pw})).await;
         assert_auth_error(&r, 400, code);
     }
-    let accepted = ["a".repeat(8), "a".repeat(128), emoji(8), emoji(65) /* 130 UTF-16 units */, emoji(128)];
+    let accepted =
+        ["xkq7vbn3".to_owned(), "a".repeat(128), emoji(8), emoji(65) /* 130 UTF-16 units */, emoji(128)];
     for (i, pw) in accepted.iter().enumerate() {
         let email = format!("ok{i}@example.com");
         let (status, body, _) = s.sign_up(&format!("OK {i}"), &email, pw).await;
@@ -211,11 +214,11 @@ async fn password_is_nfkc_normalised() {
     assert_eq!(status, 200, "the password as typed");
 
     // Composed at sign-up, decomposed at sign-in.
-    let (status, body, _) = s.sign_up("Cafe", "cafe@example.com", "caf\u{e9}-au-lait").await;
+    let (status, body, _) = s.sign_up("Cafe", "cafe@example.com", "caf\u{e9}-au-lait-au-lait").await;
     assert_eq!(status, 200, "{body}");
-    let (status, body, _) = s.sign_in("cafe@example.com", "cafe\u{301}-au-lait").await;
+    let (status, body, _) = s.sign_in("cafe@example.com", "cafe\u{301}-au-lait-au-lait").await;
     assert_eq!(status, 200, "decomposed form: {body}");
-    let r = s.sign_in_body(&json!({"email": "cafe@example.com", "password": "cafe-au-lait"})).await;
+    let r = s.sign_in_body(&json!({"email": "cafe@example.com", "password": "cafe-au-lait-au-lait"})).await;
     assert_auth_error(&r, 401, "INVALID_EMAIL_OR_PASSWORD");
 }
 

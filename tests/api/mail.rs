@@ -303,14 +303,17 @@ async fn a_newer_request_invalidates_the_older_link() {
     request_reset(&s, &u.email).await;
     let messages = smtp.wait_for(2).await;
     let second = messages.iter().map(|m| token_in(m)).find(|t| *t != first).expect("a second token");
-    let r =
-        s.post("/api/auth/reset-password").json(&json!({"newPassword": "password one!", "token": first})).send().await;
+    let r = s
+        .post("/api/auth/reset-password")
+        .json(&json!({"newPassword": "password number one!", "token": first}))
+        .send()
+        .await;
     assert_auth_error(&r, 400, "INVALID_TOKEN");
     let r = s.post("/api/auth/reset-password?token=".to_owned().as_str()).send().await;
     assert_eq!(r.status, 415, "no body: {}", r.text);
     let r = s
         .post(&format!("/api/auth/reset-password?token={second}"))
-        .json(&json!({"newPassword": "password two!"}))
+        .json(&json!({"newPassword": "password number two!"}))
         .send()
         .await;
     assert_eq!(r.status, 200, "the token from the query string: {}", r.text);
@@ -381,11 +384,11 @@ async fn a_reset_mail_survives_a_kill_9_before_it_is_sent() {
     let token = token_in(&smtp.wait_for(1).await[0]);
     let r = s
         .post("/api/auth/reset-password")
-        .json(&json!({"newPassword": "after the crash", "token": token}))
+        .json(&json!({"newPassword": "after the reboot", "token": token}))
         .send()
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(s.sign_in("crash@example.com", "after the crash").await.0, 200);
+    assert_eq!(s.sign_in("crash@example.com", "after the reboot").await.0, 200);
     assert!(s.terminate().success());
 }
 
@@ -760,9 +763,10 @@ async fn another_address_can_neither_block_nor_kill_the_owners_reset_link() {
         assert!(started.elapsed() < Duration::from_secs(30), "carol's own request was never mailed");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let r = s.post("/api/auth/reset-password").json(&json!({"newPassword": "carol's new one", "token": fresh})).send();
+    let r =
+        s.post("/api/auth/reset-password").json(&json!({"newPassword": "her brand new one", "token": fresh})).send();
     assert_eq!(r.await.status, 200);
-    assert_eq!(s.sign_in(carol, "carol's new one").await.0, 200);
+    assert_eq!(s.sign_in(carol, "her brand new one").await.0, 200);
     // A reset ends every reset link of the account, whoever asked for it.
     for t in smtp.messages().iter().map(|m| token_in(m)) {
         assert!(!link_is_live(&s, &t).await, "a reset link outlived the reset");

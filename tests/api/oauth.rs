@@ -392,7 +392,7 @@ async fn reset_by_mail(server: &TestServer, smtp: &super::mail::SmtpSink, n: usi
 async fn an_account_signed_up_with_someone_elses_address_is_not_handed_her_identity() {
     let smtp = super::mail::SmtpSink::start();
     let (server, _idp) = setup_adjusted(json!({}), |c| c.email.smtp_url = Some(smtp.url())).await;
-    let (status, _, squatter) = server.client.sign_up("Squatter", "vera@example.com", "the squatter's own").await;
+    let (status, _, squatter) = server.client.sign_up("Squatter", "vera@example.com", "a lodger's own key").await;
     assert_eq!(status, 200);
     let squatter = squatter.expect("the squatter's session");
     let mut owner = Browser::new(&server);
@@ -402,7 +402,7 @@ async fn an_account_signed_up_with_someone_elses_address_is_not_handed_her_ident
     assert_eq!(providers(&accounts_of(&server, &squatter).await), ["credential"], "nothing was linked");
 
     reset_by_mail(&server, &smtp, 1, "vera@example.com", "the owner's new password").await;
-    assert_eq!(server.client.sign_in("vera@example.com", "the squatter's own").await.0, 401);
+    assert_eq!(server.client.sign_in("vera@example.com", "a lodger's own key").await.0, 401);
     assert_eq!(server.client.session(&squatter).await, Value::Null, "the squatter's session ended");
     let mut owner = Browser::new(&server);
     let linked = owner.sign_in(&server, "local", "vera@example.com").await;

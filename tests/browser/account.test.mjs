@@ -157,7 +157,7 @@ test("the front page links the console and the account page, and the log names b
 
 test("sign-in with a second factor goes back to returnTo; a returnTo elsewhere is never followed", async () => {
   const email = "second-step@example.com";
-  const password = "a second step passphrase";
+  const password = "a passphrase for factor two";
   const cookie = await signUp("Second Step", email, password);
   const enabled = await call("POST", "/api/auth/two-factor/enable", { password }, cookie);
   assert.equal(enabled.status, 200, JSON.stringify(enabled.body));
@@ -216,7 +216,7 @@ test("sign-in with a second factor goes back to returnTo; a returnTo elsewhere i
   // dropped for the account page (same origin), never followed.
   const refused = ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)",
     "/%2F%2Fevil.example", `${base}@evil.example/`, "http://localhost:1/x", " /x"];
-  const plain = { email: "plain-return@example.com", password: "a plain return passphrase" };
+  const plain = { email: "plain-return@example.com", password: "back to where I was 1" };
   await signUp("Plain Return", plain.email, plain.password);
   for (const returnTo of refused) {
     const p = await freshPage();
@@ -245,7 +245,7 @@ test("sign-in with a second factor goes back to returnTo; a returnTo elsewhere i
 
 test("the account page enrols TOTP from its QR code's URI, adds a passkey, ends another session", async () => {
   const email = "account-page@example.com";
-  const password = "an account page passphrase";
+  const password = "a passphrase for settings";
   const signedUp = await signUp("Account Page", email, password);
   // Another session of the same user, elsewhere, to be ended from the page.
   const other = await call("POST", "/api/auth/sign-in/email", { email, password }, undefined,
@@ -338,7 +338,7 @@ test("an invitation is accepted from the mailed link, through sign-in and back",
   assert.equal(admin.status, 200, JSON.stringify(admin.body));
   const org = await call("POST", "/api/auth/organization/create", { name: "Acme Rockets", slug: "acme-rockets" }, admin.cookie);
   assert.equal(org.status, 200, JSON.stringify(org.body));
-  const invitee = { email: "invitee@example.com", password: "an invitee passphrase" };
+  const invitee = { email: "invitee@example.com", password: "a guest of the rocket team" };
   await signUp("Invitee", invitee.email, invitee.password);
   const invited = await call("POST", "/api/auth/organization/invite-member",
     { email: invitee.email, role: "member", organizationId: org.body.id }, admin.cookie);
@@ -383,7 +383,7 @@ test("an invitation is accepted from the mailed link, through sign-in and back",
 });
 
 test("a role that requires a second factor signs in to the account page, which enrols one, then the rest opens", async () => {
-  const user = { email: "operator@example.com", password: "an operator passphrase" };
+  const user = { email: "operator@example.com", password: "a passphrase for the shift" };
   const made = await call("POST", "/api/auth/sign-up/email", { name: "Operator", ...user });
   assert.equal(made.status, 200, JSON.stringify(made.body));
   const admin = await call("POST", "/api/auth/sign-in/email", ADMIN);

@@ -21,7 +21,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 const binary = process.env.SERVICE_AUTH_BIN ?? join(root, "target", "release", "service-auth");
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const password = "a browser passphrase"; // the page's own, see page/app.js
+const password = "a web page passphrase"; // the page's own, see page/app.js
 
 let pages; // the static page server
 let server; // the service-auth child process

@@ -110,7 +110,7 @@ test("a reset link without the application's page leads to the service's form, w
 
 test("a verification link without the application's page verifies and says so", async () => {
   const email = "verify-page@example.com";
-  assert.equal((await api("/api/auth/sign-up/email", { name: "Verify", email, password: "a verify passphrase" })).status, 200);
+  assert.equal((await api("/api/auth/sign-up/email", { name: "Verify", email, password: "a checking passphrase" })).status, 200);
   assert.equal((await api("/api/auth/send-verification-email", { email })).status, 200);
   const link = await nextLink(email);
   const page = await browser.newPage();
@@ -119,7 +119,7 @@ test("a verification link without the application's page verifies and says so", 
     assert.equal(new URL(page.url()).pathname, "/auth/email-verified");
     assert.equal(await page.$eval("h1", (h) => h.textContent), "E-mail address confirmed");
     await checkAccessibility(page, "e-mail verified");
-    const signIn = await api("/api/auth/sign-in/email", { email, password: "a verify passphrase" });
+    const signIn = await api("/api/auth/sign-in/email", { email, password: "a checking passphrase" });
     assert.equal(signIn.body.user.emailVerified, true);
     await page.goto(link);
     assert.equal(await page.$eval("h1", (h) => h.textContent), "This link is no longer valid");
@@ -140,8 +140,8 @@ test("the first-run setup link creates the first administrator in the browser, o
     await checkAccessibility(page, "setup form");
     await page.type("#name", "First Admin");
     await page.type("#email", "first@example.com");
-    await page.type("#password", "the first admin passphrase");
-    await page.type("#confirm", "the first admin passphrase");
+    await page.type("#password", "an opening passphrase 1");
+    await page.type("#confirm", "an opening passphrase 1");
     await page.click("#submit");
     await page.waitForSelector("#done:not([hidden])");
     assert.equal(await page.$eval("h1", (h) => h.textContent), "Administrator created");
@@ -150,7 +150,7 @@ test("the first-run setup link creates the first administrator in the browser, o
     const signIn = await fetch(`${fresh.url}/api/auth/sign-in/email`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: "first@example.com", password: "the first admin passphrase" }),
+      body: JSON.stringify({ email: "first@example.com", password: "an opening passphrase 1" }),
     });
     assert.equal((await signIn.json()).user.role, "admin");
 

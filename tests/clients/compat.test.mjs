@@ -124,12 +124,12 @@ test("account lifecycle: changePassword, updateUser, listSessions, revokeSession
 
   // changePassword: a wrong current password is INVALID_PASSWORD; the right one with revokeOtherSessions gives a
   // new session (and cookie), and the old password stops working.
-  const wrong = await client.changePassword({ currentPassword: "not the password", newPassword: "a brand new pw" });
+  const wrong = await client.changePassword({ currentPassword: "not the password", newPassword: "a brand-new passphrase" });
   assert.equal(wrong.error.status, 400);
   assert.equal(wrong.error.code, "INVALID_PASSWORD");
   const changed = await client.changePassword({
     currentPassword: PASSWORD,
-    newPassword: "a brand new pw",
+    newPassword: "a brand-new passphrase",
     revokeOtherSessions: true,
   });
   assert.equal(changed.error, null);
@@ -140,22 +140,22 @@ test("account lifecycle: changePassword, updateUser, listSessions, revokeSession
   assert.equal(old.error.status, 401);
 
   // revokeOtherSessions keeps the current one; revokeSessions ends every one.
-  assert.equal((await second.client.signIn.email({ email, password: "a brand new pw" })).error, null);
+  assert.equal((await second.client.signIn.email({ email, password: "a brand-new passphrase" })).error, null);
   assert.equal((await client.revokeOtherSessions()).error, null);
   assert.equal((await second.client.getSession()).data, null);
   assert.equal((await client.getSession()).data.user.email, email);
-  assert.equal((await second.client.signIn.email({ email, password: "a brand new pw" })).error, null);
+  assert.equal((await second.client.signIn.email({ email, password: "a brand-new passphrase" })).error, null);
   assert.equal((await second.client.revokeSessions()).error, null);
   assert.equal((await client.getSession()).data, null);
   assert.equal((await second.client.getSession()).data, null);
 
   // deleteUser with the password: the account is gone.
-  assert.equal((await client.signIn.email({ email, password: "a brand new pw" })).error, null);
-  const deleted = await client.deleteUser({ password: "a brand new pw" });
+  assert.equal((await client.signIn.email({ email, password: "a brand-new passphrase" })).error, null);
+  const deleted = await client.deleteUser({ password: "a brand-new passphrase" });
   assert.equal(deleted.error, null);
   assert.equal(deleted.data.success, true);
   assert.equal((await client.getSession()).data, null);
-  const gone = await client.signIn.email({ email, password: "a brand new pw" });
+  const gone = await client.signIn.email({ email, password: "a brand-new passphrase" });
   assert.equal(gone.error.status, 401);
 });
 

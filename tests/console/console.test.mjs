@@ -633,7 +633,7 @@ test("impersonate another user, stop, then set their password and remove them", 
   await waitForHeading(other);
   assert.equal(await textOf("#who"), "Signed in as admin@seed.example");
   // A new password ends the user's sessions; the page says so.
-  await page.type("#password-form input[type=password]", "a new passphrase for user5");
+  await page.type("#password-form input[type=password]", "a new passphrase for the fifth");
   await confirmWith("#password-form button[type=submit]", "ok");
   assert.equal(await waitForText("#password-msg", /Password set/), "Password set; the user's sessions have ended.");
   assert.equal(await isLive(otherSession), false);

@@ -8,7 +8,7 @@ const params = new URLSearchParams(location.search);
 const api = params.get("api"); // the service's base URL, e.g. http://127.0.0.1:41234
 const email = params.get("email"); // the account this page signs up (or, untrusted, tries to)
 const known = params.get("known"); // untrusted: an account that exists, with the same password
-const password = "a browser passphrase";
+const password = "a web page passphrase";
 // The client sends credentials ("include") by default; said here too, since that is what this page is about.
 // passkeyClient() as an application adds it; it changes nothing for the other scenarios.
 const auth = createAuthClient({ baseURL: api, fetchOptions: { credentials: "include" }, plugins: [passkeyClient()] });
