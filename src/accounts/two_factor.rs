@@ -16,7 +16,7 @@ use super::auth::SignedIn;
 use super::{Accounts, Client, Current, Unavailable};
 use crate::actors::sessions::CreateSessionError;
 use crate::actors::users::IssueError;
-use crate::actors::users::{AttemptRefused, Checked, FactorChange, FactorError, PassError, Proof};
+use crate::actors::users::{AttemptRefused, Checked, CodeError, FactorChange, FactorError, PassError, Proof};
 use crate::domain::two_factor::{self, OTP_ATTEMPTS, OTP_TTL, TwoFactor};
 use crate::domain::{OneTimeToken, Password, SessionToken, Timestamp, TokenHash, TokenKind, User, UserId};
 
@@ -403,17 +403,19 @@ impl Accounts {
                 users.finish_code_attempt(user.email_address(), user.id, Checked::Verified, ip).await?;
                 Ok(())
             }
-            Err(PassError::Refused) => {
+            Err(CodeError::Wrong) => {
                 // Counted against the code and audited by the users actor, in the message that checked it.
                 users.finish_code_attempt(user.email_address(), user.id, Checked::Wrong, ip).await?;
                 Err(TwoFactorError::InvalidCode)
             }
-            Err(e) => {
+            Err(CodeError::AccountGone) => {
+                // Deleted meanwhile: it has no factor to check any more.
                 users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
-                Err(match e {
-                    PassError::Unavailable(u) => TwoFactorError::Unavailable(u),
-                    _ => TwoFactorError::OtpNotEnabled,
-                })
+                Err(TwoFactorError::OtpNotEnabled)
+            }
+            Err(CodeError::Unavailable(u)) => {
+                users.finish_code_attempt(user.email_address(), user.id, Checked::NotChecked, ip).await?;
+                Err(TwoFactorError::Unavailable(u))
             }
         }
     }

@@ -38,7 +38,7 @@ pub enum UpdateOrgError {
     Unavailable(#[from] Unavailable),
 }
 
-pub enum OrgsMsg {
+pub(super) enum OrgsMsg {
     Create {
         name: Name,
         slug: Slug,

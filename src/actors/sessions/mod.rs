@@ -82,7 +82,7 @@ pub enum CreateSessionError {
     Unavailable(#[from] Unavailable),
 }
 
-pub enum SessionsMsg {
+pub(super) enum SessionsMsg {
     Create {
         user: UserId,
         remember_me: bool,

@@ -34,7 +34,7 @@ pub use linked::{
 };
 use members::MemberMsg;
 use second_factor::FactorMsg;
-pub use second_factor::{FactorChange, FactorError, PassError, Passed, Proof};
+pub use second_factor::{CodeError, FactorChange, FactorError, PassError, Passed, Proof};
 use tokens::TokenMsg;
 pub use tokens::{Compose, IssueError, ResetError};
 

@@ -83,6 +83,19 @@ pub enum PassError {
     Unavailable(#[from] Unavailable),
 }
 
+/// Why a signed-in session's mailed code (`two-factor/verify-otp` with a session) was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CodeError {
+    /// Not the code kept, or none is: counted against the code and audited.
+    #[error("Invalid code")]
+    Wrong,
+    /// The account is gone (deleted in another request).
+    #[error("User not found")]
+    AccountGone,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
 /// A challenge passed: the account (as written), whether its session is remembered, and the session itself,
 /// started in the commit that ends the challenge (or why the account may not hold one: banned meanwhile).
 pub struct Passed {
@@ -135,7 +148,7 @@ pub(in crate::actors) enum FactorMsg {
     },
     /// A signed-in account's mailed code (`two-factor/verify-otp` with a session), used up; a wrong one is counted
     /// against the code and audited in this same message.
-    UseCode { user: UserId, key: TokenHash, hash: [u8; 32], ip: String, reply: RpcReplyPort<Result<(), PassError>> },
+    UseCode { user: UserId, key: TokenHash, hash: [u8; 32], ip: String, reply: RpcReplyPort<Result<(), CodeError>> },
     /// A sign-in on a trusted device: the device's token is replaced by `next` (a stolen copy of the old cookie
     /// stops working once the owner signs in).
     Rotate { old: TokenHash, next: TokenHash, reply: RpcReplyPort<Result<(), Unavailable>> },
@@ -213,7 +226,7 @@ impl UsersHandle {
     }
 
     /// Uses up the signed-in `user`'s mailed code under `key`, if its hash is `hash`.
-    pub async fn use_code(&self, user: UserId, key: TokenHash, hash: [u8; 32], ip: String) -> Result<(), PassError> {
+    pub async fn use_code(&self, user: UserId, key: TokenHash, hash: [u8; 32], ip: String) -> Result<(), CodeError> {
         call(&self.0, |reply| UsersMsg::Factor(FactorMsg::UseCode { user, key, hash, ip, reply })).await?
     }
 

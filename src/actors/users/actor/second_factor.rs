@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{StartAnswer, State, UsersActor, put};
 use crate::actors::Unavailable;
 use crate::actors::sessions::StartWith;
-use crate::actors::users::second_factor::{FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
+use crate::actors::users::second_factor::{CodeError, FactorChange, FactorError, FactorMsg, PassError, Passed, Proof};
 use crate::domain::two_factor::{CHALLENGE_ATTEMPTS, CHALLENGE_TTL, OTP_ATTEMPTS, TRUSTED_DEVICE_TTL};
 use crate::domain::{OneTimeToken, Timestamp, TokenHash, TokenKind, TwoFactor, User, UserFields, UserId, action};
 use crate::store::{StoreOp, audit, convert};
@@ -78,7 +78,7 @@ impl UsersActor {
             }
             FactorMsg::UseCode { user, key, hash, ip, reply } => {
                 let Some(current) = self.get(state, user) else {
-                    let _ = reply.send(Err(PassError::NotEnabled));
+                    let _ = reply.send(Err(CodeError::AccountGone));
                     return;
                 };
                 if !self.mailed_code_matches(state, &current, &key, &hash) {
@@ -86,7 +86,7 @@ impl UsersActor {
                     let mut ops = self.count_mailed_failure(state, &key).into_iter().collect::<Vec<_>>();
                     let detail = "wrong mailed code for a signed-in session".to_owned();
                     ops.push(audit::entry(action::SECOND_FACTOR_FAILED, Some(user), Some(user.into()), &ip, detail));
-                    state.overlay.add_result(ops, reply, Err(PassError::Refused));
+                    state.overlay.add_result(ops, reply, Err(CodeError::Wrong));
                     return;
                 }
                 // The account is written (unchanged) so that its guard on PostgreSQL lets one node, not two, use
