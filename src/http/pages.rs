@@ -61,6 +61,16 @@ pub const CONSOLE_PATH: &str = "/admin/";
 /// Where a user manages their own account; `/` links it and the start-up log names it.
 pub const ACCOUNT_PATH: &str = "/account/";
 
+/// `GET /account` and `GET /admin`: to the folder (`/account/`, `/admin/`), where the page's relative links work.
+/// A 302, as the rest of the service's redirects (a browser keeps a 301 for good, and schema checkers of the
+/// document expect 302). The query is not carried over.
+pub fn to_folder(folder: &'static str) -> Response<Body> {
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::FOUND;
+    response.headers_mut().insert(header::LOCATION, HeaderValue::from_static(folder));
+    response
+}
+
 /// `GET /sign-in`: the sign-in page. `returnTo` is read by the page itself, which follows it only when it is a
 /// path on this site (the open-redirect rule is in `pages/common.js`, `returnPath`).
 pub fn sign_in() -> Response<Body> {

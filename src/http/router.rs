@@ -292,6 +292,8 @@ async fn handle(
         Endpoint::Root => Ok(pages::root()),
         Endpoint::SignInPage => Ok(pages::sign_in()),
         Endpoint::AccountPage => Ok(pages::account()),
+        Endpoint::AccountFolder => Ok(pages::to_folder(pages::ACCOUNT_PATH)),
+        Endpoint::ConsoleFolder => Ok(pages::to_folder(pages::CONSOLE_PATH)),
         Endpoint::AcceptInvitationPage => Ok(pages::accept_invitation()),
         Endpoint::AccountProviders => pages::providers(state, &req),
         Endpoint::AccountTotpQr => pages::totp_qr(state, ctx, req).await,

@@ -162,6 +162,7 @@ routes! {
     "/" => { GET => Root },
     "/sign-in" => { GET => SignInPage },
     "/account/" => { GET => AccountPage },
+    "/account" => { GET => AccountFolder },
     "/accept-invitation" => { GET => AcceptInvitationPage },
     "/api/account/providers" => { GET => AccountProviders },
     "/api/account/totp-qr" => { POST => AccountTotpQr },
@@ -172,6 +173,7 @@ routes! {
     "/admin/setup" => { GET => SetupPage },
     "/api/admin/setup" => { POST => SetupFirstAdmin },
     "/admin/" => { GET => ConsoleIndex },
+    "/admin" => { GET => ConsoleFolder },
     "/admin/{asset}" => { GET => ConsoleAsset },
 }
 
@@ -290,8 +292,9 @@ mod tests {
         for (path, ops) in doc["paths"].as_object().unwrap() {
             for (method, op) in ops.as_object().unwrap() {
                 let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
-                // A provider's redirect back only ever redirects: its success is a 302.
-                let redirects = path.contains("callback/");
+                // A provider's redirect back only ever redirects: its success is a 302; so is a folder's
+                // address without its slash (`/admin`, `/account`), to the folder.
+                let redirects = path.contains("callback/") || path == "/admin" || path == "/account";
                 let success = |c: &&String| c.starts_with('2') || (redirects && *c == "302");
                 assert!(codes.iter().any(success), "{method} {path} documents no success");
                 assert!(codes.iter().any(|c| *c == "405"), "{method} {path} does not document 405");

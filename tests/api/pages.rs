@@ -153,8 +153,13 @@ async fn the_sign_in_account_and_invitation_pages_are_served_under_the_policy() 
         let csp = r.header("content-security-policy").unwrap();
         assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"), "{asset}: {csp}");
     }
-    // The account page is a folder: `/account` is not it (its relative links would point elsewhere).
-    assert_eq!(s.get("/account").send().await.status, 404);
+    // The account page and the console are folders: without the slash (relative links would point elsewhere), a
+    // redirect to them.
+    for (path, folder) in [("/account", "/account/"), ("/admin", "/admin/"), ("/account?x=1", "/account/")] {
+        let r = s.get(path).send().await;
+        assert_eq!((r.status, r.header("location").as_deref()), (302, Some(folder)), "{path}");
+    }
+    assert_eq!(s.get("/account/x").send().await.status, 404);
     assert_eq!(s.post("/sign-in").json(&json!({})).send().await.status, 405);
     s.stop().await;
 }
