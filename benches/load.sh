@@ -4,7 +4,7 @@
 #   benches/load.sh            # 10 s per scenario
 #   DURATION=5 benches/load.sh
 #   BASE=/tmp/base/target/release/service-auth benches/load.sh   # the durable writes on that build too
-#   PARTS="random" benches/load.sh   # only some parts: basic flood overload writes random (all by default)
+#   PARTS="random" benches/load.sh   # only some parts: basic flood overload writes random apikey (all by default)
 #   IO_THREADS=4 benches/load.sh     # the server's [limits] io_threads (default 0: one event loop per core)
 #
 # Prints one line per scenario as it goes, then ONE summary table (scenario, connections, requests/s, p50, p99,
@@ -91,7 +91,7 @@ report() { # label connections "rps p50 p99 non2xx" [bare rps] [notes]
   ROWS+=("$1|$2|$rps|$p50|$p99|$ratio|$notes")
 }
 
-PARTS="${PARTS:-basic flood overload writes random}"
+PARTS="${PARTS:-basic flood overload writes random apikey}"
 pool() { # concurrency -> "verifies/s p50 p99" of the hashing pool alone, for DURATION seconds
   target/release/examples/hash_pool --concurrency "$1" --secs "$DURATION" | awk '/^POOL/ {print $2, $3, $4}'
 }
@@ -277,6 +277,25 @@ LUA
       report "get-session, random of $RANDOM_SESSIONS (round $round)" "$c" "$rs" "${bare%% *}" "$rtail"
       IFS='|' read -r mx mtail <<<"$(tail_run rm "$c" http://127.0.0.1:3916 0.1)"
       report "random, 10 % update-user (round $round)" "$c" "$mx" "${bare%% *}" "$mtail"
+    done
+  done
+fi
+
+# get-session through an API key (x-api-key: the key's session, issue 47) against a cookie's, alternating rounds in
+# one run: the key is looked up from memory like a session. The key is the administrator's, made without a request
+# window (an administrator may), so every request is answered.
+if want apikey; then
+  KEY=$(curl -s http://127.0.0.1:3911/api/auth/api-key/create -H "Cookie: service-auth.session_token=$ADMIN" \
+    -H 'content-type: application/json' -d '{"name":"load","rateLimitEnabled":false}' |
+    sed -n 's/.*"key":"\([A-Za-z]*\)".*/\1/p')
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "x-api-key: $KEY" "$G")" = 200 ] ||
+    { echo "the API key opens no session" >&2; exit 1; }
+  for c in 16 64; do
+    for round in 1 2 3; do
+      gc=$(run gc "$c" "$G" -H "Cookie: service-auth.session_token=$TOKEN")
+      report "get-session, valid cookie (round $round)" "$c" "$gc"
+      report "get-session, x-api-key (round $round)" "$c" "$(run gk "$c" "$G" -H "x-api-key: $KEY")" "${gc%% *}" \
+        "vs bare: to the cookie's, same round"
     done
   done
 fi

@@ -253,6 +253,12 @@ impl Chores {
                 Ok(n) => tracing::info!(sessions = n, "expired sessions removed"),
                 Err(_) => tracing::warn!("could not remove expired sessions; will retry"),
             }
+            // Expired API keys are refused already (KEY_EXPIRED); this removes them from memory and the store.
+            match self.state.accounts.sweep_expired_api_keys().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(api_keys = n, "expired API keys removed"),
+                Err(_) => tracing::warn!("could not remove expired API keys; will retry"),
+            }
         }
     }
 }

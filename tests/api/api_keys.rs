@@ -237,5 +237,17 @@ async fn a_ban_ends_the_owners_keys_on_every_node() {
     let listed = s.client.get(&format!("{KEYS}/list")).cookie(&cookie).send().await.json();
     assert_eq!(listed["total"], 0, "the ban deleted the key: {listed}");
     refused(&with_key(other, "/api/auth/get-session", &key).await, 401, "INVALID_API_KEY");
+    // The owner's removal ends a key likewise, in the removal's commit.
+    let key = str_of(&created(first, &cookie, &json!({})).await["key"]).to_owned();
+    assert_eq!(with_key(other, "/api/auth/get-session", &key).await.status, 200);
+    let removed = first.post("/api/auth/admin/remove-user").cookie(&admin).json(&json!({"userId": u.id})).send().await;
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    for node in &s.nodes {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while with_key(node, "/api/auth/get-session", &key).await.status != 401 {
+            assert!(std::time::Instant::now() < deadline, "a removed owner's key still opens a session");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
     s.stop().await;
 }
