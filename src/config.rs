@@ -196,6 +196,10 @@ pub struct SessionConfig {
     pub update_age_secs: u64,
     /// Lifetime of a `rememberMe: false` session, seconds.
     pub short_expires_in_secs: u64,
+    /// better-auth's `freshAge`: a session made this long ago or less may change the password or a second factor,
+    /// list the sessions, add a passkey or unlink an identity; older ones are answered 403 `SESSION_NOT_FRESH`
+    /// (sign in again). Seconds; 0 turns the check off, as in better-auth.
+    pub fresh_age_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -561,7 +565,12 @@ impl Default for CookieConfig {
 
 impl Default for SessionConfig {
     fn default() -> Self {
-        Self { expires_in_secs: 7 * 86_400, update_age_secs: 86_400, short_expires_in_secs: 86_400 }
+        Self {
+            expires_in_secs: 7 * 86_400,
+            update_age_secs: 86_400,
+            short_expires_in_secs: 86_400,
+            fresh_age_secs: 86_400,
+        }
     }
 }
 

@@ -228,6 +228,7 @@ impl Core {
             keys: Arc::new(keys),
             api_keys: Arc::new(config.api_keys.clone()),
             passwords: Arc::new(crate::accounts::PasswordCheck::new(config)),
+            fresh_age: (config.session.fresh_age_secs > 0).then(|| Duration::from_secs(config.session.fresh_age_secs)),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

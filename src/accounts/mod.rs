@@ -108,6 +108,8 @@ pub struct Accounts {
     pub(crate) keys: Arc<crate::provider::KeyRing>,
     /// `[api_keys]`: the header, the key's session, the defaults of new keys.
     pub(crate) api_keys: Arc<crate::config::ApiKeysConfig>,
+    /// `[session] fresh_age_secs`: how young a session must be for the sensitive calls (`None`: any age).
+    pub(crate) fresh_age: Option<Duration>,
     /// What a new password must be, and the optional range lookup.
     pub(crate) passwords: Arc<PasswordCheck>,
 }
@@ -147,6 +149,12 @@ impl Current {
     /// user.
     pub fn actor(&self) -> UserId {
         self.session.impersonated_by().unwrap_or(self.user.id)
+    }
+
+    /// Made within `fresh_age` (better-auth's `freshAge`; `None`: always fresh): what the calls that change how
+    /// the account is signed into ask of the session, so that a stolen or forgotten old session cannot.
+    pub fn is_fresh(&self, fresh_age: Option<Duration>) -> bool {
+        fresh_age.is_none_or(|age| self.session.created_at.plus(age) > Timestamp::now())
     }
 
     pub fn is_impersonation(&self) -> bool {
@@ -287,6 +295,11 @@ impl Accounts {
     /// The overview's series as of now: the last 24 hours and 30 days of each [`Counter`], every node's.
     pub async fn activity(&self) -> Result<Series, Unavailable> {
         self.counters.series(Timestamp::now()).await
+    }
+
+    /// `[session] fresh_age_secs` (`None`: 0, no such check), for [`Current::is_fresh`].
+    pub fn fresh_age(&self) -> Option<Duration> {
+        self.fresh_age
     }
 
     /// Accounts created since `since` (newest first in the creation index: stops at the first older one).

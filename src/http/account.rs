@@ -2,7 +2,7 @@
 //! The better-auth client calls them by these names; every one needs a valid session (401 otherwise).
 
 use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Request, Response};
 use serde_json::json;
 
 use super::AppState;
@@ -12,11 +12,7 @@ use super::extract::{self, Fields};
 use super::fields::{image_url, validated_name};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::Revoke;
-use crate::domain::{Password, SessionId, SessionToken, Timestamp};
-
-/// A session older than this may not list the account's sessions (better-auth's `freshAge`): a stolen, long-lived
-/// cookie should not reveal where else the user is signed in.
-pub(super) const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
+use crate::domain::{Password, SessionId, SessionToken};
 
 fn status_true() -> Response<Body> {
     ok(&STATUS)
@@ -24,6 +20,7 @@ fn status_true() -> Response<Body> {
 
 pub async fn change_password(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self(state, req.headers()).await?;
+    extract::fresh(state, &current)?;
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["newPassword", "currentPassword", "revokeOtherSessions"])?;
@@ -71,9 +68,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// session's id) that `revoke-session` accepts; the caller's own session shows its real token.
 pub async fn list_sessions(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (token, current) = extract::signed_in(state, req.headers()).await?;
-    if current.session.created_at.plus(FRESH_AGE) <= Timestamp::now() {
-        return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
-    }
+    extract::fresh(state, &current)?;
     let own = token.hash();
     let sessions = state.accounts.own_sessions(current.user.id);
     let handles: Vec<String> = sessions.iter().map(|(_, s)| s.id.to_string()).collect();

@@ -462,6 +462,15 @@ fn unauthorized() -> Failure {
     Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized")
 }
 
+/// better-auth's `freshSessionMiddleware`: 403 `SESSION_NOT_FRESH` unless the session was made within
+/// `[session] fresh_age_secs`. For the calls that change how the account is signed into (ASVS 7.5.1).
+pub fn fresh(state: &AppState, current: &Current) -> Result<(), Failure> {
+    if current.is_fresh(state.accounts.fresh_age()) {
+        return Ok(());
+    }
+    Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"))
+}
+
 /// The caller's token and session, or better-auth's 401 (503 while this node cannot vouch for sessions).
 pub async fn signed_in(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
     caller(state, headers).await?.ok_or_else(unauthorized)

@@ -360,9 +360,7 @@ pub async fn list_accounts(state: &AppState, _: Ctx, req: Request<Incoming>) -> 
 /// `providerId`, the provider's own id of the person); never the last way into the account. Needs a fresh session.
 pub async fn unlink_account(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self(state, req.headers()).await?;
-    if current.session.created_at.plus(super::account::FRESH_AGE) <= crate::domain::Timestamp::now() {
-        return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
-    }
+    extract::fresh(state, &current)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["accountId", "providerId"])?;
     let account_id = body.string("accountId")?;

@@ -17,14 +17,10 @@ use super::response::{Body, Failure, json_bytes, ok, with_cookie};
 use crate::accounts::{
     Attachment, CeremonyToken, Current, PasskeyError, SignedIn, credential_id_base64url, public_key_base64,
 };
-use crate::domain::{Name, Passkey, PasskeyId, SessionToken, Timestamp, UserId};
+use crate::domain::{Name, Passkey, PasskeyId, SessionToken, UserId};
 
 /// How long a ceremony's cookie lives: the plugin's `maxAge`, and the store's lifetime of the ceremony.
 const CEREMONY_SECS: u64 = 300;
-
-/// Registering a passkey asks for a session younger than this (the plugin's `freshSessionMiddleware`, better-auth's
-/// `freshAge`): a stolen, long-lived cookie should not be enough to add a way into the account.
-const FRESH_AGE: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 /// A passkey as the plugin's answers carry it: its database row.
 #[derive(Serialize)]
@@ -69,9 +65,7 @@ fn fresh_self(state: &AppState, headers: &HeaderMap) -> Result<Current, Failure>
     // Allowed to a session that must enrol a second factor first (`[two_factor] required_for_roles`): a passkey
     // is one.
     let (_, current) = extract::signed_in_self_enrolling(state, headers)?;
-    if current.session.created_at.plus(FRESH_AGE) <= Timestamp::now() {
-        return Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"));
-    }
+    extract::fresh(state, &current)?;
     Ok(current)
 }
 

@@ -20,6 +20,7 @@ use crate::domain::{Password, SessionToken, UserId};
 /// "otp"` is refused): it stands in for the authenticator of an account that has one (`send-otp`).
 pub async fn enable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self_enrolling(state, req.headers())?;
+    extract::fresh(state, &current)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password", "issuer", "method"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
@@ -131,6 +132,7 @@ pub async fn generate_backup_codes(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self(state, req.headers()).await?;
+    extract::fresh(state, &current)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
@@ -142,6 +144,7 @@ pub async fn generate_backup_codes(
 /// account ends, and this browser's trusted-device cookie is cleared.
 pub async fn disable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self(state, req.headers()).await?;
+    extract::fresh(state, &current)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;

@@ -295,3 +295,33 @@ async fn a_new_password_ends_every_outstanding_reset_link() {
     assert_eq!(reset(link.clone(), "reset password 1").await.status, 200);
     assert_auth_error(&reset(link, "reset password 2").await, 400, "INVALID_TOKEN");
 }
+
+/// ASVS 7.5.1 (better-auth's `freshAge`, `[session] fresh_age_secs`): a session older than the window cannot change
+/// the password or the second factor, nor list the sessions; signing in again gives a session that can. A window of
+/// one second stands in for the default day.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_session_must_sign_in_again_to_change_the_password_or_the_second_factor() {
+    let s = TestServer::start_adjusted(|c| c.session.fresh_age_secs = 1).await;
+    let u = s.new_user("stale").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let change = json!({"currentPassword": PASSWORD, "newPassword": "a sound new passphrase"});
+    let password = json!({"password": PASSWORD});
+    let calls = [
+        ("change-password", &change),
+        ("two-factor/enable", &password),
+        ("two-factor/generate-backup-codes", &password),
+        ("two-factor/disable", &password),
+    ];
+    for (path, body) in calls {
+        assert_auth_error(&call(&s, path, Some(&u.cookie), body).await, 403, "SESSION_NOT_FRESH");
+    }
+    assert_auth_error(&s.get("/api/auth/list-sessions").cookie(&u.cookie).send().await, 403, "SESSION_NOT_FRESH");
+    // The old session still works for everything else.
+    assert_eq!(s.session(&u.cookie).await["user"]["id"], u.id.as_str());
+
+    let fresh = s.login(&u.email, PASSWORD).await;
+    let r = call(&s, "two-factor/enable", Some(&fresh), &password).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = call(&s, "change-password", Some(&fresh), &change).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
