@@ -17,8 +17,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${RUNS:-3}"
 ACCOUNTS="${ACCOUNTS:-100}"
-cargo build --release --quiet --bin service-auth
-BIN=target/release/service-auth
+# BIN=path measures that build instead of this checkout's (a before/after comparison).
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet --bin service-auth
+  BIN=target/release/service-auth
+fi
 WORK=$(mktemp -d)
 PID=
 trap 'kill $PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
