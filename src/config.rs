@@ -45,6 +45,10 @@ pub struct Config {
     pub store: StoreConfig,
     pub passkeys: PasskeysConfig,
     pub two_factor: TwoFactorConfig,
+    /// Sign-in by a mailed link (better-auth's `magicLink`).
+    pub magic_link: MagicLinkConfig,
+    /// Sign-in, address verification and password reset by a mailed six-digit code (better-auth's `emailOTP`).
+    pub email_otp: EmailOtpConfig,
     pub webhooks: WebhooksConfig,
     pub passwords: PasswordsConfig,
     /// Sign-in through other identity providers (`[[oauth.providers]]`).
@@ -389,6 +393,46 @@ pub struct TwoFactorConfig {
     pub codes_by_mail: bool,
 }
 
+/// Sign-in by a mailed link (`sign-in/magic-link`, `magic-link/verify`). Off by default: a new way in is the
+/// deployment's choice, as better-auth's plugin is; on, it needs a mail transport.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MagicLinkConfig {
+    pub enabled: bool,
+    /// How long a link works, seconds (better-auth's `expiresIn`, 300).
+    pub ttl_secs: u64,
+    /// Whether a link to an address with no account makes one (better-auth's `disableSignUp: false`).
+    pub sign_up: bool,
+}
+
+impl Default for MagicLinkConfig {
+    fn default() -> Self {
+        Self { enabled: false, ttl_secs: 300, sign_up: true }
+    }
+}
+
+/// Mailed six-digit codes (`email-otp/*`, `sign-in/email-otp`, `forget-password/email-otp`). Off by default, as
+/// [`MagicLinkConfig`]; on, it needs a mail transport.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailOtpConfig {
+    pub enabled: bool,
+    /// How long a code works, seconds (better-auth's `expiresIn`, 300).
+    pub ttl_secs: u64,
+    /// Wrong codes a code survives (better-auth's `allowedAttempts`, 3): the next try, right or not, is refused
+    /// and the code is gone. Each wrong code also counts against the account's sign-in failure limit.
+    pub allowed_attempts: u32,
+    /// Whether a sign-in code to an address with no account is sent and makes one (better-auth's
+    /// `disableSignUp: false`).
+    pub sign_up: bool,
+}
+
+impl Default for EmailOtpConfig {
+    fn default() -> Self {
+        Self { enabled: false, ttl_secs: 300, allowed_attempts: 3, sign_up: true }
+    }
+}
+
 /// How long the audit log keeps its entries, and how many at most.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -549,6 +593,8 @@ impl Default for Config {
             webhooks: WebhooksConfig::default(),
             passwords: PasswordsConfig::default(),
             two_factor: TwoFactorConfig::default(),
+            magic_link: MagicLinkConfig::default(),
+            email_otp: EmailOtpConfig::default(),
             passkeys: PasskeysConfig::default(),
             oauth: Default::default(),
             bootstrap_admin: None,
@@ -955,6 +1001,22 @@ impl Config {
                 "email.require_verification",
                 "needs email.smtp_url or email.directory to send the links".into(),
             );
+        }
+        let mail = e.smtp_url.is_some() || e.directory.is_some();
+        if self.magic_link.enabled && !mail {
+            return fail("magic_link.enabled", "needs email.smtp_url or email.directory to send the links".into());
+        }
+        if self.email_otp.enabled && !mail {
+            return fail("email_otp.enabled", "needs email.smtp_url or email.directory to send the codes".into());
+        }
+        if !(1..=86_400).contains(&self.magic_link.ttl_secs) {
+            return fail("magic_link.ttl_secs", "must be 1 to 86400".into());
+        }
+        if !(1..=86_400).contains(&self.email_otp.ttl_secs) {
+            return fail("email_otp.ttl_secs", "must be 1 to 86400".into());
+        }
+        if !(1..=100).contains(&self.email_otp.allowed_attempts) {
+            return fail("email_otp.allowed_attempts", "must be 1 to 100".into());
         }
         let orgs = &self.organizations;
         if orgs.membership_limit == 0 || orgs.invitation_limit == 0 || orgs.invitation_ttl_hours == 0 {

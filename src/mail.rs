@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::domain::{Mail, MailId, SessionToken, Timestamp, TokenKind, User, action};
+use crate::domain::{CodePurpose, Email, Mail, MailId, SessionToken, Timestamp, TokenKind, User, action};
 use crate::store::{Claim, PgStore, StoreOp, StoreWriter, audit};
 
 const RESET_TEXT: &str = include_str!("../templates/reset-password.txt");
@@ -35,6 +35,10 @@ const INVITATION_TEXT: &str = include_str!("../templates/invitation.txt");
 const INVITATION_HTML: &str = include_str!("../templates/invitation.html");
 const CODE_TEXT: &str = include_str!("../templates/two-factor-code.txt");
 const CODE_HTML: &str = include_str!("../templates/two-factor-code.html");
+const MAGIC_LINK_TEXT: &str = include_str!("../templates/magic-link.txt");
+const MAGIC_LINK_HTML: &str = include_str!("../templates/magic-link.html");
+const EMAIL_CODE_TEXT: &str = include_str!("../templates/email-code.txt");
+const EMAIL_CODE_HTML: &str = include_str!("../templates/email-code.html");
 
 /// Where a reset link leads when the application named no page of its own: the service's form (`http::pages`).
 pub const RESET_PAGE: &str = "/auth/reset-password";
@@ -49,6 +53,8 @@ pub struct Templates {
     link_base: String,
     reset_ttl: Duration,
     verify_ttl: Duration,
+    magic_link_ttl: Duration,
+    email_code_ttl: Duration,
 }
 
 impl Templates {
@@ -63,6 +69,8 @@ impl Templates {
             link_base: base.trim_end_matches('/').to_owned(),
             reset_ttl: Duration::from_secs(config.email.reset_token_ttl_secs),
             verify_ttl: Duration::from_secs(config.email.verification_token_ttl_secs),
+            magic_link_ttl: Duration::from_secs(config.magic_link.ttl_secs),
+            email_code_ttl: Duration::from_secs(config.email_otp.ttl_secs),
         }
     }
 
@@ -73,6 +81,8 @@ impl Templates {
             TokenKind::TwoFactorChallenge { .. } => crate::domain::two_factor::CHALLENGE_TTL,
             TokenKind::TrustedDevice => crate::domain::two_factor::TRUSTED_DEVICE_TTL,
             TokenKind::TwoFactorOtp => crate::domain::two_factor::OTP_TTL,
+            TokenKind::MagicLink => self.magic_link_ttl,
+            TokenKind::EmailCode(_) => self.email_code_ttl,
         }
     }
 
@@ -94,8 +104,12 @@ impl Templates {
             ),
             // Cookies, never links: nothing calls this with them (`issue_token` takes only the mailed kinds); a
             // mailed code has its own message ([`Templates::render_code`]).
-            TokenKind::TwoFactorChallenge { .. } | TokenKind::TrustedDevice | TokenKind::TwoFactorOtp => {
-                unreachable!("a {kind:?} token is never a mailed link")
+            TokenKind::TwoFactorChallenge { .. }
+            | TokenKind::TrustedDevice
+            | TokenKind::TwoFactorOtp
+            | TokenKind::MagicLink
+            | TokenKind::EmailCode(_) => {
+                unreachable!("a {kind:?} token is never an account's mailed link")
             }
         };
         // Without a page of the application's own, the link leads to the service's, so a deployment without
@@ -145,6 +159,73 @@ impl Templates {
             subject: "Your sign-in code".to_owned(),
             text: fill(CODE_TEXT, str::to_owned),
             html: fill(CODE_HTML, html_escape),
+            created_at: Timestamp::now(),
+        }
+    }
+
+    /// The link a sign-in link's mail carries: better-auth's, `magic-link/verify` itself with the token and the
+    /// client's redirects (`callbackURL` defaults to `/`), opened as a browser would.
+    pub fn magic_link_url(
+        &self,
+        token: &SessionToken,
+        callback: Option<&str>,
+        new_user_callback: Option<&str>,
+        error_callback: Option<&str>,
+    ) -> String {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        query.append_pair("token", token.as_str());
+        query.append_pair("callbackURL", callback.unwrap_or("/"));
+        if let Some(url) = new_user_callback {
+            query.append_pair("newUserCallbackURL", url);
+        }
+        if let Some(url) = error_callback {
+            query.append_pair("errorCallbackURL", url);
+        }
+        format!("{}/api/auth/magic-link/verify?{}", self.link_base, query.finish())
+    }
+
+    /// The message carrying a sign-in `link` (`sign-in/magic-link`) to `to`, who may have no account yet (so it
+    /// names none).
+    pub fn render_magic_link(&self, to: &Email, link: &str) -> Mail {
+        let minutes = self.magic_link_ttl.as_secs().div_ceil(60).to_string();
+        let fill = |template: &str, escape: fn(&str) -> String| {
+            template
+                .replace("{{email}}", &escape(to.as_str()))
+                .replace("{{minutes}}", &minutes)
+                .replace("{{link}}", &escape(link))
+        };
+        Mail {
+            id: MailId::new(),
+            to: to.clone(),
+            subject: "Your sign-in link".to_owned(),
+            text: fill(MAGIC_LINK_TEXT, str::to_owned),
+            html: fill(MAGIC_LINK_HTML, html_escape),
+            created_at: Timestamp::now(),
+        }
+    }
+
+    /// The message carrying a six-digit `code` for `purpose` (`email-otp/send-verification-otp`,
+    /// `request-password-reset`) to `to`.
+    pub fn render_email_code(&self, to: &Email, code: &str, purpose: CodePurpose) -> Mail {
+        let minutes = self.email_code_ttl.as_secs().div_ceil(60).to_string();
+        let (subject, what) = match purpose {
+            CodePurpose::SignIn => ("Your sign-in code", "sign in"),
+            CodePurpose::EmailVerification => ("Your verification code", "confirm this e-mail address"),
+            CodePurpose::PasswordReset => ("Your password reset code", "reset your password"),
+        };
+        let fill = |template: &str, escape: fn(&str) -> String| {
+            template
+                .replace("{{email}}", &escape(to.as_str()))
+                .replace("{{minutes}}", &minutes)
+                .replace("{{what}}", what)
+                .replace("{{code}}", code)
+        };
+        Mail {
+            id: MailId::new(),
+            to: to.clone(),
+            subject: subject.to_owned(),
+            text: fill(EMAIL_CODE_TEXT, str::to_owned),
+            html: fill(EMAIL_CODE_HTML, html_escape),
             created_at: Timestamp::now(),
         }
     }

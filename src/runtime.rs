@@ -229,6 +229,8 @@ impl Core {
             api_keys: Arc::new(config.api_keys.clone()),
             passwords: Arc::new(crate::accounts::PasswordCheck::new(config)),
             fresh_age: (config.session.fresh_age_secs > 0).then(|| Duration::from_secs(config.session.fresh_age_secs)),
+            magic_link: config.magic_link.clone(),
+            email_otp: config.email_otp.clone(),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

@@ -51,5 +51,6 @@ mod api {
     mod two_factor;
     mod upgrade;
     mod user_admin;
+    mod way_in;
     mod webhooks;
 }

@@ -19,6 +19,7 @@ mod query;
 mod recovery;
 mod setup;
 mod two_factor;
+mod way_in;
 mod webhooks;
 
 use std::sync::Arc;
@@ -60,6 +61,7 @@ pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQue
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
 pub use two_factor::{Code, CodeFor, Enrolment, TwoFactorError, Verified};
+pub use way_in::{CodeOutcome, CodeUseError, EmailCodeUse, LinkRequest, LinkSignIn, LinkSignInError, WayInError};
 pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};
 
 /// The facade. Cheap to clone; built by [`crate::runtime::Core`].
@@ -112,6 +114,10 @@ pub struct Accounts {
     pub(crate) fresh_age: Option<Duration>,
     /// What a new password must be, and the optional range lookup.
     pub(crate) passwords: Arc<PasswordCheck>,
+    /// `[magic_link]`: sign-in by a mailed link.
+    pub(crate) magic_link: crate::config::MagicLinkConfig,
+    /// `[email_otp]`: sign-in, verification and reset by a mailed code.
+    pub(crate) email_otp: crate::config::EmailOtpConfig,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

@@ -10,7 +10,7 @@ use crate::hashing::HashError;
 
 /// The earliest a request for a mailed link is answered: longer than either case (a link issued or not) takes,
 /// so neither can be told by its time.
-const LINK_ANSWER_FLOOR: Duration = Duration::from_millis(40);
+pub(super) const LINK_ANSWER_FLOOR: Duration = Duration::from_millis(40);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum MailError {

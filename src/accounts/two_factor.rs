@@ -361,6 +361,7 @@ impl Accounts {
             requested_by: None,
             failures: 0,
             code: Some(self.otp_hash(&user, &key, &code)),
+            address: None,
         };
         let mail = templates.render_code(&user, &code);
         self.actors.users.send_code(key, token, mail, ip.to_owned()).await.map_err(|e| match e {

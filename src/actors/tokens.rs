@@ -73,6 +73,7 @@ mod tests {
             requested_by: Some([requested_by; 16]),
             failures: 0,
             code: None,
+            address: None,
         })
     }
 

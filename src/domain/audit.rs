@@ -61,6 +61,10 @@ pub mod action {
     pub const PASSKEY_DELETED: &str = "passkey.deleted";
     /// A sign-in through another identity provider (the detail names it); the session's own entry follows.
     pub const SIGN_IN_PROVIDER: &str = "sign_in.provider";
+    /// A sign-in by a mailed link (`magic-link/verify`); the session's own entry follows.
+    pub const SIGN_IN_MAGIC_LINK: &str = "sign_in.magic_link";
+    /// A sign-in by a mailed code (`sign-in/email-otp`); the session's own entry follows.
+    pub const SIGN_IN_EMAIL_CODE: &str = "sign_in.email_code";
     /// An identity at another provider linked to an account, or removed from it (the detail names it).
     pub const ACCOUNT_LINKED: &str = "account.linked";
     pub const ACCOUNT_UNLINKED: &str = "account.unlinked";

@@ -31,7 +31,7 @@ pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
 pub use ids::{ApiKeyId, AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, SessionId, UserId};
 pub use image_url::{ImageUrl, ImageUrlError};
-pub use mail::{Mail, OneTimeToken, TokenKind, requester};
+pub use mail::{CodePurpose, LinkAddress, Mail, OneTimeToken, TokenKind, email_code_hash, email_code_key, requester};
 pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};
 pub use name::{Name, NameError};
 pub use passkey::{Ceremony, CeremonyKind, Passkey, cose_key};

@@ -291,6 +291,14 @@ pub struct TokenAndUser<'a> {
     pub user: AuthUser<'a>,
 }
 
+/// `email-otp/verify-email`'s answer: `token` is `null` (no session is started by proving an address).
+#[derive(Serialize)]
+pub struct VerifiedByCode<'a> {
+    pub status: bool,
+    pub token: Option<&'a str>,
+    pub user: AuthUser<'a>,
+}
+
 /// Sign-in's answer; `url` only when the request gave a `callbackURL`.
 #[derive(Serialize)]
 pub struct SignedIn<'a> {

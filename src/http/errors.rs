@@ -5,9 +5,9 @@ use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
 use crate::accounts::{
-    AccountError, AdminError, CreateOrgError, DeleteOrgError, IdTokenError, KeyError, MailError, MemberError, OrgError,
-    PasskeyError, ResetPasswordError, SignInError, SignUpError, Unavailable, UpdateOrgError, UpdateUserError,
-    WebhookError,
+    AccountError, AdminError, CodeUseError, CreateOrgError, DeleteOrgError, IdTokenError, KeyError, LinkSignInError,
+    MailError, MemberError, OrgError, PasskeyError, ResetPasswordError, SignInError, SignUpError, Unavailable,
+    UpdateOrgError, UpdateUserError, WayInError, WebhookError,
 };
 use crate::domain::{PasswordError, PasswordRefused};
 
@@ -208,6 +208,47 @@ impl From<MailError> for Failure {
             MailError::OutboxFull => Self::new(StatusCode::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL", e.to_string())
                 .with_header(header::RETRY_AFTER, HeaderValue::from_static("30")),
             MailError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<WayInError> for Failure {
+    fn from(e: WayInError) -> Self {
+        match e {
+            WayInError::Disabled => Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", e.to_string()),
+            WayInError::OutboxFull => Self::new(StatusCode::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL", e.to_string())
+                .with_header(header::RETRY_AFTER, HeaderValue::from_static("30")),
+            WayInError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+impl From<LinkSignInError> for Failure {
+    fn from(e: LinkSignInError) -> Self {
+        match e {
+            LinkSignInError::Disabled => Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", e.to_string()),
+            LinkSignInError::InvalidToken => Self::bad_request("INVALID_TOKEN", e.to_string()),
+            LinkSignInError::SignUpDisabled => Self::bad_request("NEW_USER_SIGNUP_DISABLED", e.to_string()),
+            LinkSignInError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", e.to_string()),
+            LinkSignInError::Unavailable(u) => u.into(),
+        }
+    }
+}
+
+/// better-auth's `emailOTP` codes, and this server's failure limit and overload answers.
+impl From<CodeUseError> for Failure {
+    fn from(e: CodeUseError) -> Self {
+        match e {
+            CodeUseError::Disabled => Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", e.to_string()),
+            CodeUseError::Expired => Self::bad_request("OTP_EXPIRED", e.to_string()),
+            CodeUseError::Invalid => Self::bad_request("INVALID_OTP", e.to_string()),
+            CodeUseError::TooManyAttempts => Self::new(StatusCode::FORBIDDEN, "TOO_MANY_ATTEMPTS", e.to_string()),
+            CodeUseError::UserNotFound => Self::bad_request("USER_NOT_FOUND", e.to_string()),
+            CodeUseError::Locked(wait) => Self::too_many_requests(wait),
+            CodeUseError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", e.to_string()),
+            CodeUseError::Busy => busy(),
+            CodeUseError::Password(refused) => refused.into(),
+            CodeUseError::Unavailable(u) => u.into(),
         }
     }
 }

@@ -54,6 +54,7 @@ mod setup;
 mod state;
 mod two_factor;
 mod user_admin;
+mod way_in;
 mod webhooks;
 
 use std::convert::Infallible;

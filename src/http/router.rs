@@ -17,7 +17,7 @@ use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, api_keys, audit_export, auth, console, cors, export, extract, oauth, ops,
     org_plugin, organizations, overview, pages, passkeys, provider, recovery, request_id, setup, two_factor,
-    user_admin, webhooks,
+    user_admin, way_in, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -184,6 +184,16 @@ async fn handle(
         Endpoint::ResetPassword => recovery::reset_password(state, ctx, req).await,
         Endpoint::SendVerificationEmail => recovery::send_verification_email(state, ctx, req).await,
         Endpoint::VerifyEmail => recovery::verify_email(state, ctx, req).await,
+        Endpoint::SignInMagicLink => way_in::sign_in_magic_link(state, ctx, req).await,
+        Endpoint::VerifyMagicLink => way_in::verify_magic_link(state, ctx, req).await,
+        Endpoint::SendVerificationOtp => way_in::send_verification_otp(state, ctx, req).await,
+        Endpoint::CheckVerificationOtp => way_in::check_verification_otp(state, ctx, req).await,
+        Endpoint::SignInEmailOtp => way_in::sign_in_email_otp(state, ctx, req).await,
+        Endpoint::VerifyEmailOtp => way_in::verify_email_otp(state, ctx, req).await,
+        Endpoint::RequestPasswordResetOtp | Endpoint::ForgetPasswordOtp => {
+            way_in::request_password_reset_otp(state, ctx, req).await
+        }
+        Endpoint::ResetPasswordOtp => way_in::reset_password_otp(state, ctx, req).await,
         Endpoint::PasskeyRegistrationOptions => passkeys::registration_options(state, ctx, req).await,
         Endpoint::PasskeyVerifyRegistration => passkeys::verify_registration(state, ctx, req).await,
         Endpoint::PasskeyAuthenticationOptions => passkeys::authentication_options(state, ctx, req).await,

@@ -46,6 +46,16 @@ routes! {
     "/api/auth/reset-password" => { POST => ResetPassword },
     "/api/auth/send-verification-email" => { POST => SendVerificationEmail },
     "/api/auth/verify-email" => { GET => VerifyEmail },
+    // way_in: sign-in links and mailed codes (better-auth's magicLink and emailOTP)
+    "/api/auth/sign-in/magic-link" => { POST => SignInMagicLink },
+    "/api/auth/magic-link/verify" => { GET => VerifyMagicLink },
+    "/api/auth/email-otp/send-verification-otp" => { POST => SendVerificationOtp },
+    "/api/auth/email-otp/check-verification-otp" => { POST => CheckVerificationOtp },
+    "/api/auth/sign-in/email-otp" => { POST => SignInEmailOtp },
+    "/api/auth/email-otp/verify-email" => { POST => VerifyEmailOtp },
+    "/api/auth/email-otp/request-password-reset" => { POST => RequestPasswordResetOtp },
+    "/api/auth/forget-password/email-otp" => { POST => ForgetPasswordOtp },
+    "/api/auth/email-otp/reset-password" => { POST => ResetPasswordOtp },
     // passkeys: @better-auth/passkey's calls (registration, sign-in with a passkey, the caller's passkeys)
     "/api/auth/passkey/generate-register-options" => { GET => PasskeyRegistrationOptions },
     "/api/auth/passkey/verify-registration" => { POST => PasskeyVerifyRegistration },

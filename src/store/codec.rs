@@ -33,7 +33,7 @@ use super::StoreError;
 use super::records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
     SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2,
-    TokenRecordV3, TokenRecordV4, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
+    TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -154,14 +154,33 @@ impl Versioned for TokenRecordV4 {
     const KIND: &'static str = "token";
 }
 
-/// A token record in any format, as the current one: the first has no requester, the first three no code.
+impl Versioned for TokenRecordV5 {
+    const VERSION: u8 = 5;
+    const KIND: &'static str = "token";
+}
+
+/// A token record in any format, as the current one: the first has no requester, the first three no code, the
+/// first four no address.
 pub fn decode_token(bytes: &[u8]) -> Result<TokenRecord, StoreError> {
-    let v3 = |r: TokenRecordV2| TokenRecordV3::from(r);
+    let v4 = |r: TokenRecordV3| TokenRecordV4::from(r);
     match bytes.first() {
-        Some(&TokenRecordV1::VERSION) => decode::<TokenRecordV1>(bytes).map(|r| v3(r.into()).into()),
-        Some(&TokenRecordV2::VERSION) => decode::<TokenRecordV2>(bytes).map(|r| v3(r).into()),
-        Some(&TokenRecordV3::VERSION) => decode::<TokenRecordV3>(bytes).map(Into::into),
-        _ => decode::<TokenRecordV4>(bytes),
+        Some(&TokenRecordV1::VERSION) => {
+            decode::<TokenRecordV1>(bytes).map(|r| v4(TokenRecordV2::from(r).into()).into())
+        }
+        Some(&TokenRecordV2::VERSION) => decode::<TokenRecordV2>(bytes).map(|r| v4(r.into()).into()),
+        Some(&TokenRecordV3::VERSION) => decode::<TokenRecordV3>(bytes).map(|r| v4(r).into()),
+        Some(&TokenRecordV4::VERSION) => decode::<TokenRecordV4>(bytes).map(Into::into),
+        _ => decode::<TokenRecordV5>(bytes),
+    }
+}
+
+/// A token record's bytes: the fourth format for every kind the previous release knows (so it keeps reading the
+/// links, challenges and codes this one writes), the fifth only for the kinds it does not (sign-in links and
+/// mailed codes of `emailOTP`), which it skips as the rolling-upgrade rule says rather than read them as corrupt.
+pub fn encode_token(record: &TokenRecord) -> Vec<u8> {
+    match record.as_v4() {
+        Some(v4) => encode(&v4),
+        None => encode(record),
     }
 }
 
@@ -198,8 +217,8 @@ fn skipped(kind: &str, version: u8, known: u8) {
 /// A token record, or `None` when a newer release wrote it in a format this one does not read: skipped, never
 /// held (the rolling-upgrade rule in the module's documentation).
 pub fn read_token(bytes: &[u8]) -> Result<Option<TokenRecord>, StoreError> {
-    if let Some(version) = newer(bytes, TokenRecordV4::VERSION) {
-        skipped("token", version, TokenRecordV4::VERSION);
+    if let Some(version) = newer(bytes, TokenRecordV5::VERSION) {
+        skipped("token", version, TokenRecordV5::VERSION);
         return Ok(None);
     }
     decode_token(bytes).map(Some)
@@ -504,8 +523,48 @@ mod tests {
         expected.extend([2, 0x80, 0x01, 0, 2, 1]);
         expected.extend([5; 32]);
         assert_eq!(encode(&v4), expected);
-        assert_eq!(decode_token(&expected).unwrap(), v4);
-        assert_eq!(decode_token(&encode(&v3)).unwrap(), TokenRecordV4 { code: None, ..v4 });
+        assert_eq!(decode_token(&expected).unwrap(), v4.clone().into());
+        assert_eq!(decode_token(&encode(&v3)).unwrap(), TokenRecordV4 { code: None, ..v4 }.into());
+    }
+
+    fn v4_token() -> TokenRecordV4 {
+        TokenRecordV4 {
+            kind: 1,
+            user_id: [8; 16],
+            created_at_ms: 1,
+            expires_at_ms: 64,
+            requested_by: None,
+            failures: 2,
+            code: Some([5; 32]),
+        }
+    }
+
+    #[test]
+    fn token_v5_golden_bytes_and_only_new_kinds_are_written_so() {
+        let v5 = TokenRecordV5 {
+            kind: 7,
+            email: Some("a@b.co".into()),
+            name: Some("N".into()),
+            ..TokenRecordV5::from(v4_token())
+        };
+        let mut expected = vec![5, 7];
+        expected.extend([8; 16]);
+        expected.extend([2, 0x80, 0x01, 0, 2, 1]);
+        expected.extend([5; 32]);
+        expected.extend([1, 6, b'a', b'@', b'b', b'.', b'c', b'o', 1, 1, b'N']);
+        assert_eq!(encode(&v5), expected);
+        assert_eq!(encode_token(&v5), expected);
+        assert_eq!(decode_token(&expected).unwrap(), v5);
+        // A code of `emailOTP` has no address, yet its kind is new: the fifth format too.
+        let code = TokenRecordV5 { kind: 8, email: None, name: None, ..v5.clone() };
+        assert_eq!(encode_token(&code)[0], 5);
+        assert_eq!(decode_token(&encode_token(&code)).unwrap(), code);
+        // The kinds the previous release knows: the fourth format, byte for byte, and read back the same.
+        for kind in 1..=6 {
+            let old: TokenRecord = TokenRecordV4 { kind, ..v4_token() }.into();
+            assert_eq!(encode_token(&old), encode(&TokenRecordV4 { kind, ..v4_token() }));
+            assert_eq!(decode_token(&encode_token(&old)).unwrap(), old);
+        }
     }
 
     #[test]
@@ -550,7 +609,7 @@ mod tests {
         assert_eq!(read_token(&encode(&token)).unwrap(), Some(token.clone()));
         let before = newer_records_skipped();
         let mut newer = encode(&token);
-        newer[0] = TokenRecordV4::VERSION + 1;
+        newer[0] = TokenRecordV5::VERSION + 1;
         newer.extend([1, 2, 3]);
         assert_eq!(read_token(&newer).unwrap(), None);
         let mut session = encode(&SessionRecordV3::from(SessionRecordV2::from(session_v1())));
@@ -584,7 +643,9 @@ mod tests {
         let written = [
             (UserRecord::KIND, UserRecord::VERSION),
             (SessionRecord::KIND, SessionRecord::VERSION),
-            (TokenRecord::KIND, TokenRecord::VERSION),
+            // Every kind the previous release knows is still written in its format (the new kinds, which it skips,
+            // are in `token_v5_golden_bytes_and_only_new_kinds_are_written_so`).
+            (TokenRecord::KIND, encode_token(&TokenRecordV4 { kind: 6, ..v4_token() }.into())[0]),
             (OrgRecord::KIND, OrgRecord::VERSION),
             (MembershipRecordV1::KIND, MembershipRecordV1::VERSION),
             (InvitationRecordV1::KIND, InvitationRecordV1::VERSION),

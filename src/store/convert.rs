@@ -4,15 +4,17 @@
 //! Records read back were validated before they were written, so they are rebuilt with the domain types'
 //! `from_trusted` constructors instead of being parsed again (a tightened rule must not make old data unloadable).
 
+use std::sync::Arc;
+
 use super::StoreError;
 use super::records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OutboxRecordV1, SessionRecord, TokenRecord,
     TwoFactorRecordV1, UserRecord,
 };
 use crate::domain::{
-    AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, Mail, MailId, MemberRoles, Membership,
-    Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, SessionRare, Slug, Timestamp, TokenKind,
-    TwoFactor, User, UserAgent, UserFields, UserId,
+    AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, LinkAddress, Mail, MailId, MemberRoles,
+    Membership, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, SessionRare, Slug, Timestamp,
+    TokenKind, TwoFactor, User, UserAgent, UserFields, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -200,12 +202,20 @@ pub fn token_record(token: &OneTimeToken) -> TokenRecord {
         requested_by: token.requested_by,
         failures: token.failures,
         code: token.code,
+        email: token.address.as_ref().map(|a| a.email.as_str().to_owned()),
+        name: token.address.as_ref().and_then(|a| a.name.as_ref().map(|n| n.as_str().to_owned())),
     }
 }
 
 /// A token of a kind this version does not know is corrupt, not silently something else.
 pub fn token(r: TokenRecord) -> Result<OneTimeToken, StoreError> {
     let kind = TokenKind::from_code(r.kind).ok_or_else(|| StoreError::Corrupt(format!("token kind {}", r.kind)))?;
+    let address = match r.email {
+        Some(email) => {
+            Some(Arc::new(LinkAddress { email: Email::from_trusted(email), name: r.name.map(Name::from_trusted) }))
+        }
+        None => None,
+    };
     Ok(OneTimeToken {
         kind,
         user_id: UserId::from_bytes(r.user_id),
@@ -214,6 +224,7 @@ pub fn token(r: TokenRecord) -> Result<OneTimeToken, StoreError> {
         requested_by: r.requested_by,
         failures: r.failures,
         code: r.code,
+        address,
     })
 }
 
@@ -424,6 +435,7 @@ mod tests {
             requested_by: Some([3; 16]),
             failures: 2,
             code: None,
+            address: None,
         };
         assert_eq!(token(token_record(&t)).unwrap(), t);
         let mailed = OneTimeToken { kind: TokenKind::TwoFactorOtp, code: Some([4; 32]), ..t.clone() };

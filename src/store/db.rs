@@ -882,7 +882,9 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     audit.remove(id).map_err(io)?;
                     anonymous.remove(id).map_err(io)?;
                 }
-                StoreOp::PutToken(hash, r) => put(&mut tokens, *hash, r)?,
+                StoreOp::PutToken(hash, r) => {
+                    tokens.insert(*hash, codec::encode_token(r).as_slice()).map_err(io)?;
+                }
                 StoreOp::DeleteToken(hash) => {
                     tokens.remove(hash).map_err(io)?;
                 }

@@ -1079,7 +1079,7 @@ fn apply(
                 tx.execute(&s.put_audit, &[&r.id.as_slice(), &anonymous, &codec::encode(r)])
             }
             StoreOp::DeleteAudit(id) => tx.execute(&s.delete_audit, &[&id.as_slice()]),
-            StoreOp::PutToken(hash, r) => tx.execute(&s.put_token, &[&hash.as_slice(), &codec::encode(r)]),
+            StoreOp::PutToken(hash, r) => tx.execute(&s.put_token, &[&hash.as_slice(), &codec::encode_token(r)]),
             StoreOp::DeleteToken(hash) => tx.execute(&s.delete_token, &[&hash.as_slice()]),
             StoreOp::PutOutbox(r) => tx.execute(&s.put_outbox, &[&r.id.as_slice(), &codec::encode(r)]),
             StoreOp::DeleteOutbox(id) => tx.execute(&s.delete_outbox, &[&id.as_slice()]),

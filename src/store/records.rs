@@ -416,8 +416,63 @@ impl From<TokenRecordV3> for TokenRecordV4 {
     }
 }
 
-/// The token record as this version writes it.
-pub type TokenRecord = TokenRecordV4;
+/// A one-time token, fifth format: [`TokenRecordV4`] and the address a sign-in link was mailed to (with the name
+/// given for an account the link makes). Written only for the kinds older releases do not know (7: a sign-in link;
+/// 8, 9, 10: a mailed code to sign in, to verify the address, to reset the password), which they skip; every other
+/// token is still written as [`TokenRecordV4`] ([`crate::store::codec::encode_token`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecordV5 {
+    pub kind: u8,
+    pub user_id: [u8; 16],
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub requested_by: Option<[u8; 16]>,
+    pub failures: u32,
+    pub code: Option<[u8; 32]>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+}
+
+impl From<TokenRecordV4> for TokenRecordV5 {
+    fn from(r: TokenRecordV4) -> Self {
+        Self {
+            kind: r.kind,
+            user_id: r.user_id,
+            created_at_ms: r.created_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            requested_by: r.requested_by,
+            failures: r.failures,
+            code: r.code,
+            email: None,
+            name: None,
+        }
+    }
+}
+
+impl From<TokenRecordV3> for TokenRecordV5 {
+    fn from(r: TokenRecordV3) -> Self {
+        TokenRecordV4::from(r).into()
+    }
+}
+
+impl TokenRecordV5 {
+    /// The fourth format of this record, when it says nothing that format cannot: a kind older releases know
+    /// (1 to 6) and no address.
+    pub fn as_v4(&self) -> Option<TokenRecordV4> {
+        (self.kind <= 6 && self.email.is_none() && self.name.is_none()).then_some(TokenRecordV4 {
+            kind: self.kind,
+            user_id: self.user_id,
+            created_at_ms: self.created_at_ms,
+            expires_at_ms: self.expires_at_ms,
+            requested_by: self.requested_by,
+            failures: self.failures,
+            code: self.code,
+        })
+    }
+}
+
+/// The token record as this version holds it (written as [`TokenRecordV4`] where that format can say it).
+pub type TokenRecord = TokenRecordV5;
 
 /// A message waiting to be sent. Written in the same transaction as what it announces (a reset token), deleted
 /// once the mail server has accepted it. Key: its UUID v7, so the outbox reads oldest first.

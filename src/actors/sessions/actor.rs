@@ -234,7 +234,16 @@ impl Actor for SessionsActor {
                 for (_, hash) in &ending {
                     state.overlay.stage(*hash, None);
                 }
-                // Fenced until published: no session of `users` and no impersonation by `admins` starts meanwhile.
+                // The sign-ins of this commit start before the fence: a sign-in by a mailed link to an account whose
+                // address was unproven ends its other sessions and starts its own in one commit. Their records follow
+                // the ends (below), so the new session is not among those deleted.
+                let mut start_ops = Vec::new();
+                let started = starts
+                    .into_iter()
+                    .map(|(start, account)| self.start_with(state, start, account, &mut start_ops))
+                    .collect();
+                // Fenced until published: no other session of `users` and no impersonation by `admins` starts
+                // meanwhile.
                 state.fenced.extend(admins);
                 // Every session of each account in the store, those this node has not seen included; and the
                 // impersonations by the administrators among them or demoted, as this node knows them (a session
@@ -254,10 +263,7 @@ impl Actor for SessionsActor {
                         ops.push(StoreOp::RefreshSession(hash, convert::session_record(&session)));
                     }
                 }
-                let started = starts
-                    .into_iter()
-                    .map(|(start, account)| self.start_with(state, start, account, &mut ops))
-                    .collect();
+                ops.extend(start_ops);
                 // A conflict (several nodes) is the users actor's to answer: its change broke a rule of the cluster.
                 let conflict = |c: &Conflict| Some(Err(Refusal::Conflict(c.clone())));
                 state.overlay.add_answering(ops, reply, Ok(started), conflict);

@@ -29,6 +29,7 @@ mod linked;
 mod members;
 mod second_factor;
 mod tokens;
+mod way_in;
 
 pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
@@ -142,6 +143,7 @@ impl Actor for UsersActor {
             UsersMsg::Linked(msg) => self.linked(state, msg),
             UsersMsg::Members(msg) => self.member_change(state, msg),
             UsersMsg::Factor(msg) => self.factor(state, msg),
+            UsersMsg::WayIn(msg) => self.way_in(state, msg),
             UsersMsg::Remote => {
                 state.inbox.drain(|change| self.apply_remote(change));
                 return Ok(());

@@ -17,6 +17,7 @@ pub mod members;
 pub mod rules;
 mod second_factor;
 mod tokens;
+mod way_in;
 
 use accounts::AccountMsg;
 pub use accounts::{
@@ -37,6 +38,8 @@ use second_factor::FactorMsg;
 pub use second_factor::{CodeError, FactorChange, FactorError, PassError, Passed, Proof};
 use tokens::TokenMsg;
 pub use tokens::{Compose, IssueError, ResetError};
+use way_in::WayInMsg;
+pub use way_in::{CodeUse, CodeUsed, EmailCodeError, LinkError, WayInPassed};
 
 use super::Unavailable;
 
@@ -58,6 +61,8 @@ pub(super) enum UsersMsg {
     /// Accounts, one-time tokens, memberships and linked identities another node changed wait in the actor's
     /// inbox ([`super::inbox::Inbox`]): into the read indexes.
     Remote,
+    /// Sign-in links and mailed codes ([`way_in`]).
+    WayIn(WayInMsg),
     Flush,
 }
 
@@ -70,6 +75,7 @@ impl super::Letter for UsersMsg {
             Self::Linked(msg) => msg.caller_gone(),
             Self::Members(msg) => msg.caller_gone(),
             Self::Factor(msg) => msg.caller_gone(),
+            Self::WayIn(msg) => msg.caller_gone(),
             // Another node's changes: this node's memory must follow them whatever.
             Self::Remote => None,
             Self::Flush => None,

@@ -42,6 +42,33 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
     })
 }
 
+/// An account made by a way in through the mailbox (a sign-in link or code to an address with no account yet):
+/// the address is proven by that very mail, and there is no password. `id` is the one the link or code was
+/// issued for; the name is the one given, else the address's local part (a name must not be empty here).
+pub fn mailbox_sign_up(id: UserId, email: Email, name: Option<Name>, role: Role, now: Timestamp) -> User {
+    let name = name
+        .or_else(|| Name::parse(email.as_str().split('@').next().unwrap_or_default()).ok())
+        .unwrap_or_else(|| Name::from_trusted("user".to_owned()));
+    let new = NewUser { name, email, image: None, role, password_hash: String::new() };
+    User::from(UserFields { id, email_verified: true, ..new_account(new, now).fields() })
+}
+
+/// What a way in through the mailbox does to an account whose address was never proven (better-auth's
+/// `revokeUnprovenAccountAccess`): whoever made the account with that address may not be its owner, so the
+/// password they set ends with every session, and the address is proven from now on. A proven account is left
+/// as it is (`None`).
+pub fn prove_by_mailbox(current: &User, now: Timestamp) -> Option<Changed> {
+    (!current.email_verified).then(|| Changed {
+        user: User::from(UserFields {
+            email_verified: true,
+            password_hash: "".into(),
+            updated_at: now,
+            ..current.fields()
+        }),
+        ends_sessions: true,
+    })
+}
+
 /// An administrator's change to `current`.
 pub fn apply_change(
     snapshot: &Snapshot<'_>,
@@ -302,6 +329,26 @@ mod tests {
 
     const NO_ORGS: &dyn Fn(OrgId) -> bool = &|_| false;
     const NOW: Timestamp = Timestamp::from_millis(2);
+
+    #[test]
+    fn the_mailbox_proves_an_unproven_address_and_ends_its_password_and_sessions() {
+        let unproven =
+            User::from(UserFields { password_hash: "$argon2id$x".into(), ..account("m@example.com", "user").fields() });
+        let Changed { user, ends_sessions } = prove_by_mailbox(&unproven, Timestamp::now()).unwrap();
+        assert!(user.email_verified && ends_sessions && user.password_hash().to_string().is_empty());
+        let proven = User::from(UserFields { email_verified: true, ..unproven.fields() });
+        assert!(prove_by_mailbox(&proven, Timestamp::now()).is_none(), "a proven account keeps everything");
+        let id = UserId::new();
+        let made = mailbox_sign_up(
+            id,
+            Email::parse("ada.l@example.com").unwrap(),
+            None,
+            roles().parse("user").unwrap(),
+            Timestamp::now(),
+        );
+        assert_eq!((made.id, made.name(), made.email_verified), (id, "ada.l", true));
+        assert!(made.password_hash().to_string().is_empty());
+    }
 
     #[test]
     fn the_last_active_administrator_can_be_neither_demoted_nor_banned() {

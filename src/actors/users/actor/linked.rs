@@ -193,16 +193,17 @@ impl UsersActor {
     /// a provider did not verify, or an identity the squatter linked) must not keep a way in through the owner's
     /// recovery. Which identities were linked while the address was unproven cannot be told apart from later ones
     /// (no record says when it was proven), so all of them end; the owner links hers again once signed in.
-    pub(super) fn end_unproven_links(&self, state: &mut State, user: &User, ip: &str) -> Vec<StoreOp> {
+    /// `by` names what proved it, for the audit log ("a password reset with a mailed link").
+    pub(super) fn end_unproven_links(&self, state: &mut State, user: &User, ip: &str, by: &str) -> Vec<StoreOp> {
         let id = Some(user.id);
         let mut ops = self.end_tokens(state, user.id, TokenKind::EmailVerification);
-        let detail = "proven by a password reset with a mailed link".to_owned();
+        let detail = format!("proven by {by}");
         ops.push(audit::entry(action::EMAIL_VERIFIED, id, id.map(Into::into), ip, detail));
         for account in self.accounts_of(state, user.id) {
             state.accounts.insert(account.id, None);
             ops.push(StoreOp::DeleteAccount { id: account.id, user: user.id.to_bytes() });
             let detail = format!(
-                "{} ({}): linked while the address was unproven, ended by a password reset",
+                "{} ({}): linked while the address was unproven, ended by {by}",
                 account.provider, account.email
             );
             ops.push(audit::entry(action::ACCOUNT_UNLINKED, id, id.map(Into::into), ip, detail));

@@ -318,6 +318,7 @@ impl UsersActor {
             requested_by: None,
             failures: 0,
             code: None,
+            address: None,
         }
     }
 
@@ -337,7 +338,7 @@ impl UsersActor {
     }
 
     /// The token `hash`, this batch's changes first.
-    fn live_token(&self, state: &State, hash: &TokenHash) -> Option<Arc<OneTimeToken>> {
+    pub(super) fn live_token(&self, state: &State, hash: &TokenHash) -> Option<Arc<OneTimeToken>> {
         match state.tokens.get(hash) {
             Some(pending) => pending.clone(),
             None => self.indexes.tokens.get(hash),

@@ -41,6 +41,7 @@ impl UsersActor {
                     requested_by,
                     failures: 0,
                     code: None,
+                    address: None,
                 });
                 let mut ops = Vec::new();
                 // A newer request invalidates the older link the same client asked for, and no other: whoever
@@ -91,7 +92,7 @@ impl UsersActor {
                 let detail = "password reset with a mailed link; every session ended".to_owned();
                 ops.push(audit::entry(action::PASSWORD_RESET, id, id.map(Into::into), &ip, detail));
                 if !proven_before {
-                    ops.extend(self.end_unproven_links(state, &user, &ip));
+                    ops.extend(self.end_unproven_links(state, &user, &ip, "a password reset with a mailed link"));
                 }
                 state.overlay.add(ops, reply, ());
             }
@@ -106,5 +107,7 @@ fn kind_name(kind: TokenKind) -> &'static str {
         TokenKind::TwoFactorChallenge { .. } => "two-factor sign-in",
         TokenKind::TrustedDevice => "trusted device",
         TokenKind::TwoFactorOtp => "mailed second-factor code",
+        TokenKind::MagicLink => "sign-in link",
+        TokenKind::EmailCode(_) => "mailed code",
     }
 }
