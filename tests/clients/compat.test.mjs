@@ -189,13 +189,13 @@ test("password reset: requestPasswordReset mails a link, resetPassword sets the 
   assert.deepEqual(ghost.data, asked.data, "an unknown e-mail gets the same answer");
 
   const token = await resetTokenFromMail(email, 1);
-  const reset = await client.resetPassword({ newPassword: "reset by mail 1", token });
+  const reset = await client.resetPassword({ newPassword: "renewed by mail 1", token });
   assert.equal(reset.error, null);
   assert.equal(reset.data.status, true);
   assert.equal((await client.getSession()).data, null, "the session ended with the reset");
   assert.equal((await client.signIn.email({ email, password: PASSWORD })).error.status, 401);
-  assert.equal((await client.signIn.email({ email, password: "reset by mail 1" })).error, null);
-  const again = await client.resetPassword({ newPassword: "reset by mail 2", token });
+  assert.equal((await client.signIn.email({ email, password: "renewed by mail 1" })).error, null);
+  const again = await client.resetPassword({ newPassword: "renewed by mail 2", token });
   assert.equal(again.error.code, "INVALID_TOKEN");
 });
 
