@@ -34,6 +34,11 @@ enum Command {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// Manage the identity provider's clients (the applications that sign their users in here).
+    Client {
+        #[command(subcommand)]
+        command: ClientCommand,
+    },
     /// Fill the data directory with generated users, sessions and organizations (for tests and benchmarks).
     Seed {
         #[arg(long, default_value_t = 0)]
@@ -105,6 +110,44 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum ClientCommand {
+    /// Register a client and print its client_id and, for a confidential client, its secret (shown only this
+    /// once). Works while no server runs on the embedded store, and any time on PostgreSQL; the admin API
+    /// (`POST /api/admin/oidc/clients`) does the same while the server runs.
+    Add {
+        #[arg(long)]
+        name: String,
+        /// A redirect URI, matched byte for byte (repeat for several).
+        #[arg(long = "redirect-uri")]
+        redirect_uris: Vec<String>,
+        /// Where RP-initiated logout may send the browser back (repeat for several).
+        #[arg(long = "post-logout-redirect-uri")]
+        post_logout_redirect_uris: Vec<String>,
+        /// Space-separated scopes it may ask for (default: openid profile email offline_access).
+        #[arg(long)]
+        scope: Option<String>,
+        /// authorization_code (the default; brings refresh_token) or client_credentials (repeat for both).
+        #[arg(long = "grant-type")]
+        grant_types: Vec<String>,
+        /// A public client (a native or browser app): no secret, PKCE required.
+        #[arg(long)]
+        public: bool,
+        /// A native app: loopback http redirects (any port) and private-use schemes.
+        #[arg(long)]
+        native: bool,
+        /// A first-party client: no consent page.
+        #[arg(long)]
+        skip_consent: bool,
+        /// May ask for RP-initiated logout.
+        #[arg(long)]
+        enable_end_session: bool,
+        /// EdDSA (default), ES256 or RS256.
+        #[arg(long)]
+        id_token_alg: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
 enum AdminCommand {
     /// Create an administrator. Works while no server runs. An existing account with that e-mail is refused
     /// unless --promote-existing is given.
@@ -154,6 +197,51 @@ fn main() -> ExitCode {
         Command::CheckConfig => unreachable!("answered before logging starts"),
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
+        }
+        Command::Client {
+            command:
+                ClientCommand::Add {
+                    name,
+                    redirect_uris,
+                    post_logout_redirect_uris,
+                    scope,
+                    grant_types,
+                    public,
+                    native,
+                    skip_consent,
+                    enable_end_session,
+                    id_token_alg,
+                },
+        } => {
+            let new = service_auth::provider::NewClient {
+                name,
+                redirect_uris,
+                post_logout_redirect_uris,
+                scopes: scope.map(|s| s.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect()),
+                grant_types: (!grant_types.is_empty()).then_some(grant_types),
+                auth_method: public.then(|| "none".to_owned()),
+                application_type: native.then(|| "native".to_owned()),
+                skip_consent,
+                enable_end_session,
+                id_token_signed_response_alg: id_token_alg,
+            };
+            match service_auth::provider::clients::add_offline(&config, new) {
+                Ok((client, secret)) => {
+                    println!("client_id: {}", client.client_id);
+                    if let Some(secret) = secret {
+                        println!("client_secret (shown only this once, store it now): {secret}");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(service_auth::provider::ClientError::Store(why)) => {
+                    eprintln!("service-auth: {why}: stop the server, or use POST /api/admin/oidc/clients");
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("service-auth: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Command::Seed { users, sessions, orgs, tokens_out, busy_users, members_in_org, force } => {
             let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out, busy_users, members_in_org, force };

@@ -231,6 +231,7 @@ impl Core {
             fresh_age: (config.session.fresh_age_secs > 0).then(|| Duration::from_secs(config.session.fresh_age_secs)),
             magic_link: config.magic_link.clone(),
             email_otp: config.email_otp.clone(),
+            clients: crate::provider::Clients::new(Arc::clone(&store), writer.clone()),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

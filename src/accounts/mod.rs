@@ -56,7 +56,9 @@ pub use passkeys::{
     Attachment, CeremonyToken, PasskeyBook, PasskeyError, Passkeys, credential_id_base64url, public_key_base64,
 };
 pub use passwords::PasswordCheck;
-pub use provider::{Alg, Jwk, Key as SigningKey, KeyError, KeyStatus};
+pub use provider::{
+    Alg, AuthMethod, ClientChange, ClientError, Jwk, Key as SigningKey, KeyError, KeyStatus, NewClient, OAuthClient,
+};
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
@@ -118,6 +120,8 @@ pub struct Accounts {
     pub(crate) magic_link: crate::config::MagicLinkConfig,
     /// `[email_otp]`: sign-in, verification and reset by a mailed code.
     pub(crate) email_otp: crate::config::EmailOtpConfig,
+    /// The identity provider's clients.
+    pub(crate) clients: crate::provider::Clients,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use super::Accounts;
 use crate::domain::UserId;
-pub use crate::provider::{Alg, Jwk, Key, KeyError, KeyStatus};
+pub use crate::provider::{
+    Alg, AuthMethod, Client as OAuthClient, ClientChange, ClientError, Jwk, Key, KeyError, KeyStatus, NewClient,
+};
 
 impl Accounts {
     /// The published keys, as the store holds them now (another node's rotation of a moment ago included); the
@@ -42,5 +44,38 @@ impl Accounts {
     /// Housekeeping: reads the keys other nodes made, and deletes those whose tokens have all expired.
     pub async fn refresh_signing_keys(&self) -> Result<(), KeyError> {
         self.keys.refresh().await
+    }
+
+    /// Every client of the identity provider, oldest first.
+    pub async fn oauth_clients(&self) -> Result<Vec<OAuthClient>, ClientError> {
+        self.clients.list().await
+    }
+
+    pub async fn oauth_client(&self, client_id: &str) -> Result<OAuthClient, ClientError> {
+        self.clients.get(client_id).await
+    }
+
+    /// Registers a client; its secret (confidential clients) is in this answer only. Audited.
+    pub async fn create_oauth_client(
+        &self,
+        new: NewClient,
+        by: UserId,
+        ip: &str,
+    ) -> Result<(OAuthClient, Option<String>), ClientError> {
+        self.clients.create(new, Some(by), ip).await
+    }
+
+    pub async fn update_oauth_client(
+        &self,
+        client_id: &str,
+        change: ClientChange,
+        by: UserId,
+        ip: &str,
+    ) -> Result<(OAuthClient, Option<String>), ClientError> {
+        self.clients.update(client_id, change, by, ip).await
+    }
+
+    pub async fn delete_oauth_client(&self, client_id: &str, by: UserId, ip: &str) -> Result<(), ClientError> {
+        self.clients.delete(client_id, by, ip).await
     }
 }

@@ -75,6 +75,12 @@ pub mod action {
     pub const API_KEY_CREATED: &str = "api_key.created";
     pub const API_KEY_UPDATED: &str = "api_key.updated";
     pub const API_KEY_DELETED: &str = "api_key.deleted";
+    /// A client of the identity provider registered, changed, given a new secret, removed (the detail names its
+    /// `client_id`, and what changed).
+    pub const OAUTH_CLIENT_CREATED: &str = "oauth_client.created";
+    pub const OAUTH_CLIENT_UPDATED: &str = "oauth_client.updated";
+    pub const OAUTH_CLIENT_SECRET_ROTATED: &str = "oauth_client.secret_rotated";
+    pub const OAUTH_CLIENT_DELETED: &str = "oauth_client.deleted";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

@@ -1031,3 +1031,61 @@ impl<'a> SigningKey<'a> {
 pub struct SigningKeyList<'a> {
     pub keys: Vec<SigningKey<'a>>,
 }
+
+/// A client of the identity provider, for administrators: RFC 7591's names (as the plugin answers them), never
+/// its secret.
+#[derive(Serialize)]
+pub struct OAuthClient<'a> {
+    pub client_id: &'a str,
+    pub client_name: &'a str,
+    /// `none` for a public client.
+    pub token_endpoint_auth_method: &'static str,
+    pub application_type: &'static str,
+    pub redirect_uris: &'a [String],
+    pub post_logout_redirect_uris: &'a [String],
+    /// Space-separated, as RFC 7591.
+    pub scope: String,
+    pub grant_types: &'a [&'static str],
+    pub response_types: &'static [&'static str],
+    pub skip_consent: bool,
+    pub enable_end_session: bool,
+    pub disabled: bool,
+    pub id_token_signed_response_alg: &'static str,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl<'a> From<&'a crate::accounts::OAuthClient> for OAuthClient<'a> {
+    fn from(c: &'a crate::accounts::OAuthClient) -> Self {
+        OAuthClient {
+            client_id: &c.client_id,
+            client_name: &c.name,
+            token_endpoint_auth_method: c.auth_method.name(),
+            application_type: if c.native { "native" } else { "web" },
+            redirect_uris: &c.redirect_uris,
+            post_logout_redirect_uris: &c.post_logout_redirect_uris,
+            scope: c.scopes.join(" "),
+            grant_types: &c.grant_types,
+            response_types: if c.grant_types.contains(&"authorization_code") { &["code"] } else { &[] },
+            skip_consent: c.skip_consent,
+            enable_end_session: c.end_session,
+            disabled: c.disabled,
+            id_token_signed_response_alg: c.id_token_alg.name(),
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+/// `GET /api/admin/oidc/clients`.
+#[derive(Serialize)]
+pub struct OAuthClientList<'a> {
+    pub clients: Vec<OAuthClient<'a>>,
+}
+
+/// One client, and its secret in the answer that made or rotated it (else `null`).
+#[derive(Serialize)]
+pub struct OAuthClientAndSecret<'a> {
+    pub client: OAuthClient<'a>,
+    pub client_secret: Option<&'a str>,
+}

@@ -5,9 +5,9 @@ use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
 use crate::accounts::{
-    AccountError, AdminError, CodeUseError, CreateOrgError, DeleteOrgError, IdTokenError, KeyError, LinkSignInError,
-    MailError, MemberError, OrgError, PasskeyError, ResetPasswordError, SignInError, SignUpError, Unavailable,
-    UpdateOrgError, UpdateUserError, WayInError, WebhookError,
+    AccountError, AdminError, ClientError, CodeUseError, CreateOrgError, DeleteOrgError, IdTokenError, KeyError,
+    LinkSignInError, MailError, MemberError, OrgError, PasskeyError, ResetPasswordError, SignInError, SignUpError,
+    Unavailable, UpdateOrgError, UpdateUserError, WayInError, WebhookError,
 };
 use crate::domain::{PasswordError, PasswordRefused};
 
@@ -324,6 +324,16 @@ impl From<IdTokenError> for Failure {
             IdTokenError::Unavailable(u) => return u.into(),
         };
         Self::new(status, code, e.to_string())
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Invalid(message) | ClientError::InvalidRedirectUri(message) => Self::validation(message),
+            ClientError::NotFound => Self::with_status(StatusCode::NOT_FOUND, e.to_string()),
+            ClientError::Store(_) => Self::unavailable(),
+        }
     }
 }
 

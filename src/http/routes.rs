@@ -145,6 +145,8 @@ routes! {
     "/.well-known/oauth-authorization-server/api/auth" => { GET => AuthorizationServerMetadataRfc8414 },
     "/api/admin/oidc/keys" => { GET => SigningKeys },
     "/api/admin/oidc/keys/rotate" => { POST => RotateSigningKeys },
+    "/api/admin/oidc/clients" => { GET => OAuthClients, POST => CreateOAuthClient },
+    "/api/admin/oidc/clients/{client_id}" => { GET => OAuthClient, PATCH => UpdateOAuthClient, DELETE => DeleteOAuthClient },
     // webhooks and the audit export
     "/api/admin/webhooks" => { GET => ListWebhooks, POST => CreateWebhook },
     "/api/admin/webhooks/{id}" => { GET => GetWebhook, PATCH => UpdateWebhook, DELETE => DeleteWebhook },

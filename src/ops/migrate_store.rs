@@ -61,6 +61,7 @@ pub fn migrate(config: &Config, direction: Direction, url: &str, pool_size: usiz
     ops.extend(passkeys.into_iter().map(StoreOp::PutPasskey));
     // The identity provider's signing keys move sealed as they are: the nodes of the target read the same key file.
     ops.extend(from.signing_keys()?.into_iter().map(StoreOp::PutSigningKey));
+    ops.extend(from.oauth_clients()?.into_iter().map(StoreOp::PutOAuthClient));
     let mut before = None;
     loop {
         let page = from.audit_page(before, AUDIT_PAGE)?;

@@ -71,7 +71,7 @@ impl Alg {
         Alg::ALL.into_iter().find(|alg| alg.name() == name)
     }
 
-    const fn code(self) -> u8 {
+    pub(crate) const fn code(self) -> u8 {
         match self {
             Alg::EdDsa => 1,
             Alg::Es256 => 2,

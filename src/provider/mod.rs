@@ -2,15 +2,17 @@
 //! on the wire of `@better-auth/oauth-provider` (1.7) and better-auth's `jwt` plugin, so that their client and any
 //! certified relying party work unchanged (docs/oidc-provider.md).
 //!
-//! Built in slices (issue #46): the signing keys and the discovery document come first ([`keys`]); clients,
-//! the authorization code flow, the token endpoint and the rest follow.
+//! Built in slices (issue #46): the signing keys and the discovery document ([`keys`]), the clients
+//! administrators register ([`clients`]); the authorization code flow, the token endpoint and the rest follow.
 //!
 //! This module is a rung below the facade, beside the webhooks: it owns the provider's state that is neither an
 //! account's nor a session's. The keys are no actor ([`keys`] says why); the grants, which are written at every
 //! token request and read at every introspection, will be one of their own.
 
+pub mod clients;
 pub mod keys;
 
+pub use clients::{AuthMethod, Client, ClientChange, ClientError, Clients, NewClient};
 pub use keys::{Alg, Jwk, Key, KeyError, KeyRing, KeyStatus};
 
 /// The scopes every client may ask for (the plugin's defaults): `openid` for an ID token, `profile` and `email`

@@ -290,6 +290,22 @@ impl Store {
         }
     }
 
+    /// Every client of the identity provider. Blocking.
+    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_clients(),
+            Backend::Postgres(s) => s.oauth_clients(),
+        }
+    }
+
+    /// The client `client_id`, if registered. Blocking.
+    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_client(client_id),
+            Backend::Postgres(s) => s.oauth_client(client_id),
+        }
+    }
+
     /// Every passkey of `user`. Blocking. (Passkeys are read from the store where they are needed, not held in
     /// memory: a sign-in with a passkey or a list is rare next to session checks, and every node then sees the
     /// shared database's passkeys without a change log entry.)

@@ -54,6 +54,8 @@ const PASSKEY_CREDENTIALS: TableDefinition<&[u8], [u8; 32]> = TableDefinition::n
 const PASSKEY_CHALLENGES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("passkey_challenges");
 /// The identity provider's signing keys (sealed), by id.
 const SIGNING_KEYS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("signing_keys");
+/// The identity provider's clients, by `client_id`.
+const OAUTH_CLIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("oauth_clients");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -357,6 +359,7 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(PASSKEY_CHALLENGES).map_err(io)?;
     tx.open_table(FLOWS).map_err(io)?;
     tx.open_table(SIGNING_KEYS).map_err(io)?;
+    tx.open_table(OAUTH_CLIENTS).map_err(io)?;
     Ok(())
 }
 
@@ -531,6 +534,25 @@ impl EmbeddedStore {
             let table = tx.open_table(SIGNING_KEYS).map_err(io)?;
             let entries = table.iter().map_err(io)?;
             entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// Every client of the identity provider, by `client_id`.
+    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
+            let entries = table.iter().map_err(io)?;
+            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
+            let found = table.get(client_id).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
         })
     }
 
@@ -719,6 +741,7 @@ impl EmbeddedStore {
             tx.delete_table(PASSKEY_CHALLENGES).map_err(io)?;
             tx.delete_table(FLOWS).map_err(io)?;
             tx.delete_table(SIGNING_KEYS).map_err(io)?;
+            tx.delete_table(OAUTH_CLIENTS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -843,6 +866,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut api_keys = tx.open_table(API_KEYS).map_err(io)?;
         let mut flows = tx.open_table(FLOWS).map_err(io)?;
         let mut signing_keys = tx.open_table(SIGNING_KEYS).map_err(io)?;
+        let mut clients = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
         for &op in ops {
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
@@ -971,6 +995,12 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::PutSigningKey(r) => put(&mut signing_keys, r.id, r)?,
                 StoreOp::DeleteSigningKey(id) => {
                     signing_keys.remove(id).map_err(io)?;
+                }
+                StoreOp::PutOAuthClient(r) => {
+                    clients.insert(r.client_id.as_str(), codec::encode(r).as_slice()).map_err(io)?;
+                }
+                StoreOp::DeleteOAuthClient(client_id) => {
+                    clients.remove(client_id.as_str()).map_err(io)?;
                 }
                 // One node: one callback at a time finishes a flow (its claim in src/accounts/oauth.rs), so the
                 // flow is there; abandoned flows past their time go with it.
@@ -1182,6 +1212,13 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
             copy_table(&source, &tx, SIGNING_KEYS)?;
         }
         copy_table(&source, &tx, API_KEYS)?;
+        if let Ok(clients) = source.open_table(OAUTH_CLIENTS) {
+            let mut out = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
+            for entry in clients.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
         {
             let mut meta = tx.open_table(META).map_err(io)?;
             for entry in source.open_table(META).map_err(io)?.iter().map_err(io)? {

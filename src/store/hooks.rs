@@ -56,6 +56,11 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("api_key.created", Source::Audit(&[action::API_KEY_CREATED])),
     ("api_key.updated", Source::Audit(&[action::API_KEY_UPDATED])),
     ("api_key.deleted", Source::Audit(&[action::API_KEY_DELETED])),
+    // The identity provider's clients (administrators' changes): the client's id, the actor, and the detail
+    // naming its `client_id` and what changed. Never its secret.
+    ("oauth_client.created", Source::Audit(&[action::OAUTH_CLIENT_CREATED])),
+    ("oauth_client.updated", Source::Audit(&[action::OAUTH_CLIENT_UPDATED, action::OAUTH_CLIENT_SECRET_ROTATED])),
+    ("oauth_client.deleted", Source::Audit(&[action::OAUTH_CLIENT_DELETED])),
 ];
 
 /// Whether `name` is an event type.
@@ -198,8 +203,15 @@ impl Fanout {
         let before = self.prior.get(&target).cloned().flatten();
         let mut data = json!({});
         let fields = data.as_object_mut().expect("an object");
-        // An organization's event is about the organization; every other about an account.
-        let subject = if name.starts_with("organization.") { "organization_id" } else { "user_id" };
+        // An organization's event is about the organization, a client's about the client; every other about an
+        // account.
+        let subject = if name.starts_with("organization.") {
+            "organization_id"
+        } else if name.starts_with("oauth_client.") {
+            "oauth_client_id"
+        } else {
+            "user_id"
+        };
         fields.insert(subject.into(), id(target).into());
         let user = now.as_ref();
         match (name, user) {

@@ -42,7 +42,7 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
 pub use codec::newer_records_skipped;
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
-pub use provider_records::SigningKeyRecordV1;
+pub use provider_records::{ClientRecordV1, SigningKeyRecordV1};
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord,
     SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord, UserRecordV1,
@@ -206,6 +206,10 @@ pub enum StoreOp {
         id: [u8; 16],
         user: [u8; 16],
     },
+    /// A client of the identity provider registered or changed.
+    PutOAuthClient(ClientRecordV1),
+    /// A client removed, by `client_id`.
+    DeleteOAuthClient(String),
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -338,6 +342,9 @@ impl StoreOp {
             // Each node reads the signing keys from the store (at start, after its own rotation, and once a
             // minute): a new key is published before it signs, for longer than that minute (src/provider/keys.rs).
             StoreOp::PutSigningKey(_) | StoreOp::DeleteSigningKey(_) => return None,
+            // Clients are read from the store where they are needed, as passkeys are, so that a client disabled
+            // or removed on one node is refused on every node at once (src/provider/clients.rs).
+            StoreOp::PutOAuthClient(_) | StoreOp::DeleteOAuthClient(_) => return None,
         })
     }
 }

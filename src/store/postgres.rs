@@ -591,6 +591,17 @@ impl PgStore {
         rows.iter().map(|r| codec::decode(r.get(0))).collect()
     }
 
+    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecordV1>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record FROM oauth_clients ORDER BY client_id", &[]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
+    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
+        let row =
+            self.pooled(|c| c.query_opt("SELECT record FROM oauth_clients WHERE client_id = $1", &[&client_id]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
     pub fn passkeys_of(&self, user: [u8; 16]) -> Result<Vec<PasskeyRecordV1>, StoreError> {
         let rows = self
             .pooled(|c| c.query("SELECT record FROM passkeys WHERE user_id = $1 ORDER BY id", &[&user.as_slice()]))?;
@@ -681,7 +692,7 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
-                 signing_keys, api_keys",
+                 signing_keys, api_keys, oauth_clients",
             )
         })
     }
@@ -1223,6 +1234,14 @@ fn apply(
                 &[&r.id.as_slice(), &codec::encode(r)],
             ),
             StoreOp::DeleteSigningKey(id) => tx.execute("DELETE FROM signing_keys WHERE id = $1", &[&id.as_slice()]),
+            StoreOp::PutOAuthClient(r) => tx.execute(
+                "INSERT INTO oauth_clients (client_id, record) VALUES ($1, $2) \
+                 ON CONFLICT (client_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.client_id, &codec::encode(r)],
+            ),
+            StoreOp::DeleteOAuthClient(client_id) => {
+                tx.execute("DELETE FROM oauth_clients WHERE client_id = $1", &[client_id])
+            }
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {
