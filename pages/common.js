@@ -137,18 +137,10 @@ export async function createPasskey(options) {
   };
   const credential = await navigator.credentials.create({ publicKey });
   const r = credential.response;
-  return {
-    id: credential.id,
-    rawId: toB64url(credential.rawId),
-    type: credential.type,
-    authenticatorAttachment: credential.authenticatorAttachment ?? undefined,
-    clientExtensionResults: credential.getClientExtensionResults(),
-    response: {
-      clientDataJSON: toB64url(r.clientDataJSON),
-      attestationObject: toB64url(r.attestationObject),
-      transports: r.getTransports?.() ?? [],
-    },
-  };
+  return asJson(credential, {
+    attestationObject: toB64url(r.attestationObject),
+    transports: r.getTransports?.() ?? [],
+  });
 }
 
 /// `navigator.credentials.get` with the options of `passkey/generate-authenticate-options`; the assertion as JSON.
@@ -160,18 +152,22 @@ export async function usePasskey(options) {
   };
   const credential = await navigator.credentials.get({ publicKey });
   const r = credential.response;
+  return asJson(credential, {
+    authenticatorData: toB64url(r.authenticatorData),
+    signature: toB64url(r.signature),
+    userHandle: r.userHandle ? toB64url(r.userHandle) : undefined,
+  });
+}
+
+/// A WebAuthn credential as the passkey routes take it: the binary fields base64url, `response` its own fields.
+function asJson(credential, response) {
   return {
     id: credential.id,
     rawId: toB64url(credential.rawId),
     type: credential.type,
     authenticatorAttachment: credential.authenticatorAttachment ?? undefined,
     clientExtensionResults: credential.getClientExtensionResults(),
-    response: {
-      clientDataJSON: toB64url(r.clientDataJSON),
-      authenticatorData: toB64url(r.authenticatorData),
-      signature: toB64url(r.signature),
-      userHandle: r.userHandle ? toB64url(r.userHandle) : undefined,
-    },
+    response: { clientDataJSON: toB64url(credential.response.clientDataJSON), ...response },
   };
 }
 

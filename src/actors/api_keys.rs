@@ -58,20 +58,10 @@ impl ApiKeyIndex {
         if let Some(hash) = self.by_id.pin().remove(&id).copied()
             && let Some(old) = self.by_hash.pin().remove(&hash).cloned()
         {
-            let rest: Vec<ApiKeyId> = by_user
-                .get(&old.user_id)
-                .map(|ids| ids.iter().copied().filter(|i| *i != id).collect())
-                .unwrap_or_default();
-            if rest.is_empty() {
-                by_user.remove(&old.user_id);
-            } else {
-                by_user.insert(old.user_id, rest.into());
-            }
+            super::owner_lists::remove(&by_user, old.user_id, id);
         }
         if let Some(key) = key {
-            let mut ids = by_user.get(&key.user_id).map(|ids| ids.to_vec()).unwrap_or_default();
-            ids.push(id);
-            by_user.insert(key.user_id, ids.into());
+            super::owner_lists::add(&by_user, key.user_id, id);
             self.by_id.pin().insert(id, key.hash);
             self.by_hash.pin().insert(key.hash, key);
         }

@@ -87,20 +87,10 @@ impl AccountIndex {
         let by_user = self.by_user.pin();
         if let Some(old) = self.by_id.pin().remove(&id) {
             self.by_identity.pin().remove(&(old.provider.clone(), old.subject.clone()));
-            let rest: Vec<[u8; 16]> = by_user
-                .get(&old.user_id)
-                .map(|ids| ids.iter().copied().filter(|i| *i != id).collect())
-                .unwrap_or_default();
-            if rest.is_empty() {
-                by_user.remove(&old.user_id);
-            } else {
-                by_user.insert(old.user_id, rest.into());
-            }
+            super::owner_lists::remove(&by_user, old.user_id, id);
         }
         if let Some(account) = account {
-            let mut ids = by_user.get(&account.user_id).map(|ids| ids.to_vec()).unwrap_or_default();
-            ids.push(id);
-            by_user.insert(account.user_id, ids.into());
+            super::owner_lists::add(&by_user, account.user_id, id);
             self.by_identity.pin().insert((account.provider.clone(), account.subject.clone()), id);
             self.by_id.pin().insert(id, account);
         }

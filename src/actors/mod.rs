@@ -32,6 +32,7 @@ pub mod load;
 mod mailbox;
 pub mod orgs;
 mod overlay;
+mod owner_lists;
 pub mod remote;
 pub mod sessions;
 pub mod tokens;
