@@ -201,7 +201,7 @@ pub struct SessionConfig {
     /// Lifetime of a `rememberMe: false` session, seconds.
     pub short_expires_in_secs: u64,
     /// better-auth's `freshAge`: a session made this long ago or less may change the password or a second factor,
-    /// list the sessions, add a passkey or unlink an identity; older ones are answered 403 `SESSION_NOT_FRESH`
+    /// list the sessions, add or delete a passkey, create, update or delete its own API keys, or unlink an identity; older ones are answered 403 `SESSION_NOT_FRESH`
     /// (sign in again). Seconds; 0 turns the check off, as in better-auth.
     pub fresh_age_secs: u64,
 }

@@ -130,6 +130,13 @@ fn owner(state: &AppState, current: &Current, named: Option<&str>) -> Result<Key
     Ok(KeyOwner { owner, by })
 }
 
+/// A change to the caller's own keys needs a fresh session (`[session] fresh_age_secs`, 403 `SESSION_NOT_FRESH`),
+/// as the other ways into the account do (ASVS 7.5.1): a key is a lasting way in, and a stolen or forgotten old
+/// session must not mint one. An administrator acting on another user's keys is audited as such and is not asked.
+fn fresh_for_own(state: &AppState, current: &Current, who: &KeyOwner) -> Result<(), Failure> {
+    if who.owner == current.user.id { extract::fresh(state, current) } else { Ok(()) }
+}
+
 /// A key id: one that is no UUID names no key.
 fn key_id(text: &str) -> Result<ApiKeyId, Failure> {
     ApiKeyId::parse(text).ok_or_else(|| ApiKeyError::NotFound.into())
@@ -216,6 +223,7 @@ pub async fn create(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     known.extend(SERVER_ONLY);
     body.only(&known)?;
     let who = owner(state, &current, body.optional_string("userId")?)?;
+    fresh_for_own(state, &current, &who)?;
     refuse_server_only(&current, &body)?;
     if body.optional_string("organizationId")?.is_some() {
         return Err(Failure::bad_request(
@@ -355,6 +363,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     known.extend(SERVER_ONLY);
     body.only(&known)?;
     let who = owner(state, &current, body.optional_string("userId")?)?;
+    fresh_for_own(state, &current, &who)?;
     refuse_server_only(&current, &body)?;
     let id = key_id(body.string("keyId")?)?;
     let expires_at = match body.get("expiresIn") {
@@ -396,6 +405,7 @@ pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["keyId", "userId", "configId"])?;
     let who = owner(state, &current, body.optional_string("userId")?)?;
+    fresh_for_own(state, &current, &who)?;
     let id = key_id(body.string("keyId")?)?;
     state.accounts.delete_api_key(who, id, ctx.ip.to_string()).await?;
     Ok(ok(&super::dto::SUCCESS))

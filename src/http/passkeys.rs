@@ -217,9 +217,11 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     Ok(ok(&json!({"passkey": PasskeyBody::from(&renamed)})))
 }
 
-/// `POST delete-passkey {id}`: `{status: true}`.
+/// `POST delete-passkey {id}`: `{status: true}`. A fresh session only (ASVS 7.5.1): removing a factor is a change
+/// of how the account is signed into, as adding one is.
 pub async fn delete(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in_self(state, req.headers()).await?;
+    extract::fresh(state, &current)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["id"])?;
     let id = passkey_id(&body)?;

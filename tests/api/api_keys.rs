@@ -207,6 +207,41 @@ async fn an_administrator_manages_a_users_keys_audited_and_verifies_them() {
     s.stop().await;
 }
 
+/// ASVS 7.5.1 (#47): a key is a lasting way into the account, so creating, changing or deleting one's own keys
+/// needs a session made within `[session] fresh_age_secs` (better-auth's 403 `SESSION_NOT_FRESH`), as changing
+/// the password does, and so does deleting a passkey; an administrator managing another user's keys is not asked.
+/// A window of one second stands in for the default day.
+#[tokio::test]
+async fn an_old_session_must_sign_in_again_to_change_its_own_keys_or_delete_a_passkey() {
+    let s = TestServer::start_adjusted(|c| c.session.fresh_age_secs = 1).await;
+    let c = &s.client;
+    let admin = c.admin_session().await;
+    let u = c.new_user("keys-stale").await;
+    let mine = created(c, &u.cookie, &json!({"name": "mine"})).await;
+    let theirs = created(c, &admin, &json!({"userId": u.id, "name": "theirs"})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+
+    let post =
+        |path: &str, cookie: &str, body: Value| c.post(&format!("{KEYS}/{path}")).cookie(cookie).json(&body).send();
+    refused(&post("create", &u.cookie, json!({})).await, 403, "SESSION_NOT_FRESH");
+    refused(&post("update", &u.cookie, json!({"keyId": mine["id"], "enabled": false})).await, 403, "SESSION_NOT_FRESH");
+    refused(&post("delete", &u.cookie, json!({"keyId": mine["id"]})).await, 403, "SESSION_NOT_FRESH");
+    let passkey = c.post("/api/auth/passkey/delete-passkey").cookie(&u.cookie).json(&json!({"id": "x"})).send().await;
+    refused(&passkey, 403, "SESSION_NOT_FRESH");
+    // Reading them is not a change: the old session still lists them.
+    assert_eq!(c.get(&format!("{KEYS}/list")).cookie(&u.cookie).send().await.json()["total"], 2);
+    // The administrator's old session manages another user's keys (audited as theirs).
+    let r = post("update", &admin, json!({"userId": u.id, "keyId": theirs["id"], "enabled": false})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let fresh = c.login(&u.email, super::harness::PASSWORD).await;
+    let r = post("update", &fresh, json!({"keyId": mine["id"], "enabled": false})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(post("delete", &fresh, json!({"keyId": mine["id"]})).await.status, 200);
+    created(c, &fresh, &json!({})).await;
+    s.stop().await;
+}
+
 /// A ban ends the owner's keys in the ban's commit: the next call with the key is 401, on every node (on two nodes,
 /// within the cluster's revocation delay), and the key is gone from the list once the ban is lifted.
 #[tokio::test]
