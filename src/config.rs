@@ -6,6 +6,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -204,6 +205,26 @@ pub struct SessionConfig {
     /// list the sessions, add or delete a passkey, create, update or delete its own API keys, or unlink an identity; older ones are answered 403 `SESSION_NOT_FRESH`
     /// (sign in again). Seconds; 0 turns the check off, as in better-auth.
     pub fresh_age_secs: u64,
+    /// No session outlives this from its sign-in, however it is used or extended (NIST SP 800-63B-4 AAL2: sign in
+    /// again at least every 24 hours; ASVS 7.3.2). Seconds (1 day); 0: no such limit (better-auth's behaviour).
+    pub absolute_lifetime_secs: u64,
+    /// A session unused this long ends (NIST SP 800-63B-4 AAL2: an inactivity limit of an hour; ASVS 7.3.1): each
+    /// use moves its end to this far from now. Seconds (1 hour); 0: no such limit (better-auth's behaviour).
+    pub idle_timeout_secs: u64,
+}
+
+impl SessionConfig {
+    /// The durations a session's end follows.
+    pub fn limits(&self) -> crate::domain::SessionLimits {
+        let secs = Duration::from_secs;
+        crate::domain::SessionLimits {
+            lifetime: secs(self.expires_in_secs),
+            short_lifetime: secs(self.short_expires_in_secs),
+            update_age: secs(self.update_age_secs),
+            absolute: (self.absolute_lifetime_secs > 0).then(|| secs(self.absolute_lifetime_secs)),
+            idle: (self.idle_timeout_secs > 0).then(|| secs(self.idle_timeout_secs)),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -616,6 +637,8 @@ impl Default for SessionConfig {
             update_age_secs: 86_400,
             short_expires_in_secs: 86_400,
             fresh_age_secs: 86_400,
+            absolute_lifetime_secs: 86_400,
+            idle_timeout_secs: 3_600,
         }
     }
 }
@@ -921,6 +944,13 @@ impl Config {
         }
         if s.update_age_secs == 0 || s.update_age_secs >= s.expires_in_secs {
             return fail("session.update_age_secs", "must be above 0 and below session.expires_in_secs".into());
+        }
+        // Under a minute, a session would end between the requests of one page.
+        if (1..60).contains(&s.absolute_lifetime_secs) {
+            return fail("session.absolute_lifetime_secs", "must be 0 (no limit) or at least 60".into());
+        }
+        if (1..60).contains(&s.idle_timeout_secs) {
+            return fail("session.idle_timeout_secs", "must be 0 (no limit) or at least 60".into());
         }
         if let Some(bad) = self.roles.allowed.iter().find(|r| !is_role_name(r)) {
             return fail("roles.allowed", format!("entry {bad:?} must be 1 to 64 characters of a-z 0-9 _ -"));
@@ -1341,6 +1371,8 @@ mod tests {
         check("trusted_origins = [\"http://a.example/path\"]\n", "trusted_origins");
         check("[cookie]\nprefix = \"a b\"\n", "cookie.prefix");
         check("[session]\nupdate_age_secs = 999999999\n", "session.update_age_secs");
+        check("[session]\nabsolute_lifetime_secs = 59\n", "session.absolute_lifetime_secs");
+        check("[session]\nidle_timeout_secs = 1\n", "session.idle_timeout_secs");
         check("log = \"[[[\"\n", "log.level");
         check("[log]\nlevel = \"[[[\"\n", "log.level");
         check("listen = \"127.0.0.1:3000\"\n[metrics]\nlisten = \"127.0.0.1:3000\"\n", "metrics.listen");

@@ -116,6 +116,8 @@ impl Core {
             .await
             .map_err(|e| AppError::Startup(e.to_string()))?
             .map_err(|e| AppError::Startup(format!("the data key: {e}")))?;
+        // The session rules' clock: the system clock, unless the test harness that holds `faults` moves it.
+        let clock = faults.clock();
         let (opened, set) = (config.clone(), roles.clone());
         let (store, built) = tokio::task::spawn_blocking(move || {
             let store = Store::open_configured(&opened, faults)?;
@@ -171,10 +173,17 @@ impl Core {
         let hooks =
             crate::webhooks::deliver::start(&config.webhooks, Arc::clone(&store), writer.clone(), mail_stop.clone());
         let sessions_config = config.session.clone();
-        let system =
-            System::start(Arc::clone(&indexes), writer.clone(), sessions_config, attempts, mail.clone(), fatal)
-                .await
-                .map_err(|e| AppError::Startup(e.to_string()))?;
+        let system = System::start(
+            Arc::clone(&indexes),
+            writer.clone(),
+            sessions_config,
+            clock.clone(),
+            attempts,
+            mail.clone(),
+            fatal,
+        )
+        .await
+        .map_err(|e| AppError::Startup(e.to_string()))?;
         let freshness = match store.postgres() {
             Some(_) => Freshness::within(Duration::from_secs(config.store.max_staleness_secs)),
             None => Freshness::always(),
@@ -189,7 +198,6 @@ impl Core {
             crate::accounts::Passkeys::new(&config.relying_party(), config.passkeys.ceremony_lifetime, book)
                 .map_err(AppError::Startup)?,
         );
-        let update_age = Duration::from_secs(config.session.update_age_secs);
         let counters = Arc::new(crate::actors::counters::Counters::new(Arc::clone(&store), writer.clone()));
         let stop = CancellationToken::new();
         let task = tokio::spawn(Arc::clone(&counters).run(stop.clone()));
@@ -209,7 +217,8 @@ impl Core {
             roles,
             audit: audit.clone(),
             store: Arc::clone(&store),
-            update_age,
+            session_limits: config.session.limits(),
+            clock,
             tasks: TaskTracker::new(),
             templates: mail.as_ref().map(|_| Arc::new(Templates::new(config))),
             outbox: mail,

@@ -45,6 +45,7 @@ mod api {
     mod provider;
     mod refused_origins;
     mod security;
+    mod session_limits;
     mod setup;
     mod stats;
     mod test_command;

@@ -39,7 +39,9 @@ pub use crate::actors::sessions::KeyChange;
 pub use crate::actors::sessions::{Client, Revoke};
 pub use crate::actors::users::{DeleteOrgError, Place, UnlinkError, UpdateUserError, UserChange};
 use crate::actors::{Handles, Indexes};
-use crate::domain::{Password, RoleSet, Session, SessionToken, Timestamp, User, UserId};
+use crate::domain::{
+    Clock, Password, RoleSet, Session, SessionLimits, SessionToken, SessionUse, Timestamp, User, UserId,
+};
 use crate::hashing::{HashError, Hasher};
 use crate::mail::Templates;
 use crate::metrics::{Levels, Metrics};
@@ -76,8 +78,10 @@ pub struct Accounts {
     pub(crate) audit: AuditLog,
     /// Only for its health: whether it accepts commits.
     pub(crate) store: Arc<Store>,
-    /// A remembered session used this long after its last refresh is extended.
-    pub(crate) update_age: Duration,
+    /// What a session's end follows (`[session]`: its lifetime and refresh, the absolute and idle limits).
+    pub(crate) session_limits: SessionLimits,
+    /// The time the session rules read: the system clock, unless a test moved it (`store::FaultSwitch`).
+    pub(crate) clock: Clock,
     /// Work that must finish even when its request is gone (a sign-in's password check); shutdown waits for it.
     pub(crate) tasks: TaskTracker,
     /// Message templates, when a mail transport is configured (`None`: the calls that send mail are refused).
@@ -161,12 +165,6 @@ impl Current {
         self.session.impersonated_by().unwrap_or(self.user.id)
     }
 
-    /// Made within `fresh_age` (better-auth's `freshAge`; `None`: always fresh): what the calls that change how
-    /// the account is signed into ask of the session, so that a stolen or forgotten old session cannot.
-    pub fn is_fresh(&self, fresh_age: Option<Duration>) -> bool {
-        fresh_age.is_none_or(|age| self.session.created_at.plus(age) > Timestamp::now())
-    }
-
     pub fn is_impersonation(&self) -> bool {
         self.session.impersonated_by().is_some()
     }
@@ -245,32 +243,45 @@ impl Accounts {
     /// Several nodes: a state too far behind the database may miss a sign-out or ban made elsewhere, so it vouches
     /// for no session (fail closed). That is `Unavailable` (503), never "no session" (401): a client told 401
     /// takes its user for signed out, for the length of an outage.
+    ///
+    /// A use that moves the session's end enough to be written (the idle limit's slide, an extension) has the
+    /// sessions actor write it without waiting for it: the request goes on at once.
     pub fn current(&self, token: &SessionToken) -> Result<Option<Current>, Unavailable> {
         if self.freshness.check().is_err() {
             return Err(Unavailable);
         }
-        Ok(self.lookup(token))
+        Ok(self.lookup(token).map(|(current, due)| {
+            if due {
+                self.actors.sessions.touch(token.hash());
+            }
+            current
+        }))
     }
 
-    /// [`current`](Self::current) without the freshness check, for callers that made it already.
-    fn lookup(&self, token: &SessionToken) -> Option<Current> {
+    /// [`current`](Self::current) without the freshness check, for callers that made it already; with whether this
+    /// use is due to be written ([`SessionUse::Due`]). The session's end holds both limits
+    /// ([`SessionLimits`]): the check is a few compares, and allocates nothing.
+    fn lookup(&self, token: &SessionToken) -> Option<(Current, bool)> {
         let session = self.indexes.sessions.get(&token.hash())?;
-        let now = Timestamp::now();
-        if session.is_expired(now) {
-            return None;
-        }
+        let now = self.clock.now();
+        let due = match self.session_limits.check(&session, now) {
+            SessionUse::Over => return None,
+            SessionUse::Live => false,
+            SessionUse::Due => true,
+        };
         let user = self.indexes.users.get(session.user_id).filter(|u| !u.is_banned_at(now))?;
         // An impersonation lives only while the administrator behind it is one: banned, demoted or removed (here or
         // on another node), it ends with that change, and until the ending is applied it is refused here.
         if let Some(admin) = session.impersonated_by().as_ref() {
             self.indexes.users.get(*admin).filter(|a| a.role.is_admin() && !a.is_banned_at(now))?;
         }
-        Some(Current { session, user })
+        Some((Current { session, user }, due))
     }
 
-    /// [`current`](Self::current), extended to a full lifetime when it is due (a remembered session used more than
-    /// `update_age` after its last refresh) and `may_refresh`. The flag says whether it was extended (the cookie
-    /// then goes out again). `None` also when the session ended between the read and the refresh.
+    /// [`current`](Self::current) for get-session: a use due to be written (extended, or slid by the idle limit) is
+    /// written before the answer when `may_refresh`, and the flag says so (the cookie then goes out again); without
+    /// `may_refresh` (`disableRefresh`) nothing is written, as in better-auth. `None` also when the session ended
+    /// between the read and the refresh.
     pub async fn session(
         &self,
         token: &SessionToken,
@@ -279,13 +290,22 @@ impl Accounts {
         if self.freshness.check().is_err() {
             return Err(Unavailable);
         }
-        let Some(current) = self.lookup(token) else { return Ok(None) };
-        let due = current.session.remember_me && current.session.updated_at.plus(self.update_age) <= Timestamp::now();
+        let Some((current, due)) = self.lookup(token) else { return Ok(None) };
         if !due || !may_refresh {
             return Ok(Some((current, false)));
         }
         let refreshed = self.actors.sessions.refresh(token.hash()).await?;
-        Ok(refreshed.map(|session| (Current { session, user: current.user }, true)))
+        Ok(refreshed.map(|session| {
+            let moved = session.expires_at != current.session.expires_at;
+            (Current { session, user: current.user }, moved)
+        }))
+    }
+
+    /// Whether `current`'s session was made within `[session] fresh_age_secs` (better-auth's `freshAge`; 0: always):
+    /// what the calls that change how the account is signed into ask of it, so that a stolen or forgotten old
+    /// session cannot.
+    pub fn is_fresh(&self, current: &Current) -> bool {
+        self.fresh_age.is_none_or(|age| current.session.created_at.plus(age) > self.clock.now())
     }
 
     // --- operations -------------------------------------------------------------------------------------------
@@ -305,11 +325,6 @@ impl Accounts {
     /// The overview's series as of now: the last 24 hours and 30 days of each [`Counter`], every node's.
     pub async fn activity(&self) -> Result<Series, Unavailable> {
         self.counters.series(Timestamp::now()).await
-    }
-
-    /// `[session] fresh_age_secs` (`None`: 0, no such check), for [`Current::is_fresh`].
-    pub fn fresh_age(&self) -> Option<Duration> {
-        self.fresh_age
     }
 
     /// Accounts created since `since` (newest first in the creation index: stops at the first older one).

@@ -98,6 +98,15 @@ impl<M> std::ops::Deref for Mailbox<M> {
     }
 }
 
+/// Sends `msg`, which nobody waits for, counted like a call (its [`Letter::caller_gone`] says `Some(false)`):
+/// dropped when [`MAILBOX_CAP`] calls wait already. For what may be skipped under load (the record of a session's
+/// use, which the next use makes again).
+pub(super) fn cast_counted<M: Letter>(mailbox: &Mailbox<M>, msg: M) {
+    if mailbox.waiting.enter() && mailbox.actor.send_message(msg).is_err() {
+        mailbox.waiting.leave();
+    }
+}
+
 /// Sends `build(port)` to the actor and waits (at most [`CALL_TIMEOUT`]) for the answer. A full mailbox, a dead
 /// actor or no answer in time is [`Unavailable`]; a message left behind then is dropped unopened when the actor
 /// gets to it.

@@ -128,13 +128,15 @@ impl System {
         indexes: Arc<Indexes>,
         writer: StoreWriter,
         sessions_config: SessionConfig,
+        clock: crate::domain::Clock,
         attempts: users::AttemptPolicy,
         mail: Option<crate::mail::MailQueue>,
         fatal: CancellationToken,
     ) -> Result<Self, ActorProcessingErr> {
         let (root, _) = Actor::spawn(None, Root { fatal }, ()).await?;
         let cell = root.get_cell();
-        let sessions = sessions::spawn(Arc::clone(&indexes), writer.clone(), sessions_config, cell.clone()).await?;
+        let sessions =
+            sessions::spawn(Arc::clone(&indexes), writer.clone(), sessions_config, clock, cell.clone()).await?;
         let orgs = orgs::spawn(Arc::clone(&indexes), writer.clone(), sessions.clone(), cell.clone()).await?;
         let users = users::spawn(indexes, writer, sessions.clone(), attempts, mail, cell).await?;
         Ok(Self { handles: Handles { users, orgs, sessions }, root })

@@ -104,10 +104,17 @@ async fn world_with_more(attempts: AttemptPolicy, more: impl FnOnce(UserId) -> V
     store.commit(&ops).unwrap();
     let indexes = Arc::new(super::load::build(&store, &roles).unwrap().indexes);
     let (writer, disk) = StoreWriter::manual(Arc::clone(&store));
-    let system =
-        System::start(Arc::clone(&indexes), writer, SessionConfig::default(), attempts, None, CancellationToken::new())
-            .await
-            .unwrap();
+    let system = System::start(
+        Arc::clone(&indexes),
+        writer,
+        SessionConfig::default(),
+        Default::default(),
+        attempts,
+        None,
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
     World { system, indexes, disk, store, admin: admin.id, user: member.id, sessions: [first, second], _dir: dir }
 }
 

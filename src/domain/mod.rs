@@ -17,6 +17,7 @@ mod password;
 mod password_policy;
 mod permissions;
 mod role;
+mod session_limits;
 mod slug;
 pub(crate) mod text;
 mod time;
@@ -41,8 +42,9 @@ pub use password_policy::{
 };
 pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
+pub use session_limits::{IMPERSONATION_LIFETIME, SessionLimits, Use as SessionUse};
 pub use slug::{Slug, SlugError};
-pub use time::{TimeError, Timestamp};
+pub use time::{Clock, TimeError, Timestamp};
 pub use token::{SessionToken, TokenHash};
 pub use two_factor::TwoFactor;
 

@@ -56,6 +56,31 @@ impl Timestamp {
     }
 }
 
+/// The time the session rules read ([`SessionLimits`](super::SessionLimits): the idle and absolute limits, the
+/// fresh window): the system clock, plus an offset that is zero unless a test moved it.
+///
+/// The offset is the test seam for limits measured in hours: the in-process test harness holds the server's clock
+/// (through `store::FaultSwitch`, which only `server::run_with_faults` takes) and moves it forward. Nothing in
+/// normal operation holds one: no configuration key, variable or request reaches it. Cloned, it is the same clock
+/// (the nodes of one test cluster share one, as machines whose clocks agree).
+#[doc(hidden)]
+#[derive(Debug, Clone, Default)]
+pub struct Clock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl Clock {
+    /// Now, as this clock reads it: one relaxed load on top of [`Timestamp::now`] (the session check's path).
+    pub fn now(&self) -> Timestamp {
+        let offset = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        Timestamp(Timestamp::now().0.saturating_add(offset))
+    }
+
+    /// Moves this clock `by` forward (tests only: see the type's documentation).
+    pub fn advance(&self, by: Duration) {
+        let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Why a text or a number is not a time a record may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum TimeError {
@@ -173,6 +198,16 @@ mod tests {
         for bad in ["", "2026-11-22", "yesterday", "2026-13-01T00:00:00Z"] {
             assert_eq!(Timestamp::parse_rfc3339(bad), Err(TimeError::NotRfc3339), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_clock_reads_the_system_clock_until_moved() {
+        let clock = Clock::default();
+        let (a, ours, b) = (Timestamp::now(), clock.now(), Timestamp::now());
+        assert!(a <= ours && ours <= b);
+        clock.clone().advance(Duration::from_secs(3600));
+        let moved = clock.now().as_millis() - Timestamp::now().as_millis();
+        assert!((3_599_990..=3_600_000).contains(&moved), "{moved}");
     }
 
     #[test]

@@ -104,7 +104,9 @@ pub async fn get_session(state: &AppState, _: Ctx, req: Request<Incoming>) -> Re
         return Ok(no_session(state, headers));
     };
     let answer = json_bytes(StatusCode::OK, session_and_user_json(&current.session, token.as_str(), &current.user));
-    Ok(if refreshed { with_cookie(answer, state.cookies.set(token.as_str(), true)) } else { answer })
+    // A rememberMe: false session slides under the idle limit too: its cookie stays one that ends with the browser.
+    let remember = current.session.remember_me;
+    Ok(if refreshed { with_cookie(answer, state.cookies.set(token.as_str(), remember)) } else { answer })
 }
 
 pub async fn sign_out(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {

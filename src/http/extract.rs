@@ -465,7 +465,7 @@ fn unauthorized() -> Failure {
 /// better-auth's `freshSessionMiddleware`: 403 `SESSION_NOT_FRESH` unless the session was made within
 /// `[session] fresh_age_secs`. For the calls that change how the account is signed into (ASVS 7.5.1).
 pub fn fresh(state: &AppState, current: &Current) -> Result<(), Failure> {
-    if current.is_fresh(state.accounts.fresh_age()) {
+    if state.accounts.is_fresh(current) {
         return Ok(());
     }
     Err(Failure::new(StatusCode::FORBIDDEN, "SESSION_NOT_FRESH", "Session is not fresh"))

@@ -91,7 +91,8 @@ pub struct EmbeddedStore {
 
 /// A switch that makes the next commits fail without writing, as a full or read-only disk would; on PostgreSQL
 /// also one that loses a commit's reply and one that pauses the follower. It exists for tests of the failure
-/// paths (503, memory not ahead of the store, nodes out of step); nothing in normal operation turns it on, and
+/// paths (503, memory not ahead of the store, nodes out of step), and the clock of the session rules, which a test
+/// moves forward ([`crate::domain::Clock`]); nothing in normal operation turns it on, and
 /// only the in-process test harness holds one (`server::run_with_faults`): no configuration key or variable
 /// reaches it.
 #[doc(hidden)]
@@ -105,6 +106,8 @@ pub struct FaultSwitch {
     lost_replies: Arc<AtomicU32>,
     /// PostgreSQL: the follower reads nothing while set (a follower stalled behind other nodes' writes).
     follower_paused: Arc<AtomicBool>,
+    /// The server's clock for the session rules, which a test moves forward to reach limits of hours.
+    clock: crate::domain::Clock,
 }
 
 impl FaultSwitch {
@@ -135,6 +138,17 @@ impl FaultSwitch {
 
     pub(crate) fn follower_paused(&self) -> bool {
         self.follower_paused.load(Ordering::SeqCst)
+    }
+
+    /// A switch whose server reads `clock` for the session rules (its idle and absolute limits, the fresh window):
+    /// the test moves it forward. Two nodes given the same clock agree on the time.
+    pub fn with_clock(clock: crate::domain::Clock) -> Self {
+        Self { clock, ..Self::default() }
+    }
+
+    /// The clock the server's session rules read (the system clock unless a test moves it).
+    pub(crate) fn clock(&self) -> crate::domain::Clock {
+        self.clock.clone()
     }
 
     fn take_failure(&self) -> bool {

@@ -12,6 +12,7 @@ use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use service_auth::config::{BootstrapAdmin, Config, StoreBackend};
+use service_auth::domain::Clock;
 use service_auth::runtime::AppError;
 use service_auth::store::FaultSwitch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -57,6 +58,7 @@ pub const ADMIN_USER_KEYS: &[&str] = &["id", "name", "email", "role", "organizat
 pub const ORG_KEYS: &[&str] = &["id", "name", "slug", "created_at"];
 
 pub const DAY_MS: i64 = 86_400_000;
+pub const HOUR_MS: i64 = 3_600_000;
 
 /// The bootstrap admin, as environment variables for a child server.
 pub const BOOTSTRAP_ENV: &[(&str, &str)] = &[
@@ -148,6 +150,25 @@ impl TestServer {
         let mut server = Self::start_with(config).await;
         server._tmp = Some(tmp);
         server
+    }
+
+    /// [`start_adjusted`](Self::start_adjusted) with the clock of the session rules in the test's hand (two nodes
+    /// share it): `clock.advance(…)` reaches limits of hours at once. Only the session rules read it (a session's
+    /// start, end and use, the fresh window); the rest of the server keeps the system's time.
+    pub async fn start_clocked(adjust: impl FnOnce(&mut Config)) -> (Self, Clock) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut config = test_config(tmp.path());
+        adjust(&mut config);
+        let clock = Clock::default();
+        let faults = || FaultSwitch::with_clock(clock.clone());
+        let mut server = match cluster::base_url() {
+            Some(base) if config.store.backend == StoreBackend::Embedded && config.metrics.listen.is_none() => {
+                Self::start_cluster_with_faults(config, &base, [faults(), faults()]).await
+            }
+            _ => Self::start_with_faults(config, faults()).await,
+        };
+        server._tmp = Some(tmp);
+        (server, clock)
     }
 
     pub async fn start_with(config: Config) -> Self {

@@ -5,20 +5,18 @@ mod api_keys;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
-use super::{
-    Client, CreateSessionError, IMPERSONATION_LIFETIME, Revoke, SessionsHandle, SessionsMsg, Start, StartWith, Started,
-};
+use super::{Client, CreateSessionError, Revoke, SessionsHandle, SessionsMsg, Start, StartWith, Started};
 use crate::actors::inbox::{self, Inbox};
 use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::remote::{ForSessions, SessionChange};
 use crate::actors::{Indexes, Mailbox, Unavailable, Waiting};
 use crate::config::SessionConfig;
 use crate::domain::{
-    ApiKey, ApiKeyId, Session, SessionId, SessionRare, SessionToken, Timestamp, TokenHash, User, UserId, action,
+    ApiKey, ApiKeyId, Clock, Session, SessionId, SessionLimits, SessionRare, SessionToken, SessionUse, Timestamp,
+    TokenHash, User, UserId, action,
 };
 use crate::store::own::Key;
 use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
@@ -27,10 +25,12 @@ pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     config: SessionConfig,
+    clock: Clock,
     supervisor: ActorCell,
 ) -> Result<SessionsHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
-    let actor = SessionsActor { indexes: Arc::clone(&indexes), writer, config, waiting: waiting.clone() };
+    let limits = config.limits();
+    let actor = SessionsActor { indexes: Arc::clone(&indexes), writer, limits, clock, waiting: waiting.clone() };
     let (post, inbox) = inbox::inbox();
     let (actor, _) = Actor::spawn_linked(None, actor, inbox, supervisor).await?;
     Ok(SessionsHandle(Mailbox::new(actor, waiting), indexes, post))
@@ -39,7 +39,10 @@ pub(in crate::actors) async fn spawn(
 struct SessionsActor {
     indexes: Arc<Indexes>,
     writer: StoreWriter,
-    config: SessionConfig,
+    /// What a session's end follows: its lifetime, the absolute and idle limits.
+    limits: SessionLimits,
+    /// The time those limits are read against (the system clock unless a test moves it).
+    clock: Clock,
     /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
     waiting: Waiting,
 }
@@ -126,26 +129,21 @@ impl Actor for SessionsActor {
                     state.overlay.add(expired.into_iter().map(delete), reply, count);
                 }
             }
-            SessionsMsg::Refresh { hash, reply } => match self.get(state, &hash) {
-                // A banned (or being banned) user's session is not extended: it is about to end, and a refresh
-                // written after its end would bring it back.
-                Some(current)
-                    if !current.is_expired(Timestamp::now()) && self.may_hold_session(state, current.user_id) =>
-                {
-                    let now = Timestamp::now();
-                    let session = Arc::new(Session {
-                        expires_at: now.plus(self.lifetime(current.remember_me)),
-                        updated_at: now,
-                        ..Session::clone(&current)
-                    });
-                    state.overlay.stage(hash, Some(Arc::clone(&session)));
+            SessionsMsg::Refresh { hash, reply } => match self.renew(state, hash) {
+                Renewal::Written(session) => {
                     let refresh = StoreOp::RefreshSession(hash, convert::session_record(&session));
                     // Several nodes: ended on another node a moment ago, it stays ended (the caller sees none).
                     let gone = |c: &Conflict| (*c == Conflict::SessionGone).then_some(Ok(None));
                     state.overlay.add_answering([refresh], reply, Ok(Some(session)), gone);
                 }
-                _ => drop(reply.send(Ok(None))),
+                Renewal::AsItIs(session) => drop(reply.send(Ok(Some(session)))),
+                Renewal::Ended => drop(reply.send(Ok(None))),
             },
+            SessionsMsg::Touch { hash } => {
+                if let Renewal::Written(session) = self.renew(state, hash) {
+                    state.overlay.add_unanswered([StoreOp::RefreshSession(hash, convert::session_record(&session))]);
+                }
+            }
             SessionsMsg::SetActive { hash, org, reply } => match self.get(state, &hash) {
                 Some(current) if !current.is_expired(Timestamp::now()) => {
                     if current.active_organization() == org {
@@ -378,9 +376,27 @@ impl SessionsActor {
         }
     }
 
-    fn lifetime(&self, remember_me: bool) -> Duration {
-        let secs = if remember_me { self.config.expires_in_secs } else { self.config.short_expires_in_secs };
-        Duration::from_secs(secs)
+    /// A use of session `hash` now: staged with its new end when it moves enough to be written (another use may
+    /// have written it since the caller's check; the check is made again here, in message order).
+    fn renew(&self, state: &mut State, hash: TokenHash) -> Renewal {
+        let Some(current) = self.get(state, &hash) else { return Renewal::Ended };
+        let now = self.clock.now();
+        match self.limits.check(&current, now) {
+            SessionUse::Over => Renewal::Ended,
+            SessionUse::Live => Renewal::AsItIs(current),
+            // A banned (or being banned) user's session is not extended: it is about to end, and a refresh
+            // written after its end would bring it back.
+            SessionUse::Due if !self.may_hold_session(state, current.user_id) => Renewal::AsItIs(current),
+            SessionUse::Due => {
+                let session = Arc::new(Session {
+                    expires_at: self.limits.renewed_end(&current, now),
+                    updated_at: now,
+                    ..Session::clone(&current)
+                });
+                state.overlay.stage(hash, Some(Arc::clone(&session)));
+                Renewal::Written(session)
+            }
+        }
     }
 
     /// A new session for `user`, whose account is `account` (the read index's, or the users actor's newer one).
@@ -393,7 +409,7 @@ impl SessionsActor {
         client: Client,
         start: Start,
     ) -> Result<(SessionToken, TokenHash, Arc<Session>), CreateSessionError> {
-        let now = Timestamp::now();
+        let now = self.clock.now();
         match account {
             None => return Err(CreateSessionError::UnknownUser),
             Some(u) if u.is_banned_at(now) => return Err(CreateSessionError::Banned),
@@ -415,24 +431,35 @@ impl SessionsActor {
         }
         let token = SessionToken::generate();
         let hash = token.hash();
-        let (lifetime, impersonated_by) = match start {
-            Start::Impersonation { by } => (IMPERSONATION_LIFETIME.min(self.lifetime(false)), Some(by)),
-            _ => (self.lifetime(remember_me), None),
+        let impersonated_by = match start {
+            Start::Impersonation { by } => Some(by),
+            _ => None,
         };
+        // An impersonation is never extended, and its cookie ends with the browser.
+        let remember_me = remember_me && impersonated_by.is_none();
         let session = Arc::new(Session {
             id: SessionId::new(),
             user_id: user,
-            expires_at: now.plus(lifetime),
+            expires_at: self.limits.first_end(now, remember_me, impersonated_by.is_some()),
             created_at: now,
             updated_at: now,
             ip_address: client.ip_address.into(),
             user_agent: self.indexes.sessions.user_agent(&client.user_agent),
-            // An impersonation is never extended, and its cookie ends with the browser.
-            remember_me: remember_me && impersonated_by.is_none(),
+            remember_me,
             rare: SessionRare::new(impersonated_by, None),
         });
         Ok((token, hash, session))
     }
+}
+
+/// What a use of a session comes to in the actor.
+enum Renewal {
+    /// Its new end, staged: the caller writes it.
+    Written(Arc<Session>),
+    /// Live, nothing to write (or, for a user being banned, nothing that may be).
+    AsItIs(Arc<Session>),
+    /// Gone or over.
+    Ended,
 }
 
 fn put(hash: TokenHash, session: &Session) -> StoreOp {

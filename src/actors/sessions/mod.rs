@@ -9,7 +9,6 @@ mod api_keys;
 mod index;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ractor::RpcReplyPort;
 
@@ -69,8 +68,7 @@ pub enum Start {
     },
 }
 
-/// How long an impersonation session lasts: an administrator acting as someone else is a temporary state.
-pub const IMPERSONATION_LIFETIME: Duration = Duration::from_secs(3600);
+pub use crate::domain::IMPERSONATION_LIFETIME;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CreateSessionError {
@@ -97,9 +95,16 @@ pub(super) enum SessionsMsg {
         now: Timestamp,
         reply: RpcReplyPort<Result<usize, Unavailable>>,
     },
+    /// A use of the session that moves its end enough to be written ([`crate::domain::SessionUse::Due`]): the
+    /// session as it then is (unchanged if another use wrote it meanwhile).
     Refresh {
         hash: TokenHash,
         reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>>,
+    },
+    /// [`Refresh`](Self::Refresh) that nobody waits for: a use by any call of the session (not get-session), whose
+    /// request goes on meanwhile.
+    Touch {
+        hash: TokenHash,
     },
     /// The session's active organization (`organization/set-active`); `None` clears it.
     SetActive {
@@ -150,6 +155,8 @@ impl super::Letter for SessionsMsg {
             Self::Create { reply, .. } => gone(reply),
             Self::SweepExpired { reply, .. } | Self::Revoke { reply, .. } => gone(reply),
             Self::Refresh { reply, .. } => gone(reply),
+            // Counted, so a flood of uses cannot grow the mailbox past its cap; never gone (nobody waits).
+            Self::Touch { .. } => Some(false),
             Self::SetActive { reply, .. } => gone(reply),
             Self::End { reply, .. } => gone(reply),
             // The users actor waits for its outcome without a timeout: its memory must match the disk.
@@ -201,9 +208,16 @@ impl SessionsHandle {
         call(&self.0, |reply| SessionsMsg::SweepExpired { candidates, now, reply }).await?
     }
 
-    /// Extends a session to the full lifetime from now. `None` when it has ended or expired meanwhile.
+    /// Writes a use of a session: its end moves as `[session]` says (extended, or slid by the idle limit, never past
+    /// the absolute one). `None` when it has ended or expired meanwhile.
     pub async fn refresh(&self, hash: TokenHash) -> Result<Option<Arc<Session>>, Unavailable> {
         call(&self.0, |reply| SessionsMsg::Refresh { hash, reply }).await?
+    }
+
+    /// [`refresh`](Self::refresh) without waiting: for the session check of any call, which answers at once. Skipped
+    /// when the mailbox is full (a later use writes it).
+    pub fn touch(&self, hash: TokenHash) {
+        super::mailbox::cast_counted(&self.0, SessionsMsg::Touch { hash });
     }
 
     /// Sets the active organization of the session `hash` (whose caller the facade has checked is a member);
