@@ -211,6 +211,9 @@ pub struct SessionConfig {
     /// A session unused this long ends (NIST SP 800-63B-4 AAL2: an inactivity limit of an hour; ASVS 7.3.1): each
     /// use moves its end to this far from now. Seconds (1 hour); 0: no such limit (better-auth's behaviour).
     pub idle_timeout_secs: u64,
+    /// At most this many sessions per account (ASVS 7.1.2): a new sign-in ends the oldest beyond it, in the same
+    /// commit, audited. 0 (the default): no limit. An administrator's impersonation neither counts nor is ended.
+    pub max_per_account: u32,
 }
 
 impl SessionConfig {
@@ -639,6 +642,7 @@ impl Default for SessionConfig {
             fresh_age_secs: 86_400,
             absolute_lifetime_secs: 86_400,
             idle_timeout_secs: 3_600,
+            max_per_account: 0,
         }
     }
 }

@@ -127,3 +127,49 @@ async fn with_both_limits_off_a_session_slides_as_in_better_auth() {
     assert_eq!(guarded_call(&s, &u.cookie).await, 401);
     s.stop().await;
 }
+
+/// ASVS 7.1.2 (#47): `[session] max_per_account`: a sign-in beyond the limit ends the account's oldest session in
+/// the commit that starts the new one, audited; an administrator's impersonation of the account neither counts nor
+/// is ended. Off by default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_beyond_the_limit_ends_the_oldest_session_audited() {
+    let s = TestServer::start_adjusted(|c| c.session.max_per_account = 2).await;
+    let admin = s.admin_session().await;
+    let u = s.new_user("many").await;
+    let second = s.login(&u.email, PASSWORD).await;
+    let r = s.post("/api/auth/admin/impersonate-user").cookie(&admin).json(&json!({"userId": u.id})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let impersonation = r.session_cookie().expect("the impersonation's cookie").value;
+
+    let third = s.login(&u.email, PASSWORD).await;
+    assert_eq!(s.get_session_resp(Some(&u.cookie)).await.json(), Value::Null, "the oldest ended");
+    assert_eq!(guarded_call(&s, &u.cookie).await, 401);
+    for cookie in [&second, &third, &impersonation] {
+        assert!(peek(&s, cookie).await.is_object(), "the two newest and the impersonation live on");
+    }
+    let fourth = s.login(&u.email, PASSWORD).await;
+    assert_eq!(peek(&s, &second).await, Value::Null);
+    assert!(peek(&s, &third).await.is_object() && peek(&s, &fourth).await.is_object());
+
+    let audit = s.get("/api/admin/audit?limit=50").cookie(&admin).send().await.json();
+    let ended: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "session.revoked" && e["target_id"] == json!(u.id))
+        .collect();
+    assert_eq!(ended.len(), 2, "one entry per sign-in that ended one: {audit}");
+    assert!(
+        ended.iter().all(|e| e["detail"] == "1 oldest session(s) ended by the limit of 2 per account"),
+        "{ended:?}"
+    );
+
+    // Off by default: any number of sessions.
+    let plain = TestServer::start().await;
+    let v = plain.new_user("plenty").await;
+    for _ in 0..3 {
+        plain.login(&v.email, PASSWORD).await;
+    }
+    assert!(peek(&plain, &v.cookie).await.is_object());
+    s.stop().await;
+}

@@ -30,7 +30,15 @@ pub(in crate::actors) async fn spawn(
 ) -> Result<SessionsHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
     let limits = config.limits();
-    let actor = SessionsActor { indexes: Arc::clone(&indexes), writer, limits, clock, waiting: waiting.clone() };
+    let max_per_account = usize::try_from(config.max_per_account).ok().filter(|max| *max > 0);
+    let actor = SessionsActor {
+        indexes: Arc::clone(&indexes),
+        writer,
+        limits,
+        max_per_account,
+        clock,
+        waiting: waiting.clone(),
+    };
     let (post, inbox) = inbox::inbox();
     let (actor, _) = Actor::spawn_linked(None, actor, inbox, supervisor).await?;
     Ok(SessionsHandle(Mailbox::new(actor, waiting), indexes, post))
@@ -43,6 +51,8 @@ struct SessionsActor {
     limits: SessionLimits,
     /// The time those limits are read against (the system clock unless a test moves it).
     clock: Clock,
+    /// `[session] max_per_account` (`None`: no limit).
+    max_per_account: Option<usize>,
     /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
     waiting: Waiting,
 }
@@ -87,8 +97,9 @@ impl Actor for SessionsActor {
                 let account = self.indexes.users.get(user);
                 match (self.create(state, account, user, remember_me, client, start), start) {
                     (Ok((token, hash, session)), start) => {
+                        let mut ops = self.end_the_oldest(state, &session, &ip);
                         state.overlay.stage(hash, Some(Arc::clone(&session)));
-                        let mut ops = vec![put(hash, &session)];
+                        ops.push(put(hash, &session));
                         match start {
                             Start::SignIn => ops.push(logged(action::SIGN_IN_SUCCEEDED, "")),
                             Start::Passkey => ops.push(logged(action::SIGN_IN_SUCCEEDED, "passkey")),
@@ -298,6 +309,7 @@ impl SessionsActor {
         let logged = |what, detail: &str| audit::entry(what, Some(user), Some(user.into()), &ip, detail.into());
         match self.create(state, account, user, remember_me, client, Start::SignIn) {
             Ok((token, hash, session)) => {
+                ops.extend(self.end_the_oldest(state, &session, &ip));
                 state.overlay.stage(hash, Some(Arc::clone(&session)));
                 ops.push(put(hash, &session));
                 ops.push(logged(action::SIGN_IN_SUCCEEDED, ""));
@@ -374,6 +386,43 @@ impl SessionsActor {
             Some(pending) => pending.clone(),
             None => self.indexes.sessions.get(hash),
         }
+    }
+
+    /// `[session] max_per_account`: the ends of the oldest live sessions of `new`'s account beyond the limit, once
+    /// `new` starts, staged, with their audit entry, for the commit that starts it (ASVS 7.1.2). An impersonation
+    /// neither counts nor is ended, and starts none of this. Several nodes: a session another node started a moment
+    /// ago is not counted yet (the next sign-in counts it).
+    fn end_the_oldest(&self, state: &mut State, new: &Session, ip: &str) -> Vec<StoreOp> {
+        let Some(max) = self.max_per_account.filter(|_| new.impersonated_by().is_none()) else { return Vec::new() };
+        let user = new.user_id;
+        let staged = state.overlay.iter().filter(|(_, s)| s.as_ref().is_some_and(|s| s.user_id == user));
+        let mut hashes: Vec<TokenHash> = self.indexes.sessions.of_users(&[user]).into_iter().map(|(_, h)| h).collect();
+        hashes.extend(staged.map(|(h, _)| *h));
+        hashes.sort_unstable();
+        hashes.dedup();
+        let now = self.clock.now();
+        let mut live: Vec<(Timestamp, TokenHash)> = hashes
+            .into_iter()
+            .filter_map(|hash| self.get(state, &hash).map(|s| (s, hash)))
+            .filter(|(s, _)| s.impersonated_by().is_none() && self.limits.check(s, now) != SessionUse::Over)
+            .map(|(s, hash)| (s.created_at, hash))
+            .collect();
+        let excess = (live.len() + 1).saturating_sub(max);
+        if excess == 0 {
+            return Vec::new();
+        }
+        live.sort_unstable();
+        let mut ops: Vec<StoreOp> = live
+            .into_iter()
+            .take(excess)
+            .map(|(_, hash)| {
+                state.overlay.stage(hash, None);
+                delete((user, hash))
+            })
+            .collect();
+        let detail = format!("{excess} oldest session(s) ended by the limit of {max} per account");
+        ops.push(audit::entry(action::SESSIONS_REVOKED, Some(user), Some(user.into()), ip, detail));
+        ops
     }
 
     /// A use of session `hash` now: staged with its new end when it moves enough to be written (another use may
