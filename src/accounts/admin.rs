@@ -196,7 +196,7 @@ impl Accounts {
                 CreateSessionError::UnknownUser => AdminError::UserNotFound,
                 CreateSessionError::Unavailable(u) => AdminError::Unavailable(u),
             })?;
-        Ok((token, Current { session, user }))
+        Ok((token, Current { session, user, by_key: false }))
     }
 
     /// Ends the impersonation session `session` (audited as its end) on behalf of the administrator behind it.

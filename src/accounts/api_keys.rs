@@ -152,7 +152,7 @@ impl Accounts {
             remember_me: false,
             rare: SessionRare::new(None, None),
         };
-        Ok(Current { session: Arc::new(session), user })
+        Ok(Current { session: Arc::new(session), user, by_key: true })
     }
 
     /// The key `presented` names, used once (counted), if it opens; `asked` permissions must all be held.

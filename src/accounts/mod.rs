@@ -149,6 +149,8 @@ pub enum NotReady {
 pub struct Current {
     pub session: Arc<Session>,
     pub user: Arc<User>,
+    /// An API key standing in for its owner (`x-api-key`): a session made for this request, by no sign-in.
+    pub by_key: bool,
 }
 
 impl Current {
@@ -275,7 +277,7 @@ impl Accounts {
         if let Some(admin) = session.impersonated_by().as_ref() {
             self.indexes.users.get(*admin).filter(|a| a.role.is_admin() && !a.is_banned_at(now))?;
         }
-        Some((Current { session, user }, due))
+        Some((Current { session, user, by_key: false }, due))
     }
 
     /// [`current`](Self::current) for get-session: a use due to be written (extended, or slid by the idle limit) is
@@ -297,15 +299,17 @@ impl Accounts {
         let refreshed = self.actors.sessions.refresh(token.hash()).await?;
         Ok(refreshed.map(|session| {
             let moved = session.expires_at != current.session.expires_at;
-            (Current { session, user: current.user }, moved)
+            (Current { session, user: current.user, by_key: false }, moved)
         }))
     }
 
     /// Whether `current`'s session was made within `[session] fresh_age_secs` (better-auth's `freshAge`; 0: always):
     /// what the calls that change how the account is signed into ask of it, so that a stolen or forgotten old
-    /// session cannot.
+    /// session cannot. An API key's session never is (unless the check is off), though it is made for each request:
+    /// a key is a lasting secret, not a sign-in, so it cannot make another key or change the password or a factor
+    /// (ASVS 7.5.1); the plugin's own session for a key would pass better-auth's check.
     pub fn is_fresh(&self, current: &Current) -> bool {
-        self.fresh_age.is_none_or(|age| current.session.created_at.plus(age) > self.clock.now())
+        self.fresh_age.is_none_or(|age| !current.by_key && current.session.created_at.plus(age) > self.clock.now())
     }
 
     // --- operations -------------------------------------------------------------------------------------------

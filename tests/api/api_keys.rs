@@ -242,6 +242,25 @@ async fn an_old_session_must_sign_in_again_to_change_its_own_keys_or_delete_a_pa
     s.stop().await;
 }
 
+/// ASVS 7.5.1 (#47): a key in `x-api-key` is its owner's session for each request, but no sign-in: it never counts
+/// as fresh, so it cannot make another key, change or delete one, or change the password; it still reads.
+#[tokio::test]
+async fn a_key_cannot_make_keys_or_change_the_password() {
+    let s = TestServer::start().await;
+    let c = &s.client;
+    let u = c.new_user("keys-by-key").await;
+    let made = created(c, &u.cookie, &json!({"name": "script"})).await;
+    let key = str_of(&made["key"]).to_owned();
+    let by_key = |path: &str, body: Value| c.post(path).header("x-api-key", &key).json(&body).send();
+    refused(&by_key(&format!("{KEYS}/create"), json!({})).await, 403, "SESSION_NOT_FRESH");
+    refused(&by_key(&format!("{KEYS}/delete"), json!({"keyId": made["id"]})).await, 403, "SESSION_NOT_FRESH");
+    let change = json!({"currentPassword": super::harness::PASSWORD, "newPassword": "a sound new passphrase"});
+    refused(&by_key("/api/auth/change-password", change).await, 403, "SESSION_NOT_FRESH");
+    let listed = c.get(&format!("{KEYS}/list")).header("x-api-key", &key).send().await;
+    assert_eq!((listed.status, listed.json()["total"].clone()), (200, json!(1)), "{}", listed.text);
+    s.stop().await;
+}
+
 /// A ban ends the owner's keys in the ban's commit: the next call with the key is 401, on every node (on two nodes,
 /// within the cluster's revocation delay), and the key is gone from the list once the ban is lifted.
 #[tokio::test]
