@@ -30,6 +30,8 @@ fn user(i: usize) -> UserRecord {
         email_verified: false,
         ban_expires_ms: None,
         two_factor: None,
+        username: None,
+        display_username: None,
     }
 }
 

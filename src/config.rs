@@ -48,6 +48,8 @@ pub struct Config {
     pub two_factor: TwoFactorConfig,
     /// Sign-in by a mailed link (better-auth's `magicLink`).
     pub magic_link: MagicLinkConfig,
+    /// Usernames (better-auth's `username`): sign-up with one, sign-in by one, the availability check.
+    pub username: UsernameConfig,
     /// Sign-in, address verification and password reset by a mailed six-digit code (better-auth's `emailOTP`).
     pub email_otp: EmailOtpConfig,
     pub webhooks: WebhooksConfig,
@@ -435,6 +437,25 @@ impl Default for MagicLinkConfig {
     }
 }
 
+/// Usernames (`sign-in/username`, `is-username-available`, `username` at sign-up and update-user). Off by
+/// default, as better-auth's plugin is opt-in; off, those calls answer 404 and a `username` field is refused.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UsernameConfig {
+    pub enabled: bool,
+    /// The plugin's `minUsernameLength` (3) and `maxUsernameLength` (30), in characters.
+    pub min_length: usize,
+    pub max_length: usize,
+    /// Names refused besides the built-in list (docs/guides/usernames.md), with their look-alikes.
+    pub reserved: Vec<String>,
+}
+
+impl Default for UsernameConfig {
+    fn default() -> Self {
+        Self { enabled: false, min_length: 3, max_length: 30, reserved: Vec::new() }
+    }
+}
+
 /// Mailed six-digit codes (`email-otp/*`, `sign-in/email-otp`, `forget-password/email-otp`). Off by default, as
 /// [`MagicLinkConfig`]; on, it needs a mail transport.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -618,6 +639,7 @@ impl Default for Config {
             passwords: PasswordsConfig::default(),
             two_factor: TwoFactorConfig::default(),
             magic_link: MagicLinkConfig::default(),
+            username: UsernameConfig::default(),
             email_otp: EmailOtpConfig::default(),
             passkeys: PasskeysConfig::default(),
             oauth: Default::default(),
@@ -1042,6 +1064,9 @@ impl Config {
         }
         if self.email_otp.enabled && !mail {
             return fail("email_otp.enabled", "needs email.smtp_url or email.directory to send the codes".into());
+        }
+        if !(1..=self.username.max_length).contains(&self.username.min_length) || self.username.max_length > 100 {
+            return fail("username.min_length", "and username.max_length: 1 <= min_length <= max_length <= 100".into());
         }
         if !(1..=86_400).contains(&self.magic_link.ttl_secs) {
             return fail("magic_link.ttl_secs", "must be 1 to 86400".into());

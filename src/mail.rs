@@ -755,6 +755,8 @@ mod tests {
             created_at: now,
             updated_at: now,
             two_factor: None,
+            username: None,
+            display_username: None,
         });
         let token = SessionToken::generate();
         let mail = templates.render(TokenKind::PasswordReset, &user, &token, Some("/reset?x=1"));

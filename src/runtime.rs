@@ -241,6 +241,10 @@ impl Core {
             magic_link: config.magic_link.clone(),
             email_otp: config.email_otp.clone(),
             clients: crate::provider::Clients::new(Arc::clone(&store), writer.clone()),
+            usernames: config.username.enabled.then(|| {
+                let u = &config.username;
+                Arc::new(crate::domain::UsernameRules::new(u.min_length, u.max_length, &u.reserved))
+            }),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

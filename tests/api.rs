@@ -52,6 +52,7 @@ mod api {
     mod two_factor;
     mod upgrade;
     mod user_admin;
+    mod usernames;
     mod way_in;
     mod webhooks;
 }

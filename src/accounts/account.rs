@@ -9,8 +9,17 @@ use super::auth::check_password;
 use super::{Accounts, Client, Current, Revoke, SignInError, Unavailable};
 use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{DeleteUserError, OwnChange, OwnChangeError};
-use crate::domain::{ImageUrl, Name, Password, Session, SessionToken, TokenHash, User, UserId};
+use crate::domain::{ImageUrl, Name, Password, Session, SessionToken, TokenHash, User, UserId, Username};
 use crate::hashing::HashError;
+
+/// A user's change to their profile (update-user); `None` leaves a field as it is, `Some(None)` removes the
+/// picture.
+pub struct Profile {
+    pub name: Option<Name>,
+    pub image: Option<Option<ImageUrl>>,
+    pub username: Option<Username>,
+    pub display_username: Option<Box<str>>,
+}
 
 /// Errors of the calls a signed-in user makes about their own account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +34,9 @@ pub enum AccountError {
     UserNotFound,
     #[error("The last administrator cannot delete their account")]
     LastAdmin,
+    /// The username, one that looks like it, or a reserved name.
+    #[error("Username is already taken. Please try another.")]
+    UsernameTaken,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
     /// The new password is refused by the policy (too short for the account, listed, or a context word).
@@ -103,21 +115,27 @@ impl Accounts {
         Ok((user, Some((token, session))))
     }
 
-    /// The caller's name and picture.
+    /// The caller's name, picture, username and its display form.
     pub async fn update_profile(
         &self,
         current: &Current,
-        name: Option<Name>,
-        image: Option<Option<ImageUrl>>,
+        profile: Profile,
         ip: &str,
     ) -> Result<Arc<User>, AccountError> {
-        self.change_own(current, OwnChange::Profile { name, image }, ip).await
+        let Profile { name, image, username, display_username } = profile;
+        // The actor checks the name again in order; this refuses a reserved name and a display form that looks
+        // like another account's name, which only this layer checks.
+        if self.username_refused(username.as_ref(), display_username.as_deref(), Some(&current.user)) {
+            return Err(AccountError::UsernameTaken);
+        }
+        self.change_own(current, OwnChange::Profile { name, image, username, display_username }, ip).await
     }
 
     async fn change_own(&self, current: &Current, change: OwnChange, ip: &str) -> Result<Arc<User>, AccountError> {
         let (user, by) = (current.user.id, current.actor());
         self.actors.users.change_own(user, by, change, ip.to_owned()).await.map_err(|e| match e {
             OwnChangeError::UserNotFound => AccountError::UserNotFound,
+            OwnChangeError::UsernameTaken => AccountError::UsernameTaken,
             OwnChangeError::Unavailable(u) => AccountError::Unavailable(u),
         })
     }

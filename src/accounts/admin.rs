@@ -20,6 +20,9 @@ use crate::hashing::HashError;
 pub enum AdminError {
     #[error("User already exists. Use another email.")]
     EmailTaken,
+    /// The username, one that looks like it, or a reserved name.
+    #[error("Username is already taken. Please try another.")]
+    UsernameTaken,
     #[error("User not found")]
     UserNotFound,
     #[error("administrator role required")]
@@ -101,9 +104,10 @@ impl Accounts {
         };
         let password_hash = self.hasher.hash(password).await.map_err(AdminError::from_hash)?;
         let role = role.unwrap_or_else(|| self.roles.default_role());
-        let new = NewUser { name, email, image: None, role, password_hash };
+        let new = NewUser { name, email, image: None, role, password_hash, username: None, display_username: None };
         self.actors.users.create_by(by, new, ip.to_owned()).await.map_err(|e| match e {
             CreateUserError::EmailTaken => AdminError::EmailTaken,
+            CreateUserError::UsernameTaken => AdminError::UsernameTaken,
             CreateUserError::NotAdmin => AdminError::NotAdmin,
             CreateUserError::Unavailable(u) => AdminError::Unavailable(u),
         })

@@ -9,7 +9,9 @@ use tracing::Instrument;
 use super::{Accounts, Client, Counter, Unavailable};
 use crate::actors::sessions::{CreateSessionError, Start, StartWith};
 use crate::actors::users::{AttemptRefused, Checked, CreateUserError, NewUser};
-use crate::domain::{Email, ImageUrl, Name, Password, PasswordContext, Session, SessionToken, TokenKind, User};
+use crate::domain::{
+    Email, ImageUrl, Name, Password, PasswordContext, Session, SessionToken, TokenKind, User, Username,
+};
 use crate::hashing::{HashError, OnFile};
 
 /// A new account as the sign-up form gives it, validated.
@@ -19,6 +21,9 @@ pub struct SignUp {
     pub password: Password,
     pub image: Option<ImageUrl>,
     pub remember_me: bool,
+    /// better-auth's `username` plugin: the name (format checked) and its display form.
+    pub username: Option<Username>,
+    pub display_username: Option<Box<str>>,
 }
 
 /// What sign-up and sign-in give: the new session's token, the session and the account.
@@ -50,6 +55,9 @@ pub enum SignedUp {
 pub enum SignUpError {
     #[error("User already exists. Use another email.")]
     EmailTaken,
+    /// The username, one that looks like it, or a reserved name.
+    #[error("Username is already taken. Please try another.")]
+    UsernameTaken,
     /// Every hashing worker is busy: a short overload, retry in a second.
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
@@ -129,6 +137,9 @@ impl Accounts {
         if self.indexes.users.by_email(&form.email).is_some() {
             return Err(SignUpError::EmailTaken);
         }
+        if self.username_refused(form.username.as_ref(), form.display_username.as_deref(), None) {
+            return Err(SignUpError::UsernameTaken);
+        }
         let context = PasswordContext { email: form.email.as_str(), name: form.name.as_str(), second_factor: false };
         self.vet_password(&form.password, context).await?;
         let password_hash = self.hasher.hash(form.password).await?;
@@ -138,9 +149,12 @@ impl Accounts {
             image: form.image,
             role: self.roles.default_role(),
             password_hash,
+            username: form.username,
+            display_username: form.display_username,
         };
         let user = self.actors.users.create(new, client.ip_address.clone()).await.map_err(|e| match e {
             CreateUserError::EmailTaken => SignUpError::EmailTaken,
+            CreateUserError::UsernameTaken => SignUpError::UsernameTaken,
             CreateUserError::NotAdmin => SignUpError::Unavailable(Unavailable),
             CreateUserError::Unavailable(u) => SignUpError::Unavailable(u),
         })?;
@@ -166,7 +180,22 @@ impl Accounts {
         trusted: Option<SessionToken>,
         client: Client,
     ) -> Result<SignInOutcome, SignInError> {
-        let outcome = self.sign_in_uncounted(email, password, remember_me, trusted, client).await;
+        let user = self.indexes.users.by_email(&email);
+        self.sign_in_counted(email, user, password, remember_me, trusted, client).await
+    }
+
+    /// A sign-in of `user` (`None`: nobody has the e-mail or username given), its attempts counted under `email`
+    /// (the account's address, or the key an unknown username counts under), and counted in the overview.
+    pub(super) async fn sign_in_counted(
+        &self,
+        email: Email,
+        user: Option<Arc<User>>,
+        password: Password,
+        remember_me: bool,
+        trusted: Option<SessionToken>,
+        client: Client,
+    ) -> Result<SignInOutcome, SignInError> {
+        let outcome = self.sign_in_uncounted(email, user, password, remember_me, trusted, client).await;
         // An overloaded or unavailable service decided nothing about the caller: not counted. A right password
         // that still needs its second factor is not a sign-in yet.
         let counted = match &outcome {
@@ -187,12 +216,12 @@ impl Accounts {
     async fn sign_in_uncounted(
         &self,
         email: Email,
+        user: Option<Arc<User>>,
         password: Password,
         remember_me: bool,
         trusted: Option<SessionToken>,
         client: Client,
     ) -> Result<SignInOutcome, SignInError> {
-        let user = self.indexes.users.by_email(&email);
         // Kept only for an account whose hash is not at the configured cost (an import's scrypt or argon2, or this
         // server's before a change of `[hashing]`): it is re-hashed at that cost.
         let upgrade = user

@@ -19,6 +19,7 @@ mod query;
 mod recovery;
 mod setup;
 mod two_factor;
+mod usernames;
 mod way_in;
 mod webhooks;
 
@@ -48,7 +49,7 @@ use crate::metrics::{Levels, Metrics};
 pub use crate::provider::{CLAIMS as PROVIDER_CLAIMS, SCOPES as PROVIDER_SCOPES};
 use crate::store::Store;
 use crate::store::follower::Freshness;
-pub use account::AccountError;
+pub use account::{AccountError, Profile};
 pub use admin::{AdminError, SessionRef};
 pub use api_keys::{ApiKeyError, KeyAuthError, KeyOwner, NewKey, Verified as VerifiedKey, check_expires_in};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
@@ -126,6 +127,8 @@ pub struct Accounts {
     pub(crate) email_otp: crate::config::EmailOtpConfig,
     /// The identity provider's clients.
     pub(crate) clients: crate::provider::Clients,
+    /// `[username]`: the rules of usernames, when they are on (`None`: off).
+    pub(crate) usernames: Option<Arc<crate::domain::UsernameRules>>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

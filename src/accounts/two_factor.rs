@@ -73,7 +73,8 @@ impl From<AccountError> for TwoFactorError {
             // Confirming a password vets no new one: a refusal by the policy cannot come from here.
             AccountError::InvalidPassword | AccountError::Password(_) => Self::InvalidPassword,
             AccountError::Locked(wait) => Self::Locked(wait),
-            AccountError::UserNotFound | AccountError::LastAdmin => Self::UserNotFound,
+            // A password check changes no username either.
+            AccountError::UserNotFound | AccountError::LastAdmin | AccountError::UsernameTaken => Self::UserNotFound,
             AccountError::Busy => Self::Busy,
             AccountError::Unavailable(u) => Self::Unavailable(u),
         }

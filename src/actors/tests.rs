@@ -51,6 +51,8 @@ fn user(email: &str, role: Role) -> User {
         created_at: now,
         updated_at: now,
         two_factor: None,
+        username: None,
+        display_username: None,
     })
 }
 

@@ -23,6 +23,7 @@ pub(crate) mod text;
 mod time;
 mod token;
 pub mod two_factor;
+mod username;
 
 use account_text::Text;
 pub use agent::UserAgent;
@@ -47,6 +48,10 @@ pub use slug::{Slug, SlugError};
 pub use time::{Clock, TimeError, Timestamp};
 pub use token::{SessionToken, TokenHash};
 pub use two_factor::TwoFactor;
+pub use username::{
+    DisplayUsernameError, RESERVED as RESERVED_USERNAMES, Username, UsernameError, UsernameRules, display_username,
+    skeleton_of as username_skeleton,
+};
 
 /// A user account as the service sees it (the read index holds these behind `Arc`).
 ///
@@ -94,6 +99,9 @@ pub struct UserFields {
     pub updated_at: Timestamp,
     /// The second factor, once enrolment has started (`enabled` once a first code confirmed it).
     pub two_factor: Option<std::sync::Arc<TwoFactor>>,
+    /// better-auth's `username` (normalised) and `displayUsername` (as typed), once set.
+    pub username: Option<Username>,
+    pub display_username: Option<Box<str>>,
 }
 
 /// What few accounts have, kept apart so that the others pay one pointer for all of it.
@@ -103,12 +111,20 @@ struct Rare {
     ban_reason: Option<Box<str>>,
     ban_expires: Option<Timestamp>,
     two_factor: Option<std::sync::Arc<TwoFactor>>,
+    username: Option<Username>,
+    display_username: Option<Box<str>>,
 }
 
 impl From<UserFields> for User {
     fn from(f: UserFields) -> Self {
-        let rare =
-            Rare { image: f.image, ban_reason: f.ban_reason, ban_expires: f.ban_expires, two_factor: f.two_factor };
+        let rare = Rare {
+            image: f.image,
+            ban_reason: f.ban_reason,
+            ban_expires: f.ban_expires,
+            two_factor: f.two_factor,
+            username: f.username,
+            display_username: f.display_username,
+        };
         Self {
             id: f.id,
             text: Text::new(f.name.as_str(), f.email.as_str(), &f.password_hash),
@@ -144,6 +160,8 @@ impl User {
             created_at: at,
             updated_at: at,
             two_factor: None,
+            username: None,
+            display_username: None,
         }
         .into()
     }
@@ -166,6 +184,8 @@ impl User {
             created_at: self.created_at,
             updated_at: self.updated_at,
             two_factor: rare.and_then(|r| r.two_factor.clone()),
+            username: rare.and_then(|r| r.username.clone()),
+            display_username: rare.and_then(|r| r.display_username.clone()),
         }
     }
 
@@ -220,6 +240,16 @@ impl User {
         self.rare.as_deref()?.two_factor.as_deref()
     }
 
+    /// better-auth's `username`, normalised (what sign-in by username compares).
+    pub fn username(&self) -> Option<&Username> {
+        self.rare.as_deref()?.username.as_ref()
+    }
+
+    /// better-auth's `displayUsername`: the username as typed, or as set apart from it.
+    pub fn display_username(&self) -> Option<&str> {
+        self.rare.as_deref()?.display_username.as_deref()
+    }
+
     /// Whether this account's authenticator (TOTP) is on: what sign-in asks for after the password, and what
     /// better-auth's `twoFactorEnabled` says. Passkeys, stored apart by the passkey family, are a way in of their
     /// own; the policy counts them too (`Accounts::must_enrol`, the status page's count).
@@ -263,6 +293,8 @@ impl std::fmt::Debug for User {
             .field("created_at", &self.created_at)
             .field("updated_at", &self.updated_at)
             .field("two_factor", &self.two_factor())
+            .field("username", &self.username())
+            .field("display_username", &self.display_username())
             .finish()
     }
 }

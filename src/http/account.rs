@@ -9,9 +9,9 @@ use super::AppState;
 use super::dto::{AuthSession, AuthUser, STATUS, SuccessMessage};
 use super::extract::Ctx;
 use super::extract::{self, Fields};
-use super::fields::{image_url, validated_name};
+use super::fields::{image_url, username_fields, validated_name};
 use super::response::{Body, Failure, ok, with_cookie};
-use crate::accounts::Revoke;
+use crate::accounts::{Profile, Revoke};
 use crate::domain::{Password, SessionId, SessionToken};
 
 fn status_true() -> Response<Body> {
@@ -48,7 +48,8 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     if body.has("email") {
         return Err(Failure::bad_request("EMAIL_CAN_NOT_BE_UPDATED", "Email can not be updated"));
     }
-    if let Some(field) = body.keys().find(|k| NOT_UPDATABLE.contains(k) || !["name", "image"].contains(k)) {
+    let known = ["name", "image", "username", "displayUsername"];
+    if let Some(field) = body.keys().find(|k| NOT_UPDATABLE.contains(k) || !known.contains(k)) {
         return Err(Failure::bad_request("FIELD_NOT_ALLOWED", format!("{field} is not allowed to be set")));
     }
     let name = body.optional_string("name")?.map(validated_name).transpose()?;
@@ -57,10 +58,12 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
         Some(None) => Some(None),
         Some(Some(url)) => Some(Some(image_url(url)?)),
     };
-    if name.is_none() && image.is_none() {
+    let (username, display_username) = username_fields(state, &body, false)?;
+    if name.is_none() && image.is_none() && username.is_none() && display_username.is_none() {
         return Err(Failure::bad_request("NO_FIELDS_TO_UPDATE", "No fields to update"));
     }
-    state.accounts.update_profile(&current, name, image, &ctx.ip.to_string()).await?;
+    let profile = Profile { name, image, username, display_username };
+    state.accounts.update_profile(&current, profile, &ctx.ip.to_string()).await?;
     Ok(status_true())
 }
 

@@ -6,15 +6,17 @@ use hyper::{Request, Response, StatusCode};
 
 use super::AppState;
 use super::dto::{
-    AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, TwoFactorRedirect, key_session_and_user_json,
-    session_and_user_json,
+    AuthUser, SUCCESS, SignedIn as SignedInBody, TokenAndUser, TwoFactorRedirect, UsernameAvailable,
+    key_session_and_user_json, session_and_user_json,
 };
 use super::extract::Ctx;
 use super::extract::{self, Fields};
-use super::fields::{image_url, invalid_email, location_value, safe_redirect, validated_name};
+use super::fields::{
+    image_url, invalid_email, location_value, safe_redirect, username_422, username_fields, validated_name,
+};
 use super::rate_limits::Limited;
 use super::response::{Body, Failure, json_bytes, ok, with_cookie};
-use crate::accounts::{SignInOutcome, SignUp, SignedIn, SignedUp};
+use crate::accounts::{SignInError, SignInOutcome, SignUp, SignedIn, SignedUp};
 use crate::domain::{Email, Password};
 
 /// Fields a client may not set at sign-up: they are the administrator's to decide.
@@ -37,7 +39,8 @@ pub async fn sign_up(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
     let image = image.map(image_url).transpose()?;
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::new(password)?;
-    let form = SignUp { name, email, password, image, remember_me };
+    let (username, display_username) = username_fields(state, &body, true)?;
+    let form = SignUp { name, email, password, image, remember_me, username, display_username };
     match state.accounts.sign_up(form, client).await? {
         SignedUp::In(SignedIn { token, user, .. }) => {
             let answer = ok(&TokenAndUser { token: Some(token.as_str()), user: AuthUser::from(&*user) });
@@ -60,17 +63,77 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
     let callback = callback_url(state, &ctx, &body)?;
     let email = Email::parse(email).map_err(|_| invalid_email())?;
     let password = Password::for_sign_in(password)?;
-    let (SignedIn { token, user, .. }, renewed_trust) =
-        match state.accounts.sign_in(email, password, remember_me, trusted, client).await? {
-            SignInOutcome::In(signed_in) => (signed_in, None),
-            SignInOutcome::Trusted(signed_in, device) => (signed_in, Some(device)),
-            // No session yet: better-auth's answer, and the cookie that carries the pending sign-in.
-            SignInOutcome::SecondFactor { challenge } => {
-                let methods: &[&str] = if state.accounts.offers_codes_by_mail() { &["totp", "otp"] } else { &["totp"] };
-                let answer = ok(&TwoFactorRedirect { two_factor_methods: methods, two_factor_redirect: true });
-                return Ok(with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge)));
-            }
-        };
+    let outcome = state.accounts.sign_in(email, password, remember_me, trusted, client).await?;
+    Ok(signed_in(state, outcome, remember_me, callback))
+}
+
+/// `{username, password, rememberMe?, callbackURL?}` (better-auth's `username` plugin): sign-in by e-mail's rules,
+/// limits and answers, for the account with that username. A malformed name is 422 with the plugin's code; an
+/// unknown name and a wrong password are both 401 `INVALID_USERNAME_OR_PASSWORD`, in the same time.
+pub async fn sign_in_username(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    if state.accounts.username_rules().is_none() {
+        return Err(refuse_unread(state, req, Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found")).await);
+    }
+    if let Err(refused) = admit(state, &ctx, Limited::SignIn) {
+        return Err(refuse_unread(state, req, refused).await);
+    }
+    let client = extract::client(&ctx, req.headers());
+    let trusted = super::two_factor::trusted_device(state, req.headers());
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["username", "password", "rememberMe", "callbackURL"])?;
+    let (typed, password) = (body.string("username")?, body.string("password")?);
+    let remember_me = body.optional_bool("rememberMe")?.unwrap_or(true);
+    let callback = callback_url(state, &ctx, &body)?;
+    let invalid =
+        || Failure::new(StatusCode::UNAUTHORIZED, "INVALID_USERNAME_OR_PASSWORD", "Invalid username or password");
+    if typed.is_empty() || password.is_empty() {
+        return Err(invalid());
+    }
+    let name = username_422(state, typed)?;
+    let password = Password::for_sign_in(password)?;
+    let outcome = state.accounts.sign_in_username(name, password, remember_me, trusted, client).await;
+    let outcome = outcome.map_err(|e| if e == SignInError::InvalidCredentials { invalid() } else { e.into() })?;
+    Ok(signed_in(state, outcome, remember_me, callback))
+}
+
+/// `{username}` → `{available}`: whether the name could be taken now (not an account's, nor like one, nor
+/// reserved). A malformed name is 422 with the plugin's code. The answer says which names exist, as the plugin's
+/// does (that is its purpose); it is counted with the client address's sign-ins, so a list of names is not
+/// checked faster than it could be tried.
+pub async fn is_username_available(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    if state.accounts.username_rules().is_none() {
+        return Err(refuse_unread(state, req, Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found")).await);
+    }
+    if let Err(wait) = state.rate_limits.check(Limited::SignIn, ctx.ip) {
+        return Err(refuse_unread(state, req, Failure::too_many_requests(wait)).await);
+    }
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["username"])?;
+    let typed = body.string("username")?;
+    if typed.is_empty() {
+        return Err(Failure::new(StatusCode::UNPROCESSABLE_ENTITY, "INVALID_USERNAME", "Username is invalid"));
+    }
+    let name = username_422(state, typed)?;
+    Ok(ok(&UsernameAvailable { available: state.accounts.username_available(&name, typed) }))
+}
+
+/// A sign-in's answer, by e-mail or by username: the session (cookie, `{redirect, token, url, user}` and the
+/// `Location` of `callback`), or better-auth's second-factor redirect.
+fn signed_in(state: &AppState, outcome: SignInOutcome, remember_me: bool, callback: Option<String>) -> Response<Body> {
+    let (SignedIn { token, user, .. }, renewed_trust) = match outcome {
+        SignInOutcome::In(signed_in) => (signed_in, None),
+        SignInOutcome::Trusted(signed_in, device) => (signed_in, Some(device)),
+        // No session yet: better-auth's answer, and the cookie that carries the pending sign-in.
+        SignInOutcome::SecondFactor { challenge } => {
+            let methods: &[&str] = if state.accounts.offers_codes_by_mail() { &["totp", "otp"] } else { &["totp"] };
+            let answer = ok(&TwoFactorRedirect { two_factor_methods: methods, two_factor_redirect: true });
+            return with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge));
+        }
+    };
     let body = SignedInBody {
         redirect: callback.is_some(),
         token: token.as_str(),
@@ -84,7 +147,7 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
     if let Some(location) = callback.and_then(|url| HeaderValue::from_str(&location_value(&url)).ok()) {
         answer.headers_mut().insert(header::LOCATION, location);
     }
-    Ok(answer)
+    answer
 }
 
 pub async fn get_session(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {

@@ -27,6 +27,11 @@ pub struct AuthUser<'a> {
     organization_id: Option<OrgId>,
     /// better-auth's two-factor plugin adds it to the user.
     two_factor_enabled: bool,
+    /// better-auth's username plugin adds them to the user; absent on an account without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    username: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_username: Option<&'a str>,
 }
 
 impl<'a> From<&'a User> for AuthUser<'a> {
@@ -45,6 +50,8 @@ impl<'a> From<&'a User> for AuthUser<'a> {
             ban_expires: u.ban_expires(),
             organization_id: u.organization_id,
             two_factor_enabled: u.has_second_factor(),
+            username: u.username().map(|n| n.as_str()),
+            display_username: u.display_username(),
         }
     }
 }
@@ -204,7 +211,8 @@ pub fn key_session_and_user_json(session: &Session, key: &str, user_agent: Optio
 fn auth_user_len(u: &User) -> usize {
     let optional = |s: Option<&str>| s.map_or(0, str::len);
     let texts = u.name().len() + u.email().len() + u.role.as_str().len();
-    400 + texts + optional(u.image()) + optional(u.ban_reason())
+    let names = u.username().map_or(0, |n| n.as_str().len()) + optional(u.display_username());
+    400 + texts + optional(u.image()) + optional(u.ban_reason()) + names
 }
 
 /// [`AuthUser`] as bytes: the same as serialising it (tests pin the bytes to serde's).
@@ -256,6 +264,14 @@ fn append_auth_user(out: &mut Vec<u8>, u: &User) {
     id_or_null(out, u.organization_id.map(uuid::Uuid::from));
     out.extend_from_slice(b",\"twoFactorEnabled\":");
     flag(out, u.has_second_factor());
+    if let Some(name) = u.username() {
+        out.extend_from_slice(b",\"username\":");
+        json_str(out, name.as_str());
+    }
+    if let Some(display) = u.display_username() {
+        out.extend_from_slice(b",\"displayUsername\":");
+        json_str(out, display);
+    }
     out.push(b'}');
 }
 
@@ -282,6 +298,12 @@ pub(super) fn json_str(out: &mut Vec<u8>, s: &str) {
         // Serialising a string into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *out, s);
     }
+}
+
+/// `is-username-available`'s answer.
+#[derive(Serialize)]
+pub struct UsernameAvailable {
+    pub available: bool,
 }
 
 /// Sign-up's answer; `token` is `null` when the address must be verified before a session opens.

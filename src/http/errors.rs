@@ -68,6 +68,7 @@ impl From<SignUpError> for Failure {
             SignUpError::EmailTaken => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", e.to_string())
             }
+            SignUpError::UsernameTaken => Self::bad_request("USERNAME_IS_ALREADY_TAKEN", e.to_string()),
             SignUpError::Busy => busy(),
             SignUpError::Password(p) => p.into(),
             SignUpError::Unavailable(u) => u.into(),
@@ -162,6 +163,7 @@ impl From<AccountError> for Failure {
             AccountError::Locked(wait) => Self::too_many_requests(wait),
             AccountError::UserNotFound => Self::bad_request("USER_NOT_FOUND", e.to_string()),
             AccountError::LastAdmin => Self::bad_request("LAST_ADMINISTRATOR", e.to_string()),
+            AccountError::UsernameTaken => Self::bad_request("USERNAME_IS_ALREADY_TAKEN", e.to_string()),
             AccountError::Busy => busy(),
             AccountError::Password(p) => p.into(),
             AccountError::Unavailable(u) => u.into(),
@@ -268,6 +270,7 @@ impl From<AdminError> for Failure {
     fn from(e: AdminError) -> Self {
         let (status, code) = match e {
             AdminError::EmailTaken => (StatusCode::BAD_REQUEST, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL"),
+            AdminError::UsernameTaken => (StatusCode::BAD_REQUEST, "USERNAME_IS_ALREADY_TAKEN"),
             AdminError::UserNotFound => (StatusCode::NOT_FOUND, "USER_NOT_FOUND"),
             AdminError::NotAdmin => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             AdminError::SelfRemoval => (StatusCode::BAD_REQUEST, "YOU_CANNOT_REMOVE_YOURSELF"),

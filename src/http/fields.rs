@@ -4,7 +4,9 @@
 use super::AppState;
 use super::extract::{Ctx, Fields};
 use super::response::Failure;
-use crate::domain::{BanReason, ImageUrl, Name, Timestamp};
+use hyper::StatusCode;
+
+use crate::domain::{BanReason, ImageUrl, Name, Timestamp, Username, display_username};
 
 pub fn validated_name(raw: &str) -> Result<Name, Failure> {
     Name::parse(raw).map_err(|e| Failure::validation(format!("[body.name] {e}")))
@@ -51,6 +53,44 @@ pub fn ban_expiry(body: &Fields, now: Timestamp) -> Result<Option<Timestamp>, Fa
 pub fn ban_reason(body: &Fields) -> Result<Option<BanReason>, Failure> {
     let Some(raw) = body.optional_string("banReason")? else { return Ok(None) };
     BanReason::parse(raw).map_err(|e| Failure::validation(e.to_string()))
+}
+
+/// `username` and `displayUsername` as sign-up (`sign_up: true`) and update-user take them, as better-auth's
+/// `username` plugin does: the name checked as typed (400 with the plugin's code), then normalised; at sign-up a
+/// `displayUsername` alone that is a valid name becomes the name too, and the display form defaults to the name
+/// as typed. With usernames off, either field is refused, as any field the server does not have.
+pub fn username_fields(
+    state: &AppState,
+    body: &Fields,
+    sign_up: bool,
+) -> Result<(Option<Username>, Option<Box<str>>), Failure> {
+    let (typed, display) = (body.optional_string("username")?, body.optional_string("displayUsername")?);
+    let Some(rules) = state.accounts.username_rules() else {
+        return match ["username", "displayUsername"].into_iter().find(|f| body.has(f)) {
+            Some(field) => Err(Failure::bad_request("FIELD_NOT_ALLOWED", format!("{field} is not allowed to be set"))),
+            None => Ok((None, None)),
+        };
+    };
+    let typed = match (typed, display) {
+        (None, Some(display)) if sign_up && rules.parse(display).is_ok() => Some(display),
+        _ => typed,
+    };
+    let name = typed.map(|t| rules.parse(t).map_err(|e| Failure::bad_request(e.code(), e.to_string()))).transpose()?;
+    let display = match display.or(if sign_up { typed } else { None }) {
+        Some(d) => {
+            Some(display_username(d).map_err(|e| Failure::bad_request("INVALID_DISPLAY_USERNAME", e.to_string()))?)
+        }
+        None => None,
+    };
+    Ok((name, display))
+}
+
+/// A `username` as sign-in by username and the availability check take it: refused with 422 and the plugin's
+/// code, as the plugin does (404 when usernames are off, as a server without the plugin).
+pub fn username_422(state: &AppState, typed: &str) -> Result<Username, Failure> {
+    let rules =
+        state.accounts.username_rules().ok_or_else(|| Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found"))?;
+    rules.parse(typed).map_err(|e| Failure::new(StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()))
 }
 
 #[cfg(test)]

@@ -184,6 +184,8 @@ async fn handle(
         Endpoint::ResetPassword => recovery::reset_password(state, ctx, req).await,
         Endpoint::SendVerificationEmail => recovery::send_verification_email(state, ctx, req).await,
         Endpoint::VerifyEmail => recovery::verify_email(state, ctx, req).await,
+        Endpoint::SignInUsername => auth::sign_in_username(state, ctx, req).await,
+        Endpoint::IsUsernameAvailable => auth::is_username_available(state, ctx, req).await,
         Endpoint::SignInMagicLink => way_in::sign_in_magic_link(state, ctx, req).await,
         Endpoint::VerifyMagicLink => way_in::verify_magic_link(state, ctx, req).await,
         Endpoint::SendVerificationOtp => way_in::send_verification_otp(state, ctx, req).await,

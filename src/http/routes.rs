@@ -46,6 +46,9 @@ routes! {
     "/api/auth/reset-password" => { POST => ResetPassword },
     "/api/auth/send-verification-email" => { POST => SendVerificationEmail },
     "/api/auth/verify-email" => { GET => VerifyEmail },
+    // auth: usernames (better-auth's username plugin)
+    "/api/auth/sign-in/username" => { POST => SignInUsername },
+    "/api/auth/is-username-available" => { POST => IsUsernameAvailable },
     // way_in: sign-in links and mailed codes (better-auth's magicLink and emailOTP)
     "/api/auth/sign-in/magic-link" => { POST => SignInMagicLink },
     "/api/auth/magic-link/verify" => { GET => VerifyMagicLink },

@@ -271,6 +271,8 @@ mod tests {
                 email_verified: false,
                 ban_expires_ms: None,
                 two_factor: None,
+                username: None,
+                display_username: None,
             })
         };
         let broken = Config { data_dir: dir.path().join("broken"), ..Config::default() };

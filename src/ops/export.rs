@@ -59,6 +59,11 @@ enum Line {
         /// When a ban ends by itself; absent or null: it lasts until lifted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ban_expires: Option<String>,
+        /// better-auth's `username` (normalised) and `displayUsername`; absent when none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        username: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        display_username: Option<String>,
     },
     Membership {
         organization_id: String,
@@ -232,6 +237,8 @@ impl Seen {
                 updated_at,
                 email_verified,
                 ban_expires,
+                username,
+                display_username,
             } => {
                 let id = UserId::parse(&id).ok_or("user id is not a UUID")?.to_bytes();
                 let name = Name::parse(&name).map_err(|e| format!("name: name {e}"))?;
@@ -281,6 +288,8 @@ impl Seen {
                     email_verified,
                     ban_expires_ms: ban_expires_ms.filter(|_| banned),
                     two_factor: None,
+                    username,
+                    display_username,
                 }))
             }
             Line::Membership { organization_id, user_id, role, created_at } => {
@@ -412,6 +421,8 @@ fn user_line(u: &UserRecord) -> Line {
         updated_at: Timestamp::from_millis(u.updated_at_ms).to_rfc3339(),
         email_verified: u.email_verified,
         ban_expires: u.ban_expires_ms.map(|ms| Timestamp::from_millis(ms).to_rfc3339()),
+        username: u.username.clone(),
+        display_username: u.display_username.clone(),
     }
 }
 
@@ -436,6 +447,8 @@ mod tests {
             email_verified: n.is_multiple_of(3),
             ban_expires_ms: (n.is_multiple_of(4)).then_some(9_000),
             two_factor: None,
+            username: None,
+            display_username: None,
         })
     }
 

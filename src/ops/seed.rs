@@ -149,6 +149,8 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
             created_at: now,
             updated_at: now,
             two_factor: None,
+            username: None,
+            display_username: None,
         });
         ids.push(user.id);
         StoreOp::PutUser(convert::user_record(&user))

@@ -34,6 +34,7 @@ use super::records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
     SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2,
     TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
+    UserRecordV5,
 };
 
 /// A persisted record type and the version byte its encoding carries.
@@ -41,6 +42,15 @@ pub trait Versioned: Serialize + DeserializeOwned {
     const VERSION: u8;
     /// What the record is, for error messages.
     const KIND: &'static str;
+
+    /// The bytes written: this format's, unless a format needed by few records writes the others in the older
+    /// one ([`UserRecordV5`]).
+    fn framed(&self) -> Vec<u8> {
+        let mut bytes = vec![Self::VERSION];
+        // postcard cannot fail to serialise these plain structs into a growable buffer.
+        bytes.extend(postcard::to_stdvec(self).unwrap_or_default());
+        bytes
+    }
 }
 
 impl Versioned for UserRecordV1 {
@@ -63,16 +73,37 @@ impl Versioned for UserRecordV4 {
     const KIND: &'static str = "user";
 }
 
+impl Versioned for UserRecordV5 {
+    const VERSION: u8 = 5;
+    const KIND: &'static str = "user";
+
+    /// An account without a username is written in the fourth format, which the previous release reads: the
+    /// fifth is the fourth's fields then two options, so those bytes are the fifth's without its two trailing
+    /// `None`s (a golden test holds it). Only an account with a username needs every node upgraded.
+    fn framed(&self) -> Vec<u8> {
+        let mut bytes = vec![Self::VERSION];
+        bytes.extend(postcard::to_stdvec(self).unwrap_or_default());
+        if self.username.is_none() && self.display_username.is_none() {
+            bytes.truncate(bytes.len() - 2);
+            bytes[0] = UserRecordV4::VERSION;
+        }
+        bytes
+    }
+}
+
 /// A user record in any format, as the current one: the first (no `email_verified`) reads as unverified, the
 /// first two (no `ban_expires_ms`) with bans that last until lifted.
 pub fn decode_user(bytes: &[u8]) -> Result<UserRecord, StoreError> {
     match bytes.first() {
         Some(&UserRecordV1::VERSION) => {
-            decode::<UserRecordV1>(bytes).map(|r| UserRecordV3::from(UserRecordV2::from(r)).into())
+            decode::<UserRecordV1>(bytes).map(|r| UserRecordV4::from(UserRecordV3::from(UserRecordV2::from(r))).into())
         }
-        Some(&UserRecordV2::VERSION) => decode::<UserRecordV2>(bytes).map(|r| UserRecordV3::from(r).into()),
-        Some(&UserRecordV3::VERSION) => decode::<UserRecordV3>(bytes).map(Into::into),
-        _ => decode::<UserRecordV4>(bytes),
+        Some(&UserRecordV2::VERSION) => {
+            decode::<UserRecordV2>(bytes).map(|r| UserRecordV4::from(UserRecordV3::from(r)).into())
+        }
+        Some(&UserRecordV3::VERSION) => decode::<UserRecordV3>(bytes).map(|r| UserRecordV4::from(r).into()),
+        Some(&UserRecordV4::VERSION) => decode::<UserRecordV4>(bytes).map(Into::into),
+        _ => decode::<UserRecordV5>(bytes),
     }
 }
 
@@ -244,10 +275,7 @@ pub fn session_user(bytes: &[u8]) -> Result<[u8; 16], StoreError> {
 }
 
 pub fn encode<R: Versioned>(record: &R) -> Vec<u8> {
-    let mut bytes = vec![R::VERSION];
-    // postcard cannot fail to serialise these plain structs into a growable buffer.
-    bytes.extend(postcard::to_stdvec(record).unwrap_or_default());
-    bytes
+    record.framed()
 }
 
 pub fn decode<R: Versioned>(bytes: &[u8]) -> Result<R, StoreError> {
@@ -310,9 +338,9 @@ mod tests {
         expected[0] = 2;
         expected.push(1);
         assert_eq!(encode(&v2), expected);
-        assert_eq!(decode_user(&expected).unwrap(), UserRecordV3::from(v2.clone()).into());
+        assert_eq!(decode_user(&expected).unwrap(), UserRecordV4::from(UserRecordV3::from(v2.clone())).into());
         let old = decode_user(&encode(&user())).unwrap();
-        assert_eq!(old, UserRecordV3::from(UserRecordV2 { email_verified: false, ..v2 }).into());
+        assert_eq!(old, UserRecordV4::from(UserRecordV3::from(UserRecordV2 { email_verified: false, ..v2 })).into());
     }
 
     #[test]
@@ -323,8 +351,11 @@ mod tests {
         expected[0] = 3;
         expected.extend([1, 0x80, 0x01]);
         assert_eq!(encode(&v3), expected);
-        assert_eq!(decode_user(&expected).unwrap(), v3.clone().into());
-        assert_eq!(decode_user(&encode(&v2)).unwrap(), UserRecordV3 { ban_expires_ms: None, ..v3 }.into());
+        assert_eq!(decode_user(&expected).unwrap(), UserRecordV4::from(v3.clone()).into());
+        assert_eq!(
+            decode_user(&encode(&v2)).unwrap(),
+            UserRecordV4::from(UserRecordV3 { ban_expires_ms: None, ..v3 }).into()
+        );
     }
 
     #[test]
@@ -343,12 +374,33 @@ mod tests {
         expected.extend([1, 3, 1, 9, 9, 1, 0xac, 0x02, 1]);
         expected.extend([5; 32]);
         assert_eq!(encode(&v4), expected);
-        assert_eq!(decode_user(&expected).unwrap(), v4);
-        assert_eq!(decode_user(&encode(&v3)).unwrap(), UserRecordV4 { two_factor: None, ..v4.clone() });
+        assert_eq!(decode_user(&expected).unwrap(), v4.clone().into());
+        assert_eq!(decode_user(&encode(&v3)).unwrap(), UserRecordV4 { two_factor: None, ..v4.clone() }.into());
         let mut none = encode(&v3);
         none[0] = 4;
         none.push(0);
         assert_eq!(encode(&UserRecordV4 { two_factor: None, ..v4 }), none);
+    }
+
+    /// An account with a username is written in the fifth format; one without keeps the fourth's bytes exactly
+    /// (what the previous release reads), and reads back the same.
+    #[test]
+    fn user_v5_golden_bytes_and_only_accounts_with_a_username_are_written_so() {
+        let v3 =
+            UserRecordV3 { ban_expires_ms: Some(64), ..UserRecordV2 { email_verified: true, ..user().into() }.into() };
+        let v4 = UserRecordV4::from(v3);
+        let plain = UserRecordV5::from(v4.clone());
+        assert_eq!(encode(&plain), encode(&v4), "no username: the fourth format, byte for byte");
+        assert_eq!(decode_user(&encode(&v4)).unwrap(), plain);
+        let named = UserRecordV5 { username: Some("ann".into()), display_username: Some("Ann".into()), ..plain };
+        let mut expected = encode(&v4);
+        expected[0] = 5;
+        expected.extend([1, 3, b'a', b'n', b'n', 1, 3, b'A', b'n', b'n']);
+        assert_eq!(encode(&named), expected);
+        assert_eq!(decode_user(&expected).unwrap(), named);
+        let display_only = UserRecordV5 { username: None, ..named };
+        assert_eq!(encode(&display_only)[0], 5);
+        assert_eq!(decode_user(&encode(&display_only)).unwrap(), display_only);
     }
 
     #[test]
@@ -618,10 +670,13 @@ mod tests {
         assert_eq!(read_session(&session).unwrap(), None);
         assert_eq!(session_user(&session).unwrap(), [4; 16]);
         assert!(newer_records_skipped() >= before + 2);
-        let mut user = encode(&UserRecordV4::from(UserRecordV3::from(UserRecordV2::from(user()))));
-        user[0] = UserRecordV4::VERSION + 1;
+        let mut user = encode(&UserRecordV5 {
+            username: Some("ann".into()),
+            ..UserRecordV4::from(UserRecordV3::from(UserRecordV2::from(user()))).into()
+        });
+        user[0] = UserRecordV5::VERSION + 1;
         let refused = decode_user(&user).unwrap_err().to_string();
-        assert!(refused.contains("format version 5, newer than") && refused.contains("upgrade this node"), "{refused}");
+        assert!(refused.contains("format version 6, newer than") && refused.contains("upgrade this node"), "{refused}");
     }
 
     /// What the previous release (the one before rolling upgrades were defined) reads, kind by kind: the newest
@@ -641,7 +696,12 @@ mod tests {
             ("linked account", 1),
         ];
         let written = [
-            (UserRecord::KIND, UserRecord::VERSION),
+            // Accounts with a username are new in this release (written in the fifth format, which stops an
+            // older node: docs/cluster.md); the others keep the fourth.
+            (
+                UserRecord::KIND,
+                encode(&UserRecord::from(UserRecordV4::from(UserRecordV3::from(UserRecordV2::from(user())))))[0],
+            ),
             (SessionRecord::KIND, SessionRecord::VERSION),
             // Every kind the previous release knows is still written in its format (the new kinds, which it skips,
             // are in `token_v5_golden_bytes_and_only_new_kinds_are_written_so`).

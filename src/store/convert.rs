@@ -38,6 +38,8 @@ pub fn user_record(user: &User) -> UserRecord {
             last_step: t.last_step,
             backup_codes: t.backup_codes.to_vec(),
         }),
+        username: user.username().map(|u| u.as_str().to_owned()),
+        display_username: user.display_username().map(str::to_owned),
     }
 }
 
@@ -65,6 +67,8 @@ pub fn user(r: UserRecord, roles: &RoleSet) -> User {
                 backup_codes: t.backup_codes.into_boxed_slice(),
             })
         }),
+        username: r.username.map(crate::domain::Username::from_trusted),
+        display_username: r.display_username.map(String::into_boxed_str),
     })
 }
 

@@ -351,6 +351,8 @@ mod tests {
             email_verified: false,
             ban_expires_ms: None,
             two_factor: None,
+            username: None,
+            display_username: None,
         }
     }
 

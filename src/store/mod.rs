@@ -438,6 +438,8 @@ pub enum Conflict {
     EmailTaken(String),
     #[error("the slug {0} is taken")]
     SlugTaken(String),
+    #[error("the username {0} is taken")]
+    UsernameTaken(String),
     #[error("the last active administrator would be demoted, banned or removed")]
     LastAdmin,
     #[error("the account was changed on another node meanwhile")]

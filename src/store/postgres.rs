@@ -157,7 +157,11 @@ impl Writer {
             )
         };
         let s = Prepared {
-            put_user: client.prepare(&upsert("users", "id", &["email", "active_admin", "organization_id", "record"]))?,
+            put_user: client.prepare(&upsert(
+                "users",
+                "id",
+                &["email", "active_admin", "organization_id", "record", "username"],
+            ))?,
             delete_user: client.prepare("DELETE FROM users WHERE id = $1")?,
             put_org: client.prepare(&upsert("organizations", "id", &["slug", "record"]))?,
             delete_org: client.prepare("DELETE FROM organizations WHERE id = $1")?,
@@ -1070,7 +1074,9 @@ fn apply(
         let done = match op {
             StoreOp::PutUser(r) => {
                 let org = r.organization_id.as_ref().map(|o| o.as_slice());
-                tx.execute(&s.put_user, &[&r.id.as_slice(), &r.email, &active_admin(r), &org, &codec::encode(r)])
+                let values: [&(dyn postgres::types::ToSql + Sync); 6] =
+                    [&r.id.as_slice(), &r.email, &active_admin(r), &org, &codec::encode(r), &r.username];
+                tx.execute(&s.put_user, &values)
             }
             StoreOp::DeleteUser(id) => tx
                 .execute("DELETE FROM passkeys WHERE user_id = $1", &[&id.as_slice()])
@@ -1245,6 +1251,12 @@ fn apply(
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {
+                // The username's constraint, or else the e-mail's (the only other unique column of the table).
+                (StoreOp::PutUser(r), Some(&SqlState::UNIQUE_VIOLATION))
+                    if e.as_db_error().and_then(|d| d.constraint()) == Some("users_username_key") =>
+                {
+                    Refused::Conflict(Conflict::UsernameTaken(r.username.clone().unwrap_or_default()))
+                }
                 (StoreOp::PutUser(r), Some(&SqlState::UNIQUE_VIOLATION)) => {
                     Refused::Conflict(Conflict::EmailTaken(r.email.clone()))
                 }

@@ -165,8 +165,58 @@ impl From<UserRecordV3> for UserRecordV4 {
     }
 }
 
-/// The user record format written today.
-pub type UserRecord = UserRecordV4;
+/// A user account, fifth format: [`UserRecordV4`] and better-auth's `username` (normalised) and
+/// `displayUsername`. Only an account with either is written so ([`crate::store::codec`]): the others keep the
+/// fourth format's bytes, which an older node reads. Accounts written in earlier formats are read without them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecordV5 {
+    pub id: [u8; 16],
+    pub name: String,
+    /// Normalised (trimmed, lower-case).
+    pub email: String,
+    pub image: Option<String>,
+    pub role: String,
+    pub banned: bool,
+    pub ban_reason: Option<String>,
+    pub organization_id: Option<[u8; 16]>,
+    /// argon2id PHC string, or a better-auth scrypt hash (`saltHex:keyHex`) kept from an import until the next
+    /// sign-in replaces it.
+    pub password_hash: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub email_verified: bool,
+    pub ban_expires_ms: Option<i64>,
+    pub two_factor: Option<TwoFactorRecordV1>,
+    /// Normalised (NFKC, lower-case); unique.
+    pub username: Option<String>,
+    pub display_username: Option<String>,
+}
+
+impl From<UserRecordV4> for UserRecordV5 {
+    fn from(r: UserRecordV4) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            email: r.email,
+            image: r.image,
+            role: r.role,
+            banned: r.banned,
+            ban_reason: r.ban_reason,
+            organization_id: r.organization_id,
+            password_hash: r.password_hash,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            email_verified: r.email_verified,
+            ban_expires_ms: r.ban_expires_ms,
+            two_factor: r.two_factor,
+            username: None,
+            display_username: None,
+        }
+    }
+}
+
+/// The user record format written today (the fourth's bytes for an account without a username).
+pub type UserRecord = UserRecordV5;
 
 /// An organization. Key: the 16 bytes of its UUID.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -794,6 +794,8 @@ async fn two_nodes_batches_taking_the_same_locks_crosswise_both_commit() {
             email_verified: true,
             ban_expires_ms: None,
             two_factor: None,
+            username: None,
+            display_username: None,
         };
         let (x, y, z) = (admin(1), admin(2), admin(3));
         a.commit(&[StoreOp::PutUser(x.clone()), StoreOp::PutUser(y.clone()), StoreOp::PutUser(z)]).unwrap();

@@ -293,6 +293,7 @@ documents! {
     first_steps_runs_as_written => "docs/guides/first-steps.md",
     two_factor_runs_as_written => "docs/guides/two-factor.md",
     api_keys_runs_as_written => "docs/guides/api-keys.md",
+    usernames_runs_as_written => "docs/guides/usernames.md",
     organizations_runs_as_written => "docs/guides/organizations.md",
     mail_runs_as_written => "docs/guides/mail.md",
     webhooks_runs_as_written => "docs/guides/webhooks.md",

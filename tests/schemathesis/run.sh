@@ -9,7 +9,7 @@ command -v schemathesis >/dev/null || { echo "schemathesis is missing: run ./tes
 BIN=$("$ROOT/tests/binary.sh")
 WORK=$(mktemp -d)
 trap 'kill "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n[email]\ndirectory = "%s/mail"\n' \
+printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n[email]\ndirectory = "%s/mail"\n[username]\nenabled = true\n' \
   "$WORK" > "$WORK/config.toml"
 ( cd "$WORK" && SERVICE_AUTH_LISTEN=127.0.0.1:0 SERVICE_AUTH_DATA_DIR="$WORK/data" SERVICE_AUTH_LOG=warn \
   SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL=admin@example.com SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD='schemathesis admin pw' \

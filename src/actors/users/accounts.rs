@@ -8,7 +8,7 @@ use ractor::RpcReplyPort;
 
 use super::{UsersHandle, UsersMsg};
 use crate::actors::{Unavailable, call};
-use crate::domain::{Email, ImageUrl, Name, OrgId, Role, Timestamp, TokenHash, User, UserId};
+use crate::domain::{Email, ImageUrl, Name, OrgId, Role, Timestamp, TokenHash, User, UserId, Username};
 
 /// A new account, validated.
 pub struct NewUser {
@@ -17,6 +17,10 @@ pub struct NewUser {
     pub image: Option<ImageUrl>,
     pub role: Role,
     pub password_hash: String,
+    /// better-auth's `username` (checked against the taken and reserved names by the actor) and
+    /// `displayUsername`.
+    pub username: Option<Username>,
+    pub display_username: Option<Box<str>>,
 }
 
 /// An administrator's change to an account. `None` leaves a field as it is.
@@ -43,6 +47,9 @@ pub struct UserChange {
 pub enum CreateUserError {
     #[error("User already exists. Use another email.")]
     EmailTaken,
+    /// The username, or one that looks like it, is another account's.
+    #[error("Username is already taken. Please try another.")]
+    UsernameTaken,
     /// The administrator creating it is no longer one (checked in message order).
     #[error("administrator role required")]
     NotAdmin,
@@ -100,8 +107,14 @@ pub enum EnsureAdminError {
 pub enum OwnChange {
     /// A new password (its hash); `end_sessions` ends every session of the account in the same commit.
     Password { password_hash: String, end_sessions: bool },
-    /// Name and picture; `None` leaves a field as it is, `Some(None)` removes the picture.
-    Profile { name: Option<Name>, image: Option<Option<ImageUrl>> },
+    /// Name, picture, username and its display form; `None` leaves a field as it is, `Some(None)` removes the
+    /// picture.
+    Profile {
+        name: Option<Name>,
+        image: Option<Option<ImageUrl>>,
+        username: Option<Username>,
+        display_username: Option<Box<str>>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -109,6 +122,9 @@ pub enum OwnChangeError {
     /// The account is gone (deleted in another request).
     #[error("User not found")]
     UserNotFound,
+    /// The username, or one that looks like it, is another account's.
+    #[error("Username is already taken. Please try another.")]
+    UsernameTaken,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }

@@ -17,7 +17,7 @@ use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{
     Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, Timestamp, TokenHash, TokenKind, User,
-    UserId,
+    UserId, Username,
 };
 use crate::mail::MailQueue;
 use crate::store::own::Key;
@@ -64,6 +64,8 @@ pub(super) struct State {
     overlay: Overlay<UserId, Option<Arc<User>>>,
     /// The e-mails of the accounts in the overlay: the uniqueness check must see them too.
     emails: HashMap<Email, UserId>,
+    /// The username skeletons of the accounts in the overlay (see [`UserIndex::username_look_alike`]), likewise.
+    usernames: HashMap<Box<str>, UserId>,
     /// Users whose sessions end with this batch (banned, or given a new password): committed in the same
     /// transaction as the batch, so the change and the end of the sessions are durable together or not at all.
     ending: Vec<UserId>,
@@ -112,6 +114,7 @@ impl Actor for UsersActor {
             attempts: AttemptLimiter::new(self.attempts.max_failures, self.attempts.window),
             overlay: Overlay::default(),
             emails: HashMap::new(),
+            usernames: HashMap::new(),
             ending: Vec::new(),
             demoted: Vec::new(),
             tokens: HashMap::new(),
@@ -297,6 +300,21 @@ impl UsersActor {
         state.emails.get(email).copied().or_else(|| self.indexes.users.by_email(email).map(|u| u.id))
     }
 
+    /// Whether `name`, or a name that looks like it, belongs to an account other than `me`, as the pending batch
+    /// leaves them.
+    pub(super) fn username_taken(&self, state: &State, name: &Username, me: Option<UserId>) -> bool {
+        let owner = state.usernames.get(&name.skeleton()).copied().or_else(|| {
+            let owner = self.indexes.users.username_look_alike(name)?;
+            // An owner that renamed or went in this batch no longer holds it.
+            match state.overlay.get(&owner) {
+                Some(Some(now)) => now.username().is_some_and(|n| n.skeleton() == name.skeleton()).then_some(owner),
+                Some(None) => None,
+                None => Some(owner),
+            }
+        });
+        owner.is_some_and(|owner| Some(owner) != me)
+    }
+
     pub(super) fn stage(&self, state: &mut State, user: User, ends_sessions: bool) -> Arc<User> {
         if self.attempts.shared {
             // Several nodes: the record is written whole, computed from what this node holds; the database checks
@@ -312,6 +330,9 @@ impl UsersActor {
         }
         let user = Arc::new(user);
         state.emails.insert(user.email_address(), user.id);
+        if let Some(name) = user.username() {
+            state.usernames.insert(name.skeleton(), user.id);
+        }
         state.overlay.stage(user.id, Some(Arc::clone(&user)));
         user
     }
@@ -339,6 +360,7 @@ impl UsersActor {
         ending.dedup();
         let demoted = std::mem::take(&mut state.demoted);
         state.emails.clear();
+        state.usernames.clear();
         let (users, writer, sessions) = (&self.indexes.users, &self.writer, &self.sessions);
         let (ending_now, demoted_now) = (ending.clone(), demoted.clone());
         // Each session starts against its account as this batch leaves it (made in it, perhaps).

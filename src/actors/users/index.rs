@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::actors::inline_map::{InlineMap, Key};
 use crate::actors::{KeyHash, read, write};
-use crate::domain::{Email, HashCost, OrgId, Timestamp, User, UserId};
+use crate::domain::{Email, HashCost, OrgId, Timestamp, User, UserId, Username};
 
 /// An account holds its id: its slot keeps the key's 64-bit hash as a tag (16-byte slots), and the id is compared
 /// in the account once the tag matches (a read the caller makes anyway: it takes a reference to the account).
@@ -53,6 +53,10 @@ pub struct UserIndex {
     active_admins: RwLock<HashSet<UserId>>,
     /// Bans with an end, by their end: housekeeping lifts the ones that ran out without a pass over everyone.
     bans_ending: RwLock<BTreeSet<(Timestamp, UserId)>>,
+    /// Usernames: the normalised name (sign-in by username) and its confusable skeleton (what a new name is
+    /// checked against: equal names have equal skeletons, so this alone keeps names unique). Only accounts with a
+    /// username are here. An import may bring two look-alikes: the skeleton then names the first.
+    usernames: RwLock<Usernames>,
     /// Accounts whose password hash is still a better-auth scrypt hash (imported, not yet signed in since).
     legacy_hashes: AtomicUsize,
     /// Accounts with an administrator's role, banned or not: whether there is any is asked at start and by the
@@ -115,6 +119,35 @@ pub(crate) struct Views {
     by_created: BTreeSet<InOrder<Created>>,
     active_admins: HashSet<UserId>,
     bans_ending: BTreeSet<(Timestamp, UserId)>,
+    usernames: Usernames,
+}
+
+/// The accounts by username and by the username's skeleton (see [`UserIndex::by_username`]).
+#[derive(Default)]
+struct Usernames {
+    by_name: HashMap<Box<str>, UserId, KeyHash>,
+    by_skeleton: HashMap<Box<str>, UserId, KeyHash>,
+}
+
+impl Usernames {
+    fn add(&mut self, user: &User) {
+        if let Some(name) = user.username() {
+            self.by_name.insert(name.as_str().into(), user.id);
+            self.by_skeleton.entry(name.skeleton()).or_insert(user.id);
+        }
+    }
+
+    fn remove(&mut self, user: &User) {
+        if let Some(name) = user.username() {
+            if self.by_name.get(name.as_str()) == Some(&user.id) {
+                self.by_name.remove(name.as_str());
+            }
+            let skeleton = name.skeleton();
+            if self.by_skeleton.get(&skeleton) == Some(&user.id) {
+                self.by_skeleton.remove(&skeleton);
+            }
+        }
+    }
 }
 
 /// The e-mail order and the members by organization, built apart at start-up (see [`UserIndex::build_apart`]).
@@ -292,6 +325,22 @@ impl UserIndex {
         read(&self.by_email_order).get(email.as_str().as_bytes()).map(|u| Arc::clone(&u.0))
     }
 
+    /// The account whose username is `name` (normalised).
+    pub fn by_username(&self, name: &Username) -> Option<Arc<User>> {
+        let id = read(&self.usernames).by_name.get(name.as_str()).copied()?;
+        self.get(id)
+    }
+
+    /// The account whose username looks like `name` (the same confusable skeleton), `name` itself included.
+    pub fn username_look_alike(&self, name: &Username) -> Option<UserId> {
+        self.username_skeleton_owner(&name.skeleton())
+    }
+
+    /// The account whose username has this confusable skeleton.
+    pub fn username_skeleton_owner(&self, skeleton: &str) -> Option<UserId> {
+        read(&self.usernames).by_skeleton.get(skeleton).copied()
+    }
+
     /// Every user, ordered by creation time, then id.
     pub fn list(&self) -> Vec<Arc<User>> {
         read(&self.by_created).iter().map(|u| Arc::clone(&u.0)).collect()
@@ -461,6 +510,11 @@ impl UserIndex {
             by_created,
             active_admins: users.iter().filter(|u| u.is_active_admin()).map(|u| u.id).collect(),
             bans_ending: users.iter().filter(|u| u.banned).filter_map(|u| Some((u.ban_expires()?, u.id))).collect(),
+            usernames: {
+                let mut names = Usernames::default();
+                users.iter().filter(|u| u.username().is_some()).for_each(|u| names.add(u));
+                names
+            },
         }
     }
 
@@ -472,6 +526,7 @@ impl UserIndex {
         *write(&self.by_org) = apart.by_org;
         *write(&self.active_admins) = views.active_admins;
         *write(&self.bans_ending) = views.bans_ending;
+        *write(&self.usernames) = views.usernames;
     }
 
     /// Whether account `id` exists and is not banned at `now`, without taking a reference to it (start-up asks
@@ -511,6 +566,11 @@ impl UserIndex {
             let _ = self.moves.fetch_add(usize::from(!same), Atomic::Relaxed);
             !same
         };
+        if old.username() != user.username() {
+            let mut names = write(&self.usernames);
+            names.remove(old);
+            names.add(&user);
+        }
         let (was_member, member) = (old.organization_id.is_some(), user.organization_id.is_some());
         if was_member && moved(member && Member::key(old) == Member::key(&user)) {
             write(&self.by_org).remove(&Member::key(old) as &dyn Probe<MemberKey>);
@@ -546,6 +606,9 @@ impl UserIndex {
     /// `replace`, not `insert`: an entry equal in order (the same account, unchanged in that order) must still
     /// point to the new version of the account.
     fn list_in_views(&self, user: Arc<User>) {
+        if user.username().is_some() {
+            write(&self.usernames).add(&user);
+        }
         if user.organization_id.is_some() {
             write(&self.by_org).replace(InOrder::new(Arc::clone(&user)));
         }
@@ -560,6 +623,9 @@ impl UserIndex {
     }
 
     fn unlist(&self, user: &User) {
+        if user.username().is_some() {
+            write(&self.usernames).remove(user);
+        }
         let place = Created::key(user);
         if user.organization_id.is_some() {
             write(&self.by_org).remove(&Member::key(user) as &dyn Probe<MemberKey>);

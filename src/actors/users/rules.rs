@@ -39,6 +39,8 @@ pub fn new_account(new: NewUser, now: Timestamp) -> User {
         created_at: now,
         updated_at: now,
         two_factor: None,
+        username: new.username,
+        display_username: new.display_username,
     })
 }
 
@@ -49,7 +51,15 @@ pub fn mailbox_sign_up(id: UserId, email: Email, name: Option<Name>, role: Role,
     let name = name
         .or_else(|| Name::parse(email.as_str().split('@').next().unwrap_or_default()).ok())
         .unwrap_or_else(|| Name::from_trusted("user".to_owned()));
-    let new = NewUser { name, email, image: None, role, password_hash: String::new() };
+    let new = NewUser {
+        name,
+        email,
+        image: None,
+        role,
+        password_hash: String::new(),
+        username: None,
+        display_username: None,
+    };
     User::from(UserFields { id, email_verified: true, ..new_account(new, now).fields() })
 }
 
@@ -147,9 +157,16 @@ pub fn apply_own_change(current: &User, change: OwnChange, now: Timestamp) -> Ch
             user.password_hash = password_hash.into();
             end_sessions
         }
-        OwnChange::Profile { name, image } => {
+        OwnChange::Profile { name, image, username, display_username } => {
             if let Some(name) = name {
                 user.name = name;
+            }
+            // As the plugin: a new username without a display form keeps the old display form.
+            if username.is_some() {
+                user.username = username;
+            }
+            if display_username.is_some() {
+                user.display_username = display_username;
             }
             if let Some(image) = image {
                 user.image = image.map(Into::into);
@@ -207,6 +224,8 @@ pub fn set_up_admin(
                 image: None,
                 role: Role::admin(),
                 password_hash: setup.password_hash,
+                username: None,
+                display_username: None,
             };
             let user = new_account(new, now);
             let id = user.id;
@@ -315,6 +334,8 @@ mod tests {
             image: None,
             role: roles().parse(role).unwrap(),
             password_hash: "old hash".into(),
+            username: None,
+            display_username: None,
         };
         new_account(new, Timestamp::from_millis(1))
     }
@@ -444,7 +465,12 @@ mod tests {
         assert_eq!((changed.user.password_hash().as_phc().as_ref(), changed.ends_sessions), ("new", false));
         let end = OwnChange::Password { password_hash: "new".into(), end_sessions: true };
         assert!(apply_own_change(&user, end, NOW).ends_sessions);
-        let profile = OwnChange::Profile { name: Some(Name::parse("Renamed").unwrap()), image: Some(None) };
+        let profile = OwnChange::Profile {
+            name: Some(Name::parse("Renamed").unwrap()),
+            image: Some(None),
+            username: None,
+            display_username: None,
+        };
         let changed = apply_own_change(&user, profile, NOW);
         assert_eq!((changed.user.name(), changed.user.image(), changed.ends_sessions), ("Renamed", None, false));
         assert_eq!(changed.user.password_hash(), user.password_hash());

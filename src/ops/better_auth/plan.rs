@@ -570,6 +570,8 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             email_verified: flag(&row[3]),
             ban_expires_ms,
             two_factor: None,
+            username: None,
+            display_username: None,
         }));
     }
     // The memberships of the accounts imported, after them (a membership names its account and organization).

@@ -262,6 +262,8 @@ fn unexpected_rows_block_the_whole_import_with_a_clear_report() {
         email_verified: false,
         ban_expires_ms: None,
         two_factor: None,
+        username: None,
+        display_username: None,
     };
     Store::open(&config.data_dir).unwrap().commit(&[StoreOp::PutUser(present)]).unwrap();
     let path = dir.path().join("bad.db");

@@ -52,6 +52,9 @@ impl UsersActor {
                 Some(CreateUserError::NotAdmin)
             }
             _ if self.email_owner(state, &user.email).is_some() => Some(CreateUserError::EmailTaken),
+            _ if user.username.as_ref().is_some_and(|n| self.username_taken(state, n, None)) => {
+                Some(CreateUserError::UsernameTaken)
+            }
             _ => None,
         };
         if let Some(e) = refused {
@@ -63,8 +66,10 @@ impl UsersActor {
             let logged = audit::entry(action::USER_CREATED, actor, Some(user.id.into()), &ip, detail.into());
             // Several nodes: another node may have taken the address a moment ago.
             let email = user.email().to_owned();
-            let taken = move |c: &Conflict| {
-                matches!(c, Conflict::EmailTaken(e) if *e == email).then_some(CreateUserError::EmailTaken)
+            let taken = move |c: &Conflict| match c {
+                Conflict::EmailTaken(e) if *e == email => Some(CreateUserError::EmailTaken),
+                Conflict::UsernameTaken(_) => Some(CreateUserError::UsernameTaken),
+                _ => None,
             };
             state.overlay.add_guarded([put(&user), logged], reply, Ok(user), taken);
         }
@@ -172,6 +177,12 @@ impl UsersActor {
             let _ = reply.send(Err(OwnChangeError::UserNotFound));
             return;
         };
+        if let OwnChange::Profile { username: Some(name), .. } = &change
+            && self.username_taken(state, name, Some(current.id))
+        {
+            let _ = reply.send(Err(OwnChangeError::UsernameTaken));
+            return;
+        }
         // A user's own profile edit is not audited; one made through an impersonation is, naming the
         // administrator (as every row written through an impersonation does).
         let impersonated = by != user;
@@ -194,7 +205,9 @@ impl UsersActor {
             let detail = if impersonated { format!("{detail}, while impersonating") } else { detail.into() };
             ops.push(audit::entry(what, Some(by), Some(user.id.into()), &ip, detail));
         }
-        state.overlay.add(ops, reply, user);
+        // Several nodes: another node may have given the username away a moment ago.
+        let taken = |c: &Conflict| matches!(c, Conflict::UsernameTaken(_)).then_some(OwnChangeError::UsernameTaken);
+        state.overlay.add_guarded(ops, reply, Ok(user), taken);
     }
 
     fn delete_account(

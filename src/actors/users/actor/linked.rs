@@ -140,6 +140,8 @@ impl UsersActor {
             // No password: this account signs in through the provider, or sets one with a reset link. An empty
             // hash verifies nothing (hashing::Hasher::verify) and shows no "credential" account.
             password_hash: String::new(),
+            username: None,
+            display_username: None,
         };
         let created =
             User::from(UserFields { email_verified: identity.email_verified, ..rules::new_account(new, now).fields() });
