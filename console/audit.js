@@ -55,6 +55,7 @@ export const ACTION_WORDS = {
   "account.linked": "Provider linked",
   "account.unlinked": "Provider unlinked",
   "oidc.signing_keys_rotated": "Signing keys rotated",
+  "config.reloaded": "Configuration reloaded",
   "mail.failed": "Mail given up",
 };
 const ACTIONS = Object.keys(ACTION_WORDS);

@@ -17,6 +17,8 @@
 //! - [`http`]: the hyper front end: serve loop, router, extraction, responses, and the route families.
 //! - [`runtime`]: the running core (store, indexes, actors, facade); [`server`]: `run`, which `main` and the
 //!   integration tests both call, and housekeeping.
+//! - [`reload`]: `config.toml` read again while the server runs (`service-auth reload`, SIGHUP), its live settings
+//!   put in effect.
 //! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
 //! - [`data_key`]: the data directory's key, which seals the secrets the server reads back (a leaf).
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
@@ -35,7 +37,7 @@
 //! between files (a module's own children aside); a module added to the crate is placed here, or the test fails.
 //!
 //! 1. `server`
-//! 2. `bootstrap`
+//! 2. `bootstrap`, `reload`
 //! 3. `runtime`, `http`
 //! 4. `accounts`
 //! 5. `ops`, `provider`, `webhooks`
@@ -66,6 +68,7 @@ pub mod metrics;
 pub mod oauth;
 pub mod ops;
 pub mod provider;
+pub mod reload;
 pub mod runtime;
 pub mod server;
 pub mod store;

@@ -29,6 +29,10 @@ enum Command {
     /// Load and check the configuration (file and environment), print a one-line summary, and exit: 0 when the
     /// server would start with it, 2 with the key named otherwise.
     CheckConfig,
+    /// Have the running server read its configuration file again (as SIGHUP does) and print what it applied: the
+    /// file is checked as check-config checks it, and one that fails changes nothing (exit 2, with the reason).
+    /// The server is found by the data directory of this configuration (its control socket).
+    Reload,
     /// Manage administrators.
     Admin {
         #[command(subcommand)]
@@ -181,6 +185,9 @@ fn main() -> ExitCode {
         println!("{}", summary(&config));
         return ExitCode::SUCCESS;
     }
+    if let Some(Command::Reload) = cli.command {
+        return reload(&config);
+    }
     init_logging(&config);
     let source =
         config.source.as_ref().map_or_else(|| "none (built-in defaults)".to_owned(), |p| p.display().to_string());
@@ -194,7 +201,7 @@ fn main() -> ExitCode {
     };
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => runtime.block_on(serve(config)),
-        Command::CheckConfig => unreachable!("answered before logging starts"),
+        Command::CheckConfig | Command::Reload => unreachable!("answered before logging starts"),
         Command::Admin { command: AdminCommand::Create { email, name, password_stdin, promote_existing } } => {
             runtime.block_on(admin_create(&config, &email, &name, password_stdin, promote_existing))
         }
@@ -272,6 +279,25 @@ fn main() -> ExitCode {
             let Some(source) = source else { return ExitCode::from(2) };
             let options = ops::better_auth::Options { source, dry_run, mapping_out, secret };
             report(ops::better_auth::import(&config, &options))
+        }
+    }
+}
+
+/// `reload`: asks the server of this data directory to read its file again; 2 when it refused the file, 1 when
+/// no server answers.
+fn reload(config: &Config) -> ExitCode {
+    match ops::control::reload_server(&config.data_dir) {
+        Ok(summary) => {
+            println!("reloaded: {summary}");
+            ExitCode::SUCCESS
+        }
+        Err(ops::control::ReloadFailed::Refused(why)) => {
+            eprintln!("service-auth: the server changed nothing: {why}");
+            ExitCode::from(2)
+        }
+        Err(ops::control::ReloadFailed::NoServer(why)) => {
+            eprintln!("service-auth: {why}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -236,7 +236,7 @@ impl Core {
             passkeys,
             keys: Arc::new(keys),
             api_keys: Arc::new(config.api_keys.clone()),
-            passwords: Arc::new(crate::accounts::PasswordCheck::new(config)),
+            passwords: Arc::new(arc_swap::ArcSwap::from_pointee(crate::accounts::PasswordCheck::new(config))),
             fresh_age: (config.session.fresh_age_secs > 0).then(|| Duration::from_secs(config.session.fresh_age_secs)),
             magic_link: config.magic_link.clone(),
             email_otp: config.email_otp.clone(),

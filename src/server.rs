@@ -76,6 +76,8 @@ async fn serve_until(
     started: impl FnOnce(&Started) + Send,
     after: AfterStop,
 ) -> Result<(), AppError> {
+    // What a reload compares the file with: the configuration as loaded, before the adjustments below.
+    let loaded = config.clone();
     // The metrics listener's connections are open files too: set aside before the public port's share.
     let metrics_connections = config.metrics.listen.map_or(0, |_| config.metrics.max_connections);
     config.limits.max_connections = connection_budget(config.limits.max_connections, metrics_connections);
@@ -125,11 +127,12 @@ async fn serve_until(
         };
         tokio::spawn(crate::ops::backup::run_schedule(Arc::clone(&core.store), schedule, stop.clone()));
     }
-    if core.store.postgres().is_none() {
-        // `service-auth backup` while this server runs: see ops::control.
-        let data_dir = config.data_dir.clone();
-        tokio::spawn(crate::ops::control::serve(Arc::clone(&core.store), data_dir, stop.clone()));
-    }
+    // `service-auth backup` and `service-auth reload` while this server runs (see ops::control), and SIGHUP.
+    let (reloads, requests) = tokio::sync::mpsc::channel(4);
+    let data_dir = config.data_dir.clone();
+    tokio::spawn(crate::ops::control::serve(Arc::clone(&core.store), data_dir, reloads, stop.clone()));
+    let reloader = crate::reload::Reloader::new(Arc::clone(&state), loaded);
+    tokio::spawn(reload_on_request(reloader, requests, stop.clone()));
     if let Some(metrics_listener) = &metrics_listener {
         tracing::info!(address = %display_addr(metrics_listener), "metrics at /metrics");
     }
@@ -177,6 +180,44 @@ async fn serve_until(
         std::mem::forget(kept);
     }
     Ok(())
+}
+
+/// Reloads the settings on each request of the control socket (answered) and on each SIGHUP (logged), one at a
+/// time, until `stop`.
+async fn reload_on_request(
+    reloader: crate::reload::Reloader,
+    mut requests: tokio::sync::mpsc::Receiver<crate::ops::control::ReloadRequest>,
+    stop: CancellationToken,
+) {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Without a SIGHUP handler the signal would end the process (its default): a server that cannot listen for it
+    // says so, and `service-auth reload` still works.
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(hangups) => Some(hangups),
+        Err(error) => {
+            tracing::warn!(%error, "cannot listen for SIGHUP; use `service-auth reload`");
+            None
+        }
+    };
+    loop {
+        let hangup = async {
+            match hangups.as_mut() {
+                Some(hangups) => hangups.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            request = requests.recv() => {
+                let Some(reply) = request else { return };
+                let outcome = reloader.reload_logged().await;
+                let _ = reply.send(outcome.map(|r| r.to_string()));
+            }
+            Some(()) = hangup => {
+                let _ = reloader.reload_logged().await;
+            }
+            () = stop.cancelled() => return,
+        }
+    }
 }
 
 /// Where a browser reaches this server: `base_url`, else the address it listens on (loopback for an unspecified
@@ -228,7 +269,7 @@ impl Chores {
     }
 
     async fn round(&self, round: u64) {
-        self.state.rate_limits.sweep();
+        self.state.rate_limits.load().sweep();
         match self.audit.prune(self.retention, Timestamp::now()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(entries = n, "audit entries past their retention removed"),

@@ -44,6 +44,7 @@ mod api {
     mod passwords;
     mod provider;
     mod refused_origins;
+    mod reload;
     mod security;
     mod session_limits;
     mod setup;

@@ -17,6 +17,7 @@ mod passwords;
 mod provider;
 mod query;
 mod recovery;
+mod settings;
 mod setup;
 mod two_factor;
 mod usernames;
@@ -26,6 +27,7 @@ mod webhooks;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use tokio_util::task::TaskTracker;
 
 use crate::actors::audit::AuditLog;
@@ -119,8 +121,9 @@ pub struct Accounts {
     pub(crate) api_keys: Arc<crate::config::ApiKeysConfig>,
     /// `[session] fresh_age_secs`: how young a session must be for the sensitive calls (`None`: any age).
     pub(crate) fresh_age: Option<Duration>,
-    /// What a new password must be, and the optional range lookup.
-    pub(crate) passwords: Arc<PasswordCheck>,
+    /// What a new password must be, and the optional range lookup; replaced whole by a reload
+    /// ([`Accounts::apply_settings`]).
+    pub(crate) passwords: Arc<ArcSwap<PasswordCheck>>,
     /// `[magic_link]`: sign-in by a mailed link.
     pub(crate) magic_link: crate::config::MagicLinkConfig,
     /// `[email_otp]`: sign-in, verification and reset by a mailed code.

@@ -103,8 +103,11 @@ impl Accounts {
         password: &Password,
         context: PasswordContext<'_>,
     ) -> Result<(), PasswordRefused> {
-        self.passwords.policy.check(password, context)?;
-        let Some(range) = &self.passwords.range else { return Ok(()) };
+        // The check in effect when the request came: a reload meanwhile swaps in another without waiting for this
+        // one (an owned handle, as the range lookup below awaits).
+        let check = self.passwords.load_full();
+        check.policy.check(password, context)?;
+        let Some(range) = &check.range else { return Ok(()) };
         let looked_up = range.is_breached(password).await;
         let outcome = match &looked_up {
             Ok(true) => "listed",

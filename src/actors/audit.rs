@@ -76,6 +76,12 @@ impl AuditLog {
         Self { store, writer }
     }
 
+    /// Writes one entry on its own, durably: for a change that stages nothing else in the store (a reload of the
+    /// settings, which live in memory). Every other change stages its entry with its own ops.
+    pub async fn write(&self, entry: StoreOp) -> Result<(), Unavailable> {
+        self.writer.write(vec![entry]).await.map_err(|_| Unavailable)
+    }
+
     /// Up to `limit` entries older than `before` (from the newest when `None`), newest first. Reads a snapshot
     /// on a blocking thread; never blocks writers.
     pub async fn page(&self, before: Option<AuditId>, limit: usize) -> Result<Vec<AuditEntry>, Unavailable> {

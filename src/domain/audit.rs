@@ -81,6 +81,9 @@ pub mod action {
     pub const OAUTH_CLIENT_UPDATED: &str = "oauth_client.updated";
     pub const OAUTH_CLIENT_SECRET_ROTATED: &str = "oauth_client.secret_rotated";
     pub const OAUTH_CLIENT_DELETED: &str = "oauth_client.deleted";
+    /// `config.toml` read again (`service-auth reload` or SIGHUP) and its live settings put in effect (the detail
+    /// names the sections that changed, and those that wait for a restart). No actor: the file is the author.
+    pub const SETTINGS_RELOADED: &str = "config.reloaded";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

@@ -108,7 +108,7 @@ pub async fn is_username_available(
     if state.accounts.username_rules().is_none() {
         return Err(refuse_unread(state, req, Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found")).await);
     }
-    if let Err(wait) = state.rate_limits.check(Limited::SignIn, ctx.ip) {
+    if let Err(wait) = state.rate_limits.load().check(Limited::SignIn, ctx.ip) {
         return Err(refuse_unread(state, req, Failure::too_many_requests(wait)).await);
     }
     let body = extract::json_object(req, true, state.body_timeout()).await?;
@@ -194,7 +194,7 @@ fn no_session(state: &AppState, headers: &hyper::HeaderMap) -> Response<Body> {
 
 /// The checks made before the body is even parsed: the per-address limit, then the hashing pool.
 fn admit(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure> {
-    state.rate_limits.check(which, ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check(which, ctx.ip).map_err(Failure::too_many_requests)?;
     refuse_when_saturated(state)
 }
 

@@ -56,7 +56,7 @@ impl Via {
 /// with `Location` unless `disableRedirect`, and the cookie that binds the flow to this browser. With `idToken`:
 /// the session at once (see [`id_token_sign_in`]).
 pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>, via: Via) -> Result<Response<Body>, Failure> {
-    state.rate_limits.check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
     let client = extract::client(&ctx, req.headers());
     let trusted = super::two_factor::trusted_device(state, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;

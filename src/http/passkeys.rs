@@ -156,7 +156,7 @@ pub async fn authentication_options(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    state.rate_limits.check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
     let caller = extract::signed_in_or_none(state, req.headers())?.map(|(_, current)| current);
     let (token, options) = state.accounts.passkey_authentication_options(caller.as_ref()).await?;
     Ok(with_cookie(ok(&options), state.cookies.set_passkey(token.as_str(), CEREMONY_SECS)))
@@ -168,7 +168,7 @@ pub async fn verify_authentication(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    if let Err(refused) = state.rate_limits.check(Limited::SignIn, ctx.ip) {
+    if let Err(refused) = state.rate_limits.load().check(Limited::SignIn, ctx.ip) {
         extract::discard_body(req, state.body_timeout()).await;
         return Err(Failure::too_many_requests(refused));
     }

@@ -30,12 +30,29 @@ pub struct AddressLimits {
     /// asked (`crate::mail`).
     mail_to: Option<DefaultKeyedRateLimiter<(String, IpAddr)>>,
     clock: DefaultClock,
+    /// What the limits were made from: a reload replaces them only when these change.
+    quotas: Quotas,
+}
+
+/// The numbers a set of limits is made from (see [`AddressLimits::with_mail`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    pub sign_in: u32,
+    pub sign_up: u32,
+    pub mail: u32,
+    pub mail_to: u32,
+    pub window: Duration,
 }
 
 impl AddressLimits {
     /// `max` requests per `window` for each address, with bursts up to `max`; 0 turns a limit off.
     pub fn new(sign_in_max: u32, sign_up_max: u32, window: Duration) -> Self {
         Self::with_mail(sign_in_max, sign_up_max, 0, 0, window)
+    }
+
+    /// The numbers these limits were made from.
+    pub fn quotas(&self) -> Quotas {
+        self.quotas
     }
 
     /// [`new`](Self::new), with limits on the calls that send mail, per address and per recipient.
@@ -51,6 +68,7 @@ impl AddressLimits {
             mail: limiter(mail_max, window),
             mail_to: limiter(mail_to_max, window),
             clock: DefaultClock::default(),
+            quotas: Quotas { sign_in: sign_in_max, sign_up: sign_up_max, mail: mail_max, mail_to: mail_to_max, window },
         }
     }
 

@@ -38,7 +38,7 @@ async fn mail_request(
     req: Request<Incoming>,
     redirect_key: &str,
 ) -> Result<(Email, Option<String>), Failure> {
-    state.rate_limits.check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["email", redirect_key])?;
     let email = Email::parse(body.string("email")?).map_err(|_| invalid_email())?;
@@ -50,7 +50,7 @@ async fn mail_request(
         Some(url) => Some(safe_redirect(state, ctx, url).ok_or_else(refused)?),
         None => None,
     };
-    state.rate_limits.check_recipient(email.as_str(), ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check_recipient(email.as_str(), ctx.ip).map_err(Failure::too_many_requests)?;
     Ok((email, redirect))
 }
 

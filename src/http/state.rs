@@ -2,7 +2,10 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use arc_swap::ArcSwap;
 
 use super::metrics::RouteMetrics;
 use super::origins::Origins;
@@ -10,7 +13,7 @@ use super::rate_limits::AddressLimits;
 use super::request_id::RequestIds;
 use super::response::CookieSettings;
 use crate::accounts::Accounts;
-use crate::config::{Config, LimitsConfig};
+use crate::config::{Config, LimitsConfig, RateLimitConfig};
 
 pub struct AppState {
     pub accounts: Accounts,
@@ -18,8 +21,9 @@ pub struct AppState {
     pub origins: Origins,
     /// Direct peers whose `X-Forwarded-For` header is believed.
     pub trusted_proxies: Vec<IpAddr>,
-    /// Per-address limits on sign-in and sign-up.
-    pub rate_limits: AddressLimits,
+    /// Per-address limits on sign-in, sign-up and the calls that send mail; replaced whole by a reload
+    /// ([`AppState::apply_settings`]), read without a lock.
+    pub rate_limits: ArcSwap<AddressLimits>,
     /// Connection count, per-address share and timeouts.
     pub connections: LimitsConfig,
     /// The store's file and the scheduled backups' directory, for the console's status panel.
@@ -47,13 +51,7 @@ impl AppState {
             ),
             origins: Origins::new(config.base_url.as_deref(), &config.trusted_origins),
             trusted_proxies: config.trusted_proxies.clone(),
-            rate_limits: AddressLimits::with_mail(
-                limits.sign_in_per_address,
-                limits.sign_up_per_address,
-                limits.mail_per_address,
-                limits.mail_per_email,
-                Duration::from_secs(limits.window_secs),
-            ),
+            rate_limits: ArcSwap::from_pointee(address_limits(limits)),
             connections: config.limits.clone(),
             store_file: crate::accounts::store_file(&config.data_dir),
             backup_dir: config.backup.dir.clone(),
@@ -66,7 +64,29 @@ impl AppState {
         }
     }
 
+    /// Puts the front end's live settings of `config` in effect, and the facade's. `config` has been validated.
+    /// The address limits are replaced only when theirs changed: a new set starts every address's allowance
+    /// afresh.
+    pub fn apply_settings(&self, config: &Config) {
+        let limits = address_limits(&config.rate_limit);
+        if limits.quotas() != self.rate_limits.load().quotas() {
+            self.rate_limits.store(Arc::new(limits));
+        }
+        self.accounts.apply_settings(config);
+    }
+
     pub fn body_timeout(&self) -> Duration {
         Duration::from_secs(self.connections.body_read_timeout_secs)
     }
+}
+
+/// The per-address limits `[rate_limit]` sets.
+fn address_limits(limits: &RateLimitConfig) -> AddressLimits {
+    AddressLimits::with_mail(
+        limits.sign_in_per_address,
+        limits.sign_up_per_address,
+        limits.mail_per_address,
+        limits.mail_per_email,
+        Duration::from_secs(limits.window_secs),
+    )
 }

@@ -91,7 +91,7 @@ pub async fn verify_backup_code(state: &AppState, ctx: Ctx, req: Request<Incomin
 pub async fn send_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     // The mail calls' per-address limit (`[rate_limit] mail_per_address`), as for a reset link; the sender paces
     // each recipient's messages (`mail_per_email`) whoever asks.
-    state.rate_limits.check(super::rate_limits::Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check(super::rate_limits::Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
     let signed_in = extract::signed_in_self_or_none(state, req.headers())?;
     let challenge = challenge(state, req.headers());
     let body = extract::json_object(req, false, state.body_timeout()).await?;

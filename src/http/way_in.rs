@@ -36,7 +36,7 @@ pub async fn sign_in_magic_link(state: &AppState, ctx: Ctx, req: Request<Incomin
     if !state.accounts.offers_magic_links() {
         return Err(not_offered());
     }
-    state.rate_limits.check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check(Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["email", "name", "callbackURL", "newUserCallbackURL", "errorCallbackURL", "metadata"])?;
     // better-auth checks the address with `z.email()`: a malformed one is a validation error here.
@@ -49,7 +49,7 @@ pub async fn sign_in_magic_link(state: &AppState, ctx: Ctx, req: Request<Incomin
     let callback = redirect_field(state, &ctx, body.optional_string("callbackURL")?)?;
     let new_user_callback = redirect_field(state, &ctx, body.optional_string("newUserCallbackURL")?)?;
     let error_callback = redirect_field(state, &ctx, body.optional_string("errorCallbackURL")?)?;
-    state.rate_limits.check_recipient(email.as_str(), ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check_recipient(email.as_str(), ctx.ip).map_err(Failure::too_many_requests)?;
     let request = LinkRequest { email, name, callback, new_user_callback, error_callback };
     state.accounts.request_magic_link(request, &ctx.ip.to_string()).await?;
     Ok(ok(&STATUS))
@@ -64,7 +64,7 @@ pub async fn verify_magic_link(state: &AppState, ctx: Ctx, req: Request<Incoming
     if !state.accounts.offers_magic_links() {
         return Err(not_offered());
     }
-    state.rate_limits.check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
     let query = req.uri().query();
     let given = |name| extract::query_value(query, name);
     let callback = redirect_field(state, &ctx, given("callbackURL").as_deref())?;
@@ -134,12 +134,12 @@ fn admit_code(state: &AppState, ctx: &Ctx, which: Limited) -> Result<(), Failure
     if !state.accounts.offers_email_codes() {
         return Err(not_offered());
     }
-    state.rate_limits.check(which, ctx.ip).map_err(Failure::too_many_requests)
+    state.rate_limits.load().check(which, ctx.ip).map_err(Failure::too_many_requests)
 }
 
 /// Mails a code for `purpose` to `email` (within the recipient's mail limit): `{success: true}` either way.
 async fn send_code(state: &AppState, ctx: &Ctx, email: Email, purpose: CodePurpose) -> Result<Response<Body>, Failure> {
-    state.rate_limits.check_recipient(email.as_str(), ctx.ip).map_err(Failure::too_many_requests)?;
+    state.rate_limits.load().check_recipient(email.as_str(), ctx.ip).map_err(Failure::too_many_requests)?;
     state.accounts.send_email_code(email, purpose, &ctx.ip.to_string()).await?;
     Ok(ok(&SUCCESS))
 }

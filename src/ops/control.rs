@@ -1,10 +1,14 @@
 //! The running server's control socket: a Unix socket in the data directory through which `service-auth backup`
-//! gets a snapshot from a server that holds the store, without stopping it.
+//! gets a snapshot from a server that holds the store, without stopping it, and `service-auth reload` has it read
+//! `config.toml` again.
 //!
 //! The socket is `<data_dir>/control/socket`, in a folder only the server's user can enter (0700): whoever can
 //! reach it could as well read the store file beside it, so the file system is the whole of the access check, as
-//! for the store itself. One command, one line: `backup`. The answer is `ok <length>` and that many bytes (a
+//! for the store itself. One command, one line. `backup`: the answer is `ok <length>` and that many bytes (a
 //! complete store file written from one read transaction, as the scheduled backups are), or `error <reason>`.
+//! `reload`: `ok <what was applied>` or `error <why nothing changed>`, one line, once the reload is done (its audit
+//! entry durable). On PostgreSQL the data directory holds no store: the socket serves `reload` only, and a node
+//! whose data directory another running node already serves leaves the socket to it.
 //! The snapshot is staged in the control folder and unlinked before it is sent, so nothing stays behind.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -23,6 +27,10 @@ const FOLDER: &str = "control";
 /// How long a client has to send its command line.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How the socket asks the server to reload its settings: the reply is what was applied, or why nothing changed.
+pub type ReloadRequest = tokio::sync::oneshot::Sender<Result<String, String>>;
+pub type Reloads = tokio::sync::mpsc::Sender<ReloadRequest>;
+
 /// Where the server of `data_dir` listens.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join(FOLDER).join("socket")
@@ -30,8 +38,13 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
 
 /// Serves the control socket of `data_dir` until `stop`. A socket that cannot be made (a path too long for a
 /// Unix socket, say) is logged and left out: the server runs on, and `backup` then says the server does not answer.
-pub async fn serve(store: Arc<Store>, data_dir: PathBuf, stop: CancellationToken) {
+pub async fn serve(store: Arc<Store>, data_dir: PathBuf, reloads: Reloads, stop: CancellationToken) {
     let path = socket_path(&data_dir);
+    if store.postgres().is_some() && UnixStream::connect(&path).is_ok() {
+        // Without the embedded store's lock, two nodes may share a folder: the first keeps its socket.
+        tracing::warn!(path = %path.display(), "another running server answers on this control socket; `service-auth reload` reaches that one, send this one SIGHUP");
+        return;
+    }
     let listener = match bind(&path) {
         Ok(listener) => listener,
         Err(error) => {
@@ -49,10 +62,10 @@ pub async fn serve(store: Arc<Store>, data_dir: PathBuf, stop: CancellationToken
         let Ok((stream, _)) = stream else { continue };
         let Ok(stream) = stream.into_std() else { continue };
         let folder = data_dir.join(FOLDER);
-        let (store, lock) = (Arc::clone(&store), Arc::clone(&one_at_a_time));
+        let (store, lock, reloads) = (Arc::clone(&store), Arc::clone(&one_at_a_time), reloads.clone());
         tokio::task::spawn_blocking(move || {
             let _turn = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Err(error) = answer(stream, &store, &folder) {
+            if let Err(error) = answer(stream, &store, &folder, &reloads) {
                 tracing::warn!(%error, "control socket: the client went away");
             }
         });
@@ -75,13 +88,28 @@ fn bind(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
 }
 
 /// Reads one command and answers it.
-fn answer(mut stream: UnixStream, store: &Store, folder: &Path) -> std::io::Result<()> {
+fn answer(mut stream: UnixStream, store: &Store, folder: &Path, reloads: &Reloads) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(COMMAND_TIMEOUT))?;
     let mut line = String::new();
     BufReader::new((&stream).take(64)).read_line(&mut line)?;
-    if line.trim_end() != "backup" {
-        return writeln!(stream, "error unknown command (this server knows: backup)");
+    match line.trim_end() {
+        "backup" if store.postgres().is_some() => {
+            return writeln!(stream, "error the store is on PostgreSQL: back the database up with its own tools");
+        }
+        "backup" => {}
+        "reload" => {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let outcome = match reloads.blocking_send(reply) {
+                Ok(()) => answer.blocking_recv().unwrap_or_else(|_| Err("the server is stopping".into())),
+                Err(_) => Err("the server is stopping".into()),
+            };
+            return match outcome {
+                Ok(summary) => writeln!(stream, "ok {}", summary.replace('\n', " ")),
+                Err(why) => writeln!(stream, "error {}", why.replace('\n', " ")),
+            };
+        }
+        _ => return writeln!(stream, "error unknown command (this server knows: backup, reload)"),
     }
     let started = Instant::now();
     let staged = folder.join(format!("backup-{}.redb", uuid::Uuid::now_v7()));
@@ -147,6 +175,37 @@ pub fn backup_from_server(data_dir: &Path, out: &Path) -> Result<u64, OpsError> 
         let _ = std::fs::remove_file(&staged);
     }
     written
+}
+
+/// Asks the server holding `data_dir` to read its configuration file again. `Ok`: what it applied; `Err`: why
+/// nothing changed, or that no server answers.
+pub fn reload_server(data_dir: &Path) -> Result<String, ReloadFailed> {
+    let path = socket_path(data_dir);
+    let mut stream = UnixStream::connect(&path).map_err(|e| {
+        ReloadFailed::NoServer(format!(
+            "no server answers on {} ({e}): is it running with this data directory? (or send it SIGHUP)",
+            path.display()
+        ))
+    })?;
+    let io = |e: std::io::Error| ReloadFailed::NoServer(format!("talking to the server: {e}"));
+    stream.write_all(b"reload\n").map_err(io)?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).map_err(io)?;
+    match line.trim_end().split_once(' ') {
+        Some(("ok", summary)) => Ok(summary.to_owned()),
+        Some(("error", why)) => Err(ReloadFailed::Refused(why.to_owned())),
+        _ => Err(ReloadFailed::NoServer(format!("the server answered {:?}", line.trim_end()))),
+    }
+}
+
+/// Why `service-auth reload` changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadFailed {
+    /// The server read the file and refused it (or could not record the reload): it runs on as before.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    NoServer(String),
 }
 
 /// `out` with `.partial` added: where the file is written before it is renamed into place.

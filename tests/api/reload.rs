@@ -1,0 +1,173 @@
+//! Settings without a restart (#50): `service-auth reload` and SIGHUP read `config.toml` again and put its live
+//! settings in effect; a file that fails the checks changes nothing; a reload drops no request.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::harness::{BOOTSTRAP_ENV, ChildServer, PASSWORD, run_binary};
+
+const CONFIG_ENV: (&str, &str) = ("SERVICE_AUTH_CONFIG", "config.toml");
+
+fn write_config(root: &Path, text: &str) {
+    std::fs::write(root.join("config.toml"), text).unwrap();
+}
+
+fn hangup(server: &ChildServer) {
+    let ok = Command::new("kill").arg("-HUP").arg(server.child.id().to_string()).status().expect("kill -HUP");
+    assert!(ok.success(), "kill -HUP failed");
+}
+
+/// Signs up `<tag>@example.com` with `password`; the status and the error code, if any.
+async fn sign_up(server: &ChildServer, tag: &str, password: &str) -> (u16, String) {
+    let (status, body, _) = server.sign_up("Reload", &format!("{tag}@example.com"), password).await;
+    (status, body["code"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Waits (at most 10 s) until the server's log holds `needle` `count` times.
+async fn log_holds(server: &ChildServer, needle: &str, count: usize) {
+    for _ in 0..100 {
+        if server.stderr().matches(needle).count() >= count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the log never said {needle:?} {count} times:\n{}", server.stderr());
+}
+
+#[tokio::test]
+async fn a_reload_applies_the_new_password_policy_and_a_bad_file_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "[passwords]\nmin_length = 15\n");
+    let env: Vec<(&str, &str)> =
+        BOOTSTRAP_ENV.iter().copied().chain([CONFIG_ENV, ("SERVICE_AUTH_LOG", "info")]).collect();
+    let server = ChildServer::spawn(root, &env).await;
+    assert_eq!(sign_up(&server, "before", PASSWORD).await, (200, String::new()), "15 characters are enough");
+
+    // `service-auth reload`: the server reads the file, applies it, and says what it applied.
+    write_config(root, "[passwords]\nmin_length = 20\n");
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert_eq!(out.trim(), "reloaded: applied [passwords]");
+    assert_eq!(sign_up(&server, "after", PASSWORD).await, (400, "PASSWORD_TOO_SHORT".into()));
+
+    // A setting that needs a restart is named, not applied; the live one beside it is.
+    write_config(root, "[passwords]\nmin_length = 18\n[audit]\nretain_days = 5\n");
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert_eq!(out.trim(), "reloaded: applied [passwords]; changed but applied only at the next start: [audit]");
+    assert_eq!(sign_up(&server, "short", "Plum-Kettle-Orbit").await, (400, "PASSWORD_TOO_SHORT".into()));
+    assert_eq!(sign_up(&server, "long", "Plum-Kettle-Orbit9").await, (200, String::new()));
+
+    // A file that fails the checks: the command says why and exits 2; SIGHUP logs why; nothing changes.
+    write_config(root, "[passwords]\nmin_length = 15\nmin_lenght = 12\n");
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert_eq!(status.code(), Some(2), "{out} {err}");
+    assert!(err.contains("min_lenght"), "the unknown key is named: {err}");
+    hangup(&server);
+    log_holds(&server, "configuration not reloaded, nothing changed", 1).await;
+    assert!(server.stderr().contains("min_lenght"), "{}", server.stderr());
+    assert_eq!(sign_up(&server, "still", "Plum-Kettle-Orbit").await, (400, "PASSWORD_TOO_SHORT".into()));
+
+    // SIGHUP with a good file applies it.
+    write_config(root, "[passwords]\nmin_length = 15\n[audit]\nretain_days = 5\n");
+    hangup(&server);
+    log_holds(&server, "configuration reloaded", 3).await;
+    assert_eq!(sign_up(&server, "again", PASSWORD).await, (200, String::new()));
+
+    // Each applied reload is in the audit log, what changed in its detail; the refused one is not.
+    let admin = server.admin_session().await;
+    let audit = server.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json();
+    let reloads: Vec<String> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "config.reloaded")
+        .map(|e| e["detail"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        reloads,
+        [
+            "applied [passwords]; changed but applied only at the next start: [audit]",
+            "applied [passwords]; changed but applied only at the next start: [audit]",
+            "applied [passwords]",
+        ],
+        "newest first"
+    );
+}
+
+#[tokio::test]
+async fn without_a_server_reload_says_so_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    let (status, out, err) = run_binary(dir.path(), &["reload"], &[CONFIG_ENV], "");
+    assert_eq!(status.code(), Some(1), "{out} {err}");
+    assert!(err.contains("no server answers"), "{err}");
+}
+
+/// Reloads under load: clients keep asking get-session on kept-alive connections while the file changes and the
+/// server reloads it again and again (by SIGHUP and by the command); no request may fail. Times nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reloading_under_load_fails_no_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_owned();
+    write_config(&root, "[rate_limit]\nsign_in_per_address = 30\n");
+    let env = [CONFIG_ENV, ("SERVICE_AUTH_LOG", "info")];
+    let server = ChildServer::spawn(&root, &env).await;
+    let cookie = server.new_user("load").await.cookie;
+    let done = Arc::new(AtomicBool::new(false));
+    let (served, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, cookie) = (server.client.clone(), cookie.clone());
+            let (done, served, failed) = (Arc::clone(&done), Arc::clone(&served), Arc::clone(&failed));
+            tokio::spawn(async move {
+                while !done.load(Ordering::Relaxed) {
+                    match client.get("/api/auth/get-session").cookie(&cookie).try_send().await {
+                        Ok(r) if r.status == 200 && r.text.contains("\"session\"") => {
+                            served.fetch_add(1, Ordering::Relaxed)
+                        }
+                        _ => failed.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            })
+        })
+        .collect();
+    for round in 0..6u32 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        write_config(
+            &root,
+            &format!("[rate_limit]\nsign_in_per_address = {}\n[passwords]\nmin_length = {}\n", 30 + round, 15 + round),
+        );
+        if round % 2 == 0 {
+            hangup(&server);
+            // Each reload logs the line, the command's too.
+            log_holds(&server, "configuration reloaded", round as usize + 1).await;
+        } else {
+            let root = root.clone();
+            let (status, out, err) =
+                tokio::task::spawn_blocking(move || run_binary(&root, &["reload"], &[CONFIG_ENV], "")).await.unwrap();
+            assert!(status.success(), "reload: {out} {err}");
+            assert_eq!(out.trim(), "reloaded: applied [rate_limit], [passwords]");
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    done.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await.unwrap();
+    }
+    let (served, failed) = (served.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    assert_eq!(failed, 0, "{failed} of {} requests failed during the reloads", served + failed);
+    assert!(served > 100, "the load ran: {served} requests");
+    // The last reload is in effect: 20 characters now.
+    let (status, body, _) = server
+        .sign_up_body(&json!({"name": "Late", "email": "late@example.com", "password": "Plum-Kettle-Orbit-9"}))
+        .await
+        .triple();
+    assert_eq!((status, body["code"].as_str()), (400, Some("PASSWORD_TOO_SHORT")), "{body}");
+}
