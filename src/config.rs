@@ -515,6 +515,17 @@ pub struct OrganizationsConfig {
     /// `<link base>/accept-invitation?id={id}`, the service's own page that shows the invitation and accepts or
     /// declines it.
     pub invitation_url: Option<String>,
+    /// The plugin's teams (`teams.enabled`, off by default as in the plugin): the team calls answer "Teams are not
+    /// enabled" without it. Turn it on only once every node of a cluster runs a release that reads teams.
+    pub teams: bool,
+    /// With teams on, a new organization gets a team of its name with its creator in it (`defaultTeam.enabled`).
+    pub default_team: bool,
+    /// Teams of one organization at most (`maximumTeams`); none when absent, as in the plugin.
+    pub maximum_teams: Option<usize>,
+    /// Members of one team at most (`maximumMembersPerTeam`); none when absent, as in the plugin.
+    pub maximum_members_per_team: Option<usize>,
+    /// Whether an organization's last team may be removed (`allowRemovingAllTeams`, off).
+    pub allow_removing_all_teams: bool,
 }
 
 impl Default for OrganizationsConfig {
@@ -525,6 +536,11 @@ impl Default for OrganizationsConfig {
             invitation_limit: 100,
             invitation_ttl_hours: 48,
             invitation_url: None,
+            teams: false,
+            default_team: true,
+            maximum_teams: None,
+            maximum_members_per_team: None,
+            allow_removing_all_teams: false,
         }
     }
 }
@@ -1083,6 +1099,12 @@ impl Config {
                 "organizations.membership_limit".into(),
                 "organizations.membership_limit, invitation_limit and invitation_ttl_hours must be above 0".into(),
             ));
+        }
+        if orgs.maximum_teams == Some(0) || orgs.maximum_members_per_team == Some(0) {
+            return fail(
+                "organizations.maximum_teams",
+                "maximum_teams and maximum_members_per_team must be above 0".into(),
+            );
         }
         if orgs.invitation_url.as_deref().is_some_and(|u| !u.contains("{id}") || url::Url::parse(u).is_err()) {
             return Err(("organizations.invitation_url".into(), "must be an absolute URL containing {id}".into()));

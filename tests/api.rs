@@ -49,6 +49,7 @@ mod api {
     mod session_limits;
     mod setup;
     mod stats;
+    mod teams;
     mod test_command;
     mod two_factor;
     mod upgrade;

@@ -19,6 +19,7 @@ mod query;
 mod recovery;
 mod settings;
 mod setup;
+mod teams;
 mod two_factor;
 mod usernames;
 mod way_in;
@@ -67,6 +68,7 @@ pub use provider::{
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
+pub use teams::{TeamMemberShown, TeamOf, TeamsError};
 pub use two_factor::{Code, CodeFor, Enrolment, TwoFactorError, Verified};
 pub use way_in::{CodeOutcome, CodeUseError, EmailCodeUse, LinkRequest, LinkSignIn, LinkSignInError, WayInError};
 pub use webhooks::{Delivery, Endpoint, WebhookChange, WebhookError};

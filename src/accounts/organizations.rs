@@ -56,6 +56,8 @@ pub struct FullOrganization {
     pub organization: Arc<Organization>,
     pub members: Vec<MemberAndUser>,
     pub invitations: Vec<Arc<Invitation>>,
+    /// Its teams, with teams on.
+    pub teams: Option<Vec<crate::domain::Team>>,
 }
 
 /// A membership with its account.
@@ -124,8 +126,9 @@ impl Accounts {
             return Err(OrgError::NotAllowedToCreate);
         }
         let by = current.user.id;
+        let default_team = self.organizations.teams && self.organizations.default_team;
         let org =
-            self.actors.orgs.create_owned(name, slug, logo, metadata, by, active_in, ip).await.map_err(
+            self.actors.orgs.create_owned(name, slug, logo, metadata, by, active_in, default_team, ip).await.map_err(
                 |e| match e {
                     CreateOrgError::SlugTaken => OrgError::AlreadyExists,
                     CreateOrgError::Unavailable(u) => u.into(),
@@ -227,7 +230,8 @@ impl Accounts {
         let (page, _) = self.indexes.members.page(org.id, 0, limit);
         let members = self.with_accounts(page);
         let invitations = self.visible_invitations(me.roles, org.id);
-        Ok(FullOrganization { organization: Arc::clone(org), members, invitations })
+        let teams = self.organizations.teams.then(|| self.teams_of(org));
+        Ok(FullOrganization { organization: Arc::clone(org), members, invitations, teams })
     }
 
     fn visible_invitations(&self, roles: MemberRoles, org: OrgId) -> Vec<Arc<Invitation>> {

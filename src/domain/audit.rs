@@ -84,6 +84,13 @@ pub mod action {
     /// `config.toml` read again (`service-auth reload` or SIGHUP) and its live settings put in effect (the detail
     /// names the sections that changed, and those that wait for a restart). No actor: the file is the author.
     pub const SETTINGS_RELOADED: &str = "config.reloaded";
+    /// An organization's team created, renamed, removed, or a user put in or taken out of it (the target is the
+    /// organization, the detail names the team, and the user).
+    pub const TEAM_CREATED: &str = "team.created";
+    pub const TEAM_UPDATED: &str = "team.updated";
+    pub const TEAM_DELETED: &str = "team.deleted";
+    pub const TEAM_MEMBER_ADDED: &str = "team.member_added";
+    pub const TEAM_MEMBER_REMOVED: &str = "team.member_removed";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

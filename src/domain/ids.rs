@@ -101,6 +101,30 @@ id_type!(
     PasskeyId
 );
 
+id_type!(
+    /// Identifier of a team of an organization.
+    TeamId
+);
+id_type!(
+    /// Identifier of a user's place in a team: derived from the team and the user ([`TeamMemberId::of`]), as a
+    /// membership's is, so it is not stored and one user is in a team once.
+    TeamMemberId
+);
+
+impl TeamMemberId {
+    pub fn of(team: TeamId, user: UserId) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new()
+            .chain_update(b"team-member")
+            .chain_update(team.to_bytes())
+            .chain_update(user.to_bytes())
+            .finalize();
+        let mut bytes = [0; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        Self(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    }
+}
+
 impl MemberId {
     pub fn of(org: OrgId, user: UserId) -> Self {
         use sha2::{Digest, Sha256};

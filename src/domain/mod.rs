@@ -19,6 +19,7 @@ mod permissions;
 mod role;
 mod session_limits;
 mod slug;
+mod team;
 pub(crate) mod text;
 mod time;
 mod token;
@@ -31,7 +32,9 @@ pub use api_key::ApiKey;
 pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, action, is_anonymous_action};
 pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
-pub use ids::{ApiKeyId, AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, SessionId, UserId};
+pub use ids::{
+    ApiKeyId, AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, SessionId, TeamId, TeamMemberId, UserId,
+};
 pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{CodePurpose, LinkAddress, Mail, OneTimeToken, TokenKind, email_code_hash, email_code_key, requester};
 pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};
@@ -45,6 +48,7 @@ pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
 pub use session_limits::{IMPERSONATION_LIFETIME, SessionLimits, Use as SessionUse};
 pub use slug::{Slug, SlugError};
+pub use team::{Team, TeamMember};
 pub use time::{Clock, TimeError, Timestamp};
 pub use token::{SessionToken, TokenHash};
 pub use two_factor::TwoFactor;
@@ -310,6 +314,10 @@ pub struct Organization {
     /// better-auth's `metadata`: a JSON object, kept as its serialised text.
     pub metadata: Option<Box<str>>,
     pub created_at: Timestamp,
+    /// Its teams (better-auth's `teams`), oldest first: kept in the organization's own record, so the
+    /// organizations actor that writes the organization is the one writer of its teams, and a team changes with
+    /// the change log, on both backends, like the organization.
+    pub teams: Vec<Team>,
 }
 
 /// A session. The token itself is not kept: the index is keyed by its SHA-256.

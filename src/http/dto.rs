@@ -446,6 +446,45 @@ pub struct PermissionCheck {
     pub success: bool,
 }
 
+/// A team as the organization plugin answers it (`create-team`, `list-teams`, …): no members.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginTeam<'a> {
+    pub created_at: Timestamp,
+    pub id: domain::TeamId,
+    pub name: &'a str,
+    pub organization_id: OrgId,
+    pub updated_at: Option<Timestamp>,
+}
+
+impl<'a> PluginTeam<'a> {
+    pub fn new(org: OrgId, team: &'a domain::Team) -> Self {
+        Self {
+            created_at: team.created_at,
+            id: team.id,
+            name: team.name.as_str(),
+            organization_id: org,
+            updated_at: team.updated_at,
+        }
+    }
+}
+
+/// A user's place in a team as the plugin answers it: no account details.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginTeamMember {
+    pub created_at: Timestamp,
+    pub id: domain::TeamMemberId,
+    pub team_id: domain::TeamId,
+    pub user_id: UserId,
+}
+
+/// `{"message"}`: the plugin's answer to `remove-team` and `remove-team-member`.
+#[derive(Serialize)]
+pub struct Message {
+    pub message: &'static str,
+}
+
 // The organization plugin's shapes (`/api/auth/organization/*`), first written through `json!` as the others above.
 
 /// An organization on the organization plugin's calls. `members` (and `invitations`) only where the call shows
@@ -464,6 +503,9 @@ pub struct PluginOrganization<'a> {
     pub metadata: Option<serde_json::Value>,
     pub name: &'a str,
     pub slug: &'a str,
+    /// `get-full-organization` with teams on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teams: Option<Vec<PluginTeam<'a>>>,
 }
 
 impl<'a> From<&'a Organization> for PluginOrganization<'a> {
@@ -477,6 +519,7 @@ impl<'a> From<&'a Organization> for PluginOrganization<'a> {
             metadata: o.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
             name: o.name.as_str(),
             slug: o.slug.as_str(),
+            teams: None,
         }
     }
 }
@@ -910,6 +953,7 @@ mod tests {
                 logo: metadata.map(|_| "https://example.com/logo.png".into()),
                 metadata: metadata.map(Into::into),
                 created_at: now,
+                teams: Vec::new(),
             };
             let roles = domain::MemberRoles::parse(["admin", "member"]).unwrap();
             let membership = Membership::new(org.id, account.id, roles, now);
@@ -944,7 +988,22 @@ mod tests {
                 same_as_json(&InvitationAnswered { invitation: PluginInvitation::from(&invitation), member });
             }
             same_as_json(&MemberRole { role: roles.to_string() });
+            let team = domain::Team {
+                id: domain::TeamId::new(),
+                name: domain::Name::from_trusted("Ward \"4\"".into()),
+                created_at: now,
+                updated_at: metadata.map(|_| now),
+                members: Vec::new(),
+            };
+            same_as_json(&PluginTeam::new(org.id, &team));
+            same_as_json(&PluginTeamMember {
+                created_at: now,
+                id: domain::TeamMemberId::of(team.id, account.id),
+                team_id: team.id,
+                user_id: account.id,
+            });
         }
+        same_as_json(&Message { message: "Team removed successfully." });
         assert_eq!(
             serde_json::to_string(&OneWebhook { webhook: Webhook::from(&endpoint) }).unwrap(),
             r#"{"webhook":{"created_at":"2026-01-01T00:00:00.000Z","description":"ops é","enabled":true,"events":["user.created","session.created"],"failing":true,"failing_since":"2026-01-02T03:04:05.000Z","id":"0190f0a2-7c1d-7e4b-8a55-2a3b4c5d6e7f","previous_secret_expires_at":null,"queued":3,"updated_at":"2026-01-02T00:00:00.000Z","url":"https://hooks.example.com/in?a=\"1\""}}"#

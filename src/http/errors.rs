@@ -7,7 +7,7 @@ use super::response::Failure;
 use crate::accounts::{
     AccountError, AdminError, ClientError, CodeUseError, CreateOrgError, DeleteOrgError, IdTokenError, KeyError,
     LinkSignInError, MailError, MemberError, OrgError, PasskeyError, ResetPasswordError, SignInError, SignUpError,
-    Unavailable, UpdateOrgError, UpdateUserError, WayInError, WebhookError,
+    TeamsError, Unavailable, UpdateOrgError, UpdateUserError, WayInError, WebhookError,
 };
 use crate::domain::{PasswordError, PasswordRefused};
 
@@ -388,6 +388,42 @@ impl From<MemberError> for Failure {
             MemberError::NotAllowedToCancel => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION"),
             MemberError::OutboxFull => (S::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL"),
             MemberError::Unavailable(u) => return u.into(),
+        };
+        Self::new(status, code, e.to_string())
+    }
+}
+
+impl From<TeamsError> for Failure {
+    fn from(e: TeamsError) -> Self {
+        use StatusCode as S;
+        let (status, code) = match &e {
+            TeamsError::NotEnabled => (S::BAD_REQUEST, "BAD_REQUEST"),
+            TeamsError::NoActiveOrganization => (S::BAD_REQUEST, "NO_ACTIVE_ORGANIZATION"),
+            TeamsError::OrgNotFound => (S::BAD_REQUEST, "ORGANIZATION_NOT_FOUND"),
+            TeamsError::TeamNotFound => (S::BAD_REQUEST, "TEAM_NOT_FOUND"),
+            TeamsError::NotAllowedToInvite => {
+                (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION")
+            }
+            TeamsError::NotAllowedToCreate => {
+                (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CREATE_TEAMS_IN_THIS_ORGANIZATION")
+            }
+            TeamsError::TooManyTeams => (S::BAD_REQUEST, "YOU_HAVE_REACHED_THE_MAXIMUM_NUMBER_OF_TEAMS"),
+            TeamsError::NotAllowedToAccess => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_ACCESS_THIS_ORGANIZATION"),
+            TeamsError::NotAllowedToUpdate => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_TEAM"),
+            TeamsError::NotAllowedToDeleteThis => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM"),
+            TeamsError::NotAllowedToDelete => {
+                (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_DELETE_TEAMS_IN_THIS_ORGANIZATION")
+            }
+            TeamsError::LastTeam => (S::BAD_REQUEST, "UNABLE_TO_REMOVE_LAST_TEAM"),
+            TeamsError::NotAMember => (S::BAD_REQUEST, "USER_IS_NOT_A_MEMBER_OF_THE_ORGANIZATION"),
+            TeamsError::NotAllowedToAddMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER"),
+            TeamsError::NotAllowedToRemoveMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER"),
+            TeamsError::NotInTeam => (S::BAD_REQUEST, "USER_IS_NOT_A_MEMBER_OF_THE_TEAM"),
+            TeamsError::TeamFull => (S::FORBIDDEN, "TEAM_MEMBER_LIMIT_REACHED"),
+            TeamsError::NoActiveTeam => (S::BAD_REQUEST, "YOU_DO_NOT_HAVE_AN_ACTIVE_TEAM"),
+            TeamsError::YouAreNotAMember => (S::FORBIDDEN, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION"),
+            TeamsError::NotAllowedToUpdateMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER"),
+            TeamsError::Unavailable(u) => return (*u).into(),
         };
         Self::new(status, code, e.to_string())
     }

@@ -37,6 +37,7 @@ mod metrics;
 mod oauth;
 mod ops;
 mod org_plugin;
+mod org_teams;
 mod organizations;
 pub mod origins;
 mod overview;

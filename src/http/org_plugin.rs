@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::AppState;
 use super::dto::{
     InvitationAnswered, MemberEnded, MemberRole, PermissionCheck, PluginInvitation, PluginMember, PluginOrganization,
-    STATUS, json_str,
+    PluginTeam, STATUS, json_str,
 };
 use super::extract::{self, Ctx, Fields};
 use super::fields::validated_name;
@@ -96,7 +96,7 @@ fn member_page_json(page: &[(Arc<Membership>, Arc<User>)], total: usize) -> Vec<
 
 // --- reading requests ----------------------------------------------------------------------------------------
 
-async fn body(state: &AppState, req: Request<Incoming>, known: &[&str]) -> Result<Fields, Failure> {
+pub(super) async fn body(state: &AppState, req: Request<Incoming>, known: &[&str]) -> Result<Fields, Failure> {
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(known)?;
     Ok(body)
@@ -145,7 +145,7 @@ fn slug(raw: &str) -> Result<Slug, Failure> {
     Slug::parse(raw).map_err(|e| Failure::validation(e.to_string()))
 }
 
-fn query(req: &Request<Incoming>, known: &[&str]) -> Result<impl Fn(&str) -> Option<String>, Failure> {
+pub(super) fn query(req: &Request<Incoming>, known: &[&str]) -> Result<impl Fn(&str) -> Option<String>, Failure> {
     let q = req.uri().query().map(str::to_owned);
     extract::query_only(q.as_deref(), known)?;
     Ok(move |name: &str| extract::query_value(q.as_deref(), name))
@@ -157,11 +157,11 @@ fn number(value: Option<String>, name: &str) -> Result<Option<usize>, Failure> {
         .transpose()
 }
 
-fn ip(ctx: &Ctx) -> String {
+pub(super) fn ip(ctx: &Ctx) -> String {
     ctx.ip.to_string()
 }
 
-async fn signed_in(state: &AppState, req: &Request<Incoming>) -> Result<(SessionToken, Current), Failure> {
+pub(super) async fn signed_in(state: &AppState, req: &Request<Incoming>) -> Result<(SessionToken, Current), Failure> {
     extract::signed_in(state, req.headers()).await
 }
 
@@ -260,6 +260,7 @@ pub async fn get_full(state: &AppState, _: Ctx, req: Request<Incoming>) -> Resul
     let answer = PluginOrganization {
         members: Some(full.members.iter().map(|(m, u)| member(m, Some(u))).collect()),
         invitations: Some(full.invitations.iter().map(|i| invitation(i)).collect()),
+        teams: full.teams.as_ref().map(|teams| teams.iter().map(|t| PluginTeam::new(org.id, t)).collect()),
         ..organization(&full.organization)
     };
     Ok(ok(&answer))

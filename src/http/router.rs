@@ -16,7 +16,7 @@ use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, api_keys, audit_export, auth, console, cors, export, extract, oauth, ops,
-    org_plugin, organizations, overview, pages, passkeys, provider, recovery, request_id, setup, two_factor,
+    org_plugin, org_teams, organizations, overview, pages, passkeys, provider, recovery, request_id, setup, two_factor,
     user_admin, way_in, webhooks,
 };
 
@@ -256,6 +256,14 @@ async fn handle(
         Endpoint::OrgGetInvitation => org_plugin::get_invitation(state, ctx, req).await,
         Endpoint::OrgListInvitations => org_plugin::list_invitations(state, ctx, req).await,
         Endpoint::OrgListUserInvitations => org_plugin::list_user_invitations(state, ctx, req).await,
+        Endpoint::OrgCreateTeam => org_teams::create(state, ctx, req).await,
+        Endpoint::OrgListTeams => org_teams::list(state, ctx, req).await,
+        Endpoint::OrgUpdateTeam => org_teams::update(state, ctx, req).await,
+        Endpoint::OrgRemoveTeam => org_teams::remove(state, ctx, req).await,
+        Endpoint::OrgAddTeamMember => org_teams::add_member(state, ctx, req).await,
+        Endpoint::OrgRemoveTeamMember => org_teams::remove_member(state, ctx, req).await,
+        Endpoint::OrgListTeamMembers => org_teams::list_members(state, ctx, req).await,
+        Endpoint::OrgListUserTeams => org_teams::list_user_teams(state, ctx, req).await,
         Endpoint::TwoFactorEnable => two_factor::enable(state, ctx, req).await,
         Endpoint::TwoFactorGetTotpUri => two_factor::get_totp_uri(state, ctx, req).await,
         Endpoint::TwoFactorVerifyTotp => two_factor::verify_totp(state, ctx, req).await,

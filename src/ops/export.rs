@@ -221,6 +221,8 @@ impl Seen {
                     created_at_ms,
                     logo,
                     metadata,
+                    // The export's lines carry no teams yet: an exported organization is restored without them.
+                    teams: Vec::new(),
                 }))
             }
             Line::User {
@@ -467,6 +469,7 @@ mod tests {
             created_at_ms: 5,
             logo: None,
             metadata: None,
+            teams: Vec::new(),
         };
         Store::open(&a.data_dir)
             .unwrap()
@@ -494,6 +497,7 @@ mod tests {
                 created_at_ms: 5,
                 logo: Some("https://example.com/logo.png".into()),
                 metadata: Some(r#"{"branch":7}"#.into()),
+                teams: Vec::new(),
             })
         };
         let member = |org: u8, user: u8, roles: u8| {

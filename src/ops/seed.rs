@@ -116,6 +116,7 @@ fn seed_orgs(store: &Store, n: usize) -> Result<Vec<OrgId>, OpsError> {
             logo: None,
             metadata: None,
             created_at: Timestamp::now(),
+            teams: Vec::new(),
         };
         ids.push(org.id);
         StoreOp::PutOrg(convert::org_record(&org))
@@ -173,6 +174,7 @@ fn seed_members(store: &Store, users: &[UserId]) -> Result<usize, OpsError> {
         logo: None,
         metadata: None,
         created_at: now,
+        teams: Vec::new(),
     };
     store.commit(&[StoreOp::PutOrg(convert::org_record(&org))])?;
     let ops = users.iter().enumerate().map(|(i, user)| {

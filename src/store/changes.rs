@@ -47,7 +47,7 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
         .map(|held| match held {
             Held::PutUser(r) => Wire::PutUser(codec::encode(r)),
             Held::DeleteUser(id) => Wire::DeleteUser(id),
-            Held::PutOrg(r) => Wire::PutOrg(codec::encode(r)),
+            Held::PutOrg(r) => Wire::PutOrg(codec::encode_org(r)),
             Held::DeleteOrg(id) => Wire::DeleteOrg(id),
             Held::PutSession(hash, r) => Wire::PutSession(hash, codec::encode(r)),
             Held::DeleteSession(user, hash) => Wire::DeleteSession(user, hash),

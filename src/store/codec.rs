@@ -31,11 +31,13 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
-    SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1, TokenRecordV2,
-    TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4,
-    UserRecordV5,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OrgRecordV3,
+    OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1,
+    TokenRecordV2, TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
+    UserRecordV4, UserRecordV5,
 };
+#[cfg(test)]
+use super::records::{TeamMemberRecordV1, TeamRecordV1};
 
 /// A persisted record type and the version byte its encoding carries.
 pub trait Versioned: Serialize + DeserializeOwned {
@@ -121,8 +123,24 @@ pub fn decode_session(bytes: &[u8]) -> Result<SessionRecord, StoreError> {
 pub fn decode_org(bytes: &[u8]) -> Result<OrgRecord, StoreError> {
     match bytes.first() {
         Some(&OrgRecordV1::VERSION) => decode::<OrgRecordV1>(bytes).map(Into::into),
-        _ => decode::<OrgRecordV2>(bytes),
+        Some(&OrgRecordV2::VERSION) => decode::<OrgRecordV2>(bytes).map(Into::into),
+        _ => decode::<OrgRecordV3>(bytes),
     }
+}
+
+/// An organization record's bytes: the second format for one without teams (what the previous release reads),
+/// the third only for one with teams, which an older node refuses (teams are off by default; docs/cluster.md
+/// says to upgrade every node before turning them on).
+pub fn encode_org(record: &OrgRecord) -> Vec<u8> {
+    match record.as_v2() {
+        Some(v2) => encode(&v2),
+        None => encode(record),
+    }
+}
+
+impl Versioned for OrgRecordV3 {
+    const VERSION: u8 = 3;
+    const KIND: &'static str = "organization";
 }
 
 impl Versioned for OrgRecordV2 {
@@ -421,8 +439,42 @@ mod tests {
         expected[0] = 2;
         expected.extend([1, 1, b'L', 1, 2, b'{', b'}']);
         assert_eq!(encode(&v2), expected);
-        assert_eq!(decode_org(&expected).unwrap(), v2);
-        assert_eq!(decode_org(&encode(&v1)).unwrap(), OrgRecordV2 { logo: None, metadata: None, ..v2 });
+        assert_eq!(decode_org(&expected).unwrap(), v2.clone().into());
+        let without = OrgRecordV2 { logo: None, metadata: None, ..v2 };
+        assert_eq!(decode_org(&encode(&v1)).unwrap(), without.into());
+    }
+
+    #[test]
+    fn org_v3_golden_bytes_and_written_only_with_teams() {
+        let v2 = OrgRecordV2 {
+            id: [7; 16],
+            name: "P".into(),
+            slug: "p-1".into(),
+            created_at_ms: -1,
+            logo: None,
+            metadata: None,
+        };
+        let bare = OrgRecordV3::from(v2.clone());
+        assert_eq!(encode_org(&bare), encode(&v2), "no teams: the format the previous release reads");
+        assert_eq!(decode_org(&encode_org(&bare)).unwrap(), bare);
+        let member = TeamMemberRecordV1 { user: [2; 16], created_at_ms: 1 };
+        let team = TeamRecordV1 {
+            id: [3; 16],
+            name: "T".into(),
+            created_at_ms: 1,
+            updated_at_ms: None,
+            members: vec![member],
+        };
+        let v3 = OrgRecordV3 { teams: vec![team], ..bare };
+        let mut expected = encode(&v2);
+        expected[0] = 3;
+        expected.extend([1]);
+        expected.extend([3; 16]);
+        expected.extend([1, b'T', 2, 0, 1]);
+        expected.extend([2; 16]);
+        expected.extend([2]);
+        assert_eq!(encode_org(&v3), expected);
+        assert_eq!(decode_org(&expected).unwrap(), v3);
     }
 
     #[test]
@@ -706,7 +758,13 @@ mod tests {
             // Every kind the previous release knows is still written in its format (the new kinds, which it skips,
             // are in `token_v5_golden_bytes_and_only_new_kinds_are_written_so`).
             (TokenRecord::KIND, encode_token(&TokenRecordV4 { kind: 6, ..v4_token() }.into())[0]),
-            (OrgRecord::KIND, OrgRecord::VERSION),
+            // An organization without teams (every organization unless teams are turned on, which docs/cluster.md
+            // says to do only once every node runs this release).
+            (
+                OrgRecord::KIND,
+                encode_org(&OrgRecordV1 { id: [1; 16], name: "o".into(), slug: "o".into(), created_at_ms: 0 }.into())
+                    [0],
+            ),
             (MembershipRecordV1::KIND, MembershipRecordV1::VERSION),
             (InvitationRecordV1::KIND, InvitationRecordV1::VERSION),
             (LinkedAccountRecordV1::KIND, LinkedAccountRecordV1::VERSION),

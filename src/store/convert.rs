@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OutboxRecordV1, SessionRecord, TokenRecord,
-    TwoFactorRecordV1, UserRecord,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OutboxRecordV1, SessionRecord,
+    TeamMemberRecordV1, TeamRecordV1, TokenRecord, TwoFactorRecordV1, UserRecord,
 };
 use crate::domain::{
     AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, LinkAddress, Mail, MailId, MemberRoles,
-    Membership, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, SessionRare, Slug, Timestamp,
-    TokenKind, TwoFactor, User, UserAgent, UserFields, UserId,
+    Membership, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, SessionRare, Slug, Team, TeamId,
+    TeamMember, Timestamp, TokenKind, TwoFactor, User, UserAgent, UserFields, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -80,6 +80,21 @@ pub fn org_record(org: &Organization) -> OrgRecord {
         created_at_ms: org.created_at.as_millis(),
         logo: org.logo.as_deref().map(str::to_owned),
         metadata: org.metadata.as_deref().map(str::to_owned),
+        teams: org
+            .teams
+            .iter()
+            .map(|t| TeamRecordV1 {
+                id: t.id.to_bytes(),
+                name: t.name.as_str().to_owned(),
+                created_at_ms: t.created_at.as_millis(),
+                updated_at_ms: t.updated_at.map(Timestamp::as_millis),
+                members: t
+                    .members
+                    .iter()
+                    .map(|m| TeamMemberRecordV1 { user: m.user.to_bytes(), created_at_ms: m.created_at.as_millis() })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 
@@ -91,6 +106,24 @@ pub fn org(r: OrgRecord) -> Organization {
         logo: r.logo.map(String::into_boxed_str),
         metadata: r.metadata.map(String::into_boxed_str),
         created_at: Timestamp::from_millis(r.created_at_ms),
+        teams: r
+            .teams
+            .into_iter()
+            .map(|t| Team {
+                id: TeamId::from_bytes(t.id),
+                name: Name::from_trusted(t.name),
+                created_at: Timestamp::from_millis(t.created_at_ms),
+                updated_at: t.updated_at_ms.map(Timestamp::from_millis),
+                members: t
+                    .members
+                    .into_iter()
+                    .map(|m| TeamMember {
+                        user: UserId::from_bytes(m.user),
+                        created_at: Timestamp::from_millis(m.created_at_ms),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 
@@ -394,6 +427,13 @@ mod tests {
             logo: Some("https://example.com/l.png".into()),
             metadata: Some("{\"a\":1}".into()),
             created_at: now,
+            teams: vec![Team {
+                id: TeamId::new(),
+                name: Name::parse("Ward 4").unwrap(),
+                created_at: now,
+                updated_at: None,
+                members: vec![TeamMember { user: u.id, created_at: now }],
+            }],
         };
         assert_eq!(org(org_record(&o)), o);
         let s = Session {

@@ -894,7 +894,9 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     users.remove(id).map_err(io)?;
                     passkeys.delete_all_of(*id)?;
                 }
-                StoreOp::PutOrg(r) => put(&mut orgs, r.id, r)?,
+                StoreOp::PutOrg(r) => {
+                    orgs.insert(r.id, codec::encode_org(r).as_slice()).map_err(io)?;
+                }
                 StoreOp::DeleteOrg(id) => {
                     orgs.remove(id).map_err(io)?;
                 }

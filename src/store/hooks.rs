@@ -52,6 +52,12 @@ pub const EVENTS: &[(&str, Source)] = &[
     // transport this is how the application learns of an invitation to deliver it itself. The invitation's
     // fields, and whether the service mailed it.
     ("organization.invitation_created", Source::Audit(&[action::INVITATION_SENT])),
+    // Teams: the organization's id, the actor, and the detail naming the team (and the user put in or taken out).
+    ("organization.team_created", Source::Audit(&[action::TEAM_CREATED])),
+    ("organization.team_updated", Source::Audit(&[action::TEAM_UPDATED])),
+    ("organization.team_deleted", Source::Audit(&[action::TEAM_DELETED])),
+    ("organization.team_member_added", Source::Audit(&[action::TEAM_MEMBER_ADDED])),
+    ("organization.team_member_removed", Source::Audit(&[action::TEAM_MEMBER_REMOVED])),
     // API keys, by their owner or an administrator: the owner's account, the actor, and the key's id (and name).
     ("api_key.created", Source::Audit(&[action::API_KEY_CREATED])),
     ("api_key.updated", Source::Audit(&[action::API_KEY_UPDATED])),

@@ -44,10 +44,11 @@ pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use provider_records::{ClientRecordV1, SigningKeyRecordV1};
 pub use records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OutboxRecordV1, SessionRecord,
-    SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord, UserRecordV1,
-    UserRecordV2,
+    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
+    SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord,
+    UserRecordV1, UserRecordV2,
 };
+pub use records::{TeamMemberRecordV1, TeamRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{CommitMetrics, StoreWriter, WriterDone};

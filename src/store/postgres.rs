@@ -1081,7 +1081,7 @@ fn apply(
             StoreOp::DeleteUser(id) => tx
                 .execute("DELETE FROM passkeys WHERE user_id = $1", &[&id.as_slice()])
                 .and_then(|_| tx.execute(&s.delete_user, &[&id.as_slice()])),
-            StoreOp::PutOrg(r) => tx.execute(&s.put_org, &[&r.id.as_slice(), &r.slug, &codec::encode(r)]),
+            StoreOp::PutOrg(r) => tx.execute(&s.put_org, &[&r.id.as_slice(), &r.slug, &codec::encode_org(r)]),
             StoreOp::DeleteOrg(id) => tx.execute(&s.delete_org, &[&id.as_slice()]),
             StoreOp::PutSession(hash, r) => {
                 tx.execute(&s.put_session, &[&r.user_id.as_slice(), &hash.as_slice(), &codec::encode(r)])

@@ -245,8 +245,73 @@ impl From<OrgRecordV1> for OrgRecordV2 {
     }
 }
 
-/// The organization record format written today.
-pub type OrgRecord = OrgRecordV2;
+/// An organization, third format: [`OrgRecordV2`] and its teams with their members. Written only for an
+/// organization that has teams (`codec::encode_org`); one without any is still written as [`OrgRecordV2`], the
+/// format the previous release reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRecordV3 {
+    pub id: [u8; 16],
+    pub name: String,
+    pub slug: String,
+    pub created_at_ms: i64,
+    pub logo: Option<String>,
+    pub metadata: Option<String>,
+    pub teams: Vec<TeamRecordV1>,
+}
+
+/// A team inside [`OrgRecordV3`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamRecordV1 {
+    pub id: [u8; 16],
+    pub name: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: Option<i64>,
+    pub members: Vec<TeamMemberRecordV1>,
+}
+
+/// A user's place in a team (its id is derived from the team and the user, so it is not stored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamMemberRecordV1 {
+    pub user: [u8; 16],
+    pub created_at_ms: i64,
+}
+
+impl From<OrgRecordV2> for OrgRecordV3 {
+    fn from(r: OrgRecordV2) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            slug: r.slug,
+            created_at_ms: r.created_at_ms,
+            logo: r.logo,
+            metadata: r.metadata,
+            teams: Vec::new(),
+        }
+    }
+}
+
+impl From<OrgRecordV1> for OrgRecordV3 {
+    fn from(r: OrgRecordV1) -> Self {
+        OrgRecordV2::from(r).into()
+    }
+}
+
+impl OrgRecordV3 {
+    /// The second format, if nothing of the third is set (no teams).
+    pub fn as_v2(&self) -> Option<OrgRecordV2> {
+        self.teams.is_empty().then(|| OrgRecordV2 {
+            id: self.id,
+            name: self.name.clone(),
+            slug: self.slug.clone(),
+            created_at_ms: self.created_at_ms,
+            logo: self.logo.clone(),
+            metadata: self.metadata.clone(),
+        })
+    }
+}
+
+/// The organization record format of this release (written as [`OrgRecordV2`] when it has no teams).
+pub type OrgRecord = OrgRecordV3;
 
 /// A user's membership of an organization. Key: organization id ‖ user id (one per pair, and an organization's
 /// members are neighbours). The id is derived from the pair (`MemberId::of`), so it is not stored.

@@ -6,15 +6,15 @@ use serde_json::{Value, json};
 
 use super::harness::*;
 
-async fn post(s: &TestServer, call: &str, cookie: &str, body: &Value) -> Resp {
+pub(super) async fn post(s: &TestServer, call: &str, cookie: &str, body: &Value) -> Resp {
     s.post(&format!("/api/auth/organization/{call}")).cookie(cookie).json(body).send().await
 }
 
-async fn get(s: &TestServer, call: &str, cookie: &str) -> Resp {
+pub(super) async fn get(s: &TestServer, call: &str, cookie: &str) -> Resp {
     s.get(&format!("/api/auth/organization/{call}")).cookie(cookie).send().await
 }
 
-fn ok(r: &Resp) -> Value {
+pub(super) fn ok(r: &Resp) -> Value {
     assert_eq!(r.status, 200, "{}", r.text);
     r.json()
 }
@@ -26,7 +26,7 @@ async fn create(s: &TestServer, cookie: &str, slug: &str) -> Value {
 
 /// The invitation id in a message to `email` written to `dir` (the `.eml` files of `[email] directory`) that is
 /// not in `seen` yet, and the message's text. Messages to others are left for their own reader.
-async fn next_invitation(dir: &std::path::Path, seen: &mut Seen, email: &str) -> (String, String) {
+pub(super) async fn next_invitation(dir: &std::path::Path, seen: &mut Seen, email: &str) -> (String, String) {
     let started = std::time::Instant::now();
     loop {
         for path in std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())) {
@@ -49,10 +49,10 @@ async fn next_invitation(dir: &std::path::Path, seen: &mut Seen, email: &str) ->
     }
 }
 
-type Seen = std::collections::HashSet<std::path::PathBuf>;
+pub(super) type Seen = std::collections::HashSet<std::path::PathBuf>;
 
 /// Joins `user` to the organization through an invitation from `inviter` (the mail is read from `dir`).
-async fn join(
+pub(super) async fn join(
     s: &TestServer,
     dir: &std::path::Path,
     seen: &mut Seen,

@@ -5,10 +5,14 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
+mod teams;
+
 use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Waiting};
-use crate::domain::{MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Timestamp, TokenHash, action};
+use crate::domain::{
+    MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Team, TeamId, TeamMember, Timestamp, TokenHash, action,
+};
 use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
 
 pub(in crate::actors) async fn spawn(
@@ -23,7 +27,7 @@ pub(in crate::actors) async fn spawn(
     Ok(OrgsHandle(Mailbox::new(actor, waiting)))
 }
 
-struct OrgsActor {
+pub(super) struct OrgsActor {
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     /// Commits a batch that changes a session with it (an owner's session working in the new organization).
@@ -33,7 +37,7 @@ struct OrgsActor {
 }
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// Organizations created or changed in this batch, keyed by slug (what the uniqueness check needs).
     overlay: Overlay<Slug, Arc<Organization>>,
     /// Organizations being deleted: left alone until the deletion is over.
@@ -63,13 +67,25 @@ impl Actor for OrgsActor {
             return Ok(());
         }
         match msg {
-            OrgsMsg::Create { name, slug, logo, metadata, owner, active_in, by, ip, reply } => {
+            OrgsMsg::Create { name, slug, logo, metadata, owner, active_in, default_team, by, ip, reply } => {
                 if state.overlay.get(&slug).is_some() || self.indexes.orgs.slug_taken(&slug) {
                     let _ = reply.send(Err(CreateOrgError::SlugTaken));
                     return Ok(());
                 }
                 let now = Timestamp::now();
-                let org = Arc::new(Organization { id: OrgId::new(), name, slug, logo, metadata, created_at: now });
+                // The plugin's `defaultTeam`: a team named as the organization, its creator in it, made with it.
+                let teams = match owner.filter(|_| default_team) {
+                    Some(owner) => vec![Team {
+                        id: TeamId::new(),
+                        name: name.clone(),
+                        created_at: now,
+                        updated_at: None,
+                        members: vec![TeamMember { user: owner, created_at: now }],
+                    }],
+                    None => Vec::new(),
+                };
+                let org =
+                    Arc::new(Organization { id: OrgId::new(), name, slug, logo, metadata, created_at: now, teams });
                 state.overlay.stage(org.slug.clone(), Arc::clone(&org));
                 let logged = audit::entry(
                     action::ORGANIZATION_CREATED,
@@ -182,6 +198,7 @@ impl Actor for OrgsActor {
                 }
                 let _ = reply.send(());
             }
+            OrgsMsg::Team(msg) => self.team(&myself, state, msg).await,
             OrgsMsg::Flush => self.flush(state).await,
         }
         Ok(())

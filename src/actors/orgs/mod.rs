@@ -8,6 +8,7 @@ mod actor;
 mod index;
 pub mod members;
 mod roster;
+pub mod teams;
 
 use std::sync::Arc;
 
@@ -51,6 +52,8 @@ pub(super) enum OrgsMsg {
         /// The owner's session that works in it from the same commit on (`organization/create` without
         /// `keepCurrentActiveOrganization`): the organizations actor hands that commit to the sessions actor.
         active_in: Option<TokenHash>,
+        /// With teams on: a team named as the organization, the owner in it (the plugin's `defaultTeam`).
+        default_team: bool,
         by: UserId,
         ip: String,
         reply: RpcReplyPort<Result<Arc<Organization>, CreateOrgError>>,
@@ -80,6 +83,7 @@ pub(super) enum OrgsMsg {
         gate: crate::store::own::Gate,
         reply: RpcReplyPort<()>,
     },
+    Team(teams::TeamMsg),
     Flush,
 }
 
@@ -89,6 +93,7 @@ impl super::Letter for OrgsMsg {
             Self::Create { reply, .. } => gone(reply),
             Self::Update { reply, .. } => gone(reply),
             Self::BeginDelete { reply, .. } => gone(reply),
+            Self::Team(msg) => msg.caller_gone(),
             // Another node's changes: this node's memory must follow them whatever.
             Self::Remote { .. } => None,
             Self::EndDelete { .. } | Self::Flush => None,
@@ -118,12 +123,24 @@ impl OrgsHandle {
         by: UserId,
         ip: String,
     ) -> Result<Arc<Organization>, CreateOrgError> {
-        let (logo, metadata, owner, active_in) = (None, None, None, None);
-        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, active_in, by, ip, reply }).await?
+        let (logo, metadata, owner, active_in, default_team) = (None, None, None, None, false);
+        call(&self.0, |reply| OrgsMsg::Create {
+            name,
+            slug,
+            logo,
+            metadata,
+            owner,
+            active_in,
+            default_team,
+            by,
+            ip,
+            reply,
+        })
+        .await?
     }
 
     /// `organization/create`: an organization whose `owner` is `by`, and in which `by`'s session `active_in` works,
-    /// in the same commit.
+    /// in the same commit; with `default_team`, a team of its name with the owner in it, in that commit too.
     #[allow(clippy::too_many_arguments)]
     pub async fn create_owned(
         &self,
@@ -133,10 +150,23 @@ impl OrgsHandle {
         metadata: Option<Box<str>>,
         by: UserId,
         active_in: Option<TokenHash>,
+        default_team: bool,
         ip: String,
     ) -> Result<Arc<Organization>, CreateOrgError> {
         let owner = Some(by);
-        call(&self.0, |reply| OrgsMsg::Create { name, slug, logo, metadata, owner, active_in, by, ip, reply }).await?
+        call(&self.0, |reply| OrgsMsg::Create {
+            name,
+            slug,
+            logo,
+            metadata,
+            owner,
+            active_in,
+            default_team,
+            by,
+            ip,
+            reply,
+        })
+        .await?
     }
 
     /// Renames organization `id` (name, slug or both) on behalf of administrator `by`.

@@ -288,6 +288,7 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             created_at_ms,
             logo: None,
             metadata: None,
+            teams: Vec::new(),
         }));
         plan.counts.orgs += 1;
     }

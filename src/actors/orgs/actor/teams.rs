@@ -1,0 +1,151 @@
+//! The organizations actor's side of [`TeamMsg`]: each change is a new version of the organization (its teams
+//! live in its record), checked against the version this batch already holds, audited in the same commit.
+
+use std::sync::Arc;
+
+use ractor::{ActorRef, RpcReplyPort};
+
+use super::{OrgsActor, State};
+use crate::actors::orgs::OrgsMsg;
+use crate::actors::orgs::teams::{TeamCaller, TeamError, TeamMsg};
+use crate::domain::{Membership, OrgId, Organization, Team, TeamId, TeamMember, Timestamp, UserId, action};
+use crate::store::{StoreOp, audit, convert};
+
+impl OrgsActor {
+    pub(super) async fn team(&self, myself: &ActorRef<OrgsMsg>, state: &mut State, msg: TeamMsg) {
+        match msg {
+            TeamMsg::Create { org, name, limit, caller, reply } => {
+                self.change(myself, state, org, caller, reply, |o, now| {
+                    if limit.is_some_and(|l| o.teams.len() >= l) {
+                        return Err(TeamError::TooManyTeams);
+                    }
+                    let team =
+                        Team { id: TeamId::new(), name, created_at: now, updated_at: Some(now), members: Vec::new() };
+                    let detail = format!("{} ({})", team.id, team.name);
+                    o.teams.push(team.clone());
+                    Ok((team, action::TEAM_CREATED, detail))
+                })
+                .await
+            }
+            TeamMsg::Update { org, team, name, caller, reply } => {
+                self.change(myself, state, org, caller, reply, |o, now| {
+                    let t = o.teams.iter_mut().find(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
+                    let detail = match &name {
+                        Some(n) if *n != t.name => format!("{}: {} -> {n}", t.id, t.name),
+                        _ => format!("{} ({})", t.id, t.name),
+                    };
+                    if let Some(name) = name {
+                        t.name = name;
+                    }
+                    t.updated_at = Some(now);
+                    Ok((t.clone(), action::TEAM_UPDATED, detail))
+                })
+                .await
+            }
+            TeamMsg::Remove { org, team, keep_last, caller, reply } => {
+                self.change(myself, state, org, caller, reply, |o, _| {
+                    let at = o.teams.iter().position(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
+                    if keep_last && o.teams.len() == 1 {
+                        return Err(TeamError::LastTeam);
+                    }
+                    let removed = o.teams.remove(at);
+                    let detail = format!("{} ({})", removed.id, removed.name);
+                    Ok((removed, action::TEAM_DELETED, detail))
+                })
+                .await
+            }
+            TeamMsg::AddMember { org, team, user, limit, caller, reply } => {
+                let membership = self.indexes.members.get(org, user);
+                self.change(myself, state, org, caller, reply, |o, now| {
+                    let membership = membership.ok_or(TeamError::NotAMember)?;
+                    let t = o.teams.iter_mut().find(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
+                    if let Some(entry) = t.members.iter().find(|m| m.user == user && m.stands(Some(&membership))) {
+                        // Already in it: the plugin answers the existing row. Nothing to write; the answer waits for
+                        // the batch all the same, which is harmless.
+                        return Ok((entry.clone(), "", String::new()));
+                    }
+                    t.members.retain(|m| m.user != user);
+                    if limit.is_some_and(|l| t.members.len() >= l) {
+                        return Err(TeamError::TeamFull);
+                    }
+                    // Never older than the membership it stands by, whatever the clocks of two nodes say.
+                    let entry = TeamMember { user, created_at: now.max(membership.created_at) };
+                    t.members.push(entry.clone());
+                    t.updated_at = t.updated_at.or(Some(now));
+                    let detail = format!("{} ({}): {user}", t.id, t.name);
+                    Ok((entry, action::TEAM_MEMBER_ADDED, detail))
+                })
+                .await
+            }
+            TeamMsg::RemoveMember { org, team, user, caller, reply } => {
+                let membership = self.indexes.members.get(org, user);
+                self.change(myself, state, org, caller, reply, |o, _| {
+                    let t = o.teams.iter_mut().find(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
+                    let standing = t.members.iter().any(|m| m.user == user && m.stands(membership.as_deref()));
+                    t.members.retain(|m| m.user != user);
+                    if !standing {
+                        // A stale entry (see `TeamMember`) is no membership of the team either.
+                        return Err(if membership.is_none() { TeamError::NotAMember } else { TeamError::NotInTeam });
+                    }
+                    let detail = format!("{} ({}): {user}", t.id, t.name);
+                    Ok(((), action::TEAM_MEMBER_REMOVED, detail))
+                })
+                .await
+            }
+        }
+    }
+
+    /// Applies `edit` to the organization as this batch holds it, and stages the new version with its audit entry
+    /// (the organization is the audit entry's target). An `edit` that names no action changed nothing: answered
+    /// at once. Entries of users no longer members by the membership they were made under are dropped on the way.
+    #[allow(clippy::too_many_arguments)]
+    async fn change<T: Send + 'static>(
+        &self,
+        myself: &ActorRef<OrgsMsg>,
+        state: &mut State,
+        org: OrgId,
+        caller: TeamCaller,
+        reply: RpcReplyPort<Result<T, TeamError>>,
+        edit: impl FnOnce(&mut Organization, Timestamp) -> Result<(T, &'static str, String), TeamError>,
+    ) {
+        let pending = state.overlay.values().find(|o| o.id == org).cloned();
+        let current = pending.or_else(|| self.indexes.orgs.get(org)).filter(|_| !state.deleting.contains(&org));
+        let Some(current) = current else {
+            let _ = reply.send(Err(TeamError::OrgNotFound));
+            return;
+        };
+        let mut next = Organization::clone(&current);
+        let (answer, logged, detail) = match edit(&mut next, Timestamp::now()) {
+            Ok(done) => done,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        if logged.is_empty() {
+            let _ = reply.send(Ok(answer));
+            return;
+        }
+        self.prune(&mut next);
+        let next = Arc::new(next);
+        state.overlay.stage(next.slug.clone(), Arc::clone(&next));
+        let ops = [
+            StoreOp::PutOrg(convert::org_record(&next)),
+            audit::entry(logged, Some(caller.by), Some(org.into()), &caller.ip, detail),
+        ];
+        state.overlay.add(ops, reply, answer);
+        if state.overlay.schedule_flush(myself, || OrgsMsg::Flush) {
+            self.flush(state).await;
+        }
+    }
+
+    /// Drops the team entries that no longer stand (see [`TeamMember`]).
+    fn prune(&self, org: &mut Organization) {
+        let members = &self.indexes.members;
+        let id = org.id;
+        let membership = |user: UserId| -> Option<Arc<Membership>> { members.get(id, user) };
+        for team in &mut org.teams {
+            team.members.retain(|m| m.stands(membership(m.user).as_deref()));
+        }
+    }
+}
