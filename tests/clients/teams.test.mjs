@@ -1,0 +1,77 @@
+// The real organizationClient({teams: {enabled: true}}) against a running service-auth server with
+// `[organizations] teams = true` (run.sh): the default team, create, list, update, members in and out, the user's
+// teams, remove, and the plugin's codes as the client hands them over. Run by ./run.sh.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createAuthClient } from "better-auth/client";
+import { organizationClient } from "better-auth/client/plugins";
+import { jarFetch } from "./jar.mjs";
+
+const BASE = process.env.SERVICE_AUTH_URL;
+const PASSWORD = "correct horse battery staple";
+const unique = (tag) => `${tag}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+
+function browser() {
+  const customFetchImpl = jarFetch(BASE, new Map());
+  return createAuthClient({
+    baseURL: BASE,
+    fetchOptions: { customFetchImpl },
+    plugins: [organizationClient({ teams: { enabled: true } })],
+  });
+}
+
+async function signedUp(tag) {
+  const client = browser();
+  const up = await client.signUp.email({ name: tag, email: unique(tag), password: PASSWORD });
+  assert.equal(up.error, null);
+  return { client, id: up.data.user.id };
+}
+
+test("organizationClient with teams: default team, create, list, update, members, user's teams, remove", async () => {
+  const owner = await signedUp("team-owner");
+  const created = await owner.client.organization.create({ name: "Ward Org", slug: `ward-${Date.now()}` });
+  assert.equal(created.error, null);
+  const org = created.data.id;
+
+  const listed = await owner.client.organization.listTeams({ query: { organizationId: org } });
+  assert.equal(listed.error, null);
+  assert.deepEqual(listed.data.map((t) => t.name), ["Ward Org"], "the default team");
+  assert.equal(listed.data[0].updatedAt, null);
+  const full = await owner.client.organization.getFullOrganization({ query: { organizationId: org } });
+  assert.equal(full.data.teams[0].id, listed.data[0].id);
+
+  const team = await owner.client.organization.createTeam({ name: "Nights", organizationId: org });
+  assert.equal(team.error, null);
+  assert.deepEqual(Object.keys(team.data).sort(), ["createdAt", "id", "name", "organizationId", "updatedAt"]);
+  const updated = await owner.client.organization.updateTeam({ teamId: team.data.id, data: { name: "Night shift", organizationId: org } });
+  assert.equal(updated.error, null);
+  assert.equal(updated.data.name, "Night shift");
+
+  const added = await owner.client.organization.addTeamMember({ teamId: team.data.id, userId: owner.id, organizationId: org });
+  assert.equal(added.error, null);
+  assert.deepEqual(Object.keys(added.data).sort(), ["createdAt", "id", "teamId", "userId"]);
+  const members = await owner.client.organization.listTeamMembers({ query: { teamId: team.data.id } });
+  assert.deepEqual(members.data.map((m) => m.userId), [owner.id]);
+  const mine = await owner.client.organization.listUserTeams({ query: { organizationId: org } });
+  assert.equal(mine.error, null);
+  assert.deepEqual(mine.data.map((t) => t.name).sort(), ["Night shift", "Ward Org"]);
+
+  const out = await owner.client.organization.removeTeamMember({ teamId: team.data.id, userId: owner.id, organizationId: org });
+  assert.deepEqual(out.data, { message: "Team member removed successfully." });
+  const again = await owner.client.organization.removeTeamMember({ teamId: team.data.id, userId: owner.id, organizationId: org });
+  assert.equal(again.error.status, 400);
+  assert.equal(again.error.code, "USER_IS_NOT_A_MEMBER_OF_THE_TEAM");
+
+  const removed = await owner.client.organization.removeTeam({ teamId: team.data.id, organizationId: org });
+  assert.deepEqual(removed.data, { message: "Team removed successfully." });
+  const last = await owner.client.organization.removeTeam({ teamId: listed.data[0].id, organizationId: org });
+  assert.equal(last.error.code, "UNABLE_TO_REMOVE_LAST_TEAM");
+
+  // A stranger: the plugin's codes reach the client as they are.
+  const stranger = await signedUp("team-stranger");
+  const refused = await stranger.client.organization.createTeam({ name: "X", organizationId: org });
+  assert.equal(refused.error.status, 403);
+  assert.equal(refused.error.code, "YOU_ARE_NOT_ALLOWED_TO_INVITE_USERS_TO_THIS_ORGANIZATION");
+  const hidden = await stranger.client.organization.listTeams({ query: { organizationId: org } });
+  assert.equal(hidden.error.code, "YOU_ARE_NOT_ALLOWED_TO_ACCESS_THIS_ORGANIZATION");
+});
