@@ -6,6 +6,8 @@
 #   benches/compare.sh before=/path/to/old/service-auth after=target/release/service-auth
 #   ROUNDS=5 DURATION=10 benches/compare.sh a=... b=...
 #   PORT=4920 benches/compare.sh a=... b=...     # bare hyper on PORT, the builds on the ports after it
+#   BARE=0 benches/compare.sh a=... b=...        # the builds against each other only (no release build of the
+#                                                # bare hyper example: for builds made with other profiles)
 #
 # Two yardsticks: `bare` (multi-threaded tokio, as in every earlier figure) and `bare-loops` (one single-threaded
 # runtime per core, the layout service-auth serves with), both on the same hyper; ratios are given to each.
@@ -19,7 +21,8 @@ DURATION="${DURATION:-8}"
 PORT="${PORT:-3920}"
 [ "$#" -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-cargo build --release --quiet --example bare_hyper
+BARE="${BARE:-1}"
+[ "$BARE" = 0 ] || cargo build --release --quiet --example bare_hyper
 WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
@@ -45,13 +48,15 @@ for i in "${!BINS[@]}"; do
   size=$(curl -s -b "service-auth.session_token=$TOKEN" "http://127.0.0.1:$port/api/auth/get-session" | wc -c)
   [ "$size" -gt 100 ] || { echo "${NAMES[$i]}: the seeded token opens no session" >&2; exit 1; }
 done
-target/release/examples/bare_hyper "127.0.0.1:$PORT" "$size" > /dev/null 2>&1 &
-PIDS+=($!)
 LOOPS_PORT=$((PORT + 1 + ${#BINS[@]}))
-target/release/examples/bare_hyper "127.0.0.1:$LOOPS_PORT" "$size" loops > /dev/null 2>&1 &
-PIDS+=($!)
-wait_port "$PORT"
-wait_port "$LOOPS_PORT"
+if [ "$BARE" != 0 ]; then
+  target/release/examples/bare_hyper "127.0.0.1:$PORT" "$size" > /dev/null 2>&1 &
+  PIDS+=($!)
+  target/release/examples/bare_hyper "127.0.0.1:$LOOPS_PORT" "$size" loops > /dev/null 2>&1 &
+  PIDS+=($!)
+  wait_port "$PORT"
+  wait_port "$LOOPS_PORT"
+fi
 
 # rps and p99 of one wrk run (p99 always in ms, so that medians sort right)
 measure() { # connections url [wrk args]
@@ -63,12 +68,14 @@ measure() { # connections url [wrk args]
 : > "$WORK/results"
 for round in $(seq 1 "$ROUNDS"); do
   for c in 16 64; do
-    read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$PORT/")"
-    echo "round $round  $c conns  bare          $rps req/s  p99 $p99"
-    echo "bare $c $rps $p99" >> "$WORK/results"
-    read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$LOOPS_PORT/")"
-    echo "round $round  $c conns  bare-loops    $rps req/s  p99 $p99"
-    echo "bare-loops $c $rps $p99" >> "$WORK/results"
+    if [ "$BARE" != 0 ]; then
+      read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$PORT/")"
+      echo "round $round  $c conns  bare          $rps req/s  p99 $p99"
+      echo "bare $c $rps $p99" >> "$WORK/results"
+      read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$LOOPS_PORT/")"
+      echo "round $round  $c conns  bare-loops    $rps req/s  p99 $p99"
+      echo "bare-loops $c $rps $p99" >> "$WORK/results"
+    fi
     for i in "${!BINS[@]}"; do
       read -r rps p99 <<<"$(measure "$c" "http://127.0.0.1:$((PORT + 1 + i))/api/auth/get-session" \
         -H "Cookie: service-auth.session_token=$TOKEN")"
@@ -82,6 +89,14 @@ echo
 echo "medians over $ROUNDS rounds of ${DURATION}s (get-session, valid cookie; ratios to each bare server's median):"
 median() { awk -v n="$1" -v c="$2" -v f="$3" '$1==n && $2==c {print $f}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100*a/b}'; }
+if [ "$BARE" = 0 ]; then
+  for c in 16 64; do
+    for name in "${NAMES[@]}"; do
+      printf '  %-12s %3s conns  %10s req/s  p99 %s\n' "$name" "$c" "$(median "$name" "$c" 3)" "$(median "$name" "$c" 4)"
+    done
+  done
+  exit 0
+fi
 for c in 16 64; do
   bare=$(median bare "$c" 3)
   loops=$(median bare-loops "$c" 3)

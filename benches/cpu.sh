@@ -8,6 +8,8 @@
 #   benches/cpu.sh main=target/release/service-auth other=/tmp/other/service-auth
 #   TOKENS=many benches/cpu.sh main=...     # each request another of the 10,000 seeded sessions, not the first
 #   URL_PATH=/healthz benches/cpu.sh main=... # another path (the bare server answers it the same way)
+#   BARE=0 benches/cpu.sh a=... b=...           # without the bare server (no release build of its example: for
+#                                               # builds made with other profiles)
 #
 # Needs wrk (installed from Debian's packages when missing). Only 127.0.0.1 is ever contacted.
 set -euo pipefail
@@ -20,7 +22,8 @@ URL_PATH="${URL_PATH:-/api/auth/get-session}"
 TOKENS="${TOKENS:-one}"
 [ "$#" -ge 1 ] || { echo "usage: $0 NAME=BINARY [NAME=BINARY ...]" >&2; exit 2; }
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-cargo build --release --quiet --example bare_hyper
+BARE="${BARE:-1}"
+[ "$BARE" = 0 ] || cargo build --release --quiet --example bare_hyper
 WORK=$(mktemp -d)
 PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -72,6 +75,7 @@ for round in $(seq 1 "$ROUNDS"); do
     measure "${NAMES[$i]}"
     kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
   done
+  [ "$BARE" != 0 ] || continue
   target/release/examples/bare_hyper "127.0.0.1:$PORT" "$size" loops >/dev/null 2>&1 &
   PID=$!
   wait_port
@@ -82,7 +86,9 @@ done
 echo
 echo "medians over $ROUNDS rounds of ${DURATION}s at $CONNS connections, $URL_PATH ($TOKENS token):"
 echo "name  requests  user µs/request  system µs/request  preemptions/1,000 requests"
-for name in "${NAMES[@]}" bare-loops; do
+SHOWN=("${NAMES[@]}")
+[ "$BARE" = 0 ] || SHOWN+=(bare-loops)
+for name in "${SHOWN[@]}"; do
   for f in 2 3 4 5; do
     awk -v n="$name" -v f="$f" '$1==n {print $f}' "$WORK/results" | sort -n | awk '{a[NR]=$1} END {printf "%s ", a[int((NR+1)/2)]}'
   done | awk -v n="$name" '{printf "  %-12s %9s  %5s  %5s  %5s\n", n, $1, $2, $3, $4}'
