@@ -218,11 +218,27 @@ export async function memberSections(org, role, me) {
 
   await loadMembers();
   await loadInvitations();
-  return [
+  const sections = [
     h("section", { "aria-labelledby": "org-members-heading" },
       h("h2", { id: "org-members-heading", text: "Members and roles" }), membersBox, membersLine),
     h("section", { "aria-labelledby": "invite-heading" }, h("h2", { id: "invite-heading", text: "Invite someone" }), inviteForm),
     h("section", { "aria-labelledby": "invitations-heading" },
       h("h2", { id: "invitations-heading", text: "Pending invitations" }), invitationsBox, invitationsLine),
   ];
+  // --- teams ------------------------------------------------------------------------------------------------
+  // Listed only where the server serves them ([organizations] teams): get-full-organization then carries `teams`
+  // (one call that answers 200 either way, rather than list-teams' 400 when they are off).
+  const full = await api("GET", `${base}/get-full-organization?${q({ organizationId: id, membersLimit: 1 })}`).catch(() => null);
+  if (Array.isArray(full?.teams)) {
+    const teams = full.teams;
+    const list = teams.length
+      ? h("table", { id: "teams-table" },
+        h("caption", { text: `${teams.length} team${teams.length === 1 ? "" : "s"}` }),
+        h("thead", {}, h("tr", {}, ["Name", "Created"].map((c) => h("th", { scope: "col", text: c })))),
+        h("tbody", {}, teams.map((t) => h("tr", {},
+          h("td", { text: t.name }), h("td", { text: String(t.createdAt).slice(0, 10) })))))
+      : h("p", { id: "no-teams", text: "No team." });
+    sections.push(h("section", { "aria-labelledby": "teams-heading" }, h("h2", { id: "teams-heading", text: "Teams" }), list));
+  }
+  return sections;
 }

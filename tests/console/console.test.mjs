@@ -830,6 +830,8 @@ test("organization admin: signed in, they see their organizations only, with its
   assert.deepEqual(await page.$$eval(`${await memberRow("clerk@riverside.example")} option`, (os) => os.map((o) => o.value)), ["member", "admin"]);
   assert.deepEqual(await page.$$eval("#invite-form select option", (os) => os.map((o) => o.value)), ["member", "admin"]);
   await page.waitForSelector("#no-invitations");
+  // With teams on (this server's [organizations] teams), the organization's teams are listed: its default team.
+  assert.deepEqual(await page.$$eval("#teams-table tbody tr", (trs) => trs.map((tr) => tr.cells[0].textContent)), ["Riverside Pharmacy"]);
 });
 
 test("organization admin: invites staff by mail; the invitation is listed, one is canceled, one accepted", async () => {

@@ -30,7 +30,7 @@ ADDR=$(sed -n 's/^listening on //p' "$WORK/out")
 # A second, small server whose mail goes to a directory, for the organization admin's steps (invitations are
 # mailed; the first server has no mail transport, which its overview and users' pages assert).
 mkdir -p "$WORK/orgs/mail"
-printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\n[email]\ndirectory = "%s"\n' "$WORK/orgs/mail" \
+printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\n[email]\ndirectory = "%s"\n[organizations]\nteams = true\n' "$WORK/orgs/mail" \
   > "$WORK/orgs/config.toml"
 SERVICE_AUTH_CONFIG="$WORK/orgs/config.toml" SERVICE_AUTH_DATA_DIR="$WORK/orgs/data" \
   "$BIN" seed --users 3 > /dev/null
