@@ -260,6 +260,11 @@ async fn members_are_put_in_teams_listed_and_taken_out_and_a_departure_takes_the
     let again = ok(&post(s, "add-team-member", &ann.cookie, &json!({"teamId": ward_id, "userId": bob.id})).await);
     assert_eq!(again, added, "adding again answers the same entry");
     ok(&post(s, "add-team-member", &ann.cookie, &json!({"teamId": ward_id, "userId": cy.id})).await);
+    // The plugin writes a team member's row, not the team's: the default team's `updatedAt` stays null.
+    let default_id = ok(&get(s, "list-teams", &ann.cookie).await)[0]["id"].clone();
+    ok(&post(s, "add-team-member", &ann.cookie, &json!({"teamId": default_id, "userId": cy.id})).await);
+    assert!(ok(&get(s, "list-teams", &ann.cookie).await)[0]["updatedAt"].is_null());
+    ok(&post(s, "remove-team-member", &ann.cookie, &json!({"teamId": default_id, "userId": cy.id})).await);
     assert_auth_error(
         &post(s, "add-team-member", &ann.cookie, &json!({"teamId": ward_id, "userId": stranger.id})).await,
         400,

@@ -71,7 +71,6 @@ impl OrgsActor {
                     // Never older than the membership it stands by, whatever the clocks of two nodes say.
                     let entry = TeamMember { user, created_at: now.max(membership.created_at) };
                     t.members.push(entry.clone());
-                    t.updated_at = t.updated_at.or(Some(now));
                     let detail = format!("{} ({}): {user}", t.id, t.name);
                     Ok((entry, action::TEAM_MEMBER_ADDED, detail))
                 })
