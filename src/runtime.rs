@@ -245,6 +245,7 @@ impl Core {
                 let u = &config.username;
                 Arc::new(crate::domain::UsernameRules::new(u.min_length, u.max_length, &u.reserved))
             }),
+            grants: Arc::new(crate::provider::Grants::new(Arc::clone(&store), writer.clone())),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

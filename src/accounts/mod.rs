@@ -10,6 +10,7 @@ mod admin;
 mod api_keys;
 mod auth;
 mod id_token;
+mod idp;
 pub mod oauth;
 mod organizations;
 mod passkeys;
@@ -57,6 +58,7 @@ pub use admin::{AdminError, SessionRef};
 pub use api_keys::{ApiKeyError, KeyAuthError, KeyOwner, NewKey, Verified as VerifiedKey, check_expires_in};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
+pub use idp::{AuthorizeRequest, Authorized, ConsentError, TokenError, TokenRequest, Tokens, UserInfo, UserInfoError};
 pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target};
 pub use passkeys::{
     Attachment, CeremonyToken, PasskeyBook, PasskeyError, Passkeys, credential_id_base64url, public_key_base64,
@@ -134,6 +136,8 @@ pub struct Accounts {
     pub(crate) clients: crate::provider::Clients,
     /// `[username]`: the rules of usernames, when they are on (`None`: off).
     pub(crate) usernames: Option<Arc<crate::domain::UsernameRules>>,
+    /// The identity provider's authorization codes and users' consents.
+    pub(crate) grants: Arc<crate::provider::Grants>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

@@ -91,6 +91,9 @@ pub mod action {
     pub const TEAM_DELETED: &str = "team.deleted";
     pub const TEAM_MEMBER_ADDED: &str = "team.member_added";
     pub const TEAM_MEMBER_REMOVED: &str = "team.member_removed";
+    /// A user consented to a client's scopes on the consent page (the actor is the user, the target the client;
+    /// the detail names the `client_id` and the scopes).
+    pub const OAUTH_CONSENT_GRANTED: &str = "oauth_consent.granted";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

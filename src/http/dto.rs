@@ -1080,6 +1080,27 @@ impl<'a> ProviderMetadata<'a> {
     }
 }
 
+/// An OAuth error (RFC 6749 §5.2), in the plugin's order.
+#[derive(Serialize)]
+pub struct OAuthError<'a> {
+    pub error_description: &'a str,
+    pub error: &'a str,
+}
+
+/// A redirect answered to a script (the plugin's `{redirect: true, url}`): authorize's, the consent's.
+#[derive(Serialize)]
+pub struct Redirect<'a> {
+    pub redirect: bool,
+    pub url: &'a str,
+}
+
+/// What the consent page shows of a client.
+#[derive(Serialize)]
+pub struct PublicClient<'a> {
+    pub client_id: &'a str,
+    pub client_name: &'a str,
+}
+
 /// A signing key as administrators see it (never its private part).
 #[derive(Serialize)]
 pub struct SigningKey<'a> {

@@ -8,6 +8,7 @@
 //! - `GET /account/`: a signed-in user's own account (profile, password, second factor, passkeys, sessions, linked
 //!   identities, organizations and invitations).
 //! - `GET /accept-invitation?id=`: the page the invitation mail links to (see `mail::Templates`).
+//! - `GET /consent?<authorization request>`: the identity provider's consent page (docs/oidc-provider.md).
 //! - The pages behind the mailed links when a reset or verification request names no `redirectTo`/`callbackURL`:
 //!   `GET /auth/reset-password?token=` is a form that posts the new password to `POST /api/auth/reset-password`;
 //!   `GET /auth/email-verified` says the address is confirmed; both show "no longer valid" for `?error=` (the link
@@ -36,6 +37,7 @@ const HOME_HTML: &[u8] = include_bytes!("../../pages/home.html");
 const SIGN_IN_HTML: &[u8] = include_bytes!("../../pages/sign-in.html");
 const ACCOUNT_HTML: &[u8] = include_bytes!("../../pages/account.html");
 const INVITATION_HTML: &[u8] = include_bytes!("../../pages/accept-invitation.html");
+const CONSENT_HTML: &[u8] = include_bytes!("../../pages/consent.html");
 
 /// The files the pages load, by their name under `/auth/`.
 const ASSETS: &[(&str, &str, &[u8])] = &[
@@ -47,6 +49,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("sign-in.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/sign-in.js")),
     ("account.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/account.js")),
     ("accept-invitation.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/accept-invitation.js")),
+    ("consent.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/consent.js")),
 ];
 
 /// `GET /`: a small page linking the console and the account page, the two places a person opening the server's
@@ -80,6 +83,12 @@ pub fn sign_in() -> Response<Body> {
 /// `GET /account/`: a signed-in user's own account (the page sends anyone else to `/sign-in`).
 pub fn account() -> Response<Body> {
     page(ACCOUNT_HTML)
+}
+
+/// `GET /consent?<authorization request>`: the identity provider's consent page (which application asks for what;
+/// allow or deny), where `/api/auth/oauth2/authorize` sends a user who has not consented to these scopes yet.
+pub fn consent() -> Response<Body> {
+    page(CONSENT_HTML)
 }
 
 /// `GET /accept-invitation?id=`: the organization, the inviter, accept or reject.

@@ -1,6 +1,7 @@
 //! The identity provider's public documents: the JWKS at the jwt plugin's path and the discovery document at the
 //! issuer (`<base>/api/auth`), as `@better-auth/oauth-provider` serves them; and, for administrators, its signing
-//! keys (the list, and a rotation) and its clients.
+//! keys (the list, and a rotation) and its clients; and the flows: the authorization request, the consent page's
+//! answer, the token endpoint and userinfo.
 
 use std::time::Duration;
 
@@ -11,11 +12,15 @@ use serde_json::Value;
 
 use super::AppState;
 use super::dto::{
-    Jwks, OAuthClient, OAuthClientAndSecret, OAuthClientList, ProviderMetadata, SUCCESS, SigningKey, SigningKeyList,
+    Jwks, OAuthClient, OAuthClientAndSecret, OAuthClientList, OAuthError, ProviderMetadata, PublicClient, Redirect,
+    SUCCESS, SigningKey, SigningKeyList,
 };
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::response::{Body, Failure, json, ok};
-use crate::accounts::{Alg, ClientChange, NewClient};
+use crate::accounts::{
+    Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, NewClient, TokenError,
+    TokenRequest, UserInfoError,
+};
 use crate::domain::Timestamp;
 
 /// The plugin's caching of its metadata: relying parties may keep it briefly, and use a stale copy while the
@@ -219,4 +224,278 @@ pub async fn delete_client(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
     extract::query_only(req.uri().query(), &[])?;
     state.accounts.delete_oauth_client(&id, admin.id, &ctx.ip.to_string()).await?;
     Ok(ok(&SUCCESS))
+}
+
+// --- the flows: authorization, consent, token, userinfo (src/accounts/idp.rs) ---------------------------------
+
+/// An OAuth error answer (RFC 6749 §5.2): `{error_description, error}`, as the plugin orders them; never cached.
+fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<Body> {
+    json(status, &OAuthError { error_description: description, error })
+}
+
+/// The request's parameters by name; the first name given twice is noted (RFC 6749 §3.1 refuses repeats).
+fn pairs(raw: &[u8]) -> (Vec<(String, String)>, Option<String>) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut repeated = None;
+    for (k, v) in url::form_urlencoded::parse(raw) {
+        if seen.iter().any(|(name, _)| *name == k) {
+            repeated.get_or_insert_with(|| k.clone().into_owned());
+            continue;
+        }
+        seen.push((k.into_owned(), v.into_owned()));
+    }
+    (seen, repeated)
+}
+
+fn take(pairs: &mut Vec<(String, String)>, name: &str) -> Option<String> {
+    let at = pairs.iter().position(|(k, _)| k == name)?;
+    Some(pairs.swap_remove(at).1).filter(|v| !v.is_empty())
+}
+
+fn authorize_request(query: &str) -> AuthorizeRequest {
+    let (mut p, repeated) = pairs(query.as_bytes());
+    let request_object = if p.iter().any(|(k, _)| k == "request") {
+        Some("request")
+    } else if p.iter().any(|(k, _)| k == "request_uri") {
+        Some("request_uri")
+    } else {
+        None
+    };
+    AuthorizeRequest {
+        client_id: take(&mut p, "client_id"),
+        redirect_uri: take(&mut p, "redirect_uri"),
+        response_type: take(&mut p, "response_type"),
+        scope: take(&mut p, "scope"),
+        state: take(&mut p, "state"),
+        nonce: take(&mut p, "nonce"),
+        code_challenge: take(&mut p, "code_challenge"),
+        code_challenge_method: take(&mut p, "code_challenge_method"),
+        prompt: take(&mut p, "prompt"),
+        max_age: take(&mut p, "max_age"),
+        request_object,
+        repeated,
+    }
+}
+
+/// Whether the caller is a script (`fetch`) rather than a navigation: the plugin then answers the redirect as
+/// `{redirect: true, url}` (its `handleRedirect`: `Sec-Fetch-Mode: cors`, or an `Accept` naming JSON).
+fn wants_json(headers: &hyper::HeaderMap) -> bool {
+    let text = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).unwrap_or("");
+    text(header::HeaderName::from_static("sec-fetch-mode")) == "cors"
+        || text(header::ACCEPT).contains("application/json")
+}
+
+fn redirect(to: &str, as_json: bool) -> Result<Response<Body>, Failure> {
+    if as_json {
+        return Ok(ok(&Redirect { redirect: true, url: to }));
+    }
+    let location = HeaderValue::from_str(to).map_err(|_| Failure::validation("the redirect is not a valid header"))?;
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::FOUND;
+    response.headers_mut().insert(header::LOCATION, location);
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+/// The query without `prompt`'s `login` and `create` (the sign-in they ask for is the one about to happen), for
+/// the way back from the sign-in page.
+fn without_login_prompt(query: &str) -> String {
+    let mut out = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        if k == "prompt" {
+            let kept: Vec<&str> = v.split(' ').filter(|p| !p.is_empty() && *p != "login" && *p != "create").collect();
+            if !kept.is_empty() {
+                out.append_pair("prompt", &kept.join(" "));
+            }
+            continue;
+        }
+        out.append_pair(&k, &v);
+    }
+    out.finish()
+}
+
+fn answer_authorized(answer: Authorized, query: &str, as_json: bool) -> Result<Response<Body>, Failure> {
+    match answer {
+        Authorized::Refused { error, description } => Ok(oauth_error(StatusCode::BAD_REQUEST, error, &description)),
+        Authorized::Redirect(url) => redirect(&url, as_json),
+        Authorized::SignIn => {
+            let back = format!("/api/auth/oauth2/authorize?{}", without_login_prompt(query));
+            let mut to = url::form_urlencoded::Serializer::new(String::from("/sign-in?"));
+            to.append_pair("returnTo", &back);
+            redirect(&to.finish(), as_json)
+        }
+        Authorized::Consent => redirect(&format!("/consent?{query}"), as_json),
+    }
+}
+
+/// The caller's session from the cookie alone (an API key is no browser's session and authorizes no client).
+fn cookie_session(state: &AppState, headers: &hyper::HeaderMap) -> Result<Option<Current>, Failure> {
+    let Some(token) = extract::session_token(state, headers) else { return Ok(None) };
+    Ok(state.accounts.current(&token)?)
+}
+
+/// `GET /api/auth/oauth2/authorize` (RFC 6749 §4.1.1): 302 to the client with a code or an error, to the sign-in
+/// page, or to the consent page; 400 `{error, error_description}` when the client or its redirect URI is not
+/// known good. A script's request (`Sec-Fetch-Mode: cors`, or JSON accepted) gets `{redirect: true, url}`.
+pub async fn authorize(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let request = authorize_request(&query);
+    let caller = cookie_session(state, req.headers())?;
+    let issuer = issuer(state, &ctx)?;
+    let answer = state.accounts.authorize(&request, caller.as_ref(), &issuer).await?;
+    answer_authorized(answer, &query, wants_json(req.headers()))
+}
+
+/// `POST /api/auth/oauth2/consent` `{accept, scope?, oauth_query}` (the consent page's answer, with the session
+/// cookie) → `{redirect: true, url}`: to the client with a code (accepted; the consent is remembered) or with
+/// `access_denied`.
+pub async fn consent(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["accept", "scope", "oauth_query"])?;
+    let accept = body.optional_bool("accept")?.ok_or_else(|| Failure::validation("accept is required"))?;
+    let scope = body.optional_string("scope")?;
+    let Some(query) = body.optional_string("oauth_query")? else {
+        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "missing oauth query"));
+    };
+    let query = query.trim_start_matches('?');
+    let request = authorize_request(query);
+    let issuer = issuer(state, &ctx)?;
+    match state.accounts.answer_consent(&request, &current, accept, scope, &issuer).await {
+        Ok(answer) => answer_authorized(answer, query, true),
+        Err(ConsentError::Invalid(why)) => Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &why)),
+        Err(ConsentError::Unavailable(u)) => Err(u.into()),
+    }
+}
+
+/// `GET /api/auth/oauth2/public-client?client_id=` → `{client_id, client_name}`: what the consent page shows of
+/// an enabled client. Nothing secret: a client's id travels in every authorization request.
+pub async fn public_client(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    extract::query_only(req.uri().query(), &["client_id"])?;
+    let id = extract::query_value(req.uri().query(), "client_id")
+        .filter(|id| !id.is_empty() && id.len() <= 128)
+        .ok_or_else(|| Failure::validation("client_id is required"))?;
+    match state.accounts.oauth_client(&id).await {
+        Ok(client) if !client.disabled => {
+            Ok(ok(&PublicClient { client_id: &client.client_id, client_name: &client.name }))
+        }
+        Ok(_) | Err(ClientError::NotFound) => Err(Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "client not found")),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Credentials that are not `Basic base64(id:secret)`.
+struct Malformed;
+
+/// `Authorization: Basic` as RFC 6749 §2.3.1 has it: the id and the secret form-encoded, then joined by `:`.
+fn basic_credentials(headers: &hyper::HeaderMap) -> Result<Option<(String, String)>, Malformed> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
+    let text = value.to_str().map_err(|_| Malformed)?;
+    let encoded = text.strip_prefix("Basic ").or_else(|| text.strip_prefix("basic ")).ok_or(Malformed)?;
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| Malformed)?;
+    let decoded = String::from_utf8(decoded).map_err(|_| Malformed)?;
+    let (id, secret) = decoded.split_once(':').ok_or(Malformed)?;
+    let unescape = |s: &str| {
+        url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+    };
+    Ok(Some((unescape(id), unescape(secret))))
+}
+
+/// `POST /api/auth/oauth2/token` (form): the authorization code grant → `{access_token, expires_in, expires_at,
+/// token_type, scope, id_token?}`; errors `{error_description, error}` (401 `invalid_client`, with
+/// `WWW-Authenticate: Basic` when Basic was tried). Never cached.
+pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let form = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
+    });
+    if !form {
+        return Ok(oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the body must be application/x-www-form-urlencoded",
+        ));
+    }
+    let basic = match basic_credentials(req.headers()) {
+        Ok(basic) => basic,
+        Err(Malformed) => {
+            return Ok(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "malformed Basic credentials"));
+        }
+    };
+    let issuer = issuer(state, &ctx)?;
+    let body = extract::form_body(req, state.body_timeout()).await?;
+    let raw: Vec<u8> = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&body).finish().into_bytes();
+    let (mut p, repeated) = pairs(&raw);
+    let request = TokenRequest {
+        grant_type: take(&mut p, "grant_type"),
+        code: take(&mut p, "code"),
+        redirect_uri: take(&mut p, "redirect_uri"),
+        code_verifier: take(&mut p, "code_verifier"),
+        client_id: take(&mut p, "client_id"),
+        client_secret: take(&mut p, "client_secret"),
+        basic,
+        repeated,
+    };
+    match state.accounts.token(&request, &issuer).await {
+        Ok(tokens) => Ok(ok(&tokens)),
+        Err(TokenError::Unavailable(u)) => Err(u.into()),
+        Err(e) => {
+            let status = match &e {
+                TokenError::InvalidClient { .. } => StatusCode::UNAUTHORIZED,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            let mut response = oauth_error(status, e.code(), &e.to_string());
+            if let TokenError::InvalidClient { basic: true, .. } = e {
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic"));
+            }
+            Ok(response)
+        }
+    }
+}
+
+/// `GET|POST /api/auth/oauth2/userinfo`: the token from `Authorization: Bearer`, or `access_token` in a POST
+/// form (not both) → the claims of its scopes. 401 with `WWW-Authenticate: Bearer` (RFC 6750 §3) otherwise.
+pub async fn userinfo(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(|t| t.trim().to_owned());
+    let issuer = issuer(state, &ctx)?;
+    let from_form = if req.method() == hyper::Method::POST {
+        let body = extract::form_body(req, state.body_timeout()).await?;
+        body.into_iter().find(|(k, _)| k == "access_token").map(|(_, v)| v)
+    } else {
+        extract::discard_body(req, state.body_timeout()).await;
+        None
+    };
+    let challenge = |error: &str, description: &str, status: StatusCode| {
+        let mut response = oauth_error(status, error, description);
+        let value = format!("Bearer error=\"{error}\"");
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    };
+    let token = match (bearer, from_form) {
+        (Some(_), Some(_)) => {
+            return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "the token is given twice"));
+        }
+        (Some(t), None) | (None, Some(t)) => t,
+        (None, None) => {
+            let mut response =
+                oauth_error(StatusCode::UNAUTHORIZED, "invalid_request", "authorization header not found");
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return Ok(response);
+        }
+    };
+    match state.accounts.userinfo(&token, &issuer).await {
+        Ok(info) => Ok(ok(&info)),
+        Err(UserInfoError::InvalidToken(why)) => Ok(challenge("invalid_token", &why, StatusCode::UNAUTHORIZED)),
+        Err(UserInfoError::InsufficientScope) => {
+            Ok(challenge("insufficient_scope", "the token was not granted the openid scope", StatusCode::FORBIDDEN))
+        }
+        Err(UserInfoError::Unavailable(u)) => Err(u.into()),
+    }
 }

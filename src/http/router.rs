@@ -283,6 +283,11 @@ async fn handle(
         Endpoint::OrganizationMembers => organizations::members(state, ctx, req).await,
         Endpoint::Audit => admin::audit(state, ctx, req).await,
         Endpoint::Jwks => provider::jwks(state, ctx, req).await,
+        Endpoint::OAuth2Authorize => provider::authorize(state, ctx, req).await,
+        Endpoint::OAuth2Consent => provider::consent(state, ctx, req).await,
+        Endpoint::OAuth2PublicClient => provider::public_client(state, ctx, req).await,
+        Endpoint::OAuth2Token => provider::token(state, ctx, req).await,
+        Endpoint::OAuth2UserInfo | Endpoint::OAuth2UserInfoForm => provider::userinfo(state, ctx, req).await,
         Endpoint::OpenIdConfiguration
         | Endpoint::AuthorizationServerMetadata
         | Endpoint::AuthorizationServerMetadataRfc8414 => provider::metadata(state, ctx, req).await,
@@ -320,6 +325,7 @@ async fn handle(
         Endpoint::AccountFolder => Ok(pages::to_folder(pages::ACCOUNT_PATH)),
         Endpoint::ConsoleFolder => Ok(pages::to_folder(pages::CONSOLE_PATH)),
         Endpoint::AcceptInvitationPage => Ok(pages::accept_invitation()),
+        Endpoint::ConsentPage => Ok(pages::consent()),
         Endpoint::AccountProviders => pages::providers(state, &req),
         Endpoint::AccountTotpQr => pages::totp_qr(state, ctx, req).await,
         Endpoint::ResetPasswordPage => pages::reset_password(&req),

@@ -203,6 +203,12 @@ impl Clients {
         Ok(view(&self.find(client_id).await?))
     }
 
+    /// The client and its secret's hash (`None`: a public client), for the token endpoint's authentication.
+    pub async fn with_secret(&self, client_id: &str) -> Result<(Client, Option<[u8; 32]>), ClientError> {
+        let record = self.find(client_id).await?;
+        Ok((view(&record), record.secret_hash))
+    }
+
     /// Registers a client; answers it and, for a confidential one, its secret (shown this once). Audited in the
     /// same commit, which raises the `oauth_client.created` webhook event.
     pub async fn create(

@@ -169,6 +169,24 @@ impl Secret {
         }
     }
 
+    /// Whether `signature` is this key's over `input` (checked with the public half).
+    fn verify(&self, input: &[u8], signature: &[u8]) -> bool {
+        match self {
+            Secret::Ed(key) => ed25519_dalek::Signature::from_slice(signature)
+                .is_ok_and(|s| key.verifying_key().verify_strict(input, &s).is_ok()),
+            Secret::Es(key) => {
+                use p256::ecdsa::signature::Verifier;
+                p256::ecdsa::Signature::from_slice(signature)
+                    .is_ok_and(|s| key.verifying_key().verify(input, &s).is_ok())
+            }
+            Secret::Rs(key) => {
+                use rsa::signature::Verifier;
+                let public = rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(key.as_ref().as_ref().to_public_key());
+                rsa::pkcs1v15::Signature::try_from(signature).is_ok_and(|s| public.verify(input, &s).is_ok())
+            }
+        }
+    }
+
     /// The public half as a JWK (RFC 7517, RFC 8037 for Ed25519).
     fn public(&self, kid: &str, alg: Alg) -> Jwk {
         let mut jwk = Jwk {
@@ -545,6 +563,29 @@ impl KeyRing {
         jws.push('.');
         jws.push_str(&B64.encode(signature));
         Some(jws)
+    }
+}
+
+impl KeyRing {
+    /// The header's `typ` and the claims of `jws`, a compact JWS signed by a key this ring publishes, if its
+    /// signature holds (the header's `alg` must be the key's). Claims are not checked here (`exp`, `iss`, …).
+    pub fn verify(&self, jws: &str) -> Option<(Option<String>, serde_json::Map<String, serde_json::Value>)> {
+        #[derive(serde::Deserialize)]
+        struct Header {
+            alg: String,
+            kid: String,
+            typ: Option<String>,
+        }
+        let (input, signature) = jws.rsplit_once('.')?;
+        let (header, payload) = input.split_once('.')?;
+        let header: Header = serde_json::from_slice(&B64.decode(header).ok()?).ok()?;
+        let set = self.current();
+        let key = set.keys.iter().find(|k| k.kid == header.kid && k.alg.name() == header.alg)?;
+        if !key.secret.verify(input.as_bytes(), &B64.decode(signature).ok()?) {
+            return None;
+        }
+        let claims = serde_json::from_slice(&B64.decode(payload).ok()?).ok()?;
+        Some((header.typ, claims))
     }
 }
 

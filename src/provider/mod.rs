@@ -10,9 +10,13 @@
 //! token request and read at every introspection, will be one of their own.
 
 pub mod clients;
+pub mod grants;
 pub mod keys;
 
-pub use clients::{AuthMethod, Client, ClientChange, ClientError, Clients, NewClient};
+pub use clients::{
+    AuthMethod, Client, ClientChange, ClientError, Clients, NewClient, USER_SCOPES, redirect_uri_matches,
+};
+pub use grants::Grants;
 pub use keys::{Alg, Jwk, Key, KeyError, KeyRing, KeyStatus};
 
 /// The scopes every client may ask for (the plugin's defaults): `openid` for an ID token, `profile` and `email`

@@ -306,6 +306,27 @@ impl Store {
         }
     }
 
+    /// The authorization code stored under `hash` (SHA-256 of the code), if not redeemed yet. Blocking. Only a
+    /// [`StoreOp::TakeOAuthCode`] committed afterwards makes it this caller's (single use).
+    pub fn oauth_code(&self, hash: &super::TokenHash) -> Result<Option<super::OAuthCodeRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_code(hash),
+            Backend::Postgres(s) => s.oauth_code(hash),
+        }
+    }
+
+    /// `user`'s consent to the client `client_id`, if given. Blocking.
+    pub fn oauth_consent(
+        &self,
+        user: [u8; 16],
+        client_id: &str,
+    ) -> Result<Option<super::OAuthConsentRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_consent(user, client_id),
+            Backend::Postgres(s) => s.oauth_consent(user, client_id),
+        }
+    }
+
     /// Every passkey of `user`. Blocking. (Passkeys are read from the store where they are needed, not held in
     /// memory: a sign-in with a passkey or a list is rare next to session checks, and every node then sees the
     /// shared database's passkeys without a change log entry.)

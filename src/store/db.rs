@@ -56,6 +56,10 @@ const PASSKEY_CHALLENGES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::ne
 const SIGNING_KEYS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("signing_keys");
 /// The identity provider's clients, by `client_id`.
 const OAUTH_CLIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("oauth_clients");
+/// The identity provider's authorization codes waiting to be redeemed, by the SHA-256 of the code.
+const OAUTH_CODES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_codes");
+/// Users' consents to clients, by the user's id ‖ the `client_id` ([`OAuthConsentRecordV1::key`]).
+const OAUTH_CONSENTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("oauth_consents");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -374,6 +378,8 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(FLOWS).map_err(io)?;
     tx.open_table(SIGNING_KEYS).map_err(io)?;
     tx.open_table(OAUTH_CLIENTS).map_err(io)?;
+    tx.open_table(OAUTH_CODES).map_err(io)?;
+    tx.open_table(OAUTH_CONSENTS).map_err(io)?;
     Ok(())
 }
 
@@ -570,6 +576,31 @@ impl EmbeddedStore {
         })
     }
 
+    /// The authorization code of `hash`, if not redeemed yet.
+    pub fn oauth_code(&self, hash: &TokenHash) -> Result<Option<super::OAuthCodeRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_CODES).map_err(io)?;
+            let found = table.get(hash).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
+    /// `user`'s consent to `client_id`, if given.
+    pub fn oauth_consent(
+        &self,
+        user: [u8; 16],
+        client_id: &str,
+    ) -> Result<Option<super::OAuthConsentRecordV1>, StoreError> {
+        let key = super::OAuthConsentRecordV1::key(user, client_id);
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
+            let found = table.get(key.as_slice()).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
     /// Every webhook endpoint, and since when each failing one has failed.
     pub fn webhooks(&self) -> Result<Vec<(WebhookRecordV1, Option<i64>)>, StoreError> {
         self.with_db(|db| {
@@ -756,6 +787,8 @@ impl EmbeddedStore {
             tx.delete_table(FLOWS).map_err(io)?;
             tx.delete_table(SIGNING_KEYS).map_err(io)?;
             tx.delete_table(OAUTH_CLIENTS).map_err(io)?;
+            tx.delete_table(OAUTH_CODES).map_err(io)?;
+            tx.delete_table(OAUTH_CONSENTS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -881,6 +914,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut flows = tx.open_table(FLOWS).map_err(io)?;
         let mut signing_keys = tx.open_table(SIGNING_KEYS).map_err(io)?;
         let mut clients = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
+        let mut codes = tx.open_table(OAUTH_CODES).map_err(io)?;
+        let mut consents = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
         for &op in ops {
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
@@ -1017,6 +1052,22 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 }
                 StoreOp::DeleteOAuthClient(client_id) => {
                     clients.remove(client_id.as_str()).map_err(io)?;
+                }
+                StoreOp::PutOAuthCode(hash, r) => put(&mut codes, *hash, r)?,
+                // One node: one redemption at a time holds a code (its claim in src/provider/grants.rs), so the
+                // code is there; unredeemed codes past their time go with it.
+                StoreOp::TakeOAuthCode(hash) => {
+                    codes.remove(hash).map_err(io)?;
+                    let now = crate::domain::Timestamp::now().as_millis();
+                    codes
+                        .retain(|_, v| {
+                            codec::decode::<super::OAuthCodeRecordV1>(v).map_or(true, |c| c.expires_at_ms >= now)
+                        })
+                        .map_err(io)?;
+                }
+                StoreOp::PutOAuthConsent(r) => {
+                    let key = super::OAuthConsentRecordV1::key(r.user_id, &r.client_id);
+                    consents.insert(key.as_slice(), codec::encode(r).as_slice()).map_err(io)?;
                 }
                 // One node: one callback at a time finishes a flow (its claim in src/accounts/oauth.rs), so the
                 // flow is there; abandoned flows past their time go with it.
@@ -1228,6 +1279,20 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
             copy_table(&source, &tx, SIGNING_KEYS)?;
         }
         copy_table(&source, &tx, API_KEYS)?;
+        if let Ok(codes) = source.open_table(OAUTH_CODES) {
+            let mut out = tx.open_table(OAUTH_CODES).map_err(io)?;
+            for entry in codes.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(consents) = source.open_table(OAUTH_CONSENTS) {
+            let mut out = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
+            for entry in consents.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
         if let Ok(clients) = source.open_table(OAUTH_CLIENTS) {
             let mut out = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
             for entry in clients.iter().map_err(io)? {

@@ -42,7 +42,7 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
 pub use codec::newer_records_skipped;
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
-pub use provider_records::{ClientRecordV1, SigningKeyRecordV1};
+pub use provider_records::{ClientRecordV1, OAuthCodeRecordV1, OAuthConsentRecordV1, SigningKeyRecordV1};
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
     SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord,
@@ -211,6 +211,13 @@ pub enum StoreOp {
     PutOAuthClient(ClientRecordV1),
     /// A client removed, by `client_id`.
     DeleteOAuthClient(String),
+    /// An authorization code issued: kept in the store by its SHA-256, so that any node can redeem it.
+    PutOAuthCode(TokenHash, OAuthCodeRecordV1),
+    /// An authorization code redeemed: deleted (expired ones go with it). Several nodes: refused with
+    /// [`Conflict::CodeUsed`] when it is gone already, so a code is redeemed once across all of them.
+    TakeOAuthCode(TokenHash),
+    /// A user's consent to a client given or widened.
+    PutOAuthConsent(OAuthConsentRecordV1),
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -346,6 +353,8 @@ impl StoreOp {
             // Clients are read from the store where they are needed, as passkeys are, so that a client disabled
             // or removed on one node is refused on every node at once (src/provider/clients.rs).
             StoreOp::PutOAuthClient(_) | StoreOp::DeleteOAuthClient(_) => return None,
+            // Codes and consents too: read from the store by the node that redeems a code or asks for consent.
+            StoreOp::PutOAuthCode(..) | StoreOp::TakeOAuthCode(_) | StoreOp::PutOAuthConsent(_) => return None,
         })
     }
 }
@@ -459,4 +468,6 @@ pub enum Conflict {
     AccountTaken { provider: String, subject: String },
     #[error("this sign-in flow was finished already")]
     FlowUsed,
+    #[error("this authorization code was redeemed already")]
+    CodeUsed,
 }

@@ -606,6 +606,26 @@ impl PgStore {
         row.map(|r| codec::decode(r.get(0))).transpose()
     }
 
+    pub fn oauth_code(&self, hash: &super::TokenHash) -> Result<Option<super::OAuthCodeRecordV1>, StoreError> {
+        let row =
+            self.pooled(|c| c.query_opt("SELECT record FROM oauth_codes WHERE hash = $1", &[&hash.as_slice()]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
+    pub fn oauth_consent(
+        &self,
+        user: [u8; 16],
+        client_id: &str,
+    ) -> Result<Option<super::OAuthConsentRecordV1>, StoreError> {
+        let row = self.pooled(|c| {
+            c.query_opt(
+                "SELECT record FROM oauth_consents WHERE user_id = $1 AND client_id = $2",
+                &[&user.as_slice(), &client_id],
+            )
+        })?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
     pub fn passkeys_of(&self, user: [u8; 16]) -> Result<Vec<PasskeyRecordV1>, StoreError> {
         let rows = self
             .pooled(|c| c.query("SELECT record FROM passkeys WHERE user_id = $1 ORDER BY id", &[&user.as_slice()]))?;
@@ -696,7 +716,7 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
-                 signing_keys, api_keys, oauth_clients",
+                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents",
             )
         })
     }
@@ -1248,6 +1268,25 @@ fn apply(
             StoreOp::DeleteOAuthClient(client_id) => {
                 tx.execute("DELETE FROM oauth_clients WHERE client_id = $1", &[client_id])
             }
+            StoreOp::PutOAuthCode(hash, r) => tx.execute(
+                "INSERT INTO oauth_codes (hash, expires_at_ms, record) VALUES ($1, $2, $3)",
+                &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)],
+            ),
+            StoreOp::TakeOAuthCode(hash) => {
+                let now = crate::domain::Timestamp::now().as_millis();
+                let found =
+                    tx.query_opt("SELECT 1 FROM oauth_codes WHERE hash = $1 FOR UPDATE", &[&hash.as_slice()])?;
+                if found.is_none() {
+                    return Err(Refused::Conflict(Conflict::CodeUsed));
+                }
+                // Unredeemed codes past their time go with any redemption.
+                tx.execute("DELETE FROM oauth_codes WHERE hash = $1 OR expires_at_ms < $2", &[&hash.as_slice(), &now])
+            }
+            StoreOp::PutOAuthConsent(r) => tx.execute(
+                "INSERT INTO oauth_consents (user_id, client_id, record) VALUES ($1, $2, $3) \
+                 ON CONFLICT (user_id, client_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.user_id.as_slice(), &r.client_id, &codec::encode(r)],
+            ),
         };
         if let Err(e) = done {
             return Err(match (op, e.code()) {

@@ -60,6 +60,58 @@ pub struct ClientRecordV1 {
     pub updated_at_ms: i64,
 }
 
+/// An authorization code of the identity provider, waiting for the client to redeem it at the token endpoint.
+/// Key: the SHA-256 of the code (the code itself is never stored). Read from the store by the node that redeems it
+/// and taken once ([`super::StoreOp::TakeOAuthCode`]), like a sign-in flow, so any node can redeem it and none
+/// twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthCodeRecordV1 {
+    pub client_id: String,
+    pub user_id: [u8; 16],
+    /// The session that authorized it: the ID token's `sid`, and it must still be live at the token endpoint.
+    pub session_id: [u8; 16],
+    /// The exact `redirect_uri` of the authorization request, which the token request must repeat.
+    pub redirect_uri: String,
+    /// The scopes granted, in the request's order.
+    pub scopes: Vec<String>,
+    /// PKCE's S256 challenge (base64url of the verifier's SHA-256); `None` for a confidential client that sent none.
+    pub code_challenge: Option<String>,
+    pub nonce: Option<String>,
+    /// When the session was made (the ID token's `auth_time`).
+    pub auth_time_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+/// A user's consent to a client: the scopes they granted it. Key: the user's id and the `client_id`. A new
+/// authorization asking for no more than these scopes skips the consent page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthConsentRecordV1 {
+    pub user_id: [u8; 16],
+    pub client_id: String,
+    pub scopes: Vec<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl OAuthConsentRecordV1 {
+    /// The store's key: the user's id, then the `client_id`'s bytes.
+    pub fn key(user_id: [u8; 16], client_id: &str) -> Vec<u8> {
+        let mut key = user_id.to_vec();
+        key.extend_from_slice(client_id.as_bytes());
+        key
+    }
+}
+
+impl Versioned for OAuthCodeRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "oauth authorization code";
+}
+
+impl Versioned for OAuthConsentRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "oauth consent";
+}
+
 impl Versioned for ClientRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "oauth client";
@@ -106,6 +158,47 @@ mod tests {
         expected.extend([1, 1, 0, 1, 0, 0, 1, 0, 2, 4]);
         assert_eq!(encode(&client), expected);
         assert_eq!(decode::<ClientRecordV1>(&expected).unwrap(), client);
+    }
+
+    #[test]
+    fn code_golden_bytes() {
+        let code = OAuthCodeRecordV1 {
+            client_id: "c".into(),
+            user_id: [2; 16],
+            session_id: [3; 16],
+            redirect_uri: "r".into(),
+            scopes: vec!["openid".into()],
+            code_challenge: Some("x".into()),
+            nonce: None,
+            auth_time_ms: 1,
+            expires_at_ms: 2,
+        };
+        let mut expected = vec![1, 1, b'c'];
+        expected.extend([2; 16]);
+        expected.extend([3; 16]);
+        expected.extend([1, b'r', 1, 6]);
+        expected.extend(b"openid");
+        expected.extend([1, 1, b'x', 0, 2, 4]);
+        assert_eq!(encode(&code), expected);
+        assert_eq!(decode::<OAuthCodeRecordV1>(&expected).unwrap(), code);
+    }
+
+    #[test]
+    fn consent_golden_bytes() {
+        let consent = OAuthConsentRecordV1 {
+            user_id: [4; 16],
+            client_id: "c".into(),
+            scopes: vec!["email".into()],
+            created_at_ms: 1,
+            updated_at_ms: 2,
+        };
+        let mut expected = vec![1];
+        expected.extend([4; 16]);
+        expected.extend([1, b'c', 1, 5]);
+        expected.extend(b"email");
+        expected.extend([2, 4]);
+        assert_eq!(encode(&consent), expected);
+        assert_eq!(decode::<OAuthConsentRecordV1>(&expected).unwrap(), consent);
     }
 
     #[test]

@@ -468,3 +468,515 @@ async fn the_command_line_registers_a_client_whose_secret_is_stored_hashed() {
     assert!(!file.windows(secret.len()).any(|w| w == secret.as_bytes()), "the secret is not stored");
     assert!(file.windows(32).any(|w| w == hash), "its SHA-256 is");
 }
+
+// --- the flows (issue #46, slice 3): authorize, consent, token, userinfo -----------------------------------------
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use sha2::Digest;
+
+const RP: &str = "https://rp.example/cb";
+
+/// Registers a client; answers its id and secret (`None` for a public one).
+async fn register(s: &TestServer, admin: &str, body: Value) -> (String, Option<String>) {
+    let r = s.post("/api/admin/oidc/clients").cookie(admin).json(&body).send().await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let v = r.json();
+    (str_of(&v["client"]["client_id"]).to_owned(), v["client_secret"].as_str().map(str::to_owned))
+}
+
+/// A PKCE verifier and its S256 challenge.
+fn pkce() -> (String, String) {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).unwrap();
+    let verifier = B64.encode(bytes);
+    let challenge = B64.encode(sha2::Sha256::digest(verifier.as_bytes()));
+    (verifier, challenge)
+}
+
+fn query(pairs: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+}
+
+async fn authorize(s: &TestServer, cookie: Option<&str>, pairs: &[(&str, &str)]) -> Resp {
+    s.get(&format!("/api/auth/oauth2/authorize?{}", query(pairs))).cookie_opt(cookie).send().await
+}
+
+/// A redirect's target and its query's parameters.
+fn location(r: &Resp) -> (String, std::collections::HashMap<String, String>) {
+    assert_eq!(r.status, 302, "{} {:?}", r.text, r.header("location"));
+    let to = r.header("location").unwrap();
+    let url = url::Url::parse(&to).unwrap_or_else(|_| url::Url::parse("http://here").unwrap().join(&to).unwrap());
+    let params = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+    (url[..url::Position::AfterPath].to_owned(), params)
+}
+
+async fn token(s: &TestServer, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Resp {
+    let mut r = s.post("/api/auth/oauth2/token");
+    if let Some((id, secret)) = basic {
+        r = r.header(
+            "authorization",
+            &format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"))),
+        );
+    }
+    r.raw(Some("application/x-www-form-urlencoded"), query(form)).send().await
+}
+
+async fn send(s: &TestServer, f: Vec<(String, String)>, id: &str, secret: &str) -> Resp {
+    let pairs: Vec<(&str, &str)> = f.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    token(s, &pairs, Some((id, secret))).await
+}
+
+fn oauth_error(r: &Resp, status: u16, error: &str) {
+    assert_eq!(r.status, status, "{}", r.text);
+    assert_eq!(r.json()["error"], error, "{}", r.text);
+    assert!(r.json()["error_description"].is_string(), "{}", r.text);
+}
+
+/// A JWT's header and claims, after checking its signature against the published key it names.
+async fn verified(s: &TestServer, jwt: &str) -> (Value, Value) {
+    let jwks = s.get("/api/auth/jwks").send().await.json();
+    let (input, signature) = jwt.rsplit_once('.').unwrap();
+    let (header, payload) = input.split_once('.').unwrap();
+    let header: Value = serde_json::from_slice(&B64.decode(header).unwrap()).unwrap();
+    let claims: Value = serde_json::from_slice(&B64.decode(payload).unwrap()).unwrap();
+    let jwk = key(&jwks, str_of(&header["kid"]));
+    assert_eq!(jwk["alg"], header["alg"]);
+    let signature = B64.decode(signature).unwrap();
+    match str_of(&header["alg"]) {
+        "EdDSA" => {
+            use ed25519_dalek::Verifier;
+            let x: [u8; 32] = B64.decode(str_of(&jwk["x"])).unwrap().try_into().unwrap();
+            let key = ed25519_dalek::VerifyingKey::from_bytes(&x).unwrap();
+            key.verify(input.as_bytes(), &ed25519_dalek::Signature::from_slice(&signature).unwrap())
+                .expect("the signature verifies with the published key");
+        }
+        other => panic!("signed with {other}"),
+    }
+    (header, claims)
+}
+
+/// The whole code flow for a confidential client (Grafana's way: Basic authentication, PKCE): without a session to
+/// the sign-in page and back; the consent page; the consent's answer sends the browser back to the client with a
+/// code, the request's `state` and the issuer (RFC 9207); the code buys an access token (a JWT, RFC 9068) and an ID
+/// token signed with the published key, with the nonce, `at_hash` and `auth_time`; userinfo answers the scopes'
+/// claims. The consent is remembered: the next authorization goes straight back with a code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_code_flow_signs_a_user_in_through_consent_to_a_confidential_client() {
+    let s = TestServer::start().await;
+    let issuer = format!("{}/api/auth", s.base);
+    let admin = s.admin_session().await;
+    let (id, secret) = register(&s, &admin, json!({"client_name": "Grafana", "redirect_uris": [RP]})).await;
+    let secret = secret.unwrap();
+    let u = s.new_user("ida").await;
+    let (verifier, challenge) = pkce();
+    let request = [
+        ("response_type", "code"),
+        ("client_id", id.as_str()),
+        ("redirect_uri", RP),
+        ("scope", "openid profile email"),
+        ("state", "st-1"),
+        ("nonce", "n-1"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+
+    // No session: to the sign-in page, which comes back to this very request.
+    let (to, params) = location(&authorize(&s, None, &request).await);
+    assert_eq!(to, "http://here/sign-in");
+    let back = &params["returnTo"];
+    assert!(back.starts_with("/api/auth/oauth2/authorize?"), "{back}");
+    assert_eq!(s.get("/sign-in").send().await.status, 200);
+
+    // Signed in, no consent yet: to the consent page with the request.
+    let r = s.get(back).cookie(&u.cookie).send().await;
+    let (to, params) = location(&r);
+    assert_eq!(to, "http://here/consent");
+    assert_eq!(params["client_id"], id);
+    let page = s.get(&r.header("location").unwrap()).send().await;
+    assert_eq!(page.status, 200);
+    assert!(page.header("content-security-policy").unwrap().contains("script-src 'self'"));
+    assert!(page.text.contains("auth/consent.js"));
+    assert_eq!(s.get("/auth/consent.js").send().await.status, 200);
+    let named = s.get(&format!("/api/auth/oauth2/public-client?client_id={id}")).send().await;
+    assert_eq!(named.json(), json!({"client_id": id, "client_name": "Grafana"}));
+
+    // The page's answer: a code for the client.
+    let oauth_query = r.header("location").unwrap().split_once('?').unwrap().1.to_owned();
+    let no_session =
+        s.post("/api/auth/oauth2/consent").json(&json!({"accept": true, "oauth_query": oauth_query})).send().await;
+    assert_eq!(no_session.status, 401);
+    let widened = s
+        .post("/api/auth/oauth2/consent")
+        .cookie(&u.cookie)
+        .json(&json!({"accept": true, "scope": "openid offline_access", "oauth_query": oauth_query}))
+        .send()
+        .await;
+    oauth_error(&widened, 400, "invalid_request");
+    let r = s
+        .post("/api/auth/oauth2/consent")
+        .cookie(&u.cookie)
+        .json(&json!({"accept": true, "oauth_query": oauth_query}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["redirect"], true);
+    let url = url::Url::parse(str_of(&r.json()["url"])).unwrap();
+    assert_eq!(&url[..url::Position::AfterPath], RP);
+    let params: std::collections::HashMap<String, String> = url.query_pairs().into_owned().collect();
+    assert_eq!(params["state"], "st-1");
+    assert_eq!(params["iss"], issuer);
+    let code = params["code"].clone();
+
+    // The token endpoint: a wrong secret, another method than registered, then the right one.
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", RP),
+        ("code_verifier", verifier.as_str()),
+    ];
+    let wrong = token(&s, &form, Some((&id, "not-the-secret"))).await;
+    oauth_error(&wrong, 401, "invalid_client");
+    assert_eq!(wrong.header("www-authenticate").as_deref(), Some("Basic"));
+    let mut posted = form.to_vec();
+    posted.extend([("client_id", id.as_str()), ("client_secret", secret.as_str())]);
+    oauth_error(&token(&s, &posted, None).await, 401, "invalid_client");
+    let r = token(&s, &form, Some((&id, &secret))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
+    let tokens = r.json();
+    assert_eq!(tokens["token_type"], "Bearer");
+    assert_eq!(tokens["scope"], "openid profile email");
+    assert!(tokens.get("refresh_token").is_none(), "no offline_access, no refresh token");
+    let (header, access) = verified(&s, str_of(&tokens["access_token"])).await;
+    assert_eq!(header["typ"], "at+jwt");
+    assert_eq!((access["sub"].as_str(), access["client_id"].as_str()), (Some(u.id.as_str()), Some(id.as_str())));
+    assert_eq!(access["iss"], issuer);
+    let (header, claims) = verified(&s, str_of(&tokens["id_token"])).await;
+    assert!(header.get("typ").is_none());
+    assert_eq!(claims["iss"], issuer);
+    assert_eq!(claims["aud"], id);
+    assert_eq!(claims["sub"], u.id);
+    assert_eq!(claims["nonce"], "n-1");
+    assert!(claims["auth_time"].as_i64().unwrap() <= claims["iat"].as_i64().unwrap());
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 36_000);
+    let hash = sha2::Sha512::digest(str_of(&tokens["access_token"]).as_bytes());
+    assert_eq!(claims["at_hash"], B64.encode(&hash[..32]), "EdDSA's at_hash is SHA-512's left half");
+    assert!(claims.get("sid").is_none(), "sid only for clients that may end the session (the plugin's rule)");
+
+    // Userinfo, by header and by form; not with the ID token.
+    let bearer = format!("Bearer {}", str_of(&tokens["access_token"]));
+    let r = s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json(),
+        json!({"sub": u.id, "name": "User ida", "given_name": "User", "family_name": "ida", "email": u.email, "email_verified": false})
+    );
+    let form = query(&[("access_token", str_of(&tokens["access_token"]))]);
+    let r = s.post("/api/auth/oauth2/userinfo").raw(Some("application/x-www-form-urlencoded"), form).send().await;
+    assert_eq!(r.json()["sub"], u.id);
+    let r = s
+        .get("/api/auth/oauth2/userinfo")
+        .header("authorization", &format!("Bearer {}", str_of(&tokens["id_token"])))
+        .send()
+        .await;
+    oauth_error(&r, 401, "invalid_token");
+    let r = s.get("/api/auth/oauth2/userinfo").send().await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate").as_deref(), Some("Bearer"));
+
+    // The consent is remembered: straight back to the client with a code, for the same scopes or fewer.
+    let mut again = request.to_vec();
+    again[3] = ("scope", "openid email");
+    let (to, params) = location(&authorize(&s, Some(&u.cookie), &again).await);
+    assert_eq!(to, RP);
+    assert!(params.contains_key("code"));
+    // prompt=consent asks again.
+    again.push(("prompt", "consent"));
+    assert_eq!(location(&authorize(&s, Some(&u.cookie), &again).await).0, "http://here/consent");
+    // A script's request gets the redirect as JSON, as the plugin answers fetch.
+    let r = s
+        .get(&format!("/api/auth/oauth2/authorize?{}", query(&request)))
+        .cookie(&u.cookie)
+        .header("accept", "application/json")
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["redirect"], true);
+    // Denied: access_denied to the client, and nothing stored.
+    let other = s.new_user("ivo").await;
+    let r = s
+        .post("/api/auth/oauth2/consent")
+        .cookie(&other.cookie)
+        .json(&json!({"accept": false, "oauth_query": oauth_query}))
+        .send()
+        .await;
+    let url = url::Url::parse(str_of(&r.json()["url"])).unwrap();
+    let params: std::collections::HashMap<String, String> = url.query_pairs().into_owned().collect();
+    assert_eq!((params["error"].as_str(), params["state"].as_str()), ("access_denied", "st-1"));
+    assert_eq!(location(&authorize(&s, Some(&other.cookie), &request).await).0, "http://here/consent");
+    // Audited.
+    let audit = s.get("/api/admin/audit?action=oauth_consent.granted").cookie(&admin).send().await.json();
+    let audit = audit.to_string();
+    assert!(
+        audit.contains("oauth_consent.granted") && audit.contains(&format!("{id}: scopes [openid profile email]")),
+        "{audit}"
+    );
+}
+
+/// What the authorization request refuses: an unknown client or a redirect URI not registered byte for byte is
+/// shown here (400), never sent anywhere; once both are good, errors go back to the client with `state` and `iss`:
+/// `plain` PKCE, a public client without PKCE, a scope the client was not given, another response type, and
+/// `prompt=none` without a session (`login_required`) or without consent (`consent_required`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_request_refuses_precisely() {
+    let s = TestServer::start().await;
+    let issuer = format!("{}/api/auth", s.base);
+    let admin = s.admin_session().await;
+    let (id, _) =
+        register(&s, &admin, json!({"client_name": "App", "redirect_uris": [RP], "scope": "openid email"})).await;
+    let (public, _) = register(
+        &s,
+        &admin,
+        json!({"client_name": "CLI", "application_type": "native", "token_endpoint_auth_method": "none",
+               "redirect_uris": ["http://127.0.0.1/cb"]}),
+    )
+    .await;
+    let u = s.new_user("rex").await;
+    let (_, challenge) = pkce();
+    let base = |client: &'static str| {
+        vec![
+            ("response_type", "code"),
+            ("client_id", client),
+            ("redirect_uri", RP),
+            ("scope", "openid"),
+            ("state", "s"),
+        ]
+    };
+    let id: &'static str = Box::leak(id.into_boxed_str());
+    let public: &'static str = Box::leak(public.into_boxed_str());
+    let challenge: &'static str = Box::leak(challenge.into_boxed_str());
+
+    // Shown here, not sent.
+    for (change, error) in [
+        (("redirect_uri", "https://rp.example/cb/"), "invalid_redirect"),
+        (("redirect_uri", "https://evil.example/cb"), "invalid_redirect"),
+        (("client_id", "nobody"), "invalid_client"),
+    ] {
+        let mut p = base(id);
+        p.retain(|(k, _)| *k != change.0);
+        p.push(change);
+        let r = authorize(&s, Some(&u.cookie), &p).await;
+        oauth_error(&r, 400, error);
+        assert!(r.header("location").is_none());
+    }
+
+    // Back to the client.
+    let to_client = |r: &Resp, error: &str| {
+        let (to, params) = location(r);
+        assert_eq!(to, RP, "{params:?}");
+        assert_eq!(params["error"], error, "{params:?}");
+        assert_eq!(params["state"], "s");
+        assert_eq!(params["iss"], issuer);
+    };
+    let mut plain = base(id);
+    plain.extend([("code_challenge", challenge), ("code_challenge_method", "plain")]);
+    to_client(&authorize(&s, Some(&u.cookie), &plain).await, "invalid_request");
+    let mut scope = base(id);
+    scope[3] = ("scope", "openid profile");
+    to_client(&authorize(&s, Some(&u.cookie), &scope).await, "invalid_scope");
+    let mut implicit = base(id);
+    implicit[0] = ("response_type", "token");
+    to_client(&authorize(&s, Some(&u.cookie), &implicit).await, "unsupported_response_type");
+    let mut none = base(id);
+    none.push(("prompt", "none"));
+    to_client(&authorize(&s, None, &none).await, "login_required");
+    to_client(&authorize(&s, Some(&u.cookie), &none).await, "consent_required");
+
+    // A public (native) client: PKCE required; its loopback redirect matches on any port.
+    let native = |port_uri: &'static str| {
+        vec![
+            ("response_type", "code"),
+            ("client_id", public),
+            ("redirect_uri", port_uri),
+            ("scope", "openid"),
+            ("state", "s"),
+        ]
+    };
+    let r = authorize(&s, Some(&u.cookie), &native("http://127.0.0.1:53682/cb")).await;
+    let (to, params) = location(&r);
+    assert_eq!((to.as_str(), params["error"].as_str()), ("http://127.0.0.1:53682/cb", "invalid_request"));
+    assert_eq!(params["error_description"], "pkce is required for public clients");
+    let mut with_pkce = native("http://127.0.0.1:53682/cb");
+    with_pkce.extend([("code_challenge", challenge), ("code_challenge_method", "S256")]);
+    assert_eq!(location(&authorize(&s, Some(&u.cookie), &with_pkce).await).0, "http://here/consent");
+    oauth_error(&authorize(&s, Some(&u.cookie), &native("http://127.0.0.2:53682/cb")).await, 400, "invalid_redirect");
+}
+
+/// A code is redeemed once, by its own client, with its redirect URI and its verifier: another client's code is
+/// refused (and spent), a reused one refused, a wrong verifier refused. A public client redeems with its id alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_is_single_use_and_bound_to_its_client_redirect_and_verifier() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let first_party = |name: &str| json!({"client_name": name, "redirect_uris": [RP], "skip_consent": true});
+    let (a, a_secret) = register(&s, &admin, first_party("A")).await;
+    let (b, b_secret) = register(&s, &admin, first_party("B")).await;
+    let (a_secret, b_secret) = (a_secret.unwrap(), b_secret.unwrap());
+    let u = s.new_user("cody").await;
+    let code_for = |client: String| {
+        let s = &s;
+        let cookie = u.cookie.clone();
+        async move {
+            let (verifier, challenge) = pkce();
+            let p = [
+                ("response_type", "code"),
+                ("client_id", client.as_str()),
+                ("redirect_uri", RP),
+                ("scope", "openid"),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "S256"),
+            ];
+            let (to, params) = location(&authorize(s, Some(&cookie), &p).await);
+            assert_eq!(to, RP, "{params:?}");
+            (params["code"].clone(), verifier)
+        }
+    };
+    let form = |code: &str, verifier: &str| {
+        vec![
+            ("grant_type".to_owned(), "authorization_code".to_owned()),
+            ("code".into(), code.into()),
+            ("redirect_uri".into(), RP.into()),
+            ("code_verifier".into(), verifier.into()),
+        ]
+    };
+
+    // Another client's code: refused, and spent for its own client too.
+    let (code, verifier) = code_for(a.clone()).await;
+    oauth_error(&send(&s, form(&code, &verifier), &b, &b_secret).await, 400, "invalid_grant");
+    oauth_error(&send(&s, form(&code, &verifier), &a, &a_secret).await, 400, "invalid_grant");
+
+    // Reused: the first redemption works, the second is refused.
+    let (code, verifier) = code_for(a.clone()).await;
+    assert_eq!(send(&s, form(&code, &verifier), &a, &a_secret).await.status, 200);
+    let reused = send(&s, form(&code, &verifier), &a, &a_secret).await;
+    oauth_error(&reused, 400, "invalid_grant");
+    assert_eq!(reused.json()["error_description"], "invalid code");
+
+    // A wrong verifier, a missing one, another redirect URI.
+    let (code, _) = code_for(a.clone()).await;
+    oauth_error(&send(&s, form(&code, &pkce().0), &a, &a_secret).await, 400, "invalid_grant");
+    let (code, _) = code_for(a.clone()).await;
+    let mut missing = form(&code, "x");
+    missing.pop();
+    oauth_error(&send(&s, missing, &a, &a_secret).await, 400, "invalid_request");
+    let (code, verifier) = code_for(a.clone()).await;
+    let mut elsewhere = form(&code, &verifier);
+    elsewhere[2].1 = "https://rp.example/other".into();
+    oauth_error(&send(&s, elsewhere, &a, &a_secret).await, 400, "invalid_grant");
+
+    // Malformed requests.
+    oauth_error(&token(&s, &[("code", "x")], Some((&a, &a_secret))).await, 400, "invalid_request");
+    oauth_error(&token(&s, &[("grant_type", "password")], Some((&a, &a_secret))).await, 400, "unsupported_grant_type");
+    let json_body = s.post("/api/auth/oauth2/token").json(&json!({"grant_type": "authorization_code"})).send().await;
+    oauth_error(&json_body, 400, "invalid_request");
+    oauth_error(&token(&s, &[("grant_type", "authorization_code")], None).await, 401, "invalid_client");
+
+    // A public client: its id alone, and its verifier.
+    let (cli, _) = register(
+        &s,
+        &admin,
+        json!({"client_name": "CLI", "application_type": "native", "token_endpoint_auth_method": "none",
+               "redirect_uris": ["http://127.0.0.1/cb"], "skip_consent": true}),
+    )
+    .await;
+    let (verifier, challenge) = pkce();
+    let p = [
+        ("response_type", "code"),
+        ("client_id", cli.as_str()),
+        ("redirect_uri", "http://127.0.0.1:41111/cb"),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let (_, params) = location(&authorize(&s, Some(&u.cookie), &p).await);
+    let f = [
+        ("grant_type", "authorization_code"),
+        ("code", params["code"].as_str()),
+        ("redirect_uri", "http://127.0.0.1:41111/cb"),
+        ("code_verifier", verifier.as_str()),
+        ("client_id", cli.as_str()),
+    ];
+    let r = token(&s, &f, None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+/// A ban holds on every step: a code issued before the ban buys no token, the banned user's access token gets
+/// no userinfo, and the ended session authorizes nothing (`prompt=none`: `login_required`). A sign-out ends
+/// userinfo for the tokens its session got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_banned_or_signed_out_user_gets_no_code_no_token_and_no_userinfo() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (id, secret) =
+        register(&s, &admin, json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true})).await;
+    let secret = secret.unwrap();
+    let u = s.new_user("bert").await;
+    let flow = |cookie: String| {
+        let (s, id) = (&s, id.clone());
+        async move {
+            let (verifier, challenge) = pkce();
+            let p = [
+                ("response_type", "code"),
+                ("client_id", id.as_str()),
+                ("redirect_uri", RP),
+                ("scope", "openid"),
+                ("code_challenge", challenge.as_str()),
+                ("code_challenge_method", "S256"),
+                ("prompt", "none"),
+            ];
+            let (_, params) = location(&authorize(s, Some(&cookie), &p).await);
+            (params, verifier)
+        }
+    };
+    let redeem = |code: String, verifier: String| {
+        let (s, id, secret) = (&s, id.clone(), secret.clone());
+        async move {
+            let f = [
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("redirect_uri", RP),
+                ("code_verifier", verifier.as_str()),
+            ];
+            token(s, &f, Some((&id, &secret))).await
+        }
+    };
+    // A token, then a code waiting; then the ban.
+    let (params, verifier) = flow(u.cookie.clone()).await;
+    let access = redeem(params["code"].clone(), verifier).await.json()["access_token"].as_str().unwrap().to_owned();
+    let bearer = format!("Bearer {access}");
+    assert_eq!(s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status, 200);
+    let (params, verifier) = flow(u.cookie.clone()).await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "banned": true})).await;
+    oauth_error(&redeem(params["code"].clone(), verifier).await, 400, "invalid_grant");
+    oauth_error(
+        &s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await,
+        401,
+        "invalid_token",
+    );
+    let (params, _) = flow(u.cookie.clone()).await;
+    assert_eq!(params["error"], "login_required");
+
+    // A sign-out ends userinfo for its session's tokens.
+    let v = s.new_user("vera").await;
+    let (params, verifier) = flow(v.cookie.clone()).await;
+    let access = redeem(params["code"].clone(), verifier).await.json()["access_token"].as_str().unwrap().to_owned();
+    let bearer = format!("Bearer {access}");
+    assert_eq!(s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status, 200);
+    s.sign_out(Some(&v.cookie)).await;
+    oauth_error(
+        &s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await,
+        401,
+        "invalid_token",
+    );
+}

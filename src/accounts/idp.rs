@@ -1,0 +1,744 @@
+//! The identity provider's flows (issue #46), on `@better-auth/oauth-provider`'s wire: the authorization request
+//! (`/oauth2/authorize`), the consent page's answer (`/oauth2/consent`), the token endpoint's authorization code
+//! grant (`/oauth2/token`) and userinfo. The rules are RFC 9700's where they apply: exact redirect URIs (a native
+//! client's loopback one on any port), PKCE with S256 only (required of public clients), `iss` in the
+//! authorization response (RFC 9207), single-use codes bound to their client and redirect URI.
+//!
+//! Who is signed in is read from the session index, as every guarded call reads it: a banned user's sessions are
+//! no sessions, so a banned user gets no code; a session that must first enrol a second factor is sent to the
+//! sign-in page (which sends it on to enrol) and gets no code either; and at the token endpoint the code's session
+//! must still be live and its user not banned, so a ban or a sign-out between the two steps ends the grant.
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use serde::Serialize;
+use sha2::{Digest, Sha256, Sha512};
+use subtle::ConstantTimeEq;
+
+use super::{Accounts, Current, Unavailable};
+use crate::domain::{SessionId, Timestamp, UserId};
+use crate::provider::grants::{CODE_LIFETIME, GrantError};
+use crate::provider::{Alg, AuthMethod, Client, ClientError, USER_SCOPES, redirect_uri_matches};
+use crate::store::OAuthCodeRecordV1;
+
+/// Access tokens are JWTs (RFC 9068) that live a quarter of an hour: short, since a JWT is valid wherever it is
+/// checked offline until it expires (the plugin's default is an hour; userinfo here also checks the session).
+pub const ACCESS_TOKEN_LIFETIME: Duration = Duration::from_secs(900);
+/// ID tokens: ten hours, as the plugin (and the signing keys' retirement, `provider::keys::MAX_SIGNED_LIFETIME`).
+pub const ID_TOKEN_LIFETIME: Duration = Duration::from_secs(36_000);
+
+/// An authorization request's parameters, as they came (RFC 6749 §4.1.1, OpenID Connect Core §3.1.2.1).
+#[derive(Debug, Default, Clone)]
+pub struct AuthorizeRequest {
+    pub client_id: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub response_type: Option<String>,
+    pub scope: Option<String>,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub prompt: Option<String>,
+    pub max_age: Option<String>,
+    /// `request` or `request_uri`, which the provider does not support.
+    pub request_object: Option<&'static str>,
+    /// A parameter given more than once (RFC 6749 §3.1 refuses it).
+    pub repeated: Option<String>,
+}
+
+/// Where an authorization request leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authorized {
+    /// The client or its redirect URI cannot be trusted: the error is shown here (400), never sent to a URI.
+    Refused { error: &'static str, description: String },
+    /// To the client's redirect URI: a code, or an error (with `state` and `iss`).
+    Redirect(String),
+    /// Nobody is signed in (or `prompt=login`, or the session is older than `max_age`): to the sign-in page, and
+    /// back to the same request after.
+    SignIn,
+    /// The user has not consented to these scopes yet (or `prompt=consent`): to the consent page.
+    Consent,
+}
+
+/// What the request asked for, once the client and its redirect URI are known good.
+struct Checked {
+    client: Client,
+    redirect_uri: String,
+    scopes: Vec<String>,
+    state: Option<String>,
+    nonce: Option<String>,
+    code_challenge: Option<String>,
+    prompt_none: bool,
+    prompt_login: bool,
+    prompt_consent: bool,
+    max_age: Option<u64>,
+}
+
+/// Why the consent page's answer is refused (the plugin's 400 `invalid_request`s).
+#[derive(Debug, thiserror::Error)]
+pub enum ConsentError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// A token request (RFC 6749 §4.1.3), with the client's credentials from wherever they came.
+#[derive(Debug, Default, Clone)]
+pub struct TokenRequest {
+    pub grant_type: Option<String>,
+    pub code: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub code_verifier: Option<String>,
+    /// `client_id` and `client_secret` in the form (`client_secret_post`, or a public client's id alone).
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// `Authorization: Basic` (`client_secret_basic`), decoded.
+    pub basic: Option<(String, String)>,
+    /// A parameter given more than once.
+    pub repeated: Option<String>,
+}
+
+/// The token endpoint's answer (the plugin's fields and order).
+#[derive(Debug, Clone, Serialize)]
+pub struct Tokens {
+    pub access_token: String,
+    pub expires_in: u64,
+    pub expires_at: i64,
+    pub token_type: &'static str,
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
+}
+
+/// The token endpoint's refusals (RFC 6749 §5.2's codes; the messages are the plugin's where it has one).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// 401; `basic`: the client tried `Authorization: Basic` (the answer then carries `WWW-Authenticate`).
+    #[error("{description}")]
+    InvalidClient { description: String, basic: bool },
+    #[error("{0}")]
+    InvalidGrant(String),
+    #[error("{0}")]
+    UnauthorizedClient(String),
+    #[error("{0}")]
+    UnsupportedGrantType(String),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+impl TokenError {
+    /// The RFC 6749 error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TokenError::InvalidRequest(_) => "invalid_request",
+            TokenError::InvalidClient { .. } => "invalid_client",
+            TokenError::InvalidGrant(_) => "invalid_grant",
+            TokenError::UnauthorizedClient(_) => "unauthorized_client",
+            TokenError::UnsupportedGrantType(_) => "unsupported_grant_type",
+            TokenError::Unavailable(_) => "temporarily_unavailable",
+        }
+    }
+}
+
+/// Userinfo's answer: the claims of the scopes the token carries.
+#[derive(Debug, Clone, Serialize)]
+pub struct UserInfo {
+    pub sub: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub picture: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub given_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UserInfoError {
+    /// 401 `invalid_token` (RFC 6750 §3.1): not a token of ours, expired, or its session or user is gone.
+    #[error("{0}")]
+    InvalidToken(String),
+    /// 403 `insufficient_scope`: the token was not granted `openid`.
+    #[error("the token was not granted the openid scope")]
+    InsufficientScope,
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+impl From<GrantError> for Unavailable {
+    fn from(_: GrantError) -> Self {
+        Unavailable
+    }
+}
+
+impl From<ClientError> for Unavailable {
+    fn from(_: ClientError) -> Self {
+        Unavailable
+    }
+}
+
+/// `uri` with `params` added to its query (after any it has).
+fn with_query(uri: &str, params: &[(&str, &str)]) -> String {
+    match url::Url::parse(uri) {
+        Ok(mut url) => {
+            url.query_pairs_mut().extend_pairs(params);
+            url.to_string()
+        }
+        // Registered URIs parse (clients.rs checks them); kept whole rather than lost.
+        Err(_) => uri.to_owned(),
+    }
+}
+
+impl Checked {
+    /// The client's redirect URI with `params`, the request's `state` and the issuer (RFC 9207).
+    fn back(&self, params: &[(&str, &str)], issuer: &str) -> String {
+        let mut all: Vec<(&str, &str)> = params.to_vec();
+        if let Some(state) = &self.state {
+            all.push(("state", state));
+        }
+        all.push(("iss", issuer));
+        with_query(&self.redirect_uri, &all)
+    }
+
+    fn error(&self, error: &str, description: &str, issuer: &str) -> Authorized {
+        Authorized::Redirect(self.back(&[("error", error), ("error_description", description)], issuer))
+    }
+}
+
+/// A PKCE verifier (RFC 7636 §4.1): 43 to 128 unreserved characters.
+fn valid_verifier(v: &str) -> bool {
+    (43..=128).contains(&v.len())
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+/// The OpenID `at_hash`: the left half of the access token's hash with the ID token's algorithm's hash (SHA-512
+/// for EdDSA, as the plugin; SHA-256 for ES256 and RS256), base64url.
+fn at_hash(alg: Alg, access_token: &str) -> String {
+    match alg {
+        Alg::EdDsa => B64.encode(&Sha512::digest(access_token.as_bytes())[..32]),
+        Alg::Es256 | Alg::Rs256 => B64.encode(&Sha256::digest(access_token.as_bytes())[..16]),
+    }
+}
+
+#[derive(Serialize)]
+struct AccessClaims<'a> {
+    iss: &'a str,
+    sub: &'a str,
+    aud: &'a str,
+    client_id: &'a str,
+    azp: &'a str,
+    scope: &'a str,
+    sid: &'a str,
+    iat: i64,
+    exp: i64,
+    jti: &'a str,
+}
+
+#[derive(Serialize)]
+struct IdClaims<'a> {
+    iss: &'a str,
+    sub: &'a str,
+    aud: &'a str,
+    iat: i64,
+    exp: i64,
+    auth_time: i64,
+    acr: &'static str,
+    at_hash: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nonce: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sid: Option<&'a str>,
+}
+
+impl Accounts {
+    /// The session `id` of `user`, if it is live: not expired, nor over the idle or absolute limit.
+    fn live_session(&self, user: UserId, id: SessionId) -> Option<std::sync::Arc<crate::domain::Session>> {
+        let now = self.clock.now();
+        let session = self.sessions_of(user).into_iter().map(|(_, s)| s).find(|s| s.id == id)?;
+        (self.session_limits.check(&session, now) != super::SessionUse::Over).then_some(session)
+    }
+
+    /// The checks that need no session (the plugin's order): the client and its redirect URI first, whose
+    /// failures are shown here; then the rest, whose failures go back to the client.
+    async fn check_authorization(&self, req: &AuthorizeRequest, issuer: &str) -> Result<Checked, Authorized> {
+        let refused =
+            |error: &'static str, description: &str| Authorized::Refused { error, description: description.into() };
+        let Some(client_id) = req.client_id.as_deref() else {
+            return Err(refused("invalid_request", "client_id is required"));
+        };
+        let client = match self.clients.get(client_id).await {
+            Ok(client) => client,
+            Err(ClientError::NotFound) => return Err(refused("invalid_client", "unknown client")),
+            Err(_) => return Err(refused("temporarily_unavailable", "the service is temporarily unavailable")),
+        };
+        if client.disabled {
+            return Err(refused("client_disabled", "the client is disabled"));
+        }
+        if !client.grant_types.contains(&"authorization_code") {
+            return Err(refused("unauthorized_client", "the client may not use the authorization code grant"));
+        }
+        let Some(redirect_uri) = req.redirect_uri.clone() else {
+            return Err(refused("invalid_request", "redirect_uri is required"));
+        };
+        if !redirect_uri_matches(&client.redirect_uris, client.native, &redirect_uri) {
+            return Err(refused("invalid_redirect", "invalid redirect uri"));
+        }
+        let mut checked = Checked {
+            client,
+            redirect_uri,
+            scopes: Vec::new(),
+            state: req.state.clone(),
+            nonce: req.nonce.clone(),
+            code_challenge: None,
+            prompt_none: false,
+            prompt_login: false,
+            prompt_consent: false,
+            max_age: None,
+        };
+        // From here on the client is known and its redirect URI is its own: errors go back to it.
+        if let Some(name) = &req.repeated {
+            return Err(checked.error("invalid_request", &format!("{name} is given more than once"), issuer));
+        }
+        if let Some(which) = req.request_object {
+            let error = if which == "request" { "request_not_supported" } else { "request_uri_not_supported" };
+            return Err(checked.error(error, &format!("{which} is not supported"), issuer));
+        }
+        match req.response_type.as_deref() {
+            None => return Err(checked.error("invalid_request", "response_type is required", issuer)),
+            Some("code") => {}
+            Some(_) => {
+                return Err(checked.error("unsupported_response_type", "only response_type=code is supported", issuer));
+            }
+        }
+        checked.scopes = match req.scope.as_deref() {
+            None => checked.client.scopes.iter().filter(|s| USER_SCOPES.contains(&s.as_str())).cloned().collect(),
+            Some(scope) => {
+                let mut scopes: Vec<String> = Vec::new();
+                for s in scope.split(' ').filter(|s| !s.is_empty()) {
+                    if !scopes.iter().any(|k| k == s) {
+                        scopes.push(s.to_owned());
+                    }
+                }
+                scopes
+            }
+        };
+        let invalid: Vec<&str> =
+            checked.scopes.iter().filter(|s| !checked.client.scopes.contains(s)).map(String::as_str).collect();
+        if !invalid.is_empty() {
+            let description = format!("The following scopes are invalid: {}", invalid.join(", "));
+            return Err(checked.error("invalid_scope", &description, issuer));
+        }
+        if checked.scopes.is_empty() {
+            return Err(checked.error("invalid_scope", "no scope requested", issuer));
+        }
+        if let Some(prompt) = req.prompt.as_deref() {
+            let values: Vec<&str> = prompt.split(' ').filter(|s| !s.is_empty()).collect();
+            for value in &values {
+                match *value {
+                    "none" => checked.prompt_none = true,
+                    "login" | "create" => checked.prompt_login = true,
+                    "consent" => checked.prompt_consent = true,
+                    "select_account" => {}
+                    other => {
+                        return Err(checked.error("invalid_request", &format!("unsupported prompt {other}"), issuer));
+                    }
+                }
+            }
+            if checked.prompt_none && values.len() > 1 {
+                return Err(checked.error("invalid_request", "prompt=none cannot be combined", issuer));
+            }
+        }
+        if let Some(max_age) = req.max_age.as_deref() {
+            match max_age.parse::<u64>() {
+                Ok(secs) => checked.max_age = Some(secs),
+                Err(_) => return Err(checked.error("invalid_request", "max_age must be a number of seconds", issuer)),
+            }
+        }
+        match (req.code_challenge.as_deref(), req.code_challenge_method.as_deref()) {
+            (None, None) => {}
+            (Some(challenge), Some("S256")) => {
+                // A SHA-256 in base64url without padding is 43 characters.
+                if challenge.len() != 43 || B64.decode(challenge).is_err() {
+                    return Err(checked.error("invalid_request", "code_challenge is not an S256 challenge", issuer));
+                }
+                checked.code_challenge = Some(challenge.to_owned());
+            }
+            (Some(_), None) => {
+                return Err(checked.error("invalid_request", "code_challenge_method is required", issuer));
+            }
+            (None, Some(_)) => return Err(checked.error("invalid_request", "code_challenge is required", issuer)),
+            (Some(_), Some(_)) => {
+                return Err(checked.error(
+                    "invalid_request",
+                    "invalid code_challenge method, only S256 is supported",
+                    issuer,
+                ));
+            }
+        }
+        if checked.code_challenge.is_none() {
+            if checked.client.auth_method == AuthMethod::None {
+                return Err(checked.error("invalid_request", "pkce is required for public clients", issuer));
+            }
+            let offline = checked.scopes.iter().any(|s| s == "offline_access");
+            let oidc_nonce = checked.nonce.is_some() && checked.scopes.iter().any(|s| s == "openid");
+            if offline && !oidc_nonce {
+                return Err(checked.error(
+                    "invalid_request",
+                    "pkce or OIDC nonce is required when requesting offline_access scope",
+                    issuer,
+                ));
+            }
+        }
+        Ok(checked)
+    }
+
+    /// `GET /oauth2/authorize`: where the request leads, for `caller` (the session cookie's session, if any).
+    pub async fn authorize(
+        &self,
+        req: &AuthorizeRequest,
+        caller: Option<&Current>,
+        issuer: &str,
+    ) -> Result<Authorized, Unavailable> {
+        let checked = match self.check_authorization(req, issuer).await {
+            Ok(checked) => checked,
+            Err(Authorized::Refused { error: "temporarily_unavailable", .. }) => return Err(Unavailable),
+            Err(answer) => return Ok(answer),
+        };
+        self.decide(checked, caller, None, issuer).await
+    }
+
+    /// The steps after the checks: the session, the consent, the code. `accepted`: the scopes the consent page
+    /// just granted (they are stored first, and the code is issued for them).
+    async fn decide(
+        &self,
+        mut checked: Checked,
+        caller: Option<&Current>,
+        accepted: Option<Vec<String>>,
+        issuer: &str,
+    ) -> Result<Authorized, Unavailable> {
+        let now = Timestamp::now();
+        let too_old = |c: &Current| {
+            checked.max_age.is_some_and(|secs| c.session.created_at.plus(Duration::from_secs(secs)) <= now)
+        };
+        let current = match caller {
+            Some(c) if !too_old(c) && (!checked.prompt_login || accepted.is_some()) => c,
+            _ if checked.prompt_none => return Ok(checked.error("login_required", "authentication required", issuer)),
+            _ => return Ok(Authorized::SignIn),
+        };
+        if current.is_impersonation() {
+            return Ok(checked.error(
+                "access_denied",
+                "an administrator impersonating a user cannot sign in to applications as them",
+                issuer,
+            ));
+        }
+        if self.must_enrol(current).await {
+            if checked.prompt_none {
+                return Ok(checked.error("interaction_required", "a second factor must be enrolled first", issuer));
+            }
+            return Ok(Authorized::SignIn);
+        }
+        if let Some(scopes) = accepted {
+            let client = (checked.client.id, checked.client.client_id.as_str());
+            self.grants.give_consent(current.user.id, client, &scopes, &current.session.ip_address).await?;
+            checked.scopes = scopes;
+        } else if !checked.client.skip_consent {
+            let given = self.grants.consent(current.user.id, &checked.client.client_id).await?;
+            let covered = given.is_some_and(|given| checked.scopes.iter().all(|s| given.contains(s)));
+            if !covered || checked.prompt_consent {
+                if checked.prompt_none {
+                    return Ok(checked.error("consent_required", "consent required", issuer));
+                }
+                return Ok(Authorized::Consent);
+            }
+        }
+        let record = OAuthCodeRecordV1 {
+            client_id: checked.client.client_id.clone(),
+            user_id: current.user.id.to_bytes(),
+            session_id: current.session.id.to_bytes(),
+            redirect_uri: checked.redirect_uri.clone(),
+            scopes: checked.scopes.clone(),
+            code_challenge: checked.code_challenge.clone(),
+            nonce: checked.nonce.clone(),
+            auth_time_ms: current.session.created_at.as_millis(),
+            expires_at_ms: now.plus(CODE_LIFETIME).as_millis(),
+        };
+        let code = self.grants.issue_code(record).await?;
+        Ok(Authorized::Redirect(checked.back(&[("code", &code)], issuer)))
+    }
+
+    /// `POST /oauth2/consent`: the consent page's answer to the request `req` (its query, checked again in full),
+    /// by `current`. Accepted: the scopes (all requested, or `scope`, a subset) are remembered and a code issued;
+    /// denied: `access_denied` to the client (a denial is not stored).
+    pub async fn answer_consent(
+        &self,
+        req: &AuthorizeRequest,
+        current: &Current,
+        accept: bool,
+        scope: Option<&str>,
+        issuer: &str,
+    ) -> Result<Authorized, ConsentError> {
+        let checked = match self.check_authorization(req, issuer).await {
+            Ok(checked) => checked,
+            Err(Authorized::Refused { error: "temporarily_unavailable", .. }) => return Err(Unavailable.into()),
+            Err(answer) => return Ok(answer),
+        };
+        if !accept {
+            return Ok(checked.error("access_denied", "User denied access", issuer));
+        }
+        let scopes = match scope {
+            None => checked.scopes.clone(),
+            Some(scope) => {
+                let narrowed: Vec<String> = scope.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+                if narrowed.is_empty() || narrowed.iter().any(|s| !checked.scopes.contains(s)) {
+                    return Err(ConsentError::Invalid("Scope not originally requested".into()));
+                }
+                narrowed
+            }
+        };
+        Ok(self.decide(checked, Some(current), Some(scopes), issuer).await?)
+    }
+
+    /// The client a token request is from, authenticated as it was registered (RFC 6749 §2.3): a confidential
+    /// client by its secret (compared in constant time with the stored hash), a public one by its id alone.
+    async fn token_client(&self, req: &TokenRequest) -> Result<Client, TokenError> {
+        let basic = req.basic.is_some();
+        let invalid = |description: &str| TokenError::InvalidClient { description: description.into(), basic };
+        if basic && (req.client_secret.is_some()) {
+            return Err(TokenError::InvalidRequest("more than one client authentication method".into()));
+        }
+        let client_id = match (&req.basic, &req.client_id) {
+            (Some((id, _)), Some(form)) if id != form => {
+                return Err(TokenError::InvalidRequest("client_id differs from the authenticated client".into()));
+            }
+            (Some((id, _)), _) => id.clone(),
+            (None, Some(id)) => id.clone(),
+            (None, None) => return Err(invalid("client authentication is required")),
+        };
+        let (client, secret_hash) = match self.clients.with_secret(&client_id).await {
+            Ok(found) => found,
+            Err(ClientError::NotFound) => return Err(invalid("invalid client")),
+            Err(_) => return Err(Unavailable.into()),
+        };
+        if client.disabled {
+            return Err(invalid("client is disabled"));
+        }
+        let presented = match (&req.basic, &req.client_secret) {
+            (Some((_, secret)), _) => Some((AuthMethod::ClientSecretBasic, secret)),
+            (None, Some(secret)) => Some((AuthMethod::ClientSecretPost, secret)),
+            (None, None) => None,
+        };
+        match (client.auth_method, presented, secret_hash) {
+            (AuthMethod::None, None, _) => Ok(client),
+            (AuthMethod::None, Some(_), _) => Err(invalid("a public client has no secret")),
+            (registered, Some((used, secret)), Some(hash)) => {
+                if registered != used {
+                    return Err(TokenError::InvalidClient {
+                        description: format!("client registered for {} cannot use {}", registered.name(), used.name()),
+                        basic,
+                    });
+                }
+                let right: bool = crate::provider::clients::hash_secret(secret).ct_eq(&hash).into();
+                if right { Ok(client) } else { Err(invalid("invalid client secret")) }
+            }
+            (_, _, _) => Err(invalid("client authentication is required")),
+        }
+    }
+
+    /// `POST /oauth2/token`. Only the authorization code grant so far.
+    pub async fn token(&self, req: &TokenRequest, issuer: &str) -> Result<Tokens, TokenError> {
+        if let Some(name) = &req.repeated {
+            return Err(TokenError::InvalidRequest(format!("{name} is given more than once")));
+        }
+        let grant =
+            req.grant_type.as_deref().ok_or_else(|| TokenError::InvalidRequest("grant_type is required".into()))?;
+        if grant != "authorization_code" {
+            return Err(TokenError::UnsupportedGrantType(format!("unsupported grant_type {grant}")));
+        }
+        let client = self.token_client(req).await?;
+        if !client.grant_types.contains(&"authorization_code") {
+            return Err(TokenError::UnauthorizedClient("the client may not use the authorization code grant".into()));
+        }
+        let code = req.code.as_deref().ok_or_else(|| TokenError::InvalidRequest("code is required".into()))?;
+        let redirect_uri =
+            req.redirect_uri.as_deref().ok_or_else(|| TokenError::InvalidRequest("redirect_uri is required".into()))?;
+        // Taken before anything else is compared: a code presented once, by anyone, is spent.
+        let record = match self.grants.take_code(code).await {
+            Ok(record) => record,
+            Err(GrantError::InvalidCode) => return Err(TokenError::InvalidGrant("invalid code".into())),
+            Err(GrantError::Store(_)) => return Err(Unavailable.into()),
+        };
+        if record.client_id != client.client_id {
+            return Err(TokenError::InvalidGrant("invalid client_id".into()));
+        }
+        if record.redirect_uri != redirect_uri {
+            return Err(TokenError::InvalidGrant("redirect_uri mismatch".into()));
+        }
+        match (&record.code_challenge, req.code_verifier.as_deref()) {
+            (None, None) => {}
+            (Some(_), None) => return Err(TokenError::InvalidRequest("code_verifier is required".into())),
+            (None, Some(_)) => {
+                return Err(TokenError::InvalidRequest("code_verifier given for a code issued without PKCE".into()));
+            }
+            (Some(challenge), Some(verifier)) => {
+                if !valid_verifier(verifier) {
+                    return Err(TokenError::InvalidRequest("code_verifier is malformed".into()));
+                }
+                let computed = B64.encode(Sha256::digest(verifier.as_bytes()));
+                if !bool::from(computed.as_bytes().ct_eq(challenge.as_bytes())) {
+                    return Err(TokenError::InvalidGrant("code verification failed".into()));
+                }
+            }
+        }
+        let user_id = UserId::from_bytes(record.user_id);
+        let session_id = SessionId::from_bytes(record.session_id);
+        let now = Timestamp::now();
+        let user = self
+            .indexes
+            .users
+            .get(user_id)
+            .filter(|u| !u.is_banned_at(now))
+            .ok_or_else(|| TokenError::InvalidGrant("the user no longer exists or is banned".into()))?;
+        let session = self
+            .live_session(user_id, session_id)
+            .ok_or_else(|| TokenError::InvalidRequest("session no longer exists".into()))?;
+        if self.must_enrol(&Current { session, user, by_key: false }).await {
+            return Err(TokenError::InvalidGrant("the account must enrol a second factor first".into()));
+        }
+        self.keys.ensure().await.map_err(|_| Unavailable)?;
+        let sub = user_id.to_string();
+        let sid = session_id.to_string();
+        let scope = record.scopes.join(" ");
+        let iat = now.as_millis() / 1000;
+        let exp = iat + ACCESS_TOKEN_LIFETIME.as_secs() as i64;
+        let jti = crate::provider::grants::random_token();
+        let access = AccessClaims {
+            iss: issuer,
+            sub: &sub,
+            aud: &client.client_id,
+            client_id: &client.client_id,
+            azp: &client.client_id,
+            scope: &scope,
+            sid: &sid,
+            iat,
+            exp,
+            jti: &jti,
+        };
+        let access_token = self.keys.sign(Alg::EdDsa, Some("at+jwt"), &access).ok_or(Unavailable)?;
+        let id_token = if record.scopes.iter().any(|s| s == "openid") {
+            let alg = client.id_token_alg;
+            let hash = at_hash(alg, &access_token);
+            let claims = IdClaims {
+                iss: issuer,
+                sub: &sub,
+                aud: &client.client_id,
+                iat,
+                exp: iat + ID_TOKEN_LIFETIME.as_secs() as i64,
+                auth_time: record.auth_time_ms / 1000,
+                acr: "0",
+                at_hash: &hash,
+                nonce: record.nonce.as_deref(),
+                // The plugin names the session only to clients that may end it.
+                sid: client.end_session.then_some(sid.as_str()),
+            };
+            Some(self.keys.sign(alg, None, &claims).ok_or(Unavailable)?)
+        } else {
+            None
+        };
+        Ok(Tokens {
+            access_token,
+            expires_in: ACCESS_TOKEN_LIFETIME.as_secs(),
+            expires_at: exp,
+            token_type: "Bearer",
+            scope,
+            id_token,
+        })
+    }
+
+    /// `GET|POST /oauth2/userinfo`: the claims of the token's scopes, for a token this provider signed that has
+    /// not expired, whose session is still live and whose user is not banned (a sign-out or a ban ends it at once,
+    /// though the JWT itself would still verify until it expires).
+    pub async fn userinfo(&self, token: &str, issuer: &str) -> Result<UserInfo, UserInfoError> {
+        let invalid = |why: &str| UserInfoError::InvalidToken(why.into());
+        let (typ, claims) = self.keys.verify(token).ok_or_else(|| invalid("invalid access token"))?;
+        if typ.as_deref() != Some("at+jwt") {
+            return Err(invalid("not an access token"));
+        }
+        let now = Timestamp::now().as_millis() / 1000;
+        if claims.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|exp| exp <= now) {
+            return Err(invalid("the access token has expired"));
+        }
+        if claims.get("iss").and_then(serde_json::Value::as_str) != Some(issuer) {
+            return Err(invalid("the access token is another issuer's"));
+        }
+        let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
+        let user_id = text("sub").and_then(UserId::parse).ok_or_else(|| invalid("the access token names no user"))?;
+        let session_id =
+            text("sid").and_then(SessionId::parse).ok_or_else(|| invalid("the access token names no session"))?;
+        let scopes: Vec<&str> = text("scope").unwrap_or("").split(' ').collect();
+        if !scopes.contains(&"openid") {
+            return Err(UserInfoError::InsufficientScope);
+        }
+        let user = self
+            .indexes
+            .users
+            .get(user_id)
+            .filter(|u| !u.is_banned_at(Timestamp::now()))
+            .ok_or_else(|| invalid("the user no longer exists or is banned"))?;
+        if self.live_session(user_id, session_id).is_none() {
+            return Err(invalid("the session has ended"));
+        }
+        let mut info = UserInfo {
+            sub: user_id.to_string(),
+            name: None,
+            picture: None,
+            given_name: None,
+            family_name: None,
+            email: None,
+            email_verified: None,
+        };
+        if scopes.contains(&"profile") {
+            let name = user.name().to_owned();
+            if let Some((given, family)) = name.rsplit_once(' ') {
+                info.given_name = Some(given.to_owned());
+                info.family_name = Some(family.to_owned());
+            }
+            info.name = Some(name);
+            info.picture = user.image().map(str::to_owned);
+        }
+        if scopes.contains(&"email") {
+            info.email = Some(user.email().to_owned());
+            info.email_verified = Some(user.email_verified);
+        }
+        Ok(info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_hash_is_the_left_half_of_the_algorithms_hash() {
+        assert_eq!(B64.decode(at_hash(Alg::Rs256, "t")).unwrap().len(), 16);
+        assert_eq!(B64.decode(at_hash(Alg::EdDsa, "t")).unwrap().len(), 32);
+    }
+
+    #[test]
+    fn verifiers_follow_rfc_7636() {
+        assert!(valid_verifier(&"a".repeat(43)));
+        assert!(!valid_verifier(&"a".repeat(42)));
+        assert!(!valid_verifier(&"a".repeat(129)));
+        assert!(!valid_verifier(&format!("{}+", "a".repeat(43))));
+    }
+}
