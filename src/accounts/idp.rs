@@ -670,7 +670,7 @@ impl Accounts {
     /// though the JWT itself would still verify until it expires).
     pub async fn userinfo(&self, token: &str, issuer: &str) -> Result<UserInfo, UserInfoError> {
         let invalid = |why: &str| UserInfoError::InvalidToken(why.into());
-        let (typ, claims) = self.keys.verify(token).ok_or_else(|| invalid("invalid access token"))?;
+        let (typ, claims) = self.keys.verify_fresh(token).await.ok_or_else(|| invalid("invalid access token"))?;
         if typ.as_deref() != Some("at+jwt") {
             return Err(invalid("not an access token"));
         }

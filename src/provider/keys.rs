@@ -385,6 +385,9 @@ pub struct KeyRing {
     data_key: Arc<DataKey>,
     /// One change at a time on this node (the first keys, a rotation).
     change: tokio::sync::Mutex<()>,
+    /// When a token under a `kid` this node did not hold last made it read the keys again (milliseconds): at
+    /// most once a second, so that forged `kid`s do not become a read of the store each.
+    unknown_kid_read_ms: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -407,6 +410,7 @@ impl KeyRing {
             writer,
             data_key,
             change: tokio::sync::Mutex::new(()),
+            unknown_kid_read_ms: std::sync::atomic::AtomicI64::new(0),
         })
     }
 
@@ -567,6 +571,38 @@ impl KeyRing {
 }
 
 impl KeyRing {
+    /// [`KeyRing::verify`], reading the keys again first when `jws` names a key this node does not hold: another
+    /// node made it a moment ago (its first keys, or a rotation with no lead), and signed with it.
+    pub async fn verify_fresh(
+        &self,
+        jws: &str,
+    ) -> Option<(Option<String>, serde_json::Map<String, serde_json::Value>)> {
+        if let Some(verified) = self.verify(jws) {
+            return Some(verified);
+        }
+        #[derive(serde::Deserialize)]
+        struct Kid {
+            kid: String,
+        }
+        let header = jws.split('.').next()?;
+        let Kid { kid } = serde_json::from_slice(&B64.decode(header).ok()?).ok()?;
+        if self.current().keys.iter().any(|k| k.kid == kid) {
+            return None;
+        }
+        let now = Timestamp::now().as_millis();
+        let last = self.unknown_kid_read_ms.load(std::sync::atomic::Ordering::Relaxed);
+        if now - last < 1_000
+            || self
+                .unknown_kid_read_ms
+                .compare_exchange(last, now, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed)
+                .is_err()
+        {
+            return None;
+        }
+        self.refresh().await.ok()?;
+        self.verify(jws)
+    }
+
     /// The header's `typ` and the claims of `jws`, a compact JWS signed by a key this ring publishes, if its
     /// signature holds (the header's `alg` must be the key's). Claims are not checked here (`exp`, `iss`, …).
     pub fn verify(&self, jws: &str) -> Option<(Option<String>, serde_json::Map<String, serde_json::Value>)> {
