@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
 use super::{Accounts, Current, Unavailable};
-use crate::domain::{SessionId, Timestamp, UserId};
+use crate::domain::{SessionId, UserId};
 use crate::provider::grants::{CODE_LIFETIME, GrantError};
 use crate::provider::{Alg, AuthMethod, Client, ClientError, USER_SCOPES, redirect_uri_matches};
 use crate::store::OAuthCodeRecordV1;
@@ -426,7 +426,7 @@ impl Accounts {
         accepted: Option<Vec<String>>,
         issuer: &str,
     ) -> Result<Authorized, Unavailable> {
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let too_old = |c: &Current| {
             checked.max_age.is_some_and(|secs| c.session.created_at.plus(Duration::from_secs(secs)) <= now)
         };
@@ -602,7 +602,7 @@ impl Accounts {
         }
         let user_id = UserId::from_bytes(record.user_id);
         let session_id = SessionId::from_bytes(record.session_id);
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let user = self
             .indexes
             .users
@@ -674,7 +674,7 @@ impl Accounts {
         if typ.as_deref() != Some("at+jwt") {
             return Err(invalid("not an access token"));
         }
-        let now = Timestamp::now().as_millis() / 1000;
+        let now = self.clock.now().as_millis() / 1000;
         if claims.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|exp| exp <= now) {
             return Err(invalid("the access token has expired"));
         }
@@ -693,7 +693,7 @@ impl Accounts {
             .indexes
             .users
             .get(user_id)
-            .filter(|u| !u.is_banned_at(Timestamp::now()))
+            .filter(|u| !u.is_banned_at(self.clock.now()))
             .ok_or_else(|| invalid("the user no longer exists or is banned"))?;
         if self.live_session(user_id, session_id).is_none() {
             return Err(invalid("the session has ended"));

@@ -980,3 +980,49 @@ async fn a_banned_or_signed_out_user_gets_no_code_no_token_and_no_userinfo() {
         "invalid_token",
     );
 }
+
+/// The flow reads the service's one clock, as the session rules do: a `max_age` and an access token's lifetime are
+/// judged on the time that starts and ends sessions, so no two parts of one request disagree on what "now" is (and
+/// the tests that move the clock move all of it).
+#[tokio::test]
+async fn max_age_and_the_access_tokens_lifetime_follow_the_services_clock() {
+    const MIN: std::time::Duration = std::time::Duration::from_secs(60);
+    let (s, clock) = TestServer::start_clocked(|_| {}).await;
+    let admin = s.admin_session().await;
+    let (id, secret) =
+        register(&s, &admin, json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true})).await;
+    let secret = secret.unwrap();
+    let u = s.new_user("clara").await;
+    let (verifier, challenge) = pkce();
+    let ask = [
+        ("response_type", "code"),
+        ("client_id", id.as_str()),
+        ("redirect_uri", RP),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("prompt", "none"),
+        ("max_age", "60"),
+    ];
+    let (_, params) = location(&authorize(&s, Some(&u.cookie), &ask).await);
+    let f = [
+        ("grant_type", "authorization_code"),
+        ("code", params["code"].as_str()),
+        ("redirect_uri", RP),
+        ("code_verifier", verifier.as_str()),
+    ];
+    let r = token(&s, &f, Some((&id, &secret))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let bearer = format!("Bearer {}", r.json()["access_token"].as_str().unwrap());
+    assert_eq!(s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status, 200);
+
+    // Two minutes on: the sign-in is older than max_age asks.
+    clock.advance(2 * MIN);
+    let (_, params) = location(&authorize(&s, Some(&u.cookie), &ask).await);
+    assert_eq!(params["error"], "login_required", "{params:?}");
+    // Fifteen minutes after it was issued, the access token has expired, though its session lives on.
+    clock.advance(14 * MIN);
+    let r = s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await;
+    oauth_error(&r, 401, "invalid_token");
+    assert_eq!(s.get("/api/auth/get-session").cookie(&u.cookie).send().await.status, 200);
+}
