@@ -103,11 +103,23 @@ impl Accounts {
 
     /// The teams of `org` as they stand, each with only the members whose entries stand (see [`TeamMember`]).
     pub fn teams_of(&self, org: &Organization) -> Vec<Team> {
-        let members = &self.indexes.members;
-        org.teams
-            .iter()
-            .map(|t| Team { members: t.standing(|u| members.get(org.id, u)).cloned().collect(), ..t.clone() })
-            .collect()
+        org.teams.iter().map(|t| self.standing(org.id, t.clone())).collect()
+    }
+
+    /// The organization named (or the active one), once the caller's membership there allows `action` on
+    /// `resource`: the check every team change opens with. `outsider` and `denied` are the route's own codes for a
+    /// caller who is no member and for one whose roles do not allow it (the plugin words them per route).
+    fn allowed_in(
+        &self,
+        current: &Current,
+        org: Option<OrgId>,
+        (resource, action): (&str, &str),
+        outsider: TeamsError,
+        denied: TeamsError,
+    ) -> Result<OrgId, TeamsError> {
+        let org = Self::team_org(current, org)?;
+        let me = self.acting_membership(current, org).ok_or(outsider)?;
+        if me.roles.allows(resource, action) { Ok(org) } else { Err(denied) }
     }
 
     /// `create-team`: a team of the organization named (or the active one), for a member allowed `team:create`.
@@ -119,11 +131,8 @@ impl Accounts {
         ip: String,
     ) -> Result<TeamOf, TeamsError> {
         self.teams_on()?;
-        let org = Self::team_org(current, org)?;
-        let me = self.acting_membership(current, org).ok_or(TeamsError::NotAllowedToInvite)?;
-        if !me.roles.allows("team", "create") {
-            return Err(TeamsError::NotAllowedToCreate);
-        }
+        use TeamsError::{NotAllowedToCreate, NotAllowedToInvite};
+        let org = self.allowed_in(current, org, ("team", "create"), NotAllowedToInvite, NotAllowedToCreate)?;
         let limit = self.organizations.maximum_teams;
         Ok((org, self.actors.orgs.create_team(org, name, limit, Self::team_caller(current, ip)).await?))
     }
@@ -147,11 +156,8 @@ impl Accounts {
         ip: String,
     ) -> Result<TeamOf, TeamsError> {
         self.teams_on()?;
-        let org = Self::team_org(current, org)?;
-        let me = self.acting_membership(current, org).ok_or(TeamsError::NotAllowedToUpdate)?;
-        if !me.roles.allows("team", "update") {
-            return Err(TeamsError::NotAllowedToUpdate);
-        }
+        use TeamsError::NotAllowedToUpdate;
+        let org = self.allowed_in(current, org, ("team", "update"), NotAllowedToUpdate, NotAllowedToUpdate)?;
         let updated = self.actors.orgs.update_team(org, team, name, Self::team_caller(current, ip)).await?;
         Ok((org, self.standing(org, updated)))
     }
@@ -195,11 +201,8 @@ impl Accounts {
         ip: String,
     ) -> Result<TeamMemberShown, TeamsError> {
         self.teams_on()?;
-        let org = Self::team_org(current, org)?;
-        let me = self.acting_membership(current, org).ok_or(TeamsError::NotAMember)?;
-        if !me.roles.allows("member", "update") {
-            return Err(TeamsError::NotAllowedToAddMember);
-        }
+        use TeamsError::{NotAMember, NotAllowedToAddMember};
+        let org = self.allowed_in(current, org, ("member", "update"), NotAMember, NotAllowedToAddMember)?;
         self.indexes.members.get(org, user).ok_or(TeamsError::NotAMember)?;
         let limit = self.organizations.maximum_members_per_team;
         let entry = self.actors.orgs.add_team_member(org, team, user, limit, Self::team_caller(current, ip)).await?;
@@ -216,11 +219,8 @@ impl Accounts {
         ip: String,
     ) -> Result<(), TeamsError> {
         self.teams_on()?;
-        let org = Self::team_org(current, org)?;
-        let me = self.acting_membership(current, org).ok_or(TeamsError::NotAMember)?;
-        if !me.roles.allows("member", "delete") {
-            return Err(TeamsError::NotAllowedToRemoveMember);
-        }
+        use TeamsError::{NotAMember, NotAllowedToRemoveMember};
+        let org = self.allowed_in(current, org, ("member", "delete"), NotAMember, NotAllowedToRemoveMember)?;
         self.indexes.members.get(org, user).ok_or(TeamsError::NotAMember)?;
         Ok(self.actors.orgs.remove_team_member(org, team, user, Self::team_caller(current, ip)).await?)
     }
@@ -274,11 +274,9 @@ impl Accounts {
                 None => self.indexes.members.of_user(user).iter().map(|m| m.org).collect(),
             }
         } else {
-            let org = Self::team_org(current, org)?;
-            let me = self.acting_membership(current, org).ok_or(TeamsError::YouAreNotAMember)?;
-            if !me.roles.allows("member", "update") {
-                return Err(TeamsError::NotAllowedToUpdateMember);
-            }
+            use TeamsError::{NotAllowedToUpdateMember, YouAreNotAMember};
+            let org =
+                self.allowed_in(current, org, ("member", "update"), YouAreNotAMember, NotAllowedToUpdateMember)?;
             self.indexes.members.get(org, user).ok_or(TeamsError::NotAMember)?;
             vec![org]
         };
