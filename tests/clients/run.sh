@@ -17,7 +17,7 @@ SMTP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1",
 python3 -m aiosmtpd -n -l "127.0.0.1:$SMTP_PORT" -c aiosmtpd.handlers.Mailbox "$WORK/mail" &
 SMTP_PID=$!
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$SMTP_PORT") 2>/dev/null && break; sleep 0.1; done
-printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nmail_per_address = 0\nmail_per_email = 0\n[email]\nsmtp_url = "smtp://127.0.0.1:%s"\n[two_factor]\ncodes_by_mail = true\n[magic_link]\nenabled = true\n[email_otp]\nenabled = true\n[organizations]\nteams = true\n' \
+printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nmail_per_address = 0\nmail_per_email = 0\n[email]\nsmtp_url = "smtp://127.0.0.1:%s"\n[two_factor]\ncodes_by_mail = true\n[magic_link]\nenabled = true\n[email_otp]\nenabled = true\n[organizations]\nteams = true\n[username]\nenabled = true\n' \
   "$SMTP_PORT" > "$WORK/config.toml"
 export ADMIN_EMAIL=admin@example.com ADMIN_PASSWORD='client suite admin password'
 # Starts a server in $1 (its config.toml there, if any) and prints its address.
