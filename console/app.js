@@ -472,6 +472,10 @@ async function userPage(id) {
 
   const details = h("dl", { id: "user-details" },
     h("dt", { text: "Name" }), h("dd", { text: user.name }),
+    // better-auth's username plugin: the name (normalised) and, when it differs beyond case, how it is shown.
+    ...(user.username ? [h("dt", { text: "Username" }), h("dd", { id: "user-username",
+      text: user.displayUsername && user.displayUsername.toLowerCase() !== user.username
+        ? `${user.username} (shown as ${user.displayUsername})` : user.displayUsername ?? user.username })] : []),
     h("dt", { text: "Role" }), h("dd", { id: "user-role", text: user.role }),
     h("dt", { text: "Primary organization" }), h("dd", { id: "user-org", text: orgName(user.organizationId) }),
     h("dt", { text: "Banned" }), h("dd", { id: "user-banned",

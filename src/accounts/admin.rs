@@ -11,7 +11,7 @@ use crate::actors::sessions::{CreateSessionError, Start};
 use crate::actors::users::{CreateUserError, DeleteUserError, NewUser};
 use crate::domain::{
     AuditEntry, AuditId, Email, Name, OrgId, Organization, Password, PasswordContext, Session, SessionId, SessionToken,
-    Slug, Timestamp, TokenHash, User, UserId,
+    Slug, Timestamp, TokenHash, User, UserId, Username,
 };
 use crate::hashing::HashError;
 
@@ -68,6 +68,7 @@ impl From<UpdateUserError> for AdminError {
             UpdateUserError::SelfBan => Self::SelfBan,
             UpdateUserError::LastAdmin => Self::LastAdmin,
             UpdateUserError::LastOwner => Self::LastOwner,
+            UpdateUserError::UsernameTaken => Self::UsernameTaken,
             UpdateUserError::Unavailable(u) => Self::Unavailable(u),
         }
     }
@@ -79,18 +80,23 @@ pub enum SessionRef {
     Id(SessionId),
 }
 
+/// An account an administrator creates (the admin plugin's create-user), validated. `None` for a role: the default
+/// one; for a password: one nobody knows.
+pub struct AdminNewUser {
+    pub name: Name,
+    pub email: Email,
+    pub password: Option<Password>,
+    pub role: Option<crate::domain::Role>,
+    /// The username plugin's `data.username` and `data.displayUsername`.
+    pub username: Option<Username>,
+    pub display_username: Option<Box<str>>,
+}
+
 impl Accounts {
     /// Creates an account on behalf of administrator `by`. Without a password the account gets one nobody knows
     /// (its owner sets theirs with a reset link).
-    pub async fn create_user_by(
-        &self,
-        by: UserId,
-        name: Name,
-        email: Email,
-        password: Option<Password>,
-        role: Option<crate::domain::Role>,
-        ip: &str,
-    ) -> Result<Arc<User>, AdminError> {
+    pub async fn create_user_by(&self, by: UserId, new: AdminNewUser, ip: &str) -> Result<Arc<User>, AdminError> {
+        let AdminNewUser { name, email, password, role, username, display_username } = new;
         if self.indexes.users.by_email(&email).is_some() {
             return Err(AdminError::EmailTaken);
         }
@@ -104,7 +110,9 @@ impl Accounts {
         };
         let password_hash = self.hasher.hash(password).await.map_err(AdminError::from_hash)?;
         let role = role.unwrap_or_else(|| self.roles.default_role());
-        let new = NewUser { name, email, image: None, role, password_hash, username: None, display_username: None };
+        // An administrator may give a reserved name (a staff account's); another account's or its look-alike is
+        // refused by the actor.
+        let new = NewUser { name, email, image: None, role, password_hash, username, display_username };
         self.actors.users.create_by(by, new, ip.to_owned()).await.map_err(|e| match e {
             CreateUserError::EmailTaken => AdminError::EmailTaken,
             CreateUserError::UsernameTaken => AdminError::UsernameTaken,

@@ -54,7 +54,7 @@ pub use crate::provider::{CLAIMS as PROVIDER_CLAIMS, SCOPES as PROVIDER_SCOPES};
 use crate::store::Store;
 use crate::store::follower::Freshness;
 pub use account::{AccountError, Profile};
-pub use admin::{AdminError, SessionRef};
+pub use admin::{AdminError, AdminNewUser, SessionRef};
 pub use api_keys::{ApiKeyError, KeyAuthError, KeyOwner, NewKey, Verified as VerifiedKey, check_expires_in};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};

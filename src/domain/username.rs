@@ -133,6 +133,12 @@ pub fn skeleton_of(text: &str) -> Box<str> {
 }
 
 impl Username {
+    /// `raw` normalised as a new name is (NFKC, lower-case), without the format check: an imported name, which
+    /// better-auth's own validator (perhaps another than the default) accepted.
+    pub fn normalised(raw: &str) -> Self {
+        Self(raw.nfkc().flat_map(char::to_lowercase).collect::<String>().into_boxed_str())
+    }
+
     /// A name read back from the store (or an import), checked when it was first set: not checked again, so a
     /// tightened rule cannot make old accounts unloadable.
     pub fn from_trusted(name: impl Into<Box<str>>) -> Self {

@@ -16,7 +16,8 @@ use super::extract::{self, Fields, Refusal};
 use super::fields::{self, validated_name};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::{
-    AdminError, Field, Filter, Operator, Order, Revoke, Search, SessionRef, TextField, UserChange, UserQuery, Window,
+    AdminError, AdminNewUser, Field, Filter, Operator, Order, Revoke, Search, SessionRef, TextField, UserChange,
+    UserQuery, Window,
 };
 use crate::domain::{BanReason, Email, Password, Permissions, SessionId, SessionToken, Timestamp, User, UserId};
 
@@ -159,22 +160,30 @@ pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let by =
         extract::administrator(state, req.headers(), Refusal::Coded("YOU_ARE_NOT_ALLOWED_TO_CREATE_USERS")).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    // Nothing a request asks for is dropped in silence: the auth library's `data` (further fields of the new
-    // account) is not taken at creation, so a non-empty one is refused and the caller sets them with update-user.
+    // Nothing a request asks for is dropped in silence: of the auth library's `data` (further fields of the new
+    // account) only the username plugin's are taken at creation, so any other is refused and the caller sets it
+    // with update-user.
     body.only(&["email", "password", "name", "role", "data"])?;
-    match body.get("data") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(data)) if data.is_empty() => {}
-        Some(Value::Object(_)) => {
-            return Err(Failure::validation("[body.data] not taken at creation; set those fields with update-user"));
+    let username = match body.get("data") {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::Object(data)) => {
+            if let Some(key) = data.keys().find(|k| !["username", "displayUsername"].contains(&k.as_str())) {
+                return Err(Failure::validation(format!(
+                    "[body.data] not taken at creation ({key}); set those fields with update-user"
+                )));
+            }
+            fields::username_fields(state, &Fields::from(data.clone()), true)?
         }
         Some(_) => return Err(Failure::validation("[body.data] Invalid input: expected object")),
-    }
+    };
     let email = Email::parse(body.string("email")?).map_err(|_| fields::invalid_email())?;
     let name = validated_name(body.string("name")?)?;
     let password = body.optional_string("password")?.map(Password::new).transpose()?;
     let role = body.optional_string("role")?.map(|r| role(state, r)).transpose()?;
-    let user = state.accounts.create_user_by(by.id, name, email, password, role, &ctx.ip.to_string()).await?;
+    let ip = ctx.ip.to_string();
+    let (username, display_username) = username;
+    let new = AdminNewUser { name, email, password, role, username, display_username };
+    let user = state.accounts.create_user_by(by.id, new, &ip).await?;
     Ok(one_user(&user))
 }
 
@@ -266,7 +275,7 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
             return Err(Failure::bad_request(code, message));
         }
     }
-    let known = ["name", "image", "role", "emailVerified", "banned", "banReason"];
+    let known = ["name", "image", "role", "emailVerified", "banned", "banReason", "username", "displayUsername"];
     if let Some(key) = data.keys().find(|k| !known.contains(k)) {
         return Err(Failure::validation(format!("[body.data.{key}] unknown field; allowed: {}", known.join(", "))));
     }
@@ -276,7 +285,10 @@ pub async fn update_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
         Some(Some(url)) => Some(Some(fields::image_url(url)?)),
     };
     let ban_reason = fields::ban_reason(&data)?;
+    let (username, display_username) = fields::username_fields(state, &data, false)?;
     let edit = UserChange {
+        username,
+        display_username,
         name: data.optional_string("name")?.map(validated_name).transpose()?,
         image,
         role: data.optional_string("role")?.map(|r| role(state, r)).transpose()?,

@@ -119,7 +119,9 @@ impl From<UpdateUserError> for Failure {
             UpdateUserError::NotAdmin => StatusCode::FORBIDDEN,
             UpdateUserError::UserNotFound | UpdateUserError::OrganizationNotFound => StatusCode::NOT_FOUND,
             UpdateUserError::SelfBan => StatusCode::BAD_REQUEST,
-            UpdateUserError::LastAdmin | UpdateUserError::LastOwner => StatusCode::CONFLICT,
+            UpdateUserError::LastAdmin | UpdateUserError::LastOwner | UpdateUserError::UsernameTaken => {
+                StatusCode::CONFLICT
+            }
             UpdateUserError::Unavailable(u) => return u.into(),
         };
         Self::with_status(status, e.to_string())

@@ -301,6 +301,8 @@ fn profile_diff(before: &UserRecord, after: &UserRecord) -> Option<Event> {
     field("name", before.name != after.name, after.name.clone().into());
     field("email", before.email != after.email, after.email.clone().into());
     field("image", before.image != after.image, after.image.clone().into());
+    field("username", before.username != after.username, after.username.clone().into());
+    field("display_username", before.display_username != after.display_username, after.display_username.clone().into());
     field("email_verified", before.email_verified != after.email_verified, after.email_verified.into());
     field("organization_id", before.organization_id != after.organization_id, after.organization_id.map(id).into());
     // A ban's reason changed while it stays banned (a new ban is user.banned).
@@ -431,6 +433,17 @@ mod tests {
         let sent = run(vec![endpoint(&["user.updated"])], Some(user(false, "user")), &[StoreOp::PutUser(renamed)]);
         assert_eq!(sent[0]["data"]["changed"], json!(["name"]));
         assert_eq!(sent[0]["data"]["name"], "Ann B.");
+        let named = UserRecord {
+            username: Some("ann_b".into()),
+            display_username: Some("Ann_B".into()),
+            ..user(false, "user")
+        };
+        let sent = run(vec![endpoint(&["user.updated"])], Some(user(false, "user")), &[StoreOp::PutUser(named)]);
+        assert_eq!(sent[0]["data"]["changed"], json!(["username", "display_username"]));
+        assert_eq!(
+            (&sent[0]["data"]["username"], &sent[0]["data"]["display_username"]),
+            (&json!("ann_b"), &json!("Ann_B"))
+        );
         let mut rehashed = user(false, "user");
         rehashed.password_hash = "$argon2id$other".into();
         rehashed.updated_at_ms = 5;

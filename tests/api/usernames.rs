@@ -300,3 +300,103 @@ async fn one_name_claimed_twice_at_once_goes_to_one_account() {
     }
     s.stop().await;
 }
+
+/// The admin plugin's create-user takes `data.username` (a reserved name too: an administrator names staff
+/// accounts) and update-user `data.username`, audited as a profile change; another account's name or its
+/// look-alike is 400 `USERNAME_IS_ALREADY_TAKEN`; get-user (what the console's user page reads) carries both
+/// fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_plugin_creates_and_changes_usernames_audited() {
+    let s = TestServer::start_adjusted(on).await;
+    let admin = s.admin_session().await;
+    let create = |data: Value, tag: &str| {
+        let body = json!({"email": format!("{tag}@example.com"), "name": tag, "password": PASSWORD, "data": data});
+        s.post("/api/auth/admin/create-user").cookie(&admin).json(&body).send()
+    };
+    let r = create(json!({"username": "Support", "displayUsername": "Support Team"}), "staff").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let staff = r.json()["user"].clone();
+    assert_eq!((&staff["username"], &staff["displayUsername"]), (&json!("support"), &json!("Support Team")));
+    assert_auth_error(&create(json!({"username": "supp0rt"}), "copy").await, 400, "USERNAME_IS_ALREADY_TAKEN");
+    assert_eq!(create(json!({"role": "admin"}), "sneaky").await.status, 400);
+    assert_auth_error(&create(json!({"username": "a b"}), "bad").await, 400, "INVALID_USERNAME");
+    let user = s.new_user("kim").await;
+    let update = |data: Value| {
+        s.post("/api/auth/admin/update-user").cookie(&admin).json(&json!({"userId": user.id, "data": data})).send()
+    };
+    let r = update(json!({"username": "Kim_K"})).await;
+    assert_eq!((r.status, r.json()["username"].clone()), (200, json!("kim_k")), "{}", r.text);
+    assert_auth_error(&update(json!({"username": "SUPPORT"})).await, 400, "USERNAME_IS_ALREADY_TAKEN");
+    let got = s.get(&format!("/api/auth/admin/get-user?id={}", user.id)).cookie(&admin).send().await.json();
+    assert_eq!(got["username"], "kim_k");
+    let audit = s.get("/api/admin/audit?limit=200").cookie(&admin).send().await.json();
+    let changed =
+        audit["entries"].as_array().unwrap().iter().any(|e| {
+            e["action"] == "user.profile_updated" && e["detail"].as_str().is_some_and(|d| d.contains("username"))
+        });
+    assert!(changed, "the change of username is audited: {audit}");
+    s.stop().await;
+}
+
+/// The import from better-auth brings the username plugin's columns: an imported name signs in (normalised: NFKC
+/// and lower-case), keeps its display form, and is taken for new accounts; an account without one has neither.
+/// Two accounts whose names are one after normalisation stop the import, naming the account.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_better_auth_import_brings_usernames() {
+    const HASH: &str = include_str!("../migration/fixtures/better-auth-hash.txt");
+    const OLD_PASSWORD: &str = "correct horse battery";
+    let write = |path: &std::path::Path, rows: &[(&str, Option<&str>, Option<&str>)]| {
+        let db = rusqlite::Connection::open(path).unwrap();
+        db.execute_batch(
+            r#"CREATE TABLE "user" ("id" text PRIMARY KEY, "name" text, "email" text, "emailVerified" integer,
+                 "image" text, "createdAt" date, "updatedAt" date, "role" text, "banned" integer, "banReason" text,
+                 "banExpires" date, "username" text, "displayUsername" text);
+               CREATE TABLE "account" ("id" text PRIMARY KEY, "accountId" text, "providerId" text, "userId" text,
+                 "password" text, "createdAt" date, "updatedAt" date);"#,
+        )
+        .unwrap();
+        for (n, (email, username, display)) in rows.iter().enumerate() {
+            let id = format!("ba{n:030}");
+            db.execute(
+                r#"INSERT INTO "user" VALUES (?1, 'Old User', ?2, 1, NULL, '2025-05-01T10:00:00.000Z',
+                   '2025-05-01T10:00:00.000Z', 'user', 0, NULL, NULL, ?3, ?4)"#,
+                rusqlite::params![id, email, username, display],
+            )
+            .unwrap();
+            db.execute(
+                r#"INSERT INTO "account" VALUES (?1, ?2, 'credential', ?2, ?3, '2025-05-01T10:00:00.000Z',
+                   '2025-05-01T10:00:00.000Z')"#,
+                rusqlite::params![format!("acc{n}"), id, HASH.trim()],
+            )
+            .unwrap();
+        }
+    };
+    let twins = tempfile::tempdir().unwrap();
+    write(
+        &twins.path().join("ba.db"),
+        &[("a@example.com", Some("same"), None), ("b@example.com", Some("ＳＡＭＥ"), None)],
+    );
+    let (status, _, err) = run_binary(twins.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(!status.success() && err.contains("b@example.com: the username \"same\" is another account's"), "{err}");
+
+    let root = tempfile::tempdir().unwrap();
+    write(
+        &root.path().join("ba.db"),
+        &[("ann@example.com", Some("ann_old"), Some("Ann_Old")), ("bo@example.com", None, None)],
+    );
+    let (status, _, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(status.success(), "import: {err}");
+    let mut config = test_config(&root.path().join("data"));
+    on(&mut config);
+    let s = TestServer::start_embedded(config).await;
+    let r = post(&s, "sign-in/username", json!({"username": "ANN_OLD", "password": OLD_PASSWORD})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        (&r.json()["user"]["email"], &r.json()["user"]["displayUsername"]),
+        (&json!("ann@example.com"), &json!("Ann_Old"))
+    );
+    assert_eq!(available(&s, "ann_old").await, json!(false));
+    let (status, body, _) = s.sign_in("bo@example.com", OLD_PASSWORD).await;
+    assert!(status == 200 && body["user"].get("username").is_none(), "{body}");
+    s.stop().await;
+}

@@ -41,6 +41,9 @@ pub struct UserChange {
     pub organization: Option<Option<OrgId>>,
     /// A new password (its hash) set by the administrator: every session of the account ends with it.
     pub password_hash: Option<String>,
+    /// better-auth's `username` (refused if another account has it or a look-alike) and `displayUsername`.
+    pub username: Option<Username>,
+    pub display_username: Option<Box<str>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -72,6 +75,9 @@ pub enum UpdateUserError {
     /// Moving the account out of the organization it is the last owner of.
     #[error("the account is the last owner of its organization")]
     LastOwner,
+    /// Another account has the username, or one that looks like it.
+    #[error("Username is already taken. Please try another.")]
+    UsernameTaken,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }

@@ -119,6 +119,12 @@ pub fn apply_change(
     if let Some(image) = change.image {
         user.image = image.map(Into::into);
     }
+    if change.username.is_some() {
+        user.username = change.username;
+    }
+    if change.display_username.is_some() {
+        user.display_username = change.display_username;
+    }
     if let Some(verified) = change.email_verified {
         user.email_verified = verified;
     }
@@ -265,6 +271,12 @@ pub fn changes<'a>(before: &'a User, after: &'a User) -> impl Iterator<Item = (&
     }
     if before.image() != after.image() {
         profile.push("image");
+    }
+    if before.username() != after.username() {
+        profile.push("username");
+    }
+    if before.display_username() != after.display_username() {
+        profile.push("display username");
     }
     if before.email_verified != after.email_verified {
         profile.push(if after.email_verified { "e-mail marked verified" } else { "e-mail marked unverified" });

@@ -197,6 +197,9 @@ pub(crate) const USER: &[Column] = &[
     col("banned", Kind::Bool, false),
     col("banReason", Kind::Text, false),
     col("banExpires", Kind::Time, false),
+    // The username plugin's, when it was on.
+    col("username", Kind::Text, false),
+    col("displayUsername", Kind::Text, false),
 ];
 pub(crate) const ACCOUNT: &[Column] = &[
     col("userId", Kind::Text, true),

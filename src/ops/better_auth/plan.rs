@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{ACCOUNT, Cell, Column, INVITATION, MAX_FIELD_BYTES, MEMBER, ORGANIZATION, Snapshot, USER};
 use crate::domain::{BanReason, Email, ImageUrl, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
-use crate::domain::{MemberRoles, OrgRole, RolesError};
+use crate::domain::{MemberRoles, OrgRole, RolesError, Username, display_username};
 use crate::store::{InvitationRecordV1, Loaded, MembershipRecordV1, OrgRecord, StoreOp, UserRecord};
 
 /// One line of the mapping file.
@@ -374,6 +374,8 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             emails.entry(email.to_string()).or_default().push(id);
         }
     }
+    // Usernames (the username plugin's column), unique after normalisation, with those already in the store.
+    let mut usernames: HashSet<String> = existing.users.iter().filter_map(|u| u.username.clone()).collect();
     let mut unusable_hash = Some(unusable_hash);
     // The argon2 costs of the imported hashes other than the configured one, and how many hashes have each.
     let mut argon2_costs: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
@@ -556,6 +558,31 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
                 sealed_tokens: None,
             }));
         }
+        // better-auth kept the name lower-cased; NFKC too, as this service keeps names. Two accounts that end with one
+        // name cannot both sign in by it: the file is refused.
+        let username = text(&row[11]).filter(|n| !n.trim().is_empty()).and_then(|raw| {
+            if crate::domain::text::refused(raw).is_some() {
+                plan.notes.push(format!("user {email}: username dropped: it holds a control or reordering character"));
+                return None;
+            }
+            Some(Username::normalised(raw).as_str().to_owned())
+        });
+        if let Some(name) = &username
+            && !usernames.insert(name.clone())
+        {
+            plan.blocking.push(format!(
+                "user {email}: the username {name:?} is another account's (after NFKC and lower-casing)"
+            ));
+        }
+        let display_username = text(&row[12]).and_then(|raw| match display_username(raw) {
+            Ok(display) => Some(display.into_string()),
+            Err(_) => {
+                plan.notes.push(format!(
+                    "user {email}: displayUsername dropped: blank, over 100 characters, or a control character"
+                ));
+                None
+            }
+        });
         plan.ops.push(StoreOp::PutUser(UserRecord {
             id: new_id.to_bytes(),
             name: name.to_string(),
@@ -571,8 +598,8 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             email_verified: flag(&row[3]),
             ban_expires_ms,
             two_factor: None,
-            username: None,
-            display_username: None,
+            username,
+            display_username,
         }));
     }
     // The memberships of the accounts imported, after them (a membership names its account and organization).

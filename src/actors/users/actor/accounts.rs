@@ -95,6 +95,10 @@ impl UsersActor {
             active_admins: self.active_admin_count(state),
             org_exists: &|org| orgs.get(org).is_some() && !closing.contains(&org),
         };
+        if change.username.as_ref().is_some_and(|name| self.username_taken(state, name, Some(target))) {
+            let _ = reply.send(Err(UpdateUserError::UsernameTaken));
+            return;
+        }
         let new_password = change.password_hash.is_some();
         let changed = rules::apply_change(&snapshot, &current, change, Timestamp::now());
         let changed = changed.and_then(|c| self.primary_moved(state, &current, &c.user).map(|ops| (c, ops)));
@@ -118,6 +122,7 @@ impl UsersActor {
                     Conflict::LastAdmin => Some(UpdateUserError::LastAdmin),
                     Conflict::LastOwner { .. } => Some(UpdateUserError::LastOwner),
                     Conflict::OrganizationGone { user } if *user == id => Some(UpdateUserError::OrganizationNotFound),
+                    Conflict::UsernameTaken(_) => Some(UpdateUserError::UsernameTaken),
                     _ => None,
                 };
                 state.overlay.add_guarded(ops, reply, Ok(after), last);
