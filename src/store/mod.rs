@@ -76,7 +76,8 @@ pub enum StoreOp {
     PutSession(TokenHash, SessionRecord),
     /// A live session extended (its new expiry): like [`PutSession`](Self::PutSession), except that a session
     /// ended meanwhile stays ended. Several nodes: a sign-out on another node may have removed it a moment ago; the
-    /// refresh is then refused with [`Conflict::SessionGone`] instead of bringing the session back.
+    /// refresh then writes nothing (it never brings the session back, and refuses nothing beside it) and the node
+    /// reads the session back from the database, gone.
     RefreshSession(TokenHash, SessionRecord),
     /// A session ended: its user's id and its token's hash (sessions are stored by user, then hash, so that
     /// ending every session of one account writes a few neighbouring pages, not one page per session).
@@ -454,8 +455,6 @@ pub enum Conflict {
     LastAdmin,
     #[error("the account was changed on another node meanwhile")]
     Changed { user: [u8; 16] },
-    #[error("the session was ended on another node")]
-    SessionGone,
     #[error("the organization was deleted on another node")]
     OrganizationGone { user: [u8; 16] },
     #[error("an account joined the organization on another node")]

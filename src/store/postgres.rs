@@ -87,8 +87,8 @@ pub struct PgStore {
     loaded_seq: AtomicI64,
     /// This node's acknowledged commits its follower has not passed yet (see [`super::own`]).
     own: Arc<OwnCommits>,
-    /// Records a commit found changed in the database (a `Changed` or `SessionGone` conflict): the follower reads
-    /// them back into memory, so that a node whose memory went wrong repairs it instead of refusing forever.
+    /// Records a commit found changed in the database (a `Changed` conflict, a refresh of a session no longer
+    /// there): the follower reads them back into memory, so that a node whose memory went wrong repairs it instead of refusing forever.
     resync: Mutex<Vec<Resync>>,
     faults: FaultSwitch,
 }
@@ -904,7 +904,6 @@ fn commit(
                     | StoreOp::DeleteOrg(_)
                     | StoreOp::ReserveAttempt { .. }
                     | StoreOp::ExpectUser { .. }
-                    | StoreOp::RefreshSession(..)
                     | StoreOp::PutMember(_)
                     | StoreOp::DeleteMember(..)
                     | StoreOp::PutInvitation(_)
@@ -914,7 +913,7 @@ fn commit(
         let queued = fanout.as_ref().map_or(0, |f| f.messages.len());
         let outcome = if risky {
             let mut savepoint = tx.savepoint("request").map_err(before)?;
-            match apply(&mut savepoint, s, ops, fanout.as_mut()) {
+            match apply(&mut savepoint, s, ops, fanout.as_mut(), &mut resync) {
                 Ok(()) => savepoint.commit().map_err(before).map(|()| Ok(())),
                 Err(Refused::Conflict(conflict)) => {
                     // Nothing of it is written: neither are its events.
@@ -926,7 +925,7 @@ fn commit(
                 Err(Refused::Failed(e)) => Err(before(e)),
             }
         } else {
-            match apply(&mut tx, s, ops, fanout.as_mut()) {
+            match apply(&mut tx, s, ops, fanout.as_mut(), &mut resync) {
                 Ok(()) => Ok(Ok(())),
                 // Only the ops that make a request risky can conflict; without a savepoint the transaction could not
                 // go on, so this would fail the batch rather than write half of it.
@@ -942,7 +941,7 @@ fn commit(
                 results.push(Ok(()));
             }
             Err(conflict) => {
-                resync.extend(conflict_resync(&conflict, ops));
+                resync.extend(conflict_resync(&conflict));
                 results.push(Err(StoreError::Conflict(conflict)));
             }
         }
@@ -1043,24 +1042,21 @@ fn demotes_an_admin<'a>(
 }
 
 /// The record a conflict says this node holds wrong: read back into memory (the follower does it).
-fn conflict_resync(conflict: &Conflict, ops: &[StoreOp]) -> Option<Resync> {
+fn conflict_resync(conflict: &Conflict) -> Option<Resync> {
     match conflict {
         Conflict::Changed { user } => Some(Resync::User(*user)),
-        Conflict::SessionGone => ops.iter().find_map(|op| match op {
-            StoreOp::RefreshSession(hash, r) => Some(Resync::Session(r.user_id, *hash)),
-            _ => None,
-        }),
         _ => None,
     }
 }
 
 /// Applies one request's ops, with the last-administrator guard when they demote, ban or remove an account that
-/// is an active administrator now.
+/// is an active administrator now. A record this node holds wrong and the ops found out is added to `resync`.
 fn apply(
     tx: &mut Transaction<'_>,
     s: &Prepared,
     ops: &[StoreOp],
     mut fanout: Option<&mut Fanout>,
+    resync: &mut Vec<Resync>,
 ) -> Result<(), Refused> {
     let guard_admins = demotes_an_admin(tx, ops.iter())?;
     let admins_before = if guard_admins {
@@ -1139,8 +1135,11 @@ fn apply(
                     "UPDATE sessions SET record = $3 WHERE user_id = $1 AND hash = $2",
                     &[&r.user_id.as_slice(), &hash.as_slice(), &codec::encode(r)],
                 )?;
+                // Ended on another node a moment ago: it stays ended, and nothing else of the request or its
+                // batch is refused for it (a background use-write used to fail a whole batch of sign-ins with
+                // it). This node still holds the session: the follower reads it back, gone.
                 if updated == 0 {
-                    return Err(Refused::Conflict(Conflict::SessionGone));
+                    resync.push(Resync::Session(r.user_id, *hash));
                 }
                 Ok(updated)
             }

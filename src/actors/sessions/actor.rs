@@ -142,10 +142,9 @@ impl Actor for SessionsActor {
             }
             SessionsMsg::Refresh { hash, reply } => match self.renew(state, hash) {
                 Renewal::Written(session) => {
+                    // Several nodes: ended on another node a moment ago, it stays ended (see `RefreshSession`).
                     let refresh = StoreOp::RefreshSession(hash, convert::session_record(&session));
-                    // Several nodes: ended on another node a moment ago, it stays ended (the caller sees none).
-                    let gone = |c: &Conflict| (*c == Conflict::SessionGone).then_some(Ok(None));
-                    state.overlay.add_answering([refresh], reply, Ok(Some(session)), gone);
+                    state.overlay.add([refresh], reply, Some(session));
                 }
                 Renewal::AsItIs(session) => drop(reply.send(Ok(Some(session)))),
                 Renewal::Ended => drop(reply.send(Ok(None))),
@@ -165,8 +164,7 @@ impl Actor for SessionsActor {
                     state.overlay.stage(hash, Some(Arc::clone(&session)));
                     // Like a refresh: a session ended on another node meanwhile stays ended.
                     let write = StoreOp::RefreshSession(hash, convert::session_record(&session));
-                    let gone = |c: &Conflict| (*c == Conflict::SessionGone).then_some(Ok(None));
-                    state.overlay.add_answering([write], reply, Ok(Some(session)), gone);
+                    state.overlay.add([write], reply, Some(session));
                 }
                 _ => drop(reply.send(Ok(None))),
             },
