@@ -212,3 +212,60 @@ async fn unknown_email_and_wrong_password_take_the_same_time_with_imported_argon
     }
     s.stop().await;
 }
+
+/// A key `@better-auth/api-key` 1.7 made (its `apikey` row: the key's SHA-256 in base64url, owner in `referenceId`)
+/// comes over with `import-better-auth` and opens its owner's session here in `x-api-key`, with its name, prefix
+/// and limits; a disabled one stays refused, and a key kept unhashed (`disableKeyHashing`) blocks the import.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_key_made_by_better_auth_keeps_working_after_the_import() {
+    use base64::Engine;
+    use sha2::Digest;
+    let root = tempfile::tempdir().unwrap();
+    let path = root.path().join("ba.db");
+    better_auth_file(&path, &["keys@example.com"]);
+    let hashed = |key: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(key));
+    // As the plugin makes them: a prefix and 64 letters.
+    let (live, off) = (format!("ba_liv{}", "K".repeat(61)), format!("ba_off{}", "Q".repeat(61)));
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch(
+        r#"CREATE TABLE "apikey" ("id" text PRIMARY KEY, "configId" text NOT NULL, "name" text, "start" text,
+             "referenceId" text NOT NULL, "prefix" text, "key" text NOT NULL, "refillInterval" integer,
+             "refillAmount" integer, "lastRefillAt" date, "enabled" integer, "rateLimitEnabled" integer,
+             "rateLimitTimeWindow" integer, "rateLimitMax" integer, "requestCount" integer, "remaining" integer,
+             "lastRequest" date, "expiresAt" date, "createdAt" date NOT NULL, "updatedAt" date NOT NULL,
+             "permissions" text, "metadata" text);"#,
+    )
+    .unwrap();
+    let user = format!("ba{:030}", 0);
+    let insert = r#"INSERT INTO "apikey" VALUES (?1, 'default', ?2, 'ba_liv', ?3, 'ba_', ?4, NULL, NULL, NULL, ?5,
+        1, 86400000, 10, 0, NULL, NULL, NULL, '2025-06-01T10:00:00.000Z', '2025-06-01T10:00:00.000Z',
+        '{"files":["read"]}', '{"team":"ci"}')"#;
+    db.execute(insert, rusqlite::params!["ba-key-1", "deploy", user, hashed(&live), 1]).unwrap();
+    db.execute(insert, rusqlite::params!["ba-key-2", "old", user, hashed(&off), 0]).unwrap();
+    // A row the plugin wrote with `disableKeyHashing`: the key itself, which is never imported.
+    db.execute(insert, rusqlite::params!["ba-key-3", "plain", user, "ba_plainKey", 1]).unwrap();
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(!status.success() && err.contains("disableKeyHashing"), "an unhashed key must block: {out}{err}");
+    db.execute(r#"DELETE FROM "apikey" WHERE "id" = 'ba-key-3'"#, []).unwrap();
+    drop(db);
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(status.success() && format!("{out}{err}").contains("2 API key(s) imported"), "import: {out}{err}");
+
+    let s = TestServer::start_embedded(test_config(&root.path().join("data"))).await;
+    let session = s.get("/api/auth/get-session").header("x-api-key", &live).send().await;
+    assert_eq!(session.status, 200, "{}", session.text);
+    assert_eq!(session.json()["user"]["email"], "keys@example.com");
+    let refused = s.get("/api/auth/get-session").header("x-api-key", &off).send().await;
+    assert_eq!(refused.json()["code"], "KEY_DISABLED", "{}", refused.text);
+    let (_, _, cookie) = s.sign_in("keys@example.com", OLD_PASSWORD).await;
+    let listed = s.get("/api/auth/api-key/list").cookie(&cookie.unwrap()).send().await.json();
+    let keys = listed["apiKeys"].as_array().cloned().unwrap_or_default();
+    let deploy = keys.iter().find(|k| k["name"] == "deploy").unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(
+        (&deploy["prefix"], &deploy["start"], &deploy["rateLimitMax"]),
+        (&"ba_".into(), &"ba_liv".into(), &10.into())
+    );
+    assert_eq!(deploy["metadata"], serde_json::json!({"team": "ci"}), "{deploy}");
+    assert_eq!(deploy["createdAt"], "2025-06-01T10:00:00.000Z");
+    s.stop().await;
+}

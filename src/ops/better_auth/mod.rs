@@ -40,7 +40,8 @@
 //!   gives them one.
 //!
 //! With `--secret` (better-auth's), the second factors of the two-factor plugin come over ([`two_factor`]). The
-//! passkeys of `@better-auth/passkey` (its `passkey` table) come over in any case ([`passkeys`]).
+//! passkeys of `@better-auth/passkey` (its `passkey` table) and the API keys of `@better-auth/api-key` (its
+//! `apikey` table) come over in any case ([`passkeys`], [`api_keys`]).
 //!
 //! Pending invitations that have not expired come over with a new id (better-auth's ids are no UUIDs): the links
 //! already mailed do not work here, so their organization's admins send them again (`invite-member` with
@@ -52,6 +53,7 @@
 //! better-auth's ids are not UUIDs, so new ids are minted; the mapping file (`--mapping-out`) lists old id → new
 //! id for the application's own tables.
 
+mod api_keys;
 mod passkeys;
 mod plan;
 mod postgres;
@@ -261,6 +263,8 @@ pub struct Snapshot {
     pub(crate) two_factor: Option<Vec<Vec<Cell>>>,
     /// The `passkey` table (`@better-auth/passkey`), when there is one.
     pub(crate) passkeys: Option<Vec<Vec<Cell>>>,
+    /// The `apikey` table (`@better-auth/api-key`), when there is one.
+    pub(crate) api_keys: Option<Vec<Vec<Cell>>>,
     /// Missing tables and required columns.
     pub(crate) missing: Vec<String>,
 }
@@ -328,41 +332,41 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
     );
     snapshot.missing = missing;
     snapshot.sessions = if has_sessions { reader.count("session")? } else { 0 };
-    // The two-factor plugin's table, read only when it is a table with the columns its rows need.
-    match reader.columns("twoFactor")? {
-        Found::Table(have) => {
-            let present: Vec<bool> = two_factor::TWO_FACTOR.iter().map(|c| have.iter().any(|h| h == c.name)).collect();
-            if two_factor::TWO_FACTOR.iter().zip(&present).all(|(c, p)| *p || !c.required) {
-                let mut rows = Collected::new("twoFactor", &mut bytes);
-                reader.rows("twoFactor", two_factor::TWO_FACTOR, &present, &mut rows)?;
-                snapshot.two_factor = Some(rows.into_rows());
-            } else {
-                snapshot.missing.push("table \"twoFactor\" lacks userId, secret or backupCodes".into());
-            }
-        }
-        Found::Missing => {}
-        Found::NotATable(kind) => {
-            snapshot.missing.push(format!("\"twoFactor\" is a {kind}, not a table: only tables are read"));
-        }
-    }
-    // The passkey plugin's table, likewise.
-    match reader.columns("passkey")? {
-        Found::Table(have) => {
-            let present: Vec<bool> = passkeys::PASSKEY.iter().map(|c| have.iter().any(|h| h == c.name)).collect();
-            if passkeys::PASSKEY.iter().zip(&present).all(|(c, p)| *p || !c.required) {
-                let mut rows = Collected::new("passkey", &mut bytes);
-                reader.rows("passkey", passkeys::PASSKEY, &present, &mut rows)?;
-                snapshot.passkeys = Some(rows.into_rows());
-            } else {
-                snapshot.missing.push("table \"passkey\" lacks id, publicKey, userId or credentialID".into());
-            }
-        }
-        Found::Missing => {}
-        Found::NotATable(kind) => {
-            snapshot.missing.push(format!("\"passkey\" is a {kind}, not a table: only tables are read"));
-        }
-    }
+    // The plugins' tables, each read only when it is a table with the columns its rows need.
+    snapshot.two_factor = plugin_table(reader, "twoFactor", two_factor::TWO_FACTOR, &mut bytes, &mut snapshot.missing)?;
+    snapshot.passkeys = plugin_table(reader, "passkey", passkeys::PASSKEY, &mut bytes, &mut snapshot.missing)?;
+    snapshot.api_keys = plugin_table(reader, "apikey", api_keys::API_KEY, &mut bytes, &mut snapshot.missing)?;
     Ok(snapshot)
+}
+
+/// A plugin's table, when there is one: `None` when it is missing, or (said in `missing`) not a table or without
+/// a column its rows need.
+fn plugin_table(
+    reader: &mut dyn Reader,
+    name: &str,
+    columns: &[Column],
+    bytes: &mut usize,
+    missing: &mut Vec<String>,
+) -> Result<Option<Vec<Vec<Cell>>>, OpsError> {
+    match reader.columns(name)? {
+        Found::Table(have) => {
+            let present: Vec<bool> = columns.iter().map(|c| have.iter().any(|h| h == c.name)).collect();
+            let absent: Vec<&str> =
+                columns.iter().zip(&present).filter(|(c, p)| c.required && !**p).map(|(c, _)| c.name).collect();
+            if !absent.is_empty() {
+                missing.push(format!("table \"{name}\" lacks {}", absent.join(", ")));
+                return Ok(None);
+            }
+            let mut rows = Collected::new(name, bytes);
+            reader.rows(name, columns, &present, &mut rows)?;
+            Ok(Some(rows.into_rows()))
+        }
+        Found::Missing => Ok(None),
+        Found::NotATable(kind) => {
+            missing.push(format!("\"{name}\" is a {kind}, not a table: only tables are read"));
+            Ok(None)
+        }
+    }
 }
 
 /// Runs the command: reads the source, checks everything against the data directory, and (unless a dry run or a
@@ -403,6 +407,9 @@ fn import_with_faults(
     }
     if let Some(rows) = &snapshot.passkeys {
         passkeys::attach(&mut plan, rows, &store, crate::domain::Timestamp::now().as_millis());
+    }
+    if let Some(rows) = &snapshot.api_keys {
+        api_keys::attach(&mut plan, rows, &existing, crate::domain::Timestamp::now().as_millis());
     }
 
     // Identities of providers this server does not know yet: imported, and said, so the operator adds them.

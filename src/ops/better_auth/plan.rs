@@ -146,7 +146,7 @@ fn flag(cell: &Cell) -> bool {
 }
 
 /// A date column: `None` when NULL, or a problem naming `column` when it is not a date of the years 1970–9999.
-fn date(cell: &Cell, column: &str) -> Result<Option<i64>, String> {
+pub(crate) fn date(cell: &Cell, column: &str) -> Result<Option<i64>, String> {
     let ms = match cell {
         Cell::Null => return Ok(None),
         Cell::Time(ms) => *ms,
