@@ -147,7 +147,21 @@ impl Core {
         give_back_load_memory();
         let indexes = Arc::new(indexes);
         let commits = CommitMetrics { duration: metrics.commit_duration.clone(), batch: metrics.commit_batch.clone() };
-        let (writer, writer_done) = StoreWriter::spawn_observed(Arc::clone(&store), commits)?;
+        // The identity provider's grants: read now, then kept by every durable commit of this node (the writer
+        // shows it each one) and by the follower.
+        let grant_index = {
+            let store = Arc::clone(&store);
+            let now = clock.now().as_millis();
+            let grants = tokio::task::spawn_blocking(move || store.oauth_grants(now))
+                .await
+                .map_err(|e| AppError::Startup(e.to_string()))??;
+            Arc::new(crate::provider::GrantIndex::load(grants))
+        };
+        let on_commit: crate::store::OnCommit = {
+            let index = Arc::clone(&grant_index);
+            Arc::new(move |ops| index.apply(ops))
+        };
+        let (writer, writer_done) = StoreWriter::spawn_with(Arc::clone(&store), commits, Some(on_commit))?;
         let limits = &config.rate_limit;
         let attempts = AttemptPolicy {
             max_failures: limits.failures_per_account,
@@ -189,7 +203,13 @@ impl Core {
             None => Freshness::always(),
         };
         let follower = match store.postgres() {
-            Some(pg) => Some(start_follower(Arc::clone(pg), Arc::clone(&freshness), system.handles.clone(), &roles)?),
+            Some(pg) => Some(start_follower(
+                Arc::clone(pg),
+                Arc::clone(&freshness),
+                system.handles.clone(),
+                Arc::clone(&grant_index),
+                &roles,
+            )?),
             None => None,
         };
         let audit = AuditLog::new(Arc::clone(&store), writer.clone());
@@ -245,7 +265,7 @@ impl Core {
                 let u = &config.username;
                 Arc::new(crate::domain::UsernameRules::new(u.min_length, u.max_length, &u.reserved))
             }),
-            grants: Arc::new(crate::provider::Grants::new(Arc::clone(&store), writer.clone())),
+            grants: Arc::new(crate::provider::Grants::new(Arc::clone(&store), writer.clone(), grant_index)),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),
@@ -312,6 +332,7 @@ fn start_follower(
     pg: Arc<crate::store::PgStore>,
     freshness: Arc<Freshness>,
     handles: actors::Handles,
+    grants: Arc<crate::provider::GrantIndex>,
     roles: &RoleSet,
 ) -> Result<Follower, AppError> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -320,6 +341,8 @@ fn start_follower(
     let own = Arc::clone(pg.own());
     let apply = move |entry: follower::Entry| {
         let gate = crate::store::own::Gate::new(entry.seq, entry.resync, Arc::clone(&own));
+        // The grants are no actor's: their index takes its part first (it keeps the newest of each by itself).
+        grants.apply(&entry.ops);
         let change = actors::remote::RemoteChange::from_ops(entry.ops, &roles, gate).map_err(|e| e.to_string())?;
         // The follower is an OS thread of its own, outside the runtime: it may block on the actors' answer.
         runtime.block_on(handles.apply_remote(change)).map_err(|e| e.to_string())

@@ -19,9 +19,9 @@ use subtle::ConstantTimeEq;
 
 use super::{Accounts, Current, Unavailable};
 use crate::domain::{SessionId, UserId};
-use crate::provider::grants::{CODE_LIFETIME, GrantError};
+use crate::provider::grants::{self as grants, CODE_LIFETIME, GrantError, RefreshError};
 use crate::provider::{Alg, AuthMethod, Client, ClientError, USER_SCOPES, redirect_uri_matches};
-use crate::store::OAuthCodeRecordV1;
+use crate::store::{OAuthCodeRecordV1, OAuthGrantRecordV1};
 
 /// Access tokens are JWTs (RFC 9068) that live a quarter of an hour: short, since a JWT is valid wherever it is
 /// checked offline until it expires (the plugin's default is an hour; userinfo here also checks the session).
@@ -92,6 +92,9 @@ pub struct TokenRequest {
     pub code: Option<String>,
     pub redirect_uri: Option<String>,
     pub code_verifier: Option<String>,
+    /// The refresh token grant's token, and the scopes it may narrow the new access token to.
+    pub refresh_token: Option<String>,
+    pub scope: Option<String>,
     /// `client_id` and `client_secret` in the form (`client_secret_post`, or a public client's id alone).
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
@@ -108,6 +111,9 @@ pub struct Tokens {
     pub expires_in: u64,
     pub expires_at: i64,
     pub token_type: &'static str,
+    /// With `offline_access` granted: a new one at every refresh, which replaces the one used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
     pub scope: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id_token: Option<String>,
@@ -127,6 +133,8 @@ pub enum TokenError {
     UnauthorizedClient(String),
     #[error("{0}")]
     UnsupportedGrantType(String),
+    #[error("{0}")]
+    InvalidScope(String),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -140,6 +148,7 @@ impl TokenError {
             TokenError::InvalidGrant(_) => "invalid_grant",
             TokenError::UnauthorizedClient(_) => "unauthorized_client",
             TokenError::UnsupportedGrantType(_) => "unsupported_grant_type",
+            TokenError::InvalidScope(_) => "invalid_scope",
             TokenError::Unavailable(_) => "temporarily_unavailable",
         }
     }
@@ -555,16 +564,122 @@ impl Accounts {
         }
     }
 
-    /// `POST /oauth2/token`. Only the authorization code grant so far.
+    /// `POST /oauth2/token`: the authorization code grant and the refresh token grant.
     pub async fn token(&self, req: &TokenRequest, issuer: &str) -> Result<Tokens, TokenError> {
         if let Some(name) = &req.repeated {
             return Err(TokenError::InvalidRequest(format!("{name} is given more than once")));
         }
         let grant =
             req.grant_type.as_deref().ok_or_else(|| TokenError::InvalidRequest("grant_type is required".into()))?;
-        if grant != "authorization_code" {
-            return Err(TokenError::UnsupportedGrantType(format!("unsupported grant_type {grant}")));
+        match grant {
+            "authorization_code" => self.code_grant(req, issuer).await,
+            "refresh_token" => self.refresh_grant(req, issuer).await,
+            _ => Err(TokenError::UnsupportedGrantType(format!("unsupported grant_type {grant}"))),
         }
+    }
+
+    /// The refresh token grant (RFC 6749 §6): the grant's refresh token is replaced by a new one (rotation), and a
+    /// new access token (and ID token, with `openid`) issued, for the grant's scopes or fewer (`scope`).
+    async fn refresh_grant(&self, req: &TokenRequest, issuer: &str) -> Result<Tokens, TokenError> {
+        let client = self.token_client(req).await?;
+        if !client.grant_types.contains(&"authorization_code") {
+            return Err(TokenError::UnauthorizedClient("the client may not use the refresh token grant".into()));
+        }
+        let token = req
+            .refresh_token
+            .as_deref()
+            .ok_or_else(|| TokenError::InvalidRequest("refresh_token is required".into()))?;
+        let now = self.clock.now();
+        let asked: Option<Vec<String>> = req
+            .scope
+            .as_deref()
+            .map(|scope| scope.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .filter(|asked: &Vec<String>| !asked.is_empty());
+        let (grant, refresh_token) = match self.grants.refresh(token, &client.client_id, asked.as_deref(), now).await {
+            Ok(done) => done,
+            Err(RefreshError::Invalid) => return Err(TokenError::InvalidGrant("invalid refresh token".into())),
+            Err(e @ RefreshError::Reused) => return Err(TokenError::InvalidGrant(e.to_string())),
+            Err(e @ RefreshError::Scope(_)) => return Err(TokenError::InvalidScope(e.to_string())),
+            Err(RefreshError::Store(_)) => return Err(Unavailable.into()),
+        };
+        let scopes = asked.unwrap_or_else(|| grant.scopes.clone());
+        let user_id = grant
+            .user_id
+            .map(UserId::from_bytes)
+            .ok_or_else(|| TokenError::InvalidGrant("invalid refresh token".into()))?;
+        // A ban ends the user's grants in its own commit; this holds for a ban whose change is on its way here.
+        if self.indexes.users.get(user_id).is_none_or(|u| u.is_banned_at(now)) {
+            return Err(TokenError::InvalidGrant("the user no longer exists or is banned".into()));
+        }
+        // No nonce: it belongs to the authentication, not to a refresh (OpenID Connect Core §12.2).
+        let mut tokens = self.issue(&client, &grant, &scopes, None, issuer).await?;
+        tokens.refresh_token = Some(refresh_token);
+        Ok(tokens)
+    }
+
+    /// Signs an access token for `grant` with `scopes` (and an ID token when they hold `openid`).
+    async fn issue(
+        &self,
+        client: &Client,
+        grant: &OAuthGrantRecordV1,
+        scopes: &[String],
+        nonce: Option<&str>,
+        issuer: &str,
+    ) -> Result<Tokens, TokenError> {
+        self.keys.ensure().await.map_err(|_| Unavailable)?;
+        let now = self.clock.now();
+        let sub = grant.user_id.map_or_else(|| client.client_id.clone(), |u| UserId::from_bytes(u).to_string());
+        let sid = grant.session_id.map(|s| SessionId::from_bytes(s).to_string()).unwrap_or_default();
+        let scope = scopes.join(" ");
+        let iat = now.as_millis() / 1000;
+        let exp = iat + ACCESS_TOKEN_LIFETIME.as_secs() as i64;
+        let jti = grants::access_jti(grant.id);
+        let access = AccessClaims {
+            iss: issuer,
+            sub: &sub,
+            aud: &client.client_id,
+            client_id: &client.client_id,
+            azp: &client.client_id,
+            scope: &scope,
+            sid: &sid,
+            iat,
+            exp,
+            jti: &jti,
+        };
+        let access_token = self.keys.sign(Alg::EdDsa, Some("at+jwt"), &access).ok_or(Unavailable)?;
+        let id_token = if grant.user_id.is_some() && scopes.iter().any(|s| s == "openid") {
+            let alg = client.id_token_alg;
+            let hash = at_hash(alg, &access_token);
+            let claims = IdClaims {
+                iss: issuer,
+                sub: &sub,
+                aud: &client.client_id,
+                iat,
+                exp: iat + ID_TOKEN_LIFETIME.as_secs() as i64,
+                auth_time: grant.auth_time_ms / 1000,
+                acr: "0",
+                at_hash: &hash,
+                nonce,
+                // The plugin names the session only to clients that may end it.
+                sid: (client.end_session && !sid.is_empty()).then_some(sid.as_str()),
+            };
+            Some(self.keys.sign(alg, None, &claims).ok_or(Unavailable)?)
+        } else {
+            None
+        };
+        Ok(Tokens {
+            access_token,
+            expires_in: ACCESS_TOKEN_LIFETIME.as_secs(),
+            expires_at: exp,
+            token_type: "Bearer",
+            refresh_token: None,
+            scope,
+            id_token,
+        })
+    }
+
+    /// The authorization code grant (RFC 6749 §4.1.3).
+    async fn code_grant(&self, req: &TokenRequest, issuer: &str) -> Result<Tokens, TokenError> {
         let client = self.token_client(req).await?;
         if !client.grant_types.contains(&"authorization_code") {
             return Err(TokenError::UnauthorizedClient("the client may not use the authorization code grant".into()));
@@ -615,54 +730,26 @@ impl Accounts {
         if self.must_enrol(&Current { session, user, by_key: false }).await {
             return Err(TokenError::InvalidGrant("the account must enrol a second factor first".into()));
         }
-        self.keys.ensure().await.map_err(|_| Unavailable)?;
-        let sub = user_id.to_string();
-        let sid = session_id.to_string();
-        let scope = record.scopes.join(" ");
-        let iat = now.as_millis() / 1000;
-        let exp = iat + ACCESS_TOKEN_LIFETIME.as_secs() as i64;
-        let jti = crate::provider::grants::random_token();
-        let access = AccessClaims {
-            iss: issuer,
-            sub: &sub,
-            aud: &client.client_id,
-            client_id: &client.client_id,
-            azp: &client.client_id,
-            scope: &scope,
-            sid: &sid,
-            iat,
-            exp,
-            jti: &jti,
+        let offline = record.scopes.iter().any(|s| s == "offline_access");
+        let grant = OAuthGrantRecordV1 {
+            id: grants::new_grant_id(),
+            client_id: client.client_id.clone(),
+            user_id: Some(record.user_id),
+            session_id: Some(record.session_id),
+            scopes: record.scopes.clone(),
+            auth_time_ms: record.auth_time_ms,
+            refresh_hash: None,
+            retired: Vec::new(),
+            created_at_ms: now.as_millis(),
+            updated_at_ms: now.as_millis(),
+            expires_at_ms: 0,
         };
-        let access_token = self.keys.sign(Alg::EdDsa, Some("at+jwt"), &access).ok_or(Unavailable)?;
-        let id_token = if record.scopes.iter().any(|s| s == "openid") {
-            let alg = client.id_token_alg;
-            let hash = at_hash(alg, &access_token);
-            let claims = IdClaims {
-                iss: issuer,
-                sub: &sub,
-                aud: &client.client_id,
-                iat,
-                exp: iat + ID_TOKEN_LIFETIME.as_secs() as i64,
-                auth_time: record.auth_time_ms / 1000,
-                acr: "0",
-                at_hash: &hash,
-                nonce: record.nonce.as_deref(),
-                // The plugin names the session only to clients that may end it.
-                sid: client.end_session.then_some(sid.as_str()),
-            };
-            Some(self.keys.sign(alg, None, &claims).ok_or(Unavailable)?)
-        } else {
-            None
-        };
-        Ok(Tokens {
-            access_token,
-            expires_in: ACCESS_TOKEN_LIFETIME.as_secs(),
-            expires_at: exp,
-            token_type: "Bearer",
-            scope,
-            id_token,
-        })
+        let mut tokens = self.issue(&client, &grant, &record.scopes, record.nonce.as_deref(), issuer).await?;
+        // Made once the tokens are signed (nothing is stored for a request that fails), and before they are
+        // answered: a token is never valid for a grant that is not durable.
+        let access_ends = crate::domain::Timestamp::from_millis(tokens.expires_at * 1000);
+        tokens.refresh_token = self.grants.make(grant, offline, access_ends).await.map_err(Unavailable::from)?;
+        Ok(tokens)
     }
 
     /// `GET|POST /oauth2/userinfo`: the claims of the token's scopes, for a token this provider signed that has
@@ -689,13 +776,23 @@ impl Accounts {
         if !scopes.contains(&"openid") {
             return Err(UserInfoError::InsufficientScope);
         }
+        // Its grant, from memory: revoked, or ended with a reused refresh token, a ban, a reset, "sign out
+        // everywhere", the token is no longer valid, though the JWT would verify until it expires.
+        let grant_id = text("jti").and_then(grants::jti_grant).ok_or_else(|| invalid("the grant has ended"))?;
+        let grant = self
+            .grants
+            .live(grant_id, self.clock.now())
+            .await
+            .map_err(Unavailable::from)?
+            .ok_or_else(|| invalid("the grant has ended"))?;
         let user = self
             .indexes
             .users
             .get(user_id)
             .filter(|u| !u.is_banned_at(self.clock.now()))
             .ok_or_else(|| invalid("the user no longer exists or is banned"))?;
-        if self.live_session(user_id, session_id).is_none() {
+        // `offline_access` is what outlives the session that granted it.
+        if !grant.scopes.iter().any(|s| s == "offline_access") && self.live_session(user_id, session_id).is_none() {
             return Err(invalid("the session has ended"));
         }
         let mut info = UserInfo {

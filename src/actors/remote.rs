@@ -146,7 +146,8 @@ impl RemoteChange {
         for op in &ops {
             // Records are cloned out of the borrowed view: a few per entry, on the follower's path only.
             match op.held() {
-                None => {}
+                // Grants are no actor's: the follower hands them to the identity provider's index itself.
+                None | Some(Held::PutOAuthGrant(_) | Held::DeleteOAuthGrant(_)) => {}
                 Some(Held::PutOrg(r)) => {
                     change.orgs.push((OrgId::from_bytes(r.id), Some(Arc::new(convert::org(r.clone())))))
                 }

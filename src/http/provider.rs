@@ -402,8 +402,8 @@ fn basic_credentials(headers: &hyper::HeaderMap) -> Result<Option<(String, Strin
     Ok(Some((unescape(id), unescape(secret))))
 }
 
-/// `POST /api/auth/oauth2/token` (form): the authorization code grant → `{access_token, expires_in, expires_at,
-/// token_type, scope, id_token?}`; errors `{error_description, error}` (401 `invalid_client`, with
+/// `POST /api/auth/oauth2/token` (form): the authorization code and refresh token grants → `{access_token,
+/// expires_in, expires_at, token_type, refresh_token?, scope, id_token?}`; errors `{error_description, error}` (401 `invalid_client`, with
 /// `WWW-Authenticate: Basic` when Basic was tried). Never cached.
 pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let form = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
@@ -431,6 +431,8 @@ pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
         code: take(&mut p, "code"),
         redirect_uri: take(&mut p, "redirect_uri"),
         code_verifier: take(&mut p, "code_verifier"),
+        refresh_token: take(&mut p, "refresh_token"),
+        scope: take(&mut p, "scope"),
         client_id: take(&mut p, "client_id"),
         client_secret: take(&mut p, "client_secret"),
         basic,

@@ -6,17 +6,236 @@
 //! second redemption out while the first one's take commits; across nodes the store refuses the second take
 //! ([`crate::store::Conflict::CodeUsed`]).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+//!
+//! The grants themselves (what a redeemed code or a client credentials request gave a client, and every token
+//! issued from it since) are held in every node's memory ([`GrantIndex`]): userinfo and introspection answer from
+//! it, so a revoked grant is inactive at once. The index follows every durable commit of this node (the store
+//! writer shows it each one, [`crate::store::OnCommit`]: a ban's or a password reset's commit ends the user's
+//! grants, staged by the actors) and the other nodes' through the change log. A refresh reads its grant from the
+//! store (the one truth about which refresh token is in force), and its rotation is guarded across nodes
+//! ([`crate::store::Conflict::RefreshUsed`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::domain::{Timestamp, UserId, action};
-use crate::store::{OAuthCodeRecordV1, OAuthConsentRecordV1, Store, StoreError, StoreOp, StoreWriter, audit};
+use crate::store::{
+    OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecordV1, Store, StoreError, StoreOp, StoreWriter, audit,
+};
 
 /// How long a code may wait for its redemption (the plugin's `codeExpiresIn`).
 pub const CODE_LIFETIME: Duration = Duration::from_secs(600);
+/// How long a refresh token is valid, from its issue (the plugin's `refreshTokenExpiresIn`): each refresh
+/// issues a new one for as long again.
+pub const REFRESH_LIFETIME: Duration = Duration::from_secs(30 * 86_400);
+/// How many rotated-out refresh tokens a grant remembers: one of them presented again ends the grant (RFC 9700
+/// §4.14.2). An older one is merely refused: by then the grant has been refreshed this many times since, by
+/// whoever holds the newest token, and the older token gets nothing.
+pub const RETIRED_KEPT: usize = 8;
+/// How long an ended grant's id is remembered, so that a change log entry that made it (applied late) does not
+/// bring it back: longer than any access token lives.
+const ENDED_KEPT_MS: i64 = 3_600_000;
+
+/// The grants that have not ended, as memory holds them. Cheap to share (`Arc`).
+#[derive(Debug, Default)]
+pub struct GrantIndex {
+    inner: RwLock<IndexInner>,
+}
+
+#[derive(Debug, Default)]
+struct IndexInner {
+    grants: HashMap<[u8; 16], Arc<OAuthGrantRecordV1>>,
+    by_user: HashMap<[u8; 16], HashSet<[u8; 16]>>,
+    /// Ended grants, and when: a late entry that made one does not bring it back.
+    ended: HashMap<[u8; 16], i64>,
+}
+
+impl IndexInner {
+    fn put(&mut self, grant: &OAuthGrantRecordV1) {
+        if self.ended.contains_key(&grant.id) {
+            return;
+        }
+        // The newest of each grant wins: a change log entry applied after this node's own later refresh of the
+        // same grant does not undo it.
+        if self.grants.get(&grant.id).is_some_and(|held| held.updated_at_ms > grant.updated_at_ms) {
+            return;
+        }
+        if let Some(user) = grant.user_id {
+            self.by_user.entry(user).or_default().insert(grant.id);
+        }
+        self.grants.insert(grant.id, Arc::new(grant.clone()));
+    }
+
+    fn end(&mut self, id: [u8; 16], now_ms: i64) {
+        if let Some(grant) = self.grants.remove(&id)
+            && let Some(user) = grant.user_id
+            && let Some(ids) = self.by_user.get_mut(&user)
+        {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.by_user.remove(&user);
+            }
+        }
+        self.ended.insert(id, now_ms);
+    }
+
+    fn prune(&mut self, now_ms: i64) {
+        self.ended.retain(|_, at| now_ms - *at < ENDED_KEPT_MS);
+        let past: Vec<[u8; 16]> = self.grants.values().filter(|g| g.expires_at_ms < now_ms).map(|g| g.id).collect();
+        for id in past {
+            self.end(id, now_ms);
+        }
+    }
+}
+
+impl GrantIndex {
+    /// The index of `grants` (those the store holds, read at start).
+    pub fn load(grants: Vec<OAuthGrantRecordV1>) -> Self {
+        let index = Self::default();
+        {
+            let mut inner = index.write();
+            for grant in &grants {
+                inner.put(grant);
+            }
+        }
+        index
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, IndexInner> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Applies the grants' part of a durable change (this node's commit, or another node's from the change
+    /// log): grants made, refreshed, ended; every grant of a user whose sessions all ended.
+    pub fn apply(&self, ops: &[StoreOp]) {
+        let touches = |op: &StoreOp| {
+            matches!(
+                op,
+                StoreOp::PutOAuthGrant(_)
+                    | StoreOp::RotateOAuthGrant { .. }
+                    | StoreOp::DeleteOAuthGrant(_)
+                    | StoreOp::DeleteSessionsOf { except: None, .. }
+            )
+        };
+        if !ops.iter().any(touches) {
+            return;
+        }
+        let now = Timestamp::now().as_millis();
+        let mut inner = self.write();
+        for op in ops {
+            match op {
+                StoreOp::PutOAuthGrant(grant) | StoreOp::RotateOAuthGrant { grant, .. } => inner.put(grant),
+                StoreOp::DeleteOAuthGrant(id) => inner.end(*id, now),
+                StoreOp::DeleteSessionsOf { user, except: None } => {
+                    let ids: Vec<[u8; 16]> = inner.by_user.get(user).into_iter().flatten().copied().collect();
+                    for id in ids {
+                        inner.end(id, now);
+                    }
+                }
+                _ => {}
+            }
+        }
+        inner.prune(now);
+    }
+
+    /// What memory knows of grant `id`.
+    pub fn lookup(&self, id: [u8; 16], now_ms: i64) -> Lookup {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        match inner.grants.get(&id) {
+            Some(grant) if grant.expires_at_ms >= now_ms => Lookup::Live(Arc::clone(grant)),
+            Some(_) => Lookup::Ended,
+            None if inner.ended.contains_key(&id) => Lookup::Ended,
+            None => Lookup::Unheard,
+        }
+    }
+
+    /// The grant `id`, if it has not ended (nor passed its end).
+    pub fn get(&self, id: [u8; 16], now_ms: i64) -> Option<Arc<OAuthGrantRecordV1>> {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        inner.grants.get(&id).filter(|g| g.expires_at_ms >= now_ms).cloned()
+    }
+
+    /// How many grants are held.
+    pub fn len(&self) -> usize {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner).grants.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What memory knows of a grant.
+pub enum Lookup {
+    Live(Arc<OAuthGrantRecordV1>),
+    /// Ended here, or passed its end.
+    Ended,
+    /// Never heard of: made on another node a moment ago, or ended more than an hour ago, or never made.
+    Unheard,
+}
+
+/// Why a refresh token is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// Not a refresh token of ours, expired, ended, or another client's.
+    #[error("invalid refresh token")]
+    Invalid,
+    /// A refresh token rotated out already, presented again: the grant has been ended with every token it issued.
+    #[error("the refresh token was used already; the grant has been revoked")]
+    Reused,
+    /// A scope asked for that the grant does not hold (nothing is spent).
+    #[error("unable to issue scope {0}")]
+    Scope(String),
+    #[error("the store is unavailable: {0}")]
+    Store(String),
+}
+
+/// A grant's id, as its tokens carry it.
+pub fn grant_id_text(id: [u8; 16]) -> String {
+    B64.encode(id)
+}
+
+/// A refresh token: the grant's id, then 256 random bits (base64url). Only its SHA-256 is stored; the id lets the
+/// grant be found without an index of hashes, and gives nothing without the random part.
+fn refresh_token(id: [u8; 16]) -> (String, [u8; 32]) {
+    let mut bytes = [0u8; 48];
+    bytes[..16].copy_from_slice(&id);
+    getrandom::fill(&mut bytes[16..]).expect("the operating system's random source failed");
+    let token = B64.encode(bytes);
+    let hash = sha256(&token);
+    (token, hash)
+}
+
+/// The grant a refresh token names, if it is shaped as one.
+fn refresh_grant(token: &str) -> Option<[u8; 16]> {
+    let bytes = B64.decode(token).ok().filter(|b| b.len() == 48)?;
+    bytes[..16].try_into().ok()
+}
+
+/// An access token's `jti`: the grant's id, then 128 random bits (base64url).
+pub fn access_jti(id: [u8; 16]) -> String {
+    let mut bytes = [0u8; 32];
+    bytes[..16].copy_from_slice(&id);
+    getrandom::fill(&mut bytes[16..]).expect("the operating system's random source failed");
+    B64.encode(bytes)
+}
+
+/// The grant an access token's `jti` names.
+pub fn jti_grant(jti: &str) -> Option<[u8; 16]> {
+    let bytes = B64.decode(jti).ok().filter(|b| b.len() == 32)?;
+    bytes[..16].try_into().ok()
+}
+
+/// A new grant's id.
+pub fn new_grant_id() -> [u8; 16] {
+    *uuid::Uuid::now_v7().as_bytes()
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
@@ -40,6 +259,21 @@ pub struct Grants {
     /// The codes (their hashes) a token request on this node is redeeming: from before the code is read until its
     /// take is durable, no other request of this node gets it.
     taking: Mutex<HashSet<[u8; 32]>>,
+    /// The grants a refresh on this node is rotating, likewise.
+    refreshing: Mutex<HashSet<[u8; 16]>>,
+    index: Arc<GrantIndex>,
+}
+
+/// A grant being refreshed by one request ([`Grants::refresh`]); released when dropped.
+struct Refreshing<'a> {
+    grants: &'a Grants,
+    id: [u8; 16],
+}
+
+impl Drop for Refreshing<'_> {
+    fn drop(&mut self) {
+        self.grants.refreshing.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+    }
 }
 
 impl std::fmt::Debug for Grants {
@@ -61,8 +295,113 @@ impl Drop for Claim<'_> {
 }
 
 impl Grants {
-    pub fn new(store: Arc<Store>, writer: StoreWriter) -> Self {
-        Self { store, writer, taking: Mutex::new(HashSet::new()) }
+    pub fn new(store: Arc<Store>, writer: StoreWriter, index: Arc<GrantIndex>) -> Self {
+        Self { store, writer, taking: Mutex::new(HashSet::new()), refreshing: Mutex::new(HashSet::new()), index }
+    }
+
+    /// The grant `id`, if it has not ended: from memory. Only a grant memory has not heard of at all (made on
+    /// another node a moment ago, its change log entry on its way) is read from the store, once; an ended one is
+    /// known ended without a read.
+    pub async fn live(&self, id: [u8; 16], now: Timestamp) -> Result<Option<Arc<OAuthGrantRecordV1>>, GrantError> {
+        match self.index.lookup(id, now.as_millis()) {
+            Lookup::Live(grant) => Ok(Some(grant)),
+            Lookup::Ended => Ok(None),
+            Lookup::Unheard => {
+                let found = self.read(move |s| s.oauth_grant(id)).await?;
+                let live = found.filter(|g| g.expires_at_ms >= now.as_millis());
+                if let Some(grant) = &live {
+                    self.index.apply(&[StoreOp::PutOAuthGrant(grant.clone())]);
+                }
+                Ok(self.index.get(id, now.as_millis()))
+            }
+        }
+    }
+
+    /// Makes `grant`, durably; with `offline`, a refresh token too (answered; stored only as its SHA-256) and the
+    /// grant lasts as long as it. Otherwise the grant ends with its access token (`access_ends`).
+    pub async fn make(
+        &self,
+        mut grant: OAuthGrantRecordV1,
+        offline: bool,
+        access_ends: Timestamp,
+    ) -> Result<Option<String>, GrantError> {
+        let refresh = offline.then(|| refresh_token(grant.id));
+        grant.refresh_hash = refresh.as_ref().map(|(_, hash)| *hash);
+        grant.expires_at_ms = match refresh {
+            Some(_) => Timestamp::from_millis(grant.created_at_ms).plus(REFRESH_LIFETIME).as_millis(),
+            None => access_ends.as_millis(),
+        };
+        self.writer.write(vec![StoreOp::PutOAuthGrant(grant)]).await?;
+        Ok(refresh.map(|(token, _)| token))
+    }
+
+    /// Uses the refresh token `token` of `client_id`'s grant: answers the grant as it now is, with the new refresh
+    /// token that replaces this one (durably). A rotated-out token presented again ends the grant, durably, with
+    /// every token it issued ([`RefreshError::Reused`]). The grant's access tokens last no longer than `access_ends`
+    /// unless refreshed: the grant itself lasts as long as its new refresh token.
+    /// `scopes` (the request's, if any) must all be the grant's; else it is refused and nothing is spent.
+    pub async fn refresh(
+        &self,
+        token: &str,
+        client_id: &str,
+        scopes: Option<&[String]>,
+        now: Timestamp,
+    ) -> Result<(OAuthGrantRecordV1, String), RefreshError> {
+        let id = refresh_grant(token).ok_or(RefreshError::Invalid)?;
+        let fresh = self.refreshing.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
+        if !fresh {
+            // The same grant refreshed by two requests at once: one token used twice (RFC 9700 §4.14.2).
+            return Err(self.end_reused(id).await);
+        }
+        let _claim = Refreshing { grants: self, id };
+        let store = Arc::clone(&self.store);
+        let found = tokio::task::spawn_blocking(move || store.oauth_grant(id))
+            .await
+            .map_err(|e| RefreshError::Store(e.to_string()))?
+            .map_err(|e| RefreshError::Store(e.to_string()))?;
+        let Some(grant) = found else { return Err(RefreshError::Invalid) };
+        // Another client's token is refused without effect: it is not that client's to end.
+        if grant.client_id != client_id || grant.expires_at_ms < now.as_millis() {
+            return Err(RefreshError::Invalid);
+        }
+        let hash = sha256(token);
+        let current = grant.refresh_hash.is_some_and(|h| bool::from(h.ct_eq(&hash)));
+        if !current {
+            let reused = grant.retired.iter().any(|h| bool::from(h.ct_eq(&hash)));
+            return Err(if reused { self.end_reused(id).await } else { RefreshError::Invalid });
+        }
+        if let Some(beyond) = scopes.into_iter().flatten().find(|s| !grant.scopes.contains(s)) {
+            return Err(RefreshError::Scope(beyond.clone()));
+        }
+        let (new_token, new_hash) = refresh_token(id);
+        let mut next = grant.clone();
+        next.retired.push(hash);
+        if next.retired.len() > RETIRED_KEPT {
+            next.retired.remove(0);
+        }
+        next.refresh_hash = Some(new_hash);
+        next.updated_at_ms = now.as_millis().max(grant.updated_at_ms + 1);
+        next.expires_at_ms = now.plus(REFRESH_LIFETIME).as_millis();
+        match self.writer.write(vec![StoreOp::RotateOAuthGrant { from: hash, grant: next.clone() }]).await {
+            Ok(()) => Ok((next, new_token)),
+            // Another node used the same token a moment ago.
+            Err(StoreError::Conflict(_)) => Err(self.end_reused(id).await),
+            Err(e) => Err(RefreshError::Store(e.to_string())),
+        }
+    }
+
+    /// Ends grant `id` after one of its refresh tokens was used twice.
+    async fn end_reused(&self, id: [u8; 16]) -> RefreshError {
+        tracing::warn!(grant = %grant_id_text(id), "a refresh token was used twice: its grant is revoked");
+        match self.writer.write(vec![StoreOp::DeleteOAuthGrant(id)]).await {
+            Ok(()) => RefreshError::Reused,
+            Err(e) => RefreshError::Store(e.to_string()),
+        }
+    }
+
+    /// Ends grant `id`, durably, with every token it issued.
+    pub async fn end(&self, id: [u8; 16]) -> Result<(), GrantError> {
+        Ok(self.writer.write(vec![StoreOp::DeleteOAuthGrant(id)]).await?)
     }
 
     async fn read<T: Send + 'static>(

@@ -3,11 +3,12 @@
 //! certified relying party work unchanged (docs/oidc-provider.md).
 //!
 //! Built in slices (issue #46): the signing keys and the discovery document ([`keys`]), the clients
-//! administrators register ([`clients`]); the authorization code flow, the token endpoint and the rest follow.
+//! administrators register ([`clients`]); the codes, consents and grants of the flows ([`grants`]), which the
+//! facade's flows (src/accounts/idp.rs) use.
 //!
 //! This module is a rung below the facade, beside the webhooks: it owns the provider's state that is neither an
-//! account's nor a session's. The keys are no actor ([`keys`] says why); the grants, which are written at every
-//! token request and read at every introspection, will be one of their own.
+//! account's nor a session's. The keys are no actor ([`keys`] says why); nor are the grants, whose index follows
+//! the store writer's commits and the change log ([`grants`] says why).
 
 pub mod clients;
 pub mod grants;
@@ -16,7 +17,7 @@ pub mod keys;
 pub use clients::{
     AuthMethod, Client, ClientChange, ClientError, Clients, NewClient, USER_SCOPES, redirect_uri_matches,
 };
-pub use grants::Grants;
+pub use grants::{GrantIndex, Grants};
 pub use keys::{Alg, Jwk, Key, KeyError, KeyRing, KeyStatus};
 
 /// The scopes every client may ask for (the plugin's defaults): `openid` for an ID token, `profile` and `email`

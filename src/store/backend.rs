@@ -315,6 +315,22 @@ impl Store {
         }
     }
 
+    /// Every grant of the identity provider not past `now_ms`. Blocking.
+    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_grants(now_ms),
+            Backend::Postgres(s) => s.oauth_grants(now_ms),
+        }
+    }
+
+    /// The grant `id`, if it has not ended. Blocking.
+    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_grant(id),
+            Backend::Postgres(s) => s.oauth_grant(id),
+        }
+    }
+
     /// `user`'s consent to the client `client_id`, if given. Blocking.
     pub fn oauth_consent(
         &self,

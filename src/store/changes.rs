@@ -11,8 +11,11 @@ use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
 /// [`Wire::DeleteSessionsOf`] at the end, version 3 the memberships, invitations and linked accounts after it, so
-/// older entries read the same; version 4 the API keys after those.
-pub(crate) const VERSION: u8 = 4;
+/// older entries read the same; version 4 the API keys after those; version 5 the identity provider's grants.
+pub(crate) const VERSION: u8 = 5;
+
+/// The format of an entry with an API key but no grant (the previous release's newest).
+pub(crate) const VERSION_WITHOUT_GRANTS: u8 = 4;
 
 /// The format of an entry that carries no API key: the previous release reads it, so a cluster being upgraded one
 /// node at a time goes on while no key is made or changed (docs/cluster.md, "Rolling upgrades").
@@ -37,6 +40,8 @@ enum Wire {
     DeleteAccount([u8; 16], [u8; 16]),
     PutApiKey(Vec<u8>),
     DeleteApiKey([u8; 16], [u8; 16]),
+    PutOAuthGrant(Vec<u8>),
+    DeleteOAuthGrant([u8; 16]),
 }
 
 /// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
@@ -62,13 +67,24 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
             Held::DeleteAccount { id, user } => Wire::DeleteAccount(id, user),
             Held::PutApiKey(r) => Wire::PutApiKey(codec::encode(r)),
             Held::DeleteApiKey { id, user } => Wire::DeleteApiKey(id, user),
+            Held::PutOAuthGrant(r) => Wire::PutOAuthGrant(codec::encode(r)),
+            Held::DeleteOAuthGrant(id) => Wire::DeleteOAuthGrant(id),
         })
         .collect();
     if wire.is_empty() {
         return None;
     }
+    // Each entry in the oldest format that holds it, so a cluster mid-upgrade goes on until the new thing is used.
+    let grants = wire.iter().any(|w| matches!(w, Wire::PutOAuthGrant(_) | Wire::DeleteOAuthGrant(_)));
     let keys = wire.iter().any(|w| matches!(w, Wire::PutApiKey(_) | Wire::DeleteApiKey(..)));
-    let mut bytes = vec![if keys { VERSION } else { VERSION_WITHOUT_API_KEYS }];
+    let version = if grants {
+        VERSION
+    } else if keys {
+        VERSION_WITHOUT_GRANTS
+    } else {
+        VERSION_WITHOUT_API_KEYS
+    };
+    let mut bytes = vec![version];
     // postcard cannot fail to serialise plain enums into a growable buffer.
     bytes.extend(postcard::to_stdvec(&wire).unwrap_or_default());
     Some(bytes)
@@ -115,6 +131,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteAccount(id, user) => StoreOp::DeleteAccount { id, user },
                 Wire::PutApiKey(b) => StoreOp::PutApiKey(codec::decode(&b)?),
                 Wire::DeleteApiKey(id, user) => StoreOp::DeleteApiKey { id, user },
+                Wire::PutOAuthGrant(b) => StoreOp::PutOAuthGrant(codec::decode(&b)?),
+                Wire::DeleteOAuthGrant(id) => StoreOp::DeleteOAuthGrant(id),
             })
         })
         .collect()

@@ -60,6 +60,8 @@ const OAUTH_CLIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("oauth_
 const OAUTH_CODES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_codes");
 /// Users' consents to clients, by the user's id ‖ the `client_id` ([`OAuthConsentRecordV1::key`]).
 const OAUTH_CONSENTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("oauth_consents");
+/// The identity provider's grants, by id ([`super::OAuthGrantRecordV1`]).
+const OAUTH_GRANTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("oauth_grants");
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -380,6 +382,7 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(OAUTH_CLIENTS).map_err(io)?;
     tx.open_table(OAUTH_CODES).map_err(io)?;
     tx.open_table(OAUTH_CONSENTS).map_err(io)?;
+    tx.open_table(OAUTH_GRANTS).map_err(io)?;
     Ok(())
 }
 
@@ -582,6 +585,31 @@ impl EmbeddedStore {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(OAUTH_CODES).map_err(io)?;
             let found = table.get(hash).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
+    /// Every grant not past `now_ms`.
+    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_GRANTS).map_err(io)?;
+            let mut live = Vec::new();
+            for entry in table.iter().map_err(io)? {
+                let grant: super::OAuthGrantRecordV1 = codec::decode(entry.map_err(io)?.1.value())?;
+                if grant.expires_at_ms >= now_ms {
+                    live.push(grant);
+                }
+            }
+            Ok(live)
+        })
+    }
+
+    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_GRANTS).map_err(io)?;
+            let found = table.get(id).map_err(io)?;
             found.map(|v| codec::decode(v.value())).transpose()
         })
     }
@@ -789,6 +817,7 @@ impl EmbeddedStore {
             tx.delete_table(OAUTH_CLIENTS).map_err(io)?;
             tx.delete_table(OAUTH_CODES).map_err(io)?;
             tx.delete_table(OAUTH_CONSENTS).map_err(io)?;
+            tx.delete_table(OAUTH_GRANTS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -916,6 +945,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut clients = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
         let mut codes = tx.open_table(OAUTH_CODES).map_err(io)?;
         let mut consents = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
+        let mut grants = tx.open_table(OAUTH_GRANTS).map_err(io)?;
         for &op in ops {
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
@@ -946,6 +976,15 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     let range = session_key(*user, &[0; 32])..=session_key(*user, &[u8::MAX; 32]);
                     let kept = except.map(|hash| session_key(*user, &hash));
                     sessions.retain_in(range, |key, _| Some(key) == kept).map_err(io)?;
+                    if except.is_none() {
+                        // Every session of the account: its grants to the identity provider's clients end with
+                        // them (a scan: bans and resets are rare next to the grants' reads, all from memory).
+                        grants
+                            .retain(|_, v| {
+                                codec::decode::<super::OAuthGrantRecordV1>(v).map_or(true, |g| g.user_id != Some(*user))
+                            })
+                            .map_err(io)?;
+                    }
                 }
                 StoreOp::PutAudit(r) => {
                     put(&mut audit, r.id, r)?;
@@ -1064,6 +1103,21 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                             codec::decode::<super::OAuthCodeRecordV1>(v).map_or(true, |c| c.expires_at_ms >= now)
                         })
                         .map_err(io)?;
+                }
+                StoreOp::PutOAuthGrant(r) => put(&mut grants, r.id, r)?,
+                // One node: one refresh at a time holds a grant (its claim in src/provider/grants.rs), so the
+                // grant's refresh token is still `from`; grants past their end go with it.
+                StoreOp::RotateOAuthGrant { grant: r, .. } => {
+                    put(&mut grants, r.id, r)?;
+                    let now = crate::domain::Timestamp::now().as_millis();
+                    grants
+                        .retain(|_, v| {
+                            codec::decode::<super::OAuthGrantRecordV1>(v).map_or(true, |g| g.expires_at_ms >= now)
+                        })
+                        .map_err(io)?;
+                }
+                StoreOp::DeleteOAuthGrant(id) => {
+                    grants.remove(id).map_err(io)?;
                 }
                 StoreOp::PutOAuthConsent(r) => {
                     let key = super::OAuthConsentRecordV1::key(r.user_id, &r.client_id);
@@ -1282,6 +1336,13 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         if let Ok(codes) = source.open_table(OAUTH_CODES) {
             let mut out = tx.open_table(OAUTH_CODES).map_err(io)?;
             for entry in codes.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(grants) = source.open_table(OAUTH_GRANTS) {
+            let mut out = tx.open_table(OAUTH_GRANTS).map_err(io)?;
+            for entry in grants.iter().map_err(io)? {
                 let (key, value) = entry.map_err(io)?;
                 out.insert(key.value(), value.value()).map_err(io)?;
             }

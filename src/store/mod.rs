@@ -42,7 +42,9 @@ pub fn file_in(data_dir: &std::path::Path) -> std::path::PathBuf {
 pub use codec::newer_records_skipped;
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
-pub use provider_records::{ClientRecordV1, OAuthCodeRecordV1, OAuthConsentRecordV1, SigningKeyRecordV1};
+pub use provider_records::{
+    ClientRecordV1, OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecordV1, SigningKeyRecordV1,
+};
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
     SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord,
@@ -51,7 +53,7 @@ pub use records::{
 pub use records::{TeamMemberRecordV1, TeamRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
-pub use writer::{CommitMetrics, StoreWriter, WriterDone};
+pub use writer::{CommitMetrics, OnCommit, StoreWriter, WriterDone};
 
 /// SHA-256 of a session token: the key of the sessions table (one definition, the domain's).
 pub use crate::domain::TokenHash;
@@ -84,7 +86,9 @@ pub enum StoreOp {
     DeleteSession([u8; 16], TokenHash),
     /// Every session of an account ended (a ban, a new password, "sign out everywhere"), but `except` if given:
     /// by user in the store itself, so that a session this node has not seen yet (started on another node a
-    /// moment ago) ends too, and every node drops every session of that user it holds.
+    /// moment ago) ends too, and every node drops every session of that user it holds. Without `except` (a ban,
+    /// a password reset, "sign out everywhere") it also ends every grant of the identity provider to the user,
+    /// `offline_access` ones included: in the same commit, on every node (src/provider/grants.rs).
     DeleteSessionsOf {
         user: [u8; 16],
         except: Option<TokenHash>,
@@ -219,6 +223,17 @@ pub enum StoreOp {
     TakeOAuthCode(TokenHash),
     /// A user's consent to a client given or widened.
     PutOAuthConsent(OAuthConsentRecordV1),
+    /// A grant of the identity provider made (a code redeemed, client credentials).
+    PutOAuthGrant(OAuthGrantRecordV1),
+    /// A grant's refresh token used: the grant with its new one. Several nodes: refused with
+    /// [`Conflict::RefreshUsed`] unless the stored grant's refresh token is still `from`, so a refresh token is
+    /// used once across all of them.
+    RotateOAuthGrant {
+        from: TokenHash,
+        grant: OAuthGrantRecordV1,
+    },
+    /// A grant ended (revoked, or a rotated-out refresh token presented again), with every token it issued.
+    DeleteOAuthGrant([u8; 16]),
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -300,6 +315,9 @@ pub enum Held<'a> {
         id: [u8; 16],
         user: [u8; 16],
     },
+    /// A grant of the identity provider made, or refreshed.
+    PutOAuthGrant(&'a OAuthGrantRecordV1),
+    DeleteOAuthGrant([u8; 16]),
 }
 
 impl StoreOp {
@@ -356,6 +374,9 @@ impl StoreOp {
             StoreOp::PutOAuthClient(_) | StoreOp::DeleteOAuthClient(_) => return None,
             // Codes and consents too: read from the store by the node that redeems a code or asks for consent.
             StoreOp::PutOAuthCode(..) | StoreOp::TakeOAuthCode(_) | StoreOp::PutOAuthConsent(_) => return None,
+            // Grants are held in every node's memory: introspection answers from it (src/provider/grants.rs).
+            StoreOp::PutOAuthGrant(r) | StoreOp::RotateOAuthGrant { grant: r, .. } => Held::PutOAuthGrant(r),
+            StoreOp::DeleteOAuthGrant(id) => Held::DeleteOAuthGrant(*id),
         })
     }
 }
@@ -469,4 +490,6 @@ pub enum Conflict {
     FlowUsed,
     #[error("this authorization code was redeemed already")]
     CodeUsed,
+    #[error("this refresh token was used already")]
+    RefreshUsed,
 }

@@ -57,6 +57,8 @@ impl Key {
             Held::DeleteApiKey { id, .. } => Key::ApiKey(id),
             // Names many records: kept apart, by user ([`OwnCommits::record`]).
             Held::DeleteSessionsOf { .. } => return None,
+            // Applied by the identity provider's index, which keeps the newest of each grant by itself.
+            Held::PutOAuthGrant(_) | Held::DeleteOAuthGrant(_) => return None,
         })
     }
 }

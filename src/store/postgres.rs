@@ -612,6 +612,17 @@ impl PgStore {
         row.map(|r| codec::decode(r.get(0))).transpose()
     }
 
+    /// Every grant of the identity provider not past its end.
+    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record FROM oauth_grants WHERE expires_at_ms >= $1", &[&now_ms]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
+    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecordV1>, StoreError> {
+        let row = self.pooled(|c| c.query_opt("SELECT record FROM oauth_grants WHERE id = $1", &[&id.as_slice()]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
     pub fn oauth_consent(
         &self,
         user: [u8; 16],
@@ -716,7 +727,7 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
-                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents",
+                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents, oauth_grants",
             )
         })
     }
@@ -1104,6 +1115,10 @@ fn apply(
             }
             StoreOp::DeleteSession(user, hash) => tx.execute(&s.delete_session, &[&user.as_slice(), &hash.as_slice()]),
             StoreOp::DeleteSessionsOf { user, except } => {
+                if except.is_none() {
+                    // Every session of the account: its grants to the identity provider's clients end with them.
+                    tx.execute("DELETE FROM oauth_grants WHERE user_id = $1", &[&user.as_slice()])?;
+                }
                 let except = except.as_ref().map(|h| h.as_slice());
                 tx.execute(&s.delete_sessions_of, &[&user.as_slice(), &except])
             }
@@ -1281,6 +1296,37 @@ fn apply(
                 // Unredeemed codes past their time go with any redemption.
                 tx.execute("DELETE FROM oauth_codes WHERE hash = $1 OR expires_at_ms < $2", &[&hash.as_slice(), &now])
             }
+            StoreOp::PutOAuthGrant(r) => tx.execute(
+                "INSERT INTO oauth_grants (id, user_id, refresh_hash, expires_at_ms, record) VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &r.id.as_slice(),
+                    &r.user_id.as_ref().map(|u| u.as_slice()),
+                    &r.refresh_hash.as_ref().map(|h| h.as_slice()),
+                    &r.expires_at_ms,
+                    &codec::encode(r),
+                ],
+            ),
+            StoreOp::RotateOAuthGrant { from, grant: r } => {
+                // Guarded: another node's refresh with the same token a moment ago leaves it refused here.
+                let changed = tx.execute(
+                    "UPDATE oauth_grants SET refresh_hash = $2, expires_at_ms = $3, record = $4 \
+                     WHERE id = $1 AND refresh_hash = $5",
+                    &[
+                        &r.id.as_slice(),
+                        &r.refresh_hash.as_ref().map(|h| h.as_slice()),
+                        &r.expires_at_ms,
+                        &codec::encode(r),
+                        &from.as_slice(),
+                    ],
+                )?;
+                if changed == 0 {
+                    return Err(Refused::Conflict(Conflict::RefreshUsed));
+                }
+                // Grants past their end go with any refresh.
+                let now = crate::domain::Timestamp::now().as_millis();
+                tx.execute("DELETE FROM oauth_grants WHERE expires_at_ms < $1", &[&now])
+            }
+            StoreOp::DeleteOAuthGrant(id) => tx.execute("DELETE FROM oauth_grants WHERE id = $1", &[&id.as_slice()]),
             StoreOp::PutOAuthConsent(r) => tx.execute(
                 "INSERT INTO oauth_consents (user_id, client_id, record) VALUES ($1, $2, $3) \
                  ON CONFLICT (user_id, client_id) DO UPDATE SET record = EXCLUDED.record",

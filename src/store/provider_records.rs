@@ -102,6 +102,38 @@ impl OAuthConsentRecordV1 {
     }
 }
 
+/// A grant of the identity provider: what one redemption of an authorization code (or one client credentials
+/// request) gave a client, and every token issued from it since. Key: its id, which every token it issued names
+/// (the access tokens' `jti`, the refresh token's first bytes), so a token is checked against its grant in memory
+/// and ending the grant ends all of them. Held in every node's memory (`provider::grants`) and carried by the
+/// change log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthGrantRecordV1 {
+    pub id: [u8; 16],
+    pub client_id: String,
+    /// `None`: the client's own grant (client credentials), for no user.
+    pub user_id: Option<[u8; 16]>,
+    /// The session that authorized it (the tokens' `sid`).
+    pub session_id: Option<[u8; 16]>,
+    pub scopes: Vec<String>,
+    /// When the session was made (the ID token's `auth_time`).
+    pub auth_time_ms: i64,
+    /// The SHA-256 of the refresh token in force (`None`: no refresh token, `offline_access` was not granted).
+    pub refresh_hash: Option<[u8; 32]>,
+    /// The SHA-256s of the last refresh tokens it replaced, newest last: one presented again ends the grant.
+    pub retired: Vec<[u8; 32]>,
+    pub created_at_ms: i64,
+    /// Its last refresh (its creation until then).
+    pub updated_at_ms: i64,
+    /// When nothing it issued is valid any more: its refresh token's end, else its access token's.
+    pub expires_at_ms: i64,
+}
+
+impl Versioned for OAuthGrantRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "oauth grant";
+}
+
 impl Versioned for OAuthCodeRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "oauth authorization code";
@@ -181,6 +213,36 @@ mod tests {
         expected.extend([1, 1, b'x', 0, 2, 4]);
         assert_eq!(encode(&code), expected);
         assert_eq!(decode::<OAuthCodeRecordV1>(&expected).unwrap(), code);
+    }
+
+    #[test]
+    fn grant_golden_bytes() {
+        let grant = OAuthGrantRecordV1 {
+            id: [1; 16],
+            client_id: "c".into(),
+            user_id: Some([2; 16]),
+            session_id: None,
+            scopes: vec!["openid".into()],
+            auth_time_ms: 1,
+            refresh_hash: Some([3; 32]),
+            retired: vec![[4; 32]],
+            created_at_ms: 2,
+            updated_at_ms: 3,
+            expires_at_ms: 4,
+        };
+        let mut expected = vec![1];
+        expected.extend([1; 16]);
+        expected.extend([1, b'c', 1]);
+        expected.extend([2; 16]);
+        expected.extend([0, 1, 6]);
+        expected.extend(b"openid");
+        expected.extend([2, 1]);
+        expected.extend([3; 32]);
+        expected.push(1);
+        expected.extend([4; 32]);
+        expected.extend([4, 6, 8]);
+        assert_eq!(encode(&grant), expected);
+        assert_eq!(decode::<OAuthGrantRecordV1>(&expected).unwrap(), grant);
     }
 
     #[test]

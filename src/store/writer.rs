@@ -51,13 +51,23 @@ impl StoreWriter {
 
     /// [`spawn`](Self::spawn), recording each commit's duration and size into `metrics`.
     pub fn spawn_observed(store: Arc<Store>, metrics: CommitMetrics) -> Result<(Self, WriterDone), StoreError> {
+        Self::spawn_with(store, metrics, None)
+    }
+
+    /// [`spawn_observed`](Self::spawn_observed), and `on_commit` shown the ops of every write that is durable,
+    /// before its caller hears so (see [`OnCommit`]).
+    pub fn spawn_with(
+        store: Arc<Store>,
+        metrics: CommitMetrics,
+        on_commit: Option<OnCommit>,
+    ) -> Result<(Self, WriterDone), StoreError> {
         let (tx, rx) = mpsc::channel(MAX_BATCH * 4);
         let (ended, done) = oneshot::channel();
         let thread_store = store;
         std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
-                run(&thread_store, rx, &metrics);
+                run(&thread_store, rx, &metrics, on_commit.as_ref());
                 // Let go of the database before saying so: whoever waits may open it again at once.
                 drop(thread_store);
                 let _ = ended.send(());
@@ -79,6 +89,11 @@ impl StoreWriter {
     }
 }
 
+/// Shown the ops of each durable write, on the writer's thread, before the write's caller is answered: for an
+/// index that is no actor's and follows changes several writers stage (the identity provider's grants end in a
+/// ban's or a password reset's commit, src/provider/grants.rs). It must be quick: every commit waits for it.
+pub type OnCommit = Arc<dyn Fn(&[StoreOp]) + Send + Sync>;
+
 /// How often a degraded store tries to reopen.
 const RECOVERY_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -97,7 +112,7 @@ impl Default for CommitMetrics {
     }
 }
 
-fn run(store: &Store, mut rx: mpsc::Receiver<Request>, metrics: &CommitMetrics) {
+fn run(store: &Store, mut rx: mpsc::Receiver<Request>, metrics: &CommitMetrics, on_commit: Option<&OnCommit>) {
     let mut next_recovery = Instant::now();
     let mut closing = false;
     while !closing {
@@ -137,14 +152,14 @@ fn run(store: &Store, mut rx: mpsc::Receiver<Request>, metrics: &CommitMetrics) 
             next = if requests.len() < MAX_BATCH { rx.try_recv().ok() } else { None };
         }
         if !requests.is_empty() {
-            commit(store, requests, metrics);
+            commit(store, requests, metrics, on_commit);
         }
     }
 }
 
 /// Commits the requests in one transaction (or refuses them at once while the store recovers) and answers each.
 /// The metrics are recorded before anyone is answered, so a caller that reads them next sees its own commit.
-fn commit(store: &Store, requests: Vec<WriteRequest>, metrics: &CommitMetrics) {
+fn commit(store: &Store, requests: Vec<WriteRequest>, metrics: &CommitMetrics, on_commit: Option<&OnCommit>) {
     let started = Instant::now();
     let results = match store.health() {
         // Refused at once while recovering: a commit now would only hit redb's latched error (or a dead connection).
@@ -164,6 +179,9 @@ fn commit(store: &Store, requests: Vec<WriteRequest>, metrics: &CommitMetrics) {
     match results {
         Ok(results) => {
             for (request, result) in requests.into_iter().zip(results) {
+                if let (Some(on_commit), Ok(())) = (on_commit, &result) {
+                    on_commit(&request.ops);
+                }
                 let _ = request.done.send(result);
             }
         }

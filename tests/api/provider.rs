@@ -1026,3 +1026,164 @@ async fn max_age_and_the_access_tokens_lifetime_follow_the_services_clock() {
     oauth_error(&r, 401, "invalid_token");
     assert_eq!(s.get("/api/auth/get-session").cookie(&u.cookie).send().await.status, 200);
 }
+
+/// A signed-in user's grant to a confidential client with `skip_consent`: the token endpoint's answer.
+async fn granted(s: &TestServer, cookie: &str, client: (&str, &str), scope: &str) -> Value {
+    let (verifier, challenge) = pkce();
+    let p = [
+        ("response_type", "code"),
+        ("client_id", client.0),
+        ("redirect_uri", RP),
+        ("scope", scope),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("prompt", "none"),
+    ];
+    let (_, params) = location(&authorize(s, Some(cookie), &p).await);
+    let f = [
+        ("grant_type", "authorization_code"),
+        ("code", params["code"].as_str()),
+        ("redirect_uri", RP),
+        ("code_verifier", verifier.as_str()),
+    ];
+    let r = token(s, &f, Some(client)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json()
+}
+
+async fn refresh(s: &TestServer, client: (&str, &str), refresh_token: &str, scope: Option<&str>) -> Resp {
+    let mut f = vec![("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
+    if let Some(scope) = scope {
+        f.push(("scope", scope));
+    }
+    token(s, &f, Some(client)).await
+}
+
+async fn userinfo_status(s: &TestServer, tokens: &Value) -> u16 {
+    let bearer = format!("Bearer {}", str_of(&tokens["access_token"]));
+    s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status
+}
+
+/// `offline_access` gives a refresh token (opaque; stored only as its hash); each use answers a new one that
+/// replaces it (rotation), with a new access token and ID token, for the grant's scopes or fewer; the grant
+/// outlives the session that gave it. Presenting a replaced refresh token again ends the whole grant: the newest
+/// refresh token and every access token it issued (RFC 9700 §4.14.2). Another client's refresh token is refused
+/// and stays good for its own client; without `offline_access` there is no refresh token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_tokens_rotate_and_a_reused_one_ends_the_whole_grant() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let scope = "openid profile email offline_access";
+    let body = json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true, "scope": scope});
+    let (a_id, a_secret) = register(&s, &admin, body.clone()).await;
+    let a_secret = a_secret.unwrap();
+    let a = (a_id.as_str(), a_secret.as_str());
+    let (b_id, b_secret) = register(&s, &admin, body).await;
+    let b_secret = b_secret.unwrap();
+    let b = (b_id.as_str(), b_secret.as_str());
+    let u = s.new_user("rhea").await;
+
+    let none = granted(&s, &u.cookie, a, "openid email").await;
+    assert!(none.get("refresh_token").is_none(), "{none}");
+
+    let first = granted(&s, &u.cookie, a, "openid email offline_access").await;
+    let keys: Vec<&str> = first.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["access_token", "expires_at", "expires_in", "id_token", "refresh_token", "scope", "token_type"],
+        "the plugin's fields"
+    );
+    let r1 = str_of(&first["refresh_token"]).to_owned();
+    // Another client's refresh token: refused, and spent for nobody.
+    oauth_error(&refresh(&s, b, &r1, None).await, 400, "invalid_grant");
+    oauth_error(&refresh(&s, a, "not-a-token", None).await, 400, "invalid_grant");
+    // Narrowing is allowed, widening is not.
+    oauth_error(&refresh(&s, a, &r1, Some("openid profile")).await, 400, "invalid_scope");
+
+    let r = refresh(&s, a, &r1, None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
+    let second = r.json();
+    let r2 = str_of(&second["refresh_token"]).to_owned();
+    assert_ne!(r2, r1);
+    assert_eq!(second["scope"], "openid email offline_access");
+    let (_, id_claims) = verified(&s, str_of(&second["id_token"])).await;
+    assert_eq!(id_claims["sub"], u.id.as_str());
+    assert_eq!(userinfo_status(&s, &second).await, 200);
+
+    // The grant outlives its session: offline access is what it is for.
+    s.sign_out(Some(&u.cookie)).await;
+    let r = refresh(&s, a, &r2, Some("openid")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let third = r.json();
+    assert_eq!(third["scope"], "openid");
+    assert_eq!(userinfo_status(&s, &third).await, 200);
+    let r3 = str_of(&third["refresh_token"]).to_owned();
+
+    // The first token again: reuse. Everything the grant issued ends.
+    let r = refresh(&s, a, &r1, None).await;
+    oauth_error(&r, 400, "invalid_grant");
+    oauth_error(&refresh(&s, a, &r3, None).await, 400, "invalid_grant");
+    for tokens in [&first, &second, &third] {
+        assert_eq!(userinfo_status(&s, tokens).await, 401, "{tokens}");
+    }
+}
+
+/// A ban, a password reset and "sign out everywhere" each end every grant of the user, `offline_access` ones
+/// included (refresh tokens and access tokens), in the commit that makes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_a_password_reset_and_signing_out_everywhere_end_the_users_grants() {
+    let mail = tempfile::tempdir().unwrap();
+    let dir = mail.path().to_owned();
+    let s = TestServer::start_adjusted(|c| c.email.directory = Some(dir)).await;
+    let admin = s.admin_session().await;
+    let body = json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true,
+                      "scope": "openid offline_access"});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let a = (id.as_str(), secret.as_str());
+    let ended = |tokens: Value| {
+        let s = &s;
+        async move {
+            oauth_error(&refresh(s, a, str_of(&tokens["refresh_token"]), None).await, 400, "invalid_grant");
+            assert_eq!(userinfo_status(s, &tokens).await, 401);
+        }
+    };
+
+    let u = s.new_user("sigrid").await;
+    let tokens = granted(&s, &u.cookie, a, "openid offline_access").await;
+    let r = s.post("/api/auth/revoke-sessions").cookie(&u.cookie).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    ended(tokens).await;
+
+    let v = s.new_user("bjorn").await;
+    let tokens = granted(&s, &v.cookie, a, "openid offline_access").await;
+    s.patch_ok(&admin, &json!({"userId": v.id, "banned": true})).await;
+    ended(tokens).await;
+
+    let w = s.new_user("ylva").await;
+    let tokens = granted(&s, &w.cookie, a, "openid offline_access").await;
+    let r = s.post("/api/auth/request-password-reset").json(&json!({"email": w.email})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let started = std::time::Instant::now();
+    let text = loop {
+        let file = std::fs::read_dir(mail.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| e.path().extension().is_some_and(|x| x == "eml"));
+        if let Some(file) = file {
+            break std::fs::read_to_string(file.path()).unwrap().replace("=\r\n", "").replace("=\n", "");
+        }
+        assert!(started.elapsed().as_secs() < 10, "no reset mail");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let at = text.find("/api/auth/reset-password/").expect("a reset link") + "/api/auth/reset-password/".len();
+    let link: String = text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+    let r = s
+        .post("/api/auth/reset-password")
+        .json(&json!({"token": link, "newPassword": "a new password 1"}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    ended(tokens).await;
+}
