@@ -1,6 +1,7 @@
 // A signed-in user's own account, a client of better-auth's /api/auth/* wire with the session cookie: name and
 // e-mail, password, the second factor (the QR code is drawn by POST /api/account/totp-qr, the URI shown as text
-// too) and backup codes, passkeys, sessions, linked identity providers, organizations and invitations. Signed out:
+// too) and backup codes, passkeys, sessions, linked identity providers, the applications allowed to sign the user
+// in (the identity provider's consents, withdrawn here), organizations and invitations. Signed out:
 // to /sign-in, which comes back here. Every section loads and fails on its own; text from the server is set as
 // text only.
 import { act, api, createPasskey, currentSession, h, passkeyRefusal, passkeysAvailable, say } from "./common.js";
@@ -137,7 +138,7 @@ $("confirm-form").addEventListener("submit", (event) => {
     $("totp-code").value = "";
     $("enrol").hidden = true;
     $("must-enrol").hidden = true;
-    for (const id of ["passkeys", "sessions", "identities", "organizations"]) $(id).hidden = false;
+    for (const id of ["passkeys", "sessions", "identities", "apps", "organizations"]) $(id).hidden = false;
     session.user.twoFactorEnabled = true;
     twoFactorState();
     loadAll();
@@ -310,6 +311,43 @@ function identityRow(a, names, count) {
   return h("li", {}, what, h("span", { class: "actions" }, unlink));
 }
 
+// --- apps you allowed (the identity provider's consents) ---------------------------------------------------------
+
+// What each standard scope lets an application do, as the consent page words it; its own scopes by name.
+const SCOPES = {
+  openid: "know who you are",
+  profile: "see your name and picture",
+  email: "see your e-mail address",
+  offline_access: "stay signed in while you are away",
+};
+
+async function loadApps() {
+  const line = $("apps-msg");
+  try {
+    const consents = await api("GET", "/api/auth/oauth2/get-consents");
+    consents.sort((a, b) => (a.clientName ?? a.clientId).localeCompare(b.clientName ?? b.clientId));
+    $("app-list").replaceChildren(...(consents.length ? consents.map(appRow)
+      : [h("li", { class: "empty", text: "No application signs you in through this service." })]));
+  } catch (e) {
+    say(line, e.message, true);
+  }
+}
+
+function appRow(c) {
+  const name = c.clientName ?? `${c.clientId} (removed)`;
+  const may = c.scopes.map((s) => SCOPES[s] ?? s).join(", ");
+  const what = h("span", { class: "what" }, h("strong", { text: name }), h("br"),
+    may ? `May ${may} · ` : "", "allowed ", when(c.createdAt));
+  const withdraw = h("button", { type: "button", class: "danger", text: "Withdraw",
+    "aria-label": `Withdraw ${name}'s access` });
+  withdraw.addEventListener("click", () => guarded($("apps-msg"), withdraw, async () => {
+    await api("POST", "/api/auth/oauth2/delete-consent", { id: c.id });
+    await loadApps();
+    return `${name} will ask you again before it signs you in.`;
+  }));
+  return h("li", { "data-consent": c.id }, what, h("span", { class: "actions" }, withdraw));
+}
+
 // --- organizations and invitations -------------------------------------------------------------------------------
 
 async function loadOrganizations() {
@@ -364,6 +402,7 @@ function loadAll() {
   loadPasskeys();
   loadSessions();
   loadIdentities();
+  loadApps();
   loadOrganizations();
 }
 
@@ -398,7 +437,7 @@ async function start() {
   } catch (e) {
     if (e.code === "TWO_FACTOR_REQUIRED") {
       $("must-enrol").hidden = false;
-      for (const id of ["passkeys", "sessions", "identities", "organizations"]) $(id).hidden = true;
+      for (const id of ["passkeys", "sessions", "identities", "apps", "organizations"]) $(id).hidden = true;
       return;
     }
   }

@@ -26,7 +26,7 @@ export async function api(method, path, body) {
   }
   const data = await response.json().catch(() => null);
   if (response.ok) return data;
-  let message = data?.message ?? data?.error ?? `The server answered ${response.status}.`;
+  let message = data?.message ?? data?.error_description ?? data?.error ?? `The server answered ${response.status}.`;
   if (response.status === 429) message = `Too many attempts. Try again in ${response.headers.get("Retry-After") ?? "a few"} seconds.`;
   throw new ApiError(response.status, data?.code ?? "", message);
 }

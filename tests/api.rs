@@ -15,6 +15,7 @@ mod api {
     mod audit_search;
     mod auth;
     mod cluster;
+    mod consents;
     mod console;
     mod cors;
     mod crash;

@@ -94,6 +94,12 @@ pub mod action {
     /// A user consented to a client's scopes on the consent page (the actor is the user, the target the client;
     /// the detail names the `client_id` and the scopes).
     pub const OAUTH_CONSENT_GRANTED: &str = "oauth_consent.granted";
+    /// A user's consent to a client narrowed or widened by its owner (`/oauth2/update-consent`), or withdrawn by
+    /// its owner or an administrator. The target is the user, not the client as for a grant: when an
+    /// administrator withdraws it, the actor is not the user, and the user is whom the change is about. The detail
+    /// names the `client_id` (and the scopes now held).
+    pub const OAUTH_CONSENT_UPDATED: &str = "oauth_consent.updated";
+    pub const OAUTH_CONSENT_REVOKED: &str = "oauth_consent.revoked";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

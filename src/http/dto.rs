@@ -1191,3 +1191,38 @@ pub struct OAuthClientAndSecret<'a> {
     pub client: OAuthClient<'a>,
     pub client_secret: Option<&'a str>,
 }
+
+/// A user's consent to a client as `@better-auth/oauth-provider` answers it (its `oauthConsent` row: `get-consent`,
+/// `get-consents`, `update-consent`), and the admin API's list. `clientName` is this service's addition, for the
+/// account page and the console (`null` once the client is removed).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthConsent<'a> {
+    pub id: &'a str,
+    pub client_id: &'a str,
+    pub user_id: UserId,
+    pub scopes: &'a [String],
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub client_name: Option<&'a str>,
+}
+
+impl<'a> From<&'a crate::accounts::Consent> for OAuthConsent<'a> {
+    fn from(c: &'a crate::accounts::Consent) -> Self {
+        Self {
+            id: &c.id,
+            client_id: &c.client_id,
+            user_id: c.user_id,
+            scopes: &c.scopes,
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+            client_name: c.client_name.as_deref(),
+        }
+    }
+}
+
+/// The admin API's list of a user's consents.
+#[derive(Serialize)]
+pub struct OAuthConsentList<'a> {
+    pub consents: Vec<OAuthConsent<'a>>,
+}

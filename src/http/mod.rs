@@ -25,6 +25,7 @@ mod api_keys;
 mod audit_export;
 mod auth;
 mod connections;
+mod consents;
 mod console;
 mod cors;
 pub mod dto;

@@ -15,9 +15,9 @@ use super::extract::Ctx;
 use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
-    AppState, account, admin, admin_plugin, api_keys, audit_export, auth, console, cors, export, extract, oauth, ops,
-    org_plugin, org_teams, organizations, overview, pages, passkeys, provider, recovery, request_id, setup, two_factor,
-    user_admin, way_in, webhooks,
+    AppState, account, admin, admin_plugin, api_keys, audit_export, auth, consents, console, cors, export, extract,
+    oauth, ops, org_plugin, org_teams, organizations, overview, pages, passkeys, provider, recovery, request_id, setup,
+    two_factor, user_admin, way_in, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -313,6 +313,12 @@ async fn handle(
         Endpoint::UsersSecondFactors => user_admin::second_factors(state, ctx, req).await,
         Endpoint::UserAccounts => user_admin::accounts(state, ctx, req).await,
         Endpoint::UnlinkUserAccount => user_admin::unlink(state, ctx, req).await,
+        Endpoint::UserConsents => consents::admin_list(state, ctx, req).await,
+        Endpoint::WithdrawUserConsent => consents::admin_withdraw(state, ctx, req).await,
+        Endpoint::OAuth2GetConsents => consents::list(state, ctx, req).await,
+        Endpoint::OAuth2GetConsent => consents::get(state, ctx, req).await,
+        Endpoint::OAuth2UpdateConsent => consents::update(state, ctx, req).await,
+        Endpoint::OAuth2DeleteConsent => consents::delete(state, ctx, req).await,
         Endpoint::UserMemberships => user_admin::memberships(state, ctx, req).await,
         Endpoint::OpenApi => Ok(ops::openapi()),
         Endpoint::AuthOk => Ok(ops::auth_ok()),

@@ -490,6 +490,58 @@ impl Grants {
     }
 }
 
+impl Grants {
+    /// Every consent `user` has given, by `client_id`.
+    pub async fn consents_of(&self, user: UserId) -> Result<Vec<OAuthConsentRecordV1>, GrantError> {
+        self.read(move |s| s.oauth_consents_of(user.to_bytes())).await
+    }
+
+    /// Sets the scopes of `user`'s consent to `client_id` to `scopes` (its owner's change): the next authorization
+    /// asking for a scope outside them shows the consent page again. Audited in the same commit. `None` when there
+    /// is no such consent.
+    pub async fn set_consent_scopes(
+        &self,
+        user: UserId,
+        client_id: &str,
+        scopes: Vec<String>,
+        ip: &str,
+    ) -> Result<Option<OAuthConsentRecordV1>, GrantError> {
+        let owned = client_id.to_owned();
+        let Some(mut record) = self.read(move |s| s.oauth_consent(user.to_bytes(), &owned)).await? else {
+            return Ok(None);
+        };
+        record.scopes = scopes;
+        record.updated_at_ms = Timestamp::now().as_millis();
+        let detail = format!("{}: scopes [{}]", client_id, record.scopes.join(" "));
+        let logged = audit::entry(action::OAUTH_CONSENT_UPDATED, Some(user), Some(user.into()), ip, detail);
+        self.writer
+            .write(vec![StoreOp::PutOAuthConsent(record.clone()), logged])
+            .await
+            .map_err(|e| GrantError::Store(e.to_string()))?;
+        Ok(Some(record))
+    }
+
+    /// Withdraws `user`'s consent to `client_id`, by `by` (the user, or an administrator): the next authorization
+    /// shows the consent page again. Audited in the same commit (and raises `oauth_consent.revoked`). `false` when
+    /// there was no such consent.
+    pub async fn withdraw_consent(
+        &self,
+        user: UserId,
+        client_id: &str,
+        by: UserId,
+        ip: &str,
+    ) -> Result<bool, GrantError> {
+        let owned = client_id.to_owned();
+        if self.read(move |s| s.oauth_consent(user.to_bytes(), &owned)).await?.is_none() {
+            return Ok(false);
+        }
+        let logged = audit::entry(action::OAUTH_CONSENT_REVOKED, Some(by), Some(user.into()), ip, client_id.to_owned());
+        let gone = StoreOp::DeleteOAuthConsent { user: user.to_bytes(), client_id: client_id.to_owned() };
+        self.writer.write(vec![gone, logged]).await.map_err(|e| GrantError::Store(e.to_string()))?;
+        Ok(true)
+    }
+}
+
 pub fn sha256(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }

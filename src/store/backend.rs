@@ -343,6 +343,14 @@ impl Store {
         }
     }
 
+    /// Every consent `user` has given to a client, by `client_id`. Blocking.
+    pub fn oauth_consents_of(&self, user: [u8; 16]) -> Result<Vec<super::OAuthConsentRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_consents_of(user),
+            Backend::Postgres(s) => s.oauth_consents_of(user),
+        }
+    }
+
     /// Every passkey of `user`. Blocking. (Passkeys are read from the store where they are needed, not held in
     /// memory: a sign-in with a passkey or a list is rare next to session checks, and every node then sees the
     /// shared database's passkeys without a change log entry.)

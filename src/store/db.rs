@@ -629,6 +629,24 @@ impl EmbeddedStore {
         })
     }
 
+    /// Every consent `user` has given, by `client_id`.
+    pub fn oauth_consents_of(&self, user: [u8; 16]) -> Result<Vec<super::OAuthConsentRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
+            let mut out = Vec::new();
+            // The key is the user's 16 bytes, then the client_id's: the user's consents are one range.
+            for entry in table.range(user.as_slice()..).map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                if !key.value().starts_with(&user) {
+                    break;
+                }
+                out.push(codec::decode(value.value())?);
+            }
+            Ok(out)
+        })
+    }
+
     /// Every webhook endpoint, and since when each failing one has failed.
     pub fn webhooks(&self) -> Result<Vec<(WebhookRecordV1, Option<i64>)>, StoreError> {
         self.with_db(|db| {
@@ -1122,6 +1140,10 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::PutOAuthConsent(r) => {
                     let key = super::OAuthConsentRecordV1::key(r.user_id, &r.client_id);
                     consents.insert(key.as_slice(), codec::encode(r).as_slice()).map_err(io)?;
+                }
+                StoreOp::DeleteOAuthConsent { user, client_id } => {
+                    let key = super::OAuthConsentRecordV1::key(*user, client_id);
+                    consents.remove(key.as_slice()).map_err(io)?;
                 }
                 // One node: one callback at a time finishes a flow (its claim in src/accounts/oauth.rs), so the
                 // flow is there; abandoned flows past their time go with it.

@@ -67,6 +67,9 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("oauth_client.created", Source::Audit(&[action::OAUTH_CLIENT_CREATED])),
     ("oauth_client.updated", Source::Audit(&[action::OAUTH_CLIENT_UPDATED, action::OAUTH_CLIENT_SECRET_ROTATED])),
     ("oauth_client.deleted", Source::Audit(&[action::OAUTH_CLIENT_DELETED])),
+    // A user's consent to a client withdrawn (by the user or an administrator): the user's account, the actor, and
+    // the detail naming the `client_id`. The application may end what it holds for the user.
+    ("oauth_consent.revoked", Source::Audit(&[action::OAUTH_CONSENT_REVOKED])),
 ];
 
 /// Whether `name` is an event type.

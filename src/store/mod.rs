@@ -221,7 +221,7 @@ pub enum StoreOp {
     /// An authorization code redeemed: deleted (expired ones go with it). Several nodes: refused with
     /// [`Conflict::CodeUsed`] when it is gone already, so a code is redeemed once across all of them.
     TakeOAuthCode(TokenHash),
-    /// A user's consent to a client given or widened.
+    /// A user's consent to a client given, widened or narrowed.
     PutOAuthConsent(OAuthConsentRecordV1),
     /// A grant of the identity provider made (a code redeemed, client credentials).
     PutOAuthGrant(OAuthGrantRecordV1),
@@ -234,6 +234,11 @@ pub enum StoreOp {
     },
     /// A grant ended (revoked, or a rotated-out refresh token presented again), with every token it issued.
     DeleteOAuthGrant([u8; 16]),
+    /// A user's consent to a client withdrawn (by the user or an administrator): the next authorization asks again.
+    DeleteOAuthConsent {
+        user: [u8; 16],
+        client_id: String,
+    },
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -373,7 +378,10 @@ impl StoreOp {
             // or removed on one node is refused on every node at once (src/provider/clients.rs).
             StoreOp::PutOAuthClient(_) | StoreOp::DeleteOAuthClient(_) => return None,
             // Codes and consents too: read from the store by the node that redeems a code or asks for consent.
-            StoreOp::PutOAuthCode(..) | StoreOp::TakeOAuthCode(_) | StoreOp::PutOAuthConsent(_) => return None,
+            StoreOp::PutOAuthCode(..)
+            | StoreOp::TakeOAuthCode(_)
+            | StoreOp::PutOAuthConsent(_)
+            | StoreOp::DeleteOAuthConsent { .. } => return None,
             // Grants are held in every node's memory: introspection answers from it (src/provider/grants.rs).
             StoreOp::PutOAuthGrant(r) | StoreOp::RotateOAuthGrant { grant: r, .. } => Held::PutOAuthGrant(r),
             StoreOp::DeleteOAuthGrant(id) => Held::DeleteOAuthGrant(*id),

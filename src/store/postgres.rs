@@ -637,6 +637,13 @@ impl PgStore {
         row.map(|r| codec::decode(r.get(0))).transpose()
     }
 
+    pub fn oauth_consents_of(&self, user: [u8; 16]) -> Result<Vec<super::OAuthConsentRecordV1>, StoreError> {
+        let rows = self.pooled(|c| {
+            c.query("SELECT record FROM oauth_consents WHERE user_id = $1 ORDER BY client_id", &[&user.as_slice()])
+        })?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
     pub fn passkeys_of(&self, user: [u8; 16]) -> Result<Vec<PasskeyRecordV1>, StoreError> {
         let rows = self
             .pooled(|c| c.query("SELECT record FROM passkeys WHERE user_id = $1 ORDER BY id", &[&user.as_slice()]))?;
@@ -1331,6 +1338,10 @@ fn apply(
                 "INSERT INTO oauth_consents (user_id, client_id, record) VALUES ($1, $2, $3) \
                  ON CONFLICT (user_id, client_id) DO UPDATE SET record = EXCLUDED.record",
                 &[&r.user_id.as_slice(), &r.client_id, &codec::encode(r)],
+            ),
+            StoreOp::DeleteOAuthConsent { user, client_id } => tx.execute(
+                "DELETE FROM oauth_consents WHERE user_id = $1 AND client_id = $2",
+                &[&user.as_slice(), client_id],
             ),
         };
         if let Err(e) = done {

@@ -317,7 +317,7 @@ async fn administrators_register_change_and_remove_clients_audited_and_announced
 }
 
 /// A webhook receiver on loopback that answers 200 to everything and keeps each body.
-async fn receiver() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+pub(super) async fn receiver() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -475,10 +475,10 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use sha2::Digest;
 
-const RP: &str = "https://rp.example/cb";
+pub(super) const RP: &str = "https://rp.example/cb";
 
 /// Registers a client; answers its id and secret (`None` for a public one).
-async fn register(s: &TestServer, admin: &str, body: Value) -> (String, Option<String>) {
+pub(super) async fn register(s: &TestServer, admin: &str, body: Value) -> (String, Option<String>) {
     let r = s.post("/api/admin/oidc/clients").cookie(admin).json(&body).send().await;
     assert_eq!(r.status, 201, "{}", r.text);
     let v = r.json();
@@ -486,7 +486,7 @@ async fn register(s: &TestServer, admin: &str, body: Value) -> (String, Option<S
 }
 
 /// A PKCE verifier and its S256 challenge.
-fn pkce() -> (String, String) {
+pub(super) fn pkce() -> (String, String) {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).unwrap();
     let verifier = B64.encode(bytes);
@@ -494,16 +494,16 @@ fn pkce() -> (String, String) {
     (verifier, challenge)
 }
 
-fn query(pairs: &[(&str, &str)]) -> String {
+pub(super) fn query(pairs: &[(&str, &str)]) -> String {
     url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
 }
 
-async fn authorize(s: &TestServer, cookie: Option<&str>, pairs: &[(&str, &str)]) -> Resp {
+pub(super) async fn authorize(s: &TestServer, cookie: Option<&str>, pairs: &[(&str, &str)]) -> Resp {
     s.get(&format!("/api/auth/oauth2/authorize?{}", query(pairs))).cookie_opt(cookie).send().await
 }
 
 /// A redirect's target and its query's parameters.
-fn location(r: &Resp) -> (String, std::collections::HashMap<String, String>) {
+pub(super) fn location(r: &Resp) -> (String, std::collections::HashMap<String, String>) {
     assert_eq!(r.status, 302, "{} {:?}", r.text, r.header("location"));
     let to = r.header("location").unwrap();
     let url = url::Url::parse(&to).unwrap_or_else(|_| url::Url::parse("http://here").unwrap().join(&to).unwrap());
@@ -527,7 +527,7 @@ async fn send(s: &TestServer, f: Vec<(String, String)>, id: &str, secret: &str) 
     token(s, &pairs, Some((id, secret))).await
 }
 
-fn oauth_error(r: &Resp, status: u16, error: &str) {
+pub(super) fn oauth_error(r: &Resp, status: u16, error: &str) {
     assert_eq!(r.status, status, "{}", r.text);
     assert_eq!(r.json()["error"], error, "{}", r.text);
     assert!(r.json()["error_description"].is_string(), "{}", r.text);

@@ -414,3 +414,48 @@ test("a role that requires a second factor signs in to the account page, which e
     await page.close();
   }
 });
+
+test("the account page lists the apps a user allowed and withdraws one, which then asks again", async () => {
+  const email = "allowed@example.com";
+  const password = "pale horses drink slowly at dawn";
+  const cookie = await signUp("Wiki Reader", email, password);
+  const admin = (await call("POST", "/api/auth/sign-in/email", ADMIN)).cookie;
+  const rp = "https://rp.example/cb";
+  const made = await call("POST", "/api/admin/oidc/clients", { client_name: "Team Wiki", redirect_uris: [rp] }, admin);
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const clientId = made.body.client.client_id;
+  // Where the authorization request leads this user (fetch gets the plugin's {redirect, url}).
+  const authorize = async () => {
+    const query = new URLSearchParams({ response_type: "code", client_id: clientId, redirect_uri: rp,
+      scope: "openid profile", code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+      code_challenge_method: "S256" });
+    const r = await call("GET", `/api/auth/oauth2/authorize?${query}`, undefined, cookie);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body.url;
+  };
+  const ask = await authorize();
+  assert.match(ask, /^\/consent\?/);
+  const allowed = await call("POST", "/api/auth/oauth2/consent",
+    { accept: true, oauth_query: ask.split("?")[1] }, cookie);
+  assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+  assert.ok((await authorize()).startsWith(`${rp}?code=`), "remembered");
+
+  const page = await freshPage();
+  try {
+    await page.goto(`${base}/sign-in?returnTo=%2Faccount%2F`);
+    await signInOnPage(page, email, password);
+    await page.waitForFunction(() => location.pathname === "/account/");
+    await page.waitForSelector("#app-list li[data-consent]");
+    const row = await page.$eval("#app-list li[data-consent]", (li) => li.textContent);
+    assert.match(row, /Team Wiki/);
+    assert.match(row, /know who you are, see your name and picture/);
+    await checkAccessibility(page, "account page with an app allowed");
+    await page.click("#app-list li[data-consent] button.danger");
+    await page.waitForSelector("#app-list li.empty");
+    assert.match(await page.$eval("#apps-msg", (p) => p.textContent), /Team Wiki will ask you again/);
+    assert.match(await authorize(), /^\/consent\?/, "asked again after the withdrawal");
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.close();
+  }
+});
