@@ -161,6 +161,13 @@ impl GrantIndex {
         inner.grants.get(&id).filter(|g| g.expires_at_ms >= now_ms).cloned()
     }
 
+    /// The grants `user` gave `client_id` that have not ended.
+    pub fn of(&self, user: [u8; 16], client_id: &str) -> Vec<[u8; 16]> {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        let ids = inner.by_user.get(&user).into_iter().flatten();
+        ids.filter(|id| inner.grants.get(*id).is_some_and(|g| g.client_id == client_id)).copied().collect()
+    }
+
     /// How many grants are held.
     pub fn len(&self) -> usize {
         self.inner.read().unwrap_or_else(PoisonError::into_inner).grants.len()
@@ -522,8 +529,9 @@ impl Grants {
     }
 
     /// Withdraws `user`'s consent to `client_id`, by `by` (the user, or an administrator): the next authorization
-    /// shows the consent page again. Audited in the same commit (and raises `oauth_consent.revoked`). `false` when
-    /// there was no such consent.
+    /// shows the consent page again, and the grants the user gave the client end in the same commit (its refresh
+    /// tokens stop at once; its access tokens fail introspection and userinfo). Audited in the same commit (and
+    /// raises `oauth_consent.revoked`). `false` when there was no such consent.
     pub async fn withdraw_consent(
         &self,
         user: UserId,
@@ -537,7 +545,12 @@ impl Grants {
         }
         let logged = audit::entry(action::OAUTH_CONSENT_REVOKED, Some(by), Some(user.into()), ip, client_id.to_owned());
         let gone = StoreOp::DeleteOAuthConsent { user: user.to_bytes(), client_id: client_id.to_owned() };
-        self.writer.write(vec![gone, logged]).await.map_err(|e| GrantError::Store(e.to_string()))?;
+        let mut ops = vec![gone, logged];
+        // A withdrawal means the application no longer acts for the user: what it was given ends with it (the
+        // plugin's delete-consent leaves the tokens be). A grant made on another node a moment ago, whose change
+        // log entry has not reached this one, is missed; its access token lives 15 minutes.
+        ops.extend(self.index.of(user.to_bytes(), client_id).into_iter().map(StoreOp::DeleteOAuthGrant));
+        self.writer.write(ops).await.map_err(|e| GrantError::Store(e.to_string()))?;
         Ok(true)
     }
 }

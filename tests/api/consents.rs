@@ -5,7 +5,9 @@
 use serde_json::{Value, json};
 
 use super::harness::*;
-use super::provider::{RP, authorize, location, oauth_error, pkce, receiver, register};
+use super::provider::{
+    RP, authorize, location, oauth_error, pkce, receiver, refresh, register, token, userinfo_status,
+};
 
 /// Signs `cookie`'s user into `client` through the consent page: answers the code's redirect.
 async fn consent_to(s: &TestServer, cookie: &str, client: &str, scope: &str) {
@@ -225,4 +227,61 @@ async fn an_administrator_withdraws_a_users_consent_audited_and_announced() {
     assert_eq!(events[0]["data"]["user_id"], ada.id.as_str());
     assert_eq!(events[0]["data"]["actor_id"], admin_id);
     assert_eq!(events[0]["data"]["detail"], grafana.as_str());
+}
+
+/// Withdrawing consent ends what the client was given with it: its refresh token is refused and its access token
+/// no longer answers at userinfo, in the same commit; another client's grant for the same user goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_ends_the_clients_refresh_and_access_tokens() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let scope = "openid email offline_access";
+    let body = json!({"client_name": "Mail app", "redirect_uris": [RP], "scope": scope});
+    let (a, a_secret) = register(&s, &admin, body.clone()).await;
+    let (b, b_secret) = register(&s, &admin, body).await;
+    let (a_secret, b_secret) = (a_secret.unwrap(), b_secret.unwrap());
+    let u = s.new_user("tove").await;
+    let mut tokens = Vec::new();
+    for (id, secret) in [(a.as_str(), a_secret.as_str()), (b.as_str(), b_secret.as_str())] {
+        let (verifier, challenge) = pkce();
+        let request = [
+            ("response_type", "code"),
+            ("client_id", id),
+            ("redirect_uri", RP),
+            ("scope", scope),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ];
+        let r = authorize(&s, Some(&u.cookie), &request).await;
+        let oauth_query = r.header("location").unwrap().split_once('?').unwrap().1.to_owned();
+        let r = s
+            .post("/api/auth/oauth2/consent")
+            .cookie(&u.cookie)
+            .json(&json!({"accept": true, "oauth_query": oauth_query}))
+            .send()
+            .await;
+        let url = url::Url::parse(str_of(&r.json()["url"])).unwrap();
+        let code = url.query_pairs().find(|(k, _)| k == "code").unwrap().1.into_owned();
+        let form = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", RP),
+            ("code_verifier", verifier.as_str()),
+        ];
+        let r = token(&s, &form, Some((id, secret))).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        tokens.push(r.json());
+    }
+    assert_eq!(userinfo_status(&s, &tokens[0]).await, 200);
+
+    let list = s.get("/api/auth/oauth2/get-consents").cookie(&u.cookie).send().await.json();
+    let id = list.as_array().unwrap().iter().find(|c| c["clientId"] == a.as_str()).unwrap()["id"].clone();
+    let r = s.post("/api/auth/oauth2/delete-consent").cookie(&u.cookie).json(&json!({"id": id})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let refreshed = refresh(&s, (&a, &a_secret), str_of(&tokens[0]["refresh_token"]), None).await;
+    oauth_error(&refreshed, 400, "invalid_grant");
+    assert_eq!(userinfo_status(&s, &tokens[0]).await, 401, "the access token ended with the grant");
+    let other = refresh(&s, (&b, &b_secret), str_of(&tokens[1]["refresh_token"]), None).await;
+    assert_eq!(other.status, 200, "the other client's grant goes on: {}", other.text);
 }

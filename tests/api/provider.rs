@@ -511,7 +511,7 @@ pub(super) fn location(r: &Resp) -> (String, std::collections::HashMap<String, S
     (url[..url::Position::AfterPath].to_owned(), params)
 }
 
-async fn token(s: &TestServer, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Resp {
+pub(super) async fn token(s: &TestServer, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Resp {
     let mut r = s.post("/api/auth/oauth2/token");
     if let Some((id, secret)) = basic {
         r = r.header(
@@ -1051,7 +1051,7 @@ async fn granted(s: &TestServer, cookie: &str, client: (&str, &str), scope: &str
     r.json()
 }
 
-async fn refresh(s: &TestServer, client: (&str, &str), refresh_token: &str, scope: Option<&str>) -> Resp {
+pub(super) async fn refresh(s: &TestServer, client: (&str, &str), refresh_token: &str, scope: Option<&str>) -> Resp {
     let mut f = vec![("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
     if let Some(scope) = scope {
         f.push(("scope", scope));
@@ -1059,7 +1059,7 @@ async fn refresh(s: &TestServer, client: (&str, &str), refresh_token: &str, scop
     token(s, &f, Some(client)).await
 }
 
-async fn userinfo_status(s: &TestServer, tokens: &Value) -> u16 {
+pub(super) async fn userinfo_status(s: &TestServer, tokens: &Value) -> u16 {
     let bearer = format!("Bearer {}", str_of(&tokens["access_token"]));
     s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status
 }
