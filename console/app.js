@@ -775,7 +775,8 @@ async function organizationPage(id) {
 // --- status -------------------------------------------------------------------------------------------------
 
 async function statusPage() {
-  status = await api("GET", "/api/admin/status");
+  const [current, config] = await Promise.all([api("GET", "/api/admin/status"), api("GET", "/api/admin/config")]);
+  status = current;
   const backup = !status.backups_configured
     ? "Not configured ([backup] dir in config.toml)"
     : status.last_backup_at ? when(status.last_backup_at) : "None yet";
@@ -791,7 +792,47 @@ async function statusPage() {
     ["Administrators without a second factor", status.administrators_without_second_factor === 0 ? "None"
       : `${status.administrators_without_second_factor} (each sets one up on their account page, /account/; to require one, set [two_factor] required_for_roles = ["admin"])`],
   ];
-  show("Status", h("dl", { id: "status" }, rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })])));
+  const list = (pairs, id) => h("dl", { id }, pairs.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })]));
+  show("Status", list(rows, "status"), mailPanel(config), configPanel(config));
+}
+
+/// Mail: whether a transport is configured, how the last attempt ended, and a test message to any address.
+function mailPanel(config) {
+  const last = config.last_delivery;
+  const outcome = !config.mail_configured ? "No mail transport ([email] smtp_url or directory in config.toml)"
+    : !last ? "No message sent since the server started"
+    : last.ok ? `Accepted by the mail server ${when(last.at)}`
+    : `Failed ${when(last.at)}: ${last.error}`;
+  const line = messageLine("test-mail-msg");
+  const to = h("input", { type: "email", name: "to", required: true, value: status.signed_in_as.email });
+  const send = h("button", { type: "submit", text: "Send a test mail", disabled: !config.mail_configured });
+  const form = h("form", { id: "test-mail", "aria-label": "Send a test mail" }, field("To", to), send);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    act(line, send, async () => {
+      await api("POST", "/api/admin/test-mail", { to: to.value });
+      return `Queued for ${to.value}. Reload this page in a few seconds to see how the mail server answered.`;
+    });
+  });
+  return h("section", { "aria-labelledby": "mail-h" }, h("h2", { id: "mail-h", text: "Mail" }),
+    h("p", { id: "last-delivery", text: `Last delivery: ${outcome}` }), form, line);
+}
+
+/// The configuration in effect, one collapsible section each; which settings `service-auth reload` changes.
+function configPanel(config) {
+  const value = (v) => v === null ? "not set" : typeof v === "object" ? JSON.stringify(v) : String(v);
+  const sections = Object.entries(config.settings).map(([name, v]) => {
+    const pairs = v !== null && typeof v === "object" && !Array.isArray(v) ? Object.entries(v) : [[name, v]];
+    const waiting = config.need_restart.includes(name) ? " (changed in the file: restart to apply)" : "";
+    return h("details", { class: "config-section" },
+      h("summary", { text: `[${name}]${waiting}` }),
+      h("dl", {}, pairs.flatMap(([k, x]) => [h("dt", { text: k }), h("dd", { text: value(x) })])));
+  });
+  const reloaded = config.reloaded_at ? `last reloaded ${when(config.reloaded_at)}` : "not reloaded since it started";
+  return h("section", { id: "config", "aria-labelledby": "config-h" }, h("h2", { id: "config-h", text: "Configuration in effect" }),
+    h("p", { text: `From ${config.source ?? "built-in defaults and the environment"}; ${reloaded}. Passwords in URLs show as "redacted"; client secrets are never shown.` }),
+    h("p", { text: `Changed by service-auth reload (or SIGHUP) without a restart: ${config.live.join("; ")}. Every other setting needs a restart.` }),
+    sections);
 }
 
 // What the page modules (overview.js, webhooks.js, …) build with. `status` is a live binding: always the latest

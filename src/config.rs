@@ -8,10 +8,14 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The whole configuration of a server. `Config::default()` is the built-in default set.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+/// What `service-auth reload` (or SIGHUP) puts in effect without a restart, as the docs list it
+/// (`docs/guides/operations.md`); `crate::reload` copies exactly these.
+pub const LIVE: &[&str] = &["[passwords]", "[rate_limit] sign_in_per_address, sign_up_per_address, mail_per_address"];
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Address to listen on (`SERVICE_AUTH_LISTEN`).
@@ -67,7 +71,7 @@ pub struct Config {
 
 /// What a new password must be (NIST SP 800-63B-4 §3.1.1.2; docs/guides/first-steps.md "Passwords"). Checked at sign-up, change, reset
 /// and when an administrator sets one; never at sign-in.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct PasswordsConfig {
     /// The shortest password of an account without a second factor (NIST: 15 for a password used alone).
@@ -80,6 +84,7 @@ pub struct PasswordsConfig {
     /// A k-anonymity range API of the Have I Been Pwned shape (`https://api.pwnedpasswords.com/range/`): the
     /// first five hex digits of the password's SHA-1 are appended and nothing else is sent. Unset: no lookup,
     /// the shipped list only. `https://`, or `http://` to a loopback address.
+    #[serde(serialize_with = "without_password")]
     pub range_url: Option<String>,
     /// The lookup's time limit, milliseconds. A lookup that fails or times out lets the password through (the
     /// shipped list has already been checked): sign-up never depends on another service being up.
@@ -100,7 +105,7 @@ impl Default for PasswordsConfig {
 
 /// Webhooks (docs/reference.md): how deliveries are attempted. Endpoints themselves are managed through
 /// `/api/admin/webhooks`.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct WebhooksConfig {
     /// Endpoints may use `http://` on any host (otherwise `https://` only, `http://` only to a loopback address).
@@ -111,6 +116,7 @@ pub struct WebhooksConfig {
     pub allow_internal_targets: bool,
     /// The proxy deliveries go through (`http://host:port`). Unset: none, whatever `HTTPS_PROXY` and the other
     /// proxy variables of the environment say.
+    #[serde(serialize_with = "without_password")]
     pub proxy: Option<String>,
     /// One attempt's time limit (connection, request and answer), milliseconds.
     pub timeout_ms: u64,
@@ -141,7 +147,7 @@ impl Default for WebhooksConfig {
 }
 
 /// Logging: the filter, the line format, and whether each request gets an access line.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogConfig {
     /// A level or a tracing filter, e.g. `info` or `warn,service_auth=debug` (`SERVICE_AUTH_LOG`).
@@ -153,7 +159,7 @@ pub struct LogConfig {
     pub access: bool,
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]
@@ -164,6 +170,22 @@ pub enum LogFormat {
 impl Default for LogConfig {
     fn default() -> Self {
         Self { level: "info".to_owned(), format: LogFormat::Text, access: false }
+    }
+}
+
+/// A URL setting as the configuration view shows it (`GET /api/admin/config`): its password, if any, replaced by
+/// `redacted`; a value that is no URL only as `set`. Every setting that may carry a credential goes through here;
+/// the others hold none, and the client secrets are not serialised at all.
+fn without_password<S: serde::Serializer>(value: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match value.as_deref().map(url::Url::parse) {
+        None => s.serialize_none(),
+        Some(Ok(mut url)) => {
+            if url.password().is_some() {
+                let _ = url.set_password(Some("redacted"));
+            }
+            s.serialize_str(url.as_str())
+        }
+        Some(Err(_)) => s.serialize_str("set"),
     }
 }
 
@@ -185,7 +207,7 @@ fn log_table_or_filter<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LogConf
     d.deserialize_any(Either)
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CookieConfig {
     /// The part of the cookie name before `.session_token`.
@@ -194,7 +216,7 @@ pub struct CookieConfig {
     pub secure: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SessionConfig {
     /// Lifetime of a remembered session, seconds.
@@ -232,7 +254,7 @@ impl SessionConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RolesConfig {
     /// Roles an administrator may assign. Must contain `admin` and `default`.
@@ -241,7 +263,7 @@ pub struct RolesConfig {
     pub default: String,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HashingConfig {
     /// argon2id memory cost in KiB; at least 19456 (the OWASP floor).
@@ -260,7 +282,7 @@ pub struct HashingConfig {
     pub queue_timeout_ms: u64,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitConfig {
     /// Sign-in requests per client address per `window_secs`; 0 turns the limit off.
@@ -279,7 +301,7 @@ pub struct RateLimitConfig {
     pub mail_per_email: u32,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BackupConfig {
     /// Directory for scheduled snapshots of the running server; `None` turns them off.
@@ -298,11 +320,12 @@ impl Default for BackupConfig {
 
 /// How mail leaves the server. With neither `smtp_url` nor `directory` set, the calls that send mail answer 400
 /// `EMAIL_NOT_CONFIGURED`.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmailConfig {
     /// `smtp://host:port` (STARTTLS when offered), `smtps://host:port` (TLS), with `user:password@` when the
     /// server wants a login; `?tls=required` refuses a server without STARTTLS.
+    #[serde(serialize_with = "without_password")]
     pub smtp_url: Option<String>,
     /// Development: write each message as an `.eml` file here instead of sending it.
     pub directory: Option<PathBuf>,
@@ -343,7 +366,7 @@ impl Default for EmailConfig {
 
 /// The Prometheus listener: a separate address, off unless set, so metrics are never exposed on the public port
 /// by accident.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// Address of the `GET /metrics` listener, host:port (`SERVICE_AUTH_METRICS_LISTEN`); `None`: no metrics.
@@ -362,12 +385,13 @@ impl Default for MetricsConfig {
 
 /// Where the durable copy of the state lives: the embedded file (one node), or a PostgreSQL database shared by
 /// several nodes (docs/cluster.md).
-#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
     /// `embedded` or `postgres` (`SERVICE_AUTH_STORE_BACKEND`).
     pub backend: StoreBackend,
     /// With `postgres`: a `postgres://` URL (`SERVICE_AUTH_STORE_URL`). May hold a password, so never printed.
+    #[serde(serialize_with = "without_password")]
     pub url: Option<String>,
     /// With `postgres`: connections for reads outside the start-up load (audit pages), besides the writer's and
     /// the follower's own.
@@ -377,7 +401,7 @@ pub struct StoreConfig {
     pub max_staleness_secs: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreBackend {
     #[default]
@@ -404,7 +428,7 @@ impl std::fmt::Debug for StoreConfig {
 }
 
 /// The second factor (authenticator apps, backup codes).
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct TwoFactorConfig {
     /// The name authenticator apps show beside the account (`issuer` in the `otpauth://` URI) when the client
@@ -421,7 +445,7 @@ pub struct TwoFactorConfig {
 
 /// Sign-in by a mailed link (`sign-in/magic-link`, `magic-link/verify`). Off by default: a new way in is the
 /// deployment's choice, as better-auth's plugin is; on, it needs a mail transport.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MagicLinkConfig {
     pub enabled: bool,
@@ -439,7 +463,7 @@ impl Default for MagicLinkConfig {
 
 /// Usernames (`sign-in/username`, `is-username-available`, `username` at sign-up and update-user). Off by
 /// default, as better-auth's plugin is opt-in; off, those calls answer 404 and a `username` field is refused.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct UsernameConfig {
     pub enabled: bool,
@@ -458,7 +482,7 @@ impl Default for UsernameConfig {
 
 /// Mailed six-digit codes (`email-otp/*`, `sign-in/email-otp`, `forget-password/email-otp`). Off by default, as
 /// [`MagicLinkConfig`]; on, it needs a mail transport.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmailOtpConfig {
     pub enabled: bool,
@@ -479,7 +503,7 @@ impl Default for EmailOtpConfig {
 }
 
 /// How long the audit log keeps its entries, and how many at most.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditConfig {
     /// Entries older than this many days are deleted.
@@ -499,7 +523,7 @@ impl Default for AuditConfig {
 }
 
 /// Organizations as teams use them (the better-auth organization plugin's calls), with its defaults.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct OrganizationsConfig {
     /// Whether every signed-in user may create organizations (`allowUserToCreateOrganization`); `false`: only
@@ -546,7 +570,7 @@ impl Default for OrganizationsConfig {
 }
 
 /// API keys (`@better-auth/api-key`'s calls), with its defaults, but `sessions` on.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApiKeysConfig {
     /// A key in `header` turns a request into its owner's session (`enableSessionForAPIKeys`; the plugin's default
@@ -576,7 +600,7 @@ impl Default for ApiKeysConfig {
 }
 
 /// Connection limits: how much of the server one client can hold.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     /// Open connections at most; further clients wait in the kernel's accept queue.
@@ -1206,7 +1230,7 @@ fn is_role_name(role: &str) -> bool {
 
 /// `scheme://host[:port]`, optionally with one trailing `/`; with `http_only`, the scheme is http or https.
 /// Passkeys (WebAuthn): the domain credentials are bound to (the relying party) and the pages that may use them.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct PasskeysConfig {
     /// The relying party id, a domain: credentials work on it and its subdomains only. Default: `base_url`'s

@@ -13,8 +13,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lettre::message::{Mailbox, MultiPart};
@@ -35,6 +35,8 @@ const INVITATION_TEXT: &str = include_str!("../templates/invitation.txt");
 const INVITATION_HTML: &str = include_str!("../templates/invitation.html");
 const CODE_TEXT: &str = include_str!("../templates/two-factor-code.txt");
 const CODE_HTML: &str = include_str!("../templates/two-factor-code.html");
+const TEST_TEXT: &str = include_str!("../templates/test-mail.txt");
+const TEST_HTML: &str = include_str!("../templates/test-mail.html");
 const MAGIC_LINK_TEXT: &str = include_str!("../templates/magic-link.txt");
 const MAGIC_LINK_HTML: &str = include_str!("../templates/magic-link.html");
 const EMAIL_CODE_TEXT: &str = include_str!("../templates/email-code.txt");
@@ -144,6 +146,20 @@ impl Templates {
 }
 
 impl Templates {
+    /// An administrator's test message to `to` (`POST /api/admin/test-mail`): no link, no token.
+    pub fn render_test(&self, to: &Email) -> Mail {
+        let now = Timestamp::now();
+        let time = now.to_rfc3339();
+        Mail {
+            id: MailId::new(),
+            to: to.clone(),
+            subject: "service-auth test message".to_owned(),
+            text: TEST_TEXT.replace("{{time}}", &time),
+            html: TEST_HTML.replace("{{time}}", &time),
+            created_at: now,
+        }
+    }
+
     /// The message carrying a second-factor `code` to `user` (`two-factor/send-otp`).
     pub fn render_code(&self, user: &User, code: &str) -> Mail {
         let minutes = (crate::domain::two_factor::OTP_TTL.as_secs() / 60).to_string();
@@ -363,6 +379,17 @@ pub struct MailQueue {
     /// Messages this node holds and has not finished with (waiting, or being sent).
     held: Arc<AtomicUsize>,
     max: usize,
+    /// This node's last attempt, for the console's status page.
+    last: Arc<Mutex<Option<Delivery>>>,
+}
+
+/// How this node's last attempt to hand a message to the mail server ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub at: Timestamp,
+    /// The server's refusal or the connection's error (`None`: accepted). Never the message, which may carry a
+    /// token.
+    pub error: Option<String>,
 }
 
 impl MailQueue {
@@ -384,6 +411,11 @@ impl MailQueue {
     /// Messages this node holds and has not finished with, and the most it holds (`[email] max_outbox`).
     pub fn depth(&self) -> (usize, usize) {
         (self.held.load(Ordering::Relaxed), self.max)
+    }
+
+    /// How this node's last attempt ended, if it has made one since it started.
+    pub fn last_delivery(&self) -> Option<Delivery> {
+        self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 }
 
@@ -410,6 +442,7 @@ pub fn start(
     let from: Mailbox = config.email.from.parse().ok()?;
     let (tx, rx) = mpsc::unbounded_channel();
     let held = Arc::new(AtomicUsize::new(outbox.len()));
+    let last = Arc::new(Mutex::new(None));
     let mut sender = Sender {
         transport,
         from,
@@ -430,12 +463,13 @@ pub fn start(
         }),
         started: HashMap::new(),
         held: Arc::clone(&held),
+        last: Arc::clone(&last),
         metrics,
     };
     for mail in outbox {
         sender.arrive(mail);
     }
-    let queue = MailQueue { tx, held, max: config.email.max_outbox };
+    let queue = MailQueue { tx, held, max: config.email.max_outbox, last };
     Some((queue, tokio::spawn(sender.run(rx, stop))))
 }
 
@@ -505,6 +539,8 @@ struct Sender {
     /// When each recipient's recent sends started (those within the window).
     started: HashMap<String, VecDeque<Instant>>,
     held: Arc<AtomicUsize>,
+    /// Shared with [`MailQueue::last_delivery`].
+    last: Arc<Mutex<Option<Delivery>>>,
     metrics: MailMetrics,
 }
 
@@ -621,6 +657,17 @@ impl Sender {
     fn finish(&mut self, Sent { mut pending, outcome }: Sent) {
         let k = key(&pending.mail);
         self.sending.remove(&k);
+        let attempt = match &outcome {
+            Outcome::Sent => Some(None),
+            Outcome::Failed(error) => {
+                Some(Some(error.to_string().chars().filter(|c| !c.is_control()).take(300).collect()))
+            }
+            Outcome::Held(_) | Outcome::Gone => None,
+        };
+        if let Some(error) = attempt {
+            *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some(Delivery { at: Timestamp::now(), error });
+        }
         match outcome {
             // Sent here, or by the node that held it.
             Outcome::Sent | Outcome::Gone => {

@@ -11,9 +11,6 @@ use std::sync::Arc;
 use crate::config::{self, Config};
 use crate::http::AppState;
 
-/// What may change without a restart, as the docs list it (`docs/guides/operations.md`).
-pub const LIVE: &[&str] = &["[passwords]", "[rate_limit] sign_in_per_address, sign_up_per_address, mail_per_address"];
-
 /// Reloads the running server's settings; one reload at a time.
 pub struct Reloader {
     state: Arc<AppState>,
@@ -73,6 +70,7 @@ impl Reloader {
             .await
             .map_err(|_| "the store does not accept writes: nothing changed".to_owned())?;
         self.state.apply_settings(&next);
+        self.state.record_reload(&next, reloaded.need_restart.clone());
         *in_effect = next;
         Ok(reloaded)
     }
@@ -89,7 +87,7 @@ impl Reloader {
     }
 }
 
-/// Copies the settings a reload may change ([`LIVE`]) from `from` into `to`.
+/// Copies the settings a reload may change ([`config::LIVE`]) from `from` into `to`.
 fn copy_live(from: &Config, to: &mut Config) {
     to.passwords = from.passwords.clone();
     let (limits, new) = (&mut to.rate_limit, &from.rate_limit);

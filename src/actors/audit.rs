@@ -79,7 +79,13 @@ impl AuditLog {
     /// Writes one entry on its own, durably: for a change that stages nothing else in the store (a reload of the
     /// settings, which live in memory). Every other change stages its entry with its own ops.
     pub async fn write(&self, entry: StoreOp) -> Result<(), Unavailable> {
-        self.writer.write(vec![entry]).await.map_err(|_| Unavailable)
+        self.commit(vec![entry]).await
+    }
+
+    /// Writes an entry with the records of a change no actor owns (an administrator's test message in the
+    /// outbox), in one commit, durably.
+    pub async fn commit(&self, ops: Vec<StoreOp>) -> Result<(), Unavailable> {
+        self.writer.write(ops).await.map_err(|_| Unavailable)
     }
 
     /// Up to `limit` entries older than `before` (from the newest when `None`), newest first. Reads a snapshot

@@ -30,6 +30,8 @@ pub mod action {
     pub const SESSIONS_REVOKED: &str = "session.revoked";
     /// A message given up: the mail server refused it for good, or it could not be sent before its link expired.
     pub const MAIL_FAILED: &str = "mail.failed";
+    /// An administrator's test message queued (`POST /api/admin/test-mail`; the detail names the recipient).
+    pub const MAIL_TEST_QUEUED: &str = "mail.test_queued";
     /// Failures beyond the per-minute budget of itemised rows, counted into one row.
     pub const SIGN_IN_FAILURES_SUMMARISED: &str = "sign_in.failures_summarised";
     /// Organizations as teams use them (the better-auth organization plugin's calls).

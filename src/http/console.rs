@@ -1,5 +1,6 @@
 //! The administration console: one page, one script module and one style sheet, embedded at compile time from
-//! `console/` and served at `/admin/`, and `GET /api/admin/status`, the numbers its status panel shows.
+//! `console/` and served at `/admin/`, and what its status page shows and does: `GET /api/admin/status` (the
+//! numbers), `GET /api/admin/config` (the configuration in effect), `POST /api/admin/test-mail`.
 //!
 //! The console is a client of the same API as everyone else (same guards, same audit); it holds no token: the
 //! session cookie is HttpOnly, and the script never reads an answer that carries one (see `console/app.js`).
@@ -16,9 +17,11 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::AppState;
+use super::dto::{ConfigInEffect, LastDelivery, MailQueued};
 use super::extract::Ctx;
 use super::extract::{self, Refusal};
-use super::response::{Body, Failure, ok};
+use super::response::{Body, Failure, json as answer, ok};
+use crate::domain::Email;
 
 /// What the browser may do with the console's answers: only our own script and style (no inline code, so an
 /// injected `<script>` or `style=` does nothing), never inside a frame (no click-jacking), no `<base>` tricks, and
@@ -126,6 +129,39 @@ pub async fn status(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
         "administrators_without_second_factor": without_second_factor,
         "second_factor_required_for": state.accounts.two_factor_roles(),
     })))
+}
+
+/// `GET /api/admin/config`: the configuration in effect (file, environment and defaults; every value that may
+/// hold a credential redacted, client secrets left out), for the status page.
+pub async fn config(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    extract::administrator(state, req.headers(), Refusal::Plain).await?;
+    extract::query_only(req.uri().query(), &[])?;
+    let view = state.settings.load();
+    let last_delivery = state.accounts.last_delivery().map(|d| LastDelivery {
+        at: d.at.to_rfc3339(),
+        ok: d.error.is_none(),
+        error: d.error,
+    });
+    Ok(ok(&ConfigInEffect {
+        source: view.source.as_deref(),
+        settings: &view.settings,
+        live: crate::config::LIVE,
+        reloaded_at: view.reloaded_at.map(|at| at.to_rfc3339()),
+        need_restart: &view.need_restart,
+        mail_configured: state.accounts.outbox().is_some(),
+        last_delivery,
+    }))
+}
+
+/// `POST /api/admin/test-mail` `{to}` → 202 `{mail_id}`: a test message queued through the durable outbox,
+/// audited (`mail.test_queued`); whether it went out shows on the status page (`last_delivery`).
+pub async fn test_mail(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["to"])?;
+    let to = Email::parse(body.string("to")?).map_err(|_| Failure::validation("to must be an e-mail address"))?;
+    let id = state.accounts.send_test_mail(admin.id, &to, &ctx.ip.to_string()).await?;
+    Ok(answer(StatusCode::ACCEPTED, &MailQueued { mail_id: id.to_string() }))
 }
 
 /// When the newest snapshot in the backup directory was written (RFC 3339), if there is one.

@@ -780,6 +780,33 @@ pub struct WebhookAndSecret<'a> {
     pub webhook: Webhook<'a>,
 }
 
+/// `GET /api/admin/config`: the configuration in effect, secrets redacted, which settings a reload changes, when
+/// the last one did, and how the mail sender's last attempt ended.
+#[derive(Serialize)]
+pub struct ConfigInEffect<'a> {
+    pub source: Option<&'a str>,
+    pub settings: &'a serde_json::Value,
+    pub live: &'a [&'a str],
+    pub reloaded_at: Option<String>,
+    pub need_restart: &'a [&'a str],
+    pub mail_configured: bool,
+    pub last_delivery: Option<LastDelivery>,
+}
+
+/// The mail sender's last attempt: when, and the server's refusal or the connection's error if it failed.
+#[derive(Serialize)]
+pub struct LastDelivery {
+    pub at: String,
+    pub ok: bool,
+    pub error: Option<String>,
+}
+
+/// An administrator's test message, in the outbox.
+#[derive(Serialize)]
+pub struct MailQueued {
+    pub mail_id: String,
+}
+
 /// A webhook message queued (a test, a resend).
 #[derive(Serialize)]
 pub struct MessageQueued<'a> {

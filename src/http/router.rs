@@ -308,6 +308,8 @@ async fn handle(
         Endpoint::ResendWebhook => webhooks::resend(state, ctx, req).await,
         Endpoint::AuditExport => audit_export::export(state, ctx, req).await,
         Endpoint::ConsoleStatus => console::status(state, ctx, req).await,
+        Endpoint::ConsoleConfig => console::config(state, ctx, req).await,
+        Endpoint::TestMail => console::test_mail(state, ctx, req).await,
         Endpoint::Stats => overview::stats(state, ctx, req).await,
         Endpoint::ExportUsers => export::users(state, ctx, req).await,
         Endpoint::UsersSecondFactors => user_admin::second_factors(state, ctx, req).await,

@@ -176,6 +176,8 @@ routes! {
     "/api/admin/audit/export" => { GET => AuditExport },
     // console: its status panel and its embedded files
     "/api/admin/status" => { GET => ConsoleStatus },
+    "/api/admin/config" => { GET => ConsoleConfig },
+    "/api/admin/test-mail" => { POST => TestMail },
     // console, round two: the overview's numbers, the user list as a file
     "/api/admin/stats" => { GET => Stats },
     "/api/admin/users/export" => { GET => ExportUsers },

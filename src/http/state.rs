@@ -14,6 +14,7 @@ use super::request_id::RequestIds;
 use super::response::CookieSettings;
 use crate::accounts::Accounts;
 use crate::config::{Config, LimitsConfig, RateLimitConfig};
+use crate::domain::Timestamp;
 
 pub struct AppState {
     pub accounts: Accounts,
@@ -38,6 +39,31 @@ pub struct AppState {
     pub setup: crate::accounts::SetupLink,
     /// Origins outside `trusted_origins` seen so far, each logged once.
     pub refused_origins: super::refused_origins::RefusedOrigins,
+    /// The configuration in effect as `GET /api/admin/config` shows it; replaced by each reload.
+    pub settings: ArcSwap<SettingsView>,
+}
+
+/// The configuration in effect, secrets left out ([`Config`]'s serialisation redacts them), and what the last
+/// reload left for a restart.
+pub struct SettingsView {
+    pub settings: serde_json::Value,
+    /// The file the server reads (`None`: built-in defaults and the environment only).
+    pub source: Option<String>,
+    pub reloaded_at: Option<Timestamp>,
+    /// Sections changed in the file by the last reload that only a restart puts in effect.
+    pub need_restart: Vec<&'static str>,
+}
+
+impl SettingsView {
+    fn of(config: &Config, reloaded_at: Option<Timestamp>, need_restart: Vec<&'static str>) -> Self {
+        Self {
+            // Plain data: serialising it cannot fail.
+            settings: serde_json::to_value(config).unwrap_or_default(),
+            source: config.source.as_ref().map(|p| p.display().to_string()),
+            reloaded_at,
+            need_restart,
+        }
+    }
 }
 
 impl AppState {
@@ -60,6 +86,7 @@ impl AppState {
             access_log: config.log.access,
             setup: crate::accounts::SetupLink::default(),
             refused_origins: Default::default(),
+            settings: ArcSwap::from_pointee(SettingsView::of(config, None, Vec::new())),
             accounts,
         }
     }
@@ -73,6 +100,15 @@ impl AppState {
             self.rate_limits.store(Arc::new(limits));
         }
         self.accounts.apply_settings(config);
+    }
+
+    /// What the configuration view shows after a reload put `config`'s live settings in effect; `need_restart`:
+    /// the sections the file changed that wait for a restart. The connection limits shown stay those the server
+    /// runs with (its budget, set at start).
+    pub fn record_reload(&self, config: &Config, need_restart: Vec<&'static str>) {
+        let mut shown = config.clone();
+        shown.limits = self.connections.clone();
+        self.settings.store(Arc::new(SettingsView::of(&shown, Some(Timestamp::now()), need_restart)));
     }
 
     pub fn body_timeout(&self) -> Duration {

@@ -5,9 +5,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OAuthConfig {
     /// Keep the provider's access, refresh and ID tokens with the linked account, sealed with the data
@@ -17,7 +17,7 @@ pub struct OAuthConfig {
 }
 
 /// How a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenID Connect: discovery from the issuer, an ID token checked against the provider's keys.
@@ -27,7 +27,7 @@ pub enum ProviderKind {
 }
 
 /// Presets: the issuer (or endpoints) and scopes of well-known providers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
     Google,
@@ -37,7 +37,7 @@ pub enum Preset {
     Github,
 }
 
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// The name clients use (`provider` / `providerId`) and the last segment of the callback URL.

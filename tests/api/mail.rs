@@ -888,3 +888,57 @@ async fn on_several_nodes_one_node_owns_each_message_and_it_is_sent_once() {
         stop.cancel();
     }
 }
+
+/// The status page's "send a test mail" (#50): an administrator's test message goes through the durable outbox
+/// to the real SMTP server, audited; the configuration view then shows the sender's last attempt. Only an
+/// administrator may; a bad address and an unknown field are 400s; without a transport, a 400 that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_administrators_test_mail_arrives_and_the_status_page_shows_its_delivery() {
+    let smtp = SmtpSink::start();
+    let s = TestServer::start_adjusted(with_smtp(smtp.url())).await;
+    let admin = s.admin_session().await;
+    let before = s.get("/api/admin/config").cookie(&admin).send().await.json();
+    assert_eq!((before["mail_configured"].clone(), before["last_delivery"].clone()), (json!(true), Value::Null));
+
+    let sent = s.post("/api/admin/test-mail").cookie(&admin).json(&json!({"to": "ops@example.com"})).send().await;
+    assert_eq!(sent.status, 202, "{}", sent.text);
+    assert!(sent.json()["mail_id"].is_string(), "{}", sent.text);
+    let messages = smtp.wait_for(1).await;
+    assert!(messages[0].contains("service-auth test message") && messages[0].contains("ops@example.com"));
+    // The sender records its attempt just after the server accepts the message.
+    let mut shown = Value::Null;
+    for _ in 0..50 {
+        shown = s.get("/api/admin/config").cookie(&admin).send().await.json();
+        if shown["last_delivery"].is_object() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        (shown["last_delivery"]["ok"].clone(), shown["last_delivery"]["error"].clone()),
+        (json!(true), Value::Null)
+    );
+    let audit = s.get("/api/admin/audit?action=mail.test_queued").cookie(&admin).send().await.json();
+    assert_eq!(audit["entries"][0]["detail"], "to ops@example.com", "{audit}");
+
+    for (body, why) in [
+        (json!({"to": "not an address"}), "not an address"),
+        (json!({"to": "ops@example.com", "cc": "x@example.com"}), "an unknown field"),
+        (json!({}), "no address"),
+    ] {
+        let r = s.post("/api/admin/test-mail").cookie(&admin).json(&body).send().await;
+        assert_eq!(r.status, 400, "{why}: {}", r.text);
+    }
+    let user = s.client.new_user("not-admin-mail").await;
+    let r = s.post("/api/admin/test-mail").cookie(&user.cookie).json(&json!({"to": "ops@example.com"})).send().await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert_eq!(smtp.messages().len(), 1, "only the administrator's message went out");
+    s.stop().await;
+
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let r = s.post("/api/admin/test-mail").cookie(&admin).json(&json!({"to": "ops@example.com"})).send().await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(r.json()["error"], "Sending e-mail is not configured on this server");
+    s.stop().await;
+}

@@ -171,3 +171,48 @@ async fn reloading_under_load_fails_no_request() {
         .triple();
     assert_eq!((status, body["code"].as_str()), (400, Some("PASSWORD_TOO_SHORT")), "{body}");
 }
+
+/// The status page's configuration view (#50): every section as in effect, no credential (a URL's password shows
+/// as `redacted`), which settings are live; after a reload, the new live value, when, and what waits for a
+/// restart (shown still at its old value, since that is what runs). Administrators only.
+#[tokio::test]
+async fn the_configuration_view_shows_what_is_in_effect_and_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let secrets = "[email]\nsmtp_url = \"smtp://mailer:hunter2-secret@127.0.0.1:9\"\n\
+                   [webhooks]\nproxy = \"http://proxyuser:proxy-secret@127.0.0.1:3128\"\n";
+    write_config(root, &format!("[passwords]\nmin_length = 15\n{secrets}"));
+    let env: Vec<(&str, &str)> = BOOTSTRAP_ENV.iter().copied().chain([CONFIG_ENV]).collect();
+    let server = ChildServer::spawn(root, &env).await;
+    let admin = server.admin_session().await;
+    let view = server.get("/api/admin/config").cookie(&admin).send().await;
+    assert_eq!(view.status, 200, "{}", view.text);
+    for secret in ["hunter2-secret", "proxy-secret"] {
+        assert!(!view.text.contains(secret), "{secret} shown: {}", view.text);
+    }
+    let shown = view.json();
+    assert_eq!(shown["settings"]["email"]["smtp_url"], "smtp://mailer:redacted@127.0.0.1:9");
+    assert_eq!(shown["settings"]["webhooks"]["proxy"], "http://proxyuser:redacted@127.0.0.1:3128/");
+    assert_eq!(shown["settings"]["passwords"]["min_length"], 15);
+    assert_eq!(shown["settings"]["audit"]["retain_days"], 365, "a default is shown as in effect");
+    assert!(shown["source"].as_str().is_some_and(|s| s.ends_with("config.toml")), "{shown}");
+    assert_eq!((shown["reloaded_at"].clone(), shown["need_restart"].clone()), (json!(null), json!([])));
+    assert!(shown["live"].as_array().unwrap().contains(&json!("[passwords]")), "{shown}");
+
+    write_config(root, &format!("[passwords]\nmin_length = 20\n[audit]\nretain_days = 5\n{secrets}"));
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    let shown = server.get("/api/admin/config").cookie(&admin).send().await.json();
+    assert_eq!(shown["settings"]["passwords"]["min_length"], 20, "the live setting as now in effect");
+    assert_eq!(shown["settings"]["audit"]["retain_days"], 365, "a restart-only setting keeps the value that runs");
+    assert_eq!(shown["need_restart"], json!(["audit"]));
+    assert!(shown["reloaded_at"].is_string(), "{shown}");
+
+    let password = "Plum-Kettle-Orbit-Lantern-9";
+    let (status, body, _) = server.sign_up("Viewer", "viewer@example.com", password).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, _, cookie) = server.sign_in("viewer@example.com", password).await;
+    let r = server.get("/api/admin/config").cookie(&cookie.unwrap()).send().await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert_eq!(server.get("/api/admin/config?x=1").cookie(&admin).send().await.status, 400);
+}

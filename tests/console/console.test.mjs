@@ -674,6 +674,16 @@ test("the status panel", async () => {
   assert.match(facts["Store size"], /^\d+(\.\d)? MiB$/);
   assert.match(facts["Last backup"], /Not configured/);
   assert.match(facts.Version, /^\d+\.\d+\.\d+/);
+  // The configuration in effect (#50): one collapsible section each, opened on a click; this server has no mail
+  // transport, so the page says so and the test mail's button is off.
+  const sections = await page.$$eval("#config details summary", (ss) => ss.map((s) => s.textContent));
+  for (const name of ["[session]", "[passwords]", "[rate_limit]", "[email]", "[store]"]) assert.ok(sections.includes(name), `${name} in ${sections}`);
+  await page.evaluate(() => [...document.querySelectorAll("#config summary")].find((s) => s.textContent === "[session]").click());
+  const session = await page.$$eval("#config details[open] dt", (dts) => Object.fromEntries(dts.map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+  assert.equal(session.idle_timeout_secs, "3600", JSON.stringify(session));
+  assert.match(await page.$eval("#config", (c) => c.textContent), /Changed by service-auth reload \(or SIGHUP\) without a restart: \[passwords\]/);
+  assert.match(await page.$eval("#last-delivery", (p) => p.textContent), /No mail transport/);
+  assert.equal(await page.$eval("#test-mail button", (b) => b.disabled), true);
   await checkAccessibility("status");
   await screenshot("status");
 });
