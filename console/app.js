@@ -5,7 +5,8 @@
 //   their status. Who is signed in comes from GET /api/admin/status.
 // - Text from the server is put in the page with textContent only (never parsed as HTML), so a name cannot
 //   become markup; the Content-Security-Policy refuses inline script and style as a second line.
-// - Hash routing (#/overview, #/users, #/users/<id>, #/organizations, #/organizations/<id>, #/audit, #/status):
+// - Hash routing (#/overview, #/users, #/users/<id>, #/organizations, #/organizations/<id>, #/audit, #/status,
+//   #/webhooks, #/clients and #/clients/<client_id>, the identity provider's applications):
 //   the server serves one page, and the back button works. Pages beyond these are modules of their own
 //   (overview.js), built with the helpers exported at the end of this file.
 
@@ -15,6 +16,7 @@ import { auditPage } from "./audit.js";
 import { accessSections, createUserSection, describeFactors, exportLinks, historySection, profileSections, secondFactors } from "./users.js";
 
 import { webhooksPage, webhookPage } from "./webhooks.js";
+import { clientsPage, clientPage } from "./clients.js";
 import { orgAdminStart, memberSections } from "./orgadmin.js";
 
 const main = document.getElementById("main");
@@ -346,6 +348,8 @@ async function render() {
     if (parts[0] === "status") return await statusPage();
     if (parts[0] === "webhooks" && parts[1]) return await webhookPage(parts[1]);
     if (parts[0] === "webhooks") return await webhooksPage();
+    if (parts[0] === "clients" && parts[1]) return await clientPage(decodeURIComponent(parts[1]));
+    if (parts[0] === "clients") return await clientsPage();
     show("Not found", h("p", { text: "There is no such page in the console." }), h("a", { href: "#/users", text: "Users" }));
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return boot();

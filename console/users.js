@@ -2,10 +2,12 @@
 // file (CSV or JSON, streamed by the server: a plain link, so the browser saves it as it arrives), who has which
 // second factor in the list, and on a user's page their name and verified flag, the mailed links (reset,
 // verification), their second factors (with the administrator's reset), their ways in (password and the
-// identities of other providers, each with Unlink), their organizations, and their audit history.
+// identities of other providers, each with Unlink), their organizations, the applications they allowed (each
+// with a withdrawal, console/clients.js), and their audit history.
 
 import { act, api, at, confirmAction, field, h, messageLine, orgName, orgs, say, status } from "./app.js";
 import { entriesTable } from "./audit.js";
+import { consentsSection } from "./clients.js";
 
 /// The "Create user" section of the users page.
 export function createUserSection() {
@@ -228,12 +230,13 @@ export async function accessSections(user, { sessionsEnded }) {
       : h("p", { id: "no-memberships", text: "Member of no organization." }));
   }
 
-  await Promise.all([loadFactors(), loadWays(), loadMemberships()]);
+  const [consents] = await Promise.all([consentsSection(user), loadFactors(), loadWays(), loadMemberships()]);
   return {
     sections: [
       h("section", { "aria-labelledby": "factors-heading" }, h("h2", { id: "factors-heading", text: "Second factor" }), factorsBox, factorsLine),
       h("section", { "aria-labelledby": "ways-heading" }, h("h2", { id: "ways-heading", text: "Ways in" }), waysBox, waysLine),
       h("section", { "aria-labelledby": "memberships-heading" }, h("h2", { id: "memberships-heading", text: "Memberships" }), membershipsBox),
+      consents,
     ],
     refreshMemberships: loadMemberships,
   };

@@ -65,6 +65,7 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         script!("audit.js"),
         script!("users.js"),
         script!("webhooks.js"),
+        script!("clients.js"),
         // Delegated administration: an organization's owners and admins (#29).
         script!("orgadmin.js"),
     ]

@@ -688,12 +688,112 @@ test("the status panel", async () => {
   await screenshot("status");
 });
 
+/// A call to the identity provider's authorization endpoint as `cookie`'s user (fetch: the plugin's JSON answer):
+/// where it leads, `/consent?…` or the client with a code.
+async function authorizeAs(cookie, clientId, redirectUri) {
+  const query = new URLSearchParams({ response_type: "code", client_id: clientId, redirect_uri: redirectUri,
+    scope: "openid profile", code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", code_challenge_method: "S256" });
+  const r = await fetch(`${base}/api/auth/oauth2/authorize?${query}`, { headers: { Cookie: cookie } });
+  assert.equal(r.status, 200, await r.clone().text());
+  return (await r.json()).url;
+}
+
+/// The token endpoint's answer to `secret` for client `id` (a made-up code: 400 for the right secret, 401 for a
+/// wrong one).
+async function tokenStatus(id, secret) {
+  const r = await fetch(`${base}/api/auth/oauth2/token`, { method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}` },
+    body: new URLSearchParams({ grant_type: "authorization_code", code: "not-a-code", redirect_uri: "https://grafana.example.com/login/generic_oauth", code_verifier: "x".repeat(43) }) });
+  return r.status;
+}
+
+test("applications: register one with its secret shown once, change it, a new secret, disable, delete", async () => {
+  await page.click('#nav a[href="#/clients"]');
+  await waitForHeading("Applications");
+  await page.type('#client-create input[name="client_name"]', "Grafana");
+  await page.type('#client-create textarea[name="redirect_uris"]', "https://grafana.example.com/login/generic_oauth");
+  await page.click('#client-create button[type="submit"]');
+  await waitForText("#client-create-msg", /Registered Grafana/);
+  const id = await textOf("#new-client-id");
+  const secret = await textOf("#new-client-secret");
+  assert.match(id, /^[A-Za-z]{32}$/);
+  assert.match(secret, /^[A-Za-z]{32}$/);
+  assert.equal(await page.$eval(`#clients-table tr[data-client="${id}"] td`, (td) => td.textContent), "Grafana");
+  assert.equal(await textOf("#clients-table caption"), "1 application, newest first");
+  assert.equal(await tokenStatus(id, secret), 400, "the shown secret is the client's");
+  await checkAccessibility("applications");
+  await screenshot("clients");
+
+  await page.click(`#clients-table tr[data-client="${id}"] a`);
+  await waitForHeading("Grafana");
+  assert.ok(!(await page.content()).includes(secret), "the secret is shown once");
+  await page.$eval('#client-edit textarea[name="redirect_uris"]', (t) => { t.value += "\nhttps://grafana.example.com/other"; });
+  await page.$eval('#client-edit input[name="scope"]', (i) => { i.value = "openid profile email"; });
+  await page.click('#client-edit button[type="submit"]');
+  await waitForText("#client-msg", /^Saved\.$/);
+  const stored = await page.evaluate(async (i) => (await (await fetch(`/api/admin/oidc/clients/${i}`)).json()).client, id);
+  assert.deepEqual(stored.redirect_uris, ["https://grafana.example.com/login/generic_oauth", "https://grafana.example.com/other"]);
+  assert.equal(stored.scope, "openid profile email");
+
+  await confirmWith("#rotate-client-secret", "ok");
+  await waitForText("#client-msg", /Secret replaced/);
+  const renewed = await textOf("#new-client-secret");
+  assert.match(renewed, /^[A-Za-z]{32}$/);
+  assert.notEqual(renewed, secret);
+  assert.equal(await tokenStatus(id, secret), 401, "the old secret stopped");
+  assert.equal(await tokenStatus(id, renewed), 400);
+
+  await page.click("#toggle-client");
+  await waitForText("#client-msg", /^Disabled\.$/);
+  assert.match(await textOf("#client"), /Disabled: its users cannot sign in/);
+  assert.equal((await fetch(`${base}/api/auth/oauth2/public-client?client_id=${id}`)).status, 404);
+  await checkAccessibility("an application");
+  await screenshot("client");
+
+  await confirmWith("#delete-client", "ok");
+  await waitForHeading("Applications");
+  assert.equal(await page.$(`#clients-table tr[data-client="${id}"]`), null);
+  assert.equal(await page.evaluate(async (i) => (await fetch(`/api/admin/oidc/clients/${i}`)).status, id), 404);
+});
+
+test("a user's page lists the applications they allowed; withdrawing one makes it ask again", async () => {
+  const rp = "https://wiki.example.com/callback";
+  const made = await page.evaluate(async (uri) => (await (await fetch("/api/admin/oidc/clients", { method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ client_name: "Team wiki", redirect_uris: [uri] }) })).json()).client, rp);
+  const email = "user77@seed.example";
+  const cookie = await signInElsewhere(email);
+  const ask = await authorizeAs(cookie, made.client_id, rp);
+  assert.match(ask, /^\/consent\?/);
+  const allowed = await fetch(`${base}/api/auth/oauth2/consent`, { method: "POST",
+    headers: { "Content-Type": "application/json", Cookie: cookie },
+    body: JSON.stringify({ accept: true, oauth_query: ask.split("?")[1] }) });
+  assert.equal(allowed.status, 200, await allowed.text());
+  assert.ok((await authorizeAs(cookie, made.client_id, rp)).startsWith(`${rp}?code=`), "remembered");
+
+  const user = await page.evaluate(async (q) => (await (await fetch(`/api/admin/users?q=${q}`)).json()).users[0], encodeURIComponent(email));
+  await page.goto(`${base}/admin/#/users/${user.id}`);
+  await waitForHeading(email);
+  await page.waitForSelector("#consents-table");
+  const row = await page.$eval("#consents-table tbody tr", (tr) => [...tr.cells].map((td) => td.textContent));
+  assert.equal(row[0], "Team wiki");
+  assert.equal(row[1], "openid profile");
+  await checkAccessibility("a user's page with an application allowed");
+  await confirmWith("#consents-table tbody tr button.danger", "ok");
+  await waitForText("#consents-msg", /Withdrawn: Team wiki asks again/);
+  await page.waitForSelector("#no-consents");
+  assert.match(await authorizeAs(cookie, made.client_id, rp), /^\/consent\?/, "asked again");
+  const audit = await page.evaluate(async (id) => (await (await fetch(`/api/admin/audit?action=oauth_consent.revoked&target_id=${id}`)).json()).entries, user.id);
+  assert.equal(audit.length, 1);
+  assert.equal(audit[0].actor_id, (await page.evaluate(async () => (await (await fetch("/api/admin/status")).json()).signed_in_as.id)));
+});
+
 /// Every page again in the dark scheme (prefers-color-scheme: dark): axe-core clean there too (contrast above
 /// all), and at 375 px wide nothing scrolls sideways.
 test("every page is accessible in the dark scheme and fits 375 px", async () => {
   const pages = [["overview", "#/overview", "Overview"], ["users", "#/users?q=user4242%40", "Users"],
     ["user", `#/users/${userId}`, TARGET], ["organizations", "#/organizations", "Organizations"],
-    ["audit", "#/audit", "Audit log"], ["status", "#/status", "Status"]];
+    ["audit", "#/audit", "Audit log"], ["status", "#/status", "Status"], ["clients", "#/clients", "Applications"]];
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
   assert.equal(await page.evaluate(() => matchMedia("(prefers-color-scheme: dark)").matches), true);
   for (const [name, hash, title] of pages) {
