@@ -47,6 +47,7 @@ fn session(user: &UserRecord) -> SessionRecord {
         remember_me: true,
         impersonated_by: None,
         active_organization: None,
+        active_team: None,
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::{Accounts, Current, Unavailable};
 use crate::actors::orgs::teams::{TeamCaller, TeamError};
-use crate::domain::{Name, OrgId, Organization, Team, TeamId, TeamMember, TeamMemberId, UserId};
+use crate::domain::{Name, OrgId, Organization, Team, TeamId, TeamMember, TeamMemberId, TokenHash, UserId};
 
 /// Why a team call was refused: the plugin's codes, each route's own where they differ.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +50,9 @@ pub enum TeamsError {
     NotAllowedToRemoveMember,
     #[error("User is not a member of the team")]
     NotInTeam,
+    /// set-active-team for a team the caller is not in (403 there, where the other routes answer 400).
+    #[error("User is not a member of the team")]
+    NotInThisTeam,
     #[error("Team member limit reached")]
     TeamFull,
     #[error("You do not have an active team")]
@@ -232,7 +235,7 @@ impl Accounts {
         team: Option<TeamId>,
     ) -> Result<Vec<TeamMemberShown>, TeamsError> {
         self.teams_on()?;
-        let team = team.ok_or(TeamsError::NoActiveTeam)?;
+        let team = team.or_else(|| current.session.active_team()).ok_or(TeamsError::NoActiveTeam)?;
         let (org, team) = self.caller_team(current, team).ok_or(TeamsError::TeamNotFound)?;
         let team = self.standing(org.id, team);
         if !team.members.iter().any(|m| m.user == current.user.id) {
@@ -243,6 +246,42 @@ impl Accounts {
             .into_iter()
             .map(|entry| TeamMemberShown { id: entry.id(team.id), team: team.id, entry })
             .collect())
+    }
+
+    /// `set-active-team`: the session `token_hash` (the caller's) works in `team` of its active organization, for a
+    /// member of the team; `Some(None)` clears it; `None` checks the active team again (cleared if it no longer
+    /// holds). The team worked in, if any.
+    pub async fn set_active_team(
+        &self,
+        current: &Current,
+        token_hash: TokenHash,
+        team: Option<Option<TeamId>>,
+    ) -> Result<Option<TeamOf>, TeamsError> {
+        self.teams_on()?;
+        let team = match team {
+            Some(None) => {
+                if current.session.active_team().is_some() {
+                    self.actors.sessions.set_active_team(token_hash, None).await?;
+                }
+                return Ok(None);
+            }
+            Some(Some(team)) => team,
+            None => match current.session.active_team() {
+                Some(team) => team,
+                None => return Ok(None),
+            },
+        };
+        let org = current.session.active_organization().ok_or(TeamsError::NoActiveOrganization)?;
+        let org = self.indexes.orgs.get(org).ok_or(TeamsError::TeamNotFound)?;
+        let team = org.teams.iter().find(|t| t.id == team).cloned().ok_or(TeamsError::TeamNotFound)?;
+        let team = self.standing(org.id, team);
+        if !team.members.iter().any(|m| m.user == current.user.id) {
+            return Err(TeamsError::NotInThisTeam);
+        }
+        if current.session.active_team() != Some(team.id) {
+            self.actors.sessions.set_active_team(token_hash, Some(team.id)).await?;
+        }
+        Ok(Some((org.id, team)))
     }
 
     /// `team` if it belongs to one of the caller's organizations. A team of another organization is not found

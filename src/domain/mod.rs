@@ -340,17 +340,31 @@ pub struct Session {
     pub rare: SessionRare,
 }
 
-/// A [`Session`]'s rare fields: empty (no allocation) when neither is set.
+/// A [`Session`]'s rare fields: empty (no allocation) when none is set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionRare(Option<Box<(Option<UserId>, Option<OrgId>)>>);
+pub struct SessionRare(Option<Box<SessionRareFields>>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SessionRareFields {
+    impersonated_by: Option<UserId>,
+    organization: Option<OrgId>,
+    team: Option<TeamId>,
+}
 
 impl SessionRare {
     /// The administrator acting through the session (an impersonation), and the active organization.
     pub fn new(impersonated_by: Option<UserId>, active_organization: Option<OrgId>) -> Self {
-        // Never a box of two `None`s: equal sessions hold equal values.
+        Self::with_team(impersonated_by, active_organization, None)
+    }
+
+    /// [`new`](Self::new), and the active team (one of the active organization's: without an organization there
+    /// is no team to work in, so none is kept).
+    pub fn with_team(impersonated_by: Option<UserId>, organization: Option<OrgId>, team: Option<TeamId>) -> Self {
+        let team = team.filter(|_| organization.is_some());
+        // Never a box of `None`s: equal sessions hold equal values.
         Self(
-            (impersonated_by.is_some() || active_organization.is_some())
-                .then(|| Box::new((impersonated_by, active_organization))),
+            (impersonated_by.is_some() || organization.is_some())
+                .then(|| Box::new(SessionRareFields { impersonated_by, organization, team })),
         )
     }
 }
@@ -362,18 +376,33 @@ impl Session {
 
     /// The administrator acting as the user through this session, if it is an impersonation.
     pub fn impersonated_by(&self) -> Option<UserId> {
-        self.rare.0.as_deref()?.0
+        self.rare.0.as_deref()?.impersonated_by
     }
 
     /// The organization the session works in (better-auth's `activeOrganizationId`, set by
     /// `organization/set-active`).
     pub fn active_organization(&self) -> Option<OrgId> {
-        self.rare.0.as_deref()?.1
+        self.rare.0.as_deref()?.organization
     }
 
-    /// This session working in `org` (or in none): a new value, the rest unchanged.
+    /// The team of the active organization the session works in (better-auth's `activeTeamId`, set by
+    /// `organization/set-active-team`).
+    pub fn active_team(&self) -> Option<TeamId> {
+        self.rare.0.as_deref()?.team
+    }
+
+    /// This session working in `org` (or in none): a new value, the rest unchanged. A team belongs to one
+    /// organization, so working in another organization leaves the active team (the plugin keeps it, pointing at a
+    /// team of the organization left, which no team call accepts).
     pub fn with_active_organization(&self, org: Option<OrgId>) -> Self {
-        Self { rare: SessionRare::new(self.impersonated_by(), org), ..self.clone() }
+        let team = self.active_team().filter(|_| org == self.active_organization());
+        Self { rare: SessionRare::with_team(self.impersonated_by(), org, team), ..self.clone() }
+    }
+
+    /// This session working in `team` of its active organization (or in none), the rest unchanged.
+    pub fn with_active_team(&self, team: Option<TeamId>) -> Self {
+        let rare = SessionRare::with_team(self.impersonated_by(), self.active_organization(), team);
+        Self { rare, ..self.clone() }
     }
 }
 
@@ -424,6 +453,15 @@ mod tests {
             let left = moved.with_active_organization(None);
             assert_eq!(left.rare == SessionRare::default(), by.is_none(), "no box of two `None`s");
             assert_eq!(left.with_active_organization(active), session);
+            // A team belongs to the active organization: working in another, or in none, leaves it.
+            let team = TeamId::new();
+            let in_team = moved.with_active_team(Some(team));
+            assert_eq!((in_team.active_team(), in_team.impersonated_by()), (Some(team), by));
+            assert_eq!(in_team.with_active_organization(in_team.active_organization()).active_team(), Some(team));
+            assert_eq!(in_team.with_active_organization(Some(OrgId::new())).active_team(), None);
+            assert_eq!(in_team.with_active_organization(None).active_team(), None);
+            assert_eq!(left.with_active_team(Some(team)).active_team(), None, "no team without an organization");
+            assert_eq!(in_team.with_active_team(None), moved);
         }
     }
 

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use crate::domain::{
-    self, AuditId, Invitation, InvitationId, MemberId, Membership, OrgId, Organization, Session, SessionId, Timestamp,
-    User, UserId,
+    self, AuditId, Invitation, InvitationId, MemberId, Membership, OrgId, Organization, Session, SessionId, TeamId,
+    Timestamp, User, UserId,
 };
 
 /// A user on the auth endpoints.
@@ -72,6 +72,10 @@ pub struct AuthSession<'a> {
     impersonated_by: Option<UserId>,
     /// The organization plugin's field: the session's active organization (`organization/set-active`).
     active_organization_id: Option<OrgId>,
+    /// The plugin's field with teams on: the session's active team (`organization/set-active-team`); absent when
+    /// it works in none, so the answer stays as it was without teams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active_team_id: Option<TeamId>,
 }
 
 impl<'a> AuthSession<'a> {
@@ -87,6 +91,7 @@ impl<'a> AuthSession<'a> {
             user_agent: &session.user_agent,
             impersonated_by: session.impersonated_by(),
             active_organization_id: session.active_organization(),
+            active_team_id: session.active_team(),
         }
     }
 }
@@ -171,6 +176,10 @@ pub fn session_and_user_json(session: &Session, token: &str, user: &User) -> Vec
     id_or_null(&mut out, session.impersonated_by().map(uuid::Uuid::from));
     out.extend_from_slice(b",\"activeOrganizationId\":");
     id_or_null(&mut out, session.active_organization().map(uuid::Uuid::from));
+    if let Some(team) = session.active_team() {
+        out.extend_from_slice(b",\"activeTeamId\":");
+        id_or_null(&mut out, Some(uuid::Uuid::from(team)));
+    }
     out.extend_from_slice(b"},\"user\":");
     append_auth_user(&mut out, user);
     out.push(b'}');
@@ -868,6 +877,9 @@ mod tests {
             plain_one.rare = SessionRare::new(None, Some(OrgId::new()));
             plain_one.expires_at = Timestamp::from_millis(1_795_338_902_123);
             sessions.push(plain_one);
+            let mut in_team = session(&u);
+            in_team.rare = SessionRare::with_team(None, Some(OrgId::new()), Some(TeamId::new()));
+            sessions.push(in_team);
             let mut outside = session(&u);
             outside.created_at = Timestamp::from_millis(-62_167_219_200_001); // year -1: chrono writes it
             outside.user_agent = "\u{1}\\\u{7f}".into();

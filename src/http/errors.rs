@@ -421,6 +421,7 @@ impl From<TeamsError> for Failure {
             TeamsError::NotAllowedToAddMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_NEW_TEAM_MEMBER"),
             TeamsError::NotAllowedToRemoveMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_REMOVE_A_TEAM_MEMBER"),
             TeamsError::NotInTeam => (S::BAD_REQUEST, "USER_IS_NOT_A_MEMBER_OF_THE_TEAM"),
+            TeamsError::NotInThisTeam => (S::FORBIDDEN, "USER_IS_NOT_A_MEMBER_OF_THE_TEAM"),
             TeamsError::TeamFull => (S::FORBIDDEN, "TEAM_MEMBER_LIMIT_REACHED"),
             TeamsError::NoActiveTeam => (S::BAD_REQUEST, "YOU_DO_NOT_HAVE_AN_ACTIVE_TEAM"),
             TeamsError::YouAreNotAMember => (S::FORBIDDEN, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION"),

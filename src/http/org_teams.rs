@@ -82,7 +82,7 @@ pub async fn remove(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     let body = body(state, req, &["teamId", "organizationId"]).await?;
     let team = team_id(body.string("teamId")?)?;
     let org = org_id(body.optional_string("organizationId")?);
-    state.accounts.remove_team(&current, org, team, None, ip(&ctx)).await?;
+    state.accounts.remove_team(&current, org, team, current.session.active_team(), ip(&ctx)).await?;
     Ok(ok(&Message { message: "Team removed successfully." }))
 }
 
@@ -125,4 +125,20 @@ pub async fn list_user_teams(state: &AppState, _: Ctx, req: Request<Incoming>) -
     let org = org_id(q("organizationId").as_deref());
     let teams = state.accounts.list_user_teams(&current, user, org)?;
     Ok(ok(&teams.iter().map(|(org, t)| PluginTeam::new(*org, t)).collect::<Vec<_>>()))
+}
+
+/// `POST set-active-team` `{teamId?: string | null}`: the team the session works in from now on, or `null` when
+/// cleared (or none was named nor active).
+pub async fn set_active(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (token, current) = signed_in(state, &req).await?;
+    let body = body(state, req, &["teamId"]).await?;
+    let team = match body.nullable_string("teamId")? {
+        Some(Some(id)) => Some(Some(team_id(id)?)),
+        Some(None) => Some(None),
+        None => None,
+    };
+    match state.accounts.set_active_team(&current, token.hash(), team).await? {
+        Some((org, team)) => Ok(ok(&PluginTeam::new(org, &team))),
+        None => Ok(ok(&serde_json::Value::Null)),
+    }
 }

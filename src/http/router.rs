@@ -264,6 +264,7 @@ async fn handle(
         Endpoint::OrgRemoveTeamMember => org_teams::remove_member(state, ctx, req).await,
         Endpoint::OrgListTeamMembers => org_teams::list_members(state, ctx, req).await,
         Endpoint::OrgListUserTeams => org_teams::list_user_teams(state, ctx, req).await,
+        Endpoint::OrgSetActiveTeam => org_teams::set_active(state, ctx, req).await,
         Endpoint::TwoFactorEnable => two_factor::enable(state, ctx, req).await,
         Endpoint::TwoFactorGetTotpUri => two_factor::get_totp_uri(state, ctx, req).await,
         Endpoint::TwoFactorVerifyTotp => two_factor::verify_totp(state, ctx, req).await,

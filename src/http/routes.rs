@@ -130,6 +130,7 @@ routes! {
     "/api/auth/organization/remove-team-member" => { POST => OrgRemoveTeamMember },
     "/api/auth/organization/list-team-members" => { GET => OrgListTeamMembers },
     "/api/auth/organization/list-user-teams" => { GET => OrgListUserTeams },
+    "/api/auth/organization/set-active-team" => { POST => OrgSetActiveTeam },
     // admin: the service's own administration calls
     "/api/auth/two-factor/enable" => { POST => TwoFactorEnable },
     "/api/auth/two-factor/get-totp-uri" => { POST => TwoFactorGetTotpUri },

@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn an_entry_carries_every_held_op_and_only_those() {
         use crate::store::records::{InvitationRecordV1, MembershipRecordV1, SessionRecordV3, TokenRecordV3};
-        let session = SessionRecordV3 {
+        let session: crate::store::SessionRecord = SessionRecordV3 {
             id: [1; 16],
             user_id: [2; 16],
             expires_at_ms: 10,
@@ -217,7 +217,8 @@ mod tests {
             remember_me: true,
             impersonated_by: None,
             active_organization: Some([4; 16]),
-        };
+        }
+        .into();
         let member = MembershipRecordV1 { org: [4; 16], user: [2; 16], roles: 1, created_at_ms: 1 };
         let invitation = InvitationRecordV1 {
             id: [7; 16],

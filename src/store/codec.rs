@@ -32,9 +32,9 @@ use serde::de::DeserializeOwned;
 use super::StoreError;
 use super::records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OrgRecordV3,
-    OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, TokenRecord, TokenRecordV1,
-    TokenRecordV2, TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
-    UserRecordV4, UserRecordV5,
+    OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, SessionRecordV4, TokenRecord,
+    TokenRecordV1, TokenRecordV2, TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2,
+    UserRecordV3, UserRecordV4, UserRecordV5,
 };
 #[cfg(test)]
 use super::records::{TeamMemberRecordV1, TeamRecordV1};
@@ -110,12 +110,13 @@ pub fn decode_user(bytes: &[u8]) -> Result<UserRecord, StoreError> {
 }
 
 /// A session record in any format, as the current one: the first is never an impersonation, the first two have
-/// no active organization.
+/// no active organization, the first three no active team.
 pub fn decode_session(bytes: &[u8]) -> Result<SessionRecord, StoreError> {
     match bytes.first() {
         Some(&SessionRecordV1::VERSION) => decode::<SessionRecordV1>(bytes).map(|r| SessionRecordV2::from(r).into()),
         Some(&SessionRecordV2::VERSION) => decode::<SessionRecordV2>(bytes).map(Into::into),
-        _ => decode::<SessionRecordV3>(bytes),
+        Some(&SessionRecordV3::VERSION) => decode::<SessionRecordV3>(bytes).map(Into::into),
+        _ => decode::<SessionRecordV4>(bytes),
     }
 }
 
@@ -151,6 +152,24 @@ impl Versioned for OrgRecordV2 {
 impl Versioned for SessionRecordV3 {
     const VERSION: u8 = 3;
     const KIND: &'static str = "session";
+}
+
+impl Versioned for SessionRecordV4 {
+    const VERSION: u8 = 4;
+    const KIND: &'static str = "session";
+
+    /// A session without an active team is written in the third format, which the previous release reads: the
+    /// fourth is the third's fields then one option, so those bytes are the fourth's without its trailing `None`
+    /// (a golden test holds it). Only a session working in a team needs every node upgraded.
+    fn framed(&self) -> Vec<u8> {
+        let mut bytes = vec![Self::VERSION];
+        bytes.extend(postcard::to_stdvec(self).unwrap_or_default());
+        if self.active_team.is_none() {
+            bytes.truncate(bytes.len() - 1);
+            bytes[0] = SessionRecordV3::VERSION;
+        }
+        bytes
+    }
 }
 
 impl Versioned for MembershipRecordV1 {
@@ -276,8 +295,8 @@ pub fn read_token(bytes: &[u8]) -> Result<Option<TokenRecord>, StoreError> {
 /// A session record, or `None` when a newer release wrote it in a format this one does not read (see
 /// [`read_token`]); [`session_user`] then names whose session to drop.
 pub fn read_session(bytes: &[u8]) -> Result<Option<SessionRecord>, StoreError> {
-    if let Some(version) = newer(bytes, SessionRecordV3::VERSION) {
-        skipped("session", version, SessionRecordV3::VERSION);
+    if let Some(version) = newer(bytes, SessionRecordV4::VERSION) {
+        skipped("session", version, SessionRecordV4::VERSION);
         return Ok(None);
     }
     decode_session(bytes).map(Some)
@@ -533,21 +552,30 @@ mod tests {
         expected.extend([0xd8, 0x04, 0, 0x80, 0x01, 3, b':', b':', b'1', 0, 0]);
         assert_eq!(encode(&session), expected);
         assert_eq!(decode::<SessionRecordV1>(&expected).unwrap(), session);
-        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV3::from(SessionRecordV2::from(session.clone())));
+        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV4::from(SessionRecordV2::from(session.clone())));
 
         let v2 = SessionRecordV2 { impersonated_by: Some([5; 16]), ..session.into() };
         expected[0] = 2;
         expected.push(1);
         expected.extend([5; 16]);
         assert_eq!(encode(&v2), expected);
-        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV3::from(v2.clone()));
+        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV4::from(v2.clone()));
 
         let v3 = SessionRecordV3 { active_organization: Some([6; 16]), ..v2.into() };
         expected[0] = 3;
         expected.push(1);
         expected.extend([6; 16]);
         assert_eq!(encode(&v3), expected);
-        assert_eq!(decode_session(&expected).unwrap(), v3);
+        assert_eq!(decode_session(&expected).unwrap(), SessionRecordV4::from(v3.clone()));
+        // Without an active team the fourth format writes the third's bytes, which the previous release reads.
+        assert_eq!(encode(&SessionRecordV4::from(v3.clone())), expected);
+
+        let v4 = SessionRecordV4 { active_team: Some([7; 16]), ..v3.into() };
+        expected[0] = 4;
+        expected.push(1);
+        expected.extend([7; 16]);
+        assert_eq!(encode(&v4), expected);
+        assert_eq!(decode_session(&expected).unwrap(), v4);
     }
 
     #[test]
@@ -693,7 +721,8 @@ mod tests {
         let v1 = session_v1();
         let v2 = SessionRecordV2 { impersonated_by: Some([5; 16]), ..v1.clone().into() };
         let v3 = SessionRecordV3 { active_organization: Some([6; 16]), ..v2.clone().into() };
-        for bytes in [encode(&v1), encode(&v2), encode(&v3)] {
+        let v4 = SessionRecordV4 { active_team: Some([7; 16]), ..v3.clone().into() };
+        for bytes in [encode(&v1), encode(&v2), encode(&v3), encode(&v4)] {
             assert_eq!(session_user(&bytes).unwrap(), [4; 16]);
         }
         assert!(matches!(session_user(&[4; 20]), Err(StoreError::Corrupt(_))));
@@ -718,7 +747,7 @@ mod tests {
         assert_eq!(read_token(&newer).unwrap(), None);
         let mut session = encode(&SessionRecordV3::from(SessionRecordV2::from(session_v1())));
         assert!(read_session(&session).unwrap().is_some());
-        session[0] = SessionRecordV3::VERSION + 1;
+        session[0] = SessionRecordV4::VERSION + 1;
         assert_eq!(read_session(&session).unwrap(), None);
         assert_eq!(session_user(&session).unwrap(), [4; 16]);
         assert!(newer_records_skipped() >= before + 2);
@@ -754,7 +783,9 @@ mod tests {
                 UserRecord::KIND,
                 encode(&UserRecord::from(UserRecordV4::from(UserRecordV3::from(UserRecordV2::from(user())))))[0],
             ),
-            (SessionRecord::KIND, SessionRecord::VERSION),
+            // A session without an active team (every session unless teams are turned on, which docs/cluster.md
+            // says to do only once every node runs this release).
+            (SessionRecord::KIND, encode(&SessionRecordV4::from(SessionRecordV2::from(session_v1())))[0]),
             // Every kind the previous release knows is still written in its format (the new kinds, which it skips,
             // are in `token_v5_golden_bytes_and_only_new_kinds_are_written_so`).
             (TokenRecord::KIND, encode_token(&TokenRecordV4 { kind: 6, ..v4_token() }.into())[0]),

@@ -183,6 +183,7 @@ pub fn session_record(session: &Session) -> SessionRecord {
         remember_me: session.remember_me,
         impersonated_by: session.impersonated_by().map(UserId::to_bytes),
         active_organization: session.active_organization().map(OrgId::to_bytes),
+        active_team: session.active_team().map(TeamId::to_bytes),
     }
 }
 
@@ -202,7 +203,11 @@ pub fn session_with_agent(r: SessionRecord, user_agent: UserAgent) -> Session {
         ip_address: r.ip_address.into(),
         user_agent,
         remember_me: r.remember_me,
-        rare: SessionRare::new(r.impersonated_by.map(UserId::from_bytes), r.active_organization.map(OrgId::from_bytes)),
+        rare: SessionRare::with_team(
+            r.impersonated_by.map(UserId::from_bytes),
+            r.active_organization.map(OrgId::from_bytes),
+            r.active_team.map(TeamId::from_bytes),
+        ),
     }
 }
 

@@ -1631,6 +1631,7 @@ mod tests {
             remember_me: true,
             impersonated_by: None,
             active_organization: None,
+            active_team: None,
         };
         {
             let store = EmbeddedStore::open(dir.path()).unwrap();

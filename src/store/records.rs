@@ -418,8 +418,50 @@ impl From<SessionRecordV2> for SessionRecordV3 {
     }
 }
 
+/// A session, fourth format: [`SessionRecordV3`] and its active team (better-auth's `activeTeamId`). Sessions
+/// written in earlier formats have none; a session without one is still written in the third (see its
+/// `Versioned::framed`), so only sessions working in a team need every node upgraded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecordV4 {
+    pub id: [u8; 16],
+    pub user_id: [u8; 16],
+    pub expires_at_ms: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub ip_address: String,
+    pub user_agent: String,
+    pub remember_me: bool,
+    pub impersonated_by: Option<[u8; 16]>,
+    pub active_organization: Option<[u8; 16]>,
+    pub active_team: Option<[u8; 16]>,
+}
+
+impl From<SessionRecordV3> for SessionRecordV4 {
+    fn from(r: SessionRecordV3) -> Self {
+        Self {
+            id: r.id,
+            user_id: r.user_id,
+            expires_at_ms: r.expires_at_ms,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            ip_address: r.ip_address,
+            user_agent: r.user_agent,
+            remember_me: r.remember_me,
+            impersonated_by: r.impersonated_by,
+            active_organization: r.active_organization,
+            active_team: None,
+        }
+    }
+}
+
+impl From<SessionRecordV2> for SessionRecordV4 {
+    fn from(r: SessionRecordV2) -> Self {
+        SessionRecordV3::from(r).into()
+    }
+}
+
 /// The session record format written today.
-pub type SessionRecord = SessionRecordV3;
+pub type SessionRecord = SessionRecordV4;
 
 /// One audit entry: an admin change or a sign-in outcome. Key: its UUID v7 (time-ordered), so the table reads
 /// newest first by iterating backwards. Never holds a secret: no password, token or hash.

@@ -424,6 +424,7 @@ async fn a_refresh_never_brings_back_a_session_ended_on_another_node() {
             remember_me: true,
             impersonated_by: None,
             active_organization: None,
+            active_team: None,
         };
         store.commit(&[StoreOp::PutSession([8; 32], session.clone())]).unwrap();
         let refreshed = SessionRecord { updated_at_ms: 2, ..session.clone() };

@@ -64,6 +64,9 @@ async fn the_team_calls_answer_teams_are_not_enabled_while_off() {
     assert_eq!((r.status, r.json()["message"].clone()), (400, json!("Teams are not enabled")));
     let r = get(&s, "list-teams", &ann.cookie).await;
     assert_eq!((r.status, r.json()["message"].clone()), (400, json!("Teams are not enabled")));
+    let r = post(&s, "set-active-team", &ann.cookie, &json!({"teamId": null})).await;
+    assert_eq!((r.status, r.json()["message"].clone()), (400, json!("Teams are not enabled")));
+    assert!(s.session(&ann.cookie).await["session"].get("activeTeamId").is_none(), "no team field without teams");
     let full = ok(&get(&s, "get-full-organization", &ann.cookie).await);
     assert!(full.get("teams").is_none(), "no teams in the organization without them: {full}");
 }
@@ -131,6 +134,13 @@ async fn a_team_is_created_listed_renamed_and_removed_and_its_organization_gets_
     assert_eq!(removed, json!({"message": "Team removed successfully."}));
     assert_auth_error(&post(s, "remove-team", &ann.cookie, &json!({"teamId": ward_id})).await, 400, "TEAM_NOT_FOUND");
     ok(&post(s, "remove-team", &ann.cookie, &json!({"teamId": ward5["id"]})).await);
+    // Ann's session works in the default team (create made it active): never removed from under it.
+    assert_auth_error(
+        &post(s, "remove-team", &ann.cookie, &json!({"teamId": default_id})).await,
+        403,
+        "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM",
+    );
+    assert_eq!(ok(&post(s, "set-active-team", &ann.cookie, &json!({"teamId": null})).await), Value::Null);
     assert_auth_error(
         &post(s, "remove-team", &ann.cookie, &json!({"teamId": default_id})).await,
         400,
@@ -339,6 +349,96 @@ async fn members_are_put_in_teams_listed_and_taken_out_and_a_departure_takes_the
     }
 }
 
+/// The session's team, as get-session shows it (`None`: the field is absent, the session works in no team).
+async fn active_team(s: &TestServer, cookie: &str) -> Option<String> {
+    let session = s.session(cookie).await;
+    session["session"].get("activeTeamId").map(|t| str_of(t).to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_works_in_a_team_of_its_organization_until_the_team_or_its_place_in_it_goes() {
+    let mut w = world(|_| ()).await;
+    let bob = w.member("bob", "member").await;
+    let cy = w.member("cy", "member").await;
+    let outsider = w.s.new_user("oz").await;
+    let (s, ann) = (&w.s, &w.ann);
+    let default_id = ok(&get(s, "list-teams", &ann.cookie).await)[0]["id"].as_str().unwrap().to_owned();
+    let ward = w.team("Ward 4").await;
+    let ward_id = str_of(&ward["id"]).to_owned();
+
+    // Creating the organization made its default team the creator's session's (the plugin's create does).
+    assert_eq!(active_team(s, &ann.cookie).await.as_deref(), Some(default_id.as_str()));
+    // Bob joined by invitation: his session works in the organization, in no team.
+    assert_eq!(active_team(s, &bob.cookie).await, None);
+    assert_eq!(ok(&post(s, "set-active-team", &bob.cookie, &json!({})).await), Value::Null);
+    assert_auth_error(&get(s, "list-team-members", &bob.cookie).await, 400, "YOU_DO_NOT_HAVE_AN_ACTIVE_TEAM");
+
+    ok(&post(s, "add-team-member", &ann.cookie, &json!({"teamId": ward_id, "userId": bob.id})).await);
+    let set = ok(&post(s, "set-active-team", &bob.cookie, &json!({"teamId": ward_id})).await);
+    assert_eq!(set, ward, "the answer is the team");
+    assert_eq!(active_team(s, &bob.cookie).await.as_deref(), Some(ward_id.as_str()));
+    // The active team is what list-team-members lists by default, and what set-active-team without a team checks.
+    let members = ok(&get(s, "list-team-members", &bob.cookie).await);
+    assert_eq!(members[0]["userId"], bob.id.as_str());
+    assert_eq!(ok(&post(s, "set-active-team", &bob.cookie, &json!({})).await), ward);
+
+    // Refusals: a team he is not in, one of no organization of his session, no team at all, a malformed body.
+    assert_auth_error(
+        &post(s, "set-active-team", &bob.cookie, &json!({"teamId": default_id})).await,
+        403,
+        "USER_IS_NOT_A_MEMBER_OF_THE_TEAM",
+    );
+    for id in ["00000000-0000-7000-8000-000000000000", "not-a-uuid"] {
+        assert_auth_error(
+            &post(s, "set-active-team", &bob.cookie, &json!({"teamId": id})).await,
+            400,
+            "TEAM_NOT_FOUND",
+        );
+    }
+    let oz = ok(&post(s, "create", &outsider.cookie, &json!({"name": "Oz", "slug": "oz"})).await);
+    let oz_team = ok(&get(s, "list-teams", &outsider.cookie).await)[0]["id"].clone();
+    assert_auth_error(
+        &post(s, "set-active-team", &bob.cookie, &json!({"teamId": oz_team})).await,
+        400,
+        "TEAM_NOT_FOUND",
+    );
+    assert_auth_error(&post(s, "set-active-team", &bob.cookie, &json!({"teamId": 4})).await, 400, "VALIDATION_ERROR");
+    assert_eq!(post(s, "set-active-team", &bob.cookie, &json!({"teamId": ward_id, "x": 1})).await.status, 400);
+    let r = s.post("/api/auth/organization/set-active-team").json(&json!({"teamId": ward_id})).send().await;
+    assert_eq!(r.status, 401);
+    // Working in another organization leaves the team behind (a team belongs to one organization).
+    ok(&post(s, "set-active", &outsider.cookie, &json!({"organizationId": null})).await);
+    assert_eq!(active_team(s, &outsider.cookie).await, None);
+    assert_auth_error(
+        &post(s, "set-active-team", &outsider.cookie, &json!({"teamId": oz_team})).await,
+        400,
+        "NO_ACTIVE_ORGANIZATION",
+    );
+    assert_eq!(oz["slug"], "oz");
+    // Still refused after all that: nothing above changed bob's team.
+    assert_eq!(active_team(s, &bob.cookie).await.as_deref(), Some(ward_id.as_str()));
+
+    // Taken out of the team: his session works in no team.
+    ok(&post(s, "remove-team-member", &ann.cookie, &json!({"teamId": ward_id, "userId": bob.id})).await);
+    assert_eq!(active_team(s, &bob.cookie).await, None, "taken out of the team, out of working in it");
+    // Back in it and working in it, then the team goes: the same.
+    ok(&post(s, "add-team-member", &ann.cookie, &json!({"teamId": ward_id, "userId": bob.id})).await);
+    ok(&post(s, "set-active-team", &bob.cookie, &json!({"teamId": ward_id})).await);
+    ok(&post(s, "remove-team", &ann.cookie, &json!({"teamId": ward_id})).await);
+    assert_eq!(active_team(s, &bob.cookie).await, None, "the team removed, none worked in");
+    // Removed from the organization while working in one of its teams: the same.
+    ok(&post(s, "add-team-member", &ann.cookie, &json!({"teamId": default_id, "userId": cy.id})).await);
+    ok(&post(s, "set-active-team", &cy.cookie, &json!({"teamId": default_id})).await);
+    assert_eq!(active_team(s, &cy.cookie).await.as_deref(), Some(default_id.as_str()));
+    ok(&post(s, "remove-member", &ann.cookie, &json!({"memberIdOrEmail": cy.email})).await);
+    assert_eq!(active_team(s, &cy.cookie).await, None, "no longer a member, in no team");
+
+    // Cleared by the caller.
+    assert_eq!(ok(&post(s, "set-active-team", &ann.cookie, &json!({"teamId": null})).await), Value::Null);
+    assert_eq!(active_team(s, &ann.cookie).await, None);
+    assert_eq!(ok(&post(s, "set-active-team", &ann.cookie, &json!({"teamId": null})).await), Value::Null);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_team_limits_are_the_configured_ones() {
     let mut w = world(|c| {
@@ -372,7 +472,9 @@ async fn teams_and_their_members_survive_a_restart() {
     ok(&post(&s, "add-team-member", &ann.cookie, &json!({"teamId": ward["id"], "userId": ann.id})).await);
     let before = ok(&get(&s, "list-user-teams", &ann.cookie).await);
     assert_eq!(before.as_array().unwrap().len(), 2);
+    ok(&post(&s, "set-active-team", &ann.cookie, &json!({"teamId": ward["id"]})).await);
     s.stop().await;
     let s = with_teams(data.path(), mail.path(), |_| ()).await;
     assert_eq!(ok(&get(&s, "list-user-teams", &ann.cookie).await), before);
+    assert_eq!(active_team(&s, &ann.cookie).await.as_deref(), Some(str_of(&ward["id"])), "the session's team is kept");
 }

@@ -9,9 +9,10 @@ mod teams;
 
 use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
 use crate::actors::overlay::{self, Overlay};
+use crate::actors::sessions::Activate;
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Waiting};
 use crate::domain::{
-    MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Team, TeamId, TeamMember, Timestamp, TokenHash, action,
+    MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Team, TeamId, TeamMember, Timestamp, action,
 };
 use crate::store::{Conflict, StoreOp, StoreWriter, audit, convert};
 
@@ -44,8 +45,9 @@ pub(super) struct State {
     deleting: std::collections::HashSet<OrgId>,
     /// The owners of the organizations created in this batch, published with them.
     owners: Vec<Arc<Membership>>,
-    /// Sessions that work in an organization created in this batch from its commit on.
-    activating: Vec<(TokenHash, Option<OrgId>)>,
+    /// Sessions that work in an organization created in this batch from its commit on, and those whose team went
+    /// (removed, or their user taken out of it).
+    activating: Vec<Activate>,
 }
 
 impl Actor for OrgsActor {
@@ -110,8 +112,10 @@ impl Actor for OrgsActor {
                 }
                 // The creator's session works in it from the same commit on (as better-auth's create sets it
                 // active): committed by the sessions actor with this batch, never a second call after the answer.
-                if let Some(session) = active_in {
-                    state.activating.push((session, Some(org.id)));
+                if let Some(hash) = active_in {
+                    // And in its default team, as the plugin's create sets `activeTeamId`.
+                    let team = org.teams.first().map(|t| t.id);
+                    state.activating.push(Activate::Session { hash, org: Some(org.id), team });
                 }
                 state.overlay.add_guarded(ops, reply, Ok(org), taken);
                 if state.overlay.schedule_flush(&myself, || OrgsMsg::Flush) {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
-use super::{Client, CreateSessionError, Revoke, SessionsHandle, SessionsMsg, Start, StartWith, Started};
+use super::{Activate, Client, CreateSessionError, Revoke, SessionsHandle, SessionsMsg, Start, StartWith, Started};
 use crate::actors::inbox::{self, Inbox};
 use crate::actors::overlay::{self, Overlay, Refusal};
 use crate::actors::remote::{ForSessions, SessionChange};
@@ -168,6 +168,20 @@ impl Actor for SessionsActor {
                 }
                 _ => drop(reply.send(Ok(None))),
             },
+            SessionsMsg::SetActiveTeam { hash, team, reply } => match self.get(state, &hash) {
+                Some(current) if !current.is_expired(Timestamp::now()) => {
+                    if current.active_team() == team {
+                        let _ = reply.send(Ok(Some(current)));
+                        return Ok(());
+                    }
+                    let session = Arc::new(current.with_active_team(team));
+                    state.overlay.stage(hash, Some(Arc::clone(&session)));
+                    // Like a refresh: a session ended on another node meanwhile stays ended.
+                    let write = StoreOp::RefreshSession(hash, convert::session_record(&session));
+                    state.overlay.add([write], reply, Some(session));
+                }
+                _ => drop(reply.send(Ok(None))),
+            },
             SessionsMsg::End { hash, reply } => match state.overlay.get(&hash) {
                 // Already ending in this batch: answer with the same commit, not before it.
                 Some(None) => state.overlay.add([], reply, ()),
@@ -263,9 +277,29 @@ impl Actor for SessionsActor {
                 // A member joining or leaving through this session: its active organization follows in the same
                 // transaction (a session that has ended, in this commit or before, has none to change).
                 let now = Timestamp::now();
-                for (hash, org) in actives {
-                    if let Some(current) = self.get(state, &hash).filter(|s| !s.is_expired(now)) {
-                        let session = Arc::new(current.with_active_organization(org));
+                for active in actives {
+                    let moved: Vec<(TokenHash, Session)> = match active {
+                        Activate::Session { hash, org, team } => self
+                            .get(state, &hash)
+                            .filter(|s| !s.is_expired(now))
+                            .map(|s| (hash, s.with_active_organization(org).with_active_team(team)))
+                            .into_iter()
+                            .collect(),
+                        // Every session of the user this node knows (each node holds them all): those working in
+                        // the team (or any team of the organization) left.
+                        Activate::LeftTeam { user, org, team } => self
+                            .indexes
+                            .sessions
+                            .of_user(user)
+                            .into_iter()
+                            .filter_map(|(hash, _)| Some(hash).zip(self.get(state, &hash)))
+                            .filter(|(_, s)| !s.is_expired(now) && s.active_organization() == Some(org))
+                            .filter(|(_, s)| s.active_team().is_some_and(|t| team.is_none_or(|left| left == t)))
+                            .map(|(hash, s)| (hash, s.with_active_team(None)))
+                            .collect(),
+                    };
+                    for (hash, session) in moved {
+                        let session = Arc::new(session);
                         state.overlay.stage(hash, Some(Arc::clone(&session)));
                         ops.push(StoreOp::RefreshSession(hash, convert::session_record(&session)));
                     }

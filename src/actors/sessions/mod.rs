@@ -14,12 +14,30 @@ use ractor::RpcReplyPort;
 
 use super::overlay::Refusal;
 use super::{Mailbox, Unavailable, call, gone};
-use crate::domain::{OrgId, Session, SessionToken, Timestamp, TokenHash, UserId};
+use crate::domain::{OrgId, Session, SessionToken, TeamId, Timestamp, TokenHash, UserId};
 use crate::store::StoreOp;
 
 pub(super) use actor::spawn;
 pub use api_keys::{KeyActor, KeyChange, KeyError};
 pub use index::SessionIndex;
+
+/// Where sessions work from a commit on (the organization plugin's active organization and team), committed by the
+/// sessions actor with another actor's records ([`SessionsHandle::commit_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Activate {
+    /// The session `hash` (the caller's: joining, creating, leaving) works in `org` and its `team` (or in none).
+    Session { hash: TokenHash, org: Option<OrgId>, team: Option<TeamId> },
+    /// `user` is no longer in `team` of `org` (`None`: in any team of it, having left the organization): every
+    /// session of theirs working there works in no team.
+    LeftTeam { user: UserId, org: OrgId, team: Option<TeamId> },
+}
+
+impl Activate {
+    /// The session `hash` works in `org` (or none), in no team.
+    pub fn org(hash: TokenHash, org: Option<OrgId>) -> Self {
+        Self::Session { hash, org, team: None }
+    }
+}
 
 /// Where a sign-in comes from (the client's address and user agent), recorded on the session.
 #[derive(Debug, Clone, Default)]
@@ -112,6 +130,12 @@ pub(super) enum SessionsMsg {
         org: Option<OrgId>,
         reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>>,
     },
+    /// The session's active team (`organization/set-active-team`), one of its active organization's; `None` clears it.
+    SetActiveTeam {
+        hash: TokenHash,
+        team: Option<TeamId>,
+        reply: RpcReplyPort<Result<Option<Arc<Session>>, Unavailable>>,
+    },
     End {
         hash: TokenHash,
         reply: RpcReplyPort<Result<(), Unavailable>>,
@@ -133,8 +157,8 @@ pub(super) enum SessionsMsg {
         ops: Vec<StoreOp>,
         /// With the account each starts for, as the records leave it (perhaps created by them).
         starts: Vec<(StartWith, Option<Arc<crate::domain::User>>)>,
-        /// Sessions whose active organization becomes the given one (`None`: cleared), in the same transaction.
-        actives: Vec<(TokenHash, Option<OrgId>)>,
+        /// Sessions whose active organization or team changes, in the same transaction.
+        actives: Vec<Activate>,
         reply: RpcReplyPort<Result<Vec<Started>, Refusal>>,
     },
     /// The users of a [`CommitEnding`](Self::CommitEnding) are published in their new state: stop fencing them.
@@ -157,7 +181,7 @@ impl super::Letter for SessionsMsg {
             Self::Refresh { reply, .. } => gone(reply),
             // Counted, so a flood of uses cannot grow the mailbox past its cap; never gone (nobody waits).
             Self::Touch { .. } => Some(false),
-            Self::SetActive { reply, .. } => gone(reply),
+            Self::SetActive { reply, .. } | Self::SetActiveTeam { reply, .. } => gone(reply),
             Self::End { reply, .. } => gone(reply),
             // The users actor waits for its outcome without a timeout: its memory must match the disk.
             Self::CommitEnding { .. } => None,
@@ -226,6 +250,16 @@ impl SessionsHandle {
         call(&self.0, |reply| SessionsMsg::SetActive { hash, org, reply }).await?
     }
 
+    /// Sets the active team of the session `hash` (whose caller the facade has checked is in it, a team of the
+    /// session's active organization); `None` when the session has ended meanwhile.
+    pub async fn set_active_team(
+        &self,
+        hash: TokenHash,
+        team: Option<TeamId>,
+    ) -> Result<Option<Arc<Session>>, Unavailable> {
+        call(&self.0, |reply| SessionsMsg::SetActiveTeam { hash, team, reply }).await?
+    }
+
     /// Ends one session (sign-out). Ending an unknown session succeeds.
     pub async fn end(&self, hash: TokenHash) -> Result<(), Unavailable> {
         call(&self.0, |reply| SessionsMsg::End { hash, reply }).await?
@@ -257,7 +291,7 @@ impl SessionsHandle {
         impersonators: Vec<UserId>,
         ops: Vec<StoreOp>,
         starts: Vec<(StartWith, Option<Arc<crate::domain::User>>)>,
-        actives: Vec<(TokenHash, Option<OrgId>)>,
+        actives: Vec<Activate>,
     ) -> Result<Vec<Started>, Refusal> {
         let msg = |reply| SessionsMsg::CommitEnding { users, impersonators, ops, starts, actives, reply };
         match self.0.call(msg, None).await {

@@ -88,7 +88,7 @@ pub(super) struct State {
     starting: Vec<(StartWith, StartAnswer)>,
     /// Sessions whose active organization changes in this batch's commit (a member joining or leaving through
     /// that session, [`members`]).
-    activating: Vec<(TokenHash, Option<OrgId>)>,
+    activating: Vec<crate::actors::sessions::Activate>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
     /// Linked identities added (`Some`) or removed (`None`) in this batch, published with it.

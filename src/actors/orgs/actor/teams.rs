@@ -8,6 +8,7 @@ use ractor::{ActorRef, RpcReplyPort};
 use super::{OrgsActor, State};
 use crate::actors::orgs::OrgsMsg;
 use crate::actors::orgs::teams::{TeamCaller, TeamError, TeamMsg};
+use crate::actors::sessions::Activate;
 use crate::domain::{Membership, OrgId, Organization, Team, TeamId, TeamMember, Timestamp, UserId, action};
 use crate::store::{StoreOp, audit, convert};
 
@@ -15,7 +16,7 @@ impl OrgsActor {
     pub(super) async fn team(&self, myself: &ActorRef<OrgsMsg>, state: &mut State, msg: TeamMsg) {
         match msg {
             TeamMsg::Create { org, name, limit, caller, reply } => {
-                self.change(myself, state, org, caller, reply, |o, now| {
+                self.change(myself, state, org, caller, reply, |o, now, _| {
                     if limit.is_some_and(|l| o.teams.len() >= l) {
                         return Err(TeamError::TooManyTeams);
                     }
@@ -28,7 +29,7 @@ impl OrgsActor {
                 .await
             }
             TeamMsg::Update { org, team, name, caller, reply } => {
-                self.change(myself, state, org, caller, reply, |o, now| {
+                self.change(myself, state, org, caller, reply, |o, now, _| {
                     let t = o.teams.iter_mut().find(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
                     let detail = match &name {
                         Some(n) if *n != t.name => format!("{}: {} -> {n}", t.id, t.name),
@@ -43,12 +44,18 @@ impl OrgsActor {
                 .await
             }
             TeamMsg::Remove { org, team, keep_last, caller, reply } => {
-                self.change(myself, state, org, caller, reply, |o, _| {
+                self.change(myself, state, org, caller, reply, |o, _, left| {
                     let at = o.teams.iter().position(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
                     if keep_last && o.teams.len() == 1 {
                         return Err(TeamError::LastTeam);
                     }
                     let removed = o.teams.remove(at);
+                    // No session works in it any more (the plugin leaves `activeTeamId` pointing at nothing).
+                    left.extend(removed.members.iter().map(|m| Activate::LeftTeam {
+                        user: m.user,
+                        org,
+                        team: Some(team),
+                    }));
                     let detail = format!("{} ({})", removed.id, removed.name);
                     Ok((removed, action::TEAM_DELETED, detail))
                 })
@@ -56,7 +63,7 @@ impl OrgsActor {
             }
             TeamMsg::AddMember { org, team, user, limit, caller, reply } => {
                 let membership = self.indexes.members.get(org, user);
-                self.change(myself, state, org, caller, reply, |o, now| {
+                self.change(myself, state, org, caller, reply, |o, now, _| {
                     let membership = membership.ok_or(TeamError::NotAMember)?;
                     let t = o.teams.iter_mut().find(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
                     if let Some(entry) = t.members.iter().find(|m| m.user == user && m.stands(Some(&membership))) {
@@ -78,7 +85,7 @@ impl OrgsActor {
             }
             TeamMsg::RemoveMember { org, team, user, caller, reply } => {
                 let membership = self.indexes.members.get(org, user);
-                self.change(myself, state, org, caller, reply, |o, _| {
+                self.change(myself, state, org, caller, reply, |o, _, left| {
                     let t = o.teams.iter_mut().find(|t| t.id == team).ok_or(TeamError::TeamNotFound)?;
                     let standing = t.members.iter().any(|m| m.user == user && m.stands(membership.as_deref()));
                     t.members.retain(|m| m.user != user);
@@ -87,6 +94,7 @@ impl OrgsActor {
                         return Err(if membership.is_none() { TeamError::NotAMember } else { TeamError::NotInTeam });
                     }
                     let detail = format!("{} ({}): {user}", t.id, t.name);
+                    left.push(Activate::LeftTeam { user, org, team: Some(team) });
                     Ok(((), action::TEAM_MEMBER_REMOVED, detail))
                 })
                 .await
@@ -105,7 +113,7 @@ impl OrgsActor {
         org: OrgId,
         caller: TeamCaller,
         reply: RpcReplyPort<Result<T, TeamError>>,
-        edit: impl FnOnce(&mut Organization, Timestamp) -> Result<(T, &'static str, String), TeamError>,
+        edit: impl FnOnce(&mut Organization, Timestamp, &mut Vec<Activate>) -> Result<(T, &'static str, String), TeamError>,
     ) {
         let pending = state.overlay.values().find(|o| o.id == org).cloned();
         let current = pending.or_else(|| self.indexes.orgs.get(org)).filter(|_| !state.deleting.contains(&org));
@@ -114,7 +122,8 @@ impl OrgsActor {
             return;
         };
         let mut next = Organization::clone(&current);
-        let (answer, logged, detail) = match edit(&mut next, Timestamp::now()) {
+        let mut left = Vec::new();
+        let (answer, logged, detail) = match edit(&mut next, Timestamp::now(), &mut left) {
             Ok(done) => done,
             Err(e) => {
                 let _ = reply.send(Err(e));
@@ -132,6 +141,8 @@ impl OrgsActor {
             StoreOp::PutOrg(convert::org_record(&next)),
             audit::entry(logged, Some(caller.by), Some(org.into()), &caller.ip, detail),
         ];
+        // The sessions working in a team left follow in the same commit (the sessions actor commits it).
+        state.activating.extend(left);
         state.overlay.add(ops, reply, answer);
         if state.overlay.schedule_flush(myself, || OrgsMsg::Flush) {
             self.flush(state).await;

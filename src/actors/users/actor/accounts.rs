@@ -7,6 +7,7 @@ use ractor::RpcReplyPort;
 
 use super::{State, UsersActor, put};
 use crate::actors::Unavailable;
+use crate::actors::sessions::Activate;
 use crate::actors::users::accounts::{AccountMsg, OrgDeleter};
 use crate::actors::users::rules::{self, AdminSetup, Changed, Snapshot};
 use crate::actors::users::{
@@ -327,7 +328,7 @@ impl UsersActor {
         // The caller's session stops working in it in the same commit (through the sessions actor, as a member
         // leaving does), never in a second call after the answer.
         if let OrgDeleter::Member { active_in: Some(session) } = deleter {
-            state.activating.push((session, None));
+            state.activating.push(Activate::org(session, None));
         }
         // Several nodes: an account another node moved into it meanwhile keeps it (the database's
         // membership reference), answered as a non-empty organization.

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use ractor::RpcReplyPort;
 
 use super::{State, UsersActor};
+use crate::actors::sessions::Activate;
 use crate::actors::users::UpdateUserError;
 use crate::actors::users::members::{Caller, Invite, MemberError, MemberMsg, Target};
 use crate::domain::{
     Email, Invitation, InvitationId, InvitationStatus, MemberId, MemberRoles, Membership, OrgId, OrgRole, Timestamp,
-    TokenHash, User, UserFields, UserId, action,
+    User, UserFields, UserId, action,
 };
 use crate::store::{Conflict, StoreOp, audit, convert};
 
@@ -434,14 +435,19 @@ fn commit<T: Send + 'static>(
 
 /// The caller's session's active organization after joining `org`, committed with the joining (a failure between
 /// the two would leave a member who joined but whose session works elsewhere). `None`: unchanged.
-fn joined(caller: &Caller, org: OrgId) -> Option<(TokenHash, Option<OrgId>)> {
+fn joined(caller: &Caller, org: OrgId) -> Option<Activate> {
     let session = caller.session?;
-    (session.active != Some(org)).then_some((session.token, Some(org)))
+    (session.active != Some(org)).then_some(Activate::org(session.token, Some(org)))
 }
 
 /// The caller's session's active organization after `ended` ended: cleared when it was the caller's own
 /// membership of the organization the session works in (else the session would still name it). `None`: unchanged.
-fn left(caller: &Caller, ended: &Membership) -> Option<(TokenHash, Option<OrgId>)> {
-    let session = caller.session?;
-    (ended.user == caller.user && session.active == Some(ended.org)).then_some((session.token, None))
+/// Whoever's membership it was, no session of theirs works in a team of that organization any more.
+fn left(caller: &Caller, ended: &Membership) -> impl Iterator<Item = Activate> {
+    let teams = Activate::LeftTeam { user: ended.user, org: ended.org, team: None };
+    let own = caller
+        .session
+        .filter(|session| ended.user == caller.user && session.active == Some(ended.org))
+        .map(|session| Activate::org(session.token, None));
+    own.into_iter().chain([teams])
 }
