@@ -21,10 +21,13 @@ use serde::{Deserialize, Serialize};
 use super::{OpsError, open_stopped, open_stopped_with_faults, private_file};
 use crate::config::Config;
 use crate::domain::{
-    BanReason, Email, ImageUrl, InvitationId, InvitationStatus, MemberRoles, Name, OrgId, RoleSet, Slug, Timestamp,
-    UserId,
+    BanReason, Email, ImageUrl, InvitationId, InvitationStatus, MemberRoles, Name, OrgId, RoleSet, Slug, TeamId,
+    Timestamp, UserId,
 };
-use crate::store::{FaultSwitch, InvitationRecordV1, MembershipRecordV1, OrgRecord, StoreOp, UserRecord};
+use crate::store::{
+    FaultSwitch, InvitationRecordV1, MembershipRecordV1, OrgRecord, StoreOp, TeamMemberRecordV1, TeamRecordV1,
+    UserRecord,
+};
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -40,6 +43,10 @@ enum Line {
         /// A JSON object, as text; absent when none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         metadata: Option<String>,
+        /// The organization plugin's teams, with the users in them; absent when none (and in files written
+        /// before teams were exported).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        teams: Vec<TeamLine>,
     },
     User {
         id: String,
@@ -83,6 +90,29 @@ enum Line {
         expires_at: String,
         created_at: String,
     },
+}
+
+/// A team inside an organization's line.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct TeamLine {
+    id: String,
+    name: String,
+    created_at: String,
+    /// Absent (or null) until the team is first changed, as the plugin's `updatedAt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+    #[serde(default)]
+    members: Vec<TeamMemberLine>,
+}
+
+/// A user's place in a team. It counts while the user's membership of the organization is at most as old (a
+/// membership made after it, by leaving and joining again, leaves the user out of the team, as on the server).
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct TeamMemberLine {
+    user_id: String,
+    created_at: String,
 }
 
 /// Writes every organization and user as JSON Lines to `out`, or to standard output. Returns a report.
@@ -143,6 +173,7 @@ fn import_with_faults(config: &Config, input: &Path, faults: FaultSwitch) -> Res
     }
     seen.members.extend(existing.members.iter().map(|m| (m.org, m.user)));
     seen.invitation_ids.extend(existing.invitations.iter().map(|i| i.id));
+    seen.team_ids.extend(existing.orgs.iter().flat_map(|o| o.teams.iter().map(|t| t.id)));
     let progress = std::io::stderr().is_terminal();
     let (mut ops, mut problems) = (Vec::new(), Vec::new());
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -188,6 +219,7 @@ struct Seen {
     slugs: HashSet<String>,
     members: HashSet<([u8; 16], [u8; 16])>,
     invitation_ids: HashSet<[u8; 16]>,
+    team_ids: HashSet<[u8; 16]>,
     new_orgs: usize,
     new_users: usize,
     new_members: usize,
@@ -195,9 +227,32 @@ struct Seen {
 }
 
 impl Seen {
+    /// A team of an organization's line: its id unique in the file and the data directory, a name the server
+    /// takes, each user once. Its users need not be in the file (an entry without a membership counts for
+    /// nothing, as on the server).
+    fn team(&mut self, t: TeamLine) -> Result<TeamRecordV1, String> {
+        let id = TeamId::parse(&t.id).ok_or("teams: team id is not a UUID")?.to_bytes();
+        if !self.team_ids.insert(id) {
+            return Err(format!("teams: duplicate team id {}", t.id));
+        }
+        let name = Name::parse(&t.name).map_err(|e| format!("teams: team name {e}"))?;
+        let created_at_ms = time("teams: created_at", &t.created_at)?;
+        let updated_at_ms = t.updated_at.map(|u| time("teams: updated_at", &u)).transpose()?;
+        let mut users = HashSet::new();
+        let mut members = Vec::with_capacity(t.members.len());
+        for m in t.members {
+            let user = UserId::parse(&m.user_id).ok_or("teams: user_id is not a UUID")?.to_bytes();
+            if !users.insert(user) {
+                return Err(format!("teams: {} is twice in team {}", m.user_id, t.id));
+            }
+            members.push(TeamMemberRecordV1 { user, created_at_ms: time("teams: created_at", &m.created_at)? });
+        }
+        Ok(TeamRecordV1 { id, name: name.to_string(), created_at_ms, updated_at_ms, members })
+    }
+
     fn check(&mut self, line: Line, roles: &RoleSet) -> Result<StoreOp, String> {
         match line {
-            Line::Organization { id, name, slug, created_at, logo, metadata } => {
+            Line::Organization { id, name, slug, created_at, logo, metadata, teams } => {
                 let id = OrgId::parse(&id).ok_or("organization id is not a UUID")?.to_bytes();
                 let name = Name::parse(&name).map_err(|e| format!("name: organization name {e}"))?;
                 let slug = Slug::parse(&slug).map_err(|e| format!("slug: {e}"))?;
@@ -207,6 +262,7 @@ impl Seen {
                     return Err("logo: at most 2048 characters".into());
                 }
                 let metadata = metadata.map(|m| object(&m)).transpose()?;
+                let teams = teams.into_iter().map(|t| self.team(t)).collect::<Result<Vec<_>, _>>()?;
                 if !self.org_ids.insert(id) {
                     return Err("duplicate organization id".into());
                 }
@@ -221,8 +277,7 @@ impl Seen {
                     created_at_ms,
                     logo,
                     metadata,
-                    // The export's lines carry no teams yet: an exported organization is restored without them.
-                    teams: Vec::new(),
+                    teams,
                 }))
             }
             Line::User {
@@ -383,6 +438,24 @@ fn org_line(o: &OrgRecord) -> Line {
         created_at: Timestamp::from_millis(o.created_at_ms).to_rfc3339(),
         logo: o.logo.clone(),
         metadata: o.metadata.clone(),
+        teams: o
+            .teams
+            .iter()
+            .map(|t| TeamLine {
+                id: uuid(t.id),
+                name: t.name.clone(),
+                created_at: Timestamp::from_millis(t.created_at_ms).to_rfc3339(),
+                updated_at: t.updated_at_ms.map(|u| Timestamp::from_millis(u).to_rfc3339()),
+                members: t
+                    .members
+                    .iter()
+                    .map(|m| TeamMemberLine {
+                        user_id: uuid(m.user),
+                        created_at: Timestamp::from_millis(m.created_at_ms).to_rfc3339(),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 
@@ -553,6 +626,79 @@ mod tests {
         std::fs::write(&bad, format!("{text}{stray}\n{twice}\n")).unwrap();
         let report = import(&config(dir.path(), "c"), &bad).unwrap_err().to_string();
         assert!(report.contains("user_id names no user") && report.contains("duplicate membership"), "{report}");
+    }
+
+    /// Before: the organization's line carried no teams, so an export and import lost every team, the users in
+    /// them and when each was made.
+    #[test]
+    fn teams_move_with_their_organization() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (config(dir.path(), "a"), config(dir.path(), "b"));
+        let team = |n: u8, updated: Option<i64>, members: Vec<TeamMemberRecordV1>| TeamRecordV1 {
+            id: [n; 16],
+            name: format!("Ward {n}"),
+            created_at_ms: 6,
+            updated_at_ms: updated,
+            members,
+        };
+        let org = OrgRecord {
+            id: [9; 16],
+            name: "Org".into(),
+            slug: "org".into(),
+            created_at_ms: 5,
+            logo: None,
+            metadata: None,
+            teams: vec![
+                team(4, None, vec![TeamMemberRecordV1 { user: [1; 16], created_at_ms: 8 }]),
+                team(
+                    5,
+                    Some(9),
+                    vec![
+                        TeamMemberRecordV1 { user: [2; 16], created_at_ms: 8 },
+                        TeamMemberRecordV1 { user: [1; 16], created_at_ms: 9 },
+                    ],
+                ),
+            ],
+        };
+        let member = |user: u8| {
+            StoreOp::PutMember(MembershipRecordV1 { org: [9; 16], user: [user; 16], roles: 4, created_at_ms: 7 })
+        };
+        Store::open(&a.data_dir)
+            .unwrap()
+            .commit(&[StoreOp::PutOrg(org.clone()), user(1, Some([9; 16])), user(2, None), member(1), member(2)])
+            .unwrap();
+        let (first, second) = (dir.path().join("1.jsonl"), dir.path().join("2.jsonl"));
+        export(&a, Some(&first)).unwrap();
+        let text = std::fs::read_to_string(&first).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(line["teams"][1]["members"][1]["user_id"], uuid([1; 16]), "{line}");
+        assert!(line["teams"][0].get("updated_at").is_none());
+        import(&b, &first).unwrap();
+        let loaded = Store::open(&b.data_dir).unwrap().load().unwrap();
+        assert_eq!(loaded.orgs, vec![org]);
+        export(&b, Some(&second)).unwrap();
+        assert_eq!(text, std::fs::read_to_string(&second).unwrap());
+
+        // A team already in the data directory, a bad id, a user twice: refused, nothing written.
+        let again = import(&b, &first).unwrap_err().to_string();
+        assert!(again.contains("duplicate team id"), "{again}");
+        let bad = dir.path().join("bad.jsonl");
+        let broken = text.replacen(&uuid([4; 16]), "nope", 1).replacen(
+            &format!("\"user_id\":\"{}\"", uuid([2; 16])),
+            &format!("\"user_id\":\"{}\"", uuid([1; 16])),
+            1,
+        );
+        std::fs::write(&bad, broken).unwrap();
+        let report = import(&config(dir.path(), "c"), &bad).unwrap_err().to_string();
+        assert!(report.contains("team id is not a UUID"), "{report}");
+        let twice = text.replacen(
+            &format!("\"user_id\":\"{}\"", uuid([2; 16])),
+            &format!("\"user_id\":\"{}\"", uuid([1; 16])),
+            1,
+        );
+        std::fs::write(&bad, twice).unwrap();
+        let report = import(&config(dir.path(), "d"), &bad).unwrap_err().to_string();
+        assert!(report.contains("is twice in team"), "{report}");
     }
 
     #[test]
