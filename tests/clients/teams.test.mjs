@@ -1,6 +1,6 @@
 // The real organizationClient({teams: {enabled: true}}) against a running service-auth server with
 // `[organizations] teams = true` (run.sh): the default team, create, list, update, members in and out, the user's
-// teams, remove, and the plugin's codes as the client hands them over. Run by ./run.sh.
+// teams, the session's active team, remove, and the plugin's codes as the client hands them over. Run by ./run.sh.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthClient } from "better-auth/client";
@@ -62,9 +62,32 @@ test("organizationClient with teams: default team, create, list, update, members
   assert.equal(again.error.status, 400);
   assert.equal(again.error.code, "USER_IS_NOT_A_MEMBER_OF_THE_TEAM");
 
+  // The active team: create made the default team the session's; setActiveTeam moves it and clears it.
+  const defaultTeam = listed.data[0].id;
+  let session = await owner.client.getSession();
+  assert.equal(session.data.session.activeTeamId, defaultTeam);
+  const active = await owner.client.organization.setActiveTeam({ teamId: team.data.id });
+  assert.equal(active.error.status, 403, "not in the team any more");
+  assert.equal(active.error.code, "USER_IS_NOT_A_MEMBER_OF_THE_TEAM");
+  await owner.client.organization.addTeamMember({ teamId: team.data.id, userId: owner.id, organizationId: org });
+  const moved = await owner.client.organization.setActiveTeam({ teamId: team.data.id });
+  assert.equal(moved.error, null);
+  assert.equal(moved.data.id, team.data.id);
+  session = await owner.client.getSession();
+  assert.equal(session.data.session.activeTeamId, team.data.id);
+  const activeMembers = await owner.client.organization.listTeamMembers();
+  assert.deepEqual(activeMembers.data.map((m) => m.userId), [owner.id], "the active team's members by default");
+  const own = await owner.client.organization.removeTeam({ teamId: team.data.id, organizationId: org });
+  assert.equal(own.error.code, "YOU_ARE_NOT_ALLOWED_TO_DELETE_THIS_TEAM", "not the session's own active team");
+  const cleared = await owner.client.organization.setActiveTeam({ teamId: null });
+  assert.equal(cleared.error, null);
+  assert.equal(cleared.data, null);
+  session = await owner.client.getSession();
+  assert.equal(session.data.session.activeTeamId ?? null, null);
+
   const removed = await owner.client.organization.removeTeam({ teamId: team.data.id, organizationId: org });
   assert.deepEqual(removed.data, { message: "Team removed successfully." });
-  const last = await owner.client.organization.removeTeam({ teamId: listed.data[0].id, organizationId: org });
+  const last = await owner.client.organization.removeTeam({ teamId: defaultTeam, organizationId: org });
   assert.equal(last.error.code, "UNABLE_TO_REMOVE_LAST_TEAM");
 
   // A stranger: the plugin's codes reach the client as they are.
