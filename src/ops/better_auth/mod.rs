@@ -41,7 +41,8 @@
 //!
 //! With `--secret` (better-auth's), the second factors of the two-factor plugin come over ([`two_factor`]). The
 //! passkeys of `@better-auth/passkey` (its `passkey` table) and the API keys of `@better-auth/api-key` (its
-//! `apikey` table) come over in any case ([`passkeys`], [`api_keys`]).
+//! `apikey` table) come over in any case ([`passkeys`], [`api_keys`]), and so do the organization plugin's teams
+//! (its `team` and `teamMember` tables, [`teams`]).
 //!
 //! Pending invitations that have not expired come over with a new id (better-auth's ids are no UUIDs): the links
 //! already mailed do not work here, so their organization's admins send them again (`invite-member` with
@@ -58,6 +59,7 @@ mod passkeys;
 mod plan;
 mod postgres;
 mod sqlite;
+mod teams;
 mod two_factor;
 
 use std::io::{IsTerminal, Write};
@@ -265,6 +267,8 @@ pub struct Snapshot {
     pub(crate) passkeys: Option<Vec<Vec<Cell>>>,
     /// The `apikey` table (`@better-auth/api-key`), when there is one.
     pub(crate) api_keys: Option<Vec<Vec<Cell>>>,
+    /// The `team` and `teamMember` tables (the organization plugin's teams), when there are both.
+    pub(crate) teams: Option<(Vec<Vec<Cell>>, Vec<Vec<Cell>>)>,
     /// Missing tables and required columns.
     pub(crate) missing: Vec<String>,
 }
@@ -336,6 +340,11 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
     snapshot.two_factor = plugin_table(reader, "twoFactor", two_factor::TWO_FACTOR, &mut bytes, &mut snapshot.missing)?;
     snapshot.passkeys = plugin_table(reader, "passkey", passkeys::PASSKEY, &mut bytes, &mut snapshot.missing)?;
     snapshot.api_keys = plugin_table(reader, "apikey", api_keys::API_KEY, &mut bytes, &mut snapshot.missing)?;
+    let teams = plugin_table(reader, "team", teams::TEAM, &mut bytes, &mut snapshot.missing)?;
+    if let Some(teams) = teams {
+        let places = plugin_table(reader, "teamMember", teams::TEAM_MEMBER, &mut bytes, &mut snapshot.missing)?;
+        snapshot.teams = Some((teams, places.unwrap_or_default()));
+    }
     Ok(snapshot)
 }
 
@@ -410,6 +419,9 @@ fn import_with_faults(
     }
     if let Some(rows) = &snapshot.api_keys {
         api_keys::attach(&mut plan, rows, &existing, crate::domain::Timestamp::now().as_millis());
+    }
+    if let Some((teams, places)) = &snapshot.teams {
+        teams::attach(&mut plan, teams, places, crate::domain::Timestamp::now().as_millis());
     }
 
     // Identities of providers this server does not know yet: imported, and said, so the operator adds them.

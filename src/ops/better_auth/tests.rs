@@ -584,3 +584,89 @@ fn accounts_at_other_providers_come_over_as_linked_identities() {
     expected.sort();
     assert_eq!(linked, expected);
 }
+
+/// The organization plugin's team tables as better-auth 1.7.25 creates them on SQLite with `teams: {enabled: true}`.
+const TEAMS_SCHEMA: &str = r#"
+CREATE TABLE "team" ("id" text NOT NULL PRIMARY KEY, "name" text NOT NULL,
+  "organizationId" text NOT NULL REFERENCES "organization" ("id") ON DELETE CASCADE, "createdAt" date NOT NULL,
+  "updatedAt" date, "memberCount" integer);
+CREATE TABLE "teamMember" ("id" text NOT NULL PRIMARY KEY,
+  "teamId" text NOT NULL REFERENCES "team" ("id") ON DELETE CASCADE,
+  "userId" text NOT NULL REFERENCES "user" ("id") ON DELETE CASCADE, "createdAt" date, "membershipKey" text UNIQUE);
+"#;
+
+/// Before: the `team` and `teamMember` tables were not read, so an organization came over without its teams.
+#[test]
+fn teams_come_over_into_their_organizations_with_the_users_in_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    db.conn.execute_batch(TEAMS_SCHEMA).unwrap();
+    db.user("uAnn", Some("ann@example.com"), None, false, None);
+    db.user("uBob", Some("bob@example.com"), None, false, None);
+    db.org("oWard", "ward");
+    db.member("oWard", "uAnn", "2026-01-01T00:00:00.010Z");
+    db.member("oWard", "uBob", "2026-01-02T00:00:00.000Z");
+    let team = |id: &str, name: &str, org: &str, at: &str, updated: Option<&str>| {
+        db.conn
+            .execute(r#"INSERT INTO "team" VALUES (?1, ?2, ?3, ?4, ?5, 0)"#, params![id, name, org, at, updated])
+            .unwrap();
+    };
+    let place = |team: &str, user: &str, at: &str| {
+        db.conn
+            .execute(
+                r#"INSERT INTO "teamMember" VALUES (?1, ?2, ?3, ?4, ?1)"#,
+                params![format!("tm-{team}-{user}"), team, user, at],
+            )
+            .unwrap();
+    };
+    // Rows of an organization and a user this import leaves out (as if they had gone meanwhile).
+    db.conn.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
+    team("tDefault", "Org ward", "oWard", "2026-01-01T00:00:00.000Z", None);
+    team("tNights", "Nights", "oWard", "2026-01-03T00:00:00.000Z", Some("2026-01-04T00:00:00.000Z"));
+    team("tGone", "Gone", "oNotImported", "2026-01-03T00:00:00.000Z", None);
+    // Written by the plugin's create a moment before the owner's membership: it counts all the same.
+    place("tDefault", "uAnn", "2026-01-01T00:00:00.000Z");
+    place("tNights", "uAnn", "2026-01-03T00:00:00.000Z");
+    place("tNights", "uBob", "2026-01-03T00:00:00.000Z");
+    place("tNights", "uNobody", "2026-01-03T00:00:00.000Z");
+    let config = config(dir.path());
+    let mapping_out = Some(dir.path().join("map.jsonl"));
+    let report = import(&config, &Options { mapping_out, ..options(&db) }).unwrap();
+    assert!(report.contains("2 team(s) imported with 3 member place(s)"), "{report}");
+    assert!(report.contains("1 team(s) of organizations not imported"), "{report}");
+    let loaded = stored(&config);
+    let org = &loaded.orgs[0];
+    let names: Vec<&str> = org.teams.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["Org ward", "Nights"], "in the order they were made");
+    assert_eq!(org.teams[0].updated_at_ms, None);
+    assert_eq!(org.teams[1].updated_at_ms, Some(parse_time_ok("2026-01-04T00:00:00.000Z")));
+    let user_id = |email: &str| loaded.users.iter().find(|u| u.email == email).unwrap().id;
+    let (ann, bob) = (user_id("ann@example.com"), user_id("bob@example.com"));
+    let members = |n: usize| org.teams[n].members.iter().map(|m| m.user).collect::<Vec<_>>();
+    assert_eq!((members(0), members(1)), (vec![ann], vec![ann, bob]));
+    let mapped = std::fs::read_to_string(dir.path().join("map.jsonl")).unwrap();
+    assert!(mapped.contains(r#""type":"team","better_auth_id":"tNights""#), "{mapped}");
+    // Each place counts: never older than the membership it stands by.
+    for team in &org.teams {
+        for m in &team.members {
+            let joined = loaded.members.iter().find(|x| x.org == org.id && x.user == m.user).unwrap().created_at_ms;
+            assert!(m.created_at_ms >= joined, "{m:?} would not count");
+        }
+    }
+}
+
+#[test]
+fn a_team_name_the_server_refuses_blocks_the_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(dir.path());
+    db.conn.execute_batch(TEAMS_SCHEMA).unwrap();
+    db.user("uAnn", Some("ann@example.com"), None, false, None);
+    db.org("oWard", "ward");
+    db.conn
+        .execute(r#"INSERT INTO "team" VALUES ('tEmpty', '', 'oWard', '2026-01-01T00:00:00.000Z', NULL, 0)"#, [])
+        .unwrap();
+    let config = config(dir.path());
+    let report = import(&config, &options(&db)).unwrap_err().to_string();
+    assert!(report.contains("team tEmpty: a name the server refuses"), "{report}");
+    assert!(stored(&config).orgs.is_empty(), "nothing written");
+}
