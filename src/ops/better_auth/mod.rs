@@ -252,6 +252,9 @@ pub(crate) trait Reader {
     fn count(&mut self, table: &str) -> Result<u64, OpsError>;
 }
 
+/// A table's rows as read, one cell per column asked for.
+pub(crate) type Rows = Vec<Vec<Cell>>;
+
 /// The tables as read. `None`: the table does not exist.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -267,8 +270,8 @@ pub struct Snapshot {
     pub(crate) passkeys: Option<Vec<Vec<Cell>>>,
     /// The `apikey` table (`@better-auth/api-key`), when there is one.
     pub(crate) api_keys: Option<Vec<Vec<Cell>>>,
-    /// The `team` and `teamMember` tables (the organization plugin's teams), when there are both.
-    pub(crate) teams: Option<(Vec<Vec<Cell>>, Vec<Vec<Cell>>)>,
+    /// The `team` and `teamMember` tables (the organization plugin's teams), when there is a `team` table.
+    pub(crate) teams: Option<(Rows, Rows)>,
     /// Missing tables and required columns.
     pub(crate) missing: Vec<String>,
 }
