@@ -371,6 +371,79 @@ fn build(new: NewClient, by: Option<UserId>, now: Timestamp) -> Result<(ClientRe
     Ok((record, secret))
 }
 
+/// A client as another server kept it (`import-better-auth`: `@better-auth/oauth-provider`'s `oauthClient`, the
+/// older `oidcProvider`'s `oauthApplication`): its own `client_id` and its secret's SHA-256, kept, so that the
+/// application goes on with the credentials it holds.
+#[derive(Debug, Default, Clone)]
+pub struct ImportedClient {
+    pub client_id: String,
+    pub secret_hash: Option<[u8; 32]>,
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub scopes: Vec<String>,
+    pub grant_types: Vec<String>,
+    /// `None`: client_secret_basic.
+    pub auth_method: Option<String>,
+    pub native: bool,
+    pub skip_consent: bool,
+    pub enable_end_session: bool,
+    pub disabled: bool,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+/// The longest `client_id` kept (an imported one: the plugin's are 32 letters).
+pub const MAX_CLIENT_ID: usize = 128;
+
+/// An imported client's record, under the rules a registered one obeys (plus its `client_id`'s: 1 to
+/// [`MAX_CLIENT_ID`] letters, digits, `-`, `_` or `.`, what the admin API's paths take).
+pub fn imported(c: ImportedClient) -> Result<ClientRecordV1, ClientError> {
+    let id_ok = !c.client_id.is_empty()
+        && c.client_id.len() <= MAX_CLIENT_ID
+        && c.client_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !id_ok {
+        return Err(ClientError::Invalid(format!(
+            "client_id must be 1 to {MAX_CLIENT_ID} letters, digits, '-', '_' or '.'"
+        )));
+    }
+    let auth_method = match c.auth_method.as_deref() {
+        None => AuthMethod::ClientSecretBasic,
+        Some(name) => AuthMethod::parse(name).ok_or_else(|| {
+            ClientError::Invalid(format!(
+                "token_endpoint_auth_method {name:?} is not served (none, client_secret_basic, client_secret_post)"
+            ))
+        })?,
+    };
+    let secret_hash = match (auth_method, c.secret_hash) {
+        (AuthMethod::None, _) => None,
+        (_, Some(hash)) => Some(hash),
+        (_, None) => return Err(ClientError::Invalid("a confidential client without a secret".into())),
+    };
+    let grants = if c.grant_types.is_empty() { GRANT_CODE } else { grant_bits(&c.grant_types)? };
+    let mut record = ClientRecordV1 {
+        id: uuid::Uuid::now_v7().into_bytes(),
+        client_id: c.client_id,
+        secret_hash,
+        name: c.name,
+        redirect_uris: c.redirect_uris,
+        post_logout_redirect_uris: c.post_logout_redirect_uris,
+        scopes: c.scopes,
+        grants,
+        auth_method: auth_method.code(),
+        native: c.native,
+        skip_consent: c.skip_consent,
+        end_session: c.enable_end_session,
+        disabled: c.disabled,
+        id_token_alg: Alg::EdDsa.code(),
+        created_by: None,
+        created_at_ms: c.created_at_ms,
+        updated_at_ms: c.updated_at_ms,
+    };
+    check(&mut record)?;
+    Ok(record)
+}
+
 fn parse_alg(name: &str) -> Result<Alg, ClientError> {
     Alg::parse(name).ok_or_else(|| {
         ClientError::Invalid(format!("id_token_signed_response_alg must be EdDSA, ES256 or RS256, not {name:?}"))

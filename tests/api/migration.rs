@@ -269,3 +269,145 @@ async fn an_api_key_made_by_better_auth_keeps_working_after_the_import() {
     assert_eq!(deploy["createdAt"], "2025-06-01T10:00:00.000Z");
     s.stop().await;
 }
+
+/// Where better-auth was an OAuth provider, its clients come over with their `client_id` and secret and its users'
+/// consents with them: `@better-auth/oauth-provider`'s `oauthClient` (the secret's SHA-256 in base64url) and the
+/// older `oidcProvider`'s `oauthApplication` (the secret kept plain, hashed on the way in). After the import an
+/// imported user signs in to the confidential client with no consent page (their consent came over) and the client
+/// redeems the code with the secret it always had; the old plugin's client authenticates with its own; a secret kept
+/// encrypted blocks the import.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_clients_and_consents_made_by_better_auth_keep_working_after_the_import() {
+    use super::provider::{RP, authorize, location, pkce, token};
+    use base64::Engine;
+    use sha2::Digest;
+    let root = tempfile::tempdir().unwrap();
+    let path = root.path().join("ba.db");
+    better_auth_file(&path, &["rp-user@example.com"]);
+    let user = format!("ba{:030}", 0);
+    let (client_id, secret) = ("GrafanaClientIdOfThirtyTwoLetter", "TheSecretTheApplicationHoldsNow1");
+    let hashed = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(secret));
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch(
+        r#"CREATE TABLE "oauthClient" ("id" text PRIMARY KEY, "clientId" text NOT NULL UNIQUE, "clientSecret" text,
+             "disabled" integer, "skipConsent" integer, "enableEndSession" integer, "scopes" text,
+             "clientCredentialsScopes" text, "userId" text, "createdAt" date, "updatedAt" date, "name" text,
+             "redirectUris" text NOT NULL, "postLogoutRedirectUris" text, "tokenEndpointAuthMethod" text,
+             "applicationType" text, "grantTypes" text, "responseTypes" text);
+           CREATE TABLE "oauthApplication" ("id" text PRIMARY KEY, "name" text, "clientId" text UNIQUE,
+             "clientSecret" text, "redirectURLs" text, "type" text, "disabled" integer, "userId" text,
+             "createdAt" date, "updatedAt" date);
+           CREATE TABLE "oauthConsent" ("id" text PRIMARY KEY, "clientId" text NOT NULL, "userId" text,
+             "referenceId" text, "scopes" text NOT NULL, "createdAt" date, "updatedAt" date);"#,
+    )
+    .unwrap();
+    let insert = r#"INSERT INTO "oauthClient" VALUES (?1, ?2, ?3, 0, 0, 0, '["openid","profile","email"]', '[]', NULL,
+        '2025-06-01T10:00:00.000Z', '2025-06-01T10:00:00.000Z', ?4, ?5, NULL, ?6, 'web', '["authorization_code"]',
+        '["code"]')"#;
+    db.execute(
+        insert,
+        rusqlite::params!["c1", client_id, hashed, "Grafana", format!(r#"["{RP}"]"#), "client_secret_basic"],
+    )
+    .unwrap();
+    db.execute(
+        insert,
+        rusqlite::params![
+            "c2",
+            "PublicAppClientIdOfThirtyTwoLett",
+            None::<String>,
+            "CLI",
+            format!(r#"["{RP}"]"#),
+            "none"
+        ],
+    )
+    .unwrap();
+    // The older plugin's default kept the secret itself.
+    db.execute(
+        r#"INSERT INTO "oauthApplication" VALUES ('a1', 'Old wiki', 'OldWikiClientIdOfThirtyTwoLetter',
+           'OldWikiSecretOfThirtyTwoLettersX', ?1, 'web', 0, NULL, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')"#,
+        rusqlite::params![RP],
+    )
+    .unwrap();
+    db.execute(
+        r#"INSERT INTO "oauthConsent" VALUES ('k1', ?1, ?2, NULL, '["openid","profile"]', '2025-06-02T10:00:00.000Z',
+           '2025-06-02T10:00:00.000Z')"#,
+        rusqlite::params![client_id, user],
+    )
+    .unwrap();
+    // A client whose secret was kept encrypted (disableJwtPlugin): never carried over.
+    db.execute(
+        insert,
+        rusqlite::params![
+            "c3",
+            "SealedClientIdOfThirtyTwoLetters",
+            "ab".repeat(72),
+            "Sealed",
+            format!(r#"["{RP}"]"#),
+            "client_secret_basic"
+        ],
+    )
+    .unwrap();
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    assert!(
+        !status.success() && err.contains("SealedClientIdOfThirtyTwoLetters"),
+        "an encrypted secret must block: {out}{err}"
+    );
+    db.execute(r#"DELETE FROM "oauthClient" WHERE "id" = 'c3'"#, []).unwrap();
+    drop(db);
+    let (status, out, err) = run_binary(root.path(), &["import-better-auth", "--sqlite", "ba.db"], &[], "");
+    let said = format!("{out}{err}");
+    assert!(
+        status.success() && said.contains("3 OAuth client(s) imported") && said.contains("1 OAuth consent(s)"),
+        "import: {said}"
+    );
+
+    let s = TestServer::start_embedded(test_config(&root.path().join("data"))).await;
+    let (_, _, cookie) = s.sign_in("rp-user@example.com", OLD_PASSWORD).await;
+    let cookie = cookie.unwrap();
+    let consents = s.get("/api/auth/oauth2/get-consents").cookie(&cookie).send().await.json();
+    assert_eq!(consents[0]["clientId"], client_id, "{consents}");
+    assert_eq!(consents[0]["clientName"], "Grafana");
+    assert_eq!(consents[0]["scopes"], serde_json::json!(["openid", "profile"]));
+    assert_eq!(consents[0]["createdAt"], "2025-06-02T10:00:00.000Z");
+
+    // Consented already: straight back to the client with a code, which the secret it always had redeems.
+    let (verifier, challenge) = pkce();
+    let request = [
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", RP),
+        ("scope", "openid profile"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let (to, params) = location(&authorize(&s, Some(&cookie), &request).await);
+    assert_eq!(to, RP, "{params:?}");
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", params["code"].as_str()),
+        ("redirect_uri", RP),
+        ("code_verifier", verifier.as_str()),
+    ];
+    let r = token(&s, &form, Some((client_id, secret))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["scope"], "openid profile");
+    // A wider request asks: the consent covered openid and profile only.
+    let wider: Vec<(&str, &str)> =
+        request.iter().map(|&(k, v)| if k == "scope" { (k, "openid email") } else { (k, v) }).collect();
+    assert_eq!(location(&authorize(&s, Some(&cookie), &wider).await).0, "http://here/consent");
+
+    // The old plugin's client, by the secret it kept plain; a wrong one is refused.
+    let bogus = [
+        ("grant_type", "authorization_code"),
+        ("code", "no-such-code"),
+        ("redirect_uri", RP),
+        ("code_verifier", verifier.as_str()),
+    ];
+    let old = token(&s, &bogus, Some(("OldWikiClientIdOfThirtyTwoLetter", "OldWikiSecretOfThirtyTwoLettersX"))).await;
+    assert_eq!((old.status, old.json()["error"].clone()), (400, "invalid_grant".into()), "{}", old.text);
+    let wrong = token(&s, &bogus, Some(("OldWikiClientIdOfThirtyTwoLetter", "not-the-secret"))).await;
+    assert_eq!(wrong.status, 401, "{}", wrong.text);
+    let public = s.get("/api/auth/oauth2/public-client?client_id=PublicAppClientIdOfThirtyTwoLett").send().await;
+    assert_eq!(public.json()["client_name"], "CLI", "{}", public.text);
+    s.stop().await;
+}

@@ -42,12 +42,13 @@
 //! With `--secret` (better-auth's), the second factors of the two-factor plugin come over ([`two_factor`]). The
 //! passkeys of `@better-auth/passkey` (its `passkey` table) and the API keys of `@better-auth/api-key` (its
 //! `apikey` table) come over in any case ([`passkeys`], [`api_keys`]), and so do the organization plugin's teams
-//! (its `team` and `teamMember` tables, [`teams`]).
+//! (its `team` and `teamMember` tables, [`teams`]) and the identity provider's clients and users' consents where
+//! better-auth was an OAuth provider (`oauthClient` or `oauthApplication`, and `oauthConsent`: [`oauth`]).
 //!
 //! Pending invitations that have not expired come over with a new id (better-auth's ids are no UUIDs): the links
 //! already mailed do not work here, so their organization's admins send them again (`invite-member` with
 //! `resend`); the mapping file lists them. Not imported: sessions (people sign in once more), verification tokens,
-//! invitations no longer pending, OAuth tokens.
+//! invitations no longer pending, OAuth tokens (the sign-in providers' and the OAuth provider's: see [`oauth`]).
 //!
 //! Passwords are kept as they are: better-auth's scrypt hashes and argon2 hashes of another cost verify here and
 //! are replaced with argon2id at the configured cost at each account's next sign-in (see [`crate::hashing`]).
@@ -55,6 +56,7 @@
 //! id for the application's own tables.
 
 mod api_keys;
+mod oauth;
 mod passkeys;
 mod plan;
 mod postgres;
@@ -272,6 +274,11 @@ pub struct Snapshot {
     pub(crate) api_keys: Option<Vec<Vec<Cell>>>,
     /// The `team` and `teamMember` tables (the organization plugin's teams), when there is a `team` table.
     pub(crate) teams: Option<(Rows, Rows)>,
+    /// The OAuth provider's clients (`@better-auth/oauth-provider`'s `oauthClient`, the older `oidcProvider`'s
+    /// `oauthApplication`) and users' consents (`oauthConsent`), when there are.
+    pub(crate) oauth_clients: Option<Rows>,
+    pub(crate) oauth_applications: Option<Rows>,
+    pub(crate) oauth_consents: Option<Rows>,
     /// Missing tables and required columns.
     pub(crate) missing: Vec<String>,
 }
@@ -348,6 +355,11 @@ pub(crate) fn read(reader: &mut dyn Reader) -> Result<Snapshot, OpsError> {
         let places = plugin_table(reader, "teamMember", teams::TEAM_MEMBER, &mut bytes, &mut snapshot.missing)?;
         snapshot.teams = Some((teams, places.unwrap_or_default()));
     }
+    let missing = &mut snapshot.missing;
+    snapshot.oauth_clients = plugin_table(reader, "oauthClient", oauth::OAUTH_CLIENT, &mut bytes, missing)?;
+    snapshot.oauth_applications =
+        plugin_table(reader, "oauthApplication", oauth::OAUTH_APPLICATION, &mut bytes, missing)?;
+    snapshot.oauth_consents = plugin_table(reader, "oauthConsent", oauth::OAUTH_CONSENT, &mut bytes, missing)?;
     Ok(snapshot)
 }
 
@@ -425,6 +437,16 @@ fn import_with_faults(
     }
     if let Some((teams, places)) = &snapshot.teams {
         teams::attach(&mut plan, teams, places, crate::domain::Timestamp::now().as_millis());
+    }
+    if snapshot.oauth_clients.is_some() || snapshot.oauth_applications.is_some() {
+        oauth::attach(
+            &mut plan,
+            snapshot.oauth_clients.as_deref(),
+            snapshot.oauth_applications.as_deref(),
+            snapshot.oauth_consents.as_deref(),
+            &store,
+            crate::domain::Timestamp::now().as_millis(),
+        );
     }
 
     // Identities of providers this server does not know yet: imported, and said, so the operator adds them.
