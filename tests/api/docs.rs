@@ -302,6 +302,7 @@ documents! {
     front_end_runs_as_written => "docs/guides/front-end.md",
     operations_runs_as_written => "docs/guides/operations.md",
     migration_runs_as_written => "docs/guides/migration.md",
+    sign_in_to_grafana_runs_as_written => "docs/guides/sign-in-to-grafana.md",
 }
 
 /// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.
