@@ -40,13 +40,14 @@
 //! 2. `bootstrap`, `reload`
 //! 3. `runtime`, `http`
 //! 4. `accounts`
-//! 5. `ops`, `provider`, `webhooks`
-//! 6. `actors`
-//! 7. `mail`, `hashing`
-//! 8. `store`
-//! 9. `config`
-//! 10. `oauth`, `data_key`
-//! 11. `domain`, `metrics`
+//! 5. `ops`
+//! 6. `provider`, `webhooks`
+//! 7. `actors`
+//! 8. `mail`, `hashing`
+//! 9. `store`
+//! 10. `config`
+//! 11. `oauth`, `data_key`
+//! 12. `domain`, `metrics`
 //!
 //! So the front end reaches the state only through the facade (`http` → `accounts` → `actors` → `store` →
 //! `domain`); `runtime` builds the core the facade runs on, and `server` and `bootstrap` start it.

@@ -1172,8 +1172,10 @@ async fn records_of_a_newer_release_are_skipped_or_refused_as_the_upgrade_rule_s
         let mut db = postgres::Client::connect(&db_url, postgres::NoTls).unwrap();
         let row = db.query_one("SELECT hash, record FROM sessions WHERE user_id = $1", &[&uid.as_slice()]).unwrap();
         let (hash, mut session): (Vec<u8>, Vec<u8>) = (row.get(0), row.get(1));
-        // The newer formats: one above this release's version byte, a field added at the end.
-        session[0] += 1;
+        // The newer formats: one above the newest version byte this release reads (a session without a team
+        // is still written in an older one), a field added at the end.
+        session[0] =
+            <service_auth::store::records::SessionRecordV4 as service_auth::store::codec::Versioned>::VERSION + 1;
         session.extend([1, 7]);
         let token = vec![9u8, 1, 2, 3];
         let token_hash = [9u8; 32];

@@ -65,6 +65,11 @@ async fn head_is_answered_for_every_get_route_without_a_body() {
         assert_eq!(head.status, get.status, "HEAD {path}");
         assert_eq!(head.text, "", "HEAD {path} has a body");
         for name in ["content-type", "content-length", "cache-control", "x-content-type-options", "location"] {
+            // The configuration view is the answering node's own (its address, its data directory): on two nodes
+            // the GET and the HEAD may reach different ones, whose answers differ in length.
+            if name == "content-length" && path == "/api/admin/config" && s.nodes.len() > 1 {
+                continue;
+            }
             assert_eq!(head.header(name), get.header(name), "HEAD {path}: {name}");
         }
     }
