@@ -9,6 +9,7 @@
 //! sign-in page (which sends it on to enrol) and gets no code either; and at the token endpoint the code's session
 //! must still be live and its user not banned, so a ban or a sign-out between the two steps ends the grant.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -154,6 +155,62 @@ impl TokenError {
     }
 }
 
+/// An RP-initiated logout request (OpenID Connect RP-Initiated Logout 1.0 §2), as it came.
+#[derive(Debug, Default, Clone)]
+pub struct EndSessionRequest {
+    pub id_token_hint: Option<String>,
+    pub client_id: Option<String>,
+    pub post_logout_redirect_uri: Option<String>,
+    pub state: Option<String>,
+    /// A parameter given more than once.
+    pub repeated: Option<String>,
+}
+
+/// Why a logout request is refused: nothing is ended then.
+#[derive(Debug, thiserror::Error)]
+pub enum EndSessionError {
+    /// 400 `invalid_request`.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// 401 `invalid_client`: unknown, disabled, or not allowed to end sessions.
+    #[error("{0}")]
+    InvalidClient(String),
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+}
+
+/// What a logout did: the session it ended (its token's hash, so the caller's cookie is cleared if it was that
+/// session's), and where to send the browser (the registered `post_logout_redirect_uri` with `state`), if asked.
+#[derive(Debug, Clone)]
+pub struct SessionEnded {
+    pub ended: Option<crate::domain::TokenHash>,
+    pub redirect: Option<String>,
+}
+
+/// Introspection's answer (RFC 7662 §2.2): `{active: false}` alone, or what the token is.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Introspection {
+    pub active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azp: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sid: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exp: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<&'static str>,
+}
+
 /// Userinfo's answer: the claims of the scopes the token carries.
 #[derive(Debug, Clone, Serialize)]
 pub struct UserInfo {
@@ -247,7 +304,9 @@ struct AccessClaims<'a> {
     client_id: &'a str,
     azp: &'a str,
     scope: &'a str,
-    sid: &'a str,
+    /// `None` for a client's own token (client credentials): no session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sid: Option<&'a str>,
     iat: i64,
     exp: i64,
     jti: &'a str,
@@ -574,6 +633,7 @@ impl Accounts {
         match grant {
             "authorization_code" => self.code_grant(req, issuer).await,
             "refresh_token" => self.refresh_grant(req, issuer).await,
+            "client_credentials" => self.client_grant(req, issuer).await,
             _ => Err(TokenError::UnsupportedGrantType(format!("unsupported grant_type {grant}"))),
         }
     }
@@ -617,6 +677,233 @@ impl Accounts {
         Ok(tokens)
     }
 
+    /// The client credentials grant (RFC 6749 §4.4): a confidential client's own access token, for its own scopes
+    /// (the ones it was registered with beyond the user scopes), no refresh token, no ID token.
+    async fn client_grant(&self, req: &TokenRequest, issuer: &str) -> Result<Tokens, TokenError> {
+        let client = self.token_client(req).await?;
+        if client.auth_method == AuthMethod::None {
+            return Err(TokenError::UnauthorizedClient("a public client cannot use client credentials".into()));
+        }
+        if !client.grant_types.contains(&"client_credentials") {
+            return Err(TokenError::UnauthorizedClient("the client may not use the client credentials grant".into()));
+        }
+        let own: Vec<String> = client.scopes.iter().filter(|s| !USER_SCOPES.contains(&s.as_str())).cloned().collect();
+        if own.is_empty() {
+            return Err(TokenError::UnauthorizedClient("client has no authorized client_credentials scopes".into()));
+        }
+        let scopes = match req.scope.as_deref().map(|s| s.split(' ').filter(|s| !s.is_empty()).collect::<Vec<_>>()) {
+            None => own,
+            Some(asked) if asked.is_empty() => own,
+            Some(asked) => {
+                if let Some(beyond) = asked.iter().find(|s| !own.iter().any(|o| o == *s)) {
+                    return Err(TokenError::InvalidScope(format!("unable to issue scope {beyond}")));
+                }
+                let mut scopes: Vec<String> = Vec::new();
+                for s in asked {
+                    if !scopes.iter().any(|k| k == s) {
+                        scopes.push(s.to_owned());
+                    }
+                }
+                scopes
+            }
+        };
+        let now = self.clock.now();
+        let grant = OAuthGrantRecordV1 {
+            id: grants::new_grant_id(),
+            client_id: client.client_id.clone(),
+            user_id: None,
+            session_id: None,
+            scopes: scopes.clone(),
+            auth_time_ms: now.as_millis(),
+            refresh_hash: None,
+            retired: Vec::new(),
+            created_at_ms: now.as_millis(),
+            updated_at_ms: now.as_millis(),
+            expires_at_ms: 0,
+        };
+        let tokens = self.issue(&client, &grant, &scopes, None, issuer).await?;
+        let access_ends = crate::domain::Timestamp::from_millis(tokens.expires_at * 1000);
+        self.grants.make(grant, false, access_ends).await.map_err(Unavailable::from)?;
+        Ok(tokens)
+    }
+
+    /// The grant of an access token this provider signed, if the token is valid and its grant, user and (without
+    /// `offline_access`) session are live: what userinfo and introspection accept. Answers the grant and the
+    /// token's claims.
+    async fn access_grant(
+        &self,
+        token: &str,
+        issuer: &str,
+    ) -> Result<Option<(Arc<OAuthGrantRecordV1>, serde_json::Map<String, serde_json::Value>)>, Unavailable> {
+        let Some((typ, claims)) = self.keys.verify_fresh(token).await else { return Ok(None) };
+        if typ.as_deref() != Some("at+jwt") {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
+        if claims.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|exp| exp <= now.as_millis() / 1000)
+            || text("iss") != Some(issuer)
+        {
+            return Ok(None);
+        }
+        let Some(id) = text("jti").and_then(grants::jti_grant) else { return Ok(None) };
+        let Some(grant) = self.grants.live(id, now).await? else { return Ok(None) };
+        if !self.grant_holds(&grant) {
+            return Ok(None);
+        }
+        Ok(Some((grant, claims)))
+    }
+
+    /// Whether `grant`'s user (if any) is there and not banned, and, without `offline_access`, its session live.
+    fn grant_holds(&self, grant: &OAuthGrantRecordV1) -> bool {
+        let Some(user) = grant.user_id.map(UserId::from_bytes) else { return true };
+        let now = self.clock.now();
+        if self.indexes.users.get(user).is_none_or(|u| u.is_banned_at(now)) {
+            return false;
+        }
+        grant.scopes.iter().any(|s| s == "offline_access")
+            || grant.session_id.is_some_and(|s| self.live_session(user, SessionId::from_bytes(s)).is_some())
+    }
+
+    /// `POST /oauth2/introspect` (RFC 7662) by a confidential client: what `token` (an access token or a refresh
+    /// token of this client's) is, answered from memory. Anything else, another client's token included, is
+    /// `{active: false}`.
+    pub async fn introspect(
+        &self,
+        req: &TokenRequest,
+        token: &str,
+        hint: Option<&str>,
+        issuer: &str,
+    ) -> Result<Introspection, TokenError> {
+        let client = self.token_client(req).await?;
+        if client.auth_method == AuthMethod::None {
+            return Err(TokenError::InvalidClient {
+                description: "missing required credentials".into(),
+                basic: req.basic.is_some(),
+            });
+        }
+        let inactive = Introspection::default();
+        // A refresh token is tried first only when the client says it is one (RFC 7662 §2.1's hint).
+        if hint == Some("refresh_token")
+            && let Some(answer) = self.refresh_introspection(token, &client.client_id, issuer).await?
+        {
+            return Ok(answer);
+        }
+        if let Some((grant, claims)) = self.access_grant(token, issuer).await? {
+            if grant.client_id != client.client_id {
+                return Ok(inactive);
+            }
+            let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str).map(str::to_owned);
+            let number = |name: &str| claims.get(name).and_then(serde_json::Value::as_i64);
+            return Ok(Introspection {
+                active: true,
+                iss: text("iss"),
+                client_id: text("client_id"),
+                azp: text("azp"),
+                sub: text("sub"),
+                sid: text("sid"),
+                exp: number("exp"),
+                iat: number("iat"),
+                scope: text("scope"),
+                token_type: Some("Bearer"),
+            });
+        }
+        if hint != Some("refresh_token")
+            && let Some(answer) = self.refresh_introspection(token, &client.client_id, issuer).await?
+        {
+            return Ok(answer);
+        }
+        Ok(inactive)
+    }
+
+    /// What introspection says of `token` as a refresh token in force of `client_id`'s, if it is one.
+    async fn refresh_introspection(
+        &self,
+        token: &str,
+        client_id: &str,
+        issuer: &str,
+    ) -> Result<Option<Introspection>, Unavailable> {
+        let now = self.clock.now();
+        let Some(grant) = self.grants.by_refresh_token(token, now).await? else { return Ok(None) };
+        if grant.client_id != client_id || !self.grant_holds(&grant) {
+            return Ok(None);
+        }
+        Ok(Some(Introspection {
+            active: true,
+            iss: Some(issuer.to_owned()),
+            client_id: Some(grant.client_id.clone()),
+            azp: None,
+            sub: grant.user_id.map(|u| UserId::from_bytes(u).to_string()),
+            sid: grant.session_id.map(|s| SessionId::from_bytes(s).to_string()),
+            exp: Some(grant.expires_at_ms / 1000),
+            iat: Some(grant.updated_at_ms / 1000),
+            scope: Some(grant.scopes.join(" ")),
+            token_type: None,
+        }))
+    }
+
+    /// `POST /oauth2/revoke` (RFC 7009): ends the grant of `token` (an access token or any refresh token of it),
+    /// with every token it issued, if it is the calling client's. Anything else changes nothing and is answered
+    /// the same (§2.2: an unknown token is no error).
+    pub async fn revoke(&self, req: &TokenRequest, token: &str, issuer: &str) -> Result<(), TokenError> {
+        let client = self.token_client(req).await?;
+        let now = self.clock.now();
+        let grant = match self.grants.by_any_refresh_token(token, now).await.map_err(Unavailable::from)? {
+            Some(grant) => Some(grant),
+            None => self.access_grant(token, issuer).await?.map(|(grant, _)| grant),
+        };
+        if let Some(grant) = grant.filter(|g| g.client_id == client.client_id) {
+            self.grants.end(grant.id).await.map_err(Unavailable::from)?;
+        }
+        Ok(())
+    }
+
+    /// `GET /oauth2/end-session`: ends the session an ID token this provider signed for a client registered with
+    /// `enable_end_session` names (its `sid`, with `sub`), then sends the browser to the client's registered
+    /// `post_logout_redirect_uri` if it asks for one. The hint may have expired (a logout often comes later than
+    /// ten hours), but its signature must verify against a key still published. Everything is checked before
+    /// anything ends: an unregistered redirect is refused, not ignored.
+    pub async fn end_session(&self, req: &EndSessionRequest, issuer: &str) -> Result<SessionEnded, EndSessionError> {
+        let invalid = |why: &str| EndSessionError::InvalidRequest(why.into());
+        if let Some(name) = &req.repeated {
+            return Err(invalid(&format!("{name} is given more than once")));
+        }
+        let hint = req.id_token_hint.as_deref().ok_or_else(|| invalid("id_token_hint is required"))?;
+        let (typ, claims) = self.keys.verify_fresh(hint).await.ok_or_else(|| invalid("invalid id_token_hint"))?;
+        let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
+        if typ.is_some() || text("iss") != Some(issuer) {
+            return Err(invalid("invalid id_token_hint"));
+        }
+        let audience = text("aud").ok_or_else(|| invalid("invalid id_token_hint"))?;
+        if req.client_id.as_deref().is_some_and(|id| id != audience) {
+            return Err(invalid("client_id is not the id_token_hint's audience"));
+        }
+        let client = match self.clients.get(audience).await {
+            Ok(client) if !client.disabled => client,
+            Ok(_) | Err(ClientError::NotFound) => return Err(EndSessionError::InvalidClient("invalid client".into())),
+            Err(_) => return Err(Unavailable.into()),
+        };
+        if !client.end_session {
+            return Err(EndSessionError::InvalidClient("The client is not allowed to initiate logout".into()));
+        }
+        let redirect = match req.post_logout_redirect_uri.as_deref() {
+            None => None,
+            Some(uri) if client.post_logout_redirect_uris.iter().any(|r| r == uri) => {
+                let state = req.state.as_deref().map(|s| ("state", s));
+                Some(with_query(uri, &state.into_iter().collect::<Vec<_>>()))
+            }
+            Some(_) => return Err(invalid("post_logout_redirect_uri is not registered for the client")),
+        };
+        let user = text("sub").and_then(UserId::parse).ok_or_else(|| invalid("invalid id_token_hint"))?;
+        let session = text("sid").and_then(SessionId::parse).ok_or_else(|| invalid("invalid id_token_hint"))?;
+        // A session already ended (or another's) ends nothing more; the answer is the same.
+        let hash = self.sessions_of(user).into_iter().find(|(_, s)| s.id == session).map(|(h, _)| h);
+        if let Some(hash) = hash {
+            self.actors.sessions.end(hash).await?;
+        }
+        Ok(SessionEnded { ended: hash, redirect })
+    }
+
     /// Signs an access token for `grant` with `scopes` (and an ID token when they hold `openid`).
     async fn issue(
         &self,
@@ -641,7 +928,7 @@ impl Accounts {
             client_id: &client.client_id,
             azp: &client.client_id,
             scope: &scope,
-            sid: &sid,
+            sid: (!sid.is_empty()).then_some(sid.as_str()),
             iat,
             exp,
             jti: &jti,
@@ -769,13 +1056,14 @@ impl Accounts {
             return Err(invalid("the access token is another issuer's"));
         }
         let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
-        let user_id = text("sub").and_then(UserId::parse).ok_or_else(|| invalid("the access token names no user"))?;
-        let session_id =
-            text("sid").and_then(SessionId::parse).ok_or_else(|| invalid("the access token names no session"))?;
+        // Before the user: a client's own token (client credentials) has no openid, and no user either.
         let scopes: Vec<&str> = text("scope").unwrap_or("").split(' ').collect();
         if !scopes.contains(&"openid") {
             return Err(UserInfoError::InsufficientScope);
         }
+        let user_id = text("sub").and_then(UserId::parse).ok_or_else(|| invalid("the access token names no user"))?;
+        let session_id =
+            text("sid").and_then(SessionId::parse).ok_or_else(|| invalid("the access token names no session"))?;
         // Its grant, from memory: revoked, or ended with a reused refresh token, a ban, a reset, "sign out
         // everywhere", the token is no longer valid, though the JWT would verify until it expires.
         let grant_id = text("jti").and_then(grants::jti_grant).ok_or_else(|| invalid("the grant has ended"))?;

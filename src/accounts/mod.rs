@@ -60,7 +60,10 @@ pub use api_keys::{ApiKeyError, KeyAuthError, KeyOwner, NewKey, Verified as Veri
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use consents::{Consent, ConsentsError, consent_id};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
-pub use idp::{AuthorizeRequest, Authorized, ConsentError, TokenError, TokenRequest, Tokens, UserInfo, UserInfoError};
+pub use idp::{
+    AuthorizeRequest, Authorized, ConsentError, EndSessionError, EndSessionRequest, Introspection, SessionEnded,
+    TokenError, TokenRequest, Tokens, UserInfo, UserInfoError,
+};
 pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target};
 pub use passkeys::{
     Attachment, CeremonyToken, PasskeyBook, PasskeyError, Passkeys, credential_id_base64url, public_key_base64,

@@ -18,8 +18,8 @@ use super::dto::{
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::response::{Body, Failure, json, ok};
 use crate::accounts::{
-    Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, NewClient, TokenError,
-    TokenRequest, UserInfoError,
+    Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, EndSessionError,
+    EndSessionRequest, NewClient, TokenError, TokenRequest, UserInfoError,
 };
 use crate::domain::Timestamp;
 
@@ -402,30 +402,155 @@ fn basic_credentials(headers: &hyper::HeaderMap) -> Result<Option<(String, Strin
     Ok(Some((unescape(id), unescape(secret))))
 }
 
-/// `POST /api/auth/oauth2/token` (form): the authorization code and refresh token grants → `{access_token,
-/// expires_in, expires_at, token_type, refresh_token?, scope, id_token?}`; errors `{error_description, error}` (401 `invalid_client`, with
-/// `WWW-Authenticate: Basic` when Basic was tried). Never cached.
-pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+/// A client-authenticated form request (token, introspection, revocation): the form's parameters and the client's
+/// credentials, or the answer that refuses it (not a form; malformed Basic credentials).
+async fn client_form(
+    state: &AppState,
+    req: Request<Incoming>,
+) -> Result<Result<(Vec<(String, String)>, TokenRequest), Response<Body>>, Failure> {
     let form = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
         v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
     });
     if !form {
-        return Ok(oauth_error(
+        return Ok(Err(oauth_error(
             StatusCode::BAD_REQUEST,
             "invalid_request",
             "the body must be application/x-www-form-urlencoded",
-        ));
+        )));
     }
     let basic = match basic_credentials(req.headers()) {
         Ok(basic) => basic,
         Err(Malformed) => {
-            return Ok(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "malformed Basic credentials"));
+            return Ok(Err(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "malformed Basic credentials")));
         }
     };
-    let issuer = issuer(state, &ctx)?;
     let body = extract::form_body(req, state.body_timeout()).await?;
     let raw: Vec<u8> = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&body).finish().into_bytes();
     let (mut p, repeated) = pairs(&raw);
+    let client = TokenRequest {
+        client_id: take(&mut p, "client_id"),
+        client_secret: take(&mut p, "client_secret"),
+        basic,
+        repeated,
+        ..TokenRequest::default()
+    };
+    Ok(Ok((p, client)))
+}
+
+/// A refusal of the token, introspection or revocation endpoint: `{error_description, error}`, 401 for the client's
+/// authentication (with `WWW-Authenticate: Basic` when Basic was tried).
+fn token_refusal(e: TokenError) -> Result<Response<Body>, Failure> {
+    if let TokenError::Unavailable(u) = e {
+        return Err(u.into());
+    }
+    let status = match &e {
+        TokenError::InvalidClient { .. } => StatusCode::UNAUTHORIZED,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    let mut response = oauth_error(status, e.code(), &e.to_string());
+    if let TokenError::InvalidClient { basic: true, .. } = e {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic"));
+    }
+    Ok(response)
+}
+
+/// `POST /api/auth/oauth2/introspect` (RFC 7662; form `token`, `token_type_hint`; a confidential client's
+/// credentials) → `{active: false}` or `{active: true, iss, client_id, azp?, sub, sid?, exp, iat, scope,
+/// token_type?}` for a live token of the calling client's, answered from memory.
+pub async fn introspect(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let issuer = issuer(state, &ctx)?;
+    let (mut p, client) = match client_form(state, req).await? {
+        Ok(parsed) => parsed,
+        Err(refused) => return Ok(refused),
+    };
+    if let Some(name) = &client.repeated {
+        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &format!("{name} is given more than once")));
+    }
+    let Some(token) = take(&mut p, "token") else {
+        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "token is required"));
+    };
+    let hint = take(&mut p, "token_type_hint");
+    match state.accounts.introspect(&client, &token, hint.as_deref(), &issuer).await {
+        Ok(answer) => Ok(ok(&answer)),
+        Err(e) => token_refusal(e),
+    }
+}
+
+/// `POST /api/auth/oauth2/revoke` (RFC 7009; form `token`, `token_type_hint`; the client's credentials as at the
+/// token endpoint) → 200 with an empty body: the token's grant ended (every token it issued) if it is the calling
+/// client's; the same answer for any other token (§2.2).
+pub async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let issuer = issuer(state, &ctx)?;
+    let (mut p, client) = match client_form(state, req).await? {
+        Ok(parsed) => parsed,
+        Err(refused) => return Ok(refused),
+    };
+    if let Some(name) = &client.repeated {
+        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &format!("{name} is given more than once")));
+    }
+    let Some(token) = take(&mut p, "token") else {
+        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "token is required"));
+    };
+    match state.accounts.revoke(&client, &token, &issuer).await {
+        Ok(()) => {
+            let mut response = Response::new(Body::default());
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            Ok(response)
+        }
+        Err(e) => token_refusal(e),
+    }
+}
+
+/// `GET /api/auth/oauth2/end-session?id_token_hint=…&post_logout_redirect_uri=…&state=…&client_id=…`
+/// (RP-initiated logout): the hint's session ended; 302 to the registered `post_logout_redirect_uri` with `state`,
+/// else 200 with an empty body; the caller's session cookie cleared when it was that session's. 400
+/// `invalid_request` (no or a bad hint, an unregistered redirect), 401 `invalid_client`: nothing ended.
+pub async fn end_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let (mut p, repeated) = pairs(query.as_bytes());
+    let request = EndSessionRequest {
+        id_token_hint: take(&mut p, "id_token_hint"),
+        client_id: take(&mut p, "client_id"),
+        post_logout_redirect_uri: take(&mut p, "post_logout_redirect_uri"),
+        state: take(&mut p, "state"),
+        repeated,
+    };
+    let cookie = extract::session_token(state, req.headers()).map(|t| t.hash());
+    extract::discard_body(req, state.body_timeout()).await;
+    let issuer = issuer(state, &ctx)?;
+    let ended = match state.accounts.end_session(&request, &issuer).await {
+        Ok(ended) => ended,
+        Err(EndSessionError::InvalidRequest(why)) => {
+            return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &why));
+        }
+        Err(EndSessionError::InvalidClient(why)) => {
+            return Ok(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", &why));
+        }
+        Err(EndSessionError::Unavailable(u)) => return Err(u.into()),
+    };
+    let mut response = match &ended.redirect {
+        Some(to) => redirect(to, false)?,
+        None => {
+            let mut response = Response::new(Body::default());
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
+    };
+    if cookie.is_some() && cookie == ended.ended {
+        response = super::response::with_cookie(response, state.cookies.clear());
+    }
+    Ok(response)
+}
+
+/// `POST /api/auth/oauth2/token` (form): the authorization code and refresh token grants → `{access_token,
+/// expires_in, expires_at, token_type, refresh_token?, scope, id_token?}`; errors `{error_description, error}` (401 `invalid_client`, with
+/// `WWW-Authenticate: Basic` when Basic was tried). Never cached.
+pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let issuer = issuer(state, &ctx)?;
+    let (mut p, client) = match client_form(state, req).await? {
+        Ok(parsed) => parsed,
+        Err(refused) => return Ok(refused),
+    };
     let request = TokenRequest {
         grant_type: take(&mut p, "grant_type"),
         code: take(&mut p, "code"),
@@ -433,25 +558,11 @@ pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
         code_verifier: take(&mut p, "code_verifier"),
         refresh_token: take(&mut p, "refresh_token"),
         scope: take(&mut p, "scope"),
-        client_id: take(&mut p, "client_id"),
-        client_secret: take(&mut p, "client_secret"),
-        basic,
-        repeated,
+        ..client
     };
     match state.accounts.token(&request, &issuer).await {
         Ok(tokens) => Ok(ok(&tokens)),
-        Err(TokenError::Unavailable(u)) => Err(u.into()),
-        Err(e) => {
-            let status = match &e {
-                TokenError::InvalidClient { .. } => StatusCode::UNAUTHORIZED,
-                _ => StatusCode::BAD_REQUEST,
-            };
-            let mut response = oauth_error(status, e.code(), &e.to_string());
-            if let TokenError::InvalidClient { basic: true, .. } = e {
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic"));
-            }
-            Ok(response)
-        }
+        Err(e) => token_refusal(e),
     }
 }
 

@@ -288,6 +288,9 @@ async fn handle(
         Endpoint::OAuth2Consent => provider::consent(state, ctx, req).await,
         Endpoint::OAuth2PublicClient => provider::public_client(state, ctx, req).await,
         Endpoint::OAuth2Token => provider::token(state, ctx, req).await,
+        Endpoint::OAuth2Introspect => provider::introspect(state, ctx, req).await,
+        Endpoint::OAuth2Revoke => provider::revoke(state, ctx, req).await,
+        Endpoint::OAuth2EndSession => provider::end_session(state, ctx, req).await,
         Endpoint::OAuth2UserInfo | Endpoint::OAuth2UserInfoForm => provider::userinfo(state, ctx, req).await,
         Endpoint::OpenIdConfiguration
         | Endpoint::AuthorizationServerMetadata

@@ -406,6 +406,34 @@ impl Grants {
         }
     }
 
+    /// The live grant whose refresh token in force is `token` (memory only; see [`Self::live`]).
+    pub async fn by_refresh_token(
+        &self,
+        token: &str,
+        now: Timestamp,
+    ) -> Result<Option<Arc<OAuthGrantRecordV1>>, GrantError> {
+        let Some(id) = refresh_grant(token) else { return Ok(None) };
+        let hash = sha256(token);
+        let grant = self.live(id, now).await?;
+        Ok(grant.filter(|g| g.refresh_hash.is_some_and(|h| bool::from(h.ct_eq(&hash)))))
+    }
+
+    /// The grant a refresh token of it names, the one in force or one it replaced (for revocation).
+    pub async fn by_any_refresh_token(
+        &self,
+        token: &str,
+        now: Timestamp,
+    ) -> Result<Option<Arc<OAuthGrantRecordV1>>, GrantError> {
+        let Some(id) = refresh_grant(token) else { return Ok(None) };
+        let hash = sha256(token);
+        let grant = self.live(id, now).await?;
+        let ours = |g: &Arc<OAuthGrantRecordV1>| {
+            g.refresh_hash.is_some_and(|h| bool::from(h.ct_eq(&hash)))
+                || g.retired.iter().any(|h| bool::from(h.ct_eq(&hash)))
+        };
+        Ok(grant.filter(ours))
+    }
+
     /// Ends grant `id`, durably, with every token it issued.
     pub async fn end(&self, id: [u8; 16]) -> Result<(), GrantError> {
         Ok(self.writer.write(vec![StoreOp::DeleteOAuthGrant(id)]).await?)

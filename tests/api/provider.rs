@@ -1187,3 +1187,224 @@ async fn a_ban_a_password_reset_and_signing_out_everywhere_end_the_users_grants(
     assert_eq!(r.status, 200, "{}", r.text);
     ended(tokens).await;
 }
+
+async fn introspect(s: &TestServer, client: Option<(&str, &str)>, form: &[(&str, &str)]) -> Resp {
+    let mut r = s.post("/api/auth/oauth2/introspect");
+    if let Some((id, secret)) = client {
+        r = r.header(
+            "authorization",
+            &format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"))),
+        );
+    }
+    r.raw(Some("application/x-www-form-urlencoded"), query(form)).send().await
+}
+
+async fn active(s: &TestServer, client: (&str, &str), token: &str) -> Value {
+    let r = introspect(s, Some(client), &[("token", token)]).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
+    r.json()
+}
+
+async fn revoke(s: &TestServer, client: (&str, &str), token: &str) -> Resp {
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", client.0, client.1));
+    s.post("/api/auth/oauth2/revoke")
+        .header("authorization", &format!("Basic {basic}"))
+        .raw(Some("application/x-www-form-urlencoded"), query(&[("token", token)]))
+        .send()
+        .await
+}
+
+/// Introspection (RFC 7662) is for confidential clients and tells each only of its own live tokens; revocation
+/// (RFC 7009) of an access token or a refresh token ends the whole grant, which introspection and userinfo then
+/// refuse at once; an unknown token, or another client's, is answered the same and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_tells_a_client_of_its_live_tokens_and_revocation_ends_the_grant() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let body = json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true,
+                      "scope": "openid email offline_access"});
+    let (a_id, a_secret) = register(&s, &admin, body.clone()).await;
+    let a_secret = a_secret.unwrap();
+    let a = (a_id.as_str(), a_secret.as_str());
+    let (b_id, b_secret) = register(&s, &admin, body).await;
+    let b_secret = b_secret.unwrap();
+    let b = (b_id.as_str(), b_secret.as_str());
+    let public = json!({"client_name": "cli", "application_type": "native", "token_endpoint_auth_method": "none",
+                        "redirect_uris": ["http://127.0.0.1/cb"]});
+    let (p_id, _) = register(&s, &admin, public).await;
+    let u = s.new_user("ingrid").await;
+    let tokens = granted(&s, &u.cookie, a, "openid email offline_access").await;
+    let access = str_of(&tokens["access_token"]);
+    let refresh_token = str_of(&tokens["refresh_token"]);
+
+    let v = active(&s, a, access).await;
+    assert_eq!(v["active"], true, "{v}");
+    assert_eq!(v["sub"], u.id.as_str());
+    assert_eq!(v["client_id"], a.0);
+    assert_eq!(v["scope"], "openid email offline_access");
+    assert_eq!(v["token_type"], "Bearer");
+    assert!(str_of(&v["iss"]).ends_with("/api/auth"), "{v}");
+    assert!(v["exp"].as_i64().unwrap() > v["iat"].as_i64().unwrap());
+    let v = active(&s, a, refresh_token).await;
+    assert_eq!(v["active"], true, "{v}");
+    assert_eq!(v["sub"], u.id.as_str());
+    let r = introspect(&s, Some(a), &[("token", refresh_token), ("token_type_hint", "refresh_token")]).await;
+    assert_eq!(r.json()["active"], true, "{}", r.text);
+    // Another client's tokens, and anything else, are inactive; nothing else is said.
+    assert_eq!(active(&s, b, access).await, json!({"active": false}));
+    assert_eq!(active(&s, b, refresh_token).await, json!({"active": false}));
+    assert_eq!(active(&s, a, "not a token").await, json!({"active": false}));
+    // Only confidential clients, authenticated.
+    oauth_error(&introspect(&s, None, &[("token", access), ("client_id", &p_id)]).await, 401, "invalid_client");
+    oauth_error(&introspect(&s, None, &[("token", access)]).await, 401, "invalid_client");
+    oauth_error(&introspect(&s, Some((a.0, "wrong")), &[("token", access)]).await, 401, "invalid_client");
+    oauth_error(&introspect(&s, Some(a), &[]).await, 400, "invalid_request");
+
+    // Revocation: an unknown token and another client's change nothing, with the same answer.
+    let r = revoke(&s, a, "not a token").await;
+    assert_eq!((r.status, r.text.as_str()), (200, ""));
+    assert_eq!(revoke(&s, b, access).await.status, 200);
+    assert_eq!(active(&s, a, access).await["active"], true);
+    // The access token's revocation ends the grant: the refresh token too.
+    assert_eq!(revoke(&s, a, access).await.status, 200);
+    assert_eq!(active(&s, a, access).await, json!({"active": false}));
+    assert_eq!(active(&s, a, refresh_token).await, json!({"active": false}));
+    assert_eq!(userinfo_status(&s, &tokens).await, 401);
+    oauth_error(&refresh(&s, a, refresh_token, None).await, 400, "invalid_grant");
+
+    // A refresh token's revocation ends its access tokens.
+    let tokens = granted(&s, &u.cookie, a, "openid offline_access").await;
+    assert_eq!(revoke(&s, a, str_of(&tokens["refresh_token"])).await.status, 200);
+    assert_eq!(active(&s, a, str_of(&tokens["access_token"])).await, json!({"active": false}));
+    assert_eq!(userinfo_status(&s, &tokens).await, 401);
+}
+
+/// A ban makes the user's tokens inactive at once; a sign-out those of grants without `offline_access`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_banned_users_tokens_and_a_signed_out_sessions_introspect_inactive_at_once() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let body = json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true,
+                      "scope": "openid offline_access"});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let a = (id.as_str(), secret.as_str());
+    let u = s.new_user("harald").await;
+    let online = granted(&s, &u.cookie, a, "openid").await;
+    let offline = granted(&s, &u.cookie, a, "openid offline_access").await;
+    assert_eq!(active(&s, a, str_of(&online["access_token"])).await["active"], true);
+    s.sign_out(Some(&u.cookie)).await;
+    assert_eq!(active(&s, a, str_of(&online["access_token"])).await, json!({"active": false}));
+    assert_eq!(active(&s, a, str_of(&offline["access_token"])).await["active"], true);
+    assert_eq!(active(&s, a, str_of(&offline["refresh_token"])).await["active"], true);
+    s.patch_ok(&admin, &json!({"userId": u.id, "banned": true})).await;
+    assert_eq!(active(&s, a, str_of(&offline["access_token"])).await, json!({"active": false}));
+    assert_eq!(active(&s, a, str_of(&offline["refresh_token"])).await, json!({"active": false}));
+}
+
+/// Client credentials (RFC 6749 §4.4): a confidential client gets an access token of its own for its own scopes
+/// (not a user's), with no refresh or ID token; a scope beyond them is `invalid_scope`; a public client, or one
+/// not registered for the grant, is `unauthorized_client`. Introspection names the client as the subject.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_give_a_confidential_client_its_own_scopes_only() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let body = json!({"client_name": "billing", "grant_types": ["client_credentials"],
+                      "scope": "invoices:read invoices:write"});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let c = (id.as_str(), secret.as_str());
+    let r = token(&s, &[("grant_type", "client_credentials")], Some(c)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let all = r.json();
+    assert_eq!(all["scope"], "invoices:read invoices:write");
+    assert!(all.get("refresh_token").is_none() && all.get("id_token").is_none(), "{all}");
+    let (header, claims) = verified(&s, str_of(&all["access_token"])).await;
+    assert_eq!(header["typ"], "at+jwt");
+    assert_eq!(claims["sub"], id.as_str());
+    assert!(claims.get("sid").is_none(), "{claims}");
+    let v = active(&s, c, str_of(&all["access_token"])).await;
+    assert_eq!((v["active"].clone(), v["sub"].clone()), (json!(true), json!(id)), "{v}");
+    assert_eq!(userinfo_status(&s, &all).await, 403, "no openid: no userinfo");
+
+    let r = token(&s, &[("grant_type", "client_credentials"), ("scope", "invoices:read")], Some(c)).await;
+    assert_eq!(r.json()["scope"], "invoices:read", "{}", r.text);
+    for scope in ["openid", "invoices:delete", "invoices:read offline_access"] {
+        let r = token(&s, &[("grant_type", "client_credentials"), ("scope", scope)], Some(c)).await;
+        oauth_error(&r, 400, "invalid_scope");
+    }
+    let r = token(&s, &[("grant_type", "client_credentials")], Some((c.0, "wrong"))).await;
+    oauth_error(&r, 401, "invalid_client");
+
+    let public = json!({"client_name": "cli", "application_type": "native", "token_endpoint_auth_method": "none",
+                        "redirect_uris": ["http://127.0.0.1/cb"], "scope": "openid invoices:read"});
+    let (p_id, _) = register(&s, &admin, public).await;
+    let r = token(&s, &[("grant_type", "client_credentials"), ("client_id", &p_id)], None).await;
+    oauth_error(&r, 400, "unauthorized_client");
+    let web = json!({"client_name": "web", "redirect_uris": [RP], "scope": "openid invoices:read"});
+    let (w_id, w_secret) = register(&s, &admin, web).await;
+    let r = token(&s, &[("grant_type", "client_credentials")], Some((&w_id, &w_secret.unwrap()))).await;
+    oauth_error(&r, 400, "unauthorized_client");
+}
+
+/// RP-initiated logout: an ID token of a client registered with `enable_end_session` ends its session (the
+/// session cookie is cleared when the browser's is that session) and sends the browser to a registered
+/// `post_logout_redirect_uri` with `state`; no hint, a client not allowed to, or an unregistered redirect are
+/// refused and end nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_session_ends_the_hinted_session_and_redirects_only_where_registered() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let bye = "https://rp.example/bye";
+    let body = json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true, "enable_end_session": true,
+                      "post_logout_redirect_uris": [bye], "scope": "openid"});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let a = (id.as_str(), secret.as_str());
+    let plain = json!({"client_name": "B", "redirect_uris": [RP], "skip_consent": true, "scope": "openid"});
+    let (b_id, b_secret) = register(&s, &admin, plain).await;
+    let b_secret = b_secret.unwrap();
+    let u = s.new_user("astrid").await;
+    let tokens = granted(&s, &u.cookie, a, "openid").await;
+    let hint = str_of(&tokens["id_token"]).to_owned();
+    let (_, claims) = verified(&s, &hint).await;
+    assert!(claims["sid"].is_string(), "{claims}");
+    let end = |pairs: Vec<(&str, &str)>, cookie: Option<String>| {
+        let s = &s;
+        let q = query(&pairs);
+        async move { s.get(&format!("/api/auth/oauth2/end-session?{q}")).cookie_opt(cookie.as_deref()).send().await }
+    };
+    let live = |cookie: String| {
+        let s = &s;
+        async move { s.get("/api/auth/get-session").cookie(&cookie).send().await.json() != Value::Null }
+    };
+
+    oauth_error(&end(vec![("post_logout_redirect_uri", bye)], None).await, 400, "invalid_request");
+    let r = end(vec![("id_token_hint", &hint), ("post_logout_redirect_uri", "https://evil.example/")], None).await;
+    oauth_error(&r, 400, "invalid_request");
+    oauth_error(&end(vec![("id_token_hint", "x.y.z")], None).await, 400, "invalid_request");
+    let r = end(vec![("id_token_hint", &hint), ("client_id", &b_id)], None).await;
+    oauth_error(&r, 400, "invalid_request");
+    assert!(live(u.cookie.clone()).await, "nothing refused ends the session");
+    // A client not allowed to end sessions (its ID tokens carry no sid either).
+    let other = granted(&s, &u.cookie, (&b_id, &b_secret), "openid").await;
+    oauth_error(&end(vec![("id_token_hint", str_of(&other["id_token"]))], None).await, 401, "invalid_client");
+    assert!(live(u.cookie.clone()).await);
+
+    let r = end(
+        vec![("id_token_hint", &hint), ("post_logout_redirect_uri", bye), ("state", "s t")],
+        Some(u.cookie.clone()),
+    )
+    .await;
+    let (to, params) = location(&r);
+    assert_eq!(to, bye);
+    assert_eq!(params["state"], "s t");
+    let cleared = r.session_cookie().expect("the session cookie is cleared");
+    assert!(cleared.value.is_empty(), "{cleared:?}");
+    assert!(!live(u.cookie.clone()).await, "the session has ended");
+    assert_eq!(userinfo_status(&s, &tokens).await, 401);
+    // Again: nothing left to end, the same answer; without a redirect, an empty 200.
+    let r = end(vec![("id_token_hint", &hint)], None).await;
+    assert_eq!((r.status, r.text.as_str()), (200, ""));
+}
