@@ -373,7 +373,7 @@ pub async fn consent(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
 pub async fn public_client(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::query_only(req.uri().query(), &["client_id"])?;
     let id = extract::query_value(req.uri().query(), "client_id")
-        .filter(|id| !id.is_empty() && id.len() <= 128)
+        .filter(|id| !id.is_empty() && id.chars().count() <= 128)
         .ok_or_else(|| Failure::validation("client_id is required"))?;
     match state.accounts.oauth_client(&id).await {
         Ok(client) if !client.disabled => {
@@ -404,9 +404,11 @@ fn basic_credentials(headers: &hyper::HeaderMap) -> Result<Option<(String, Strin
 
 /// A client-authenticated form request (token, introspection, revocation): the form's parameters and the client's
 /// credentials, or the answer that refuses it (not a form; malformed Basic credentials).
+/// `known`: the endpoint's parameters, which may not be given twice (RFC 6749 §3.2); others are ignored.
 async fn client_form(
     state: &AppState,
     req: Request<Incoming>,
+    known: &[&str],
 ) -> Result<Result<(Vec<(String, String)>, TokenRequest), Response<Body>>, Failure> {
     let form = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
         v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
@@ -426,7 +428,12 @@ async fn client_form(
     };
     let body = extract::form_body(req, state.body_timeout()).await?;
     let raw: Vec<u8> = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&body).finish().into_bytes();
-    let (mut p, repeated) = pairs(&raw);
+    let (mut p, _) = pairs(&raw);
+    let repeated = known
+        .iter()
+        .chain(&["client_id", "client_secret"])
+        .find(|name| body.iter().filter(|(k, _)| k == *name).count() > 1)
+        .map(|name| (*name).to_owned());
     let client = TokenRequest {
         client_id: take(&mut p, "client_id"),
         client_secret: take(&mut p, "client_secret"),
@@ -459,7 +466,7 @@ fn token_refusal(e: TokenError) -> Result<Response<Body>, Failure> {
 /// token_type?}` for a live token of the calling client's, answered from memory.
 pub async fn introspect(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let issuer = issuer(state, &ctx)?;
-    let (mut p, client) = match client_form(state, req).await? {
+    let (mut p, client) = match client_form(state, req, &["token", "token_type_hint"]).await? {
         Ok(parsed) => parsed,
         Err(refused) => return Ok(refused),
     };
@@ -481,7 +488,7 @@ pub async fn introspect(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> R
 /// client's; the same answer for any other token (§2.2).
 pub async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let issuer = issuer(state, &ctx)?;
-    let (mut p, client) = match client_form(state, req).await? {
+    let (mut p, client) = match client_form(state, req, &["token", "token_type_hint"]).await? {
         Ok(parsed) => parsed,
         Err(refused) => return Ok(refused),
     };
@@ -547,7 +554,8 @@ pub async fn end_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// `WWW-Authenticate: Basic` when Basic was tried). Never cached.
 pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let issuer = issuer(state, &ctx)?;
-    let (mut p, client) = match client_form(state, req).await? {
+    let known = ["grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope"];
+    let (mut p, client) = match client_form(state, req, &known).await? {
         Ok(parsed) => parsed,
         Err(refused) => return Ok(refused),
     };
