@@ -30,7 +30,7 @@ fn refused(e: ConsentsError) -> Result<Response<Body>, Failure> {
 /// The consent `id` a call names: a string of 1 to 128 characters (the plugin's ids, and ours, are far shorter).
 fn consent_id(id: Option<&str>) -> Result<&str, Failure> {
     match id {
-        Some(id) if !id.is_empty() && id.len() <= 128 => Ok(id),
+        Some(id) if !id.is_empty() && id.chars().count() <= 128 => Ok(id),
         Some(_) => Err(Failure::validation("[id] must be 1 to 128 characters")),
         None => Err(Failure::validation("[id] Invalid input: expected string, received undefined")),
     }
@@ -73,7 +73,7 @@ pub async fn update(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
             match update.get("scopes") {
                 Some(Value::Array(items)) if items.len() <= 64 => items
                     .iter()
-                    .map(|v| v.as_str().filter(|s| !s.is_empty() && s.len() <= 128).map(str::to_owned))
+                    .map(|v| v.as_str().filter(|s| !s.is_empty() && s.chars().count() <= 128).map(str::to_owned))
                     .collect::<Option<Vec<_>>>()
                     .ok_or_else(|| Failure::validation("[update.scopes] must be an array of scope names"))?,
                 Some(Value::Array(_)) => return Err(Failure::validation("[update.scopes] names at most 64 scopes")),
