@@ -461,22 +461,36 @@ fn token_refusal(e: TokenError) -> Result<Response<Body>, Failure> {
     Ok(response)
 }
 
+/// What introspection and revocation both read: the calling client's credentials, `token` and `token_type_hint`,
+/// each at most once; `Err` is the OAuth refusal to answer.
+async fn token_form(
+    state: &AppState,
+    req: Request<Incoming>,
+) -> Result<Result<(TokenRequest, String, Option<String>), Response<Body>>, Failure> {
+    let (mut p, client) = match client_form(state, req, &["token", "token_type_hint"]).await? {
+        Ok(parsed) => parsed,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    if let Some(name) = &client.repeated {
+        let message = format!("{name} is given more than once");
+        return Ok(Err(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &message)));
+    }
+    let Some(token) = take(&mut p, "token") else {
+        return Ok(Err(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "token is required")));
+    };
+    let hint = take(&mut p, "token_type_hint");
+    Ok(Ok((client, token, hint)))
+}
+
 /// `POST /api/auth/oauth2/introspect` (RFC 7662; form `token`, `token_type_hint`; a confidential client's
 /// credentials) → `{active: false}` or `{active: true, iss, client_id, azp?, sub, sid?, exp, iat, scope,
 /// token_type?}` for a live token of the calling client's, answered from memory.
 pub async fn introspect(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let issuer = issuer(state, &ctx)?;
-    let (mut p, client) = match client_form(state, req, &["token", "token_type_hint"]).await? {
+    let (client, token, hint) = match token_form(state, req).await? {
         Ok(parsed) => parsed,
         Err(refused) => return Ok(refused),
     };
-    if let Some(name) = &client.repeated {
-        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &format!("{name} is given more than once")));
-    }
-    let Some(token) = take(&mut p, "token") else {
-        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "token is required"));
-    };
-    let hint = take(&mut p, "token_type_hint");
     match state.accounts.introspect(&client, &token, hint.as_deref(), &issuer).await {
         Ok(answer) => Ok(ok(&answer)),
         Err(e) => token_refusal(e),
@@ -488,15 +502,9 @@ pub async fn introspect(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> R
 /// client's; the same answer for any other token (§2.2).
 pub async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let issuer = issuer(state, &ctx)?;
-    let (mut p, client) = match client_form(state, req, &["token", "token_type_hint"]).await? {
+    let (client, token, _) = match token_form(state, req).await? {
         Ok(parsed) => parsed,
         Err(refused) => return Ok(refused),
-    };
-    if let Some(name) = &client.repeated {
-        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &format!("{name} is given more than once")));
-    }
-    let Some(token) = take(&mut p, "token") else {
-        return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "token is required"));
     };
     match state.accounts.revoke(&client, &token, &issuer).await {
         Ok(()) => {
