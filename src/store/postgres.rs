@@ -913,21 +913,7 @@ fn commit(
     let mut resync = Vec::new();
     for (index, &ops) in requests.iter().enumerate() {
         // Only a request that can break a rule of the whole cluster pays for a savepoint (two more round trips).
-        let risky = ops.iter().any(|op| {
-            matches!(
-                op,
-                StoreOp::PutUser(_)
-                    | StoreOp::DeleteUser(_)
-                    | StoreOp::PutOrg(_)
-                    | StoreOp::DeleteOrg(_)
-                    | StoreOp::ReserveAttempt { .. }
-                    | StoreOp::ExpectUser { .. }
-                    | StoreOp::PutMember(_)
-                    | StoreOp::DeleteMember(..)
-                    | StoreOp::PutInvitation(_)
-                    | StoreOp::ExpectOwner(_)
-            )
-        });
+        let risky = ops.iter().any(may_conflict);
         let queued = fanout.as_ref().map_or(0, |f| f.messages.len());
         let outcome = if risky {
             let mut savepoint = tx.savepoint("request").map_err(before)?;
@@ -1057,6 +1043,31 @@ fn demotes_an_admin<'a>(
             .query_one("SELECT count(*) FROM users WHERE id = ANY($1) AND active_admin", &[&touched])?
             .get::<_, i64>(0)
             > 0)
+}
+
+/// Whether `op` can be refused with a [`Conflict`] (see [`apply`]): a request holding one runs in a savepoint, so
+/// that its refusal takes back its own writes and nothing else of the batch. Every op that [`apply`] may answer
+/// with `Refused::Conflict` must be listed: one missing fails its whole batch and takes the writer down (the
+/// node answers 503 until it reconnects), which a replayed authorization code or refresh token racing its first
+/// use on another node would otherwise cause at will.
+fn may_conflict(op: &StoreOp) -> bool {
+    matches!(
+        op,
+        StoreOp::PutUser(_)
+            | StoreOp::DeleteUser(_)
+            | StoreOp::PutOrg(_)
+            | StoreOp::DeleteOrg(_)
+            | StoreOp::ReserveAttempt { .. }
+            | StoreOp::ExpectUser { .. }
+            | StoreOp::PutMember(_)
+            | StoreOp::DeleteMember(..)
+            | StoreOp::PutInvitation(_)
+            | StoreOp::ExpectOwner(_)
+            | StoreOp::PutAccount(_)
+            | StoreOp::TakeFlow(_)
+            | StoreOp::TakeOAuthCode(_)
+            | StoreOp::RotateOAuthGrant { .. }
+    )
 }
 
 /// The record a conflict says this node holds wrong: read back into memory (the follower does it).

@@ -512,7 +512,12 @@ pub(super) fn location(r: &Resp) -> (String, std::collections::HashMap<String, S
 }
 
 pub(super) async fn token(s: &TestServer, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Resp {
-    let mut r = s.post("/api/auth/oauth2/token");
+    token_on(&s.client, form, basic).await
+}
+
+/// [`token`] sent to one node.
+async fn token_on(node: &Client, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Resp {
+    let mut r = node.post("/api/auth/oauth2/token");
     if let Some((id, secret)) = basic {
         r = r.header(
             "authorization",
@@ -1407,4 +1412,55 @@ async fn end_session_ends_the_hinted_session_and_redirects_only_where_registered
     // Again: nothing left to end, the same answer; without a redirect, an empty 200.
     let r = end(vec![("id_token_hint", &hint)], None).await;
     assert_eq!((r.status, r.text.as_str()), (200, ""));
+}
+
+/// A code, then a refresh token, presented on both nodes at the same moment (a replay racing the real use): one
+/// answers 200 and the other the protocol's own refusal, each round. On PostgreSQL the loser's commit finds the
+/// code or token taken by the other node; that refusal must stay its own request's, never the writer's failure
+/// (which answered 500 and refused every write of the node until it reconnected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_or_refresh_token_used_on_two_nodes_at_once_works_once_and_fails_cleanly_once() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let scope = "openid offline_access";
+    let body = json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true, "scope": scope});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let client = (id.as_str(), secret.as_str());
+    let u = s.new_user("twin").await;
+    let (a, b) = (&s.nodes[0], &s.nodes[s.nodes.len() - 1]);
+    for round in 0..6 {
+        let (verifier, challenge) = pkce();
+        let p = [
+            ("response_type", "code"),
+            ("client_id", client.0),
+            ("redirect_uri", RP),
+            ("scope", scope),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ];
+        let (_, params) = location(&authorize(&s, Some(&u.cookie), &p).await);
+        let f = [
+            ("grant_type", "authorization_code"),
+            ("code", params["code"].as_str()),
+            ("redirect_uri", RP),
+            ("code_verifier", verifier.as_str()),
+        ];
+        let (one, two) = tokio::join!(token_on(a, &f, Some(client)), token_on(b, &f, Some(client)));
+        let mut statuses = [one.status, two.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 400], "round {round}, the code: {} / {}", one.text, two.text);
+        let (won, lost) = if one.status == 200 { (&one, &two) } else { (&two, &one) };
+        oauth_error(lost, 400, "invalid_grant");
+
+        let refresh_token = str_of(&won.json()["refresh_token"]).to_owned();
+        let f = [("grant_type", "refresh_token"), ("refresh_token", refresh_token.as_str())];
+        let (one, two) = tokio::join!(token_on(a, &f, Some(client)), token_on(b, &f, Some(client)));
+        let mut statuses = [one.status, two.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 400], "round {round}, the refresh token: {} / {}", one.text, two.text);
+    }
+    for node in &s.nodes {
+        assert_eq!(node.get("/readyz").send().await.status, 200, "every node still takes writes");
+    }
 }
