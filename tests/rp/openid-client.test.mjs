@@ -6,6 +6,7 @@
 // redirects by hand (service.mjs). Each test registers its own clients and users, so each stands alone.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import * as oauth from "oauth4webapi";
 import * as oidc from "openid-client";
 
 import { BYE, RP, admin, browser, newUser, register, startService, through } from "./service.mjs";
@@ -110,6 +111,44 @@ test("discovery, the code flow with PKCE through sign-in and consent, the ID tok
   const again = await codeFlow(config, user, { b: fresh });
   assert.deepEqual(again.seen, []);
   assert.notEqual(again.tokens.access_token, tokens.access_token);
+});
+
+test("a resource server checks the access token offline as RFC 9068 has it (oauth4webapi)", async () => {
+  const client = await register(adminBrowser, {
+    client_name: "API caller", redirect_uris: [RP], skip_consent: true, scope: "openid email",
+  });
+  const config = await configure(client);
+  const user = await newUser(service.base, "Res");
+  const { tokens } = await codeFlow(config, user, { parameters: { scope: "openid email" } });
+  // What a resource server does with a bearer token: the issuer's metadata and JWKS, no call to the provider.
+  const as = config.serverMetadata();
+  const request = new Request("https://api.rp.example/invoices", {
+    headers: { authorization: `Bearer ${tokens.access_token}` },
+  });
+  const claims = await oauth.validateJwtAccessToken(as, request, client.client_id, {
+    [oauth.allowInsecureRequests]: true,
+  });
+  assert.equal(claims.sub, user.id);
+  assert.equal(claims.client_id, client.client_id);
+  assert.equal(claims.iss, service.issuer);
+  assert.equal(claims.scope, "openid email");
+  // Another audience than the token names: refused by the resource server's own check.
+  await assert.rejects(
+    oauth.validateJwtAccessToken(as, request, "https://another-api.example", { [oauth.allowInsecureRequests]: true }),
+  );
+});
+
+test("max_age: a session older than asked signs in again, and the library checks auth_time", async () => {
+  const client = await register(adminBrowser, { client_name: "Fresh", redirect_uris: [RP], skip_consent: true });
+  const config = await configure(client);
+  const user = await newUser(service.base, "Age");
+  const first = await codeFlow(config, user);
+  await new Promise((resolve) => setTimeout(resolve, 2_100));
+  const { url, checks } = await start(config, RP, { max_age: "1" });
+  const way = await through(user.browser, service.base, url, RP, { user });
+  assert.deepEqual(way.seen, ["sign-in"], "the session is older than max_age");
+  const tokens = await oidc.authorizationCodeGrant(config, way.callback, { ...checks, maxAge: 1 });
+  assert.ok(tokens.claims().auth_time > first.tokens.claims().auth_time, "auth_time is the new sign-in's");
 });
 
 test("ID tokens signed with each algorithm a client may register verify in the library", async () => {
