@@ -41,6 +41,7 @@ export async function startService(extra = "") {
       const m = out.match(/listening on (\S+)/);
       if (m) resolve(`http://${m[1]}`);
     });
+    child.on("error", reject);
     child.on("exit", (code) => reject(new Error(`service-auth exited (${code}) before listening:\n${stderr}`)));
     setTimeout(() => reject(new Error(`service-auth did not listen within 30 s:\n${stderr}`)), 30_000).unref();
   });
@@ -107,7 +108,14 @@ export function browser(base) {
       headers: { origin: base, accept: "application/json", "sec-fetch-mode": "cors", ...(body === undefined ? {} : { "content-type": "application/json" }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  return { request, api, cookies: () => jarOf(base) };
+  /** A `customFetchImpl` for better-auth's `createAuthClient`: the pages' `fetch`, through this jar. */
+  const customFetchImpl = (input, init = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("origin", base);
+    headers.set("sec-fetch-mode", "cors");
+    return request(input.toString(), { ...init, headers });
+  };
+  return { request, api, customFetchImpl, cookies: () => jarOf(base) };
 }
 
 /// Signs up a user in its own browser; answers `{id, email, name, browser}` (signed in).
