@@ -130,12 +130,13 @@ impl Accounts {
     }
 
     /// The session a key presented in the header opens: its owner's, for this request only (no cookie, nothing
-    /// stored), counted against the key's window. Read from memory like a session: a hash and two map reads.
-    pub fn api_key_session(&self, presented: &str) -> Result<Current, KeyAuthError> {
+    /// stored), counted against the key's window. Read from memory like a session: a hash and two map reads (and
+    /// for a key with a quota, the use written first).
+    pub async fn api_key_session(&self, presented: &str) -> Result<Current, KeyAuthError> {
         if self.freshness.check().is_err() {
             return Err(Unavailable.into());
         }
-        let key = self.check_key(presented, None)?;
+        let key = self.check_key(presented, None).await?;
         let now = Timestamp::now();
         let user = self.indexes.users.get(key.user_id).ok_or(KeyAuthError::Unknown)?;
         if user.is_banned_at(now) {
@@ -156,7 +157,7 @@ impl Accounts {
     }
 
     /// The key `presented` names, used once (counted), if it opens; `asked` permissions must all be held.
-    fn check_key(&self, presented: &str, asked: Option<&KeyPermissions>) -> Result<Arc<ApiKey>, KeyAuthError> {
+    async fn check_key(&self, presented: &str, asked: Option<&KeyPermissions>) -> Result<Arc<ApiKey>, KeyAuthError> {
         if presented.len() < KEY_LENGTH {
             return Err(KeyAuthError::Malformed);
         }
@@ -172,7 +173,18 @@ impl Accounts {
                 return Err(KeyAuthError::Unknown);
             }
         }
-        key.use_at(Timestamp::now(), self.api_keys.rate_limit_enabled).map_err(|r| match r {
+        let (now, limits_on) = (Timestamp::now(), self.api_keys.rate_limit_enabled);
+        let used = if key.has_quota() {
+            // Written before the request goes on: a quota holds across a crash, a restart and every node.
+            match self.actors.sessions.use_api_key(key.id, now, limits_on).await {
+                Ok(used) => used,
+                Err(KeyError::NotFound) => return Err(KeyAuthError::Unknown),
+                Err(_) => return Err(Unavailable.into()),
+            }
+        } else {
+            key.use_at(now, limits_on)
+        };
+        used.map_err(|r| match r {
             KeyRefusal::Disabled => KeyAuthError::Disabled,
             KeyRefusal::Expired => KeyAuthError::Expired,
             KeyRefusal::UsageExceeded => KeyAuthError::UsageExceeded,
@@ -187,11 +199,15 @@ impl Accounts {
     }
 
     /// `verify`: whether `presented` is a live key holding `asked`, counted as a use; the key without its secret.
-    pub fn verify_api_key(&self, presented: &str, asked: Option<&KeyPermissions>) -> Result<Verified, Unavailable> {
+    pub async fn verify_api_key(
+        &self,
+        presented: &str,
+        asked: Option<&KeyPermissions>,
+    ) -> Result<Verified, Unavailable> {
         if self.freshness.check().is_err() {
             return Err(Unavailable);
         }
-        Ok(match self.check_key(presented, asked) {
+        Ok(match self.check_key(presented, asked).await {
             Ok(key) => Verified { key: Some(key), error: None },
             Err(KeyAuthError::Unavailable(u)) => return Err(u),
             Err(e) => Verified { key: None, error: Some(e) },
@@ -231,7 +247,6 @@ impl Accounts {
             rate_limit_max: Some(new.rate_limit_max.unwrap_or(config.rate_limit_max)),
             refill_amount: new.refill.map(|r| r.0),
             refill_interval_ms: new.refill.map(|r| r.1),
-            last_refill_at: None,
             permissions: new.permissions.map(|p| p.to_json()),
             metadata: new.metadata,
             usage: Arc::new(std::sync::Mutex::new(Usage {

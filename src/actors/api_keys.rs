@@ -93,7 +93,6 @@ mod tests {
             rate_limit_max: None,
             refill_amount: None,
             refill_interval_ms: None,
-            last_refill_at: None,
             permissions: None,
             metadata: None,
             usage: Arc::new(Mutex::new(Usage::default())),

@@ -16,7 +16,7 @@ use super::linked::LinkedAccount;
 use super::{Handles, Unavailable};
 use crate::domain::{
     ApiKey, ApiKeyId, Invitation, InvitationId, Membership, OneTimeToken, OrgId, Organization, RoleSet, Session,
-    TokenHash, User, UserId,
+    Timestamp, TokenHash, User, UserId,
 };
 use crate::store::own::{Gate, Key, Writes, member_key};
 use crate::store::{Held, StoreError, StoreOp, convert};
@@ -33,6 +33,8 @@ pub struct RemoteChange {
     pub sessions: Vec<SessionChange>,
     /// API keys written (`Some`) or deleted (the sessions actor's, with the sessions).
     pub api_keys: Vec<(ApiKeyId, Option<Arc<ApiKey>>)>,
+    /// Uses of keys' quotas, and when.
+    pub key_uses: Vec<(ApiKeyId, Timestamp)>,
 }
 
 /// A membership or invitation another node wrote or removed.
@@ -106,6 +108,7 @@ impl ForUsers {
 pub(super) struct ForSessions {
     pub sessions: Vec<SessionChange>,
     pub api_keys: Vec<(ApiKeyId, Option<Arc<ApiKey>>)>,
+    pub key_uses: Vec<(ApiKeyId, Timestamp)>,
     pub gate: Gate,
 }
 
@@ -115,12 +118,14 @@ impl ForSessions {
     pub(super) fn split(self, writes: &Writes) -> (Self, Option<Self>) {
         let (sessions, later) = part(self.sessions, |change| writes.includes_sessions_of(change.user().to_bytes()));
         let (api_keys, keys_later) = part(self.api_keys, |(id, _)| writes.includes(Key::ApiKey(id.to_bytes())));
-        let later = (!later.is_empty() || !keys_later.is_empty()).then(|| Self {
+        let (key_uses, uses_later) = part(self.key_uses, |(id, _)| writes.includes(Key::ApiKey(id.to_bytes())));
+        let later = (!later.is_empty() || !keys_later.is_empty() || !uses_later.is_empty()).then(|| Self {
             sessions: later,
             api_keys: keys_later,
+            key_uses: uses_later,
             gate: self.gate.clone(),
         });
-        (Self { sessions, api_keys, gate: self.gate }, later)
+        (Self { sessions, api_keys, key_uses, gate: self.gate }, later)
     }
 }
 
@@ -142,6 +147,7 @@ impl RemoteChange {
             accounts: Vec::new(),
             sessions: Vec::new(),
             api_keys: Vec::new(),
+            key_uses: Vec::new(),
         };
         for op in &ops {
             // Records are cloned out of the borrowed view: a few per entry, on the follower's path only.
@@ -166,6 +172,9 @@ impl RemoteChange {
                     change.api_keys.push((ApiKeyId::from_bytes(r.id), Some(Arc::new(convert::api_key(r.clone())))))
                 }
                 Some(Held::DeleteApiKey { id, .. }) => change.api_keys.push((ApiKeyId::from_bytes(id), None)),
+                Some(Held::UseApiKey { id, at_ms, .. }) => {
+                    change.key_uses.push((ApiKeyId::from_bytes(id), Timestamp::from_millis(at_ms)))
+                }
                 Some(Held::PutSession(hash, r)) => {
                     change.sessions.push(SessionChange::Put(hash, Arc::new(convert::session(r.clone()))))
                 }
@@ -195,15 +204,15 @@ impl Handles {
     /// Applies `change` and returns once every part is in the read indexes: organizations, then accounts (and
     /// their tokens), then sessions, so a session never arrives before its account.
     pub async fn apply_remote(&self, change: RemoteChange) -> Result<(), Unavailable> {
-        let RemoteChange { gate, orgs, users, tokens, members, accounts, sessions, api_keys } = change;
+        let RemoteChange { gate, orgs, users, tokens, members, accounts, sessions, api_keys, key_uses } = change;
         if !orgs.is_empty() {
             self.orgs.apply_remote(orgs, gate.clone()).await?;
         }
         if !users.is_empty() || !tokens.is_empty() || !members.is_empty() || !accounts.is_empty() {
             self.users.apply_remote(ForUsers { users, tokens, members, accounts, gate: gate.clone() }).await?;
         }
-        if !sessions.is_empty() || !api_keys.is_empty() {
-            self.sessions.apply_remote(ForSessions { sessions, api_keys, gate }).await?;
+        if !sessions.is_empty() || !api_keys.is_empty() || !key_uses.is_empty() {
+            self.sessions.apply_remote(ForSessions { sessions, api_keys, key_uses, gate }).await?;
         }
         Ok(())
     }

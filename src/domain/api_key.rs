@@ -172,23 +172,26 @@ pub struct ApiKey {
     pub rate_limit_max: Option<i64>,
     pub refill_amount: Option<i64>,
     pub refill_interval_ms: Option<i64>,
-    pub last_refill_at: Option<Timestamp>,
     /// JSON object text, as the plugin stores it.
     pub permissions: Option<String>,
     /// JSON object text.
     pub metadata: Option<String>,
-    /// The request window and quota: changed by every use, in memory, shared by every version of the key the
-    /// index publishes (an update keeps the count).
+    /// The request window and quota: changed by every use, shared by every version of the key the index
+    /// publishes (an update keeps the count). The window is counted in memory, per node; a quota's use is also
+    /// written before the request goes on (see [`ApiKey::has_quota`]).
     pub usage: Arc<Mutex<Usage>>,
 }
 
-/// A key's moving counts: requests in the current window, the last request, the quota left.
+/// A key's moving counts: requests in the current window, the last request, the quota left and when it was last
+/// refilled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
     pub request_count: i64,
     pub last_request: Option<Timestamp>,
     /// `None`: no quota.
     pub remaining: Option<i64>,
+    /// The last refill (`None`: never; the interval then counts from the key's creation).
+    pub last_refill_at: Option<Timestamp>,
 }
 
 /// Why a key does not open a session (the plugin's codes).
@@ -211,6 +214,37 @@ impl ApiKey {
         *self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Whether the key has a quota (`remaining`). Its uses are counted exactly: each is written before the request
+    /// it opens goes on, so neither a restart nor a second node gives uses back. A key without one is only
+    /// windowed, in memory, per node.
+    pub fn has_quota(&self) -> bool {
+        self.usage().remaining.is_some()
+    }
+
+    /// The quota after one more use at `now`, as the plugin counts it: refilled to `refill_amount` once
+    /// `refill_interval_ms` has passed since the last refill, then one taken; `None` when none is left. `usage`
+    /// unchanged when there is no quota.
+    fn quota_after(&self, usage: Usage, now: Timestamp) -> Option<Usage> {
+        let Some(mut left) = usage.remaining else { return Some(usage) };
+        let mut last_refill_at = usage.last_refill_at;
+        if let (Some(interval), Some(amount)) = (self.refill_interval_ms, self.refill_amount) {
+            let since = last_refill_at.unwrap_or(self.created_at);
+            if now.as_millis() - since.as_millis() > interval {
+                left = amount;
+                last_refill_at = Some(now);
+            }
+        }
+        (left > 0).then_some(Usage { remaining: Some(left - 1), last_refill_at, ..usage })
+    }
+
+    /// One use of the quota alone at `now` (no window, no enabled or expiry check): how a node counts a use another
+    /// node made, and how the store counts one against the copy it holds.
+    pub fn take_quota_at(&self, now: Timestamp) -> Result<(), KeyRefusal> {
+        let mut usage = self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *usage = self.quota_after(*usage, now).ok_or(KeyRefusal::UsageExceeded)?;
+        Ok(())
+    }
+
     /// One use of the key at `now`, as the plugin's `validateApiKey` checks and counts it: disabled, expired, quota
     /// (with its refill), then the request window. A refused use is not counted.
     pub fn use_at(&self, now: Timestamp, limits_on: bool) -> Result<(), KeyRefusal> {
@@ -221,21 +255,7 @@ impl ApiKey {
             return Err(KeyRefusal::Expired);
         }
         let mut usage = self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut remaining = usage.remaining;
-        if let Some(left) = remaining {
-            let refill_due = match (self.refill_interval_ms, self.refill_amount) {
-                (Some(interval), Some(_)) => {
-                    let since = self.last_refill_at.unwrap_or(self.created_at);
-                    now.as_millis() - since.as_millis() > interval
-                }
-                _ => false,
-            };
-            let left = if refill_due { self.refill_amount.unwrap_or(0) } else { left };
-            if left <= 0 {
-                return Err(KeyRefusal::UsageExceeded);
-            }
-            remaining = Some(left - 1);
-        }
+        let Usage { remaining, last_refill_at, .. } = self.quota_after(*usage, now).ok_or(KeyRefusal::UsageExceeded)?;
         let windowed = limits_on && self.rate_limit_enabled;
         let (count, last) = match (windowed, self.rate_limit_time_window_ms, self.rate_limit_max) {
             (true, Some(window), Some(max)) => match usage.last_request {
@@ -253,7 +273,7 @@ impl ApiKey {
             },
             _ => (usage.request_count, Some(now)),
         };
-        *usage = Usage { request_count: count, last_request: last, remaining };
+        *usage = Usage { request_count: count, last_request: last, remaining, last_refill_at };
         Ok(())
     }
 }
@@ -281,7 +301,6 @@ mod tests {
             rate_limit_max: max,
             refill_amount: None,
             refill_interval_ms: None,
-            last_refill_at: None,
             permissions: None,
             metadata: None,
             usage: Arc::new(Mutex::new(Usage { remaining, ..Usage::default() })),
@@ -350,6 +369,24 @@ mod tests {
         k.expires_at = Some(t);
         assert_eq!(k.use_at(t, true), Err(KeyRefusal::Expired));
         assert_eq!(k.usage(), Usage::default());
+    }
+
+    #[test]
+    fn a_refill_comes_once_per_interval_not_at_every_use_after_it() {
+        let mut k = key(None, Some(1));
+        k.rate_limit_enabled = false;
+        (k.refill_amount, k.refill_interval_ms) = (Some(2), Some(1000));
+        let at = |ms: i64| Timestamp::from_millis(1_000_000 + ms);
+        assert_eq!(k.use_at(at(10), true), Ok(()));
+        assert_eq!(k.use_at(at(20), true), Err(KeyRefusal::UsageExceeded));
+        // The interval has passed: two again, and the interval starts over from this refill.
+        assert_eq!(k.use_at(at(1_001), true), Ok(()));
+        assert_eq!(k.usage().last_refill_at, Some(at(1_001)));
+        assert_eq!(k.use_at(at(1_002), true), Ok(()));
+        assert_eq!(k.use_at(at(1_003), true), Err(KeyRefusal::UsageExceeded));
+        assert_eq!(k.take_quota_at(at(1_500)), Err(KeyRefusal::UsageExceeded));
+        assert_eq!(k.take_quota_at(at(2_002)), Ok(()));
+        assert_eq!(k.usage().remaining, Some(1));
     }
 
     #[test]

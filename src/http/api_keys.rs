@@ -77,7 +77,7 @@ impl<'a> KeyBody<'a> {
             remaining: usage.remaining,
             refill_amount: k.refill_amount,
             refill_interval: k.refill_interval_ms,
-            last_refill_at: k.last_refill_at.map(Timestamp::to_rfc3339),
+            last_refill_at: usage.last_refill_at.map(Timestamp::to_rfc3339),
             last_request: usage.last_request.map(Timestamp::to_rfc3339),
             permissions: json(&k.permissions),
             metadata: json(&k.metadata),
@@ -419,7 +419,7 @@ pub async fn verify(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
     body.only(&["key", "permissions", "configId"])?;
     let presented = body.string("key")?;
     let asked = body.get("permissions").filter(|v| !v.is_null()).map(permissions).transpose()?;
-    let verified = state.accounts.verify_api_key(presented, asked.as_ref())?;
+    let verified = state.accounts.verify_api_key(presented, asked.as_ref()).await?;
     #[derive(Serialize)]
     struct Error {
         message: String,

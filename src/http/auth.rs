@@ -154,7 +154,7 @@ pub async fn get_session(state: &AppState, _: Ctx, req: Request<Incoming>) -> Re
     let headers = req.headers();
     // An API key's session (the plugin's before-hook): the owner and the key as its token, no cookie.
     if let Some(key) = extract::api_key(state, headers) {
-        let current = state.accounts.api_key_session(key)?;
+        let current = state.accounts.api_key_session(key).await?;
         let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
         return Ok(json_bytes(StatusCode::OK, key_session_and_user_json(&current.session, key, agent, &current.user)));
     }

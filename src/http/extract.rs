@@ -366,7 +366,7 @@ pub fn session_token(state: &AppState, headers: &HeaderMap) -> Option<SessionTok
 /// refused here (403 `TWO_FACTOR_REQUIRED`), for every call of every family but the few that enrol one
 /// ([`signed_in_enrolling`]); get-session and sign-out do not ask for a caller.
 async fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
-    let found = caller_enrolling(state, headers)?;
+    let found = caller_enrolling(state, headers).await?;
     if let Some((_, current)) = &found
         && state.accounts.must_enrol(current).await
     {
@@ -379,11 +379,11 @@ async fn caller(state: &AppState, headers: &HeaderMap) -> Result<Option<(Session
     Ok(found)
 }
 
-fn caller_enrolling(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
+async fn caller_enrolling(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
     if let Some(key) = api_key(state, headers) {
         // The key's session is this request's only, and has no token of its own: a fresh random one stands in for
         // it, which names no stored session (a sign-out or "other sessions" call with it ends none by mistake).
-        let current = state.accounts.api_key_session(key)?;
+        let current = state.accounts.api_key_session(key).await?;
         return Ok(Some((SessionToken::generate(), current)));
     }
     let Some(token) = session_token(state, headers) else { return Ok(None) };
@@ -391,13 +391,16 @@ fn caller_enrolling(state: &AppState, headers: &HeaderMap) -> Result<Option<(Ses
 }
 
 /// [`signed_in`] for the calls that enrol a second factor: the only ones a session that must enrol one may make.
-pub fn signed_in_enrolling(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    caller_enrolling(state, headers)?.ok_or_else(unauthorized)
+pub async fn signed_in_enrolling(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
+    caller_enrolling(state, headers).await?.ok_or_else(unauthorized)
 }
 
 /// [`signed_in_enrolling`], but the caller's own session (not an impersonation).
-pub fn signed_in_self_enrolling(state: &AppState, headers: &HeaderMap) -> Result<(SessionToken, Current), Failure> {
-    own_second_factor(signed_in_enrolling(state, headers)?)
+pub async fn signed_in_self_enrolling(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(SessionToken, Current), Failure> {
+    own_second_factor(signed_in_enrolling(state, headers).await?)
 }
 
 /// The one optional caller: the caller when the request carries a live session, `None` without one (the call goes
@@ -406,17 +409,20 @@ pub fn signed_in_self_enrolling(state: &AppState, headers: &HeaderMap) -> Result
 /// options, another provider's callback) or of a second factor's own step, which a session that must enrol one has
 /// to be able to take; what it leads to is guarded where it starts (`link-social` asks for [`signed_in_self`]) or
 /// ends (the session a sign-in starts meets the rule at its first guarded call).
-pub fn signed_in_or_none(state: &AppState, headers: &HeaderMap) -> Result<Option<(SessionToken, Current)>, Failure> {
-    caller_enrolling(state, headers)
+pub async fn signed_in_or_none(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<(SessionToken, Current)>, Failure> {
+    caller_enrolling(state, headers).await
 }
 
 /// [`signed_in_or_none`], but a caller on their own session only, as [`signed_in_self_enrolling`]: the second
 /// factor's steps, which an administrator impersonating a user may not take for them.
-pub fn signed_in_self_or_none(
+pub async fn signed_in_self_or_none(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<Option<(SessionToken, Current)>, Failure> {
-    signed_in_or_none(state, headers)?.map(own_second_factor).transpose()
+    signed_in_or_none(state, headers).await?.map(own_second_factor).transpose()
 }
 
 /// `found`, unless it is an impersonation: the second factor is the account holder's own to change.

@@ -275,7 +275,7 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
         (value("code"), value("error"), value("error_description"), value("iss"));
     let headers = req.headers();
     let browser = extract::cookie(headers, &flow_cookie_name(state)).map(str::to_owned);
-    let signed_in = extract::signed_in_or_none(state, headers)?.map(|(_, current)| current.user.id);
+    let signed_in = extract::signed_in_or_none(state, headers).await?.map(|(_, current)| current.user.id);
     let client = extract::client(&ctx, headers);
     let callback = Callback {
         provider: &provider,

@@ -114,7 +114,7 @@ const MAX_OTPAUTH_URI: usize = 512;
 /// and keeps nothing. The URI holds the secret: the answer is never stored, and the secret is in the body, never
 /// in an address a log could keep.
 pub async fn totp_qr(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    extract::signed_in_enrolling(state, req.headers())?;
+    extract::signed_in_enrolling(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["uri"])?;
     let uri = body.string("uri")?;

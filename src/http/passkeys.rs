@@ -61,10 +61,10 @@ impl From<&Passkey> for PasskeyBody {
 
 /// The caller, on their own session (not an impersonation: an administrator acting as a user may not add or remove
 /// the user's ways in), made within a day.
-fn fresh_self(state: &AppState, headers: &HeaderMap) -> Result<Current, Failure> {
+async fn fresh_self(state: &AppState, headers: &HeaderMap) -> Result<Current, Failure> {
     // Allowed to a session that must enrol a second factor first (`[two_factor] required_for_roles`): a passkey
     // is one.
-    let (_, current) = extract::signed_in_self_enrolling(state, headers)?;
+    let (_, current) = extract::signed_in_self_enrolling(state, headers).await?;
     extract::fresh(state, &current)?;
     Ok(current)
 }
@@ -92,7 +92,7 @@ fn passkey_name(raw: &str) -> Result<Name, Failure> {
 /// `GET generate-register-options?authenticatorAttachment=&name=`: the options for `navigator.credentials.create`
 /// and the ceremony's cookie.
 pub async fn registration_options(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let current = fresh_self(state, req.headers())?;
+    let current = fresh_self(state, req.headers()).await?;
     let query = req.uri().query();
     extract::query_only(query, &["authenticatorAttachment", "name", "context"])?;
     let attachment = match extract::query_value(query, "authenticatorAttachment") {
@@ -115,7 +115,7 @@ pub async fn verify_registration(
     ctx: Ctx,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
-    let current = fresh_self(state, req.headers())?;
+    let current = fresh_self(state, req.headers()).await?;
     let origin = has_origin(req.headers());
     let token = ceremony_token(state, req.headers());
     let client = extract::client(&ctx, req.headers());
@@ -157,7 +157,7 @@ pub async fn authentication_options(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Failure> {
     state.rate_limits.load().check(Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)?;
-    let caller = extract::signed_in_or_none(state, req.headers())?.map(|(_, current)| current);
+    let caller = extract::signed_in_or_none(state, req.headers()).await?.map(|(_, current)| current);
     let (token, options) = state.accounts.passkey_authentication_options(caller.as_ref()).await?;
     Ok(with_cookie(ok(&options), state.cookies.set_passkey(token.as_str(), CEREMONY_SECS)))
 }

@@ -19,7 +19,7 @@ use crate::domain::{Password, SessionToken, UserId};
 /// on only once `verify-totp` accepts a first code. A code by mail is not a factor of its own here (`method:
 /// "otp"` is refused): it stands in for the authenticator of an account that has one (`send-otp`).
 pub async fn enable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self_enrolling(state, req.headers())?;
+    let (_, current) = extract::signed_in_self_enrolling(state, req.headers()).await?;
     extract::fresh(state, &current)?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password", "issuer", "method"])?;
@@ -41,7 +41,7 @@ pub async fn enable(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
 
 /// `POST two-factor/get-totp-uri {password}` → `{totpURI}`.
 pub async fn get_totp_uri(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let (_, current) = extract::signed_in_self_enrolling(state, req.headers())?;
+    let (_, current) = extract::signed_in_self_enrolling(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
     body.only(&["password"])?;
     let password = Password::for_sign_in(body.string("password")?)?;
@@ -52,7 +52,7 @@ pub async fn get_totp_uri(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
 /// `POST two-factor/verify-totp {code, trustDevice?}` → `{token, user}`. With a session: a code of the enrolled
 /// authenticator (the first turns the factor on). Without one: the sign-in step, with the two-factor cookie.
 pub async fn verify_totp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let signed_in = extract::signed_in_self_or_none(state, req.headers())?;
+    let signed_in = extract::signed_in_self_or_none(state, req.headers()).await?;
     let challenge = challenge(state, req.headers());
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;
@@ -92,7 +92,7 @@ pub async fn send_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     // The mail calls' per-address limit (`[rate_limit] mail_per_address`), as for a reset link; the sender paces
     // each recipient's messages (`mail_per_email`) whoever asks.
     state.rate_limits.load().check(super::rate_limits::Limited::Mail, ctx.ip).map_err(Failure::too_many_requests)?;
-    let signed_in = extract::signed_in_self_or_none(state, req.headers())?;
+    let signed_in = extract::signed_in_self_or_none(state, req.headers()).await?;
     let challenge = challenge(state, req.headers());
     let body = extract::json_object(req, false, state.body_timeout()).await?;
     body.only(&["trustDevice"])?;
@@ -109,7 +109,7 @@ pub async fn send_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 /// `POST two-factor/verify-otp {code, trustDevice?}` → `{token, user}`: the mailed code, used up. Without a session:
 /// the sign-in step, with the two-factor cookie (as `verify-totp`). With one: the code sent for that session.
 pub async fn verify_otp(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let signed_in = extract::signed_in_self_or_none(state, req.headers())?;
+    let signed_in = extract::signed_in_self_or_none(state, req.headers()).await?;
     let challenge = challenge(state, req.headers());
     let client = extract::client(&ctx, req.headers());
     let body = extract::json_object(req, true, state.body_timeout()).await?;

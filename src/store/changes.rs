@@ -11,8 +11,12 @@ use super::{Held, StoreError, StoreOp, TokenHash};
 
 /// Format of an entry: a version byte, then postcard of `Vec<Wire>`. Version 2 added
 /// [`Wire::DeleteSessionsOf`] at the end, version 3 the memberships, invitations and linked accounts after it, so
-/// older entries read the same; version 4 the API keys after those; version 5 the identity provider's grants.
-pub(crate) const VERSION: u8 = 5;
+/// older entries read the same; version 4 the API keys after those; version 5 the identity provider's grants;
+/// version 6 the uses of API keys' quotas.
+pub(crate) const VERSION: u8 = 6;
+
+/// The format of an entry with a grant but no use of a key's quota (the previous release's newest).
+pub(crate) const VERSION_WITHOUT_KEY_USES: u8 = 5;
 
 /// The format of an entry with an API key but no grant (the previous release's newest).
 pub(crate) const VERSION_WITHOUT_GRANTS: u8 = 4;
@@ -42,6 +46,7 @@ enum Wire {
     DeleteApiKey([u8; 16], [u8; 16]),
     PutOAuthGrant(Vec<u8>),
     DeleteOAuthGrant([u8; 16]),
+    UseApiKey([u8; 16], [u8; 16], i64),
 }
 
 /// The entry for `ops`, or `None` when nothing in them is held in another node's memory.
@@ -69,16 +74,20 @@ pub fn encode<'a>(ops: impl IntoIterator<Item = &'a StoreOp>) -> Option<Vec<u8>>
             Held::DeleteApiKey { id, user } => Wire::DeleteApiKey(id, user),
             Held::PutOAuthGrant(r) => Wire::PutOAuthGrant(codec::encode(r)),
             Held::DeleteOAuthGrant(id) => Wire::DeleteOAuthGrant(id),
+            Held::UseApiKey { id, user, at_ms } => Wire::UseApiKey(id, user, at_ms),
         })
         .collect();
     if wire.is_empty() {
         return None;
     }
     // Each entry in the oldest format that holds it, so a cluster mid-upgrade goes on until the new thing is used.
+    let uses = wire.iter().any(|w| matches!(w, Wire::UseApiKey(..)));
     let grants = wire.iter().any(|w| matches!(w, Wire::PutOAuthGrant(_) | Wire::DeleteOAuthGrant(_)));
     let keys = wire.iter().any(|w| matches!(w, Wire::PutApiKey(_) | Wire::DeleteApiKey(..)));
-    let version = if grants {
+    let version = if uses {
         VERSION
+    } else if grants {
+        VERSION_WITHOUT_KEY_USES
     } else if keys {
         VERSION_WITHOUT_GRANTS
     } else {
@@ -133,6 +142,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteApiKey(id, user) => StoreOp::DeleteApiKey { id, user },
                 Wire::PutOAuthGrant(b) => StoreOp::PutOAuthGrant(codec::decode(&b)?),
                 Wire::DeleteOAuthGrant(id) => StoreOp::DeleteOAuthGrant(id),
+                Wire::UseApiKey(id, user, at_ms) => StoreOp::UseApiKey { id, user, at_ms },
             })
         })
         .collect()
@@ -199,6 +209,11 @@ mod tests {
         assert_eq!(bytes[0], 4);
         assert_eq!(decode(&bytes).unwrap(), ops.to_vec());
         assert_eq!(encode(&[StoreOp::DeleteSession([3; 16], [4; 32])]).unwrap()[0], 3);
+        // A use of a key's quota only in the newest format; a grant alone keeps the previous release's.
+        let used = [StoreOp::UseApiKey { id: [5; 16], user: [2; 16], at_ms: 77 }];
+        let bytes = encode(&used).unwrap();
+        assert_eq!((bytes[0], decode(&bytes).unwrap()), (VERSION, used.to_vec()));
+        assert_eq!(encode(&[StoreOp::DeleteOAuthGrant([6; 16])]).unwrap()[0], VERSION_WITHOUT_KEY_USES);
     }
 
     /// The entry carries exactly what [`StoreOp::held`] names, in order, a refresh as the session it writes:

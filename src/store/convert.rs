@@ -367,10 +367,21 @@ pub fn api_key_record(key: &crate::domain::ApiKey) -> super::api_key_records::Ap
         remaining: usage.remaining,
         refill_amount: key.refill_amount,
         refill_interval_ms: key.refill_interval_ms,
-        last_refill_at_ms: key.last_refill_at.map(Timestamp::as_millis),
+        last_refill_at_ms: usage.last_refill_at.map(Timestamp::as_millis),
         permissions: key.permissions.clone(),
         metadata: key.metadata.clone(),
     }
+}
+
+/// Key record `r` after one use of its quota at `at` ([`crate::domain::ApiKey::take_quota_at`]); `None` when it
+/// has none left. How each store counts a use against the copy it holds.
+pub fn api_key_used(
+    r: super::api_key_records::ApiKeyRecordV1,
+    at: Timestamp,
+) -> Option<super::api_key_records::ApiKeyRecordV1> {
+    let key = api_key(r);
+    key.take_quota_at(at).ok()?;
+    Some(api_key_record(&key))
 }
 
 pub fn api_key(r: super::api_key_records::ApiKeyRecordV1) -> crate::domain::ApiKey {
@@ -379,6 +390,7 @@ pub fn api_key(r: super::api_key_records::ApiKeyRecordV1) -> crate::domain::ApiK
         request_count: r.request_count,
         last_request: r.last_request_ms.map(Timestamp::from_millis),
         remaining: r.remaining,
+        last_refill_at: r.last_refill_at_ms.map(Timestamp::from_millis),
     };
     crate::domain::ApiKey {
         id: crate::domain::ApiKeyId::from_bytes(r.id),
@@ -397,7 +409,6 @@ pub fn api_key(r: super::api_key_records::ApiKeyRecordV1) -> crate::domain::ApiK
         rate_limit_max: r.rate_limit_max,
         refill_amount: r.refill_amount,
         refill_interval_ms: r.refill_interval_ms,
-        last_refill_at: r.last_refill_at_ms.map(Timestamp::from_millis),
         permissions: r.permissions,
         metadata: r.metadata,
         usage: std::sync::Arc::new(std::sync::Mutex::new(usage)),

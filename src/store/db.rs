@@ -1096,6 +1096,15 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     accounts.remove(id).map_err(io)?;
                 }
                 StoreOp::PutApiKey(r) => put(&mut api_keys, r.id, r)?,
+                // One node: the sessions actor counted the use on the copy it holds, which is this one; the key is
+                // there and has the use left (it was checked in the same message order).
+                StoreOp::UseApiKey { id, at_ms, .. } => {
+                    let held = api_keys.get(id).map_err(io)?.map(|v| codec::decode(v.value())).transpose()?;
+                    let at = crate::domain::Timestamp::from_millis(*at_ms);
+                    if let Some(used) = held.and_then(|r| super::convert::api_key_used(r, at)) {
+                        put(&mut api_keys, *id, &used)?;
+                    }
+                }
                 StoreOp::DeleteApiKey { id, .. } => {
                     api_keys.remove(id).map_err(io)?;
                 }

@@ -340,6 +340,10 @@ fn resync(client: &mut postgres::Client, shared: &Shared, generation: u64) -> Re
                  (SELECT coalesce(max(seq), 0) FROM changes)",
                 &[&user.as_slice(), &hash.as_slice()],
             ),
+            Resync::ApiKey(id, _) => client.query_one(
+                "SELECT (SELECT record FROM api_keys WHERE id = $1), (SELECT coalesce(max(seq), 0) FROM changes)",
+                &[&id.as_slice()],
+            ),
         };
         let row = match read {
             Ok(row) => row,
@@ -358,6 +362,8 @@ fn resync(client: &mut postgres::Client, shared: &Shared, generation: u64) -> Re
                 None => StoreOp::DeleteSession(user, hash),
             },
             (Resync::Session(user, hash), None) => StoreOp::DeleteSession(user, hash),
+            (Resync::ApiKey(..), Some(b)) => StoreOp::PutApiKey(codec::decode(b).map_err(|e| e.to_string())?),
+            (Resync::ApiKey(id, user), None) => StoreOp::DeleteApiKey { id, user },
         };
         tracing::info!(?record, seq, "reading back a record a commit found changed");
         shared.resync_apply(generation, Entry { seq, ops: vec![op], resync: true })?;

@@ -204,8 +204,17 @@ pub enum StoreOp {
     PutSigningKey(SigningKeyRecordV1),
     /// A retired signing key whose tokens have all expired: no longer published.
     DeleteSigningKey([u8; 16]),
-    /// An API key created or changed (never a use of it: uses are counted in memory).
+    /// An API key created or changed (a use of its window is counted in memory only).
     PutApiKey(api_key_records::ApiKeyRecordV1),
+    /// One use of a key's quota at `at_ms`, counted against the record the store holds
+    /// ([`convert::api_key_used`]): what makes a quota exact across a restart and across nodes. Several nodes:
+    /// refused with [`Conflict::QuotaSpent`] when the database's copy has none left (another node took the last
+    /// use), or [`Conflict::ApiKeyGone`] when the key was deleted meanwhile.
+    UseApiKey {
+        id: [u8; 16],
+        user: [u8; 16],
+        at_ms: i64,
+    },
     /// An API key deleted (by its owner, an administrator, its expiry, or with its owner's ban or removal): its
     /// id and its owner's.
     DeleteApiKey {
@@ -320,6 +329,12 @@ pub enum Held<'a> {
         id: [u8; 16],
         user: [u8; 16],
     },
+    /// One use of a key's quota: each node counts it against the copy it holds.
+    UseApiKey {
+        id: [u8; 16],
+        user: [u8; 16],
+        at_ms: i64,
+    },
     /// A grant of the identity provider made, or refreshed.
     PutOAuthGrant(&'a OAuthGrantRecordV1),
     DeleteOAuthGrant([u8; 16]),
@@ -347,6 +362,7 @@ impl StoreOp {
             StoreOp::DeleteAccount { id, user } => Held::DeleteAccount { id: *id, user: *user },
             StoreOp::PutApiKey(r) => Held::PutApiKey(r),
             StoreOp::DeleteApiKey { id, user } => Held::DeleteApiKey { id: *id, user: *user },
+            StoreOp::UseApiKey { id, user, at_ms } => Held::UseApiKey { id: *id, user: *user, at_ms: *at_ms },
             StoreOp::ExpectOwner(_)
             | StoreOp::PutAudit(_)
             | StoreOp::DeleteAudit(_)
@@ -500,4 +516,8 @@ pub enum Conflict {
     CodeUsed,
     #[error("this refresh token was used already")]
     RefreshUsed,
+    #[error("the API key's quota was used up on another node")]
+    QuotaSpent { key: [u8; 16], user: [u8; 16] },
+    #[error("the API key was deleted on another node")]
+    ApiKeyGone { key: [u8; 16], user: [u8; 16] },
 }

@@ -54,7 +54,7 @@ impl Key {
             Held::PutAccount(r) => Key::Account(r.id),
             Held::DeleteAccount { id, .. } => Key::Account(id),
             Held::PutApiKey(r) => Key::ApiKey(r.id),
-            Held::DeleteApiKey { id, .. } => Key::ApiKey(id),
+            Held::DeleteApiKey { id, .. } | Held::UseApiKey { id, .. } => Key::ApiKey(id),
             // Names many records: kept apart, by user ([`OwnCommits::record`]).
             Held::DeleteSessionsOf { .. } => return None,
             // Applied by the identity provider's index, which keeps the newest of each grant by itself.

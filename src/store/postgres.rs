@@ -98,6 +98,8 @@ pub struct PgStore {
 pub(crate) enum Resync {
     User([u8; 16]),
     Session([u8; 16], TokenHash),
+    /// An API key (its id, its owner's).
+    ApiKey([u8; 16], [u8; 16]),
 }
 
 /// The writer's connection and its prepared statements (prepared once: each would otherwise cost a round trip).
@@ -1067,6 +1069,7 @@ fn may_conflict(op: &StoreOp) -> bool {
             | StoreOp::TakeFlow(_)
             | StoreOp::TakeOAuthCode(_)
             | StoreOp::RotateOAuthGrant { .. }
+            | StoreOp::UseApiKey { .. }
     )
 }
 
@@ -1074,6 +1077,7 @@ fn may_conflict(op: &StoreOp) -> bool {
 fn conflict_resync(conflict: &Conflict) -> Option<Resync> {
     match conflict {
         Conflict::Changed { user } => Some(Resync::User(*user)),
+        Conflict::QuotaSpent { key, user } | Conflict::ApiKeyGone { key, user } => Some(Resync::ApiKey(*key, *user)),
         _ => None,
     }
 }
@@ -1223,6 +1227,19 @@ fn apply(
                 tx.execute(&s.put_api_key, &[&r.id.as_slice(), &r.user_id.as_slice(), &codec::encode(r)])
             }
             StoreOp::DeleteApiKey { id, .. } => tx.execute(&s.delete_api_key, &[&id.as_slice()]),
+            // Counted against the database's copy, locked to the commit: every node's uses add up exactly, and
+            // the last one left goes to one of them.
+            StoreOp::UseApiKey { id, user, at_ms } => {
+                let gone = Conflict::ApiKeyGone { key: *id, user: *user };
+                let row = tx.query_opt("SELECT record FROM api_keys WHERE id = $1 FOR UPDATE", &[&id.as_slice()])?;
+                let Some(held) = row.and_then(|r| codec::decode(r.get(0)).ok()) else {
+                    return Err(Refused::Conflict(gone));
+                };
+                let at = crate::domain::Timestamp::from_millis(*at_ms);
+                let used = super::convert::api_key_used(held, at)
+                    .ok_or(Refused::Conflict(Conflict::QuotaSpent { key: *id, user: *user }))?;
+                tx.execute(&s.put_api_key, &[&id.as_slice(), &user.as_slice(), &codec::encode(&used)])
+            }
             StoreOp::PutFlow(hash, r) => {
                 tx.execute(&s.put_flow, &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)])
             }

@@ -378,11 +378,21 @@ impl SessionsActor {
 
     /// Another node's sessions, but what this node's own commits have written since (a refresh committed on
     /// another node before a sign-out here does not bring the session back).
-    fn apply_remote(&self, ForSessions { sessions, api_keys, gate }: ForSessions) {
+    fn apply_remote(&self, ForSessions { sessions, api_keys, key_uses, gate }: ForSessions) {
         for (id, key) in api_keys {
             if gate.admits(Key::ApiKey(id.to_bytes())) {
                 gate.applied(Key::ApiKey(id.to_bytes()));
                 self.indexes.api_keys.publish(id, key);
+            }
+        }
+        // Counted on this node's copy as the database counted it (a copy already short of it catches up when
+        // this node's next use is refused and reads the key back).
+        for (id, at) in key_uses {
+            if gate.admits(Key::ApiKey(id.to_bytes())) {
+                gate.applied(Key::ApiKey(id.to_bytes()));
+                if let Some(key) = self.indexes.api_keys.get(id) {
+                    key.take_quota_at(at).ok();
+                }
             }
         }
         let index = &self.indexes.sessions;

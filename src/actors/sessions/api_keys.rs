@@ -9,7 +9,7 @@ use ractor::RpcReplyPort;
 
 use super::{SessionsHandle, SessionsMsg};
 use crate::actors::{Unavailable, call, gone};
-use crate::domain::api_key::KeyName;
+use crate::domain::api_key::{KeyName, KeyRefusal};
 use crate::domain::{ApiKey, ApiKeyId, Timestamp, UserId};
 
 /// Who changes a key, for the audit log: the owner or an administrator (`by`), from `ip`.
@@ -117,6 +117,9 @@ pub enum KeyMsg {
     Delete { id: ApiKeyId, owner: UserId, actor: KeyActor, reply: RpcReplyPort<Result<(), KeyError>> },
     /// Every key past its expiry at `now` deleted (the plugin's `deleteAllExpiredApiKeys`); how many.
     SweepExpired { now: Timestamp, reply: RpcReplyPort<Result<usize, Unavailable>> },
+    /// One use at `now` of key `id`, which has a quota: checked and counted as [`ApiKey::use_at`] does, the quota's
+    /// use written before the answer. `Ok(Err(_))`: the key refuses it.
+    Use { id: ApiKeyId, now: Timestamp, limits_on: bool, reply: RpcReplyPort<Result<Result<(), KeyRefusal>, KeyError>> },
 }
 
 impl KeyMsg {
@@ -125,6 +128,7 @@ impl KeyMsg {
             Self::Create { reply, .. } | Self::Update { reply, .. } => gone(reply),
             Self::Delete { reply, .. } => gone(reply),
             Self::SweepExpired { reply, .. } => gone(reply),
+            Self::Use { reply, .. } => gone(reply),
         }
     }
 }
@@ -149,6 +153,16 @@ impl SessionsHandle {
     /// Deletes `owner`'s key `id`, audited.
     pub async fn delete_api_key(&self, id: ApiKeyId, owner: UserId, actor: KeyActor) -> Result<(), KeyError> {
         call(&self.0, |reply| SessionsMsg::ApiKey(KeyMsg::Delete { id, owner, actor, reply })).await?
+    }
+
+    /// Uses key `id` (one with a quota) at `now`, durably; `Ok(Err(_))` when the key refuses the use.
+    pub async fn use_api_key(
+        &self,
+        id: ApiKeyId,
+        now: Timestamp,
+        limits_on: bool,
+    ) -> Result<Result<(), KeyRefusal>, KeyError> {
+        call(&self.0, |reply| SessionsMsg::ApiKey(KeyMsg::Use { id, now, limits_on, reply })).await?
     }
 
     /// Deletes every expired key; how many.

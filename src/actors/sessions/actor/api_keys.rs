@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::super::api_keys::{KeyActor, KeyError, KeyMsg};
 use super::{SessionsActor, State};
+use crate::domain::api_key::KeyRefusal;
 use crate::domain::{ApiKey, ApiKeyId, Timestamp, UserId, action};
-use crate::store::{StoreOp, audit, convert};
+use crate::store::{Conflict, StoreOp, audit, convert};
 
 impl SessionsActor {
     pub(super) fn api_key(&self, state: &mut State, msg: KeyMsg) {
@@ -51,6 +52,26 @@ impl SessionsActor {
                 let ops = [delete_key(&current), logged(action::API_KEY_DELETED, &current, &actor)];
                 state.overlay.add(ops, reply, ());
             }
+            KeyMsg::Use { id, now, limits_on, reply } => {
+                let Some(key) = self.api_key_now(state, id) else {
+                    drop(reply.send(Err(KeyError::NotFound)));
+                    return;
+                };
+                if let Err(refusal) = key.use_at(now, limits_on) {
+                    drop(reply.send(Ok(Err(refusal))));
+                    return;
+                }
+                // Counted on this node's copy now; the store counts it on its own (on several nodes, the database's,
+                // which may know of uses this node has not seen yet: then its refusal is the answer).
+                let (id, user) = (id.to_bytes(), key.user_id.to_bytes());
+                let ops = [StoreOp::UseApiKey { id, user, at_ms: now.as_millis() }];
+                let answer = |c: &Conflict| match c {
+                    Conflict::QuotaSpent { .. } => Some(Ok(Err(KeyRefusal::UsageExceeded))),
+                    Conflict::ApiKeyGone { .. } => Some(Err(KeyError::NotFound)),
+                    _ => None,
+                };
+                state.overlay.add_answering(ops, reply, Ok(Ok(())), answer);
+            }
             KeyMsg::SweepExpired { now, reply } => {
                 let mut expired: Vec<Arc<ApiKey>> =
                     self.indexes.api_keys.all().into_iter().filter(|k| k.is_expired(now)).collect();
@@ -73,11 +94,15 @@ impl SessionsActor {
 
     /// Key `id` as this batch leaves it, if it is `owner`'s.
     fn api_key_of(&self, state: &State, id: ApiKeyId, owner: UserId) -> Option<Arc<ApiKey>> {
-        let key = match state.keys.get(&id) {
+        self.api_key_now(state, id).filter(|key| key.user_id == owner)
+    }
+
+    /// Key `id` as this batch leaves it.
+    fn api_key_now(&self, state: &State, id: ApiKeyId) -> Option<Arc<ApiKey>> {
+        match state.keys.get(&id) {
             Some(pending) => pending.clone(),
             None => self.indexes.api_keys.get(id),
-        }?;
-        (key.user_id == owner).then_some(key)
+        }
     }
 
     /// The keys of `users` as this batch leaves them, staged as deleted: they end with the change that ends their
