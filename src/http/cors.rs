@@ -1,4 +1,6 @@
-//! Cross-origin resource sharing for the configured `trusted_origins`, and for nobody else.
+//! Cross-origin resource sharing for the configured `trusted_origins`, and for nobody else; except the identity
+//! provider's few endpoints that applications' pages call with their tokens and no cookie (discovery, the JWKS,
+//! token, userinfo, revocation), which any origin may read ([`is_open`]).
 //!
 //! A browser application on another origin (say `https://app.example.com` calling `https://auth.example.com`)
 //! can read our answers and send its JSON bodies only if we say so. We say so to the trusted origins alone, with
@@ -27,6 +29,34 @@ const ALLOWED_HEADERS: &str = "Content-Type";
 /// reads from `X-Retry-After`.
 const EXPOSED_HEADERS: &str = "Retry-After, X-Retry-After";
 
+/// The identity provider's endpoints that an application's pages on any origin call without cookies (issue #46):
+/// a single-page application reads the discovery document and the JWKS, redeems its code, refreshes and revokes
+/// its tokens and asks userinfo, all with the tokens it holds (the bearer token in `Authorization`). None of them
+/// reads the session cookie, so answering every origin lets a page read only what its own tokens already give it;
+/// making each application's origin a trusted origin would instead let it ride its users' sessions everywhere else.
+/// Introspection is left out: it is a confidential client's (a resource server's) call, never a browser's; so is
+/// end-session, a navigation that reads the cookie.
+const OPEN_PATHS: [&str; 7] = [
+    "/api/auth/.well-known/openid-configuration",
+    "/api/auth/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/api/auth",
+    "/api/auth/jwks",
+    "/api/auth/oauth2/token",
+    "/api/auth/oauth2/userinfo",
+    "/api/auth/oauth2/revoke",
+];
+
+/// What a page may send to an open endpoint: userinfo's bearer token besides a body's type.
+const OPEN_ALLOWED_HEADERS: &str = "Authorization, Content-Type";
+
+/// What a page may read of an open endpoint's answer: userinfo's challenge (RFC 6750 §3), besides the waits.
+const OPEN_EXPOSED_HEADERS: &str = "WWW-Authenticate, Retry-After, X-Retry-After";
+
+/// Whether `path` is one of the identity provider's endpoints open to any origin (see [`OPEN_PATHS`]).
+pub fn is_open(path: &str) -> bool {
+    OPEN_PATHS.contains(&path)
+}
+
 /// The request's `Origin`, when it is one of the trusted origins, exactly as the browser serialises it.
 pub fn trusted_origin(origins: &Origins, headers: &HeaderMap) -> Option<HeaderValue> {
     let origin = headers.get(header::ORIGIN)?;
@@ -38,6 +68,20 @@ pub fn trusted_origin(origins: &Origins, headers: &HeaderMap) -> Option<HeaderVa
 /// which the browser treats as a refusal; a 403 would refuse no more and would tell a prober which origins are
 /// configured no less.
 pub fn preflight(allowed: &[Method], allow: &HeaderValue, origin: Option<&HeaderValue>) -> Response<Body> {
+    answer_preflight(allowed, allow, origin.is_some(), ALLOWED_HEADERS)
+}
+
+/// The preflight of an open endpoint ([`is_open`]), for any origin: its methods and `Authorization`.
+pub fn preflight_open(allowed: &[Method], allow: &HeaderValue) -> Response<Body> {
+    answer_preflight(allowed, allow, true, OPEN_ALLOWED_HEADERS)
+}
+
+fn answer_preflight(
+    allowed: &[Method],
+    allow: &HeaderValue,
+    cors: bool,
+    request_headers: &'static str,
+) -> Response<Body> {
     let methods = allowed.iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
     let mut response = Response::new(Body::default());
     *response.status_mut() = StatusCode::NO_CONTENT;
@@ -45,10 +89,10 @@ pub fn preflight(allowed: &[Method], allow: &HeaderValue, origin: Option<&Header
     let allow = format!("{}, OPTIONS", allow.to_str().unwrap_or_default());
     // Route methods are static tokens: always a valid header value.
     headers.insert(header::ALLOW, HeaderValue::from_str(&allow).unwrap_or(HeaderValue::from_static("OPTIONS")));
-    if origin.is_some() {
+    if cors {
         let methods = HeaderValue::from_str(&methods).unwrap_or(HeaderValue::from_static("GET"));
         headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, methods);
-        headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(ALLOWED_HEADERS));
+        headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(request_headers));
         headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static(MAX_AGE_SECS));
     }
     response
@@ -64,6 +108,16 @@ pub fn decorate(response: &mut Response<Body>, origin: Option<HeaderValue>) {
         headers.insert(header::ACCESS_CONTROL_ALLOW_CREDENTIALS, HeaderValue::from_static("true"));
         headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSED_HEADERS));
     }
+}
+
+/// Marks an open endpoint's answer ([`is_open`]) to an origin that is not trusted: any origin may read it, without
+/// credentials (`*` with credentials is refused by browsers, and these endpoints read no cookie). A trusted origin
+/// gets [`decorate`]'s answer instead, so that its credentialed calls keep working; hence `Vary: Origin` here too.
+pub fn decorate_open(response: &mut Response<Body>) {
+    let headers = response.headers_mut();
+    headers.append(header::VARY, HeaderValue::from_static("Origin"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(OPEN_EXPOSED_HEADERS));
 }
 
 #[cfg(test)]
@@ -94,6 +148,27 @@ mod tests {
             assert_eq!(trusted_origin(&origins, &origin_header(other)), None, "{other}");
         }
         assert_eq!(trusted_origin(&origins, &HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn only_the_providers_cookieless_endpoints_are_open_and_they_allow_authorization() {
+        for path in ["/api/auth/oauth2/token", "/api/auth/oauth2/userinfo", "/api/auth/jwks"] {
+            assert!(is_open(path), "{path}");
+        }
+        for path in [
+            "/api/auth/get-session",
+            "/api/auth/oauth2/consent",
+            "/api/auth/oauth2/introspect",
+            "/api/auth/oauth2/token/",
+        ] {
+            assert!(!is_open(path), "{path}");
+        }
+        let open = preflight_open(&[Method::GET, Method::POST], &HeaderValue::from_static("GET, POST, HEAD"));
+        assert_eq!(open.headers()[header::ACCESS_CONTROL_ALLOW_HEADERS], "Authorization, Content-Type");
+        let mut answer = Response::new(Body::default());
+        decorate_open(&mut answer);
+        assert_eq!(answer.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
+        assert!(answer.headers().get(header::ACCESS_CONTROL_ALLOW_CREDENTIALS).is_none());
     }
 
     #[test]

@@ -63,13 +63,15 @@ async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Respo
     let head = req.method() == Method::HEAD;
     let client = extract::client_ip(peer, req.headers(), &state.trusted_proxies);
     let origin = cors::trusted_origin(&state.origins, req.headers());
-    if origin.is_none() {
+    // The identity provider's endpoints for applications' pages answer every origin: none is refused there.
+    let open = cors::is_open(req.uri().path());
+    if origin.is_none() && !open {
         state.refused_origins.note(&state.origins, req.headers());
     }
     // The clock is read, and the method kept, only when something records them.
     let started = (state.route_metrics.enabled() || state.access_log).then(Instant::now);
     let method = state.access_log.then(|| req.method().clone());
-    let (route, mut response) = dispatch(state, client, req, origin.as_ref()).await;
+    let (route, mut response) = dispatch(state, client, req, origin.as_ref(), open).await;
     if let Some(started) = started {
         let elapsed = started.elapsed();
         state.route_metrics.observe(&state.accounts.metrics, route, response.status(), elapsed);
@@ -87,7 +89,10 @@ async fn answer(state: &AppState, peer: IpAddr, req: Request<Incoming>) -> Respo
             );
         }
     }
-    cors::decorate(&mut response, origin);
+    match origin {
+        None if open => cors::decorate_open(&mut response),
+        origin => cors::decorate(&mut response, origin),
+    }
     if head {
         strip_body(&mut response);
     }
@@ -110,6 +115,7 @@ async fn dispatch(
     client: IpAddr,
     mut req: Request<Incoming>,
     origin: Option<&HeaderValue>,
+    open: bool,
 ) -> (Option<usize>, Response<Body>) {
     let path = req.uri().path();
     let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
@@ -118,7 +124,10 @@ async fn dispatch(
     };
     let allowed = ROUTES[index].1;
     if req.method() == Method::OPTIONS {
-        return (Some(index), cors::preflight(allowed, &allow_header(allowed), origin));
+        let allow = allow_header(allowed);
+        let preflight =
+            if open { cors::preflight_open(allowed, &allow) } else { cors::preflight(allowed, &allow, origin) };
+        return (Some(index), preflight);
     }
     // HEAD runs the GET handler; `route` drops the body. Nothing a GET handler does changes state.
     if req.method() == Method::HEAD && allowed.contains(&Method::GET) {

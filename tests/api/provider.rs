@@ -916,6 +916,119 @@ async fn a_code_is_single_use_and_bound_to_its_client_redirect_and_verifier() {
     assert_eq!(r.status, 200, "{}", r.text);
 }
 
+/// A single-page application on any origin, trusted or not, reads the discovery document and the JWKS, redeems
+/// its code as a public client, asks userinfo with its bearer token (a preflight allowing `Authorization`) and
+/// revokes: those answers say `Access-Control-Allow-Origin: *`, without credentials, and let the page read
+/// userinfo's challenge. Found by the Chromium application in tests/rp (its discovery fetch was blocked). The rest
+/// of the API stays closed to that origin, and a trusted origin keeps its credentialed answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_any_origin_reads_discovery_redeems_its_code_and_asks_userinfo_without_cookies() {
+    const APP: &str = "http://localhost:5199";
+    const TRUSTED: &str = "https://console.example.com";
+    let s = TestServer::start_adjusted(|c| c.trusted_origins = vec![TRUSTED.into()]).await;
+    let admin = s.admin_session().await;
+    let (cli, _) = register(
+        &s,
+        &admin,
+        json!({"client_name": "SPA", "application_type": "native", "token_endpoint_auth_method": "none",
+               "redirect_uris": ["http://localhost/callback"], "skip_consent": true}),
+    )
+    .await;
+    let u = s.new_user("spa").await;
+    let open = |r: &Resp, what: &str| {
+        assert_eq!(r.header("access-control-allow-origin").as_deref(), Some("*"), "{what}: {:?}", r.headers);
+        assert!(r.header("access-control-allow-credentials").is_none(), "{what}");
+    };
+
+    for path in ["/api/auth/.well-known/openid-configuration", "/api/auth/jwks"] {
+        let r = s.get(path).header("origin", APP).send().await;
+        assert_eq!(r.status, 200, "{path}");
+        open(&r, path);
+    }
+    let (verifier, challenge) = pkce();
+    let redirect = "http://localhost:5199/callback";
+    let p = [
+        ("response_type", "code"),
+        ("client_id", cli.as_str()),
+        ("redirect_uri", redirect),
+        ("scope", "openid profile"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let (_, params) = location(&authorize(&s, Some(&u.cookie), &p).await);
+    let form = query(&[
+        ("grant_type", "authorization_code"),
+        ("code", params["code"].as_str()),
+        ("redirect_uri", redirect),
+        ("code_verifier", verifier.as_str()),
+        ("client_id", cli.as_str()),
+    ]);
+    let r = s
+        .post("/api/auth/oauth2/token")
+        .header("origin", APP)
+        .raw(Some("application/x-www-form-urlencoded"), form)
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    open(&r, "token");
+    let access = str_of(&r.json()["access_token"]).to_owned();
+
+    // Userinfo with a bearer token: preflighted, then read.
+    let pre = s
+        .req(reqwest::Method::OPTIONS, "/api/auth/oauth2/userinfo")
+        .header("origin", APP)
+        .header("access-control-request-method", "GET")
+        .header("access-control-request-headers", "authorization")
+        .send()
+        .await;
+    assert_eq!(pre.status, 204);
+    open(&pre, "preflight");
+    let allowed = pre.header("access-control-allow-headers").unwrap_or_default().to_ascii_lowercase();
+    assert!(allowed.split(',').any(|h| h.trim() == "authorization"), "{allowed}");
+    let r = s
+        .get("/api/auth/oauth2/userinfo")
+        .header("origin", APP)
+        .header("authorization", &format!("Bearer {access}"))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["name"], "User spa");
+    open(&r, "userinfo");
+    let r = s.get("/api/auth/oauth2/userinfo").header("origin", APP).send().await;
+    assert_eq!(r.status, 401);
+    open(&r, "userinfo refused");
+    let exposed = r.header("access-control-expose-headers").unwrap_or_default().to_ascii_lowercase();
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
+    let r = s
+        .post("/api/auth/oauth2/revoke")
+        .header("origin", APP)
+        .raw(Some("application/x-www-form-urlencoded"), query(&[("token", &access), ("client_id", &cli)]))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    open(&r, "revoke");
+
+    // Everything else stays closed to that origin: no CORS header on the session, the consent, introspection.
+    for (method, path) in [
+        (reqwest::Method::GET, "/api/auth/get-session"),
+        (reqwest::Method::POST, "/api/auth/oauth2/consent"),
+        (reqwest::Method::POST, "/api/auth/oauth2/introspect"),
+        (reqwest::Method::GET, "/api/auth/oauth2/end-session"),
+    ] {
+        let r = s
+            .req(reqwest::Method::OPTIONS, path)
+            .header("origin", APP)
+            .header("access-control-request-method", method.as_str())
+            .send()
+            .await;
+        assert!(r.header("access-control-allow-origin").is_none(), "{path}");
+    }
+    // A trusted origin keeps its own, credentialed answer on the open endpoints too.
+    let r = s.get("/api/auth/jwks").header("origin", TRUSTED).send().await;
+    assert_eq!(r.header("access-control-allow-origin").as_deref(), Some(TRUSTED));
+    assert_eq!(r.header("access-control-allow-credentials").as_deref(), Some("true"));
+}
+
 /// A ban holds on every step: a code issued before the ban buys no token, the banned user's access token gets
 /// no userinfo, and the ended session authorizes nothing (`prompt=none`: `login_required`). A sign-out ends
 /// userinfo for the tokens its session got.
