@@ -163,6 +163,69 @@ test("ID tokens signed with each algorithm a client may register verify in the l
     assert.equal(header.alg, alg);
     assert.equal(tokens.claims().sub, user.id, alg);
   }
+  // client_secret_post, as registered: the library sends the secret in the form.
+  const post = await register(adminBrowser, {
+    client_name: "RP post", redirect_uris: [RP], skip_consent: true, token_endpoint_auth_method: "client_secret_post",
+  });
+  const config = await oidc.discovery(new URL(service.issuer), post.client_id, {}, oidc.ClientSecretPost(post.client_secret), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  const { tokens } = await codeFlow(config, user);
+  assert.equal(tokens.claims().aud, post.client_id);
+});
+
+test("key rotation: a key published ahead verifies from the library's cached JWKS; one signing at once needs a fresh JWKS", async () => {
+  // A server of its own: a rotation changes the signing key for every client.
+  const own = await startService();
+  try {
+    const ownAdmin = await admin(own.base);
+    const client = await register(ownAdmin, { client_name: "Rotating", redirect_uris: [RP], skip_consent: true });
+    const user = await newUser(own.base, "Key");
+    const jwksFetches = { count: 0 };
+    const configure = async () => {
+      const config = await oidc.discovery(new URL(own.issuer), client.client_id, {}, oidc.ClientSecretBasic(client.client_secret), {
+        execute: [oidc.allowInsecureRequests],
+      });
+      oidc.enableNonRepudiationChecks(config);
+      config[oidc.customFetch] = (url, options) => {
+        if (new URL(url).pathname.endsWith("/jwks")) jwksFetches.count++;
+        return fetch(url, options);
+      };
+      return config;
+    };
+    const flow = async (config) => {
+      const { url, checks } = await start(config, RP);
+      const way = await through(user.browser, own.base, url, RP, { user });
+      return oidc.authorizationCodeGrant(config, way.callback, checks);
+    };
+    const kid = (tokens) => JSON.parse(Buffer.from(tokens.id_token.split(".")[0], "base64url")).kid;
+    const first = await flow(await configure());
+    const oldKid = kid(first);
+
+    // Published two seconds ahead: the library's JWKS, fetched now, already holds the key that will sign.
+    const rotate = (lead) => ownAdmin.api("/api/admin/oidc/keys/rotate", { algs: ["EdDSA"], lead_secs: lead });
+    assert.equal((await rotate(2)).status, 200);
+    const config = await configure();
+    jwksFetches.count = 0;
+    assert.equal(kid(await flow(config)), oldKid, "the old key signs until the new one's time");
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    const next = await flow(config);
+    assert.notEqual(kid(next), oldKid, "the new key signs now");
+    assert.equal(jwksFetches.count, 1, "both verified from the one JWKS fetched");
+
+    // Signing at once (lead 0): the library's copy of the JWKS is under a minute old, so it does not fetch it
+    // again for the unknown kid (oauth4webapi refetches only a copy a minute old) and refuses the ID token; a
+    // relying party that fetches the JWKS anew verifies it.
+    assert.equal((await rotate(0)).status, 200);
+    const e = await refusal(flow(config));
+    assert.equal(e.code, "OAUTH_KEY_SELECTION_FAILED", String(e));
+    assert.equal(jwksFetches.count, 1, "no second fetch within the minute");
+    const after = await flow(await configure());
+    assert.notEqual(kid(after), kid(next));
+    assert.equal(jwksFetches.count, 2);
+  } finally {
+    await own.stop();
+  }
 });
 
 test("a public native client: PKCE alone at a loopback redirect on any port", async () => {
