@@ -6,6 +6,10 @@ import { api, currentSession, h, passkeyRefusal, passkeysAvailable, returnPath, 
 
 const params = new URLSearchParams(location.search);
 const target = returnPath(params.get("returnTo"));
+// The identity provider asks for a new sign-in (an application said prompt=login, or wants a younger session than
+// this one): its way back carries `login_after` and counts only a session begun since, so the form is shown even
+// to someone signed in (continuing with the old session would only come back here).
+const signInAgain = new URL(target, location.origin).searchParams.has("login_after");
 const $ = (id) => document.getElementById(id);
 const error = $("error");
 const title = $("title");
@@ -180,12 +184,13 @@ async function start() {
   } catch {
     // Unknown: offer the form; signing in says what is wrong.
   }
-  if (session) {
+  if (session && !signInAgain) {
     showOnly($("signed-in"));
     $("signed-in-as").textContent = session.user.email;
     $("continue").href = target;
     return;
   }
+  if (session) title.textContent = "Sign in again";
   $("passkey").hidden = !passkeysAvailable;
   const anyProvider = await providerButtons();
   showOnly($("password-form"), ...(passkeysAvailable || anyProvider ? [$("others")] : []));

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
 use super::{Accounts, Current, Unavailable};
-use crate::domain::{SessionId, UserId};
+use crate::domain::{SessionId, Timestamp, UserId};
 use crate::provider::grants::{self as grants, CODE_LIFETIME, GrantError, RefreshError};
 use crate::provider::{Alg, AuthMethod, Client, ClientError, USER_SCOPES, redirect_uri_matches};
 use crate::store::{OAuthCodeRecordV1, OAuthGrantRecordV1};
@@ -43,6 +43,9 @@ pub struct AuthorizeRequest {
     pub code_challenge_method: Option<String>,
     pub prompt: Option<String>,
     pub max_age: Option<String>,
+    /// `login_after` (unix milliseconds): put on the way back from the sign-in page by the provider itself
+    /// ([`Authorized::SignIn`]), never by a client.
+    pub login_after: Option<String>,
     /// `request` or `request_uri`, which the provider does not support.
     pub request_object: Option<&'static str>,
     /// A parameter given more than once (RFC 6749 §3.1 refuses it).
@@ -57,8 +60,13 @@ pub enum Authorized {
     /// To the client's redirect URI: a code, or an error (with `state` and `iss`).
     Redirect(String),
     /// Nobody is signed in (or `prompt=login`, or the session is older than `max_age`): to the sign-in page, and
-    /// back to the same request after.
-    SignIn,
+    /// back to the same request after, carrying `after` as `login_after`: on the way back only a session begun
+    /// since counts (a sign-in from the page), whatever `prompt=login` and `max_age` said. Without it the way
+    /// back asked again for ever: `max_age=0` (or any session older than `max_age`, whose holder the page offered
+    /// to continue) came back to the sign-in page, and a session from before `prompt=login` was taken as the new
+    /// sign-in. `None` when any session will do: nobody was signed in and neither was asked for, or the sign-in
+    /// page is only to enrol a second factor in the same session.
+    SignIn { after: Option<Timestamp> },
     /// The user has not consented to these scopes yet (or `prompt=consent`): to the consent page.
     Consent,
 }
@@ -75,6 +83,8 @@ struct Checked {
     prompt_login: bool,
     prompt_consent: bool,
     max_age: Option<u64>,
+    /// On the way back from the sign-in page: when the sign-in was asked for (`login_after`).
+    login_after: Option<Timestamp>,
 }
 
 /// Why the consent page's answer is refused (the plugin's 400 `invalid_request`s).
@@ -372,6 +382,9 @@ impl Accounts {
             prompt_login: false,
             prompt_consent: false,
             max_age: None,
+            // A marker that does not parse is as none: the browser can drop or change any parameter of the
+            // request anyway (prompt and max_age too), which is why a relying party checks `auth_time`.
+            login_after: req.login_after.as_deref().and_then(|v| v.parse::<i64>().ok()).map(Timestamp::from_millis),
         };
         // From here on the client is known and its redirect URI is its own: errors go back to it.
         if let Some(name) = &req.repeated {
@@ -495,13 +508,25 @@ impl Accounts {
         issuer: &str,
     ) -> Result<Authorized, Unavailable> {
         let now = self.clock.now();
-        let too_old = |c: &Current| {
-            checked.max_age.is_some_and(|secs| c.session.created_at.plus(Duration::from_secs(secs)) <= now)
+        let answering_consent = accepted.is_some();
+        let signed_in_enough = |c: &Current| match checked.login_after {
+            // Back from the sign-in page: a session begun since it was asked for, however young max_age wants it.
+            Some(asked) => c.session.created_at >= asked,
+            None => {
+                let too_old =
+                    checked.max_age.is_some_and(|secs| c.session.created_at.plus(Duration::from_secs(secs)) <= now);
+                !too_old && (!checked.prompt_login || answering_consent)
+            }
         };
         let current = match caller {
-            Some(c) if !too_old(c) && (!checked.prompt_login || accepted.is_some()) => c,
+            Some(c) if signed_in_enough(c) => c,
             _ if checked.prompt_none => return Ok(checked.error("login_required", "authentication required", issuer)),
-            _ => return Ok(Authorized::SignIn),
+            // A new sign-in is asked for (prompt=login, max_age, or still so on a way back): the way back takes only
+            // a session begun since. Otherwise any session will do, as one signed in elsewhere meanwhile.
+            _ => {
+                let fresh = checked.prompt_login || checked.max_age.is_some() || checked.login_after.is_some();
+                return Ok(Authorized::SignIn { after: fresh.then_some(now) });
+            }
         };
         if current.is_impersonation() {
             return Ok(checked.error(
@@ -514,7 +539,7 @@ impl Accounts {
             if checked.prompt_none {
                 return Ok(checked.error("interaction_required", "a second factor must be enrolled first", issuer));
             }
-            return Ok(Authorized::SignIn);
+            return Ok(Authorized::SignIn { after: None });
         }
         if let Some(scopes) = accepted {
             let client = (checked.client.id, checked.client.client_id.as_str());

@@ -272,6 +272,7 @@ fn authorize_request(query: &str) -> AuthorizeRequest {
         code_challenge_method: take(&mut p, "code_challenge_method"),
         prompt: take(&mut p, "prompt"),
         max_age: take(&mut p, "max_age"),
+        login_after: take(&mut p, "login_after"),
         request_object,
         repeated,
     }
@@ -297,11 +298,15 @@ fn redirect(to: &str, as_json: bool) -> Result<Response<Body>, Failure> {
     Ok(response)
 }
 
-/// The query without `prompt`'s `login` and `create` (the sign-in they ask for is the one about to happen), for
-/// the way back from the sign-in page.
-fn without_login_prompt(query: &str) -> String {
+/// The query for the way back from the sign-in page: without `prompt`'s `login` and `create` (the sign-in they
+/// ask for is the one about to happen) and without an earlier way back's `login_after`; with this one's, when the
+/// sign-in must be new ([`Authorized::SignIn`]).
+fn way_back(query: &str, login_after: Option<Timestamp>) -> String {
     let mut out = url::form_urlencoded::Serializer::new(String::new());
     for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        if k == "login_after" {
+            continue;
+        }
         if k == "prompt" {
             let kept: Vec<&str> = v.split(' ').filter(|p| !p.is_empty() && *p != "login" && *p != "create").collect();
             if !kept.is_empty() {
@@ -311,6 +316,9 @@ fn without_login_prompt(query: &str) -> String {
         }
         out.append_pair(&k, &v);
     }
+    if let Some(at) = login_after {
+        out.append_pair("login_after", &at.as_millis().to_string());
+    }
     out.finish()
 }
 
@@ -318,8 +326,8 @@ fn answer_authorized(answer: Authorized, query: &str, as_json: bool) -> Result<R
     match answer {
         Authorized::Refused { error, description } => Ok(oauth_error(StatusCode::BAD_REQUEST, error, &description)),
         Authorized::Redirect(url) => redirect(&url, as_json),
-        Authorized::SignIn => {
-            let back = format!("/api/auth/oauth2/authorize?{}", without_login_prompt(query));
+        Authorized::SignIn { after } => {
+            let back = format!("/api/auth/oauth2/authorize?{}", way_back(query, after));
             let mut to = url::form_urlencoded::Serializer::new(String::from("/sign-in?"));
             to.append_pair("returnTo", &back);
             redirect(&to.finish(), as_json)

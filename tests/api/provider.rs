@@ -1145,6 +1145,93 @@ async fn max_age_and_the_access_tokens_lifetime_follow_the_services_clock() {
     assert_eq!(s.get("/api/auth/get-session").cookie(&u.cookie).send().await.status, 200);
 }
 
+/// `prompt=login` and `max_age` send a signed-in user to the sign-in page, whose way back carries `login_after`:
+/// the session from before is not taken for the new sign-in (back to the sign-in page, no code), a session begun
+/// since is, however young `max_age` wants it (`max_age=0` came back to the sign-in page for ever), and the ID
+/// token's `auth_time` is that sign-in's. The consent page's answer keeps the marker. Found by openid-client's
+/// `max_age` check in tests/rp.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_login_and_max_age_take_a_new_sign_in_and_only_a_new_one() {
+    let (s, clock) = TestServer::start_clocked(|_| {}).await;
+    let admin = s.admin_session().await;
+    let (id, secret) =
+        register(&s, &admin, json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true})).await;
+    let secret = secret.unwrap();
+    let u = s.new_user("lena").await;
+    clock.advance(std::time::Duration::from_secs(120));
+    let (verifier, challenge) = pkce();
+    for extra in [("prompt", "login"), ("max_age", "0"), ("max_age", "60")] {
+        let pairs = [
+            ("response_type", "code"),
+            ("client_id", id.as_str()),
+            ("redirect_uri", RP),
+            ("scope", "openid"),
+            ("nonce", "n"),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            extra,
+        ];
+        let (to, params) = location(&authorize(&s, Some(&u.cookie), &pairs).await);
+        assert_eq!(to, "http://here/sign-in", "{extra:?}");
+        let back = params["returnTo"].clone();
+        assert!(back.contains("login_after="), "{extra:?}: {back}");
+        assert!(!back.contains("prompt=login"), "{back}");
+
+        // The session from before is not the new sign-in: back to the sign-in page, with a new marker.
+        let (to, again) = location(&s.get(&back).cookie(&u.cookie).send().await);
+        assert_eq!(to, "http://here/sign-in", "{extra:?}: the old session was taken");
+        assert_eq!(again["returnTo"].matches("login_after=").count(), 1, "one marker: {}", again["returnTo"]);
+
+        // A sign-in since: the code, whatever max_age says, with that sign-in's auth_time.
+        clock.advance(std::time::Duration::from_secs(1));
+        let fresh = s.login(&u.email, PASSWORD).await;
+        let session = s.get("/api/auth/get-session").cookie(&fresh).send().await.json();
+        let signed_in_at =
+            chrono::DateTime::parse_from_rfc3339(str_of(&session["session"]["createdAt"])).unwrap().timestamp();
+        let (to, params) = location(&s.get(&back).cookie(&fresh).send().await);
+        assert_eq!(to, RP, "{extra:?}: {params:?}");
+        let form = [
+            ("grant_type", "authorization_code"),
+            ("code", params["code"].as_str()),
+            ("redirect_uri", RP),
+            ("code_verifier", verifier.as_str()),
+        ];
+        let r = token(&s, &form, Some((&id, &secret))).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let (_, claims) = verified(&s, str_of(&r.json()["id_token"])).await;
+        let at = claims["auth_time"].as_i64().unwrap();
+        assert_eq!(at, signed_in_at, "{extra:?}: auth_time is the new sign-in's");
+        clock.advance(std::time::Duration::from_secs(120));
+    }
+
+    // Through the consent page: its answer carries the marker and takes the new session.
+    let (other, _) = register(&s, &admin, json!({"client_name": "B", "redirect_uris": [RP]})).await;
+    let p = [
+        ("response_type", "code"),
+        ("client_id", other.as_str()),
+        ("redirect_uri", RP),
+        ("scope", "openid"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("max_age", "0"),
+    ];
+    let (_, params) = location(&authorize(&s, Some(&u.cookie), &p).await);
+    let fresh = s.login(&u.email, PASSWORD).await;
+    let r = s.get(&params["returnTo"]).cookie(&fresh).send().await;
+    let (to, _) = location(&r);
+    assert_eq!(to, "http://here/consent");
+    let oauth_query = r.header("location").unwrap().split_once('?').unwrap().1.to_owned();
+    assert!(oauth_query.contains("login_after="), "{oauth_query}");
+    let r = s
+        .post("/api/auth/oauth2/consent")
+        .cookie(&fresh)
+        .json(&json!({"accept": true, "oauth_query": oauth_query}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(str_of(&r.json()["url"]).starts_with(&format!("{RP}?code=")), "{}", r.text);
+}
+
 /// A signed-in user's grant to a confidential client with `skip_consent`: the token endpoint's answer.
 async fn granted(s: &TestServer, cookie: &str, client: (&str, &str), scope: &str) -> Value {
     let (verifier, challenge) = pkce();

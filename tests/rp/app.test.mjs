@@ -51,48 +51,82 @@ after(async () => {
   await service?.stop();
 });
 
-test("an application on another origin signs a person in through the sign-in and consent pages in Chromium", async () => {
-  const adminBrowser = await admin(service.base);
-  // A browser application is a public client; its loopback redirect matches on any port (RFC 8252).
-  const client = await register(adminBrowser, {
+/// Registers the application (a public client: a browser application holds no secret; its loopback redirect matches
+/// on any port, RFC 8252) and points the page at it.
+async function registerApp() {
+  const client = await register(await admin(service.base), {
     client_name: "Notes", application_type: "native", token_endpoint_auth_method: "none",
     redirect_uris: ["http://localhost/callback"], scope: "openid profile",
   });
   Object.assign(config, { issuer: service.issuer, client_id: client.client_id });
-  const user = await newUser(service.base, "Chrome");
+}
 
-  const page = await chromium.newPage();
-  const problems = [];
-  page.on("pageerror", (e) => problems.push(e.message));
-  page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
-  try {
-    await page.goto(`${appOrigin}/`);
-    await page.waitForSelector("#sign-in:not([hidden]), #status[data-state=error]");
-    const start = await page.$eval("#status", (e) => e.textContent);
-    assert.equal(start, "Signed out", `the application says: ${start}; ${problems.join("; ")}`);
-    await Promise.all([page.waitForNavigation(), page.click("#sign-in")]);
+/// From the application's page at `path` through the service's pages and back: answers the page, signed in.
+/// `signedIn`: whether the browser already has a session at the service (then the sign-in page must still ask,
+/// as `prompt=login` wants); `consent`: whether the consent page is expected.
+async function signInThroughApp(page, user, path, { signedIn = false, consent = true, problems }) {
+  await page.goto(`${appOrigin}${path}`);
+  await page.waitForSelector("#sign-in:not([hidden]), #status[data-state=error]");
+  const start = await page.$eval("#status", (e) => e.textContent);
+  assert.equal(start, "Signed out", `the application says: ${start}; ${problems.join("; ")}`);
+  await Promise.all([page.waitForNavigation(), page.click("#sign-in")]);
 
-    // The service's sign-in page (the application's request waits in returnTo).
-    await page.waitForSelector("#email");
-    assert.equal(new URL(page.url()).origin, service.base);
-    assert.equal(new URL(page.url()).pathname, "/sign-in");
-    await page.type("#email", user.email);
-    await page.type("#password", PASSWORD);
-    await Promise.all([page.waitForNavigation(), page.click("#submit")]);
+  // The service's sign-in page (the application's request waits in returnTo).
+  await page.waitForSelector("#email", { visible: true });
+  assert.equal(new URL(page.url()).origin, service.base);
+  assert.equal(new URL(page.url()).pathname, "/sign-in");
+  assert.equal(await page.$eval("#signed-in", (e) => e.hidden), true, "no offer to continue with the old session");
+  assert.equal(await page.$eval("#title", (e) => e.textContent), signedIn ? "Sign in again" : "Sign in");
+  await page.type("#email", user.email);
+  await page.type("#password", PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.click("#submit")]);
 
+  if (consent) {
     // The consent page names the application; Allow sends the browser back to it.
     await page.waitForSelector("#allow", { visible: true });
     assert.equal(new URL(page.url()).pathname, "/consent");
     assert.equal(await page.$eval("#client", (e) => e.textContent), "Notes");
     await Promise.all([page.waitForNavigation(), page.click("#allow")]);
+  }
 
-    // Back at the application, which redeems the code and asks userinfo.
-    await page.waitForSelector("#status[data-state]");
-    const status = await page.$eval("#status", (e) => e.textContent);
-    assert.equal(status, "Signed in", `the application says: ${status}; ${problems.join("; ")}`);
-    assert.equal(new URL(page.url()).origin, appOrigin);
-    assert.equal(await page.$eval("#name", (e) => e.textContent), user.name);
+  // Back at the application, which redeems the code and asks userinfo.
+  await page.waitForSelector("#status[data-state]");
+  const status = await page.$eval("#status", (e) => e.textContent);
+  assert.equal(status, "Signed in", `the application says: ${status}; ${problems.join("; ")}`);
+  assert.equal(new URL(page.url()).origin, appOrigin);
+  assert.equal(await page.$eval("#name", (e) => e.textContent), user.name);
+}
+
+/// A page in a browser profile of its own (no cookie from another test), with its script errors collected.
+async function freshPage() {
+  const context = await chromium.createBrowserContext();
+  const page = await context.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(e.message));
+  page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+  return { page, problems, close: () => context.close() };
+}
+
+test("an application on another origin signs a person in through the sign-in and consent pages in Chromium", async () => {
+  await registerApp();
+  const user = await newUser(service.base, "Chrome");
+  const { page, problems, close } = await freshPage();
+  try {
+    await signInThroughApp(page, user, "/", { problems });
   } finally {
-    await page.close();
+    await close();
+  }
+});
+
+test("prompt=login: the sign-in page asks a signed-in person to sign in again, then back to the application", async () => {
+  await registerApp();
+  const user = await newUser(service.base, "Again");
+  const { page, problems, close } = await freshPage();
+  try {
+    await signInThroughApp(page, user, "/", { problems });
+    // Signed in at the service now, and the application allowed: prompt=login still asks for the password.
+    await signInThroughApp(page, user, "/?prompt=login", { signedIn: true, consent: false, problems });
+  } finally {
+    await close();
   }
 });

@@ -138,7 +138,7 @@ test("a resource server checks the access token offline as RFC 9068 has it (oaut
   );
 });
 
-test("max_age: a session older than asked signs in again, and the library checks auth_time", async () => {
+test("max_age and prompt=login: a sign-in again, once, and the library checks auth_time", async () => {
   const client = await register(adminBrowser, { client_name: "Fresh", redirect_uris: [RP], skip_consent: true });
   const config = await configure(client);
   const user = await newUser(service.base, "Age");
@@ -149,6 +149,21 @@ test("max_age: a session older than asked signs in again, and the library checks
   assert.deepEqual(way.seen, ["sign-in"], "the session is older than max_age");
   const tokens = await oidc.authorizationCodeGrant(config, way.callback, { ...checks, maxAge: 1 });
   assert.ok(tokens.claims().auth_time > first.tokens.claims().auth_time, "auth_time is the new sign-in's");
+
+  // max_age=0, a sign-in every time: one sign-in, then the code (the way back once led to the sign-in page for
+  // ever, no session being younger than 0 seconds).
+  const zero = await start(config, RP, { max_age: "0" });
+  const wayZero = await through(user.browser, service.base, zero.url, RP, { user });
+  assert.deepEqual(wayZero.seen, ["sign-in"]);
+  const fresh = await oidc.authorizationCodeGrant(config, wayZero.callback, { ...zero.checks, maxAge: 0 });
+  assert.ok(fresh.claims().auth_time >= tokens.claims().auth_time);
+
+  // prompt=login: the sign-in page again, though signed in; the code once signed in anew.
+  const login = await start(config, RP, { prompt: "login" });
+  const wayLogin = await through(user.browser, service.base, login.url, RP, { user });
+  assert.deepEqual(wayLogin.seen, ["sign-in"]);
+  const again = await oidc.authorizationCodeGrant(config, wayLogin.callback, login.checks);
+  assert.ok(again.claims().auth_time >= fresh.claims().auth_time);
 });
 
 test("ID tokens signed with each algorithm a client may register verify in the library", async () => {

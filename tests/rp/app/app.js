@@ -36,6 +36,8 @@ async function main() {
       url.search = new URLSearchParams({
         response_type: "code", client_id: config.client_id, redirect_uri: redirectUri, scope: "openid profile",
         state, code_challenge: challenge, code_challenge_method: "S256",
+        // The page's own ?prompt= (prompt=login: the application wants a new sign-in).
+        ...(params.get("prompt") ? { prompt: params.get("prompt") } : {}),
       }).toString();
       location.assign(url);
     });
