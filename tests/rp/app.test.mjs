@@ -2,10 +2,13 @@
 // Chromium (Debian's `chromium`, through puppeteer-core): app/ is a static page served at http://localhost:<port>
 // (another site than the service at http://127.0.0.1:<port>) doing the code flow with PKCE with fetch and
 // WebCrypto as a public client; the person signs in on the service's sign-in page and allows the application on
-// its consent page; back at the application, the page redeems the code and shows the name userinfo answers. The
-// service trusts no origin (`trusted_origins` is empty): an OAuth client needs none.
+// its consent page; back at the application, the page redeems the code and shows the name userinfo answers. Also
+// `prompt=login` (the sign-in page asks a signed-in person again) and a person with a second factor (the password,
+// then the authenticator's code). The service trusts no origin (`trusted_origins` is empty): an OAuth client needs
+// none. Each test has a browser profile of its own.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -64,7 +67,7 @@ async function registerApp() {
 /// From the application's page at `path` through the service's pages and back: answers the page, signed in.
 /// `signedIn`: whether the browser already has a session at the service (then the sign-in page must still ask,
 /// as `prompt=login` wants); `consent`: whether the consent page is expected.
-async function signInThroughApp(page, user, path, { signedIn = false, consent = true, problems }) {
+async function signInThroughApp(page, user, path, { signedIn = false, consent = true, secondFactor, problems }) {
   await page.goto(`${appOrigin}${path}`);
   await page.waitForSelector("#sign-in:not([hidden]), #status[data-state=error]");
   const start = await page.$eval("#status", (e) => e.textContent);
@@ -79,7 +82,15 @@ async function signInThroughApp(page, user, path, { signedIn = false, consent = 
   assert.equal(await page.$eval("#title", (e) => e.textContent), signedIn ? "Sign in again" : "Sign in");
   await page.type("#email", user.email);
   await page.type("#password", PASSWORD);
-  await Promise.all([page.waitForNavigation(), page.click("#submit")]);
+  if (secondFactor) {
+    // The password is right; the page asks for the authenticator's code, then goes on to the request.
+    await page.click("#submit");
+    await page.waitForSelector("#code", { visible: true });
+    await page.type("#code", await secondFactor());
+    await Promise.all([page.waitForNavigation(), page.click("#code-submit")]);
+  } else {
+    await Promise.all([page.waitForNavigation(), page.click("#submit")]);
+  }
 
   if (consent) {
     // The consent page names the application; Allow sends the browser back to it.
@@ -95,6 +106,29 @@ async function signInThroughApp(page, user, path, { signedIn = false, consent = 
   assert.equal(status, "Signed in", `the application says: ${status}; ${problems.join("; ")}`);
   assert.equal(new URL(page.url()).origin, appOrigin);
   assert.equal(await page.$eval("#name", (e) => e.textContent), user.name);
+}
+
+/// RFC 6238's code of the base32 `secret` for the current 30-second step, waiting out a step's last seconds so
+/// that the server reads the same step.
+async function totp(secret, stepsAgo = 0) {
+  const left = 30 - (Math.floor(Date.now() / 1000) % 30);
+  if (left <= 3) await new Promise((resolve) => setTimeout(resolve, (left + 1) * 1000));
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0, value = 0;
+  const key = [];
+  for (const c of secret.replace(/=+$/, "").toUpperCase()) {
+    value = (value << 5) | alphabet.indexOf(c);
+    bits += 5;
+    if (bits >= 8) {
+      key.push((value >>> (bits - 8)) & 255);
+      bits -= 8;
+    }
+  }
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(Date.now() / 30_000) - stepsAgo));
+  const mac = createHmac("sha1", Buffer.from(key)).update(counter).digest();
+  const offset = mac[19] & 15;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1e6).padStart(6, "0");
 }
 
 /// A page in a browser profile of its own (no cookie from another test), with its script errors collected.
@@ -126,6 +160,24 @@ test("prompt=login: the sign-in page asks a signed-in person to sign in again, t
     await signInThroughApp(page, user, "/", { problems });
     // Signed in at the service now, and the application allowed: prompt=login still asks for the password.
     await signInThroughApp(page, user, "/?prompt=login", { signedIn: true, consent: false, problems });
+  } finally {
+    await close();
+  }
+});
+
+test("a person with a second factor signs in to the application: the password, then the authenticator's code", async () => {
+  await registerApp();
+  const user = await newUser(service.base, "Factor");
+  const enabled = await user.browser.api("/api/auth/two-factor/enable", { password: PASSWORD });
+  assert.equal(enabled.status, 200, await enabled.clone().text());
+  const secret = new URL((await enabled.json()).totpURI).searchParams.get("secret");
+  // Enrolled with the previous step's code (the server allows one step of drift), so that the current step's code
+  // is still unspent for the sign-in.
+  const verified = await user.browser.api("/api/auth/two-factor/verify-totp", { code: await totp(secret, 1) });
+  assert.equal(verified.status, 200, await verified.clone().text());
+  const { page, problems, close } = await freshPage();
+  try {
+    await signInThroughApp(page, user, "/", { secondFactor: () => totp(secret), problems });
   } finally {
     await close();
   }
