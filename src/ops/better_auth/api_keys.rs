@@ -156,9 +156,7 @@ pub(crate) fn attach(plan: &mut Plan, rows: &[Vec<Cell>], existing: &Loaded, now
     if dropped > 0 {
         plan.notes.push(format!("{dropped} API key(s) of users not imported (or of organizations): dropped"));
     }
-    if !problems.is_empty() {
-        let shown: Vec<String> = problems.iter().take(5).cloned().collect();
-        plan.blocking.push(format!("{} API key(s) cannot be imported: {}", problems.len(), shown.join("; ")));
+    if plan.blocked_by("API key(s)", &problems) {
         return;
     }
     if !records.is_empty() {

@@ -217,9 +217,7 @@ pub(crate) fn attach(
             },
         }
     }
-    if !problems.is_empty() {
-        let shown: Vec<String> = problems.iter().take(5).cloned().collect();
-        plan.blocking.push(format!("{} OAuth client(s) cannot be imported: {}", problems.len(), shown.join("; ")));
+    if plan.blocked_by("OAuth client(s)", &problems) {
         return;
     }
     let users: HashMap<&str, String> =
@@ -260,9 +258,7 @@ pub(crate) fn attach(
             updated_at_ms: updated,
         });
     }
-    if !bad.is_empty() {
-        let shown: Vec<String> = bad.iter().take(5).cloned().collect();
-        plan.blocking.push(format!("{} OAuth consent(s) cannot be imported: {}", bad.len(), shown.join("; ")));
+    if plan.blocked_by("OAuth consent(s)", &bad) {
         return;
     }
     if !records.is_empty() {

@@ -124,9 +124,7 @@ pub(crate) fn attach(plan: &mut Plan, rows: &[Vec<Cell>], store: &Store, now_ms:
     if dropped > 0 {
         plan.notes.push(format!("{dropped} passkey(s) of users not imported: dropped"));
     }
-    if !problems.is_empty() {
-        let shown: Vec<String> = problems.iter().take(5).cloned().collect();
-        plan.blocking.push(format!("{} passkey(s) cannot be imported: {}", problems.len(), shown.join("; ")));
+    if plan.blocked_by("passkey(s)", &problems) {
         return;
     }
     if !records.is_empty() {

@@ -56,6 +56,17 @@ pub struct Counts {
 const SHOWN: usize = 50;
 
 impl Plan {
+    /// Blocks the import when rows of one kind (`what`, plural: "passkey(s)") cannot come over, naming up to five
+    /// of the `problems`; whether it did (the caller then adds nothing of that kind).
+    pub(crate) fn blocked_by(&mut self, what: &str, problems: &[String]) -> bool {
+        if problems.is_empty() {
+            return false;
+        }
+        let shown: Vec<&str> = problems.iter().take(5).map(String::as_str).collect();
+        self.blocking.push(format!("{} {what} cannot be imported: {}", problems.len(), shown.join("; ")));
+        true
+    }
+
     /// The report for a person at a terminal.
     pub fn report(&self, dry_run: bool) -> String {
         let c = &self.counts;

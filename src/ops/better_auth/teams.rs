@@ -109,9 +109,7 @@ pub(crate) fn attach(plan: &mut Plan, teams: &[Vec<Cell>], places: &[Vec<Cell>],
         team.members.push(TeamMemberRecordV1 { user, created_at_ms });
         placed += 1;
     }
-    if !problems.is_empty() {
-        let shown: Vec<String> = problems.iter().take(5).cloned().collect();
-        plan.blocking.push(format!("{} team(s) cannot be imported: {}", problems.len(), shown.join("; ")));
+    if plan.blocked_by("team(s)", &problems) {
         return;
     }
     if dropped_teams > 0 {
