@@ -16,19 +16,23 @@ export const RP = "https://rp.example/cb";
 export const BYE = "https://rp.example/signed-out";
 
 /// Starts the server (`SERVICE_AUTH_BIN`) with `extra` TOML; answers `{base, issuer, stop()}` once it listens.
-export async function startService(extra = "") {
+/// `top`: top-level TOML keys (before the first table); `listen`: the address (any free port by default); `env`: more
+/// variables; `bootstrap`: whether this server makes the administrator (one node of two does).
+export async function startService(extra = "", { top = "", listen = "127.0.0.1:0", env = {}, bootstrap = true } = {}) {
   const work = mkdtempSync(join(tmpdir(), "rp-suite-"));
-  writeFileSync(join(work, "config.toml"), `[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\n${extra}`);
+  writeFileSync(join(work, "config.toml"), `${top}[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\n${extra}`);
   const child = spawn(process.env.SERVICE_AUTH_BIN, ["serve"], {
     cwd: work,
     env: {
       ...process.env,
       SERVICE_AUTH_CONFIG: join(work, "config.toml"),
-      SERVICE_AUTH_LISTEN: "127.0.0.1:0",
+      SERVICE_AUTH_LISTEN: listen,
       SERVICE_AUTH_DATA_DIR: join(work, "data"),
       SERVICE_AUTH_LOG: "warn",
-      SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
-      SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
+      ...(bootstrap
+        ? { SERVICE_AUTH_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email, SERVICE_AUTH_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password }
+        : {}),
+      ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
