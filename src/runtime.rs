@@ -266,6 +266,12 @@ impl Core {
                 Arc::new(crate::domain::UsernameRules::new(u.min_length, u.max_length, &u.reserved))
             }),
             grants: Arc::new(crate::provider::Grants::new(Arc::clone(&store), writer.clone(), grant_index)),
+            sso: Arc::new(crate::accounts::SsoProviders::new(
+                Arc::clone(&store),
+                writer.clone(),
+                config.base_url.as_deref(),
+                &config.trusted_origins,
+            )),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

@@ -49,6 +49,7 @@ mod api {
     mod security;
     mod session_limits;
     mod setup;
+    mod sso;
     mod stats;
     mod teams;
     mod test_command;

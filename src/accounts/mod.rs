@@ -21,6 +21,7 @@ mod query;
 mod recovery;
 mod settings;
 mod setup;
+mod sso;
 mod teams;
 mod two_factor;
 mod usernames;
@@ -75,6 +76,7 @@ pub use provider::{
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
+pub use sso::{NewSsoProvider, SsoChange, SsoError, SsoProvider, SsoProviders, TokenAuth as SsoTokenAuth};
 pub use teams::{TeamMemberShown, TeamOf, TeamsError};
 pub use two_factor::{Code, CodeFor, Enrolment, TwoFactorError, Verified};
 pub use way_in::{CodeOutcome, CodeUseError, EmailCodeUse, LinkRequest, LinkSignIn, LinkSignInError, WayInError};
@@ -143,6 +145,8 @@ pub struct Accounts {
     pub(crate) usernames: Option<Arc<crate::domain::UsernameRules>>,
     /// The identity provider's authorization codes and users' consents.
     pub(crate) grants: Arc<crate::provider::Grants>,
+    /// Organizations' single sign-on providers.
+    pub(crate) sso: Arc<SsoProviders>,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

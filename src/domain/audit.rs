@@ -102,6 +102,11 @@ pub mod action {
     /// names the `client_id` (and the scopes now held).
     pub const OAUTH_CONSENT_UPDATED: &str = "oauth_consent.updated";
     pub const OAUTH_CONSENT_REVOKED: &str = "oauth_consent.revoked";
+    /// An organization's single sign-on provider registered, changed, removed (the target is the organization, the
+    /// detail names the `providerId` and what changed; never the client secret).
+    pub const SSO_PROVIDER_CREATED: &str = "sso_provider.created";
+    pub const SSO_PROVIDER_UPDATED: &str = "sso_provider.updated";
+    pub const SSO_PROVIDER_DELETED: &str = "sso_provider.deleted";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

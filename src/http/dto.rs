@@ -1265,3 +1265,139 @@ impl<'a> From<&'a crate::accounts::Consent> for OAuthConsent<'a> {
 pub struct OAuthConsentList<'a> {
     pub consents: Vec<OAuthConsent<'a>>,
 }
+
+/// A single sign-on provider as `@better-auth/sso`'s `get-provider`, `providers` and `update-provider` answer it
+/// (its "sanitized" form: the client id's last four characters, never the secret), with the role a first sign-in
+/// gives (`defaultRole`, this service's own field).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoProvider<'a> {
+    pub provider_id: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub issuer: &'a str,
+    pub domain: String,
+    pub organization_id: Option<crate::domain::OrgId>,
+    pub domain_verified: bool,
+    pub oidc_config: SsoOidcView<'a>,
+    pub default_role: &'static str,
+    pub sp_metadata_url: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoOidcView<'a> {
+    pub discovery_endpoint: &'a str,
+    pub client_id_last_four: String,
+    pub pkce: bool,
+    pub authorization_endpoint: &'a str,
+    pub token_endpoint: &'a str,
+    pub user_info_endpoint: Option<&'a str>,
+    pub jwks_endpoint: &'a str,
+    pub scopes: &'a [String],
+    pub token_endpoint_authentication: &'static str,
+}
+
+impl<'a> SsoProvider<'a> {
+    /// `base`: the service's `/api/auth` URL, which the plugin's `spMetadataUrl` starts with.
+    pub fn of(p: &'a crate::accounts::SsoProvider, base: &str) -> Self {
+        let tail: String = p.client_id.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
+        SsoProvider {
+            provider_id: &p.provider_id,
+            kind: "oidc",
+            issuer: &p.issuer,
+            domain: p.domain(),
+            organization_id: p.organization_id,
+            domain_verified: p.domain_verified,
+            oidc_config: SsoOidcView {
+                discovery_endpoint: &p.discovery_endpoint,
+                client_id_last_four: format!("****{tail}"),
+                pkce: true,
+                authorization_endpoint: &p.authorization_endpoint,
+                token_endpoint: &p.token_endpoint,
+                user_info_endpoint: p.userinfo_endpoint.as_deref(),
+                jwks_endpoint: &p.jwks_endpoint,
+                scopes: &p.scopes,
+                token_endpoint_authentication: p.token_auth.name(),
+            },
+            default_role: p.default_role.as_str(),
+            sp_metadata_url: format!(
+                "{base}/sso/saml2/sp/metadata?providerId={}",
+                url::form_urlencoded::byte_serialize(p.provider_id.as_bytes()).collect::<String>()
+            ),
+        }
+    }
+}
+
+/// `sso/providers`.
+#[derive(Serialize)]
+pub struct SsoProviderList<'a> {
+    pub providers: Vec<SsoProvider<'a>>,
+}
+
+/// `sso/register`'s answer: the provider as stored (the plugin's keys), its OpenID configuration without the
+/// client secret (the plugin echoes it; it is never shown again here), and the callback URL to register at the
+/// provider.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoRegistered<'a> {
+    pub id: uuid::Uuid,
+    pub provider_id: &'a str,
+    pub issuer: &'a str,
+    pub domain: String,
+    pub organization_id: Option<crate::domain::OrgId>,
+    pub user_id: UserId,
+    pub oidc_config: SsoOidcConfig<'a>,
+    pub saml_config: Option<()>,
+    #[serde(rename = "redirectURI")]
+    pub redirect_uri: String,
+    pub domain_verified: bool,
+    pub default_role: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoOidcConfig<'a> {
+    pub issuer: &'a str,
+    pub client_id: &'a str,
+    pub authorization_endpoint: &'a str,
+    pub token_endpoint: &'a str,
+    pub token_endpoint_authentication: &'static str,
+    pub jwks_endpoint: &'a str,
+    pub pkce: bool,
+    pub discovery_endpoint: &'a str,
+    pub scopes: &'a [String],
+    pub user_info_endpoint: Option<&'a str>,
+    pub override_user_info: bool,
+}
+
+impl<'a> SsoRegistered<'a> {
+    /// `base`: the service's `/api/auth` URL.
+    pub fn of(p: &'a crate::accounts::SsoProvider, base: &str) -> Self {
+        SsoRegistered {
+            id: p.id,
+            provider_id: &p.provider_id,
+            issuer: &p.issuer,
+            domain: p.domain(),
+            organization_id: p.organization_id,
+            user_id: p.user_id,
+            oidc_config: SsoOidcConfig {
+                issuer: &p.issuer,
+                client_id: &p.client_id,
+                authorization_endpoint: &p.authorization_endpoint,
+                token_endpoint: &p.token_endpoint,
+                token_endpoint_authentication: p.token_auth.name(),
+                jwks_endpoint: &p.jwks_endpoint,
+                pkce: true,
+                discovery_endpoint: &p.discovery_endpoint,
+                scopes: &p.scopes,
+                user_info_endpoint: p.userinfo_endpoint.as_deref(),
+                override_user_info: false,
+            },
+            saml_config: None,
+            redirect_uri: format!("{base}/sso/callback/{}", p.provider_id),
+            domain_verified: p.domain_verified,
+            default_role: p.default_role.as_str(),
+        }
+    }
+}

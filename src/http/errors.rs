@@ -454,3 +454,30 @@ impl From<OrgError> for Failure {
         Self::new(status, code, e.to_string())
     }
 }
+
+impl From<crate::accounts::SsoError> for Failure {
+    fn from(e: crate::accounts::SsoError) -> Self {
+        use crate::accounts::SsoError as E;
+        use StatusCode as S;
+        let (status, code) = match &e {
+            E::OrgNotFound => (S::BAD_REQUEST, "ORGANIZATION_NOT_FOUND"),
+            E::NotMember => (S::BAD_REQUEST, "YOU_ARE_NOT_A_MEMBER_OF_THE_ORGANIZATION"),
+            E::NotOrgAdmin => (S::FORBIDDEN, "YOU_MUST_BE_AN_ORGANIZATION_OWNER_OR_ADMIN_TO_REGISTER_SSO_PROVIDERS"),
+            E::NotFound => (S::NOT_FOUND, "PROVIDER_NOT_FOUND"),
+            E::NoAccess => (S::FORBIDDEN, "YOU_DONT_HAVE_ACCESS_TO_THIS_PROVIDER"),
+            E::Reserved => {
+                (S::UNPROCESSABLE_ENTITY, "THIS_PROVIDERID_IS_RESERVED_AND_CANNOT_BE_USED_FOR_AN_SSO_PROVIDER")
+            }
+            E::Exists => (S::UNPROCESSABLE_ENTITY, "SSO_PROVIDER_WITH_THIS_PROVIDERID_ALREADY_EXISTS"),
+            E::Invalid(_) => (S::BAD_REQUEST, "VALIDATION_ERROR"),
+            // The plugin's discovery codes are lower case (its `DiscoveryError`); clients match them as they are.
+            E::UntrustedOrigin(_) => (S::BAD_REQUEST, "discovery_untrusted_origin"),
+            E::NotADiscoveryDocument(_) => (S::BAD_REQUEST, "discovery_invalid_json"),
+            E::IssuerMismatch(_) => (S::BAD_REQUEST, "issuer_mismatch"),
+            // The provider did not answer: nothing the caller sent was malformed.
+            E::Discovery(_) => (S::BAD_GATEWAY, "discovery_unexpected_error"),
+            E::Store(_) => return Self::unavailable(),
+        };
+        Self::new(status, code, e.to_string())
+    }
+}

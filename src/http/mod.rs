@@ -53,6 +53,7 @@ pub mod response;
 mod router;
 mod routes;
 mod setup;
+mod sso;
 mod state;
 mod two_factor;
 mod user_admin;

@@ -17,7 +17,7 @@ use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, api_keys, audit_export, auth, consents, console, cors, export, extract,
     oauth, ops, org_plugin, org_teams, organizations, overview, pages, passkeys, provider, recovery, request_id, setup,
-    two_factor, user_admin, way_in, webhooks,
+    sso, two_factor, user_admin, way_in, webhooks,
 };
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
@@ -214,6 +214,11 @@ async fn handle(
         Endpoint::DeleteOwnPasskey => passkeys::delete(state, ctx, req).await,
         Endpoint::UserPasskeys => passkeys::of_user(state, ctx, req).await,
         Endpoint::ApiKeyCreate => api_keys::create(state, ctx, req).await,
+        Endpoint::SsoRegister => sso::register(state, ctx, req).await,
+        Endpoint::SsoProviders => sso::providers(state, ctx, req).await,
+        Endpoint::SsoGetProvider => sso::get_provider(state, ctx, req).await,
+        Endpoint::SsoUpdateProvider => sso::update_provider(state, ctx, req).await,
+        Endpoint::SsoDeleteProvider => sso::delete_provider(state, ctx, req).await,
         Endpoint::ApiKeyGet => api_keys::get(state, ctx, req).await,
         Endpoint::ApiKeyList => api_keys::list(state, ctx, req).await,
         Endpoint::ApiKeyUpdate => api_keys::update(state, ctx, req).await,

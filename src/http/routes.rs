@@ -76,6 +76,12 @@ routes! {
     "/api/auth/api-key/delete" => { POST => ApiKeyDelete },
     "/api/auth/api-key/verify" => { POST => ApiKeyVerify },
     "/api/auth/api-key/delete-all-expired-api-keys" => { POST => ApiKeyDeleteExpired },
+    // sso: @better-auth/sso's calls (an organization's single sign-on providers, OpenID Connect)
+    "/api/auth/sso/register" => { POST => SsoRegister },
+    "/api/auth/sso/providers" => { GET => SsoProviders },
+    "/api/auth/sso/get-provider" => { GET => SsoGetProvider },
+    "/api/auth/sso/update-provider" => { POST => SsoUpdateProvider },
+    "/api/auth/sso/delete-provider" => { POST => SsoDeleteProvider },
     // oauth: sign-in through another identity provider, and the identities linked to an account
     "/api/auth/sign-in/social" => { POST => SignInSocial },
     "/api/auth/sign-in/oauth2" => { POST => SignInOAuth2 },

@@ -80,6 +80,31 @@ impl Tokens {
     }
 }
 
+/// What a discovery document names (see [`OAuth::discover`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    pub authorization_endpoint: String,
+    /// Empty when the document names none (a provider of the implicit flow only, which cannot serve here).
+    pub token_endpoint: String,
+    pub jwks_uri: String,
+    pub userinfo_endpoint: Option<String>,
+    pub token_endpoint_auth_methods: Vec<String>,
+}
+
+/// Why [`OAuth::discover`] found no usable discovery document.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryFailure {
+    /// No answer, or not a success.
+    #[error("{0}")]
+    Unreachable(String),
+    /// An answer that is not an OpenID Provider's discovery document.
+    #[error("{0}")]
+    NotADocument(String),
+    /// A document that names another issuer (OpenID Connect Discovery §4.3).
+    #[error("{0}")]
+    IssuerMismatch(String),
+}
+
 /// Where to send the browser, and what the callback needs to finish (kept in the store, not the browser).
 pub struct Authorization {
     pub url: String,
@@ -392,20 +417,48 @@ impl OAuth {
         provider
             .metadata
             .get(refetch, || async {
-                let url = format!("{issuer}/.well-known/openid-configuration");
-                let (body, fresh) = self.fetch(&url).await?;
-                let metadata: CoreProviderMetadata =
-                    serde_json::from_slice(&body).map_err(|e| OAuthError::Discovery(format!("{url}: {e}")))?;
-                let expected = IssuerUrl::new(issuer.clone()).map_err(|e| OAuthError::Discovery(e.to_string()))?;
-                if metadata.issuer() != &expected {
-                    return Err(OAuthError::Discovery(format!(
-                        "{url} names the issuer {:?}, not {issuer:?}",
-                        metadata.issuer().as_str()
-                    )));
-                }
-                Ok((metadata, fresh))
+                self.read_metadata(&issuer).await.map_err(|e| OAuthError::Discovery(e.to_string()))
             })
             .await
+    }
+
+    /// `issuer`'s discovery document, read now (no cache), its `issuer` checked: for a provider registered while
+    /// the server runs (an organization's single sign-on), whose endpoints are shown to its administrators. The
+    /// failures are told apart, as `@better-auth/sso` does: what the caller got wrong (a document that is not one,
+    /// another issuer) is theirs to fix; a provider that does not answer is not.
+    pub async fn discover(&self, issuer: &str) -> Result<Discovered, DiscoveryFailure> {
+        let (metadata, _) = self.read_metadata(issuer).await?;
+        let methods = metadata
+            .token_endpoint_auth_methods_supported()
+            .map(|m| m.iter().map(|m| m.as_ref().to_owned()).collect())
+            .unwrap_or_default();
+        Ok(Discovered {
+            authorization_endpoint: metadata.authorization_endpoint().url().to_string(),
+            token_endpoint: metadata.token_endpoint().map(|u| u.url().to_string()).unwrap_or_default(),
+            jwks_uri: metadata.jwks_uri().url().to_string(),
+            userinfo_endpoint: metadata.userinfo_endpoint().map(|u| u.url().to_string()),
+            token_endpoint_auth_methods: methods,
+        })
+    }
+
+    async fn read_metadata(&self, issuer: &str) -> Result<(CoreProviderMetadata, Duration), DiscoveryFailure> {
+        // One trailing slash of the issuer is not doubled (`https://tenant.example/` serves
+        // `https://tenant.example/.well-known/…`); the document must still name the issuer exactly.
+        let url = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
+        let (body, fresh) = self.fetch(&url).await.map_err(|e| match e {
+            OAuthError::Discovery(why) => DiscoveryFailure::Unreachable(why),
+            other => DiscoveryFailure::Unreachable(other.to_string()),
+        })?;
+        let metadata: CoreProviderMetadata =
+            serde_json::from_slice(&body).map_err(|e| DiscoveryFailure::NotADocument(format!("{url}: {e}")))?;
+        let expected = IssuerUrl::new(issuer.to_owned()).map_err(|e| DiscoveryFailure::NotADocument(e.to_string()))?;
+        if metadata.issuer() != &expected {
+            return Err(DiscoveryFailure::IssuerMismatch(format!(
+                "{url} names the issuer {:?}, not {issuer:?}",
+                metadata.issuer().as_str()
+            )));
+        }
+        Ok((metadata, fresh))
     }
 
     async fn keys(

@@ -62,6 +62,8 @@ pub fn migrate(config: &Config, direction: Direction, url: &str, pool_size: usiz
     // The identity provider's signing keys move sealed as they are: the nodes of the target read the same key file.
     ops.extend(from.signing_keys()?.into_iter().map(StoreOp::PutSigningKey));
     ops.extend(from.oauth_clients()?.into_iter().map(StoreOp::PutOAuthClient));
+    // Single sign-on providers move with their secrets sealed as they are (the target reads the same key file).
+    ops.extend(from.sso_providers()?.into_iter().map(StoreOp::PutSsoProvider));
     let mut before = None;
     loop {
         let page = from.audit_page(before, AUDIT_PAGE)?;

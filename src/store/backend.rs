@@ -298,6 +298,22 @@ impl Store {
         }
     }
 
+    /// Every single sign-on provider. Blocking.
+    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.sso_providers(),
+            Backend::Postgres(s) => s.sso_providers(),
+        }
+    }
+
+    /// The single sign-on provider `provider_id`, if registered. Blocking.
+    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.sso_provider(provider_id),
+            Backend::Postgres(s) => s.sso_provider(provider_id),
+        }
+    }
+
     /// The client `client_id`, if registered. Blocking.
     pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
         match &self.backend {

@@ -56,6 +56,8 @@ const PASSKEY_CHALLENGES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::ne
 const SIGNING_KEYS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("signing_keys");
 /// The identity provider's clients, by `client_id`.
 const OAUTH_CLIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("oauth_clients");
+/// Organizations' single sign-on providers, by `providerId`.
+const SSO_PROVIDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("sso_providers");
 /// The identity provider's authorization codes waiting to be redeemed, by the SHA-256 of the code.
 const OAUTH_CODES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_codes");
 /// Users' consents to clients, by the user's id ‖ the `client_id` ([`OAuthConsentRecordV1::key`]).
@@ -383,6 +385,7 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(OAUTH_CODES).map_err(io)?;
     tx.open_table(OAUTH_CONSENTS).map_err(io)?;
     tx.open_table(OAUTH_GRANTS).map_err(io)?;
+    tx.open_table(SSO_PROVIDERS).map_err(io)?;
     Ok(())
 }
 
@@ -567,6 +570,25 @@ impl EmbeddedStore {
             let table = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
             let entries = table.iter().map_err(io)?;
             entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// Every single sign-on provider, by `providerId`.
+    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SSO_PROVIDERS).map_err(io)?;
+            let entries = table.iter().map_err(io)?;
+            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SSO_PROVIDERS).map_err(io)?;
+            let found = table.get(provider_id).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
         })
     }
 
@@ -836,6 +858,7 @@ impl EmbeddedStore {
             tx.delete_table(OAUTH_CODES).map_err(io)?;
             tx.delete_table(OAUTH_CONSENTS).map_err(io)?;
             tx.delete_table(OAUTH_GRANTS).map_err(io)?;
+            tx.delete_table(SSO_PROVIDERS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -964,6 +987,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut codes = tx.open_table(OAUTH_CODES).map_err(io)?;
         let mut consents = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
         let mut grants = tx.open_table(OAUTH_GRANTS).map_err(io)?;
+        let mut sso = tx.open_table(SSO_PROVIDERS).map_err(io)?;
         for &op in ops {
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
@@ -1118,6 +1142,12 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 }
                 StoreOp::DeleteOAuthClient(client_id) => {
                     clients.remove(client_id.as_str()).map_err(io)?;
+                }
+                StoreOp::PutSsoProvider(r) => {
+                    sso.insert(r.provider_id.as_str(), codec::encode(r).as_slice()).map_err(io)?;
+                }
+                StoreOp::DeleteSsoProvider(provider_id) => {
+                    sso.remove(provider_id.as_str()).map_err(io)?;
                 }
                 StoreOp::PutOAuthCode(hash, r) => put(&mut codes, *hash, r)?,
                 // One node: one redemption at a time holds a code (its claim in src/provider/grants.rs), so the
@@ -1388,6 +1418,13 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         if let Ok(clients) = source.open_table(OAUTH_CLIENTS) {
             let mut out = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
             for entry in clients.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(providers) = source.open_table(SSO_PROVIDERS) {
+            let mut out = tx.open_table(SSO_PROVIDERS).map_err(io)?;
+            for entry in providers.iter().map_err(io)? {
                 let (key, value) = entry.map_err(io)?;
                 out.insert(key.value(), value.value()).map_err(io)?;
             }

@@ -70,6 +70,11 @@ pub const EVENTS: &[(&str, Source)] = &[
     // A user's consent to a client withdrawn (by the user or an administrator): the user's account, the actor, and
     // the detail naming the `client_id`. The application may end what it holds for the user.
     ("oauth_consent.revoked", Source::Audit(&[action::OAUTH_CONSENT_REVOKED])),
+    // An organization's single sign-on providers: the organization's id, the actor, and the detail naming the
+    // provider and what changed. Never its client secret.
+    ("organization.sso_provider_created", Source::Audit(&[action::SSO_PROVIDER_CREATED])),
+    ("organization.sso_provider_updated", Source::Audit(&[action::SSO_PROVIDER_UPDATED])),
+    ("organization.sso_provider_deleted", Source::Audit(&[action::SSO_PROVIDER_DELETED])),
 ];
 
 /// Whether `name` is an event type.

@@ -28,6 +28,7 @@ pub mod passkey_records;
 pub(crate) mod postgres;
 pub mod provider_records;
 pub mod records;
+pub mod sso_records;
 mod worker;
 mod writer;
 
@@ -51,6 +52,7 @@ pub use records::{
     UserRecordV1, UserRecordV2,
 };
 pub use records::{TeamMemberRecordV1, TeamRecordV1};
+pub use sso_records::SsoProviderRecordV1;
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{CommitMetrics, OnCommit, StoreWriter, WriterDone};
@@ -248,6 +250,10 @@ pub enum StoreOp {
         user: [u8; 16],
         client_id: String,
     },
+    /// An organization's single sign-on provider registered or changed.
+    PutSsoProvider(SsoProviderRecordV1),
+    /// A single sign-on provider removed, by `providerId`.
+    DeleteSsoProvider(String),
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -401,6 +407,9 @@ impl StoreOp {
             // Grants are held in every node's memory: introspection answers from it (src/provider/grants.rs).
             StoreOp::PutOAuthGrant(r) | StoreOp::RotateOAuthGrant { grant: r, .. } => Held::PutOAuthGrant(r),
             StoreOp::DeleteOAuthGrant(id) => Held::DeleteOAuthGrant(*id),
+            // Single sign-on providers are read from the store where they are needed, as the identity provider's
+            // clients are, so that a provider changed or removed on one node is used so on every node at once.
+            StoreOp::PutSsoProvider(_) | StoreOp::DeleteSsoProvider(_) => return None,
         })
     }
 }

@@ -602,6 +602,17 @@ impl PgStore {
         rows.iter().map(|r| codec::decode(r.get(0))).collect()
     }
 
+    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecordV1>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record FROM sso_providers ORDER BY provider_id", &[]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
+    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecordV1>, StoreError> {
+        let row =
+            self.pooled(|c| c.query_opt("SELECT record FROM sso_providers WHERE provider_id = $1", &[&provider_id]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
     pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
         let row =
             self.pooled(|c| c.query_opt("SELECT record FROM oauth_clients WHERE client_id = $1", &[&client_id]))?;
@@ -736,7 +747,7 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
-                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents, oauth_grants",
+                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents, oauth_grants, sso_providers",
             )
         })
     }
@@ -1316,6 +1327,14 @@ fn apply(
             ),
             StoreOp::DeleteOAuthClient(client_id) => {
                 tx.execute("DELETE FROM oauth_clients WHERE client_id = $1", &[client_id])
+            }
+            StoreOp::PutSsoProvider(r) => tx.execute(
+                "INSERT INTO sso_providers (provider_id, record) VALUES ($1, $2) \
+                 ON CONFLICT (provider_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.provider_id, &codec::encode(r)],
+            ),
+            StoreOp::DeleteSsoProvider(provider_id) => {
+                tx.execute("DELETE FROM sso_providers WHERE provider_id = $1", &[provider_id])
             }
             StoreOp::PutOAuthCode(hash, r) => tx.execute(
                 "INSERT INTO oauth_codes (hash, expires_at_ms, record) VALUES ($1, $2, $3)",

@@ -32,15 +32,15 @@ fn node_helper() -> &'static Path {
 }
 
 /// A running oidc-provider: its issuer, and its stdin (closing it ends the provider).
-struct Idp {
-    issuer: String,
+pub(super) struct Idp {
+    pub(super) issuer: String,
     child: Child,
     stdin: Option<ChildStdin>,
     lines: BufReader<std::process::ChildStdout>,
 }
 
 impl Idp {
-    fn start() -> Self {
+    pub(super) fn start() -> Self {
         let dir = node_helper();
         let mut child = Command::new("node")
             .arg(dir.join("provider.mjs"))
@@ -59,7 +59,7 @@ impl Idp {
     }
 
     /// Registers the clients (and the provider's misbehaviour, if any) once the service's address is known.
-    fn configure(&mut self, options: Value) {
+    pub(super) fn configure(&mut self, options: Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{options}").unwrap();
         stdin.flush().unwrap();

@@ -1,0 +1,583 @@
+//! Single sign-on per organization (`@better-auth/sso`, OpenID Connect): the providers an organization's owners
+//! and admins (or a service administrator) register, on the plugin's wire.
+//!
+//! Providers are read from the store where they are needed, as the identity provider's clients are: a provider
+//! changed or removed on one node is used so on every node at once, with no change log entry to wait for. The
+//! client secret is sealed with the data directory's key and never shown again, not even in the register answer
+//! (the plugin echoes it). Discovery is read with the sign-in machinery of `[[oauth.providers]]`
+//! ([`crate::oauth::OAuth::discover`]), and only from trusted origins (the plugin's rule): registering a provider
+//! makes the server fetch its URLs, so an organization's admin must not be able to point it at any host.
+
+use std::sync::Arc;
+
+use super::{Accounts, Current};
+use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId, Timestamp, UserId, action};
+use crate::oauth::DiscoveryFailure;
+use crate::store::{SsoProviderRecordV1, Store, StoreError, StoreOp, StoreWriter, audit};
+
+/// The plugin's reserved `providerId`s (better-auth's own account providers), refused as an SSO provider's; the
+/// configured `[[oauth.providers]]` ids are refused too.
+const RESERVED: &[&str] = &["credential", "email-otp", "magic-link", "phone-number", "anonymous", "siwe"];
+const MAX_SCOPES: usize = 20;
+const MAX_SCOPE: usize = 64;
+const MAX_DOMAINS: usize = 20;
+const MAX_URL: usize = 2048;
+const MAX_CLIENT_ID: usize = 256;
+const MAX_SECRET: usize = 1024;
+
+/// How the server authenticates at the provider's token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenAuth {
+    ClientSecretBasic,
+    ClientSecretPost,
+}
+
+impl TokenAuth {
+    pub const fn name(self) -> &'static str {
+        match self {
+            TokenAuth::ClientSecretBasic => "client_secret_basic",
+            TokenAuth::ClientSecretPost => "client_secret_post",
+        }
+    }
+
+    const fn code(self) -> u8 {
+        match self {
+            TokenAuth::ClientSecretBasic => 1,
+            TokenAuth::ClientSecretPost => 2,
+        }
+    }
+
+    fn from_code(code: u8) -> Self {
+        if code == 2 { TokenAuth::ClientSecretPost } else { TokenAuth::ClientSecretBasic }
+    }
+}
+
+/// A provider as its administrators see it (never its secret); its wire shape is `http::dto::SsoProvider`.
+#[derive(Debug, Clone)]
+pub struct SsoProvider {
+    pub id: uuid::Uuid,
+    pub provider_id: String,
+    pub organization_id: Option<OrgId>,
+    pub user_id: UserId,
+    pub issuer: String,
+    pub domains: Vec<String>,
+    pub domain_verified: bool,
+    pub client_id: String,
+    pub token_auth: TokenAuth,
+    pub discovery_endpoint: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub jwks_endpoint: String,
+    pub userinfo_endpoint: Option<String>,
+    pub scopes: Vec<String>,
+    pub default_role: OrgRole,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl SsoProvider {
+    /// The plugin's `domain`: the domains joined by commas.
+    pub fn domain(&self) -> String {
+        self.domains.join(",")
+    }
+}
+
+/// What `POST /sso/register` gives (OpenID Connect).
+#[derive(Debug, Clone)]
+pub struct NewSsoProvider {
+    pub provider_id: SsoProviderId,
+    pub issuer: String,
+    pub domains: Vec<EmailDomain>,
+    pub organization: OrgId,
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub token_auth: Option<TokenAuth>,
+    pub scopes: Option<Vec<String>>,
+    /// Default: `member`.
+    pub default_role: Option<OrgRole>,
+}
+
+/// What `POST /sso/update-provider` changes (`None`: kept).
+#[derive(Debug, Clone, Default)]
+pub struct SsoChange {
+    pub issuer: Option<String>,
+    pub domains: Option<Vec<EmailDomain>>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub token_auth: Option<TokenAuth>,
+    pub scopes: Option<Vec<String>>,
+    pub default_role: Option<OrgRole>,
+}
+
+impl SsoChange {
+    pub fn is_empty(&self) -> bool {
+        self.issuer.is_none()
+            && self.domains.is_none()
+            && self.client_id.is_none()
+            && self.client_secret.is_none()
+            && self.token_auth.is_none()
+            && self.scopes.is_none()
+            && self.default_role.is_none()
+    }
+}
+
+/// Why a provider call was refused; the messages are the plugin's where it has one.
+#[derive(Debug, thiserror::Error)]
+pub enum SsoError {
+    #[error("Organization not found")]
+    OrgNotFound,
+    #[error("You are not a member of the organization")]
+    NotMember,
+    #[error("You must be an organization owner or admin to register SSO providers")]
+    NotOrgAdmin,
+    #[error("Provider not found")]
+    NotFound,
+    #[error("You don't have access to this provider")]
+    NoAccess,
+    #[error("This providerId is reserved and cannot be used for an SSO provider")]
+    Reserved,
+    #[error("SSO provider with this providerId already exists")]
+    Exists,
+    /// A field breaks a rule; the message names it.
+    #[error("{0}")]
+    Invalid(String),
+    /// The issuer or a discovered endpoint is not on a trusted origin (`trusted_origins`, or `base_url`'s).
+    #[error("{0} is not on a trusted origin")]
+    UntrustedOrigin(String),
+    /// The discovery document could not be read (the provider did not answer, or not with a success).
+    #[error("OIDC discovery failed: {0}")]
+    Discovery(String),
+    /// What the issuer's discovery URL answered is not a discovery document, or lacks what sign-in needs.
+    #[error("OIDC discovery returned invalid data: {0}")]
+    NotADiscoveryDocument(String),
+    /// The discovery document names another issuer.
+    #[error("OIDC issuer mismatch: {0}")]
+    IssuerMismatch(String),
+    #[error("the store is unavailable: {0}")]
+    Store(String),
+}
+
+impl From<StoreError> for SsoError {
+    fn from(e: StoreError) -> Self {
+        SsoError::Store(e.to_string())
+    }
+}
+
+/// The providers' store and the origins their URLs may be on. Built by [`crate::runtime::Core`].
+pub struct SsoProviders {
+    store: Arc<Store>,
+    writer: StoreWriter,
+    /// `trusted_origins` and `base_url`'s origin, as `scheme://host[:port]`.
+    trusted: Vec<String>,
+}
+
+impl SsoProviders {
+    pub fn new(store: Arc<Store>, writer: StoreWriter, base_url: Option<&str>, trusted: &[String]) -> Self {
+        let mut trusted: Vec<String> = trusted.iter().filter_map(|o| origin_of(o)).collect();
+        trusted.extend(base_url.and_then(origin_of));
+        Self { store, writer, trusted }
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, SsoError> {
+        let store = Arc::clone(&self.store);
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| SsoError::Store(e.to_string()))?
+            .map_err(Into::into)
+    }
+
+    async fn find(&self, provider_id: &str) -> Result<Option<SsoProviderRecordV1>, SsoError> {
+        let provider_id = provider_id.to_owned();
+        self.read(move |s| s.sso_provider(&provider_id)).await
+    }
+
+    async fn all(&self) -> Result<Vec<SsoProviderRecordV1>, SsoError> {
+        self.read(|s| s.sso_providers()).await
+    }
+
+    async fn write(&self, ops: Vec<StoreOp>) -> Result<(), SsoError> {
+        self.writer.write(ops).await.map_err(|e| SsoError::Store(e.to_string()))
+    }
+
+    fn check_trusted(&self, url: &str) -> Result<(), SsoError> {
+        match origin_of(url) {
+            Some(origin) if self.trusted.contains(&origin) => Ok(()),
+            _ => Err(SsoError::UntrustedOrigin(url.to_owned())),
+        }
+    }
+}
+
+impl Accounts {
+    /// `sso/register`: an OpenID Connect provider for an organization, by one of its owners or admins (or a service
+    /// administrator). Its discovery document is read now (from a trusted origin only) and must name the issuer
+    /// given. Audited in the same commit (`organization.sso_provider_created`).
+    pub async fn register_sso_provider(
+        &self,
+        current: &Current,
+        new: NewSsoProvider,
+        ip: &str,
+    ) -> Result<SsoProvider, SsoError> {
+        let org = new.organization;
+        if self.indexes.orgs.get(org).is_none() {
+            return Err(if current.administrator().is_some() { SsoError::OrgNotFound } else { SsoError::NotMember });
+        }
+        let me = self.acting_membership(current, org).ok_or(SsoError::NotMember)?;
+        if !is_org_admin(me.roles) {
+            return Err(SsoError::NotOrgAdmin);
+        }
+        let id = new.provider_id.as_str();
+        if RESERVED.contains(&id) || self.flows.oauth.provider(id).is_some() {
+            return Err(SsoError::Reserved);
+        }
+        if self.sso.find(id).await?.is_some() {
+            return Err(SsoError::Exists);
+        }
+        let issuer = check_issuer(&new.issuer)?;
+        let client_id = check_client_id(&new.client_id)?;
+        let secret = match new.client_secret.as_deref() {
+            Some(s) if !s.is_empty() => check_secret(s)?,
+            _ => {
+                return Err(SsoError::Invalid(
+                    "clientSecret is required when using client_secret_basic or client_secret_post authentication"
+                        .into(),
+                ));
+            }
+        };
+        let scopes = check_scopes(new.scopes.unwrap_or_default())?;
+        let domains = check_domains(new.domains)?;
+        let default_role = check_default_role(new.default_role)?;
+        let discovered = self.discover_sso(&issuer).await?;
+        let token_auth = new.token_auth.unwrap_or_else(|| preferred_auth(&discovered.token_endpoint_auth_methods));
+        let now = Timestamp::now();
+        let record_id = uuid::Uuid::now_v7().into_bytes();
+        let record = SsoProviderRecordV1 {
+            id: record_id,
+            provider_id: id.to_owned(),
+            organization_id: Some(org.to_bytes()),
+            user_id: current.user.id.to_bytes(),
+            discovery_endpoint: discovery_url(&issuer),
+            issuer,
+            domains: domains.iter().map(|d| d.as_str().to_owned()).collect(),
+            domain_verified: false,
+            verification: None,
+            client_id,
+            sealed_secret: self.data_key.seal(secret.as_bytes(), &secret_context(&record_id)),
+            token_auth: token_auth.code(),
+            authorization_endpoint: discovered.authorization_endpoint,
+            token_endpoint: discovered.token_endpoint,
+            jwks_endpoint: discovered.jwks_uri,
+            userinfo_endpoint: discovered.userinfo_endpoint,
+            scopes,
+            default_role: default_role.as_str().to_owned(),
+            created_at_ms: now.as_millis(),
+            updated_at_ms: now.as_millis(),
+        };
+        let detail = format!(
+            "{}: issuer {}; domain {}; client_id {}; default role {}",
+            record.provider_id,
+            record.issuer,
+            record.domains.join(","),
+            record.client_id,
+            record.default_role
+        );
+        let logged = audit::entry(action::SSO_PROVIDER_CREATED, Some(current.actor()), Some(org.into()), ip, detail);
+        self.sso.write(vec![StoreOp::PutSsoProvider(record.clone()), logged]).await?;
+        Ok(view(&record))
+    }
+
+    /// `sso/providers`: those of the organizations where the caller is an owner or admin (every one, for a
+    /// service administrator), oldest first.
+    pub async fn sso_providers(&self, current: &Current) -> Result<Vec<SsoProvider>, SsoError> {
+        let mut all = self.sso.all().await?;
+        all.retain(|r| self.may_manage(current, r));
+        all.sort_by(|a, b| a.created_at_ms.cmp(&b.created_at_ms).then(a.id.cmp(&b.id)));
+        Ok(all.iter().map(view).collect())
+    }
+
+    /// `sso/get-provider`.
+    pub async fn sso_provider(&self, current: &Current, provider_id: &str) -> Result<SsoProvider, SsoError> {
+        Ok(view(&self.managed_sso_provider(current, provider_id).await?))
+    }
+
+    /// `sso/update-provider`: a partial change. A new issuer is discovered again; new domains are unverified
+    /// again (the plugin's rule). Audited (`organization.sso_provider_updated`), never naming the secret.
+    pub async fn update_sso_provider(
+        &self,
+        current: &Current,
+        provider_id: &str,
+        change: SsoChange,
+        ip: &str,
+    ) -> Result<SsoProvider, SsoError> {
+        let mut record = self.managed_sso_provider(current, provider_id).await?;
+        let mut changed = Vec::new();
+        if let Some(issuer) = change.issuer {
+            let issuer = check_issuer(&issuer)?;
+            if issuer != record.issuer {
+                let discovered = self.discover_sso(&issuer).await?;
+                record.discovery_endpoint = discovery_url(&issuer);
+                record.authorization_endpoint = discovered.authorization_endpoint;
+                record.token_endpoint = discovered.token_endpoint;
+                record.jwks_endpoint = discovered.jwks_uri;
+                record.userinfo_endpoint = discovered.userinfo_endpoint;
+                record.issuer = issuer;
+                changed.push(format!("issuer {}", record.issuer));
+            }
+        }
+        if let Some(domains) = change.domains {
+            let domains: Vec<String> = check_domains(domains)?.iter().map(|d| d.as_str().to_owned()).collect();
+            if domains != record.domains {
+                record.domains = domains;
+                record.domain_verified = false;
+                record.verification = None;
+                changed.push(format!("domain {} (not verified)", record.domains.join(",")));
+            }
+        }
+        if let Some(client_id) = change.client_id {
+            record.client_id = check_client_id(&client_id)?;
+            changed.push(format!("client_id {}", record.client_id));
+        }
+        if let Some(secret) = change.client_secret {
+            let secret = check_secret(&secret)?;
+            record.sealed_secret = self.data_key.seal(secret.as_bytes(), &secret_context(&record.id));
+            changed.push("a new client secret".to_owned());
+        }
+        if let Some(auth) = change.token_auth {
+            record.token_auth = auth.code();
+            changed.push(format!("tokenEndpointAuthentication {}", auth.name()));
+        }
+        if let Some(scopes) = change.scopes {
+            record.scopes = check_scopes(scopes)?;
+            changed.push(format!("scopes [{}]", record.scopes.join(" ")));
+        }
+        if let Some(role) = change.default_role {
+            record.default_role = check_default_role(Some(role))?.as_str().to_owned();
+            changed.push(format!("default role {}", record.default_role));
+        }
+        record.updated_at_ms = Timestamp::now().as_millis();
+        let mut ops = vec![StoreOp::PutSsoProvider(record.clone())];
+        if !changed.is_empty() {
+            let detail = format!("{}: {}", record.provider_id, changed.join("; "));
+            let org = record.organization_id.map(uuid::Uuid::from_bytes);
+            ops.push(audit::entry(action::SSO_PROVIDER_UPDATED, Some(current.actor()), org, ip, detail));
+        }
+        self.sso.write(ops).await?;
+        Ok(view(&record))
+    }
+
+    /// `sso/delete-provider`. Audited (`organization.sso_provider_deleted`).
+    pub async fn delete_sso_provider(&self, current: &Current, provider_id: &str, ip: &str) -> Result<(), SsoError> {
+        let record = self.managed_sso_provider(current, provider_id).await?;
+        let detail = format!("{}: issuer {}", record.provider_id, record.issuer);
+        let org = record.organization_id.map(uuid::Uuid::from_bytes);
+        let logged = audit::entry(action::SSO_PROVIDER_DELETED, Some(current.actor()), org, ip, detail);
+        self.sso.write(vec![StoreOp::DeleteSsoProvider(record.provider_id), logged]).await
+    }
+
+    /// The provider, once the caller may manage it: 404 when there is none, and when the caller is not a member
+    /// of its organization (whose providers are none of their business: the answer does not tell them the id is
+    /// taken); 403 for a member who is not an owner or admin (the plugin's answer).
+    async fn managed_sso_provider(
+        &self,
+        current: &Current,
+        provider_id: &str,
+    ) -> Result<SsoProviderRecordV1, SsoError> {
+        let record = self.sso.find(provider_id).await?.ok_or(SsoError::NotFound)?;
+        if self.may_manage(current, &record) {
+            return Ok(record);
+        }
+        let member = record
+            .organization_id
+            .map(OrgId::from_bytes)
+            .is_some_and(|org| self.indexes.members.get(org, current.user.id).is_some());
+        Err(if member { SsoError::NoAccess } else { SsoError::NotFound })
+    }
+
+    fn may_manage(&self, current: &Current, record: &SsoProviderRecordV1) -> bool {
+        if current.administrator().is_some() {
+            return true;
+        }
+        let Some(org) = record.organization_id.map(OrgId::from_bytes) else { return false };
+        self.indexes.members.get(org, current.user.id).is_some_and(|m| is_org_admin(m.roles))
+    }
+
+    async fn discover_sso(&self, issuer: &str) -> Result<crate::oauth::Discovered, SsoError> {
+        self.sso.check_trusted(&discovery_url(issuer))?;
+        let discovered = self.flows.oauth.discover(issuer).await.map_err(|e| match e {
+            DiscoveryFailure::Unreachable(why) => SsoError::Discovery(why),
+            DiscoveryFailure::NotADocument(why) => SsoError::NotADiscoveryDocument(why),
+            DiscoveryFailure::IssuerMismatch(why) => SsoError::IssuerMismatch(why),
+        })?;
+        if discovered.token_endpoint.is_empty() {
+            return Err(SsoError::NotADiscoveryDocument("the discovery document names no token_endpoint".into()));
+        }
+        // The server will send the secret and codes to these, and read keys and claims from them.
+        for url in [&discovered.authorization_endpoint, &discovered.token_endpoint, &discovered.jwks_uri] {
+            self.sso.check_trusted(url)?;
+        }
+        if let Some(url) = &discovered.userinfo_endpoint {
+            self.sso.check_trusted(url)?;
+        }
+        Ok(discovered)
+    }
+}
+
+fn is_org_admin(roles: crate::domain::MemberRoles) -> bool {
+    roles.has(OrgRole::Owner) || roles.has(OrgRole::Admin)
+}
+
+/// What the client secret is sealed to: the provider's record, so a sealed value moved to another one does not open.
+fn secret_context(record_id: &[u8; 16]) -> Vec<u8> {
+    let mut context = b"sso-client-secret\0".to_vec();
+    context.extend_from_slice(record_id);
+    context
+}
+
+fn discovery_url(issuer: &str) -> String {
+    format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'))
+}
+
+/// `scheme://host[:port]` of an http(s) URL, lower-cased, the default port left out.
+fn origin_of(url: &str) -> Option<String> {
+    let url = url::Url::parse(url).ok()?;
+    matches!(url.scheme(), "http" | "https").then(|| url.origin().ascii_serialization())
+}
+
+/// The token endpoint authentication the provider supports, preferring Basic (the plugin's order).
+fn preferred_auth(supported: &[String]) -> TokenAuth {
+    if supported.is_empty() || supported.iter().any(|m| m == "client_secret_basic") {
+        TokenAuth::ClientSecretBasic
+    } else if supported.iter().any(|m| m == "client_secret_post") {
+        TokenAuth::ClientSecretPost
+    } else {
+        TokenAuth::ClientSecretBasic
+    }
+}
+
+/// An issuer: an `http(s)` URL with no query or fragment (OpenID Connect Discovery §3).
+fn check_issuer(issuer: &str) -> Result<String, SsoError> {
+    let bad = || SsoError::Invalid("issuer must be an http or https URL with no query or fragment".into());
+    if issuer.len() > MAX_URL {
+        return Err(bad());
+    }
+    let url = url::Url::parse(issuer).map_err(|_| bad())?;
+    if !matches!(url.scheme(), "http" | "https") || url.query().is_some() || url.fragment().is_some() {
+        return Err(bad());
+    }
+    if url.host_str().is_none() || !url.username().is_empty() || url.password().is_some() {
+        return Err(bad());
+    }
+    Ok(issuer.to_owned())
+}
+
+fn check_client_id(client_id: &str) -> Result<String, SsoError> {
+    if client_id.is_empty() || client_id.len() > MAX_CLIENT_ID || client_id.chars().any(char::is_control) {
+        return Err(SsoError::Invalid(format!(
+            "oidcConfig.clientId must be 1 to {MAX_CLIENT_ID} bytes without control characters"
+        )));
+    }
+    Ok(client_id.to_owned())
+}
+
+fn check_secret(secret: &str) -> Result<String, SsoError> {
+    if secret.is_empty() || secret.len() > MAX_SECRET || secret.chars().any(char::is_control) {
+        return Err(SsoError::Invalid(format!(
+            "oidcConfig.clientSecret must be 1 to {MAX_SECRET} bytes without control characters"
+        )));
+    }
+    Ok(secret.to_owned())
+}
+
+/// Scopes beyond `openid` (which is always asked for), de-duplicated in order.
+fn check_scopes(scopes: Vec<String>) -> Result<Vec<String>, SsoError> {
+    let mut out: Vec<String> = Vec::new();
+    for scope in scopes {
+        let ok = !scope.is_empty()
+            && scope.len() <= MAX_SCOPE
+            && scope.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
+        if !ok {
+            return Err(SsoError::Invalid(format!(
+                "oidcConfig.scopes: each scope is 1 to {MAX_SCOPE} printable ASCII characters without spaces"
+            )));
+        }
+        if scope != "openid" && !out.contains(&scope) {
+            out.push(scope);
+        }
+    }
+    if out.len() > MAX_SCOPES {
+        return Err(SsoError::Invalid(format!("oidcConfig.scopes: at most {MAX_SCOPES}")));
+    }
+    Ok(out)
+}
+
+fn check_domains(domains: Vec<EmailDomain>) -> Result<Vec<EmailDomain>, SsoError> {
+    if domains.is_empty() || domains.len() > MAX_DOMAINS {
+        return Err(SsoError::Invalid(format!("domain must name 1 to {MAX_DOMAINS} domains")));
+    }
+    Ok(domains)
+}
+
+/// A first sign-in never makes an owner: whoever controls the provider would hold the organization.
+fn check_default_role(role: Option<OrgRole>) -> Result<OrgRole, SsoError> {
+    match role.unwrap_or(OrgRole::Member) {
+        OrgRole::Owner => Err(SsoError::Invalid("defaultRole must be member or admin".into())),
+        role => Ok(role),
+    }
+}
+
+fn view(r: &SsoProviderRecordV1) -> SsoProvider {
+    SsoProvider {
+        id: uuid::Uuid::from_bytes(r.id),
+        provider_id: r.provider_id.clone(),
+        organization_id: r.organization_id.map(OrgId::from_bytes),
+        user_id: UserId::from_bytes(r.user_id),
+        issuer: r.issuer.clone(),
+        domains: r.domains.iter().map(|d| EmailDomain::from_trusted(d.clone()).to_string()).collect(),
+        domain_verified: r.domain_verified,
+        client_id: r.client_id.clone(),
+        token_auth: TokenAuth::from_code(r.token_auth),
+        discovery_endpoint: r.discovery_endpoint.clone(),
+        authorization_endpoint: r.authorization_endpoint.clone(),
+        token_endpoint: r.token_endpoint.clone(),
+        jwks_endpoint: r.jwks_endpoint.clone(),
+        userinfo_endpoint: r.userinfo_endpoint.clone(),
+        scopes: r.scopes.clone(),
+        default_role: match r.default_role.as_str() {
+            "admin" => OrgRole::Admin,
+            _ => OrgRole::Member,
+        },
+        created_at: Timestamp::from_millis(r.created_at_ms),
+        updated_at: Timestamp::from_millis(r.updated_at_ms),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_compared_normalised() {
+        assert_eq!(origin_of("HTTP://Idp.Test:80/x").as_deref(), Some("http://idp.test"));
+        assert_eq!(origin_of("https://idp.test:8443/").as_deref(), Some("https://idp.test:8443"));
+        assert_eq!(origin_of("ftp://idp.test"), None);
+    }
+
+    #[test]
+    fn issuers_are_urls_without_query_or_fragment() {
+        assert!(check_issuer("https://idp.test/tenant").is_ok());
+        for bad in
+            ["idp.test", "ftp://idp.test", "https://idp.test/?a=1", "https://idp.test/#x", "https://u:p@idp.test"]
+        {
+            assert!(check_issuer(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_first_sign_in_never_makes_an_owner() {
+        assert_eq!(check_default_role(None).unwrap(), OrgRole::Member);
+        assert_eq!(check_default_role(Some(OrgRole::Admin)).unwrap(), OrgRole::Admin);
+        assert!(check_default_role(Some(OrgRole::Owner)).is_err());
+    }
+}

@@ -1,0 +1,238 @@
+//! `@better-auth/sso`'s calls: an organization's single sign-on providers (OpenID Connect). See
+//! src/accounts/sso.rs for the rules and docs/guides/sso.md for the choices made where the plugin leaves one open.
+
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use serde_json::Value;
+
+use super::AppState;
+use super::dto::{SUCCESS, SsoProvider, SsoProviderList, SsoRegistered};
+use super::extract::{self, Ctx, Fields};
+use super::response::{Body, Failure, ok};
+use crate::accounts::{NewSsoProvider, SsoChange, SsoTokenAuth};
+use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId};
+
+/// The keys of `oidcConfig` this service reads. The plugin's others (`mapping`, `skipDiscovery`, endpoints given
+/// by hand, `private_key_jwt`) are refused with a reason rather than ignored.
+const OIDC_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecret",
+    "scopes",
+    "tokenEndpointAuthentication",
+    "pkce",
+    "skipDiscovery",
+    "discoveryEndpoint",
+    "authorizationEndpoint",
+    "tokenEndpoint",
+    "userInfoEndpoint",
+    "jwksEndpoint",
+    "mapping",
+    "overrideUserInfo",
+];
+
+/// `{base_url}/api/auth`, as the request reached us.
+fn auth_base(state: &AppState, ctx: &Ctx) -> Result<String, Failure> {
+    let own = state.origins.own(ctx.host()).ok_or_else(|| Failure::bad_request("BAD_REQUEST", "No Host header"))?;
+    Ok(format!("{own}/api/auth"))
+}
+
+/// `POST /api/auth/sso/register` `{providerId, issuer, domain, organizationId, oidcConfig: {clientId,
+/// clientSecret, scopes?, tokenEndpointAuthentication?}, defaultRole?}` → the provider registered.
+pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&[
+        "providerId",
+        "issuer",
+        "domain",
+        "organizationId",
+        "oidcConfig",
+        "samlConfig",
+        "overrideUserInfo",
+        "defaultRole",
+    ])?;
+    if body.get("samlConfig").is_some_and(|v| !v.is_null()) {
+        return Err(saml_not_offered());
+    }
+    let provider_id =
+        SsoProviderId::parse(body.string("providerId")?).map_err(|e| Failure::validation(e.to_string()))?;
+    let issuer = body.string("issuer")?.to_owned();
+    let domains = domains(body.string("domain")?)?;
+    // The plugin makes `organizationId` optional (a provider of its user's own); here a provider always belongs
+    // to an organization, whose members it signs in.
+    let organization = body
+        .optional_string("organizationId")?
+        .ok_or_else(|| Failure::validation("organizationId is required: a provider belongs to an organization"))?;
+    // Not a UUID: no organization has it, which reads as the caller not being its member.
+    let organization = OrgId::parse(organization).unwrap_or_else(|| OrgId::from_bytes([0; 16]));
+    refuse_override(&body)?;
+    let oidc = oidc_config(&body)?.ok_or_else(|| Failure::validation("oidcConfig is required"))?;
+    let new = NewSsoProvider {
+        provider_id,
+        issuer,
+        domains,
+        organization,
+        client_id: oidc.string("clientId")?.to_owned(),
+        client_secret: oidc.optional_string("clientSecret")?.map(str::to_owned),
+        token_auth: token_auth(&oidc)?,
+        scopes: scopes(&oidc)?,
+        default_role: default_role(&body)?,
+    };
+    let provider = state.accounts.register_sso_provider(&current, new, &ctx.ip.to_string()).await?;
+    Ok(ok(&SsoRegistered::of(&provider, &auth_base(state, &ctx)?)))
+}
+
+/// `GET /api/auth/sso/providers` → `{providers}`: those of the organizations the caller owns or administers.
+pub async fn providers(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    extract::query_only(req.uri().query(), &[])?;
+    let providers = state.accounts.sso_providers(&current).await?;
+    let base = auth_base(state, &ctx)?;
+    Ok(ok(&SsoProviderList { providers: providers.iter().map(|p| SsoProvider::of(p, &base)).collect() }))
+}
+
+/// `GET /api/auth/sso/get-provider?providerId=` → the provider.
+pub async fn get_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let query = req.uri().query();
+    extract::query_only(query, &["providerId"])?;
+    let id = extract::query_value(query, "providerId")
+        .ok_or_else(|| Failure::validation("[query.providerId] Invalid input: expected string, received undefined"))?;
+    let provider = state.accounts.sso_provider(&current, &id).await?;
+    Ok(ok(&SsoProvider::of(&provider, &auth_base(state, &ctx)?)))
+}
+
+/// `POST /api/auth/sso/update-provider` `{providerId, issuer?, domain?, oidcConfig?: {clientId?, clientSecret?,
+/// scopes?, tokenEndpointAuthentication?}, defaultRole?}` → the provider changed.
+pub async fn update_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["providerId", "issuer", "domain", "oidcConfig", "samlConfig", "overrideUserInfo", "defaultRole"])?;
+    if body.get("samlConfig").is_some_and(|v| !v.is_null()) {
+        return Err(saml_not_offered());
+    }
+    let provider_id = body.string("providerId")?.to_owned();
+    refuse_override(&body)?;
+    let oidc = oidc_config(&body)?;
+    let text = |key: &str| -> Result<Option<String>, Failure> {
+        Ok(match &oidc {
+            Some(o) => o.optional_string(key)?.map(str::to_owned),
+            None => None,
+        })
+    };
+    let change = SsoChange {
+        issuer: body.optional_string("issuer")?.map(str::to_owned),
+        domains: body.optional_string("domain")?.map(domains).transpose()?,
+        client_id: text("clientId")?,
+        client_secret: text("clientSecret")?,
+        token_auth: oidc.as_ref().map(token_auth).transpose()?.flatten(),
+        scopes: oidc.as_ref().map(scopes).transpose()?.flatten(),
+        default_role: default_role(&body)?,
+    };
+    if change.is_empty() {
+        return Err(Failure::bad_request("NO_FIELDS_PROVIDED_FOR_UPDATE", "No fields provided for update"));
+    }
+    let provider = state.accounts.update_sso_provider(&current, &provider_id, change, &ctx.ip.to_string()).await?;
+    Ok(ok(&SsoProvider::of(&provider, &auth_base(state, &ctx)?)))
+}
+
+/// `POST /api/auth/sso/delete-provider` `{providerId}` → `{success: true}`.
+pub async fn delete_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["providerId"])?;
+    let provider_id = body.string("providerId")?.to_owned();
+    state.accounts.delete_sso_provider(&current, &provider_id, &ctx.ip.to_string()).await?;
+    Ok(ok(&SUCCESS))
+}
+
+fn saml_not_offered() -> Failure {
+    Failure::bad_request(
+        "SAML_NOT_SUPPORTED",
+        "SAML providers are not offered yet: register an OpenID Connect provider",
+    )
+}
+
+fn domains(text: &str) -> Result<Vec<EmailDomain>, Failure> {
+    EmailDomain::parse_list(text).map_err(|e| Failure::validation(format!("domain: {e}")))
+}
+
+/// `overrideUserInfo`: only its default (`false`); an account's profile is not rewritten at each sign-in.
+fn refuse_override(body: &Fields) -> Result<(), Failure> {
+    if body.optional_bool("overrideUserInfo")? == Some(true) {
+        return Err(Failure::validation("overrideUserInfo is not offered: a sign-in does not rewrite the profile"));
+    }
+    Ok(())
+}
+
+/// `oidcConfig`, an object if present, with only the options this service follows set to other than their
+/// defaults.
+fn oidc_config(body: &Fields) -> Result<Option<Fields>, Failure> {
+    let config = match body.get("oidcConfig") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => Fields::from(map.clone()),
+        Some(_) => return Err(Failure::validation("[body.oidcConfig] Invalid input: expected object")),
+    };
+    config.only(OIDC_KEYS)?;
+    if config.optional_bool("pkce")? == Some(false) {
+        return Err(Failure::validation("oidcConfig.pkce: PKCE is always used"));
+    }
+    if config.optional_bool("skipDiscovery")? == Some(true) {
+        return Err(Failure::validation(
+            "oidcConfig.skipDiscovery: the provider's endpoints are always read from its discovery document",
+        ));
+    }
+    refuse_override(&config)?;
+    for key in ["authorizationEndpoint", "tokenEndpoint", "userInfoEndpoint", "jwksEndpoint"] {
+        if config.optional_string(key)?.is_some() {
+            return Err(Failure::validation(format!(
+                "oidcConfig.{key}: the provider's endpoints are read from its discovery document"
+            )));
+        }
+    }
+    if config.optional_string("discoveryEndpoint")?.is_some() {
+        return Err(Failure::validation(
+            "oidcConfig.discoveryEndpoint: discovery is read from {issuer}/.well-known/openid-configuration",
+        ));
+    }
+    if config.get("mapping").is_some_and(|v| !v.is_null()) {
+        return Err(Failure::validation("oidcConfig.mapping is not offered: the standard claims are read"));
+    }
+    Ok(Some(config))
+}
+
+fn token_auth(oidc: &Fields) -> Result<Option<SsoTokenAuth>, Failure> {
+    match oidc.optional_string("tokenEndpointAuthentication")? {
+        None => Ok(None),
+        Some("client_secret_basic") => Ok(Some(SsoTokenAuth::ClientSecretBasic)),
+        Some("client_secret_post") => Ok(Some(SsoTokenAuth::ClientSecretPost)),
+        Some(_) => Err(Failure::validation(
+            "oidcConfig.tokenEndpointAuthentication must be client_secret_basic or client_secret_post",
+        )),
+    }
+}
+
+fn scopes(oidc: &Fields) -> Result<Option<Vec<String>>, Failure> {
+    match oidc.get("scopes") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| Failure::validation("oidcConfig.scopes must be an array of strings")),
+        Some(_) => Err(Failure::validation("oidcConfig.scopes must be an array of strings")),
+    }
+}
+
+/// `defaultRole`: `member` (the default) or `admin`.
+fn default_role(body: &Fields) -> Result<Option<OrgRole>, Failure> {
+    match body.optional_string("defaultRole")? {
+        None => Ok(None),
+        Some("member") => Ok(Some(OrgRole::Member)),
+        Some("admin") => Ok(Some(OrgRole::Admin)),
+        Some(_) => {
+            Err(Failure::new(StatusCode::BAD_REQUEST, "VALIDATION_ERROR", "defaultRole must be member or admin"))
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! `@better-auth/sso`'s calls (`/api/auth/sso/*`): an organization's single sign-on providers, registered against a
+//! real OpenID Connect provider (`oidc-provider` on loopback, as tests/api/oauth.rs starts it) whose discovery
+//! document the server reads. Who may manage them, what is never shown, and every refusal.
+
+use serde_json::{Value, json};
+
+use super::harness::*;
+use super::oauth::Idp;
+use super::org_plugin::{Seen, join, ok};
+
+const SECRET: &str = "the-client-secret-1234567890";
+
+/// A server that trusts the provider's origin (and mails invitations to a directory), the provider, the
+/// directory, and an organization owned by `owner`.
+struct Setup {
+    s: TestServer,
+    idp: Idp,
+    mail: tempfile::TempDir,
+    seen: Seen,
+    owner: TestUser,
+    org: String,
+}
+
+async fn setup() -> Setup {
+    let mut idp = Idp::start();
+    let mail = tempfile::tempdir().unwrap();
+    let (issuer, dir) = (idp.issuer.clone(), mail.path().to_owned());
+    let s = TestServer::start_adjusted(|c| {
+        c.trusted_origins = vec![issuer];
+        c.email.directory = Some(dir);
+    })
+    .await;
+    idp.configure(json!({"clients": [{"client_id": "acme-sso", "client_secret": SECRET,
+        "redirect_uris": [format!("http://{}/api/auth/sso/callback/acme", s.addr)]}]}));
+    let owner = s.new_user("owner").await;
+    let org = ok(
+        &sso(&s, "/api/auth/organization/create", &owner.cookie, &json!({"name": "Acme", "slug": "acme"})).await
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    Setup { s, idp, mail, seen: Seen::new(), owner, org }
+}
+
+async fn sso(s: &TestServer, path: &str, cookie: &str, body: &Value) -> Resp {
+    s.post(path).cookie(cookie).json(body).send().await
+}
+
+async fn call(s: &TestServer, call: &str, cookie: &str, body: &Value) -> Resp {
+    sso(s, &format!("/api/auth/sso/{call}"), cookie, body).await
+}
+
+async fn get(s: &TestServer, path: &str, cookie: &str) -> Resp {
+    s.get(&format!("/api/auth/sso/{path}")).cookie(cookie).send().await
+}
+
+fn registration(t: &Setup, provider_id: &str, org: &str) -> Value {
+    json!({
+        "providerId": provider_id,
+        "issuer": t.idp.issuer,
+        "domain": "Acme.Test,acme.org",
+        "organizationId": org,
+        "oidcConfig": {"clientId": "acme-sso", "clientSecret": SECRET, "scopes": ["email", "profile"]},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_registers_lists_reads_changes_and_removes_a_provider_and_its_secret_is_never_shown() {
+    let t = setup().await;
+    let (s, owner) = (&t.s, &t.owner.cookie);
+    let registered = call(s, "register", owner, &registration(&t, "acme", &t.org)).await;
+    assert_eq!(registered.status, 200, "{}", registered.text);
+    assert!(!registered.text.contains(SECRET), "the register answer shows the secret: {}", registered.text);
+    let r = registered.json();
+    assert_eq!(r["providerId"], "acme");
+    assert_eq!(r["issuer"], t.idp.issuer.as_str());
+    assert_eq!(r["domain"], "acme.test,acme.org");
+    assert_eq!(r["organizationId"], t.org.as_str());
+    assert_eq!(r["userId"], t.owner.id.as_str());
+    assert_eq!(r["domainVerified"], false);
+    assert_eq!(r["defaultRole"], "member");
+    assert_eq!(r["redirectURI"], format!("http://{}/api/auth/sso/callback/acme", s.addr));
+    // Read from the provider's discovery document, not given.
+    assert_eq!(r["oidcConfig"]["authorizationEndpoint"], format!("{}/auth", t.idp.issuer));
+    assert_eq!(r["oidcConfig"]["tokenEndpoint"], format!("{}/token", t.idp.issuer));
+    assert_eq!(r["oidcConfig"]["tokenEndpointAuthentication"], "client_secret_basic");
+    assert!(r["oidcConfig"].get("clientSecret").is_none());
+
+    let one = get(s, "get-provider?providerId=acme", owner).await;
+    assert_eq!(one.status, 200, "{}", one.text);
+    assert!(!one.text.contains(SECRET) && !one.text.contains("acme-sso"), "{}", one.text);
+    let p = one.json();
+    assert_eq!(p["type"], "oidc");
+    assert_eq!(p["oidcConfig"]["clientIdLastFour"], "****-sso");
+    assert_eq!(p["oidcConfig"]["pkce"], true);
+    assert_eq!(p["oidcConfig"]["scopes"], json!(["email", "profile"]));
+    assert_eq!(p["oidcConfig"]["jwksEndpoint"], format!("{}/jwks", t.idp.issuer));
+    let list = ok(&get(s, "providers", owner).await);
+    assert_eq!(list["providers"].as_array().unwrap().len(), 1);
+    assert_eq!(list["providers"][0], p);
+
+    let changed = call(
+        s,
+        "update-provider",
+        owner,
+        &json!({"providerId": "acme", "domain": "acme.test", "defaultRole": "admin",
+            "oidcConfig": {"clientSecret": "another-secret-0987654321", "tokenEndpointAuthentication": "client_secret_post"}}),
+    )
+    .await;
+    assert_eq!(changed.status, 200, "{}", changed.text);
+    assert!(!changed.text.contains("another-secret-0987654321"), "{}", changed.text);
+    let c = changed.json();
+    assert_eq!(c["domain"], "acme.test");
+    assert_eq!(c["defaultRole"], "admin");
+    assert_eq!(c["oidcConfig"]["tokenEndpointAuthentication"], "client_secret_post");
+    assert_eq!(ok(&get(s, "get-provider?providerId=acme", owner).await), c, "the change was kept");
+    assert_auth_error(
+        &call(s, "update-provider", owner, &json!({"providerId": "acme"})).await,
+        400,
+        "NO_FIELDS_PROVIDED_FOR_UPDATE",
+    );
+
+    // Audited, and the audit log never names a secret either.
+    let admin = s.admin_session().await;
+    let audit = s.get("/api/admin/audit?limit=100").cookie(&admin).send().await;
+    assert_eq!(audit.status, 200);
+    assert!(!audit.text.contains(SECRET) && !audit.text.contains("another-secret"), "{}", audit.text);
+    let actions: Vec<String> = audit.json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap().to_owned())
+        .filter(|a| a.starts_with("sso_provider."))
+        .collect();
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert!(
+        actions.contains(&"sso_provider.created".to_owned()) && actions.contains(&"sso_provider.updated".to_owned())
+    );
+
+    assert_eq!(ok(&call(s, "delete-provider", owner, &json!({"providerId": "acme"})).await), json!({"success": true}));
+    assert_auth_error(&get(s, "get-provider?providerId=acme", owner).await, 404, "PROVIDER_NOT_FOUND");
+    assert_eq!(ok(&get(s, "providers", owner).await)["providers"], json!([]));
+    let audit = s.get("/api/admin/audit?limit=100").cookie(&admin).send().await.json();
+    assert!(audit["entries"].as_array().unwrap().iter().any(|e| e["action"] == "sso_provider.deleted"));
+    // The id is free again.
+    assert_eq!(call(s, "register", owner, &registration(&t, "acme", &t.org)).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_organizations_owners_and_admins_manage_its_providers_and_others_do_not_learn_of_them() {
+    let mut t = setup().await;
+    let s = &t.s;
+    ok(&call(s, "register", &t.owner.cookie, &registration(&t, "acme", &t.org)).await);
+    let (admin_user, member, stranger) = (s.new_user("adm").await, s.new_user("mem").await, s.new_user("out").await);
+    let dir = t.mail.path().to_owned();
+    join(s, &dir, &mut t.seen, &t.owner.cookie, &t.org, &admin_user, "admin").await;
+    join(s, &dir, &mut t.seen, &t.owner.cookie, &t.org, &member, "member").await;
+
+    // An admin of the organization manages it as the owner does.
+    assert_eq!(ok(&get(s, "get-provider?providerId=acme", &admin_user.cookie).await)["providerId"], "acme");
+    assert_eq!(ok(&get(s, "providers", &admin_user.cookie).await)["providers"].as_array().unwrap().len(), 1);
+    ok(&call(s, "update-provider", &admin_user.cookie, &json!({"providerId": "acme", "defaultRole": "member"})).await);
+
+    // A plain member: 403, as the plugin answers, and sees none listed.
+    let code = "YOU_MUST_BE_AN_ORGANIZATION_OWNER_OR_ADMIN_TO_REGISTER_SSO_PROVIDERS";
+    assert_auth_error(&call(s, "register", &member.cookie, &registration(&t, "mine", &t.org)).await, 403, code);
+    let no = "YOU_DONT_HAVE_ACCESS_TO_THIS_PROVIDER";
+    assert_auth_error(&get(s, "get-provider?providerId=acme", &member.cookie).await, 403, no);
+    let body = json!({"providerId": "acme", "defaultRole": "admin"});
+    assert_auth_error(&call(s, "update-provider", &member.cookie, &body).await, 403, no);
+    assert_auth_error(&call(s, "delete-provider", &member.cookie, &json!({"providerId": "acme"})).await, 403, no);
+    assert_eq!(ok(&get(s, "providers", &member.cookie).await)["providers"], json!([]));
+
+    // Someone outside the organization: registering for it is the plugin's 400; its provider is as unknown as one
+    // that does not exist (404), even to the owner of another organization.
+    let not_member = "YOU_ARE_NOT_A_MEMBER_OF_THE_ORGANIZATION";
+    assert_auth_error(&call(s, "register", &stranger.cookie, &registration(&t, "mine", &t.org)).await, 400, not_member);
+    let theirs = ok(
+        &sso(s, "/api/auth/organization/create", &stranger.cookie, &json!({"name": "B", "slug": "b-org"})).await
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for who in [&stranger.cookie] {
+        assert_auth_error(&get(s, "get-provider?providerId=acme", who).await, 404, "PROVIDER_NOT_FOUND");
+        assert_auth_error(&call(s, "update-provider", who, &body).await, 404, "PROVIDER_NOT_FOUND");
+        assert_auth_error(
+            &call(s, "delete-provider", who, &json!({"providerId": "acme"})).await,
+            404,
+            "PROVIDER_NOT_FOUND",
+        );
+        assert_eq!(ok(&get(s, "providers", who).await)["providers"], json!([]));
+    }
+    // Their own organization's provider is theirs to manage, and not the first owner's to see.
+    ok(&call(s, "register", &stranger.cookie, &registration(&t, "b-idp", &theirs)).await);
+    assert_auth_error(&get(s, "get-provider?providerId=b-idp", &t.owner.cookie).await, 404, "PROVIDER_NOT_FOUND");
+    let owners: Vec<Value> = ok(&get(s, "providers", &t.owner.cookie).await)["providers"].as_array().unwrap().clone();
+    assert_eq!(owners.iter().map(|p| p["providerId"].clone()).collect::<Vec<_>>(), [json!("acme")]);
+
+    // A service administrator manages every one; nothing changed under the refusals.
+    let admin = s.admin_session().await;
+    assert_eq!(ok(&get(s, "providers", &admin).await)["providers"].as_array().unwrap().len(), 2);
+    assert_eq!(ok(&get(s, "get-provider?providerId=acme", &admin).await)["defaultRole"], "member");
+    ok(&call(s, "delete-provider", &admin, &json!({"providerId": "b-idp"})).await);
+
+    // No session at all: 401.
+    assert_eq!(s.get("/api/auth/sso/providers").send().await.status, 401);
+    assert_eq!(s.post("/api/auth/sso/register").json(&registration(&t, "x", &t.org)).send().await.status, 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_is_refused_precisely() {
+    let t = setup().await;
+    let (s, owner) = (&t.s, &t.owner.cookie);
+    ok(&call(s, "register", owner, &registration(&t, "acme", &t.org)).await);
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut body = registration(&t, "other", &t.org);
+        f(&mut body);
+        body
+    };
+    // The id: taken, reserved, or not one that fits a URL segment and a DNS label.
+    let taken = registration(&t, "acme", &t.org);
+    assert_auth_error(
+        &call(s, "register", owner, &taken).await,
+        422,
+        "SSO_PROVIDER_WITH_THIS_PROVIDERID_ALREADY_EXISTS",
+    );
+    let reserved = registration(&t, "credential", &t.org);
+    let code = "THIS_PROVIDERID_IS_RESERVED_AND_CANNOT_BE_USED_FOR_AN_SSO_PROVIDER";
+    assert_auth_error(&call(s, "register", owner, &reserved).await, 422, code);
+    for bad in ["a/b", "", &"x".repeat(41)] {
+        let r = call(s, "register", owner, &with(&|b| b["providerId"] = json!(bad))).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+    }
+    // The issuer: not a URL, or not on a trusted origin (the server would fetch it).
+    assert_auth_error(
+        &call(s, "register", owner, &with(&|b| b["issuer"] = json!("idp.test"))).await,
+        400,
+        "VALIDATION_ERROR",
+    );
+    // The plugin's discovery codes are lower case.
+    let untrusted = call(s, "register", owner, &with(&|b| b["issuer"] = json!("http://127.0.0.2:9/x"))).await;
+    assert_eq!((untrusted.status, untrusted.json()["code"].clone()), (400, json!("discovery_untrusted_origin")));
+    // A trusted origin that serves no discovery document there, or one naming another issuer.
+    let elsewhere = format!("{}/tenant", t.idp.issuer);
+    let missing = call(s, "register", owner, &with(&|b| b["issuer"] = json!(elsewhere))).await;
+    assert_eq!((missing.status, missing.json()["code"].clone()), (502, json!("discovery_unexpected_error")));
+    let slashed = format!("{}/", t.idp.issuer);
+    let mismatch = call(s, "register", owner, &with(&|b| b["issuer"] = json!(slashed))).await;
+    assert_eq!(
+        (mismatch.status, mismatch.json()["code"].clone()),
+        (400, json!("issuer_mismatch")),
+        "{}",
+        mismatch.text
+    );
+    // The rest of the body.
+    for (f, what) in [
+        (&(|b: &mut Value| b["domain"] = json!("not a domain")) as &dyn Fn(&mut Value), "domain"),
+        (&|b: &mut Value| b["oidcConfig"]["clientSecret"] = json!(""), "clientSecret"),
+        (&|b: &mut Value| b["oidcConfig"]["pkce"] = json!(false), "pkce"),
+        (&|b: &mut Value| b["oidcConfig"]["skipDiscovery"] = json!(true), "skipDiscovery"),
+        (&|b: &mut Value| b["oidcConfig"]["tokenEndpoint"] = json!("http://x.test/t"), "tokenEndpoint"),
+        (&|b: &mut Value| b["oidcConfig"]["scopes"] = json!(["a b"]), "scopes"),
+        (&|b: &mut Value| b["oidcConfig"]["tokenEndpointAuthentication"] = json!("private_key_jwt"), "auth"),
+        (&|b: &mut Value| b["defaultRole"] = json!("owner"), "defaultRole"),
+        (&|b: &mut Value| b["surprise"] = json!(1), "an unknown key"),
+        (&|b: &mut Value| b["organizationId"] = json!(null), "organizationId"),
+        (&|b: &mut Value| b["oidcConfig"] = json!("x"), "oidcConfig"),
+    ] {
+        let r = call(s, "register", owner, &with(f)).await;
+        assert_eq!(r.status, 400, "{what}: {}", r.text);
+    }
+    let saml = call(s, "register", owner, &with(&|b| b["samlConfig"] = json!({"entryPoint": "http://x.test"}))).await;
+    assert_auth_error(&saml, 400, "SAML_NOT_SUPPORTED");
+    // Nothing of the refused ones was kept.
+    assert_eq!(ok(&get(s, "providers", owner).await)["providers"].as_array().unwrap().len(), 1);
+    assert_auth_error(&get(s, "get-provider?providerId=other", owner).await, 404, "PROVIDER_NOT_FOUND");
+    assert_auth_error(&get(s, "get-provider", owner).await, 400, "VALIDATION_ERROR");
+}
