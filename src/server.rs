@@ -241,8 +241,9 @@ fn display_addr(listener: &TcpListener) -> String {
 /// Housekeeping, once a minute: forget the rate-limit state of addresses back to a full allowance, trim the
 /// audit log to its retention, lift bans that have run out (they stopped counting when they did; this writes it
 /// down and audits it), delete passkey ceremonies that expired unfinished, read the identity provider's signing keys
-/// again (another node's rotation; those whose tokens have all expired are deleted); every ten minutes remove expired sessions from memory and disk (a session nobody
-/// presents again would otherwise stay forever).
+/// again (another node's rotation; those whose tokens have all expired are deleted), delete the authorization codes,
+/// grants and sign-in flows past their end; every ten minutes remove expired sessions from memory and disk (a
+/// session nobody presents again would otherwise stay forever).
 struct Chores {
     state: Arc<AppState>,
     sessions: SessionsHandle,
@@ -287,6 +288,13 @@ impl Chores {
         }
         if let Err(error) = self.state.accounts.refresh_signing_keys().await {
             tracing::warn!(%error, "could not read the signing keys again; will retry");
+        }
+        match self.state.accounts.prune_expired_grants().await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::debug!(records = n, "authorization codes, grants and sign-in flows past their end removed")
+            }
+            Err(_) => tracing::warn!("could not remove expired authorization codes and grants; will retry"),
         }
         if round.is_multiple_of(10) {
             match self.sessions.sweep_expired().await {

@@ -46,6 +46,11 @@ impl Accounts {
         self.keys.refresh().await
     }
 
+    /// Housekeeping: deletes the authorization codes, grants and sign-in flows past their end; how many.
+    pub async fn prune_expired_grants(&self) -> Result<usize, crate::provider::grants::GrantError> {
+        self.grants.prune_expired().await
+    }
+
     /// Every client of the identity provider, oldest first.
     pub async fn oauth_clients(&self) -> Result<Vec<OAuthClient>, ClientError> {
         self.clients.list().await

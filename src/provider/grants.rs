@@ -141,7 +141,13 @@ impl GrantIndex {
                 _ => {}
             }
         }
-        inner.prune(now);
+    }
+
+    /// Forgets the grants past their end and the ended ones remembered long enough (housekeeping: a pass over
+    /// every grant, once a minute, not one per refresh). A grant past its end is refused before this, by
+    /// [`Self::lookup`] and [`Self::get`].
+    pub fn prune(&self, now_ms: i64) {
+        self.write().prune(now_ms);
     }
 
     /// What memory knows of grant `id`.
@@ -437,6 +443,16 @@ impl Grants {
     /// Ends grant `id`, durably, with every token it issued.
     pub async fn end(&self, id: [u8; 16]) -> Result<(), GrantError> {
         Ok(self.writer.write(vec![StoreOp::DeleteOAuthGrant(id)]).await?)
+    }
+
+    /// Housekeeping: deletes from the store the codes and grants past their end (and the sign-in flows through
+    /// other providers likewise), and forgets them in memory; how many records went. Every node does it for its own
+    /// memory; on several nodes the deletes of one make the others' find nothing.
+    pub async fn prune_expired(&self) -> Result<usize, GrantError> {
+        let now = Timestamp::now().as_millis();
+        let pruned = self.read(move |s| s.prune_expired_grants(now)).await?;
+        self.index.prune(now);
+        Ok(pruned)
     }
 
     async fn read<T: Send + 'static>(

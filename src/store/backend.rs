@@ -407,6 +407,14 @@ impl Store {
     }
 
     /// Deletes the passkey ceremonies that expired unverified before `now_ms`. Blocking.
+    /// Deletes the sign-in flows, authorization codes and grants past their end at `now_ms`; how many.
+    pub fn prune_expired_grants(&self, now_ms: i64) -> Result<usize, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.prune_expired_grants(now_ms),
+            Backend::Postgres(s) => s.prune_expired_grants(now_ms),
+        }
+    }
+
     pub fn prune_passkey_challenges(&self, now_ms: i64) -> Result<usize, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.prune_passkey_challenges(now_ms),

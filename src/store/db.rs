@@ -1151,28 +1151,14 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 }
                 StoreOp::PutOAuthCode(hash, r) => put(&mut codes, *hash, r)?,
                 // One node: one redemption at a time holds a code (its claim in src/provider/grants.rs), so the
-                // code is there; unredeemed codes past their time go with it.
+                // code is there. Unredeemed codes past their time go with the housekeeping (prune_expired_grants).
                 StoreOp::TakeOAuthCode(hash) => {
                     codes.remove(hash).map_err(io)?;
-                    let now = crate::domain::Timestamp::now().as_millis();
-                    codes
-                        .retain(|_, v| {
-                            codec::decode::<super::OAuthCodeRecordV1>(v).map_or(true, |c| c.expires_at_ms >= now)
-                        })
-                        .map_err(io)?;
                 }
                 StoreOp::PutOAuthGrant(r) => put(&mut grants, r.id, r)?,
                 // One node: one refresh at a time holds a grant (its claim in src/provider/grants.rs), so the
-                // grant's refresh token is still `from`; grants past their end go with it.
-                StoreOp::RotateOAuthGrant { grant: r, .. } => {
-                    put(&mut grants, r.id, r)?;
-                    let now = crate::domain::Timestamp::now().as_millis();
-                    grants
-                        .retain(|_, v| {
-                            codec::decode::<super::OAuthGrantRecordV1>(v).map_or(true, |g| g.expires_at_ms >= now)
-                        })
-                        .map_err(io)?;
-                }
+                // grant's refresh token is still `from`.
+                StoreOp::RotateOAuthGrant { grant: r, .. } => put(&mut grants, r.id, r)?,
                 StoreOp::DeleteOAuthGrant(id) => {
                     grants.remove(id).map_err(io)?;
                 }
@@ -1188,13 +1174,6 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 // flow is there; abandoned flows past their time go with it.
                 StoreOp::TakeFlow(hash) => {
                     flows.remove(hash).map_err(io)?;
-                    let now = crate::domain::Timestamp::now().as_millis();
-                    flows
-                        .retain(|_, v| {
-                            codec::decode::<super::linked::OAuthFlowRecordV1>(v)
-                                .map_or(true, |f| f.expires_at_ms >= now)
-                        })
-                        .map_err(io)?;
                 }
             }
         }
@@ -1307,6 +1286,41 @@ impl EmbeddedStore {
                 tx.commit().map_err(io)?;
             }
             Ok(taken.filter(|c| c.expires_at_ms > now_ms))
+        })
+    }
+
+    /// Deletes the sign-in flows, authorization codes and grants past their end at `now_ms`; how many. One pass
+    /// over each table, from the housekeeping (a redemption or a refresh deletes only its own record).
+    pub fn prune_expired_grants(&self, now_ms: i64) -> Result<usize, StoreError> {
+        fn past<R: Versioned>(
+            table: &mut redb::Table<'_, impl redb::Key + 'static, &[u8]>,
+            now_ms: i64,
+            end: fn(&R) -> i64,
+        ) -> Result<usize, StoreError> {
+            let mut pruned = 0;
+            table
+                .retain(|_, v| {
+                    let over = codec::decode::<R>(v).map_or(true, |r| end(&r) < now_ms);
+                    pruned += usize::from(over);
+                    !over
+                })
+                .map_err(io)?;
+            Ok(pruned)
+        }
+        self.with_db(|db| {
+            let tx = db.begin_write().map_err(io)?;
+            let pruned =
+                past::<super::linked::OAuthFlowRecordV1>(&mut tx.open_table(FLOWS).map_err(io)?, now_ms, |f| {
+                    f.expires_at_ms
+                })? + past::<super::OAuthCodeRecordV1>(&mut tx.open_table(OAUTH_CODES).map_err(io)?, now_ms, |c| {
+                    c.expires_at_ms
+                })? + past::<super::OAuthGrantRecordV1>(&mut tx.open_table(OAUTH_GRANTS).map_err(io)?, now_ms, |g| {
+                    g.expires_at_ms
+                })?;
+            if pruned > 0 {
+                tx.commit().map_err(io)?;
+            }
+            Ok(pruned)
         })
     }
 
@@ -1615,6 +1629,70 @@ mod tests {
 
     /// Passkeys: an account's are one range and go with it, the credential index follows, a snapshot keeps them;
     /// a ceremony is taken once, and an expired one is found by nobody and pruned.
+    /// The codes, grants and flows past their end go at the housekeeping, in one pass; a redemption, a refresh or a
+    /// callback deletes only its own (none of them scans the table any more).
+    #[test]
+    fn expired_codes_grants_and_flows_are_pruned_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let code = |expires_at_ms| super::super::OAuthCodeRecordV1 {
+            client_id: "c".into(),
+            user_id: [1; 16],
+            session_id: [2; 16],
+            redirect_uri: "https://rp.example/cb".into(),
+            scopes: vec!["openid".into()],
+            code_challenge: None,
+            nonce: None,
+            auth_time_ms: 0,
+            expires_at_ms,
+        };
+        let grant = |id: u8, expires_at_ms| super::super::OAuthGrantRecordV1 {
+            id: [id; 16],
+            client_id: "c".into(),
+            user_id: Some([1; 16]),
+            session_id: None,
+            scopes: vec!["openid".into()],
+            auth_time_ms: 0,
+            refresh_hash: None,
+            retired: Vec::new(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            expires_at_ms,
+        };
+        let flow = |expires_at_ms| super::super::linked::OAuthFlowRecordV1 {
+            provider: "p".into(),
+            pkce_verifier: "v".into(),
+            nonce: String::new(),
+            browser: [0; 32],
+            redirect_uri: "https://here/cb".into(),
+            callback_url: "/".into(),
+            error_url: None,
+            new_user_url: None,
+            link_user: None,
+            expires_at_ms,
+        };
+        store
+            .commit(&[
+                StoreOp::PutOAuthCode([1; 32], code(10)),
+                StoreOp::PutOAuthCode([2; 32], code(100)),
+                StoreOp::PutOAuthGrant(grant(3, 10)),
+                StoreOp::PutOAuthGrant(grant(4, 100)),
+                StoreOp::PutFlow([5; 32], flow(10)),
+                StoreOp::PutFlow([6; 32], flow(100)),
+            ])
+            .unwrap();
+        // Taking one leaves the others, expired or not, to the housekeeping.
+        store.commit(&[StoreOp::TakeOAuthCode([2; 32])]).unwrap();
+        assert!(store.oauth_code(&[1; 32]).unwrap().is_some());
+        assert_eq!(store.prune_expired_grants(50).unwrap(), 3);
+        assert!(store.oauth_code(&[1; 32]).unwrap().is_none());
+        assert!(store.oauth_grant([3; 16]).unwrap().is_none());
+        assert!(store.oauth_grant([4; 16]).unwrap().is_some());
+        assert!(store.flow(&[5; 32]).unwrap().is_none());
+        assert!(store.flow(&[6; 32]).unwrap().is_some());
+        assert_eq!(store.prune_expired_grants(50).unwrap(), 0);
+    }
+
     #[test]
     fn passkeys_go_with_their_account_and_ceremonies_are_taken_once() {
         let dir = tempfile::tempdir().unwrap();

@@ -207,7 +207,7 @@ impl Writer {
             delete_api_key: client.prepare("DELETE FROM api_keys WHERE id = $1")?,
             put_flow: client.prepare(&upsert("oauth_flows", "hash", &["expires_at_ms", "record"]))?,
             // Abandoned flows go with any later one's end: the table holds only the last ten minutes' starts.
-            take_flow: client.prepare("DELETE FROM oauth_flows WHERE hash = $1 OR expires_at_ms < $2")?,
+            take_flow: client.prepare("DELETE FROM oauth_flows WHERE hash = $1")?,
         };
         Ok(Self { client, s })
     }
@@ -685,6 +685,16 @@ impl PgStore {
         })?;
         let taken: Option<PasskeyChallengeRecordV1> = row.map(|r| codec::decode(r.get(0))).transpose()?;
         Ok(taken.filter(|c| c.expires_at_ms > now_ms))
+    }
+
+    /// As [`super::db::EmbeddedStore::prune_expired_grants`].
+    pub fn prune_expired_grants(&self, now_ms: i64) -> Result<usize, StoreError> {
+        let mut deleted = 0;
+        for table in ["oauth_flows", "oauth_codes", "oauth_grants"] {
+            let statement = format!("DELETE FROM {table} WHERE expires_at_ms < $1");
+            deleted += self.pooled(|c| c.execute(statement.as_str(), &[&now_ms]))?;
+        }
+        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
     }
 
     pub fn prune_passkey_challenges(&self, now_ms: i64) -> Result<usize, StoreError> {
@@ -1255,13 +1265,12 @@ fn apply(
                 tx.execute(&s.put_flow, &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)])
             }
             StoreOp::TakeFlow(hash) => {
-                let now = crate::domain::Timestamp::now().as_millis();
                 let found =
                     tx.query_opt("SELECT 1 FROM oauth_flows WHERE hash = $1 FOR UPDATE", &[&hash.as_slice()])?;
                 if found.is_none() {
                     return Err(Refused::Conflict(Conflict::FlowUsed));
                 }
-                tx.execute(&s.take_flow, &[&hash.as_slice(), &now])
+                tx.execute(&s.take_flow, &[&hash.as_slice()])
             }
             StoreOp::EndAttempt { email, verified: true } => tx.execute(&s.clear_attempts, &[email]),
             StoreOp::EndAttempt { email, verified: false } => tx.execute(&s.release_attempt, &[email]),
@@ -1341,14 +1350,13 @@ fn apply(
                 &[&hash.as_slice(), &r.expires_at_ms, &codec::encode(r)],
             ),
             StoreOp::TakeOAuthCode(hash) => {
-                let now = crate::domain::Timestamp::now().as_millis();
                 let found =
                     tx.query_opt("SELECT 1 FROM oauth_codes WHERE hash = $1 FOR UPDATE", &[&hash.as_slice()])?;
                 if found.is_none() {
                     return Err(Refused::Conflict(Conflict::CodeUsed));
                 }
-                // Unredeemed codes past their time go with any redemption.
-                tx.execute("DELETE FROM oauth_codes WHERE hash = $1 OR expires_at_ms < $2", &[&hash.as_slice(), &now])
+                // Unredeemed codes past their time go with the housekeeping (prune_expired_grants).
+                tx.execute("DELETE FROM oauth_codes WHERE hash = $1", &[&hash.as_slice()])
             }
             StoreOp::PutOAuthGrant(r) => tx.execute(
                 "INSERT INTO oauth_grants (id, user_id, refresh_hash, expires_at_ms, record) VALUES ($1, $2, $3, $4, $5)",
@@ -1376,9 +1384,7 @@ fn apply(
                 if changed == 0 {
                     return Err(Refused::Conflict(Conflict::RefreshUsed));
                 }
-                // Grants past their end go with any refresh.
-                let now = crate::domain::Timestamp::now().as_millis();
-                tx.execute("DELETE FROM oauth_grants WHERE expires_at_ms < $1", &[&now])
+                Ok(changed)
             }
             StoreOp::DeleteOAuthGrant(id) => tx.execute("DELETE FROM oauth_grants WHERE id = $1", &[&id.as_slice()]),
             StoreOp::PutOAuthConsent(r) => tx.execute(
