@@ -354,6 +354,26 @@ pub async fn authorize(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Re
     answer_authorized(answer, &query, wants_json(req.headers()))
 }
 
+/// `POST /api/auth/oauth2/authorize` (a form: OpenID Connect Core §3.1.2.1 has an authorization server take POST
+/// as it takes GET) → 303 to the same request as a `GET`, where everything is decided. Nothing is decided on the
+/// POST itself: a relying party on another site posts a form, which brings no `SameSite=Lax` session cookie,
+/// while the top-level GET it is sent on does, so a signed-in person goes on as with a link (the plugin decides on
+/// the POST, and sends such a person to sign in).
+pub async fn authorize_form(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    if !is_form(req.headers()) {
+        return Ok(oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the body must be application/x-www-form-urlencoded",
+        ));
+    }
+    let body = extract::form_body(req, state.body_timeout()).await?;
+    let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&body).finish();
+    let mut response = redirect(&format!("/api/auth/oauth2/authorize?{query}"), false)?;
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    Ok(response)
+}
+
 /// `POST /api/auth/oauth2/consent` `{accept, scope?, oauth_query}` (the consent page's answer, with the session
 /// cookie) → `{redirect: true, url}`: to the client with a code (accepted; the consent is remembered) or with
 /// `access_denied`.
@@ -392,6 +412,13 @@ pub async fn public_client(state: &AppState, _: Ctx, req: Request<Incoming>) -> 
     }
 }
 
+/// Whether the body is declared a form (`application/x-www-form-urlencoded`, any parameters).
+fn is_form(headers: &hyper::HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
+    })
+}
+
 /// Credentials that are not `Basic base64(id:secret)`.
 struct Malformed;
 
@@ -418,10 +445,7 @@ async fn client_form(
     req: Request<Incoming>,
     known: &[&str],
 ) -> Result<Result<(Vec<(String, String)>, TokenRequest), Response<Body>>, Failure> {
-    let form = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
-        v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
-    });
-    if !form {
+    if !is_form(req.headers()) {
         return Ok(Err(oauth_error(
             StatusCode::BAD_REQUEST,
             "invalid_request",

@@ -299,6 +299,7 @@ async fn handle(
         Endpoint::Audit => admin::audit(state, ctx, req).await,
         Endpoint::Jwks => provider::jwks(state, ctx, req).await,
         Endpoint::OAuth2Authorize => provider::authorize(state, ctx, req).await,
+        Endpoint::OAuth2AuthorizeForm => provider::authorize_form(state, ctx, req).await,
         Endpoint::OAuth2Consent => provider::consent(state, ctx, req).await,
         Endpoint::OAuth2PublicClient => provider::public_client(state, ctx, req).await,
         Endpoint::OAuth2Token => provider::token(state, ctx, req).await,

@@ -161,7 +161,7 @@ routes! {
     "/api/auth/.well-known/openid-configuration" => { GET => OpenIdConfiguration },
     "/api/auth/.well-known/oauth-authorization-server" => { GET => AuthorizationServerMetadata },
     "/.well-known/oauth-authorization-server/api/auth" => { GET => AuthorizationServerMetadataRfc8414 },
-    "/api/auth/oauth2/authorize" => { GET => OAuth2Authorize },
+    "/api/auth/oauth2/authorize" => { GET => OAuth2Authorize, POST => OAuth2AuthorizeForm },
     "/api/auth/oauth2/consent" => { POST => OAuth2Consent },
     "/api/auth/oauth2/public-client" => { GET => OAuth2PublicClient },
     "/api/auth/oauth2/token" => { POST => OAuth2Token },
@@ -340,9 +340,13 @@ mod tests {
             for (method, op) in ops.as_object().unwrap() {
                 let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
                 // A provider's redirect back only ever redirects: its success is a 302; so is a folder's
-                // address without its slash (`/admin`, `/account`), to the folder.
+                // address without its slash (`/admin`, `/account`), to the folder; the posted authorization
+                // request's is a 303 to its GET.
                 let redirects = path.contains("callback/") || path == "/admin" || path == "/account";
-                let success = |c: &&String| c.starts_with('2') || (redirects && *c == "302");
+                let posted_authorization = path == "/api/auth/oauth2/authorize" && method == "post";
+                let success = |c: &&String| {
+                    c.starts_with('2') || (redirects && *c == "302") || (posted_authorization && *c == "303")
+                };
                 assert!(codes.iter().any(success), "{method} {path} documents no success");
                 assert!(codes.iter().any(|c| *c == "405"), "{method} {path} does not document 405");
             }

@@ -1029,6 +1029,41 @@ async fn a_page_on_any_origin_reads_discovery_redeems_its_code_and_asks_userinfo
     assert_eq!(r.header("access-control-allow-credentials").as_deref(), Some("true"));
 }
 
+/// The authorization request as a form (OpenID Connect Core §3.1.2.1 has POST taken as GET): 303 to the same
+/// request as a GET, whose answer is the GET's (a code for a signed-in user). A body that is not a form is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_request_is_taken_as_a_posted_form_too() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (id, _) = register(&s, &admin, json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true})).await;
+    let u = s.new_user("poster").await;
+    let (_, challenge) = pkce();
+    let request = [
+        ("response_type", "code"),
+        ("client_id", id.as_str()),
+        ("redirect_uri", RP),
+        ("scope", "openid"),
+        ("state", "a state & more"),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let r = s
+        .post("/api/auth/oauth2/authorize")
+        .raw(Some("application/x-www-form-urlencoded"), query(&request))
+        .send()
+        .await;
+    assert_eq!(r.status, 303, "{}", r.text);
+    let to = r.header("location").unwrap();
+    assert_eq!(to, format!("/api/auth/oauth2/authorize?{}", query(&request)));
+    let (back, params) = location(&s.get(&to).cookie(&u.cookie).send().await);
+    assert_eq!(back, RP);
+    assert_eq!(params["state"], "a state & more");
+    assert!(params.contains_key("code"));
+
+    let json_body = s.post("/api/auth/oauth2/authorize").json(&json!({"client_id": id})).send().await;
+    oauth_error(&json_body, 400, "invalid_request");
+}
+
 /// A ban holds on every step: a code issued before the ban buys no token, the banned user's access token gets
 /// no userinfo, and the ended session authorizes nothing (`prompt=none`: `login_required`). A sign-out ends
 /// userinfo for the tokens its session got.

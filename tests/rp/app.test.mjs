@@ -182,3 +182,24 @@ test("a person with a second factor signs in to the application: the password, t
     await close();
   }
 });
+
+test("the authorization request posted as a form from another site: a signed-in person goes straight back", async () => {
+  await registerApp();
+  const user = await newUser(service.base, "Poster");
+  const { page, problems, close } = await freshPage();
+  try {
+    await signInThroughApp(page, user, "/", { problems });
+    // Signed in at the service and the application allowed: the posted request (303 to its GET, which carries
+    // the SameSite=Lax cookie a cross-site POST does not) comes straight back with a code.
+    await page.goto(`${appOrigin}/?method=post`);
+    await page.waitForSelector("#sign-in:not([hidden])");
+    await Promise.all([page.waitForNavigation(), page.click("#sign-in")]);
+    await page.waitForSelector("#status[data-state]");
+    const status = await page.$eval("#status", (e) => e.textContent);
+    assert.equal(status, "Signed in", `the application says: ${status}; ${problems.join("; ")}`);
+    assert.equal(new URL(page.url()).origin, appOrigin, "no page of the service in between");
+    assert.equal(await page.$eval("#name", (e) => e.textContent), user.name);
+  } finally {
+    await close();
+  }
+});

@@ -32,13 +32,30 @@ async function main() {
       const state = random();
       const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
       sessionStorage.setItem("pkce", JSON.stringify({ verifier, state }));
-      const url = new URL(meta.authorization_endpoint);
-      url.search = new URLSearchParams({
+      const request = {
         response_type: "code", client_id: config.client_id, redirect_uri: redirectUri, scope: "openid profile",
         state, code_challenge: challenge, code_challenge_method: "S256",
         // The page's own ?prompt= (prompt=login: the application wants a new sign-in).
         ...(params.get("prompt") ? { prompt: params.get("prompt") } : {}),
-      }).toString();
+      };
+      if (params.get("method") === "post") {
+        // The request as a posted form (?method=post), as some relying parties send it.
+        const form = document.createElement("form");
+        form.method = "post";
+        form.action = meta.authorization_endpoint;
+        for (const [name, value] of Object.entries(request)) {
+          const input = document.createElement("input");
+          input.type = "hidden";
+          input.name = name;
+          input.value = value;
+          form.append(input);
+        }
+        document.body.append(form);
+        form.submit();
+        return;
+      }
+      const url = new URL(meta.authorization_endpoint);
+      url.search = new URLSearchParams(request).toString();
       location.assign(url);
     });
     return;
