@@ -92,6 +92,7 @@ export async function clientPage(id) {
       ["Client ID", client.client_id], ["Kind", kind(client)], ["Application type", client.application_type],
       ["Grant types", client.grant_types.join(", ")], ["State", client.disabled ? "Disabled: its users cannot sign in through it" : "Enabled"],
       ["Asks for consent", client.skip_consent ? "No (first-party)" : "Yes"], ["ID tokens signed with", client.id_token_signed_response_alg],
+      ["Back-channel logout", client.backchannel_logout_uri || "None"],
       ["Registered", at(client.created_at)], ["Changed", at(client.updated_at)],
     ];
     details.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]));
@@ -102,10 +103,14 @@ export async function clientPage(id) {
   const uris = h("textarea", { name: "redirect_uris", rows: String(Math.max(2, c.redirect_uris.length + 1)), cols: "50" });
   uris.value = c.redirect_uris.join("\n");
   const scope = h("input", { type: "text", name: "scope", value: c.scope });
+  const backchannel = h("input", { type: "url", name: "backchannel_logout_uri", value: c.backchannel_logout_uri || "",
+    maxlength: "2048", placeholder: "https://app.example.com/oidc/backchannel-logout" });
   const save = h("button", { type: "submit", text: "Save" });
   const form = h("form", { id: "client-edit", "aria-label": "Change the application" },
     field("Name", name), field("Redirect URIs", uris, "one a line, matched byte for byte"),
-    field("Scopes", scope, "space-separated"), save);
+    field("Scopes", scope, "space-separated"),
+    field("Back-channel logout URI", backchannel, "told of its users' sign-outs with a signed logout token; empty: none"),
+    save);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const change = {};
@@ -113,6 +118,8 @@ export async function clientPage(id) {
     const wanted = lines(uris.value);
     if (wanted.join("\n") !== c.redirect_uris.join("\n")) change.redirect_uris = wanted;
     if (scope.value.trim() !== c.scope) change.scope = scope.value.trim();
+    const logoutUri = backchannel.value.trim() || null;
+    if (logoutUri !== (c.backchannel_logout_uri || null)) change.backchannel_logout_uri = logoutUri;
     if (!Object.keys(change).length) return say(line, "Nothing changed.");
     await act(line, save, async () => {
       const { client } = await api("PATCH", path, change);

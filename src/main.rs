@@ -145,6 +145,12 @@ enum ClientCommand {
         /// May ask for RP-initiated logout.
         #[arg(long)]
         enable_end_session: bool,
+        /// Where a signed logout token is POSTed when a user's session ends (back-channel logout).
+        #[arg(long)]
+        backchannel_logout_uri: Option<String>,
+        /// The relying party needs `sid` in its logout tokens.
+        #[arg(long)]
+        backchannel_logout_session_required: bool,
         /// EdDSA (default), ES256 or RS256.
         #[arg(long)]
         id_token_alg: Option<String>,
@@ -217,6 +223,8 @@ fn main() -> ExitCode {
                     native,
                     skip_consent,
                     enable_end_session,
+                    backchannel_logout_uri,
+                    backchannel_logout_session_required,
                     id_token_alg,
                 },
         } => {
@@ -230,6 +238,8 @@ fn main() -> ExitCode {
                 application_type: native.then(|| "native".to_owned()),
                 skip_consent,
                 enable_end_session,
+                backchannel_logout_uri,
+                backchannel_logout_session_required,
                 id_token_signed_response_alg: id_token_alg,
             };
             match service_auth::provider::clients::add_offline(&config, new) {

@@ -1,7 +1,7 @@
 //! The loaded state with its actors running: what both the server and the `admin create` command work on.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -18,6 +18,7 @@ use crate::mail::Templates;
 use crate::metrics::Metrics;
 use crate::store::follower::{self, Freshness};
 use crate::store::{CommitMetrics, FaultSwitch, Store, StoreError, StoreWriter, WriterDone};
+use crate::webhooks::backchannel::LogoutSigner;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -42,6 +43,9 @@ pub struct Core {
     mailer: Option<tokio::task::JoinHandle<()>>,
     /// The webhook deliverer; stopped with the mail sender (what it has not sent stays queued).
     hooks: tokio::task::JoinHandle<()>,
+    /// The issuer the back-channel logout tokens name: `base_url`'s, else the served address's, known once the
+    /// server listens ([`Core::set_issuer`]). The deliverer holds logouts back until then.
+    logout_issuer: Arc<OnceLock<String>>,
     /// Kept to close the writer at stop, after the actors' last flushes.
     writer: StoreWriter,
     writer_done: WriterDone,
@@ -49,6 +53,19 @@ pub struct Core {
     follower: Option<Follower>,
     /// The overview counters' flush, stopped (with a last flush) before the writer.
     counters_flush: CountersFlush,
+}
+
+/// Signs the back-channel logouts the webhooks' deliverer sends, with the identity provider's keys.
+struct ProviderLogouts {
+    keys: Arc<crate::provider::KeyRing>,
+    issuer: Arc<OnceLock<String>>,
+}
+
+impl LogoutSigner for ProviderLogouts {
+    fn sign(&self, logout: &crate::store::hooks::Logout, jti: &str) -> Option<String> {
+        let issuer = self.issuer.get()?;
+        crate::provider::logout::logout_token(&self.keys, issuer, logout, jti, crate::domain::Timestamp::now())
+    }
 }
 
 /// The counters' flush task and its stop. Dropped without [`Core::stop`] it still tells the task to end: the task
@@ -184,8 +201,6 @@ impl Core {
                 Some((queue, task)) => (Some(queue), Some(task)),
                 None => (None, None),
             };
-        let hooks =
-            crate::webhooks::deliver::start(&config.webhooks, Arc::clone(&store), writer.clone(), mail_stop.clone());
         let sessions_config = config.session.clone();
         let system = System::start(
             Arc::clone(&indexes),
@@ -230,6 +245,17 @@ impl Core {
                 .map_err(|e| AppError::Startup(e.to_string()))?
                 .map_err(|e| AppError::Startup(e.to_string()))?
         };
+        let keys = Arc::new(keys);
+        let logout_issuer = Arc::new(OnceLock::new());
+        let logouts: Arc<dyn LogoutSigner> =
+            Arc::new(ProviderLogouts { keys: Arc::clone(&keys), issuer: Arc::clone(&logout_issuer) });
+        let hooks = crate::webhooks::deliver::start(
+            &config.webhooks,
+            Arc::clone(&store),
+            writer.clone(),
+            Some(logouts),
+            mail_stop.clone(),
+        );
         let accounts = Accounts {
             indexes,
             actors: system.handles.clone(),
@@ -254,7 +280,7 @@ impl Core {
             two_factor_roles: config.two_factor.required_for_roles.clone().into(),
             codes_by_mail: config.two_factor.codes_by_mail,
             passkeys,
-            keys: Arc::new(keys),
+            keys,
             api_keys: Arc::new(config.api_keys.clone()),
             passwords: Arc::new(arc_swap::ArcSwap::from_pointee(crate::accounts::PasswordCheck::new(config))),
             fresh_age: (config.session.fresh_age_secs > 0).then(|| Duration::from_secs(config.session.fresh_age_secs)),
@@ -289,9 +315,16 @@ impl Core {
             mail_stop,
             mailer,
             hooks,
+            logout_issuer,
             follower,
             counters_flush,
         })
+    }
+
+    /// Sets the issuer of the back-channel logout tokens (`<base>/api/auth`): a logout has no request whose `Host`
+    /// it could be taken from, as an ID token's is when `base_url` is not set.
+    pub(crate) fn set_issuer(&self, base: &str) {
+        let _ = self.logout_issuer.set(format!("{base}/api/auth"));
     }
 
     pub(crate) fn users(&self) -> &actors::UsersHandle {

@@ -139,6 +139,7 @@ async fn serve_until(
     let address = listener.local_addr().map_err(|e| AppError::Startup(format!("the listener has no address: {e}")))?;
     let has_admin = core.accounts.any_admin();
     let base = public_base(&config, address);
+    core.set_issuer(&base);
     let setup_link = match has_admin {
         true => None,
         false => {

@@ -44,6 +44,7 @@ mod api {
     mod passkeys;
     mod passwords;
     mod provider;
+    mod provider_logout;
     mod refused_origins;
     mod reload;
     mod security;

@@ -972,8 +972,9 @@ impl Accounts {
                 acr: "0",
                 at_hash: &hash,
                 nonce,
-                // The plugin names the session only to clients that may end it.
-                sid: (client.end_session && !sid.is_empty()).then_some(sid.as_str()),
+                // The plugin names the session only to clients that may end it or hear of its end.
+                sid: ((client.end_session || client.backchannel_logout_uri.is_some()) && !sid.is_empty())
+                    .then_some(sid.as_str()),
             };
             Some(self.keys.sign(alg, None, &claims).ok_or(Unavailable)?)
         } else {

@@ -151,6 +151,8 @@ pub async fn create_client(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
         "application_type",
         "skip_consent",
         "enable_end_session",
+        "backchannel_logout_uri",
+        "backchannel_logout_session_required",
         "id_token_signed_response_alg",
     ])?;
     let new = NewClient {
@@ -163,6 +165,10 @@ pub async fn create_client(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
         application_type: body.optional_string("application_type")?.map(str::to_owned),
         skip_consent: body.optional_bool("skip_consent")?.unwrap_or(false),
         enable_end_session: body.optional_bool("enable_end_session")?.unwrap_or(false),
+        backchannel_logout_uri: body.optional_string("backchannel_logout_uri")?.map(str::to_owned),
+        backchannel_logout_session_required: body
+            .optional_bool("backchannel_logout_session_required")?
+            .unwrap_or(false),
         id_token_signed_response_alg: body.optional_string("id_token_signed_response_alg")?.map(str::to_owned),
     };
     let (client, secret) = state.accounts.create_oauth_client(new, admin.id, &ctx.ip.to_string()).await?;
@@ -180,7 +186,8 @@ pub async fn client(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<
 }
 
 /// `PATCH /api/admin/oidc/clients/{client_id}` `{client_name?, redirect_uris?, post_logout_redirect_uris?, scope?,
-/// grant_types?, skip_consent?, enable_end_session?, disabled?, id_token_signed_response_alg?, rotate_secret?}` →
+/// grant_types?, skip_consent?, enable_end_session?, backchannel_logout_uri? (`null` removes it),
+/// backchannel_logout_session_required?, disabled?, id_token_signed_response_alg?, rotate_secret?}` →
 /// `{client, client_secret}` (the new secret when rotated, else `null`).
 pub async fn update_client(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let admin = extract::administrator(state, req.headers(), Refusal::Plain).await?;
@@ -194,6 +201,8 @@ pub async fn update_client(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
         "grant_types",
         "skip_consent",
         "enable_end_session",
+        "backchannel_logout_uri",
+        "backchannel_logout_session_required",
         "disabled",
         "id_token_signed_response_alg",
         "rotate_secret",
@@ -206,6 +215,9 @@ pub async fn update_client(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
         grant_types: strings(&body, "grant_types")?,
         skip_consent: body.optional_bool("skip_consent")?,
         enable_end_session: body.optional_bool("enable_end_session")?,
+        // `null` ends back-channel logout for the client.
+        backchannel_logout_uri: body.nullable_string("backchannel_logout_uri")?.map(|u| u.map(str::to_owned)),
+        backchannel_logout_session_required: body.optional_bool("backchannel_logout_session_required")?,
         disabled: body.optional_bool("disabled")?,
         id_token_signed_response_alg: body.optional_string("id_token_signed_response_alg")?.map(str::to_owned),
         rotate_secret: body.optional_bool("rotate_secret")?.unwrap_or(false),

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::keys::Alg;
 use crate::domain::{Timestamp, UserId, action};
-use crate::store::{ClientRecordV1, Store, StoreError, StoreOp, StoreWriter, audit};
+use crate::store::{ClientRecord, Store, StoreError, StoreOp, StoreWriter, audit};
 
 /// The standard scopes a user grants; the others a client may have are its own (`api:read`), which alone may be
 /// given to the client itself (client credentials).
@@ -84,6 +84,9 @@ pub struct Client {
     pub grant_types: Vec<&'static str>,
     pub skip_consent: bool,
     pub end_session: bool,
+    /// Where a signed logout token is POSTed when a session that gave it a grant ends (back-channel logout).
+    pub backchannel_logout_uri: Option<String>,
+    pub backchannel_logout_session_required: bool,
     pub disabled: bool,
     pub id_token_alg: Alg,
     pub created_at: Timestamp,
@@ -106,6 +109,8 @@ pub struct NewClient {
     pub application_type: Option<String>,
     pub skip_consent: bool,
     pub enable_end_session: bool,
+    pub backchannel_logout_uri: Option<String>,
+    pub backchannel_logout_session_required: bool,
     /// Default: EdDSA.
     pub id_token_signed_response_alg: Option<String>,
 }
@@ -120,6 +125,9 @@ pub struct ClientChange {
     pub grant_types: Option<Vec<String>>,
     pub skip_consent: Option<bool>,
     pub enable_end_session: Option<bool>,
+    /// `Some(None)`: no back-channel logout any more.
+    pub backchannel_logout_uri: Option<Option<String>>,
+    pub backchannel_logout_session_required: Option<bool>,
     pub disabled: Option<bool>,
     pub id_token_signed_response_alg: Option<String>,
     pub rotate_secret: bool,
@@ -134,6 +142,8 @@ impl ClientChange {
             && self.grant_types.is_none()
             && self.skip_consent.is_none()
             && self.enable_end_session.is_none()
+            && self.backchannel_logout_uri.is_none()
+            && self.backchannel_logout_session_required.is_none()
             && self.disabled.is_none()
             && self.id_token_signed_response_alg.is_none()
             && !self.rotate_secret
@@ -187,7 +197,7 @@ impl Clients {
         self.writer.write(ops).await.map_err(|e| ClientError::Store(e.to_string()))
     }
 
-    async fn find(&self, client_id: &str) -> Result<ClientRecordV1, ClientError> {
+    async fn find(&self, client_id: &str) -> Result<ClientRecord, ClientError> {
         let client_id = client_id.to_owned();
         self.read(move |s| s.oauth_client(&client_id)).await?.ok_or(ClientError::NotFound)
     }
@@ -261,6 +271,14 @@ impl Clients {
             record.end_session = end;
             changed.push(format!("enable_end_session {end}"));
         }
+        if let Some(uri) = change.backchannel_logout_uri {
+            changed.push(format!("backchannel_logout_uri {}", uri.as_deref().unwrap_or("none")));
+            record.backchannel_logout_uri = uri;
+        }
+        if let Some(required) = change.backchannel_logout_session_required {
+            record.backchannel_session_required = required;
+            changed.push(format!("backchannel_logout_session_required {required}"));
+        }
         if let Some(disabled) = change.disabled {
             record.disabled = disabled;
             changed.push(format!("disabled {disabled}"));
@@ -313,19 +331,22 @@ pub fn add_offline(config: &crate::config::Config, new: NewClient) -> Result<(Cl
     Ok((view(&record), secret))
 }
 
-fn created_entry(record: &ClientRecordV1, by: Option<UserId>, ip: &str) -> StoreOp {
+fn created_entry(record: &ClientRecord, by: Option<UserId>, ip: &str) -> StoreOp {
     let kind = if record.secret_hash.is_some() { "confidential" } else { "public" };
-    let detail = format!(
+    let mut detail = format!(
         "{} {:?} ({kind}): redirect_uris [{}]; scopes [{}]",
         record.client_id,
         record.name,
         record.redirect_uris.join(" "),
         record.scopes.join(" ")
     );
+    if let Some(uri) = &record.backchannel_logout_uri {
+        detail.push_str(&format!("; backchannel_logout_uri {uri}"));
+    }
     audit::entry(action::OAUTH_CLIENT_CREATED, by, Some(uuid::Uuid::from_bytes(record.id)), ip, detail)
 }
 
-fn build(new: NewClient, by: Option<UserId>, now: Timestamp) -> Result<(ClientRecordV1, Option<String>), ClientError> {
+fn build(new: NewClient, by: Option<UserId>, now: Timestamp) -> Result<(ClientRecord, Option<String>), ClientError> {
     let auth_method = match new.auth_method.as_deref() {
         None => AuthMethod::ClientSecretBasic,
         Some(name) => AuthMethod::parse(name).ok_or_else(|| {
@@ -342,7 +363,7 @@ fn build(new: NewClient, by: Option<UserId>, now: Timestamp) -> Result<(ClientRe
         }
     };
     let secret = (auth_method != AuthMethod::None).then(random_letters);
-    let mut record = ClientRecordV1 {
+    let mut record = ClientRecord {
         id: uuid::Uuid::now_v7().into_bytes(),
         client_id: random_letters(),
         secret_hash: secret.as_deref().map(hash_secret),
@@ -359,6 +380,8 @@ fn build(new: NewClient, by: Option<UserId>, now: Timestamp) -> Result<(ClientRe
         skip_consent: new.skip_consent,
         end_session: new.enable_end_session,
         disabled: false,
+        backchannel_logout_uri: new.backchannel_logout_uri,
+        backchannel_session_required: new.backchannel_logout_session_required,
         id_token_alg: match new.id_token_signed_response_alg.as_deref() {
             None => Alg::EdDsa.code(),
             Some(alg) => parse_alg(alg)?.code(),
@@ -398,7 +421,7 @@ pub const MAX_CLIENT_ID: usize = 128;
 
 /// An imported client's record, under the rules a registered one obeys (plus its `client_id`'s: 1 to
 /// [`MAX_CLIENT_ID`] letters, digits, `-`, `_` or `.`, what the admin API's paths take).
-pub fn imported(c: ImportedClient) -> Result<ClientRecordV1, ClientError> {
+pub fn imported(c: ImportedClient) -> Result<ClientRecord, ClientError> {
     let id_ok = !c.client_id.is_empty()
         && c.client_id.len() <= MAX_CLIENT_ID
         && c.client_id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
@@ -421,7 +444,7 @@ pub fn imported(c: ImportedClient) -> Result<ClientRecordV1, ClientError> {
         (_, None) => return Err(ClientError::Invalid("a confidential client without a secret".into())),
     };
     let grants = if c.grant_types.is_empty() { GRANT_CODE } else { grant_bits(&c.grant_types)? };
-    let mut record = ClientRecordV1 {
+    let mut record = ClientRecord {
         id: uuid::Uuid::now_v7().into_bytes(),
         client_id: c.client_id,
         secret_hash,
@@ -435,6 +458,8 @@ pub fn imported(c: ImportedClient) -> Result<ClientRecordV1, ClientError> {
         skip_consent: c.skip_consent,
         end_session: c.enable_end_session,
         disabled: c.disabled,
+        backchannel_logout_uri: None,
+        backchannel_session_required: false,
         id_token_alg: Alg::EdDsa.code(),
         created_by: None,
         created_at_ms: c.created_at_ms,
@@ -468,7 +493,7 @@ fn grant_bits(grants: &[String]) -> Result<u8, ClientError> {
 }
 
 /// Every rule a client's fields obey, after a creation or a change (scopes are put in order and de-duplicated).
-fn check(record: &mut ClientRecordV1) -> Result<(), ClientError> {
+fn check(record: &mut ClientRecord) -> Result<(), ClientError> {
     let name = record.name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
         return Err(ClientError::Invalid(format!(
@@ -486,6 +511,12 @@ fn check(record: &mut ClientRecordV1) -> Result<(), ClientError> {
             check_redirect_uri(uri, record.native)
                 .map_err(|why| ClientError::InvalidRedirectUri(format!("{field}[{i}]: {why}")))?;
         }
+    }
+    if let Some(uri) = &record.backchannel_logout_uri {
+        check_backchannel_uri(uri).map_err(|why| ClientError::Invalid(format!("backchannel_logout_uri: {why}")))?;
+    }
+    if record.backchannel_session_required && record.backchannel_logout_uri.is_none() {
+        return Err(ClientError::Invalid("backchannel_logout_session_required needs a backchannel_logout_uri".into()));
     }
     if record.grants & GRANT_CODE != 0 && record.redirect_uris.is_empty() {
         return Err(ClientError::InvalidRedirectUri(
@@ -561,6 +592,34 @@ fn check_redirect_uri(raw: &str, native: bool) -> Result<(), String> {
     }
 }
 
+/// A back-channel logout URI (OpenID Connect Back-Channel Logout 1.0 §2.2): absolute, no fragment (the spec), no
+/// user information; https, or http to a loopback address (a relying party on the same machine, and the tests).
+/// Whether it aims inside the server's network is the deliverer's check, at every attempt, as for the webhooks
+/// (`[webhooks] allow_internal_targets`).
+fn check_backchannel_uri(raw: &str) -> Result<(), String> {
+    if raw.len() > MAX_URI {
+        return Err(format!("must be at most {MAX_URI} characters"));
+    }
+    let url = url::Url::parse(raw).map_err(|_| "must be an absolute https URI".to_owned())?;
+    if url.fragment().is_some() || raw.contains('#') {
+        return Err("must not contain a fragment component".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("must not contain user information".into());
+    }
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => return Err("must name a host".into()),
+    };
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err("must be https (http only to a loopback address)".into()),
+    }
+}
+
 /// Whether `presented` is one of `client`'s redirect URIs: byte for byte, except that a native client's loopback
 /// redirect matches on any port (RFC 8252 §7.3: the app listens on whichever port it was given).
 pub fn redirect_uri_matches(registered: &[String], native: bool, presented: &str) -> bool {
@@ -608,7 +667,7 @@ pub fn hash_secret(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-fn view(r: &ClientRecordV1) -> Client {
+fn view(r: &ClientRecord) -> Client {
     let mut grant_types = Vec::new();
     if r.grants & GRANT_CODE != 0 {
         grant_types.extend(["authorization_code", "refresh_token"]);
@@ -628,6 +687,8 @@ fn view(r: &ClientRecordV1) -> Client {
         grant_types,
         skip_consent: r.skip_consent,
         end_session: r.end_session,
+        backchannel_logout_uri: r.backchannel_logout_uri.clone(),
+        backchannel_logout_session_required: r.backchannel_session_required,
         disabled: r.disabled,
         id_token_alg: Alg::ALL.into_iter().find(|a| a.code() == r.id_token_alg).unwrap_or(Alg::EdDsa),
         created_at: Timestamp::from_millis(r.created_at_ms),
@@ -683,6 +744,17 @@ mod tests {
         assert!(!redirect_uri_matches(&native, true, "http://127.0.0.1:50123/other"));
         assert!(!redirect_uri_matches(&native, true, "http://[::1]:50123/cb"), "another loopback address");
         assert!(!redirect_uri_matches(&native, false, "http://127.0.0.1:50123/cb"), "a web client's ports count");
+    }
+
+    #[test]
+    fn backchannel_uris_are_https_or_loopback_http() {
+        for ok in ["https://rp.example/logout", "http://127.0.0.1:9000/bc", "http://localhost/bc"] {
+            assert_eq!(check_backchannel_uri(ok), Ok(()), "{ok}");
+        }
+        for bad in ["http://rp.example/logout", "https://rp.example/l#x", "https://u:p@rp.example/", "/bc", "ftp://a/"]
+        {
+            assert!(check_backchannel_uri(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

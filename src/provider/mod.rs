@@ -4,7 +4,7 @@
 //!
 //! Built in slices (issue #46): the signing keys and the discovery document ([`keys`]), the clients
 //! administrators register ([`clients`]); the codes, consents and grants of the flows ([`grants`]), which the
-//! facade's flows (src/accounts/idp.rs) use.
+//! facade's flows (src/accounts/idp.rs) use; the back-channel logout tokens ([`logout`]).
 //!
 //! This module is a rung below the facade, beside the webhooks: it owns the provider's state that is neither an
 //! account's nor a session's. The keys are no actor ([`keys`] says why); nor are the grants, whose index follows
@@ -13,6 +13,7 @@
 pub mod clients;
 pub mod grants;
 pub mod keys;
+pub mod logout;
 
 pub use clients::{
     AuthMethod, Client, ClientChange, ClientError, Clients, NewClient, USER_SCOPES, redirect_uri_matches,

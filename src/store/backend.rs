@@ -163,7 +163,9 @@ impl Store {
         let committed = self.commit_requests_quietly(requests);
         let ops = || requests.iter().flat_map(|r| r.iter());
         let queued = || ops().any(|op| matches!(op, StoreOp::PutWebhookMessage(_) | StoreOp::PutWebhook(_)));
-        if committed.is_ok() && (queued() || super::hooks::may_raise(ops())) {
+        // A session ended may have queued back-channel logouts (a store without such clients reads an empty round).
+        let ended = || super::hooks::ends_sessions(ops());
+        if committed.is_ok() && (queued() || super::hooks::may_raise(ops()) || ended()) {
             self.hooks_signal.notify_one();
         }
         committed
@@ -268,6 +270,14 @@ impl Store {
         }
     }
 
+    /// [`Self::lease_webhook`] for a queue that is no endpoint's (the back-channel logouts). Blocking.
+    pub fn lease_queue(&self, queue: [u8; 16], lease: std::time::Duration) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Embedded(_) => Ok(true),
+            Backend::Postgres(s) => s.lease_queue(queue, lease),
+        }
+    }
+
     /// Ids of at most `limit` audit entries to delete, oldest first (see [`EmbeddedStore::audit_to_prune`]).
     pub fn audit_to_prune(
         &self,
@@ -291,7 +301,7 @@ impl Store {
     }
 
     /// Every client of the identity provider. Blocking.
-    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecordV1>, StoreError> {
+    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecord>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.oauth_clients(),
             Backend::Postgres(s) => s.oauth_clients(),
@@ -315,7 +325,7 @@ impl Store {
     }
 
     /// The client `client_id`, if registered. Blocking.
-    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
+    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecord>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.oauth_client(client_id),
             Backend::Postgres(s) => s.oauth_client(client_id),

@@ -564,12 +564,12 @@ impl EmbeddedStore {
     }
 
     /// Every client of the identity provider, by `client_id`.
-    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecordV1>, StoreError> {
+    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecord>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
             let entries = table.iter().map_err(io)?;
-            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+            entries.map(|entry| super::provider_records::decode_client(entry.map_err(io)?.1.value())).collect()
         })
     }
 
@@ -592,12 +592,12 @@ impl EmbeddedStore {
         })
     }
 
-    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
+    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecord>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
             let found = table.get(client_id).map_err(io)?;
-            found.map(|v| codec::decode(v.value())).transpose()
+            found.map(|v| super::provider_records::decode_client(v.value())).transpose()
         })
     }
 
@@ -940,6 +940,54 @@ fn visit_sessions(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), 
     Ok(())
 }
 
+/// The back-channel logouts `op` (a session or every session of an account ended) owes, read before it is applied
+/// ([`super::hooks::logouts`]).
+fn logouts_of(
+    op: &StoreOp,
+    sessions: &impl ReadableTable<[u8; 48], &'static [u8]>,
+    grants: &impl ReadableTable<[u8; 16], &'static [u8]>,
+    clients: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Vec<WebhookMessageRecordV1>, StoreError> {
+    use super::hooks::Ended;
+    let mut ended = Vec::new();
+    let (user, all) = match op {
+        StoreOp::DeleteSession(user, hash) => {
+            if let Some(found) = sessions.get(session_key(*user, hash)).map_err(io)? {
+                ended.extend(codec::read_session(found.value())?.map(|s| s.id));
+            }
+            (*user, false)
+        }
+        StoreOp::DeleteSessionsOf { user, except: None } => (*user, true),
+        StoreOp::DeleteSessionsOf { user, except: Some(kept) } => {
+            let range = session_key(*user, &[0; 32])..=session_key(*user, &[u8::MAX; 32]);
+            for entry in sessions.range(range).map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                if key.value()[16..] != kept[..] {
+                    ended.extend(codec::read_session(value.value())?.map(|s| s.id));
+                }
+            }
+            (*user, false)
+        }
+        _ => return Ok(Vec::new()),
+    };
+    if !all && ended.is_empty() {
+        return Ok(Vec::new());
+    }
+    // A scan, as at a ban: only a store with a back-channel client comes here.
+    let mut held = Vec::new();
+    for entry in grants.iter().map_err(io)? {
+        let grant = codec::decode::<super::OAuthGrantRecordV1>(entry.map_err(io)?.1.value())?;
+        if grant.user_id == Some(user) {
+            held.push(grant);
+        }
+    }
+    let which = if all { Ended::All } else { Ended::Sessions(&ended) };
+    super::hooks::logouts(user, which, held, &mut |client_id| match clients.get(client_id).map_err(io)? {
+        Some(found) => super::provider_records::decode_client(found.value()).map(Some),
+        None => Ok(None),
+    })
+}
+
 fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
     let tx = db.begin_write().map_err(io)?;
     {
@@ -988,7 +1036,28 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut consents = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
         let mut grants = tx.open_table(OAUTH_GRANTS).map_err(io)?;
         let mut sso = tx.open_table(SSO_PROVIDERS).map_err(io)?;
+        // Whether any client hears of its users' sign-outs: read once per commit that ends a session, so that a
+        // store without such clients pays for no grant scan at a sign-out.
+        let mut backchannel: Option<bool> = None;
         for &op in ops {
+            if matches!(op, StoreOp::DeleteSession(..) | StoreOp::DeleteSessionsOf { .. }) {
+                let wanted = match backchannel {
+                    Some(known) => known,
+                    None => {
+                        let mut any = false;
+                        for entry in clients.iter().map_err(io)? {
+                            let client = super::provider_records::decode_client(entry.map_err(io)?.1.value())?;
+                            any |= client.backchannel_logout_uri.is_some();
+                        }
+                        *backchannel.insert(any)
+                    }
+                };
+                if wanted {
+                    for message in logouts_of(op, &sessions, &grants, &clients)? {
+                        enqueue(&mut queue, &message)?;
+                    }
+                }
+            }
             if let Some(fanout) = fanout.as_mut() {
                 fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
                     Some(value) => codec::decode_user(value.value()).map(Some),

@@ -295,6 +295,89 @@ impl Fanout {
     }
 }
 
+/// The queue of the identity provider's back-channel logout messages (OpenID Connect Back-Channel Logout 1.0):
+/// kept beside the endpoints' queues, in the same tables, so that a logout is queued in the very commit that ends
+/// the session and is delivered, retried and kept across a crash as a webhook is. No endpoint has this id (theirs
+/// are UUID v7s, whose version nibble this one's 13th byte, `-`, is not).
+pub const BACKCHANNEL_QUEUE: [u8; 16] = *b"backchannel-lgou";
+/// The `event` of such a message (never one of [`EVENTS`]: no endpoint subscribes to it).
+pub const BACKCHANNEL_EVENT: &str = "backchannel.logout";
+
+/// What a back-channel logout message holds: what the logout token will say, and where it goes. Signed only when
+/// it is sent (by the deliverer, with the provider's keys), so a message waiting across a key rotation is signed
+/// with the key in force, and its `iat` and `exp` are the attempt's.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Logout {
+    pub uri: String,
+    pub client_id: String,
+    pub sub: String,
+    pub sid: Option<String>,
+    /// The client's `id_token_signed_response_alg` code: the relying party verifies the token as it verifies its ID
+    /// tokens.
+    pub alg: u8,
+}
+
+/// Which sessions of an account a request ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended<'a> {
+    /// These sessions (their ids).
+    Sessions(&'a [[u8; 16]]),
+    /// Every one, and every grant of the account with them.
+    All,
+}
+
+/// The back-channel logout messages a request owes: one per client with a `backchannel_logout_uri` and a grant of
+/// `user` from an ended session (each session once per client). `grants` are the account's grants before the
+/// request; `client` reads a client as the transaction holds it.
+pub fn logouts(
+    user: [u8; 16],
+    ended: Ended<'_>,
+    grants: impl IntoIterator<Item = super::OAuthGrantRecordV1>,
+    client: &mut dyn FnMut(&str) -> Result<Option<super::ClientRecord>, StoreError>,
+) -> Result<Vec<WebhookMessageRecordV1>, StoreError> {
+    let now = Timestamp::now().as_millis();
+    let mut seen: Vec<(String, Option<[u8; 16]>)> = Vec::new();
+    let mut out = Vec::new();
+    for grant in grants {
+        if grant.user_id != Some(user) {
+            continue;
+        }
+        let ends = match ended {
+            Ended::All => true,
+            Ended::Sessions(ids) => grant.session_id.is_some_and(|sid| ids.contains(&sid)),
+        };
+        let key = (grant.client_id.clone(), grant.session_id);
+        if !ends || seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let Some(found) = client(&grant.client_id)? else { continue };
+        let Some(uri) = found.backchannel_logout_uri.filter(|_| !found.disabled) else { continue };
+        let logout = Logout {
+            uri,
+            client_id: found.client_id,
+            sub: crate::domain::UserId::from_bytes(user).to_string(),
+            sid: grant.session_id.map(|s| crate::domain::SessionId::from_bytes(s).to_string()),
+            alg: found.id_token_alg,
+        };
+        out.push(WebhookMessageRecordV1 {
+            id: uuid::Uuid::now_v7().into_bytes(),
+            endpoint: BACKCHANNEL_QUEUE,
+            // No order among them: one relying party that does not answer holds up no other.
+            account: None,
+            event: BACKCHANNEL_EVENT.to_owned(),
+            payload: serde_json::to_string(&logout).expect("a logout serialises"),
+            created_at_ms: now,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether `ops` end a session, so that the commit looks for back-channel logouts to queue.
+pub fn ends_sessions<'a>(mut ops: impl Iterator<Item = &'a StoreOp>) -> bool {
+    ops.any(|op| matches!(op, StoreOp::DeleteSession(..) | StoreOp::DeleteSessionsOf { .. }))
+}
+
 /// `user.updated` when a field an application may mirror changed: the names of those fields, and their values.
 fn profile_diff(before: &UserRecord, after: &UserRecord) -> Option<Event> {
     let mut changed = Vec::new();

@@ -44,7 +44,8 @@ pub use codec::newer_records_skipped;
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use provider_records::{
-    ClientRecordV1, OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecordV1, SigningKeyRecordV1,
+    ClientRecord, ClientRecordV1, ClientRecordV2, OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecordV1,
+    SigningKeyRecordV1,
 };
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
@@ -224,7 +225,7 @@ pub enum StoreOp {
         user: [u8; 16],
     },
     /// A client of the identity provider registered or changed.
-    PutOAuthClient(ClientRecordV1),
+    PutOAuthClient(ClientRecord),
     /// A client removed, by `client_id`.
     DeleteOAuthClient(String),
     /// An authorization code issued: kept in the store by its SHA-256, so that any node can redeem it.

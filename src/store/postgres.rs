@@ -592,14 +592,32 @@ impl PgStore {
         })
     }
 
+    /// Takes or renews the lease on delivering a queue that is no endpoint's (the back-channel logouts): as
+    /// [`Self::lease_webhook`], in a table of its own.
+    pub fn lease_queue(&self, queue: [u8; 16], lease: Duration) -> Result<bool, StoreError> {
+        let lease_ms = lease.as_millis() as f64;
+        let node = self.node;
+        self.pooled(|c| {
+            let taken = c.query_opt(
+                "INSERT INTO queue_leases (queue, leased_by, leased_until) \
+                 VALUES ($1, $2, now() + $3 * interval '1 millisecond') \
+                 ON CONFLICT (queue) DO UPDATE SET leased_by = EXCLUDED.leased_by, \
+                 leased_until = EXCLUDED.leased_until \
+                 WHERE queue_leases.leased_until < now() OR queue_leases.leased_by = EXCLUDED.leased_by RETURNING 1",
+                &[&queue.as_slice(), &node, &lease_ms],
+            )?;
+            Ok(taken.is_some())
+        })
+    }
+
     pub fn signing_keys(&self) -> Result<Vec<super::SigningKeyRecordV1>, StoreError> {
         let rows = self.pooled(|c| c.query("SELECT record FROM signing_keys ORDER BY id", &[]))?;
         rows.iter().map(|r| codec::decode(r.get(0))).collect()
     }
 
-    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecordV1>, StoreError> {
+    pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecord>, StoreError> {
         let rows = self.pooled(|c| c.query("SELECT record FROM oauth_clients ORDER BY client_id", &[]))?;
-        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+        rows.iter().map(|r| super::provider_records::decode_client(r.get(0))).collect()
     }
 
     pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecordV1>, StoreError> {
@@ -613,10 +631,10 @@ impl PgStore {
         row.map(|r| codec::decode(r.get(0))).transpose()
     }
 
-    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecordV1>, StoreError> {
+    pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecord>, StoreError> {
         let row =
             self.pooled(|c| c.query_opt("SELECT record FROM oauth_clients WHERE client_id = $1", &[&client_id]))?;
-        row.map(|r| codec::decode(r.get(0))).transpose()
+        row.map(|r| super::provider_records::decode_client(r.get(0))).transpose()
     }
 
     pub fn oauth_code(&self, hash: &super::TokenHash) -> Result<Option<super::OAuthCodeRecordV1>, StoreError> {
@@ -934,25 +952,28 @@ fn commit(
     let mut results = Vec::with_capacity(requests.len());
     let mut applied = Vec::new();
     let mut resync = Vec::new();
+    let mut backchannel = Backchannel::default();
     for (index, &ops) in requests.iter().enumerate() {
         // Only a request that can break a rule of the whole cluster pays for a savepoint (two more round trips).
         let risky = ops.iter().any(may_conflict);
         let queued = fanout.as_ref().map_or(0, |f| f.messages.len());
+        let logouts = backchannel.messages.len();
         let outcome = if risky {
             let mut savepoint = tx.savepoint("request").map_err(before)?;
-            match apply(&mut savepoint, s, ops, fanout.as_mut(), &mut resync) {
+            match apply(&mut savepoint, s, ops, fanout.as_mut(), &mut backchannel, &mut resync) {
                 Ok(()) => savepoint.commit().map_err(before).map(|()| Ok(())),
                 Err(Refused::Conflict(conflict)) => {
-                    // Nothing of it is written: neither are its events.
+                    // Nothing of it is written: neither are its events, nor its logouts.
                     if let Some(f) = fanout.as_mut() {
                         f.forget(ops, queued);
                     }
+                    backchannel.messages.truncate(logouts);
                     savepoint.rollback().map_err(before).map(|()| Err(conflict))
                 }
                 Err(Refused::Failed(e)) => Err(before(e)),
             }
         } else {
-            match apply(&mut tx, s, ops, fanout.as_mut(), &mut resync) {
+            match apply(&mut tx, s, ops, fanout.as_mut(), &mut backchannel, &mut resync) {
                 Ok(()) => Ok(Ok(())),
                 // Only the ops that make a request risky can conflict; without a savepoint the transaction could not
                 // go on, so this would fail the batch rather than write half of it.
@@ -975,7 +996,8 @@ fn commit(
     }
     let mut seq = None;
     let entry = changes::encode(applied.iter().flat_map(|&i| requests[i].iter()));
-    let messages = fanout.map(|f| f.messages).unwrap_or_default();
+    let mut messages = fanout.map(|f| f.messages).unwrap_or_default();
+    messages.append(&mut backchannel.messages);
     if entry.is_some() || !messages.is_empty() {
         // Held to the commit: the next node's append waits, so sequence order is commit order (of the change log
         // and of the webhook queues alike).
@@ -1105,11 +1127,97 @@ fn conflict_resync(conflict: &Conflict) -> Option<Resync> {
 
 /// Applies one request's ops, with the last-administrator guard when they demote, ban or remove an account that
 /// is an active administrator now. A record this node holds wrong and the ops found out is added to `resync`.
+/// The back-channel logouts a batch queues ([`super::hooks::logouts`]), and whether any client has a back-channel
+/// URI (read once per batch that ends a session).
+#[derive(Default)]
+struct Backchannel {
+    any: Option<bool>,
+    messages: Vec<WebhookMessageRecordV1>,
+}
+
+impl Backchannel {
+    /// Queues what `op` (a session or every session of an account ended) owes, read before it is applied.
+    fn before(&mut self, tx: &mut Transaction<'_>, op: &StoreOp) -> Result<(), Refused> {
+        let (user, except, one) = match op {
+            StoreOp::DeleteSession(user, hash) => (*user, None, Some(*hash)),
+            StoreOp::DeleteSessionsOf { user, except } => (*user, *except, None),
+            _ => return Ok(()),
+        };
+        let any = match self.any {
+            Some(any) => any,
+            None => {
+                let mut any = false;
+                for row in tx.query("SELECT record FROM oauth_clients", &[])? {
+                    any |= readable(super::provider_records::decode_client(row.get(0)))
+                        .is_some_and(|c| c.backchannel_logout_uri.is_some());
+                }
+                *self.any.insert(any)
+            }
+        };
+        if !any {
+            return Ok(());
+        }
+        let mut ended = Vec::new();
+        let all = matches!(op, StoreOp::DeleteSessionsOf { except: None, .. });
+        if !all {
+            let rows = match one {
+                Some(hash) => tx.query(
+                    "SELECT hash, record FROM sessions WHERE user_id = $1 AND hash = $2",
+                    &[&user.as_slice(), &hash.as_slice()],
+                )?,
+                None => tx.query("SELECT hash, record FROM sessions WHERE user_id = $1", &[&user.as_slice()])?,
+            };
+            for row in rows {
+                let hash: &[u8] = row.get(0);
+                if except.is_some_and(|kept| kept[..] == *hash) {
+                    continue;
+                }
+                ended.extend(readable(codec::read_session(row.get(1))).flatten().map(|s| s.id));
+            }
+            if ended.is_empty() {
+                return Ok(());
+            }
+        }
+        let mut grants = Vec::new();
+        for row in tx.query("SELECT record FROM oauth_grants WHERE user_id = $1", &[&user.as_slice()])? {
+            grants.extend(readable(codec::decode::<super::OAuthGrantRecordV1>(row.get(0))));
+        }
+        let which = if all { super::hooks::Ended::All } else { super::hooks::Ended::Sessions(&ended) };
+        let mut failed = None;
+        let found = super::hooks::logouts(user, which, grants, &mut |client_id| match tx
+            .query_opt("SELECT record FROM oauth_clients WHERE client_id = $1", &[&client_id])
+        {
+            Ok(Some(row)) => Ok(readable(super::provider_records::decode_client(row.get(0)))),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                let message = e.to_string();
+                failed = Some(e);
+                Err(StoreError::Io(message))
+            }
+        });
+        match (found, failed) {
+            (Ok(messages), _) => {
+                self.messages.extend(messages);
+                Ok(())
+            }
+            (Err(_), Some(e)) => Err(Refused::Failed(e)),
+            (Err(_), None) => Ok(()),
+        }
+    }
+}
+
+/// A record the back-channel logouts read, or `None` (with a warning) when it does not decode: a sign-out is never
+/// refused for a logout it cannot work out.
+fn readable<T>(decoded: Result<T, StoreError>) -> Option<T> {
+    decoded.map_err(|error| tracing::warn!(%error, "a back-channel logout skipped: a record does not decode")).ok()
+}
+
 fn apply(
     tx: &mut Transaction<'_>,
     s: &Prepared,
     ops: &[StoreOp],
     mut fanout: Option<&mut Fanout>,
+    backchannel: &mut Backchannel,
     resync: &mut Vec<Resync>,
 ) -> Result<(), Refused> {
     let guard_admins = demotes_an_admin(tx, ops.iter())?;
@@ -1122,6 +1230,7 @@ fn apply(
         0
     };
     for op in ops {
+        backchannel.before(tx, op)?;
         if let Some(fanout) = fanout.as_deref_mut() {
             // The account as this transaction holds it (its row is locked: `lock_in_order`).
             let mut failed = None;

@@ -60,6 +60,64 @@ pub struct ClientRecordV1 {
     pub updated_at_ms: i64,
 }
 
+/// A client of the identity provider, second format: the first's fields, then where it hears of its users'
+/// sign-outs (OpenID Connect Back-Channel Logout 1.0). Written in the first format when it has no back-channel URI,
+/// so a node of the release before reads every other client as before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientRecordV2 {
+    pub id: [u8; 16],
+    pub client_id: String,
+    pub secret_hash: Option<[u8; 32]>,
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub scopes: Vec<String>,
+    pub grants: u8,
+    pub auth_method: u8,
+    pub native: bool,
+    pub skip_consent: bool,
+    pub end_session: bool,
+    pub disabled: bool,
+    pub id_token_alg: u8,
+    pub created_by: Option<[u8; 16]>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// `backchannel_logout_uri`: where a signed logout token is POSTed when a session it was given ends.
+    pub backchannel_logout_uri: Option<String>,
+    /// `backchannel_logout_session_required`: the relying party needs `sid` in the token (it always carries one
+    /// when the grant came from a session).
+    pub backchannel_session_required: bool,
+}
+
+/// The client record this release writes and reads.
+pub type ClientRecord = ClientRecordV2;
+
+impl From<ClientRecordV1> for ClientRecordV2 {
+    fn from(r: ClientRecordV1) -> Self {
+        Self {
+            id: r.id,
+            client_id: r.client_id,
+            secret_hash: r.secret_hash,
+            name: r.name,
+            redirect_uris: r.redirect_uris,
+            post_logout_redirect_uris: r.post_logout_redirect_uris,
+            scopes: r.scopes,
+            grants: r.grants,
+            auth_method: r.auth_method,
+            native: r.native,
+            skip_consent: r.skip_consent,
+            end_session: r.end_session,
+            disabled: r.disabled,
+            id_token_alg: r.id_token_alg,
+            created_by: r.created_by,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            backchannel_logout_uri: None,
+            backchannel_session_required: false,
+        }
+    }
+}
+
 /// An authorization code of the identity provider, waiting for the client to redeem it at the token endpoint.
 /// Key: the SHA-256 of the code (the code itself is never stored). Read from the store by the node that redeems it
 /// and taken once ([`super::StoreOp::TakeOAuthCode`]), like a sign-in flow, so any node can redeem it and none
@@ -149,6 +207,32 @@ impl Versioned for ClientRecordV1 {
     const KIND: &'static str = "oauth client";
 }
 
+impl Versioned for ClientRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "oauth client";
+
+    /// A client without a back-channel URI is written in the first format: the second is the first's fields then
+    /// an option and a flag, so those bytes are the second's without its trailing `None` and `false` (a golden
+    /// test holds it). Only a client with a back-channel URI needs every node upgraded.
+    fn framed(&self) -> Vec<u8> {
+        let mut bytes = vec![Self::VERSION];
+        bytes.extend(postcard::to_stdvec(self).unwrap_or_default());
+        if self.backchannel_logout_uri.is_none() && !self.backchannel_session_required {
+            bytes.truncate(bytes.len() - 2);
+            bytes[0] = ClientRecordV1::VERSION;
+        }
+        bytes
+    }
+}
+
+/// A client record in either format, as the current one: the first has no back-channel logout.
+pub fn decode_client(bytes: &[u8]) -> Result<ClientRecord, super::StoreError> {
+    match bytes.first() {
+        Some(&ClientRecordV1::VERSION) => super::codec::decode::<ClientRecordV1>(bytes).map(Into::into),
+        _ => super::codec::decode::<ClientRecordV2>(bytes),
+    }
+}
+
 impl Versioned for SigningKeyRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "signing key";
@@ -190,6 +274,45 @@ mod tests {
         expected.extend([1, 1, 0, 1, 0, 0, 1, 0, 2, 4]);
         assert_eq!(encode(&client), expected);
         assert_eq!(decode::<ClientRecordV1>(&expected).unwrap(), client);
+    }
+
+    #[test]
+    fn client_v2_golden_bytes() {
+        let client = ClientRecordV2 {
+            backchannel_logout_uri: Some("b".into()),
+            backchannel_session_required: true,
+            ..ClientRecordV1 {
+                id: [3; 16],
+                client_id: "ab".into(),
+                secret_hash: None,
+                name: "n".into(),
+                redirect_uris: vec![],
+                post_logout_redirect_uris: vec![],
+                scopes: vec![],
+                grants: 1,
+                auth_method: 0,
+                native: false,
+                skip_consent: false,
+                end_session: false,
+                disabled: false,
+                id_token_alg: 1,
+                created_by: None,
+                created_at_ms: 1,
+                updated_at_ms: 2,
+            }
+            .into()
+        };
+        let mut expected = vec![2];
+        expected.extend([3; 16]);
+        expected.extend([2, b'a', b'b', 0, 1, b'n', 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 2, 4, 1, 1, b'b', 1]);
+        assert_eq!(encode(&client), expected);
+        assert_eq!(decode::<ClientRecordV2>(&expected).unwrap(), client);
+        assert_eq!(decode_client(&expected).unwrap(), client);
+        // Without one, the first format's bytes, which the release before reads.
+        let plain = ClientRecordV2 { backchannel_logout_uri: None, backchannel_session_required: false, ..client };
+        let v1: ClientRecordV1 = decode(&encode(&plain)).unwrap();
+        assert_eq!(encode(&v1), encode(&plain));
+        assert_eq!(decode_client(&encode(&plain)).unwrap(), plain);
     }
 
     #[test]

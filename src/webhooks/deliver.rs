@@ -20,10 +20,12 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::backchannel::{LogoutAttempt, LogoutSigner};
 use super::target::{self, Blocked, Resolver};
 use super::{message_name, sign};
 use crate::config::WebhooksConfig;
 use crate::domain::Timestamp;
+use crate::store::hooks::BACKCHANNEL_QUEUE;
 use crate::store::{DeliveryRecordV1, Store, StoreOp, StoreWriter, WebhookMessageRecordV1, WebhookRecordV1};
 
 /// How long a node holds an endpoint's lease; renewed at every round, so well before it runs out.
@@ -35,11 +37,12 @@ const POLL_ALONE: Duration = Duration::from_secs(2);
 /// Messages read per endpoint and round.
 const WINDOW: usize = 1000;
 
-/// Starts the deliverer on this node.
+/// Starts the deliverer on this node; with `logouts`, it sends the identity provider's back-channel logouts too.
 pub fn start(
     config: &WebhooksConfig,
     store: Arc<Store>,
     writer: StoreWriter,
+    logouts: Option<Arc<dyn LogoutSigner>>,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let timeout = Duration::from_millis(config.timeout_ms);
@@ -75,6 +78,7 @@ pub fn start(
         out: HashSet::new(),
         leased: HashMap::new(),
         pruned: None,
+        logouts,
     };
     tokio::spawn(deliverer.run(stop))
 }
@@ -94,6 +98,8 @@ struct Deliverer {
     leased: HashMap<[u8; 16], Instant>,
     /// When the delivery log was last trimmed.
     pruned: Option<Instant>,
+    /// What signs the back-channel logouts ([`BACKCHANNEL_QUEUE`]), when this node sends them.
+    logouts: Option<Arc<dyn LogoutSigner>>,
 }
 
 #[derive(Clone, Copy)]
@@ -159,11 +165,15 @@ impl Deliverer {
         let now = Instant::now();
         let mut wake = now + if self.shared { POLL_SHARED } else { POLL_ALONE };
         let endpoints = self.blocking(|s| s.webhooks()).await?;
-        let live: HashSet<[u8; 16]> = endpoints.iter().map(|(e, _)| e.id).collect();
+        let mut live: HashSet<[u8; 16]> = endpoints.iter().map(|(e, _)| e.id).collect();
+        live.insert(BACKCHANNEL_QUEUE);
         self.retries.retain(|(endpoint, _), _| live.contains(endpoint));
         self.leased.retain(|endpoint, _| live.contains(endpoint));
-        if !endpoints.is_empty() {
+        if !endpoints.is_empty() || self.logouts.is_some() {
             self.prune_log().await;
+        }
+        if let Some(signer) = self.logouts.clone() {
+            wake = wake.min(self.logouts(attempts, signer, now).await?);
         }
         for (endpoint, failing) in endpoints {
             if !endpoint.enabled || !self.lease(endpoint.id).await {
@@ -209,6 +219,54 @@ impl Deliverer {
         Ok(wake)
     }
 
+    /// Starts every back-channel logout that is due; answers when to look again. They go out side by side (no
+    /// order among them: each is one session's end at one relying party), at most `concurrency` at once.
+    async fn logouts(
+        &mut self,
+        attempts: &mut JoinSet<Attempted>,
+        signer: Arc<dyn LogoutSigner>,
+        now: Instant,
+    ) -> Result<Instant, String> {
+        let mut wake = now + if self.shared { POLL_SHARED } else { POLL_ALONE };
+        if !self.lease(BACKCHANNEL_QUEUE).await {
+            return Ok(wake);
+        }
+        let (queue, _) = self.blocking(|s| s.webhook_queue(BACKCHANNEL_QUEUE, WINDOW)).await?;
+        let mut busy = self.out.iter().filter(|(e, _)| *e == BACKCHANNEL_QUEUE).count();
+        for (seq, message) in queue {
+            let group = message.id;
+            if self.out.contains(&(BACKCHANNEL_QUEUE, group)) {
+                continue;
+            }
+            let retry = self.retries.get(&(BACKCHANNEL_QUEUE, seq)).copied();
+            if let Some(retry) = retry
+                && retry.next > now
+            {
+                wake = wake.min(retry.next);
+                continue;
+            }
+            if busy >= self.config.concurrency {
+                break;
+            }
+            busy += 1;
+            self.out.insert((BACKCHANNEL_QUEUE, group));
+            let attempt = LogoutAttempt {
+                seq,
+                message,
+                number: retry.map_or(1, |r| r.attempts + 1),
+                client: self.client.clone(),
+                allow_internal: self.config.allow_internal_targets,
+                writer: self.writer.clone(),
+                signer: Arc::clone(&signer),
+            };
+            attempts.spawn(async move {
+                let delivered = attempt.run().await;
+                Attempted { endpoint: BACKCHANNEL_QUEUE, seq, group, delivered }
+            });
+        }
+        Ok(wake)
+    }
+
     /// Whether this node delivers `endpoint` now (always on one node); the lease is renewed at most once a second.
     async fn lease(&mut self, endpoint: [u8; 16]) -> bool {
         if !self.shared {
@@ -217,7 +275,12 @@ impl Deliverer {
         if self.leased.get(&endpoint).is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
             return true;
         }
-        match self.blocking(move |s| s.lease_webhook(endpoint, LEASE)).await {
+        let leased = if endpoint == BACKCHANNEL_QUEUE {
+            self.blocking(move |s| s.lease_queue(endpoint, LEASE)).await
+        } else {
+            self.blocking(move |s| s.lease_webhook(endpoint, LEASE)).await
+        };
+        match leased {
             Ok(true) => {
                 self.leased.insert(endpoint, Instant::now());
                 true
@@ -298,7 +361,7 @@ impl Attempt {
                         (status.as_u16(), error, true)
                     }
                     Err(e) => {
-                        let error = describe(&e);
+                        let error = target::describe(&e);
                         let connected = error != "connect" && error != "blocked";
                         (0, error, connected)
                     }
@@ -351,30 +414,4 @@ impl Attempt {
         let url = url::Url::parse(&self.endpoint.url).map_err(|_| Blocked("not a URL".into()))?;
         url.host().map_or(Ok(()), target::check_host)
     }
-}
-
-/// What the delivery log says of an attempt that got no answer: one word, never the error's detail.
-///
-/// - `blocked`: the target is internal ([`target`]); nothing was sent.
-/// - `connect`: no connection (refused, unreachable, the name unknown, timed out while connecting, TLS failed).
-///   One word for all of them, so that the log does not tell a closed port from a filtered one or from a host
-///   that is not there: read the other way, a log that did would be a port scanner.
-/// - `timed out`: connected, no answer within `[webhooks] timeout_ms`.
-/// - `request failed`: connected, the exchange broke off.
-pub(super) fn describe(e: &reqwest::Error) -> String {
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
-    while let Some(inner) = source {
-        if inner.downcast_ref::<Blocked>().is_some() {
-            return "blocked".to_owned();
-        }
-        source = inner.source();
-    }
-    let what = if e.is_connect() {
-        "connect"
-    } else if e.is_timeout() {
-        "timed out"
-    } else {
-        "request failed"
-    };
-    what.to_owned()
 }

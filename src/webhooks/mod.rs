@@ -5,6 +5,7 @@
 //! This module is what the facade calls to manage endpoints. Every change to an endpoint is audited in its own
 //! commit. A secret leaves the server once, in the answer that created or rotated it.
 
+pub mod backchannel;
 pub mod deliver;
 pub mod sign;
 pub mod target;

@@ -129,6 +129,32 @@ impl reqwest::dns::Resolve for Resolver {
     }
 }
 
+/// What the delivery log says of an attempt that got no answer: one word, never the error's detail.
+///
+/// - `blocked`: the target is internal (this module's checks); nothing was sent.
+/// - `connect`: no connection (refused, unreachable, the name unknown, timed out while connecting, TLS failed).
+///   One word for all of them, so that the log does not tell a closed port from a filtered one or from a host
+///   that is not there: read the other way, a log that did would be a port scanner.
+/// - `timed out`: connected, no answer within `[webhooks] timeout_ms`.
+/// - `request failed`: connected, the exchange broke off.
+pub(super) fn describe(e: &reqwest::Error) -> String {
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if inner.downcast_ref::<Blocked>().is_some() {
+            return "blocked".to_owned();
+        }
+        source = inner.source();
+    }
+    let what = if e.is_connect() {
+        "connect"
+    } else if e.is_timeout() {
+        "timed out"
+    } else {
+        "request failed"
+    };
+    what.to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,7 +249,7 @@ mod tests {
             .build()
             .unwrap();
         let error = client.get(format!("http://localhost:{port}/")).send().await.expect_err("delivered");
-        assert_eq!(super::super::deliver::describe(&error), "blocked");
+        assert_eq!(super::describe(&error), "blocked");
         assert!(listener.accept().is_err(), "a connection reached the listener");
     }
 }

@@ -539,7 +539,7 @@ pub(super) fn oauth_error(r: &Resp, status: u16, error: &str) {
 }
 
 /// A JWT's header and claims, after checking its signature against the published key it names.
-async fn verified(s: &TestServer, jwt: &str) -> (Value, Value) {
+pub(super) async fn verified(s: &TestServer, jwt: &str) -> (Value, Value) {
     let jwks = s.get("/api/auth/jwks").send().await.json();
     let (input, signature) = jwt.rsplit_once('.').unwrap();
     let (header, payload) = input.split_once('.').unwrap();
@@ -1268,7 +1268,7 @@ async fn prompt_login_and_max_age_take_a_new_sign_in_and_only_a_new_one() {
 }
 
 /// A signed-in user's grant to a confidential client with `skip_consent`: the token endpoint's answer.
-async fn granted(s: &TestServer, cookie: &str, client: (&str, &str), scope: &str) -> Value {
+pub(super) async fn granted(s: &TestServer, cookie: &str, client: (&str, &str), scope: &str) -> Value {
     let (verifier, challenge) = pkce();
     let p = [
         ("response_type", "code"),

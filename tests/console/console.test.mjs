@@ -729,11 +729,20 @@ test("applications: register one with its secret shown once, change it, a new se
   assert.ok(!(await page.content()).includes(secret), "the secret is shown once");
   await page.$eval('#client-edit textarea[name="redirect_uris"]', (t) => { t.value += "\nhttps://grafana.example.com/other"; });
   await page.$eval('#client-edit input[name="scope"]', (i) => { i.value = "openid profile email"; });
+  await page.type('#client-edit input[name="backchannel_logout_uri"]', "https://grafana.example.com/backchannel");
   await page.click('#client-edit button[type="submit"]');
   await waitForText("#client-msg", /^Saved\.$/);
   const stored = await page.evaluate(async (i) => (await (await fetch(`/api/admin/oidc/clients/${i}`)).json()).client, id);
   assert.deepEqual(stored.redirect_uris, ["https://grafana.example.com/login/generic_oauth", "https://grafana.example.com/other"]);
   assert.equal(stored.scope, "openid profile email");
+  assert.equal(stored.backchannel_logout_uri, "https://grafana.example.com/backchannel");
+  assert.match(await textOf("#client"), /Back-channel logouthttps:\/\/grafana\.example\.com\/backchannel/);
+  // Emptied: no back-channel logout any more.
+  await page.$eval('#client-edit input[name="backchannel_logout_uri"]', (i) => { i.value = ""; });
+  await page.click('#client-edit button[type="submit"]');
+  await waitForText("#client", /Back-channel logoutNone/);
+  const cleared = await page.evaluate(async (i) => (await (await fetch(`/api/admin/oidc/clients/${i}`)).json()).client, id);
+  assert.equal(cleared.backchannel_logout_uri, null);
 
   await confirmWith("#rotate-client-secret", "ok");
   await waitForText("#client-msg", /Secret replaced/);
