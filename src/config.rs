@@ -13,7 +13,12 @@ use serde::{Deserialize, Serialize};
 /// The whole configuration of a server. `Config::default()` is the built-in default set.
 /// What `service-auth reload` (or SIGHUP) puts in effect without a restart, as the docs list it
 /// (`docs/guides/operations.md`); `crate::reload` copies exactly these.
-pub const LIVE: &[&str] = &["[passwords]", "[rate_limit] sign_in_per_address, sign_up_per_address, mail_per_address"];
+pub const LIVE: &[&str] = &[
+    "[passwords]",
+    "[rate_limit] sign_in_per_address, sign_up_per_address, mail_per_address",
+    "[session] fresh_age_secs",
+    "[email] smtp_url, directory, from (while mail stays on)",
+];
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -241,6 +246,11 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
+    /// `fresh_age_secs` as the check reads it (`None`: off).
+    pub fn fresh_age(&self) -> Option<Duration> {
+        (self.fresh_age_secs > 0).then(|| Duration::from_secs(self.fresh_age_secs))
+    }
+
     /// The durations a session's end follows.
     pub fn limits(&self) -> crate::domain::SessionLimits {
         let secs = Duration::from_secs;

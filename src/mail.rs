@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::mpsc;
@@ -291,6 +292,27 @@ fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
+/// Where messages go and whom they come from (`[email] smtp_url` or `directory`, and `from`): replaced whole by a
+/// reload ([`MailQueue::apply`]). A send already under way finishes on the route it started with; the next
+/// attempt, a retry included, takes the new one.
+struct Route {
+    transport: Transport,
+    from: Mailbox,
+    /// The settings it was made from: a reload that leaves them as they are keeps the route (and the SMTP
+    /// transport's pooled connections).
+    made_from: (Option<String>, Option<PathBuf>, String),
+}
+
+impl Route {
+    /// `None` without a transport. `config` has been validated (the URL and the sender parse).
+    fn from_config(config: &Config) -> Option<Self> {
+        let e = &config.email;
+        let from = e.from.parse().ok()?;
+        let made_from = (e.smtp_url.clone(), e.directory.clone(), e.from.clone());
+        Some(Self { transport: Transport::from_config(config)?, from, made_from })
+    }
+}
+
 /// Where messages go.
 enum Transport {
     Smtp(AsyncSmtpTransport<Tokio1Executor>),
@@ -381,6 +403,8 @@ pub struct MailQueue {
     max: usize,
     /// This node's last attempt, for the console's status page.
     last: Arc<Mutex<Option<Delivery>>>,
+    /// Shared with the sender, which reads it at each attempt.
+    route: Arc<ArcSwap<Route>>,
 }
 
 /// How this node's last attempt to hand a message to the mail server ended.
@@ -393,6 +417,20 @@ pub struct Delivery {
 }
 
 impl MailQueue {
+    /// Puts a reloaded `[email]` transport and sender in effect for the next attempts (`config` validated). A
+    /// configuration without a transport changes nothing: the server started with mail, and turning it off (or
+    /// on) changes what the API offers, so it waits for a restart (the reload leaves it out).
+    pub fn apply(&self, config: &Config) {
+        let e = &config.email;
+        let current = &self.route.load().made_from;
+        if (&current.0, &current.1, &current.2) == (&e.smtp_url, &e.directory, &e.from) {
+            return;
+        }
+        if let Some(route) = Route::from_config(config) {
+            self.route.store(Arc::new(route));
+        }
+    }
+
     /// `mail` is already in the outbox; this only wakes the sender.
     pub fn push(&self, mail: Mail) {
         self.held.fetch_add(1, Ordering::Relaxed);
@@ -438,14 +476,12 @@ pub fn start(
     claims: Option<Arc<PgStore>>,
     stop: CancellationToken,
 ) -> Option<(MailQueue, tokio::task::JoinHandle<()>)> {
-    let transport = Arc::new(Transport::from_config(config)?);
-    let from: Mailbox = config.email.from.parse().ok()?;
+    let route = Arc::new(ArcSwap::from_pointee(Route::from_config(config)?));
     let (tx, rx) = mpsc::unbounded_channel();
     let held = Arc::new(AtomicUsize::new(outbox.len()));
     let last = Arc::new(Mutex::new(None));
     let mut sender = Sender {
-        transport,
-        from,
+        route: Arc::clone(&route),
         writer,
         waiting: HashMap::new(),
         sending: HashMap::new(),
@@ -469,7 +505,7 @@ pub fn start(
     for mail in outbox {
         sender.arrive(mail);
     }
-    let queue = MailQueue { tx, held, max: config.email.max_outbox, last };
+    let queue = MailQueue { tx, held, max: config.email.max_outbox, last, route };
     Some((queue, tokio::spawn(sender.run(rx, stop))))
 }
 
@@ -515,8 +551,8 @@ async fn claim(claims: Option<Arc<PgStore>>, id: MailId) -> Result<Claim, String
 }
 
 struct Sender {
-    transport: Arc<Transport>,
-    from: Mailbox,
+    /// The transport and the sender address, as last reloaded.
+    route: Arc<ArcSwap<Route>>,
     writer: StoreWriter,
     /// Messages not being sent now, at most one per recipient and subject.
     waiting: HashMap<Key, Pending>,
@@ -627,14 +663,15 @@ impl Sender {
                 self.started.entry(k.0.clone()).or_default().push_back(now);
             }
             self.sending.insert(k, pending.mail.created_at);
-            let message = self.message(&pending.mail);
-            let (transport, writer, claims) = (Arc::clone(&self.transport), self.writer.clone(), self.claims.clone());
+            let route = self.route.load_full();
+            let message = message(&route.from, &pending.mail);
+            let (writer, claims) = (self.writer.clone(), self.claims.clone());
             sends.spawn(async move {
                 let id = pending.mail.id;
                 let outcome = match claim(claims, id).await {
                     Ok(Claim::Claimed) => match message {
                         Ok(message) => {
-                            transport.send(message, id).await.map_or_else(Outcome::Failed, |()| Outcome::Sent)
+                            route.transport.send(message, id).await.map_or_else(Outcome::Failed, |()| Outcome::Sent)
                         }
                         Err(e) => Outcome::Failed(e),
                     },
@@ -765,16 +802,16 @@ impl Sender {
         let age = oldest.map_or(0, |at| now.saturating_sub(at.as_millis()).max(0));
         self.metrics.oldest.set(age as f64 / 1000.0);
     }
+}
 
-    fn message(&self, mail: &Mail) -> Result<Message, SendError> {
-        let to: Mailbox = mail.to.as_str().parse().map_err(|e| SendError::Permanent(format!("recipient: {e}")))?;
-        Message::builder()
-            .from(self.from.clone())
-            .to(to)
-            .subject(&mail.subject)
-            .multipart(MultiPart::alternative_plain_html(mail.text.clone(), mail.html.clone()))
-            .map_err(|e| SendError::Permanent(e.to_string()))
-    }
+fn message(from: &Mailbox, mail: &Mail) -> Result<Message, SendError> {
+    let to: Mailbox = mail.to.as_str().parse().map_err(|e| SendError::Permanent(format!("recipient: {e}")))?;
+    Message::builder()
+        .from(from.clone())
+        .to(to)
+        .subject(&mail.subject)
+        .multipart(MultiPart::alternative_plain_html(mail.text.clone(), mail.html.clone()))
+        .map_err(|e| SendError::Permanent(e.to_string()))
 }
 
 #[cfg(test)]

@@ -94,6 +94,15 @@ fn copy_live(from: &Config, to: &mut Config) {
     limits.sign_in_per_address = new.sign_in_per_address;
     limits.sign_up_per_address = new.sign_up_per_address;
     limits.mail_per_address = new.mail_per_address;
+    to.session.fresh_age_secs = from.session.fresh_age_secs;
+    // The transport may change, not whether there is one: with mail on or off the API offers different calls
+    // (verification, magic links, codes by mail), decided at start.
+    let has_mail = |c: &Config| c.email.smtp_url.is_some() || c.email.directory.is_some();
+    if has_mail(from) && has_mail(to) {
+        to.email.smtp_url = from.email.smtp_url.clone();
+        to.email.directory = from.email.directory.clone();
+        to.email.from = from.email.from.clone();
+    }
 }
 
 /// The top-level sections (and keys) of `a` and `b` that differ. Every field is named, so a key added to
@@ -195,5 +204,28 @@ mod tests {
             reloaded.to_string(),
             "applied [rate_limit], [passwords]; changed but applied only at the next start: [listen], [rate_limit]"
         );
+    }
+
+    #[test]
+    fn the_mail_transport_changes_live_but_mail_is_not_turned_on_or_off() {
+        let mut on = Config::default();
+        on.email.directory = Some("/tmp/mail-a".into());
+        let mut moved = on.clone();
+        moved.email.directory = None;
+        moved.email.smtp_url = Some("smtp://127.0.0.1:2525".into());
+        moved.email.from = "Ops <ops@example.com>".into();
+        moved.session.fresh_age_secs = 60;
+        let mut next = on.clone();
+        copy_live(&moved, &mut next);
+        assert_eq!((differing(&on, &next), differing(&next, &moved)), (vec!["session", "email"], vec![]));
+        assert_eq!(next.email, moved.email);
+
+        let off = Config::default();
+        let mut next = on.clone();
+        copy_live(&off, &mut next);
+        assert_eq!((differing(&on, &next), differing(&next, &off)), (vec![], vec!["email"]), "mail stays on");
+        let mut next = off.clone();
+        copy_live(&on, &mut next);
+        assert_eq!((differing(&off, &next), differing(&next, &on)), (vec![], vec!["email"]), "mail stays off");
     }
 }

@@ -283,7 +283,7 @@ impl Core {
             keys,
             api_keys: Arc::new(config.api_keys.clone()),
             passwords: Arc::new(arc_swap::ArcSwap::from_pointee(crate::accounts::PasswordCheck::new(config))),
-            fresh_age: (config.session.fresh_age_secs > 0).then(|| Duration::from_secs(config.session.fresh_age_secs)),
+            fresh_age: Arc::new(arc_swap::ArcSwap::from_pointee(config.session.fresh_age())),
             magic_link: config.magic_link.clone(),
             email_otp: config.email_otp.clone(),
             clients: crate::provider::Clients::new(Arc::clone(&store), writer.clone()),

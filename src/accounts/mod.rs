@@ -130,8 +130,9 @@ pub struct Accounts {
     pub(crate) keys: Arc<crate::provider::KeyRing>,
     /// `[api_keys]`: the header, the key's session, the defaults of new keys.
     pub(crate) api_keys: Arc<crate::config::ApiKeysConfig>,
-    /// `[session] fresh_age_secs`: how young a session must be for the sensitive calls (`None`: any age).
-    pub(crate) fresh_age: Option<Duration>,
+    /// `[session] fresh_age_secs`: how young a session must be for the sensitive calls (`None`: any age); replaced
+    /// by a reload ([`Accounts::apply_settings`]).
+    pub(crate) fresh_age: Arc<ArcSwap<Option<Duration>>>,
     /// What a new password must be, and the optional range lookup; replaced whole by a reload
     /// ([`Accounts::apply_settings`]).
     pub(crate) passwords: Arc<ArcSwap<PasswordCheck>>,
@@ -330,7 +331,9 @@ impl Accounts {
     /// a key is a lasting secret, not a sign-in, so it cannot make another key or change the password or a factor
     /// (ASVS 7.5.1); the plugin's own session for a key would pass better-auth's check.
     pub fn is_fresh(&self, current: &Current) -> bool {
-        self.fresh_age.is_none_or(|age| !current.by_key && current.session.created_at.plus(age) > self.clock.now())
+        self.fresh_age
+            .load()
+            .is_none_or(|age| !current.by_key && current.session.created_at.plus(age) > self.clock.now())
     }
 
     // --- operations -------------------------------------------------------------------------------------------

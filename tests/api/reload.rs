@@ -216,3 +216,77 @@ async fn the_configuration_view_shows_what_is_in_effect_and_no_secret() {
     assert_eq!(r.status, 403, "{}", r.text);
     assert_eq!(server.get("/api/admin/config?x=1").cookie(&admin).send().await.status, 400);
 }
+
+/// The `.eml` files in `dir` (none when it does not exist yet).
+fn mails_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut mails: Vec<String> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "eml"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    mails.sort();
+    mails
+}
+
+/// Waits (at most 10 s) until `dir` holds `count` messages; returns them.
+async fn wait_for_mails(dir: &Path, count: usize) -> Vec<String> {
+    for _ in 0..100 {
+        let mails = mails_in(dir);
+        if mails.len() >= count {
+            return mails;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{} never held {count} messages", dir.display());
+}
+
+/// More live settings (#50): `[session] fresh_age_secs` and the mail transport and sender (`[email] directory` or
+/// `smtp_url`, `from`) change with a reload. Mail cannot be turned off live (whether it is on decides which calls
+/// the API offers), so a file without a transport is named for a restart and the messages keep going out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_moves_the_mail_to_the_new_transport_and_sender_and_applies_the_fresh_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mail = |dir: &str, from: &str| format!("[email]\ndirectory = \"{dir}\"\nfrom = \"{from}\"\n");
+    write_config(root, &mail("mail-a", "Before <before@example.com>"));
+    let env: Vec<(&str, &str)> = BOOTSTRAP_ENV.iter().copied().chain([CONFIG_ENV]).collect();
+    let server = ChildServer::spawn(root, &env).await;
+    let (status, _, cookie) = server.sign_up("Fresh", "fresh@example.com", PASSWORD).await;
+    assert_eq!(status, 200);
+    let cookie = cookie.unwrap();
+    let reset = || {
+        server
+            .post("/api/auth/request-password-reset")
+            .json(&json!({"email": "fresh@example.com", "redirectTo": "/reset"}))
+            .send()
+    };
+    assert_eq!(reset().await.status, 200);
+    let before = wait_for_mails(&root.join("mail-a"), 1).await;
+    assert!(before[0].contains("From: Before <before@example.com>"), "{}", before[0]);
+
+    let text = format!("[session]\nfresh_age_secs = 1\n{}", mail("mail-b", "After <after@example.com>"));
+    write_config(root, &text);
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert_eq!(out.trim(), "reloaded: applied [session], [email]");
+
+    assert_eq!(reset().await.status, 200);
+    let after = wait_for_mails(&root.join("mail-b"), 1).await;
+    assert!(after[0].contains("From: After <after@example.com>"), "{}", after[0]);
+    assert_eq!(mails_in(&root.join("mail-a")).len(), 1, "nothing more went to the old transport");
+
+    // The session was made before the window of one second was set; it is older than that now.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let r = server.get("/api/auth/list-sessions").cookie(&cookie).send().await;
+    assert_eq!((r.status, r.json()["code"].clone()), (403, json!("SESSION_NOT_FRESH")), "{}", r.text);
+
+    // No transport in the file: named for a restart; the mail still goes out, by the reloaded transport.
+    write_config(root, "[session]\nfresh_age_secs = 0\n");
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert_eq!(out.trim(), "reloaded: applied [session]; changed but applied only at the next start: [email]");
+    assert_eq!(server.get("/api/auth/list-sessions").cookie(&cookie).send().await.status, 200, "the check is off");
+    assert_eq!(reset().await.status, 200);
+    assert_eq!(wait_for_mails(&root.join("mail-b"), 2).await.len(), 2);
+}
