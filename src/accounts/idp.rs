@@ -113,6 +113,8 @@ pub struct TokenRequest {
     pub basic: Option<(String, String)>,
     /// A parameter given more than once.
     pub repeated: Option<String>,
+    /// The caller's address, for the audit log.
+    pub ip: String,
 }
 
 /// The token endpoint's answer (the plugin's fields and order).
@@ -1003,7 +1005,11 @@ impl Accounts {
         // Taken before anything else is compared: a code presented once, by anyone, is spent.
         let record = match self.grants.take_code(code).await {
             Ok(record) => record,
-            Err(GrantError::InvalidCode) => return Err(TokenError::InvalidGrant("invalid code".into())),
+            Err(GrantError::InvalidCode) => {
+                // Presented again after its redemption: what that redemption issued ends too.
+                self.grants.end_replayed(code, &req.ip).await.map_err(Unavailable::from)?;
+                return Err(TokenError::InvalidGrant("invalid code".into()));
+            }
             Err(GrantError::Store(_)) => return Err(Unavailable.into()),
         };
         if record.client_id != client.client_id {
@@ -1045,7 +1051,8 @@ impl Accounts {
         }
         let offline = record.scopes.iter().any(|s| s == "offline_access");
         let grant = OAuthGrantRecordV1 {
-            id: grants::new_grant_id(),
+            // Named by the code, so that the code presented again finds the grant to end.
+            id: grants::code_grant_id(code),
             client_id: client.client_id.clone(),
             user_id: Some(record.user_id),
             session_id: Some(record.session_id),

@@ -102,6 +102,10 @@ pub mod action {
     /// names the `client_id` (and the scopes now held).
     pub const OAUTH_CONSENT_UPDATED: &str = "oauth_consent.updated";
     pub const OAUTH_CONSENT_REVOKED: &str = "oauth_consent.revoked";
+    /// An authorization code presented again after its redemption: the grant that redemption made ended with its
+    /// tokens (RFC 9700 §4.2.1). No actor (a client presented it, or whoever stole it); the target is the user, the
+    /// detail names the `client_id`.
+    pub const OAUTH_CODE_REUSED: &str = "oauth_code.reused";
     /// An organization's single sign-on provider registered, changed, removed (the target is the organization, the
     /// detail names the `providerId` and what changed; never the client secret).
     pub const SSO_PROVIDER_CREATED: &str = "sso_provider.created";

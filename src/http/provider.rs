@@ -618,6 +618,7 @@ pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
         code_verifier: take(&mut p, "code_verifier"),
         refresh_token: take(&mut p, "refresh_token"),
         scope: take(&mut p, "scope"),
+        ip: ctx.ip.to_string(),
         ..client
     };
     match state.accounts.token(&request, &issuer).await {

@@ -250,6 +250,19 @@ pub fn new_grant_id() -> [u8; 16] {
     *uuid::Uuid::now_v7().as_bytes()
 }
 
+/// The id of the grant that redeeming `code` makes: derived from the code (a hash of its hash), so that the code
+/// presented again, on any node and after its record is gone, names the grant to end (RFC 9700 §4.2.1) without a
+/// record kept of which code made which grant. The grant's id, which its tokens carry, tells nothing of the code.
+pub fn code_grant_id(code: &str) -> [u8; 16] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"service-auth oauth grant of code\0");
+    hasher.update(sha256(code));
+    let digest: [u8; 32] = hasher.finalize().into();
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest[..16]);
+    id
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
     /// Unknown, expired, or redeemed already (here or on another node).
@@ -497,6 +510,22 @@ impl Grants {
             return Err(GrantError::InvalidCode);
         }
         Ok(record)
+    }
+
+    /// After `code` was refused as unknown or spent: if it was redeemed before, ends the grant that redemption made
+    /// (its access and refresh tokens), durably and audited in the same commit, since whoever presents a code twice
+    /// may have stolen it (RFC 9700 §4.2.1, OAuth 2.1 §4.1.3). `true` when a grant ended. A code never issued, or
+    /// refused at its first redemption, made no grant and ends nothing.
+    pub async fn end_replayed(&self, code: &str, ip: &str) -> Result<bool, GrantError> {
+        let id = code_grant_id(code);
+        let Some(grant) = self.live(id, Timestamp::now()).await? else { return Ok(false) };
+        tracing::warn!(grant = %grant_id_text(id), client_id = %grant.client_id,
+            "an authorization code was presented again: the grant it made is revoked");
+        let user = grant.user_id.map(UserId::from_bytes);
+        let detail = format!("{}: authorization code used twice", grant.client_id);
+        let logged = audit::entry(action::OAUTH_CODE_REUSED, None, user.map(Into::into), ip, detail);
+        self.writer.write(vec![StoreOp::DeleteOAuthGrant(id), logged]).await?;
+        Ok(true)
     }
 
     /// The scopes `user` consented to give `client_id`, if they ever did.

@@ -1685,10 +1685,13 @@ async fn a_code_or_refresh_token_used_on_two_nodes_at_once_works_once_and_fails_
         let mut statuses = [one.status, two.status];
         statuses.sort_unstable();
         assert_eq!(statuses, [200, 400], "round {round}, the code: {} / {}", one.text, two.text);
-        let (won, lost) = if one.status == 200 { (&one, &two) } else { (&two, &one) };
+        let lost = if one.status == 200 { &two } else { &one };
         oauth_error(lost, 400, "invalid_grant");
 
-        let refresh_token = str_of(&won.json()["refresh_token"]).to_owned();
+        // The code's race was a replay: the loser may have ended the winner's grant (when that grant was stored
+        // before the loser looked for it), so the refresh tokens' race starts from a grant of its own.
+        let won = granted(&s, &u.cookie, client, scope).await;
+        let refresh_token = str_of(&won["refresh_token"]).to_owned();
         let f = [("grant_type", "refresh_token"), ("refresh_token", refresh_token.as_str())];
         let (one, two) = tokio::join!(token_on(a, &f, Some(client)), token_on(b, &f, Some(client)));
         let mut statuses = [one.status, two.status];
@@ -1698,4 +1701,72 @@ async fn a_code_or_refresh_token_used_on_two_nodes_at_once_works_once_and_fails_
     for node in &s.nodes {
         assert_eq!(node.get("/readyz").send().await.status, 200, "every node still takes writes");
     }
+}
+
+/// An authorization code presented again after its redemption is refused, and what its first redemption issued
+/// ends with it (RFC 9700 §4.2.1): the access token introspects inactive and fails at userinfo, the refresh token
+/// is refused, and the reuse is in the audit log (no actor; the user as target). Redeemed on one node and replayed
+/// on the other when there are two. The user's other grant to the same client lives on, and a code never issued
+/// ends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_code_is_refused_and_ends_the_grant_its_first_redemption_made() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let scope = "openid offline_access";
+    let body = json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true, "scope": scope});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let client = (id.as_str(), secret.as_str());
+    let u = s.new_user("reed").await;
+    let (a, b) = (&s.nodes[0], &s.nodes[s.nodes.len() - 1]);
+    let other = granted(&s, &u.cookie, client, scope).await;
+
+    let (verifier, challenge) = pkce();
+    let p = [
+        ("response_type", "code"),
+        ("client_id", client.0),
+        ("redirect_uri", RP),
+        ("scope", scope),
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let (_, params) = location(&authorize(&s, Some(&u.cookie), &p).await);
+    let f = [
+        ("grant_type", "authorization_code"),
+        ("code", params["code"].as_str()),
+        ("redirect_uri", RP),
+        ("code_verifier", verifier.as_str()),
+    ];
+    let r = token_on(a, &f, Some(client)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let first = r.json();
+    let (access, refresh_token) = (str_of(&first["access_token"]), str_of(&first["refresh_token"]));
+    assert_eq!(active(&s, client, access).await["active"], true);
+
+    let replay = token_on(b, &f, Some(client)).await;
+    oauth_error(&replay, 400, "invalid_grant");
+    assert_eq!(replay.json()["error_description"], "invalid code");
+    for _ in &s.nodes {
+        // Introspection alternates between the nodes: each says so.
+        assert_eq!(active(&s, client, access).await, json!({"active": false}));
+        assert_eq!(userinfo_status(&s, &first).await, 401);
+    }
+    oauth_error(&refresh(&s, client, refresh_token, None).await, 400, "invalid_grant");
+    let entries = s.get("/api/admin/audit?action=oauth_code.reused").cookie(&admin).send().await.json();
+    let entries = entries["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["target_id"], u.id.as_str(), "{entries:?}");
+    assert!(entries[0]["actor_id"].is_null(), "{entries:?}");
+    assert_eq!(entries[0]["detail"], format!("{}: authorization code used twice", client.0));
+
+    // A third presentation finds nothing more to end; a code never issued ends nothing; the other grant lives.
+    oauth_error(&token_on(a, &f, Some(client)).await, 400, "invalid_grant");
+    let mut forged = f;
+    forged[1].1 = "never-issued";
+    oauth_error(&token_on(b, &forged, Some(client)).await, 400, "invalid_grant");
+    let entries = s.get("/api/admin/audit?action=oauth_code.reused").cookie(&admin).send().await.json();
+    assert_eq!(entries["entries"].as_array().unwrap().len(), 1, "{entries}");
+    assert_eq!(active(&s, client, str_of(&other["access_token"])).await["active"], true);
+    let r = refresh(&s, client, str_of(&other["refresh_token"]), None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
 }
