@@ -682,13 +682,14 @@ impl Accounts {
             .as_deref()
             .map(|scope| scope.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect())
             .filter(|asked: &Vec<String>| !asked.is_empty());
-        let (grant, refresh_token) = match self.grants.refresh(token, &client.client_id, asked.as_deref(), now).await {
-            Ok(done) => done,
-            Err(RefreshError::Invalid) => return Err(TokenError::InvalidGrant("invalid refresh token".into())),
-            Err(e @ RefreshError::Reused) => return Err(TokenError::InvalidGrant(e.to_string())),
-            Err(e @ RefreshError::Scope(_)) => return Err(TokenError::InvalidScope(e.to_string())),
-            Err(RefreshError::Store(_)) => return Err(Unavailable.into()),
-        };
+        let (grant, refresh_token) =
+            match self.grants.refresh(token, &client.client_id, asked.as_deref(), now, &req.ip).await {
+                Ok(done) => done,
+                Err(RefreshError::Invalid) => return Err(TokenError::InvalidGrant("invalid refresh token".into())),
+                Err(e @ RefreshError::Reused) => return Err(TokenError::InvalidGrant(e.to_string())),
+                Err(e @ RefreshError::Scope(_)) => return Err(TokenError::InvalidScope(e.to_string())),
+                Err(RefreshError::Store(_)) => return Err(Unavailable.into()),
+            };
         let scopes = asked.unwrap_or_else(|| grant.scopes.clone());
         let user_id = grant
             .user_id

@@ -106,6 +106,9 @@ pub mod action {
     /// tokens (RFC 9700 §4.2.1). No actor (a client presented it, or whoever stole it); the target is the user, the
     /// detail names the `client_id`.
     pub const OAUTH_CODE_REUSED: &str = "oauth_code.reused";
+    /// A refresh token presented again after it was replaced (or twice at once): its grant ended with every token
+    /// it issued (RFC 9700 §4.14.2). Same actor, target and detail as [`OAUTH_CODE_REUSED`].
+    pub const OAUTH_REFRESH_TOKEN_REUSED: &str = "oauth_refresh_token.reused";
     /// An organization's single sign-on provider registered, changed, removed (the target is the organization, the
     /// detail names the `providerId` and what changed; never the client secret).
     pub const SSO_PROVIDER_CREATED: &str = "sso_provider.created";

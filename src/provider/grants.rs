@@ -372,12 +372,13 @@ impl Grants {
         client_id: &str,
         scopes: Option<&[String]>,
         now: Timestamp,
+        ip: &str,
     ) -> Result<(OAuthGrantRecordV1, String), RefreshError> {
         let id = refresh_grant(token).ok_or(RefreshError::Invalid)?;
         let fresh = self.refreshing.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
         if !fresh {
             // The same grant refreshed by two requests at once: one token used twice (RFC 9700 §4.14.2).
-            return Err(self.end_reused(id).await);
+            return Err(self.end_reused(id, ip).await);
         }
         let _claim = Refreshing { grants: self, id };
         let store = Arc::clone(&self.store);
@@ -394,7 +395,7 @@ impl Grants {
         let current = grant.refresh_hash.is_some_and(|h| bool::from(h.ct_eq(&hash)));
         if !current {
             let reused = grant.retired.iter().any(|h| bool::from(h.ct_eq(&hash)));
-            return Err(if reused { self.end_reused(id).await } else { RefreshError::Invalid });
+            return Err(if reused { self.end_reused(id, ip).await } else { RefreshError::Invalid });
         }
         if let Some(beyond) = scopes.into_iter().flatten().find(|s| !grant.scopes.contains(s)) {
             return Err(RefreshError::Scope(beyond.clone()));
@@ -411,15 +412,23 @@ impl Grants {
         match self.writer.write(vec![StoreOp::RotateOAuthGrant { from: hash, grant: next.clone() }]).await {
             Ok(()) => Ok((next, new_token)),
             // Another node used the same token a moment ago.
-            Err(StoreError::Conflict(_)) => Err(self.end_reused(id).await),
+            Err(StoreError::Conflict(_)) => Err(self.end_reused(id, ip).await),
             Err(e) => Err(RefreshError::Store(e.to_string())),
         }
     }
 
     /// Ends grant `id` after one of its refresh tokens was used twice.
-    async fn end_reused(&self, id: [u8; 16]) -> RefreshError {
+    async fn end_reused(&self, id: [u8; 16], ip: &str) -> RefreshError {
         tracing::warn!(grant = %grant_id_text(id), "a refresh token was used twice: its grant is revoked");
-        match self.writer.write(vec![StoreOp::DeleteOAuthGrant(id)]).await {
+        let mut ops = vec![StoreOp::DeleteOAuthGrant(id)];
+        // Audited when it ends a grant that was live (not when a third use finds it ended already), in the same
+        // commit, as a reused code is.
+        if let Ok(Some(grant)) = self.live(id, Timestamp::now()).await {
+            let user = grant.user_id.map(UserId::from_bytes);
+            let detail = format!("{}: refresh token used twice", grant.client_id);
+            ops.push(audit::entry(action::OAUTH_REFRESH_TOKEN_REUSED, None, user.map(Into::into), ip, detail));
+        }
+        match self.writer.write(ops).await {
             Ok(()) => RefreshError::Reused,
             Err(e) => RefreshError::Store(e.to_string()),
         }

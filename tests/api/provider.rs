@@ -1367,6 +1367,14 @@ async fn refresh_tokens_rotate_and_a_reused_one_ends_the_whole_grant() {
     for tokens in [&first, &second, &third] {
         assert_eq!(userinfo_status(&s, tokens).await, 401, "{tokens}");
     }
+    // Audited once, when the grant ended (no actor, the user as target); a third use finds nothing to end.
+    oauth_error(&refresh(&s, a, &r1, None).await, 400, "invalid_grant");
+    let entries = s.get("/api/admin/audit?action=oauth_refresh_token.reused").cookie(&admin).send().await.json();
+    let entries = entries["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["target_id"], u.id.as_str(), "{entries:?}");
+    assert!(entries[0]["actor_id"].is_null(), "{entries:?}");
+    assert_eq!(entries[0]["detail"], format!("{}: refresh token used twice", a.0));
 }
 
 /// A ban, a password reset and "sign out everywhere" each end every grant of the user, `offline_access` ones
