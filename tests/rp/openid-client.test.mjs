@@ -427,7 +427,7 @@ test("a redirect URI not registered byte for byte is refused at the provider, ne
   assert.equal(e.error, "invalid_grant");
 });
 
-test("a code is redeemed once, and only by the client it was issued to", async () => {
+test("a code is redeemed once (a reuse ends its grant), and only by the client it was issued to", async () => {
   const body = { redirect_uris: [RP], skip_consent: true };
   const a = await register(adminBrowser, { client_name: "Mine", ...body });
   const b = await register(adminBrowser, { client_name: "Thief", ...body });
@@ -448,7 +448,9 @@ test("a code is redeemed once, and only by the client it was issued to", async (
   const reused = await refusal(oidc.authorizationCodeGrant(configA, callback, checks));
   assert.ok(reused instanceof oidc.ResponseBodyError, String(reused));
   assert.equal(reused.error, "invalid_grant");
-  assert.ok(tokens.access_token);
+  // And the grant its first redemption made is over (RFC 9700 §4.2.1): its access token no longer introspects.
+  assert.equal((await oidc.tokenIntrospection(configA, tokens.access_token)).active, false);
+  await assert.rejects(oidc.fetchUserInfo(configA, tokens.access_token, user.id));
 
   // The wrong PKCE verifier: refused.
   const other = await start(configA, RP);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Relying parties of service-auth's identity provider (issue #46) against servers on fresh data directories:
-# openid-client (OpenID Certified) through every flow and refusal (openid-client.test.mjs), and across two nodes
+# openid-client (OpenID Certified) through every flow and refusal (openid-client.test.mjs), back-channel logout as
+# a relying party receives it (backchannel.test.mjs), and openid-client across two nodes
 # sharing a PostgreSQL database (cluster.test.mjs: a real PostgreSQL in a temporary directory on a loopback port,
 # as the `postgres` user when run as root, since initdb refuses root); @better-auth/oauth-provider's client plugin
 # with better-auth's createAuthClient (oauth-provider-client.test.mjs); a page on another origin in headless
