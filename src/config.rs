@@ -18,6 +18,7 @@ pub const LIVE: &[&str] = &[
     "[rate_limit] sign_in_per_address, sign_up_per_address, mail_per_address",
     "[session] fresh_age_secs",
     "[email] smtp_url, directory, from (while mail stays on)",
+    "[webhooks] timeout_ms, max_backoff_secs, failing_after_secs, concurrency, log_retention_days, proxy",
 ];
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]

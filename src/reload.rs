@@ -95,6 +95,15 @@ fn copy_live(from: &Config, to: &mut Config) {
     limits.sign_up_per_address = new.sign_up_per_address;
     limits.mail_per_address = new.mail_per_address;
     to.session.fresh_age_secs = from.session.fresh_age_secs;
+    // What the deliverer reads at each round; whether internal targets and http:// are allowed decided which
+    // endpoints were registered, and stays.
+    let (hooks, new) = (&mut to.webhooks, &from.webhooks);
+    hooks.timeout_ms = new.timeout_ms;
+    hooks.max_backoff_secs = new.max_backoff_secs;
+    hooks.failing_after_secs = new.failing_after_secs;
+    hooks.concurrency = new.concurrency;
+    hooks.log_retention_days = new.log_retention_days;
+    hooks.proxy = new.proxy.clone();
     // The transport may change, not whether there is one: with mail on or off the API offers different calls
     // (verification, magic links, codes by mail), decided at start.
     let has_mail = |c: &Config| c.email.smtp_url.is_some() || c.email.directory.is_some();

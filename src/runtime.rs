@@ -249,7 +249,7 @@ impl Core {
         let logout_issuer = Arc::new(OnceLock::new());
         let logouts: Arc<dyn LogoutSigner> =
             Arc::new(ProviderLogouts { keys: Arc::clone(&keys), issuer: Arc::clone(&logout_issuer) });
-        let hooks = crate::webhooks::deliver::start(
+        let (delivery, hooks) = crate::webhooks::deliver::start(
             &config.webhooks,
             Arc::clone(&store),
             writer.clone(),
@@ -276,6 +276,7 @@ impl Core {
             flows: Arc::new(crate::accounts::oauth::Flows::new(&config.oauth, writer.clone())),
             data_key,
             webhooks: crate::webhooks::Webhooks::new(Arc::clone(&store), writer.clone(), &config.webhooks),
+            webhook_delivery: delivery,
             two_factor_issuer: config.two_factor.issuer.as_deref().unwrap_or("service-auth").into(),
             two_factor_roles: config.two_factor.required_for_roles.clone().into(),
             codes_by_mail: config.two_factor.codes_by_mail,

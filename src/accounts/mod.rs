@@ -110,6 +110,8 @@ pub struct Accounts {
     pub(crate) freshness: Arc<Freshness>,
     /// Webhook endpoints: their management (the deliverer runs on its own).
     pub(crate) webhooks: crate::webhooks::Webhooks,
+    /// The deliverer's `[webhooks]` limits, replaced by a reload.
+    pub(crate) webhook_delivery: crate::webhooks::deliver::DeliverySettings,
     /// The overview's counters (sign-ins, failures, sign-ups, lock-outs, resets per hour and day).
     pub(crate) counters: Arc<Counters>,
     /// The mail sender's queue, for the overview's outbox health (`None` without a mail transport).

@@ -13,13 +13,15 @@ use crate::store::{StoreOp, audit, convert};
 impl Accounts {
     /// Puts the facade's live settings of `config` in effect: the password policy (`[passwords]`, and
     /// `[two_factor] issuer`, one of its context words), `[session] fresh_age_secs`, and the mail transport and
-    /// sender (`[email] smtp_url` or `directory`, `from`). `config` has been validated.
+    /// sender (`[email] smtp_url` or `directory`, `from`), the webhooks' delivery limits (`[webhooks]`, see
+    /// `DeliverySettings`). `config` has been validated.
     pub fn apply_settings(&self, config: &Config) {
         self.passwords.store(Arc::new(PasswordCheck::new(config)));
         self.fresh_age.store(Arc::new(config.session.fresh_age()));
         if let Some(outbox) = &self.outbox {
             outbox.apply(config);
         }
+        self.webhook_delivery.apply(&config.webhooks);
     }
 
     /// The audit entry of a reload, durable before the reload is answered. `detail` names the sections that

@@ -16,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -37,14 +38,46 @@ const POLL_ALONE: Duration = Duration::from_secs(2);
 /// Messages read per endpoint and round.
 const WINDOW: usize = 1000;
 
-/// Starts the deliverer on this node; with `logouts`, it sends the identity provider's back-channel logouts too.
-pub fn start(
-    config: &WebhooksConfig,
-    store: Arc<Store>,
-    writer: StoreWriter,
-    logouts: Option<Arc<dyn LogoutSigner>>,
-    stop: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
+/// The deliverer's settings a reload may change (`[webhooks] timeout_ms`, `max_backoff_secs`,
+/// `failing_after_secs`, `concurrency`, `log_retention_days`, `proxy`), read at each round. Whether internal targets
+/// and `http://` are allowed stays as at start: it decided which endpoints were registered. Cheap to clone.
+#[derive(Clone)]
+pub struct DeliverySettings(Arc<ArcSwap<Live>>);
+
+/// The settings in effect and the client built from them (its time limit and proxy are the client's own).
+struct Live {
+    config: WebhooksConfig,
+    client: reqwest::Client,
+}
+
+impl DeliverySettings {
+    fn new(config: &WebhooksConfig) -> Self {
+        Self(Arc::new(ArcSwap::from_pointee(Live { config: config.clone(), client: client(config) })))
+    }
+
+    /// Puts `config`'s live settings in effect from the next round (`config` validated); attempts under way end
+    /// with the client they started with. The client, and so its pooled connections, is replaced only when its
+    /// own settings changed.
+    pub fn apply(&self, config: &WebhooksConfig) {
+        let old = self.0.load();
+        let mut next = old.config.clone();
+        next.timeout_ms = config.timeout_ms;
+        next.max_backoff_secs = config.max_backoff_secs;
+        next.failing_after_secs = config.failing_after_secs;
+        next.concurrency = config.concurrency;
+        next.log_retention_days = config.log_retention_days;
+        next.proxy = config.proxy.clone();
+        if next == old.config {
+            return;
+        }
+        let same_client = next.timeout_ms == old.config.timeout_ms && next.proxy == old.config.proxy;
+        let client = if same_client { old.client.clone() } else { client(&next) };
+        self.0.store(Arc::new(Live { config: next, client }));
+    }
+}
+
+/// The HTTP client the attempts use: `config`'s time limit and proxy, every name checked by the resolver.
+fn client(config: &WebhooksConfig) -> reqwest::Client {
     let timeout = Duration::from_millis(config.timeout_ms);
     let proxy = config.proxy.as_deref().map(|p| reqwest::Proxy::all(p).expect("a proxy URL checked by the config"));
     let resolver = Resolver {
@@ -66,28 +99,43 @@ pub fn start(
         Some(proxy) => builder.proxy(proxy),
         None => builder.no_proxy(),
     };
-    let client = builder.build().expect("an HTTP client with rustls");
+    builder.build().expect("an HTTP client with rustls")
+}
+
+/// Starts the deliverer on this node; with `logouts`, it sends the identity provider's back-channel logouts too.
+/// The settings it answers change the running deliverer's on a reload.
+pub fn start(
+    config: &WebhooksConfig,
+    store: Arc<Store>,
+    writer: StoreWriter,
+    logouts: Option<Arc<dyn LogoutSigner>>,
+    stop: CancellationToken,
+) -> (DeliverySettings, tokio::task::JoinHandle<()>) {
+    let settings = DeliverySettings::new(config);
     let deliverer = Deliverer {
         shared: store.postgres().is_some(),
         signal: store.hooks_signal(),
         store,
         writer,
-        client,
+        client: settings.0.load().client.clone(),
         config: config.clone(),
+        settings: settings.clone(),
         retries: HashMap::new(),
         out: HashSet::new(),
         leased: HashMap::new(),
         pruned: None,
         logouts,
     };
-    tokio::spawn(deliverer.run(stop))
+    (settings, tokio::spawn(deliverer.run(stop)))
 }
 
 struct Deliverer {
     store: Arc<Store>,
     writer: StoreWriter,
+    /// The settings of this round (taken from `settings` at its start).
     client: reqwest::Client,
     config: WebhooksConfig,
+    settings: DeliverySettings,
     signal: Arc<Notify>,
     shared: bool,
     /// Attempts so far and the next one's time, per message (`endpoint`, place in its queue).
@@ -162,6 +210,8 @@ impl Deliverer {
 
     /// Reads the endpoints and their queues, starts every attempt that is due; answers when to look again.
     async fn round(&mut self, attempts: &mut JoinSet<Attempted>) -> Result<Instant, String> {
+        let live = self.settings.0.load_full();
+        (self.config, self.client) = (live.config.clone(), live.client.clone());
         let now = Instant::now();
         let mut wake = now + if self.shared { POLL_SHARED } else { POLL_ALONE };
         let endpoints = self.blocking(|s| s.webhooks()).await?;

@@ -290,3 +290,63 @@ async fn a_reload_moves_the_mail_to_the_new_transport_and_sender_and_applies_the
     assert_eq!(reset().await.status, 200);
     assert_eq!(wait_for_mails(&root.join("mail-b"), 2).await.len(), 2);
 }
+
+/// The attempts of `hook` in its delivery log, once there are at least `count` (at most 30 s).
+async fn logged_attempts(server: &ChildServer, admin: &str, hook: &str, count: usize) -> Vec<serde_json::Value> {
+    for _ in 0..300 {
+        let log = server.get(&format!("/api/admin/webhooks/{hook}/deliveries")).cookie(admin).send().await;
+        assert_eq!(log.status, 200, "{}", log.text);
+        let found = log.json()["deliveries"].as_array().unwrap().clone();
+        if found.len() >= count {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{count} attempts of {hook} never logged");
+}
+
+/// The webhooks' delivery limits are live (#50): an endpoint that takes the connection and never answers times
+/// out at `[webhooks] timeout_ms`; after a reload that raises it, the next attempts wait for the new limit. What
+/// decided which endpoints were registered (`allow_internal_targets`) is named for a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_changes_the_webhook_time_limit_of_the_next_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // The kernel completes the handshake into the backlog; nobody reads: every attempt waits for its time limit.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", silent.local_addr().unwrap().port());
+    let hooks = |timeout_ms: u64, internal: bool| {
+        format!("[webhooks]\nallow_internal_targets = {internal}\nmax_backoff_secs = 1\ntimeout_ms = {timeout_ms}\n")
+    };
+    write_config(root, &hooks(200, true));
+    let env: Vec<(&str, &str)> = BOOTSTRAP_ENV.iter().copied().chain([CONFIG_ENV]).collect();
+    let server = ChildServer::spawn(root, &env).await;
+    let admin = server.admin_session().await;
+    let created = server
+        .post("/api/admin/webhooks")
+        .cookie(&admin)
+        .json(&json!({"url": url, "events": ["user.created"]}))
+        .send()
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let hook = created.json()["webhook"]["id"].as_str().unwrap().to_owned();
+    let sent = server.post(&format!("/api/admin/webhooks/{hook}/test")).cookie(&admin).send().await;
+    assert_eq!(sent.status, 202, "{}", sent.text);
+    let before = logged_attempts(&server, &admin, &hook, 2).await;
+    for attempt in &before {
+        assert_eq!(attempt["error"], "timed out", "{attempt}");
+        assert!(attempt["duration_ms"].as_u64().unwrap() < 1_000, "the 200 ms limit: {attempt}");
+    }
+
+    write_config(root, &hooks(2_500, false));
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert_eq!(out.trim(), "reloaded: applied [webhooks]; changed but applied only at the next start: [webhooks]");
+    // The attempt under way when the file changed may still end at the old limit; the one after it waits longer.
+    let seen = logged_attempts(&server, &admin, &hook, 1).await.len();
+    let after = logged_attempts(&server, &admin, &hook, seen + 2).await;
+    let longest = after.iter().filter_map(|a| a["duration_ms"].as_u64()).max().unwrap();
+    assert!(longest >= 2_400, "no attempt waited for the new 2.5 s limit: {after:?}");
+    assert!(after.iter().all(|a| a["error"] == "timed out"), "{after:?}");
+    drop(silent);
+}
