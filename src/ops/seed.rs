@@ -12,7 +12,7 @@ use std::time::Instant;
 use super::{OpsError, private_file};
 use crate::config::Config;
 use crate::domain::{
-    Email, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Password, Role, RoleSet, Session, SessionId,
+    Email, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Password, Role, RoleSet, Session, SessionId, SessionLimits,
     SessionRare, SessionToken, Slug, Timestamp, User, UserFields, UserId,
 };
 use crate::hashing::Hasher;
@@ -54,6 +54,7 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
     let hash = hasher.hash(password).await.map_err(|e| OpsError::Invalid(e.to_string()))?;
     let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
     let (dir, tokens_out) = (config.data_dir.clone(), args.tokens_out.clone());
+    let limits = config.session.limits();
     let report = tokio::task::spawn_blocking(move || {
         let store = Store::open(&dir)?;
         if !store.is_empty()? {
@@ -70,9 +71,9 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
         let orgs = seed_orgs(&store, args.orgs)?;
         let user_ids = seed_users(&store, args.users, &hash, &roles, &orgs)?;
         let sessions = if user_ids.is_empty() { 0 } else { args.sessions };
-        seed_sessions(&store, sessions, &user_ids, out.as_mut())?;
+        seed_sessions(&store, sessions, &user_ids, &limits, out.as_mut())?;
         let busy = user_ids.get(1..=args.busy_users).unwrap_or_default();
-        seed_sessions(&store, busy.len() * BUSY_SESSIONS, busy, None::<&mut std::io::Sink>)?;
+        seed_sessions(&store, busy.len() * BUSY_SESSIONS, busy, &limits, None::<&mut std::io::Sink>)?;
         let members = seed_members(&store, user_ids.get(..args.members_in_org).unwrap_or(&user_ids))?;
         if let Some(out) = out.as_mut() {
             out.flush().map_err(|e| OpsError::Io(e.to_string()))?;
@@ -191,6 +192,7 @@ fn seed_sessions(
     store: &Store,
     n: usize,
     users: &[UserId],
+    limits: &SessionLimits,
     mut tokens: Option<&mut impl Write>,
 ) -> Result<(), OpsError> {
     if users.is_empty() {
@@ -208,7 +210,10 @@ fn seed_sessions(
         let session = Session {
             id: SessionId::new(),
             user_id: users[i % users.len()],
-            expires_at: now.plus(std::time::Duration::from_secs(7 * 86_400)),
+            // The end a sign-in under these limits gives (with the idle limit, an hour from now): a fixed seven
+            // days made every seeded session's first use a durable write, moving its end back to the idle limit,
+            // so benchmarks over many seeded sessions measured those writes instead of the session check.
+            expires_at: limits.first_end(now, true, false),
             created_at: now,
             updated_at: now,
             ip_address: "127.0.0.1".into(),
@@ -267,6 +272,35 @@ mod tests {
         let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
         let store = Store::open(&config.data_dir).unwrap();
         assert!(crate::actors::load::build(&store, &roles).is_ok(), "a server can start on it");
+    }
+
+    /// A seeded session is one a sign-in could have made under the configured limits: its first use is a read,
+    /// not a write. Before: every seeded session ended seven days out, the idle limit (an hour by default) moved
+    /// it back at its first use, a durable write, and the curves over many seeded sessions measured the disk.
+    #[tokio::test]
+    async fn seeded_sessions_end_where_a_sign_in_would_so_their_first_use_writes_nothing() {
+        use crate::domain::SessionUse as Use;
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
+        let args = SeedArgs {
+            users: 3,
+            sessions: 5,
+            orgs: 0,
+            tokens_out: None,
+            busy_users: 1,
+            members_in_org: 0,
+            force: false,
+        };
+        seed(&config, args).await.unwrap();
+        let limits = config.session.limits();
+        assert!(limits.idle.is_some(), "the default limits have an idle limit, which is what moved the end");
+        let loaded = Store::open(&config.data_dir).unwrap().load().unwrap();
+        assert_eq!(loaded.sessions.len(), 5 + BUSY_SESSIONS);
+        let now = Timestamp::now();
+        for (_, record) in loaded.sessions {
+            let session = convert::session(record);
+            assert_eq!(limits.check(&session, now), Use::Live, "{:?} {:?}", session.created_at, session.expires_at);
+        }
     }
 
     #[tokio::test]
