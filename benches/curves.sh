@@ -57,7 +57,7 @@ ms() { awk -v s="$1" 'BEGIN {u = (s ~ /us$/) ? 0.001 : (s ~ /ms$/ ? 1 : 1000); s
 header() { # file, columns: the run's provenance, then the column names
   {
     echo "# benches/curves.sh, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%FT%TZ)"
-    echo "# build: ${LABEL:-$BIN}"
+    echo "# build: ${LABEL:-$BIN}${EXTRA_TOML:+; configuration added: ${EXTRA_TOML//$'\n'/ }}"
     echo "# load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); DURATION=${DURATION}s ROUNDS=$ROUNDS CONNS=$CONNS"
     echo "$2"
   } > "$1"
@@ -65,6 +65,8 @@ header() { # file, columns: the run's provenance, then the column names
 
 printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n' > "$WORK/c.toml"
 printf '[limits]\nmax_connections_per_address = 4000\n' >> "$WORK/c.toml"
+# More configuration for the servers (and the seed), e.g. EXTRA_TOML=$'[session]\nidle_timeout_secs = 0'.
+printf '%s\n' "${EXTRA_TOML:-}" >> "$WORK/c.toml"
 
 seed() { # dir, users and sessions, tokens file
   SERVICE_AUTH_DATA_DIR="$1" "$BIN" --config "$WORK/c.toml" seed --users "$2" --sessions "$2" --orgs 10 \
@@ -146,7 +148,7 @@ if want sessions; then
         kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/start.out" >&2; exit 1; }
         sleep 0.01
       done
-      ready+=("$(echo "$(date +%s.%N) - $t0" | bc)")
+      ready+=("$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')")
       curl -s -o /dev/null -b "service-auth.session_token=$(head -1 "$WORK/t$n.txt")" \
         http://127.0.0.1:3931/api/auth/get-session
       rss+=("$(awk '$1 == "VmRSS:" {print $2 / 1024}' "/proc/${PIDS[-1]}/status")")
@@ -195,7 +197,8 @@ if want writes; then
   have_anchor=0
   if [ -x "$ANCHOR" ]; then
     mkdir -p "$WORK/anchor"
-    start 3934 "$ANCHOR" 127.0.0.1:3934 "$WORK/anchor/log"
+    # The answer: as many bytes as update-user's ({"status":true}).
+    start 3934 "$ANCHOR" 127.0.0.1:3934 "$WORK/anchor/log" 15
     have_anchor=1
   fi
   for c in $WRITE_CONNS; do

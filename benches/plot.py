@@ -13,7 +13,7 @@ import sys
 from xml.sax.saxutils import escape
 
 W, H = 720, 420
-LEFT, RIGHT, TOP, BOTTOM = 80, 190, 60, 60
+LEFT, RIGHT, TOP, BOTTOM = 80, 190, 72, 60
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
 
 
@@ -92,7 +92,7 @@ def chart(path, title, subtitle, xlabel, ylabel, series, xlog=False, xticks=None
         f'<rect width="{W}" height="{H}" fill="white"/>',
         f'<text x="{LEFT}" y="20" font-size="15" font-weight="bold">{escape(title)}</text>',
     ]
-    for k, part in enumerate(wrap(subtitle, 110)[:2]):
+    for k, part in enumerate(wrap(subtitle, 110)[:3]):
         out.append(f'<text x="{LEFT}" y="{34 + 12 * k}" fill="#555" font-size="10">{escape(part)}</text>')
     for t in yticks:
         y = py(t)

@@ -12,8 +12,8 @@ use std::time::Instant;
 use super::{OpsError, private_file};
 use crate::config::Config;
 use crate::domain::{
-    Email, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Password, Role, RoleSet, Session, SessionId, SessionLimits,
-    SessionRare, SessionToken, Slug, Timestamp, User, UserFields, UserId,
+    Email, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Password, Role, RoleSet, Session, SessionId,
+    SessionLimits, SessionRare, SessionToken, Slug, Timestamp, User, UserFields, UserId,
 };
 use crate::hashing::Hasher;
 use crate::store::{Store, StoreOp, convert};
