@@ -51,6 +51,8 @@ pub struct Config {
     pub audit: AuditConfig,
     pub organizations: OrganizationsConfig,
     pub api_keys: ApiKeysConfig,
+    /// Single sign-on per organization (`@better-auth/sso`'s calls under /api/auth/sso/).
+    pub sso: SsoConfig,
     pub email: EmailConfig,
     pub metrics: MetricsConfig,
     pub store: StoreConfig,
@@ -610,6 +612,15 @@ impl Default for ApiKeysConfig {
     }
 }
 
+/// Single sign-on per organization.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SsoConfig {
+    /// The DNS server `verify-domain` asks for a provider's TXT record (`address:port`); `None`: the system's
+    /// resolvers (`/etc/resolv.conf`).
+    pub nameserver: Option<SocketAddr>,
+}
+
 /// Connection limits: how much of the server one client can hold.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -682,6 +693,7 @@ impl Default for Config {
             audit: AuditConfig::default(),
             organizations: OrganizationsConfig::default(),
             api_keys: ApiKeysConfig::default(),
+            sso: SsoConfig::default(),
             email: EmailConfig::default(),
             limits: LimitsConfig::default(),
             metrics: MetricsConfig::default(),

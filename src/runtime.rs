@@ -298,6 +298,7 @@ impl Core {
                 writer.clone(),
                 config.base_url.as_deref(),
                 &config.trusted_origins,
+                config.sso.nameserver,
             )),
         };
         let retention = Retention {

@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use subtle::ConstantTimeEq;
+
 use super::{Accounts, Current};
 use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId, Timestamp, UserId, action};
 use crate::oauth::DiscoveryFailure;
@@ -24,6 +26,10 @@ const MAX_DOMAINS: usize = 20;
 const MAX_URL: usize = 2048;
 const MAX_CLIENT_ID: usize = 256;
 const MAX_SECRET: usize = 1024;
+/// How long a domain verification token may be published before it must be asked for again (the plugin's week).
+const VERIFICATION_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
+/// The plugin's `generateRandomString` alphabet.
+const TOKEN_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /// How the server authenticates at the provider's token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +159,25 @@ pub enum SsoError {
     /// The discovery document names another issuer.
     #[error("OIDC issuer mismatch: {0}")]
     IssuerMismatch(String),
+    #[error("Domain has already been verified")]
+    DomainVerified,
+    #[error("No pending domain verification exists")]
+    NoPendingVerification,
+    /// The TXT record was not found on one of the domains (the message names it).
+    #[error("Unable to verify domain ownership for {0}. Try again later")]
+    VerificationFailed(String),
+    /// The DNS lookup itself failed (no answer, a server failure).
+    #[error("Unable to verify domain ownership: {0}")]
+    Dns(String),
+    /// The provider changed (its domains, or another verification) while its DNS records were read.
+    #[error("SSO provider changed while domain verification was in progress. Reload the provider and try again")]
+    Changed,
+    /// Another organization's provider holds one of the domains, verified.
+    #[error("{0} is verified for another single sign-on provider")]
+    DomainTaken(String),
+    /// A service administrator's call, made by someone else.
+    #[error("Only a service administrator may confirm a provider's domains")]
+    NotAdministrator,
     #[error("the store is unavailable: {0}")]
     Store(String),
 }
@@ -169,13 +194,63 @@ pub struct SsoProviders {
     writer: StoreWriter,
     /// `trusted_origins` and `base_url`'s origin, as `scheme://host[:port]`.
     trusted: Vec<String>,
+    /// `[sso] nameserver`: the DNS server the TXT records are asked of; `None`: the system's.
+    nameserver: Option<std::net::SocketAddr>,
 }
 
 impl SsoProviders {
-    pub fn new(store: Arc<Store>, writer: StoreWriter, base_url: Option<&str>, trusted: &[String]) -> Self {
+    pub fn new(
+        store: Arc<Store>,
+        writer: StoreWriter,
+        base_url: Option<&str>,
+        trusted: &[String],
+        nameserver: Option<std::net::SocketAddr>,
+    ) -> Self {
         let mut trusted: Vec<String> = trusted.iter().filter_map(|o| origin_of(o)).collect();
         trusted.extend(base_url.and_then(origin_of));
-        Self { store, writer, trusted }
+        Self { store, writer, trusted, nameserver }
+    }
+
+    /// The TXT records at `name` (each record's strings joined, as the plugin joins them); none when the name
+    /// has none or does not exist. A resolver is made for each verification: nothing is cached, so a record
+    /// published a minute after a failed attempt is found by the next one.
+    async fn txt(&self, name: &str) -> Result<Vec<String>, SsoError> {
+        use hickory_resolver::Resolver;
+        use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
+        use hickory_resolver::net::runtime::TokioRuntimeProvider;
+        use hickory_resolver::proto::rr::RData;
+        let dns = |e: &dyn std::fmt::Display| SsoError::Dns(e.to_string());
+        let mut builder = match self.nameserver {
+            Some(at) => {
+                let mut udp = ConnectionConfig::udp();
+                udp.port = at.port();
+                let mut tcp = ConnectionConfig::tcp();
+                tcp.port = at.port();
+                let server = NameServerConfig::new(at.ip(), true, vec![udp, tcp]);
+                Resolver::builder_with_config(
+                    ResolverConfig::from_name_servers(vec![server]),
+                    TokioRuntimeProvider::default(),
+                )
+            }
+            None => Resolver::builder(TokioRuntimeProvider::default()).map_err(|e| dns(&e))?,
+        };
+        builder.options_mut().timeout = std::time::Duration::from_secs(5);
+        builder.options_mut().attempts = 2;
+        let resolver = builder.build().map_err(|e| dns(&e))?;
+        match resolver.txt_lookup(name).await {
+            Ok(found) => Ok(found
+                .answers()
+                .iter()
+                .filter_map(|r| match &r.data {
+                    RData::TXT(txt) => {
+                        Some(txt.txt_data.iter().map(|part| String::from_utf8_lossy(part)).collect::<String>())
+                    }
+                    _ => None,
+                })
+                .collect()),
+            Err(e) if e.is_no_records_found() => Ok(Vec::new()),
+            Err(e) => Err(dns(&e)),
+        }
     }
 
     async fn read<T: Send + 'static>(
@@ -376,6 +451,124 @@ impl Accounts {
         self.sso.write(vec![StoreOp::DeleteSsoProvider(record.provider_id), logged]).await
     }
 
+    /// `sso/request-domain-verification`: the token the DNS TXT record `_better-auth-token-{providerId}.{domain}`
+    /// must carry (as `_better-auth-token-{providerId}={token}`, or alone) on every domain of the provider, valid
+    /// seven days; the pending one again while it is valid (the plugin's rule). The token is no secret: it is
+    /// published in DNS for anyone to read, and proves only that whoever publishes it controls the zone.
+    /// Audited (`sso_provider.domain_verification_requested`) when a new one is made.
+    pub async fn request_sso_domain_verification(
+        &self,
+        current: &Current,
+        provider_id: &str,
+        ip: &str,
+    ) -> Result<String, SsoError> {
+        let mut record = self.managed_sso_provider(current, provider_id).await?;
+        if record.domain_verified {
+            return Err(SsoError::DomainVerified);
+        }
+        let now = Timestamp::now().as_millis();
+        if let Some((token, until)) = &record.verification
+            && *until > now
+        {
+            return Ok(token.clone());
+        }
+        let token = crate::domain::two_factor::random_string(24, TOKEN_ALPHABET);
+        record.verification = Some((token.clone(), now.saturating_add(VERIFICATION_TTL_MS)));
+        record.updated_at_ms = now;
+        let detail = format!("{}: domain {}", record.provider_id, record.domains.join(","));
+        let org = record.organization_id.map(uuid::Uuid::from_bytes);
+        let logged = audit::entry(action::SSO_DOMAIN_VERIFICATION_REQUESTED, Some(current.actor()), org, ip, detail);
+        self.sso.write(vec![StoreOp::PutSsoProvider(record), logged]).await?;
+        Ok(token)
+    }
+
+    /// `sso/verify-domain`: looks the TXT record up on every domain of the provider; all found, its domains are
+    /// verified (and only then does sign-in by e-mail domain choose it, or its sign-ins link to existing accounts).
+    /// Audited (`sso_provider.domain_verified`). A domain already verified for another provider is refused: an
+    /// address's domain chooses one provider.
+    pub async fn verify_sso_domain(&self, current: &Current, provider_id: &str, ip: &str) -> Result<(), SsoError> {
+        let record = self.managed_sso_provider(current, provider_id).await?;
+        if record.domain_verified {
+            return Err(SsoError::DomainVerified);
+        }
+        // One DNS label (the plugin's IDENTIFIER_TOO_LONG past 63): a `providerId` of at most 40 characters keeps
+        // it at 59 (held by `domain::sso`'s tests), so no registered provider can fail here.
+        let label = verification_label(&record.provider_id);
+        let now = Timestamp::now().as_millis();
+        let token = match &record.verification {
+            Some((token, until)) if *until > now => token.clone(),
+            _ => return Err(SsoError::NoPendingVerification),
+        };
+        self.refuse_claimed_domains(&record).await?;
+        let expected = format!("{label}={token}");
+        for domain in &record.domains {
+            let found = self.sso.txt(&format!("{label}.{domain}.")).await?;
+            let matches = |value: &str| {
+                let value = value.trim().as_bytes();
+                bool::from(value.ct_eq(expected.as_bytes())) || bool::from(value.ct_eq(token.as_bytes()))
+            };
+            if !found.iter().any(|v| matches(v)) {
+                return Err(SsoError::VerificationFailed(domain.clone()));
+            }
+        }
+        self.mark_domain_verified(current, record, "a DNS TXT record", ip).await
+    }
+
+    /// A service administrator's confirmation that the organization holds the provider's domains, without DNS
+    /// (a domain whose zone cannot take a TXT record, say). Audited as a DNS verification is, naming the way.
+    pub async fn confirm_sso_domain(
+        &self,
+        current: &Current,
+        provider_id: &str,
+        ip: &str,
+    ) -> Result<SsoProvider, SsoError> {
+        if current.administrator().is_none() {
+            return Err(SsoError::NotAdministrator);
+        }
+        let record = self.managed_sso_provider(current, provider_id).await?;
+        if record.domain_verified {
+            return Err(SsoError::DomainVerified);
+        }
+        self.refuse_claimed_domains(&record).await?;
+        self.mark_domain_verified(current, record.clone(), "an administrator's confirmation", ip).await?;
+        let verified = self.sso.find(provider_id).await?.ok_or(SsoError::NotFound)?;
+        Ok(view(&verified))
+    }
+
+    async fn refuse_claimed_domains(&self, record: &SsoProviderRecordV1) -> Result<(), SsoError> {
+        let others = self.sso.all().await?;
+        let claimed = others.iter().filter(|o| o.domain_verified && o.provider_id != record.provider_id);
+        for other in claimed {
+            if let Some(domain) = record.domains.iter().find(|d| other.domains.contains(d)) {
+                return Err(SsoError::DomainTaken(domain.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks `checked`'s domains verified, unless the provider changed while they were checked (the DNS lookup
+    /// takes time; a change of domains meanwhile must not be verified by the old ones' records): the stored copy
+    /// is read again right before the write.
+    async fn mark_domain_verified(
+        &self,
+        current: &Current,
+        checked: SsoProviderRecordV1,
+        how: &str,
+        ip: &str,
+    ) -> Result<(), SsoError> {
+        let mut now = self.sso.find(&checked.provider_id).await?.ok_or(SsoError::NotFound)?;
+        if now != checked {
+            return Err(SsoError::Changed);
+        }
+        now.domain_verified = true;
+        now.verification = None;
+        now.updated_at_ms = Timestamp::now().as_millis();
+        let detail = format!("{}: domain {} verified by {how}", now.provider_id, now.domains.join(","));
+        let org = now.organization_id.map(uuid::Uuid::from_bytes);
+        let logged = audit::entry(action::SSO_DOMAIN_VERIFIED, Some(current.actor()), org, ip, detail);
+        self.sso.write(vec![StoreOp::PutSsoProvider(now), logged]).await
+    }
+
     /// The provider, once the caller may manage it: 404 when there is none, and when the caller is not a member
     /// of its organization (whose providers are none of their business: the answer does not tell them the id is
     /// taken); 403 for a member who is not an owner or admin (the plugin's answer).
@@ -433,6 +626,11 @@ fn secret_context(record_id: &[u8; 16]) -> Vec<u8> {
     let mut context = b"sso-client-secret\0".to_vec();
     context.extend_from_slice(record_id);
     context
+}
+
+/// The first label of the TXT record's name: the plugin's default `tokenPrefix`, then the provider's id.
+fn verification_label(provider_id: &str) -> String {
+    format!("_better-auth-token-{provider_id}")
 }
 
 fn discovery_url(issuer: &str) -> String {

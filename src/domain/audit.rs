@@ -114,6 +114,10 @@ pub mod action {
     pub const SSO_PROVIDER_CREATED: &str = "sso_provider.created";
     pub const SSO_PROVIDER_UPDATED: &str = "sso_provider.updated";
     pub const SSO_PROVIDER_DELETED: &str = "sso_provider.deleted";
+    /// A domain verification token made for a provider (the detail names its domains), and its domains verified
+    /// (the detail says how: a DNS TXT record, or a service administrator's confirmation).
+    pub const SSO_DOMAIN_VERIFICATION_REQUESTED: &str = "sso_provider.domain_verification_requested";
+    pub const SSO_DOMAIN_VERIFIED: &str = "sso_provider.domain_verified";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

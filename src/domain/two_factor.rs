@@ -200,7 +200,7 @@ pub fn base32_decode(text: &str) -> Option<Vec<u8>> {
 }
 
 /// `len` characters of `alphabet`, without modulo bias (rejection sampling over the OS generator).
-fn random_string(len: usize, alphabet: &[u8]) -> String {
+pub(crate) fn random_string(len: usize, alphabet: &[u8]) -> String {
     let limit = 256 - 256 % alphabet.len();
     let mut out = String::with_capacity(len);
     while out.len() < len {

@@ -1338,6 +1338,13 @@ impl<'a> SsoProvider<'a> {
     }
 }
 
+/// `sso/request-domain-verification`'s answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoVerificationToken<'a> {
+    pub domain_verification_token: &'a str,
+}
+
 /// `sso/providers`.
 #[derive(Serialize)]
 pub struct SsoProviderList<'a> {

@@ -476,6 +476,13 @@ impl From<crate::accounts::SsoError> for Failure {
             E::IssuerMismatch(_) => (S::BAD_REQUEST, "issuer_mismatch"),
             // The provider did not answer: nothing the caller sent was malformed.
             E::Discovery(_) => (S::BAD_GATEWAY, "discovery_unexpected_error"),
+            E::DomainVerified => (S::CONFLICT, "DOMAIN_VERIFIED"),
+            E::NoPendingVerification => (S::NOT_FOUND, "NO_PENDING_VERIFICATION"),
+            // The record may just not have reached the resolvers yet: the plugin's 502, try again later.
+            E::VerificationFailed(_) | E::Dns(_) => (S::BAD_GATEWAY, "DOMAIN_VERIFICATION_FAILED"),
+            E::Changed => (S::CONFLICT, "SSO_PROVIDER_CHANGED"),
+            E::DomainTaken(_) => (S::CONFLICT, "DOMAIN_VERIFIED_FOR_ANOTHER_PROVIDER"),
+            E::NotAdministrator => (S::FORBIDDEN, "FORBIDDEN"),
             E::Store(_) => return Self::unavailable(),
         };
         Self::new(status, code, e.to_string())

@@ -82,6 +82,8 @@ routes! {
     "/api/auth/sso/get-provider" => { GET => SsoGetProvider },
     "/api/auth/sso/update-provider" => { POST => SsoUpdateProvider },
     "/api/auth/sso/delete-provider" => { POST => SsoDeleteProvider },
+    "/api/auth/sso/request-domain-verification" => { POST => SsoRequestDomainVerification },
+    "/api/auth/sso/verify-domain" => { POST => SsoVerifyDomain },
     // oauth: sign-in through another identity provider, and the identities linked to an account
     "/api/auth/sign-in/social" => { POST => SignInSocial },
     "/api/auth/sign-in/oauth2" => { POST => SignInOAuth2 },
@@ -176,6 +178,7 @@ routes! {
     "/api/admin/oidc/keys" => { GET => SigningKeys },
     "/api/admin/oidc/keys/rotate" => { POST => RotateSigningKeys },
     "/api/admin/oidc/clients" => { GET => OAuthClients, POST => CreateOAuthClient },
+    "/api/admin/sso/providers/{provider_id}/verify-domain" => { POST => SsoConfirmDomain },
     "/api/admin/oidc/clients/{client_id}" => { GET => OAuthClient, PATCH => UpdateOAuthClient, DELETE => DeleteOAuthClient },
     // webhooks and the audit export
     "/api/admin/webhooks" => { GET => ListWebhooks, POST => CreateWebhook },

@@ -6,9 +6,9 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 
 use super::AppState;
-use super::dto::{SUCCESS, SsoProvider, SsoProviderList, SsoRegistered};
+use super::dto::{SUCCESS, SsoProvider, SsoProviderList, SsoRegistered, SsoVerificationToken};
 use super::extract::{self, Ctx, Fields};
-use super::response::{Body, Failure, ok};
+use super::response::{Body, Failure, json, ok};
 use crate::accounts::{NewSsoProvider, SsoChange, SsoTokenAuth};
 use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId};
 
@@ -144,6 +144,51 @@ pub async fn delete_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>)
     let provider_id = body.string("providerId")?.to_owned();
     state.accounts.delete_sso_provider(&current, &provider_id, &ctx.ip.to_string()).await?;
     Ok(ok(&SUCCESS))
+}
+
+/// `POST /api/auth/sso/request-domain-verification` `{providerId}` → 201 `{domainVerificationToken}`: the value
+/// of the TXT record `_better-auth-token-{providerId}.{domain}` to publish on each of the provider's domains.
+pub async fn request_domain_verification(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["providerId"])?;
+    let provider_id = body.string("providerId")?.to_owned();
+    let token = state.accounts.request_sso_domain_verification(&current, &provider_id, &ctx.ip.to_string()).await?;
+    Ok(json(StatusCode::CREATED, &SsoVerificationToken { domain_verification_token: &token }))
+}
+
+/// `POST /api/auth/sso/verify-domain` `{providerId}` → 204 once the TXT record is found on every domain.
+pub async fn verify_domain(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["providerId"])?;
+    let provider_id = body.string("providerId")?.to_owned();
+    state.accounts.verify_sso_domain(&current, &provider_id, &ctx.ip.to_string()).await?;
+    // The plugin's answer: no body.
+    let mut response = Response::new(Body::new(bytes::Bytes::new()));
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    response.headers_mut().insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+/// `POST /api/admin/sso/providers/{providerId}/verify-domain` → the provider, its domains verified by a service
+/// administrator's word instead of DNS.
+pub async fn confirm_domain(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    extract::query_only(req.uri().query(), &[])?;
+    let provider_id = req
+        .uri()
+        .path()
+        .strip_prefix("/api/admin/sso/providers/")
+        .and_then(|rest| rest.strip_suffix("/verify-domain"))
+        .and_then(|id| SsoProviderId::parse(id).ok())
+        .ok_or_else(|| Failure::validation("the providerId in the path is malformed"))?;
+    let provider = state.accounts.confirm_sso_domain(&current, provider_id.as_str(), &ctx.ip.to_string()).await?;
+    Ok(ok(&SsoProvider::of(&provider, &auth_base(state, &ctx)?)))
 }
 
 fn saml_not_offered() -> Failure {

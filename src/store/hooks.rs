@@ -75,6 +75,8 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("organization.sso_provider_created", Source::Audit(&[action::SSO_PROVIDER_CREATED])),
     ("organization.sso_provider_updated", Source::Audit(&[action::SSO_PROVIDER_UPDATED])),
     ("organization.sso_provider_deleted", Source::Audit(&[action::SSO_PROVIDER_DELETED])),
+    // Its domains verified: from now on an address of them signs in through it.
+    ("organization.sso_domain_verified", Source::Audit(&[action::SSO_DOMAIN_VERIFIED])),
 ];
 
 /// Whether `name` is an event type.

@@ -2,6 +2,10 @@
 //! real OpenID Connect provider (`oidc-provider` on loopback, as tests/api/oauth.rs starts it) whose discovery
 //! document the server reads. Who may manage them, what is never shown, and every refusal.
 
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
 use serde_json::{Value, json};
 
 use super::harness::*;
@@ -10,11 +14,70 @@ use super::org_plugin::{Seen, join, ok};
 
 const SECRET: &str = "the-client-secret-1234567890";
 
-/// A server that trusts the provider's origin (and mails invitations to a directory), the provider, the
-/// directory, and an organization owned by `owner`.
+/// A real DNS server on loopback (tests/api/dns_server.py, Python's dnslib) whose TXT records a test sets.
+struct Dns {
+    port: u16,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: BufReader<ChildStdout>,
+}
+
+impl Dns {
+    fn start() -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api/dns_server.py");
+        let mut child = Command::new(python())
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 tests/api/dns_server.py");
+        let stdin = child.stdin.take();
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        lines.read_line(&mut line).expect("the DNS server's port");
+        let port = serde_json::from_str::<Value>(&line).expect("port line")["port"].as_u64().unwrap() as u16;
+        Self { port, child, stdin, lines }
+    }
+
+    /// Sets the TXT records of `name` (none: removes them).
+    fn txt(&mut self, name: &str, values: &[&str]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{}", json!({"name": name, "txt": values})).unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.lines.read_line(&mut line).unwrap();
+        assert!(line.contains("ok"), "{line}");
+    }
+}
+
+impl Drop for Dns {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Python that has dnslib: the repository's `.venv` (where `./test` installs tests/requirements.txt), else
+/// `python3` on PATH.
+fn python() -> std::ffi::OsString {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    let python: std::ffi::OsString = if venv.exists() { venv.into_os_string() } else { "python3".into() };
+    let present = Command::new(&python).args(["-c", "import dnslib"]).output();
+    assert!(
+        present.is_ok_and(|o| o.status.success()),
+        "dnslib is not installed: run ./test once (it installs tests/requirements.txt into .venv), or \
+         `python3 -m pip install dnslib==0.9.26`"
+    );
+    python
+}
+
+/// A server that trusts the provider's origin, mails invitations to a directory and asks a DNS server of the
+/// test's; the provider, the DNS server, the directory, and an organization owned by `owner`.
 struct Setup {
     s: TestServer,
     idp: Idp,
+    dns: Dns,
     mail: tempfile::TempDir,
     seen: Seen,
     owner: TestUser,
@@ -23,11 +86,13 @@ struct Setup {
 
 async fn setup() -> Setup {
     let mut idp = Idp::start();
+    let dns = Dns::start();
     let mail = tempfile::tempdir().unwrap();
-    let (issuer, dir) = (idp.issuer.clone(), mail.path().to_owned());
+    let (issuer, dir, port) = (idp.issuer.clone(), mail.path().to_owned(), dns.port);
     let s = TestServer::start_adjusted(|c| {
         c.trusted_origins = vec![issuer];
         c.email.directory = Some(dir);
+        c.sso.nameserver = Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     })
     .await;
     idp.configure(json!({"clients": [{"client_id": "acme-sso", "client_secret": SECRET,
@@ -39,7 +104,7 @@ async fn setup() -> Setup {
         .as_str()
         .unwrap()
         .to_owned();
-    Setup { s, idp, mail, seen: Seen::new(), owner, org }
+    Setup { s, idp, dns, mail, seen: Seen::new(), owner, org }
 }
 
 async fn sso(s: &TestServer, path: &str, cookie: &str, body: &Value) -> Resp {
@@ -276,4 +341,111 @@ async fn a_registration_is_refused_precisely() {
     assert_eq!(ok(&get(s, "providers", owner).await)["providers"].as_array().unwrap().len(), 1);
     assert_auth_error(&get(s, "get-provider?providerId=other", owner).await, 404, "PROVIDER_NOT_FOUND");
     assert_auth_error(&get(s, "get-provider", owner).await, 400, "VALIDATION_ERROR");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Domain verification
+
+async fn provider_of(s: &TestServer, cookie: &str, id: &str) -> Value {
+    ok(&get(s, &format!("get-provider?providerId={id}"), cookie).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_counts_as_verified_only_once_its_txt_record_is_found_on_every_domain() {
+    let mut t = setup().await;
+    let owner = t.owner.cookie.clone();
+    ok(&call(&t.s, "register", &owner, &registration(&t, "acme", &t.org)).await);
+    let body = json!({"providerId": "acme"});
+    // Nothing asked for yet.
+    assert_auth_error(&call(&t.s, "verify-domain", &owner, &body).await, 404, "NO_PENDING_VERIFICATION");
+
+    let asked = call(&t.s, "request-domain-verification", &owner, &body).await;
+    assert_eq!(asked.status, 201, "{}", asked.text);
+    let token = asked.json()["domainVerificationToken"].as_str().unwrap().to_owned();
+    assert_eq!(token.len(), 24);
+    assert!(token.bytes().all(|b| b.is_ascii_alphanumeric()), "{token}");
+    // The pending one again while it is valid.
+    let again = call(&t.s, "request-domain-verification", &owner, &body).await;
+    assert_eq!((again.status, again.json()["domainVerificationToken"].clone()), (201, json!(token)));
+
+    // No record, a wrong one, one domain of two: not verified (502, the plugin's: try again later).
+    let failed = "DOMAIN_VERIFICATION_FAILED";
+    assert_auth_error(&call(&t.s, "verify-domain", &owner, &body).await, 502, failed);
+    t.dns.txt("_better-auth-token-acme.acme.test", &["_better-auth-token-acme=not-the-token"]);
+    assert_auth_error(&call(&t.s, "verify-domain", &owner, &body).await, 502, failed);
+    t.dns.txt("_better-auth-token-acme.acme.test", &["v=spf1 -all", &format!("_better-auth-token-acme={token}")]);
+    assert_auth_error(&call(&t.s, "verify-domain", &owner, &body).await, 502, failed);
+    assert_eq!(provider_of(&t.s, &owner, "acme").await["domainVerified"], false);
+
+    // Every domain: verified (the bare token is taken too, as the plugin takes it).
+    t.dns.txt("_better-auth-token-acme.acme.org", &[&token]);
+    let verified = call(&t.s, "verify-domain", &owner, &body).await;
+    assert_eq!(verified.status, 204, "{}", verified.text);
+    assert!(verified.text.is_empty());
+    assert_eq!(provider_of(&t.s, &owner, "acme").await["domainVerified"], true);
+    assert_auth_error(&call(&t.s, "verify-domain", &owner, &body).await, 409, "DOMAIN_VERIFIED");
+    assert_auth_error(&call(&t.s, "request-domain-verification", &owner, &body).await, 409, "DOMAIN_VERIFIED");
+    let admin = t.s.admin_session().await;
+    let audit = t.s.get("/api/admin/audit?limit=100").cookie(&admin).send().await.json();
+    let entry = audit["entries"].as_array().unwrap().iter().find(|e| e["action"] == "sso_provider.domain_verified");
+    assert!(entry.unwrap()["detail"].as_str().unwrap().contains("DNS TXT record"), "{audit}");
+
+    // New domains are unverified again, and need a new token.
+    let changed = json!({"providerId": "acme", "domain": "acme.test,acme.net"});
+    assert_eq!(ok(&call(&t.s, "update-provider", &owner, &changed).await)["domainVerified"], false);
+    assert_auth_error(&call(&t.s, "verify-domain", &owner, &body).await, 404, "NO_PENDING_VERIFICATION");
+    let next = call(&t.s, "request-domain-verification", &owner, &body).await;
+    assert_eq!(next.status, 201, "{}", next.text);
+    assert_ne!(next.json()["domainVerificationToken"], json!(token));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_providers_managers_verify_and_only_a_service_administrator_confirms_without_dns() {
+    let mut t = setup().await;
+    let owner = t.owner.cookie.clone();
+    ok(&call(&t.s, "register", &owner, &registration(&t, "acme", &t.org)).await);
+    let (member, stranger) = (t.s.new_user("mem").await, t.s.new_user("out").await);
+    let dir = t.mail.path().to_owned();
+    join(&t.s, &dir, &mut t.seen, &owner, &t.org, &member, "member").await;
+    let body = json!({"providerId": "acme"});
+    for call_name in ["request-domain-verification", "verify-domain"] {
+        let r = call(&t.s, call_name, &member.cookie, &body).await;
+        assert_auth_error(&r, 403, "YOU_DONT_HAVE_ACCESS_TO_THIS_PROVIDER");
+        assert_auth_error(&call(&t.s, call_name, &stranger.cookie, &body).await, 404, "PROVIDER_NOT_FOUND");
+        assert_eq!(t.s.post(&format!("/api/auth/sso/{call_name}")).json(&body).send().await.status, 401);
+    }
+
+    // The organization's owner is no service administrator.
+    let confirm = "/api/admin/sso/providers/acme/verify-domain";
+    assert_admin_error(&t.s.post(confirm).cookie(&owner).send().await, 403);
+    assert_eq!(provider_of(&t.s, &owner, "acme").await["domainVerified"], false);
+    let admin = t.s.admin_session().await;
+    let confirmed = t.s.post(confirm).cookie(&admin).send().await;
+    assert_eq!(confirmed.status, 200, "{}", confirmed.text);
+    assert_eq!(confirmed.json()["domainVerified"], true);
+    assert_eq!(provider_of(&t.s, &owner, "acme").await["domainVerified"], true);
+    assert_admin_error(&t.s.post(confirm).cookie(&admin).send().await, 409);
+    assert_admin_error(&t.s.post("/api/admin/sso/providers/nope/verify-domain").cookie(&admin).send().await, 404);
+    let audit = t.s.get("/api/admin/audit?limit=100").cookie(&admin).send().await.json();
+    let entry = audit["entries"].as_array().unwrap().iter().find(|e| e["action"] == "sso_provider.domain_verified");
+    assert!(entry.unwrap()["detail"].as_str().unwrap().contains("administrator"), "{audit}");
+
+    // A domain verified for one provider is not verified for another one as well: an address's domain chooses one.
+    let theirs = ok(
+        &sso(&t.s, "/api/auth/organization/create", &stranger.cookie, &json!({"name": "B", "slug": "b"})).await
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut other = registration(&t, "b-idp", &theirs);
+    other["domain"] = json!("acme.org");
+    ok(&call(&t.s, "register", &stranger.cookie, &other).await);
+    let asked = call(&t.s, "request-domain-verification", &stranger.cookie, &json!({"providerId": "b-idp"})).await;
+    assert_eq!(asked.status, 201, "{}", asked.text);
+    let token = asked.json()["domainVerificationToken"].as_str().unwrap().to_owned();
+    t.dns.txt("_better-auth-token-b-idp.acme.org", &[&token]);
+    let taken = call(&t.s, "verify-domain", &stranger.cookie, &json!({"providerId": "b-idp"})).await;
+    assert_auth_error(&taken, 409, "DOMAIN_VERIFIED_FOR_ANOTHER_PROVIDER");
+    assert_admin_error(&t.s.post("/api/admin/sso/providers/b-idp/verify-domain").cookie(&admin).send().await, 409);
+    assert_eq!(provider_of(&t.s, &admin, "b-idp").await["domainVerified"], false);
 }
