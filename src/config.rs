@@ -65,6 +65,8 @@ pub struct Config {
     /// Sign-in, address verification and password reset by a mailed six-digit code (better-auth's `emailOTP`).
     pub email_otp: EmailOtpConfig,
     pub webhooks: WebhooksConfig,
+    /// The identity provider (docs/oidc-provider.md): dynamic client registration.
+    pub provider: ProviderConfig,
     pub passwords: PasswordsConfig,
     /// Sign-in through other identity providers (`[[oauth.providers]]`).
     pub oauth: crate::oauth::config::OAuthConfig,
@@ -108,6 +110,42 @@ impl Default for PasswordsConfig {
             range_url: None,
             range_timeout_ms: 2_000,
         }
+    }
+}
+
+/// Who may register a client of the identity provider at `POST /api/auth/oauth2/register` (RFC 7591).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Registration {
+    /// Nobody: clients are registered by administrators (the admin API, the console, the command line).
+    #[default]
+    Off,
+    /// An administrator's session.
+    Admin,
+    /// The initial access token (`Authorization: Bearer`, RFC 7591 §3), or an administrator's session.
+    Token,
+}
+
+/// The identity provider (docs/oidc-provider.md).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProviderConfig {
+    /// Dynamic client registration: `off` (the default), `admin` or `token`.
+    pub registration: Registration,
+    /// With `registration = "token"`: the SHA-256 of the initial access token, 64 hex digits (the token itself is
+    /// never in the file: `printf %s "$TOKEN" | sha256sum`).
+    pub registration_token_sha256: Option<String>,
+}
+
+impl ProviderConfig {
+    /// The initial access token's SHA-256, when one is configured.
+    pub fn registration_token_hash(&self) -> Option<[u8; 32]> {
+        let hex = self.registration_token_sha256.as_deref()?;
+        let mut out = [0u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+        }
+        (hex.len() == 64).then_some(out)
     }
 }
 
@@ -699,6 +737,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             store: StoreConfig::default(),
             webhooks: WebhooksConfig::default(),
+            provider: ProviderConfig::default(),
             passwords: PasswordsConfig::default(),
             two_factor: TwoFactorConfig::default(),
             magic_link: MagicLinkConfig::default(),
@@ -1217,6 +1256,22 @@ impl Config {
         }
         if store.max_staleness_secs == 0 || store.max_staleness_secs > 3600 {
             return fail("store.max_staleness_secs", format!("= {} must be 1 to 3600", store.max_staleness_secs));
+        }
+        let provider = &self.provider;
+        match (provider.registration, &provider.registration_token_sha256) {
+            (_, Some(_)) if provider.registration_token_hash().is_none() => {
+                return fail("provider.registration_token_sha256", "must be 64 hex digits (a SHA-256)".into());
+            }
+            (Registration::Token, None) => {
+                return fail(
+                    "provider.registration_token_sha256",
+                    "is required with registration = \"token\" (the initial access token's SHA-256)".into(),
+                );
+            }
+            (Registration::Off | Registration::Admin, Some(_)) => {
+                return fail("provider.registration_token_sha256", "is only used with registration = \"token\"".into());
+            }
+            _ => {}
         }
         let hooks = &self.webhooks;
         if !(100..=120_000).contains(&hooks.timeout_ms) {

@@ -144,6 +144,7 @@ fn differing(a: &Config, b: &Config) -> Vec<&'static str> {
         magic_link,
         email_otp,
         webhooks,
+        provider,
         passwords,
         oauth,
         username,
@@ -184,6 +185,7 @@ fn differing(a: &Config, b: &Config) -> Vec<&'static str> {
         magic_link,
         email_otp,
         webhooks,
+        provider,
         passwords,
         oauth,
         username

@@ -293,6 +293,7 @@ impl Core {
                 Arc::new(crate::domain::UsernameRules::new(u.min_length, u.max_length, &u.reserved))
             }),
             grants: Arc::new(crate::provider::Grants::new(Arc::clone(&store), writer.clone(), grant_index)),
+            registration: Arc::new(config.provider.clone()),
             sso: Arc::new(crate::accounts::SsoProviders::new(
                 Arc::clone(&store),
                 writer.clone(),

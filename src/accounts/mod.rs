@@ -72,6 +72,7 @@ pub use passkeys::{
 pub use passwords::PasswordCheck;
 pub use provider::{
     Alg, AuthMethod, ClientChange, ClientError, Jwk, Key as SigningKey, KeyError, KeyStatus, NewClient, OAuthClient,
+    Registrant, RegistrationError,
 };
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
@@ -148,6 +149,8 @@ pub struct Accounts {
     pub(crate) usernames: Option<Arc<crate::domain::UsernameRules>>,
     /// The identity provider's authorization codes and users' consents.
     pub(crate) grants: Arc<crate::provider::Grants>,
+    /// Who may register a client at `/oauth2/register` (`[provider]`, read at start).
+    pub(crate) registration: Arc<crate::config::ProviderConfig>,
     /// Organizations' single sign-on providers.
     pub(crate) sso: Arc<SsoProviders>,
 }

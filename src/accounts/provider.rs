@@ -4,7 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
 use super::Accounts;
+use crate::config::Registration;
 use crate::domain::UserId;
 pub use crate::provider::{
     Alg, AuthMethod, Client as OAuthClient, ClientChange, ClientError, Jwk, Key, KeyError, KeyStatus, NewClient,
@@ -83,4 +87,84 @@ impl Accounts {
     pub async fn delete_oauth_client(&self, client_id: &str, by: UserId, ip: &str) -> Result<(), ClientError> {
         self.clients.delete(client_id, by, ip).await
     }
+
+    /// Whether `/oauth2/register` is served (the discovery document names it only then).
+    pub fn registration_open(&self) -> bool {
+        self.registration.registration != Registration::Off
+    }
+
+    /// Dynamic client registration (RFC 7591), as `[provider] registration` allows it: the client's standard
+    /// scopes only, no client credentials, no first-party or end-session rights (those are an administrator's to
+    /// give, with the admin API). Audited like an administrator's registration, noting how it came.
+    pub async fn register_client(
+        &self,
+        who: Registrant<'_>,
+        new: NewClient,
+        ip: &str,
+    ) -> Result<(OAuthClient, Option<String>), RegistrationError> {
+        let by = match (self.registration.registration, who) {
+            (Registration::Off, _) => return Err(RegistrationError::Disabled),
+            (_, Registrant::Administrator(id)) => Some(id),
+            (_, Registrant::SignedIn) => return Err(RegistrationError::Forbidden),
+            (Registration::Token, Registrant::Token(token)) => {
+                let expected = self.registration.registration_token_hash().ok_or(RegistrationError::Unauthenticated)?;
+                let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+                if !bool::from(presented.ct_eq(&expected)) {
+                    return Err(RegistrationError::Unauthenticated);
+                }
+                None
+            }
+            (_, Registrant::Token(_) | Registrant::Nobody) => return Err(RegistrationError::Unauthenticated),
+        };
+        if let Some(scopes) = &new.scopes
+            && let Some(other) = scopes.iter().find(|s| !crate::provider::USER_SCOPES.contains(&s.as_str()))
+        {
+            return Err(RegistrationError::InvalidScope(format!("cannot request scope {other}")));
+        }
+        if new.grant_types.as_ref().is_some_and(|g| g.iter().any(|g| g == "client_credentials")) {
+            return Err(RegistrationError::InvalidMetadata(
+                "unsupported grant_type client_credentials: a service's client is registered by an administrator"
+                    .into(),
+            ));
+        }
+        let new = NewClient { skip_consent: false, enable_end_session: false, ..new };
+        let note = if by.is_some() { "dynamic registration" } else { "dynamic registration, initial access token" };
+        self.clients.create_noted(new, by, ip, Some(note)).await.map_err(|e| match e {
+            ClientError::InvalidRedirectUri(m) => RegistrationError::InvalidRedirectUri(m),
+            ClientError::Invalid(m) => RegistrationError::InvalidMetadata(m),
+            ClientError::NotFound | ClientError::Store(_) => RegistrationError::Unavailable,
+        })
+    }
+}
+
+/// Who asks to register a client at `/oauth2/register`.
+#[derive(Debug, Clone, Copy)]
+pub enum Registrant<'a> {
+    /// An administrator's own session.
+    Administrator(UserId),
+    /// A session that is not an administrator's.
+    SignedIn,
+    /// `Authorization: Bearer <token>`, no session.
+    Token(&'a str),
+    Nobody,
+}
+
+/// Why a registration is refused (RFC 7591 §3.2.2's codes, as the plugin answers them).
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    #[error("Client registration is disabled")]
+    Disabled,
+    /// No session and no (right) initial access token.
+    #[error("Authentication required for client registration")]
+    Unauthenticated,
+    #[error("an administrator's session is required to register a client")]
+    Forbidden,
+    #[error("{0}")]
+    InvalidRedirectUri(String),
+    #[error("{0}")]
+    InvalidMetadata(String),
+    #[error("{0}")]
+    InvalidScope(String),
+    #[error("the store is unavailable")]
+    Unavailable,
 }

@@ -1082,6 +1082,9 @@ pub struct ProviderMetadata<'a> {
     pub subject_types_supported: [&'static str; 1],
     pub id_token_signing_alg_values_supported: Vec<&'static str>,
     pub end_session_endpoint: String,
+    /// Only while dynamic registration is on (`[provider] registration`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registration_endpoint: Option<String>,
     pub backchannel_logout_supported: bool,
     pub backchannel_logout_session_supported: bool,
     pub request_parameter_supported: bool,
@@ -1090,7 +1093,7 @@ pub struct ProviderMetadata<'a> {
 }
 
 impl<'a> ProviderMetadata<'a> {
-    pub fn new(issuer: &'a str, algs: Vec<&'static str>) -> Self {
+    pub fn new(issuer: &'a str, algs: Vec<&'static str>, registration: bool) -> Self {
         let at = |path: &str| format!("{issuer}{path}");
         ProviderMetadata {
             scopes_supported: crate::accounts::PROVIDER_SCOPES,
@@ -1114,6 +1117,7 @@ impl<'a> ProviderMetadata<'a> {
             subject_types_supported: ["public"],
             id_token_signing_alg_values_supported: algs,
             end_session_endpoint: at("/oauth2/end-session"),
+            registration_endpoint: registration.then(|| at("/oauth2/register")),
             // Every logout token names the session (`sid`) when the grant came from one.
             backchannel_logout_supported: true,
             backchannel_logout_session_supported: true,
@@ -1223,6 +1227,55 @@ impl<'a> From<&'a crate::accounts::OAuthClient> for OAuthClient<'a> {
             id_token_signed_response_alg: c.id_token_alg.name(),
             created_at: c.created_at,
             updated_at: c.updated_at,
+        }
+    }
+}
+
+/// A client registered at `/oauth2/register` (RFC 7591 §3.2.1, in the plugin's names): its secret and
+/// `client_secret_expires_at` only for a confidential client, in this answer only.
+#[derive(Serialize)]
+pub struct RegisteredClient<'a> {
+    pub client_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<&'a str>,
+    /// 0: the secret does not expire.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret_expires_at: Option<u64>,
+    pub client_id_issued_at: i64,
+    pub client_name: &'a str,
+    pub redirect_uris: &'a [String],
+    pub post_logout_redirect_uris: &'a [String],
+    pub token_endpoint_auth_method: &'static str,
+    pub grant_types: &'a [&'static str],
+    pub response_types: &'static [&'static str],
+    pub application_type: &'static str,
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backchannel_logout_uri: Option<&'a str>,
+    pub backchannel_logout_session_required: bool,
+    pub id_token_signed_response_alg: &'static str,
+    pub disabled: bool,
+}
+
+impl<'a> RegisteredClient<'a> {
+    pub fn new(c: &'a crate::accounts::OAuthClient, secret: Option<&'a str>) -> Self {
+        RegisteredClient {
+            client_id: &c.client_id,
+            client_secret: secret,
+            client_secret_expires_at: secret.map(|_| 0),
+            client_id_issued_at: c.created_at.as_millis() / 1000,
+            client_name: &c.name,
+            redirect_uris: &c.redirect_uris,
+            post_logout_redirect_uris: &c.post_logout_redirect_uris,
+            token_endpoint_auth_method: c.auth_method.name(),
+            grant_types: &c.grant_types,
+            response_types: if c.grant_types.contains(&"authorization_code") { &["code"] } else { &[] },
+            application_type: if c.native { "native" } else { "web" },
+            scope: c.scopes.join(" "),
+            backchannel_logout_uri: c.backchannel_logout_uri.as_deref(),
+            backchannel_logout_session_required: c.backchannel_logout_session_required,
+            id_token_signed_response_alg: c.id_token_alg.name(),
+            disabled: c.disabled,
         }
     }
 }

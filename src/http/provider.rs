@@ -13,13 +13,13 @@ use serde_json::Value;
 use super::AppState;
 use super::dto::{
     Jwks, OAuthClient, OAuthClientAndSecret, OAuthClientList, OAuthError, ProviderMetadata, PublicClient, Redirect,
-    SUCCESS, SigningKey, SigningKeyList,
+    RegisteredClient, SUCCESS, SigningKey, SigningKeyList,
 };
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::response::{Body, Failure, json, ok};
 use crate::accounts::{
     Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, EndSessionError,
-    EndSessionRequest, NewClient, TokenError, TokenRequest, UserInfoError,
+    EndSessionRequest, NewClient, Registrant, RegistrationError, TokenError, TokenRequest, UserInfoError,
 };
 use crate::domain::Timestamp;
 
@@ -55,7 +55,8 @@ pub async fn jwks(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Re
 pub async fn metadata(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     drop(req);
     let issuer = issuer(state, &ctx)?;
-    Ok(public(ok(&ProviderMetadata::new(&issuer, state.accounts.signing_algs()))))
+    let registration = state.accounts.registration_open();
+    Ok(public(ok(&ProviderMetadata::new(&issuer, state.accounts.signing_algs(), registration))))
 }
 
 /// `GET /api/admin/oidc/keys` → `{keys}`: every key held, newest first within each algorithm.
@@ -236,6 +237,90 @@ pub async fn delete_client(state: &AppState, ctx: Ctx, req: Request<Incoming>) -
     extract::query_only(req.uri().query(), &[])?;
     state.accounts.delete_oauth_client(&id, admin.id, &ctx.ip.to_string()).await?;
     Ok(ok(&SUCCESS))
+}
+
+/// `POST /api/auth/oauth2/register` (RFC 7591; the plugin's fields) → 201 the client with its secret (shown once).
+/// Who may call it is `[provider] registration`'s: off, 403 `access_denied`; without a session or the initial
+/// access token, 401 with `WWW-Authenticate: Bearer` and the plugin's body (no `error`); a session that is not an
+/// administrator's, 403. Fields it does not know are ignored (RFC 7591 §2); `skip_consent` is refused, as by the
+/// plugin; each other refusal is 400 `invalid_redirect_uri`, `invalid_client_metadata` or `invalid_scope`.
+pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    if !state.accounts.registration_open() {
+        // Before the body is read: nothing about a request changes this answer.
+        extract::discard_body(req, state.body_timeout()).await;
+        return registration_refusal(RegistrationError::Disabled);
+    }
+    let session = extract::signed_in_or_none(state, req.headers()).await?;
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_owned());
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    let who = match (&session, bearer.as_deref()) {
+        (Some((_, current)), _) => {
+            current.administrator().map_or(Registrant::SignedIn, |u| Registrant::Administrator(u.id))
+        }
+        (None, Some(token)) => Registrant::Token(token),
+        (None, None) => Registrant::Nobody,
+    };
+    let metadata = |message: String| oauth_error(StatusCode::BAD_REQUEST, "invalid_client_metadata", &message);
+    if body.get("skip_consent").is_some() {
+        return Ok(metadata("skip_consent cannot be set by dynamic registration".into()));
+    }
+    let parsed = (|| {
+        Ok::<_, Failure>(NewClient {
+            name: body.optional_string("client_name")?.unwrap_or("").to_owned(),
+            redirect_uris: strings(&body, "redirect_uris")?.unwrap_or_default(),
+            post_logout_redirect_uris: strings(&body, "post_logout_redirect_uris")?.unwrap_or_default(),
+            scopes: scope(&body)?,
+            grant_types: strings(&body, "grant_types")?,
+            auth_method: body.optional_string("token_endpoint_auth_method")?.map(str::to_owned),
+            application_type: body.optional_string("application_type")?.map(str::to_owned),
+            skip_consent: false,
+            enable_end_session: false,
+            backchannel_logout_uri: body.optional_string("backchannel_logout_uri")?.map(str::to_owned),
+            backchannel_logout_session_required: body
+                .optional_bool("backchannel_logout_session_required")?
+                .unwrap_or(false),
+            id_token_signed_response_alg: body.optional_string("id_token_signed_response_alg")?.map(str::to_owned),
+        })
+    })();
+    let new = match parsed {
+        Ok(new) => new,
+        Err(failure) => return Ok(metadata(failure.message)),
+    };
+    if let Some(types) = strings(&body, "response_types").ok().flatten()
+        && types.iter().any(|t| t != "code")
+    {
+        return Ok(metadata("response_types may only be [\"code\"]".into()));
+    }
+    match state.accounts.register_client(who, new, &ctx.ip.to_string()).await {
+        Ok((client, secret)) => Ok(json(StatusCode::CREATED, &RegisteredClient::new(&client, secret.as_deref()))),
+        Err(e) => registration_refusal(e),
+    }
+}
+
+fn registration_refusal(e: RegistrationError) -> Result<Response<Body>, Failure> {
+    let message = e.to_string();
+    Ok(match e {
+        RegistrationError::Disabled => oauth_error(StatusCode::FORBIDDEN, "access_denied", &message),
+        RegistrationError::Forbidden => oauth_error(StatusCode::FORBIDDEN, "access_denied", &message),
+        RegistrationError::Unauthenticated => {
+            #[derive(serde::Serialize)]
+            struct Unauthenticated<'a> {
+                error_description: &'a str,
+            }
+            let mut response = json(StatusCode::UNAUTHORIZED, &Unauthenticated { error_description: &message });
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+        RegistrationError::InvalidRedirectUri(m) => oauth_error(StatusCode::BAD_REQUEST, "invalid_redirect_uri", &m),
+        RegistrationError::InvalidMetadata(m) => oauth_error(StatusCode::BAD_REQUEST, "invalid_client_metadata", &m),
+        RegistrationError::InvalidScope(m) => oauth_error(StatusCode::BAD_REQUEST, "invalid_scope", &m),
+        RegistrationError::Unavailable => return Err(Failure::unavailable()),
+    })
 }
 
 // --- the flows: authorization, consent, token, userinfo (src/accounts/idp.rs) ---------------------------------

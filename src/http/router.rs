@@ -309,6 +309,7 @@ async fn handle(
         Endpoint::OAuth2Introspect => provider::introspect(state, ctx, req).await,
         Endpoint::OAuth2Revoke => provider::revoke(state, ctx, req).await,
         Endpoint::OAuth2EndSession => provider::end_session(state, ctx, req).await,
+        Endpoint::OAuth2Register => provider::register(state, ctx, req).await,
         Endpoint::OAuth2UserInfo | Endpoint::OAuth2UserInfoForm => provider::userinfo(state, ctx, req).await,
         Endpoint::OpenIdConfiguration
         | Endpoint::AuthorizationServerMetadata

@@ -175,6 +175,7 @@ routes! {
     "/api/auth/oauth2/introspect" => { POST => OAuth2Introspect },
     "/api/auth/oauth2/revoke" => { POST => OAuth2Revoke },
     "/api/auth/oauth2/end-session" => { GET => OAuth2EndSession },
+    "/api/auth/oauth2/register" => { POST => OAuth2Register },
     "/api/admin/oidc/keys" => { GET => SigningKeys },
     "/api/admin/oidc/keys/rotate" => { POST => RotateSigningKeys },
     "/api/admin/oidc/clients" => { GET => OAuthClients, POST => CreateOAuthClient },

@@ -227,8 +227,22 @@ impl Clients {
         by: Option<UserId>,
         ip: &str,
     ) -> Result<(Client, Option<String>), ClientError> {
+        self.create_noted(new, by, ip, None).await
+    }
+
+    /// [`Self::create`], with `note` at the end of the audit entry's detail (how it was registered).
+    pub async fn create_noted(
+        &self,
+        new: NewClient,
+        by: Option<UserId>,
+        ip: &str,
+        note: Option<&str>,
+    ) -> Result<(Client, Option<String>), ClientError> {
         let (record, secret) = build(new, by, Timestamp::now())?;
-        let logged = created_entry(&record, by, ip);
+        let mut logged = created_entry(&record, by, ip);
+        if let (StoreOp::PutAudit(entry), Some(note)) = (&mut logged, note) {
+            entry.detail.push_str(&format!(" ({note})"));
+        }
         self.write(vec![StoreOp::PutOAuthClient(record.clone()), logged]).await?;
         Ok((view(&record), secret))
     }

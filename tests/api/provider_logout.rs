@@ -365,3 +365,150 @@ async fn the_back_channel_fields_are_checked_audited_and_removable() {
     let tokens = granted(&s, &u.cookie, (&id, &secret), "openid").await;
     assert!(verified(&s, str_of(&tokens["id_token"])).await.1.get("sid").is_none(), "no longer");
 }
+
+// --- dynamic client registration (RFC 7591) -----------------------------------------------------------------
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Off by default: `/oauth2/register` is 403 `access_denied` and discovery names no `registration_endpoint`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_registration_is_off_by_default() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let discovery = s.get("/api/auth/.well-known/openid-configuration").send().await.json();
+    assert!(discovery.get("registration_endpoint").is_none(), "{discovery}");
+    let body = json!({"client_name": "X", "redirect_uris": [RP]});
+    for cookie in [None, Some(admin.as_str())] {
+        let r = s.post("/api/auth/oauth2/register").cookie_opt(cookie).json(&body).send().await;
+        assert_eq!(r.status, 403, "{}", r.text);
+        assert_eq!(r.json(), json!({"error_description": "Client registration is disabled", "error": "access_denied"}));
+    }
+}
+
+/// `registration = "token"`: the initial access token (or an administrator's session) registers a client; its
+/// secret is shown once and stored hashed; a native app gets a loopback redirect on any port; the registration is
+/// audited. Every refusal: no credentials (401 with `WWW-Authenticate: Bearer` and the plugin's body), a wrong
+/// token, a signed-in user who is no administrator, a web client's http redirect, a scope beyond the standard ones,
+/// client credentials, `skip_consent`, an ill-typed field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_registration_takes_the_initial_access_token_or_an_administrator_and_refuses_precisely() {
+    let token = "initial-access-token-for-the-tests-0123456789";
+    let s = TestServer::start_adjusted(|c| {
+        c.provider.registration = service_auth::config::Registration::Token;
+        c.provider.registration_token_sha256 = Some(sha256_hex(token));
+    })
+    .await;
+    let admin = s.admin_session().await;
+    let discovery = s.get("/api/auth/.well-known/openid-configuration").send().await.json();
+    assert_eq!(discovery["registration_endpoint"], format!("{}/oauth2/register", str_of(&discovery["issuer"])));
+    let register = |auth: Option<String>, cookie: Option<String>, body: Value| {
+        let s = &s;
+        async move {
+            let mut r = s.post("/api/auth/oauth2/register").cookie_opt(cookie.as_deref()).json(&body);
+            if let Some(auth) = auth {
+                r = r.header("authorization", &auth);
+            }
+            r.send().await
+        }
+    };
+    let bearer = Some(format!("Bearer {token}"));
+    let web = json!({"client_name": "Wiki", "redirect_uris": [RP], "scope": "openid email"});
+
+    // Who may.
+    let r = register(None, None, web.clone()).await;
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert_eq!(r.header("www-authenticate").as_deref(), Some("Bearer"));
+    assert_eq!(r.json(), json!({"error_description": "Authentication required for client registration"}));
+    let r = register(Some("Bearer not-the-token".into()), None, web.clone()).await;
+    assert_eq!(r.status, 401, "{}", r.text);
+    let u = s.new_user("not-an-admin").await;
+    let r = register(bearer.clone(), Some(u.cookie.clone()), web.clone()).await;
+    assert_eq!((r.status, r.json()["error"].as_str()), (403, Some("access_denied")), "{}", r.text);
+
+    // A confidential web client with the token: 201, the secret once, stored as its hash.
+    let r = register(bearer.clone(), None, web.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
+    let made = r.json();
+    let id = str_of(&made["client_id"]).to_owned();
+    let secret = str_of(&made["client_secret"]).to_owned();
+    assert_eq!((id.len(), secret.len()), (32, 32), "{made}");
+    assert_eq!(made["client_secret_expires_at"], 0);
+    assert!(made["client_id_issued_at"].is_i64(), "{made}");
+    assert_eq!(made["token_endpoint_auth_method"], "client_secret_basic");
+    assert_eq!(made["scope"], "openid email");
+    assert_eq!(made["grant_types"], json!(["authorization_code", "refresh_token"]));
+    assert_eq!(made["response_types"], json!(["code"]));
+    let shown = s.get(&format!("/api/admin/oidc/clients/{id}")).cookie(&admin).send().await;
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    assert!(!shown.text.contains(&secret), "the secret is shown once");
+    let audit = s.get("/api/admin/audit?action=oauth_client.created").cookie(&admin).send().await.json();
+    let entry = &audit["entries"][0];
+    assert_eq!(entry["actor_id"], Value::Null, "{entry}");
+    assert!(str_of(&entry["detail"]).contains("dynamic registration, initial access token"), "{entry}");
+    // It works: the code flow with consent skipped is not given, so the consent page is asked for.
+    let r = s
+        .get(&format!(
+            "/api/auth/oauth2/authorize?{}",
+            super::provider::query(&[
+                ("response_type", "code"),
+                ("client_id", &id),
+                ("redirect_uri", RP),
+                ("scope", "openid"),
+                ("code_challenge", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
+                ("code_challenge_method", "S256")
+            ])
+        ))
+        .cookie(&u.cookie)
+        .send()
+        .await;
+    let (to, _) = super::provider::location(&r);
+    assert!(to.ends_with("/consent"), "a dynamically registered client asks for consent: {to}");
+
+    // A public native app by an administrator's session, on a loopback redirect.
+    let native = json!({"client_name": "CLI", "application_type": "native", "token_endpoint_auth_method": "none",
+                        "redirect_uris": ["http://127.0.0.1/callback"], "software_id": "ignored"});
+    let r = register(None, Some(admin.clone()), native).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(r.json().get("client_secret").is_none(), "{}", r.text);
+    assert_eq!(r.json()["token_endpoint_auth_method"], "none");
+    let audit = s.get("/api/admin/audit?action=oauth_client.created").cookie(&admin).send().await.json();
+    assert!(audit["entries"][0]["actor_id"].is_string(), "the administrator: {audit}");
+
+    // What is refused, each precisely.
+    for (body, status, error) in [
+        (json!({"client_name": "A", "redirect_uris": ["http://rp.example/cb"]}), 400, "invalid_redirect_uri"),
+        (json!({"client_name": "A"}), 400, "invalid_redirect_uri"),
+        (json!({"client_name": "A", "redirect_uris": [RP], "scope": "openid invoices:read"}), 400, "invalid_scope"),
+        (
+            json!({"client_name": "A", "redirect_uris": [RP], "grant_types": ["client_credentials"]}),
+            400,
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"client_name": "A", "redirect_uris": [RP], "grant_types": ["password"]}),
+            400,
+            "invalid_client_metadata",
+        ),
+        (json!({"client_name": "A", "redirect_uris": [RP], "skip_consent": true}), 400, "invalid_client_metadata"),
+        (
+            json!({"client_name": "A", "redirect_uris": [RP], "response_types": ["token"]}),
+            400,
+            "invalid_client_metadata",
+        ),
+        (json!({"client_name": 7, "redirect_uris": [RP]}), 400, "invalid_client_metadata"),
+        (json!({"redirect_uris": [RP]}), 400, "invalid_client_metadata"),
+        (
+            json!({"client_name": "A", "redirect_uris": [RP], "token_endpoint_auth_method": "private_key_jwt"}),
+            400,
+            "invalid_client_metadata",
+        ),
+    ] {
+        let r = register(bearer.clone(), None, body.clone()).await;
+        assert_eq!((r.status, r.json()["error"].as_str()), (status, Some(error)), "{body}: {}", r.text);
+        assert!(r.json()["error_description"].is_string(), "{body}: {}", r.text);
+    }
+}
