@@ -24,6 +24,8 @@
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
 //! - [`provider`]: the identity provider (OAuth 2.1 and OpenID Connect for other applications): its signing
 //!   keys and JWKS, and what its discovery document says.
+//! - [`scim`]: SCIM 2.0 provisioning per organization: its bearer tokens, filters, the User resource and the
+//!   discovery documents.
 //! - [`webhooks`]: endpoints administrators register and the deliverer of the messages the store queues with
 //!   each change (Standard Webhooks signatures, retries, one delivering node per endpoint on PostgreSQL).
 //! - [`metrics`]: the Prometheus recorder of a server and the handles the other parts record into (a leaf: it
@@ -41,7 +43,7 @@
 //! 3. `runtime`, `http`
 //! 4. `accounts`
 //! 5. `ops`
-//! 6. `provider`, `webhooks`
+//! 6. `provider`, `scim`, `webhooks`
 //! 7. `actors`
 //! 8. `mail`, `hashing`
 //! 9. `store`
@@ -71,6 +73,7 @@ pub mod ops;
 pub mod provider;
 pub mod reload;
 pub mod runtime;
+pub mod scim;
 pub mod server;
 pub mod store;
 pub mod webhooks;

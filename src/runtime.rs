@@ -301,6 +301,7 @@ impl Core {
                 &config.trusted_origins,
                 config.sso.nameserver,
             )),
+            scim: crate::scim::Tokens::new(Arc::clone(&store), writer.clone()),
         };
         let retention = Retention {
             max_age: Duration::from_secs(config.audit.retain_days.saturating_mul(86_400)),

@@ -47,6 +47,7 @@ mod api {
     mod provider_logout;
     mod refused_origins;
     mod reload;
+    mod scim;
     mod security;
     mod session_limits;
     mod setup;

@@ -19,6 +19,7 @@ mod passwords;
 mod provider;
 mod query;
 mod recovery;
+mod scim;
 mod settings;
 mod setup;
 mod sso;
@@ -76,6 +77,8 @@ pub use provider::{
 };
 pub use query::{Field, Filter, Operator, Order, Page, Search, TextField, UserQuery, Window};
 pub use recovery::{MailError, ResetPasswordError};
+pub use scim::discovery as scim_discovery;
+pub use scim::{BearerError, Fault, Paging, ScimCaller, ScimScopes, ScimTokenError, TokenView};
 pub use setup::{SETUP_LINK_TTL, SetupError, SetupLink};
 pub use sso::{NewSsoProvider, SsoChange, SsoError, SsoProvider, SsoProviders, TokenAuth as SsoTokenAuth};
 pub use teams::{TeamMemberShown, TeamOf, TeamsError};
@@ -153,6 +156,8 @@ pub struct Accounts {
     pub(crate) registration: Arc<crate::config::ProviderConfig>,
     /// Organizations' single sign-on providers.
     pub(crate) sso: Arc<SsoProviders>,
+    /// Organizations' SCIM tokens.
+    pub(crate) scim: crate::scim::Tokens,
 }
 
 /// The outbox as the overview shows it: messages this node holds (waiting or being sent) and its cap.

@@ -118,6 +118,15 @@ pub mod action {
     /// (the detail says how: a DNS TXT record, or a service administrator's confirmation).
     pub const SSO_DOMAIN_VERIFICATION_REQUESTED: &str = "sso_provider.domain_verification_requested";
     pub const SSO_DOMAIN_VERIFIED: &str = "sso_provider.domain_verified";
+    /// A SCIM token made for an organization, or revoked (the target is the organization, the detail the token's
+    /// id, scopes and expiry; never the token).
+    pub const SCIM_TOKEN_CREATED: &str = "scim_token.created";
+    pub const SCIM_TOKEN_REVOKED: &str = "scim_token.revoked";
+    /// An organization's directory changed what it says of an account it provisioned over SCIM (its `userName`,
+    /// `externalId`, attributes). Creating, deactivating (a ban) and deprovisioning an account are audited with the
+    /// actions they amount to (`user.created`, `member.added`, `user.banned`, `member.removed`, `user.deleted`), the
+    /// detail saying SCIM, so the webhook events those raise are raised for them too.
+    pub const SCIM_USER_UPDATED: &str = "scim.user_updated";
 }
 
 /// The actions a caller who proved nothing can cause at will (an unknown e-mail costs nothing to type): a

@@ -1280,6 +1280,47 @@ impl<'a> RegisteredClient<'a> {
     }
 }
 
+/// One SCIM token of an organization, as listed: never the token itself.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimToken {
+    pub created_at: String,
+    pub created_by: String,
+    pub expires_at: Option<String>,
+    pub id: String,
+    pub organization_id: String,
+    pub scopes: Vec<&'static str>,
+}
+
+impl From<&crate::accounts::TokenView> for ScimToken {
+    fn from(t: &crate::accounts::TokenView) -> Self {
+        Self {
+            created_at: t.created_at.to_rfc3339(),
+            created_by: t.created_by.to_string(),
+            expires_at: t.expires_at.map(|at| at.to_rfc3339()),
+            id: t.id.to_string(),
+            organization_id: t.org.to_string(),
+            scopes: t.scopes.names(),
+        }
+    }
+}
+
+/// `GET /api/admin/organizations/{id}/scim-tokens`.
+#[derive(Serialize)]
+pub struct ScimTokenList {
+    pub tokens: Vec<ScimToken>,
+}
+
+/// `POST /api/admin/organizations/{id}/scim-tokens`: the token, in this answer only.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScimTokenCreated {
+    pub expires_at: Option<String>,
+    pub id: String,
+    pub scopes: Vec<&'static str>,
+    pub token: String,
+}
+
 /// `GET /api/admin/oidc/clients`.
 #[derive(Serialize)]
 pub struct OAuthClientList<'a> {

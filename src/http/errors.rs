@@ -5,9 +5,10 @@ use hyper::header::{self, HeaderValue};
 
 use super::response::Failure;
 use crate::accounts::{
-    AccountError, AdminError, ClientError, CodeUseError, CreateOrgError, DeleteOrgError, IdTokenError, KeyError,
-    LinkSignInError, MailError, MemberError, OrgError, PasskeyError, ResetPasswordError, SignInError, SignUpError,
-    TeamsError, Unavailable, UpdateOrgError, UpdateUserError, WayInError, WebhookError,
+    AccountError, AdminError, BearerError, ClientError, CodeUseError, CreateOrgError, DeleteOrgError, Fault,
+    IdTokenError, KeyError, LinkSignInError, MailError, MemberError, OrgError, PasskeyError, ResetPasswordError,
+    ScimTokenError, SignInError, SignUpError, TeamsError, Unavailable, UpdateOrgError, UpdateUserError, WayInError,
+    WebhookError,
 };
 use crate::domain::{PasswordError, PasswordRefused};
 
@@ -338,6 +339,44 @@ impl From<ClientError> for Failure {
             ClientError::Invalid(message) | ClientError::InvalidRedirectUri(message) => Self::validation(message),
             ClientError::NotFound => Self::with_status(StatusCode::NOT_FOUND, e.to_string()),
             ClientError::Store(_) => Self::unavailable(),
+        }
+    }
+}
+
+impl From<ScimTokenError> for Failure {
+    fn from(e: ScimTokenError) -> Self {
+        match e {
+            ScimTokenError::OrganizationNotFound | ScimTokenError::Token(crate::scim::TokenError::NotFound) => {
+                Self::with_status(StatusCode::NOT_FOUND, e.to_string())
+            }
+            ScimTokenError::Forbidden => Self::with_status(StatusCode::FORBIDDEN, e.to_string()),
+            ScimTokenError::Token(crate::scim::TokenError::Invalid(message)) => Self::validation(message),
+            ScimTokenError::Token(crate::scim::TokenError::TooMany) => {
+                Self::with_status(StatusCode::CONFLICT, e.to_string())
+            }
+            ScimTokenError::Token(crate::scim::TokenError::Store(_)) => Self::unavailable(),
+        }
+    }
+}
+
+/// A SCIM refusal: its status and `scimType` (the code the SCIM family's answers show as `scimType`).
+impl From<Fault> for Failure {
+    fn from(f: Fault) -> Self {
+        let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::BAD_REQUEST);
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            return Self::unavailable();
+        }
+        Self::new(status, f.scim_type.unwrap_or("ERROR"), f.detail)
+    }
+}
+
+/// A SCIM call's bearer token refused: 401 with the challenge (RFC 6750 §3).
+impl From<BearerError> for Failure {
+    fn from(e: BearerError) -> Self {
+        match e {
+            BearerError::Store(_) => Self::unavailable(),
+            _ => Self::with_status(StatusCode::UNAUTHORIZED, e.to_string())
+                .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"SCIM\"")),
         }
     }
 }

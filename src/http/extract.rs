@@ -119,6 +119,45 @@ pub async fn json_object(req: Request<Incoming>, required: bool, timeout: Durati
     }
 }
 
+/// A SCIM body (RFC 7644 §3.1, §8.1): `application/scim+json` or `application/json`, else 415; a JSON object, else
+/// 400 `invalidSyntax` (the refusals' codes are SCIM's `scimType`s, which the SCIM family's answers show).
+pub async fn scim_object(req: Request<Incoming>, timeout: Duration) -> Result<Value, Failure> {
+    let mut types = req.headers().get_all(header::CONTENT_TYPE).iter();
+    let first = types.next().and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let single = types.next().is_none();
+    let read = req.extensions().get::<BodyRead>().cloned();
+    let bytes = match tokio::time::timeout(timeout, read_body(req.into_body(), MAX_DRAIN, read)).await {
+        Ok(Ok(Some(bytes))) => bytes,
+        Ok(Ok(None)) => return Err(too_large()),
+        Ok(Err(_)) => return Err(Failure::bad_request("invalidSyntax", "Could not read the request body")),
+        Err(_) => {
+            return Err(Failure::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                "The request body came too slowly",
+            ));
+        }
+    };
+    let essence = first.as_deref().and_then(|t| t.split(';').next()).map(str::trim);
+    let scim = essence
+        .is_some_and(|e| e.eq_ignore_ascii_case("application/scim+json") || e.eq_ignore_ascii_case("application/json"));
+    if !single || !scim {
+        return Err(Failure::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+            "SCIM requests must use application/scim+json or application/json",
+        ));
+    }
+    match serde_json::from_slice::<Strict>(&bytes) {
+        Ok(Strict(value @ Value::Object(_))) => Ok(value),
+        Ok(_) => Err(Failure::bad_request("invalidSyntax", "The body must be a JSON object")),
+        Err(e) if e.to_string().starts_with(DUPLICATE_KEY) => {
+            Err(Failure::bad_request("invalidSyntax", "Duplicate key in the JSON body"))
+        }
+        Err(_) => Err(Failure::bad_request("invalidSyntax", "Invalid JSON in request body")),
+    }
+}
+
 /// An `application/x-www-form-urlencoded` body (a provider's `form_post` callback), as name-value pairs.
 pub async fn form_body(req: Request<Incoming>, timeout: Duration) -> Result<Vec<(String, String)>, Failure> {
     let read = req.extensions().get::<BodyRead>().cloned();

@@ -52,6 +52,7 @@ mod request_id;
 pub mod response;
 mod router;
 mod routes;
+mod scim;
 mod setup;
 mod sso;
 mod state;

@@ -72,6 +72,30 @@ pub enum Family {
     Auth,
     /// `/api/admin/*`: `{"error": "..."}`, as docs/reference.md fixes.
     Admin,
+    /// `/api/auth/scim/v2/*`: a SCIM Error (RFC 7644 §3.12), `application/scim+json`, unknown paths and wrong
+    /// methods included; a code that is one of the RFC's `scimType`s is shown as that.
+    Scim,
+}
+
+/// RFC 7644 §3.12's `scimType`s.
+const SCIM_TYPES: &[&str] = &[
+    "invalidFilter",
+    "tooMany",
+    "uniqueness",
+    "mutability",
+    "invalidSyntax",
+    "invalidPath",
+    "noTarget",
+    "invalidValue",
+    "invalidVers",
+    "sensitive",
+];
+
+/// A SCIM answer: JSON as `application/scim+json` (RFC 7644 §8.1).
+pub fn scim_json(status: StatusCode, body: &impl Serialize) -> Response<Body> {
+    let mut response = json(status, body);
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/scim+json"));
+    response
 }
 
 /// A refusal: status, a stable code (shown on auth endpoints) and a human message.
@@ -137,8 +161,22 @@ impl Failure {
             }
             Family::Auth => serde_json::json!({ "code": self.code, "message": self.message }),
             Family::Admin => serde_json::json!({ "error": self.message }),
+            Family::Scim => {
+                let mut body = serde_json::json!({
+                    "schemas": ["urn:ietf:params:scim:api:messages:2.0:Error"],
+                    "status": self.status.as_u16().to_string(),
+                    "detail": self.message,
+                });
+                if SCIM_TYPES.contains(&self.code) {
+                    body["scimType"] = self.code.into();
+                }
+                body
+            }
         };
-        let mut response = json(self.status, &body);
+        let mut response = match family {
+            Family::Scim => scim_json(self.status, &body),
+            _ => json(self.status, &body),
+        };
         for (name, value) in self.headers {
             response.headers_mut().append(name, value);
         }

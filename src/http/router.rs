@@ -16,9 +16,13 @@ use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, api_keys, audit_export, auth, consents, console, cors, export, extract,
-    oauth, ops, org_plugin, org_teams, organizations, overview, pages, passkeys, provider, recovery, request_id, setup,
-    sso, two_factor, user_admin, way_in, webhooks,
+    oauth, ops, org_plugin, org_teams, organizations, overview, pages, passkeys, provider, recovery, request_id, scim,
+    setup, sso, two_factor, user_admin, way_in, webhooks,
 };
+
+/// The SCIM root: everything under it answers as SCIM does (`Family::Scim`), unknown paths included.
+const SCIM_ROOT: &str = "/api/auth/scim/v2";
+const SCIM_PREFIX: &str = "/api/auth/scim/v2/";
 
 /// Cross-site request forgery: a state-changing request that carries cookies is refused when the browser says
 /// it comes from another site, or when its `Origin` is neither ours nor trusted. Requests without cookies, and
@@ -118,7 +122,13 @@ async fn dispatch(
     open: bool,
 ) -> (Option<usize>, Response<Body>) {
     let path = req.uri().path();
-    let family = if path.starts_with("/api/admin/") { Family::Admin } else { Family::Auth };
+    let family = if path.starts_with("/api/admin/") {
+        Family::Admin
+    } else if path == SCIM_ROOT || path.starts_with(SCIM_PREFIX) {
+        Family::Scim
+    } else {
+        Family::Auth
+    };
     let Some(index) = find_route(path) else {
         return (None, Failure::new(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found").into_response(family));
     };
@@ -299,6 +309,21 @@ async fn handle(
         Endpoint::UpdateOrganization => organizations::update(state, ctx, req).await,
         Endpoint::DeleteOrganization => organizations::delete(state, ctx, req).await,
         Endpoint::OrganizationMembers => organizations::members(state, ctx, req).await,
+        Endpoint::ScimTokens => scim::tokens(state, ctx, req).await,
+        Endpoint::CreateScimToken => scim::create_token(state, ctx, req).await,
+        Endpoint::RevokeScimToken => scim::revoke_token(state, ctx, req).await,
+        Endpoint::ScimServiceProviderConfig => scim::service_provider_config(state, ctx, req).await,
+        Endpoint::ScimResourceTypes => scim::resource_types(state, ctx, req).await,
+        Endpoint::ScimResourceType => scim::resource_type(state, ctx, req).await,
+        Endpoint::ScimSchemas => scim::schemas(state, ctx, req).await,
+        Endpoint::ScimSchema => scim::schema(state, ctx, req).await,
+        Endpoint::ScimListUsers => scim::list_users(state, ctx, req).await,
+        Endpoint::ScimCreateUser => scim::create_user(state, ctx, req).await,
+        Endpoint::ScimSearchUsers | Endpoint::ScimSearch => scim::search_users(state, ctx, req).await,
+        Endpoint::ScimGetUser => scim::get_user(state, ctx, req).await,
+        Endpoint::ScimReplaceUser => scim::replace_user(state, ctx, req).await,
+        Endpoint::ScimPatchUser => scim::patch_user(state, ctx, req).await,
+        Endpoint::ScimDeleteUser => scim::delete_user(state, ctx, req).await,
         Endpoint::Audit => admin::audit(state, ctx, req).await,
         Endpoint::Jwks => provider::jwks(state, ctx, req).await,
         Endpoint::OAuth2Authorize => provider::authorize(state, ctx, req).await,

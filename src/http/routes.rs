@@ -157,6 +157,8 @@ routes! {
         DELETE => DeleteOrganization,
     },
     "/api/admin/organizations/{id}/members" => { GET => OrganizationMembers },
+    "/api/admin/organizations/{id}/scim-tokens" => { GET => ScimTokens, POST => CreateScimToken },
+    "/api/admin/organizations/{id}/scim-tokens/{token_id}" => { DELETE => RevokeScimToken },
     "/api/admin/audit" => { GET => Audit },
     // the identity provider (issue #46): its keys and its metadata at the issuer `<base>/api/auth`
     "/api/auth/jwks" => { GET => Jwks },
@@ -202,6 +204,18 @@ routes! {
     "/api/admin/users/{id}/memberships" => { GET => UserMemberships },
     "/api/admin/users/{id}/consents" => { GET => UserConsents },
     "/api/admin/users/{id}/consents/{consent}" => { DELETE => WithdrawUserConsent },
+    // scim: SCIM 2.0 provisioning of an organization's accounts (@better-auth/scim's wire, RFC 7644)
+    "/api/auth/scim/v2/ServiceProviderConfig" => { GET => ScimServiceProviderConfig },
+    "/api/auth/scim/v2/ResourceTypes" => { GET => ScimResourceTypes },
+    "/api/auth/scim/v2/ResourceTypes/{id}" => { GET => ScimResourceType },
+    "/api/auth/scim/v2/Schemas" => { GET => ScimSchemas },
+    "/api/auth/scim/v2/Schemas/{id}" => { GET => ScimSchema },
+    "/api/auth/scim/v2/Users" => { GET => ScimListUsers, POST => ScimCreateUser },
+    "/api/auth/scim/v2/Users/.search" => { POST => ScimSearchUsers },
+    "/api/auth/scim/v2/Users/{id}" => {
+        GET => ScimGetUser, PUT => ScimReplaceUser, PATCH => ScimPatchUser, DELETE => ScimDeleteUser
+    },
+    "/api/auth/scim/v2/.search" => { POST => ScimSearch },
     // ops: the document, liveness and readiness
     "/api/openapi.json" => { GET => OpenApi },
     "/api/auth/ok" => { GET => AuthOk },

@@ -64,6 +64,8 @@ pub fn migrate(config: &Config, direction: Direction, url: &str, pool_size: usiz
     ops.extend(from.oauth_clients()?.into_iter().map(StoreOp::PutOAuthClient));
     // Single sign-on providers move with their secrets sealed as they are (the target reads the same key file).
     ops.extend(from.sso_providers()?.into_iter().map(StoreOp::PutSsoProvider));
+    ops.extend(from.scim_tokens()?.into_iter().map(StoreOp::PutScimToken));
+    ops.extend(from.scim_users(None)?.into_iter().map(StoreOp::PutScimUser));
     let mut before = None;
     loop {
         let page = from.audit_page(before, AUDIT_PAGE)?;

@@ -324,6 +324,38 @@ impl Store {
         }
     }
 
+    /// The SCIM token `id`, if not revoked. Blocking.
+    pub fn scim_token(&self, id: [u8; 16]) -> Result<Option<super::ScimTokenRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.scim_token(id),
+            Backend::Postgres(s) => s.scim_token(id),
+        }
+    }
+
+    /// Every SCIM token (of every organization: they are few). Blocking.
+    pub fn scim_tokens(&self) -> Result<Vec<super::ScimTokenRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.scim_tokens(),
+            Backend::Postgres(s) => s.scim_tokens(),
+        }
+    }
+
+    /// What organization `org`'s directory said of account `user`, if it provisioned it. Blocking.
+    pub fn scim_user(&self, org: [u8; 16], user: [u8; 16]) -> Result<Option<super::ScimUserRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.scim_user(org, user),
+            Backend::Postgres(s) => s.scim_user(org, user),
+        }
+    }
+
+    /// Every account organization `org`'s directory provisioned (`None`: of every organization). Blocking.
+    pub fn scim_users(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimUserRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.scim_users(org),
+            Backend::Postgres(s) => s.scim_users(org),
+        }
+    }
+
     /// The client `client_id`, if registered. Blocking.
     pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecord>, StoreError> {
         match &self.backend {

@@ -64,6 +64,17 @@ const OAUTH_CODES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oaut
 const OAUTH_CONSENTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("oauth_consents");
 /// The identity provider's grants, by id ([`super::OAuthGrantRecordV1`]).
 const OAUTH_GRANTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("oauth_grants");
+/// SCIM bearer tokens, by id.
+const SCIM_TOKENS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("scim_tokens");
+/// Accounts provisioned over SCIM, by organization then account (so an organization's are one range).
+const SCIM_USERS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("scim_users");
+
+fn scim_user_key(org: [u8; 16], user: [u8; 16]) -> [u8; 32] {
+    let mut key = [0; 32];
+    key[..16].copy_from_slice(&org);
+    key[16..].copy_from_slice(&user);
+    key
+}
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
 const SCHEMA_VERSION: u32 = 2;
@@ -386,6 +397,8 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(OAUTH_CONSENTS).map_err(io)?;
     tx.open_table(OAUTH_GRANTS).map_err(io)?;
     tx.open_table(SSO_PROVIDERS).map_err(io)?;
+    tx.open_table(SCIM_TOKENS).map_err(io)?;
+    tx.open_table(SCIM_USERS).map_err(io)?;
     Ok(())
 }
 
@@ -559,6 +572,45 @@ impl EmbeddedStore {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(SIGNING_KEYS).map_err(io)?;
             let entries = table.iter().map_err(io)?;
+            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    pub fn scim_token(&self, id: [u8; 16]) -> Result<Option<super::ScimTokenRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SCIM_TOKENS).map_err(io)?;
+            let found = table.get(id).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
+    pub fn scim_tokens(&self) -> Result<Vec<super::ScimTokenRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SCIM_TOKENS).map_err(io)?;
+            let entries = table.iter().map_err(io)?;
+            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    pub fn scim_user(&self, org: [u8; 16], user: [u8; 16]) -> Result<Option<super::ScimUserRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SCIM_USERS).map_err(io)?;
+            let found = table.get(scim_user_key(org, user)).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
+    pub fn scim_users(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimUserRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SCIM_USERS).map_err(io)?;
+            let entries = match org {
+                Some(org) => table.range(scim_user_key(org, [0; 16])..=scim_user_key(org, [0xff; 16])).map_err(io)?,
+                None => table.iter().map_err(io)?,
+            };
             entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
         })
     }
@@ -859,6 +911,8 @@ impl EmbeddedStore {
             tx.delete_table(OAUTH_CONSENTS).map_err(io)?;
             tx.delete_table(OAUTH_GRANTS).map_err(io)?;
             tx.delete_table(SSO_PROVIDERS).map_err(io)?;
+            tx.delete_table(SCIM_TOKENS).map_err(io)?;
+            tx.delete_table(SCIM_USERS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -1036,6 +1090,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut consents = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
         let mut grants = tx.open_table(OAUTH_GRANTS).map_err(io)?;
         let mut sso = tx.open_table(SSO_PROVIDERS).map_err(io)?;
+        let mut scim_tokens = tx.open_table(SCIM_TOKENS).map_err(io)?;
+        let mut scim_users = tx.open_table(SCIM_USERS).map_err(io)?;
         // Whether any client hears of its users' sign-outs: read once per commit that ends a session, so that a
         // store without such clients pays for no grant scan at a sign-out.
         let mut backchannel: Option<bool> = None;
@@ -1238,6 +1294,18 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::DeleteOAuthConsent { user, client_id } => {
                     let key = super::OAuthConsentRecordV1::key(*user, client_id);
                     consents.remove(key.as_slice()).map_err(io)?;
+                }
+                StoreOp::PutScimToken(r) => {
+                    scim_tokens.insert(r.id, codec::encode(r).as_slice()).map_err(io)?;
+                }
+                StoreOp::DeleteScimToken(id) => {
+                    scim_tokens.remove(id).map_err(io)?;
+                }
+                StoreOp::PutScimUser(r) => {
+                    scim_users.insert(scim_user_key(r.org, r.user), codec::encode(r).as_slice()).map_err(io)?;
+                }
+                StoreOp::DeleteScimUser { org, user } => {
+                    scim_users.remove(scim_user_key(*org, *user)).map_err(io)?;
                 }
                 // One node: one callback at a time finishes a flow (its claim in src/accounts/oauth.rs), so the
                 // flow is there; abandoned flows past their time go with it.
@@ -1484,6 +1552,13 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
                 out.insert(key.value(), value.value()).map_err(io)?;
             }
         }
+        if let Ok(tokens) = source.open_table(SCIM_TOKENS) {
+            let mut out = tx.open_table(SCIM_TOKENS).map_err(io)?;
+            for entry in tokens.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
         if let Ok(grants) = source.open_table(OAUTH_GRANTS) {
             let mut out = tx.open_table(OAUTH_GRANTS).map_err(io)?;
             for entry in grants.iter().map_err(io)? {
@@ -1494,6 +1569,13 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         if let Ok(consents) = source.open_table(OAUTH_CONSENTS) {
             let mut out = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
             for entry in consents.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(users) = source.open_table(SCIM_USERS) {
+            let mut out = tx.open_table(SCIM_USERS).map_err(io)?;
+            for entry in users.iter().map_err(io)? {
                 let (key, value) = entry.map_err(io)?;
                 out.insert(key.value(), value.value()).map_err(io)?;
             }

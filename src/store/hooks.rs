@@ -77,6 +77,10 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("organization.sso_provider_deleted", Source::Audit(&[action::SSO_PROVIDER_DELETED])),
     // Its domains verified: from now on an address of them signs in through it.
     ("organization.sso_domain_verified", Source::Audit(&[action::SSO_DOMAIN_VERIFIED])),
+    // SCIM tokens of an organization (its owner's or an administrator's changes): the organization's id, the
+    // actor, and the detail naming the token's id, scopes and expiry. Never the token.
+    ("scim_token.created", Source::Audit(&[action::SCIM_TOKEN_CREATED])),
+    ("scim_token.revoked", Source::Audit(&[action::SCIM_TOKEN_REVOKED])),
 ];
 
 /// Whether `name` is an event type.
@@ -221,7 +225,7 @@ impl Fanout {
         let fields = data.as_object_mut().expect("an object");
         // An organization's event is about the organization, a client's about the client; every other about an
         // account.
-        let subject = if name.starts_with("organization.") {
+        let subject = if name.starts_with("organization.") || name.starts_with("scim_token.") {
             "organization_id"
         } else if name.starts_with("oauth_client.") {
             "oauth_client_id"

@@ -29,6 +29,7 @@ pub(crate) mod postgres;
 pub mod provider_records;
 pub mod records;
 pub mod sso_records;
+pub mod scim_records;
 mod worker;
 mod writer;
 
@@ -54,6 +55,7 @@ pub use records::{
 };
 pub use records::{TeamMemberRecordV1, TeamRecordV1};
 pub use sso_records::SsoProviderRecordV1;
+pub use scim_records::{ScimTokenRecordV1, ScimUserRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{CommitMetrics, OnCommit, StoreWriter, WriterDone};
@@ -255,6 +257,17 @@ pub enum StoreOp {
     PutSsoProvider(SsoProviderRecordV1),
     /// A single sign-on provider removed, by `providerId`.
     DeleteSsoProvider(String),
+    /// A SCIM bearer token made for an organization.
+    PutScimToken(ScimTokenRecordV1),
+    /// A SCIM token revoked, by id.
+    DeleteScimToken([u8; 16]),
+    /// What an organization's directory said of an account it provisioned, created or changed.
+    PutScimUser(ScimUserRecordV1),
+    /// The directory deprovisioned the account: its organization's and its own id.
+    DeleteScimUser {
+        org: [u8; 16],
+        user: [u8; 16],
+    },
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -411,6 +424,12 @@ impl StoreOp {
             // Single sign-on providers are read from the store where they are needed, as the identity provider's
             // clients are, so that a provider changed or removed on one node is used so on every node at once.
             StoreOp::PutSsoProvider(_) | StoreOp::DeleteSsoProvider(_) => return None,
+            // SCIM tokens and provisioned users are read from the store where they are needed (each SCIM call), so
+            // a token revoked on one node is refused on every node at once (src/scim).
+            StoreOp::PutScimToken(_)
+            | StoreOp::DeleteScimToken(_)
+            | StoreOp::PutScimUser(_)
+            | StoreOp::DeleteScimUser { .. } => return None,
         })
     }
 }

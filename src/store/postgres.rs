@@ -615,6 +615,36 @@ impl PgStore {
         rows.iter().map(|r| codec::decode(r.get(0))).collect()
     }
 
+    pub fn scim_token(&self, id: [u8; 16]) -> Result<Option<super::ScimTokenRecordV1>, StoreError> {
+        let row = self.pooled(|c| c.query_opt("SELECT record FROM scim_tokens WHERE id = $1", &[&id.as_slice()]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
+    pub fn scim_tokens(&self) -> Result<Vec<super::ScimTokenRecordV1>, StoreError> {
+        let rows = self.pooled(|c| c.query("SELECT record FROM scim_tokens ORDER BY id", &[]))?;
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
+    pub fn scim_user(&self, org: [u8; 16], user: [u8; 16]) -> Result<Option<super::ScimUserRecordV1>, StoreError> {
+        let row = self.pooled(|c| {
+            c.query_opt(
+                "SELECT record FROM scim_users WHERE org_id = $1 AND user_id = $2",
+                &[&org.as_slice(), &user.as_slice()],
+            )
+        })?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
+    pub fn scim_users(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimUserRecordV1>, StoreError> {
+        let rows = match org {
+            Some(org) => self.pooled(|c| {
+                c.query("SELECT record FROM scim_users WHERE org_id = $1 ORDER BY user_id", &[&org.as_slice()])
+            })?,
+            None => self.pooled(|c| c.query("SELECT record FROM scim_users ORDER BY org_id, user_id", &[]))?,
+        };
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
     pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecord>, StoreError> {
         let rows = self.pooled(|c| c.query("SELECT record FROM oauth_clients ORDER BY client_id", &[]))?;
         rows.iter().map(|r| super::provider_records::decode_client(r.get(0))).collect()
@@ -775,7 +805,8 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
-                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents, oauth_grants, sso_providers",
+                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents, oauth_grants, sso_providers, \
+                 scim_tokens, scim_users",
             )
         })
     }
@@ -1504,6 +1535,21 @@ fn apply(
             StoreOp::DeleteOAuthConsent { user, client_id } => tx.execute(
                 "DELETE FROM oauth_consents WHERE user_id = $1 AND client_id = $2",
                 &[&user.as_slice(), client_id],
+            ),
+            StoreOp::PutScimToken(r) => tx.execute(
+                "INSERT INTO scim_tokens (id, record) VALUES ($1, $2) \
+                 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.id.as_slice(), &codec::encode(r)],
+            ),
+            StoreOp::DeleteScimToken(id) => tx.execute("DELETE FROM scim_tokens WHERE id = $1", &[&id.as_slice()]),
+            StoreOp::PutScimUser(r) => tx.execute(
+                "INSERT INTO scim_users (org_id, user_id, record) VALUES ($1, $2, $3) \
+                 ON CONFLICT (org_id, user_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.org.as_slice(), &r.user.as_slice(), &codec::encode(r)],
+            ),
+            StoreOp::DeleteScimUser { org, user } => tx.execute(
+                "DELETE FROM scim_users WHERE org_id = $1 AND user_id = $2",
+                &[&org.as_slice(), &user.as_slice()],
             ),
         };
         if let Err(e) = done {

@@ -27,6 +27,7 @@ mod accounts;
 mod attempts;
 mod linked;
 mod members;
+mod scim;
 mod second_factor;
 mod tokens;
 mod way_in;
@@ -147,6 +148,7 @@ impl Actor for UsersActor {
             UsersMsg::Members(msg) => self.member_change(state, msg),
             UsersMsg::Factor(msg) => self.factor(state, msg),
             UsersMsg::WayIn(msg) => self.way_in(state, msg),
+            UsersMsg::Scim(msg) => self.scim(state, msg),
             UsersMsg::Remote => {
                 state.inbox.drain(|change| self.apply_remote(change));
                 return Ok(());

@@ -15,6 +15,7 @@ mod index;
 mod linked;
 pub mod members;
 pub mod rules;
+mod scim;
 mod second_factor;
 mod tokens;
 mod way_in;
@@ -34,6 +35,8 @@ pub use linked::{
     ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, UnlinkError,
 };
 use members::MemberMsg;
+use scim::ScimMsg;
+pub use scim::{DEACTIVATED, ScimChange, ScimError};
 use second_factor::FactorMsg;
 pub use second_factor::{CodeError, FactorChange, FactorError, PassError, Passed, Proof};
 use tokens::TokenMsg;
@@ -63,6 +66,8 @@ pub(super) enum UsersMsg {
     Remote,
     /// Sign-in links and mailed codes ([`way_in`]).
     WayIn(WayInMsg),
+    /// What an organization's directory does to its accounts over SCIM ([`scim`]).
+    Scim(ScimMsg),
     Flush,
 }
 
@@ -76,6 +81,7 @@ impl super::Letter for UsersMsg {
             Self::Members(msg) => msg.caller_gone(),
             Self::Factor(msg) => msg.caller_gone(),
             Self::WayIn(msg) => msg.caller_gone(),
+            Self::Scim(msg) => msg.caller_gone(),
             // Another node's changes: this node's memory must follow them whatever.
             Self::Remote => None,
             Self::Flush => None,

@@ -1,0 +1,301 @@
+//! SCIM provisioning, the facade's side: an organization's tokens (its owner's or an administrator's), the bearer
+//! check of each SCIM call, and the Users operations: the directory's records read from the store, checked and
+//! rendered here ([`crate::scim`]), the accounts changed through the users actor in one commit each.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Accounts, Current};
+use crate::actors::users::{NewUser, ScimChange, ScimError};
+use crate::domain::{OrgId, Password, PasswordContext, Timestamp, User, UserId};
+pub use crate::scim::{BearerError, Caller as ScimCaller, Fault, Paging, Scopes as ScimScopes, TokenError, TokenView};
+use crate::scim::{filter, list_response, user};
+
+/// The SCIM discovery documents and the list answer, for the front end.
+pub mod discovery {
+    pub use crate::scim::{SEARCH_SCHEMA, find, list_response, resource_types, schemas, service_provider_config};
+}
+use crate::store::{ScimUserRecordV1, Store, StoreError};
+
+/// Why a token call was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScimTokenError {
+    #[error("organization not found")]
+    OrganizationNotFound,
+    /// Neither an administrator nor an owner of the organization.
+    #[error("only the organization's owners and administrators manage its SCIM tokens")]
+    Forbidden,
+    #[error(transparent)]
+    Token(#[from] TokenError),
+}
+
+fn unavailable(e: impl std::fmt::Display) -> Fault {
+    tracing::warn!(error = %e, "SCIM call failed on the store");
+    Fault::status(503, "The service is temporarily unavailable")
+}
+
+fn not_found() -> Fault {
+    Fault::status(404, "SCIM User not found")
+}
+
+impl From<ScimError> for Fault {
+    fn from(e: ScimError) -> Self {
+        match e {
+            ScimError::EmailTaken => Fault { status: 409, scim_type: Some("uniqueness"), detail: e.to_string() },
+            ScimError::UserNotFound | ScimError::OrganizationNotFound => not_found(),
+            ScimError::LastAdmin => Fault { status: 409, scim_type: Some("mutability"), detail: e.to_string() },
+            ScimError::Unavailable(u) => unavailable(u),
+        }
+    }
+}
+
+impl Accounts {
+    /// The organization `org` when `current` may manage its SCIM tokens: an administrator (on their own session),
+    /// or an owner of it.
+    fn scim_token_manager(&self, current: &Current, org: OrgId) -> Result<(), ScimTokenError> {
+        self.indexes.orgs.get(org).ok_or(ScimTokenError::OrganizationNotFound)?;
+        let owner = self.indexes.members.get(org, current.user.id).is_some_and(|m| m.roles.is_owner());
+        if current.administrator().is_some() || (owner && !current.is_impersonation()) {
+            Ok(())
+        } else {
+            Err(ScimTokenError::Forbidden)
+        }
+    }
+
+    pub async fn scim_tokens(&self, current: &Current, org: OrgId) -> Result<Vec<TokenView>, ScimTokenError> {
+        self.scim_token_manager(current, org)?;
+        Ok(self.scim.list(org).await?)
+    }
+
+    /// Makes a SCIM token for `org`: the token is in this answer only. Audited.
+    pub async fn create_scim_token(
+        &self,
+        current: &Current,
+        org: OrgId,
+        scopes: ScimScopes,
+        expires_at: Option<Timestamp>,
+        ip: &str,
+    ) -> Result<(TokenView, String), ScimTokenError> {
+        self.scim_token_manager(current, org)?;
+        Ok(self.scim.create(org, scopes, expires_at, current.actor(), ip).await?)
+    }
+
+    /// Revokes one of `org`'s tokens: refused from then on, on every node. Audited.
+    pub async fn revoke_scim_token(
+        &self,
+        current: &Current,
+        org: OrgId,
+        id: uuid::Uuid,
+        ip: &str,
+    ) -> Result<(), ScimTokenError> {
+        self.scim_token_manager(current, org)?;
+        Ok(self.scim.revoke(org, id, current.actor(), ip).await?)
+    }
+
+    /// The caller a SCIM call's bearer token stands for: a live token of an organization that still exists.
+    pub async fn scim_caller(&self, presented: Option<&str>) -> Result<ScimCaller, BearerError> {
+        let caller = self.scim.authenticate(presented.ok_or(BearerError::Missing)?).await?;
+        self.indexes.orgs.get(caller.org).ok_or(BearerError::Invalid)?;
+        Ok(caller)
+    }
+
+    async fn scim_read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, Fault> {
+        let store = Arc::clone(&self.store);
+        tokio::task::spawn_blocking(move || f(&store)).await.map_err(unavailable)?.map_err(unavailable)
+    }
+
+    /// The caller's organization's records of accounts that still exist (an administrator may have removed one).
+    async fn scim_records(&self, caller: &ScimCaller) -> Result<Vec<ScimUserRecordV1>, Fault> {
+        let org = caller.org.to_bytes();
+        let mut records = self.scim_read(move |s| s.scim_users(Some(org))).await?;
+        records.retain(|r| self.indexes.users.get(UserId::from_bytes(r.user)).is_some());
+        // The order of creation, then id: stable across pages.
+        records.sort_by_key(|r| (r.created_at_ms, r.user));
+        Ok(records)
+    }
+
+    /// The caller's organization's record of the account whose SCIM id is `id`, and the account.
+    async fn scim_record(&self, caller: &ScimCaller, id: &str) -> Result<(ScimUserRecordV1, Arc<User>), Fault> {
+        let user = UserId::parse(id).ok_or_else(not_found)?;
+        let account = self.indexes.users.get(user).ok_or_else(not_found)?;
+        let (org, key) = (caller.org.to_bytes(), user.to_bytes());
+        let record = self.scim_read(move |s| s.scim_user(org, key)).await?.ok_or_else(not_found)?;
+        Ok((record, account))
+    }
+
+    fn scim_uniqueness(
+        records: &[ScimUserRecordV1],
+        input: &user::UserInput,
+        except: Option<[u8; 16]>,
+    ) -> Result<(), Fault> {
+        let others = records.iter().filter(|r| Some(r.user) != except);
+        for r in others {
+            if r.user_name.to_lowercase() == input.user_name.to_lowercase() {
+                return Err(Fault { status: 409, scim_type: Some("uniqueness"), detail: "userName is taken".into() });
+            }
+            if input.external_id.is_some() && r.external_id == input.external_id {
+                return Err(Fault { status: 409, scim_type: Some("uniqueness"), detail: "externalId is taken".into() });
+            }
+        }
+        Ok(())
+    }
+
+    fn scim_allows(caller: &ScimCaller, needed: ScimScopes) -> Result<(), Fault> {
+        if caller.scopes.allows(needed) {
+            Ok(())
+        } else {
+            Err(Fault::status(403, format!("the token lacks the scope {}", needed.names().join(" "))))
+        }
+    }
+
+    /// `POST /Users`: provisions an account (no password unless the body sets one, which is checked as every new
+    /// password is), its membership and the directory's record in one commit. Answers the resource.
+    pub async fn scim_create_user(
+        &self,
+        caller: &ScimCaller,
+        body: &Value,
+        base: &str,
+        ip: &str,
+    ) -> Result<Value, Fault> {
+        Self::scim_allows(caller, ScimScopes::USERS_WRITE)?;
+        let input = user::parse(body)?;
+        let records = self.scim_records(caller).await?;
+        Self::scim_uniqueness(&records, &input, None)?;
+        if self.indexes.users.by_email(&input.email).is_some() {
+            return Err(ScimError::EmailTaken.into());
+        }
+        let password_hash = match filter::member(body, "password") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(raw)) => {
+                let password = Password::new(raw).map_err(|e| Fault::bad("invalidValue", e.to_string()))?;
+                let context =
+                    PasswordContext { email: input.email.as_str(), name: input.name.as_str(), second_factor: false };
+                self.vet_password(&password, context).await.map_err(|e| Fault::bad("invalidValue", e.to_string()))?;
+                self.hasher.hash(password).await.map_err(unavailable)?
+            }
+            Some(_) => return Err(Fault::bad("invalidValue", "password must be a string")),
+        };
+        let now = Timestamp::now();
+        let record = user::record(caller.org.to_bytes(), [0; 16], &input, now, now);
+        let new = NewUser {
+            name: input.name.clone(),
+            email: input.email.clone(),
+            image: None,
+            role: self.roles.default_role(),
+            password_hash,
+            // SCIM's userName is the e-mail address on @better-auth/scim's wire, not better-auth's username.
+            username: None,
+            display_username: None,
+        };
+        let via = format!("SCIM token {}", caller.token);
+        let made = self
+            .actors
+            .users
+            .scim_provision(caller.org, new, record.clone(), caller.on_behalf_of, via, ip.to_owned())
+            .await?;
+        Ok(user::render(&ScimUserRecordV1 { user: made.id.to_bytes(), ..record }, base))
+    }
+
+    pub async fn scim_get_user(&self, caller: &ScimCaller, id: &str, base: &str) -> Result<Value, Fault> {
+        Self::scim_allows(caller, ScimScopes::USERS_READ)?;
+        let (record, _) = self.scim_record(caller, id).await?;
+        Ok(user::render(&record, base))
+    }
+
+    /// A page of the caller's organization's Users that `filter` matches (all of them without one).
+    pub async fn scim_list_users(
+        &self,
+        caller: &ScimCaller,
+        filter: Option<&str>,
+        paging: Paging,
+        base: &str,
+    ) -> Result<Value, Fault> {
+        Self::scim_allows(caller, ScimScopes::USERS_READ)?;
+        let filter = filter.map(|f| filter::parse(f).map_err(|e| Fault::bad("invalidFilter", e.0))).transpose()?;
+        let records = self.scim_records(caller).await?;
+        let matched: Vec<Value> = records
+            .iter()
+            .map(|r| user::render(r, base))
+            .filter(|resource| filter.as_ref().is_none_or(|f| f.matches(resource)))
+            .collect();
+        Ok(list_response(matched, paging))
+    }
+
+    /// `PUT /Users/{id}`: the body replaces the resource.
+    pub async fn scim_replace_user(
+        &self,
+        caller: &ScimCaller,
+        id: &str,
+        body: &Value,
+        base: &str,
+        ip: &str,
+    ) -> Result<Value, Fault> {
+        Self::scim_allows(caller, ScimScopes::USERS_WRITE)?;
+        let (record, account) = self.scim_record(caller, id).await?;
+        let input = user::parse(body)?;
+        self.scim_write(caller, record, account, input, base, ip).await
+    }
+
+    /// `PATCH /Users/{id}`: the operations applied to the resource, which is then checked as a replacement is.
+    pub async fn scim_patch_user(
+        &self,
+        caller: &ScimCaller,
+        id: &str,
+        body: &Value,
+        base: &str,
+        ip: &str,
+    ) -> Result<Value, Fault> {
+        Self::scim_allows(caller, ScimScopes::USERS_WRITE)?;
+        let (record, account) = self.scim_record(caller, id).await?;
+        let mut resource = user::render(&record, base);
+        user::patch(&mut resource, body)?;
+        let input = user::parse(&resource)?;
+        self.scim_write(caller, record, account, input, base, ip).await
+    }
+
+    async fn scim_write(
+        &self,
+        caller: &ScimCaller,
+        record: ScimUserRecordV1,
+        account: Arc<User>,
+        input: user::UserInput,
+        base: &str,
+        ip: &str,
+    ) -> Result<Value, Fault> {
+        let records = self.scim_records(caller).await?;
+        Self::scim_uniqueness(&records, &input, Some(record.user))?;
+        let updated = user::record(
+            record.org,
+            record.user,
+            &input,
+            Timestamp::from_millis(record.created_at_ms),
+            Timestamp::now(),
+        );
+        // The account's address stays the one it was provisioned with: a directory changing it would otherwise
+        // move the account to an address nobody proved (the record keeps what the directory says).
+        let name = (input.name.as_str() != account.name()).then(|| input.name.clone());
+        let change = ScimChange {
+            org: caller.org,
+            user: account.id,
+            name,
+            record: updated.clone(),
+            by: caller.on_behalf_of,
+            via: format!("SCIM token {}", caller.token),
+        };
+        self.actors.users.scim_change(change, ip.to_owned()).await?;
+        Ok(user::render(&updated, base))
+    }
+
+    /// `DELETE /Users/{id}`: the membership and the directory's record end; the account too when no other
+    /// organization has it.
+    pub async fn scim_delete_user(&self, caller: &ScimCaller, id: &str, ip: &str) -> Result<(), Fault> {
+        Self::scim_allows(caller, ScimScopes::USERS_WRITE)?;
+        let (_, account) = self.scim_record(caller, id).await?;
+        let via = format!("SCIM token {}", caller.token);
+        Ok(self.actors.users.scim_deprovision(caller.org, account.id, caller.on_behalf_of, via, ip.to_owned()).await?)
+    }
+}

@@ -1,0 +1,523 @@
+//! SCIM 2.0 provisioning (src/http/scim.rs, issue #48): an organization's tokens, the Users of its directory
+//! (created, deactivated, reactivated, deleted, with sign-in and sessions checked at each step), one organization's
+//! token seeing nothing of another's, filters and paging, SCIM Errors on every refusal, and the request shapes
+//! Okta's and Microsoft Entra ID's provisioning documentation shows.
+
+use serde_json::{Value, json};
+
+use super::harness::*;
+
+const SCIM: &str = "/api/auth/scim/v2";
+const USER_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
+const PATCH_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
+const ERROR_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
+
+/// An organization made by the administrator and a token of it with every scope.
+async fn org_and_token(s: &TestServer, admin: &str, slug: &str) -> (String, String) {
+    let org = s.new_org(admin, &format!("Org {slug}"), slug).await;
+    let id = str_of(&org["id"]).to_owned();
+    let r = s.post(&format!("/api/admin/organizations/{id}/scim-tokens")).cookie(admin).json(&json!({})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    (id, str_of(&r.json()["token"]).to_owned())
+}
+
+fn scim(s: &TestServer, method: reqwest::Method, path: &str, token: &str) -> Req {
+    s.req(method, &format!("{SCIM}{path}")).header("authorization", &format!("Bearer {token}"))
+}
+
+async fn send_scim(s: &TestServer, method: reqwest::Method, path: &str, token: &str, body: Option<&Value>) -> Resp {
+    let r = scim(s, method, path, token);
+    match body {
+        Some(b) => r.raw(Some("application/scim+json"), serde_json::to_vec(b).unwrap()).send().await,
+        None => r.send().await,
+    }
+}
+
+fn user_body(user_name: &str) -> Value {
+    json!({
+        "schemas": [USER_SCHEMA],
+        "userName": user_name,
+        "name": {"givenName": "Ada", "familyName": "Lovelace"},
+        "emails": [{"value": user_name, "type": "work", "primary": true}],
+        "active": true,
+    })
+}
+
+/// A SCIM Error of `status` (and `scimType`), as `application/scim+json`.
+fn assert_scim_error(r: &Resp, status: u16, scim_type: Option<&str>) {
+    assert_eq!(r.status, status, "{}", r.text);
+    assert!(r.content_type().starts_with("application/scim+json"), "{}", r.content_type());
+    let body = r.json();
+    assert_eq!(body["schemas"], json!([ERROR_SCHEMA]), "{body}");
+    assert_eq!(body["status"], json!(status.to_string()), "{body}");
+    assert_eq!(body["scimType"].as_str(), scim_type, "{body}");
+}
+
+async fn patch_active(s: &TestServer, token: &str, id: &str, active: bool) -> Resp {
+    let body = json!({"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "value": {"active": active}}]});
+    send_scim(s, reqwest::Method::PATCH, &format!("/Users/{id}"), token, Some(&body)).await
+}
+
+/// The directory's life of one account: created (with a password Okta sends when it syncs them), it signs in;
+/// deactivated, its session ends and sign-in is refused in the same answer; reactivated, it signs in again;
+/// deleted, the account is gone (its address free again) and the resource 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provisioned_user_signs_in_until_deactivated_and_is_gone_once_deleted() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (org, token) = org_and_token(&s, &admin, "acme").await;
+    let mut body = user_body("ada@acme.example");
+    body["password"] = json!(PASSWORD);
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(r.content_type().starts_with("application/scim+json"));
+    let made = r.json();
+    let id = str_of(&made["id"]).to_owned();
+    assert_eq!(r.header("location").as_deref(), made["meta"]["location"].as_str());
+    assert!(str_of(&made["meta"]["location"]).ends_with(&format!("{SCIM}/Users/{id}")));
+    assert_eq!((made["userName"].clone(), made["active"].clone()), (json!("ada@acme.example"), json!(true)));
+    assert!(made.get("password").is_none(), "never answered: {made}");
+    // The account is a member of the organization, named from the directory's name.
+    let listed = s.listed_user(&admin, &id).await;
+    assert_eq!(listed["name"], "Ada Lovelace", "{listed}");
+    let members = s.get(&format!("/api/admin/organizations/{org}/members")).cookie(&admin).send().await;
+    assert!(members.text.contains(&id), "{}", members.text);
+
+    let cookie = s.login("ada@acme.example", PASSWORD).await;
+    assert_ne!(s.session(&cookie).await, Value::Null);
+
+    let r = patch_active(&s, &token, &id, false).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["active"], false);
+    assert_eq!(s.session(&cookie).await, Value::Null, "the deactivation ended the session");
+    let r = s.sign_in_body(&json!({"email": "ada@acme.example", "password": PASSWORD})).await;
+    assert_auth_error(&r, 403, "BANNED_USER");
+    let got = send_scim(&s, reqwest::Method::GET, &format!("/Users/{id}"), &token, None).await;
+    assert_eq!(got.json()["active"], false);
+
+    let r = patch_active(&s, &token, &id, true).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let cookie = s.login("ada@acme.example", PASSWORD).await;
+
+    let r = send_scim(&s, reqwest::Method::DELETE, &format!("/Users/{id}"), &token, None).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    assert_eq!(s.session(&cookie).await, Value::Null, "the deletion ended the session");
+    let r = s.sign_in_body(&json!({"email": "ada@acme.example", "password": PASSWORD})).await;
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert!(s.users(&admin).await.iter().all(|u| u["id"] != id.as_str()), "the account is gone");
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, &format!("/Users/{id}"), &token, None).await, 404, None);
+    assert_scim_error(&send_scim(&s, reqwest::Method::DELETE, &format!("/Users/{id}"), &token, None).await, 404, None);
+
+    let actions: Vec<String> = s.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| str_of(&e["action"]).to_owned())
+        .collect();
+    for action in ["scim_token.created", "user.created", "member.added", "user.banned", "user.unbanned", "user.deleted"]
+    {
+        assert!(actions.iter().any(|a| a == action), "{action} not audited: {actions:?}");
+    }
+    s.stop().await;
+}
+
+/// An account another organization also has keeps its account when one directory deletes it: only that
+/// organization's membership ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_an_account_another_organization_has_ends_only_the_membership() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (org, token) = org_and_token(&s, &admin, "one").await;
+    let mut body = user_body("bo@one.example");
+    body["password"] = json!(PASSWORD);
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let id = str_of(&r.json()["id"]).to_owned();
+    // The account joins a second organization through the organization plugin's invitation.
+    let owner = s.new_user("owner-two").await;
+    let r = s
+        .post("/api/auth/organization/create")
+        .cookie(&owner.cookie)
+        .json(&json!({"name": "Two", "slug": "two"}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let two = str_of(&r.json()["id"]).to_owned();
+    let invite = json!({"email": "bo@one.example", "role": "member", "organizationId": two});
+    let r = s.post("/api/auth/organization/invite-member").cookie(&owner.cookie).json(&invite).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let invitation = str_of(&r.json()["id"]).to_owned();
+    let bo = s.login("bo@one.example", PASSWORD).await;
+    let r = s
+        .post("/api/auth/organization/accept-invitation")
+        .cookie(&bo)
+        .json(&json!({"invitationId": invitation}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = send_scim(&s, reqwest::Method::DELETE, &format!("/Users/{id}"), &token, None).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    assert!(s.users(&admin).await.iter().any(|u| u["id"] == id.as_str()), "the account stays");
+    assert_ne!(s.session(&bo).await, Value::Null, "and its session");
+    let memberships = s.get(&format!("/api/admin/users/{id}/memberships")).cookie(&admin).send().await;
+    assert!(memberships.text.contains(&two), "{}", memberships.text);
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, &format!("/Users/{id}"), &token, None).await, 404, None);
+    let members = s.get(&format!("/api/admin/organizations/{org}/members")).cookie(&admin).send().await;
+    assert!(!members.text.contains(&id), "{}", members.text);
+    s.stop().await;
+}
+
+/// One organization's token sees nothing of another's: its users are 404 to every method, and absent from lists
+/// and filters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_organizations_token_sees_nothing_of_anothers() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (_, a) = org_and_token(&s, &admin, "alpha").await;
+    let (_, b) = org_and_token(&s, &admin, "beta").await;
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &a, Some(&user_body("al@alpha.example"))).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let id = str_of(&r.json()["id"]).to_owned();
+    let path = format!("/Users/{id}");
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, &path, &b, None).await, 404, None);
+    assert_scim_error(
+        &send_scim(&s, reqwest::Method::PUT, &path, &b, Some(&user_body("al@alpha.example"))).await,
+        404,
+        None,
+    );
+    assert_scim_error(&patch_active(&s, &b, &id, false).await, 404, None);
+    assert_scim_error(&send_scim(&s, reqwest::Method::DELETE, &path, &b, None).await, 404, None);
+    let list = send_scim(&s, reqwest::Method::GET, "/Users", &b, None).await.json();
+    assert_eq!(list["totalResults"], 0, "{list}");
+    let filtered = send_scim(&s, reqwest::Method::GET, "/Users?filter=userName%20pr", &b, None).await.json();
+    assert_eq!(filtered["totalResults"], 0, "{filtered}");
+    // Still there for its own organization, and still active.
+    let got = send_scim(&s, reqwest::Method::GET, &path, &a, None).await;
+    assert_eq!((got.status, got.json()["active"].clone()), (200, json!(true)), "{}", got.text);
+    s.stop().await;
+}
+
+/// Tokens: an owner or an administrator makes them (another member, a stranger, no session: refused); the token
+/// is in the creating answer only; a revoked, expired or altered token is a 401 with the bearer challenge; a
+/// token without the write scope reads but does not write (403).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_made_by_owners_and_administrators_shown_once_and_revoked() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let owner = s.new_user("scim-owner").await;
+    let r = s
+        .post("/api/auth/organization/create")
+        .cookie(&owner.cookie)
+        .json(&json!({"name": "Own", "slug": "own"}))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let org = str_of(&r.json()["id"]).to_owned();
+    let tokens = format!("/api/admin/organizations/{org}/scim-tokens");
+    let stranger = s.new_user("scim-stranger").await;
+    assert_eq!(s.post(&tokens).cookie(&stranger.cookie).json(&json!({})).send().await.status, 403);
+    assert_eq!(s.get(&tokens).cookie(&stranger.cookie).send().await.status, 403);
+    assert_eq!(s.post(&tokens).json(&json!({})).send().await.status, 401);
+    let r = s
+        .post("/api/admin/organizations/00000000-0000-0000-0000-000000000000/scim-tokens")
+        .cookie(&admin)
+        .json(&json!({}))
+        .send()
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    for bad in [
+        json!({"scopes": ["root"]}),
+        json!({"scopes": []}),
+        json!({"expiresAt": "yesterday"}),
+        json!({"expiresAt": "2001-01-01T00:00:00Z"}),
+        json!({"other": 1}),
+    ] {
+        let r = s.post(&tokens).cookie(&owner.cookie).json(&bad).send().await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.text);
+    }
+
+    let r = s.post(&tokens).cookie(&owner.cookie).json(&json!({"scopes": ["scim.users.read"]})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let read_only = r.json();
+    let read_token = str_of(&read_only["token"]).to_owned();
+    assert!(read_token.starts_with("scim_"), "{read_token}");
+    let r = s.post(&tokens).cookie(&admin).json(&json!({"expiresAt": "2100-01-01T00:00:00Z"})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let full = r.json();
+    assert_eq!(full["expiresAt"], "2100-01-01T00:00:00.000Z", "{full}");
+    let full_token = str_of(&full["token"]).to_owned();
+
+    let listed = s.get(&tokens).cookie(&owner.cookie).send().await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.json()["tokens"].as_array().unwrap().len(), 2);
+    assert!(!listed.text.contains(&read_token[10..]) && !listed.text.contains(&full_token[10..]), "no token listed");
+
+    assert_eq!(send_scim(&s, reqwest::Method::GET, "/Users", &read_token, None).await.status, 200);
+    assert_scim_error(
+        &send_scim(&s, reqwest::Method::POST, "/Users", &read_token, Some(&user_body("r@own.example"))).await,
+        403,
+        None,
+    );
+    assert_eq!(
+        send_scim(&s, reqwest::Method::POST, "/Users", &full_token, Some(&user_body("r@own.example"))).await.status,
+        201
+    );
+
+    for presented in [String::new(), "nope".into(), format!("{}x", &full_token[..full_token.len() - 1])] {
+        let r = send_scim(&s, reqwest::Method::GET, "/Users", &presented, None).await;
+        assert_scim_error(&r, 401, None);
+        assert_eq!(r.header("www-authenticate").as_deref(), Some("Bearer realm=\"SCIM\""));
+    }
+    let r = s.get(&format!("{SCIM}/Users")).send().await;
+    assert_scim_error(&r, 401, None);
+
+    let id = str_of(&read_only["id"]);
+    let r = s.delete(&format!("{tokens}/{id}")).cookie(&owner.cookie).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, "/Users", &read_token, None).await, 401, None);
+    assert_eq!(s.delete(&format!("{tokens}/{id}")).cookie(&owner.cookie).send().await.status, 404);
+    assert_eq!(send_scim(&s, reqwest::Method::GET, "/Users", &full_token, None).await.status, 200, "the other stays");
+    s.stop().await;
+}
+
+/// Filters (RFC 7644 §3.4.2.2: `eq co sw pr`, `and or not`, value filters) and paging (`startIndex`, `count`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_filter_and_page() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (_, token) = org_and_token(&s, &admin, "filters").await;
+    for (name, external, title) in [("ann", "e1", "Engineer"), ("bob", "e2", "Manager"), ("cat", "e3", "Engineer")] {
+        let mut body = user_body(&format!("{name}@filters.example"));
+        body["externalId"] = json!(external);
+        body["title"] = json!(title);
+        let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&body)).await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    let names = |v: &Value| -> Vec<String> {
+        v["Resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| str_of(&u["userName"]).split('@').next().unwrap().to_owned())
+            .collect()
+    };
+    let list = |filter: &str| {
+        let q: String = url::form_urlencoded::byte_serialize(filter.as_bytes()).collect();
+        let path = format!("/Users?filter={q}");
+        let (s, token) = (&s, token.clone());
+        async move { send_scim(s, reqwest::Method::GET, &path, &token, None).await }
+    };
+    for (filter, want) in [
+        (r#"userName eq "BOB@filters.example""#, vec!["bob"]),
+        (r#"externalId eq "e3""#, vec!["cat"]),
+        (r#"userName co "NN@""#, vec!["ann"]),
+        (r#"userName sw "b""#, vec!["bob"]),
+        ("title pr", vec!["ann", "bob", "cat"]),
+        (r#"title eq "Engineer" and userName sw "c""#, vec!["cat"]),
+        (r#"userName sw "a" or userName sw "b""#, vec!["ann", "bob"]),
+        (r#"not (title eq "Engineer")"#, vec!["bob"]),
+        (r#"emails[type eq "work" and value ew "ann@filters.example"]"#, vec!["ann"]),
+        (r#"emails.value eq "cat@filters.example""#, vec!["cat"]),
+    ] {
+        let r = list(filter).await;
+        assert_eq!(r.status, 200, "{filter}: {}", r.text);
+        let page = r.json();
+        assert_eq!(names(&page), want, "{filter}");
+        assert_eq!(page["totalResults"], want.len(), "{filter}");
+    }
+    let page = send_scim(&s, reqwest::Method::GET, "/Users?startIndex=2&count=1", &token, None).await.json();
+    assert_eq!(
+        (page["totalResults"].clone(), page["startIndex"].clone(), page["itemsPerPage"].clone()),
+        (json!(3), json!(2), json!(1))
+    );
+    assert_eq!(names(&page), ["bob"]);
+    let page = send_scim(&s, reqwest::Method::GET, "/Users?count=0", &token, None).await.json();
+    assert_eq!((page["totalResults"].clone(), page["Resources"].clone()), (json!(3), json!([])));
+    // POST /.search (RFC 7644 §3.4.3) answers as the list does.
+    let search = json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"], "filter": "userName sw \"c\"", "startIndex": 1, "count": 10});
+    for path in ["/Users/.search", "/.search"] {
+        let r = send_scim(&s, reqwest::Method::POST, path, &token, Some(&search)).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        assert_eq!(names(&r.json()), ["cat"]);
+    }
+    for bad in ["userName xx \"a\"", "userName eq", "(userName pr", "urn:x:y:userName pr"] {
+        assert_scim_error(&list(bad).await, 400, Some("invalidFilter"));
+    }
+    assert_scim_error(
+        &send_scim(&s, reqwest::Method::GET, "/Users?startIndex=x", &token, None).await,
+        400,
+        Some("invalidValue"),
+    );
+    s.stop().await;
+}
+
+/// Every refusal under the SCIM root is a SCIM Error, unknown paths and wrong methods included; the discovery
+/// documents answer without a token and refuse writes with 405.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_scim_errors_and_discovery_answers() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (_, token) = org_and_token(&s, &admin, "errors").await;
+    let spc = s.get(&format!("{SCIM}/ServiceProviderConfig")).send().await;
+    assert_eq!(spc.status, 200, "{}", spc.text);
+    assert!(spc.content_type().starts_with("application/scim+json"));
+    assert_eq!(
+        (spc.json()["patch"]["supported"].clone(), spc.json()["filter"]["supported"].clone()),
+        (json!(true), json!(true))
+    );
+    let types = s.get(&format!("{SCIM}/ResourceTypes")).send().await.json();
+    assert_eq!(types["Resources"][0]["endpoint"], "/Users", "{types}");
+    assert_eq!(s.get(&format!("{SCIM}/ResourceTypes/User")).send().await.status, 200);
+    let schema = s.get(&format!("{SCIM}/Schemas/{USER_SCHEMA}")).send().await;
+    assert_eq!(schema.status, 200, "{}", schema.text);
+    assert_eq!(schema.json()["attributes"][0]["name"], "userName");
+    assert_scim_error(&s.get(&format!("{SCIM}/Schemas/urn:nope")).send().await, 404, None);
+    for path in ["/ServiceProviderConfig", "/Schemas", "/ResourceTypes"] {
+        for method in [reqwest::Method::POST, reqwest::Method::PUT, reqwest::Method::PATCH, reqwest::Method::DELETE] {
+            let r =
+                s.req(method.clone(), &format!("{SCIM}{path}")).raw(Some("application/scim+json"), "{}").send().await;
+            assert_scim_error(&r, 405, None);
+        }
+    }
+    assert_scim_error(&s.get(&format!("{SCIM}/Nothing")).send().await, 404, None);
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, "/Bulk", &token, None).await, 404, None);
+
+    let post = |body: &'static str, content_type: &'static str| {
+        scim(&s, reqwest::Method::POST, "/Users", &token).raw(Some(content_type), body).send()
+    };
+    assert_scim_error(&post("{", "application/scim+json").await, 400, Some("invalidSyntax"));
+    assert_scim_error(&post("[]", "application/scim+json").await, 400, Some("invalidSyntax"));
+    assert_scim_error(&post("{}", "text/plain").await, 415, None);
+    assert_scim_error(&post("{\"userName\": \"x@y.z\"}", "application/json").await, 400, Some("invalidValue"));
+    assert_scim_error(
+        &post(r#"{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"]}"#, "application/json").await,
+        400,
+        Some("invalidValue"),
+    );
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&user_body("dup@errors.example"))).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let id = str_of(&r.json()["id"]).to_owned();
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&user_body("dup@errors.example"))).await;
+    assert_scim_error(&r, 409, Some("uniqueness"));
+    // The address of an account that exists already is not taken over (never linked by its address alone).
+    let taken = s.new_user("taken").await;
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&user_body(&taken.email))).await;
+    assert_scim_error(&r, 409, Some("uniqueness"));
+    let bad_patch = json!({"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "path": "id", "value": "x"}]});
+    let r = send_scim(&s, reqwest::Method::PATCH, &format!("/Users/{id}"), &token, Some(&bad_patch)).await;
+    assert_scim_error(&r, 400, Some("mutability"));
+    let bad_patch =
+        json!({"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "path": "nothing", "value": "x"}]});
+    let r = send_scim(&s, reqwest::Method::PATCH, &format!("/Users/{id}"), &token, Some(&bad_patch)).await;
+    assert_scim_error(&r, 400, Some("invalidPath"));
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, "/Users/not-a-uuid", &token, None).await, 404, None);
+    s.stop().await;
+}
+
+/// The requests Okta's SCIM 2.0 provisioning guide shows (its test suite's shapes: a lookup by `userName eq`,
+/// a create with `password` and `groups: []`, a PATCH of `active` by a pathless replace, a PUT of the whole
+/// user), and Microsoft Entra ID's (a lookup by `userName eq` with `count=1`, a create with the enterprise
+/// extension, PATCH with capitalised `op`s, string booleans, value-filtered paths, and the manager).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn okta_and_entra_request_shapes_are_served() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (_, token) = org_and_token(&s, &admin, "idp").await;
+
+    // Okta.
+    let r = send_scim(
+        &s,
+        reqwest::Method::GET,
+        "/Users?filter=userName%20eq%20%22okta%40idp.example%22&startIndex=1&count=100",
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!((r.status, r.json()["totalResults"].clone()), (200, json!(0)), "{}", r.text);
+    let okta = json!({
+        "schemas": [USER_SCHEMA],
+        "userName": "okta@idp.example",
+        "name": {"givenName": "Okta", "familyName": "User"},
+        "emails": [{"primary": true, "value": "okta@idp.example", "type": "work"}],
+        "displayName": "Okta User",
+        "locale": "en-US",
+        "externalId": "00ujl29u0le5T6Aj10h7",
+        "groups": [],
+        "password": "1mz050nq-LONG-enough",
+        "active": true
+    });
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&okta)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let okta_id = str_of(&r.json()["id"]).to_owned();
+    let r = send_scim(
+        &s,
+        reqwest::Method::GET,
+        "/Users?filter=userName%20eq%20%22okta%40idp.example%22&startIndex=1&count=100",
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(r.json()["Resources"][0]["id"], okta_id.as_str());
+    let deactivate = json!({"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "value": {"active": false}}]});
+    let r = send_scim(&s, reqwest::Method::PATCH, &format!("/Users/{okta_id}"), &token, Some(&deactivate)).await;
+    assert_eq!((r.status, r.json()["active"].clone()), (200, json!(false)), "{}", r.text);
+    let mut put = okta.clone();
+    put["id"] = json!(okta_id);
+    put["active"] = json!(true);
+    put["name"]["givenName"] = json!("Okra");
+    put["displayName"] = Value::Null;
+    put.as_object_mut().unwrap().remove("password");
+    let r = send_scim(&s, reqwest::Method::PUT, &format!("/Users/{okta_id}"), &token, Some(&put)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!((r.json()["active"].clone(), r.json()["name"]["givenName"].clone()), (json!(true), json!("Okra")));
+    assert_eq!(s.listed_user(&admin, &okta_id).await["name"], "Okra User");
+
+    // Entra ID.
+    let r = send_scim(
+        &s,
+        reqwest::Method::GET,
+        "/Users?filter=userName+eq+%22entra%40idp.example%22&count=1",
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let entra = json!({
+        "schemas": [USER_SCHEMA, "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"],
+        "externalId": "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef",
+        "userName": "entra@idp.example",
+        "active": true,
+        "addresses": [{"primary": true, "type": "work", "formatted": "1 Main St"}],
+        "displayName": "Entra User",
+        "emails": [{"primary": true, "type": "work", "value": "entra@idp.example"}],
+        "meta": {"resourceType": "User"},
+        "name": {"familyName": "User", "givenName": "Entra"},
+        "phoneNumbers": [{"primary": true, "type": "mobile", "value": "+1 555 0100"}],
+        "title": "Engineer",
+        "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"department": "R&D", "employeeNumber": "42"}
+    });
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&entra)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let made = r.json();
+    let entra_id = str_of(&made["id"]).to_owned();
+    assert_eq!(made["urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"]["department"], "R&D");
+    let ops = json!({"schemas": [PATCH_SCHEMA], "Operations": [
+        {"op": "Replace", "path": "title", "value": "Lead"},
+        {"op": "Add", "path": "emails[type eq \"work\"].value", "value": "entra@idp.example"},
+        {"op": "Replace", "path": "name.givenName", "value": "Entrada"},
+        {"op": "Add", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager", "value": "2819c223"},
+        {"op": "Remove", "path": "phoneNumbers[type eq \"mobile\"]"},
+        {"op": "Replace", "path": "active", "value": "False"}
+    ]});
+    let r = send_scim(&s, reqwest::Method::PATCH, &format!("/Users/{entra_id}"), &token, Some(&ops)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let after = r.json();
+    assert_eq!((after["title"].clone(), after["active"].clone()), (json!("Lead"), json!(false)), "{after}");
+    assert_eq!(after["name"]["givenName"], "Entrada");
+    assert!(after.get("phoneNumbers").is_none(), "{after}");
+    assert_eq!(after["urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"]["manager"], "2819c223");
+    assert_eq!(s.listed_user(&admin, &entra_id).await["banned"], true, "deactivated");
+    let r = send_scim(&s, reqwest::Method::DELETE, &format!("/Users/{entra_id}"), &token, None).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    s.stop().await;
+}
