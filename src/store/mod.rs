@@ -28,8 +28,8 @@ pub mod passkey_records;
 pub(crate) mod postgres;
 pub mod provider_records;
 pub mod records;
-pub mod sso_records;
 pub mod scim_records;
+pub mod sso_records;
 mod worker;
 mod writer;
 
@@ -54,8 +54,8 @@ pub use records::{
     UserRecordV1, UserRecordV2,
 };
 pub use records::{TeamMemberRecordV1, TeamRecordV1};
-pub use sso_records::SsoProviderRecordV1;
 pub use scim_records::{ScimTokenRecordV1, ScimUserRecordV1};
+pub use sso_records::SsoProviderRecordV1;
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{CommitMetrics, OnCommit, StoreWriter, WriterDone};
