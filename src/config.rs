@@ -601,6 +601,13 @@ pub struct OrganizationsConfig {
     pub maximum_members_per_team: Option<usize>,
     /// Whether an organization's last team may be removed (`allowRemovingAllTeams`, off).
     pub allow_removing_all_teams: bool,
+    /// Roles an organization defines at runtime (`dynamicAccessControl.enabled`, off by default as in the plugin),
+    /// over the plugin's default statements (`ac: defaultAc`): the role calls answer 404 without it, and
+    /// has-permission and the member calls know only owner, admin and member. Turn it on only once every node of
+    /// a cluster runs a release that reads roles.
+    pub dynamic_roles: bool,
+    /// Roles of one organization at most (`maximumRolesPerOrganization`); none when absent, as in the plugin.
+    pub maximum_roles: Option<usize>,
 }
 
 impl Default for OrganizationsConfig {
@@ -616,6 +623,8 @@ impl Default for OrganizationsConfig {
             maximum_teams: None,
             maximum_members_per_team: None,
             allow_removing_all_teams: false,
+            dynamic_roles: false,
+            maximum_roles: None,
         }
     }
 }
@@ -1186,10 +1195,10 @@ impl Config {
                 "organizations.membership_limit, invitation_limit and invitation_ttl_hours must be above 0".into(),
             ));
         }
-        if orgs.maximum_teams == Some(0) || orgs.maximum_members_per_team == Some(0) {
+        if orgs.maximum_teams == Some(0) || orgs.maximum_members_per_team == Some(0) || orgs.maximum_roles == Some(0) {
             return fail(
                 "organizations.maximum_teams",
-                "maximum_teams and maximum_members_per_team must be above 0".into(),
+                "maximum_teams, maximum_members_per_team and maximum_roles must be above 0".into(),
             );
         }
         if orgs.invitation_url.as_deref().is_some_and(|u| !u.contains("{id}") || url::Url::parse(u).is_err()) {

@@ -38,6 +38,7 @@ mod api {
     mod oauth_id_token;
     mod ops;
     mod org_plugin;
+    mod org_roles;
     mod organizations;
     mod overload;
     mod pages;

@@ -13,6 +13,7 @@ mod consents;
 mod id_token;
 mod idp;
 pub mod oauth;
+mod org_roles;
 mod organizations;
 mod passkeys;
 mod passwords;
@@ -42,6 +43,7 @@ use crate::actors::counters::Counters;
 pub use crate::actors::Unavailable;
 pub use crate::actors::audit::{AuditSearch, Found as AuditFound};
 pub use crate::actors::counters::{Counter, FLUSH_INTERVAL as COUNTERS_FLUSH_INTERVAL, Series};
+pub use crate::actors::orgs::roles::RoleRef;
 pub use crate::actors::orgs::{CreateOrgError, UpdateOrgError};
 pub use crate::actors::sessions::KeyChange;
 pub use crate::actors::sessions::{Client, Revoke};
@@ -66,6 +68,7 @@ pub use idp::{
     AuthorizeRequest, Authorized, ConsentError, EndSessionError, EndSessionRequest, Introspection, SessionEnded,
     TokenError, TokenRequest, Tokens, UserInfo, UserInfoError,
 };
+pub use org_roles::{RoleOf, RolesError};
 pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target};
 pub use passkeys::{
     Attachment, CeremonyToken, PasskeyBook, PasskeyError, Passkeys, credential_id_base64url, public_key_base64,

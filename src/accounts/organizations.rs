@@ -158,7 +158,7 @@ impl Accounts {
         ip: String,
     ) -> Result<Arc<Organization>, OrgError> {
         let member = self.acting_membership(current, org).ok_or(OrgError::NotAMember)?;
-        if !member.roles.allows("organization", "update") {
+        if !self.member_allows(&member, &[("organization", "update")]) {
             return Err(OrgError::NotAllowedToUpdate);
         }
         self.actors.orgs.update_details(org, name, slug, logo, metadata, current.actor(), ip).await.map_err(|e| match e
@@ -181,7 +181,7 @@ impl Accounts {
         ip: String,
     ) -> Result<Arc<Organization>, OrgError> {
         let member = self.acting_membership(current, org).ok_or(OrgError::NotAMember)?;
-        if !member.roles.allows("organization", "delete") {
+        if !self.member_allows(&member, &[("organization", "delete")]) {
             return Err(OrgError::NotAllowedToDelete);
         }
         let organization = self.indexes.orgs.get(org).ok_or(OrgError::NotFound)?;
@@ -229,13 +229,14 @@ impl Accounts {
         let limit = members_limit.unwrap_or(self.organizations.membership_limit);
         let (page, _) = self.indexes.members.page(org.id, 0, limit);
         let members = self.with_accounts(page);
-        let invitations = self.visible_invitations(me.roles, org.id);
+        let invitations = self.visible_invitations(&me, org.id);
         let teams = self.organizations.teams.then(|| self.teams_of(org));
         Ok(FullOrganization { organization: Arc::clone(org), members, invitations, teams })
     }
 
-    fn visible_invitations(&self, roles: MemberRoles, org: OrgId) -> Vec<Arc<Invitation>> {
-        if !roles.allows("invitation", "create") {
+    fn visible_invitations(&self, me: &Membership, org: OrgId) -> Vec<Arc<Invitation>> {
+        let roles = &me.roles;
+        if !self.member_allows(me, &[("invitation", "create")]) {
             return Vec::new();
         }
         let all = self.indexes.members.invitations_of(org);
@@ -410,10 +411,10 @@ impl Accounts {
     /// `list-invitations`: an organization's invitations, for its members who may invite.
     pub fn invitations_of(&self, current: &Current, org: OrgId) -> Result<Vec<Arc<Invitation>>, OrgError> {
         let me = self.acting_membership(current, org).ok_or(OrgError::YouAreNotAMember)?;
-        if !me.roles.allows("invitation", "create") {
+        if !self.member_allows(&me, &[("invitation", "create")]) {
             return Err(OrgError::NotAllowedToListInvitations);
         }
-        Ok(self.visible_invitations(me.roles, org))
+        Ok(self.visible_invitations(&me, org))
     }
 
     /// `list-user-invitations`: the pending invitations to the caller's address, which must be verified (an

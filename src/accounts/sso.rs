@@ -300,7 +300,7 @@ impl Accounts {
             return Err(if current.administrator().is_some() { SsoError::OrgNotFound } else { SsoError::NotMember });
         }
         let me = self.acting_membership(current, org).ok_or(SsoError::NotMember)?;
-        if !is_org_admin(me.roles) {
+        if !is_org_admin(&me.roles) {
             return Err(SsoError::NotOrgAdmin);
         }
         let id = new.provider_id.as_str();
@@ -593,7 +593,7 @@ impl Accounts {
             return true;
         }
         let Some(org) = record.organization_id.map(OrgId::from_bytes) else { return false };
-        self.indexes.members.get(org, current.user.id).is_some_and(|m| is_org_admin(m.roles))
+        self.indexes.members.get(org, current.user.id).is_some_and(|m| is_org_admin(&m.roles))
     }
 
     async fn discover_sso(&self, issuer: &str) -> Result<crate::oauth::Discovered, SsoError> {
@@ -617,7 +617,7 @@ impl Accounts {
     }
 }
 
-fn is_org_admin(roles: crate::domain::MemberRoles) -> bool {
+fn is_org_admin(roles: &crate::domain::MemberRoles) -> bool {
     roles.has(OrgRole::Owner) || roles.has(OrgRole::Admin)
 }
 

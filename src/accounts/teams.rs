@@ -122,7 +122,7 @@ impl Accounts {
     ) -> Result<OrgId, TeamsError> {
         let org = Self::team_org(current, org)?;
         let me = self.acting_membership(current, org).ok_or(outsider)?;
-        if me.roles.allows(resource, action) { Ok(org) } else { Err(denied) }
+        if self.member_allows(&me, &[(resource, action)]) { Ok(org) } else { Err(denied) }
     }
 
     /// `create-team`: a team of the organization named (or the active one), for a member allowed `team:create`.
@@ -186,7 +186,7 @@ impl Accounts {
         if active_team == Some(team) {
             return Err(TeamsError::NotAllowedToDeleteThis);
         }
-        if !me.roles.allows("team", "delete") {
+        if !self.member_allows(&me, &[("team", "delete")]) {
             return Err(TeamsError::NotAllowedToDelete);
         }
         let keep_last = !self.organizations.allow_removing_all_teams;

@@ -348,7 +348,7 @@ struct Held {
 struct Members(Vec<((UserId, OrgId), Arc<Membership>)>);
 
 impl Members {
-    fn push(&mut self, r: &crate::store::MembershipRecordV1) {
+    fn push(&mut self, r: &crate::store::MembershipRecord) {
         let member = convert::membership(r);
         self.0.push(((member.user, member.org), Arc::new(member)));
     }

@@ -93,6 +93,11 @@ pub mod action {
     pub const TEAM_DELETED: &str = "team.deleted";
     pub const TEAM_MEMBER_ADDED: &str = "team.member_added";
     pub const TEAM_MEMBER_REMOVED: &str = "team.member_removed";
+    /// A role an organization defines (`dynamicAccessControl`) created, changed (renamed or its permissions
+    /// replaced) or deleted: the target is the organization, the detail names the role and what changed.
+    pub const ROLE_CREATED: &str = "role.created";
+    pub const ROLE_UPDATED: &str = "role.updated";
+    pub const ROLE_DELETED: &str = "role.deleted";
     /// A user consented to a client's scopes on the consent page (the actor is the user, the target the client;
     /// the detail names the `client_id` and the scopes).
     pub const OAUTH_CONSENT_GRANTED: &str = "oauth_consent.granted";

@@ -102,6 +102,10 @@ id_type!(
 );
 
 id_type!(
+    /// Identifier of a role an organization defined.
+    RoleId
+);
+id_type!(
     /// Identifier of a team of an organization.
     TeamId
 );

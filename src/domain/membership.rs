@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{Email, InvitationId, MemberId, OrgId, Permissions, Timestamp, UserId};
+use super::{CustomRole, Email, Grants, InvitationId, MemberId, OrgId, Permissions, RoleName, Timestamp, UserId};
 
 /// One of an organization's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -42,79 +42,136 @@ impl OrgRole {
     }
 }
 
-/// The roles a member holds: one or more of [`OrgRole`] (better-auth stores several as `"admin,owner"`). Never
-/// empty: built only by [`MemberRoles::parse`], [`MemberRoles::one`] or from the store's bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct MemberRoles(u8);
+/// The roles a member holds: one or more of [`OrgRole`] (better-auth stores several as `"admin,owner"`), and the
+/// organization's own roles by name (`dynamicAccessControl`). Never empty: built only by [`MemberRoles::parse`],
+/// [`MemberRoles::one`] or from the store.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MemberRoles {
+    bits: u8,
+    /// Custom roles, by name, as given. A name the organization no longer defines grants nothing (as the plugin).
+    custom: Box<[RoleName]>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RolesError {
     Empty,
-    /// The names that are no role of ours (custom roles are not supported).
+    /// The names that are no role of ours, nor (with `dynamicAccessControl`) of the organization.
     Unknown(Vec<String>),
 }
 
 impl MemberRoles {
     pub fn one(role: OrgRole) -> Self {
-        Self(role.bit())
+        Self { bits: role.bit(), custom: Box::new([]) }
     }
 
     /// Roles as better-auth takes them: a list, each entry possibly comma separated, trimmed, empties dropped.
+    /// Only the built-in roles: see [`MemberRoles::parse_in`] for an organization's own.
     pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, RolesError> {
+        Self::parse_in(names, |_| false)
+    }
+
+    /// [`MemberRoles::parse`], where a name `defined` says the organization has is one of its custom roles
+    /// (matched exactly, as the plugin's check).
+    pub fn parse_in<'a>(
+        names: impl IntoIterator<Item = &'a str>,
+        defined: impl Fn(&str) -> bool,
+    ) -> Result<Self, RolesError> {
         let mut bits = 0;
+        let mut custom: Vec<RoleName> = Vec::new();
         let mut unknown = Vec::new();
         for name in names.into_iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
             match OrgRole::ALL.iter().find(|r| r.as_str() == name) {
                 Some(role) => bits |= role.bit(),
+                None if defined(name) => {
+                    if !custom.iter().any(|c| c.as_str() == name) {
+                        custom.push(RoleName::from_trusted(name));
+                    }
+                }
                 None => unknown.push(name.to_owned()),
             }
         }
         if !unknown.is_empty() {
             return Err(RolesError::Unknown(unknown));
         }
-        if bits == 0 {
+        if bits == 0 && custom.is_empty() {
             return Err(RolesError::Empty);
         }
-        Ok(Self(bits))
+        Ok(Self { bits, custom: custom.into() })
     }
 
     /// From the store: unknown bits are dropped, and nothing left reads as `member`.
     pub fn from_bits(bits: u8) -> Self {
+        Self::from_store(bits, Vec::new())
+    }
+
+    /// From the store, with the custom roles' names.
+    pub fn from_store(bits: u8, custom: Vec<String>) -> Self {
+        let custom: Box<[RoleName]> = custom.into_iter().map(RoleName::from_trusted).collect();
         match bits & 7 {
-            0 => Self::one(OrgRole::Member),
-            b => Self(b),
+            0 if custom.is_empty() => Self::one(OrgRole::Member),
+            b => Self { bits: b, custom },
         }
     }
 
-    pub fn bits(self) -> u8 {
-        self.0
+    pub fn bits(&self) -> u8 {
+        self.bits
     }
 
-    pub fn has(self, role: OrgRole) -> bool {
-        self.0 & role.bit() != 0
+    /// The custom roles' names (none without `dynamicAccessControl`).
+    pub fn custom(&self) -> &[RoleName] {
+        &self.custom
     }
 
-    pub fn is_owner(self) -> bool {
+    pub fn has(&self, role: OrgRole) -> bool {
+        self.bits & role.bit() != 0
+    }
+
+    /// Whether one of the roles is the custom role `name`.
+    pub fn holds(&self, name: &str) -> bool {
+        self.custom.iter().any(|c| c.as_str() == name)
+    }
+
+    pub fn is_owner(&self) -> bool {
         self.has(OrgRole::Owner)
     }
 
-    pub fn roles(self) -> impl Iterator<Item = OrgRole> {
+    pub fn roles(&self) -> impl Iterator<Item = OrgRole> + '_ {
         OrgRole::ALL.into_iter().filter(move |r| self.has(*r))
     }
 
-    /// Whether one of the roles is granted every action asked for (better-auth's `hasPermission`).
-    pub fn allows_all(self, wanted: &[(&str, &str)]) -> bool {
-        !wanted.is_empty() && self.roles().any(|r| r.permissions().allows_all(wanted.iter().copied()))
+    /// Whether one of the roles is granted every action asked for (better-auth's `hasPermission`): the built-in
+    /// ones by the default statements, the custom ones by the organization's definitions `defined` (a name it no
+    /// longer defines grants nothing). Roles are not merged: one of them must grant all of it.
+    pub fn allows_all_in(&self, defined: &[CustomRole], wanted: &[(&str, &str)]) -> bool {
+        !wanted.is_empty()
+            && (self.roles().any(|r| r.permissions().allows_all(wanted.iter().copied()))
+                || self.granted(defined).any(|g| wanted.iter().all(|(r, a)| g.allows(r, a))))
     }
 
-    pub fn allows(self, resource: &str, action: &str) -> bool {
-        self.allows_all(&[(resource, action)])
+    pub fn allows_in(&self, defined: &[CustomRole], resource: &str, action: &str) -> bool {
+        self.allows_all_in(defined, &[(resource, action)])
+    }
+
+    /// [`MemberRoles::allows_all_in`] over the built-in roles only.
+    pub fn allows_all(&self, wanted: &[(&str, &str)]) -> bool {
+        self.allows_all_in(&[], wanted)
+    }
+
+    /// [`MemberRoles::allows_in`] over the built-in roles only.
+    pub fn allows(&self, resource: &str, action: &str) -> bool {
+        self.allows_all_in(&[], &[(resource, action)])
+    }
+
+    /// The grants of the custom roles held that `defined` still defines.
+    pub fn granted<'a>(&'a self, defined: &'a [CustomRole]) -> impl Iterator<Item = &'a Grants> + 'a {
+        defined.iter().filter(|d| self.holds(d.name.as_str())).map(|d| &d.grants)
     }
 }
 
 impl fmt::Display for MemberRoles {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.roles().map(OrgRole::as_str).collect();
+        let mut names: Vec<&str> = self.roles().map(OrgRole::as_str).collect();
+        names.extend(self.custom.iter().map(RoleName::as_str));
         f.write_str(&names.join(","))
     }
 }

@@ -12,6 +12,7 @@ mod image_url;
 mod mail;
 mod membership;
 mod name;
+mod org_role;
 mod passkey;
 mod password;
 mod password_policy;
@@ -34,12 +35,14 @@ pub use audit::{ANONYMOUS_ACTIONS, AuditEntry, action, is_anonymous_action};
 pub use ban_reason::{BanReason, BanReasonError};
 pub use email::{Email, EmailError};
 pub use ids::{
-    ApiKeyId, AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, SessionId, TeamId, TeamMemberId, UserId,
+    ApiKeyId, AuditId, InvitationId, MailId, MemberId, OrgId, PasskeyId, RoleId, SessionId, TeamId, TeamMemberId,
+    UserId,
 };
 pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{CodePurpose, LinkAddress, Mail, OneTimeToken, TokenKind, email_code_hash, email_code_key, requester};
 pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};
 pub use name::{Name, NameError};
+pub use org_role::{CustomRole, Grants, RoleName, RoleNameError};
 pub use passkey::{Ceremony, CeremonyKind, Passkey, cose_key};
 pub use password::{HashCost, Password, PasswordError, PasswordHash, StoredHash, argon2_parameters, is_legacy_hash};
 pub use password_policy::{
@@ -320,6 +323,9 @@ pub struct Organization {
     /// organizations actor that writes the organization is the one writer of its teams, and a team changes with
     /// the change log, on both backends, like the organization.
     pub teams: Vec<Team>,
+    /// The roles it defined (better-auth's `dynamicAccessControl`), oldest first: in its record too, so a role
+    /// and the organization change in one commit and travel the change log together.
+    pub roles: Vec<CustomRole>,
 }
 
 /// A session. The token itself is not kept: the index is keyed by its SHA-256.

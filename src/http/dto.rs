@@ -478,6 +478,47 @@ impl<'a> PluginTeam<'a> {
     }
 }
 
+/// A role an organization defined, as the plugin answers it (`organizationRole` with `permission` parsed).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginRole<'a> {
+    pub created_at: Timestamp,
+    pub id: domain::RoleId,
+    pub organization_id: OrgId,
+    pub permission: std::collections::BTreeMap<&'a str, &'a [Box<str>]>,
+    pub role: &'a str,
+    pub updated_at: Option<Timestamp>,
+}
+
+impl<'a> PluginRole<'a> {
+    pub fn new(org: OrgId, role: &'a domain::CustomRole) -> Self {
+        Self {
+            created_at: role.created_at,
+            id: role.id,
+            organization_id: org,
+            permission: role.grants.iter().collect(),
+            role: role.name.as_str(),
+            updated_at: role.updated_at,
+        }
+    }
+}
+
+/// `create-role` and `update-role`: `{success, roleData, statements?}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleChanged<'a> {
+    pub role_data: PluginRole<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statements: Option<std::collections::BTreeMap<&'a str, &'a [Box<str>]>>,
+    pub success: bool,
+}
+
+/// `delete-role`: `{success: true}`.
+#[derive(Serialize)]
+pub struct Succeeded {
+    pub success: bool,
+}
+
 /// A user's place in a team as the plugin answers it: no account details.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -993,14 +1034,15 @@ mod tests {
                 metadata: metadata.map(Into::into),
                 created_at: now,
                 teams: Vec::new(),
+                roles: Vec::new(),
             };
             let roles = domain::MemberRoles::parse(["admin", "member"]).unwrap();
-            let membership = Membership::new(org.id, account.id, roles, now);
+            let membership = Membership::new(org.id, account.id, roles.clone(), now);
             let invitation = Invitation {
                 id: InvitationId::new(),
                 org: org.id,
                 email: domain::Email::parse("bo@example.com").unwrap(),
-                roles,
+                roles: roles.clone(),
                 status: domain::InvitationStatus::Pending,
                 inviter: account.id,
                 expires_at: now,

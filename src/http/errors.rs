@@ -7,8 +7,8 @@ use super::response::Failure;
 use crate::accounts::{
     AccountError, AdminError, BearerError, ClientError, CodeUseError, CreateOrgError, DeleteOrgError, Fault,
     IdTokenError, KeyError, LinkSignInError, MailError, MemberError, OrgError, PasskeyError, ResetPasswordError,
-    ScimTokenError, SignInError, SignUpError, TeamsError, Unavailable, UpdateOrgError, UpdateUserError, WayInError,
-    WebhookError,
+    RolesError, ScimTokenError, SignInError, SignUpError, TeamsError, Unavailable, UpdateOrgError, UpdateUserError,
+    WayInError, WebhookError,
 };
 use crate::domain::{PasswordError, PasswordRefused};
 
@@ -466,6 +466,41 @@ impl From<TeamsError> for Failure {
             TeamsError::YouAreNotAMember => (S::FORBIDDEN, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION"),
             TeamsError::NotAllowedToUpdateMember => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_THIS_MEMBER"),
             TeamsError::Unavailable(u) => return (*u).into(),
+        };
+        Self::new(status, code, e.to_string())
+    }
+}
+
+impl From<RolesError> for Failure {
+    fn from(e: RolesError) -> Self {
+        use StatusCode as S;
+        let (status, code) = match &e {
+            RolesError::NotEnabled => (S::NOT_FOUND, "NOT_FOUND"),
+            RolesError::NoOrganizationToCreate => (S::BAD_REQUEST, "YOU_MUST_BE_IN_AN_ORGANIZATION_TO_CREATE_A_ROLE"),
+            RolesError::NoActiveOrganization => (S::BAD_REQUEST, "NO_ACTIVE_ORGANIZATION"),
+            RolesError::OrgNotFound => (S::BAD_REQUEST, "ORGANIZATION_NOT_FOUND"),
+            RolesError::NotAMember => (S::FORBIDDEN, "YOU_ARE_NOT_A_MEMBER_OF_THIS_ORGANIZATION"),
+            RolesError::NotAllowedToCreate { missing } | RolesError::NotAllowedToUpdate { missing }
+                if !missing.is_empty() =>
+            {
+                let code = match &e {
+                    RolesError::NotAllowedToCreate { .. } => "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE",
+                    _ => "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE",
+                };
+                // The plugin names what the caller lacks, so a client can say which permission to drop.
+                return Self::new(S::FORBIDDEN, code, e.to_string()).with("missingPermissions", missing.clone());
+            }
+            RolesError::NotAllowedToCreate { .. } => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CREATE_A_ROLE"),
+            RolesError::NotAllowedToUpdate { .. } => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_UPDATE_A_ROLE"),
+            RolesError::NotAllowedToList => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_LIST_A_ROLE"),
+            RolesError::NotAllowedToRead => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_READ_A_ROLE"),
+            RolesError::NotAllowedToDelete => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_DELETE_A_ROLE"),
+            RolesError::NameTaken => (S::BAD_REQUEST, "ROLE_NAME_IS_ALREADY_TAKEN"),
+            RolesError::PreDefined => (S::BAD_REQUEST, "CANNOT_DELETE_A_PRE_DEFINED_ROLE"),
+            RolesError::RoleNotFound => (S::BAD_REQUEST, "ROLE_NOT_FOUND"),
+            RolesError::TooManyRoles => (S::BAD_REQUEST, "TOO_MANY_ROLES"),
+            RolesError::InUse => (S::BAD_REQUEST, "ROLE_IS_ASSIGNED_TO_MEMBERS"),
+            RolesError::Unavailable(u) => return (*u).into(),
         };
         Self::new(status, code, e.to_string())
     }

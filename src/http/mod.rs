@@ -38,6 +38,7 @@ mod metrics;
 mod oauth;
 mod ops;
 mod org_plugin;
+mod org_roles;
 mod org_teams;
 mod organizations;
 pub mod origins;

@@ -111,6 +111,13 @@ fn named_id(current: &Current, id: Option<&str>, missing: OrgError) -> Result<Or
 }
 
 fn roles(value: Option<&Value>) -> Result<MemberRoles, Failure> {
+    roles_with(value, MemberRoles::parse)
+}
+
+fn roles_with<'a>(
+    value: Option<&'a Value>,
+    parse: impl FnOnce(Vec<&'a str>) -> Result<MemberRoles, RolesError>,
+) -> Result<MemberRoles, Failure> {
     let names: Vec<&str> = match value {
         Some(Value::String(s)) => vec![s.as_str()],
         Some(Value::Array(list)) if list.iter().all(Value::is_string) => {
@@ -118,7 +125,7 @@ fn roles(value: Option<&Value>) -> Result<MemberRoles, Failure> {
         }
         _ => return Err(Failure::validation("[body.role] Invalid input: expected string or array of strings")),
     };
-    MemberRoles::parse(names).map_err(|e| match e {
+    parse(names).map_err(|e| match e {
         RolesError::Empty => Failure::bad_request("ROLE_NOT_FOUND", "Role not found"),
         RolesError::Unknown(names) => {
             Failure::bad_request("ROLE_NOT_FOUND", format!("ROLE_NOT_FOUND: {}", names.join(", ")))
@@ -332,10 +339,10 @@ pub async fn get_active_member_role(
     };
     let me = state.accounts.acting_membership(&current, org).ok_or(OrgError::YouAreNotAMember)?;
     let roles = match q("userId") {
-        None => me.roles,
+        None => me.roles.clone(),
         Some(id) => {
             let user = crate::domain::UserId::parse(&id);
-            user.and_then(|u| state.accounts.membership(org, u)).ok_or(OrgError::YouAreNotAMember)?.roles
+            user.and_then(|u| state.accounts.membership(org, u)).ok_or(OrgError::YouAreNotAMember)?.roles.clone()
         }
     };
     Ok(ok(&MemberRole { role: roles.to_string() }))
@@ -345,9 +352,10 @@ pub async fn get_active_member_role(
 pub async fn update_member_role(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["role", "memberId", "organizationId"]).await?;
-    let new_roles = roles(body.get("role"))?;
     let member_id = MemberId::parse(body.string("memberId")?).ok_or(MemberError::MemberNotFound)?;
     let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NoActiveOrganization)?;
+    // The organization's own roles count too (`dynamic_roles`): a name is one of them when it defines it now.
+    let new_roles = roles_with(body.get("role"), |names| state.accounts.parse_member_roles(org, names))?;
     let updated = state.accounts.set_member_roles(&current, org, member_id, new_roles, ip(&ctx)).await?;
     Ok(ok(&member(&updated, None)))
 }
@@ -406,15 +414,21 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
             actions.as_array().into_iter().flatten().filter_map(Value::as_str).map(move |a| (resource.as_str(), a))
         })
         .collect();
-    // A resource asked with no action is granted when the role knows the resource (as the plugin's check).
+    // A resource asked with no action is granted when the role knows the resource (as the plugin's check); one
+    // role must grant all of it, an organization's own roles (`dynamic_roles`) judged as the built-in ones.
+    let judge = |knows: &dyn Fn(&str) -> bool, allows: &dyn Fn(&str, &str) -> bool| {
+        wanted.iter().all(|(res, actions)| {
+            let actions = actions.as_array().map_or(0, Vec::len);
+            (actions > 0 || knows(res)) && asked.iter().filter(|(x, _)| x == res).all(|(_, a)| allows(res, a))
+        })
+    };
+    let custom = state.accounts.custom_grants(&me);
     let success = !wanted.is_empty()
-        && me.roles.roles().any(|r| {
-            wanted.iter().all(|(res, actions)| {
-                let actions = actions.as_array().map_or(0, Vec::len);
-                (actions > 0 || r.permissions().knows(res))
-                    && asked.iter().filter(|(x, _)| x == res).all(|(_, a)| r.permissions().allows(res, a))
-            })
-        });
+        && (me
+            .roles
+            .roles()
+            .any(|r| judge(&|res| r.permissions().knows(res), &|res, a| r.permissions().allows(res, a)))
+            || custom.iter().any(|g| judge(&|res| g.knows(res), &|res, a| g.allows(res, a))));
     Ok(ok(&PermissionCheck { error: (), success }))
 }
 
@@ -542,7 +556,7 @@ mod tests {
             let m = Membership::new(
                 OrgId::new(),
                 user.id,
-                roles[n % 2],
+                roles[n % 2].clone(),
                 Timestamp::from_millis(1_600_000_000_000 + n as i64),
             );
             page.push((Arc::new(m), Arc::new(user)));

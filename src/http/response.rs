@@ -108,11 +108,14 @@ pub struct Failure {
     pub headers: Vec<(header::HeaderName, HeaderValue)>,
     /// better-auth's `details` beside the code (an API key's window: `{tryAgainIn}`), on auth endpoints.
     pub details: Option<Box<serde_json::Value>>,
+    /// A field of better-auth's beside `code` and `message` (`missingPermissions` of a role refused), on auth
+    /// endpoints.
+    pub beside: Option<Box<(&'static str, serde_json::Value)>>,
 }
 
 impl Failure {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), headers: Vec::new(), details: None }
+        Self { status, code, message: message.into(), headers: Vec::new(), details: None, beside: None }
     }
 
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
@@ -149,6 +152,12 @@ impl Failure {
             .with_header(header::HeaderName::from_static("x-retry-after"), secs)
     }
 
+    /// `name: value` beside the code and message (auth endpoints only).
+    pub fn with(mut self, name: &'static str, value: impl serde::Serialize) -> Self {
+        self.beside = Some(Box::new((name, serde_json::to_value(value).unwrap_or_default())));
+        self
+    }
+
     pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
         self
@@ -158,6 +167,10 @@ impl Failure {
         let body = match family {
             Family::Auth if let Some(details) = self.details => {
                 serde_json::json!({ "code": self.code, "message": self.message, "details": details })
+            }
+            Family::Auth if let Some(beside) = self.beside => {
+                let (name, value) = *beside;
+                serde_json::json!({ "code": self.code, "message": self.message, name: value })
             }
             Family::Auth => serde_json::json!({ "code": self.code, "message": self.message }),
             Family::Admin => serde_json::json!({ "error": self.message }),

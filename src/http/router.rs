@@ -16,8 +16,8 @@ use super::response::{Body, Failure, Family};
 use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, api_keys, audit_export, auth, consents, console, cors, export, extract,
-    oauth, ops, org_plugin, org_teams, organizations, overview, pages, passkeys, provider, recovery, request_id, scim,
-    setup, sso, two_factor, user_admin, way_in, webhooks,
+    oauth, ops, org_plugin, org_roles, org_teams, organizations, overview, pages, passkeys, provider, recovery,
+    request_id, scim, setup, sso, two_factor, user_admin, way_in, webhooks,
 };
 
 /// The SCIM root: everything under it answers as SCIM does (`Family::Scim`), unknown paths included.
@@ -284,6 +284,11 @@ async fn handle(
         Endpoint::OrgListInvitations => org_plugin::list_invitations(state, ctx, req).await,
         Endpoint::OrgListUserInvitations => org_plugin::list_user_invitations(state, ctx, req).await,
         Endpoint::OrgCreateTeam => org_teams::create(state, ctx, req).await,
+        Endpoint::OrgCreateRole => org_roles::create(state, ctx, req).await,
+        Endpoint::OrgListRoles => org_roles::list(state, ctx, req).await,
+        Endpoint::OrgGetRole => org_roles::get(state, ctx, req).await,
+        Endpoint::OrgUpdateRole => org_roles::update(state, ctx, req).await,
+        Endpoint::OrgDeleteRole => org_roles::delete(state, ctx, req).await,
         Endpoint::OrgListTeams => org_teams::list(state, ctx, req).await,
         Endpoint::OrgUpdateTeam => org_teams::update(state, ctx, req).await,
         Endpoint::OrgRemoveTeam => org_teams::remove(state, ctx, req).await,

@@ -139,6 +139,11 @@ routes! {
     "/api/auth/organization/list-team-members" => { GET => OrgListTeamMembers },
     "/api/auth/organization/list-user-teams" => { GET => OrgListUserTeams },
     "/api/auth/organization/set-active-team" => { POST => OrgSetActiveTeam },
+    "/api/auth/organization/create-role" => { POST => OrgCreateRole },
+    "/api/auth/organization/list-roles" => { GET => OrgListRoles },
+    "/api/auth/organization/get-role" => { GET => OrgGetRole },
+    "/api/auth/organization/update-role" => { POST => OrgUpdateRole },
+    "/api/auth/organization/delete-role" => { POST => OrgDeleteRole },
     // admin: the service's own administration calls
     "/api/auth/two-factor/enable" => { POST => TwoFactorEnable },
     "/api/auth/two-factor/get-totp-uri" => { POST => TwoFactorGetTotpUri },

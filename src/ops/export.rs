@@ -25,8 +25,7 @@ use crate::domain::{
     Timestamp, UserId,
 };
 use crate::store::{
-    FaultSwitch, InvitationRecordV1, MembershipRecordV1, OrgRecord, StoreOp, TeamMemberRecordV1, TeamRecordV1,
-    UserRecord,
+    FaultSwitch, InvitationRecordV1, MembershipRecord, OrgRecord, StoreOp, TeamMemberRecordV1, TeamRecordV1, UserRecord,
 };
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -278,6 +277,7 @@ impl Seen {
                     logo,
                     metadata,
                     teams,
+                    roles: Vec::new(),
                 }))
             }
             Line::User {
@@ -361,7 +361,13 @@ impl Seen {
                     return Err("duplicate membership".into());
                 }
                 self.new_members += 1;
-                Ok(StoreOp::PutMember(MembershipRecordV1 { org, user, roles: roles.bits(), created_at_ms }))
+                Ok(StoreOp::PutMember(MembershipRecord {
+                    org,
+                    user,
+                    roles: roles.bits(),
+                    created_at_ms,
+                    custom: Vec::new(),
+                }))
             }
             Line::Invitation { id, organization_id, email, role, status, inviter_id, expires_at, created_at } => {
                 let id = InvitationId::parse(&id).ok_or("invitation id is not a UUID")?.to_bytes();
@@ -459,7 +465,7 @@ fn org_line(o: &OrgRecord) -> Line {
     }
 }
 
-fn member_line(m: &MembershipRecordV1) -> Line {
+fn member_line(m: &MembershipRecord) -> Line {
     Line::Membership {
         organization_id: uuid(m.org),
         user_id: uuid(m.user),
@@ -543,6 +549,7 @@ mod tests {
             logo: None,
             metadata: None,
             teams: Vec::new(),
+            roles: Vec::new(),
         };
         Store::open(&a.data_dir)
             .unwrap()
@@ -571,10 +578,17 @@ mod tests {
                 logo: Some("https://example.com/logo.png".into()),
                 metadata: Some(r#"{"branch":7}"#.into()),
                 teams: Vec::new(),
+                roles: Vec::new(),
             })
         };
         let member = |org: u8, user: u8, roles: u8| {
-            StoreOp::PutMember(MembershipRecordV1 { org: [org; 16], user: [user; 16], roles, created_at_ms: 7 })
+            StoreOp::PutMember(MembershipRecord {
+                org: [org; 16],
+                user: [user; 16],
+                roles,
+                created_at_ms: 7,
+                custom: Vec::new(),
+            })
         };
         let invitation = StoreOp::PutInvitation(InvitationRecordV1 {
             id: *uuid::Uuid::new_v4().as_bytes(),
@@ -659,9 +673,16 @@ mod tests {
                     ],
                 ),
             ],
+            roles: Vec::new(),
         };
         let member = |user: u8| {
-            StoreOp::PutMember(MembershipRecordV1 { org: [9; 16], user: [user; 16], roles: 4, created_at_ms: 7 })
+            StoreOp::PutMember(MembershipRecord {
+                org: [9; 16],
+                user: [user; 16],
+                roles: 4,
+                created_at_ms: 7,
+                custom: Vec::new(),
+            })
         };
         Store::open(&a.data_dir)
             .unwrap()

@@ -118,6 +118,7 @@ fn seed_orgs(store: &Store, n: usize) -> Result<Vec<OrgId>, OpsError> {
             metadata: None,
             created_at: Timestamp::now(),
             teams: Vec::new(),
+            roles: Vec::new(),
         };
         ids.push(org.id);
         StoreOp::PutOrg(convert::org_record(&org))
@@ -176,6 +177,7 @@ fn seed_members(store: &Store, users: &[UserId]) -> Result<usize, OpsError> {
         metadata: None,
         created_at: now,
         teams: Vec::new(),
+        roles: Vec::new(),
     };
     store.commit(&[StoreOp::PutOrg(convert::org_record(&org))])?;
     let ops = users.iter().enumerate().map(|(i, user)| {

@@ -132,7 +132,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 },
                 Wire::DeleteToken(hash) => StoreOp::DeleteToken(hash),
                 Wire::DeleteSessionsOf(user, except) => StoreOp::DeleteSessionsOf { user, except },
-                Wire::PutMember(b) => StoreOp::PutMember(codec::decode(&b)?),
+                Wire::PutMember(b) => StoreOp::PutMember(codec::decode_member(&b)?),
                 Wire::DeleteMember(org, user) => StoreOp::DeleteMember(org, user),
                 Wire::PutInvitation(b) => StoreOp::PutInvitation(codec::decode(&b)?),
                 Wire::DeleteInvitation(id) => StoreOp::DeleteInvitation(id),
@@ -220,7 +220,7 @@ mod tests {
     /// the other nodes apply what this node holds, nothing more or less.
     #[test]
     fn an_entry_carries_every_held_op_and_only_those() {
-        use crate::store::records::{InvitationRecordV1, MembershipRecordV1, SessionRecordV3, TokenRecordV3};
+        use crate::store::records::{InvitationRecordV1, MembershipRecord, SessionRecordV3, TokenRecordV3};
         let session: crate::store::SessionRecord = SessionRecordV3 {
             id: [1; 16],
             user_id: [2; 16],
@@ -234,7 +234,7 @@ mod tests {
             active_organization: Some([4; 16]),
         }
         .into();
-        let member = MembershipRecordV1 { org: [4; 16], user: [2; 16], roles: 1, created_at_ms: 1 };
+        let member = MembershipRecord { org: [4; 16], user: [2; 16], roles: 1, created_at_ms: 1, custom: Vec::new() };
         let invitation = InvitationRecordV1 {
             id: [7; 16],
             org: [4; 16],

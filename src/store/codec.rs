@@ -31,13 +31,13 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OrgRecordV3,
-    OutboxRecordV1, SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, SessionRecordV4, TokenRecord,
-    TokenRecordV1, TokenRecordV2, TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2,
-    UserRecordV3, UserRecordV4, UserRecordV5,
+    AuditRecordV1, InvitationRecordV1, MembershipRecord, MembershipRecordV1, MembershipRecordV2, OrgRecord,
+    OrgRecordV1, OrgRecordV2, OrgRecordV3, OrgRecordV4, OutboxRecordV1, SessionRecord, SessionRecordV1,
+    SessionRecordV2, SessionRecordV3, SessionRecordV4, TokenRecord, TokenRecordV1, TokenRecordV2, TokenRecordV3,
+    TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4, UserRecordV5,
 };
 #[cfg(test)]
-use super::records::{TeamMemberRecordV1, TeamRecordV1};
+use super::records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
 
 /// A persisted record type and the version byte its encoding carries.
 pub trait Versioned: Serialize + DeserializeOwned {
@@ -125,7 +125,16 @@ pub fn decode_org(bytes: &[u8]) -> Result<OrgRecord, StoreError> {
     match bytes.first() {
         Some(&OrgRecordV1::VERSION) => decode::<OrgRecordV1>(bytes).map(Into::into),
         Some(&OrgRecordV2::VERSION) => decode::<OrgRecordV2>(bytes).map(Into::into),
-        _ => decode::<OrgRecordV3>(bytes),
+        Some(&OrgRecordV3::VERSION) => decode::<OrgRecordV3>(bytes).map(Into::into),
+        _ => decode::<OrgRecordV4>(bytes),
+    }
+}
+
+/// A membership record in either format, as the current one: the first holds no custom role.
+pub fn decode_member(bytes: &[u8]) -> Result<MembershipRecord, StoreError> {
+    match bytes.first() {
+        Some(&MembershipRecordV1::VERSION) => decode::<MembershipRecordV1>(bytes).map(Into::into),
+        _ => decode::<MembershipRecordV2>(bytes),
     }
 }
 
@@ -133,9 +142,37 @@ pub fn decode_org(bytes: &[u8]) -> Result<OrgRecord, StoreError> {
 /// the third only for one with teams, which an older node refuses (teams are off by default; docs/cluster.md
 /// says to upgrade every node before turning them on).
 pub fn encode_org(record: &OrgRecord) -> Vec<u8> {
-    match record.as_v2() {
-        Some(v2) => encode(&v2),
+    match record.as_v3() {
+        Some(v3) => match v3.as_v2() {
+            Some(v2) => encode(&v2),
+            None => encode(&v3),
+        },
+        // The fourth only for an organization with roles of its own (`dynamic_roles`, off by default: the same
+        // rule as teams, every node upgraded first).
         None => encode(record),
+    }
+}
+
+impl Versioned for OrgRecordV4 {
+    const VERSION: u8 = 4;
+    const KIND: &'static str = "organization";
+}
+
+impl Versioned for MembershipRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "membership";
+
+    /// A membership without a custom role is written in the first format, which the previous release reads: the
+    /// second is the first's fields then one list, so those bytes are the second's without the empty list's one
+    /// byte (a golden test holds it). Only a member given an organization's own role needs every node upgraded.
+    fn framed(&self) -> Vec<u8> {
+        let mut bytes = vec![Self::VERSION];
+        bytes.extend(postcard::to_stdvec(self).unwrap_or_default());
+        if self.custom.is_empty() {
+            bytes.truncate(bytes.len() - 1);
+            bytes[0] = MembershipRecordV1::VERSION;
+        }
+        bytes
     }
 }
 
@@ -474,8 +511,8 @@ mod tests {
             metadata: None,
         };
         let bare = OrgRecordV3::from(v2.clone());
-        assert_eq!(encode_org(&bare), encode(&v2), "no teams: the format the previous release reads");
-        assert_eq!(decode_org(&encode_org(&bare)).unwrap(), bare);
+        assert_eq!(encode_org(&bare.clone().into()), encode(&v2), "no teams: the format the previous release reads");
+        assert_eq!(decode_org(&encode_org(&bare.clone().into())).unwrap(), bare.clone().into());
         let member = TeamMemberRecordV1 { user: [2; 16], created_at_ms: 1 };
         let team = TeamRecordV1 {
             id: [3; 16],
@@ -492,8 +529,44 @@ mod tests {
         expected.extend([1, b'T', 2, 0, 1]);
         expected.extend([2; 16]);
         expected.extend([2]);
-        assert_eq!(encode_org(&v3), expected);
-        assert_eq!(decode_org(&expected).unwrap(), v3);
+        assert_eq!(encode_org(&v3.clone().into()), expected);
+        assert_eq!(decode_org(&expected).unwrap(), v3.into());
+    }
+
+    #[test]
+    fn org_v4_golden_bytes_and_written_only_with_roles() {
+        let v1 = OrgRecordV1 { id: [7; 16], name: "P".into(), slug: "p-1".into(), created_at_ms: -1 };
+        let bare = OrgRecordV4::from(v1.clone());
+        assert_eq!(encode_org(&bare), encode(&OrgRecordV2::from(v1.clone())), "no roles, no teams: the second");
+        let role = OrgRoleRecordV1 {
+            id: [3; 16],
+            name: "r".into(),
+            grants: vec![("ac".into(), vec!["read".into()])],
+            created_at_ms: 1,
+            updated_at_ms: None,
+        };
+        let v4 = OrgRecordV4 { roles: vec![role], ..bare };
+        let mut expected = encode(&OrgRecordV2::from(v1));
+        expected[0] = 4;
+        expected.extend([0, 1]);
+        expected.extend([3; 16]);
+        expected.extend([1, b'r', 1, 2, b'a', b'c', 1, 4, b'r', b'e', b'a', b'd', 2, 0]);
+        assert_eq!(encode_org(&v4), expected);
+        assert_eq!(decode_org(&expected).unwrap(), v4);
+    }
+
+    #[test]
+    fn membership_v2_golden_bytes_and_written_only_with_a_custom_role() {
+        let v1 = MembershipRecordV1 { org: [1; 16], user: [2; 16], roles: 5, created_at_ms: 64 };
+        let bare = MembershipRecordV2::from(v1.clone());
+        assert_eq!(encode(&bare), encode(&v1), "no custom role: the first format's bytes");
+        assert_eq!(decode_member(&encode(&v1)).unwrap(), bare);
+        let v2 = MembershipRecordV2 { custom: vec!["r".into()], ..bare };
+        let mut expected = encode(&v1);
+        expected[0] = 2;
+        expected.extend([1, 1, b'r']);
+        assert_eq!(encode(&v2), expected);
+        assert_eq!(decode_member(&expected).unwrap(), v2);
     }
 
     #[test]
@@ -796,7 +869,17 @@ mod tests {
                 encode_org(&OrgRecordV1 { id: [1; 16], name: "o".into(), slug: "o".into(), created_at_ms: 0 }.into())
                     [0],
             ),
-            (MembershipRecordV1::KIND, MembershipRecordV1::VERSION),
+            // A membership without a custom role (every one unless dynamic_roles is turned on, which
+            // docs/cluster.md says to do only once every node runs this release).
+            (
+                MembershipRecord::KIND,
+                encode(&MembershipRecord::from(MembershipRecordV1 {
+                    org: [1; 16],
+                    user: [2; 16],
+                    roles: 4,
+                    created_at_ms: 0,
+                }))[0],
+            ),
             (InvitationRecordV1::KIND, InvitationRecordV1::VERSION),
             (LinkedAccountRecordV1::KIND, LinkedAccountRecordV1::VERSION),
         ];

@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OutboxRecordV1, SessionRecord,
+    AuditRecordV1, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRoleRecordV1, OutboxRecordV1, SessionRecord,
     TeamMemberRecordV1, TeamRecordV1, TokenRecord, TwoFactorRecordV1, UserRecord,
 };
 use crate::domain::{
-    AuditEntry, AuditId, Email, Invitation, InvitationId, InvitationStatus, LinkAddress, Mail, MailId, MemberRoles,
-    Membership, Name, OneTimeToken, OrgId, Organization, RoleSet, Session, SessionId, SessionRare, Slug, Team, TeamId,
-    TeamMember, Timestamp, TokenKind, TwoFactor, User, UserAgent, UserFields, UserId,
+    AuditEntry, AuditId, CustomRole, Email, Grants, Invitation, InvitationId, InvitationStatus, LinkAddress, Mail,
+    MailId, MemberRoles, Membership, Name, OneTimeToken, OrgId, Organization, RoleId, RoleName, RoleSet, Session,
+    SessionId, SessionRare, Slug, Team, TeamId, TeamMember, Timestamp, TokenKind, TwoFactor, User, UserAgent,
+    UserFields, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -95,6 +96,21 @@ pub fn org_record(org: &Organization) -> OrgRecord {
                     .collect(),
             })
             .collect(),
+        roles: org
+            .roles
+            .iter()
+            .map(|r| OrgRoleRecordV1 {
+                id: r.id.to_bytes(),
+                name: r.name.as_str().to_owned(),
+                grants: r
+                    .grants
+                    .iter()
+                    .map(|(res, a)| (res.to_owned(), a.iter().map(|x| x.to_string()).collect()))
+                    .collect(),
+                created_at_ms: r.created_at.as_millis(),
+                updated_at_ms: r.updated_at.map(Timestamp::as_millis),
+            })
+            .collect(),
     }
 }
 
@@ -124,23 +140,35 @@ pub fn org(r: OrgRecord) -> Organization {
                     .collect(),
             })
             .collect(),
+        roles: r
+            .roles
+            .into_iter()
+            .map(|r| CustomRole {
+                id: RoleId::from_bytes(r.id),
+                name: RoleName::from_trusted(r.name),
+                grants: Grants::from_trusted(r.grants),
+                created_at: Timestamp::from_millis(r.created_at_ms),
+                updated_at: r.updated_at_ms.map(Timestamp::from_millis),
+            })
+            .collect(),
     }
 }
 
-pub fn membership_record(m: &Membership) -> MembershipRecordV1 {
-    MembershipRecordV1 {
+pub fn membership_record(m: &Membership) -> MembershipRecord {
+    MembershipRecord {
         org: m.org.to_bytes(),
         user: m.user.to_bytes(),
         roles: m.roles.bits(),
         created_at_ms: m.created_at.as_millis(),
+        custom: m.roles.custom().iter().map(|c| c.as_str().to_owned()).collect(),
     }
 }
 
-pub fn membership(r: &MembershipRecordV1) -> Membership {
+pub fn membership(r: &MembershipRecord) -> Membership {
     Membership::new(
         OrgId::from_bytes(r.org),
         UserId::from_bytes(r.user),
-        MemberRoles::from_bits(r.roles),
+        MemberRoles::from_store(r.roles, r.custom.clone()),
         Timestamp::from_millis(r.created_at_ms),
     )
 }
@@ -449,6 +477,13 @@ mod tests {
                 created_at: now,
                 updated_at: None,
                 members: vec![TeamMember { user: u.id, created_at: now }],
+            }],
+            roles: vec![CustomRole {
+                id: RoleId::new(),
+                name: RoleName::from_trusted("inviter"),
+                grants: Grants::from_trusted(vec![("invitation".into(), vec!["create".into()])]),
+                created_at: Timestamp::from_millis(3),
+                updated_at: Some(Timestamp::from_millis(4)),
             }],
         };
         assert_eq!(org(org_record(&o)), o);

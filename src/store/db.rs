@@ -946,7 +946,7 @@ fn visit_members(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), S
     // Missing in a file written before memberships existed (a backup being checked, say): nothing to read.
     if let Ok(table) = tx.open_table(MEMBERS) {
         for entry in table.iter().map_err(io)? {
-            f(Record::Member(codec::decode(entry.map_err(io)?.1.value())?))?;
+            f(Record::Member(codec::decode_member(entry.map_err(io)?.1.value())?))?;
         }
     }
     Ok(())

@@ -58,6 +58,9 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("organization.team_deleted", Source::Audit(&[action::TEAM_DELETED])),
     ("organization.team_member_added", Source::Audit(&[action::TEAM_MEMBER_ADDED])),
     ("organization.team_member_removed", Source::Audit(&[action::TEAM_MEMBER_REMOVED])),
+    ("organization.role_created", Source::Audit(&[action::ROLE_CREATED])),
+    ("organization.role_updated", Source::Audit(&[action::ROLE_UPDATED])),
+    ("organization.role_deleted", Source::Audit(&[action::ROLE_DELETED])),
     // API keys, by their owner or an administrator: the owner's account, the actor, and the key's id (and name).
     ("api_key.created", Source::Audit(&[action::API_KEY_CREATED])),
     ("api_key.updated", Source::Audit(&[action::API_KEY_UPDATED])),

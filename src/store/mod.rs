@@ -49,11 +49,11 @@ pub use provider_records::{
     SigningKeyRecordV1,
 };
 pub use records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecordV1, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
+    AuditRecordV1, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
     SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord,
     UserRecordV1, UserRecordV2,
 };
-pub use records::{TeamMemberRecordV1, TeamRecordV1};
+pub use records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
 pub use scim_records::{ScimTokenRecordV1, ScimUserRecordV1};
 pub use sso_records::SsoProviderRecordV1;
 #[cfg(test)]
@@ -132,7 +132,7 @@ pub enum StoreOp {
         verified: bool,
     },
     /// A membership written (joined, or its roles changed). One per (organization, user): the key says so.
-    PutMember(MembershipRecordV1),
+    PutMember(MembershipRecord),
     /// A membership ended: organization id, user id.
     DeleteMember([u8; 16], [u8; 16]),
     /// An invitation written (sent, or its status changed).
@@ -335,7 +335,7 @@ pub enum Held<'a> {
     },
     PutToken(TokenHash, &'a TokenRecord),
     DeleteToken(TokenHash),
-    PutMember(&'a MembershipRecordV1),
+    PutMember(&'a MembershipRecord),
     DeleteMember([u8; 16], [u8; 16]),
     PutInvitation(&'a InvitationRecordV1),
     DeleteInvitation([u8; 16]),
@@ -438,7 +438,7 @@ impl StoreOp {
 #[derive(Debug)]
 pub enum Record {
     Org(OrgRecord),
-    Member(MembershipRecordV1),
+    Member(MembershipRecord),
     Invitation(InvitationRecordV1),
     User(UserRecord),
     Session(TokenHash, SessionRecord),
@@ -460,7 +460,7 @@ pub trait Visitor {
 pub struct Loaded {
     pub users: Vec<UserRecord>,
     pub orgs: Vec<OrgRecord>,
-    pub members: Vec<MembershipRecordV1>,
+    pub members: Vec<MembershipRecord>,
     pub invitations: Vec<InvitationRecordV1>,
     pub sessions: Vec<(TokenHash, SessionRecord)>,
     pub accounts: Vec<linked::LinkedAccountRecordV1>,

@@ -310,8 +310,75 @@ impl OrgRecordV3 {
     }
 }
 
-/// The organization record format of this release (written as [`OrgRecordV2`] when it has no teams).
-pub type OrgRecord = OrgRecordV3;
+/// An organization, fourth format: [`OrgRecordV3`] and the roles it defined (`dynamicAccessControl`). Written only
+/// for an organization that has such roles (`codec::encode_org`); one without is written as before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRecordV4 {
+    pub id: [u8; 16],
+    pub name: String,
+    pub slug: String,
+    pub created_at_ms: i64,
+    pub logo: Option<String>,
+    pub metadata: Option<String>,
+    pub teams: Vec<TeamRecordV1>,
+    pub roles: Vec<OrgRoleRecordV1>,
+}
+
+/// A role inside [`OrgRecordV4`]: its name and the actions it grants per resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRoleRecordV1 {
+    pub id: [u8; 16],
+    pub name: String,
+    pub grants: Vec<(String, Vec<String>)>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: Option<i64>,
+}
+
+impl From<OrgRecordV3> for OrgRecordV4 {
+    fn from(r: OrgRecordV3) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            slug: r.slug,
+            created_at_ms: r.created_at_ms,
+            logo: r.logo,
+            metadata: r.metadata,
+            teams: r.teams,
+            roles: Vec::new(),
+        }
+    }
+}
+
+impl From<OrgRecordV2> for OrgRecordV4 {
+    fn from(r: OrgRecordV2) -> Self {
+        OrgRecordV3::from(r).into()
+    }
+}
+
+impl From<OrgRecordV1> for OrgRecordV4 {
+    fn from(r: OrgRecordV1) -> Self {
+        OrgRecordV3::from(r).into()
+    }
+}
+
+impl OrgRecordV4 {
+    /// The third format, if no role is defined.
+    pub fn as_v3(&self) -> Option<OrgRecordV3> {
+        self.roles.is_empty().then(|| OrgRecordV3 {
+            id: self.id,
+            name: self.name.clone(),
+            slug: self.slug.clone(),
+            created_at_ms: self.created_at_ms,
+            logo: self.logo.clone(),
+            metadata: self.metadata.clone(),
+            teams: self.teams.clone(),
+        })
+    }
+}
+
+/// The organization record format of this release (written as [`OrgRecordV2`] or [`OrgRecordV3`] when it has
+/// no roles of its own, and no teams).
+pub type OrgRecord = OrgRecordV4;
 
 /// A user's membership of an organization. Key: organization id ‖ user id (one per pair, and an organization's
 /// members are neighbours). The id is derived from the pair (`MemberId::of`), so it is not stored.
@@ -323,6 +390,28 @@ pub struct MembershipRecordV1 {
     pub roles: u8,
     pub created_at_ms: i64,
 }
+
+/// A membership, second format: [`MembershipRecordV1`] and the names of the organization's own roles the member
+/// holds (`dynamicAccessControl`). A membership without any is written in the first format (the second's bytes
+/// without the trailing empty list), which the previous release reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MembershipRecordV2 {
+    pub org: [u8; 16],
+    pub user: [u8; 16],
+    /// Bits: 1 owner, 2 admin, 4 member.
+    pub roles: u8,
+    pub created_at_ms: i64,
+    pub custom: Vec<String>,
+}
+
+impl From<MembershipRecordV1> for MembershipRecordV2 {
+    fn from(r: MembershipRecordV1) -> Self {
+        Self { org: r.org, user: r.user, roles: r.roles, created_at_ms: r.created_at_ms, custom: Vec::new() }
+    }
+}
+
+/// The membership record format of this release.
+pub type MembershipRecord = MembershipRecordV2;
 
 /// An invitation into an organization. Key: its id (random: it is what the mailed link carries).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
+mod roles;
 mod teams;
 
 use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
@@ -86,8 +87,16 @@ impl Actor for OrgsActor {
                     }],
                     None => Vec::new(),
                 };
-                let org =
-                    Arc::new(Organization { id: OrgId::new(), name, slug, logo, metadata, created_at: now, teams });
+                let org = Arc::new(Organization {
+                    id: OrgId::new(),
+                    name,
+                    slug,
+                    logo,
+                    metadata,
+                    created_at: now,
+                    teams,
+                    roles: Vec::new(),
+                });
                 state.overlay.stage(org.slug.clone(), Arc::clone(&org));
                 let logged = audit::entry(
                     action::ORGANIZATION_CREATED,
@@ -203,6 +212,7 @@ impl Actor for OrgsActor {
                 let _ = reply.send(());
             }
             OrgsMsg::Team(msg) => self.team(&myself, state, msg).await,
+            OrgsMsg::Role(msg) => self.role(&myself, state, msg).await,
             OrgsMsg::Flush => self.flush(state).await,
         }
         Ok(())

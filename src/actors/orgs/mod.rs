@@ -7,6 +7,7 @@
 mod actor;
 mod index;
 pub mod members;
+pub mod roles;
 mod roster;
 pub mod teams;
 
@@ -84,6 +85,7 @@ pub(super) enum OrgsMsg {
         reply: RpcReplyPort<()>,
     },
     Team(teams::TeamMsg),
+    Role(roles::RoleMsg),
     Flush,
 }
 
@@ -94,6 +96,7 @@ impl super::Letter for OrgsMsg {
             Self::Update { reply, .. } => gone(reply),
             Self::BeginDelete { reply, .. } => gone(reply),
             Self::Team(msg) => msg.caller_gone(),
+            Self::Role(msg) => msg.caller_gone(),
             // Another node's changes: this node's memory must follow them whatever.
             Self::Remote { .. } => None,
             Self::EndDelete { .. } | Self::Flush => None,

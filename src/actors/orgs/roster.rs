@@ -242,8 +242,8 @@ mod tests {
             } else {
                 let role = [OrgRole::Owner, OrgRole::Admin, OrgRole::Member][(next() % 3) as usize];
                 let m = Membership::fixture(org, users[n], at, role);
-                let old = roster.insert(Arc::clone(&m)).map(|m| m.roles);
-                assert_eq!(old, model.insert(key, m).map(|m| m.roles));
+                let old = roster.insert(Arc::clone(&m)).map(|m| m.roles.clone());
+                assert_eq!(old, model.insert(key, m).map(|m| m.roles.clone()));
             }
             assert_eq!(roster.len(), model.len());
             if step % 500 == 0 {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::{ACCOUNT, Cell, Column, INVITATION, MAX_FIELD_BYTES, MEMBER, ORGANIZATION, Snapshot, USER};
 use crate::domain::{BanReason, Email, ImageUrl, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
 use crate::domain::{MemberRoles, OrgRole, RolesError, Username, display_username};
-use crate::store::{InvitationRecordV1, Loaded, MembershipRecordV1, OrgRecord, StoreOp, UserRecord};
+use crate::store::{InvitationRecordV1, Loaded, MembershipRecord, OrgRecord, StoreOp, UserRecord};
 
 /// One line of the mapping file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -300,6 +300,7 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             logo: None,
             metadata: None,
             teams: Vec::new(),
+            roles: Vec::new(),
         }));
         plan.counts.orgs += 1;
     }
@@ -626,11 +627,12 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
                 continue;
             }
             let joined = if joined == i64::MAX { now.as_millis() } else { joined };
-            plan.ops.push(StoreOp::PutMember(MembershipRecordV1 {
+            plan.ops.push(StoreOp::PutMember(MembershipRecord {
                 org: org_ids[org],
                 user: new_user,
-                roles: member_roles.get(&n).copied().unwrap_or(MemberRoles::one(OrgRole::Member)).bits(),
+                roles: member_roles.get(&n).map_or(MemberRoles::one(OrgRole::Member).bits(), MemberRoles::bits),
                 created_at_ms: joined,
+                custom: Vec::new(),
             }));
             plan.counts.memberships += 1;
         }

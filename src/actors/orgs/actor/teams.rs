@@ -12,6 +12,23 @@ use crate::actors::sessions::Activate;
 use crate::domain::{Membership, OrgId, Organization, Team, TeamId, TeamMember, Timestamp, UserId, action};
 use crate::store::{StoreOp, audit, convert};
 
+/// The refusal of a change to an organization that is not there (or is being deleted): teams and roles alike.
+pub(super) trait NoOrg {
+    fn no_org() -> Self;
+}
+
+impl NoOrg for TeamError {
+    fn no_org() -> Self {
+        TeamError::OrgNotFound
+    }
+}
+
+impl NoOrg for crate::actors::orgs::roles::RoleError {
+    fn no_org() -> Self {
+        Self::OrgNotFound
+    }
+}
+
 impl OrgsActor {
     pub(super) async fn team(&self, myself: &ActorRef<OrgsMsg>, state: &mut State, msg: TeamMsg) {
         match msg {
@@ -106,19 +123,19 @@ impl OrgsActor {
     /// (the organization is the audit entry's target). An `edit` that names no action changed nothing: answered
     /// at once. Entries of users no longer members by the membership they were made under are dropped on the way.
     #[allow(clippy::too_many_arguments)]
-    async fn change<T: Send + 'static>(
+    pub(super) async fn change<T: Send + 'static, E: NoOrg + From<crate::actors::Unavailable> + Send + 'static>(
         &self,
         myself: &ActorRef<OrgsMsg>,
         state: &mut State,
         org: OrgId,
         caller: TeamCaller,
-        reply: RpcReplyPort<Result<T, TeamError>>,
-        edit: impl FnOnce(&mut Organization, Timestamp, &mut Vec<Activate>) -> Result<(T, &'static str, String), TeamError>,
+        reply: RpcReplyPort<Result<T, E>>,
+        edit: impl FnOnce(&mut Organization, Timestamp, &mut Vec<Activate>) -> Result<(T, &'static str, String), E>,
     ) {
         let pending = state.overlay.values().find(|o| o.id == org).cloned();
         let current = pending.or_else(|| self.indexes.orgs.get(org)).filter(|_| !state.deleting.contains(&org));
         let Some(current) = current else {
-            let _ = reply.send(Err(TeamError::OrgNotFound));
+            let _ = reply.send(Err(E::no_org()));
             return;
         };
         let mut next = Organization::clone(&current);

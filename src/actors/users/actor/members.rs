@@ -60,9 +60,15 @@ impl UsersActor {
         }
     }
 
+    /// Whether `roles` allow `action` on `resource` in `org`, the roles it defined included (`dynamicAccessControl`).
+    fn allows(&self, roles: &MemberRoles, org: OrgId, resource: &str, action: &str) -> bool {
+        let found = self.indexes.orgs.get(org);
+        roles.allows_in(found.as_deref().map_or(&[][..], |o| o.roles.as_slice()), resource, action)
+    }
+
     /// The roles `caller` acts with in `org`: their membership's, or an owner's for a global administrator.
     fn acting_roles(&self, caller: &Caller, org: OrgId) -> Option<MemberRoles> {
-        let own = self.indexes.members.get(org, caller.user).map(|m| m.roles);
+        let own = self.indexes.members.get(org, caller.user).map(|m| m.roles.clone());
         match own {
             _ if caller.global_admin => Some(MemberRoles::one(OrgRole::Owner)),
             own => own,
@@ -93,15 +99,15 @@ impl UsersActor {
         if demotes_owner && owners(org) <= 1 {
             return Err(MemberError::WithoutAnOwner);
         }
-        if !acting.is_owner() && !acting.allows("member", "update") {
+        if !acting.is_owner() && !self.allows(&acting, org, "member", "update") {
             return Err(MemberError::NotAllowedToUpdateMember);
         }
+        let detail = format!("{}: {} -> {}", org, target.roles, roles);
         let updated = Arc::new(Membership { roles, ..Membership::clone(&target) });
         let mut ops = vec![StoreOp::PutMember(convert::membership_record(&updated))];
         if demotes_owner {
             ops.push(StoreOp::ExpectOwner(org.to_bytes()));
         }
-        let detail = format!("{}: {} -> {}", org, target.roles, roles);
         ops.push(audit::entry(action::MEMBER_ROLE_CHANGED, Some(caller.actor), Some(target.user.into()), ip, detail));
         state.members.push((org, target.user, Some(Arc::clone(&updated))));
         Ok((ops, updated))
@@ -129,7 +135,7 @@ impl UsersActor {
         if found.roles.is_owner() && (!acting.is_owner() || owners(found.org) <= 1) {
             return Err(MemberError::OnlyOwner);
         }
-        if !acting.allows("member", "delete") {
+        if !self.allows(&acting, org, "member", "delete") {
             return Err(MemberError::NotAllowedToDeleteMember);
         }
         if found.org != org {
@@ -162,7 +168,7 @@ impl UsersActor {
             return Err(MemberError::OutboxFull);
         }
         let acting = self.acting_roles(&caller, org).ok_or(MemberError::MemberNotFound)?;
-        if !acting.allows("invitation", "create") {
+        if !self.allows(&acting, org, "invitation", "create") {
             return Err(MemberError::NotAllowedToInvite);
         }
         if roles.is_owner() && !acting.is_owner() {
@@ -243,7 +249,7 @@ impl UsersActor {
         let member = match existing {
             Some(member) => member,
             None => {
-                let member = Arc::new(Membership::new(org, caller.user, invitation.roles, now));
+                let member = Arc::new(Membership::new(org, caller.user, invitation.roles.clone(), now));
                 ops.push(StoreOp::PutMember(convert::membership_record(&member)));
                 // The membership's own entry, about the account (the invitation's is about the organization).
                 let detail = format!("{} as {}", org, invitation.roles);
@@ -283,7 +289,7 @@ impl UsersActor {
     fn cancel(&self, state: &mut State, caller: Caller, id: InvitationId, ip: &str) -> Changed<Arc<Invitation>> {
         let invitation = self.indexes.members.invitation(id).ok_or(MemberError::InvitationNotFound)?;
         let acting = self.acting_roles(&caller, invitation.org).ok_or(MemberError::MemberNotFound)?;
-        if !acting.allows("invitation", "cancel") {
+        if !self.allows(&acting, invitation.org, "invitation", "cancel") {
             return Err(MemberError::NotAllowedToCancel);
         }
         if self.indexes.orgs.get(invitation.org).is_none() {
