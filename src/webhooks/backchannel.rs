@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::target::{self, Blocked, describe};
 use crate::domain::Timestamp;
 use crate::store::hooks::{BACKCHANNEL_QUEUE, Logout};
-use crate::store::{DeliveryRecordV1, StoreOp, StoreWriter, WebhookMessageRecordV1};
+use crate::store::{StoreOp, StoreWriter, WebhookMessageRecordV1};
 
 /// How long a logout is tried before it is given up: a relying party that has been away a day has let its own
 /// sessions expire, or will meet the user signed out at the provider when it next asks.
@@ -48,21 +48,15 @@ impl LogoutAttempt {
             Some(logout) => self.send(logout).await,
         };
         let delivered = (200..300).contains(&status);
-        let duration_ms = if connected { u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX) } else { 0 };
-        let log = DeliveryRecordV1 {
-            id: uuid::Uuid::now_v7().into_bytes(),
-            endpoint: BACKCHANNEL_QUEUE,
-            message: self.message.id,
-            account: self.message.account,
-            event: self.message.event.clone(),
-            attempt: self.number,
-            status,
-            error: error.clone(),
-            duration_ms,
-            at_ms: now.as_millis(),
-            // What the token said and where it went, never the token.
-            payload: self.message.payload.clone(),
-        };
+        // What the token said and where it went, never the token.
+        let log = super::deliver::delivery_log(
+            BACKCHANNEL_QUEUE,
+            &self.message,
+            self.number,
+            (status, &error),
+            connected.then_some(started),
+            now,
+        );
         let mut ops = vec![StoreOp::PutDelivery(log)];
         let done = delivered || expired;
         if done {

@@ -77,6 +77,33 @@ impl DeliverySettings {
 }
 
 /// The HTTP client the attempts use: `config`'s time limit and proxy, every name checked by the resolver.
+/// The log entry of attempt `number` to send `message` from `queue`: its answer (`status`, 0 without one, and what
+/// went wrong), its time from `started` when a connection was made (without one the time says only how the far side
+/// refused: at once, a closed port; after the time limit, a filtered one; it is not recorded). The payload is what
+/// the queue holds: a webhook's body, or a logout's claims, never a token.
+pub(super) fn delivery_log(
+    queue: [u8; 16],
+    message: &WebhookMessageRecordV1,
+    number: u32,
+    (status, error): (u16, &str),
+    started: Option<Instant>,
+    now: Timestamp,
+) -> DeliveryRecordV1 {
+    DeliveryRecordV1 {
+        id: uuid::Uuid::now_v7().into_bytes(),
+        endpoint: queue,
+        message: message.id,
+        account: message.account,
+        event: message.event.clone(),
+        attempt: number,
+        status,
+        error: error.to_owned(),
+        duration_ms: started.map_or(0, |at| u32::try_from(at.elapsed().as_millis()).unwrap_or(u32::MAX)),
+        at_ms: now.as_millis(),
+        payload: message.payload.clone(),
+    }
+}
+
 fn client(config: &WebhooksConfig) -> reqwest::Client {
     let timeout = Duration::from_millis(config.timeout_ms);
     let proxy = config.proxy.as_deref().map(|p| reqwest::Proxy::all(p).expect("a proxy URL checked by the config"));
@@ -419,22 +446,14 @@ impl Attempt {
             }
         };
         let delivered = (200..300).contains(&status);
-        // Without a connection the time taken says only how the far side refused (at once: a closed port; after the
-        // time limit: a filtered one); it is not recorded.
-        let duration_ms = if connected { u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX) } else { 0 };
-        let log = DeliveryRecordV1 {
-            id: uuid::Uuid::now_v7().into_bytes(),
-            endpoint: self.endpoint.id,
-            message: self.message.id,
-            account: self.message.account,
-            event: self.message.event.clone(),
-            attempt: self.number,
-            status,
-            error: error.clone(),
-            duration_ms,
-            at_ms: now.as_millis(),
-            payload: self.message.payload.clone(),
-        };
+        let log = delivery_log(
+            self.endpoint.id,
+            &self.message,
+            self.number,
+            (status, &error),
+            connected.then_some(started),
+            now,
+        );
         let mut ops = vec![StoreOp::PutDelivery(log)];
         if delivered {
             ops.push(StoreOp::DeleteWebhookMessage { endpoint: self.endpoint.id, seq: self.seq });
