@@ -76,7 +76,6 @@ impl DeliverySettings {
     }
 }
 
-/// The HTTP client the attempts use: `config`'s time limit and proxy, every name checked by the resolver.
 /// The log entry of attempt `number` to send `message` from `queue`: its answer (`status`, 0 without one, and what
 /// went wrong), its time from `started` when a connection was made (without one the time says only how the far side
 /// refused: at once, a closed port; after the time limit, a filtered one; it is not recorded). The payload is what
@@ -104,6 +103,7 @@ pub(super) fn delivery_log(
     }
 }
 
+/// The HTTP client the attempts use: `config`'s time limit and proxy, every name checked by the resolver.
 fn client(config: &WebhooksConfig) -> reqwest::Client {
     let timeout = Duration::from_millis(config.timeout_ms);
     let proxy = config.proxy.as_deref().map(|p| reqwest::Proxy::all(p).expect("a proxy URL checked by the config"));
