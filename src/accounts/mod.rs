@@ -21,6 +21,7 @@ mod provider;
 mod query;
 mod recovery;
 mod scim;
+mod scim_groups;
 mod settings;
 mod setup;
 mod sso;

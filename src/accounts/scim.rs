@@ -30,7 +30,7 @@ pub enum ScimTokenError {
     Token(#[from] TokenError),
 }
 
-fn unavailable(e: impl std::fmt::Display) -> Fault {
+pub(super) fn unavailable(e: impl std::fmt::Display) -> Fault {
     tracing::warn!(error = %e, "SCIM call failed on the store");
     Fault::status(503, "The service is temporarily unavailable")
 }
@@ -100,7 +100,7 @@ impl Accounts {
         Ok(caller)
     }
 
-    async fn scim_read<T: Send + 'static>(
+    pub(super) async fn scim_read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, Fault> {
@@ -109,7 +109,7 @@ impl Accounts {
     }
 
     /// The caller's organization's records of accounts that still exist (an administrator may have removed one).
-    async fn scim_records(&self, caller: &ScimCaller) -> Result<Vec<ScimUserRecordV1>, Fault> {
+    pub(super) async fn scim_records(&self, caller: &ScimCaller) -> Result<Vec<ScimUserRecordV1>, Fault> {
         let org = caller.org.to_bytes();
         let mut records = self.scim_read(move |s| s.scim_users(Some(org))).await?;
         records.retain(|r| self.indexes.users.get(UserId::from_bytes(r.user)).is_some());
@@ -144,7 +144,7 @@ impl Accounts {
         Ok(())
     }
 
-    fn scim_allows(caller: &ScimCaller, needed: ScimScopes) -> Result<(), Fault> {
+    pub(super) fn scim_allows(caller: &ScimCaller, needed: ScimScopes) -> Result<(), Fault> {
         if caller.scopes.allows(needed) {
             Ok(())
         } else {

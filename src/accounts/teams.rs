@@ -165,7 +165,7 @@ impl Accounts {
         Ok((org, self.standing(org, updated)))
     }
 
-    fn standing(&self, org: OrgId, team: Team) -> Team {
+    pub(super) fn standing(&self, org: OrgId, team: Team) -> Team {
         let members = &self.indexes.members;
         Team { members: team.standing(|u| members.get(org, u)).cloned().collect(), ..team }
     }

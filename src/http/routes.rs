@@ -220,6 +220,10 @@ routes! {
     "/api/auth/scim/v2/Users/{id}" => {
         GET => ScimGetUser, PUT => ScimReplaceUser, PATCH => ScimPatchUser, DELETE => ScimDeleteUser
     },
+    "/api/auth/scim/v2/Groups" => { GET => ScimListGroups, POST => ScimCreateGroup },
+    "/api/auth/scim/v2/Groups/{id}" => {
+        GET => ScimGetGroup, PUT => ScimReplaceGroup, PATCH => ScimPatchGroup, DELETE => ScimDeleteGroup
+    },
     "/api/auth/scim/v2/.search" => { POST => ScimSearch },
     // ops: the document, liveness and readiness
     "/api/openapi.json" => { GET => OpenApi },

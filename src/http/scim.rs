@@ -78,7 +78,7 @@ pub async fn service_provider_config(
 /// `GET /ResourceTypes` and `GET /Schemas`: a ListResponse of every one.
 pub async fn resource_types(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     drop(req);
-    let all = scim_discovery::resource_types(&base(state, &ctx)?);
+    let all = scim_discovery::resource_types(&base(state, &ctx)?, state.accounts.scim_has_groups());
     let paging = Paging { start_index: 1, count: all.len() };
     Ok(scim_json(StatusCode::OK, &scim_discovery::list_response(all, paging)))
 }
@@ -93,7 +93,7 @@ pub async fn schemas(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
 /// `GET /ResourceTypes/{id}` and `GET /Schemas/{id}`: one, or a 404.
 pub async fn resource_type(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let id = resource_id(&req, "/ResourceTypes");
-    let all = scim_discovery::resource_types(&base(state, &ctx)?);
+    let all = scim_discovery::resource_types(&base(state, &ctx)?, state.accounts.scim_has_groups());
     Ok(scim_json(StatusCode::OK, &scim_discovery::find(all, &id, "ResourceType")?))
 }
 
@@ -103,9 +103,8 @@ pub async fn schema(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     Ok(scim_json(StatusCode::OK, &scim_discovery::find(all, &id, "Schema")?))
 }
 
-/// `GET /Users?filter=…&startIndex=…&count=…`.
-pub async fn list_users(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let caller = caller(state, &req).await?;
+/// A list's query: its filter and page; an unknown parameter is an `invalidValue`.
+fn list_query(req: &Request<Incoming>) -> Result<(Option<String>, Paging), Failure> {
     let query = req.uri().query();
     if let Some(query) = query
         && let Some((key, _)) =
@@ -118,6 +117,13 @@ pub async fn list_users(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> R
         extract::query_value(query, "startIndex").as_deref(),
         extract::query_value(query, "count").as_deref(),
     )?;
+    Ok((filter, paging))
+}
+
+/// `GET /Users?filter=…&startIndex=…&count=…`.
+pub async fn list_users(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let caller = caller(state, &req).await?;
+    let (filter, paging) = list_query(&req)?;
     let page = state.accounts.scim_list_users(&caller, filter.as_deref(), paging, &base(state, &ctx)?).await?;
     Ok(scim_json(StatusCode::OK, &page))
 }
@@ -187,6 +193,58 @@ pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
     let caller = caller(state, &req).await?;
     let id = resource_id(&req, "/Users");
     state.accounts.scim_delete_user(&caller, &id, &ctx.ip.to_string()).await?;
+    let mut response = Response::new(Body::default());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    Ok(response)
+}
+
+/// `GET /Groups?filter=…&startIndex=…&count=…`: the organization's teams its directory made.
+pub async fn list_groups(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let caller = caller(state, &req).await?;
+    let (filter, paging) = list_query(&req)?;
+    let page = state.accounts.scim_list_groups(&caller, filter.as_deref(), paging, &base(state, &ctx)?).await?;
+    Ok(scim_json(StatusCode::OK, &page))
+}
+
+/// `POST /Groups` → 201 with the resource (a new team), `Location` naming it.
+pub async fn create_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let caller = caller(state, &req).await?;
+    let body = extract::scim_object(req, state.body_timeout()).await?;
+    let base = base(state, &ctx)?;
+    let made = state.accounts.scim_create_group(&caller, &body, &base, &ctx.ip.to_string()).await?;
+    Ok(resource(StatusCode::CREATED, &made))
+}
+
+pub async fn get_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let caller = caller(state, &req).await?;
+    let id = resource_id(&req, "/Groups");
+    let found = state.accounts.scim_get_group(&caller, &id, &base(state, &ctx)?).await?;
+    Ok(resource(StatusCode::OK, &found))
+}
+
+pub async fn replace_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let caller = caller(state, &req).await?;
+    let id = resource_id(&req, "/Groups");
+    let body = extract::scim_object(req, state.body_timeout()).await?;
+    let base = base(state, &ctx)?;
+    let written = state.accounts.scim_replace_group(&caller, &id, &body, &base, &ctx.ip.to_string()).await?;
+    Ok(resource(StatusCode::OK, &written))
+}
+
+pub async fn patch_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let caller = caller(state, &req).await?;
+    let id = resource_id(&req, "/Groups");
+    let body = extract::scim_object(req, state.body_timeout()).await?;
+    let base = base(state, &ctx)?;
+    let written = state.accounts.scim_patch_group(&caller, &id, &body, &base, &ctx.ip.to_string()).await?;
+    Ok(resource(StatusCode::OK, &written))
+}
+
+/// `DELETE /Groups/{id}` → 204: the team goes (its members stay members of the organization).
+pub async fn delete_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let caller = caller(state, &req).await?;
+    let id = resource_id(&req, "/Groups");
+    state.accounts.scim_delete_group(&caller, &id, &ctx.ip.to_string()).await?;
     let mut response = Response::new(Body::default());
     *response.status_mut() = StatusCode::NO_CONTENT;
     Ok(response)

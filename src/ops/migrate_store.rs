@@ -66,6 +66,7 @@ pub fn migrate(config: &Config, direction: Direction, url: &str, pool_size: usiz
     ops.extend(from.sso_providers()?.into_iter().map(StoreOp::PutSsoProvider));
     ops.extend(from.scim_tokens()?.into_iter().map(StoreOp::PutScimToken));
     ops.extend(from.scim_users(None)?.into_iter().map(StoreOp::PutScimUser));
+    ops.extend(from.scim_groups(None)?.into_iter().map(StoreOp::PutScimGroup));
     let mut before = None;
     loop {
         let page = from.audit_page(before, AUDIT_PAGE)?;

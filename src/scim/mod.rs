@@ -5,12 +5,14 @@
 //! - [`tokens`]: an organization's bearer tokens.
 //! - [`filter`]: filters and PATCH paths.
 //! - [`user`]: the User resource: bodies checked, records rendered, PATCH applied.
+//! - [`group`]: the Group resource (a team of the organization): the same for Groups.
 //! - here: the discovery documents, the list answer, and [`Fault`], a SCIM Error.
 //!
 //! What the directory says of an account is kept in its own record ([`crate::store::ScimUserRecordV1`]), read from
 //! the store where needed as the tokens are; the account, its membership and its ban are the users actor's.
 
 pub mod filter;
+pub mod group;
 pub mod tokens;
 pub mod user;
 
@@ -114,21 +116,36 @@ pub fn service_provider_config(base: &str) -> Value {
     })
 }
 
-/// Every `ResourceType` (RFC 7643 §6).
-pub fn resource_types(base: &str) -> Vec<Value> {
-    vec![json!({
-        "schemas": [RESOURCE_TYPE_SCHEMA],
-        "id": "User",
-        "name": "User",
-        "endpoint": "/Users",
-        "description": "User Account",
-        "schema": filter::USER_SCHEMA,
-        "schemaExtensions": [{"schema": filter::ENTERPRISE_SCHEMA, "required": false}],
-        "meta": {"resourceType": "ResourceType", "location": format!("{base}/ResourceTypes/User")},
-    })]
+/// Every `ResourceType` (RFC 7643 §6): Group only where `groups` (Groups are teams: a server without teams has none).
+pub fn resource_types(base: &str, groups: bool) -> Vec<Value> {
+    let mut all = vec![
+        json!({
+            "schemas": [RESOURCE_TYPE_SCHEMA],
+            "id": "User",
+            "name": "User",
+            "endpoint": "/Users",
+            "description": "User Account",
+            "schema": filter::USER_SCHEMA,
+            "schemaExtensions": [{"schema": filter::ENTERPRISE_SCHEMA, "required": false}],
+            "meta": {"resourceType": "ResourceType", "location": format!("{base}/ResourceTypes/User")},
+        }),
+        json!({
+            "schemas": [RESOURCE_TYPE_SCHEMA],
+            "id": "Group",
+            "name": "Group",
+            "endpoint": "/Groups",
+            "description": "Group: a team of the organization",
+            "schema": filter::GROUP_SCHEMA,
+            "meta": {"resourceType": "ResourceType", "location": format!("{base}/ResourceTypes/Group")},
+        }),
+    ];
+    if !groups {
+        all.retain(|t| t["id"] != "Group");
+    }
+    all
 }
 
-/// Every `Schema` (RFC 7643 §7): the core User and the enterprise extension.
+/// Every `Schema` (RFC 7643 §7): the core User, the enterprise extension and the core Group.
 pub fn schemas(base: &str) -> Vec<Value> {
     let defined: Vec<Value> = serde_json::from_str(include_str!("schemas.json")).expect("schemas.json is JSON");
     defined
@@ -163,9 +180,12 @@ mod tests {
     }
 
     #[test]
-    fn the_schemas_document_the_user_and_its_extension() {
+    fn the_schemas_document_the_user_its_extension_and_the_group() {
         let all = schemas("http://x");
-        assert_eq!(all.len(), 2);
+        assert_eq!(all.len(), 3);
+        assert!(find(schemas("http://x"), filter::GROUP_SCHEMA, "Schema").is_ok());
+        assert!(find(resource_types("http://x", true), "Group", "ResourceType").is_ok());
+        assert!(find(resource_types("http://x", false), "Group", "ResourceType").is_err());
         assert!(find(all, filter::ENTERPRISE_SCHEMA, "Schema").is_ok());
         assert_eq!(find(schemas("http://x"), "nope", "Schema").unwrap_err().status, 404);
     }

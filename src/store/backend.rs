@@ -356,6 +356,14 @@ impl Store {
         }
     }
 
+    /// Every team organization `org`'s directory made as a SCIM Group (`None`: of every organization). Blocking.
+    pub fn scim_groups(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimGroupRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.scim_groups(org),
+            Backend::Postgres(s) => s.scim_groups(org),
+        }
+    }
+
     /// The client `client_id`, if registered. Blocking.
     pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecord>, StoreError> {
         match &self.backend {

@@ -68,6 +68,8 @@ const OAUTH_GRANTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("oau
 const SCIM_TOKENS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("scim_tokens");
 /// Accounts provisioned over SCIM, by organization then account (so an organization's are one range).
 const SCIM_USERS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("scim_users");
+/// Teams an organization's directory made as SCIM Groups, by organization then team (keyed as [`SCIM_USERS`]).
+const SCIM_GROUPS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("scim_groups");
 
 fn scim_user_key(org: [u8; 16], user: [u8; 16]) -> [u8; 32] {
     let mut key = [0; 32];
@@ -399,6 +401,7 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(SSO_PROVIDERS).map_err(io)?;
     tx.open_table(SCIM_TOKENS).map_err(io)?;
     tx.open_table(SCIM_USERS).map_err(io)?;
+    tx.open_table(SCIM_GROUPS).map_err(io)?;
     Ok(())
 }
 
@@ -607,6 +610,18 @@ impl EmbeddedStore {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(SCIM_USERS).map_err(io)?;
+            let entries = match org {
+                Some(org) => table.range(scim_user_key(org, [0; 16])..=scim_user_key(org, [0xff; 16])).map_err(io)?,
+                None => table.iter().map_err(io)?,
+            };
+            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    pub fn scim_groups(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimGroupRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(SCIM_GROUPS).map_err(io)?;
             let entries = match org {
                 Some(org) => table.range(scim_user_key(org, [0; 16])..=scim_user_key(org, [0xff; 16])).map_err(io)?,
                 None => table.iter().map_err(io)?,
@@ -913,6 +928,7 @@ impl EmbeddedStore {
             tx.delete_table(SSO_PROVIDERS).map_err(io)?;
             tx.delete_table(SCIM_TOKENS).map_err(io)?;
             tx.delete_table(SCIM_USERS).map_err(io)?;
+            tx.delete_table(SCIM_GROUPS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
         })
@@ -1092,6 +1108,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut sso = tx.open_table(SSO_PROVIDERS).map_err(io)?;
         let mut scim_tokens = tx.open_table(SCIM_TOKENS).map_err(io)?;
         let mut scim_users = tx.open_table(SCIM_USERS).map_err(io)?;
+        let mut scim_groups = tx.open_table(SCIM_GROUPS).map_err(io)?;
         // Whether any client hears of its users' sign-outs: read once per commit that ends a session, so that a
         // store without such clients pays for no grant scan at a sign-out.
         let mut backchannel: Option<bool> = None;
@@ -1306,6 +1323,12 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 }
                 StoreOp::DeleteScimUser { org, user } => {
                     scim_users.remove(scim_user_key(*org, *user)).map_err(io)?;
+                }
+                StoreOp::PutScimGroup(r) => {
+                    scim_groups.insert(scim_user_key(r.org, r.team), codec::encode(r).as_slice()).map_err(io)?;
+                }
+                StoreOp::DeleteScimGroup { org, team } => {
+                    scim_groups.remove(scim_user_key(*org, *team)).map_err(io)?;
                 }
                 // One node: one callback at a time finishes a flow (its claim in src/accounts/oauth.rs), so the
                 // flow is there; abandoned flows past their time go with it.
@@ -1576,6 +1599,13 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
         if let Ok(users) = source.open_table(SCIM_USERS) {
             let mut out = tx.open_table(SCIM_USERS).map_err(io)?;
             for entry in users.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(groups) = source.open_table(SCIM_GROUPS) {
+            let mut out = tx.open_table(SCIM_GROUPS).map_err(io)?;
+            for entry in groups.iter().map_err(io)? {
                 let (key, value) = entry.map_err(io)?;
                 out.insert(key.value(), value.value()).map_err(io)?;
             }

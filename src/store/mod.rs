@@ -54,7 +54,7 @@ pub use records::{
     UserRecordV1, UserRecordV2,
 };
 pub use records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
-pub use scim_records::{ScimTokenRecordV1, ScimUserRecordV1};
+pub use scim_records::{ScimGroupRecordV1, ScimTokenRecordV1, ScimUserRecordV1};
 pub use sso_records::SsoProviderRecordV1;
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
@@ -268,6 +268,13 @@ pub enum StoreOp {
         org: [u8; 16],
         user: [u8; 16],
     },
+    /// A team an organization's directory made as a SCIM Group, created or changed (its team is written with it).
+    PutScimGroup(ScimGroupRecordV1),
+    /// The directory deleted the Group (its team goes in the same commit): its organization's and its team's id.
+    DeleteScimGroup {
+        org: [u8; 16],
+        team: [u8; 16],
+    },
 }
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
@@ -429,7 +436,9 @@ impl StoreOp {
             StoreOp::PutScimToken(_)
             | StoreOp::DeleteScimToken(_)
             | StoreOp::PutScimUser(_)
-            | StoreOp::DeleteScimUser { .. } => return None,
+            | StoreOp::DeleteScimUser { .. }
+            | StoreOp::PutScimGroup(_)
+            | StoreOp::DeleteScimGroup { .. } => return None,
         })
     }
 }

@@ -645,6 +645,16 @@ impl PgStore {
         rows.iter().map(|r| codec::decode(r.get(0))).collect()
     }
 
+    pub fn scim_groups(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimGroupRecordV1>, StoreError> {
+        let rows = match org {
+            Some(org) => self.pooled(|c| {
+                c.query("SELECT record FROM scim_groups WHERE org_id = $1 ORDER BY team_id", &[&org.as_slice()])
+            })?,
+            None => self.pooled(|c| c.query("SELECT record FROM scim_groups ORDER BY org_id, team_id", &[]))?,
+        };
+        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+    }
+
     pub fn oauth_clients(&self) -> Result<Vec<super::ClientRecord>, StoreError> {
         let rows = self.pooled(|c| c.query("SELECT record FROM oauth_clients ORDER BY client_id", &[]))?;
         rows.iter().map(|r| super::provider_records::decode_client(r.get(0))).collect()
@@ -806,7 +816,7 @@ impl PgStore {
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
                  signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents, oauth_grants, sso_providers, \
-                 scim_tokens, scim_users",
+                 scim_tokens, scim_users, scim_groups",
             )
         })
     }
@@ -1550,6 +1560,15 @@ fn apply(
             StoreOp::DeleteScimUser { org, user } => tx.execute(
                 "DELETE FROM scim_users WHERE org_id = $1 AND user_id = $2",
                 &[&org.as_slice(), &user.as_slice()],
+            ),
+            StoreOp::PutScimGroup(r) => tx.execute(
+                "INSERT INTO scim_groups (org_id, team_id, record) VALUES ($1, $2, $3) \
+                 ON CONFLICT (org_id, team_id) DO UPDATE SET record = EXCLUDED.record",
+                &[&r.org.as_slice(), &r.team.as_slice(), &codec::encode(r)],
+            ),
+            StoreOp::DeleteScimGroup { org, team } => tx.execute(
+                "DELETE FROM scim_groups WHERE org_id = $1 AND team_id = $2",
+                &[&org.as_slice(), &team.as_slice()],
             ),
         };
         if let Err(e) = done {

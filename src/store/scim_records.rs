@@ -40,6 +40,23 @@ pub struct ScimUserRecordV1 {
     pub updated_at_ms: i64,
 }
 
+/// An organization's team its directory made as a SCIM Group. Key: the organization and the team (the Group's id
+/// is the team's id). The team itself (its name, the `displayName`, and its members) is the organization's record;
+/// this one holds what only the directory says, and marks the team as the directory's: the teams an
+/// organization's people made in the application are not Groups its directory may change or delete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScimGroupRecordV1 {
+    pub org: [u8; 16],
+    pub team: [u8; 16],
+    /// Unique in the organization (compared with case: RFC 7643 §3.1, caseExact).
+    pub external_id: Option<String>,
+}
+
+impl Versioned for ScimGroupRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "SCIM group";
+}
+
 impl Versioned for ScimTokenRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "SCIM token";
@@ -95,5 +112,16 @@ mod tests {
         expected.extend([1, b'u', 0, 1, 2, b'{', b'}', 2, 4]);
         assert_eq!(encode(&user), expected);
         assert_eq!(decode::<ScimUserRecordV1>(&expected).unwrap(), user);
+    }
+
+    #[test]
+    fn scim_group_golden_bytes() {
+        let group = ScimGroupRecordV1 { org: [1; 16], team: [2; 16], external_id: Some("g".into()) };
+        let mut expected = vec![1];
+        expected.extend([1; 16]);
+        expected.extend([2; 16]);
+        expected.extend([1, 1, b'g']);
+        assert_eq!(encode(&group), expected);
+        assert_eq!(decode::<ScimGroupRecordV1>(&expected).unwrap(), group);
     }
 }

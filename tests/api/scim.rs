@@ -521,3 +521,178 @@ async fn okta_and_entra_request_shapes_are_served() {
     assert_eq!(r.status, 204, "{}", r.text);
     s.stop().await;
 }
+
+const GROUP_SCHEMA: &str = "urn:ietf:params:scim:schemas:core:2.0:Group";
+
+/// Provisions `user_name` with a password (so the test can sign in as the account); its SCIM id.
+async fn provisioned(s: &TestServer, token: &str, user_name: &str) -> String {
+    let mut body = user_body(user_name);
+    body["password"] = json!(PASSWORD);
+    let r = send_scim(s, reqwest::Method::POST, "/Users", token, Some(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    str_of(&r.json()["id"]).to_owned()
+}
+
+/// The ids of the teams the signed-in user is in, through the organization plugin's own route.
+async fn teams_of(s: &TestServer, cookie: &str) -> Vec<(String, String)> {
+    let r = s.get("/api/auth/organization/list-user-teams").cookie(cookie).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.json().as_array().unwrap().iter().map(|t| (str_of(&t["id"]).to_owned(), str_of(&t["name"]).to_owned())).collect()
+}
+
+fn members_of(group: &Value) -> Vec<String> {
+    group["members"].as_array().unwrap().iter().map(|m| str_of(&m["value"]).to_owned()).collect()
+}
+
+/// A directory's Group is a team of the token's organization: created with its members (who then see the team
+/// through the organization plugin's routes), found by filters, renamed and its members changed by PATCH and PUT,
+/// deleted; its name unique in the organization without case; members only the directory's own Users; another
+/// organization's token sees none of it; each change audited as the team calls are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_are_teams_of_the_organization_with_the_directorys_users_as_members() {
+    let s = TestServer::start_adjusted(|c| c.organizations.teams = true).await;
+    let admin = s.admin_session().await;
+    let (org, token) = org_and_token(&s, &admin, "acme").await;
+    let (_, other) = org_and_token(&s, &admin, "other").await;
+    let ada = provisioned(&s, &token, "ada@acme.example").await;
+    let bob = provisioned(&s, &token, "bob@acme.example").await;
+    let carl = provisioned(&s, &other, "carl@other.example").await;
+
+    let types = send_scim(&s, reqwest::Method::GET, "/ResourceTypes/Group", &token, None).await;
+    assert_eq!(types.status, 200, "{}", types.text);
+    assert_eq!(types.json()["endpoint"], "/Groups");
+    let schema = send_scim(&s, reqwest::Method::GET, &format!("/Schemas/{GROUP_SCHEMA}"), &token, None).await;
+    assert_eq!(schema.status, 200, "{}", schema.text);
+
+    let body = json!({"schemas": [GROUP_SCHEMA], "displayName": "Engineering", "externalId": "eng-1",
+        "members": [{"value": ada, "type": "User"}]});
+    let r = send_scim(&s, reqwest::Method::POST, "/Groups", &token, Some(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(r.content_type().starts_with("application/scim+json"));
+    let made = r.json();
+    let id = str_of(&made["id"]).to_owned();
+    assert_eq!(r.header("location").as_deref(), made["meta"]["location"].as_str());
+    assert_eq!((made["displayName"].clone(), made["externalId"].clone()), (json!("Engineering"), json!("eng-1")));
+    assert_eq!(members_of(&made), [ada.as_str()]);
+    assert_eq!(made["members"][0]["type"], "User");
+    assert!(str_of(&made["members"][0]["$ref"]).ends_with(&format!("/Users/{ada}")), "{made}");
+
+    // The team, seen by its member through the organization plugin's routes.
+    let ada_cookie = s.login("ada@acme.example", PASSWORD).await;
+    assert_eq!(teams_of(&s, &ada_cookie).await, [(id.clone(), "Engineering".to_owned())]);
+    let r = s.get(&format!("/api/auth/organization/list-team-members?teamId={id}")).cookie(&ada_cookie).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()[0]["userId"], ada.as_str(), "{}", r.text);
+    let bob_cookie = s.login("bob@acme.example", PASSWORD).await;
+    assert!(teams_of(&s, &bob_cookie).await.is_empty());
+
+    // The name is the organization's team's, unique without case; members only the directory's own Users.
+    let again = json!({"schemas": [GROUP_SCHEMA], "displayName": "ENGINEERING"});
+    assert_scim_error(
+        &send_scim(&s, reqwest::Method::POST, "/Groups", &token, Some(&again)).await,
+        409,
+        Some("uniqueness"),
+    );
+    for stranger in [carl.as_str(), "no-such-user", "00000000-0000-7000-8000-000000000000"] {
+        let body = json!({"schemas": [GROUP_SCHEMA], "displayName": "Sales", "members": [{"value": stranger}]});
+        let r = send_scim(&s, reqwest::Method::POST, "/Groups", &token, Some(&body)).await;
+        assert_scim_error(&r, 400, Some("invalidValue"));
+    }
+    let no_name = json!({"schemas": [GROUP_SCHEMA], "members": []});
+    assert_scim_error(
+        &send_scim(&s, reqwest::Method::POST, "/Groups", &token, Some(&no_name)).await,
+        400,
+        Some("invalidValue"),
+    );
+
+    // Filters.
+    for (filter, found) in [
+        ("displayName eq \"engineering\"", 1),
+        ("externalId eq \"eng-1\"", 1),
+        ("displayName sw \"Sal\"", 0),
+        (&format!("members.value eq \"{ada}\"") as &str, 1),
+    ] {
+        let path = format!("/Groups?filter={}", urlencode(filter));
+        let r = send_scim(&s, reqwest::Method::GET, &path, &token, None).await;
+        assert_eq!(r.status, 200, "{filter}: {}", r.text);
+        assert_eq!(r.json()["totalResults"], found, "{filter}: {}", r.text);
+    }
+
+    // PATCH: Bob joins, the Group is renamed; then Ada leaves by a value filter.
+    let patch = json!({"schemas": [PATCH_SCHEMA], "Operations": [
+        {"op": "add", "path": "members", "value": [{"value": bob}]},
+        {"op": "replace", "path": "displayName", "value": "Platform"},
+    ]});
+    let r = send_scim(&s, reqwest::Method::PATCH, &format!("/Groups/{id}"), &token, Some(&patch)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        (r.json()["displayName"].clone(), members_of(&r.json())),
+        (json!("Platform"), vec![ada.clone(), bob.clone()])
+    );
+    assert_eq!(teams_of(&s, &bob_cookie).await, [(id.clone(), "Platform".to_owned())]);
+    let patch = json!({"schemas": [PATCH_SCHEMA], "Operations": [
+        {"op": "remove", "path": format!("members[value eq \"{ada}\"]")},
+    ]});
+    let r = send_scim(&s, reqwest::Method::PATCH, &format!("/Groups/{id}"), &token, Some(&patch)).await;
+    assert_eq!(members_of(&r.json()), [bob.as_str()], "{}", r.text);
+    assert!(teams_of(&s, &ada_cookie).await.is_empty());
+
+    // PUT replaces: no members; the externalId gone.
+    let put = json!({"schemas": [GROUP_SCHEMA], "displayName": "Platform", "members": []});
+    let r = send_scim(&s, reqwest::Method::PUT, &format!("/Groups/{id}"), &token, Some(&put)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(members_of(&r.json()).is_empty() && r.json().get("externalId").is_none(), "{}", r.text);
+    assert!(teams_of(&s, &bob_cookie).await.is_empty());
+
+    // Another organization's token sees nothing of it.
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, &format!("/Groups/{id}"), &other, None).await, 404, None);
+    assert_scim_error(&send_scim(&s, reqwest::Method::DELETE, &format!("/Groups/{id}"), &other, None).await, 404, None);
+    assert_eq!(send_scim(&s, reqwest::Method::GET, "/Groups", &other, None).await.json()["totalResults"], 0);
+
+    let r = send_scim(&s, reqwest::Method::DELETE, &format!("/Groups/{id}"), &token, None).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, &format!("/Groups/{id}"), &token, None).await, 404, None);
+    assert_eq!(send_scim(&s, reqwest::Method::GET, "/Groups", &token, None).await.json()["totalResults"], 0);
+    let teams =
+        s.get(&format!("/api/auth/organization/list-teams?organizationId={org}")).cookie(&ada_cookie).send().await;
+    assert!(!teams.text.contains(&id), "the team is gone: {}", teams.text);
+
+    let actions: Vec<String> = s.get("/api/admin/audit?limit=500").cookie(&admin).send().await.json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| str_of(&e["action"]).to_owned())
+        .collect();
+    for action in ["team.created", "team.updated", "team.member_added", "team.member_removed", "team.deleted"] {
+        assert!(actions.iter().any(|a| a == action), "{action} not audited: {actions:?}");
+    }
+}
+
+/// A token without the Groups scopes is refused them; a server without teams has no Groups (and says so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_need_their_scopes_and_teams() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (_, token) = org_and_token(&s, &admin, "acme").await;
+    let body = json!({"schemas": [GROUP_SCHEMA], "displayName": "Engineering"});
+    assert_scim_error(&send_scim(&s, reqwest::Method::POST, "/Groups", &token, Some(&body)).await, 501, None);
+    let types = send_scim(&s, reqwest::Method::GET, "/ResourceTypes", &token, None).await.json();
+    assert!(types["Resources"].as_array().unwrap().iter().all(|t| t["id"] != "Group"), "{types}");
+
+    let s = TestServer::start_adjusted(|c| c.organizations.teams = true).await;
+    let admin = s.admin_session().await;
+    let org = str_of(&s.new_org(&admin, "Acme", "acme").await["id"]).to_owned();
+    let r = s
+        .post(&format!("/api/admin/organizations/{org}/scim-tokens"))
+        .cookie(&admin)
+        .json(&json!({"scopes": ["scim.users.read", "scim.users.write"]}))
+        .send()
+        .await;
+    let users_only = str_of(&r.json()["token"]).to_owned();
+    assert_scim_error(&send_scim(&s, reqwest::Method::GET, "/Groups", &users_only, None).await, 403, None);
+    assert_scim_error(&send_scim(&s, reqwest::Method::POST, "/Groups", &users_only, Some(&body)).await, 403, None);
+}
+
+fn urlencode(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}

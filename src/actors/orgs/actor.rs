@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
+mod groups;
 mod roles;
 mod teams;
 
@@ -212,6 +213,7 @@ impl Actor for OrgsActor {
                 let _ = reply.send(());
             }
             OrgsMsg::Team(msg) => self.team(&myself, state, msg).await,
+            OrgsMsg::Group(msg) => self.group(&myself, state, msg).await,
             OrgsMsg::Role(msg) => self.role(&myself, state, msg).await,
             OrgsMsg::Flush => self.flush(state).await,
         }

@@ -5,6 +5,7 @@
 //! - `actor`: the actor, which handles the messages in order and writes through the overlay.
 
 mod actor;
+pub mod groups;
 mod index;
 pub mod members;
 pub mod roles;
@@ -85,6 +86,7 @@ pub(super) enum OrgsMsg {
         reply: RpcReplyPort<()>,
     },
     Team(teams::TeamMsg),
+    Group(groups::GroupMsg),
     Role(roles::RoleMsg),
     Flush,
 }
@@ -96,6 +98,7 @@ impl super::Letter for OrgsMsg {
             Self::Update { reply, .. } => gone(reply),
             Self::BeginDelete { reply, .. } => gone(reply),
             Self::Team(msg) => msg.caller_gone(),
+            Self::Group(msg) => msg.caller_gone(),
             Self::Role(msg) => msg.caller_gone(),
             // Another node's changes: this node's memory must follow them whatever.
             Self::Remote { .. } => None,

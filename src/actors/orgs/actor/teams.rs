@@ -29,6 +29,14 @@ impl NoOrg for crate::actors::orgs::roles::RoleError {
     }
 }
 
+/// What an edit of [`OrgsActor::change_with`] did: the answer, the audit entries (none: nothing changed, answered
+/// at once) and the other records written in the same commit.
+pub(super) struct Edited<T> {
+    pub answer: T,
+    pub logged: Vec<(&'static str, String)>,
+    pub ops: Vec<StoreOp>,
+}
+
 impl OrgsActor {
     pub(super) async fn team(&self, myself: &ActorRef<OrgsMsg>, state: &mut State, msg: TeamMsg) {
         match msg {
@@ -132,6 +140,26 @@ impl OrgsActor {
         reply: RpcReplyPort<Result<T, E>>,
         edit: impl FnOnce(&mut Organization, Timestamp, &mut Vec<Activate>) -> Result<(T, &'static str, String), E>,
     ) {
+        self.change_with(myself, state, org, caller, reply, |o, now, left| {
+            let (answer, logged, detail) = edit(o, now, left)?;
+            let logged = if logged.is_empty() { Vec::new() } else { vec![(logged, detail)] };
+            Ok(Edited { answer, logged, ops: Vec::new() })
+        })
+        .await
+    }
+
+    /// [`Self::change`] for an edit that logs several audit entries (each its action and detail) and writes other
+    /// records with the organization in the same commit (a SCIM Group's).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn change_with<T: Send + 'static, E: NoOrg + From<crate::actors::Unavailable> + Send + 'static>(
+        &self,
+        myself: &ActorRef<OrgsMsg>,
+        state: &mut State,
+        org: OrgId,
+        caller: TeamCaller,
+        reply: RpcReplyPort<Result<T, E>>,
+        edit: impl FnOnce(&mut Organization, Timestamp, &mut Vec<Activate>) -> Result<Edited<T>, E>,
+    ) {
         let pending = state.overlay.values().find(|o| o.id == org).cloned();
         let current = pending.or_else(|| self.indexes.orgs.get(org)).filter(|_| !state.deleting.contains(&org));
         let Some(current) = current else {
@@ -140,7 +168,7 @@ impl OrgsActor {
         };
         let mut next = Organization::clone(&current);
         let mut left = Vec::new();
-        let (answer, logged, detail) = match edit(&mut next, Timestamp::now(), &mut left) {
+        let Edited { answer, logged, ops: more } = match edit(&mut next, Timestamp::now(), &mut left) {
             Ok(done) => done,
             Err(e) => {
                 let _ = reply.send(Err(e));
@@ -154,10 +182,13 @@ impl OrgsActor {
         self.prune(&mut next);
         let next = Arc::new(next);
         state.overlay.stage(next.slug.clone(), Arc::clone(&next));
-        let ops = [
-            StoreOp::PutOrg(convert::org_record(&next)),
-            audit::entry(logged, Some(caller.by), Some(org.into()), &caller.ip, detail),
-        ];
+        let mut ops = vec![StoreOp::PutOrg(convert::org_record(&next))];
+        ops.extend(
+            logged
+                .into_iter()
+                .map(|(action, detail)| audit::entry(action, Some(caller.by), Some(org.into()), &caller.ip, detail)),
+        );
+        ops.extend(more);
         // The sessions working in a team left follow in the same commit (the sessions actor commits it).
         state.activating.extend(left);
         state.overlay.add(ops, reply, answer);
