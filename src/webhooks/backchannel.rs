@@ -49,7 +49,7 @@ impl LogoutAttempt {
         };
         let delivered = (200..300).contains(&status);
         // What the token said and where it went, never the token.
-        let log = super::deliver::delivery_log(
+        let log = super::delivery_log(
             BACKCHANNEL_QUEUE,
             &self.message,
             self.number,

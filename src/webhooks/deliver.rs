@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::backchannel::{LogoutAttempt, LogoutSigner};
 use super::target::{self, Blocked, Resolver};
-use super::{message_name, sign};
+use super::{delivery_log, message_name, sign};
 use crate::config::WebhooksConfig;
 use crate::domain::Timestamp;
 use crate::store::hooks::BACKCHANNEL_QUEUE;
@@ -73,33 +73,6 @@ impl DeliverySettings {
         let same_client = next.timeout_ms == old.config.timeout_ms && next.proxy == old.config.proxy;
         let client = if same_client { old.client.clone() } else { client(&next) };
         self.0.store(Arc::new(Live { config: next, client }));
-    }
-}
-
-/// The log entry of attempt `number` to send `message` from `queue`: its answer (`status`, 0 without one, and what
-/// went wrong), its time from `started` when a connection was made (without one the time says only how the far side
-/// refused: at once, a closed port; after the time limit, a filtered one; it is not recorded). The payload is what
-/// the queue holds: a webhook's body, or a logout's claims, never a token.
-pub(super) fn delivery_log(
-    queue: [u8; 16],
-    message: &WebhookMessageRecordV1,
-    number: u32,
-    (status, error): (u16, &str),
-    started: Option<Instant>,
-    now: Timestamp,
-) -> DeliveryRecordV1 {
-    DeliveryRecordV1 {
-        id: uuid::Uuid::now_v7().into_bytes(),
-        endpoint: queue,
-        message: message.id,
-        account: message.account,
-        event: message.event.clone(),
-        attempt: number,
-        status,
-        error: error.to_owned(),
-        duration_ms: started.map_or(0, |at| u32::try_from(at.elapsed().as_millis()).unwrap_or(u32::MAX)),
-        at_ms: now.as_millis(),
-        payload: message.payload.clone(),
     }
 }
 

@@ -12,7 +12,7 @@ pub mod target;
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::actors::Unavailable;
 use crate::config::WebhooksConfig;
@@ -363,6 +363,33 @@ fn check_description(text: String) -> Result<String, WebhookError> {
         )));
     }
     Ok(text)
+}
+
+/// The log entry of attempt `number` to send `message` from `queue`: its answer (`status`, 0 without one, and what
+/// went wrong), its time from `started` when a connection was made (without one the time says only how the far side
+/// refused: at once, a closed port; after the time limit, a filtered one; it is not recorded). The payload is what
+/// the queue holds: a webhook's body, or a logout's claims, never a token.
+fn delivery_log(
+    queue: [u8; 16],
+    message: &WebhookMessageRecordV1,
+    number: u32,
+    (status, error): (u16, &str),
+    started: Option<Instant>,
+    now: Timestamp,
+) -> DeliveryRecordV1 {
+    DeliveryRecordV1 {
+        id: uuid::Uuid::now_v7().into_bytes(),
+        endpoint: queue,
+        message: message.id,
+        account: message.account,
+        event: message.event.clone(),
+        attempt: number,
+        status,
+        error: error.to_owned(),
+        duration_ms: started.map_or(0, |at| u32::try_from(at.elapsed().as_millis()).unwrap_or(u32::MAX)),
+        at_ms: now.as_millis(),
+        payload: message.payload.clone(),
+    }
 }
 
 /// The `webhook-id` of a message.
