@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
 use super::{Accounts, Current, Unavailable};
-use crate::domain::{SessionId, Timestamp, UserId};
+use crate::domain::{SessionId, Timestamp, TokenHash, UserId};
 use crate::provider::grants::{self as grants, CODE_LIFETIME, GrantError, RefreshError};
 use crate::provider::{Alg, AuthMethod, Client, ClientError, USER_SCOPES, redirect_uri_matches};
 use crate::store::{OAuthCodeRecordV1, OAuthGrantRecordV1};
@@ -189,6 +189,24 @@ pub enum EndSessionError {
     InvalidClient(String),
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
+}
+
+/// What `end-session` does with a request that passed its checks.
+#[derive(Debug, Clone)]
+pub enum EndSession {
+    /// The hint's session ended (or had already): the browser goes on as [`SessionEnded`] says.
+    Ended(SessionEnded),
+    /// The browser has a session the request does not name: the person is asked (the logout confirmation page).
+    Confirm,
+    /// No hint and no session: nothing to end; the browser goes to the registered redirect, if any.
+    NothingToEnd { redirect: Option<String> },
+}
+
+/// A logout request that passed every check: the hint's user and session, if hinted, and where to send the
+/// browser afterwards.
+struct CheckedLogout {
+    hinted: Option<(UserId, SessionId)>,
+    redirect: Option<String>,
 }
 
 /// What a logout did: the session it ended (its token's hash, so the caller's cookie is cleared if it was that
@@ -886,50 +904,114 @@ impl Accounts {
         Ok(())
     }
 
-    /// `GET /oauth2/end-session`: ends the session an ID token this provider signed for a client registered with
-    /// `enable_end_session` names (its `sid`, with `sub`), then sends the browser to the client's registered
-    /// `post_logout_redirect_uri` if it asks for one. The hint may have expired (a logout often comes later than
-    /// ten hours), but its signature must verify against a key still published. Everything is checked before
-    /// anything ends: an unregistered redirect is refused, not ignored.
-    pub async fn end_session(&self, req: &EndSessionRequest, issuer: &str) -> Result<SessionEnded, EndSessionError> {
+    /// `GET|POST /oauth2/end-session`: checks the request in full, then ends the session an ID token this
+    /// provider signed for a client registered with `enable_end_session` names (its `sid`, with `sub`) and sends
+    /// the browser to the client's registered `post_logout_redirect_uri` if it asks for one. The hint may have
+    /// expired (a logout often comes later than ten hours), but its signature must verify against a key still
+    /// published. Everything is checked before anything ends: an unregistered redirect is refused, not ignored.
+    ///
+    /// `browser`: the hash of the caller's session cookie, if any. Without a hint, or with one whose session is
+    /// not the browser's (the person signed in again since), nothing here says the person wants this browser
+    /// signed out: the answer is [`EndSession::Confirm`], the page that asks them ([`Self::confirm_end_session`]).
+    /// Without a hint and without a session there is nothing to end.
+    pub async fn end_session(
+        &self,
+        req: &EndSessionRequest,
+        issuer: &str,
+        browser: Option<TokenHash>,
+    ) -> Result<EndSession, EndSessionError> {
+        let checked = self.check_end_session(req, issuer).await?;
+        let now = Timestamp::now();
+        let browser = browser.and_then(|hash| self.indexes.sessions.get(&hash)).filter(|s| !s.is_expired(now));
+        // The browser's session, when it is not the one the hint names.
+        let another = browser.filter(|b| checked.hinted.is_none_or(|(_, session)| b.id != session));
+        match (checked.hinted, another) {
+            (Some((user, session)), None) => {
+                // A session already ended (or another's) ends nothing more; the answer is the same.
+                let hash = self.sessions_of(user).into_iter().find(|(_, s)| s.id == session).map(|(h, _)| h);
+                if let Some(hash) = hash {
+                    self.actors.sessions.end(hash).await?;
+                }
+                Ok(EndSession::Ended(SessionEnded { ended: hash, redirect: checked.redirect }))
+            }
+            (_, Some(_)) => Ok(EndSession::Confirm),
+            (None, None) => Ok(EndSession::NothingToEnd { redirect: checked.redirect }),
+        }
+    }
+
+    /// The logout confirmation page's answer (the person chose to sign out): the request it carries is checked
+    /// again in full, as at `end-session`, then the browser's own session (`browser`) ends. Only that one: the
+    /// hint's session, when another, was not the person's to confirm here.
+    pub async fn confirm_end_session(
+        &self,
+        req: &EndSessionRequest,
+        issuer: &str,
+        browser: TokenHash,
+    ) -> Result<SessionEnded, EndSessionError> {
+        let checked = self.check_end_session(req, issuer).await?;
+        self.actors.sessions.end(browser).await?;
+        Ok(SessionEnded { ended: Some(browser), redirect: checked.redirect })
+    }
+
+    /// What both steps of a logout check before anything ends: the hint (a verified ID token of this issuer's
+    /// for an enabled client allowed to end sessions, the audience `client_id` names if given); without a hint,
+    /// the `client_id` given, by the same rules; and the `post_logout_redirect_uri`, registered byte for byte for
+    /// that client (none without a client: a redirect nobody registered is never followed).
+    async fn check_end_session(&self, req: &EndSessionRequest, issuer: &str) -> Result<CheckedLogout, EndSessionError> {
         let invalid = |why: &str| EndSessionError::InvalidRequest(why.into());
         if let Some(name) = &req.repeated {
             return Err(invalid(&format!("{name} is given more than once")));
         }
-        let hint = req.id_token_hint.as_deref().ok_or_else(|| invalid("id_token_hint is required"))?;
-        let (typ, claims) = self.keys.verify_fresh(hint).await.ok_or_else(|| invalid("invalid id_token_hint"))?;
-        let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
-        if typ.is_some() || text("iss") != Some(issuer) {
-            return Err(invalid("invalid id_token_hint"));
-        }
-        let audience = text("aud").ok_or_else(|| invalid("invalid id_token_hint"))?;
-        if req.client_id.as_deref().is_some_and(|id| id != audience) {
-            return Err(invalid("client_id is not the id_token_hint's audience"));
-        }
-        let client = match self.clients.get(audience).await {
-            Ok(client) if !client.disabled => client,
-            Ok(_) | Err(ClientError::NotFound) => return Err(EndSessionError::InvalidClient("invalid client".into())),
-            Err(_) => return Err(Unavailable.into()),
+        let (hinted, client_id) = match req.id_token_hint.as_deref() {
+            Some(hint) => {
+                let (typ, claims) =
+                    self.keys.verify_fresh(hint).await.ok_or_else(|| invalid("invalid id_token_hint"))?;
+                let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
+                if typ.is_some() || text("iss") != Some(issuer) {
+                    return Err(invalid("invalid id_token_hint"));
+                }
+                let audience = text("aud").ok_or_else(|| invalid("invalid id_token_hint"))?;
+                if req.client_id.as_deref().is_some_and(|id| id != audience) {
+                    return Err(invalid("client_id is not the id_token_hint's audience"));
+                }
+                let user = text("sub").and_then(UserId::parse);
+                let session = text("sid").and_then(SessionId::parse);
+                (Some((user, session)), Some(audience.to_owned()))
+            }
+            None => (None, req.client_id.clone()),
         };
-        if !client.end_session {
+        let client = match client_id.as_deref() {
+            None => None,
+            Some(id) => match self.clients.get(id).await {
+                Ok(client) if !client.disabled => Some(client),
+                Ok(_) | Err(ClientError::NotFound) => {
+                    return Err(EndSessionError::InvalidClient("invalid client".into()));
+                }
+                Err(_) => return Err(Unavailable.into()),
+            },
+        };
+        if client.as_ref().is_some_and(|c| !c.end_session) {
             return Err(EndSessionError::InvalidClient("The client is not allowed to initiate logout".into()));
         }
-        let redirect = match req.post_logout_redirect_uri.as_deref() {
-            None => None,
-            Some(uri) if client.post_logout_redirect_uris.iter().any(|r| r == uri) => {
+        let redirect = match (req.post_logout_redirect_uri.as_deref(), &client) {
+            (None, _) => None,
+            (Some(uri), Some(client)) if client.post_logout_redirect_uris.iter().any(|r| r == uri) => {
                 let state = req.state.as_deref().map(|s| ("state", s));
                 Some(with_query(uri, &state.into_iter().collect::<Vec<_>>()))
             }
-            Some(_) => return Err(invalid("post_logout_redirect_uri is not registered for the client")),
+            (Some(_), Some(_)) => return Err(invalid("post_logout_redirect_uri is not registered for the client")),
+            (Some(_), None) => {
+                return Err(invalid(
+                    "post_logout_redirect_uri needs the client_id or the id_token_hint it is registered for",
+                ));
+            }
         };
-        let user = text("sub").and_then(UserId::parse).ok_or_else(|| invalid("invalid id_token_hint"))?;
-        let session = text("sid").and_then(SessionId::parse).ok_or_else(|| invalid("invalid id_token_hint"))?;
-        // A session already ended (or another's) ends nothing more; the answer is the same.
-        let hash = self.sessions_of(user).into_iter().find(|(_, s)| s.id == session).map(|(h, _)| h);
-        if let Some(hash) = hash {
-            self.actors.sessions.end(hash).await?;
-        }
-        Ok(SessionEnded { ended: hash, redirect })
+        let hinted = match hinted {
+            None => None,
+            Some((Some(user), Some(session))) => Some((user, session)),
+            Some(_) => return Err(invalid("invalid id_token_hint")),
+        };
+        Ok(CheckedLogout { hinted, redirect })
     }
 
     /// Signs an access token for `grant` with `scopes` (and an ID token when they hold `openid`).

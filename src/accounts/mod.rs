@@ -66,8 +66,8 @@ pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, Signed
 pub use consents::{Consent, ConsentsError, consent_id};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
 pub use idp::{
-    AuthorizeRequest, Authorized, ConsentError, EndSessionError, EndSessionRequest, Introspection, SessionEnded,
-    TokenError, TokenRequest, Tokens, UserInfo, UserInfoError,
+    AuthorizeRequest, Authorized, ConsentError, EndSession, EndSessionError, EndSessionRequest, Introspection,
+    SessionEnded, TokenError, TokenRequest, Tokens, UserInfo, UserInfoError,
 };
 pub use org_roles::{RoleOf, RolesError};
 pub use organizations::{FullOrganization, MemberError, OrgError, OrgRef, Target};

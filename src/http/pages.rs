@@ -9,6 +9,8 @@
 //!   identities, organizations and invitations).
 //! - `GET /accept-invitation?id=`: the page the invitation mail links to (see `mail::Templates`).
 //! - `GET /consent?<authorization request>`: the identity provider's consent page (docs/oidc-provider.md).
+//! - `GET /sign-out?<end-session request>`: the identity provider's logout confirmation page, and the signed-out
+//!   page (docs/oidc-provider.md).
 //! - The pages behind the mailed links when a reset or verification request names no `redirectTo`/`callbackURL`:
 //!   `GET /auth/reset-password?token=` is a form that posts the new password to `POST /api/auth/reset-password`;
 //!   `GET /auth/email-verified` says the address is confirmed; both show "no longer valid" for `?error=` (the link
@@ -38,6 +40,7 @@ const SIGN_IN_HTML: &[u8] = include_bytes!("../../pages/sign-in.html");
 const ACCOUNT_HTML: &[u8] = include_bytes!("../../pages/account.html");
 const INVITATION_HTML: &[u8] = include_bytes!("../../pages/accept-invitation.html");
 const CONSENT_HTML: &[u8] = include_bytes!("../../pages/consent.html");
+const SIGN_OUT_HTML: &[u8] = include_bytes!("../../pages/sign-out.html");
 
 /// The files the pages load, by their name under `/auth/`.
 const ASSETS: &[(&str, &str, &[u8])] = &[
@@ -50,6 +53,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("account.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/account.js")),
     ("accept-invitation.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/accept-invitation.js")),
     ("consent.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/consent.js")),
+    ("sign-out.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/sign-out.js")),
 ];
 
 /// `GET /`: a small page linking the console and the account page, the two places a person opening the server's
@@ -89,6 +93,13 @@ pub fn account() -> Response<Body> {
 /// allow or deny), where `/api/auth/oauth2/authorize` sends a user who has not consented to these scopes yet.
 pub fn consent() -> Response<Body> {
     page(CONSENT_HTML)
+}
+
+/// `GET /sign-out?<end-session request>`: the logout confirmation page, where `/api/auth/oauth2/end-session`
+/// sends a browser whose session the request does not name (sign out, or stay signed in); without a session, the
+/// signed-out page.
+pub fn sign_out() -> Response<Body> {
+    page(SIGN_OUT_HTML)
 }
 
 /// `GET /accept-invitation?id=`: the organization, the inviter, accept or reject.
@@ -185,7 +196,14 @@ mod tests {
     #[test]
     fn the_pages_have_no_inline_script_or_style_and_name_only_served_files() {
         let pages = [RESET_HTML, VERIFIED_HTML, INVALID_HTML, SETUP_HTML, SET_UP_HTML];
-        for page in pages.into_iter().chain([HOME_HTML, SIGN_IN_HTML, ACCOUNT_HTML, INVITATION_HTML]) {
+        for page in pages.into_iter().chain([
+            HOME_HTML,
+            SIGN_IN_HTML,
+            ACCOUNT_HTML,
+            INVITATION_HTML,
+            CONSENT_HTML,
+            SIGN_OUT_HTML,
+        ]) {
             let page = std::str::from_utf8(page).unwrap();
             assert!(page.contains(r#"<html lang="en">"#));
             // The setup pages and the account page are one folder down (/admin/, /account/), the front page, the

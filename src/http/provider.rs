@@ -18,7 +18,7 @@ use super::dto::{
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::response::{Body, Failure, json, ok};
 use crate::accounts::{
-    Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, EndSessionError,
+    Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, EndSession, EndSessionError,
     EndSessionRequest, NewClient, Registrant, RegistrationError, TokenError, TokenRequest, UserInfoError,
 };
 use crate::domain::Timestamp;
@@ -645,32 +645,51 @@ pub async fn revoke(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     }
 }
 
-/// `GET /api/auth/oauth2/end-session?id_token_hint=…&post_logout_redirect_uri=…&state=…&client_id=…`
-/// (RP-initiated logout): the hint's session ended; 302 to the registered `post_logout_redirect_uri` with `state`,
-/// else 200 with an empty body; the caller's session cookie cleared when it was that session's. 400
-/// `invalid_request` (no or a bad hint, an unregistered redirect), 401 `invalid_client`: nothing ended.
-pub async fn end_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
-    let query = req.uri().query().unwrap_or("").to_owned();
+/// The logout confirmation page, where `end-session` sends a browser whose session the request does not name.
+const SIGN_OUT_PAGE: &str = "/sign-out";
+
+/// An `end-session` request's parameters, from the query or the confirmation page's `logout_query`.
+fn end_session_request(query: &str) -> EndSessionRequest {
     let (mut p, repeated) = pairs(query.as_bytes());
-    let request = EndSessionRequest {
+    EndSessionRequest {
         id_token_hint: take(&mut p, "id_token_hint"),
         client_id: take(&mut p, "client_id"),
         post_logout_redirect_uri: take(&mut p, "post_logout_redirect_uri"),
         state: take(&mut p, "state"),
         repeated,
-    };
+    }
+}
+
+/// A refused logout: 400 `invalid_request` or 401 `invalid_client`; nothing ended.
+fn end_session_refusal(e: EndSessionError) -> Result<Response<Body>, Failure> {
+    match e {
+        EndSessionError::InvalidRequest(why) => Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &why)),
+        EndSessionError::InvalidClient(why) => Ok(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", &why)),
+        EndSessionError::Unavailable(u) => Err(u.into()),
+    }
+}
+
+/// `GET /api/auth/oauth2/end-session?id_token_hint=…&post_logout_redirect_uri=…&state=…&client_id=…`
+/// (RP-initiated logout), every parameter optional. Checked in full first: 400 `invalid_request` (a bad hint, an
+/// unregistered redirect, a redirect without the client it is registered for), 401 `invalid_client`: nothing
+/// ended. Then: the hint's session, when it is the browser's or the browser has none, ended, and 302 to the
+/// registered `post_logout_redirect_uri` with `state`, else 200 with an empty body, the cookie cleared when it was
+/// that session's. Without a hint, or with one whose session is not the browser's: 302 to the confirmation page
+/// (`/sign-out?<this query>`), which asks the person. Without a hint and without a session: nothing to end, 302 to
+/// the registered redirect or to the signed-out page.
+pub async fn end_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let request = end_session_request(&query);
     let cookie = extract::session_token(state, req.headers()).map(|t| t.hash());
     extract::discard_body(req, state.body_timeout()).await;
     let issuer = issuer(state, &ctx)?;
-    let ended = match state.accounts.end_session(&request, &issuer).await {
-        Ok(ended) => ended,
-        Err(EndSessionError::InvalidRequest(why)) => {
-            return Ok(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", &why));
+    let ended = match state.accounts.end_session(&request, &issuer, cookie).await {
+        Ok(EndSession::Ended(ended)) => ended,
+        Ok(EndSession::Confirm) => return redirect(&format!("{SIGN_OUT_PAGE}?{query}"), false),
+        Ok(EndSession::NothingToEnd { redirect: to }) => {
+            return redirect(to.as_deref().unwrap_or(SIGN_OUT_PAGE), false);
         }
-        Err(EndSessionError::InvalidClient(why)) => {
-            return Ok(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", &why));
-        }
-        Err(EndSessionError::Unavailable(u)) => return Err(u.into()),
+        Err(e) => return end_session_refusal(e),
     };
     let mut response = match &ended.redirect {
         Some(to) => redirect(to, false)?,
@@ -684,6 +703,54 @@ pub async fn end_session(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
         response = super::response::with_cookie(response, state.cookies.clear());
     }
     Ok(response)
+}
+
+/// `POST /api/auth/oauth2/end-session` with the same parameters as a form (RP-Initiated Logout 1.0 §2 has the
+/// provider take both) → 303 to the same request as a GET, where everything is decided: as for the authorization
+/// request, a form posted from the relying party's site brings no `SameSite=Lax` cookie, the GET it is sent on
+/// does.
+pub async fn end_session_form(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    if !is_form(req.headers()) {
+        return Ok(oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the body must be application/x-www-form-urlencoded",
+        ));
+    }
+    let body = extract::form_body(req, state.body_timeout()).await?;
+    let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&body).finish();
+    let mut response = redirect(&format!("/api/auth/oauth2/end-session?{query}"), false)?;
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    Ok(response)
+}
+
+/// `POST /api/auth/oauth2/end-session/confirm` `{logout_query}` (the confirmation page's answer, with the session
+/// cookie: the person chose to sign out) → `{redirect: true, url}`: the browser's session ended, its cookie
+/// cleared, and `url` the registered `post_logout_redirect_uri` with `state`, else the signed-out page. The query
+/// is checked again as at `end-session` (400, 401: nothing ended). No session: 401. Cancelling asks nothing of
+/// the server.
+pub async fn end_session_confirm(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    // Any live session may end itself: one whose account must first enrol a second factor included.
+    let Some((token, _)) = extract::signed_in_or_none(state, req.headers()).await? else {
+        extract::discard_body(req, state.body_timeout()).await;
+        return Err(Failure::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "Unauthorized"));
+    };
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["logout_query"])?;
+    let query = body.optional_string("logout_query")?.unwrap_or("").trim_start_matches('?').to_owned();
+    let request = end_session_request(&query);
+    let issuer = issuer(state, &ctx)?;
+    match state.accounts.confirm_end_session(&request, &issuer, token.hash()).await {
+        Ok(ended) => {
+            let url = ended.redirect.as_deref().unwrap_or(SIGN_OUT_PAGE);
+            Ok(super::response::with_cookie(redirect(url, true)?, state.cookies.clear()))
+        }
+        Err(e) => end_session_refusal(e),
+    }
 }
 
 /// `POST /api/auth/oauth2/token` (form): the authorization code and refresh token grants → `{access_token,

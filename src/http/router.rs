@@ -345,6 +345,8 @@ async fn handle(
         Endpoint::OAuth2Introspect => provider::introspect(state, ctx, req).await,
         Endpoint::OAuth2Revoke => provider::revoke(state, ctx, req).await,
         Endpoint::OAuth2EndSession => provider::end_session(state, ctx, req).await,
+        Endpoint::OAuth2EndSessionForm => provider::end_session_form(state, ctx, req).await,
+        Endpoint::OAuth2EndSessionConfirm => provider::end_session_confirm(state, ctx, req).await,
         Endpoint::OAuth2Register => provider::register(state, ctx, req).await,
         Endpoint::OAuth2UserInfo | Endpoint::OAuth2UserInfoForm => provider::userinfo(state, ctx, req).await,
         Endpoint::OpenIdConfiguration
@@ -393,6 +395,7 @@ async fn handle(
         Endpoint::ConsoleFolder => Ok(pages::to_folder(pages::CONSOLE_PATH)),
         Endpoint::AcceptInvitationPage => Ok(pages::accept_invitation()),
         Endpoint::ConsentPage => Ok(pages::consent()),
+        Endpoint::SignOutPage => Ok(pages::sign_out()),
         Endpoint::AccountProviders => pages::providers(state, &req),
         Endpoint::AccountTotpQr => pages::totp_qr(state, ctx, req).await,
         Endpoint::ResetPasswordPage => pages::reset_password(&req),

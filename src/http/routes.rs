@@ -181,7 +181,8 @@ routes! {
     "/api/auth/oauth2/delete-consent" => { POST => OAuth2DeleteConsent },
     "/api/auth/oauth2/introspect" => { POST => OAuth2Introspect },
     "/api/auth/oauth2/revoke" => { POST => OAuth2Revoke },
-    "/api/auth/oauth2/end-session" => { GET => OAuth2EndSession },
+    "/api/auth/oauth2/end-session" => { GET => OAuth2EndSession, POST => OAuth2EndSessionForm },
+    "/api/auth/oauth2/end-session/confirm" => { POST => OAuth2EndSessionConfirm },
     "/api/auth/oauth2/register" => { POST => OAuth2Register },
     "/api/admin/oidc/keys" => { GET => SigningKeys },
     "/api/admin/oidc/keys/rotate" => { POST => RotateSigningKeys },
@@ -238,6 +239,7 @@ routes! {
     "/account" => { GET => AccountFolder },
     "/accept-invitation" => { GET => AcceptInvitationPage },
     "/consent" => { GET => ConsentPage },
+    "/sign-out" => { GET => SignOutPage },
     "/api/account/providers" => { GET => AccountProviders },
     "/api/account/totp-qr" => { POST => AccountTotpQr },
     "/auth/reset-password" => { GET => ResetPasswordPage },
@@ -368,9 +370,10 @@ mod tests {
                 let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
                 // A provider's redirect back only ever redirects: its success is a 302; so is a folder's
                 // address without its slash (`/admin`, `/account`), to the folder; the posted authorization
-                // request's is a 303 to its GET.
+                // request's and the posted logout's is a 303 to its GET.
                 let redirects = path.contains("callback/") || path == "/admin" || path == "/account";
-                let posted_authorization = path == "/api/auth/oauth2/authorize" && method == "post";
+                let posted_authorization = method == "post"
+                    && (path == "/api/auth/oauth2/authorize" || path == "/api/auth/oauth2/end-session");
                 let success = |c: &&String| {
                     c.starts_with('2') || (redirects && *c == "302") || (posted_authorization && *c == "303")
                 };

@@ -29,6 +29,8 @@ before(async () => {
     "/": ["text/html; charset=utf-8", await readFile(join(here, "app", "index.html"))],
     "/callback": ["text/html; charset=utf-8", await readFile(join(here, "app", "index.html"))],
     "/app.js": ["text/javascript; charset=utf-8", await readFile(join(here, "app", "app.js"))],
+    // Where the application is sent back after signing out at the service (its post_logout_redirect_uri).
+    "/bye": ["text/html; charset=utf-8", '<!doctype html><html lang="en"><title>Bye</title><p id="bye">Signed out</p></html>'],
   };
   app = createServer((req, res) => {
     const path = new URL(req.url, "http://x").pathname;
@@ -199,6 +201,49 @@ test("the authorization request posted as a form from another site: a signed-in 
     assert.equal(status, "Signed in", `the application says: ${status}; ${problems.join("; ")}`);
     assert.equal(new URL(page.url()).origin, appOrigin, "no page of the service in between");
     assert.equal(await page.$eval("#name", (e) => e.textContent), user.name);
+  } finally {
+    await close();
+  }
+});
+
+test("the logout confirmation page: a person asked to sign out stays signed in, then signs out and is sent back", async () => {
+  const bye = `${appOrigin}/bye`;
+  const client = await register(await admin(service.base), {
+    client_name: "Notes", application_type: "native", token_endpoint_auth_method: "none",
+    redirect_uris: ["http://localhost/callback"], scope: "openid profile",
+    enable_end_session: true, post_logout_redirect_uris: [bye],
+  });
+  Object.assign(config, { issuer: service.issuer, client_id: client.client_id });
+  const user = await newUser(service.base, "Leaver");
+  const { page, problems, close } = await freshPage();
+  const signedIn = () =>
+    page.evaluate(async () => (await (await fetch("/api/auth/get-session")).json())?.user?.email ?? null);
+  // The application's sign-out link, with no ID token to hint with: the service asks the person.
+  const logout = `${service.base}/api/auth/oauth2/end-session?${new URLSearchParams({
+    client_id: client.client_id, post_logout_redirect_uri: bye, state: "st",
+  })}`;
+  try {
+    await signInThroughApp(page, user, "/", { problems });
+    await page.goto(logout);
+    await page.waitForSelector("#confirm", { visible: true });
+    assert.equal(new URL(page.url()).pathname, "/sign-out");
+    assert.equal(await page.$eval("#user", (e) => e.textContent), user.email);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "confirm", "the choice has the focus");
+    // Stay signed in: nothing ends.
+    await page.click("#cancel");
+    await page.waitForSelector("#kept", { visible: true });
+    assert.equal(await signedIn(), user.email);
+    // Asked again, the person signs out: back at the application's registered address, with its state.
+    await page.goto(logout);
+    await page.waitForSelector("#confirm", { visible: true });
+    await Promise.all([page.waitForNavigation(), page.click("#confirm")]);
+    const back = new URL(page.url());
+    assert.equal(`${back.origin}${back.pathname}`, bye);
+    assert.equal(back.searchParams.get("state"), "st");
+    await page.goto(`${service.base}/sign-out`);
+    await page.waitForSelector("#done", { visible: true });
+    assert.equal(await signedIn(), null, "the session has ended");
+    assert.deepEqual(problems, []);
   } finally {
     await close();
   }
