@@ -17,6 +17,7 @@ pub const LIVE: &[&str] = &[
     "[passwords]",
     "[rate_limit] sign_in_per_address, sign_up_per_address, mail_per_address",
     "[session] fresh_age_secs",
+    "[[oauth.providers]] (each new or changed OpenID Connect provider discovered first)",
     "[email] smtp_url, directory, from (while mail stays on)",
     "[webhooks] timeout_ms, max_backoff_secs, failing_after_secs, concurrency, log_retention_days, proxy",
 ];

@@ -26,6 +26,9 @@ pub struct Reloaded {
     pub applied: Vec<&'static str>,
     /// The sections that changed in the file but only take effect at the next start.
     pub need_restart: Vec<&'static str>,
+    /// What the file asked for and this reload left as it was, with why: an `[[oauth.providers]]` whose discovery
+    /// failed (the provider in effect stays).
+    pub not_applied: Vec<String>,
 }
 
 impl std::fmt::Display for Reloaded {
@@ -37,6 +40,9 @@ impl std::fmt::Display for Reloaded {
         }
         if !self.need_restart.is_empty() {
             write!(f, "; changed but applied only at the next start: {}", list(&self.need_restart))?;
+        }
+        if !self.not_applied.is_empty() {
+            write!(f, "; not applied: [oauth] {}", self.not_applied.join(", "))?;
         }
         Ok(())
     }
@@ -62,7 +68,19 @@ impl Reloader {
         let new = read.map_err(|e| e.to_string())?;
         let mut next = in_effect.clone();
         copy_live(&new, &mut next);
-        let reloaded = Reloaded { applied: differing(&in_effect, &next), need_restart: differing(&next, &new) };
+        let need_restart = differing(&next, &new);
+        // The providers are made ready (discovered) before anything changes; one whose discovery fails stays as it
+        // was, and `next` says what is in effect.
+        let providers = match next.oauth.providers != in_effect.oauth.providers {
+            true => Some(self.state.accounts.oauth().prepare(&next.oauth.providers).await),
+            false => None,
+        };
+        let mut not_applied = Vec::new();
+        if let Some(prepared) = &providers {
+            next.oauth.providers = prepared.in_effect.clone();
+            not_applied = prepared.refused.clone();
+        }
+        let reloaded = Reloaded { applied: differing(&in_effect, &next), need_restart, not_applied };
         // Audited before anything changes: a store that refuses the entry refuses the reload.
         self.state
             .accounts
@@ -70,6 +88,9 @@ impl Reloader {
             .await
             .map_err(|_| "the store does not accept writes: nothing changed".to_owned())?;
         self.state.apply_settings(&next);
+        if let Some(prepared) = providers {
+            self.state.accounts.oauth().install(prepared);
+        }
         self.state.record_reload(&next, reloaded.need_restart.clone());
         *in_effect = next;
         Ok(reloaded)
@@ -79,7 +100,9 @@ impl Reloader {
     pub async fn reload_logged(&self) -> Result<Reloaded, String> {
         let outcome = self.reload().await;
         match &outcome {
-            Ok(reloaded) if reloaded.need_restart.is_empty() => tracing::info!("configuration reloaded: {reloaded}"),
+            Ok(reloaded) if reloaded.need_restart.is_empty() && reloaded.not_applied.is_empty() => {
+                tracing::info!("configuration reloaded: {reloaded}")
+            }
             Ok(reloaded) => tracing::warn!("configuration reloaded: {reloaded}"),
             Err(why) => tracing::error!("configuration not reloaded, nothing changed: {why}"),
         }
@@ -95,6 +118,9 @@ fn copy_live(from: &Config, to: &mut Config) {
     limits.sign_up_per_address = new.sign_up_per_address;
     limits.mail_per_address = new.mail_per_address;
     to.session.fresh_age_secs = from.session.fresh_age_secs;
+    // Which providers there are, and each one's settings (secret included); whether their tokens are kept decides
+    // what the linked accounts hold, and waits for a restart.
+    to.oauth.providers = from.oauth.providers.clone();
     // What the deliverer reads at each round; whether internal targets and http:// are allowed decided which
     // endpoints were registered, and stays.
     let (hooks, new) = (&mut to.webhooks, &from.webhooks);
@@ -212,7 +238,8 @@ mod tests {
         assert_eq!(next.passwords.min_length, 20);
         assert_eq!(next.rate_limit.failures_per_account, old.rate_limit.failures_per_account);
         assert_eq!(next.listen, old.listen);
-        let reloaded = Reloaded { applied: differing(&old, &next), need_restart: differing(&next, &new) };
+        let reloaded =
+            Reloaded { applied: differing(&old, &next), need_restart: differing(&next, &new), not_applied: vec![] };
         assert_eq!(
             reloaded.to_string(),
             "applied [rate_limit], [passwords]; changed but applied only at the next start: [listen], [rate_limit]"

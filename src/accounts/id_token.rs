@@ -130,7 +130,7 @@ impl Accounts {
         let verified = self
             .flows
             .oauth
-            .verify_id_token(provider, &proof.token, proof.nonce.as_deref(), proof.access_token.as_deref())
+            .verify_id_token(&provider, &proof.token, proof.nonce.as_deref(), proof.access_token.as_deref())
             .await;
         let identity = verified.map_err(|e| {
             tracing::warn!(provider = %proof.provider, error = %e, "an ID token was refused");
@@ -147,7 +147,7 @@ impl Accounts {
             id_token: Some(proof.token),
             expires_at_ms: proof.expires_at_ms,
         };
-        self.admit(provider, identity, tokens, link_user, trusted, client).await.map_err(|refused| match refused {
+        self.admit(&provider, identity, tokens, link_user, trusted, client).await.map_err(|refused| match refused {
             Refused::EmailNotFound => IdTokenError::EmailNotFound,
             Refused::UserInfo => IdTokenError::UserInfo,
             Refused::NotLinked => IdTokenError::NotLinked,

@@ -216,7 +216,7 @@ impl Accounts {
         let browser = random_token();
         let authorization = flows
             .oauth
-            .authorize(provider, &state, &start.redirect_uri, &start.scopes, start.login_hint.as_deref())
+            .authorize(&provider, &state, &start.redirect_uri, &start.scopes, start.login_hint.as_deref())
             .await
             .map_err(StartError::Provider)?;
         let record = OAuthFlowRecordV1 {
@@ -295,7 +295,7 @@ impl Accounts {
             }
         };
         let exchange =
-            self.flows.oauth.finish(provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri, waited);
+            self.flows.oauth.finish(&provider, code, &flow.pkce_verifier, &flow.nonce, &flow.redirect_uri, waited);
         let (taken, exchanged) = tokio::join!(self.take_flow(&hash), exchange);
         // Not taken (another node's callback took it first, or the store failed): the provider's answer is dropped.
         taken?;
@@ -309,7 +309,7 @@ impl Accounts {
             return Err(fail("unable_to_link_account", None));
         }
         let trusted = callback.trusted;
-        let admitted = self.admit(provider, identity, tokens, link_user, trusted.clone(), &client).await;
+        let admitted = self.admit(&provider, identity, tokens, link_user, trusted.clone(), &client).await;
         let (user, new_user, entered) = match admitted {
             Ok(Admitted::Linked) => return Ok(Finished::Linked { callback_url: flow.callback_url }),
             Ok(Admitted::User { user, new_user, entered }) => (user, new_user, entered),

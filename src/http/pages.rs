@@ -112,7 +112,7 @@ pub fn accept_invitation() -> Response<Body> {
 pub fn providers(state: &AppState, req: &Request<Incoming>) -> Result<Response<Body>, Failure> {
     extract::query_only(req.uri().query(), &[])?;
     let names = state.accounts.oauth().names();
-    Ok(ok(&Providers { providers: names.into_iter().map(|(id, name)| ProviderName { id, name }).collect() }))
+    Ok(ok(&Providers { providers: names.iter().map(|(id, name)| ProviderName { id, name }).collect() }))
 }
 
 /// The longest `otpauth://` URI drawn: the enrolment's (issuer, account e-mail, a 32-character secret) is well

@@ -46,6 +46,11 @@ impl<T: Clone> Default for Cached<T> {
 }
 
 impl<T: Clone> Cached<T> {
+    /// A cache holding `(value, freshness)` already, fetched just now.
+    pub fn with((value, fresh_for): (T, Duration)) -> Self {
+        Self { slot: Mutex::new(Some(Entry { value, fetched: Instant::now(), fresh_for })) }
+    }
+
     /// The cached value while fresh, else `fetch`'s (value, freshness), cached. With `stale_ok_after`, a fresh
     /// value fetched longer ago than that is fetched again too (a key it lacks).
     pub async fn get<F, Fut, E>(&self, refetch: bool, fetch: F) -> Result<T, E>

@@ -17,7 +17,10 @@ pub mod config;
 pub mod github;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use arc_swap::ArcSwap;
 
 use openidconnect::core::{
     CoreAuthenticationFlow, CoreClient, CoreIdToken, CoreIdTokenClaims, CoreJsonWebKeySet, CoreProviderMetadata,
@@ -142,14 +145,33 @@ impl OAuthError {
 
 /// Every configured provider and the HTTP client that speaks to them.
 pub struct OAuth {
-    providers: HashMap<String, Provider>,
+    /// Replaced whole by a reload ([`OAuth::install`]), read without a lock. A request holds the `Arc` of the
+    /// provider it started with until it ends, so a reload never changes a provider under a request.
+    providers: ArcSwap<HashMap<String, Arc<Provider>>>,
     http: reqwest::Client,
+}
+
+/// The providers a reload would put in effect ([`OAuth::prepare`]), each new or changed OpenID Connect provider's
+/// discovery document read already.
+pub struct Prepared {
+    providers: HashMap<String, Arc<Provider>>,
+    /// The configuration of what `providers` holds, in the file's order: the new file's, except where a
+    /// provider's discovery failed (the one in effect, or none for a provider the file adds).
+    pub in_effect: Vec<ProviderConfig>,
+    /// Each provider left as it was, and why (its discovery failed).
+    pub refused: Vec<String>,
 }
 
 pub struct Provider {
     pub config: ProviderConfig,
     metadata: Cached<CoreProviderMetadata>,
     keys: Cached<CoreJsonWebKeySet>,
+}
+
+impl Provider {
+    fn new(config: ProviderConfig, metadata: Cached<CoreProviderMetadata>) -> Self {
+        Self { config, metadata, keys: Cached::default() }
+    }
 }
 
 impl OAuth {
@@ -163,26 +185,24 @@ impl OAuth {
         let providers = config
             .providers
             .iter()
-            .map(|p| {
-                let provider = Provider { config: p.clone(), metadata: Cached::default(), keys: Cached::default() };
-                (p.id.clone(), provider)
-            })
+            .map(|p| (p.id.clone(), Arc::new(Provider::new(p.clone(), Cached::default()))))
             .collect();
-        Self { providers, http }
+        Self { providers: ArcSwap::from_pointee(providers), http }
     }
 
-    pub fn provider(&self, id: &str) -> Option<&Provider> {
-        self.providers.get(id)
+    pub fn provider(&self, id: &str) -> Option<Arc<Provider>> {
+        self.providers.load().get(id).cloned()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.providers.is_empty()
+        self.providers.load().is_empty()
     }
 
     /// Every configured provider's id and the name a sign-in button shows (the preset's, else the id), by id.
-    pub fn names(&self) -> Vec<(&str, &str)> {
-        let mut names: Vec<(&str, &str)> = self
+    pub fn names(&self) -> Vec<(String, String)> {
+        let mut names: Vec<(String, String)> = self
             .providers
+            .load()
             .values()
             .map(|p| {
                 let name = match p.config.preset {
@@ -192,11 +212,51 @@ impl OAuth {
                     Some(Preset::Github) => "GitHub",
                     None => p.config.id.as_str(),
                 };
-                (p.config.id.as_str(), name)
+                (p.config.id.clone(), name.to_owned())
             })
             .collect();
         names.sort_unstable();
         names
+    }
+
+    /// A reload's providers, made ready before anything changes: an unchanged provider is kept as it is (its
+    /// cached documents with it); a new or changed OpenID Connect provider's discovery document is read now, and
+    /// one whose discovery fails is not put in effect (the one in effect stays; a new one is not added), so that
+    /// a typo in an issuer does not take a working sign-in away. A GitHub provider has nothing to discover.
+    pub async fn prepare(&self, wanted: &[ProviderConfig]) -> Prepared {
+        let current = self.providers.load_full();
+        let mut prepared = Prepared { providers: HashMap::new(), in_effect: Vec::new(), refused: Vec::new() };
+        for config in wanted {
+            let old = current.get(&config.id);
+            let ready = match (old, config.kind(), config.issuer_url()) {
+                (Some(old), _, _) if old.config == *config => Ok(old.clone()),
+                (_, ProviderKind::Oidc, Some(issuer)) => match self.read_metadata(&issuer).await {
+                    Ok(document) => Ok(Arc::new(Provider::new(config.clone(), Cached::with(document)))),
+                    Err(why) => Err(why.to_string()),
+                },
+                _ => Ok(Arc::new(Provider::new(config.clone(), Cached::default()))),
+            };
+            let kept = match (ready, old) {
+                (Ok(ready), _) => ready,
+                (Err(why), Some(old)) => {
+                    prepared.refused.push(format!("provider {:?} kept as it was (discovery failed: {why})", config.id));
+                    old.clone()
+                }
+                (Err(why), None) => {
+                    prepared.refused.push(format!("provider {:?} not added (discovery failed: {why})", config.id));
+                    continue;
+                }
+            };
+            prepared.in_effect.push(kept.config.clone());
+            prepared.providers.insert(config.id.clone(), kept);
+        }
+        prepared
+    }
+
+    /// Puts `prepared` in effect: the next request finds its providers. Requests under way finish with the
+    /// provider they hold.
+    pub fn install(&self, prepared: Prepared) {
+        self.providers.store(Arc::new(prepared.providers));
     }
 
     /// The authorization URL for a new flow with `state`, answered to `redirect_uri`; `scopes` are asked for in

@@ -124,7 +124,7 @@ async fn setup_adjusted(misbehaviour: Value, adjust: impl FnOnce(&mut Config)) -
 // ---------------------------------------------------------------------------------------------------------------
 // A browser: cookies per host, redirects followed by hand
 
-struct Browser {
+pub(super) struct Browser {
     http: reqwest::Client,
     jar: HashMap<String, HashMap<String, String>>,
     /// Callbacks go to this node (the last one on two nodes: the flow started on the first). Both nodes are one
@@ -136,7 +136,7 @@ struct Browser {
     sync: Option<Client>,
 }
 
-struct Page {
+pub(super) struct Page {
     url: String,
     status: u16,
     location: Option<String>,
@@ -144,6 +144,12 @@ struct Page {
 }
 
 impl Browser {
+    /// A browser of one server (a [`ChildServer`]'s client).
+    pub(super) fn of(client: &Client) -> Self {
+        let http = reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Self { http, jar: HashMap::new(), callback_base: None, service_host: Self::host(&client.base), sync: None }
+    }
+
     fn new(server: &TestServer) -> Self {
         let http = reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         let callback_base = server.nodes.last().map(|n| n.base.clone()).filter(|b| *b != server.client.base);
@@ -174,7 +180,7 @@ impl Browser {
         self.jar.get(&Self::host(&server.client.base)).and_then(|c| c.get(COOKIE)).cloned()
     }
 
-    async fn send(&mut self, method: reqwest::Method, url: &str, body: Option<(&str, String)>) -> Page {
+    pub(super) async fn send(&mut self, method: reqwest::Method, url: &str, body: Option<(&str, String)>) -> Page {
         let mut req = self.http.request(method, url).header("cookie", self.cookie_header(url));
         if let Some((content_type, body)) = body {
             req = req.header("content-type", content_type).body(body);
@@ -208,14 +214,14 @@ impl Browser {
 
     /// Follows `url` through the provider (logging in as `login` when it asks) until the service's callback
     /// answers; returns that answer.
-    async fn through_provider(&mut self, url: &str, login: &str) -> Page {
+    pub(super) async fn through_provider(&mut self, url: &str, login: &str) -> Page {
         let callback = self.up_to_callback(url, login).await;
         self.send(reqwest::Method::GET, &callback, None).await
     }
 
     /// Follows `url` through the provider (logging in as `login` when it asks) up to the redirect back to the
     /// service's callback; returns the callback's URL, not requested yet.
-    async fn up_to_callback(&mut self, url: &str, login: &str) -> String {
+    pub(super) async fn up_to_callback(&mut self, url: &str, login: &str) -> String {
         let is_callback = |url: &str| url.contains("/api/auth/callback/") || url.contains("/api/auth/oauth2/callback/");
         let mut page = self.send(reqwest::Method::GET, url, None).await;
         for _ in 0..12 {
@@ -250,6 +256,11 @@ impl Browser {
     }
 
     async fn start(&mut self, server: &TestServer, path: &str, body: &Value) -> String {
+        self.start_at(&server.client, path, body).await
+    }
+
+    /// [`Self::start`] on the server `client` speaks to.
+    pub(super) async fn start_at(&mut self, client: &Client, path: &str, body: &Value) -> String {
         let mut body = body.clone();
         let fields = body.as_object_mut().unwrap();
         for (k, v) in [("callbackURL", "/home"), ("newUserCallbackURL", "/welcome"), ("errorCallbackURL", "/oops")] {
@@ -258,7 +269,7 @@ impl Browser {
                 fields.entry(k).or_insert(json!(v));
             }
         }
-        let page = self.post_json(&format!("{}{path}", server.client.base), &body).await;
+        let page = self.post_json(&format!("{}{path}", client.base), &body).await;
         assert_eq!(page.status, 200, "{}", page.body);
         let answer: Value = serde_json::from_str(&page.body).unwrap();
         assert_eq!(answer["redirect"], true);
@@ -267,7 +278,7 @@ impl Browser {
     }
 }
 
-fn redirected_to(page: &Page) -> String {
+pub(super) fn redirected_to(page: &Page) -> String {
     assert_eq!(page.status, 302, "{} answered {}: {}", page.url, page.status, page.body);
     let location = page.location.clone().unwrap();
     let url = url::Url::parse(&location).unwrap();
@@ -277,7 +288,7 @@ fn redirected_to(page: &Page) -> String {
     }
 }
 
-fn error_of(page: &Page) -> String {
+pub(super) fn error_of(page: &Page) -> String {
     let target = redirected_to(page);
     assert!(target.starts_with("/oops?"), "expected the error URL, got {target}");
     extract_query(&target, "error")

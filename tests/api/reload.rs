@@ -350,3 +350,80 @@ async fn a_reload_changes_the_webhook_time_limit_of_the_next_attempts() {
     assert!(after.iter().all(|a| a["error"] == "timed out"), "{after:?}");
     drop(silent);
 }
+
+/// `[[oauth.providers]]` for `local` on `issuer`, its secret from `IDP_SECRET`.
+fn provider_section(issuer: &str) -> String {
+    format!(
+        "[[oauth.providers]]\nid = \"local\"\nissuer = \"{issuer}\"\nclient_id = \"svc\"\nclient_secret_env = \"IDP_SECRET\"\n"
+    )
+}
+
+/// `sign-in/social` for `provider`: the status and the error code, if any.
+async fn start_social(server: &ChildServer, provider: &str) -> (u16, String) {
+    let body = json!({"provider": provider, "callbackURL": "/home"});
+    let resp = server.client.post("/api/auth/sign-in/social").json(&body).send().await;
+    (resp.status, resp.json()["code"].as_str().unwrap_or_default().to_owned())
+}
+
+/// Providers live (#50): one added by a reload signs in; one whose discovery fails is not put in effect and the
+/// reload says so; a bad section changes nothing; a flow started before its provider was removed is refused at the
+/// callback (to its error URL), and the provider is refused at the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_added_by_reload_signs_in_and_one_removed_is_refused() {
+    use super::oauth::{Browser, Idp, error_of, redirected_to};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "");
+    let env = [CONFIG_ENV, ("IDP_SECRET", "svc-secret"), ("SERVICE_AUTH_LOG", "info")];
+    let server = ChildServer::spawn(root, &env).await;
+    let mut idp = Idp::start();
+    let base = &server.client.base;
+    idp.configure(json!({"clients": [
+        {"client_id": "svc", "client_secret": "svc-secret", "redirect_uris": [format!("{base}/api/auth/callback/local")]},
+    ]}));
+    assert_eq!(start_social(&server, "local").await, (404, "PROVIDER_NOT_FOUND".into()), "not configured yet");
+
+    // A provider whose discovery fails is not added, and the reload says why; the rest of the file applies.
+    write_config(root, &format!("[passwords]\nmin_length = 16\n{}", provider_section("http://127.0.0.1:9")));
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert!(
+        out.contains("applied [passwords]; not applied: [oauth] provider \"local\" not added (discovery failed"),
+        "{out}"
+    );
+    assert_eq!(start_social(&server, "local").await, (404, "PROVIDER_NOT_FOUND".into()));
+
+    // Added: usable at once.
+    write_config(root, &provider_section(&idp.issuer));
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert_eq!(out.trim(), "reloaded: applied [passwords], [oauth]");
+    let mut browser = Browser::of(&server.client);
+    let start = browser.start_at(&server.client, "/api/auth/sign-in/social", &json!({"provider": "local"})).await;
+    let page = browser.through_provider(&start, "alice@example.com").await;
+    assert_eq!(redirected_to(&page), "/welcome", "signed in through the provider the reload added");
+
+    // A bad section (no client_id): the command says which key and exits 2; the provider stays usable.
+    write_config(root, &provider_section(&idp.issuer).replace("client_id = \"svc\"\n", ""));
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert_eq!(status.code(), Some(2), "{out} {err}");
+    assert!(err.contains("oauth.providers[0].client_id"), "{err}");
+    // A changed issuer that does not answer: the provider in effect is kept.
+    write_config(root, &provider_section("http://127.0.0.1:9"));
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert!(out.contains("nothing to apply; not applied: [oauth] provider \"local\" kept as it was"), "{out}");
+    assert_eq!(start_social(&server, "local").await.0, 200, "the provider in effect still starts flows");
+
+    // A flow in flight when its provider is removed: refused at the callback, to its error URL, cleanly.
+    let mut late = Browser::of(&server.client);
+    let start = late.start_at(&server.client, "/api/auth/sign-in/social", &json!({"provider": "local"})).await;
+    let callback = late.up_to_callback(&start, "bob@example.com").await;
+    write_config(root, "");
+    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    assert!(status.success(), "reload: {out} {err}");
+    assert_eq!(out.trim(), "reloaded: applied [oauth]");
+    let page = late.send(reqwest::Method::GET, &callback, None).await;
+    assert_eq!(error_of(&page), "oauth_provider_not_found");
+    assert_eq!(start_social(&server, "local").await, (404, "PROVIDER_NOT_FOUND".into()), "removed");
+}
