@@ -385,7 +385,7 @@ async fn a_provider_added_by_reload_signs_in_and_one_removed_is_refused() {
 
     // A provider whose discovery fails is not added, and the reload says why; the rest of the file applies.
     write_config(root, &format!("[passwords]\nmin_length = 16\n{}", provider_section("http://127.0.0.1:9")));
-    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    let (status, out, err) = run_binary(root, &["reload"], &env[..2], "");
     assert!(status.success(), "reload: {out} {err}");
     assert!(
         out.contains("applied [passwords]; not applied: [oauth] provider \"local\" not added (discovery failed"),
@@ -395,7 +395,7 @@ async fn a_provider_added_by_reload_signs_in_and_one_removed_is_refused() {
 
     // Added: usable at once.
     write_config(root, &provider_section(&idp.issuer));
-    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    let (status, out, err) = run_binary(root, &["reload"], &env[..2], "");
     assert!(status.success(), "reload: {out} {err}");
     assert_eq!(out.trim(), "reloaded: applied [passwords], [oauth]");
     let mut browser = Browser::of(&server.client);
@@ -403,14 +403,14 @@ async fn a_provider_added_by_reload_signs_in_and_one_removed_is_refused() {
     let page = browser.through_provider(&start, "alice@example.com").await;
     assert_eq!(redirected_to(&page), "/welcome", "signed in through the provider the reload added");
 
-    // A bad section (no client_id): the command says which key and exits 2; the provider stays usable.
-    write_config(root, &provider_section(&idp.issuer).replace("client_id = \"svc\"\n", ""));
-    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    // A bad section (an empty client_id): the command says which key and exits 2; the provider stays usable.
+    write_config(root, &provider_section(&idp.issuer).replace("client_id = \"svc\"", "client_id = \"\""));
+    let (status, out, err) = run_binary(root, &["reload"], &env[..2], "");
     assert_eq!(status.code(), Some(2), "{out} {err}");
     assert!(err.contains("oauth.providers[0].client_id"), "{err}");
     // A changed issuer that does not answer: the provider in effect is kept.
     write_config(root, &provider_section("http://127.0.0.1:9"));
-    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    let (status, out, err) = run_binary(root, &["reload"], &env[..2], "");
     assert!(status.success(), "reload: {out} {err}");
     assert!(out.contains("nothing to apply; not applied: [oauth] provider \"local\" kept as it was"), "{out}");
     assert_eq!(start_social(&server, "local").await.0, 200, "the provider in effect still starts flows");
@@ -420,7 +420,7 @@ async fn a_provider_added_by_reload_signs_in_and_one_removed_is_refused() {
     let start = late.start_at(&server.client, "/api/auth/sign-in/social", &json!({"provider": "local"})).await;
     let callback = late.up_to_callback(&start, "bob@example.com").await;
     write_config(root, "");
-    let (status, out, err) = run_binary(root, &["reload"], &[CONFIG_ENV], "");
+    let (status, out, err) = run_binary(root, &["reload"], &env[..2], "");
     assert!(status.success(), "reload: {out} {err}");
     assert_eq!(out.trim(), "reloaded: applied [oauth]");
     let page = late.send(reqwest::Method::GET, &callback, None).await;
