@@ -27,7 +27,7 @@ use super::{delivery_log, message_name, sign};
 use crate::config::WebhooksConfig;
 use crate::domain::Timestamp;
 use crate::store::hooks::BACKCHANNEL_QUEUE;
-use crate::store::{DeliveryRecordV1, Store, StoreOp, StoreWriter, WebhookMessageRecordV1, WebhookRecordV1};
+use crate::store::{Store, StoreOp, StoreWriter, WebhookMessageRecordV1, WebhookRecordV1};
 
 /// How long a node holds an endpoint's lease; renewed at every round, so well before it runs out.
 const LEASE: Duration = Duration::from_secs(10);
