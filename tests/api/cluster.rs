@@ -232,8 +232,13 @@ async fn parallel_wrong_passwords_over_both_nodes_hold_the_account_limit() {
     }
     let verified = statuses.iter().filter(|&&s| s == 401).count();
     let limited = statuses.iter().filter(|&&s| s == 429).count();
-    eprintln!("200 parallel wrong passwords over two nodes -> {verified} verified (401), {limited} refused (429)");
-    assert_eq!(verified + limited, 200, "only 401 and 429 expected: {statuses:?}");
+    // A check the hashing pool sheds because the machine is saturated is a 503 with Retry-After (src/hashing.rs):
+    // no password was checked for it, so it is allowed here; seen once in CI at load 15, among the five checks.
+    let shed = statuses.iter().filter(|&&s| s == 503).count();
+    eprintln!(
+        "200 parallel wrong passwords over two nodes -> {verified} verified (401), {limited} refused (429), {shed} shed (503)"
+    );
+    assert_eq!(verified + limited + shed, 200, "only 401, 429 and the pool's 503 expected: {statuses:?}");
     assert!(verified <= 5, "{verified} password checks ran across the nodes; the limit is 5");
     for node in &s.nodes {
         assert_eq!(node.sign_in("target@example.com", PASSWORD).await.0, 429, "the lock holds on every node");
