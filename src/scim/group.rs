@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::Fault;
 use super::filter::{self, GROUP_SCHEMA, member};
-use super::user::PATCH_SCHEMA;
+use super::user::{Operation, Target, operations};
 use crate::domain::{Name, Timestamp, UserId};
 
 /// At most this many direct members (the plugin's limit).
@@ -126,40 +126,14 @@ pub fn render(
 /// `displayName`, `externalId`, `members` (add, replace, remove all or the values listed) and
 /// `members[value eq "…"]` (remove).
 pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
-    let schemas = member(body, "schemas").and_then(Value::as_array);
-    if !schemas.is_some_and(|s| s.iter().any(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(PATCH_SCHEMA)))) {
-        return Err(invalid(format!("schemas must be [\"{PATCH_SCHEMA}\"]")));
-    }
-    let Some(operations) = member(body, "Operations").and_then(Value::as_array) else {
-        return Err(invalid("Operations must be an array"));
-    };
-    if operations.is_empty() || operations.len() > 100 {
-        return Err(invalid("Operations must hold 1 to 100 operations"));
-    }
-    for operation in operations {
-        let op = match member(operation, "op") {
-            None => "replace".to_owned(),
-            Some(Value::String(op)) => op.to_ascii_lowercase(),
-            Some(_) => return Err(invalid("op must be a string")),
-        };
-        if !["add", "replace", "remove"].contains(&op.as_str()) {
-            return Err(invalid(format!("op must be add, replace or remove, not {op:?}")));
-        }
-        let value = member(operation, "value");
-        match member(operation, "path") {
-            None | Some(Value::Null) => {
-                if op == "remove" {
-                    return Err(Fault::bad("noTarget", "remove needs a path"));
-                }
-                let Some(fields) = value.and_then(Value::as_object) else {
-                    return Err(invalid("an operation without a path needs an object value"));
-                };
+    for Operation { op, target } in operations(body)? {
+        match target {
+            Target::Path(path, value) => apply(resource, &op, path, value)?,
+            Target::Fields(fields) => {
                 for (key, v) in fields {
                     apply(resource, &op, key, Some(v))?;
                 }
             }
-            Some(Value::String(path)) => apply(resource, &op, path, value)?,
-            Some(_) => return Err(Fault::bad("invalidPath", "path must be a string")),
         }
     }
     Ok(())
@@ -259,6 +233,7 @@ fn members(resource: &mut Value, op: &str, path: &filter::PatchPath, value: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scim::user::PATCH_SCHEMA;
 
     fn group() -> Value {
         let a = UserId::new();

@@ -235,8 +235,21 @@ pub fn render(record: &ScimUserRecordV1, base: &str) -> Value {
     Value::Object(out)
 }
 
-/// Applies a PATCH body to the rendered resource `resource`; the caller reads the result with [`parse`].
-pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
+/// One operation of a PATCH body: its `op` (lower case; `replace` when absent) and what it names.
+pub struct Operation<'a> {
+    pub op: String,
+    pub target: Target<'a>,
+}
+
+/// A path and its value, or (without a path) the object whose members are each a path and its value.
+pub enum Target<'a> {
+    Path(&'a str, Option<&'a Value>),
+    Fields(&'a Map<String, Value>),
+}
+
+/// The operations of a PATCH body (RFC 7644 §3.5.2), checked the same way for every resource: the PatchOp schema,
+/// 1 to 100 operations, `op` add/replace/remove, a string path, and an object value where there is no path.
+pub fn operations(body: &Value) -> Result<Vec<Operation<'_>>, Fault> {
     let schemas = member(body, "schemas").and_then(Value::as_array);
     if !schemas.is_some_and(|s| s.iter().any(|v| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(PATCH_SCHEMA)))) {
         return Err(invalid(format!("schemas must be [\"{PATCH_SCHEMA}\"]")));
@@ -247,6 +260,7 @@ pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
     if operations.is_empty() || operations.len() > 100 {
         return Err(invalid("Operations must hold 1 to 100 operations"));
     }
+    let mut out = Vec::with_capacity(operations.len());
     for operation in operations {
         let op = match member(operation, "op") {
             None => "replace".to_owned(),
@@ -257,7 +271,7 @@ pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
             return Err(invalid(format!("op must be add, replace or remove, not {op:?}")));
         }
         let value = member(operation, "value");
-        match member(operation, "path") {
+        let target = match member(operation, "path") {
             None | Some(Value::Null) => {
                 if op == "remove" {
                     return Err(Fault::bad("noTarget", "remove needs a path"));
@@ -265,6 +279,22 @@ pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
                 let Some(fields) = value.and_then(Value::as_object) else {
                     return Err(invalid("an operation without a path needs an object value"));
                 };
+                Target::Fields(fields)
+            }
+            Some(Value::String(path)) => Target::Path(path, value),
+            Some(_) => return Err(Fault::bad("invalidPath", "path must be a string")),
+        };
+        out.push(Operation { op, target });
+    }
+    Ok(out)
+}
+
+/// Applies a PATCH body to the rendered resource `resource`; the caller reads the result with [`parse`].
+pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
+    for Operation { op, target } in operations(body)? {
+        match target {
+            Target::Path(path, value) => apply(resource, &op, path, value)?,
+            Target::Fields(fields) => {
                 for (key, v) in fields {
                     if key.eq_ignore_ascii_case(ENTERPRISE_SCHEMA) && v.is_object() {
                         for (sub, sv) in v.as_object().into_iter().flatten() {
@@ -275,8 +305,6 @@ pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
                     }
                 }
             }
-            Some(Value::String(path)) => apply(resource, &op, path, value)?,
-            Some(_) => return Err(Fault::bad("invalidPath", "path must be a string")),
         }
     }
     Ok(())
