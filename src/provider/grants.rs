@@ -285,8 +285,12 @@ pub struct Grants {
     /// The codes (their hashes) a token request on this node is redeeming: from before the code is read until its
     /// take is durable, no other request of this node gets it.
     taking: Mutex<HashSet<[u8; 32]>>,
-    /// The grants a refresh on this node is rotating, likewise.
+    /// The grants a refresh on this node is rotating: a second refresh of the same grant waits for the first to
+    /// be durable (or to fail) and then reads the grant as it left it, so that on one node, as across nodes, one
+    /// of two uses of a token wins and the other is its reuse.
     refreshing: Mutex<HashSet<[u8; 16]>>,
+    /// Woken each time a grant leaves `refreshing`.
+    refreshed: tokio::sync::Notify,
     index: Arc<GrantIndex>,
 }
 
@@ -299,6 +303,7 @@ struct Refreshing<'a> {
 impl Drop for Refreshing<'_> {
     fn drop(&mut self) {
         self.grants.refreshing.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+        self.grants.refreshed.notify_waiters();
     }
 }
 
@@ -322,7 +327,14 @@ impl Drop for Claim<'_> {
 
 impl Grants {
     pub fn new(store: Arc<Store>, writer: StoreWriter, index: Arc<GrantIndex>) -> Self {
-        Self { store, writer, taking: Mutex::new(HashSet::new()), refreshing: Mutex::new(HashSet::new()), index }
+        Self {
+            store,
+            writer,
+            taking: Mutex::new(HashSet::new()),
+            refreshing: Mutex::new(HashSet::new()),
+            refreshed: tokio::sync::Notify::new(),
+            index,
+        }
     }
 
     /// The grant `id`, if it has not ended: from memory. Only a grant memory has not heard of at all (made on
@@ -375,12 +387,7 @@ impl Grants {
         ip: &str,
     ) -> Result<(OAuthGrantRecordV1, String), RefreshError> {
         let id = refresh_grant(token).ok_or(RefreshError::Invalid)?;
-        let fresh = self.refreshing.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
-        if !fresh {
-            // The same grant refreshed by two requests at once: one token used twice (RFC 9700 §4.14.2).
-            return Err(self.end_reused(id, ip).await);
-        }
-        let _claim = Refreshing { grants: self, id };
+        let _claim = self.refreshing(id).await;
         let store = Arc::clone(&self.store);
         let found = tokio::task::spawn_blocking(move || store.oauth_grant(id))
             .await
@@ -414,6 +421,21 @@ impl Grants {
             // Another node used the same token a moment ago.
             Err(StoreError::Conflict(_)) => Err(self.end_reused(id, ip).await),
             Err(e) => Err(RefreshError::Store(e.to_string())),
+        }
+    }
+
+    /// Waits until no other request of this node is refreshing grant `id`, and claims it. (Refusing the second
+    /// request at once, as a reuse, ended the grant before the first had read it: both uses failed.)
+    async fn refreshing(&self, id: [u8; 16]) -> Refreshing<'_> {
+        loop {
+            // Registered before the look, so a release between the look and the wait is not missed.
+            let released = self.refreshed.notified();
+            let mut released = std::pin::pin!(released);
+            released.as_mut().enable();
+            if self.refreshing.lock().unwrap_or_else(PoisonError::into_inner).insert(id) {
+                return Refreshing { grants: self, id };
+            }
+            released.await;
         }
     }
 
