@@ -6,7 +6,7 @@
 //! session (unless this browser is one of its trusted devices). As in the callback, the session starts in the
 //! commit that writes the account's records (one commit in all).
 
-use super::oauth::{Admitted, Entry, Refused};
+use super::oauth::{AdmitAs, Admitted, Entry, Refused};
 use super::{Accounts, Client, SignedIn, Unavailable};
 use crate::actors::sessions::CreateSessionError;
 use crate::domain::{SessionToken, UserId};
@@ -147,17 +147,19 @@ impl Accounts {
             id_token: Some(proof.token),
             expires_at_ms: proof.expires_at_ms,
         };
-        self.admit(&provider, identity, tokens, link_user, trusted, client).await.map_err(|refused| match refused {
-            Refused::EmailNotFound => IdTokenError::EmailNotFound,
-            Refused::UserInfo => IdTokenError::UserInfo,
-            Refused::NotLinked => IdTokenError::NotLinked,
-            Refused::UnverifiedEmail => IdTokenError::EmailNotVerified,
-            Refused::LinkingNotAllowed => IdTokenError::LinkingNotAllowed,
-            Refused::LinkedElsewhere if link_user.is_some() => IdTokenError::AlreadyLinked,
-            Refused::LinkedElsewhere | Refused::UserGone => IdTokenError::UnableToLink,
-            Refused::EmailMismatch => IdTokenError::DifferentEmails,
-            Refused::EmailNotVerified => IdTokenError::EmailNotVerified,
-            Refused::Unavailable => IdTokenError::Unavailable(Unavailable),
-        })
+        self.admit(AdmitAs::configured(&provider), identity, tokens, link_user, trusted, client).await.map_err(
+            |refused| match refused {
+                Refused::EmailNotFound => IdTokenError::EmailNotFound,
+                Refused::UserInfo => IdTokenError::UserInfo,
+                Refused::NotLinked => IdTokenError::NotLinked,
+                Refused::UnverifiedEmail => IdTokenError::EmailNotVerified,
+                Refused::LinkingNotAllowed => IdTokenError::LinkingNotAllowed,
+                Refused::LinkedElsewhere if link_user.is_some() => IdTokenError::AlreadyLinked,
+                Refused::LinkedElsewhere | Refused::UserGone => IdTokenError::UnableToLink,
+                Refused::EmailMismatch => IdTokenError::DifferentEmails,
+                Refused::EmailNotVerified => IdTokenError::EmailNotVerified,
+                Refused::Unavailable => IdTokenError::Unavailable(Unavailable),
+            },
+        )
     }
 }

@@ -140,6 +140,29 @@ pub(super) enum Entry {
     PasskeyRequired,
 }
 
+/// Who vouches for an identity given to [`Accounts::admit`], and what that allows.
+pub(super) struct AdmitAs {
+    /// The linked account's provider: a configured provider's id, or a single sign-on provider's `providerId`.
+    pub provider: String,
+    /// Its verified addresses may join an existing account with the same (proven) address.
+    pub trusted: bool,
+    /// An address it does not assert as verified may make a new account (not verified).
+    pub sign_up_unverified: bool,
+    pub sso: Option<crate::actors::users::SsoSignIn>,
+}
+
+impl AdmitAs {
+    /// A configured provider (`[[oauth.providers]]`), as its configuration says.
+    pub(super) fn configured(provider: &crate::oauth::Provider) -> Self {
+        Self {
+            provider: provider.config.id.clone(),
+            trusted: provider.config.trusted_for_linking,
+            sign_up_unverified: provider.config.allow_unverified_email_sign_up,
+            sso: None,
+        }
+    }
+}
+
 /// An identity admitted by [`Accounts::admit`].
 pub(super) enum Admitted {
     /// Linked to the account that asked.
@@ -210,8 +233,18 @@ pub enum CallbackError {
 impl Accounts {
     /// Starts a flow: the authorization URL, and the flow written to the store before it is given out.
     pub async fn start_flow(&self, start: FlowStart) -> Result<FlowStarted, StartError> {
+        let provider = self.flows.oauth.provider(&start.provider).ok_or(StartError::ProviderNotFound)?;
+        self.start_flow_at(&provider, start).await
+    }
+
+    /// [`Self::start_flow`] at `provider`, configured or not (an organization's single sign-on provider): the
+    /// flow's `provider` is what its callback must name.
+    pub(super) async fn start_flow_at(
+        &self,
+        provider: &crate::oauth::Provider,
+        start: FlowStart,
+    ) -> Result<FlowStarted, StartError> {
         let flows = &self.flows;
-        let provider = flows.oauth.provider(&start.provider).ok_or(StartError::ProviderNotFound)?;
         let state = random_token();
         let browser = random_token();
         let authorization = flows
@@ -235,28 +268,44 @@ impl Accounts {
         Ok(FlowStarted { url: authorization.url, browser })
     }
 
-    /// Finishes a flow: takes it (once), checks it against the browser and the provider's answer, and signs the
-    /// identity in (or links it). The take is durable before anything else is written, and before the provider's
-    /// answer is used; it is written while the provider is asked (the code exchange), so that the callback's own
-    /// time holds one commit, not two before the account's: the account's records and the session are the other,
-    /// together.
-    /// The time spent waiting for the provider is added to `waited` (the callback's own time is the rest).
+    /// Finishes a flow of a configured provider ([`Self::exchange_flow`]) and signs the identity in (or links it).
     pub async fn finish_flow(
         &self,
         callback: Callback<'_>,
         client: Client,
         waited: &mut Duration,
     ) -> Result<Finished, CallbackError> {
+        let (trusted, signed_in) = (callback.trusted.clone(), callback.signed_in);
+        let lookup = |id: &str| self.flows.oauth.provider(id);
+        let (flow, provider, identity, tokens) = self.exchange_flow(&callback, lookup, waited).await?;
+        let fail = flow_failure(&flow);
+        let link_user = flow.link_user.map(UserId::from_bytes);
+        // A link is made for the session that asked, still signed in in this browser.
+        if link_user.is_some() && link_user != signed_in {
+            return Err(fail("unable_to_link_account", None));
+        }
+        let how = AdmitAs::configured(&provider);
+        let admitted = self.admit(how, identity, tokens, link_user, trusted.clone(), &client).await;
+        self.conclude(flow, admitted, trusted, client).await
+    }
+
+    /// The first half of a callback, whatever the provider: takes the flow (once), checks it against the browser
+    /// and the provider's answer, and exchanges the code. `provider` finds the flow's provider by the name the flow
+    /// was started with. The take is durable before anything else is written, and before the provider's answer is
+    /// used; it is written while the provider is asked (the code exchange), so that the callback's own time holds
+    /// one commit, not two before the account's: the account's records and the session are the other, together.
+    /// The time spent waiting for the provider is added to `waited` (the callback's own time is the rest).
+    pub(super) async fn exchange_flow(
+        &self,
+        callback: &Callback<'_>,
+        provider: impl FnOnce(&str) -> Option<Arc<crate::oauth::Provider>>,
+        waited: &mut Duration,
+    ) -> Result<(OAuthFlowRecordV1, Arc<crate::oauth::Provider>, Identity, Tokens), CallbackError> {
         let hash = sha256(callback.state);
-        // Held until the take is durable (to the end): a replay in parallel on this node finds the flow taken.
+        // Held until the take is durable: a replay in parallel on this node finds the flow taken.
         let _claim = self.flows.claim(hash).ok_or(CallbackError::NoFlow)?;
         let flow = self.read_flow(&hash).await?;
-        let error_url = flow.error_url.clone().unwrap_or_else(|| flow.callback_url.clone());
-        let fail = |code: &'static str, description: Option<String>| CallbackError::Redirect {
-            error_url: error_url.clone(),
-            code,
-            description,
-        };
+        let fail = flow_failure(&flow);
         let checked = (|| {
             let same_browser = callback.browser.is_some_and(|b| bool::from(sha256(b).ct_eq(&flow.browser)));
             if !same_browser || flow.provider != callback.provider {
@@ -275,8 +324,7 @@ impl Accounts {
                 };
                 return Err(fail(code, callback.error_description.map(str::to_owned)));
             }
-            let provider =
-                self.flows.oauth.provider(&flow.provider).ok_or_else(|| fail("oauth_provider_not_found", None))?;
+            let provider = provider(&flow.provider).ok_or_else(|| fail("oauth_provider_not_found", None))?;
             // RFC 9207: a provider that names itself must be the one the flow went to (a mix-up attack otherwise).
             if let (Some(iss), Some(issuer)) = (callback.iss, provider.config.issuer_url())
                 && iss.trim_end_matches('/') != issuer
@@ -303,13 +351,19 @@ impl Accounts {
             tracing::warn!(provider = %flow.provider, error = %e, "a sign-in through a provider failed");
             fail(e.code(), Some(e.to_string()))
         })?;
-        let link_user = flow.link_user.map(UserId::from_bytes);
-        // A link is made for the session that asked, still signed in in this browser.
-        if link_user.is_some() && link_user != callback.signed_in {
-            return Err(fail("unable_to_link_account", None));
-        }
-        let trusted = callback.trusted;
-        let admitted = self.admit(&provider, identity, tokens, link_user, trusted.clone(), &client).await;
+        Ok((flow, provider, identity, tokens))
+    }
+
+    /// The second half of a callback: how the admitted identity's sign-in ends (a session, a second factor's
+    /// challenge, a link), or the flow's error redirect.
+    pub(super) async fn conclude(
+        &self,
+        flow: OAuthFlowRecordV1,
+        admitted: Result<Admitted, Refused>,
+        trusted: Option<SessionToken>,
+        client: Client,
+    ) -> Result<Finished, CallbackError> {
+        let fail = flow_failure(&flow);
         let (user, new_user, entered) = match admitted {
             Ok(Admitted::Linked) => return Ok(Finished::Linked { callback_url: flow.callback_url }),
             Ok(Admitted::User { user, new_user, entered }) => (user, new_user, entered),
@@ -386,7 +440,7 @@ impl Accounts {
     /// otherwise it is the caller's to go on with ([`enter`](Self::enter)).
     pub(super) async fn admit(
         &self,
-        provider: &crate::oauth::Provider,
+        how: AdmitAs,
         identity: Identity,
         tokens: Tokens,
         link_user: Option<UserId>,
@@ -402,7 +456,7 @@ impl Accounts {
             .or_else(|| Name::parse(email.as_str().split('@').next().unwrap_or("user")).ok())
             .ok_or(Refused::UserInfo)?;
         let image = identity.picture.as_deref().and_then(|p| ImageUrl::parse(p).ok());
-        let provider_id = &provider.config.id;
+        let provider_id = &how.provider;
         let sealed_tokens = self.flows.store_tokens.then(|| {
             let plain = serde_json::to_vec(&tokens).unwrap_or_default();
             self.data_key.seal(&plain, &Tokens::context(provider_id, &identity.subject))
@@ -416,8 +470,9 @@ impl Accounts {
             email_verified: identity.email_verified,
             name,
             image,
-            trusted: provider.config.trusted_for_linking,
-            sign_up_unverified: provider.config.allow_unverified_email_sign_up,
+            trusted: how.trusted,
+            sign_up_unverified: how.sign_up_unverified,
+            sso: how.sso,
         };
         let role = self.roles.default_role();
         // The device's next token, given to the browser if the sign-in goes through the device.
@@ -503,6 +558,12 @@ impl Accounts {
     pub fn oauth(&self) -> &OAuth {
         &self.flows.oauth
     }
+}
+
+/// The flow's error redirect: to its error URL (else its callback URL) with `?error=code`.
+pub(super) fn flow_failure(flow: &OAuthFlowRecordV1) -> impl Fn(&'static str, Option<String>) -> CallbackError + use<> {
+    let error_url = flow.error_url.clone().unwrap_or_else(|| flow.callback_url.clone());
+    move |code, description| CallbackError::Redirect { error_url: error_url.clone(), code, description }
 }
 
 fn sha256(text: &str) -> [u8; 32] {

@@ -46,14 +46,14 @@ impl TokenAuth {
         }
     }
 
-    const fn code(self) -> u8 {
+    pub(super) const fn code(self) -> u8 {
         match self {
             TokenAuth::ClientSecretBasic => 1,
             TokenAuth::ClientSecretPost => 2,
         }
     }
 
-    fn from_code(code: u8) -> Self {
+    pub(super) fn from_code(code: u8) -> Self {
         if code == 2 { TokenAuth::ClientSecretPost } else { TokenAuth::ClientSecretBasic }
     }
 }
@@ -196,6 +196,9 @@ pub struct SsoProviders {
     trusted: Vec<String>,
     /// `[sso] nameserver`: the DNS server the TXT records are asked of; `None`: the system's.
     nameserver: Option<std::net::SocketAddr>,
+    /// Each provider signed in through, as the sign-in machinery holds it (with its discovery document and keys
+    /// cached): kept while its record is the same (src/accounts/sso_oidc.rs).
+    pub(super) signing_in: std::sync::Mutex<std::collections::HashMap<String, super::sso_oidc::Built>>,
 }
 
 impl SsoProviders {
@@ -208,7 +211,7 @@ impl SsoProviders {
     ) -> Self {
         let mut trusted: Vec<String> = trusted.iter().filter_map(|o| origin_of(o)).collect();
         trusted.extend(base_url.and_then(origin_of));
-        Self { store, writer, trusted, nameserver }
+        Self { store, writer, trusted, nameserver, signing_in: Default::default() }
     }
 
     /// The TXT records at `name` (each record's strings joined, as the plugin joins them); none when the name
@@ -264,12 +267,12 @@ impl SsoProviders {
             .map_err(Into::into)
     }
 
-    async fn find(&self, provider_id: &str) -> Result<Option<SsoProviderRecordV1>, SsoError> {
+    pub(super) async fn find(&self, provider_id: &str) -> Result<Option<SsoProviderRecordV1>, SsoError> {
         let provider_id = provider_id.to_owned();
         self.read(move |s| s.sso_provider(&provider_id)).await
     }
 
-    async fn all(&self) -> Result<Vec<SsoProviderRecordV1>, SsoError> {
+    pub(super) async fn all(&self) -> Result<Vec<SsoProviderRecordV1>, SsoError> {
         self.read(|s| s.sso_providers()).await
     }
 
@@ -617,12 +620,12 @@ impl Accounts {
     }
 }
 
-fn is_org_admin(roles: &crate::domain::MemberRoles) -> bool {
+pub(super) fn is_org_admin(roles: &crate::domain::MemberRoles) -> bool {
     roles.has(OrgRole::Owner) || roles.has(OrgRole::Admin)
 }
 
 /// What the client secret is sealed to: the provider's record, so a sealed value moved to another one does not open.
-fn secret_context(record_id: &[u8; 16]) -> Vec<u8> {
+pub(super) fn secret_context(record_id: &[u8; 16]) -> Vec<u8> {
     let mut context = b"sso-client-secret\0".to_vec();
     context.extend_from_slice(record_id);
     context

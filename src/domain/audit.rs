@@ -63,6 +63,9 @@ pub mod action {
     pub const PASSKEY_DELETED: &str = "passkey.deleted";
     /// A sign-in through another identity provider (the detail names it); the session's own entry follows.
     pub const SIGN_IN_PROVIDER: &str = "sign_in.provider";
+    /// A sign-in through an organization's single sign-on provider (the detail names it); the session's own entry
+    /// follows (or the second factor's challenge).
+    pub const SIGN_IN_SSO: &str = "sign_in.sso";
     /// A sign-in by a mailed link (`magic-link/verify`); the session's own entry follows.
     pub const SIGN_IN_MAGIC_LINK: &str = "sign_in.magic_link";
     /// A sign-in by a mailed code (`sign-in/email-otp`); the session's own entry follows.

@@ -56,6 +56,7 @@ mod routes;
 mod scim;
 mod setup;
 mod sso;
+mod sso_sign_in;
 mod state;
 mod two_factor;
 mod user_admin;

@@ -153,9 +153,9 @@ async fn id_token_sign_in(
 
 /// `callbackURL`, `errorCallbackURL`, `newUserCallbackURL` (in that order), each a safe relative path or on a
 /// trusted origin (403 otherwise; the reset links' rule).
-type FlowUrls = (Option<String>, Option<String>, Option<String>);
+pub(super) type FlowUrls = (Option<String>, Option<String>, Option<String>);
 
-fn trusted_urls(state: &AppState, ctx: &Ctx, body: &Fields) -> Result<FlowUrls, Failure> {
+pub(super) fn trusted_urls(state: &AppState, ctx: &Ctx, body: &Fields) -> Result<FlowUrls, Failure> {
     let trusted = |key: &str, code: &'static str| -> Result<Option<String>, Failure> {
         match body.optional_string(key)? {
             None => Ok(None),
@@ -211,7 +211,7 @@ async fn start(
 }
 
 /// `scopes`: an array of scope names (letters, digits and `:._-/`), asked for beyond the configured ones.
-fn scopes(body: &Fields) -> Result<Vec<String>, Failure> {
+pub(super) fn scopes(body: &Fields) -> Result<Vec<String>, Failure> {
     let bad = || Failure::validation("[body.scopes] Invalid input: expected an array of scope names");
     match body.get("scopes") {
         None | Some(Value::Null) => Ok(Vec::new()),
@@ -232,18 +232,18 @@ fn scopes(body: &Fields) -> Result<Vec<String>, Failure> {
     }
 }
 
-const FLOW_COOKIE_AGE: u64 = 600;
+pub(super) const FLOW_COOKIE_AGE: u64 = 600;
 
 /// The cookie naming this browser's flow: HttpOnly, `SameSite=Lax` (the provider's redirect back is a top-level
 /// navigation, which carries it), only on the callback paths.
-fn flow_cookie(state: &AppState, value: &str, max_age: u64) -> HeaderValue {
+pub(super) fn flow_cookie(state: &AppState, value: &str, max_age: u64) -> HeaderValue {
     let secure = if state.cookies.secure { "; Secure" } else { "" };
     let name = flow_cookie_name(state);
     HeaderValue::from_str(&format!("{name}={value}; Max-Age={max_age}; Path=/api/auth; HttpOnly{secure}; SameSite=Lax"))
         .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-fn flow_cookie_name(state: &AppState) -> String {
+pub(super) fn flow_cookie_name(state: &AppState) -> String {
     // The session cookie's prefix (and `__Secure-` with it).
     state.cookies.name.replace(".session_token", ".oauth_flow")
 }
@@ -290,8 +290,21 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     };
     let mut waited = std::time::Duration::ZERO;
     let finished = state.accounts.finish_flow(callback, client, &mut waited).await;
+    let answer = finished_answer(state, finished);
+    // The callback's own time: what this server did, not what it waited for at the provider.
+    state.accounts.metrics.oauth_callback_own.record(started.elapsed().saturating_sub(waited).as_secs_f64());
+    answer
+}
+
+/// A callback's answer, once its flow finished (or not): the session cookie and 302 to the flow's callback URL (or
+/// its new-user URL), the two-factor cookie and 302 with `twoFactorRedirect=true`, or 302 to its error URL with
+/// `?error=`; the flow cookie is cleared in each.
+pub(super) fn finished_answer(
+    state: &AppState,
+    finished: Result<Finished, CallbackError>,
+) -> Result<Response<Body>, Failure> {
     let clear = flow_cookie(state, "", 0);
-    let answer = match finished {
+    match finished {
         Ok(Finished::SignedIn { signed_in, new_user, callback_url, new_user_url, renewed_trust }) => {
             let target = if new_user { new_user_url.unwrap_or(callback_url) } else { callback_url };
             let mut answer = with_cookie(redirect(&target), state.cookies.set(signed_in.token.as_str(), true));
@@ -319,10 +332,7 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
             Ok(with_cookie(redirect(&format!("{error_url}{separator}{}", params.finish())), clear))
         }
         Err(CallbackError::Unavailable) => Err(Failure::unavailable()),
-    };
-    // The callback's own time: what this server did, not what it waited for at the provider.
-    state.accounts.metrics.oauth_callback_own.record(started.elapsed().saturating_sub(waited).as_secs_f64());
-    answer
+    }
 }
 
 /// `GET list-accounts`: the password (`credential`, when the account has one) and every linked identity.

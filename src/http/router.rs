@@ -17,7 +17,7 @@ use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, api_keys, audit_export, auth, consents, console, cors, export, extract,
     oauth, ops, org_plugin, org_roles, org_teams, organizations, overview, pages, passkeys, provider, recovery,
-    request_id, scim, setup, sso, two_factor, user_admin, way_in, webhooks,
+    request_id, scim, setup, sso, sso_sign_in, two_factor, user_admin, way_in, webhooks,
 };
 
 /// The SCIM root: everything under it answers as SCIM does (`Family::Scim`), unknown paths included.
@@ -232,6 +232,8 @@ async fn handle(
         Endpoint::SsoRequestDomainVerification => sso::request_domain_verification(state, ctx, req).await,
         Endpoint::SsoVerifyDomain => sso::verify_domain(state, ctx, req).await,
         Endpoint::SsoConfirmDomain => sso::confirm_domain(state, ctx, req).await,
+        Endpoint::SignInSso => sso_sign_in::sign_in(state, ctx, req).await,
+        Endpoint::SsoCallback => sso_sign_in::callback(state, ctx, req).await,
         Endpoint::ApiKeyGet => api_keys::get(state, ctx, req).await,
         Endpoint::ApiKeyList => api_keys::list(state, ctx, req).await,
         Endpoint::ApiKeyUpdate => api_keys::update(state, ctx, req).await,

@@ -84,6 +84,8 @@ routes! {
     "/api/auth/sso/delete-provider" => { POST => SsoDeleteProvider },
     "/api/auth/sso/request-domain-verification" => { POST => SsoRequestDomainVerification },
     "/api/auth/sso/verify-domain" => { POST => SsoVerifyDomain },
+    "/api/auth/sign-in/sso" => { POST => SignInSso },
+    "/api/auth/sso/callback/{provider_id}" => { GET => SsoCallback },
     // oauth: sign-in through another identity provider, and the identities linked to an account
     "/api/auth/sign-in/social" => { POST => SignInSocial },
     "/api/auth/sign-in/oauth2" => { POST => SignInOAuth2 },

@@ -77,6 +77,11 @@ pub struct ProviderConfig {
     /// The secret, read at load; never serialised or logged.
     #[serde(skip)]
     pub client_secret: Option<Secret>,
+    /// The client authenticates at the token endpoint with its secret in the form (`client_secret_post`) rather
+    /// than HTTP Basic: not a setting of `[[oauth.providers]]` (Basic serves them all), but what an organization's
+    /// single sign-on provider may be registered with (src/accounts/sso.rs).
+    #[serde(skip)]
+    pub secret_in_body: bool,
 }
 
 impl fmt::Debug for ProviderConfig {

@@ -172,6 +172,12 @@ impl Provider {
     fn new(config: ProviderConfig, metadata: Cached<CoreProviderMetadata>) -> Self {
         Self { config, metadata, keys: Cached::default() }
     }
+
+    /// A provider not in the configuration (an organization's single sign-on provider, from the store), with
+    /// caches of its own: signed in through exactly as a configured one.
+    pub fn unconfigured(config: ProviderConfig) -> Self {
+        Self::new(config, Cached::default())
+    }
 }
 
 impl OAuth {
@@ -335,9 +341,12 @@ impl OAuth {
         match provider.config.kind() {
             ProviderKind::Oidc => {
                 let metadata = timed(waited, self.metadata(provider, false)).await?;
-                let client =
+                let mut client =
                     CoreClient::from_provider_metadata(metadata.clone(), client_id(provider), secret(provider))
                         .set_redirect_uri(redirect);
+                if provider.config.secret_in_body {
+                    client = client.set_auth_type(openidconnect::AuthType::RequestBody);
+                }
                 let request = client
                     .exchange_code(code)
                     .map_err(|e| OAuthError::Exchange(e.to_string()))?

@@ -10,7 +10,7 @@ use ractor::RpcReplyPort;
 use super::{UsersHandle, UsersMsg};
 use crate::actors::sessions::{Client, Started};
 use crate::actors::{Unavailable, call};
-use crate::domain::{Email, ImageUrl, Name, TokenHash, User, UserId};
+use crate::domain::{Email, ImageUrl, MemberRoles, Name, OrgId, TokenHash, User, UserId};
 
 /// An identity another provider vouched for (src/oauth), as the callback gives it.
 #[derive(Debug, Clone)]
@@ -31,6 +31,17 @@ pub struct ExternalIdentity {
     pub sign_up_unverified: bool,
     /// The provider's tokens sealed with the data directory's key (`[oauth] store_tokens`), kept with the link.
     pub sealed_tokens: Option<Vec<u8>>,
+    /// An organization's single sign-on provider vouched for it (not one of `[[oauth.providers]]`).
+    pub sso: Option<SsoSignIn>,
+}
+
+/// What a sign-in through an organization's single sign-on provider adds to an external one: it is audited as
+/// such (`sign_in.sso`), and the account joins the provider's organization with the provider's default role in
+/// the sign-in's commit (unless it is a member already, or banned).
+#[derive(Debug, Clone)]
+pub struct SsoSignIn {
+    /// The provider's organization and the roles its new members get; `None`: a provider of no organization.
+    pub join: Option<(OrgId, MemberRoles)>,
 }
 
 /// Which account an identity signs into.

@@ -32,7 +32,8 @@ pub(crate) use index::Apart;
 pub use index::{Place, UserIndex};
 use linked::LinkedMsg;
 pub use linked::{
-    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, UnlinkError,
+    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, SsoSignIn,
+    UnlinkError,
 };
 use members::MemberMsg;
 use scim::ScimMsg;

@@ -592,6 +592,7 @@ mod tests {
             trusted,
             sign_up_unverified,
             sealed_tokens: None,
+            sso: None,
         }
     }
 

@@ -14,8 +14,8 @@ use crate::actors::users::{
     ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, NewUser,
     UnlinkError,
 };
-use crate::domain::{Timestamp, TokenKind, User, UserFields, UserId, action};
-use crate::store::{Conflict, StoreOp, audit};
+use crate::domain::{Membership, Timestamp, TokenKind, User, UserFields, UserId, action};
+use crate::store::{Conflict, StoreOp, audit, convert};
 
 impl UsersActor {
     /// Linked accounts: an identity at another provider signed in or linked, a way in removed.
@@ -70,7 +70,6 @@ impl UsersActor {
         ip: &str,
     ) -> Result<(Vec<StoreOp>, ExternalOutcome, ExternalGuard), ExternalError> {
         let now = Timestamp::now();
-        let provider = identity.provider.clone();
         let linked_elsewhere = {
             let (p, s) = (identity.provider.clone(), identity.subject.clone());
             move |c: &Conflict| match c {
@@ -98,7 +97,8 @@ impl UsersActor {
             if link_to.is_some() {
                 return Ok((ops, ExternalOutcome::Linked(user), guard));
             }
-            ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
+            ops.push(signed_in_audit(&identity, &user, ip));
+            ops.extend(self.sso_join(state, &identity, &user, ip));
             return Ok((ops, ExternalOutcome::Existing(user), guard));
         }
         let link = |state: &mut State, user: &User| {
@@ -128,7 +128,8 @@ impl UsersActor {
             // No silent takeover, of the account or by whoever signed it up with someone else's address.
             rules::implicit_link(&user, &identity)?;
             let mut ops = link(state, &user);
-            ops.push(audit::entry(action::SIGN_IN_PROVIDER, Some(user.id), Some(user.id.into()), ip, provider));
+            ops.push(signed_in_audit(&identity, &user, ip));
+            ops.extend(self.sso_join(state, &identity, &user, ip));
             return Ok((ops, ExternalOutcome::Linked(user), guard));
         }
         rules::external_sign_up(&identity)?;
@@ -143,14 +144,53 @@ impl UsersActor {
             username: None,
             display_username: None,
         };
+        let made = rules::new_account(new, now);
+        // An organization's single sign-on makes the account its member: that organization is its primary one, as
+        // for an account a directory provisions (SCIM).
+        let organization_id = match identity.sso.as_ref().and_then(|sso| sso.join.as_ref()) {
+            Some((org, _)) if self.indexes.orgs.get(*org).is_some() => Some(*org),
+            _ => made.organization_id,
+        };
         let created =
-            User::from(UserFields { email_verified: identity.email_verified, ..rules::new_account(new, now).fields() });
+            User::from(UserFields { email_verified: identity.email_verified, organization_id, ..made.fields() });
         let user = self.stage(state, created, false);
-        let detail = format!("through {}", identity.provider);
+        let detail = match identity.sso {
+            Some(_) => format!("through single sign-on {}", identity.provider),
+            None => format!("through {}", identity.provider),
+        };
         let mut ops =
             vec![put(&user), audit::entry(action::USER_CREATED, Some(user.id), Some(user.id.into()), ip, detail)];
         ops.extend(link(state, &user));
+        if identity.sso.is_some() {
+            ops.push(signed_in_audit(&identity, &user, ip));
+            ops.extend(self.sso_join(state, &identity, &user, ip));
+        }
         Ok((ops, ExternalOutcome::Created(user), guard))
+    }
+
+    /// An organization's single sign-on: `user` joins the provider's organization with its default role, in the
+    /// sign-in's commit (audited `member.added`, which raises its webhook event). Not when already a member (a
+    /// second sign-in changes nothing, and never lowers or raises a role given since), when banned (a refused
+    /// sign-in joins nothing), or when the organization is gone.
+    fn sso_join(&self, state: &mut State, identity: &ExternalIdentity, user: &User, ip: &str) -> Vec<StoreOp> {
+        let Some((org, roles)) = identity.sso.as_ref().and_then(|sso| sso.join.clone()) else { return Vec::new() };
+        let now = Timestamp::now();
+        let pending = state.members.iter().any(|(o, u, m)| *o == org && *u == user.id && m.is_some());
+        if pending
+            || user.is_banned_at(now)
+            || self.indexes.orgs.get(org).is_none()
+            || self.indexes.members.get(org, user.id).is_some()
+        {
+            return Vec::new();
+        }
+        let member = Arc::new(Membership::new(org, user.id, roles.clone(), now));
+        state.members.push((org, user.id, Some(Arc::clone(&member))));
+        state.flush_now = true;
+        let detail = format!("{org} as {roles}, through single sign-on {}", identity.provider);
+        vec![
+            StoreOp::PutMember(convert::membership_record(&member)),
+            audit::entry(action::MEMBER_ADDED, Some(user.id), Some(user.id.into()), ip, detail),
+        ]
     }
 
     /// Whether an external sign-in's session starts in the batch's commit (`Some`, and whether through the
@@ -254,4 +294,10 @@ impl UsersActor {
             }
         })
     }
+}
+
+/// The audit entry of an external sign-in: through an organization's single sign-on, or another provider.
+fn signed_in_audit(identity: &ExternalIdentity, user: &User, ip: &str) -> StoreOp {
+    let action = if identity.sso.is_some() { action::SIGN_IN_SSO } else { action::SIGN_IN_PROVIDER };
+    audit::entry(action, Some(user.id), Some(user.id.into()), ip, identity.provider.clone())
 }
