@@ -126,7 +126,7 @@ async fn setup_adjusted(misbehaviour: Value, adjust: impl FnOnce(&mut Config)) -
 
 pub(super) struct Browser {
     http: reqwest::Client,
-    jar: HashMap<String, HashMap<String, String>>,
+    pub(super) jar: HashMap<String, HashMap<String, String>>,
     /// Callbacks go to this node (the last one on two nodes: the flow started on the first). Both nodes are one
     /// service behind one origin, so they share the cookies of the first.
     callback_base: Option<String>,
@@ -137,10 +137,10 @@ pub(super) struct Browser {
 }
 
 pub(super) struct Page {
-    url: String,
-    status: u16,
-    location: Option<String>,
-    body: String,
+    pub(super) url: String,
+    pub(super) status: u16,
+    pub(super) location: Option<String>,
+    pub(super) body: String,
 }
 
 impl Browser {
@@ -150,7 +150,7 @@ impl Browser {
         Self { http, jar: HashMap::new(), callback_base: None, service_host: Self::host(&client.base), sync: None }
     }
 
-    fn new(server: &TestServer) -> Self {
+    pub(super) fn new(server: &TestServer) -> Self {
         let http = reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         let callback_base = server.nodes.last().map(|n| n.base.clone()).filter(|b| *b != server.client.base);
         let sync = callback_base.as_ref().map(|_| server.client.clone());
@@ -165,7 +165,7 @@ impl Browser {
         }
     }
 
-    fn host(url: &str) -> String {
+    pub(super) fn host(url: &str) -> String {
         url::Url::parse(url)
             .map(|u| format!("{}:{}", u.host_str().unwrap_or(""), u.port_or_known_default().unwrap_or(0)))
             .unwrap()
@@ -176,7 +176,7 @@ impl Browser {
         jar.map(|c| c.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")).unwrap_or_default()
     }
 
-    fn session(&self, server: &TestServer) -> Option<String> {
+    pub(super) fn session(&self, server: &TestServer) -> Option<String> {
         self.jar.get(&Self::host(&server.client.base)).and_then(|c| c.get(COOKIE)).cloned()
     }
 
@@ -222,7 +222,11 @@ impl Browser {
     /// Follows `url` through the provider (logging in as `login` when it asks) up to the redirect back to the
     /// service's callback; returns the callback's URL, not requested yet.
     pub(super) async fn up_to_callback(&mut self, url: &str, login: &str) -> String {
-        let is_callback = |url: &str| url.contains("/api/auth/callback/") || url.contains("/api/auth/oauth2/callback/");
+        let is_callback = |url: &str| {
+            ["/api/auth/callback/", "/api/auth/oauth2/callback/", "/api/auth/sso/callback/"]
+                .iter()
+                .any(|p| url.contains(p))
+        };
         let mut page = self.send(reqwest::Method::GET, url, None).await;
         for _ in 0..12 {
             match (page.status, page.location.clone()) {
@@ -255,7 +259,7 @@ impl Browser {
         self.through_provider(&start, login).await
     }
 
-    async fn start(&mut self, server: &TestServer, path: &str, body: &Value) -> String {
+    pub(super) async fn start(&mut self, server: &TestServer, path: &str, body: &Value) -> String {
         self.start_at(&server.client, path, body).await
     }
 
@@ -294,7 +298,7 @@ pub(super) fn error_of(page: &Page) -> String {
     extract_query(&target, "error")
 }
 
-fn extract_query(target: &str, name: &str) -> String {
+pub(super) fn extract_query(target: &str, name: &str) -> String {
     let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
     url::form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == name)
@@ -302,13 +306,13 @@ fn extract_query(target: &str, name: &str) -> String {
         .unwrap_or_default()
 }
 
-async fn accounts_of(server: &TestServer, cookie: &str) -> Vec<Value> {
+pub(super) async fn accounts_of(server: &TestServer, cookie: &str) -> Vec<Value> {
     let resp = server.client.get("/api/auth/list-accounts").cookie(cookie).send().await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     resp.json().as_array().unwrap().clone()
 }
 
-fn providers(accounts: &[Value]) -> Vec<&str> {
+pub(super) fn providers(accounts: &[Value]) -> Vec<&str> {
     accounts.iter().map(|a| a["providerId"].as_str().unwrap()).collect()
 }
 

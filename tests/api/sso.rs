@@ -449,3 +449,224 @@ async fn only_the_providers_managers_verify_and_only_a_service_administrator_con
     assert_admin_error(&t.s.post("/api/admin/sso/providers/b-idp/verify-domain").cookie(&admin).send().await, 409);
     assert_eq!(provider_of(&t.s, &admin, "b-idp").await["domainVerified"], false);
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Signing in: `sign-in/sso` and `sso/callback/{providerId}` against the real provider, driven as a browser.
+
+use super::oauth::{Browser, Page, accounts_of, error_of, extract_query, providers, redirected_to};
+
+/// Registers `acme` for the organization (its domains `domains`, its default role `role` when given) and has
+/// the service administrator confirm its domains.
+async fn verified(t: &Setup, domains: &str, role: Option<&str>) {
+    let mut body = registration(t, "acme", &t.org);
+    body["domain"] = json!(domains);
+    if let Some(role) = role {
+        body["defaultRole"] = json!(role);
+    }
+    ok(&call(&t.s, "register", &t.owner.cookie, &body).await);
+    let admin = t.s.admin_session().await;
+    let confirmed = t.s.post("/api/admin/sso/providers/acme/verify-domain").cookie(&admin).send().await;
+    assert_eq!(confirmed.status, 200, "{}", confirmed.text);
+}
+
+/// `sign-in/sso` with `body` (callbackURL /home, newUserCallbackURL /welcome, errorCallbackURL /oops unless
+/// given), through the provider as `login`: the callback's answer.
+async fn sso_sign_in(browser: &mut Browser, s: &TestServer, body: &Value, login: &str) -> Page {
+    let url = browser.start(s, "/api/auth/sign-in/sso", body).await;
+    browser.through_provider(&url, login).await
+}
+
+/// The organization's members as its owner sees them: (e-mail, role).
+async fn members(t: &Setup) -> Vec<(String, String)> {
+    let path = format!("/api/auth/organization/list-members?organizationId={}", t.org);
+    let listed = ok(&t.s.get(&path).cookie(&t.owner.cookie).send().await);
+    let mut members: Vec<(String, String)> = listed["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["user"]["email"].as_str().unwrap().to_owned(), m["role"].as_str().unwrap().to_owned()))
+        .collect();
+    members.sort();
+    members
+}
+
+async fn audit_actions(s: &TestServer) -> Vec<String> {
+    let admin = s.admin_session().await;
+    let audit = s.get("/api/admin/audit?limit=100").cookie(&admin).send().await.json();
+    audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap().to_owned()).collect()
+}
+
+/// A first sign-in makes the account (verified: the provider said so) and its membership with the provider's
+/// default role; the authorization request carries a state, a nonce and a PKCE S256 challenge. A second sign-in,
+/// by the organization's slug from another browser, reuses both. Audited, with the webhook-raising actions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_sign_in_makes_the_account_and_membership_and_the_next_reuses_them() {
+    let t = setup().await;
+    verified(&t, "acme.test", Some("admin")).await;
+    let s = &t.s;
+    let mut browser = Browser::new(s);
+    let url = browser.start(s, "/api/auth/sign-in/sso", &json!({"email": "alice@acme.test"})).await;
+    let authorize = url::Url::parse(&url).unwrap();
+    assert!(url.starts_with(&t.idp.issuer), "{url}");
+    let param = |name: &str| authorize.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    assert_eq!(param("client_id").as_deref(), Some("acme-sso"));
+    assert_eq!(param("code_challenge_method").as_deref(), Some("S256"));
+    assert_eq!(param("login_hint").as_deref(), Some("alice@acme.test"));
+    assert_eq!(param("redirect_uri"), Some(format!("http://{}/api/auth/sso/callback/acme", s.addr)));
+    for name in ["state", "nonce", "code_challenge"] {
+        assert!(param(name).is_some_and(|v| v.len() >= 43), "{name} missing or short in {url}");
+    }
+    let first = browser.through_provider(&url, "alice@acme.test").await;
+    assert_eq!(redirected_to(&first), "/welcome", "a new account goes to newUserCallbackURL");
+    let cookie = browser.session(s).expect("a session cookie");
+    let session = s.session(&cookie).await;
+    assert_eq!(session["user"]["email"], "alice@acme.test");
+    assert_eq!(session["user"]["emailVerified"], true, "the provider said email_verified: true");
+    assert_eq!(providers(&accounts_of(s, &cookie).await), ["acme"], "no password; the provider's identity");
+    let expected =
+        vec![("alice@acme.test".to_owned(), "admin".to_owned()), ("owner@example.com".into(), "owner".into())];
+    assert_eq!(members(&t).await, expected, "a member with the provider's default role");
+
+    let mut other = Browser::new(s);
+    let again = sso_sign_in(&mut other, s, &json!({"organizationSlug": "acme"}), "alice@acme.test").await;
+    assert_eq!(redirected_to(&again), "/home", "an existing account: callbackURL");
+    let again = s.session(&other.session(s).unwrap()).await;
+    assert_eq!(again["user"]["id"], session["user"]["id"]);
+    assert_eq!(members(&t).await, expected, "no second membership");
+
+    let actions = audit_actions(s).await;
+    for wanted in ["user.created", "member.added", "sign_in.sso", "sign_in.succeeded"] {
+        assert!(actions.iter().any(|a| a == wanted), "{wanted} missing from {actions:?}");
+    }
+    assert_eq!(actions.iter().filter(|a| *a == "sign_in.sso").count(), 2);
+    assert_eq!(actions.iter().filter(|a| *a == "member.added").count(), 1);
+}
+
+/// An account with the same address is linked only when the provider says `email_verified: true` (and the
+/// account's own address was proven here); never by the address alone. A new address the provider did not
+/// verify makes an account whose address is not verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_account_is_linked_only_on_the_providers_verified_word() {
+    let t = setup().await;
+    verified(&t, "acme.test", None).await;
+    let s = &t.s;
+    let (status, bob, _) = s.sign_up("Bob", "bob@acme.test", PASSWORD).await;
+    assert_eq!(status, 200);
+    let bob_id = bob["user"]["id"].as_str().unwrap().to_owned();
+    let admin = s.admin_session().await;
+    s.mark_verified(&admin, &bob_id).await;
+
+    let mut browser = Browser::new(s);
+    let unverified = sso_sign_in(&mut browser, s, &json!({"providerId": "acme"}), "bob@acme.test#unverified").await;
+    assert_eq!(error_of(&unverified), "account not linked", "the plugin's code, with spaces");
+    assert_eq!(browser.session(s), None);
+    let bob_cookie = s.login("bob@acme.test", PASSWORD).await;
+    assert_eq!(providers(&accounts_of(s, &bob_cookie).await), ["credential"], "nothing was linked");
+
+    let mut browser = Browser::new(s);
+    let linked = sso_sign_in(&mut browser, s, &json!({"domain": "acme.test"}), "bob@acme.test").await;
+    assert_eq!(redirected_to(&linked), "/home");
+    assert_eq!(s.session(&browser.session(s).unwrap()).await["user"]["id"], bob_id.as_str());
+    assert_eq!(providers(&accounts_of(s, &bob_cookie).await), ["credential", "acme"]);
+
+    let mut browser = Browser::new(s);
+    let carol = sso_sign_in(&mut browser, s, &json!({"email": "carol@acme.test"}), "carol@acme.test#unverified").await;
+    assert_eq!(redirected_to(&carol), "/welcome");
+    let carol = s.session(&browser.session(s).unwrap()).await;
+    assert_eq!((&carol["user"]["email"], &carol["user"]["emailVerified"]), (&json!("carol@acme.test"), &json!(false)));
+
+    // An address outside the provider's domains: the organization's provider does not vouch for it.
+    let mut browser = Browser::new(s);
+    let outside = sso_sign_in(&mut browser, s, &json!({"providerId": "acme"}), "dave@elsewhere.test").await;
+    assert_eq!(error_of(&outside), "email_domain_not_allowed");
+    assert_eq!(browser.session(s), None);
+}
+
+/// A banned account is refused (and joins nothing); an account with a second factor gets the challenge, as after
+/// a password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bans_and_the_second_factor_hold_through_single_sign_on() {
+    let t = setup().await;
+    verified(&t, "example.com", None).await;
+    let s = &t.s;
+    let mut browser = Browser::new(s);
+    sso_sign_in(&mut browser, s, &json!({"email": "ivan@example.com"}), "ivan@example.com").await;
+    let id = s.session(&browser.session(s).unwrap()).await["user"]["id"].as_str().unwrap().to_owned();
+    let admin = s.admin_session().await;
+    s.patch_ok(&admin, &json!({"userId": id, "banned": true})).await;
+    let mut again = Browser::new(s);
+    let refused = sso_sign_in(&mut again, s, &json!({"email": "ivan@example.com"}), "ivan@example.com").await;
+    assert_eq!(error_of(&refused), "BANNED_USER");
+    assert_eq!(again.session(s), None);
+
+    let enrolled = super::two_factor::enrolled(s, "tessa").await;
+    s.mark_verified(&admin, &enrolled.id).await;
+    let mut browser = Browser::new(s);
+    let done = sso_sign_in(&mut browser, s, &json!({"email": enrolled.email}), &enrolled.email).await;
+    assert_eq!(redirected_to(&done), "/home?twoFactorRedirect=true");
+    assert_eq!(browser.session(s), None, "no session before the second factor");
+    let host = Browser::host(&s.client.base);
+    assert!(browser.jar[&host].contains_key("service-auth.two_factor"), "the two-factor cookie");
+}
+
+/// `sign-in/sso` refuses what names no provider, or one whose domains are not verified, with the plugin's codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_or_unverified_provider_signs_nobody_in() {
+    let t = setup().await;
+    let s = &t.s;
+    ok(&call(s, "register", &t.owner.cookie, &registration(&t, "acme", &t.org)).await);
+    let start = |body: Value| s.post("/api/auth/sign-in/sso").json(&body).send();
+    let unverified = "PROVIDER_DOMAIN_HAS_NOT_BEEN_VERIFIED";
+    for by in [json!({"providerId": "acme"}), json!({"email": "a@acme.test"}), json!({"organizationSlug": "acme"})] {
+        let mut body = by.clone();
+        body["callbackURL"] = json!("/home");
+        assert_auth_error(&start(body).await, 401, unverified);
+    }
+    let none = "NO_PROVIDER_FOUND_FOR_THE_ISSUER";
+    for by in [json!({"providerId": "nope"}), json!({"email": "a@other.test"}), json!({"organizationSlug": "none"})] {
+        let mut body = by.clone();
+        body["callbackURL"] = json!("/home");
+        assert_auth_error(&start(body).await, 404, none);
+    }
+    let nothing = start(json!({"callbackURL": "/home"})).await;
+    assert_auth_error(&nothing, 400, "EMAIL_ORGANIZATIONSLUG_DOMAIN_OR_PROVIDERID_IS_REQUIRED");
+    assert_auth_error(&start(json!({"providerId": "acme"})).await, 400, "VALIDATION_ERROR");
+    let evil = start(json!({"providerId": "acme", "callbackURL": "https://evil.example/x"})).await;
+    assert_auth_error(&evil, 403, "INVALID_CALLBACK_URL");
+    assert_auth_error(&start(json!({"email": "not an address", "callbackURL": "/"})).await, 400, "VALIDATION_ERROR");
+}
+
+/// The flow is bound to the browser that started it and used once: the callback opened in another browser is
+/// refused (and burns the flow), a replay and a state never given are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_or_replayed_state_is_refused() {
+    let t = setup().await;
+    verified(&t, "acme.test", None).await;
+    let s = &t.s;
+    let mut browser = Browser::new(s);
+    let url = browser.start(s, "/api/auth/sign-in/sso", &json!({"email": "erin@acme.test"})).await;
+    let callback = browser.up_to_callback(&url, "erin@acme.test").await;
+    let mut thief = Browser::new(s);
+    let stolen = thief.send(reqwest::Method::GET, &callback, None).await;
+    assert_eq!(error_of(&stolen), "state_mismatch");
+    assert_eq!(thief.session(s), None);
+    let late = browser.send(reqwest::Method::GET, &callback, None).await;
+    assert_auth_error_page(&late, "STATE_NOT_FOUND");
+
+    let mut browser = Browser::new(s);
+    let url = browser.start(s, "/api/auth/sign-in/sso", &json!({"email": "erin@acme.test"})).await;
+    let callback = browser.up_to_callback(&url, "erin@acme.test").await;
+    let done = browser.send(reqwest::Method::GET, &callback, None).await;
+    assert_eq!(redirected_to(&done), "/welcome");
+    let replay = browser.send(reqwest::Method::GET, &callback, None).await;
+    assert_auth_error_page(&replay, "STATE_NOT_FOUND");
+    let code = extract_query(&callback, "code");
+    let forged = format!("http://{}/api/auth/sso/callback/acme?code={code}&state=never-given", s.addr);
+    assert_auth_error_page(&browser.send(reqwest::Method::GET, &forged, None).await, "STATE_NOT_FOUND");
+}
+
+fn assert_auth_error_page(page: &Page, code: &str) {
+    assert_eq!(page.status, 400, "{}", page.body);
+    let body: Value = serde_json::from_str(&page.body).unwrap();
+    assert_eq!(body["code"], code, "{}", page.body);
+}
