@@ -561,9 +561,11 @@ impl Accounts {
 }
 
 /// The flow's error redirect: to its error URL (else its callback URL) with `?error=code`.
-pub(super) fn flow_failure(flow: &OAuthFlowRecordV1) -> impl Fn(&'static str, Option<String>) -> CallbackError + use<> {
+pub(super) fn flow_failure(
+    flow: &OAuthFlowRecordV1,
+) -> Box<dyn Fn(&'static str, Option<String>) -> CallbackError + Send + Sync> {
     let error_url = flow.error_url.clone().unwrap_or_else(|| flow.callback_url.clone());
-    move |code, description| CallbackError::Redirect { error_url: error_url.clone(), code, description }
+    Box::new(move |code, description| CallbackError::Redirect { error_url: error_url.clone(), code, description })
 }
 
 fn sha256(text: &str) -> [u8; 32] {

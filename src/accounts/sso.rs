@@ -197,8 +197,10 @@ pub struct SsoProviders {
     /// `[sso] nameserver`: the DNS server the TXT records are asked of; `None`: the system's.
     nameserver: Option<std::net::SocketAddr>,
     /// Each provider signed in through, as the sign-in machinery holds it (with its discovery document and keys
-    /// cached): kept while its record is the same (src/accounts/sso_oidc.rs).
-    pub(super) signing_in: std::sync::Mutex<std::collections::HashMap<String, super::sso_oidc::Built>>,
+    /// cached), by `providerId`: kept while its record (id, `updated_at_ms`) is the same.
+    #[allow(clippy::type_complexity)]
+    pub(super) signing_in:
+        std::sync::Mutex<std::collections::HashMap<String, ([u8; 16], i64, Arc<crate::oauth::Provider>)>>,
 }
 
 impl SsoProviders {

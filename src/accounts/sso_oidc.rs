@@ -24,13 +24,6 @@ use crate::oauth::config::{ProviderConfig, ProviderKind, Secret};
 use crate::oauth::{OAuthError, Provider};
 use crate::store::SsoProviderRecordV1;
 
-/// A provider as the sign-in machinery holds it, and the record it was built from (rebuilt when that changes).
-pub(super) struct Built {
-    id: [u8; 16],
-    updated_at_ms: i64,
-    provider: Arc<Provider>,
-}
-
 /// How `sign-in/sso` names the provider (the plugin's order: `providerId`, `organizationSlug`, then the domain).
 #[derive(Debug, Clone)]
 pub enum SsoChoice {
@@ -181,11 +174,11 @@ impl Accounts {
     /// open (a data directory's key that is not the one it was sealed with).
     fn sso_sign_in_provider(&self, record: &SsoProviderRecordV1) -> Option<Arc<Provider>> {
         let mut built = self.sso.signing_in.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(b) = built.get(&record.provider_id)
-            && b.id == record.id
-            && b.updated_at_ms == record.updated_at_ms
+        if let Some((id, updated_at_ms, provider)) = built.get(&record.provider_id)
+            && *id == record.id
+            && *updated_at_ms == record.updated_at_ms
         {
-            return Some(Arc::clone(&b.provider));
+            return Some(Arc::clone(provider));
         }
         let secret = match self.data_key.open(&record.sealed_secret, &secret_context(&record.id)) {
             Ok(secret) => String::from_utf8(secret).ok()?,
@@ -214,8 +207,7 @@ impl Accounts {
             secret_in_body: record.token_auth == TokenAuth::ClientSecretPost.code(),
         };
         let provider = Arc::new(Provider::unconfigured(config));
-        let entry = Built { id: record.id, updated_at_ms: record.updated_at_ms, provider: Arc::clone(&provider) };
-        built.insert(record.provider_id.clone(), entry);
+        built.insert(record.provider_id.clone(), (record.id, record.updated_at_ms, Arc::clone(&provider)));
         Some(provider)
     }
 }

@@ -539,7 +539,15 @@ async fn a_first_sign_in_makes_the_account_and_membership_and_the_next_reuses_th
         assert!(actions.iter().any(|a| a == wanted), "{wanted} missing from {actions:?}");
     }
     assert_eq!(actions.iter().filter(|a| *a == "sign_in.sso").count(), 2);
-    assert_eq!(actions.iter().filter(|a| *a == "member.added").count(), 1);
+    let admin = s.admin_session().await;
+    let audit = s.get("/api/admin/audit?limit=100&action=member.added").cookie(&admin).send().await.json();
+    let through: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "member.added" && e["detail"].as_str().unwrap().contains("single sign-on acme"))
+        .collect();
+    assert_eq!(through.len(), 1, "one membership made by single sign-on: {audit}");
 }
 
 /// An account with the same address is linked only when the provider says `email_verified: true` (and the
