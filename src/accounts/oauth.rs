@@ -249,7 +249,7 @@ impl Accounts {
         let browser = random_token();
         let authorization = flows
             .oauth
-            .authorize(&provider, &state, &start.redirect_uri, &start.scopes, start.login_hint.as_deref())
+            .authorize(provider, &state, &start.redirect_uri, &start.scopes, start.login_hint.as_deref())
             .await
             .map_err(StartError::Provider)?;
         let record = OAuthFlowRecordV1 {
