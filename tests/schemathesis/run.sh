@@ -43,13 +43,13 @@ SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$PWD" schemathesis --config-file schemathes
   --exclude-path /api/auth/oauth2/end-session/confirm \
   `# The second factor, passkeys, the organization plugin, other providers and webhooks answer 400 with their own` \
   `# codes to schema-valid bodies that meet the wrong state (no factor enrolled, no ceremony, no such membership,` \
-  `# no flow); their HTTP tests (tests/api/two_factor.rs, passkeys.rs, organizations.rs, oauth.rs, webhooks.rs)` \
+  `# no flow); their HTTP tests (tests/api/two_factor.rs, passkeys.rs, organizations.rs, oauth.rs, sso.rs, webhooks.rs)` \
   `# drive every call and error instead, until these states are modelled here.` \
   `# So are the audit search's and export's combined filters (from after to, and such) for now, and the OpenID` \
   `# clients' cross-field rules (grant types against redirect URIs and the kind of client; a change that changes` \
   `# nothing): tests/api/provider.rs drives each refusal; and the API keys' (a configId other than "default", limits` \
   `# on prefix, name and expiry the plugin sets): tests/api/api_keys.rs drives each.` \
-  --exclude-path-regex '^/api/(auth/(two-factor/|api-key/|passkey/|organization/|sign-in/social|sign-in/oauth2|callback/|oauth2/callback/|link-social|list-accounts|unlink-account)|admin/(webhooks|audit|oidc/clients|users/[^/]+/(two-factor|passkeys)))' \
+  --exclude-path-regex '^/api/(auth/(two-factor/|api-key/|passkey/|organization/|sign-in/social|sign-in/oauth2|callback/|oauth2/callback/|sso/callback/|link-social|list-accounts|unlink-account)|admin/(webhooks|audit|oidc/clients|users/[^/]+/(two-factor|passkeys)))' \
   -H "Cookie: service-auth.session_token=$TOKEN" \
   --checks all --max-examples "${MAX_EXAMPLES:-40}" --no-color \
   --mode positive --phases examples,coverage,fuzzing
