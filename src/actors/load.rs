@@ -370,7 +370,7 @@ impl Members {
     /// The memberships to index, in (user, organization) order: those whose account and organization exist, and
     /// each account's primary one. A membership whose account or organization is gone goes with them; an account's
     /// organization (`organizationId`) is its primary membership, so one written before memberships existed (or by
-    /// an import or seed, which write accounts only) gets its record now, as a `member` since it joined, with the id
+    /// an import, which writes accounts only) gets its record now, as a `member` since it joined, with the id
     /// every node derives alike. Both lists are walked side by side in user order: no look-up per record (at
     /// 10,000,000 accounts a look-up in a map of them, and one in the memberships by user, for each, were most of
     /// the memberships' part of a start).
