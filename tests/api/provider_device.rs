@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::harness::*;
-use super::provider::{oauth_error, query, register, token, verified};
+use super::provider::{oauth_error, query, register, token, token_on, verified};
 
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 const SEC: Duration = Duration::from_secs(1);
@@ -25,29 +25,29 @@ async fn cli(s: &TestServer, admin: &str) -> String {
     register(s, admin, body).await.0
 }
 
-async fn start(s: &TestServer, form: &[(&str, &str)]) -> Resp {
+async fn start(s: &Client, form: &[(&str, &str)]) -> Resp {
     s.post("/api/auth/oauth2/device_authorization")
         .raw(Some("application/x-www-form-urlencoded"), query(form))
         .send()
         .await
 }
 
-async fn started(s: &TestServer, client_id: &str, scope: &str) -> Value {
+async fn started(s: &Client, client_id: &str, scope: &str) -> Value {
     let r = start(s, &[("client_id", client_id), ("scope", scope)]).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
     r.json()
 }
 
-async fn poll(s: &TestServer, client_id: &str, device_code: &str) -> Resp {
-    token(s, &[("grant_type", DEVICE_GRANT), ("device_code", device_code), ("client_id", client_id)], None).await
+async fn poll(s: &Client, client_id: &str, device_code: &str) -> Resp {
+    token_on(s, &[("grant_type", DEVICE_GRANT), ("device_code", device_code), ("client_id", client_id)], None).await
 }
 
-async fn look_up(s: &TestServer, cookie: &str, user_code: &str) -> Resp {
+async fn look_up(s: &Client, cookie: &str, user_code: &str) -> Resp {
     s.get(&format!("/api/auth/oauth2/device?{}", query(&[("user_code", user_code)]))).cookie(cookie).send().await
 }
 
-async fn decide(s: &TestServer, cookie: &str, user_code: &str, accept: bool) -> Resp {
+async fn decide(s: &Client, cookie: &str, user_code: &str, accept: bool) -> Resp {
     s.post("/api/auth/oauth2/device")
         .cookie(cookie)
         .json(&json!({"user_code": user_code, "accept": accept}))
@@ -256,4 +256,52 @@ async fn a_ban_stops_the_device_and_wrong_codes_are_answered_alike_and_throttled
         assert_eq!(r.status, 400, "{}", r.text);
     }
     assert!(limited, "wrong codes are throttled");
+}
+
+/// Two nodes (tests/cluster/run.sh; one node otherwise, where the same holds): a request started on the first is
+/// looked up and approved on the second, which also holds the pace the first set (a poll there before the interval
+/// is `slow_down`). Two approvals of one code at once, one per node: one is taken, the other gets
+/// `INVALID_USER_CODE`; two polls at once after it, one per node: one gets the tokens, the other nothing (the device
+/// code is redeemed once across the nodes), and the code is spent on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_started_on_one_node_is_approved_and_polled_on_the_other_and_redeemed_once() {
+    let (s, clock) = TestServer::start_clocked(|_| {}).await;
+    let admin = s.admin_session().await;
+    let id = cli(&s, &admin).await;
+    let u = s.new_user("nodes").await;
+    let (a, b) = (&s.nodes[0], &s.nodes[s.nodes.len() - 1]);
+    for round in 0..4 {
+        let d = started(a, &id, "openid offline_access").await;
+        let (device_code, user_code) = (str_of(&d["device_code"]).to_owned(), str_of(&d["user_code"]).to_owned());
+        oauth_error(&poll(a, &id, &device_code).await, 400, "authorization_pending");
+        oauth_error(&poll(b, &id, &device_code).await, 400, "slow_down");
+        clock.advance(11 * SEC);
+        oauth_error(&poll(b, &id, &device_code).await, 400, "authorization_pending");
+
+        let r = look_up(b, &u.cookie, &user_code).await;
+        assert_eq!(r.status, 200, "round {round}: {}", r.text);
+        assert_eq!(r.json()["client_id"], id.as_str());
+        let (one, two) = tokio::join!(decide(a, &u.cookie, &user_code, true), decide(b, &u.cookie, &user_code, true));
+        let mut statuses = [one.status, two.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 400], "round {round}, the approvals: {} / {}", one.text, two.text);
+        assert_auth_error(if one.status == 400 { &one } else { &two }, 400, "INVALID_USER_CODE");
+
+        clock.advance(11 * SEC);
+        let (one, two) = tokio::join!(poll(a, &id, &device_code), poll(b, &id, &device_code));
+        let mut statuses = [one.status, two.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 400], "round {round}, the polls: {} / {}", one.text, two.text);
+        let (won, lost) = if one.status == 200 { (one, two) } else { (two, one) };
+        // The loser came while the winner held the request (one node: slow_down) or after it was redeemed.
+        let error = lost.json()["error"].as_str().unwrap_or_default().to_owned();
+        assert!(["invalid_grant", "slow_down"].contains(&error.as_str()), "round {round}: {}", lost.text);
+        let (_, claims) = verified(&s, str_of(&won.json()["id_token"])).await;
+        assert_eq!(claims["sub"], u.id.as_str());
+        assert!(won.json()["refresh_token"].is_string(), "{}", won.text);
+        clock.advance(11 * SEC);
+        for node in [a, b] {
+            oauth_error(&poll(node, &id, &device_code).await, 400, "invalid_grant");
+        }
+    }
 }
