@@ -830,7 +830,8 @@ pub async fn userinfo(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
 
 /// `POST /api/auth/oauth2/device_authorization` (RFC 8628 §3.1; form `scope`; the client's credentials as at the
 /// token endpoint, a public client's `client_id` alone) → `{device_code, user_code, verification_uri,
-/// verification_uri_complete, expires_in, interval}`; refusals as the token endpoint's. Never cached.
+/// verification_uri_complete, expires_in, interval}`; refusals as the token endpoint's; 429 past the address's
+/// sign-up limit. Never cached.
 pub async fn device_authorization(
     state: &AppState,
     ctx: Ctx,
@@ -843,6 +844,10 @@ pub async fn device_authorization(
         Err(refused) => return Ok(refused),
     };
     let request = TokenRequest { scope: take(&mut p, "scope"), ip: ctx.ip.to_string(), ..client };
+    // Anyone holding a public client's id (it ships inside the tool) may ask, and each request is a record kept for
+    // an hour and a half: as a sign-up stores an account, each counts against the address's sign-up limit, so one
+    // address cannot fill the store (or, with a confidential client, try secrets) at the speed of the disk.
+    state.rate_limits.load().check(super::rate_limits::Limited::SignUp, ctx.ip).map_err(Failure::too_many_requests)?;
     match state.accounts.device_authorization(&request, &site).await {
         Ok(started) => {
             let mut response = ok(&started);

@@ -305,3 +305,26 @@ async fn a_request_started_on_one_node_is_approved_and_polled_on_the_other_and_r
         }
     }
 }
+
+/// A public client's id ships inside the tool, so anyone may start requests with it, and each is a record kept for
+/// an hour and a half: requests count against the address's sign-up limit (429 `TOO_MANY_REQUESTS` with
+/// `Retry-After`), as sign-ups, which also store something for whoever asks, do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_requests_count_against_the_addresss_sign_up_limit() {
+    let s = TestServer::start_adjusted(|c| c.rate_limit.sign_up_per_address = 4).await;
+    let admin = s.admin_session().await;
+    let id = cli(&s, &admin).await;
+    let mut limited = None;
+    for i in 0..20 {
+        let r = start(&s, &[("client_id", &id)]).await;
+        if r.status == 429 {
+            limited = Some((i, r));
+            break;
+        }
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let (allowed, r) = limited.expect("device requests are throttled");
+    assert!(allowed >= 4, "the limit's burst is allowed: {allowed}");
+    assert_auth_error(&r, 429, "TOO_MANY_REQUESTS");
+    assert!(r.header("retry-after").is_some_and(|secs| secs.parse::<u64>().is_ok_and(|s| s > 0)), "{:?}", r.headers);
+}
