@@ -328,3 +328,41 @@ async fn device_requests_count_against_the_addresss_sign_up_limit() {
     assert_auth_error(&r, 429, "TOO_MANY_REQUESTS");
     assert!(r.header("retry-after").is_some_and(|secs| secs.parse::<u64>().is_ok_and(|s| s > 0)), "{:?}", r.headers);
 }
+
+/// Who may approve is who may authorize a client in the code flow: an administrator impersonating someone cannot
+/// approve for them (403 `IMPERSONATION`), and an account whose role requires a second factor it has not enrolled
+/// is refused until it enrols (403 `TWO_FACTOR_REQUIRED`, which sends the page to the sign-in page and on to
+/// enrolment), at the look-up and at the answer alike. Neither decides anything: the request still waits, and the
+/// person it is for approves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impersonation_or_an_account_without_its_required_factor_cannot_approve() {
+    let (s, clock) = TestServer::start_clocked(|c| {
+        c.roles.allowed.push("operator".into());
+        c.two_factor.required_for_roles = vec!["operator".into()];
+    })
+    .await;
+    let admin = s.admin_session().await;
+    let id = cli(&s, &admin).await;
+    let d = started(&s, &id, "openid").await;
+    let (device_code, code) = (str_of(&d["device_code"]), str_of(&d["user_code"]));
+
+    let helped = s.new_user("helped").await;
+    let r = s.post("/api/auth/admin/impersonate-user").cookie(&admin).json(&json!({"userId": helped.id})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let acting = r.session_cookie().expect("the impersonation's cookie").value;
+    assert_auth_error(&look_up(&s, &acting, code).await, 403, "IMPERSONATION");
+    assert_auth_error(&decide(&s, &acting, code, true).await, 403, "IMPERSONATION");
+
+    let operator = s.new_user("operator").await;
+    s.patch_ok(&admin, &json!({"userId": operator.id, "role": "operator"})).await;
+    assert_auth_error(&look_up(&s, &operator.cookie, code).await, 403, "TWO_FACTOR_REQUIRED");
+    assert_auth_error(&decide(&s, &operator.cookie, code, true).await, 403, "TWO_FACTOR_REQUIRED");
+
+    oauth_error(&poll(&s, &id, device_code).await, 400, "authorization_pending");
+    assert_eq!(decide(&s, &helped.cookie, code, true).await.status, 200);
+    clock.advance(10 * SEC);
+    let r = poll(&s, &id, device_code).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (_, claims) = verified(&s, str_of(&r.json()["id_token"])).await;
+    assert_eq!(claims["sub"], helped.id.as_str());
+}
