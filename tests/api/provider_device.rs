@@ -366,3 +366,33 @@ async fn an_impersonation_or_an_account_without_its_required_factor_cannot_appro
     let (_, claims) = verified(&s, str_of(&r.json()["id_token"])).await;
     assert_eq!(claims["sub"], helped.id.as_str());
 }
+
+/// An approval is remembered as a consent the person sees among the apps they allowed; withdrawing it ends what
+/// the device was given (its refresh token is refused, its access token stops at userinfo), as for the code flow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn withdrawing_the_approval_ends_the_devices_tokens() {
+    let (s, clock) = TestServer::start_clocked(|_| {}).await;
+    let admin = s.admin_session().await;
+    let id = cli(&s, &admin).await;
+    let u = s.new_user("withdraws").await;
+    let d = started(&s, &id, "openid email offline_access").await;
+    assert_eq!(decide(&s, &u.cookie, str_of(&d["user_code"]), true).await.status, 200);
+    let r = poll(&s, &id, str_of(&d["device_code"])).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let tokens = r.json();
+    let bearer = format!("Bearer {}", str_of(&tokens["access_token"]));
+    assert_eq!(s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status, 200);
+
+    let list = s.get("/api/auth/oauth2/get-consents").cookie(&u.cookie).send().await.json();
+    let consent = list.as_array().unwrap().iter().find(|c| c["clientId"] == id.as_str()).expect("the approval");
+    assert_eq!(consent["scopes"], json!(["openid", "email", "offline_access"]), "{consent}");
+    let r =
+        s.post("/api/auth/oauth2/delete-consent").cookie(&u.cookie).json(&json!({"id": consent["id"]})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    clock.advance(SEC);
+    let refresh = str_of(&tokens["refresh_token"]);
+    let r = token(&s, &[("grant_type", "refresh_token"), ("refresh_token", refresh), ("client_id", &id)], None).await;
+    oauth_error(&r, 400, "invalid_grant");
+    assert_eq!(s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status, 401);
+}
