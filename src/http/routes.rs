@@ -226,6 +226,7 @@ routes! {
         GET => ScimGetUser, PUT => ScimReplaceUser, PATCH => ScimPatchUser, DELETE => ScimDeleteUser
     },
     "/api/auth/scim/v2/Groups" => { GET => ScimListGroups, POST => ScimCreateGroup },
+    "/api/auth/scim/v2/Groups/.search" => { POST => ScimSearchGroups },
     "/api/auth/scim/v2/Groups/{id}" => {
         GET => ScimGetGroup, PUT => ScimReplaceGroup, PATCH => ScimPatchGroup, DELETE => ScimDeleteGroup
     },
