@@ -197,7 +197,7 @@ if want writes; then
   have_anchor=0
   if [ -x "$ANCHOR" ]; then
     mkdir -p "$WORK/anchor"
-    # The answer: as many bytes as update-user's ({"status":true}).
+    # Every request here a write, answered as update-user answers ({"status":true}); the reads' size unused.
     start 3934 "$ANCHOR" 127.0.0.1:3934 "$WORK/anchor/log" 15
     have_anchor=1
   fi

@@ -45,7 +45,6 @@ mod api {
     mod passkeys;
     mod passwords;
     mod provider;
-    mod provider_device;
     mod provider_end_session;
     mod provider_logout;
     mod refused_origins;
