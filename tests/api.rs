@@ -45,6 +45,7 @@ mod api {
     mod passkeys;
     mod passwords;
     mod provider;
+    mod provider_device;
     mod provider_end_session;
     mod provider_logout;
     mod refused_origins;

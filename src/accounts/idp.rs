@@ -106,6 +106,8 @@ pub struct TokenRequest {
     /// The refresh token grant's token, and the scopes it may narrow the new access token to.
     pub refresh_token: Option<String>,
     pub scope: Option<String>,
+    /// The device authorization grant's code (RFC 8628 §3.4).
+    pub device_code: Option<String>,
     /// `client_id` and `client_secret` in the form (`client_secret_post`, or a public client's id alone).
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
@@ -148,6 +150,15 @@ pub enum TokenError {
     UnsupportedGrantType(String),
     #[error("{0}")]
     InvalidScope(String),
+    /// The device grant's answers while its user has not approved (RFC 8628 §3.5).
+    #[error("the user has not approved the request yet")]
+    AuthorizationPending,
+    #[error("polling too frequently: wait the interval, now 5 seconds longer")]
+    SlowDown,
+    #[error("the user denied the request")]
+    AccessDenied,
+    #[error("the device code has expired")]
+    ExpiredToken,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -162,6 +173,10 @@ impl TokenError {
             TokenError::UnauthorizedClient(_) => "unauthorized_client",
             TokenError::UnsupportedGrantType(_) => "unsupported_grant_type",
             TokenError::InvalidScope(_) => "invalid_scope",
+            TokenError::AuthorizationPending => "authorization_pending",
+            TokenError::SlowDown => "slow_down",
+            TokenError::AccessDenied => "access_denied",
+            TokenError::ExpiredToken => "expired_token",
             TokenError::Unavailable(_) => "temporarily_unavailable",
         }
     }
@@ -360,7 +375,7 @@ struct IdClaims<'a> {
 
 impl Accounts {
     /// The session `id` of `user`, if it is live: not expired, nor over the idle or absolute limit.
-    fn live_session(&self, user: UserId, id: SessionId) -> Option<std::sync::Arc<crate::domain::Session>> {
+    pub(super) fn live_session(&self, user: UserId, id: SessionId) -> Option<std::sync::Arc<crate::domain::Session>> {
         let now = self.clock.now();
         let session = self.sessions_of(user).into_iter().map(|(_, s)| s).find(|s| s.id == id)?;
         (self.session_limits.check(&session, now) != super::SessionUse::Over).then_some(session)
@@ -624,7 +639,7 @@ impl Accounts {
 
     /// The client a token request is from, authenticated as it was registered (RFC 6749 §2.3): a confidential
     /// client by its secret (compared in constant time with the stored hash), a public one by its id alone.
-    async fn token_client(&self, req: &TokenRequest) -> Result<Client, TokenError> {
+    pub(super) async fn token_client(&self, req: &TokenRequest) -> Result<Client, TokenError> {
         let basic = req.basic.is_some();
         let invalid = |description: &str| TokenError::InvalidClient { description: description.into(), basic };
         if basic && (req.client_secret.is_some()) {
@@ -679,6 +694,7 @@ impl Accounts {
             "authorization_code" => self.code_grant(req, issuer).await,
             "refresh_token" => self.refresh_grant(req, issuer).await,
             "client_credentials" => self.client_grant(req, issuer).await,
+            crate::provider::clients::DEVICE_GRANT => self.device_grant(req, issuer).await,
             _ => Err(TokenError::UnsupportedGrantType(format!("unsupported grant_type {grant}"))),
         }
     }
@@ -687,7 +703,7 @@ impl Accounts {
     /// new access token (and ID token, with `openid`) issued, for the grant's scopes or fewer (`scope`).
     async fn refresh_grant(&self, req: &TokenRequest, issuer: &str) -> Result<Tokens, TokenError> {
         let client = self.token_client(req).await?;
-        if !client.grant_types.contains(&"authorization_code") {
+        if !client.grant_types.contains(&"refresh_token") {
             return Err(TokenError::UnauthorizedClient("the client may not use the refresh token grant".into()));
         }
         let token = req
@@ -1015,7 +1031,7 @@ impl Accounts {
     }
 
     /// Signs an access token for `grant` with `scopes` (and an ID token when they hold `openid`).
-    async fn issue(
+    pub(super) async fn issue(
         &self,
         client: &Client,
         grant: &OAuthGrantRecordV1,

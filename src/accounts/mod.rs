@@ -10,6 +10,7 @@ mod admin;
 mod api_keys;
 mod auth;
 mod consents;
+mod device;
 mod id_token;
 mod idp;
 pub mod oauth;
@@ -57,6 +58,7 @@ use crate::domain::{
 use crate::hashing::{HashError, Hasher};
 use crate::mail::Templates;
 use crate::metrics::{Levels, Metrics};
+pub use crate::provider::clients::DEVICE_GRANT;
 pub use crate::provider::{CLAIMS as PROVIDER_CLAIMS, SCOPES as PROVIDER_SCOPES};
 use crate::store::Store;
 use crate::store::follower::Freshness;
@@ -65,6 +67,7 @@ pub use admin::{AdminError, AdminNewUser, SessionRef};
 pub use api_keys::{ApiKeyError, KeyAuthError, KeyOwner, NewKey, Verified as VerifiedKey, check_expires_in};
 pub use auth::{SignInError, SignInOutcome, SignUp, SignUpError, SignedIn, SignedUp};
 pub use consents::{Consent, ConsentsError, consent_id};
+pub use device::{DeviceAuthorization, DeviceError, DeviceRequest};
 pub use id_token::{IdTokenError, IdTokenProof, IdTokenSignIn};
 pub use idp::{
     AuthorizeRequest, Authorized, ConsentError, EndSession, EndSessionError, EndSessionRequest, Introspection,

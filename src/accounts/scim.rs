@@ -14,6 +14,7 @@ use crate::scim::{filter, list_response, user};
 
 /// The SCIM discovery documents and the list answer, for the front end.
 pub mod discovery {
+    pub use crate::scim::projection::Projection;
     pub use crate::scim::{SEARCH_SCHEMA, find, list_response, resource_types, schemas, service_provider_config};
 }
 use crate::store::{ScimUserRecordV1, Store, StoreError};
@@ -33,6 +34,11 @@ pub enum ScimTokenError {
 pub(super) fn unavailable(e: impl std::fmt::Display) -> Fault {
     tracing::warn!(error = %e, "SCIM call failed on the store");
     Fault::status(503, "The service is temporarily unavailable")
+}
+
+/// A list's filter, parsed: a malformed one is an `invalidFilter`.
+pub(super) fn scim_filter(filter: Option<&str>) -> Result<Option<filter::Filter>, Fault> {
+    filter.map(|f| filter::parse(f).map_err(|e| Fault::bad("invalidFilter", e.0))).transpose()
 }
 
 fn not_found() -> Fault {
@@ -215,13 +221,46 @@ impl Accounts {
         base: &str,
     ) -> Result<Value, Fault> {
         Self::scim_allows(caller, ScimScopes::USERS_READ)?;
-        let filter = filter.map(|f| filter::parse(f).map_err(|e| Fault::bad("invalidFilter", e.0))).transpose()?;
+        let filter = scim_filter(filter)?;
+        Ok(list_response(self.scim_matched_users(caller, filter.as_ref(), base).await?, paging))
+    }
+
+    pub(super) async fn scim_matched_users(
+        &self,
+        caller: &ScimCaller,
+        filter: Option<&filter::Filter>,
+        base: &str,
+    ) -> Result<Vec<Value>, Fault> {
         let records = self.scim_records(caller).await?;
-        let matched: Vec<Value> = records
+        Ok(records
             .iter()
             .map(|r| user::render(r, base))
-            .filter(|resource| filter.as_ref().is_none_or(|f| f.matches(resource)))
-            .collect();
+            .filter(|resource| filter.is_none_or(|f| f.matches(resource)))
+            .collect())
+    }
+
+    /// `POST /.search` (RFC 7644 §3.4.3): a page of every resource type the token may read (Users, then Groups
+    /// where the server has them) that `filter` matches; an attribute one type lacks matches none of its resources.
+    pub async fn scim_search(
+        &self,
+        caller: &ScimCaller,
+        filter: Option<&str>,
+        paging: Paging,
+        base: &str,
+    ) -> Result<Value, Fault> {
+        let (users, groups) =
+            (caller.scopes.allows(ScimScopes::USERS_READ), caller.scopes.allows(ScimScopes::GROUPS_READ));
+        if !users && !groups {
+            Self::scim_allows(caller, ScimScopes::USERS_READ)?;
+        }
+        let filter = scim_filter(filter)?;
+        let mut matched = Vec::new();
+        if users {
+            matched.extend(self.scim_matched_users(caller, filter.as_ref(), base).await?);
+        }
+        if groups && self.scim_has_groups() {
+            matched.extend(self.scim_matched_groups(caller, filter.as_ref(), base).await?);
+        }
         Ok(list_response(matched, paging))
     }
 

@@ -3,11 +3,11 @@
 //! its Groups' `externalId`) are read from the store where needed, as the Users calls read them; the team changes
 //! through the organizations actor, with the Group's record, in one commit.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::scim::unavailable;
+use super::scim::{scim_filter, unavailable};
 use super::{Accounts, Fault, Paging, ScimCaller, ScimScopes};
 use crate::actors::orgs::groups::{GroupError, GroupWrite};
 use crate::actors::orgs::teams::TeamCaller;
@@ -32,10 +32,9 @@ impl From<GroupError> for Fault {
     }
 }
 
-/// What a Group call reads of the organization's directory: its Users (id → what a member is displayed as) and
-/// its Groups' records.
+/// What a Group call reads of the organization's directory: its Users and its Groups' records.
 struct Directory {
-    users: HashMap<UserId, String>,
+    users: HashSet<UserId>,
     groups: Vec<ScimGroupRecordV1>,
 }
 
@@ -56,15 +55,7 @@ impl Accounts {
 
     async fn scim_directory(&self, caller: &ScimCaller) -> Result<Directory, Fault> {
         let users = self.scim_records(caller).await?;
-        let users = users
-            .into_iter()
-            .map(|r| {
-                let attributes: serde_json::Map<String, Value> =
-                    serde_json::from_str(&r.attributes).unwrap_or_default();
-                let display = attributes.get("displayName").and_then(Value::as_str).unwrap_or(&r.user_name).to_owned();
-                (UserId::from_bytes(r.user), display)
-            })
-            .collect();
+        let users = users.into_iter().map(|r| UserId::from_bytes(r.user)).collect();
         let org = caller.org.to_bytes();
         let groups = self.scim_read(move |s| s.scim_groups(Some(org))).await?;
         Ok(Directory { users, groups })
@@ -90,9 +81,7 @@ impl Accounts {
         let members: Vec<MemberShown> = team
             .members
             .iter()
-            .filter_map(|m| {
-                dir.users.get(&m.user).map(|display| MemberShown { user: m.user, display: display.clone() })
-            })
+            .filter_map(|m| dir.users.contains(&m.user).then_some(MemberShown { user: m.user }))
             .collect();
         group::render(
             &team.id.to_string(),
@@ -125,15 +114,23 @@ impl Accounts {
     ) -> Result<Value, Fault> {
         Self::scim_allows(caller, ScimScopes::GROUPS_READ)?;
         self.scim_groups_on()?;
-        let filter = filter.map(|f| filter::parse(f).map_err(|e| Fault::bad("invalidFilter", e.0))).transpose()?;
+        let filter = scim_filter(filter)?;
+        Ok(list_response(self.scim_matched_groups(caller, filter.as_ref(), base).await?, paging))
+    }
+
+    pub(super) async fn scim_matched_groups(
+        &self,
+        caller: &ScimCaller,
+        filter: Option<&filter::Filter>,
+        base: &str,
+    ) -> Result<Vec<Value>, Fault> {
         let dir = self.scim_directory(caller).await?;
-        let matched: Vec<Value> = self
+        Ok(self
             .scim_group_teams(caller, &dir)
             .iter()
             .map(|(r, t)| Self::scim_render_group(&dir, r, t, base))
-            .filter(|resource| filter.as_ref().is_none_or(|f| f.matches(resource)))
-            .collect();
-        Ok(list_response(matched, paging))
+            .filter(|resource| filter.is_none_or(|f| f.matches(resource)))
+            .collect())
     }
 
     pub async fn scim_get_group(&self, caller: &ScimCaller, id: &str, base: &str) -> Result<Value, Fault> {
@@ -205,7 +202,7 @@ impl Accounts {
         base: &str,
         ip: &str,
     ) -> Result<Value, Fault> {
-        if let Some(unknown) = input.members.iter().find(|u| !dir.users.contains_key(u)) {
+        if let Some(unknown) = input.members.iter().find(|u| !dir.users.contains(u)) {
             return Err(GroupError::NotAMember(*unknown).into());
         }
         let others = dir.groups.iter().filter(|r| Some(r.team) != team.map(|t| t.to_bytes()));
@@ -222,7 +219,7 @@ impl Accounts {
                 external_id: input.external_id,
             },
             members: input.members,
-            directory: dir.users.keys().copied().collect::<HashSet<UserId>>(),
+            directory: dir.users.clone(),
             limit: self.organizations.maximum_teams,
             via: format!("SCIM token {}", caller.token),
         };

@@ -104,6 +104,9 @@ pub mod action {
     /// A user consented to a client's scopes on the consent page (the actor is the user, the target the client;
     /// the detail names the `client_id` and the scopes).
     pub const OAUTH_CONSENT_GRANTED: &str = "oauth_consent.granted";
+    /// A user approved a device's request (RFC 8628) on the `/device` page: the device's next poll gets the tokens.
+    /// Same actor, target and detail as [`OAUTH_CONSENT_GRANTED`], whose consent it remembers in the same commit.
+    pub const OAUTH_DEVICE_APPROVED: &str = "oauth_device.approved";
     /// A user's consent to a client narrowed or widened by its owner (`/oauth2/update-consent`), or withdrawn by
     /// its owner or an administrator. The target is the user, not the client as for a grant: when an
     /// administrator withdraws it, the actor is not the user, and the user is whom the change is about. The detail

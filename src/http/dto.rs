@@ -1113,7 +1113,7 @@ pub struct ProviderMetadata<'a> {
     pub revocation_endpoint: String,
     pub response_types_supported: [&'static str; 1],
     pub response_modes_supported: [&'static str; 1],
-    pub grant_types_supported: [&'static str; 3],
+    pub grant_types_supported: [&'static str; 4],
     pub token_endpoint_auth_methods_supported: [&'static str; 3],
     pub introspection_endpoint_auth_methods_supported: [&'static str; 2],
     pub revocation_endpoint_auth_methods_supported: [&'static str; 3],
@@ -1124,6 +1124,8 @@ pub struct ProviderMetadata<'a> {
     pub subject_types_supported: [&'static str; 1],
     pub id_token_signing_alg_values_supported: Vec<&'static str>,
     pub end_session_endpoint: String,
+    /// The device authorization grant (RFC 8628 §4; the plugin has none).
+    pub device_authorization_endpoint: String,
     /// Only while dynamic registration is on (`[provider] registration`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registration_endpoint: Option<String>,
@@ -1147,7 +1149,12 @@ impl<'a> ProviderMetadata<'a> {
             revocation_endpoint: at("/oauth2/revoke"),
             response_types_supported: ["code"],
             response_modes_supported: ["query"],
-            grant_types_supported: ["authorization_code", "client_credentials", "refresh_token"],
+            grant_types_supported: [
+                "authorization_code",
+                "client_credentials",
+                "refresh_token",
+                crate::accounts::DEVICE_GRANT,
+            ],
             token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
             // Introspection is for confidential clients only (the plugin's rule).
             introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
@@ -1159,6 +1166,7 @@ impl<'a> ProviderMetadata<'a> {
             subject_types_supported: ["public"],
             id_token_signing_alg_values_supported: algs,
             end_session_endpoint: at("/oauth2/end-session"),
+            device_authorization_endpoint: at("/oauth2/device_authorization"),
             registration_endpoint: registration.then(|| at("/oauth2/register")),
             // Every logout token names the session (`sid`) when the grant came from one.
             backchannel_logout_supported: true,
@@ -1168,6 +1176,15 @@ impl<'a> ProviderMetadata<'a> {
             prompt_values_supported: ["login", "consent", "none"],
         }
     }
+}
+
+/// A pending device request as the `/device` page shows it.
+#[derive(Serialize)]
+pub struct DevicePending<'a> {
+    pub client_id: &'a str,
+    pub client_name: &'a str,
+    pub scope: String,
+    pub user_code: &'a str,
 }
 
 /// An OAuth error (RFC 6749 §5.2), in the plugin's order.

@@ -41,6 +41,7 @@ const ACCOUNT_HTML: &[u8] = include_bytes!("../../pages/account.html");
 const INVITATION_HTML: &[u8] = include_bytes!("../../pages/accept-invitation.html");
 const CONSENT_HTML: &[u8] = include_bytes!("../../pages/consent.html");
 const SIGN_OUT_HTML: &[u8] = include_bytes!("../../pages/sign-out.html");
+const DEVICE_HTML: &[u8] = include_bytes!("../../pages/device.html");
 
 /// The files the pages load, by their name under `/auth/`.
 const ASSETS: &[(&str, &str, &[u8])] = &[
@@ -54,6 +55,7 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("accept-invitation.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/accept-invitation.js")),
     ("consent.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/consent.js")),
     ("sign-out.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/sign-out.js")),
+    ("device.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/device.js")),
 ];
 
 /// `GET /`: a small page linking the console and the account page, the two places a person opening the server's
@@ -100,6 +102,13 @@ pub fn consent() -> Response<Body> {
 /// signed-out page.
 pub fn sign_out() -> Response<Body> {
     page(SIGN_OUT_HTML)
+}
+
+/// `GET /device?user_code=`: the identity provider's device page (RFC 8628 §3.3), where a person enters the code a
+/// command-line tool or a TV shows (or arrives with it from `verification_uri_complete`), signs in if needed, sees
+/// which application asks for what, and approves or denies.
+pub fn device() -> Response<Body> {
+    page(DEVICE_HTML)
 }
 
 /// `GET /accept-invitation?id=`: the organization, the inviter, accept or reject.

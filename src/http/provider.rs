@@ -18,8 +18,9 @@ use super::dto::{
 use super::extract::{self, Ctx, Fields, Refusal};
 use super::response::{Body, Failure, json, ok};
 use crate::accounts::{
-    Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, EndSession, EndSessionError,
-    EndSessionRequest, NewClient, Registrant, RegistrationError, TokenError, TokenRequest, UserInfoError,
+    Alg, AuthorizeRequest, Authorized, ClientChange, ClientError, ConsentError, Current, DeviceError, EndSession,
+    EndSessionError, EndSessionRequest, NewClient, Registrant, RegistrationError, TokenError, TokenRequest,
+    UserInfoError,
 };
 use crate::domain::Timestamp;
 
@@ -758,7 +759,7 @@ pub async fn end_session_confirm(
 /// `WWW-Authenticate: Basic` when Basic was tried). Never cached.
 pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let issuer = issuer(state, &ctx)?;
-    let known = ["grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope"];
+    let known = ["grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope", "device_code"];
     let (mut p, client) = match client_form(state, req, &known).await? {
         Ok(parsed) => parsed,
         Err(refused) => return Ok(refused),
@@ -770,6 +771,7 @@ pub async fn token(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result
         code_verifier: take(&mut p, "code_verifier"),
         refresh_token: take(&mut p, "refresh_token"),
         scope: take(&mut p, "scope"),
+        device_code: take(&mut p, "device_code"),
         ip: ctx.ip.to_string(),
         ..client
     };
@@ -823,5 +825,85 @@ pub async fn userinfo(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
             Ok(challenge("insufficient_scope", "the token was not granted the openid scope", StatusCode::FORBIDDEN))
         }
         Err(UserInfoError::Unavailable(u)) => Err(u.into()),
+    }
+}
+
+/// `POST /api/auth/oauth2/device_authorization` (RFC 8628 §3.1; form `scope`; the client's credentials as at the
+/// token endpoint, a public client's `client_id` alone) → `{device_code, user_code, verification_uri,
+/// verification_uri_complete, expires_in, interval}`; refusals as the token endpoint's; 429 past the address's
+/// sign-up limit. Never cached.
+pub async fn device_authorization(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Failure> {
+    let issuer = issuer(state, &ctx)?;
+    let site = issuer.trim_end_matches("/api/auth").to_owned();
+    let (mut p, client) = match client_form(state, req, &["scope"]).await? {
+        Ok(parsed) => parsed,
+        Err(refused) => return Ok(refused),
+    };
+    let request = TokenRequest { scope: take(&mut p, "scope"), ip: ctx.ip.to_string(), ..client };
+    // Anyone holding a public client's id (it ships inside the tool) may ask, and each request is a record kept for
+    // an hour and a half: as a sign-up stores an account, each counts against the address's sign-up limit, so one
+    // address cannot fill the store (or, with a confidential client, try secrets) at the speed of the disk.
+    state.rate_limits.load().check(super::rate_limits::Limited::SignUp, ctx.ip).map_err(Failure::too_many_requests)?;
+    match state.accounts.device_authorization(&request, &site).await {
+        Ok(started) => {
+            let mut response = ok(&started);
+            response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            Ok(response)
+        }
+        Err(e) => token_refusal(e),
+    }
+}
+
+/// The `/device` page's calls are a step of a sign-in a person makes by hand: each counts against the address's
+/// sign-in limit, so user codes (40 bits) cannot be tried in bulk.
+fn device_limit(state: &AppState, ctx: &Ctx) -> Result<(), Failure> {
+    state.rate_limits.load().check(super::rate_limits::Limited::SignIn, ctx.ip).map_err(Failure::too_many_requests)
+}
+
+fn device_refusal(e: DeviceError) -> Failure {
+    match e {
+        DeviceError::InvalidCode => Failure::bad_request("INVALID_USER_CODE", e.to_string()),
+        DeviceError::MustEnrol => Failure::new(StatusCode::FORBIDDEN, "TWO_FACTOR_REQUIRED", e.to_string()),
+        DeviceError::Impersonation => Failure::new(StatusCode::FORBIDDEN, "IMPERSONATION", e.to_string()),
+        DeviceError::Unavailable(u) => u.into(),
+    }
+}
+
+/// `GET /api/auth/oauth2/device?user_code=` (the `/device` page, with the session cookie) → `{user_code,
+/// client_id, client_name, scope}` of the pending request the code names; 400 `INVALID_USER_CODE` for any code it
+/// cannot use (malformed, unknown, expired, decided); 429 past the address's sign-in limit.
+pub async fn device_request(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    extract::query_only(req.uri().query(), &["user_code"])?;
+    let typed = extract::query_value(req.uri().query(), "user_code")
+        .ok_or_else(|| Failure::validation("user_code is required"))?;
+    device_limit(state, &ctx)?;
+    match state.accounts.device_request(&current, &typed).await {
+        Ok(found) => Ok(ok(&super::dto::DevicePending {
+            client_id: &found.client_id,
+            client_name: &found.client_name,
+            scope: found.scopes.join(" "),
+            user_code: &found.user_code,
+        })),
+        Err(e) => Err(device_refusal(e)),
+    }
+}
+
+/// `POST /api/auth/oauth2/device` `{user_code, accept}` (the page's answer, with the session cookie) → `{success:
+/// true}`: the request approved (remembered as a consent, audited) or denied; the device's next poll hears it.
+pub async fn device_decision(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["user_code", "accept"])?;
+    let typed = body.string("user_code")?.to_owned();
+    let accept = body.optional_bool("accept")?.ok_or_else(|| Failure::validation("accept is required"))?;
+    device_limit(state, &ctx)?;
+    match state.accounts.decide_device(&current, &typed, accept).await {
+        Ok(()) => Ok(ok(&SUCCESS)),
+        Err(e) => Err(device_refusal(e)),
     }
 }

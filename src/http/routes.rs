@@ -186,6 +186,8 @@ routes! {
     "/api/auth/oauth2/end-session" => { GET => OAuth2EndSession, POST => OAuth2EndSessionForm },
     "/api/auth/oauth2/end-session/confirm" => { POST => OAuth2EndSessionConfirm },
     "/api/auth/oauth2/register" => { POST => OAuth2Register },
+    "/api/auth/oauth2/device_authorization" => { POST => OAuth2DeviceAuthorization },
+    "/api/auth/oauth2/device" => { GET => OAuth2DeviceRequest, POST => OAuth2DeviceDecision },
     "/api/admin/oidc/keys" => { GET => SigningKeys },
     "/api/admin/oidc/keys/rotate" => { POST => RotateSigningKeys },
     "/api/admin/oidc/clients" => { GET => OAuthClients, POST => CreateOAuthClient },
@@ -224,6 +226,7 @@ routes! {
         GET => ScimGetUser, PUT => ScimReplaceUser, PATCH => ScimPatchUser, DELETE => ScimDeleteUser
     },
     "/api/auth/scim/v2/Groups" => { GET => ScimListGroups, POST => ScimCreateGroup },
+    "/api/auth/scim/v2/Groups/.search" => { POST => ScimSearchGroups },
     "/api/auth/scim/v2/Groups/{id}" => {
         GET => ScimGetGroup, PUT => ScimReplaceGroup, PATCH => ScimPatchGroup, DELETE => ScimDeleteGroup
     },
@@ -242,6 +245,7 @@ routes! {
     "/accept-invitation" => { GET => AcceptInvitationPage },
     "/consent" => { GET => ConsentPage },
     "/sign-out" => { GET => SignOutPage },
+    "/device" => { GET => DevicePage },
     "/api/account/providers" => { GET => AccountProviders },
     "/api/account/totp-qr" => { POST => AccountTotpQr },
     "/auth/reset-password" => { GET => ResetPasswordPage },

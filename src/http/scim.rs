@@ -12,12 +12,13 @@ use super::AppState;
 use super::dto::{SUCCESS, ScimToken, ScimTokenCreated, ScimTokenList};
 use super::extract::{self, Ctx};
 use super::response::{Body, Failure, ok, scim_json};
-use crate::accounts::{Fault, Paging, ScimCaller, ScimScopes, scim_discovery};
+use crate::accounts::scim_discovery::{self, Projection};
+use crate::accounts::{Fault, Paging, ScimCaller, ScimScopes};
 use crate::domain::{OrgId, Timestamp};
 
 const ROOT: &str = "/api/auth/scim/v2";
-/// The query parameters of a list (`attributes`, `excludedAttributes`, `sortBy`, `sortOrder` are accepted and
-/// ignored: the ServiceProviderConfig says sorting is not supported, and every attribute is returned).
+/// The query parameters of a list (`sortBy`, `sortOrder` are accepted and ignored: the ServiceProviderConfig says
+/// sorting is not supported).
 const LIST_PARAMS: &[&str] =
     &["filter", "startIndex", "count", "attributes", "excludedAttributes", "sortBy", "sortOrder"];
 
@@ -53,16 +54,33 @@ async fn caller(state: &AppState, req: &Request<Incoming>) -> Result<ScimCaller,
     Ok(state.accounts.scim_caller(presented).await?)
 }
 
-fn resource(status: StatusCode, body: &Value) -> Response<Body> {
-    let mut response = scim_json(status, body);
+/// A resource's answer, narrowed by `projection` (the headers name it whatever the body keeps).
+fn resource(status: StatusCode, mut body: Value, projection: &Projection) -> Response<Body> {
+    let location = body["meta"]["location"].as_str().and_then(|l| HeaderValue::from_str(l).ok());
+    projection.apply(&mut body);
+    let mut response = scim_json(status, &body);
     // RFC 7644 §3.1: a created resource's URI in `Location`; the plugin sends `Content-Location` too.
-    if let Some(location) = body["meta"]["location"].as_str().and_then(|l| HeaderValue::from_str(l).ok()) {
+    if let Some(location) = location {
         response.headers_mut().insert(header::CONTENT_LOCATION, location.clone());
         if status == StatusCode::CREATED {
             response.headers_mut().insert(header::LOCATION, location);
         }
     }
     response
+}
+
+/// `attributes` and `excludedAttributes` of the query (RFC 7644 §3.9: every call that answers a resource).
+fn projection(req: &Request<Incoming>) -> Result<Projection, Failure> {
+    let query = req.uri().query();
+    let attributes = extract::query_value(query, "attributes");
+    let excluded = extract::query_value(query, "excludedAttributes");
+    Ok(Projection::parse(attributes.as_deref(), excluded.as_deref())?)
+}
+
+/// A page of resources, narrowed by `projection`.
+fn list(mut page: Value, projection: &Projection) -> Response<Body> {
+    projection.apply_to_list(&mut page);
+    scim_json(StatusCode::OK, &page)
 }
 
 /// `GET /ServiceProviderConfig`.
@@ -103,8 +121,8 @@ pub async fn schema(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resul
     Ok(scim_json(StatusCode::OK, &scim_discovery::find(all, &id, "Schema")?))
 }
 
-/// A list's query: its filter and page; an unknown parameter is an `invalidValue`.
-fn list_query(req: &Request<Incoming>) -> Result<(Option<String>, Paging), Failure> {
+/// A list's query: its filter, page and projection; an unknown parameter is an `invalidValue`.
+fn list_query(req: &Request<Incoming>) -> Result<(Option<String>, Paging, Projection), Failure> {
     let query = req.uri().query();
     if let Some(query) = query
         && let Some((key, _)) =
@@ -117,20 +135,33 @@ fn list_query(req: &Request<Incoming>) -> Result<(Option<String>, Paging), Failu
         extract::query_value(query, "startIndex").as_deref(),
         extract::query_value(query, "count").as_deref(),
     )?;
-    Ok((filter, paging))
+    Ok((filter, paging, projection(req)?))
 }
 
 /// `GET /Users?filter=…&startIndex=…&count=…`.
 pub async fn list_users(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
-    let (filter, paging) = list_query(&req)?;
+    let (filter, paging, projection) = list_query(&req)?;
     let page = state.accounts.scim_list_users(&caller, filter.as_deref(), paging, &base(state, &ctx)?).await?;
-    Ok(scim_json(StatusCode::OK, &page))
+    Ok(list(page, &projection))
 }
 
-/// `POST /Users/.search` and `POST /.search` (RFC 7644 §3.4.3): a SearchRequest body, answered as a list. Only
-/// Users are searched: they are the one resource type.
-pub async fn search_users(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+/// What a `/.search` looks through: one collection, or (at the root) every resource type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Searched {
+    Users,
+    Groups,
+    All,
+}
+
+/// `POST /Users/.search`, `POST /Groups/.search` and `POST /.search` (RFC 7644 §3.4.3): a SearchRequest body
+/// (`filter`, `startIndex`, `count`, `attributes`, `excludedAttributes`), answered as the list is.
+pub async fn search(
+    state: &AppState,
+    ctx: Ctx,
+    req: Request<Incoming>,
+    searched: Searched,
+) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
     let body = extract::scim_object(req, state.body_timeout()).await?;
     let schemas = body.get("schemas").and_then(Value::as_array);
@@ -150,42 +181,64 @@ pub async fn search_users(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
         Some(_) => Err(Failure::from(Fault::bad("invalidValue", format!("{name} must be an integer")))),
     };
     let paging = Paging::parse(number("startIndex")?.as_deref(), number("count")?.as_deref())?;
-    let page = state.accounts.scim_list_users(&caller, filter, paging, &base(state, &ctx)?).await?;
-    Ok(scim_json(StatusCode::OK, &page))
+    // RFC 7644 §3.4.3: the two are lists of attribute names here (a comma-separated string is taken too).
+    let names = |name: &str| match body.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned))
+            .collect::<Option<Vec<String>>>()
+            .map(|all| Some(all.join(",")))
+            .ok_or_else(|| Failure::from(Fault::bad("invalidValue", format!("{name} must be a list of strings")))),
+        Some(_) => Err(Failure::from(Fault::bad("invalidValue", format!("{name} must be a list of strings")))),
+    };
+    let projection = Projection::parse(names("attributes")?.as_deref(), names("excludedAttributes")?.as_deref())?;
+    let base = base(state, &ctx)?;
+    let page = match searched {
+        Searched::Users => state.accounts.scim_list_users(&caller, filter, paging, &base).await?,
+        Searched::Groups => state.accounts.scim_list_groups(&caller, filter, paging, &base).await?,
+        Searched::All => state.accounts.scim_search(&caller, filter, paging, &base).await?,
+    };
+    Ok(list(page, &projection))
 }
 
 /// `POST /Users` → 201 with the resource, `Location` naming it.
 pub async fn create_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
+    let projection = projection(&req)?;
     let body = extract::scim_object(req, state.body_timeout()).await?;
     let base = base(state, &ctx)?;
     let made = state.accounts.scim_create_user(&caller, &body, &base, &ctx.ip.to_string()).await?;
-    Ok(resource(StatusCode::CREATED, &made))
+    Ok(resource(StatusCode::CREATED, made, &projection))
 }
 
 pub async fn get_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
     let id = resource_id(&req, "/Users");
+    let projection = projection(&req)?;
     let found = state.accounts.scim_get_user(&caller, &id, &base(state, &ctx)?).await?;
-    Ok(resource(StatusCode::OK, &found))
+    Ok(resource(StatusCode::OK, found, &projection))
 }
 
 pub async fn replace_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
     let id = resource_id(&req, "/Users");
+    let projection = projection(&req)?;
     let body = extract::scim_object(req, state.body_timeout()).await?;
     let base = base(state, &ctx)?;
     let written = state.accounts.scim_replace_user(&caller, &id, &body, &base, &ctx.ip.to_string()).await?;
-    Ok(resource(StatusCode::OK, &written))
+    Ok(resource(StatusCode::OK, written, &projection))
 }
 
 pub async fn patch_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
     let id = resource_id(&req, "/Users");
+    let projection = projection(&req)?;
     let body = extract::scim_object(req, state.body_timeout()).await?;
     let base = base(state, &ctx)?;
     let written = state.accounts.scim_patch_user(&caller, &id, &body, &base, &ctx.ip.to_string()).await?;
-    Ok(resource(StatusCode::OK, &written))
+    Ok(resource(StatusCode::OK, written, &projection))
 }
 
 /// `DELETE /Users/{id}` → 204.
@@ -201,43 +254,47 @@ pub async fn delete_user(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> 
 /// `GET /Groups?filter=…&startIndex=…&count=…`: the organization's teams its directory made.
 pub async fn list_groups(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
-    let (filter, paging) = list_query(&req)?;
+    let (filter, paging, projection) = list_query(&req)?;
     let page = state.accounts.scim_list_groups(&caller, filter.as_deref(), paging, &base(state, &ctx)?).await?;
-    Ok(scim_json(StatusCode::OK, &page))
+    Ok(list(page, &projection))
 }
 
 /// `POST /Groups` → 201 with the resource (a new team), `Location` naming it.
 pub async fn create_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
+    let projection = projection(&req)?;
     let body = extract::scim_object(req, state.body_timeout()).await?;
     let base = base(state, &ctx)?;
     let made = state.accounts.scim_create_group(&caller, &body, &base, &ctx.ip.to_string()).await?;
-    Ok(resource(StatusCode::CREATED, &made))
+    Ok(resource(StatusCode::CREATED, made, &projection))
 }
 
 pub async fn get_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
     let id = resource_id(&req, "/Groups");
+    let projection = projection(&req)?;
     let found = state.accounts.scim_get_group(&caller, &id, &base(state, &ctx)?).await?;
-    Ok(resource(StatusCode::OK, &found))
+    Ok(resource(StatusCode::OK, found, &projection))
 }
 
 pub async fn replace_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
     let id = resource_id(&req, "/Groups");
+    let projection = projection(&req)?;
     let body = extract::scim_object(req, state.body_timeout()).await?;
     let base = base(state, &ctx)?;
     let written = state.accounts.scim_replace_group(&caller, &id, &body, &base, &ctx.ip.to_string()).await?;
-    Ok(resource(StatusCode::OK, &written))
+    Ok(resource(StatusCode::OK, written, &projection))
 }
 
 pub async fn patch_group(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let caller = caller(state, &req).await?;
     let id = resource_id(&req, "/Groups");
+    let projection = projection(&req)?;
     let body = extract::scim_object(req, state.body_timeout()).await?;
     let base = base(state, &ctx)?;
     let written = state.accounts.scim_patch_group(&caller, &id, &body, &base, &ctx.ip.to_string()).await?;
-    Ok(resource(StatusCode::OK, &written))
+    Ok(resource(StatusCode::OK, written, &projection))
 }
 
 /// `DELETE /Groups/{id}` → 204: the team goes (its members stay members of the organization).

@@ -92,7 +92,7 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
         ));
     };
     let login_hint = match body.optional_string("loginHint")? {
-        Some(hint) if hint.len() > 320 || hint.chars().any(char::is_control) => {
+        Some(hint) if hint.chars().count() > 320 || hint.chars().any(char::is_control) => {
             return Err(Failure::validation("[body.loginHint] at most 320 characters, no control characters"));
         }
         Some(hint) => Some(hint.to_owned()),

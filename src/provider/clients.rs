@@ -28,6 +28,11 @@ const ID_LEN: usize = 32;
 
 const GRANT_CODE: u8 = 1;
 const GRANT_CLIENT_CREDENTIALS: u8 = 2;
+/// The device authorization grant (RFC 8628). An older node's view of a client ignores the bit: it serves no
+/// device flow, and the client's other grants stay as they were.
+const GRANT_DEVICE: u8 = 4;
+/// The device authorization grant's name (RFC 8628 §3.4).
+pub const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 /// How a client authenticates at the token endpoint (RFC 7591's `token_endpoint_auth_method`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -497,11 +502,14 @@ fn grant_bits(grants: &[String]) -> Result<u8, ClientError> {
             "authorization_code" => GRANT_CODE,
             "refresh_token" => 0,
             "client_credentials" => GRANT_CLIENT_CREDENTIALS,
+            DEVICE_GRANT => GRANT_DEVICE,
             other => return Err(ClientError::Invalid(format!("unsupported grant_type {other}"))),
         };
     }
     if bits == 0 {
-        return Err(ClientError::Invalid("grant_types must include authorization_code or client_credentials".into()));
+        return Err(ClientError::Invalid(format!(
+            "grant_types must include authorization_code, client_credentials or {DEVICE_GRANT}"
+        )));
     }
     Ok(bits)
 }
@@ -688,6 +696,13 @@ fn view(r: &ClientRecord) -> Client {
     }
     if r.grants & GRANT_CLIENT_CREDENTIALS != 0 {
         grant_types.push("client_credentials");
+    }
+    if r.grants & GRANT_DEVICE != 0 {
+        // A device's grant is refreshed as a code flow's is.
+        if r.grants & GRANT_CODE == 0 {
+            grant_types.push("refresh_token");
+        }
+        grant_types.push(DEVICE_GRANT);
     }
     Client {
         id: uuid::Uuid::from_bytes(r.id),

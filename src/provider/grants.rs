@@ -280,11 +280,12 @@ impl From<StoreError> for GrantError {
 
 /// Codes and consents. Cheap to share (`Arc`).
 pub struct Grants {
-    store: Arc<Store>,
-    writer: StoreWriter,
+    pub(super) store: Arc<Store>,
+    pub(super) writer: StoreWriter,
     /// The codes (their hashes) a token request on this node is redeeming: from before the code is read until its
     /// take is durable, no other request of this node gets it.
-    taking: Mutex<HashSet<[u8; 32]>>,
+    /// Device requests too (src/provider/devices.rs), by the SHA-256 of their device code.
+    pub(super) taking: Mutex<HashSet<[u8; 32]>>,
     /// The grants a refresh on this node is rotating: a second refresh of the same grant waits for the first to
     /// be durable (or to fail) and then reads the grant as it left it, so that on one node, as across nodes, one
     /// of two uses of a token wins and the other is its reuse.
@@ -314,9 +315,9 @@ impl std::fmt::Debug for Grants {
 }
 
 /// A code being redeemed by one request ([`Grants::take_code`]); released when dropped.
-struct Claim<'a> {
-    grants: &'a Grants,
-    hash: [u8; 32],
+pub(super) struct Claim<'a> {
+    pub(super) grants: &'a Grants,
+    pub(super) hash: [u8; 32],
 }
 
 impl Drop for Claim<'_> {
@@ -499,7 +500,7 @@ impl Grants {
         Ok(pruned)
     }
 
-    async fn read<T: Send + 'static>(
+    pub(super) async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, GrantError> {
@@ -575,6 +576,20 @@ impl Grants {
         scopes: &[String],
         ip: &str,
     ) -> Result<(), GrantError> {
+        let ops = self.consent_ops(user, client, scopes, action::OAUTH_CONSENT_GRANTED, ip).await?;
+        self.writer.write(ops).await.map_err(|e| GrantError::Store(e.to_string()))
+    }
+
+    /// What remembering `user`'s consent to give `client` `scopes` (added to any given before) writes: the consent
+    /// and its audit entry (`action`, the user acting on the client), to be committed together.
+    pub async fn consent_ops(
+        &self,
+        user: UserId,
+        client: (uuid::Uuid, &str),
+        scopes: &[String],
+        action: &'static str,
+        ip: &str,
+    ) -> Result<Vec<StoreOp>, GrantError> {
         let (target, client_id) = client;
         let owned = client_id.to_owned();
         let before = self.read(move |s| s.oauth_consent(user.to_bytes(), &owned)).await?;
@@ -593,11 +608,8 @@ impl Grants {
         }
         record.updated_at_ms = now;
         let detail = format!("{}: scopes [{}]", client_id, record.scopes.join(" "));
-        let logged = audit::entry(action::OAUTH_CONSENT_GRANTED, Some(user), Some(target), ip, detail);
-        self.writer
-            .write(vec![StoreOp::PutOAuthConsent(record), logged])
-            .await
-            .map_err(|e| GrantError::Store(e.to_string()))
+        let logged = audit::entry(action, Some(user), Some(target), ip, detail);
+        Ok(vec![StoreOp::PutOAuthConsent(record), logged])
     }
 }
 

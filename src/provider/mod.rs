@@ -11,6 +11,7 @@
 //! the store writer's commits and the change log ([`grants`] says why).
 
 pub mod clients;
+pub mod devices;
 pub mod grants;
 pub mod keys;
 pub mod logout;

@@ -212,7 +212,12 @@ fn is_word_byte(c: u8) -> bool {
     is_name_byte(c) || c == b':' || c == b'.' || c == b'+'
 }
 
-fn attr_path(word: &str) -> Result<AttrPath, FilterError> {
+pub(super) fn attr_path(word: &str) -> Result<AttrPath, FilterError> {
+    // The extension's URN alone names the extension as a whole (RFC 7644 §3.5.2, §3.4.2.5: a PATCH of the whole
+    // `urn:…:enterprise:2.0:User` object, `attributes=urn:…:enterprise:2.0:User`): it is the resource's key.
+    if word.eq_ignore_ascii_case(ENTERPRISE_SCHEMA) {
+        return Ok(AttrPath { schema: None, attr: ENTERPRISE_SCHEMA.to_owned(), sub: None });
+    }
     let (schema, rest) = match word.rfind(':') {
         Some(at) if word[..at].to_ascii_lowercase().starts_with("urn:") => (Some(&word[..at]), &word[at + 1..]),
         Some(_) => return err(format!("invalid attribute path {word:?}")),
@@ -390,8 +395,13 @@ impl Filter {
             }),
             Filter::Value(path, inner) => values(resource, path).iter().any(|v| inner.matches(v)),
             Filter::Compare(path, op, want) => {
+                // A complex value compared as a whole compares its `value` (RFC 7643 §2.4: the attribute's
+                // significant value): Entra ID asks `members eq "<user id>"`.
+                let found: Vec<&Value> = values(resource, path)
+                    .into_iter()
+                    .filter_map(|v| if v.is_object() { member(v, "value") } else { Some(v) })
+                    .collect();
                 let exact = case_exact(path.sub.as_deref().unwrap_or(&path.attr));
-                let found = values(resource, path);
                 match op {
                     // `ne` holds when no value equals (an absent attribute included).
                     Op::Ne => !found.iter().any(|v| compare(v, Op::Eq, want, exact)),
@@ -475,6 +485,8 @@ mod tests {
         assert!(holds("active eq true"));
         assert!(holds(r#"meta.lastModified gt "2025-12-31T00:00:00Z""#));
         assert!(holds(r#"emails.value eq "alice@home.example""#));
+        assert!(holds(r#"emails eq "alice@home.example""#), "a complex value compares its value");
+        assert!(!holds(r#"emails eq "work""#));
         assert!(holds(r#"emails[type eq "work" and value co "work"]"#));
         assert!(!holds(r#"emails[type eq "work" and value co "home"]"#));
         assert!(holds(r#"urn:ietf:params:scim:schemas:core:2.0:User:userName sw "a""#));
@@ -530,6 +542,10 @@ mod tests {
         assert!(p.sub.is_none() && p.filter.is_some());
         let p = parse_path("urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department").unwrap();
         assert_eq!((p.attr.schema.as_deref(), p.attr.attr.as_str()), (Some(ENTERPRISE_SCHEMA), "department"));
+        // The extension's URN alone: the extension as a whole, found under its key.
+        let p = parse_path("urn:ietf:params:scim:schemas:extension:enterprise:2.0:user").unwrap();
+        assert_eq!((p.attr.schema, p.attr.attr.as_str(), p.attr.sub), (None, ENTERPRISE_SCHEMA, None));
+        assert!(holds("urn:ietf:params:scim:schemas:extension:enterprise:2.0:User pr"));
         for bad in ["", "emails[", r#"emails[type eq "work"]x"#, "a b", "name.givenName[type eq \"x\"]"] {
             assert!(parse_path(bad).is_err(), "{bad:?} was accepted");
         }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::Fault;
 use super::filter::{self, GROUP_SCHEMA, member};
-use super::user::{Operation, Target, operations};
+use super::user::{Operation, Target, operations, restates_id};
 use crate::domain::{Name, Timestamp, UserId};
 
 /// At most this many direct members (the plugin's limit).
@@ -74,10 +74,9 @@ pub fn parse(body: &Value) -> Result<GroupInput, Fault> {
     Ok(GroupInput { display_name, external_id, members })
 }
 
-/// A member as rendered: its id and what the directory calls it (its User's `displayName`, else `userName`).
+/// A member as rendered.
 pub struct MemberShown {
     pub user: UserId,
-    pub display: String,
 }
 
 /// The Group as the directory reads it; `base` is the SCIM root's absolute URL.
@@ -98,16 +97,11 @@ pub fn render(
         out.insert("externalId".into(), json!(external));
     }
     out.insert("displayName".into(), json!(display_name));
+    // `value`, `$ref` and `type`, the sub-attributes RFC 7643 §8.7.1 gives members (the plugin adds a read-only
+    // `display`; a directory that patches `members` reads back exactly what it sent, so none is added here).
     let members: Vec<Value> = members
         .iter()
-        .map(|m| {
-            json!({
-                "value": m.user.to_string(),
-                "$ref": format!("{base}/Users/{}", m.user),
-                "display": m.display,
-                "type": "User",
-            })
-        })
+        .map(|m| json!({"value": m.user.to_string(), "$ref": format!("{base}/Users/{}", m.user), "type": "User"}))
         .collect();
     out.insert("members".into(), Value::Array(members));
     out.insert(
@@ -131,7 +125,9 @@ pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
             Target::Path(path, value) => apply(resource, &op, path, value)?,
             Target::Fields(fields) => {
                 for (key, v) in fields {
-                    apply(resource, &op, key, Some(v))?;
+                    if !restates_id(resource, key, v) {
+                        apply(resource, &op, key, Some(v))?;
+                    }
                 }
             }
         }
@@ -237,15 +233,7 @@ mod tests {
 
     fn group() -> Value {
         let a = UserId::new();
-        render(
-            "t",
-            "Eng",
-            None,
-            &[MemberShown { user: a, display: "A".into() }],
-            Timestamp::now(),
-            Timestamp::now(),
-            "http://x",
-        )
+        render("t", "Eng", None, &[MemberShown { user: a }], Timestamp::now(), Timestamp::now(), "http://x")
     }
 
     fn ops(operations: Value) -> Value {
@@ -282,7 +270,9 @@ mod tests {
         assert_eq!(parse(&g).unwrap().members.len(), 2);
         patch(&mut g, &ops(json!([{"op": "remove", "path": "members", "value": [{"value": c}]}]))).unwrap();
         assert_eq!(parse(&g).unwrap().members, vec![UserId::parse(&first).unwrap()]);
-        patch(&mut g, &ops(json!([{"op": "replace", "value": {"displayName": "Ops", "members": []}}]))).unwrap();
+        // Okta renames with the Group's own id beside the name.
+        patch(&mut g, &ops(json!([{"op": "replace", "value": {"id": "t", "displayName": "Ops", "members": []}}])))
+            .unwrap();
         let parsed = parse(&g).unwrap();
         assert_eq!((parsed.display_name.as_str(), parsed.members.len()), ("Ops", 0));
         assert_eq!(

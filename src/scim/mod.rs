@@ -6,6 +6,7 @@
 //! - [`filter`]: filters and PATCH paths.
 //! - [`user`]: the User resource: bodies checked, records rendered, PATCH applied.
 //! - [`group`]: the Group resource (a team of the organization): the same for Groups.
+//! - [`projection`]: `attributes` and `excludedAttributes`, what an answer carries of each resource.
 //! - here: the discovery documents, the list answer, and [`Fault`], a SCIM Error.
 //!
 //! What the directory says of an account is kept in its own record ([`crate::store::ScimUserRecordV1`]), read from
@@ -13,6 +14,7 @@
 
 pub mod filter;
 pub mod group;
+pub mod projection;
 pub mod tokens;
 pub mod user;
 

@@ -134,6 +134,10 @@ pub fn parse(body: &Value) -> Result<UserInput, Fault> {
         }
     }
     let email = primary_email(&attributes, &user_name)?;
+    // `emails` is required in our Schemas (an account is its address), but a `userName` that is an address stands
+    // for it, as in @better-auth/scim, which then keeps that address as the one primary e-mail: so does this, and
+    // every User read back has the `emails` its schema promises.
+    attributes.entry("emails").or_insert_with(|| json!([{"value": email.as_str(), "primary": true}]));
     let name = account_name(&attributes, &user_name)?;
     Ok(UserInput { user_name, external_id, active, email, name, attributes })
 }
@@ -296,6 +300,9 @@ pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
             Target::Path(path, value) => apply(resource, &op, path, value)?,
             Target::Fields(fields) => {
                 for (key, v) in fields {
+                    if restates_id(resource, key, v) {
+                        continue;
+                    }
                     if key.eq_ignore_ascii_case(ENTERPRISE_SCHEMA) && v.is_object() {
                         for (sub, sv) in v.as_object().into_iter().flatten() {
                             apply(resource, &op, &format!("{ENTERPRISE_SCHEMA}:{sub}"), Some(sv))?;
@@ -312,6 +319,9 @@ pub fn patch(resource: &mut Value, body: &Value) -> Result<(), Fault> {
 
 fn apply(resource: &mut Value, op: &str, path: &str, value: Option<&Value>) -> Result<(), Fault> {
     let path = filter::parse_path(path).map_err(|e| Fault::bad("invalidPath", e.0))?;
+    if path.attr.attr == ENTERPRISE_SCHEMA {
+        return extension(resource, op, &path, value);
+    }
     let attr = match &path.attr.schema {
         Some(_) => path.attr.attr.clone(),
         None => match canonical(&path.attr.attr) {
@@ -435,6 +445,38 @@ fn apply(resource: &mut Value, op: &str, path: &str, value: Option<&Value>) -> R
     Ok(())
 }
 
+/// Whether a pathless operation's member `key: v` is the resource's own `id` again: Okta's Group rename sends
+/// `{"id": …, "displayName": …}`, and an unchanged value changes nothing (another id is still refused).
+pub(super) fn restates_id(resource: &Value, key: &str, v: &Value) -> bool {
+    key.eq_ignore_ascii_case("id") && member(resource, "id").is_some_and(|id| id == v)
+}
+
+/// An operation on the enterprise extension as a whole (its URN as the path): `add` sets the sub-attributes given
+/// (RFC 7644 §3.5.2.1: a complex attribute's value is merged), `replace` puts the object given in its place, and
+/// `remove` takes the extension away.
+fn extension(resource: &mut Value, op: &str, path: &filter::PatchPath, value: Option<&Value>) -> Result<(), Fault> {
+    if path.filter.is_some() {
+        return Err(Fault::bad("invalidPath", format!("{ENTERPRISE_SCHEMA} is not multi-valued")));
+    }
+    let root = resource.as_object_mut().expect("a rendered resource is an object");
+    let key = root.keys().find(|k| k.eq_ignore_ascii_case(ENTERPRISE_SCHEMA)).cloned();
+    let key = key.unwrap_or_else(|| ENTERPRISE_SCHEMA.to_owned());
+    if op == "remove" {
+        root.remove(&key);
+        return Ok(());
+    }
+    let Some(Value::Object(given)) = value else {
+        return Err(invalid(format!("{op} of {ENTERPRISE_SCHEMA} needs an object value")));
+    };
+    match root.get_mut(&key) {
+        Some(Value::Object(current)) if op == "add" => current.extend(given.clone()),
+        _ => {
+            root.insert(key, Value::Object(given.clone()));
+        }
+    }
+    Ok(())
+}
+
 fn items_contains(items: &[Value], v: &Value) -> bool {
     items.iter().any(|i| i == v)
 }
@@ -545,6 +587,28 @@ mod tests {
         let u = patched(json!([{"op": "add", "path": ENTERPRISE_SCHEMA.to_owned() + ":department", "value": "R&D"}]))
             .unwrap();
         assert_eq!(u.attributes[ENTERPRISE_SCHEMA]["department"], "R&D");
+        // The extension as a whole: added (merged), replaced, removed.
+        let u = patched(json!([
+            {"op": "add", "path": ENTERPRISE_SCHEMA, "value": {"department": "R&D"}},
+            {"op": "add", "path": ENTERPRISE_SCHEMA, "value": {"costCenter": "7"}},
+        ]))
+        .unwrap();
+        assert_eq!(u.attributes[ENTERPRISE_SCHEMA], json!({"department": "R&D", "costCenter": "7"}));
+        let u = patched(json!([
+            {"op": "add", "path": ENTERPRISE_SCHEMA, "value": {"department": "R&D"}},
+            {"op": "replace", "path": ENTERPRISE_SCHEMA, "value": {"division": "North"}},
+        ]))
+        .unwrap();
+        assert_eq!(u.attributes[ENTERPRISE_SCHEMA], json!({"division": "North"}));
+        let u = patched(json!([
+            {"op": "add", "path": ENTERPRISE_SCHEMA, "value": {"department": "R&D"}},
+            {"op": "remove", "path": ENTERPRISE_SCHEMA},
+        ]))
+        .unwrap();
+        assert!(!u.attributes.contains_key(ENTERPRISE_SCHEMA));
+        let id = rendered()["id"].clone();
+        let u = patched(json!([{"op": "replace", "value": {"id": id, "displayName": "Al"}}])).unwrap();
+        assert_eq!(u.name.as_str(), "Al");
         let u = patched(json!([{"op": "add", "value": {"displayName": "Al", "externalId": "e1"}}])).unwrap();
         assert_eq!((u.name.as_str(), u.external_id.as_deref()), ("Al", Some("e1")));
     }
@@ -554,6 +618,8 @@ mod tests {
         let kind = |ops: Value| patched(ops).expect_err("refused").scim_type;
         assert_eq!(kind(json!([{"op": "replace", "path": "id", "value": "x"}])), Some("mutability"));
         assert_eq!(kind(json!([{"op": "replace", "path": "meta.created", "value": "x"}])), Some("mutability"));
+        assert_eq!(kind(json!([{"op": "replace", "value": {"id": "another"}}])), Some("mutability"));
+        assert_eq!(kind(json!([{"op": "replace", "path": ENTERPRISE_SCHEMA, "value": "x"}])), Some("invalidValue"));
         assert_eq!(kind(json!([{"op": "replace", "path": "nope", "value": "x"}])), Some("invalidPath"));
         assert_eq!(kind(json!([{"op": "replace", "path": "emails[", "value": "x"}])), Some("invalidPath"));
         assert_eq!(kind(json!([{"op": "remove"}])), Some("noTarget"));

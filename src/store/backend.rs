@@ -381,6 +381,27 @@ impl Store {
         }
     }
 
+    /// The device authorization request stored under `hash` (SHA-256 of the device code), if not redeemed yet.
+    /// Blocking.
+    pub fn oauth_device(&self, hash: &super::TokenHash) -> Result<Option<super::OAuthDeviceRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_device(hash),
+            Backend::Postgres(s) => s.oauth_device(hash),
+        }
+    }
+
+    /// The device authorization request whose user code's SHA-256 is `user_code_hash`, with its device code's
+    /// hash. Blocking.
+    pub fn oauth_device_by_user_code(
+        &self,
+        user_code_hash: &super::TokenHash,
+    ) -> Result<Option<(super::TokenHash, super::OAuthDeviceRecordV1)>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.oauth_device_by_user_code(user_code_hash),
+            Backend::Postgres(s) => s.oauth_device_by_user_code(user_code_hash),
+        }
+    }
+
     /// Every grant of the identity provider not past `now_ms`. Blocking.
     pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
         match &self.backend {

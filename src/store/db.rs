@@ -60,6 +60,10 @@ const OAUTH_CLIENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("oauth_
 const SSO_PROVIDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("sso_providers");
 /// The identity provider's authorization codes waiting to be redeemed, by the SHA-256 of the code.
 const OAUTH_CODES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_codes");
+/// The identity provider's device authorization requests (RFC 8628), by the SHA-256 of the device code.
+const OAUTH_DEVICES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oauth_devices");
+/// Which device request a user code names: the SHA-256 of the user code → the SHA-256 of the device code.
+const OAUTH_USER_CODES: TableDefinition<[u8; 32], [u8; 32]> = TableDefinition::new("oauth_user_codes");
 /// Users' consents to clients, by the user's id ‖ the `client_id` ([`OAuthConsentRecordV1::key`]).
 const OAUTH_CONSENTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("oauth_consents");
 /// The identity provider's grants, by id ([`super::OAuthGrantRecordV1`]).
@@ -396,6 +400,8 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(SIGNING_KEYS).map_err(io)?;
     tx.open_table(OAUTH_CLIENTS).map_err(io)?;
     tx.open_table(OAUTH_CODES).map_err(io)?;
+    tx.open_table(OAUTH_DEVICES).map_err(io)?;
+    tx.open_table(OAUTH_USER_CODES).map_err(io)?;
     tx.open_table(OAUTH_CONSENTS).map_err(io)?;
     tx.open_table(OAUTH_GRANTS).map_err(io)?;
     tx.open_table(SSO_PROVIDERS).map_err(io)?;
@@ -678,6 +684,35 @@ impl EmbeddedStore {
         })
     }
 
+    /// The device authorization request of `hash` (the SHA-256 of its device code), if not redeemed yet.
+    pub fn oauth_device(&self, hash: &TokenHash) -> Result<Option<super::OAuthDeviceRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let table = tx.open_table(OAUTH_DEVICES).map_err(io)?;
+            let found = table.get(hash).map_err(io)?;
+            found.map(|v| codec::decode(v.value())).transpose()
+        })
+    }
+
+    /// The device authorization request whose user code's SHA-256 is `user_code_hash`: its device code's hash and
+    /// the request.
+    pub fn oauth_device_by_user_code(
+        &self,
+        user_code_hash: &TokenHash,
+    ) -> Result<Option<(TokenHash, super::OAuthDeviceRecordV1)>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let Some(hash) =
+                tx.open_table(OAUTH_USER_CODES).map_err(io)?.get(user_code_hash).map_err(io)?.map(|v| v.value())
+            else {
+                return Ok(None);
+            };
+            let table = tx.open_table(OAUTH_DEVICES).map_err(io)?;
+            let found = table.get(hash).map_err(io)?;
+            Ok(found.map(|v| codec::decode(v.value())).transpose()?.map(|r| (hash, r)))
+        })
+    }
+
     /// Every grant not past `now_ms`.
     pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
         self.with_db(|db| {
@@ -923,6 +958,8 @@ impl EmbeddedStore {
             tx.delete_table(SIGNING_KEYS).map_err(io)?;
             tx.delete_table(OAUTH_CLIENTS).map_err(io)?;
             tx.delete_table(OAUTH_CODES).map_err(io)?;
+            tx.delete_table(OAUTH_DEVICES).map_err(io)?;
+            tx.delete_table(OAUTH_USER_CODES).map_err(io)?;
             tx.delete_table(OAUTH_CONSENTS).map_err(io)?;
             tx.delete_table(OAUTH_GRANTS).map_err(io)?;
             tx.delete_table(SSO_PROVIDERS).map_err(io)?;
@@ -1103,6 +1140,8 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut signing_keys = tx.open_table(SIGNING_KEYS).map_err(io)?;
         let mut clients = tx.open_table(OAUTH_CLIENTS).map_err(io)?;
         let mut codes = tx.open_table(OAUTH_CODES).map_err(io)?;
+        let mut devices = tx.open_table(OAUTH_DEVICES).map_err(io)?;
+        let mut user_codes = tx.open_table(OAUTH_USER_CODES).map_err(io)?;
         let mut consents = tx.open_table(OAUTH_CONSENTS).map_err(io)?;
         let mut grants = tx.open_table(OAUTH_GRANTS).map_err(io)?;
         let mut sso = tx.open_table(SSO_PROVIDERS).map_err(io)?;
@@ -1297,6 +1336,39 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 StoreOp::TakeOAuthCode(hash) => {
                     codes.remove(hash).map_err(io)?;
                 }
+                StoreOp::PutOAuthDevice(hash, r) => {
+                    put(&mut devices, *hash, r)?;
+                    user_codes.insert(r.user_code_hash, *hash).map_err(io)?;
+                }
+                // One node: the facade holds a claim on the request while it polls, decides or redeems it
+                // (src/provider/devices.rs), so each changes the request as it was read. A request gone meanwhile
+                // (pruned) is left gone.
+                StoreOp::PollOAuthDevice { hash, at_ms, interval_secs } => {
+                    let found =
+                        devices.get(hash).map_err(io)?.map(|v| codec::decode::<super::OAuthDeviceRecordV1>(v.value()));
+                    if let Some(mut r) = found.transpose()? {
+                        r.polled_at_ms = Some(*at_ms);
+                        r.interval_secs = *interval_secs;
+                        put(&mut devices, *hash, &r)?;
+                    }
+                }
+                StoreOp::DecideOAuthDevice { hash, decision } => {
+                    let found =
+                        devices.get(hash).map_err(io)?.map(|v| codec::decode::<super::OAuthDeviceRecordV1>(v.value()));
+                    if let Some(mut r) = found.transpose()? {
+                        r.decision = decision.clone();
+                        put(&mut devices, *hash, &r)?;
+                    }
+                }
+                StoreOp::TakeOAuthDevice(hash) => {
+                    let removed = devices
+                        .remove(hash)
+                        .map_err(io)?
+                        .map(|v| codec::decode::<super::OAuthDeviceRecordV1>(v.value()));
+                    if let Some(r) = removed.transpose()? {
+                        user_codes.remove(r.user_code_hash).map_err(io)?;
+                    }
+                }
                 StoreOp::PutOAuthGrant(r) => put(&mut grants, r.id, r)?,
                 // One node: one refresh at a time holds a grant (its claim in src/provider/grants.rs), so the
                 // grant's refresh token is still `from`.
@@ -1476,7 +1548,7 @@ impl EmbeddedStore {
                     c.expires_at_ms
                 })? + past::<super::OAuthGrantRecordV1>(&mut tx.open_table(OAUTH_GRANTS).map_err(io)?, now_ms, |g| {
                     g.expires_at_ms
-                })?;
+                })? + prune_devices(&tx, now_ms)?;
             if pruned > 0 {
                 tx.commit().map_err(io)?;
             }
@@ -1582,6 +1654,20 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
                 out.insert(key.value(), value.value()).map_err(io)?;
             }
         }
+        if let Ok(devices) = source.open_table(OAUTH_DEVICES) {
+            let mut out = tx.open_table(OAUTH_DEVICES).map_err(io)?;
+            for entry in devices.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(user_codes) = source.open_table(OAUTH_USER_CODES) {
+            let mut out = tx.open_table(OAUTH_USER_CODES).map_err(io)?;
+            for entry in user_codes.iter().map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
         if let Ok(grants) = source.open_table(OAUTH_GRANTS) {
             let mut out = tx.open_table(OAUTH_GRANTS).map_err(io)?;
             for entry in grants.iter().map_err(io)? {
@@ -1679,6 +1765,29 @@ fn copy_table<const N: usize>(
         out.insert(key.value(), value.value()).map_err(io)?;
     }
     Ok(())
+}
+
+/// Deletes the device authorization requests past their end by more than
+/// [`super::DEVICE_EXPIRED_KEPT_MS`] (and their user codes); how many.
+fn prune_devices(tx: &redb::WriteTransaction, now_ms: i64) -> Result<usize, StoreError> {
+    let mut devices = tx.open_table(OAUTH_DEVICES).map_err(io)?;
+    let mut past = Vec::new();
+    devices
+        .retain(|_, v| {
+            let over = codec::decode::<super::OAuthDeviceRecordV1>(v).map_or(None, |r| {
+                (r.expires_at_ms + super::DEVICE_EXPIRED_KEPT_MS < now_ms).then_some(r.user_code_hash)
+            });
+            if let Some(user_code) = over {
+                past.push(user_code);
+            }
+            over.is_none()
+        })
+        .map_err(io)?;
+    let mut user_codes = tx.open_table(OAUTH_USER_CODES).map_err(io)?;
+    for user_code in &past {
+        user_codes.remove(user_code).map_err(io)?;
+    }
+    Ok(past.len())
 }
 
 fn put<K, R>(table: &mut redb::Table<K, &[u8]>, key: K, record: &R) -> Result<(), StoreError>

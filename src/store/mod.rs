@@ -45,8 +45,8 @@ pub use codec::newer_records_skipped;
 pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1};
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use provider_records::{
-    ClientRecord, ClientRecordV1, ClientRecordV2, OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecordV1,
-    SigningKeyRecordV1,
+    ClientRecord, ClientRecordV1, ClientRecordV2, DeviceDecisionV1, OAuthCodeRecordV1, OAuthConsentRecordV1,
+    OAuthDeviceRecordV1, OAuthGrantRecordV1, SigningKeyRecordV1,
 };
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
@@ -235,6 +235,25 @@ pub enum StoreOp {
     /// An authorization code redeemed: deleted (expired ones go with it). Several nodes: refused with
     /// [`Conflict::CodeUsed`] when it is gone already, so a code is redeemed once across all of them.
     TakeOAuthCode(TokenHash),
+    /// A device authorization request started (RFC 8628): kept in the store by the SHA-256 of its device code (and
+    /// found by its user code's), so that any node can show, decide and redeem it.
+    PutOAuthDevice(TokenHash, OAuthDeviceRecordV1),
+    /// A device polled the token endpoint at `at_ms`, now to keep `interval_secs` between polls: only those fields
+    /// of the stored request change, so a poll never undoes a decision another node made meanwhile.
+    PollOAuthDevice {
+        hash: TokenHash,
+        at_ms: i64,
+        interval_secs: u32,
+    },
+    /// The user approved or denied a pending device request. Several nodes: refused with [`Conflict::CodeUsed`]
+    /// when it is no longer pending (decided or redeemed on another node), so it is decided once.
+    DecideOAuthDevice {
+        hash: TokenHash,
+        decision: DeviceDecisionV1,
+    },
+    /// A device request redeemed, or ended by its denial or expiry: deleted. Several nodes: refused with
+    /// [`Conflict::CodeUsed`] when it is gone already, so a device code is redeemed once across all of them.
+    TakeOAuthDevice(TokenHash),
     /// A user's consent to a client given, widened or narrowed.
     PutOAuthConsent(OAuthConsentRecordV1),
     /// A grant of the identity provider made (a code redeemed, client credentials).
@@ -276,6 +295,10 @@ pub enum StoreOp {
         team: [u8; 16],
     },
 }
+
+/// How long a device authorization request is kept past its end before the housekeeping deletes it: a device
+/// polling a little late hears `expired_token` (RFC 8628 §3.5) rather than `invalid_grant`.
+pub const DEVICE_EXPIRED_KEPT_MS: i64 = 3_600_000;
 
 /// One stored counter bucket: counter `kind`'s count in the hour or the day starting at `start_ms` (UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -423,6 +446,10 @@ impl StoreOp {
             // Codes and consents too: read from the store by the node that redeems a code or asks for consent.
             StoreOp::PutOAuthCode(..)
             | StoreOp::TakeOAuthCode(_)
+            | StoreOp::PutOAuthDevice(..)
+            | StoreOp::PollOAuthDevice { .. }
+            | StoreOp::DecideOAuthDevice { .. }
+            | StoreOp::TakeOAuthDevice(_)
             | StoreOp::PutOAuthConsent(_)
             | StoreOp::DeleteOAuthConsent { .. } => return None,
             // Grants are held in every node's memory: introspection answers from it (src/provider/grants.rs).

@@ -213,6 +213,16 @@ impl Writer {
     }
 }
 
+/// The device authorization request of `hash`, locked to the transaction; `None` when it is gone (or unreadable, as
+/// good as gone).
+fn locked_device(
+    tx: &mut postgres::Transaction<'_>,
+    hash: &super::TokenHash,
+) -> Result<Option<super::OAuthDeviceRecordV1>, Refused> {
+    let row = tx.query_opt("SELECT record FROM oauth_devices WHERE hash = $1 FOR UPDATE", &[&hash.as_slice()])?;
+    Ok(row.and_then(|row| codec::decode(row.get(0)).ok()))
+}
+
 /// Why one request's ops were not applied.
 enum Refused {
     /// A rule of the whole cluster: this request alone is refused.
@@ -683,6 +693,29 @@ impl PgStore {
         row.map(|r| codec::decode(r.get(0))).transpose()
     }
 
+    pub fn oauth_device(&self, hash: &super::TokenHash) -> Result<Option<super::OAuthDeviceRecordV1>, StoreError> {
+        let row =
+            self.pooled(|c| c.query_opt("SELECT record FROM oauth_devices WHERE hash = $1", &[&hash.as_slice()]))?;
+        row.map(|r| codec::decode(r.get(0))).transpose()
+    }
+
+    pub fn oauth_device_by_user_code(
+        &self,
+        user_code_hash: &super::TokenHash,
+    ) -> Result<Option<(super::TokenHash, super::OAuthDeviceRecordV1)>, StoreError> {
+        let row = self.pooled(|c| {
+            c.query_opt(
+                "SELECT hash, record FROM oauth_devices WHERE user_code_hash = $1",
+                &[&user_code_hash.as_slice()],
+            )
+        })?;
+        let Some(row) = row else { return Ok(None) };
+        let hash: &[u8] = row.get(0);
+        let hash: super::TokenHash =
+            hash.try_into().map_err(|_| StoreError::Io("a device code's hash is not 32 bytes".into()))?;
+        Ok(Some((hash, codec::decode(row.get(1))?)))
+    }
+
     /// Every grant of the identity provider not past its end.
     pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
         let rows = self.pooled(|c| c.query("SELECT record FROM oauth_grants WHERE expires_at_ms >= $1", &[&now_ms]))?;
@@ -752,6 +785,8 @@ impl PgStore {
             let statement = format!("DELETE FROM {table} WHERE expires_at_ms < $1");
             deleted += self.pooled(|c| c.execute(statement.as_str(), &[&now_ms]))?;
         }
+        let before = now_ms - super::DEVICE_EXPIRED_KEPT_MS;
+        deleted += self.pooled(|c| c.execute("DELETE FROM oauth_devices WHERE expires_at_ms < $1", &[&before]))?;
         Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
     }
 
@@ -815,8 +850,8 @@ impl PgStore {
             c.batch_execute(
                 "TRUNCATE users, organizations, sessions, audit, tokens, outbox, counters, webhooks, webhook_queue, \
                  webhook_deliveries, passkeys, passkey_challenges, accounts, oauth_flows, memberships, invitations, \
-                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_consents, oauth_grants, sso_providers, \
-                 scim_tokens, scim_users, scim_groups",
+                 signing_keys, api_keys, oauth_clients, oauth_codes, oauth_devices, oauth_consents, oauth_grants, \
+                 sso_providers, scim_tokens, scim_users, scim_groups",
             )
         })
     }
@@ -1152,6 +1187,8 @@ fn may_conflict(op: &StoreOp) -> bool {
             | StoreOp::PutAccount(_)
             | StoreOp::TakeFlow(_)
             | StoreOp::TakeOAuthCode(_)
+            | StoreOp::DecideOAuthDevice { .. }
+            | StoreOp::TakeOAuthDevice(_)
             | StoreOp::RotateOAuthGrant { .. }
             | StoreOp::UseApiKey { .. }
     )
@@ -1507,6 +1544,35 @@ fn apply(
                 }
                 // Unredeemed codes past their time go with the housekeeping (prune_expired_grants).
                 tx.execute("DELETE FROM oauth_codes WHERE hash = $1", &[&hash.as_slice()])
+            }
+            StoreOp::PutOAuthDevice(hash, r) => tx.execute(
+                "INSERT INTO oauth_devices (hash, user_code_hash, expires_at_ms, record) VALUES ($1, $2, $3, $4)",
+                &[&hash.as_slice(), &r.user_code_hash.as_slice(), &r.expires_at_ms, &codec::encode(r)],
+            ),
+            // Each changes the row as it is now (locked), not as this node read it: a poll never undoes another
+            // node's decision, and a request is decided once.
+            StoreOp::PollOAuthDevice { hash, at_ms, interval_secs } => {
+                match locked_device(tx, hash)? {
+                    Some(mut r) => {
+                        r.polled_at_ms = Some(*at_ms);
+                        r.interval_secs = *interval_secs;
+                        tx.execute("UPDATE oauth_devices SET record = $2 WHERE hash = $1", &[&hash.as_slice(), &codec::encode(&r)])
+                    }
+                    None => Ok(0),
+                }
+            }
+            StoreOp::DecideOAuthDevice { hash, decision } => match locked_device(tx, hash)? {
+                Some(mut r) if r.decision == super::DeviceDecisionV1::Pending => {
+                    r.decision = decision.clone();
+                    tx.execute("UPDATE oauth_devices SET record = $2 WHERE hash = $1", &[&hash.as_slice(), &codec::encode(&r)])
+                }
+                _ => return Err(Refused::Conflict(Conflict::CodeUsed)),
+            },
+            StoreOp::TakeOAuthDevice(hash) => {
+                if locked_device(tx, hash)?.is_none() {
+                    return Err(Refused::Conflict(Conflict::CodeUsed));
+                }
+                tx.execute("DELETE FROM oauth_devices WHERE hash = $1", &[&hash.as_slice()])
             }
             StoreOp::PutOAuthGrant(r) => tx.execute(
                 "INSERT INTO oauth_grants (id, user_id, refresh_hash, expires_at_ms, record) VALUES ($1, $2, $3, $4, $5)",

@@ -140,6 +140,43 @@ pub struct OAuthCodeRecordV1 {
     pub expires_at_ms: i64,
 }
 
+/// A device authorization request (RFC 8628) of the identity provider, waiting for its user to approve or deny it
+/// on the `/device` page and for the device to poll the token endpoint. Key: the SHA-256 of the device code; the
+/// user code is found through the SHA-256 of its normalized form (neither code is stored). Read from the store by
+/// the node that needs it, as an authorization code is, so a request started on one node is approved on another
+/// and polled on a third; the decision and the redemption are guarded across nodes
+/// ([`super::StoreOp::DecideOAuthDevice`], [`super::StoreOp::TakeOAuthDevice`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthDeviceRecordV1 {
+    pub client_id: String,
+    /// The SHA-256 of the user code (its 8 characters, upper case, without the dash).
+    pub user_code_hash: [u8; 32],
+    /// The scopes asked for, in the request's order.
+    pub scopes: Vec<String>,
+    /// What the user said on the page.
+    pub decision: DeviceDecisionV1,
+    /// The last poll of the token endpoint (`None` before the first) and the interval the device must keep
+    /// between polls, in seconds: 5, plus 5 at every `slow_down` (RFC 8628 §3.5).
+    pub polled_at_ms: Option<i64>,
+    pub interval_secs: u32,
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+/// What the user said of a device authorization request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeviceDecisionV1 {
+    Pending,
+    /// Approved by `user_id` in session `session_id` (the tokens' `sid`; the ID token's `auth_time` is the
+    /// session's start).
+    Approved {
+        user_id: [u8; 16],
+        session_id: [u8; 16],
+        auth_time_ms: i64,
+    },
+    Denied,
+}
+
 /// A user's consent to a client: the scopes they granted it. Key: the user's id and the `client_id`. A new
 /// authorization asking for no more than these scopes skips the consent page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,6 +232,11 @@ impl Versioned for OAuthGrantRecordV1 {
 impl Versioned for OAuthCodeRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "oauth authorization code";
+}
+
+impl Versioned for OAuthDeviceRecordV1 {
+    const VERSION: u8 = 1;
+    const KIND: &'static str = "oauth device authorization";
 }
 
 impl Versioned for OAuthConsentRecordV1 {
@@ -336,6 +378,32 @@ mod tests {
         expected.extend([1, 1, b'x', 0, 2, 4]);
         assert_eq!(encode(&code), expected);
         assert_eq!(decode::<OAuthCodeRecordV1>(&expected).unwrap(), code);
+    }
+
+    #[test]
+    fn device_golden_bytes() {
+        let device = OAuthDeviceRecordV1 {
+            client_id: "c".into(),
+            user_code_hash: [2; 32],
+            scopes: vec!["openid".into()],
+            decision: DeviceDecisionV1::Approved { user_id: [3; 16], session_id: [4; 16], auth_time_ms: 1 },
+            polled_at_ms: Some(2),
+            interval_secs: 5,
+            created_at_ms: 3,
+            expires_at_ms: 4,
+        };
+        let mut expected = vec![1, 1, b'c'];
+        expected.extend([2; 32]);
+        expected.extend([1, 6]);
+        expected.extend(b"openid");
+        expected.push(1);
+        expected.extend([3; 16]);
+        expected.extend([4; 16]);
+        expected.extend([2, 1, 4, 5, 6, 8]);
+        assert_eq!(encode(&device), expected);
+        assert_eq!(decode::<OAuthDeviceRecordV1>(&expected).unwrap(), device);
+        let pending = OAuthDeviceRecordV1 { decision: DeviceDecisionV1::Pending, polled_at_ms: None, ..device };
+        assert_eq!(decode::<OAuthDeviceRecordV1>(&encode(&pending)).unwrap(), pending);
     }
 
     #[test]

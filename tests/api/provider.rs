@@ -516,7 +516,7 @@ pub(super) async fn token(s: &TestServer, form: &[(&str, &str)], basic: Option<(
 }
 
 /// [`token`] sent to one node.
-async fn token_on(node: &Client, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Resp {
+pub(super) async fn token_on(node: &Client, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Resp {
     let mut r = node.post("/api/auth/oauth2/token");
     if let Some((id, secret)) = basic {
         r = r.header(

@@ -693,6 +693,260 @@ async fn groups_need_their_scopes_and_teams() {
     assert_scim_error(&send_scim(&s, reqwest::Method::POST, "/Groups", &users_only, Some(&body)).await, 403, None);
 }
 
+/// Searches (RFC 7644 §3.4.3) of Users, of Groups and from the root (both types), and `attributes` /
+/// `excludedAttributes` (§3.9) on every read and write; what the Schemas answer says a User must have (`emails`,
+/// `active`) and what a Group's member carries, and a User made without `emails` reads back with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_and_projections_follow_rfc_7644() {
+    let s = TestServer::start_adjusted(|c| c.organizations.teams = true).await;
+    let admin = s.admin_session().await;
+    let (org, token) = org_and_token(&s, &admin, "acme").await;
+    let ada = provisioned(&s, &token, "ada@acme.example").await;
+    // A userName that is an address stands for `emails`, kept as the one primary e-mail.
+    let bare = json!({"schemas": [USER_SCHEMA], "userName": "Bo@Acme.example"});
+    let r = send_scim(&s, reqwest::Method::POST, "/Users", &token, Some(&bare)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json()["emails"], json!([{"value": "bo@acme.example", "primary": true}]), "{}", r.text);
+    let bo = str_of(&r.json()["id"]).to_owned();
+    let body = json!({"schemas": [GROUP_SCHEMA], "displayName": "Eng", "members": [{"value": ada}]});
+    let r = send_scim(&s, reqwest::Method::POST, "/Groups?excludedAttributes=members", &token, Some(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert!(r.json().get("members").is_none() && r.header("location").is_some(), "{}", r.text);
+    let group = str_of(&r.json()["id"]).to_owned();
+
+    let search = |path: &'static str, body: Value| {
+        let (s, token) = (&s, token.clone());
+        async move { send_scim(s, reqwest::Method::POST, path, &token, Some(&body)).await }
+    };
+    let ids = |page: &Value| -> Vec<String> {
+        page["Resources"].as_array().unwrap().iter().map(|r| str_of(&r["id"]).to_owned()).collect()
+    };
+    const SEARCH: &str = "urn:ietf:params:scim:api:messages:2.0:SearchRequest";
+    let r = search(
+        "/Groups/.search",
+        json!({"schemas": [SEARCH], "filter": "displayName eq \"eng\"",
+        "excludedAttributes": ["members"]}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(ids(&r.json()), [group.as_str()]);
+    assert!(r.json()["Resources"][0].get("members").is_none(), "{}", r.text);
+    // From the root: Users then Groups; a filter on an attribute of one type matches none of the other.
+    let r = search("/.search", json!({"schemas": [SEARCH]})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(ids(&r.json()), [ada.as_str(), bo.as_str(), group.as_str()]);
+    let r = search(
+        "/.search",
+        json!({"schemas": [SEARCH], "filter": "displayName pr or userName sw \"bo\"",
+        "attributes": ["userName", "displayName"], "count": 10}),
+    )
+    .await;
+    assert_eq!(ids(&r.json()), [bo.as_str(), group.as_str()], "{}", r.text);
+    assert_eq!(r.json()["Resources"][0], json!({"schemas": [USER_SCHEMA], "id": bo, "userName": "Bo@Acme.example"}));
+    let r = search("/.search", json!({"schemas": [SEARCH], "attributes": ["a b"]})).await;
+    assert_scim_error(&r, 400, Some("invalidValue"));
+    let users_only = s
+        .post(&format!("/api/admin/organizations/{org}/scim-tokens"))
+        .cookie(&admin)
+        .json(&json!({"scopes": ["scim.users.read"]}))
+        .send()
+        .await;
+    let users_only = str_of(&users_only.json()["token"]).to_owned();
+    let r = send_scim(&s, reqwest::Method::POST, "/.search", &users_only, Some(&json!({"schemas": [SEARCH]}))).await;
+    assert_eq!(ids(&r.json()), [ada.as_str(), bo.as_str()], "only what the token may read: {}", r.text);
+    assert_scim_error(
+        &send_scim(&s, reqwest::Method::POST, "/Groups/.search", &users_only, Some(&json!({"schemas": [SEARCH]})))
+            .await,
+        403,
+        None,
+    );
+
+    // attributes and excludedAttributes on reads and writes.
+    let r = send_scim(&s, reqwest::Method::GET, &format!("/Users/{ada}?attributes=userName"), &token, None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json(), json!({"schemas": [USER_SCHEMA], "id": ada, "userName": "ada@acme.example"}));
+    assert!(r.header("content-location").is_some_and(|l| l.ends_with(&format!("/Users/{ada}"))));
+    let path = format!("/Users/{ada}?excludedAttributes=name,emails.type");
+    let r = send_scim(&s, reqwest::Method::GET, &path, &token, None).await;
+    assert!(r.json().get("name").is_none(), "{}", r.text);
+    assert_eq!(r.json()["emails"], json!([{"value": "ada@acme.example", "primary": true}]), "{}", r.text);
+    let path = "/Users?filter=userName%20sw%20%22ada%22&attributes=emails.value,name.givenName";
+    let r = send_scim(&s, reqwest::Method::GET, path, &token, None).await;
+    let found = &r.json()["Resources"][0];
+    assert_eq!(
+        (found["emails"].clone(), found["name"].clone()),
+        (json!([{"value": "ada@acme.example"}]), json!({"givenName": "Ada"}))
+    );
+    let patch = json!({"schemas": [PATCH_SCHEMA], "Operations": [{"op": "add",
+        "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User", "value": {"department": "R&D"}}]});
+    let path = format!("/Users/{ada}?attributes=urn:ietf:params:scim:schemas:extension:enterprise:2.0:User");
+    let r = send_scim(&s, reqwest::Method::PATCH, &path, &token, Some(&patch)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"], json!({"department": "R&D"}));
+    assert!(r.json().get("userName").is_none(), "{}", r.text);
+    let r =
+        send_scim(&s, reqwest::Method::GET, &format!("/Groups/{group}?attributes=members.value"), &token, None).await;
+    assert_eq!(r.json()["members"], json!([{"value": ada}]), "{}", r.text);
+    assert_scim_error(
+        &send_scim(&s, reqwest::Method::GET, "/Users?attributes=urn:x:y", &token, None).await,
+        400,
+        Some("invalidValue"),
+    );
+
+    // The Schemas answer: what a User must carry, and a member's sub-attributes (RFC 7643 §8.7.1).
+    let schema = s.get(&format!("{SCIM}/Schemas/{USER_SCHEMA}")).send().await.json();
+    let attribute = |schema: &Value, name: &str| {
+        schema["attributes"].as_array().unwrap().iter().find(|a| a["name"] == name).cloned().unwrap()
+    };
+    assert_eq!(attribute(&schema, "emails")["required"], true);
+    assert_eq!(attribute(&schema, "emails")["subAttributes"][0]["required"], true);
+    assert_eq!(attribute(&schema, "active")["required"], true);
+    let schema = s.get(&format!("{SCIM}/Schemas/{GROUP_SCHEMA}")).send().await.json();
+    let subs: Vec<Value> =
+        attribute(&schema, "members")["subAttributes"].as_array().unwrap().iter().map(|a| a["name"].clone()).collect();
+    assert_eq!(subs, [json!("value"), json!("$ref"), json!("type")]);
+    s.stop().await;
+}
+
+/// The Group requests Okta's Group Push and Microsoft Entra ID's provisioning documentation show: Okta's lookups
+/// with `excludedAttributes=members`, a rename by a pathless `replace` that restates the Group's `id`, members
+/// added with their `display` and removed by a value filter; Entra ID's lookup by `displayName` with
+/// `excludedAttributes=members`, `Add`/`Remove` of `members` with a `name` on the operation and a `displayName`
+/// on each member, its membership check `id eq … and members eq …`, and a `Replace` of `displayName`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn okta_and_entra_group_requests_are_served() {
+    let s = TestServer::start_adjusted(|c| c.organizations.teams = true).await;
+    let admin = s.admin_session().await;
+    let (_, token) = org_and_token(&s, &admin, "idp").await;
+    let ada = provisioned(&s, &token, "ada@idp.example").await;
+    let bob = provisioned(&s, &token, "bob@idp.example").await;
+    let patch = |id: String, ops: Value| {
+        let (s, token) = (&s, token.clone());
+        async move {
+            let body = json!({"schemas": [PATCH_SCHEMA], "Operations": ops});
+            send_scim(s, reqwest::Method::PATCH, &format!("/Groups/{id}"), &token, Some(&body)).await
+        }
+    };
+
+    // Okta.
+    let r =
+        send_scim(&s, reqwest::Method::GET, "/Groups?excludedAttributes=members&startIndex=1&count=100", &token, None)
+            .await;
+    assert_eq!((r.status, r.json()["totalResults"].clone()), (200, json!(0)), "{}", r.text);
+    let body = json!({"schemas": [GROUP_SCHEMA], "displayName": "Test SCIMv2", "members": []});
+    let r = send_scim(&s, reqwest::Method::POST, "/Groups", &token, Some(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let okta = str_of(&r.json()["id"]).to_owned();
+    let r =
+        send_scim(&s, reqwest::Method::GET, &format!("/Groups/{okta}?excludedAttributes=members"), &token, None).await;
+    assert_eq!((r.status, r.json().get("members").is_none()), (200, true), "{}", r.text);
+    let r = patch(okta.clone(), json!([{"op": "replace", "value": {"id": okta, "displayName": "Okta Renamed"}}])).await;
+    assert_eq!((r.status, r.json()["displayName"].clone()), (200, json!("Okta Renamed")), "{}", r.text);
+    let r = patch(okta.clone(), json!([{"op": "replace", "value": {"id": bob, "displayName": "x"}}])).await;
+    assert_scim_error(&r, 400, Some("mutability"));
+    let r = patch(
+        okta.clone(),
+        json!([{"op": "add", "path": "members",
+        "value": [{"value": ada, "display": "ada@idp.example"}, {"value": bob, "display": "bob@idp.example"}]}]),
+    )
+    .await;
+    assert_eq!(members_of(&r.json()), [ada.as_str(), bob.as_str()], "{}", r.text);
+    let r = patch(okta.clone(), json!([{"op": "remove", "path": format!("members[value eq \"{ada}\"]")}])).await;
+    assert_eq!(members_of(&r.json()), [bob.as_str()], "{}", r.text);
+    let r = send_scim(&s, reqwest::Method::DELETE, &format!("/Groups/{okta}"), &token, None).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+
+    // Entra ID.
+    let lookup = format!("/Groups?excludedAttributes=members&filter={}", urlencode("displayName eq \"Sales\""));
+    let r = send_scim(&s, reqwest::Method::GET, &lookup, &token, None).await;
+    assert_eq!((r.status, r.json()["totalResults"].clone()), (200, json!(0)), "{}", r.text);
+    let body = json!({"externalId": "8aa1a0c0-c4c3-4bc0-b4a5-2ef676900159", "displayName": "Sales", "members": [],
+        "meta": {"resourceType": "Group"}, "schemas": [GROUP_SCHEMA]});
+    let r = send_scim(&s, reqwest::Method::POST, "/Groups", &token, Some(&body)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let entra = str_of(&r.json()["id"]).to_owned();
+    let r = send_scim(&s, reqwest::Method::GET, &lookup, &token, None).await;
+    assert_eq!(r.json()["totalResults"], 1, "{}", r.text);
+    let r = patch(
+        entra.clone(),
+        json!([{"name": "addMember", "op": "Add", "path": "members",
+        "value": [{"displayName": "Bob", "value": bob}]}]),
+    )
+    .await;
+    assert_eq!((r.status, members_of(&r.json())), (200, vec![bob.clone()]), "{}", r.text);
+    let is_member = |user: &str| {
+        let filter = urlencode(&format!("id eq \"{entra}\" and members eq \"{user}\""));
+        let path = format!("/Groups?filter={filter}&excludedAttributes=members");
+        let (s, token) = (&s, token.clone());
+        async move { send_scim(s, reqwest::Method::GET, &path, &token, None).await.json()["totalResults"].clone() }
+    };
+    assert_eq!(is_member(&bob).await, 1);
+    assert_eq!(is_member(&ada).await, 0);
+    let r = patch(
+        entra.clone(),
+        json!([{"name": "removeMember", "op": "Remove", "path": "members",
+        "value": [{"displayName": "Bob", "value": bob}]}]),
+    )
+    .await;
+    assert_eq!((r.status, members_of(&r.json()).len()), (200, 0), "{}", r.text);
+    assert_eq!(is_member(&bob).await, 0);
+    let r = patch(entra.clone(), json!([{"op": "Replace", "path": "displayName", "value": "Sales EMEA"}])).await;
+    assert_eq!((r.status, r.json()["displayName"].clone()), (200, json!("Sales EMEA")), "{}", r.text);
+    let r = send_scim(&s, reqwest::Method::DELETE, &format!("/Groups/{entra}"), &token, None).await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    s.stop().await;
+}
+
+/// The Python that has scim2-tester: the repository's `.venv` (where `./test` installs tests/requirements.txt), else
+/// `python3` on PATH. Nothing is installed from here: a missing package fails at once, saying how to get it.
+fn python_with_scim2_tester() -> std::ffi::OsString {
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    let python: std::ffi::OsString = if venv.exists() { venv.into_os_string() } else { "python3".into() };
+    let present = std::process::Command::new(&python).args(["-c", "import scim2_tester, httpx2"]).output();
+    assert!(
+        present.is_ok_and(|o| o.status.success()),
+        "scim2-tester is not installed: run ./test once (it installs tests/requirements.txt into .venv), or \
+         `python3 -m pip install -r tests/requirements.txt`"
+    );
+    python
+}
+
+/// scim2-tester (PyPI), which checks a SCIM server against RFC 7643 and 7644 (discovery documents, then create,
+/// read, list, search, replace, PATCH add/replace/remove and delete of every attribute of Users and Groups, with
+/// `attributes`/`excludedAttributes`), run against the real server through tests/api/scim_tester.py: no check
+/// may end in ERROR or CRITICAL (the plugin itself fails 15).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scim2_tester_finds_no_failure() {
+    let python = python_with_scim2_tester();
+    let s = TestServer::start_adjusted(|c| c.organizations.teams = true).await;
+    let admin = s.admin_session().await;
+    let (_, token) = org_and_token(&s, &admin, "tester").await;
+    let root = format!("http://{}{SCIM}", s.addr);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api/scim_tester.py");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python).arg(script).arg(root).arg(token).output().expect("python3 scim_tester.py")
+    })
+    .await
+    .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let summary = report.lines().last().unwrap_or_default().to_owned();
+    assert!(
+        out.status.success(),
+        "scim2-tester failed ({}):\n{report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each resource type was exercised, not only the discovery documents.
+    for resource in ["[User]", "[Group]"] {
+        assert!(
+            report.lines().any(|l| l.starts_with("SUCCESS") && l.contains(resource)),
+            "no {resource} check: {report}"
+        );
+    }
+    assert!(summary.starts_with("scim2-tester: ") && summary.contains("SUCCESS"), "{summary}");
+    s.stop().await;
+}
+
 fn urlencode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }

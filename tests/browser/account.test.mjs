@@ -459,3 +459,66 @@ test("the account page lists the apps a user allowed and withdraws one, which th
     await page.close();
   }
 });
+
+test("the device page: signed out, to sign-in and back; the code entered, the app shown, approved; the device gets its tokens", async () => {
+  const email = "device-owner@example.com";
+  const password = "seven quiet lanterns over the harbour";
+  await signUp("Device Owner", email, password);
+  const admin = (await call("POST", "/api/auth/sign-in/email", ADMIN)).cookie;
+  const grant = "urn:ietf:params:oauth:grant-type:device_code";
+  const made = await call("POST", "/api/admin/oidc/clients", { client_name: "Deploy CLI", token_endpoint_auth_method: "none",
+    grant_types: [grant], scope: "openid email offline_access" }, admin);
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const clientId = made.body.client.client_id;
+  // What a command-line tool sends (forms, no cookie, no Origin).
+  const form = async (path, fields) => {
+    const r = await fetch(`${server.url}${path}`, { method: "POST", body: new URLSearchParams(fields),
+      headers: { "content-type": "application/x-www-form-urlencoded" } });
+    return { status: r.status, body: await r.json() };
+  };
+  const started = await form("/api/auth/oauth2/device_authorization", { client_id: clientId, scope: "openid email" });
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  const device = started.body;
+  assert.equal(device.verification_uri, `${base}/device`);
+  const poll = () => form("/api/auth/oauth2/token", { grant_type: grant, device_code: device.device_code, client_id: clientId });
+  assert.equal((await poll()).body.error, "authorization_pending");
+
+  const page = await freshPage(375);
+  try {
+    // The address the device shows, typed by hand: signed out, the page sends the person to sign in and back.
+    await page.goto(device.verification_uri);
+    await page.waitForFunction(() => location.pathname === "/sign-in");
+    await signInOnPage(page, email, password);
+    await page.waitForFunction(() => location.pathname === "/device");
+    await page.waitForSelector("#enter:not([hidden])");
+    await checkAccessibility(page, "device page, the code asked for");
+    // Typed as people do: lower case, without the dash.
+    await page.type("#code", device.user_code.replace("-", "").toLowerCase());
+    await page.click("#next");
+    await page.waitForSelector("#ask:not([hidden])");
+    assert.equal(await page.$eval("#client", (e) => e.textContent), "Deploy CLI");
+    assert.equal(await page.$eval("#shown", (e) => e.textContent), device.user_code);
+    assert.equal(await page.$eval("#user", (e) => e.textContent), email);
+    const asked = await page.$$eval("#scopes li", (items) => items.map((li) => li.textContent));
+    assert.deepEqual(asked, ["know who you are (your account's identifier)",
+      "see your e-mail address and whether it is confirmed"]);
+    await checkAccessibility(page, "device page, the request shown");
+    await assertFits(page, "device page");
+    await page.click("#allow");
+    await page.waitForSelector("#done:not([hidden])");
+    assert.match(await page.$eval("#done", (e) => e.textContent), /^Done: the device is signed in/);
+    assert.equal(await page.$eval("#ask", (e) => e.hidden), true);
+    assert.deepEqual(page.problems, []);
+  } finally {
+    await page.close();
+  }
+
+  // The device's next poll (after its interval) gets the tokens, for this person.
+  await new Promise((resolve) => setTimeout(resolve, 5_100));
+  const tokens = await poll();
+  assert.equal(tokens.status, 200, JSON.stringify(tokens.body));
+  assert.equal(tokens.body.scope, "openid email");
+  const claims = JSON.parse(Buffer.from(tokens.body.id_token.split(".")[1], "base64url"));
+  const me = await call("POST", "/api/auth/sign-in/email", { email, password });
+  assert.equal(claims.sub, (await call("GET", "/api/auth/get-session", undefined, me.cookie)).body.user.id);
+});

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import * as oauth from "oauth4webapi";
 import * as oidc from "openid-client";
 
-import { BYE, RP, admin, browser, newUser, register, startService, through } from "./service.mjs";
+import { BYE, PASSWORD, RP, admin, browser, newUser, register, startService, through } from "./service.mjs";
 
 let service, adminBrowser;
 
@@ -540,4 +540,104 @@ test("scopes not granted: not registered, narrowed at consent, widened at refres
   assert.equal(wider.error, "invalid_scope");
   const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token);
   assert.equal(refreshed.scope, "openid profile offline_access");
+});
+
+const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+
+/// The person's part of the device flow (RFC 8628 §3.3), as a browser does it: opens `verification_uri_complete`
+/// (the /device page, which sends a signed-out person to the sign-in page and back), signs in there, and answers
+/// as the page's script does: its look-up of the code, then the Approve or Deny button's call. Answers the look-up.
+async function onTheDevicePage(device, user, accept) {
+  const b = browser(service.base);
+  const complete = new URL(device.verification_uri_complete);
+  assert.equal(`${complete.origin}${complete.pathname}`, device.verification_uri);
+  const page = await b.request(complete);
+  assert.equal(page.status, 200);
+  assert.match(page.headers.get("content-type"), /^text\/html/);
+  // Signed out: the page's script finds no session and goes to the sign-in page, which comes back here.
+  assert.equal((await (await b.api("/api/auth/get-session")).json())?.user, undefined);
+  const returnTo = `${complete.pathname}${complete.search}`;
+  assert.equal((await b.request(new URL(`/sign-in?${new URLSearchParams({ returnTo })}`, service.base))).status, 200);
+  const signIn = await b.api("/api/auth/sign-in/email", { email: user.email, password: PASSWORD });
+  assert.equal(signIn.status, 200, await signIn.clone().text());
+  assert.equal((await b.request(new URL(returnTo, service.base))).status, 200);
+  const code = complete.searchParams.get("user_code");
+  const lookUp = await b.api(`/api/auth/oauth2/device?${new URLSearchParams({ user_code: code })}`);
+  assert.equal(lookUp.status, 200, await lookUp.clone().text());
+  const found = await lookUp.json();
+  const answered = await b.api("/api/auth/oauth2/device", { user_code: found.user_code, accept });
+  assert.equal(answered.status, 200, await answered.clone().text());
+  assert.deepEqual(await answered.json(), { success: true });
+  return found;
+}
+
+test("the device flow: the library starts it and polls while the user approves on /device; ID token checked, refresh", async () => {
+  const client = await register(adminBrowser, {
+    client_name: "Deploy CLI", token_endpoint_auth_method: "none", grant_types: [DEVICE_GRANT],
+    scope: "openid profile email offline_access",
+  });
+  const config = await configure(client);
+  const meta = config.serverMetadata();
+  assert.equal(meta.device_authorization_endpoint, `${service.issuer}/oauth2/device_authorization`);
+  assert.ok(meta.grant_types_supported.includes(DEVICE_GRANT), String(meta.grant_types_supported));
+  // What each of the library's polls of the token endpoint heard.
+  const heard = [];
+  config[oidc.customFetch] = async (url, options) => {
+    const response = await fetch(url, options);
+    if (new URL(url).pathname.endsWith("/oauth2/token")) {
+      heard.push(response.ok ? "tokens" : (await response.clone().json()).error);
+    }
+    return response;
+  };
+
+  const device = await oidc.initiateDeviceAuthorization(config, { scope: "openid email offline_access" });
+  assert.match(device.user_code, /^[A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4}$/);
+  assert.equal(device.verification_uri, `${service.base}/device`);
+  assert.equal(device.expires_in, 1800);
+  assert.equal(device.interval, 5);
+  const polling = oidc.pollDeviceAuthorizationGrant(config, device);
+  // The user approves once the library has polled at least once (and heard that the request waits).
+  while (heard.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+  const user = await newUser(service.base, "Devi");
+  const shown = await onTheDevicePage(device, user, true);
+  assert.deepEqual(shown, {
+    client_id: client.client_id, client_name: "Deploy CLI", scope: "openid email offline_access",
+    user_code: device.user_code,
+  });
+
+  const tokens = await polling;
+  assert.deepEqual(heard, ["authorization_pending", "tokens"], "the library kept the interval: no slow_down");
+  assert.equal(tokens.scope, "openid email offline_access");
+  const claims = tokens.claims();
+  assert.equal(claims.sub, user.id);
+  assert.equal(claims.iss, service.issuer);
+  assert.equal(claims.aud, client.client_id);
+  assert.equal(claims.nonce, undefined);
+  assert.ok(claims.auth_time <= claims.iat);
+  const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+  assert.equal(info.email, user.email);
+
+  // The refresh token refreshes as the code flow's does: a new ID token for the same user, the token rotated.
+  const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token);
+  assert.equal(refreshed.claims().sub, user.id);
+  assert.equal(refreshed.claims().aud, client.client_id);
+  assert.notEqual(refreshed.refresh_token, tokens.refresh_token);
+  assert.equal(refreshed.scope, "openid email offline_access");
+
+  // The device code was redeemed once: polled again, invalid_grant.
+  const again = await refusal(oidc.pollDeviceAuthorizationGrant(config, { ...device, interval: 0 }));
+  assert.equal(again.error, "invalid_grant");
+});
+
+test("the device flow denied on /device: the library's poll ends with access_denied", async () => {
+  const client = await register(adminBrowser, {
+    client_name: "Set-top box", token_endpoint_auth_method: "none", grant_types: [DEVICE_GRANT], scope: "openid",
+  });
+  const config = await configure(client);
+  const device = await oidc.initiateDeviceAuthorization(config, {});
+  const user = await newUser(service.base, "Deny");
+  await onTheDevicePage(device, user, false);
+  const e = await refusal(oidc.pollDeviceAuthorizationGrant(config, device));
+  assert.ok(e instanceof oidc.ResponseBodyError, String(e));
+  assert.equal(e.error, "access_denied");
 });
