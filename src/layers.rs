@@ -349,7 +349,8 @@ fn read_code(
                     continue;
                 }
             }
-            "use" => {
+            // Not `impl Trait + use<…>` (precise capturing), which names no path.
+            "use" if t.get(i + 1) != Some(&"<") => {
                 let end = i + t[i..].iter().position(|&t| t == ";").unwrap();
                 let mut tree = Vec::new();
                 use_tree(&t[i + 1..end], &mut 0, Vec::new(), &mut tree);

@@ -22,6 +22,8 @@
 //! - [`bootstrap`]: the first administrator (`service-auth admin create`, and the bootstrap variables at `serve`).
 //! - [`data_key`]: the data directory's key, which seals the secrets the server reads back (a leaf).
 //! - [`mail`]: messages rendered from `templates/`, and the sender that empties the durable outbox.
+//! - [`saml`]: SAML 2.0 as a service provider, the part without state: the AuthnRequest (HTTP-Redirect), the SP
+//!   metadata, and a Response's signature (Bergshamra's XML-DSig) and conditions.
 //! - [`provider`]: the identity provider (OAuth 2.1 and OpenID Connect for other applications): its signing
 //!   keys and JWKS, and what its discovery document says.
 //! - [`scim`]: SCIM 2.0 provisioning per organization: its bearer tokens, filters, the User resource and the
@@ -48,7 +50,7 @@
 //! 8. `mail`, `hashing`
 //! 9. `store`
 //! 10. `config`
-//! 11. `oauth`, `data_key`
+//! 11. `oauth`, `data_key`, `saml`
 //! 12. `domain`, `metrics`
 //!
 //! So the front end reaches the state only through the facade (`http` → `accounts` → `actors` → `store` →
@@ -73,6 +75,7 @@ pub mod ops;
 pub mod provider;
 pub mod reload;
 pub mod runtime;
+pub mod saml;
 pub mod scim;
 pub mod server;
 pub mod store;

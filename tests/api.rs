@@ -50,6 +50,7 @@ mod api {
     mod provider_logout;
     mod refused_origins;
     mod reload;
+    mod saml;
     mod scim;
     mod security;
     mod session_limits;

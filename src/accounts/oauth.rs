@@ -29,7 +29,7 @@ pub struct Flows {
     pub oauth: OAuth,
     /// `[oauth] store_tokens`: the provider's tokens are sealed with the data directory's key and kept.
     store_tokens: bool,
-    writer: StoreWriter,
+    pub(super) writer: StoreWriter,
     /// The flows (their states' hashes) a callback on this node is finishing: from before the flow is read until
     /// its take is durable, no other callback of this node gets it (a replay in parallel finds it taken). The
     /// store's own check makes a flow single use across nodes.
@@ -48,14 +48,14 @@ impl Flows {
 
     /// Claims the flow of `hash` for this callback, until the claim is dropped; `None` while another callback of
     /// this node holds it.
-    fn claim(&self, hash: [u8; 32]) -> Option<Claim<'_>> {
+    pub(super) fn claim(&self, hash: [u8; 32]) -> Option<Claim<'_>> {
         let fresh = self.taking.lock().unwrap_or_else(PoisonError::into_inner).insert(hash);
         fresh.then_some(Claim { flows: self, hash })
     }
 }
 
 /// A flow being finished by one callback ([`Flows::claim`]).
-struct Claim<'a> {
+pub(super) struct Claim<'a> {
     flows: &'a Flows,
     hash: [u8; 32],
 }
@@ -513,7 +513,7 @@ impl Accounts {
     }
 
     /// The flow of `hash`, as the store holds it: `NoFlow` when it is not there (taken, or never started).
-    async fn read_flow(&self, hash: &[u8; 32]) -> Result<OAuthFlowRecordV1, CallbackError> {
+    pub(super) async fn read_flow(&self, hash: &[u8; 32]) -> Result<OAuthFlowRecordV1, CallbackError> {
         let store = Arc::clone(&self.store);
         let key = *hash;
         let found = tokio::task::spawn_blocking(move || store.flow(&key))
@@ -561,11 +561,9 @@ impl Accounts {
 }
 
 /// The flow's error redirect: to its error URL (else its callback URL) with `?error=code`.
-pub(super) fn flow_failure(
-    flow: &OAuthFlowRecordV1,
-) -> Box<dyn Fn(&'static str, Option<String>) -> CallbackError + Send + Sync> {
+pub(super) fn flow_failure(flow: &OAuthFlowRecordV1) -> impl Fn(&'static str, Option<String>) -> CallbackError + use<> {
     let error_url = flow.error_url.clone().unwrap_or_else(|| flow.callback_url.clone());
-    Box::new(move |code, description| CallbackError::Redirect { error_url: error_url.clone(), code, description })
+    move |code, description| CallbackError::Redirect { error_url: error_url.clone(), code, description }
 }
 
 fn sha256(text: &str) -> [u8; 32] {

@@ -15,11 +15,11 @@ use subtle::ConstantTimeEq;
 use super::{Accounts, Current};
 use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId, Timestamp, UserId, action};
 use crate::oauth::DiscoveryFailure;
-use crate::store::{SsoProviderRecordV1, Store, StoreError, StoreOp, StoreWriter, audit};
+use crate::store::{SamlConfigV1, SsoProviderRecord, Store, StoreError, StoreOp, StoreWriter, audit};
 
 /// The plugin's reserved `providerId`s (better-auth's own account providers), refused as an SSO provider's; the
 /// configured `[[oauth.providers]]` ids are refused too.
-const RESERVED: &[&str] = &["credential", "email-otp", "magic-link", "phone-number", "anonymous", "siwe"];
+pub(super) const RESERVED: &[&str] = &["credential", "email-otp", "magic-link", "phone-number", "anonymous", "siwe"];
 const MAX_SCOPES: usize = 20;
 const MAX_SCOPE: usize = 64;
 const MAX_DOMAINS: usize = 20;
@@ -79,6 +79,28 @@ pub struct SsoProvider {
     pub default_role: OrgRole,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// A SAML 2.0 provider's part (`None`: OpenID Connect).
+    pub saml: Option<SamlView>,
+}
+
+/// A SAML provider's configuration as administrators see it: the IdP's certificates by fingerprint (the register
+/// answer gives them back as PEM; no private key is ever taken or shown).
+#[derive(Debug, Clone)]
+pub struct SamlView {
+    pub entry_point: String,
+    pub idp_entity_id: String,
+    /// The IdP's signing certificates, PEM.
+    pub certs: Vec<String>,
+    /// Their SHA-256 fingerprints, `AB:CD:…`.
+    pub fingerprints: Vec<String>,
+    pub audience: Option<String>,
+    pub callback_url: Option<String>,
+    pub want_assertions_signed: bool,
+    pub identifier_format: String,
+    pub mapping_email: Option<String>,
+    pub mapping_name: Option<String>,
+    pub mapping_first_name: Option<String>,
+    pub mapping_last_name: Option<String>,
 }
 
 impl SsoProvider {
@@ -269,20 +291,20 @@ impl SsoProviders {
             .map_err(Into::into)
     }
 
-    pub(super) async fn find(&self, provider_id: &str) -> Result<Option<SsoProviderRecordV1>, SsoError> {
+    pub(super) async fn find(&self, provider_id: &str) -> Result<Option<SsoProviderRecord>, SsoError> {
         let provider_id = provider_id.to_owned();
         self.read(move |s| s.sso_provider(&provider_id)).await
     }
 
-    pub(super) async fn all(&self) -> Result<Vec<SsoProviderRecordV1>, SsoError> {
+    pub(super) async fn all(&self) -> Result<Vec<SsoProviderRecord>, SsoError> {
         self.read(|s| s.sso_providers()).await
     }
 
-    async fn write(&self, ops: Vec<StoreOp>) -> Result<(), SsoError> {
+    pub(super) async fn write(&self, ops: Vec<StoreOp>) -> Result<(), SsoError> {
         self.writer.write(ops).await.map_err(|e| SsoError::Store(e.to_string()))
     }
 
-    fn check_trusted(&self, url: &str) -> Result<(), SsoError> {
+    pub(super) fn check_trusted(&self, url: &str) -> Result<(), SsoError> {
         match origin_of(url) {
             Some(origin) if self.trusted.contains(&origin) => Ok(()),
             _ => Err(SsoError::UntrustedOrigin(url.to_owned())),
@@ -333,7 +355,7 @@ impl Accounts {
         let token_auth = new.token_auth.unwrap_or_else(|| preferred_auth(&discovered.token_endpoint_auth_methods));
         let now = Timestamp::now();
         let record_id = uuid::Uuid::now_v7().into_bytes();
-        let record = SsoProviderRecordV1 {
+        let record = SsoProviderRecord {
             id: record_id,
             provider_id: id.to_owned(),
             organization_id: Some(org.to_bytes()),
@@ -354,6 +376,7 @@ impl Accounts {
             default_role: default_role.as_str().to_owned(),
             created_at_ms: now.as_millis(),
             updated_at_ms: now.as_millis(),
+            saml: None,
         };
         let detail = format!(
             "{}: issuer {}; domain {}; client_id {}; default role {}",
@@ -364,7 +387,7 @@ impl Accounts {
             record.default_role
         );
         let logged = audit::entry(action::SSO_PROVIDER_CREATED, Some(current.actor()), Some(org.into()), ip, detail);
-        self.sso.write(vec![StoreOp::PutSsoProvider(record.clone()), logged]).await?;
+        self.sso.write(vec![StoreOp::PutSsoProvider(Box::new(record.clone())), logged]).await?;
         Ok(view(&record))
     }
 
@@ -393,9 +416,20 @@ impl Accounts {
     ) -> Result<SsoProvider, SsoError> {
         let mut record = self.managed_sso_provider(current, provider_id).await?;
         let mut changed = Vec::new();
+        let oidc_change = change.client_id.is_some()
+            || change.client_secret.is_some()
+            || change.token_auth.is_some()
+            || change.scopes.is_some();
+        if record.saml.is_some() && oidc_change {
+            return Err(SsoError::Invalid("oidcConfig cannot change a SAML provider".into()));
+        }
         if let Some(issuer) = change.issuer {
             let issuer = check_issuer(&issuer)?;
-            if issuer != record.issuer {
+            // A SAML provider's issuer is this service's entity ID for it: nothing to discover.
+            if issuer != record.issuer && record.saml.is_some() {
+                record.issuer = issuer;
+                changed.push(format!("issuer {}", record.issuer));
+            } else if issuer != record.issuer {
                 let discovered = self.discover_sso(&issuer).await?;
                 record.discovery_endpoint = discovery_url(&issuer);
                 record.authorization_endpoint = discovered.authorization_endpoint;
@@ -437,7 +471,7 @@ impl Accounts {
             changed.push(format!("default role {}", record.default_role));
         }
         record.updated_at_ms = Timestamp::now().as_millis();
-        let mut ops = vec![StoreOp::PutSsoProvider(record.clone())];
+        let mut ops = vec![StoreOp::PutSsoProvider(Box::new(record.clone()))];
         if !changed.is_empty() {
             let detail = format!("{}: {}", record.provider_id, changed.join("; "));
             let org = record.organization_id.map(uuid::Uuid::from_bytes);
@@ -483,7 +517,7 @@ impl Accounts {
         let detail = format!("{}: domain {}", record.provider_id, record.domains.join(","));
         let org = record.organization_id.map(uuid::Uuid::from_bytes);
         let logged = audit::entry(action::SSO_DOMAIN_VERIFICATION_REQUESTED, Some(current.actor()), org, ip, detail);
-        self.sso.write(vec![StoreOp::PutSsoProvider(record), logged]).await?;
+        self.sso.write(vec![StoreOp::PutSsoProvider(Box::new(record)), logged]).await?;
         Ok(token)
     }
 
@@ -540,7 +574,7 @@ impl Accounts {
         Ok(view(&verified))
     }
 
-    async fn refuse_claimed_domains(&self, record: &SsoProviderRecordV1) -> Result<(), SsoError> {
+    async fn refuse_claimed_domains(&self, record: &SsoProviderRecord) -> Result<(), SsoError> {
         let others = self.sso.all().await?;
         let claimed = others.iter().filter(|o| o.domain_verified && o.provider_id != record.provider_id);
         for other in claimed {
@@ -557,7 +591,7 @@ impl Accounts {
     async fn mark_domain_verified(
         &self,
         current: &Current,
-        checked: SsoProviderRecordV1,
+        checked: SsoProviderRecord,
         how: &str,
         ip: &str,
     ) -> Result<(), SsoError> {
@@ -571,17 +605,17 @@ impl Accounts {
         let detail = format!("{}: domain {} verified by {how}", now.provider_id, now.domains.join(","));
         let org = now.organization_id.map(uuid::Uuid::from_bytes);
         let logged = audit::entry(action::SSO_DOMAIN_VERIFIED, Some(current.actor()), org, ip, detail);
-        self.sso.write(vec![StoreOp::PutSsoProvider(now), logged]).await
+        self.sso.write(vec![StoreOp::PutSsoProvider(Box::new(now)), logged]).await
     }
 
     /// The provider, once the caller may manage it: 404 when there is none, and when the caller is not a member
     /// of its organization (whose providers are none of their business: the answer does not tell them the id is
     /// taken); 403 for a member who is not an owner or admin (the plugin's answer).
-    async fn managed_sso_provider(
+    pub(super) async fn managed_sso_provider(
         &self,
         current: &Current,
         provider_id: &str,
-    ) -> Result<SsoProviderRecordV1, SsoError> {
+    ) -> Result<SsoProviderRecord, SsoError> {
         let record = self.sso.find(provider_id).await?.ok_or(SsoError::NotFound)?;
         if self.may_manage(current, &record) {
             return Ok(record);
@@ -593,7 +627,7 @@ impl Accounts {
         Err(if member { SsoError::NoAccess } else { SsoError::NotFound })
     }
 
-    fn may_manage(&self, current: &Current, record: &SsoProviderRecordV1) -> bool {
+    fn may_manage(&self, current: &Current, record: &SsoProviderRecord) -> bool {
         if current.administrator().is_some() {
             return true;
         }
@@ -643,7 +677,7 @@ fn discovery_url(issuer: &str) -> String {
 }
 
 /// `scheme://host[:port]` of an http(s) URL, lower-cased, the default port left out.
-fn origin_of(url: &str) -> Option<String> {
+pub(super) fn origin_of(url: &str) -> Option<String> {
     let url = url::Url::parse(url).ok()?;
     matches!(url.scheme(), "http" | "https").then(|| url.origin().ascii_serialization())
 }
@@ -660,7 +694,7 @@ fn preferred_auth(supported: &[String]) -> TokenAuth {
 }
 
 /// An issuer: an `http(s)` URL with no query or fragment (OpenID Connect Discovery §3).
-fn check_issuer(issuer: &str) -> Result<String, SsoError> {
+pub(super) fn check_issuer(issuer: &str) -> Result<String, SsoError> {
     let bad = || SsoError::Invalid("issuer must be an http or https URL with no query or fragment".into());
     if issuer.len() > MAX_URL {
         return Err(bad());
@@ -715,7 +749,7 @@ fn check_scopes(scopes: Vec<String>) -> Result<Vec<String>, SsoError> {
     Ok(out)
 }
 
-fn check_domains(domains: Vec<EmailDomain>) -> Result<Vec<EmailDomain>, SsoError> {
+pub(super) fn check_domains(domains: Vec<EmailDomain>) -> Result<Vec<EmailDomain>, SsoError> {
     if domains.is_empty() || domains.len() > MAX_DOMAINS {
         return Err(SsoError::Invalid(format!("domain must name 1 to {MAX_DOMAINS} domains")));
     }
@@ -723,14 +757,14 @@ fn check_domains(domains: Vec<EmailDomain>) -> Result<Vec<EmailDomain>, SsoError
 }
 
 /// A first sign-in never makes an owner: whoever controls the provider would hold the organization.
-fn check_default_role(role: Option<OrgRole>) -> Result<OrgRole, SsoError> {
+pub(super) fn check_default_role(role: Option<OrgRole>) -> Result<OrgRole, SsoError> {
     match role.unwrap_or(OrgRole::Member) {
         OrgRole::Owner => Err(SsoError::Invalid("defaultRole must be member or admin".into())),
         role => Ok(role),
     }
 }
 
-fn view(r: &SsoProviderRecordV1) -> SsoProvider {
+pub(super) fn view(r: &SsoProviderRecord) -> SsoProvider {
     SsoProvider {
         id: uuid::Uuid::from_bytes(r.id),
         provider_id: r.provider_id.clone(),
@@ -753,6 +787,30 @@ fn view(r: &SsoProviderRecordV1) -> SsoProvider {
         },
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
+        saml: r.saml.as_ref().map(saml_view),
+    }
+}
+
+fn saml_view(s: &SamlConfigV1) -> SamlView {
+    use base64::Engine;
+    let pem = |der: &Vec<u8>| {
+        let body = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap_or_default()).collect();
+        format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"))
+    };
+    SamlView {
+        entry_point: s.entry_point.clone(),
+        idp_entity_id: s.idp_entity_id.clone(),
+        certs: s.certs.iter().map(pem).collect(),
+        fingerprints: s.certs.iter().map(|c| crate::saml::fingerprint(c)).collect(),
+        audience: s.audience.clone(),
+        callback_url: s.callback_url.clone(),
+        want_assertions_signed: s.want_assertions_signed,
+        identifier_format: s.identifier_format.clone().unwrap_or_else(|| crate::saml::EMAIL_FORMAT.to_owned()),
+        mapping_email: s.mapping_email.clone(),
+        mapping_name: s.mapping_name.clone(),
+        mapping_first_name: s.mapping_first_name.clone(),
+        mapping_last_name: s.mapping_last_name.clone(),
     }
 }
 

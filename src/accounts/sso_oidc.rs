@@ -2,8 +2,8 @@
 //! `sign-in/sso` and `sso/callback/{providerId}`): the provider chosen (by id, organization or e-mail domain; only
 //! one whose domains are verified), then the same flow as `[[oauth.providers]]` (src/accounts/oauth.rs and
 //! src/oauth: discovery, PKCE S256, state bound to the browser, a nonce the ID token must carry, the ID token's
-//! issuer, audience, expiry and signature checked against the provider's keys). SAML is not here: a SAML
-//! provider's sign-in is its own module.
+//! issuer, audience, expiry and signature checked against the provider's keys). SAML is not here: the provider
+//! chosen is handed to src/accounts/saml.rs when it is a SAML one.
 //!
 //! What a sign-in through such a provider does to accounts (the users actor's rules, in the sign-in's commit):
 //! an identity already linked signs into its account; a new address makes an account (its address verified only
@@ -22,7 +22,7 @@ use crate::actors::users::SsoSignIn;
 use crate::domain::{MemberRoles, OrgId, OrgRole, Slug};
 use crate::oauth::config::{ProviderConfig, ProviderKind, Secret};
 use crate::oauth::{OAuthError, Provider};
-use crate::store::SsoProviderRecordV1;
+use crate::store::SsoProviderRecord;
 
 /// How `sign-in/sso` names the provider (the plugin's order: `providerId`, `organizationSlug`, then the domain).
 #[derive(Debug, Clone)]
@@ -43,6 +43,22 @@ pub struct SsoStart {
     pub new_user_url: Option<String>,
     pub scopes: Vec<String>,
     pub login_hint: Option<String>,
+    /// `providerType`: the protocol the client insists on, if any.
+    pub protocol: Option<SsoProtocol>,
+}
+
+/// An SSO provider's protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SsoProtocol {
+    Oidc,
+    Saml,
+}
+
+/// How `sign-in/sso` goes on: to the OpenID Connect provider's authorization URL, or, for a SAML provider, to
+/// its own start (src/accounts/saml.rs), which needs the ACS URL the handler knows.
+pub enum SsoStarted {
+    Oidc(FlowStarted),
+    Saml { provider_id: String },
 }
 
 /// Why `sign-in/sso` did not start; the messages are the plugin's.
@@ -53,6 +69,11 @@ pub enum SsoSignInError {
     /// Its domains are not proven (DNS, or an administrator): it signs nobody in yet.
     #[error("Provider domain has not been verified")]
     NotVerified,
+    /// `providerType` names a protocol the provider does not speak (the plugin's messages).
+    #[error("OIDC provider is not configured")]
+    OidcNotConfigured,
+    #[error("SAML provider is not configured")]
+    SamlNotConfigured,
     #[error("the identity provider cannot be reached: {0}")]
     Provider(OAuthError),
     #[error("the store is unavailable")]
@@ -68,8 +89,14 @@ fn flow_name(provider_id: &str) -> String {
 impl Accounts {
     /// `sign-in/sso` to an OpenID Connect provider: the authorization URL (state, nonce, PKCE S256) and the
     /// cookie that binds the flow to this browser; the flow is durable before the URL is given out.
-    pub async fn start_sso(&self, start: SsoStart) -> Result<FlowStarted, SsoSignInError> {
+    pub async fn start_sso(&self, start: SsoStart) -> Result<SsoStarted, SsoSignInError> {
         let record = self.choose_sso_provider(&start.choice).await?;
+        match (start.protocol, record.saml.is_some()) {
+            (Some(SsoProtocol::Oidc), true) => return Err(SsoSignInError::OidcNotConfigured),
+            (Some(SsoProtocol::Saml), false) => return Err(SsoSignInError::SamlNotConfigured),
+            (_, true) => return Ok(SsoStarted::Saml { provider_id: record.provider_id }),
+            (_, false) => {}
+        }
         if !record.domain_verified {
             return Err(SsoSignInError::NotVerified);
         }
@@ -84,11 +111,12 @@ impl Accounts {
             scopes: start.scopes,
             login_hint: start.login_hint,
         };
-        self.start_flow_at(&provider, flow).await.map_err(|e| match e {
+        let started = self.start_flow_at(&provider, flow).await.map_err(|e| match e {
             StartError::Provider(e) => SsoSignInError::Provider(e),
             StartError::ProviderNotFound => SsoSignInError::NotFound,
             StartError::Unavailable(_) => SsoSignInError::Unavailable,
-        })
+        })?;
+        Ok(SsoStarted::Oidc(started))
     }
 
     /// `sso/callback/{providerId}`: the flow finished as a configured provider's is (see
@@ -145,7 +173,7 @@ impl Accounts {
     /// The provider `choice` names: by id; the organization's (a verified one first, then the oldest); the one
     /// whose domains hold the domain (exactly, or as a subdomain), a verified one first (no two verified providers
     /// share a domain).
-    async fn choose_sso_provider(&self, choice: &SsoChoice) -> Result<SsoProviderRecordV1, SsoSignInError> {
+    async fn choose_sso_provider(&self, choice: &SsoChoice) -> Result<SsoProviderRecord, SsoSignInError> {
         let store = |_: SsoError| SsoSignInError::Unavailable;
         let mut found = match choice {
             SsoChoice::ProviderId(id) => {
@@ -172,7 +200,7 @@ impl Accounts {
     /// The provider of `record` as the sign-in machinery takes it, built once per version of the record (so its
     /// discovery document and keys are cached as a configured provider's are); `None` when its secret does not
     /// open (a data directory's key that is not the one it was sealed with).
-    fn sso_sign_in_provider(&self, record: &SsoProviderRecordV1) -> Option<Arc<Provider>> {
+    fn sso_sign_in_provider(&self, record: &SsoProviderRecord) -> Option<Arc<Provider>> {
         let mut built = self.sso.signing_in.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((id, updated_at_ms, provider)) = built.get(&record.provider_id)
             && *id == record.id
@@ -217,7 +245,7 @@ fn domain_matches(domain: &str, of: &str) -> bool {
     domain == of || domain.strip_suffix(of).is_some_and(|rest| rest.ends_with('.'))
 }
 
-fn default_role(record: &SsoProviderRecordV1) -> OrgRole {
+fn default_role(record: &SsoProviderRecord) -> OrgRole {
     match record.default_role.as_str() {
         "admin" => OrgRole::Admin,
         _ => OrgRole::Member,

@@ -1441,9 +1441,56 @@ pub struct SsoProvider<'a> {
     pub domain: String,
     pub organization_id: Option<crate::domain::OrgId>,
     pub domain_verified: bool,
-    pub oidc_config: SsoOidcView<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oidc_config: Option<SsoOidcView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saml_config: Option<SsoSamlView<'a>>,
     pub default_role: &'static str,
     pub sp_metadata_url: String,
+}
+
+/// A SAML provider's configuration as the plugin's sanitized view gives it: no key, the certificates by
+/// fingerprint.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoSamlView<'a> {
+    pub entry_point: &'a str,
+    pub callback_url: Option<&'a str>,
+    pub idp_initiated_callback_url: Option<&'a str>,
+    pub audience: Option<&'a str>,
+    pub want_assertions_signed: bool,
+    pub authn_requests_signed: bool,
+    pub identifier_format: &'a str,
+    pub signature_algorithm: Option<&'a str>,
+    pub digest_algorithm: Option<&'a str>,
+    pub certificate: Vec<SsoCertificate<'a>>,
+    /// Not the plugin's: the IdP's entity ID, which its assertions must name as their issuer.
+    #[serde(rename = "idpEntityID")]
+    pub idp_entity_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoCertificate<'a> {
+    pub fingerprint_sha256: &'a str,
+}
+
+impl<'a> SsoSamlView<'a> {
+    fn of(s: &'a crate::accounts::SamlView) -> Self {
+        SsoSamlView {
+            entry_point: &s.entry_point,
+            callback_url: s.callback_url.as_deref(),
+            idp_initiated_callback_url: None,
+            audience: s.audience.as_deref(),
+            want_assertions_signed: s.want_assertions_signed,
+            authn_requests_signed: false,
+            identifier_format: &s.identifier_format,
+            signature_algorithm: None,
+            digest_algorithm: None,
+            certificate: s.fingerprints.iter().map(|f| SsoCertificate { fingerprint_sha256: f }).collect(),
+            idp_entity_id: &s.idp_entity_id,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -1466,12 +1513,13 @@ impl<'a> SsoProvider<'a> {
         let tail: String = p.client_id.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
         SsoProvider {
             provider_id: &p.provider_id,
-            kind: "oidc",
+            kind: if p.saml.is_some() { "saml" } else { "oidc" },
             issuer: &p.issuer,
             domain: p.domain(),
             organization_id: p.organization_id,
             domain_verified: p.domain_verified,
-            oidc_config: SsoOidcView {
+            saml_config: p.saml.as_ref().map(SsoSamlView::of),
+            oidc_config: p.saml.is_none().then(|| SsoOidcView {
                 discovery_endpoint: &p.discovery_endpoint,
                 client_id_last_four: format!("****{tail}"),
                 pkce: true,
@@ -1481,7 +1529,7 @@ impl<'a> SsoProvider<'a> {
                 jwks_endpoint: &p.jwks_endpoint,
                 scopes: &p.scopes,
                 token_endpoint_authentication: p.token_auth.name(),
-            },
+            }),
             default_role: p.default_role.as_str(),
             sp_metadata_url: format!(
                 "{base}/sso/saml2/sp/metadata?providerId={}",
@@ -1516,8 +1564,8 @@ pub struct SsoRegistered<'a> {
     pub domain: String,
     pub organization_id: Option<crate::domain::OrgId>,
     pub user_id: UserId,
-    pub oidc_config: SsoOidcConfig<'a>,
-    pub saml_config: Option<()>,
+    pub oidc_config: Option<SsoOidcConfig<'a>>,
+    pub saml_config: Option<SsoSamlConfig<'a>>,
     #[serde(rename = "redirectURI")]
     pub redirect_uri: String,
     pub domain_verified: bool,
@@ -1540,6 +1588,38 @@ pub struct SsoOidcConfig<'a> {
     pub override_user_info: bool,
 }
 
+/// The register answer's `samlConfig`: what was registered, the IdP's certificates as PEM (public), never a
+/// private key (none is taken).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoSamlConfig<'a> {
+    pub issuer: &'a str,
+    pub entry_point: &'a str,
+    pub cert: &'a [String],
+    pub audience: Option<&'a str>,
+    pub callback_url: Option<&'a str>,
+    pub idp_metadata: SsoIdpMetadata<'a>,
+    pub want_assertions_signed: bool,
+    pub authn_requests_signed: bool,
+    pub identifier_format: &'a str,
+    pub mapping: Option<SsoSamlMapping<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct SsoIdpMetadata<'a> {
+    #[serde(rename = "entityID")]
+    pub entity_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoSamlMapping<'a> {
+    pub email: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub first_name: Option<&'a str>,
+    pub last_name: Option<&'a str>,
+}
+
 impl<'a> SsoRegistered<'a> {
     /// `base`: the service's `/api/auth` URL.
     pub fn of(p: &'a crate::accounts::SsoProvider, base: &str) -> Self {
@@ -1550,7 +1630,27 @@ impl<'a> SsoRegistered<'a> {
             domain: p.domain(),
             organization_id: p.organization_id,
             user_id: p.user_id,
-            oidc_config: SsoOidcConfig {
+            saml_config: p.saml.as_ref().map(|s| SsoSamlConfig {
+                issuer: &p.issuer,
+                entry_point: &s.entry_point,
+                cert: &s.certs,
+                audience: s.audience.as_deref(),
+                callback_url: s.callback_url.as_deref(),
+                idp_metadata: SsoIdpMetadata { entity_id: &s.idp_entity_id },
+                want_assertions_signed: s.want_assertions_signed,
+                authn_requests_signed: false,
+                identifier_format: &s.identifier_format,
+                mapping: [&s.mapping_email, &s.mapping_name, &s.mapping_first_name, &s.mapping_last_name]
+                    .iter()
+                    .any(|m| m.is_some())
+                    .then_some(SsoSamlMapping {
+                        email: s.mapping_email.as_deref(),
+                        name: s.mapping_name.as_deref(),
+                        first_name: s.mapping_first_name.as_deref(),
+                        last_name: s.mapping_last_name.as_deref(),
+                    }),
+            }),
+            oidc_config: p.saml.is_none().then(|| SsoOidcConfig {
                 issuer: &p.issuer,
                 client_id: &p.client_id,
                 authorization_endpoint: &p.authorization_endpoint,
@@ -1562,8 +1662,7 @@ impl<'a> SsoRegistered<'a> {
                 scopes: &p.scopes,
                 user_info_endpoint: p.userinfo_endpoint.as_deref(),
                 override_user_info: false,
-            },
-            saml_config: None,
+            }),
             redirect_uri: format!("{base}/sso/callback/{}", p.provider_id),
             domain_verified: p.domain_verified,
             default_role: p.default_role.as_str(),

@@ -53,6 +53,7 @@ mod request_id;
 pub mod response;
 mod router;
 mod routes;
+mod saml;
 mod scim;
 mod setup;
 mod sso;

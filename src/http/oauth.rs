@@ -290,20 +290,20 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     };
     let mut waited = std::time::Duration::ZERO;
     let finished = state.accounts.finish_flow(callback, client, &mut waited).await;
-    let answer = finished_answer(state, finished);
+    let answer = finished_answer(state, finished).map(|answer| with_cookie(answer, flow_cookie(state, "", 0)));
     // The callback's own time: what this server did, not what it waited for at the provider.
     state.accounts.metrics.oauth_callback_own.record(started.elapsed().saturating_sub(waited).as_secs_f64());
     answer
 }
 
-/// A callback's answer, once its flow finished (or not): the session cookie and 302 to the flow's callback URL (or
-/// its new-user URL), the two-factor cookie and 302 with `twoFactorRedirect=true`, or 302 to its error URL with
-/// `?error=`; the flow cookie is cleared in each.
+/// How a sign-in through a provider (a callback, or a SAML response at the ACS) ends for the browser: the session
+/// cookie and 302 to the flow's callback URL (or its new-user URL); for an account with a second factor, the
+/// two-factor cookie and 302 with `twoFactorRedirect=true`; a link, 302 to the callback URL; a refusal, 302 to
+/// the flow's error URL with `?error=` (400 when there is no flow).
 pub(super) fn finished_answer(
     state: &AppState,
     finished: Result<Finished, CallbackError>,
 ) -> Result<Response<Body>, Failure> {
-    let clear = flow_cookie(state, "", 0);
     match finished {
         Ok(Finished::SignedIn { signed_in, new_user, callback_url, new_user_url, renewed_trust }) => {
             let target = if new_user { new_user_url.unwrap_or(callback_url) } else { callback_url };
@@ -311,14 +311,13 @@ pub(super) fn finished_answer(
             if let Some(device) = renewed_trust {
                 answer = with_cookie(answer, super::two_factor::trust_cookie(state, &device));
             }
-            Ok(with_cookie(answer, clear))
+            Ok(answer)
         }
         Ok(Finished::SecondFactor { challenge, callback_url }) => {
             let answer = redirect(&with_query(&callback_url, "twoFactorRedirect=true"));
-            let answer = with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge));
-            Ok(with_cookie(answer, clear))
+            Ok(with_cookie(answer, super::two_factor::challenge_cookie(state, &challenge)))
         }
-        Ok(Finished::Linked { callback_url }) => Ok(with_cookie(redirect(&callback_url), clear)),
+        Ok(Finished::Linked { callback_url }) => Ok(redirect(&callback_url)),
         Err(CallbackError::NoFlow) => {
             Err(Failure::bad_request("STATE_NOT_FOUND", "This sign-in was finished already, expired, or never started"))
         }
@@ -329,7 +328,7 @@ pub(super) fn finished_answer(
                 params.append_pair("error_description", &d);
             }
             let separator = if error_url.contains('?') { '&' } else { '?' };
-            Ok(with_cookie(redirect(&format!("{error_url}{separator}{}", params.finish())), clear))
+            Ok(redirect(&format!("{error_url}{separator}{}", params.finish())))
         }
         Err(CallbackError::Unavailable) => Err(Failure::unavailable()),
     }

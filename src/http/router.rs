@@ -17,7 +17,7 @@ use super::routes::{Endpoint, ROUTES, allow_header, endpoint, find_route};
 use super::{
     AppState, account, admin, admin_plugin, api_keys, audit_export, auth, consents, console, cors, export, extract,
     oauth, ops, org_plugin, org_roles, org_teams, organizations, overview, pages, passkeys, provider, recovery,
-    request_id, scim, setup, sso, sso_sign_in, two_factor, user_admin, way_in, webhooks,
+    request_id, saml, scim, setup, sso, sso_sign_in, two_factor, user_admin, way_in, webhooks,
 };
 
 /// The SCIM root: everything under it answers as SCIM does (`Family::Scim`), unknown paths included.
@@ -149,7 +149,12 @@ async fn dispatch(
         return (Some(index), failure.into_response(family));
     };
     let host = req.headers().get(header::HOST).cloned();
-    if *req.method() != Method::GET && is_cross_site(state, &req, host.as_ref().and_then(|h| h.to_str().ok())) {
+    // The SAML ACS is posted by the IdP's page (the HTTP-POST binding), cross-site by design; it trusts no cookie
+    // but the one binding the response to the browser's own request, and the response's signature.
+    if *req.method() != Method::GET
+        && endpoint != Endpoint::SsoSamlAcs
+        && is_cross_site(state, &req, host.as_ref().and_then(|h| h.to_str().ok()))
+    {
         let failure = Failure::new(StatusCode::FORBIDDEN, "INVALID_ORIGIN", "Invalid origin");
         return (Some(index), failure.into_response(family));
     }
@@ -234,6 +239,8 @@ async fn handle(
         Endpoint::SsoConfirmDomain => sso::confirm_domain(state, ctx, req).await,
         Endpoint::SignInSso => sso_sign_in::sign_in(state, ctx, req).await,
         Endpoint::SsoCallback => sso_sign_in::callback(state, ctx, req).await,
+        Endpoint::SsoSamlMetadata => saml::metadata(state, ctx, req).await,
+        Endpoint::SsoSamlAcs => saml::acs(state, ctx, req).await,
         Endpoint::ApiKeyGet => api_keys::get(state, ctx, req).await,
         Endpoint::ApiKeyList => api_keys::list(state, ctx, req).await,
         Endpoint::ApiKeyUpdate => api_keys::update(state, ctx, req).await,

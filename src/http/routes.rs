@@ -86,6 +86,8 @@ routes! {
     "/api/auth/sso/verify-domain" => { POST => SsoVerifyDomain },
     "/api/auth/sign-in/sso" => { POST => SignInSso },
     "/api/auth/sso/callback/{provider_id}" => { GET => SsoCallback },
+    "/api/auth/sso/saml2/sp/metadata" => { GET => SsoSamlMetadata },
+    "/api/auth/sso/saml2/sp/acs/{provider_id}" => { POST => SsoSamlAcs },
     // oauth: sign-in through another identity provider, and the identities linked to an account
     "/api/auth/sign-in/social" => { POST => SignInSocial },
     "/api/auth/sign-in/oauth2" => { POST => SignInOAuth2 },
@@ -374,10 +376,13 @@ mod tests {
         for (path, ops) in doc["paths"].as_object().unwrap() {
             for (method, op) in ops.as_object().unwrap() {
                 let codes: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
-                // A provider's redirect back only ever redirects: its success is a 302; so is a folder's
+                // A provider's redirect back only ever redirects: its success is a 302 (the SAML ACS's too); so is a folder's
                 // address without its slash (`/admin`, `/account`), to the folder; the posted authorization
                 // request's and the posted logout's is a 303 to its GET.
-                let redirects = path.contains("callback/") || path == "/admin" || path == "/account";
+                let redirects = path.contains("callback/")
+                    || path.contains("/saml2/sp/acs/")
+                    || path == "/admin"
+                    || path == "/account";
                 let posted_authorization = method == "post"
                     && (path == "/api/auth/oauth2/authorize" || path == "/api/auth/oauth2/end-session");
                 let success = |c: &&String| {

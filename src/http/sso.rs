@@ -51,9 +51,6 @@ pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
         "overrideUserInfo",
         "defaultRole",
     ])?;
-    if body.get("samlConfig").is_some_and(|v| !v.is_null()) {
-        return Err(saml_not_offered());
-    }
     let provider_id =
         SsoProviderId::parse(body.string("providerId")?).map_err(|e| Failure::validation(e.to_string()))?;
     let issuer = body.string("issuer")?.to_owned();
@@ -66,7 +63,17 @@ pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     // Not a UUID: no organization has it, which reads as the caller not being its member.
     let organization = OrgId::parse(organization).unwrap_or_else(|| OrgId::from_bytes([0; 16]));
     refuse_override(&body)?;
-    let oidc = oidc_config(&body)?.ok_or_else(|| Failure::validation("oidcConfig is required"))?;
+    if let Some(saml) = super::saml::saml_config(&body)? {
+        if body.get("oidcConfig").is_some_and(|v| !v.is_null()) {
+            return Err(Failure::validation(
+                "a provider is OpenID Connect (oidcConfig) or SAML (samlConfig), not both",
+            ));
+        }
+        let new = super::saml::new_provider(provider_id, issuer, domains, organization, &saml, default_role(&body)?)?;
+        let provider = state.accounts.register_saml_provider(&current, new, &ctx.ip.to_string()).await?;
+        return Ok(ok(&SsoRegistered::of(&provider, &auth_base(state, &ctx)?)));
+    }
+    let oidc = oidc_config(&body)?.ok_or_else(|| Failure::validation("oidcConfig or samlConfig is required"))?;
     let new = NewSsoProvider {
         provider_id,
         issuer,
@@ -194,11 +201,11 @@ pub async fn confirm_domain(state: &AppState, ctx: Ctx, req: Request<Incoming>) 
 fn saml_not_offered() -> Failure {
     Failure::bad_request(
         "SAML_NOT_SUPPORTED",
-        "SAML providers are not offered yet: register an OpenID Connect provider",
+        "A SAML provider's configuration is not changed in place: delete the provider and register it again",
     )
 }
 
-fn domains(text: &str) -> Result<Vec<EmailDomain>, Failure> {
+pub(super) fn domains(text: &str) -> Result<Vec<EmailDomain>, Failure> {
     EmailDomain::parse_list(text).map_err(|e| Failure::validation(format!("domain: {e}")))
 }
 
@@ -271,7 +278,7 @@ fn scopes(oidc: &Fields) -> Result<Option<Vec<String>>, Failure> {
 }
 
 /// `defaultRole`: `member` (the default) or `admin`.
-fn default_role(body: &Fields) -> Result<Option<OrgRole>, Failure> {
+pub(super) fn default_role(body: &Fields) -> Result<Option<OrgRole>, Failure> {
     match body.optional_string("defaultRole")? {
         None => Ok(None),
         Some("member") => Ok(Some(OrgRole::Member)),

@@ -12,7 +12,7 @@ use super::extract::{self, Ctx};
 use super::oauth::{FLOW_COOKIE_AGE, finished_answer, flow_cookie, flow_cookie_name, scopes, trusted_urls};
 use super::response::{Body, Failure, ok, with_cookie};
 use crate::accounts::oauth::Callback;
-use crate::accounts::{SsoChoice, SsoSignInError, SsoStart};
+use crate::accounts::{SsoChoice, SsoProtocol, SsoSignInError, SsoStart, SsoStarted};
 use crate::domain::{Email, EmailDomain, Slug, SsoProviderId};
 
 /// The plugin's body keys.
@@ -47,15 +47,14 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
     let (callback_url, error_url, new_user_url) = trusted_urls(state, &ctx, &body)?;
     let callback_url = callback_url
         .ok_or_else(|| Failure::validation("[body.callbackURL] Invalid input: expected string, received undefined"))?;
-    match body.optional_string("providerType")? {
-        None | Some("oidc") => {}
-        Some("saml") => {
-            return Err(Failure::bad_request("SAML_PROVIDER_IS_NOT_CONFIGURED", "SAML provider is not configured"));
-        }
+    let protocol = match body.optional_string("providerType")? {
+        None => None,
+        Some("oidc") => Some(SsoProtocol::Oidc),
+        Some("saml") => Some(SsoProtocol::Saml),
         Some(_) => {
             return Err(Failure::validation("[body.providerType] Invalid option: expected \"oidc\" or \"saml\""));
         }
-    }
+    };
     // The plugin sends them to the provider as they are; here the authorization request is the service's own.
     match body.get("additionalParams") {
         None | Some(Value::Null) => {}
@@ -99,6 +98,8 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
         None => email.as_ref().map(|e| e.as_str().to_owned()),
     };
     let own = state.origins.own(ctx.host()).ok_or_else(|| Failure::bad_request("BAD_REQUEST", "No Host header"))?;
+    // A SAML provider's start takes them back (the handler knows the ACS URL it needs).
+    let start_urls = (callback_url.clone(), error_url.clone(), new_user_url.clone());
     let start = SsoStart {
         choice,
         auth_base: format!("{own}/api/auth"),
@@ -107,6 +108,7 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
         new_user_url,
         scopes: scopes(&body)?,
         login_hint,
+        protocol,
     };
     let started = state.accounts.start_sso(start).await.map_err(|e| match e {
         SsoSignInError::NotFound => not_found(),
@@ -115,12 +117,25 @@ pub async fn sign_in(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Resu
             "PROVIDER_DOMAIN_HAS_NOT_BEEN_VERIFIED",
             "Provider domain has not been verified",
         ),
+        SsoSignInError::OidcNotConfigured => {
+            Failure::bad_request("OIDC_PROVIDER_IS_NOT_CONFIGURED", "OIDC provider is not configured")
+        }
+        SsoSignInError::SamlNotConfigured => {
+            Failure::bad_request("SAML_PROVIDER_IS_NOT_CONFIGURED", "SAML provider is not configured")
+        }
         SsoSignInError::Provider(e) => {
             tracing::warn!(error = %e, "a single sign-on provider's discovery failed");
             Failure::new(StatusCode::BAD_GATEWAY, "PROVIDER_UNAVAILABLE", "The identity provider cannot be reached")
         }
         SsoSignInError::Unavailable => Failure::unavailable(),
     })?;
+    let started = match started {
+        SsoStarted::Oidc(started) => started,
+        SsoStarted::Saml { provider_id } => {
+            let (callback_url, error_url, new_user_url) = (Some(start_urls.0), start_urls.1, start_urls.2);
+            return super::saml::sign_in(state, &ctx, &provider_id, callback_url, error_url, new_user_url).await;
+        }
+    };
     let mut answer = ok(&Started { redirect: true, url: &started.url });
     if let Ok(location) = HeaderValue::from_str(&started.url) {
         answer.headers_mut().insert(header::LOCATION, location);
@@ -161,5 +176,5 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     };
     let mut waited = std::time::Duration::ZERO;
     let finished = state.accounts.finish_sso(&provider_id, callback, client, &mut waited).await;
-    finished_answer(state, finished)
+    finished_answer(state, finished).map(|answer| with_cookie(answer, flow_cookie(state, "", 0)))
 }

@@ -63,7 +63,7 @@ pub fn migrate(config: &Config, direction: Direction, url: &str, pool_size: usiz
     ops.extend(from.signing_keys()?.into_iter().map(StoreOp::PutSigningKey));
     ops.extend(from.oauth_clients()?.into_iter().map(StoreOp::PutOAuthClient));
     // Single sign-on providers move with their secrets sealed as they are (the target reads the same key file).
-    ops.extend(from.sso_providers()?.into_iter().map(StoreOp::PutSsoProvider));
+    ops.extend(from.sso_providers()?.into_iter().map(|p| StoreOp::PutSsoProvider(Box::new(p))));
     ops.extend(from.scim_tokens()?.into_iter().map(StoreOp::PutScimToken));
     ops.extend(from.scim_users(None)?.into_iter().map(StoreOp::PutScimUser));
     ops.extend(from.scim_groups(None)?.into_iter().map(StoreOp::PutScimGroup));

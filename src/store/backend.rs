@@ -309,7 +309,7 @@ impl Store {
     }
 
     /// Every single sign-on provider. Blocking.
-    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecordV1>, StoreError> {
+    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecord>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.sso_providers(),
             Backend::Postgres(s) => s.sso_providers(),
@@ -317,7 +317,7 @@ impl Store {
     }
 
     /// The single sign-on provider `provider_id`, if registered. Blocking.
-    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecordV1>, StoreError> {
+    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecord>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.sso_provider(provider_id),
             Backend::Postgres(s) => s.sso_provider(provider_id),

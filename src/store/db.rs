@@ -647,21 +647,21 @@ impl EmbeddedStore {
     }
 
     /// Every single sign-on provider, by `providerId`.
-    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecordV1>, StoreError> {
+    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecord>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(SSO_PROVIDERS).map_err(io)?;
             let entries = table.iter().map_err(io)?;
-            entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+            entries.map(|entry| super::sso_records::decode_sso_provider(entry.map_err(io)?.1.value())).collect()
         })
     }
 
-    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecordV1>, StoreError> {
+    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecord>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(SSO_PROVIDERS).map_err(io)?;
             let found = table.get(provider_id).map_err(io)?;
-            found.map(|v| codec::decode(v.value())).transpose()
+            found.map(|v| super::sso_records::decode_sso_provider(v.value())).transpose()
         })
     }
 
@@ -1325,7 +1325,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     clients.remove(client_id.as_str()).map_err(io)?;
                 }
                 StoreOp::PutSsoProvider(r) => {
-                    sso.insert(r.provider_id.as_str(), codec::encode(r).as_slice()).map_err(io)?;
+                    sso.insert(r.provider_id.as_str(), codec::encode(r.as_ref()).as_slice()).map_err(io)?;
                 }
                 StoreOp::DeleteSsoProvider(provider_id) => {
                     sso.remove(provider_id.as_str()).map_err(io)?;

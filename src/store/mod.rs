@@ -55,7 +55,7 @@ pub use records::{
 };
 pub use records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
 pub use scim_records::{ScimGroupRecordV1, ScimTokenRecordV1, ScimUserRecordV1};
-pub use sso_records::SsoProviderRecordV1;
+pub use sso_records::{SamlConfigV1, SsoProviderRecord, SsoProviderRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{CommitMetrics, OnCommit, StoreWriter, WriterDone};
@@ -273,7 +273,8 @@ pub enum StoreOp {
         client_id: String,
     },
     /// An organization's single sign-on provider registered or changed.
-    PutSsoProvider(SsoProviderRecordV1),
+    /// Boxed: the largest record of any op, it would size every op of a batch.
+    PutSsoProvider(Box<SsoProviderRecord>),
     /// A single sign-on provider removed, by `providerId`.
     DeleteSsoProvider(String),
     /// A SCIM bearer token made for an organization.

@@ -670,15 +670,15 @@ impl PgStore {
         rows.iter().map(|r| super::provider_records::decode_client(r.get(0))).collect()
     }
 
-    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecordV1>, StoreError> {
+    pub fn sso_providers(&self) -> Result<Vec<super::SsoProviderRecord>, StoreError> {
         let rows = self.pooled(|c| c.query("SELECT record FROM sso_providers ORDER BY provider_id", &[]))?;
-        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+        rows.iter().map(|r| super::sso_records::decode_sso_provider(r.get(0))).collect()
     }
 
-    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecordV1>, StoreError> {
+    pub fn sso_provider(&self, provider_id: &str) -> Result<Option<super::SsoProviderRecord>, StoreError> {
         let row =
             self.pooled(|c| c.query_opt("SELECT record FROM sso_providers WHERE provider_id = $1", &[&provider_id]))?;
-        row.map(|r| codec::decode(r.get(0))).transpose()
+        row.map(|r| super::sso_records::decode_sso_provider(r.get(0))).transpose()
     }
 
     pub fn oauth_client(&self, client_id: &str) -> Result<Option<super::ClientRecord>, StoreError> {
@@ -1527,7 +1527,7 @@ fn apply(
             StoreOp::PutSsoProvider(r) => tx.execute(
                 "INSERT INTO sso_providers (provider_id, record) VALUES ($1, $2) \
                  ON CONFLICT (provider_id) DO UPDATE SET record = EXCLUDED.record",
-                &[&r.provider_id, &codec::encode(r)],
+                &[&r.provider_id, &codec::encode(r.as_ref())],
             ),
             StoreOp::DeleteSsoProvider(provider_id) => {
                 tx.execute("DELETE FROM sso_providers WHERE provider_id = $1", &[provider_id])

@@ -1,6 +1,7 @@
 //! The persisted format of an organization's single sign-on provider (`@better-auth/sso`'s `ssoProvider` row, for
-//! OpenID Connect). Framed and pinned like the other records ([`super::records`]): a version byte, postcard, golden
-//! bytes below.
+//! OpenID Connect or SAML 2.0). Framed and pinned like the other records ([`super::records`]): a version byte,
+//! postcard, golden bytes below. The second format is the first's fields then the SAML part ([`SamlConfigV1`]);
+//! both are read, the second is written.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,103 @@ impl Versioned for SsoProviderRecordV1 {
     const KIND: &'static str = "SSO provider";
 }
 
+/// What a SAML 2.0 provider adds: the identity provider it trusts and how its assertions are read. The OpenID
+/// Connect fields of the record are empty for it, and its `issuer` is this service's entity ID for it (the
+/// plugin's meaning of `issuer` for SAML).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamlConfigV1 {
+    /// The IdP's single sign-on URL (HTTP-Redirect binding).
+    pub entry_point: String,
+    /// The IdP's entity ID: the Issuer its assertions must carry.
+    pub idp_entity_id: String,
+    /// The IdP's signing certificates (DER): only these verify its signatures. No private key is ever kept.
+    pub certs: Vec<Vec<u8>>,
+    /// An Audience accepted beside the SP entity ID.
+    pub audience: Option<String>,
+    /// Where the browser goes after a sign-in that named no callback URL.
+    pub callback_url: Option<String>,
+    /// The assertion itself must be signed (a signature over the whole response is not enough).
+    pub want_assertions_signed: bool,
+    /// The NameID format asked for (`None`: the e-mail address format).
+    pub identifier_format: Option<String>,
+    /// The attributes read for the address and the name (`None`: `email`, and `name` or the first and last).
+    pub mapping_email: Option<String>,
+    pub mapping_name: Option<String>,
+    pub mapping_first_name: Option<String>,
+    pub mapping_last_name: Option<String>,
+}
+
+/// The second format: the first's fields, then the SAML part (`None` for an OpenID Connect provider).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsoProviderRecordV2 {
+    pub id: [u8; 16],
+    pub provider_id: String,
+    pub organization_id: Option<[u8; 16]>,
+    pub user_id: [u8; 16],
+    pub issuer: String,
+    pub domains: Vec<String>,
+    pub domain_verified: bool,
+    pub verification: Option<(String, i64)>,
+    pub client_id: String,
+    pub sealed_secret: Vec<u8>,
+    pub token_auth: u8,
+    pub discovery_endpoint: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub jwks_endpoint: String,
+    pub userinfo_endpoint: Option<String>,
+    pub scopes: Vec<String>,
+    pub default_role: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub saml: Option<SamlConfigV1>,
+}
+
+impl Versioned for SsoProviderRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "SSO provider";
+}
+
+/// The format written.
+pub type SsoProviderRecord = SsoProviderRecordV2;
+
+impl From<SsoProviderRecordV1> for SsoProviderRecordV2 {
+    fn from(r: SsoProviderRecordV1) -> Self {
+        Self {
+            id: r.id,
+            provider_id: r.provider_id,
+            organization_id: r.organization_id,
+            user_id: r.user_id,
+            issuer: r.issuer,
+            domains: r.domains,
+            domain_verified: r.domain_verified,
+            verification: r.verification,
+            client_id: r.client_id,
+            sealed_secret: r.sealed_secret,
+            token_auth: r.token_auth,
+            discovery_endpoint: r.discovery_endpoint,
+            authorization_endpoint: r.authorization_endpoint,
+            token_endpoint: r.token_endpoint,
+            jwks_endpoint: r.jwks_endpoint,
+            userinfo_endpoint: r.userinfo_endpoint,
+            scopes: r.scopes,
+            default_role: r.default_role,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            saml: None,
+        }
+    }
+}
+
+/// A stored provider, of either format.
+pub fn decode_sso_provider(bytes: &[u8]) -> Result<SsoProviderRecord, super::StoreError> {
+    use super::codec::decode;
+    match bytes.first() {
+        Some(&SsoProviderRecordV1::VERSION) => decode::<SsoProviderRecordV1>(bytes).map(Into::into),
+        _ => decode::<SsoProviderRecordV2>(bytes),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Golden bytes: do not update them; add a `…V2` record with a new version byte instead.
@@ -92,5 +190,52 @@ mod tests {
         expected.extend([2, 4]);
         assert_eq!(encode(&provider), expected);
         assert_eq!(decode::<SsoProviderRecordV1>(&expected).unwrap(), provider);
+        assert_eq!(decode_sso_provider(&expected).unwrap(), SsoProviderRecordV2::from(provider));
+    }
+
+    #[test]
+    fn sso_provider_v2_golden_bytes() {
+        let v1 = SsoProviderRecordV1 {
+            id: [1; 16],
+            provider_id: "p".into(),
+            organization_id: None,
+            user_id: [3; 16],
+            issuer: "i".into(),
+            domains: vec![],
+            domain_verified: false,
+            verification: None,
+            client_id: String::new(),
+            sealed_secret: vec![],
+            token_auth: 0,
+            discovery_endpoint: String::new(),
+            authorization_endpoint: String::new(),
+            token_endpoint: String::new(),
+            jwks_endpoint: String::new(),
+            userinfo_endpoint: None,
+            scopes: vec![],
+            default_role: "m".into(),
+            created_at_ms: 1,
+            updated_at_ms: 2,
+        };
+        let saml = SamlConfigV1 {
+            entry_point: "e".into(),
+            idp_entity_id: "d".into(),
+            certs: vec![vec![7]],
+            audience: None,
+            callback_url: Some("c".into()),
+            want_assertions_signed: true,
+            identifier_format: None,
+            mapping_email: None,
+            mapping_name: None,
+            mapping_first_name: None,
+            mapping_last_name: None,
+        };
+        let provider = SsoProviderRecordV2 { saml: Some(saml), ..v1.clone().into() };
+        // The first format's bytes after the version byte, then the SAML part.
+        let mut expected = vec![2];
+        expected.extend(&encode(&v1)[1..]);
+        expected.extend([1, 1, b'e', 1, b'd', 1, 1, 7, 0, 1, 1, b'c', 1, 0, 0, 0, 0, 0]);
+        assert_eq!(encode(&provider), expected);
+        assert_eq!(decode_sso_provider(&expected).unwrap(), provider);
     }
 }

@@ -300,6 +300,7 @@ documents! {
     administration_runs_as_written => "docs/guides/administration.md",
     sign_in_with_a_provider_runs_as_written => "docs/guides/sign-in-with-a-provider.md",
     scim_runs_as_written => "docs/guides/scim.md",
+    sso_runs_as_written => "docs/guides/sso.md",
     front_end_runs_as_written => "docs/guides/front-end.md",
     operations_runs_as_written => "docs/guides/operations.md",
     migration_runs_as_written => "docs/guides/migration.md",

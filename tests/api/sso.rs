@@ -335,8 +335,9 @@ async fn a_registration_is_refused_precisely() {
         let r = call(s, "register", owner, &with(f)).await;
         assert_eq!(r.status, 400, "{what}: {}", r.text);
     }
-    let saml = call(s, "register", owner, &with(&|b| b["samlConfig"] = json!({"entryPoint": "http://x.test"}))).await;
-    assert_auth_error(&saml, 400, "SAML_NOT_SUPPORTED");
+    // Both an OpenID Connect and a SAML configuration: which one is meant is not guessed.
+    let both = call(s, "register", owner, &with(&|b| b["samlConfig"] = json!({"entryPoint": "http://x.test"}))).await;
+    assert_auth_error(&both, 400, "VALIDATION_ERROR");
     // Nothing of the refused ones was kept.
     assert_eq!(ok(&get(s, "providers", owner).await)["providers"].as_array().unwrap().len(), 1);
     assert_auth_error(&get(s, "get-provider?providerId=other", owner).await, 404, "PROVIDER_NOT_FOUND");
