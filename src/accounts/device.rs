@@ -165,7 +165,11 @@ impl Accounts {
         } else {
             (DeviceDecisionV1::Denied, Vec::new())
         };
-        let decided = self.grants.decide_device(hash, decision, ops, now).await.map_err(Unavailable::from)?;
+        let decided = self
+            .grants
+            .decide_device((hash, record.user_code_hash), decision, ops, now)
+            .await
+            .map_err(Unavailable::from)?;
         if decided { Ok(()) } else { Err(DeviceError::InvalidCode) }
     }
 

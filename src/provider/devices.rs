@@ -139,17 +139,22 @@ impl Grants {
         Ok(found.filter(|(_, r)| r.decision == DeviceDecisionV1::Pending && r.expires_at_ms >= now.as_millis()))
     }
 
-    /// Records the user's decision on the pending request `hash`, with `ops` (the consent and its audit entry) in
-    /// the same commit. `false` when it is no longer pending (decided or redeemed meanwhile, here or on another
-    /// node): nothing is written then.
+    /// Records the user's decision on the pending request `hash` (whose user code's hash is `user_code_hash`), with
+    /// `ops` (the consent and its audit entry) in the same commit. `false` when it is no longer pending (decided or
+    /// redeemed meanwhile, here or on another node): nothing is written then.
     pub async fn decide_device(
         &self,
-        hash: [u8; 32],
+        (hash, user_code_hash): ([u8; 32], [u8; 32]),
         decision: DeviceDecisionV1,
         mut ops: Vec<StoreOp>,
         now: Timestamp,
     ) -> Result<bool, GrantError> {
-        let Some(_claim) = self.claim(hash) else { return Ok(false) };
+        // Two answers to one request exclude each other by a claim on the user code's hash, not on the device
+        // code's, which the device's polls hold: an answer given while a poll is in flight must not be turned
+        // away as an invalid code. A poll and an answer need no exclusion: each changes only its own fields of
+        // the stored request as it is at the commit (PollOAuthDevice the poll's time and interval), and a poll
+        // redeems only a request it read decided, after the answer's commit.
+        let Some(_claim) = self.claim(user_code_hash) else { return Ok(false) };
         let found = self.read(move |s| s.oauth_device(&hash)).await?;
         if !found.is_some_and(|r| r.decision == DeviceDecisionV1::Pending && r.expires_at_ms >= now.as_millis()) {
             return Ok(false);

@@ -1340,9 +1340,10 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     put(&mut devices, *hash, r)?;
                     user_codes.insert(r.user_code_hash, *hash).map_err(io)?;
                 }
-                // One node: the facade holds a claim on the request while it polls, decides or redeems it
-                // (src/provider/devices.rs), so each changes the request as it was read. A request gone meanwhile
-                // (pruned) is left gone.
+                // One node: the facade holds a claim on the request while it polls or redeems it, and another
+                // while it decides it (src/provider/devices.rs), so two polls or two answers never cross; a poll
+                // and an answer may, and each changes only its own fields of the request as it is here. A request
+                // gone meanwhile (pruned) is left gone.
                 StoreOp::PollOAuthDevice { hash, at_ms, interval_secs } => {
                     let found =
                         devices.get(hash).map_err(io)?.map(|v| codec::decode::<super::OAuthDeviceRecordV1>(v.value()));

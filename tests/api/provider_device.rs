@@ -396,3 +396,42 @@ async fn withdrawing_the_approval_ends_the_devices_tokens() {
     oauth_error(&r, 400, "invalid_grant");
     assert_eq!(s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await.status, 401);
 }
+
+/// The person's answer is taken while the device polls: polls in flight (here eight at once without pause, each a
+/// `slow_down` that writes) never turn the answer away as an invalid code, and the device's next poll in its time
+/// gets the tokens. Before, an answer and a poll of one request excluded each other on a node, and the answer
+/// that met a poll in flight was refused as `INVALID_USER_CODE`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_given_while_the_device_polls_is_taken() {
+    let (s, clock) = TestServer::start_clocked(|_| {}).await;
+    let admin = s.admin_session().await;
+    let id = cli(&s, &admin).await;
+    let u = s.new_user("busy").await;
+    for round in 0..5 {
+        let d = started(&s, &id, "openid").await;
+        let device_code = str_of(&d["device_code"]).to_owned();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let pollers: Vec<_> = (0..8)
+            .map(|i| {
+                let (node, id, device_code) = (s.nodes[i % s.nodes.len()].clone(), id.clone(), device_code.clone());
+                let stop = std::sync::Arc::clone(&stop);
+                tokio::spawn(async move {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let r = poll(&node, &id, &device_code).await;
+                        assert_eq!(r.status, 400, "{}", r.text);
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let answered = decide(&s, &u.cookie, str_of(&d["user_code"]), true).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for poller in pollers {
+            poller.await.unwrap();
+        }
+        assert_eq!(answered.status, 200, "round {round}: {}", answered.text);
+        clock.advance(61 * SEC);
+        let r = poll(&s, &id, &device_code).await;
+        assert_eq!(r.status, 200, "round {round}: {}", r.text);
+    }
+}
