@@ -56,6 +56,7 @@ mod api {
     mod session_limits;
     mod setup;
     mod sso;
+    mod sso_policy;
     mod stats;
     mod teams;
     mod test_command;

@@ -53,7 +53,8 @@ impl From<SignInError> for AccountError {
             SignInError::InvalidCredentials
             | SignInError::Banned
             | SignInError::EmailNotVerified
-            | SignInError::PasskeyRequired => Self::InvalidPassword,
+            | SignInError::PasskeyRequired
+            | SignInError::SsoRequired => Self::InvalidPassword,
             SignInError::Locked(wait) => Self::Locked(wait),
             SignInError::Busy => Self::Busy,
             SignInError::Unavailable(u) => Self::Unavailable(u),

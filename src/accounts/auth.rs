@@ -55,6 +55,9 @@ pub enum SignedUp {
 pub enum SignUpError {
     #[error("User already exists. Use another email.")]
     EmailTaken,
+    /// The address is in a domain whose organization requires single sign-on ([`super::sso_policy`]).
+    #[error("{SSO_REQUIRED}")]
+    SsoRequired,
     /// The username, one that looks like it, or a reserved name.
     #[error("Username is already taken. Please try another.")]
     UsernameTaken,
@@ -84,10 +87,27 @@ pub enum SignInError {
     /// passkey ([`Accounts::passkey_required`]).
     #[error("This account signs in with its passkey")]
     PasskeyRequired,
+    /// The address is in a domain whose organization requires single sign-on ([`super::sso_policy`]), and the
+    /// account is not a service administrator's.
+    #[error("{SSO_REQUIRED}")]
+    SsoRequired,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
+}
+
+/// What a way in refused by an organization's single sign-on policy answers (with the code `SSO_REQUIRED`).
+pub const SSO_REQUIRED: &str =
+    "Your organization requires single sign-on for this address: sign in with SSO (sign-in/sso with your email)";
+
+/// How a password sign-in names its account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SignInBy {
+    /// Its address: the single sign-on policy answers by the address's domain alone, right password or not.
+    Email,
+    /// Its username: the policy answers only after a right password, so that it does not tell which names exist.
+    Username,
 }
 
 impl From<HashError> for SignUpError {
@@ -133,6 +153,10 @@ impl Accounts {
     }
 
     async fn sign_up_uncounted(&self, form: SignUp, client: Client) -> Result<SignedUp, SignUpError> {
+        // Before anything that looks at accounts: the domain alone decides, so the answer tells nothing of them.
+        if self.sso_refuses_address(&form.email).await? {
+            return Err(SignUpError::SsoRequired);
+        }
         // Checked again inside the users actor; this early look only saves a 20 ms hash on an obvious duplicate.
         if self.indexes.users.by_email(&form.email).is_some() {
             return Err(SignUpError::EmailTaken);
@@ -181,13 +205,15 @@ impl Accounts {
         client: Client,
     ) -> Result<SignInOutcome, SignInError> {
         let user = self.indexes.users.by_email(&email);
-        self.sign_in_counted(email, user, password, remember_me, trusted, client).await
+        self.sign_in_counted(SignInBy::Email, email, user, password, remember_me, trusted, client).await
     }
 
     /// A sign-in of `user` (`None`: nobody has the e-mail or username given), its attempts counted under `email`
     /// (the account's address, or the key an unknown username counts under), and counted in the overview.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn sign_in_counted(
         &self,
+        by: SignInBy,
         email: Email,
         user: Option<Arc<User>>,
         password: Password,
@@ -195,15 +221,18 @@ impl Accounts {
         trusted: Option<SessionToken>,
         client: Client,
     ) -> Result<SignInOutcome, SignInError> {
-        let outcome = self.sign_in_uncounted(email, user, password, remember_me, trusted, client).await;
+        let outcome = self.sign_in_uncounted(by, email, user, password, remember_me, trusted, client).await;
         // An overloaded or unavailable service decided nothing about the caller: not counted. A right password
         // that still needs its second factor is not a sign-in yet.
         let counted = match &outcome {
             Ok(SignInOutcome::In(_) | SignInOutcome::Trusted(..)) => Some(Counter::SignInSucceeded),
             Ok(SignInOutcome::SecondFactor { .. }) | Err(SignInError::PasskeyRequired) => None,
-            Err(SignInError::InvalidCredentials | SignInError::Banned | SignInError::EmailNotVerified) => {
-                Some(Counter::SignInFailed)
-            }
+            Err(
+                SignInError::InvalidCredentials
+                | SignInError::Banned
+                | SignInError::EmailNotVerified
+                | SignInError::SsoRequired,
+            ) => Some(Counter::SignInFailed),
             Err(SignInError::Locked(_)) => Some(Counter::LockedOut),
             Err(SignInError::Busy | SignInError::Unavailable(_)) => None,
         };
@@ -213,8 +242,10 @@ impl Accounts {
         outcome
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn sign_in_uncounted(
         &self,
+        by: SignInBy,
         email: Email,
         user: Option<Arc<User>>,
         password: Password,
@@ -228,11 +259,25 @@ impl Accounts {
             .as_ref()
             .filter(|u| self.hasher.needs_rehash(u.password_hash()))
             .map(|u| (u.password_hash().to_string(), password.clone()));
-        let check = check_password(self.clone(), email, user.clone(), password, client.ip_address.clone());
+        let check = check_password(self.clone(), email.clone(), user.clone(), password, client.ip_address.clone());
         // A task of its own: hyper drops a handler whose client has closed the connection, and dropped between
         // the reservation and its end, the reservation would count against the account for good (anyone could
         // lock any account by hanging up). As a task it always ends, counting the outcome as it came out.
         let verified = self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)??;
+        // The organization's single sign-on policy, after the password's check either way (so its answer takes
+        // the same time for every address of the domain). By address: the domain alone decides, and only a
+        // service administrator's right password passes. By username: only a right password learns of it.
+        let administrator = verified && user.as_ref().is_some_and(|u| u.role.is_admin());
+        let refused = match by {
+            SignInBy::Email => !administrator && self.sso_refuses_address(&email).await?,
+            SignInBy::Username => match &user {
+                Some(user) if verified => self.sso_refuses_user(user).await?,
+                _ => false,
+            },
+        };
+        if refused {
+            return Err(SignInError::SsoRequired);
+        }
         let user = user.filter(|_| verified).ok_or(SignInError::InvalidCredentials)?;
         if self.require_verification && !user.email_verified {
             return Err(SignInError::EmailNotVerified);

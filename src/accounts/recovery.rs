@@ -20,6 +20,9 @@ pub enum MailError {
     /// The outbox is full (`[email] max_outbox`): 503 until the sender has worked some off.
     #[error("Too much mail is waiting to be sent. Please try again later.")]
     OutboxFull,
+    /// The address is in a domain whose organization requires single sign-on (see `accounts::sso_policy`).
+    #[error("{}", super::SSO_REQUIRED)]
+    SsoRequired,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -28,6 +31,9 @@ pub enum MailError {
 pub enum ResetPasswordError {
     #[error("Invalid token")]
     InvalidToken,
+    /// The address is in a domain whose organization requires single sign-on (see `accounts::sso_policy`).
+    #[error("{}", super::SSO_REQUIRED)]
+    SsoRequired,
     #[error("The service is busy. Please try again in a moment.")]
     Busy,
     /// The new password is refused by the policy (too short for the account, listed, or a context word).
@@ -46,6 +52,10 @@ impl Accounts {
         callback: Option<String>,
         ip: &str,
     ) -> Result<(), MailError> {
+        // By the domain alone: the answer must not depend on whether the address has an account.
+        if self.sso_refuses_address(&email).await? {
+            return Err(MailError::SsoRequired);
+        }
         self.mail_link(TokenKind::PasswordReset, email, callback, ip).await
     }
 
@@ -106,6 +116,11 @@ impl Accounts {
         let reset =
             self.indexes.tokens.get(&token.hash()).filter(|t| t.kind == TokenKind::PasswordReset && !t.is_expired(now));
         let user = reset.and_then(|t| self.indexes.users.get(t.user_id)).ok_or(ResetPasswordError::InvalidToken)?;
+        // A link mailed before the organization required single sign-on sets no password (its holder is known
+        // now, so a service administrator's still does).
+        if self.sso_refuses_user(&user).await? {
+            return Err(ResetPasswordError::SsoRequired);
+        }
         self.vet_password_of(&user, &new_password).await?;
         let hash = self.hasher.hash(new_password).await.map_err(|e| match e {
             HashError::Busy => ResetPasswordError::Busy,

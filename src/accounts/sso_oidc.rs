@@ -241,7 +241,7 @@ impl Accounts {
 }
 
 /// The plugin's `domainMatches`: `domain` is `of`, or a subdomain of it (both lower case).
-fn domain_matches(domain: &str, of: &str) -> bool {
+pub(super) fn domain_matches(domain: &str, of: &str) -> bool {
     domain == of || domain.strip_suffix(of).is_some_and(|rest| rest.ends_with('.'))
 }
 

@@ -95,7 +95,7 @@ impl Accounts {
         if self.organizations.teams { Ok(()) } else { Err(TeamsError::NotEnabled) }
     }
 
-    fn team_caller(current: &Current, ip: String) -> TeamCaller {
+    pub(super) fn team_caller(current: &Current, ip: String) -> TeamCaller {
         TeamCaller { by: current.actor(), ip }
     }
 

@@ -57,6 +57,6 @@ impl Accounts {
             Some(user) => user.email_address(),
             None => Email::from_trusted(format!("{name}@username.invalid")),
         };
-        self.sign_in_counted(key, user, password, remember_me, trusted, client).await
+        self.sign_in_counted(super::auth::SignInBy::Username, key, user, password, remember_me, trusted, client).await
     }
 }

@@ -34,6 +34,9 @@ pub enum WayInError {
     Disabled,
     #[error("Too much mail is waiting to be sent. Please try again later.")]
     OutboxFull,
+    /// The address is in a domain whose organization requires single sign-on (see `accounts::sso_policy`).
+    #[error("{}", super::SSO_REQUIRED)]
+    SsoRequired,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -53,6 +56,9 @@ pub enum LinkSignInError {
     InvalidToken,
     #[error("Sign-up is disabled")]
     SignUpDisabled,
+    /// The address is in a domain whose organization requires single sign-on (see `accounts::sso_policy`).
+    #[error("{}", super::SSO_REQUIRED)]
+    SsoRequired,
     #[error("You have been banned from this application. Please contact support if you believe this is an error.")]
     Banned,
     #[error(transparent)]
@@ -92,6 +98,9 @@ pub enum CodeUseError {
     TooManyAttempts,
     #[error("User not found")]
     UserNotFound,
+    /// The address is in a domain whose organization requires single sign-on (see `accounts::sso_policy`).
+    #[error("{}", super::SSO_REQUIRED)]
+    SsoRequired,
     /// The account's failure limit (`[rate_limit]`), shared with passwords and second factors.
     #[error("Too many requests. Please try again later.")]
     Locked(Duration),
@@ -133,6 +142,9 @@ impl Accounts {
         let started = tokio::time::Instant::now();
         let templates = self.templates.as_ref().filter(|_| self.magic_link.enabled).ok_or(WayInError::Disabled)?;
         let LinkRequest { email, name, callback, new_user_callback, error_callback } = request;
+        if self.sso_refuses_address(&email).await? {
+            return Err(WayInError::SsoRequired);
+        }
         let token = SessionToken::generate();
         let link = templates.magic_link_url(
             &token,
@@ -157,6 +169,13 @@ impl Accounts {
             return Err(LinkSignInError::Disabled);
         }
         let token = SessionToken::parse(token).ok_or(LinkSignInError::InvalidToken)?;
+        // A link mailed before the organization required single sign-on: refused, and left unused.
+        let address = self.indexes.tokens.get(&token.hash()).and_then(|t| t.address.as_ref().map(|a| a.email.clone()));
+        if let Some(email) = address
+            && self.sso_refuses_address(&email).await?
+        {
+            return Err(LinkSignInError::SsoRequired);
+        }
         let role = self.roles.default_role();
         let used = self.actors.users.use_link(token.hash(), self.magic_link.sign_up, role, client).await;
         let passed = used.map_err(|e| match e {
@@ -179,6 +198,11 @@ impl Accounts {
     pub async fn send_email_code(&self, email: Email, purpose: CodePurpose, ip: &str) -> Result<(), WayInError> {
         let started = tokio::time::Instant::now();
         let templates = self.templates.as_ref().filter(|_| self.email_otp.enabled).ok_or(WayInError::Disabled)?;
+        // A code that signs in or sets a password; one that proves the address is no way in.
+        let way_in = matches!(purpose, CodePurpose::SignIn | CodePurpose::PasswordReset);
+        if way_in && self.sso_refuses_address(&email).await? {
+            return Err(WayInError::SsoRequired);
+        }
         let code = two_factor::new_otp();
         let key = email_code_key(purpose, &email);
         let hash = email_code_hash(&self.data_key.mac_key(), &key, &code);
@@ -203,6 +227,11 @@ impl Accounts {
     ) -> Result<CodeOutcome, CodeUseError> {
         if !self.offers_email_codes() {
             return Err(CodeUseError::Disabled);
+        }
+        // By the domain alone, before the code is looked at (one mailed before the policy came on stays unused).
+        let way_in = matches!(use_, EmailCodeUse::SignIn { .. } | EmailCodeUse::ResetPassword(_));
+        if way_in && self.sso_refuses_address(&email).await? {
+            return Err(CodeUseError::SsoRequired);
         }
         let users = &self.actors.users;
         let ip = client.ip_address.clone();

@@ -315,6 +315,7 @@ fn a_load_reads_every_record_or_stops_at_the_first_bad_one() {
         created_at: Timestamp::now(),
         teams: Vec::new(),
         roles: Vec::new(),
+        require_sso: false,
     };
     store
         .commit(&[StoreOp::PutOrg(convert::org_record(&twin())), StoreOp::PutOrg(convert::org_record(&twin()))])
@@ -341,6 +342,7 @@ fn a_load_keeps_the_memberships_of_what_exists_and_gives_each_account_its_organi
         created_at: Timestamp::now(),
         teams: Vec::new(),
         roles: Vec::new(),
+        require_sso: false,
     };
     let (first, second, gone_org) = (org("first"), org("second"), OrgId::new());
     let mut users: Vec<User> = (0..6).map(|n| user(&format!("u{n}@example.com"), roles.default_role())).collect();

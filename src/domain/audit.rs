@@ -129,6 +129,9 @@ pub mod action {
     /// (the detail says how: a DNS TXT record, or a service administrator's confirmation).
     pub const SSO_DOMAIN_VERIFICATION_REQUESTED: &str = "sso_provider.domain_verification_requested";
     pub const SSO_DOMAIN_VERIFIED: &str = "sso_provider.domain_verified";
+    /// An organization's single sign-on policy changed by its owner or a service administrator (the target is the
+    /// organization, the detail says whether single sign-on is now required for its verified domains).
+    pub const SSO_POLICY_UPDATED: &str = "sso_policy.updated";
     /// A SCIM token made for an organization, or revoked (the target is the organization, the detail the token's
     /// id, scopes and expiry; never the token).
     pub const SCIM_TOKEN_CREATED: &str = "scim_token.created";

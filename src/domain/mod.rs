@@ -326,6 +326,9 @@ pub struct Organization {
     /// The roles it defined (better-auth's `dynamicAccessControl`), oldest first: in its record too, so a role
     /// and the organization change in one commit and travel the change log together.
     pub roles: Vec<CustomRole>,
+    /// Whether an address of the verified domains of its single sign-on providers signs in only through them (its
+    /// owner's or a service administrator's choice; in its record too, so it travels the change log with it).
+    pub require_sso: bool,
 }
 
 /// A session. The token itself is not kept: the index is keyed by its SHA-256.

@@ -1035,6 +1035,7 @@ mod tests {
                 created_at: now,
                 teams: Vec::new(),
                 roles: Vec::new(),
+                require_sso: false,
             };
             let roles = domain::MemberRoles::parse(["admin", "member"]).unwrap();
             let membership = Membership::new(org.id, account.id, roles.clone(), now);
@@ -1544,6 +1545,21 @@ impl<'a> SsoProvider<'a> {
 #[serde(rename_all = "camelCase")]
 pub struct SsoVerificationToken<'a> {
     pub domain_verification_token: &'a str,
+}
+
+/// An organization's single sign-on policy (`/api/admin/organizations/{id}/sso-policy`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SsoPolicy<'a> {
+    pub domains: &'a [String],
+    pub organization_id: crate::domain::OrgId,
+    pub require_sso: bool,
+}
+
+impl<'a> From<&'a crate::accounts::SsoPolicy> for SsoPolicy<'a> {
+    fn from(p: &'a crate::accounts::SsoPolicy) -> Self {
+        Self { domains: &p.domains, organization_id: p.organization_id, require_sso: p.require_sso }
+    }
 }
 
 /// `sso/providers`.

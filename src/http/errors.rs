@@ -58,6 +58,23 @@ impl From<Unavailable> for Failure {
     }
 }
 
+/// A way in the organization's single sign-on policy refuses: 403 `SSO_REQUIRED`, the same for every address of
+/// the domain (the client goes to `sign-in/sso` with the address instead).
+pub(super) fn sso_required() -> Failure {
+    Failure::new(StatusCode::FORBIDDEN, "SSO_REQUIRED", crate::accounts::SSO_REQUIRED)
+}
+
+impl From<crate::accounts::SsoPolicyError> for Failure {
+    fn from(e: crate::accounts::SsoPolicyError) -> Self {
+        use crate::accounts::SsoPolicyError as E;
+        match e {
+            E::OrgNotFound => Self::new(StatusCode::NOT_FOUND, "ORGANIZATION_NOT_FOUND", e.to_string()),
+            E::Forbidden => Self::new(StatusCode::FORBIDDEN, "FORBIDDEN", e.to_string()),
+            E::Unavailable(u) => u.into(),
+        }
+    }
+}
+
 /// A full hashing pool is a short overload: 503, retry in a second.
 pub(super) fn busy() -> Failure {
     Failure::unavailable().with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
@@ -70,6 +87,7 @@ impl From<SignUpError> for Failure {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL", e.to_string())
             }
             SignUpError::UsernameTaken => Self::bad_request("USERNAME_IS_ALREADY_TAKEN", e.to_string()),
+            SignUpError::SsoRequired => sso_required(),
             SignUpError::Busy => busy(),
             SignUpError::Password(p) => p.into(),
             SignUpError::Unavailable(u) => u.into(),
@@ -87,6 +105,7 @@ impl From<SignInError> for Failure {
             SignInError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", e.to_string()),
             SignInError::EmailNotVerified => Self::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", e.to_string()),
             SignInError::PasskeyRequired => Self::new(StatusCode::FORBIDDEN, "PASSKEY_REQUIRED", e.to_string()),
+            SignInError::SsoRequired => sso_required(),
             SignInError::Busy => busy(),
             SignInError::Unavailable(u) => u.into(),
         }
@@ -210,6 +229,7 @@ impl From<MailError> for Failure {
     fn from(e: MailError) -> Self {
         match e {
             MailError::NotConfigured => Self::bad_request("EMAIL_NOT_CONFIGURED", e.to_string()),
+            MailError::SsoRequired => sso_required(),
             MailError::OutboxFull => Self::new(StatusCode::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL", e.to_string())
                 .with_header(header::RETRY_AFTER, HeaderValue::from_static("30")),
             MailError::Unavailable(u) => u.into(),
@@ -221,6 +241,7 @@ impl From<WayInError> for Failure {
     fn from(e: WayInError) -> Self {
         match e {
             WayInError::Disabled => Self::new(StatusCode::NOT_FOUND, "NOT_FOUND", e.to_string()),
+            WayInError::SsoRequired => sso_required(),
             WayInError::OutboxFull => Self::new(StatusCode::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL", e.to_string())
                 .with_header(header::RETRY_AFTER, HeaderValue::from_static("30")),
             WayInError::Unavailable(u) => u.into(),
@@ -235,6 +256,7 @@ impl From<LinkSignInError> for Failure {
             LinkSignInError::InvalidToken => Self::bad_request("INVALID_TOKEN", e.to_string()),
             LinkSignInError::SignUpDisabled => Self::bad_request("NEW_USER_SIGNUP_DISABLED", e.to_string()),
             LinkSignInError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", e.to_string()),
+            LinkSignInError::SsoRequired => sso_required(),
             LinkSignInError::Unavailable(u) => u.into(),
         }
     }
@@ -249,6 +271,7 @@ impl From<CodeUseError> for Failure {
             CodeUseError::Invalid => Self::bad_request("INVALID_OTP", e.to_string()),
             CodeUseError::TooManyAttempts => Self::new(StatusCode::FORBIDDEN, "TOO_MANY_ATTEMPTS", e.to_string()),
             CodeUseError::UserNotFound => Self::bad_request("USER_NOT_FOUND", e.to_string()),
+            CodeUseError::SsoRequired => sso_required(),
             CodeUseError::Locked(wait) => Self::too_many_requests(wait),
             CodeUseError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", e.to_string()),
             CodeUseError::Busy => busy(),
@@ -262,6 +285,7 @@ impl From<ResetPasswordError> for Failure {
     fn from(e: ResetPasswordError) -> Self {
         match e {
             ResetPasswordError::InvalidToken => Self::bad_request("INVALID_TOKEN", e.to_string()),
+            ResetPasswordError::SsoRequired => sso_required(),
             ResetPasswordError::Busy => busy(),
             ResetPasswordError::Password(p) => p.into(),
             ResetPasswordError::Unavailable(u) => u.into(),

@@ -237,6 +237,8 @@ async fn handle(
         Endpoint::SsoRequestDomainVerification => sso::request_domain_verification(state, ctx, req).await,
         Endpoint::SsoVerifyDomain => sso::verify_domain(state, ctx, req).await,
         Endpoint::SsoConfirmDomain => sso::confirm_domain(state, ctx, req).await,
+        Endpoint::SsoPolicy => sso::policy(state, ctx, req).await,
+        Endpoint::SetSsoPolicy => sso::set_policy(state, ctx, req).await,
         Endpoint::SignInSso => sso_sign_in::sign_in(state, ctx, req).await,
         Endpoint::SsoCallback => sso_sign_in::callback(state, ctx, req).await,
         Endpoint::SsoSamlMetadata => saml::metadata(state, ctx, req).await,

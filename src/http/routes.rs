@@ -194,6 +194,7 @@ routes! {
     "/api/admin/oidc/keys/rotate" => { POST => RotateSigningKeys },
     "/api/admin/oidc/clients" => { GET => OAuthClients, POST => CreateOAuthClient },
     "/api/admin/sso/providers/{provider_id}/verify-domain" => { POST => SsoConfirmDomain },
+    "/api/admin/organizations/{id}/sso-policy" => { GET => SsoPolicy, PUT => SetSsoPolicy },
     "/api/admin/oidc/clients/{client_id}" => { GET => OAuthClient, PATCH => UpdateOAuthClient, DELETE => DeleteOAuthClient },
     // webhooks and the audit export
     "/api/admin/webhooks" => { GET => ListWebhooks, POST => CreateWebhook },

@@ -6,7 +6,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 
 use super::AppState;
-use super::dto::{SUCCESS, SsoProvider, SsoProviderList, SsoRegistered, SsoVerificationToken};
+use super::dto::{SUCCESS, SsoPolicy, SsoProvider, SsoProviderList, SsoRegistered, SsoVerificationToken};
 use super::extract::{self, Ctx, Fields};
 use super::response::{Body, Failure, json, ok};
 use crate::accounts::{NewSsoProvider, SsoChange, SsoTokenAuth};
@@ -196,6 +196,38 @@ pub async fn confirm_domain(state: &AppState, ctx: Ctx, req: Request<Incoming>) 
         .ok_or_else(|| Failure::validation("the providerId in the path is malformed"))?;
     let provider = state.accounts.confirm_sso_domain(&current, provider_id.as_str(), &ctx.ip.to_string()).await?;
     Ok(ok(&SsoProvider::of(&provider, &auth_base(state, &ctx)?)))
+}
+
+/// The `{id}` segment of `/api/admin/organizations/{id}/sso-policy`.
+fn policy_path(req: &Request<Incoming>) -> Result<OrgId, Failure> {
+    let path = req.uri().path().trim_start_matches("/api/admin/organizations/");
+    let org = path.strip_suffix("/sso-policy").and_then(OrgId::parse);
+    org.ok_or_else(|| Failure::validation("the organization id in the path must be a UUID"))
+}
+
+/// `GET /api/admin/organizations/{id}/sso-policy` → `{organizationId, requireSso, domains}`: for a service
+/// administrator, or an owner or admin of the organization.
+pub async fn policy(state: &AppState, _: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    extract::query_only(req.uri().query(), &[])?;
+    let org = policy_path(&req)?;
+    let policy = state.accounts.sso_policy(&current, org).await?;
+    Ok(ok(&SsoPolicy::from(&policy)))
+}
+
+/// `PUT /api/admin/organizations/{id}/sso-policy` `{requireSso}` → the policy as it now is: for a service
+/// administrator, or an owner of the organization.
+pub async fn set_policy(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let (_, current) = extract::signed_in(state, req.headers()).await?;
+    extract::query_only(req.uri().query(), &[])?;
+    let org = policy_path(&req)?;
+    let body = extract::json_object(req, true, state.body_timeout()).await?;
+    body.only(&["requireSso"])?;
+    let require_sso = body
+        .optional_bool("requireSso")?
+        .ok_or_else(|| Failure::validation("[body.requireSso] Invalid input: expected boolean, received undefined"))?;
+    let policy = state.accounts.set_sso_policy(&current, org, require_sso, &ctx.ip.to_string()).await?;
+    Ok(ok(&SsoPolicy::from(&policy)))
 }
 
 fn saml_not_offered() -> Failure {

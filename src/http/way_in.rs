@@ -82,6 +82,7 @@ pub async fn verify_magic_link(state: &AppState, ctx: Ctx, req: Request<Incoming
             Ok(signed_in) => signed_in,
             Err(LinkSignInError::InvalidToken) => return Ok(failed("INVALID_TOKEN")),
             Err(LinkSignInError::SignUpDisabled) => return Ok(failed("new_user_signup_disabled")),
+            Err(LinkSignInError::SsoRequired) => return Ok(failed("SSO_REQUIRED")),
             Err(e) => return Err(e.into()),
         };
     let cookie = state.cookies.set(token.as_str(), true);

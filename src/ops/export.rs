@@ -278,6 +278,7 @@ impl Seen {
                     metadata,
                     teams,
                     roles: Vec::new(),
+                    require_sso: false,
                 }))
             }
             Line::User {
@@ -550,6 +551,7 @@ mod tests {
             metadata: None,
             teams: Vec::new(),
             roles: Vec::new(),
+            require_sso: false,
         };
         Store::open(&a.data_dir)
             .unwrap()
@@ -579,6 +581,7 @@ mod tests {
                 metadata: Some(r#"{"branch":7}"#.into()),
                 teams: Vec::new(),
                 roles: Vec::new(),
+                require_sso: false,
             })
         };
         let member = |org: u8, user: u8, roles: u8| {
@@ -674,6 +677,7 @@ mod tests {
                 ),
             ],
             roles: Vec::new(),
+            require_sso: false,
         };
         let member = |user: u8| {
             StoreOp::PutMember(MembershipRecord {

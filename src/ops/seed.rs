@@ -119,6 +119,7 @@ fn seed_orgs(store: &Store, n: usize) -> Result<Vec<OrgId>, OpsError> {
             created_at: Timestamp::now(),
             teams: Vec::new(),
             roles: Vec::new(),
+            require_sso: false,
         };
         ids.push(org.id);
         StoreOp::PutOrg(convert::org_record(&org))
@@ -187,6 +188,7 @@ fn seed_members(store: &Store, users: &[UserId]) -> Result<usize, OpsError> {
         created_at: now,
         teams: Vec::new(),
         roles: Vec::new(),
+        require_sso: false,
     };
     store.commit(&[StoreOp::PutOrg(convert::org_record(&org))])?;
     let ops = users.iter().enumerate().map(|(i, user)| {

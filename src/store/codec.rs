@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 use super::StoreError;
 use super::records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecord, MembershipRecordV1, MembershipRecordV2, OrgRecord,
-    OrgRecordV1, OrgRecordV2, OrgRecordV3, OrgRecordV4, OutboxRecordV1, SessionRecord, SessionRecordV1,
+    OrgRecordV1, OrgRecordV2, OrgRecordV3, OrgRecordV4, OrgRecordV5, OutboxRecordV1, SessionRecord, SessionRecordV1,
     SessionRecordV2, SessionRecordV3, SessionRecordV4, TokenRecord, TokenRecordV1, TokenRecordV2, TokenRecordV3,
     TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4, UserRecordV5,
 };
@@ -126,7 +126,8 @@ pub fn decode_org(bytes: &[u8]) -> Result<OrgRecord, StoreError> {
         Some(&OrgRecordV1::VERSION) => decode::<OrgRecordV1>(bytes).map(Into::into),
         Some(&OrgRecordV2::VERSION) => decode::<OrgRecordV2>(bytes).map(Into::into),
         Some(&OrgRecordV3::VERSION) => decode::<OrgRecordV3>(bytes).map(Into::into),
-        _ => decode::<OrgRecordV4>(bytes),
+        Some(&OrgRecordV4::VERSION) => decode::<OrgRecordV4>(bytes).map(Into::into),
+        _ => decode::<OrgRecordV5>(bytes),
     }
 }
 
@@ -142,15 +143,23 @@ pub fn decode_member(bytes: &[u8]) -> Result<MembershipRecord, StoreError> {
 /// the third only for one with teams, which an older node refuses (teams are off by default; docs/cluster.md
 /// says to upgrade every node before turning them on).
 pub fn encode_org(record: &OrgRecord) -> Vec<u8> {
-    match record.as_v3() {
+    // The fifth only for an organization that requires single sign-on (an owner's choice: docs/cluster.md says to
+    // upgrade every node before turning it on).
+    let Some(v4) = record.as_v4() else { return encode(record) };
+    match v4.as_v3() {
         Some(v3) => match v3.as_v2() {
             Some(v2) => encode(&v2),
             None => encode(&v3),
         },
         // The fourth only for an organization with roles of its own (`dynamic_roles`, off by default: the same
         // rule as teams, every node upgraded first).
-        None => encode(record),
+        None => encode(&v4),
     }
+}
+
+impl Versioned for OrgRecordV5 {
+    const VERSION: u8 = 5;
+    const KIND: &'static str = "organization";
 }
 
 impl Versioned for OrgRecordV4 {
@@ -537,7 +546,11 @@ mod tests {
     fn org_v4_golden_bytes_and_written_only_with_roles() {
         let v1 = OrgRecordV1 { id: [7; 16], name: "P".into(), slug: "p-1".into(), created_at_ms: -1 };
         let bare = OrgRecordV4::from(v1.clone());
-        assert_eq!(encode_org(&bare), encode(&OrgRecordV2::from(v1.clone())), "no roles, no teams: the second");
+        assert_eq!(
+            encode_org(&bare.clone().into()),
+            encode(&OrgRecordV2::from(v1.clone())),
+            "no roles, no teams: the second"
+        );
         let role = OrgRoleRecordV1 {
             id: [3; 16],
             name: "r".into(),
@@ -551,8 +564,21 @@ mod tests {
         expected.extend([0, 1]);
         expected.extend([3; 16]);
         expected.extend([1, b'r', 1, 2, b'a', b'c', 1, 4, b'r', b'e', b'a', b'd', 2, 0]);
-        assert_eq!(encode_org(&v4), expected);
-        assert_eq!(decode_org(&expected).unwrap(), v4);
+        assert_eq!(encode_org(&v4.clone().into()), expected);
+        assert_eq!(decode_org(&expected).unwrap(), v4.into());
+    }
+
+    #[test]
+    fn org_v5_golden_bytes_and_written_only_with_the_sso_policy() {
+        let v1 = OrgRecordV1 { id: [7; 16], name: "P".into(), slug: "p-1".into(), created_at_ms: -1 };
+        let bare = OrgRecordV5::from(v1.clone());
+        assert_eq!(encode_org(&bare), encode(&OrgRecordV2::from(v1.clone())), "no policy, no roles: the second");
+        let v5 = OrgRecordV5 { require_sso: true, ..bare };
+        let mut expected = encode(&OrgRecordV2::from(v1));
+        expected[0] = 5;
+        expected.extend([0, 0, 1]);
+        assert_eq!(encode_org(&v5), expected);
+        assert_eq!(decode_org(&expected).unwrap(), v5);
     }
 
     #[test]

@@ -111,6 +111,7 @@ pub fn org_record(org: &Organization) -> OrgRecord {
                 updated_at_ms: r.updated_at.map(Timestamp::as_millis),
             })
             .collect(),
+        require_sso: org.require_sso,
     }
 }
 
@@ -151,6 +152,7 @@ pub fn org(r: OrgRecord) -> Organization {
                 updated_at: r.updated_at_ms.map(Timestamp::from_millis),
             })
             .collect(),
+        require_sso: r.require_sso,
     }
 }
 
@@ -485,6 +487,7 @@ mod tests {
                 created_at: Timestamp::from_millis(3),
                 updated_at: Some(Timestamp::from_millis(4)),
             }],
+            require_sso: true,
         };
         assert_eq!(org(org_record(&o)), o);
         let s = Session {

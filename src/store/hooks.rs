@@ -80,6 +80,8 @@ pub const EVENTS: &[(&str, Source)] = &[
     ("organization.sso_provider_deleted", Source::Audit(&[action::SSO_PROVIDER_DELETED])),
     // Its domains verified: from now on an address of them signs in through it.
     ("organization.sso_domain_verified", Source::Audit(&[action::SSO_DOMAIN_VERIFIED])),
+    // Single sign-on required (or no longer) for its verified domains: from now on their passwords do not sign in.
+    ("organization.sso_policy_updated", Source::Audit(&[action::SSO_POLICY_UPDATED])),
     // SCIM tokens of an organization (its owner's or an administrator's changes): the organization's id, the
     // actor, and the detail naming the token's id, scopes and expiry. Never the token.
     ("scim_token.created", Source::Audit(&[action::SCIM_TOKEN_CREATED])),

@@ -376,9 +376,76 @@ impl OrgRecordV4 {
     }
 }
 
-/// The organization record format of this release (written as [`OrgRecordV2`] or [`OrgRecordV3`] when it has
-/// no roles of its own, and no teams).
-pub type OrgRecord = OrgRecordV4;
+/// An organization, fifth format: [`OrgRecordV4`] and its single sign-on policy. Written only for an organization
+/// that requires single sign-on for its verified domains (`codec::encode_org`); one that does not is written as
+/// before, so nothing changes for an older node until an owner turns the policy on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrgRecordV5 {
+    pub id: [u8; 16],
+    pub name: String,
+    pub slug: String,
+    pub created_at_ms: i64,
+    pub logo: Option<String>,
+    pub metadata: Option<String>,
+    pub teams: Vec<TeamRecordV1>,
+    pub roles: Vec<OrgRoleRecordV1>,
+    /// Whether an address of the verified domains of its single sign-on providers signs in only through them.
+    pub require_sso: bool,
+}
+
+impl From<OrgRecordV4> for OrgRecordV5 {
+    fn from(r: OrgRecordV4) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            slug: r.slug,
+            created_at_ms: r.created_at_ms,
+            logo: r.logo,
+            metadata: r.metadata,
+            teams: r.teams,
+            roles: r.roles,
+            require_sso: false,
+        }
+    }
+}
+
+impl From<OrgRecordV3> for OrgRecordV5 {
+    fn from(r: OrgRecordV3) -> Self {
+        OrgRecordV4::from(r).into()
+    }
+}
+
+impl From<OrgRecordV2> for OrgRecordV5 {
+    fn from(r: OrgRecordV2) -> Self {
+        OrgRecordV4::from(r).into()
+    }
+}
+
+impl From<OrgRecordV1> for OrgRecordV5 {
+    fn from(r: OrgRecordV1) -> Self {
+        OrgRecordV4::from(r).into()
+    }
+}
+
+impl OrgRecordV5 {
+    /// The fourth format, if single sign-on is not required.
+    pub fn as_v4(&self) -> Option<OrgRecordV4> {
+        (!self.require_sso).then(|| OrgRecordV4 {
+            id: self.id,
+            name: self.name.clone(),
+            slug: self.slug.clone(),
+            created_at_ms: self.created_at_ms,
+            logo: self.logo.clone(),
+            metadata: self.metadata.clone(),
+            teams: self.teams.clone(),
+            roles: self.roles.clone(),
+        })
+    }
+}
+
+/// The organization record format of this release (written as [`OrgRecordV2`], [`OrgRecordV3`] or
+/// [`OrgRecordV4`] when it needs nothing of the later ones: no single sign-on policy, no roles of its own, no teams).
+pub type OrgRecord = OrgRecordV5;
 
 /// A user's membership of an organization. Key: organization id ‖ user id (one per pair, and an organization's
 /// members are neighbours). The id is derived from the pair (`MemberId::of`), so it is not stored.

@@ -74,17 +74,22 @@ fn python() -> std::ffi::OsString {
 
 /// A server that trusts the provider's origin, mails invitations to a directory and asks a DNS server of the
 /// test's; the provider, the DNS server, the directory, and an organization owned by `owner`.
-struct Setup {
-    s: TestServer,
-    idp: Idp,
+pub(super) struct Setup {
+    pub(super) s: TestServer,
+    pub(super) idp: Idp,
     dns: Dns,
-    mail: tempfile::TempDir,
+    pub(super) mail: tempfile::TempDir,
     seen: Seen,
-    owner: TestUser,
-    org: String,
+    pub(super) owner: TestUser,
+    pub(super) org: String,
 }
 
-async fn setup() -> Setup {
+pub(super) async fn setup() -> Setup {
+    setup_adjusted(|_| {}).await
+}
+
+/// [`setup`], the server's configuration adjusted further by `extra`.
+pub(super) async fn setup_adjusted(extra: impl FnOnce(&mut service_auth::config::Config)) -> Setup {
     let mut idp = Idp::start();
     let dns = Dns::start();
     let mail = tempfile::tempdir().unwrap();
@@ -93,6 +98,7 @@ async fn setup() -> Setup {
         c.trusted_origins = vec![issuer];
         c.email.directory = Some(dir);
         c.sso.nameserver = Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        extra(c);
     })
     .await;
     idp.configure(json!({"clients": [{"client_id": "acme-sso", "client_secret": SECRET,
@@ -111,11 +117,11 @@ async fn sso(s: &TestServer, path: &str, cookie: &str, body: &Value) -> Resp {
     s.post(path).cookie(cookie).json(body).send().await
 }
 
-async fn call(s: &TestServer, call: &str, cookie: &str, body: &Value) -> Resp {
+pub(super) async fn call(s: &TestServer, call: &str, cookie: &str, body: &Value) -> Resp {
     sso(s, &format!("/api/auth/sso/{call}"), cookie, body).await
 }
 
-async fn get(s: &TestServer, path: &str, cookie: &str) -> Resp {
+pub(super) async fn get(s: &TestServer, path: &str, cookie: &str) -> Resp {
     s.get(&format!("/api/auth/sso/{path}")).cookie(cookie).send().await
 }
 
@@ -458,7 +464,7 @@ use super::oauth::{Browser, Page, accounts_of, error_of, extract_query, provider
 
 /// Registers `acme` for the organization (its domains `domains`, its default role `role` when given) and has
 /// the service administrator confirm its domains.
-async fn verified(t: &Setup, domains: &str, role: Option<&str>) {
+pub(super) async fn verified(t: &Setup, domains: &str, role: Option<&str>) {
     let mut body = registration(t, "acme", &t.org);
     body["domain"] = json!(domains);
     if let Some(role) = role {
@@ -472,7 +478,7 @@ async fn verified(t: &Setup, domains: &str, role: Option<&str>) {
 
 /// `sign-in/sso` with `body` (callbackURL /home, newUserCallbackURL /welcome, errorCallbackURL /oops unless
 /// given), through the provider as `login`: the callback's answer.
-async fn sso_sign_in(browser: &mut Browser, s: &TestServer, body: &Value, login: &str) -> Page {
+pub(super) async fn sso_sign_in(browser: &mut Browser, s: &TestServer, body: &Value, login: &str) -> Page {
     let url = browser.start(s, "/api/auth/sign-in/sso", body).await;
     browser.through_provider(&url, login).await
 }
@@ -491,7 +497,7 @@ async fn members(t: &Setup) -> Vec<(String, String)> {
     members
 }
 
-async fn audit_actions(s: &TestServer) -> Vec<String> {
+pub(super) async fn audit_actions(s: &TestServer) -> Vec<String> {
     let admin = s.admin_session().await;
     let audit = s.get("/api/admin/audit?limit=100").cookie(&admin).send().await.json();
     audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap().to_owned()).collect()

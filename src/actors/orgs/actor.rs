@@ -6,6 +6,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 mod groups;
+mod policy;
 mod roles;
 mod teams;
 
@@ -97,6 +98,7 @@ impl Actor for OrgsActor {
                     created_at: now,
                     teams,
                     roles: Vec::new(),
+                    require_sso: false,
                 });
                 state.overlay.stage(org.slug.clone(), Arc::clone(&org));
                 let logged = audit::entry(
@@ -215,6 +217,7 @@ impl Actor for OrgsActor {
             OrgsMsg::Team(msg) => self.team(&myself, state, msg).await,
             OrgsMsg::Group(msg) => self.group(&myself, state, msg).await,
             OrgsMsg::Role(msg) => self.role(&myself, state, msg).await,
+            OrgsMsg::Policy(msg) => self.policy(&myself, state, msg).await,
             OrgsMsg::Flush => self.flush(state).await,
         }
         Ok(())

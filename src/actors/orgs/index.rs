@@ -9,6 +9,9 @@ use crate::domain::{OrgId, Organization, Slug};
 pub struct OrgIndex {
     by_id: papaya::HashMap<OrgId, Arc<Organization>>,
     by_slug: papaya::HashMap<Slug, OrgId>,
+    /// Those that require single sign-on for their verified domains: a sign-in by password looks further only
+    /// when there is one.
+    requiring_sso: papaya::HashSet<OrgId>,
 }
 
 impl OrgIndex {
@@ -40,7 +43,16 @@ impl OrgIndex {
         orgs
     }
 
+    /// The organizations that require single sign-on for their verified domains.
+    pub fn requiring_sso(&self) -> Vec<OrgId> {
+        self.requiring_sso.pin().iter().copied().collect()
+    }
+
     pub(crate) fn publish(&self, org: Arc<Organization>) {
+        match org.require_sso {
+            true => self.requiring_sso.pin().insert(org.id),
+            false => self.requiring_sso.pin().remove(&org.id),
+        };
         if let Some(old) = self.by_id.pin().insert(org.id, Arc::clone(&org))
             && old.slug != org.slug
         {
@@ -51,6 +63,7 @@ impl OrgIndex {
 
     /// After a durable deletion.
     pub(crate) fn remove(&self, id: OrgId) {
+        self.requiring_sso.pin().remove(&id);
         if let Some(old) = self.by_id.pin().remove(&id) {
             self.by_slug.pin().remove(&old.slug);
         }

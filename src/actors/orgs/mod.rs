@@ -8,6 +8,7 @@ mod actor;
 pub mod groups;
 mod index;
 pub mod members;
+pub mod policy;
 pub mod roles;
 mod roster;
 pub mod teams;
@@ -88,6 +89,7 @@ pub(super) enum OrgsMsg {
     Team(teams::TeamMsg),
     Group(groups::GroupMsg),
     Role(roles::RoleMsg),
+    Policy(policy::PolicyMsg),
     Flush,
 }
 
@@ -100,6 +102,7 @@ impl super::Letter for OrgsMsg {
             Self::Team(msg) => msg.caller_gone(),
             Self::Group(msg) => msg.caller_gone(),
             Self::Role(msg) => msg.caller_gone(),
+            Self::Policy(msg) => msg.caller_gone(),
             // Another node's changes: this node's memory must follow them whatever.
             Self::Remote { .. } => None,
             Self::EndDelete { .. } | Self::Flush => None,

@@ -301,6 +301,7 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             metadata: None,
             teams: Vec::new(),
             roles: Vec::new(),
+            require_sso: false,
         }));
         plan.counts.orgs += 1;
     }
