@@ -60,6 +60,9 @@ enum Command {
         /// One more organization, seed-members, whose members are the first N accounts (the administrator its owner).
         #[arg(long, default_value_t = 0)]
         members_in_org: usize,
+        /// Make seed-members' members Users of its SCIM directory too (what a SCIM list costs, in benchmarks).
+        #[arg(long)]
+        scim: bool,
         /// Erase the data directory's store first (without it, a directory that is not empty is refused).
         #[arg(long)]
         force: bool,
@@ -260,8 +263,9 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Seed { users, sessions, orgs, tokens_out, busy_users, members_in_org, force } => {
-            let args = ops::seed::SeedArgs { users, sessions, orgs, tokens_out, busy_users, members_in_org, force };
+        Command::Seed { users, sessions, orgs, tokens_out, busy_users, members_in_org, scim, force } => {
+            let args =
+                ops::seed::SeedArgs { users, sessions, orgs, tokens_out, busy_users, members_in_org, scim, force };
             report(runtime.block_on(ops::seed::seed(&config, args)))
         }
         Command::Backup { out } => report(ops::backup::backup(&config, &out)),

@@ -232,8 +232,15 @@ impl Accounts {
         base: &str,
     ) -> Result<Vec<Value>, Fault> {
         let records = self.scim_records(caller).await?;
+        // Rendering every record to test the filter costs most of a list at scale: the lookups directories send
+        // before each create (`userName eq`, `externalId eq`) rule out the records that cannot match first, on
+        // the record's own fields, compared as the filter compares them (userName without case, externalId with).
+        let user_name = filter.and_then(|f| f.required_eq("userName")).map(str::to_lowercase);
+        let external_id = filter.and_then(|f| f.required_eq("externalId"));
         Ok(records
             .iter()
+            .filter(|r| user_name.as_ref().is_none_or(|want| r.user_name.to_lowercase() == *want))
+            .filter(|r| external_id.is_none_or(|want| r.external_id.as_deref() == Some(want)))
             .map(|r| user::render(r, base))
             .filter(|resource| filter.is_none_or(|f| f.matches(resource)))
             .collect())

@@ -16,7 +16,7 @@ use crate::domain::{
     SessionLimits, SessionRare, SessionToken, Slug, Timestamp, User, UserFields, UserId,
 };
 use crate::hashing::Hasher;
-use crate::store::{Store, StoreOp, convert};
+use crate::store::{ScimUserRecordV1, Store, StoreOp, convert};
 
 /// The password of every seeded account.
 pub const SEED_PASSWORD: &str = "seed-password-1";
@@ -40,6 +40,9 @@ pub struct SeedArgs {
     /// One more organization, `seed-members`, whose members are the first N accounts: `admin@seed.example` as its
     /// `owner`, `user1` … `user<N-1>` as `member`s (what `list-members` costs at scale, in the benchmarks).
     pub members_in_org: usize,
+    /// Each member of `seed-members` is also a User of that organization's SCIM directory (a record as `POST
+    /// /Users` makes: `userName` and the primary e-mail its address), for what a SCIM list costs at scale.
+    pub scim: bool,
     /// Erase whatever the directory holds first. Without it a directory that is not empty is refused: seeding
     /// twice would duplicate every seeded e-mail (a store the server refuses to start on), and seeding a real
     /// directory would plant an administrator with a published password in it.
@@ -74,7 +77,7 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
         seed_sessions(&store, sessions, &user_ids, &limits, out.as_mut())?;
         let busy = user_ids.get(1..=args.busy_users).unwrap_or_default();
         seed_sessions(&store, busy.len() * BUSY_SESSIONS, busy, &limits, None::<&mut std::io::Sink>)?;
-        let members = seed_members(&store, user_ids.get(..args.members_in_org).unwrap_or(&user_ids))?;
+        let members = seed_members(&store, user_ids.get(..args.members_in_org).unwrap_or(&user_ids), args.scim)?;
         if let Some(out) = out.as_mut() {
             out.flush().map_err(|e| OpsError::Io(e.to_string()))?;
         }
@@ -174,7 +177,7 @@ fn seed_users(store: &Store, n: usize, hash: &str, roles: &RoleSet, orgs: &[OrgI
 
 /// The `seed-members` organization and its memberships (nothing when `users` is empty). Written as records, past
 /// the membership limit, which bounds what the plugin's calls add, not what a seed may hold.
-fn seed_members(store: &Store, users: &[UserId]) -> Result<usize, OpsError> {
+fn seed_members(store: &Store, users: &[UserId], scim: bool) -> Result<usize, OpsError> {
     if users.is_empty() {
         return Ok(0);
     }
@@ -198,6 +201,25 @@ fn seed_members(store: &Store, users: &[UserId]) -> Result<usize, OpsError> {
         StoreOp::PutMember(convert::membership_record(&Membership::new(org.id, *user, MemberRoles::one(role), joined)))
     });
     commit_in_batches(store, ops)?;
+    if scim {
+        // Seeded addresses are admin@seed.example and user<i>@seed.example, in the order of `users`.
+        let records = users.iter().enumerate().map(|(i, user)| {
+            let email = if i == 0 { "admin@seed.example".to_owned() } else { format!("user{i}@seed.example") };
+            let at = now.as_millis() + i as i64;
+            StoreOp::PutScimUser(ScimUserRecordV1 {
+                org: org.id.to_bytes(),
+                user: user.to_bytes(),
+                user_name: email.clone(),
+                external_id: Some(format!("seed-{i}")),
+                active: true,
+                attributes: serde_json::json!({"emails": [{"value": email, "primary": true}], "displayName": format!("Seed user {i}")})
+                    .to_string(),
+                created_at_ms: at,
+                updated_at_ms: at,
+            })
+        });
+        commit_in_batches(store, records)?;
+    }
     Ok(users.len())
 }
 
@@ -259,6 +281,7 @@ mod tests {
             tokens_out: Some(tokens.clone()),
             busy_users: 0,
             members_in_org: 0,
+            scim: false,
             force: false,
         };
         seed(&config, args.clone()).await.unwrap();
@@ -302,6 +325,7 @@ mod tests {
             tokens_out: None,
             busy_users: 1,
             members_in_org: 0,
+            scim: false,
             force: false,
         };
         seed(&config, args).await.unwrap();
@@ -360,5 +384,22 @@ mod tests {
         assert_eq!(owners[0].user, admin.id, "the administrator owns it");
         let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
         assert!(crate::actors::load::build(&store, &roles).is_ok(), "a server can start on it");
+        assert!(store.scim_users(None).unwrap().is_empty(), "no directory unless asked");
+    }
+
+    #[tokio::test]
+    async fn seeds_the_members_as_users_of_the_organizations_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config { data_dir: dir.path().join("data"), ..Config::default() };
+        seed(&config, SeedArgs { users: 12, members_in_org: 10, scim: true, ..SeedArgs::default() }).await.unwrap();
+        let store = Store::open(&config.data_dir).unwrap();
+        let loaded = store.load().unwrap();
+        let org = loaded.orgs.iter().find(|o| o.slug == "seed-members").expect("the organization");
+        let records = store.scim_users(Some(org.id)).unwrap();
+        assert_eq!(records.len(), 10);
+        for r in &records {
+            let user = loaded.users.iter().find(|u| u.id == r.user).expect("an account of the record");
+            assert_eq!(r.user_name, user.email, "userName is the account's address");
+        }
     }
 }

@@ -380,6 +380,21 @@ fn values<'a>(resource: &'a Value, path: &AttrPath) -> Vec<&'a Value> {
 }
 
 impl Filter {
+    /// The string a match's core attribute `attr` must equal when the filter requires it (`userName eq "…"`, alone
+    /// or as a term of an `and`): a test on the stored record that rules out, before anything is rendered, what
+    /// the whole filter could not match. `None` when the filter does not require it.
+    pub fn required_eq(&self, attr: &str) -> Option<&str> {
+        match self {
+            Filter::Compare(path, Op::Eq, Value::String(v))
+                if path.schema.is_none() && path.sub.is_none() && path.attr.eq_ignore_ascii_case(attr) =>
+            {
+                Some(v)
+            }
+            Filter::And(a, b) => a.required_eq(attr).or_else(|| b.required_eq(attr)),
+            _ => None,
+        }
+    }
+
     /// Whether `resource` (a rendered resource, or one value of a multi-valued attribute) matches.
     pub fn matches(&self, resource: &Value) -> bool {
         match self {
@@ -491,6 +506,21 @@ mod tests {
         assert!(!holds(r#"emails[type eq "work" and value co "home"]"#));
         assert!(holds(r#"urn:ietf:params:scim:schemas:core:2.0:User:userName sw "a""#));
         assert!(holds(r#"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber eq "42""#));
+    }
+
+    #[test]
+    fn required_equalities_are_found_only_where_every_match_has_them() {
+        let eq = |f: &str, attr: &str| parse(f).unwrap().required_eq(attr).map(str::to_owned);
+        assert_eq!(eq(r#"USERNAME eq "a@b.c""#, "userName").as_deref(), Some("a@b.c"));
+        assert_eq!(eq(r#"active eq true and externalId eq "x""#, "externalId").as_deref(), Some("x"));
+        assert_eq!(eq(r#"userName eq "a" or userName eq "b""#, "userName"), None);
+        assert_eq!(eq(r#"not (userName eq "a")"#, "userName"), None);
+        assert_eq!(eq(r#"userName co "a""#, "userName"), None);
+        assert_eq!(eq(r#"name.userName eq "a""#, "userName"), None);
+        assert_eq!(
+            eq(r#"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:userName eq "a""#, "userName"),
+            None
+        );
     }
 
     #[test]

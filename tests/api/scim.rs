@@ -310,6 +310,9 @@ async fn lists_filter_and_page() {
     for (filter, want) in [
         (r#"userName eq "BOB@filters.example""#, vec!["bob"]),
         (r#"externalId eq "e3""#, vec!["cat"]),
+        (r#"externalId eq "E3""#, vec![]),
+        (r#"title eq "Engineer" and USERNAME eq "Ann@Filters.example""#, vec!["ann"]),
+        (r#"userName eq "ann@filters.example" and title eq "Manager""#, vec![]),
         (r#"userName co "NN@""#, vec!["ann"]),
         (r#"userName sw "b""#, vec!["bob"]),
         ("title pr", vec!["ann", "bob", "cat"]),
