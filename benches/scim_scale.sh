@@ -51,9 +51,9 @@ BY_EXTERNAL="$B/api/auth/scim/v2/Users?filter=externalId%20eq%20%22seed-$MIDDLE%
 FIRST="$B/api/auth/scim/v2/Users?count=100"
 # Each answer must be what it claims: one match for each filter, the whole directory counted without one.
 for url in "$BY_NAME" "$BY_EXTERNAL"; do
-  curl -sf "$url" -H "$AUTH" | grep -q '"totalResults":1,' || { echo "$url: not one match" >&2; exit 1; }
+  curl -sf "$url" -H "$AUTH" | grep -Eq '"totalResults":1[,}]' || { echo "$url: not one match" >&2; exit 1; }
 done
-curl -sf "$FIRST" -H "$AUTH" | grep -q "\"totalResults\":$USERS," || { echo "the directory is not $USERS Users" >&2; exit 1; }
+curl -sf "$FIRST" -H "$AUTH" | grep -Eq "\"totalResults\":$USERS[,}]" || { echo "the directory is not $USERS Users" >&2; exit 1; }
 
 # run <connections> <url> -> "rps p50 p99 non2xx"
 run() {
