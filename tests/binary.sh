@@ -17,13 +17,15 @@ else
 fi
 case $profile in dev | test) dir=debug ;; bench) dir=release ;; *) dir=$profile ;; esac
 binary=$ROOT/target/$dir/service-auth
-# What `cargo install` puts on a server is this build: README promises at most 25 MB (its debug information is
-# dropped, see Cargo.toml's [profile.release]); a dependency or a profile change that breaks that stops here.
+# What `cargo install` puts on a server is this build. The target is 25 MB (its debug information is dropped, see
+# Cargo.toml's [profile.release]); SAML's XML signatures took it to 26.1 MB (README, BENCHMARKS.md "SAML and the
+# 25 MB"), so the guard stands at 27 MB until that is won back: a dependency or a profile change that grows it
+# further stops here.
 if [ "$profile" = release ]; then
   size=$(wc -c <"$binary" | tr -d ' ')
-  limit=25000000
+  limit=27000000
   if [ "$size" -gt "$limit" ]; then
-    echo "tests/binary.sh: the release binary is $size bytes, above the $limit the README promises (Cargo.toml's [profile.release])" >&2
+    echo "tests/binary.sh: the release binary is $size bytes, above the $limit this guard allows (Cargo.toml's [profile.release])" >&2
     exit 1
   fi
 fi
