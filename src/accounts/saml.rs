@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::oauth::{AdmitAs, CallbackError, FLOW_LIFETIME, Finished, FlowStarted};
-use super::sso::{RESERVED, SsoError, SsoProvider, check_default_role, check_domains, is_org_admin, view};
+use super::sso::{SsoError, SsoProvider, check_default_role, check_domains, view};
 use super::{Accounts, Client, Current};
 use crate::actors::users::SsoSignIn;
 use crate::domain::MemberRoles;
@@ -119,20 +119,8 @@ impl Accounts {
         ip: &str,
     ) -> Result<SsoProvider, SsoError> {
         let org = new.organization;
-        if self.indexes.orgs.get(org).is_none() {
-            return Err(if current.administrator().is_some() { SsoError::OrgNotFound } else { SsoError::NotMember });
-        }
-        let me = self.acting_membership(current, org).ok_or(SsoError::NotMember)?;
-        if !is_org_admin(&me.roles) {
-            return Err(SsoError::NotOrgAdmin);
-        }
         let id = new.provider_id.as_str();
-        if RESERVED.contains(&id) || self.flows.oauth.provider(id).is_some() {
-            return Err(SsoError::Reserved);
-        }
-        if self.sso.find(id).await?.is_some() {
-            return Err(SsoError::Exists);
-        }
+        self.may_register_sso_provider(current, org, id).await?;
         let issuer = check_entity_id(&new.issuer)?;
         let domains = check_domains(new.domains.clone())?;
         let default_role = check_default_role(new.default_role)?;

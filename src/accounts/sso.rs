@@ -19,7 +19,7 @@ use crate::store::{SamlConfigV1, SsoProviderRecord, Store, StoreError, StoreOp, 
 
 /// The plugin's reserved `providerId`s (better-auth's own account providers), refused as an SSO provider's; the
 /// configured `[[oauth.providers]]` ids are refused too.
-pub(super) const RESERVED: &[&str] = &["credential", "email-otp", "magic-link", "phone-number", "anonymous", "siwe"];
+const RESERVED: &[&str] = &["credential", "email-otp", "magic-link", "phone-number", "anonymous", "siwe"];
 const MAX_SCOPES: usize = 20;
 const MAX_SCOPE: usize = 64;
 const MAX_DOMAINS: usize = 20;
@@ -313,6 +313,31 @@ impl SsoProviders {
 }
 
 impl Accounts {
+    /// What registering provider `id` for organization `org` needs, whatever its protocol: the organization exists
+    /// (a stranger is told only that they are not a member), `current` is one of its owners or admins (or a
+    /// service administrator acting as one), and the id is neither reserved, a configured provider's, nor taken.
+    pub(super) async fn may_register_sso_provider(
+        &self,
+        current: &Current,
+        org: OrgId,
+        id: &str,
+    ) -> Result<(), SsoError> {
+        if self.indexes.orgs.get(org).is_none() {
+            return Err(if current.administrator().is_some() { SsoError::OrgNotFound } else { SsoError::NotMember });
+        }
+        let me = self.acting_membership(current, org).ok_or(SsoError::NotMember)?;
+        if !is_org_admin(&me.roles) {
+            return Err(SsoError::NotOrgAdmin);
+        }
+        if RESERVED.contains(&id) || self.flows.oauth.provider(id).is_some() {
+            return Err(SsoError::Reserved);
+        }
+        if self.sso.find(id).await?.is_some() {
+            return Err(SsoError::Exists);
+        }
+        Ok(())
+    }
+
     /// `sso/register`: an OpenID Connect provider for an organization, by one of its owners or admins (or a service
     /// administrator). Its discovery document is read now (from a trusted origin only) and must name the issuer
     /// given. Audited in the same commit (`organization.sso_provider_created`).
@@ -323,20 +348,8 @@ impl Accounts {
         ip: &str,
     ) -> Result<SsoProvider, SsoError> {
         let org = new.organization;
-        if self.indexes.orgs.get(org).is_none() {
-            return Err(if current.administrator().is_some() { SsoError::OrgNotFound } else { SsoError::NotMember });
-        }
-        let me = self.acting_membership(current, org).ok_or(SsoError::NotMember)?;
-        if !is_org_admin(&me.roles) {
-            return Err(SsoError::NotOrgAdmin);
-        }
         let id = new.provider_id.as_str();
-        if RESERVED.contains(&id) || self.flows.oauth.provider(id).is_some() {
-            return Err(SsoError::Reserved);
-        }
-        if self.sso.find(id).await?.is_some() {
-            return Err(SsoError::Exists);
-        }
+        self.may_register_sso_provider(current, org, id).await?;
         let issuer = check_issuer(&new.issuer)?;
         let client_id = check_client_id(&new.client_id)?;
         let secret = match new.client_secret.as_deref() {
