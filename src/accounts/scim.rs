@@ -10,14 +10,14 @@ use super::{Accounts, Current};
 use crate::actors::users::{NewUser, ScimChange, ScimError};
 use crate::domain::{OrgId, Password, PasswordContext, Timestamp, User, UserId};
 pub use crate::scim::{BearerError, Caller as ScimCaller, Fault, Paging, Scopes as ScimScopes, TokenError, TokenView};
-use crate::scim::{filter, list_response, user};
+use crate::scim::{filter, list_response, page_response, user};
 
 /// The SCIM discovery documents and the list answer, for the front end.
 pub mod discovery {
     pub use crate::scim::projection::Projection;
     pub use crate::scim::{SEARCH_SCHEMA, find, list_response, resource_types, schemas, service_provider_config};
 }
-use crate::store::{ScimUserRecordV1, Store, StoreError};
+use crate::store::{ScimLookup, ScimUserRecordV1, Store, StoreError};
 
 /// Why a token call was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,11 +117,23 @@ impl Accounts {
     /// The caller's organization's records of accounts that still exist (an administrator may have removed one).
     pub(super) async fn scim_records(&self, caller: &ScimCaller) -> Result<Vec<ScimUserRecordV1>, Fault> {
         let org = caller.org.to_bytes();
-        let mut records = self.scim_read(move |s| s.scim_users(Some(org))).await?;
+        let records = self.scim_read(move |s| s.scim_users(Some(org))).await?;
+        Ok(self.scim_existing(records))
+    }
+
+    /// The caller's organization's records that `lookup` finds, from the stores' index (one key, not the
+    /// organization's every record), of accounts that still exist.
+    async fn scim_records_by(&self, caller: &ScimCaller, lookup: ScimLookup) -> Result<Vec<ScimUserRecordV1>, Fault> {
+        let org = caller.org.to_bytes();
+        let records = self.scim_read(move |s| s.scim_users_by(org, &lookup)).await?;
+        Ok(self.scim_existing(records))
+    }
+
+    fn scim_existing(&self, mut records: Vec<ScimUserRecordV1>) -> Vec<ScimUserRecordV1> {
         records.retain(|r| self.indexes.users.get(UserId::from_bytes(r.user)).is_some());
         // The order of creation, then id: stable across pages.
         records.sort_by_key(|r| (r.created_at_ms, r.user));
-        Ok(records)
+        records
     }
 
     /// The caller's organization's record of the account whose SCIM id is `id`, and the account.
@@ -133,19 +145,22 @@ impl Accounts {
         Ok((record, account))
     }
 
-    fn scim_uniqueness(
-        records: &[ScimUserRecordV1],
+    /// 409 when another account of the organization's directory has `input`'s userName or externalId.
+    async fn scim_uniqueness(
+        &self,
+        caller: &ScimCaller,
         input: &user::UserInput,
         except: Option<[u8; 16]>,
     ) -> Result<(), Fault> {
-        let others = records.iter().filter(|r| Some(r.user) != except);
-        for r in others {
-            if r.user_name.to_lowercase() == input.user_name.to_lowercase() {
-                return Err(Fault { status: 409, scim_type: Some("uniqueness"), detail: "userName is taken".into() });
-            }
-            if input.external_id.is_some() && r.external_id == input.external_id {
-                return Err(Fault { status: 409, scim_type: Some("uniqueness"), detail: "externalId is taken".into() });
-            }
+        let taken = |records: Vec<ScimUserRecordV1>| records.iter().any(|r| Some(r.user) != except);
+        let conflict = |detail: &str| Fault { status: 409, scim_type: Some("uniqueness"), detail: detail.into() };
+        if taken(self.scim_records_by(caller, ScimLookup::user_name(&input.user_name)).await?) {
+            return Err(conflict("userName is taken"));
+        }
+        if let Some(external_id) = &input.external_id
+            && taken(self.scim_records_by(caller, ScimLookup::external_id(external_id)).await?)
+        {
+            return Err(conflict("externalId is taken"));
         }
         Ok(())
     }
@@ -169,8 +184,7 @@ impl Accounts {
     ) -> Result<Value, Fault> {
         Self::scim_allows(caller, ScimScopes::USERS_WRITE)?;
         let input = user::parse(body)?;
-        let records = self.scim_records(caller).await?;
-        Self::scim_uniqueness(&records, &input, None)?;
+        self.scim_uniqueness(caller, &input, None).await?;
         if self.indexes.users.by_email(&input.email).is_some() {
             return Err(ScimError::EmailTaken.into());
         }
@@ -221,8 +235,13 @@ impl Accounts {
         base: &str,
     ) -> Result<Value, Fault> {
         Self::scim_allows(caller, ScimScopes::USERS_READ)?;
-        let filter = scim_filter(filter)?;
-        Ok(list_response(self.scim_matched_users(caller, filter.as_ref(), base).await?, paging))
+        let Some(filter) = scim_filter(filter)? else {
+            // Nothing to test: only the page is rendered.
+            let records = self.scim_records(caller).await?;
+            let page = paging.page(&records).map(|r| user::render(r, base)).collect();
+            return Ok(page_response(records.len(), page, paging));
+        };
+        Ok(list_response(self.scim_matched_users(caller, Some(&filter), base).await?, paging))
     }
 
     pub(super) async fn scim_matched_users(
@@ -231,16 +250,19 @@ impl Accounts {
         filter: Option<&filter::Filter>,
         base: &str,
     ) -> Result<Vec<Value>, Fault> {
-        let records = self.scim_records(caller).await?;
-        // Rendering every record to test the filter costs most of a list at scale: the lookups directories send
-        // before each create (`userName eq`, `externalId eq`) rule out the records that cannot match first, on
-        // the record's own fields, compared as the filter compares them (userName without case, externalId with).
-        let user_name = filter.and_then(|f| f.required_eq("userName")).map(str::to_lowercase);
-        let external_id = filter.and_then(|f| f.required_eq("externalId"));
+        // The lookups directories send before each create (`userName eq`, `externalId eq`, alone or as a term of
+        // an `and`) read the stores' index instead of the organization's every record; the whole filter still
+        // decides on what they find.
+        let lookup = filter.and_then(|f| {
+            (f.required_eq("userName").map(ScimLookup::user_name))
+                .or_else(|| f.required_eq("externalId").map(ScimLookup::external_id))
+        });
+        let records = match lookup {
+            Some(lookup) => self.scim_records_by(caller, lookup).await?,
+            None => self.scim_records(caller).await?,
+        };
         Ok(records
             .iter()
-            .filter(|r| user_name.as_ref().is_none_or(|want| r.user_name.to_lowercase() == *want))
-            .filter(|r| external_id.is_none_or(|want| r.external_id.as_deref() == Some(want)))
             .map(|r| user::render(r, base))
             .filter(|resource| filter.is_none_or(|f| f.matches(resource)))
             .collect())
@@ -312,8 +334,7 @@ impl Accounts {
         base: &str,
         ip: &str,
     ) -> Result<Value, Fault> {
-        let records = self.scim_records(caller).await?;
-        Self::scim_uniqueness(&records, &input, Some(record.user))?;
+        self.scim_uniqueness(caller, &input, Some(record.user)).await?;
         let updated = user::record(
             record.org,
             record.user,

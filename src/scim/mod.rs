@@ -65,6 +65,11 @@ pub struct Paging {
 }
 
 impl Paging {
+    /// The items of `all` on this page.
+    pub fn page<T>(self, all: impl IntoIterator<Item = T>) -> impl Iterator<Item = T> {
+        all.into_iter().skip(self.start_index - 1).take(self.count)
+    }
+
     /// From the query's texts: a number that is not one is an `invalidValue`; below 1 (start) or 0 (count) is
     /// taken as the least (RFC 7644 §3.4.2.4).
     pub fn parse(start_index: Option<&str>, count: Option<&str>) -> Result<Paging, Fault> {
@@ -86,7 +91,11 @@ impl Paging {
 /// The ListResponse of the resources a filter matched (all of them, in a stable order), for `paging`.
 pub fn list_response(matched: Vec<Value>, paging: Paging) -> Value {
     let total = matched.len();
-    let page: Vec<Value> = matched.into_iter().skip(paging.start_index - 1).take(paging.count).collect();
+    page_response(total, paging.page(matched).collect(), paging)
+}
+
+/// The ListResponse of `page`, the page `paging` asks for of `total` resources.
+pub fn page_response(total: usize, page: Vec<Value>, paging: Paging) -> Value {
     json!({
         "schemas": [LIST_SCHEMA],
         "totalResults": total,

@@ -356,6 +356,19 @@ impl Store {
         }
     }
 
+    /// The accounts of organization `org`'s directory that `lookup` finds (one, unless the directory broke its own
+    /// uniqueness), from the stores' index of userName and externalId. Blocking.
+    pub fn scim_users_by(
+        &self,
+        org: [u8; 16],
+        lookup: &super::ScimLookup,
+    ) -> Result<Vec<super::ScimUserRecordV1>, StoreError> {
+        match &self.backend {
+            Backend::Embedded(s) => s.scim_users_by(org, lookup),
+            Backend::Postgres(s) => s.scim_users_by(org, lookup),
+        }
+    }
+
     /// Every team organization `org`'s directory made as a SCIM Group (`None`: of every organization). Blocking.
     pub fn scim_groups(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimGroupRecordV1>, StoreError> {
         match &self.backend {

@@ -72,6 +72,9 @@ const OAUTH_GRANTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("oau
 const SCIM_TOKENS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("scim_tokens");
 /// Accounts provisioned over SCIM, by organization then account (so an organization's are one range).
 const SCIM_USERS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("scim_users");
+/// The SCIM users' index by userName (lowercased) and externalId ([`super::ScimLookup::prefix`] ‖ account), written
+/// with each record, so that the lookup a directory sends before each create reads one key, not the organization.
+const SCIM_USER_LOOKUP: TableDefinition<&[u8], ()> = TableDefinition::new("scim_user_lookup");
 /// Teams an organization's directory made as SCIM Groups, by organization then team (keyed as [`SCIM_USERS`]).
 const SCIM_GROUPS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("scim_groups");
 
@@ -83,7 +86,7 @@ fn scim_user_key(org: [u8; 16], user: [u8; 16]) -> [u8; 32] {
 }
 
 /// Layout of the tables. A database written by a newer layout is refused rather than misread.
-const SCHEMA_VERSION: u32 = 2;
+const SCHEMA_VERSION: u32 = 3;
 pub(super) const FILE_NAME: &str = "service-auth.redb";
 /// redb's page cache. State is served from memory, and the file is read in full only at start-up, so a large
 /// cache would only keep a second copy of everything resident (redb's default is 1 GiB). 4 MiB holds a commit's
@@ -343,8 +346,11 @@ fn init_schema(db: &Database) -> Result<(), StoreError> {
                 return Err(StoreError::NewerSchema { path: String::new(), found: v, supported: SCHEMA_VERSION });
             }
             Some(SCHEMA_VERSION) => {}
-            Some(_) => {
-                upgrade_sessions_table(&tx)?;
+            Some(v) => {
+                if v < 2 {
+                    upgrade_sessions_table(&tx)?;
+                }
+                index_scim_users(&tx)?;
                 meta.insert("schema_version", SCHEMA_VERSION).map_err(io)?;
             }
             None => {
@@ -369,6 +375,19 @@ fn upgrade_sessions_table(tx: &redb::WriteTransaction) -> Result<(), StoreError>
         }
     }
     tx.delete_table(SESSIONS_BY_HASH).map_err(io)?;
+    Ok(())
+}
+
+/// Schema 2 → 3: the SCIM users' lookup index, built from their records in the transaction that records schema 3.
+fn index_scim_users(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let users = tx.open_table(SCIM_USERS).map_err(io)?;
+    let mut lookup = tx.open_table(SCIM_USER_LOOKUP).map_err(io)?;
+    for entry in users.iter().map_err(io)? {
+        let record: super::ScimUserRecordV1 = codec::decode(entry.map_err(io)?.1.value())?;
+        for key in record.lookup_keys() {
+            lookup.insert(key.as_slice(), ()).map_err(io)?;
+        }
+    }
     Ok(())
 }
 
@@ -407,6 +426,7 @@ fn open_tables(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
     tx.open_table(SSO_PROVIDERS).map_err(io)?;
     tx.open_table(SCIM_TOKENS).map_err(io)?;
     tx.open_table(SCIM_USERS).map_err(io)?;
+    tx.open_table(SCIM_USER_LOOKUP).map_err(io)?;
     tx.open_table(SCIM_GROUPS).map_err(io)?;
     Ok(())
 }
@@ -621,6 +641,33 @@ impl EmbeddedStore {
                 None => table.iter().map_err(io)?,
             };
             entries.map(|entry| codec::decode(entry.map_err(io)?.1.value())).collect()
+        })
+    }
+
+    /// The records of `org` that `lookup` finds, from the index: one key range, then each record.
+    pub fn scim_users_by(
+        &self,
+        org: [u8; 16],
+        lookup: &super::ScimLookup,
+    ) -> Result<Vec<super::ScimUserRecordV1>, StoreError> {
+        self.with_db(|db| {
+            let tx = db.begin_read().map_err(io)?;
+            let index = tx.open_table(SCIM_USER_LOOKUP).map_err(io)?;
+            let users = tx.open_table(SCIM_USERS).map_err(io)?;
+            let prefix = lookup.prefix(org);
+            let (mut low, mut high) = (prefix.clone(), prefix);
+            low.extend([0; 16]);
+            high.extend([0xff; 16]);
+            let mut found = Vec::new();
+            for entry in index.range(low.as_slice()..=high.as_slice()).map_err(io)? {
+                let key = entry.map_err(io)?.0;
+                let user: [u8; 16] =
+                    key.value()[key.value().len() - 16..].try_into().expect("an index key ends with the account");
+                if let Some(record) = users.get(scim_user_key(org, user)).map_err(io)? {
+                    found.push(codec::decode(record.value())?);
+                }
+            }
+            Ok(found)
         })
     }
 
@@ -965,6 +1012,7 @@ impl EmbeddedStore {
             tx.delete_table(SSO_PROVIDERS).map_err(io)?;
             tx.delete_table(SCIM_TOKENS).map_err(io)?;
             tx.delete_table(SCIM_USERS).map_err(io)?;
+            tx.delete_table(SCIM_USER_LOOKUP).map_err(io)?;
             tx.delete_table(SCIM_GROUPS).map_err(io)?;
             open_tables(&tx)?;
             tx.commit().map_err(io)
@@ -1147,6 +1195,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
         let mut sso = tx.open_table(SSO_PROVIDERS).map_err(io)?;
         let mut scim_tokens = tx.open_table(SCIM_TOKENS).map_err(io)?;
         let mut scim_users = tx.open_table(SCIM_USERS).map_err(io)?;
+        let mut scim_lookup = tx.open_table(SCIM_USER_LOOKUP).map_err(io)?;
         let mut scim_groups = tx.open_table(SCIM_GROUPS).map_err(io)?;
         // Whether any client hears of its users' sign-outs: read once per commit that ends a session, so that a
         // store without such clients pays for no grant scan at a sign-out.
@@ -1392,10 +1441,25 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     scim_tokens.remove(id).map_err(io)?;
                 }
                 StoreOp::PutScimUser(r) => {
-                    scim_users.insert(scim_user_key(r.org, r.user), codec::encode(r).as_slice()).map_err(io)?;
+                    let old =
+                        scim_users.insert(scim_user_key(r.org, r.user), codec::encode(r).as_slice()).map_err(io)?;
+                    if let Some(old) = old {
+                        let old: super::ScimUserRecordV1 = codec::decode(old.value())?;
+                        for key in old.lookup_keys() {
+                            scim_lookup.remove(key.as_slice()).map_err(io)?;
+                        }
+                    }
+                    for key in r.lookup_keys() {
+                        scim_lookup.insert(key.as_slice(), ()).map_err(io)?;
+                    }
                 }
                 StoreOp::DeleteScimUser { org, user } => {
-                    scim_users.remove(scim_user_key(*org, *user)).map_err(io)?;
+                    if let Some(old) = scim_users.remove(scim_user_key(*org, *user)).map_err(io)? {
+                        let old: super::ScimUserRecordV1 = codec::decode(old.value())?;
+                        for key in old.lookup_keys() {
+                            scim_lookup.remove(key.as_slice()).map_err(io)?;
+                        }
+                    }
                 }
                 StoreOp::PutScimGroup(r) => {
                     scim_groups.insert(scim_user_key(r.org, r.team), codec::encode(r).as_slice()).map_err(io)?;
@@ -1688,6 +1752,12 @@ fn snapshot(db: &Database, path: &Path) -> Result<(), StoreError> {
             for entry in users.iter().map_err(io)? {
                 let (key, value) = entry.map_err(io)?;
                 out.insert(key.value(), value.value()).map_err(io)?;
+            }
+        }
+        if let Ok(lookup) = source.open_table(SCIM_USER_LOOKUP) {
+            let mut out = tx.open_table(SCIM_USER_LOOKUP).map_err(io)?;
+            for entry in lookup.iter().map_err(io)? {
+                out.insert(entry.map_err(io)?.0.value(), ()).map_err(io)?;
             }
         }
         if let Ok(groups) = source.open_table(SCIM_GROUPS) {
@@ -2057,6 +2127,68 @@ mod tests {
         }
         let loaded = EmbeddedStore::open(dir.path()).unwrap().load().unwrap();
         assert_eq!(loaded.sessions, vec![([9; 32], session)]);
+    }
+
+    fn scim_user(user: u8, user_name: &str, external_id: Option<&str>) -> crate::store::ScimUserRecordV1 {
+        crate::store::ScimUserRecordV1 {
+            org: [1; 16],
+            user: [user; 16],
+            user_name: user_name.into(),
+            external_id: external_id.map(Into::into),
+            active: true,
+            attributes: "{}".into(),
+            created_at_ms: 1,
+            updated_at_ms: 1,
+        }
+    }
+
+    /// The SCIM lookup index follows every write of a record: a new userName or externalId finds it, the old ones
+    /// no longer do, a deleted record is found by none, and another organization's lookup finds nothing.
+    #[test]
+    fn the_scim_lookup_index_follows_each_write() {
+        use crate::store::ScimLookup;
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let found = |lookup: ScimLookup| -> Vec<[u8; 16]> {
+            store.scim_users_by([1; 16], &lookup).unwrap().iter().map(|r| r.user).collect()
+        };
+        store
+            .commit(&[
+                StoreOp::PutScimUser(scim_user(2, "Ann", Some("x-1"))),
+                StoreOp::PutScimUser(scim_user(3, "ann.b", None)),
+            ])
+            .unwrap();
+        assert_eq!(found(ScimLookup::user_name("ANN")), vec![[2; 16]]);
+        assert_eq!(found(ScimLookup::external_id("x-1")), vec![[2; 16]]);
+        assert!(found(ScimLookup::external_id("X-1")).is_empty(), "externalId is compared with case");
+        assert!(store.scim_users_by([9; 16], &ScimLookup::user_name("ann")).unwrap().is_empty());
+        store.commit(&[StoreOp::PutScimUser(scim_user(2, "Anna", Some("x-2")))]).unwrap();
+        assert!(found(ScimLookup::user_name("ann")).is_empty(), "the old userName's key went with the rewrite");
+        assert!(found(ScimLookup::external_id("x-1")).is_empty());
+        assert_eq!(found(ScimLookup::user_name("anna")), vec![[2; 16]]);
+        store.commit(&[StoreOp::DeleteScimUser { org: [1; 16], user: [2; 16] }]).unwrap();
+        assert!(found(ScimLookup::user_name("anna")).is_empty());
+        assert!(found(ScimLookup::external_id("x-2")).is_empty());
+        assert_eq!(found(ScimLookup::user_name("ANN.B")), vec![[3; 16]]);
+    }
+
+    /// A store of schema 2 (before the index) gets the index of its SCIM users at open.
+    #[test]
+    fn a_schema_2_store_gets_its_scim_lookup_index() {
+        use crate::store::ScimLookup;
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::create(dir.path().join(FILE_NAME)).unwrap();
+            let tx = db.begin_write().unwrap();
+            tx.open_table(META).unwrap().insert("schema_version", 2).unwrap();
+            let record = scim_user(2, "Ann", Some("x-1"));
+            let key = scim_user_key(record.org, record.user);
+            tx.open_table(SCIM_USERS).unwrap().insert(key, codec::encode(&record).as_slice()).unwrap();
+            tx.commit().unwrap();
+        }
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(store.scim_users_by([1; 16], &ScimLookup::user_name("ann")).unwrap().len(), 1);
+        assert_eq!(store.scim_users_by([1; 16], &ScimLookup::external_id("x-1")).unwrap().len(), 1);
     }
 
     /// Before: sessions were keyed by token hash alone, so ending a thousand sessions of one account rewrote a

@@ -54,7 +54,7 @@ pub use records::{
     UserRecordV1, UserRecordV2,
 };
 pub use records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
-pub use scim_records::{ScimGroupRecordV1, ScimTokenRecordV1, ScimUserRecordV1};
+pub use scim_records::{ScimGroupRecordV1, ScimLookup, ScimTokenRecordV1, ScimUserRecordV1};
 pub use sso_records::{SamlConfigV1, SsoProviderRecord, SsoProviderRecordV1};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;

@@ -655,6 +655,23 @@ impl PgStore {
         rows.iter().map(|r| codec::decode(r.get(0))).collect()
     }
 
+    /// The records of `org` that `lookup` finds, by the columns V22 added, and those written without them.
+    pub fn scim_users_by(
+        &self,
+        org: [u8; 16],
+        lookup: &super::ScimLookup,
+    ) -> Result<Vec<super::ScimUserRecordV1>, StoreError> {
+        let column = if lookup.is_user_name() { "user_name_lower" } else { "external_id" };
+        let query = format!(
+            "SELECT record FROM scim_users WHERE org_id = $1 AND ({column} = $2 OR user_name_lower IS NULL) \
+             ORDER BY user_id"
+        );
+        let rows = self.pooled(|c| c.query(&query, &[&org.as_slice(), &lookup.value()]))?;
+        let records: Vec<super::ScimUserRecordV1> =
+            rows.iter().map(|r| codec::decode(r.get(0))).collect::<Result<_, _>>()?;
+        Ok(records.into_iter().filter(|r| lookup.matches(r)).collect())
+    }
+
     pub fn scim_groups(&self, org: Option<[u8; 16]>) -> Result<Vec<super::ScimGroupRecordV1>, StoreError> {
         let rows = match org {
             Some(org) => self.pooled(|c| {
@@ -1619,9 +1636,16 @@ fn apply(
             ),
             StoreOp::DeleteScimToken(id) => tx.execute("DELETE FROM scim_tokens WHERE id = $1", &[&id.as_slice()]),
             StoreOp::PutScimUser(r) => tx.execute(
-                "INSERT INTO scim_users (org_id, user_id, record) VALUES ($1, $2, $3) \
-                 ON CONFLICT (org_id, user_id) DO UPDATE SET record = EXCLUDED.record",
-                &[&r.org.as_slice(), &r.user.as_slice(), &codec::encode(r)],
+                "INSERT INTO scim_users (org_id, user_id, record, user_name_lower, external_id) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org_id, user_id) DO UPDATE SET record = EXCLUDED.record, \
+                 user_name_lower = EXCLUDED.user_name_lower, external_id = EXCLUDED.external_id",
+                &[
+                    &r.org.as_slice(),
+                    &r.user.as_slice(),
+                    &codec::encode(r),
+                    &super::ScimLookup::user_name(&r.user_name).value(),
+                    &r.external_id,
+                ],
             ),
             StoreOp::DeleteScimUser { org, user } => tx.execute(
                 "DELETE FROM scim_users WHERE org_id = $1 AND user_id = $2",

@@ -52,6 +52,81 @@ pub struct ScimGroupRecordV1 {
     pub external_id: Option<String>,
 }
 
+/// What a directory finds one of its accounts by, without reading the organization's every record: its userName
+/// (compared without case, so the key holds it lowercased) or its externalId (compared with case). These are the
+/// lookups identity providers send before each create (`filter=userName eq "…"`), and what a write checks for
+/// uniqueness; both stores keep an index of them, written in the commit that writes the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScimLookup {
+    kind: LookupKind,
+    value: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LookupKind {
+    UserName,
+    ExternalId,
+}
+
+impl ScimLookup {
+    pub fn user_name(name: &str) -> Self {
+        Self { kind: LookupKind::UserName, value: name.to_lowercase() }
+    }
+
+    pub fn external_id(id: &str) -> Self {
+        Self { kind: LookupKind::ExternalId, value: id.to_owned() }
+    }
+
+    /// The value as the index holds it (a userName lowercased).
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    pub fn is_user_name(&self) -> bool {
+        self.kind == LookupKind::UserName
+    }
+
+    /// Whether `record` is one this lookup finds.
+    pub fn matches(&self, record: &ScimUserRecordV1) -> bool {
+        match self.kind {
+            LookupKind::UserName => record.user_name.to_lowercase() == self.value,
+            LookupKind::ExternalId => record.external_id.as_deref() == Some(self.value.as_str()),
+        }
+    }
+
+    /// The embedded store's index key of every record this lookup finds in `org`: the organization, the kind, the
+    /// value's length and bytes (so that no value is a prefix of another's key), then the account.
+    pub(crate) fn prefix(&self, org: [u8; 16]) -> Vec<u8> {
+        let mut key = Vec::with_capacity(16 + 1 + 4 + self.value.len() + 16);
+        key.extend(org);
+        key.push(match self.kind {
+            LookupKind::UserName => b'u',
+            LookupKind::ExternalId => b'e',
+        });
+        key.extend((self.value.len() as u32).to_be_bytes());
+        key.extend(self.value.as_bytes());
+        key
+    }
+}
+
+impl ScimUserRecordV1 {
+    /// The lookups that find this record.
+    pub fn lookups(&self) -> Vec<ScimLookup> {
+        let external = self.external_id.as_deref().map(ScimLookup::external_id);
+        std::iter::once(ScimLookup::user_name(&self.user_name)).chain(external).collect()
+    }
+
+    /// Its keys in the embedded store's index ([`ScimLookup::prefix`] then the account).
+    pub(crate) fn lookup_keys(&self) -> Vec<Vec<u8>> {
+        let key = |l: ScimLookup| {
+            let mut key = l.prefix(self.org);
+            key.extend(self.user);
+            key
+        };
+        self.lookups().into_iter().map(key).collect()
+    }
+}
+
 impl Versioned for ScimGroupRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "SCIM group";
@@ -123,5 +198,30 @@ mod tests {
         expected.extend([1, 1, b'g']);
         assert_eq!(encode(&group), expected);
         assert_eq!(decode::<ScimGroupRecordV1>(&expected).unwrap(), group);
+    }
+
+    #[test]
+    fn lookups_find_a_user_name_without_case_and_an_external_id_with_it() {
+        let record = ScimUserRecordV1 {
+            org: [1; 16],
+            user: [2; 16],
+            user_name: "Ann@Example.com".into(),
+            external_id: Some("00uA".into()),
+            active: true,
+            attributes: "{}".into(),
+            created_at_ms: 1,
+            updated_at_ms: 1,
+        };
+        assert!(ScimLookup::user_name("ann@EXAMPLE.com").matches(&record));
+        assert!(ScimLookup::external_id("00uA").matches(&record));
+        assert!(!ScimLookup::external_id("00ua").matches(&record));
+        let keys = record.lookup_keys();
+        assert_eq!(keys.len(), 2);
+        assert!(keys[0].starts_with(&ScimLookup::user_name("ANN@example.COM").prefix([1; 16])));
+        assert!(keys[1].starts_with(&ScimLookup::external_id("00uA").prefix([1; 16])));
+        // A value is never a prefix of another's key: "ab" and "abc" differ in the length before the bytes.
+        assert!(
+            !ScimLookup::user_name("abc").prefix([1; 16]).starts_with(&ScimLookup::user_name("ab").prefix([1; 16]))
+        );
     }
 }
