@@ -18,6 +18,7 @@ import { accessSections, createUserSection, describeFactors, exportLinks, histor
 import { webhooksPage, webhookPage } from "./webhooks.js";
 import { clientsPage, clientPage } from "./clients.js";
 import { orgAdminStart, memberSections } from "./orgadmin.js";
+import { ssoSections } from "./sso.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -773,7 +774,9 @@ async function organizationPage(id) {
     h("section", { "aria-labelledby": "delete-heading" }, h("h2", { id: "delete-heading", text: "Delete" }), deleteButton, deleteLine));
   // Memberships with their roles, and invitations, through the organization plugin's calls (orgadmin.js): a global
   // administrator acts there as an owner of every organization. Above the deletion, which stays last.
-  main.querySelector('[aria-labelledby="delete-heading"]').before(...(await memberSections(org, "owner", status.signed_in_as.id)));
+  // Then its single sign-on providers, policy and SCIM tokens (sso.js).
+  const [memberParts, ssoParts] = await Promise.all([memberSections(org, "owner", status.signed_in_as.id), ssoSections(org)]);
+  main.querySelector('[aria-labelledby="delete-heading"]').before(...memberParts, ...ssoParts);
 }
 
 // --- status -------------------------------------------------------------------------------------------------

@@ -72,6 +72,15 @@ export const ACTION_WORDS = {
   "oidc.signing_keys_rotated": "Signing keys rotated",
   "config.reloaded": "Configuration reloaded",
   "mail.failed": "Mail given up",
+  "sso_provider.created": "SSO provider registered",
+  "sso_provider.updated": "SSO provider changed",
+  "sso_provider.deleted": "SSO provider removed",
+  "sso_provider.domain_verification_requested": "SSO domain verification asked for",
+  "sso_provider.domain_verified": "SSO domain verified",
+  "sso_policy.updated": "Require-SSO policy changed",
+  "scim_token.created": "SCIM token created",
+  "scim_token.revoked": "SCIM token revoked",
+  "scim.user_updated": "Account changed by SCIM",
 };
 const ACTIONS = Object.keys(ACTION_WORDS);
 

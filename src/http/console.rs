@@ -68,6 +68,8 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         script!("clients.js"),
         // Delegated administration: an organization's owners and admins (#29).
         script!("orgadmin.js"),
+        // An organization's single sign-on providers, policy and SCIM tokens (#48).
+        script!("sso.js"),
     ]
 });
 

@@ -86,6 +86,17 @@ async function screenshot(name) {
   if (shots) await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
 }
 
+/// A screenshot of the part of the page from `first`'s top to `last`'s bottom (a long page's sections of interest).
+async function screenshotOf(name, first, last) {
+  if (!shots) return;
+  const clip = await page.evaluate((a, b) => {
+    const top = document.querySelector(a).getBoundingClientRect().top + scrollY - 16;
+    const bottom = document.querySelector(b).getBoundingClientRect().bottom + scrollY + 16;
+    return { x: 0, y: Math.max(0, top), width: document.documentElement.clientWidth, height: bottom - Math.max(0, top) };
+  }, first, last);
+  await page.screenshot({ path: `${shots}/${name}.png`, clip, captureBeyondViewport: true });
+}
+
 async function heading() {
   return page.$eval("h1", (el) => el.textContent);
 }
@@ -1107,6 +1118,124 @@ test("a global administrator sees and manages every organization's members on it
   assert.deepEqual(await memberEmails(), ["pharmacist22@riverside.example"]);
   await page.click("#members-previous");
   await caption("26 members (1–25 of 26)");
+});
+
+// --- single sign-on and SCIM on an organization's page (#48) --------------------------------------------------
+// Still the global administrator on the second server: Riverside gets a SAML provider (registered through the SSO
+// plugin's call, as an owner's front end would; SAML because registering it reads nothing from the network, with the
+// SAML suite's test IdP certificate), and the page then confirms its domain, turns require-SSO on and off, and makes
+// a SCIM token, shown once, then revokes it. Each step is checked at the server, not only on the page.
+
+/// A SCIM list call to the second server with `token` as the bearer: its status.
+async function scimStatus(token) {
+  return (await fetch(`${orgBase}/api/auth/scim/v2/Users`, { headers: { Authorization: `Bearer ${token}` } })).status;
+}
+
+test("an organization's page: its SSO provider's domain confirmed, require-SSO turned on and off, a SCIM token shown once and revoked", async () => {
+  const cert = await readFile(new URL("../saml/idp-cert.pem", import.meta.url), "utf8");
+  const registered = await page.evaluate(async (org, cert, base) => {
+    const r = await fetch("/api/auth/sso/register", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ providerId: "riverside-saml", issuer: `${base}/api/auth/sso/saml2/sp/metadata?providerId=riverside-saml`,
+        domain: "riverside.example", organizationId: org,
+        samlConfig: { entryPoint: "https://idp.riverside.example/sso", cert, idpMetadata: { entityID: "https://idp.riverside.example" } } }) });
+    return { status: r.status, body: await r.text() };
+  }, orgIds.riverside, cert, orgBase);
+  assert.equal(registered.status, 200, registered.body);
+  // The previous step left the browser on this address: a reload renders it again, with the new provider.
+  await page.goto(`${orgBase}/admin/#/organizations/${orgIds.riverside}`);
+  await page.reload();
+  await waitForHeading("Riverside Pharmacy");
+  await page.waitForSelector("#sso-providers-table");
+  const cells = () => page.$$eval("#sso-providers-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  assert.deepEqual(await cells(), [["riverside-saml", "SAML 2.0", `${orgBase}/api/auth/sso/saml2/sp/metadata?providerId=riverside-saml`,
+    "riverside.example", "Not verified", "Confirm domain"]]);
+  assert.equal(await page.$eval("#require-sso", (c) => c.checked), false);
+  assert.match(await textOf("#sso-policy-domains"), /No domain of this organization is verified yet/);
+  assert.equal(await textOf("#no-scim-tokens"), "No SCIM token.");
+  await checkAccessibility("organization: single sign-on, before");
+
+  // Confirm the domain: cancelled first (nothing changes), then confirmed; the server audits it, naming the way.
+  await confirmWith('#sso-providers-table tr[data-provider="riverside-saml"] button', "cancel");
+  assert.equal(await waitForText("#sso-providers-msg", /not confirmed/), "Domain not confirmed.");
+  await confirmWith('#sso-providers-table tr[data-provider="riverside-saml"] button', "ok");
+  assert.equal(await waitForText("#sso-providers-msg", /verified for/), "riverside.example verified for riverside-saml.");
+  await page.waitForFunction(() => document.querySelector("#sso-providers-table tbody tr")?.cells[4].textContent === "Verified");
+  assert.equal(await page.$('#sso-providers-table tbody button'), null, "a verified provider offers no confirmation");
+  assert.equal(await textOf("#sso-policy-domains"), "Covers the verified domains riverside.example and their subdomains.");
+  const verified = await page.evaluate(async () => (await (await fetch("/api/admin/audit?action=sso_provider.domain_verified")).json()).entries);
+  assert.equal(verified.length, 1);
+  assert.match(verified[0].detail, /riverside-saml: domain riverside\.example verified by an administrator's confirmation/);
+
+  // Require SSO: the owner's password stops working (the server's answer, SSO_REQUIRED); off again, it works.
+  const ownerSignIn = async () => (await fetch(`${orgBase}/api/auth/sign-in/email`, { method: "POST",
+    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email: "owner@riverside.example", password: PASSWORD }) }));
+  assert.equal((await ownerSignIn()).status, 200);
+  await confirmWith("#require-sso", "cancel");
+  assert.equal(await waitForText("#sso-policy-msg", /unchanged/), "Policy unchanged.");
+  assert.equal(await page.$eval("#require-sso", (c) => c.checked), false);
+  await confirmWith("#require-sso", "ok");
+  assert.equal(await waitForText("#sso-policy-msg", /now required/), "Single sign-on is now required for the verified domains.");
+  assert.equal(await page.$eval("#require-sso", (c) => c.checked), true);
+  const refused = await ownerSignIn();
+  assert.equal(refused.status, 403);
+  assert.equal((await refused.json()).code, "SSO_REQUIRED");
+  await checkAccessibility("organization: single sign-on required");
+
+  // A SCIM token: shown once with a copy button; it works; the list shows its id and never the token; a reload
+  // shows it no more; revoked, the directory is refused.
+  await browser.defaultBrowserContext().overridePermissions(orgBase, ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
+  await page.click("#scim-token-form button[type=submit]");
+  assert.equal(await waitForText("#scim-tokens-msg", /created|rror/), "Token created. Copy it now: it is not shown again.");
+  const token = await textOf("#new-scim-token-value");
+  assert.match(token, /^scim_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
+  await page.click("#copy-scim-token");
+  assert.equal(await waitForText("#scim-copy-msg", /./), "Copied to the clipboard.");
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), token);
+  assert.equal(await scimStatus(token), 200);
+  await page.waitForSelector("#scim-tokens-table");
+  const tokenId = token.slice(5, 37);
+  const rows = await page.$$eval("#scim-tokens-table tbody tr", (trs) => trs.map((tr) => [tr.dataset.token.replaceAll("-", ""), tr.cells[1].textContent, tr.cells[3].textContent]));
+  assert.deepEqual(rows, [[tokenId, "scim.users.read, scim.users.write, scim.groups.read, scim.groups.write", "Never"]]);
+  assert.ok(!(await page.$eval("#scim-tokens-table", (t) => t.textContent)).includes(token.slice(38)), "the list never shows the token");
+  await checkAccessibility("organization: a new SCIM token");
+  await screenshotOf("organization-sso", "#sso-providers-heading", "#scim-tokens-msg");
+  await page.click("#require-sso"); // turning it off asks nothing
+  assert.equal(await waitForText("#sso-policy-msg", /no longer/), "Single sign-on is no longer required.");
+  assert.equal(await page.$eval("#require-sso", (c) => c.checked), false);
+  assert.equal((await ownerSignIn()).status, 200);
+  const policies = await page.evaluate(async () => (await (await fetch("/api/admin/audit?action=sso_policy.updated")).json()).entries);
+  assert.equal(policies.length, 2);
+  await page.reload();
+  await waitForHeading("Riverside Pharmacy");
+  await page.waitForSelector("#scim-tokens-table");
+  assert.ok(!(await page.content()).includes(token.slice(38)), "the token is not shown again");
+  await confirmWith("#scim-tokens-table tbody button.danger", "cancel");
+  assert.equal(await waitForText("#scim-tokens-msg", /kept/), "Token kept.");
+  await confirmWith("#scim-tokens-table tbody button.danger", "ok");
+  assert.equal(await waitForText("#scim-tokens-msg", /revoked/), "Token revoked.");
+  await page.waitForSelector("#no-scim-tokens");
+  assert.equal(await scimStatus(token), 401);
+  const made = await page.evaluate(async () => (await (await fetch("/api/admin/audit?action=scim_token.created")).json()).entries);
+  const revoked = await page.evaluate(async () => (await (await fetch("/api/admin/audit?action=scim_token.revoked")).json()).entries);
+  assert.equal(made.length, 1);
+  assert.equal(revoked.length, 1);
+  assert.ok(!JSON.stringify([made, revoked]).includes(token.slice(38)), "the audit log never names the token");
+
+  // Dark scheme and a 375 px phone: accessible, nothing scrolls sideways.
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+  for (const width of [1280, 375]) {
+    await page.setViewport({ width, height: 812 });
+    await page.goto(`${orgBase}/admin/#/organizations/${orgIds.riverside}`);
+    await waitForHeading("Riverside Pharmacy");
+    await page.waitForSelector("#sso-providers-table");
+    await page.waitForNetworkIdle({ idleTime: 200 });
+    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), 0,
+      `the organization's page scrolls sideways at ${width} px`);
+    await checkAccessibility(`organization: single sign-on (dark, ${width} px)`);
+    if (width === 375) await screenshotOf("organization-sso-375", "#sso-providers-heading", "#scim-tokens-msg");
+  }
+  await page.setViewport({ width: 1280, height: 860 });
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
 });
 
 test("no script error and no policy violation on any page", () => {
