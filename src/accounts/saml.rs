@@ -20,7 +20,7 @@ use super::sso::{SsoError, SsoProvider, check_default_role, check_domains, view}
 use super::{Accounts, Client, Current};
 use crate::actors::users::SsoSignIn;
 use crate::domain::MemberRoles;
-use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId, Timestamp, action};
+use crate::domain::{AssertedMultiFactor, EmailDomain, OrgId, OrgRole, SsoProviderId, Timestamp, action};
 use crate::oauth::{Identity, Tokens, random_token};
 use crate::saml::{AuthnRequest, EMAIL_FORMAT, Expected, SamlError, Signed};
 use crate::store::linked::OAuthFlowRecordV1;
@@ -270,17 +270,21 @@ impl Accounts {
             email_verified: vouched,
             name,
             picture: None,
+            amr: Vec::new(),
         };
         let role = match record.default_role.as_str() {
             "admin" => OrgRole::Admin,
             _ => OrgRole::Member,
         };
         let join = record.organization_id.map(|org| (OrgId::from_bytes(org), MemberRoles::one(role)));
+        // The signed assertion's `AuthnContextClassRef`: a multi-factor class stands in for the second factor here
+        // (docs/guides/sso.md names the classes).
+        let multi_factor = AssertedMultiFactor::from_authn_context(signed.authn_contexts.iter().map(String::as_str));
         let how = AdmitAs {
             provider: record.provider_id.clone(),
             trusted: true,
             sign_up_unverified: true,
-            sso: Some(SsoSignIn { join }),
+            sso: Some(SsoSignIn { join, multi_factor }),
         };
         let tokens = Tokens { access_token: String::new(), refresh_token: None, id_token: None, expires_at_ms: None };
         let trusted = post.trusted.clone();

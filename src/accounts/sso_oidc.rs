@@ -19,7 +19,7 @@ use super::oauth::{AdmitAs, Callback, CallbackError, Finished, FlowStart, FlowSt
 use super::sso::{TokenAuth, secret_context};
 use super::{Accounts, Client, SsoError};
 use crate::actors::users::SsoSignIn;
-use crate::domain::{MemberRoles, OrgId, OrgRole, Slug};
+use crate::domain::{AssertedMultiFactor, MemberRoles, OrgId, OrgRole, Slug};
 use crate::oauth::config::{ProviderConfig, ProviderKind, Secret};
 use crate::oauth::{OAuthError, Provider};
 use crate::store::SsoProviderRecord;
@@ -154,13 +154,16 @@ impl Accounts {
             return Err(fail("email_domain_not_allowed", Some(why)));
         }
         let join = record.organization_id.map(|org| (OrgId::from_bytes(org), MemberRoles::one(default_role(&record))));
+        // The ID token's `amr`, checked with its signature: a multi-factor sign-in at the provider stands in for
+        // the second factor here (docs/guides/sso.md names the values).
+        let multi_factor = AssertedMultiFactor::from_amr(identity.amr.iter().map(String::as_str));
         let how = AdmitAs {
             provider: record.provider_id.clone(),
             // The address is in the provider's proven domains: its verified word may join an existing account.
             trusted: true,
             // The organization's own directory: a first sign-in makes the account, verified only on its word.
             sign_up_unverified: true,
-            sso: Some(SsoSignIn { join }),
+            sso: Some(SsoSignIn { join, multi_factor }),
         };
         let admitted = self.admit(how, identity, tokens, None, trusted.clone(), &client).await;
         // The plugin's OpenID Connect callback words it so (with spaces; its SAML callback says `account_not_linked`).

@@ -52,7 +52,9 @@ pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
 pub use session_limits::{IMPERSONATION_LIFETIME, SessionLimits, Use as SessionUse};
 pub use slug::{Slug, SlugError};
-pub use sso::{EmailDomain, EmailDomainError, SsoProviderId, SsoProviderIdError};
+pub use sso::{
+    AssertedMultiFactor, EmailDomain, EmailDomainError, MULTI_FACTOR_CLASSES, SsoProviderId, SsoProviderIdError,
+};
 pub use team::{Team, TeamMember};
 pub use time::{Clock, TimeError, Timestamp};
 pub use token::{SessionToken, TokenHash};

@@ -85,6 +85,65 @@ impl fmt::Display for EmailDomain {
     }
 }
 
+/// A provider's assertion that the person authenticated with more than one factor at this sign-in: what lets an
+/// SSO sign-in skip the second factor here (issue #48). Only made from what the provider signed (an ID token's
+/// `amr`, a SAML assertion's `AuthnContextClassRef`); it says which values counted, for the audit log.
+///
+/// OpenID Connect (`amr`, RFC 8176 §2): `mfa`, or methods of two different kinds among something known (`pwd`,
+/// `pin`, `kba`), something held (`otp`, `hwk`, `swk`, `sms`, `tel`, `sc`, `pop`) and something one is (`fpt`,
+/// `face`, `iris`, `retina`, `vbm`). A lone method is one factor, whatever it is (`otp` alone, `hwk` alone), and
+/// `mca`, `rba`, `geo`, `wia`, `user` are not factors of any kind.
+///
+/// SAML (`AuthnContextClassRef`): the classes that name more than one factor, [`MULTI_FACTOR_CLASSES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssertedMultiFactor(String);
+
+/// The SAML authentication context classes taken as multi-factor: the SAML 2.0 classes whose definition requires
+/// two factors (authn-context §3.4: `MobileTwoFactorContract`, `MobileTwoFactorUnregistered`, and `SmartcardPKI`,
+/// a smart card with its PIN), the REFEDS MFA profile (Shibboleth, InCommon, Okta), Microsoft's
+/// `multipleauthn` (ADFS, Entra ID) and OpenID PAPE's multi-factor policies (which some IdPs put in SAML too).
+pub const MULTI_FACTOR_CLASSES: &[&str] = &[
+    "urn:oasis:names:tc:SAML:2.0:ac:classes:MobileTwoFactorContract",
+    "urn:oasis:names:tc:SAML:2.0:ac:classes:MobileTwoFactorUnregistered",
+    "urn:oasis:names:tc:SAML:2.0:ac:classes:SmartcardPKI",
+    "https://refeds.org/profile/mfa",
+    "http://schemas.microsoft.com/claims/multipleauthn",
+    "http://schemas.openid.net/pape/policies/2007/06/multi-factor",
+    "http://schemas.openid.net/pape/policies/2007/06/multi-factor-physical",
+];
+
+/// The kind of factor an RFC 8176 method is, `None` for a value that is no factor (or unknown).
+fn factor_kind(method: &str) -> Option<u8> {
+    match method {
+        "pwd" | "pin" | "kba" => Some(0),
+        "otp" | "hwk" | "swk" | "sms" | "tel" | "sc" | "pop" => Some(1),
+        "fpt" | "face" | "iris" | "retina" | "vbm" => Some(2),
+        _ => None,
+    }
+}
+
+impl AssertedMultiFactor {
+    /// From an ID token's `amr`, when it says multi-factor (see the type).
+    pub fn from_amr<'a>(amr: impl IntoIterator<Item = &'a str>) -> Option<Self> {
+        let amr: Vec<&str> = amr.into_iter().collect();
+        let mut kinds = amr.iter().filter_map(|m| factor_kind(m)).collect::<Vec<u8>>();
+        kinds.sort_unstable();
+        kinds.dedup();
+        (amr.contains(&"mfa") || kinds.len() >= 2).then(|| Self(format!("amr {}", amr.join(" "))))
+    }
+
+    /// From a SAML assertion's `AuthnContextClassRef`s, when one is a multi-factor class (see the type).
+    pub fn from_authn_context<'a>(classes: impl IntoIterator<Item = &'a str>) -> Option<Self> {
+        let class = classes.into_iter().map(str::trim).find(|c| MULTI_FACTOR_CLASSES.contains(c))?;
+        Some(Self(format!("AuthnContextClassRef {class}")))
+    }
+
+    /// What the provider said that counted: `amr pwd otp`, `AuthnContextClassRef …`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +165,30 @@ mod tests {
         for bad in ["", "acme", "-a.test", "a-.test", "a..test", "a_b.test", "acme.test,", "user@acme.test"] {
             assert!(EmailDomain::parse_list(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn multi_factor_is_mfa_or_two_kinds_of_factor_or_a_multi_factor_class() {
+        let amr = |v: &[&str]| AssertedMultiFactor::from_amr(v.iter().copied()).is_some();
+        assert!(amr(&["mfa"]));
+        assert!(amr(&["pwd", "otp"]));
+        assert!(amr(&["swk", "pin"]));
+        assert!(amr(&["hwk", "fpt"]));
+        assert!(!amr(&["pwd"]));
+        assert!(!amr(&["otp"]));
+        assert!(!amr(&["hwk", "swk"]), "two things held are one kind of factor");
+        assert!(!amr(&["pwd", "kba"]));
+        assert!(!amr(&["pwd", "mca", "rba"]));
+        assert!(!amr(&[]));
+        assert_eq!(AssertedMultiFactor::from_amr(["pwd", "otp"]).unwrap().as_str(), "amr pwd otp");
+        let saml = |v: &[&str]| AssertedMultiFactor::from_authn_context(v.iter().copied()).is_some();
+        assert!(saml(&["http://schemas.microsoft.com/claims/multipleauthn"]));
+        assert!(saml(&[
+            "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport",
+            "https://refeds.org/profile/mfa"
+        ]));
+        assert!(!saml(&["urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport"]));
+        assert!(!saml(&["urn:oasis:names:tc:SAML:2.0:ac:classes:Smartcard"]));
+        assert!(!saml(&[]));
     }
 }

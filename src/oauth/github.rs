@@ -48,6 +48,7 @@ pub fn identity(user: &[u8], emails: Option<&[u8]>) -> Result<Identity, String> 
         email_verified,
         name: user.name.filter(|n| !n.trim().is_empty()).or(Some(user.login)),
         picture: user.avatar_url,
+        amr: Vec::new(),
     })
 }
 

@@ -47,6 +47,9 @@ pub struct Identity {
     pub email_verified: bool,
     pub name: Option<String>,
     pub picture: Option<String>,
+    /// The ID token's `amr` (RFC 8176): how the provider says the person authenticated, as it signed it (empty
+    /// without an ID token, or when it names none).
+    pub amr: Vec<String>,
 }
 
 /// The provider's tokens from the callback's exchange, kept (sealed) only with `[oauth] store_tokens = true`.
@@ -444,6 +447,7 @@ impl OAuth {
             email_verified: claims.email_verified().unwrap_or(false),
             name: claims.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned()),
             picture: claims.picture().and_then(|p| p.get(None)).map(|p| p.as_str().to_owned()),
+            amr: claims.auth_method_refs().into_iter().flatten().map(|m| m.as_str().to_owned()).collect(),
         };
         if let (None, Some(_), Some(access_token)) = (&identity.email, metadata.userinfo_endpoint(), access_token) {
             let client = CoreClient::from_provider_metadata(metadata.clone(), client_id(provider), secret(provider));

@@ -131,6 +131,8 @@ pub struct Signed {
     pub destination: Option<String>,
     pub name_id: String,
     pub attributes: Vec<(String, String)>,
+    /// Each AuthnStatement's `AuthnContextClassRef`: how the IdP says the person authenticated.
+    pub authn_contexts: Vec<String>,
     /// The signature covers the assertion itself (not only the response around it).
     pub assertion_signed: bool,
     not_before_ms: Option<i64>,
@@ -394,9 +396,17 @@ fn read_assertion(doc: &Document<'_>, root: NodeId, assertion: NodeId) -> Result
             audiences.push(children(restriction, "Audience").into_iter().map(text).collect());
         }
     }
-    if children(assertion, "AuthnStatement").is_empty() {
+    let statements = children(assertion, "AuthnStatement");
+    if statements.is_empty() {
         return Err(SamlError::NoAuthnStatement);
     }
+    let authn_contexts = statements
+        .into_iter()
+        .filter_map(|statement| child(statement, "AuthnContext"))
+        .filter_map(|context| child(context, "AuthnContextClassRef"))
+        .map(text)
+        .take(MAX_ATTRIBUTES)
+        .collect();
     let mut attributes = Vec::new();
     for statement in children(assertion, "AttributeStatement") {
         for attribute in children(statement, "Attribute") {
@@ -415,6 +425,7 @@ fn read_assertion(doc: &Document<'_>, root: NodeId, assertion: NodeId) -> Result
         destination: attr(root, "Destination"),
         name_id,
         attributes,
+        authn_contexts,
         assertion_signed: false,
         not_before_ms,
         not_on_or_after_ms,

@@ -497,3 +497,53 @@ async fn sign_in_sso_reaches_the_saml_provider_by_email_domain_or_organization()
     let body = json!({"providerId": PROVIDER, "callbackURL": "/dashboard", "providerType": "saml"});
     ok(&t.s.post("/api/auth/sign-in/sso").json(&body).send().await);
 }
+
+/// An account with a second factor is asked for it after its IdP's sign-in (as after a password), unless the
+/// signed assertion's `AuthnContextClassRef` is a multi-factor class: then the IdP's word stands in for it, and
+/// the audit entry says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_second_factor_is_asked_unless_the_idp_asserts_a_multi_factor_context() {
+    let mut t = setup().await;
+    let admin = t.s.admin_session().await;
+    let (status, body, cookie) = t.s.sign_up("Tess", "tess@acme.test", PASSWORD).await;
+    assert_eq!(status, 200, "{body}");
+    let user = TestUser {
+        id: str_of(&body["user"]["id"]).to_owned(),
+        email: "tess@acme.test".into(),
+        cookie: cookie.unwrap(),
+        user: body["user"].clone(),
+    };
+    t.s.mark_verified(&admin, &user.id).await;
+    let tess = super::two_factor::enrol(&t.s, user).await;
+
+    // PasswordProtectedTransport (the IdP's default here), and a single-factor Smartcard: the challenge.
+    for class in ["", "urn:oasis:names:tc:SAML:2.0:ac:classes:Smartcard"] {
+        let variant = if class.is_empty() { json!({}) } else { json!({"authnContext": class}) };
+        let r = sign_in(&mut t, &tess.email, variant).await;
+        assert_eq!(r.status, 302, "{}", r.text);
+        assert_eq!(r.header("location").as_deref(), Some("/dashboard?twoFactorRedirect=true"), "{class}");
+        assert!(r.session_cookie().is_none_or(|c| c.value.is_empty()), "no session before the second factor");
+        assert!(r.set_cookies().iter().any(|c| c.name.ends_with(".two_factor")), "the two-factor cookie");
+    }
+
+    for class in [
+        "http://schemas.microsoft.com/claims/multipleauthn",
+        "urn:oasis:names:tc:SAML:2.0:ac:classes:MobileTwoFactorContract",
+        "https://refeds.org/profile/mfa",
+    ] {
+        let r = sign_in(&mut t, &tess.email, json!({"authnContext": class})).await;
+        assert_eq!(r.status, 302, "{}", r.text);
+        assert_eq!(r.header("location").as_deref(), Some("/dashboard"), "{class}");
+        let session = t.s.session(&r.session_cookie().expect("a session").value).await;
+        assert_eq!(session["user"]["id"], tess.id.as_str());
+    }
+    let audit = t.s.get("/api/admin/audit?limit=100&action=sign_in.sso").cookie(&admin).send().await.json();
+    let asserted: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["detail"].as_str())
+        .filter(|d| d.contains("multi-factor asserted by the provider (AuthnContextClassRef "))
+        .collect();
+    assert_eq!(asserted.len(), 3, "{audit}");
+}

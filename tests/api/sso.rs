@@ -624,6 +624,36 @@ async fn bans_and_the_second_factor_hold_through_single_sign_on() {
     assert!(browser.jar[&host].contains_key("service-auth.two_factor"), "the two-factor cookie");
 }
 
+/// An account with a second factor is asked for it after the provider's sign-in unless the ID token's `amr` says
+/// the provider authenticated with more than one factor (`["pwd", "otp"]`); a password alone (`["pwd"]`) does not.
+/// The audit entry names what the provider asserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_factor_amr_stands_in_for_the_second_factor_and_a_password_alone_does_not() {
+    let t = setup().await;
+    verified(&t, "example.com", None).await;
+    let s = &t.s;
+    let enrolled = super::two_factor::enrolled(s, "tessa").await;
+    let admin = s.admin_session().await;
+    s.mark_verified(&admin, &enrolled.id).await;
+
+    let by_email = json!({"email": enrolled.email});
+    let mut browser = Browser::new(s);
+    let password = sso_sign_in(&mut browser, s, &by_email, &format!("{}#pwd", enrolled.email)).await;
+    assert_eq!(redirected_to(&password), "/home?twoFactorRedirect=true");
+    assert_eq!(browser.session(s), None, "no session before the second factor");
+
+    let mut browser = Browser::new(s);
+    let mfa = sso_sign_in(&mut browser, s, &by_email, &format!("{}#mfa", enrolled.email)).await;
+    assert_eq!(redirected_to(&mfa), "/home", "the provider's two factors stand in for ours");
+    let session = s.session(&browser.session(s).expect("a session")).await;
+    assert_eq!(session["user"]["id"], enrolled.id.as_str());
+
+    let audit = s.get("/api/admin/audit?limit=100&action=sign_in.sso").cookie(&admin).send().await.json();
+    let details: Vec<&str> = audit["entries"].as_array().unwrap().iter().filter_map(|e| e["detail"].as_str()).collect();
+    assert!(details.contains(&"acme: multi-factor asserted by the provider (amr pwd otp)"), "{details:?}");
+    assert!(details.contains(&"acme"), "the password's sign-in asserted nothing: {details:?}");
+}
+
 /// `sign-in/sso` refuses what names no provider, or one whose domains are not verified, with the plugin's codes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_or_unverified_provider_signs_nobody_in() {

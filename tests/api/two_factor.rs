@@ -8,7 +8,9 @@
 use serde_json::{Value, json};
 use service_auth::domain::two_factor::{base32_decode, code_at, step_of};
 
-use super::harness::{ADMIN_EMAIL, ADMIN_PASSWORD, COOKIE, PASSWORD, Resp, TestServer, assert_auth_user, test_config};
+use super::harness::{
+    ADMIN_EMAIL, ADMIN_PASSWORD, COOKIE, PASSWORD, Resp, TestServer, TestUser, assert_auth_user, test_config,
+};
 
 const TWO_FACTOR_COOKIE: &str = "service-auth.two_factor";
 const TRUST_COOKIE: &str = "service-auth.trust_device";
@@ -52,7 +54,11 @@ pub(super) struct Enrolled {
 }
 
 pub(super) async fn enrolled(s: &TestServer, tag: &str) -> Enrolled {
-    let user = s.client.new_user(tag).await;
+    enrol(s, s.client.new_user(tag).await).await
+}
+
+/// `user`'s authenticator enrolled and turned on.
+pub(super) async fn enrol(s: &TestServer, user: TestUser) -> Enrolled {
     let r = s
         .client
         .post("/api/auth/two-factor/enable")

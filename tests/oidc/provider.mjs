@@ -12,8 +12,9 @@
 //   clockSkewSecs  the provider's clock runs that far off: with -7200 every ID token expired an hour ago.
 //
 // Logging in: GET /interaction/<uid> shows a form; POST it with login=<e-mail>. The account's subject is the
-// login; "<e-mail>#unverified" is an identity whose address the provider does not say it verified. Consent is
-// granted at once.
+// login; "<e-mail>#unverified" is an identity whose address the provider does not say it verified; "<e-mail>#mfa"
+// signs the same account in with a password and a one-time code (the ID token's amr is ["pwd", "otp"]) and
+// "<e-mail>#pwd" with a password alone (["pwd"]). Consent is granted at once.
 import http from 'node:http';
 import crypto from 'node:crypto';
 import readline from 'node:readline';
@@ -66,8 +67,12 @@ const server = http.createServer(async (req, res) => {
         req.on('data', (c) => { data += c; });
         req.on('end', () => resolve(new URLSearchParams(data)));
       });
-      const login = body.get('login');
-      await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
+      // "#mfa" and "#pwd" say how the person authenticated (the ID token's amr) and are not part of the account.
+      const [who, ...flags] = body.get('login').split('#');
+      const amr = flags.includes('mfa') ? ['pwd', 'otp'] : flags.includes('pwd') ? ['pwd'] : undefined;
+      const accountId = [who, ...flags.filter((f) => f !== 'mfa' && f !== 'pwd')].join('#');
+      const result = { login: { accountId, ...(amr ? { amr } : {}) } };
+      await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
       return;
     }
     // consent: grant what the client asked for
@@ -100,7 +105,9 @@ server.listen(0, '127.0.0.1', () => {
       })),
       jwks: { keys: [signing.private] },
       findAccount: (ctx, id) => account(id),
-      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+      // amr with openid, so the ID token carries it whenever the login gave one (a standalone claim would need
+      // the authorization request's claims parameter).
+      claims: { openid: ['sub', 'amr'], email: ['email', 'email_verified'], profile: ['name'] },
       features: { devInteractions: { enabled: false } },
       interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
       pkce: { required: () => true },

@@ -9,7 +9,8 @@
 //   sign: "assertion" (default) | "response" | "both" | "none"; key: "other" (a key the service does not trust);
 //   wrap: true (a second, unsigned assertion beside the signed one); doctype: "<!DOCTYPE …>" put before the root;
 //   and any of the template's values replaced: Audience, SubjectRecipient, Destination, Issuer, InResponseTo,
-//   AssertionID, ConditionsNotBefore, ConditionsNotOnOrAfter, SubjectConfirmationDataNotOnOrAfter, NameID.
+//   AssertionID, ConditionsNotBefore, ConditionsNotOnOrAfter, SubjectConfirmationDataNotOnOrAfter, NameID;
+//   authnContext: the AuthnContextClassRef in place of PasswordProtectedTransport (a multi-factor class, say).
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
@@ -73,6 +74,10 @@ async function login({ sp: spMetadata, login: url, email, name, variant = {} }) 
       `</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>`,
     AttributeStatement: "",
   };
+  if (variant.authnContext) {
+    values.AuthnStatement = values.AuthnStatement.replace(
+      "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport", escape(variant.authnContext));
+  }
   for (const [k, v] of Object.entries(variant)) if (k in values) values[k] = v;
   const attributes = [attributeTemplate("email", escape(email))];
   if (name) attributes.push(attributeTemplate("name", escape(name)));

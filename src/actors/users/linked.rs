@@ -10,7 +10,7 @@ use ractor::RpcReplyPort;
 use super::{UsersHandle, UsersMsg};
 use crate::actors::sessions::{Client, Started};
 use crate::actors::{Unavailable, call};
-use crate::domain::{Email, ImageUrl, MemberRoles, Name, OrgId, TokenHash, User, UserId};
+use crate::domain::{AssertedMultiFactor, Email, ImageUrl, MemberRoles, Name, OrgId, TokenHash, User, UserId};
 
 /// An identity another provider vouched for (src/oauth), as the callback gives it.
 #[derive(Debug, Clone)]
@@ -42,6 +42,9 @@ pub struct ExternalIdentity {
 pub struct SsoSignIn {
     /// The provider's organization and the roles its new members get; `None`: a provider of no organization.
     pub join: Option<(OrgId, MemberRoles)>,
+    /// The provider asserted a multi-factor authentication: it stands in for the account's second factor at this
+    /// sign-in (no challenge, no passkey asked for), and the audit entry says what the provider said.
+    pub multi_factor: Option<AssertedMultiFactor>,
 }
 
 /// Which account an identity signs into.

@@ -22,9 +22,11 @@ impl UsersActor {
     pub(super) fn linked(&self, state: &mut State, msg: LinkedMsg) {
         match msg {
             LinkedMsg::External { identity, link_to, role, start, ip, reply } => {
+                let asserted = identity.sso.as_ref().is_some_and(|sso| sso.multi_factor.is_some());
                 match self.external(state, *identity, link_to, role, &ip) {
                     Ok((mut ops, outcome, guard)) => {
-                        let start = start.and_then(|s| self.external_start(state, &outcome, link_to, s, &mut ops));
+                        let start =
+                            start.and_then(|s| self.external_start(state, &outcome, link_to, s, asserted, &mut ops));
                         match start {
                             None => {
                                 let signed_in = ExternalSignIn { outcome, session: None };
@@ -198,12 +200,15 @@ impl UsersActor {
     /// verified under `require_verification`; an account with a second factor, banned (refused before any
     /// challenge, as after a password) or without a live trusted device of its own in this browser. A banned
     /// account without a second factor is refused by the session's start itself, recorded in the same commit.
+    /// `multi_factor`: the provider asserted a multi-factor authentication, which stands in for the second factor
+    /// (the session starts here, as for an account without one, its trusted device left as it is).
     fn external_start(
         &self,
         state: &mut State,
         outcome: &ExternalOutcome,
         link_to: Option<UserId>,
         start: ExternalStart,
+        multi_factor: bool,
         ops: &mut Vec<StoreOp>,
     ) -> Option<(StartWith, bool)> {
         if link_to.is_some() {
@@ -213,6 +218,9 @@ impl UsersActor {
             outcome;
         if start.verified_only && !user.email_verified {
             return None;
+        }
+        if multi_factor {
+            return Some((StartWith { user: user.id, remember_me: true, client: start.client }, false));
         }
         if !user.has_second_factor() && start.factor_roles.iter().any(|r| r == user.role.as_str()) {
             return None;
@@ -299,5 +307,11 @@ impl UsersActor {
 /// The audit entry of an external sign-in: through an organization's single sign-on, or another provider.
 fn signed_in_audit(identity: &ExternalIdentity, user: &User, ip: &str) -> StoreOp {
     let action = if identity.sso.is_some() { action::SIGN_IN_SSO } else { action::SIGN_IN_PROVIDER };
-    audit::entry(action, Some(user.id), Some(user.id.into()), ip, identity.provider.clone())
+    let detail = match identity.sso.as_ref().and_then(|sso| sso.multi_factor.as_ref()) {
+        Some(asserted) => {
+            format!("{}: multi-factor asserted by the provider ({})", identity.provider, asserted.as_str())
+        }
+        None => identity.provider.clone(),
+    };
+    audit::entry(action, Some(user.id), Some(user.id.into()), ip, detail)
 }
