@@ -69,6 +69,9 @@ pub enum IdTokenError {
     /// The account's second factor is a passkey: it signs in with that, as after a password.
     #[error("This account signs in with its passkey")]
     PasskeyRequired,
+    /// An organization's single sign-on policy covers the address.
+    #[error("{}", super::SSO_REQUIRED)]
+    SsoRequired,
     #[error(transparent)]
     Unavailable(#[from] Unavailable),
 }
@@ -158,6 +161,7 @@ impl Accounts {
                 Refused::LinkedElsewhere | Refused::UserGone => IdTokenError::UnableToLink,
                 Refused::EmailMismatch => IdTokenError::DifferentEmails,
                 Refused::EmailNotVerified => IdTokenError::EmailNotVerified,
+                Refused::SsoRequired => IdTokenError::SsoRequired,
                 Refused::Unavailable => IdTokenError::Unavailable(Unavailable),
             },
         )

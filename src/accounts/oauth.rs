@@ -195,6 +195,9 @@ pub(super) enum Refused {
     UserGone,
     /// `require_verification`, and the account's address is not verified.
     EmailNotVerified,
+    /// An organization's single sign-on policy covers the address: it signs in through that organization's
+    /// provider only (src/accounts/sso_policy.rs).
+    SsoRequired,
     Unavailable,
 }
 
@@ -212,6 +215,8 @@ impl Refused {
             Self::EmailMismatch => "email_does_not_match",
             Self::UserGone => "unable_to_link_account",
             Self::EmailNotVerified => "email_not_verified",
+            // The code `magic-link/verify` redirects with, and the JSON answers' code.
+            Self::SsoRequired => "SSO_REQUIRED",
             Self::Unavailable => "unavailable",
         }
     }
@@ -449,6 +454,9 @@ impl Accounts {
     ) -> Result<Admitted, Refused> {
         let email = identity.email.as_deref().ok_or(Refused::EmailNotFound)?;
         let email = Email::parse(email).map_err(|_| Refused::EmailNotFound)?;
+        if how.sso.is_none() && link_user.is_none() && self.sso_refuses_provider(&how, &identity, &email).await? {
+            return Err(Refused::SsoRequired);
+        }
         let name = identity
             .name
             .as_deref()
@@ -510,6 +518,22 @@ impl Accounts {
             Ok(Entry::Session(SignedIn { token, session, user }, renewed))
         });
         Ok(Admitted::User { user, new_user, entered })
+    }
+
+    /// Whether the single sign-on policy refuses a sign-in through a configured provider (`sign-in/social`, a
+    /// generic OAuth provider, an ID token) of `email`: the address's domain decides, as for a password, before any
+    /// account is made or linked. The provider has proven who this is, so a service administrator's account (the
+    /// one the identity is linked to, else the one of the address) keeps this way in as it keeps its password.
+    async fn sso_refuses_provider(&self, how: &AdmitAs, identity: &Identity, email: &Email) -> Result<bool, Refused> {
+        if !self.sso_refuses_address(email).await.map_err(|_| Refused::Unavailable)? {
+            return Ok(false);
+        }
+        let linked = self.indexes.accounts.by_identity(&how.provider, &identity.subject);
+        let account = match linked {
+            Some(linked) => self.indexes.users.get(linked.user_id),
+            None => self.indexes.users.by_email(email),
+        };
+        Ok(!account.is_some_and(|user| user.role.is_admin()))
     }
 
     /// The flow of `hash`, as the store holds it: `NoFlow` when it is not there (taken, or never started).

@@ -3,14 +3,18 @@
 //! While it is on, an address of such a domain (or of a subdomain of one: the rule that chooses a provider by
 //! domain at `sign-in/sso`) signs in only through a single sign-on provider of that organization. Every other way
 //! in is refused with `SSO_REQUIRED` (403): a password (by e-mail or username), sign-up, the mailed ways (a sign-in
-//! link, a sign-in or reset code, a reset link). What decides is the address's domain, never whether an account
-//! has it, so an unknown address of the domain gets the answer a known one gets, after the same work (the password
-//! is still verified, against a dummy for an unknown address). Sign-in by username is the exception that keeps
-//! names secret: there the refusal comes only after a right password, and a wrong one is refused as any.
+//! link, a sign-in or reset code, a reset link), a configured provider's sign-in (`sign-in/social`, a generic
+//! OAuth provider, an ID token; src/accounts/oauth.rs, once the provider names the address) and a passkey's
+//! (src/accounts/passkeys, once a right assertion names the account). What decides is the address's domain, never
+//! whether an account has it, so an unknown address of the domain gets the answer a known one gets, after the same
+//! work (the password is still verified, against a dummy for an unknown address). Sign-in by username is the
+//! exception that keeps names secret: there the refusal comes only after a right password, and a wrong one is
+//! refused as any.
 //!
 //! Service administrators keep their way in: an account with the role `admin` whose password is right signs in by
-//! password (with its second factor) whatever the policy; its mailed ways are refused like everyone's (the answer
-//! to a mailed way cannot depend on the account without telling who has one).
+//! password (with its second factor) whatever the policy, and so do its passkeys and a provider's identity of it;
+//! its mailed ways are refused like everyone's (the answer to a mailed way cannot depend on the account without
+//! telling who has one).
 
 use std::sync::Arc;
 

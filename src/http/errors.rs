@@ -329,6 +329,7 @@ impl From<PasskeyError> for Failure {
             PasskeyError::AuthenticationFailed => Self::bad_request("AUTHENTICATION_FAILED", message),
             PasskeyError::Banned => Self::new(StatusCode::FORBIDDEN, "BANNED_USER", message),
             PasskeyError::EmailNotVerified => Self::new(StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED", message),
+            PasskeyError::SsoRequired => sso_required(),
             PasskeyError::Locked(wait) => Self::too_many_requests(wait),
             PasskeyError::Unavailable(u) => u.into(),
         }
@@ -351,6 +352,7 @@ impl From<IdTokenError> for Failure {
             IdTokenError::EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
             IdTokenError::Banned => (StatusCode::FORBIDDEN, "BANNED_USER"),
             IdTokenError::PasskeyRequired => (StatusCode::FORBIDDEN, "PASSKEY_REQUIRED"),
+            IdTokenError::SsoRequired => return sso_required(),
             IdTokenError::Unavailable(u) => return u.into(),
         };
         Self::new(status, code, e.to_string())

@@ -77,7 +77,7 @@ impl Drop for Idp {
     }
 }
 
-fn provider(id: &str, issuer: &str, client_id: &str, trusted: bool) -> ProviderConfig {
+pub(super) fn provider(id: &str, issuer: &str, client_id: &str, trusted: bool) -> ProviderConfig {
     let text =
         format!("id = \"{id}\"\nissuer = \"{issuer}\"\nclient_id = \"{client_id}\"\nclient_secret_env = \"UNUSED\"\n");
     let mut p: ProviderConfig = toml::from_str(&text).unwrap();

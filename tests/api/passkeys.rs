@@ -126,7 +126,7 @@ pub(super) async fn register(server: &TestServer, browser: &mut Browser, session
 }
 
 /// Signs in with a passkey alone: options without a session, the authenticator's assertion, the verification.
-async fn sign_in(server: &TestServer, browser: &mut Browser, credential: &str) -> Resp {
+pub(super) async fn sign_in(server: &TestServer, browser: &mut Browser, credential: &str) -> Resp {
     let options = sign_in_options(server, None).await;
     assert_eq!(options.status, 200, "{}", options.text);
     let assertion = browser.get(&options.json(), credential);

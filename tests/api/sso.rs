@@ -101,8 +101,13 @@ pub(super) async fn setup_adjusted(extra: impl FnOnce(&mut service_auth::config:
         extra(c);
     })
     .await;
-    idp.configure(json!({"clients": [{"client_id": "acme-sso", "client_secret": SECRET,
-        "redirect_uris": [format!("http://{}/api/auth/sso/callback/acme", s.addr)]}]}));
+    // `svc`: the client of a social provider `local` (tests/api/sso_policy.rs configures one), unused otherwise.
+    idp.configure(json!({"clients": [
+        {"client_id": "acme-sso", "client_secret": SECRET,
+         "redirect_uris": [format!("http://{}/api/auth/sso/callback/acme", s.addr)]},
+        {"client_id": "svc", "client_secret": "svc-secret",
+         "redirect_uris": [format!("http://{}/api/auth/callback/local", s.addr)]},
+    ]}));
     let owner = s.new_user("owner").await;
     let org = ok(
         &sso(&s, "/api/auth/organization/create", &owner.cookie, &json!({"name": "Acme", "slug": "acme"})).await

@@ -164,3 +164,67 @@ async fn the_policys_refusal_takes_the_same_time_for_known_and_unknown_addresses
     assert!(k > 5.0 && u > 5.0, "both must run a full argon2id verify: {k:.1} / {u:.1} ms");
     assert!(k.max(u) < 2.0 * k.min(u), "the two differ too much: known {k:.1} ms vs unknown {u:.1} ms");
 }
+
+/// A social sign-in (`sign-in/social` through a configured provider, `local` on the same OpenID Connect provider)
+/// and a passkey sign-in are refused as a password is while the policy is on: by the address's domain, before any
+/// account is made or linked (an unknown address too), and a passkey only once its assertion is right (only then
+/// is its account known). The service administrator keeps both ways in; other domains are untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_sso_is_required_social_and_passkey_sign_in_are_refused_too() {
+    let t = setup_adjusted(|c| {
+        // The provider's origin (trusted by the SSO setup), kept beside the passkeys' page.
+        let issuer = c.trusted_origins[0].clone();
+        super::passkeys::with_passkeys(c);
+        c.trusted_origins.push(issuer.clone());
+        c.oauth.providers = vec![super::oauth::provider("local", &issuer, "svc", true)];
+    })
+    .await;
+    verified(&t, "example.com", None).await;
+    let s = &t.s;
+    let admin = s.admin_session().await;
+    let admin_id = s.session(&admin).await["user"]["id"].as_str().unwrap().to_owned();
+    s.mark_verified(&admin, &admin_id).await;
+    let bob = s.new_user("bob").await;
+    s.mark_verified(&admin, &bob.id).await;
+    let mut bobs_key = super::passkeys::Browser::new();
+    let bobs = super::passkeys::register(s, &mut bobs_key, &bob.cookie, None).await;
+    let mut admins_key = super::passkeys::Browser::new();
+    let admins = super::passkeys::register(s, &mut admins_key, &admin, None).await;
+    let credential = |p: &Value| p["credentialID"].as_str().unwrap().to_owned();
+    let (status, olga, _) = s.sign_up("Olga", "olga@other.test", PASSWORD).await;
+    assert_eq!(status, 200, "{olga}");
+    s.mark_verified(&admin, olga["user"]["id"].as_str().unwrap()).await;
+    let social = |login: &'static str| async move {
+        let mut browser = Browser::new(s);
+        let page = browser.start(s, "/api/auth/sign-in/social", &json!({"provider": "local"})).await;
+        let page = browser.through_provider(&page, login).await;
+        (redirected_to(&page), browser.session(s))
+    };
+    // Before the policy: Bob's social sign-in and passkey work.
+    assert_eq!(social("bob@example.com").await.0, "/home");
+    assert_eq!(super::passkeys::sign_in(s, &mut bobs_key, &credential(&bobs)).await.status, 200);
+
+    ok(&put_policy(&t, &t.owner.cookie, &json!({"requireSso": true})).await);
+    for login in ["bob@example.com", "nobody@example.com", "carl@eu.example.com"] {
+        let (to, session) = social(login).await;
+        assert_eq!(to, "/oops?error=SSO_REQUIRED", "{login}");
+        assert_eq!(session, None, "{login}");
+    }
+    let users = s.get("/api/admin/users?q=example.com").cookie(&admin).send().await.json();
+    let emails: Vec<&str> = users["users"].as_array().unwrap().iter().filter_map(|u| u["email"].as_str()).collect();
+    assert!(!emails.iter().any(|e| e.starts_with("nobody@") || e.starts_with("carl@")), "no account made: {emails:?}");
+    let refused = super::passkeys::sign_in(s, &mut bobs_key, &credential(&bobs)).await;
+    assert_sso_required(&refused);
+    assert!(refused.session_cookie().is_none_or(|c| c.value.is_empty()), "no session");
+
+    // The service administrator (admin@example.com) keeps both; another domain is untouched.
+    let (to, session) = social(super::harness::ADMIN_EMAIL).await;
+    assert_eq!((to.as_str(), session.is_some()), ("/home", true));
+    assert_eq!(super::passkeys::sign_in(s, &mut admins_key, &credential(&admins)).await.status, 200);
+    let (to, session) = social("olga@other.test").await;
+    assert_eq!((to.as_str(), session.is_some()), ("/home", true));
+
+    ok(&put_policy(&t, &t.owner.cookie, &json!({"requireSso": false})).await);
+    assert_eq!(social("bob@example.com").await.0, "/home");
+    assert_eq!(super::passkeys::sign_in(s, &mut bobs_key, &credential(&bobs)).await.status, 200);
+}

@@ -89,6 +89,9 @@ pub enum PasskeyError {
     Banned,
     #[error("Email not verified")]
     EmailNotVerified,
+    /// An organization's single sign-on policy covers the account's address (src/accounts/sso_policy.rs).
+    #[error("{}", crate::accounts::SSO_REQUIRED)]
+    SsoRequired,
     /// The account's failure budget is spent (wrong passwords, codes or assertions): refused until its window
     /// ends, as a password would be.
     #[error("Too many requests. Please try again later.")]
@@ -268,6 +271,13 @@ impl Accounts {
         // client hung up), the reservation would count against the account until its window ends.
         let check = async move { me.checked_assertion(&user, &ceremony, passkey, &response, ip).await };
         let passkey = self.tasks.spawn(check.in_current_span()).await.map_err(|_| Unavailable)??;
+        // The single sign-on policy: only now is the account known (a discoverable credential names it), so only
+        // a right assertion learns of the refusal, and nothing is told of an account before. A service
+        // administrator keeps this way in, as its password.
+        let user = self.indexes.users.get(passkey.user_id).ok_or(PasskeyError::NotFound)?;
+        if self.sso_refuses_user(&user).await? {
+            return Err(PasskeyError::SsoRequired);
+        }
         self.passkey_session(passkey.user_id, client).await
     }
 
