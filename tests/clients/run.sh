@@ -3,7 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
-[ -d node_modules/better-auth ] || npm ci --no-audit --no-fund
+[ -d node_modules/@better-auth/sso ] || npm ci --no-audit --no-fund
+# sso.test.mjs follows a SAML sign-in through tests/saml's identity provider (samlify).
+[ -d ../saml/node_modules/samlify ] || (cd ../saml && npm ci --no-audit --no-fund)
 BIN=$("$ROOT/tests/binary.sh")
 WORK=$(mktemp -d)
 SMTP_PID=
