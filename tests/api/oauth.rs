@@ -895,7 +895,12 @@ async fn an_administrator_sees_and_unlinks_a_users_identities_but_never_the_last
 /// An ID token for `login`, got from the provider by the app itself (as a native SDK or Google One Tap does): the
 /// code flow as the service's own client `svc` (same audience), with PKCE and `nonce`, back to the app's redirect
 /// URI, then the token request. (ID token, access token.)
-async fn id_token_from_provider(server: &TestServer, issuer: &str, login: &str, nonce: &str) -> (String, String) {
+pub(super) async fn id_token_from_provider(
+    server: &TestServer,
+    issuer: &str,
+    login: &str,
+    nonce: &str,
+) -> (String, String) {
     use base64::Engine;
     use sha2::Digest;
     let app = format!("http://{}/app/callback", server.addr);

@@ -101,12 +101,13 @@ pub(super) async fn setup_adjusted(extra: impl FnOnce(&mut service_auth::config:
         extra(c);
     })
     .await;
-    // `svc`: the client of a social provider `local` (tests/api/sso_policy.rs configures one), unused otherwise.
+    // `svc`: the client of a social provider `local` (tests/api/sso_policy.rs configures one), unused otherwise; its
+    // app callback is where an app that gets its own ID token is sent back.
     idp.configure(json!({"clients": [
         {"client_id": "acme-sso", "client_secret": SECRET,
          "redirect_uris": [format!("http://{}/api/auth/sso/callback/acme", s.addr)]},
         {"client_id": "svc", "client_secret": "svc-secret",
-         "redirect_uris": [format!("http://{}/api/auth/callback/local", s.addr)]},
+         "redirect_uris": [format!("http://{}/api/auth/callback/local", s.addr), format!("http://{}/app/callback", s.addr)]},
     ]}));
     let owner = s.new_user("owner").await;
     let org = ok(

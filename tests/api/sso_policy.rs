@@ -165,8 +165,8 @@ async fn the_policys_refusal_takes_the_same_time_for_known_and_unknown_addresses
     assert!(k.max(u) < 2.0 * k.min(u), "the two differ too much: known {k:.1} ms vs unknown {u:.1} ms");
 }
 
-/// A social sign-in (`sign-in/social` through a configured provider, `local` on the same OpenID Connect provider)
-/// and a passkey sign-in are refused as a password is while the policy is on: by the address's domain, before any
+/// A social sign-in (`sign-in/social` through a configured provider, `local` on the same OpenID Connect provider,
+/// by its redirect or with an ID token the app got) and a passkey sign-in are refused as a password is while the policy is on: by the address's domain, before any
 /// account is made or linked (an unknown address too), and a passkey only once its assertion is right (only then
 /// is its account known). The service administrator keeps both ways in; other domains are untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,6 +213,12 @@ async fn while_sso_is_required_social_and_passkey_sign_in_are_refused_too() {
     let users = s.get("/api/admin/users?q=example.com").cookie(&admin).send().await.json();
     let emails: Vec<&str> = users["users"].as_array().unwrap().iter().filter_map(|u| u["email"].as_str()).collect();
     assert!(!emails.iter().any(|e| e.starts_with("nobody@") || e.starts_with("carl@")), "no account made: {emails:?}");
+    // An ID token the app got from the provider itself (`sign-in/social` with `idToken`): the same refusal, as JSON.
+    let (token, access) = super::oauth::id_token_from_provider(s, &t.idp.issuer, "bob@example.com", "n-1").await;
+    let proof = json!({"provider": "local", "idToken": {"token": token, "nonce": "n-1", "accessToken": access}});
+    let by_token = s.post("/api/auth/sign-in/social").json(&proof).send().await;
+    assert_sso_required(&by_token);
+    assert!(by_token.session_cookie().is_none_or(|c| c.value.is_empty()), "no session");
     let refused = super::passkeys::sign_in(s, &mut bobs_key, &credential(&bobs)).await;
     assert_sso_required(&refused);
     assert!(refused.session_cookie().is_none_or(|c| c.value.is_empty()), "no session");
