@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::{Accounts, Current};
 use crate::actors::users::{NewUser, ScimChange, ScimError};
 use crate::domain::{OrgId, Password, PasswordContext, Timestamp, User, UserId};
+use crate::hashing::OnFile;
 pub use crate::scim::{BearerError, Caller as ScimCaller, Fault, Paging, Scopes as ScimScopes, TokenError, TokenView};
 use crate::scim::{filter, list_response, page_response, user};
 
@@ -188,16 +189,14 @@ impl Accounts {
         if self.indexes.users.by_email(&input.email).is_some() {
             return Err(ScimError::EmailTaken.into());
         }
-        let password_hash = match filter::member(body, "password") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(raw)) => {
-                let password = Password::new(raw).map_err(|e| Fault::bad("invalidValue", e.to_string()))?;
+        let password_hash = match user::password(body)? {
+            None => String::new(),
+            Some(password) => {
                 let context =
                     PasswordContext { email: input.email.as_str(), name: input.name.as_str(), second_factor: false };
                 self.vet_password(&password, context).await.map_err(|e| Fault::bad("invalidValue", e.to_string()))?;
                 self.hasher.hash(password).await.map_err(unavailable)?
             }
-            Some(_) => return Err(Fault::bad("invalidValue", "password must be a string")),
         };
         let now = Timestamp::now();
         let record = user::record(caller.org.to_bytes(), [0; 16], &input, now, now);
@@ -305,7 +304,8 @@ impl Accounts {
         Self::scim_allows(caller, ScimScopes::USERS_WRITE)?;
         let (record, account) = self.scim_record(caller, id).await?;
         let input = user::parse(body)?;
-        self.scim_write(caller, record, account, input, base, ip).await
+        let password = user::password(body)?;
+        self.scim_write(caller, record, account, input, password, base, ip).await
     }
 
     /// `PATCH /Users/{id}`: the operations applied to the resource, which is then checked as a replacement is.
@@ -322,19 +322,55 @@ impl Accounts {
         let mut resource = user::render(&record, base);
         user::patch(&mut resource, body)?;
         let input = user::parse(&resource)?;
-        self.scim_write(caller, record, account, input, base, ip).await
+        let password = user::password(&resource)?;
+        self.scim_write(caller, record, account, input, password, base, ip).await
     }
 
+    /// The hash of the password a PUT or PATCH sets on `account`, checked as every new password is (length, the
+    /// breached list, the words of the account's name and address); `None` when none is set, or when it is the
+    /// password the account has already (a directory that pushes the password with every profile update, as
+    /// Okta's password sync may, would otherwise end the user's sessions each time). A service administrator's
+    /// password is never set by an organization's directory: that would make the token's holder an administrator.
+    async fn scim_new_password(
+        &self,
+        account: &User,
+        input: &user::UserInput,
+        password: Option<Password>,
+    ) -> Result<Option<String>, Fault> {
+        let Some(password) = password else { return Ok(None) };
+        if account.role.is_admin() {
+            return Err(Fault::status(403, "an administrator's password is not set by an organization's directory"));
+        }
+        let stored = account.password_hash().as_phc().into_owned();
+        if !stored.is_empty() {
+            let users = &self.indexes.users;
+            let on_file = OnFile { legacy: users.legacy_hashes() > 0, argon2: users.argon2_costs() };
+            if self.hasher.verify(password.clone(), Some(stored), on_file).await.map_err(unavailable)? {
+                return Ok(None);
+            }
+        }
+        let context = PasswordContext {
+            email: account.email(),
+            name: input.name.as_str(),
+            second_factor: account.has_second_factor(),
+        };
+        self.vet_password(&password, context).await.map_err(|e| Fault::bad("invalidValue", e.to_string()))?;
+        Ok(Some(self.hasher.hash(password).await.map_err(unavailable)?))
+    }
+
+    #[allow(clippy::too_many_arguments)]
     async fn scim_write(
         &self,
         caller: &ScimCaller,
         record: ScimUserRecordV1,
         account: Arc<User>,
         input: user::UserInput,
+        password: Option<Password>,
         base: &str,
         ip: &str,
     ) -> Result<Value, Fault> {
         self.scim_uniqueness(caller, &input, Some(record.user)).await?;
+        let password_hash = self.scim_new_password(&account, &input, password).await?;
         let updated = user::record(
             record.org,
             record.user,
@@ -349,6 +385,7 @@ impl Accounts {
             org: caller.org,
             user: account.id,
             name,
+            password_hash,
             record: updated.clone(),
             by: caller.on_behalf_of,
             via: format!("SCIM token {}", caller.token),

@@ -113,7 +113,8 @@ pub fn service_provider_config(base: &str) -> Value {
         "patch": {"supported": true},
         "bulk": {"supported": false, "maxOperations": 0, "maxPayloadSize": 0},
         "filter": {"supported": true, "maxResults": MAX_RESULTS},
-        "changePassword": {"supported": false},
+        // `password` on PUT and PATCH sets the account's password (accounts::scim, `scim_new_password`).
+        "changePassword": {"supported": true},
         "sort": {"supported": false},
         "etag": {"supported": false},
         "authenticationSchemes": [{

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::Fault;
 use super::filter::{self, ENTERPRISE_SCHEMA, Filter, USER_SCHEMA, member};
-use crate::domain::{Email, Name, Timestamp};
+use crate::domain::{Email, Name, Password, Timestamp};
 use crate::store::ScimUserRecordV1;
 
 pub const PATCH_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
@@ -15,8 +15,8 @@ const MAX_VALUES: usize = 20;
 const MAX_USER_NAME: usize = 256;
 
 /// Attributes kept as the directory sent them, by their RFC 7643 names: the single-valued strings, the complex
-/// `name`, and the multi-valued ones. Unknown attributes are ignored (RFC 7644 §3.3); `password` is never kept
-/// (the account has no password from the directory), nor `groups` (read-only).
+/// `name`, and the multi-valued ones. Unknown attributes are ignored (RFC 7644 §3.3); `password` is never kept in
+/// the record (it sets the account's password, see [`password`], and is never returned), nor `groups` (read-only).
 const STRINGS: &[&str] =
     &["displayName", "nickName", "profileUrl", "title", "userType", "preferredLanguage", "locale", "timezone"];
 const MULTI: &[&str] =
@@ -51,6 +51,17 @@ fn canonical(name: &str) -> Option<&'static str> {
         .chain(READ_ONLY)
         .find(|k| k.eq_ignore_ascii_case(name))
         .copied()
+}
+
+/// The `password` a body (or a resource after PATCH) sets, if any: a string of the length any password must have,
+/// else `invalidValue`. The record and the rendered resource never hold one (`returned: never`), so a password in
+/// a patched resource is one the operations set.
+pub fn password(body: &Value) -> Result<Option<Password>, Fault> {
+    match member(body, "password") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(raw)) => Password::new(raw).map(Some).map_err(|e| invalid(e.to_string())),
+        Some(_) => Err(invalid("password must be a string")),
+    }
 }
 
 /// Entra ID sends booleans as the strings `"True"`/`"False"`.
@@ -542,6 +553,28 @@ mod tests {
         let r = rendered();
         assert_eq!(r["meta"]["location"], "http://x/Users/02020202-0202-0202-0202-020202020202");
         assert!(r.get("password").is_none());
+    }
+
+    /// A password set by PATCH (with a path, or pathless) is in the patched resource for the facade to take; a
+    /// malformed one is an `invalidValue`; the record never keeps it.
+    #[test]
+    fn a_password_is_read_from_a_body_or_a_patched_resource() {
+        assert_eq!(password(&body()).unwrap().unwrap().as_str(), "never kept");
+        assert!(password(&rendered()).unwrap().is_none(), "the resource never holds one");
+        for ops in [
+            json!([{"op": "replace", "path": "password", "value": "a long enough phrase"}]),
+            json!([{"op": "Replace", "value": {"password": "a long enough phrase"}}]),
+        ] {
+            let mut resource = rendered();
+            patch(&mut resource, &json!({"schemas": [PATCH_SCHEMA], "Operations": ops})).unwrap();
+            assert_eq!(password(&resource).unwrap().unwrap().as_str(), "a long enough phrase");
+            assert!(!parse(&resource).unwrap().attributes.contains_key("password"));
+        }
+        for bad in
+            [json!({"password": 42}), json!({"password": "short"}), json!({"password": ["a long enough phrase"]})]
+        {
+            assert_eq!(password(&bad).unwrap_err().scim_type, Some("invalidValue"), "{bad}");
+        }
     }
 
     #[test]

@@ -953,3 +953,76 @@ async fn scim2_tester_finds_no_failure() {
 fn urlencode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
+
+/// `password` on PUT and PATCH sets the account's password, checked as every new password is (a listed, short,
+/// context-word or non-string one is 400 `invalidValue` and changes nothing); it is never returned; a new one ends
+/// every session of the account, as a password an administrator sets does, and is audited without the password.
+/// The same password sent again (a directory pushing it with each profile update) changes nothing and ends no
+/// session. A service administrator's password is not the directory's to set (403). Before: PUT and PATCH
+/// ignored `password`, so the old one kept working and the new one did not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_sets_the_password_on_put_and_patch_under_the_policy_and_ends_the_sessions() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let (_, token) = org_and_token(&s, &admin, "acme").await;
+    let id = provisioned(&s, &token, "ada@acme.example").await;
+    let phone = s.login("ada@acme.example", PASSWORD).await;
+    let laptop = s.login("ada@acme.example", PASSWORD).await;
+    let path = format!("/Users/{id}");
+    let patch = |value: Value| json!({"schemas": [PATCH_SCHEMA], "Operations": [{"op": "replace", "path": "password", "value": value}]});
+
+    // Refused: on the breached list, too short, the account's own name, not a string.
+    for bad in [json!("passwordpassword"), json!("short1"), json!("ada lovelace forever"), json!(42)] {
+        let r = send_scim(&s, reqwest::Method::PATCH, &path, &token, Some(&patch(bad.clone()))).await;
+        assert_scim_error(&r, 400, Some("invalidValue"));
+        assert!(!r.text.contains("passwordpassword"), "the refusal does not echo the password: {}", r.text);
+    }
+    let mut put = user_body("ada@acme.example");
+    put["password"] = json!("qwerty123456789");
+    assert_scim_error(&send_scim(&s, reqwest::Method::PUT, &path, &token, Some(&put)).await, 400, Some("invalidValue"));
+    assert_ne!(s.session(&phone).await, Value::Null, "a refused password ends nothing");
+    s.login("ada@acme.example", PASSWORD).await;
+
+    // PATCH (Entra's pathless form): set, never returned, every session ended, the old password refused.
+    let new = "a new and quite unguessable phrase";
+    let body = json!({"schemas": [PATCH_SCHEMA], "Operations": [{"op": "Replace", "value": {"password": new}}]});
+    let r = send_scim(&s, reqwest::Method::PATCH, &path, &token, Some(&body)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.json().get("password").is_none() && !r.text.contains(new), "never returned: {}", r.text);
+    assert_eq!(s.session(&phone).await, Value::Null, "the new password ended the session");
+    assert_eq!(s.session(&laptop).await, Value::Null, "and every other");
+    let r = s.sign_in_body(&json!({"email": "ada@acme.example", "password": PASSWORD})).await;
+    assert_eq!(r.status, 401, "the old password: {}", r.text);
+    let signed_in = s.login("ada@acme.example", new).await;
+    let got = send_scim(&s, reqwest::Method::GET, &path, &token, None).await;
+    assert!(got.json().get("password").is_none(), "{}", got.text);
+
+    // PUT (Okta's form, with the whole user): the same password again changes nothing; another one is set.
+    put["password"] = json!(new);
+    let r = send_scim(&s, reqwest::Method::PUT, &path, &token, Some(&put)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_ne!(s.session(&signed_in).await, Value::Null, "the same password again ends no session");
+    let newer = "another phrase for the loom";
+    put["password"] = json!(newer);
+    let r = send_scim(&s, reqwest::Method::PUT, &path, &token, Some(&put)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.json().get("password").is_none());
+    assert_eq!(s.session(&signed_in).await, Value::Null);
+    s.login("ada@acme.example", newer).await;
+
+    // Audited twice (the two changes), naming SCIM, never the password.
+    let audit = s.get("/api/admin/audit?action=user.password_set").cookie(&admin).send().await;
+    let entries = audit.json()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 2, "{}", audit.text);
+    assert!(entries.iter().all(|e| str_of(&e["detail"]).contains("over SCIM")), "{}", audit.text);
+    assert!(!audit.text.contains(new) && !audit.text.contains(newer), "{}", audit.text);
+
+    // An account the service's administrators made an administrator: its password is not the directory's.
+    let r =
+        s.post("/api/auth/admin/set-role").cookie(&admin).json(&json!({"userId": id, "role": "admin"})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = send_scim(&s, reqwest::Method::PATCH, &path, &token, Some(&patch(json!("yet another long phrase")))).await;
+    assert_scim_error(&r, 403, None);
+    s.login("ada@acme.example", newer).await;
+    s.stop().await;
+}

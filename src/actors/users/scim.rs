@@ -40,6 +40,9 @@ pub struct ScimChange {
     pub user: UserId,
     /// The account's new name, when it changed.
     pub name: Option<Name>,
+    /// The hash of the password the directory sets (`password` on PUT or PATCH): every session of the account
+    /// ends with it, as with a password an administrator sets.
+    pub password_hash: Option<String>,
     /// The directory's record as it is to be written (its `active` is the account's new state).
     pub record: ScimUserRecordV1,
     /// Whom the audit log names: the token's maker.

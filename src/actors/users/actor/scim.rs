@@ -89,7 +89,7 @@ impl UsersActor {
     }
 
     fn scim_change(&self, state: &mut State, change: ScimChange, ip: &str, reply: Reply<Arc<User>>) {
-        let ScimChange { org, user, name, record, by, via } = change;
+        let ScimChange { org, user, name, password_hash, record, by, via } = change;
         let Some(current) = self.get(state, user).filter(|_| self.indexes.members.get(org, user).is_some()) else {
             let _ = reply.send(Err(ScimError::UserNotFound));
             return;
@@ -105,9 +105,15 @@ impl UsersActor {
         let mut ops = Vec::new();
         let mut fields = current.fields();
         let renamed = name.filter(|n| n.as_str() != current.name());
-        let touched = renamed.is_some() || deactivates || reactivates;
+        let new_password = password_hash.is_some();
+        let touched = renamed.is_some() || deactivates || reactivates || new_password;
         if let Some(name) = renamed {
             fields.name = name;
+        }
+        if let Some(hash) = password_hash {
+            fields.password_hash = hash.into();
+            let detail = format!("set over SCIM by {org} ({via}); every session ended");
+            ops.push(audit::entry(action::PASSWORD_SET, Some(by), target, ip, detail));
         }
         if deactivates {
             (fields.banned, fields.ban_reason, fields.ban_expires) = (true, Some(DEACTIVATED.into()), None);
@@ -126,9 +132,13 @@ impl UsersActor {
         let after = if touched {
             fields.updated_at = Timestamp::now();
             // A deactivation ends every session of the account in this commit (through the sessions actor, as a
-            // ban does): nothing signed in outlives the directory's answer.
-            let after = self.stage(state, User::from(fields), deactivates);
+            // ban does): nothing signed in outlives the directory's answer. So does a new password, with the
+            // tokens the old one stood behind (a reset link, a trusted device), as an administrator's does.
+            let after = self.stage(state, User::from(fields), deactivates || new_password);
             ops.insert(0, put(&after));
+            if new_password {
+                ops.extend(self.end_password_bound(state, after.id));
+            }
             after
         } else {
             current
