@@ -152,6 +152,7 @@ fn not_found() -> Failure {
 /// `twoFactorRedirect=true`; 302 to the error URL with `?error=`); 400 `STATE_NOT_FOUND` without a state, or with
 /// one that was used, expired or never given.
 pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
+    let started = std::time::Instant::now();
     let provider_id = req.uri().path().rsplit('/').next().unwrap_or_default().to_owned();
     let query = req.uri().query();
     let value = |name: &str| extract::query_value(query, name);
@@ -176,5 +177,8 @@ pub async fn callback(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     };
     let mut waited = std::time::Duration::ZERO;
     let finished = state.accounts.finish_sso(&provider_id, callback, client, &mut waited).await;
-    finished_answer(state, finished).map(|answer| with_cookie(answer, flow_cookie(state, "", 0)))
+    let answer = finished_answer(state, finished).map(|answer| with_cookie(answer, flow_cookie(state, "", 0)));
+    // The callback's own time, as a social provider's callback records it: not what it waited for at the provider.
+    state.accounts.metrics.oauth_callback_own.record(started.elapsed().saturating_sub(waited).as_secs_f64());
+    answer
 }

@@ -1083,13 +1083,13 @@ async fn setup_with_metrics() -> (TestServer, Idp, std::net::SocketAddr) {
     (server, idp, metrics)
 }
 
-async fn scrape(metrics: std::net::SocketAddr) -> String {
+pub(super) async fn scrape(metrics: std::net::SocketAddr) -> String {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     client.get(format!("http://{metrics}/metrics")).send().await.unwrap().text().await.unwrap()
 }
 
 /// The value of the sample `name` (with its labels, as rendered); 0 when absent.
-fn metric(text: &str, name: &str) -> f64 {
+pub(super) fn metric(text: &str, name: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
         .map(|v| v.trim().parse().unwrap())
@@ -1097,7 +1097,7 @@ fn metric(text: &str, name: &str) -> f64 {
 }
 
 /// The cumulative counts of `service_auth_oauth_callback_own_seconds`'s buckets: (upper bound in seconds, count).
-fn own_time_buckets(text: &str) -> Vec<(f64, f64)> {
+pub(super) fn own_time_buckets(text: &str) -> Vec<(f64, f64)> {
     buckets_of(text, "service_auth_oauth_callback_own_seconds_bucket{le=\"")
 }
 

@@ -721,3 +721,58 @@ fn assert_auth_error_page(page: &Page, code: &str) {
     let body: Value = serde_json::from_str(&page.body).unwrap();
     assert_eq!(body["code"], code, "{}", page.body);
 }
+
+/// Single sign-on's callback counts in the callbacks' own time (`service_auth_oauth_callback_own_seconds`: what the
+/// server did, less what it waited for at the provider), as a social provider's does: the histogram the speed
+/// target (p99 ≤ 10 ms) is read from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sso_callback_counts_in_the_callbacks_own_time() {
+    let t = setup_adjusted(|c| c.metrics.listen = Some(super::metrics::ANY_PORT)).await;
+    verified(&t, "acme.test", None).await;
+    let metrics = t.s.metrics();
+    let count = |text: &str| super::oauth::metric(text, "service_auth_oauth_callback_own_seconds_count");
+    let before = count(&super::oauth::scrape(metrics).await);
+    let mut browser = Browser::new(&t.s);
+    let page = sso_sign_in(&mut browser, &t.s, &json!({"providerId": "acme"}), "timed@acme.test").await;
+    assert_eq!(redirected_to(&page), "/welcome");
+    assert_eq!(count(&super::oauth::scrape(metrics).await) - before, 1.0);
+}
+
+/// The callback's own time at single sign-on, for BENCHMARKS.md (#48): `SSO_CALLBACKS` (default 300) sign-ins
+/// through oidc-provider one after another, each a new account and membership, then as many returning ones; p50
+/// and p99 to the histogram's bucket, as `oauth::measure_callback_own_time` reads them for social providers.
+/// `cargo test --release --test api measure_sso_callback_own_time -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn measure_sso_callback_own_time() {
+    let count: usize = std::env::var("SSO_CALLBACKS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    let t = setup_adjusted(|c| c.metrics.listen = Some(super::metrics::ANY_PORT)).await;
+    verified(&t, "acme.test", None).await;
+    let metrics = t.s.metrics();
+    let mut before = super::oauth::own_time_buckets(&super::oauth::scrape(metrics).await);
+    for (phase, landing) in [("new accounts", "/welcome"), ("returning accounts", "/home")] {
+        for n in 0..count {
+            let mut browser = Browser::new(&t.s);
+            let page =
+                sso_sign_in(&mut browser, &t.s, &json!({"providerId": "acme"}), &format!("m{n}@acme.test")).await;
+            assert_eq!(redirected_to(&page), landing);
+        }
+        let after = super::oauth::own_time_buckets(&super::oauth::scrape(metrics).await);
+        let buckets: Vec<(f64, f64)> = after.iter().zip(&before).map(|((le, a), (_, b))| (*le, a - b)).collect();
+        let total = buckets.last().map(|(_, c)| *c).unwrap_or(0.0);
+        assert_eq!(total as usize, count);
+        let within = |q: f64| buckets.iter().find(|(_, c)| *c >= q * total).map(|(le, _)| *le).unwrap_or(f64::INFINITY);
+        let shares: Vec<String> = buckets
+            .iter()
+            .filter(|(le, _)| *le <= 0.025)
+            .map(|(le, c)| format!("<= {} ms: {:.1}%", le * 1000.0, 100.0 * c / total))
+            .collect();
+        println!(
+            "{phase}: {count} SSO callbacks; own time p50 <= {} ms, p99 <= {} ms; {}",
+            within(0.5) * 1000.0,
+            within(0.99) * 1000.0,
+            shares.join(", ")
+        );
+        before = after;
+    }
+}
