@@ -63,6 +63,19 @@ enum Command {
         /// Make seed-members' members Users of its SCIM directory too (what a SCIM list costs, in benchmarks).
         #[arg(long)]
         scim: bool,
+        /// One grant to a seeded confidential client for each of the first N sessions, with its refresh token and
+        /// an access token valid for 15 minutes (introspection and token endpoint benchmarks).
+        #[arg(long, default_value_t = 0)]
+        access_tokens: usize,
+        /// Write the grants' tokens here, one grant a line: ACCESS_TOKEN REFRESH_TOKEN.
+        #[arg(long)]
+        grants_out: Option<PathBuf>,
+        /// Write the seeded client's credentials here: CLIENT_ID CLIENT_SECRET.
+        #[arg(long)]
+        client_out: Option<PathBuf>,
+        /// The issuer the access tokens name (default: base_url + /api/auth): http://HOST:PORT/api/auth.
+        #[arg(long)]
+        issuer: Option<String>,
         /// Erase the data directory's store first (without it, a directory that is not empty is refused).
         #[arg(long)]
         force: bool,
@@ -263,9 +276,34 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Seed { users, sessions, orgs, tokens_out, busy_users, members_in_org, scim, force } => {
-            let args =
-                ops::seed::SeedArgs { users, sessions, orgs, tokens_out, busy_users, members_in_org, scim, force };
+        Command::Seed {
+            users,
+            sessions,
+            orgs,
+            tokens_out,
+            busy_users,
+            members_in_org,
+            scim,
+            access_tokens,
+            grants_out,
+            client_out,
+            issuer,
+            force,
+        } => {
+            let args = ops::seed::SeedArgs {
+                users,
+                sessions,
+                orgs,
+                tokens_out,
+                busy_users,
+                members_in_org,
+                scim,
+                access_tokens,
+                grants_out,
+                client_out,
+                issuer,
+                force,
+            };
             report(runtime.block_on(ops::seed::seed(&config, args)))
         }
         Command::Backup { out } => report(ops::backup::backup(&config, &out)),

@@ -26,7 +26,7 @@ use crate::store::{OAuthCodeRecordV1, OAuthGrantRecordV1};
 
 /// Access tokens are JWTs (RFC 9068) that live a quarter of an hour: short, since a JWT is valid wherever it is
 /// checked offline until it expires (the plugin's default is an hour; userinfo here also checks the session).
-pub const ACCESS_TOKEN_LIFETIME: Duration = Duration::from_secs(900);
+pub use crate::provider::grants::ACCESS_TOKEN_LIFETIME;
 /// ID tokens: ten hours, as the plugin (and the signing keys' retirement, `provider::keys::MAX_SIGNED_LIFETIME`).
 pub const ID_TOKEN_LIFETIME: Duration = Duration::from_secs(36_000);
 
@@ -339,22 +339,6 @@ fn at_hash(alg: Alg, access_token: &str) -> String {
         Alg::EdDsa => B64.encode(&Sha512::digest(access_token.as_bytes())[..32]),
         Alg::Es256 | Alg::Rs256 => B64.encode(&Sha256::digest(access_token.as_bytes())[..16]),
     }
-}
-
-#[derive(Serialize)]
-struct AccessClaims<'a> {
-    iss: &'a str,
-    sub: &'a str,
-    aud: &'a str,
-    client_id: &'a str,
-    azp: &'a str,
-    scope: &'a str,
-    /// `None` for a client's own token (client credentials): no session.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sid: Option<&'a str>,
-    iat: i64,
-    exp: i64,
-    jti: &'a str,
 }
 
 #[derive(Serialize)]
@@ -1041,25 +1025,10 @@ impl Accounts {
     ) -> Result<Tokens, TokenError> {
         self.keys.ensure().await.map_err(|_| Unavailable)?;
         let now = self.clock.now();
-        let sub = grant.user_id.map_or_else(|| client.client_id.clone(), |u| UserId::from_bytes(u).to_string());
-        let sid = grant.session_id.map(|s| SessionId::from_bytes(s).to_string()).unwrap_or_default();
-        let scope = scopes.join(" ");
-        let iat = now.as_millis() / 1000;
-        let exp = iat + ACCESS_TOKEN_LIFETIME.as_secs() as i64;
-        let jti = grants::access_jti(grant.id);
-        let access = AccessClaims {
-            iss: issuer,
-            sub: &sub,
-            aud: &client.client_id,
-            client_id: &client.client_id,
-            azp: &client.client_id,
-            scope: &scope,
-            sid: (!sid.is_empty()).then_some(sid.as_str()),
-            iat,
-            exp,
-            jti: &jti,
-        };
+        let access = grants::AccessClaims::new(issuer, &client.client_id, grant, scopes, now);
         let access_token = self.keys.sign(Alg::EdDsa, Some("at+jwt"), &access).ok_or(Unavailable)?;
+        let (sub, sid, scope, iat, exp) =
+            (access.sub, access.sid.unwrap_or_default(), access.scope, access.iat, access.exp);
         let id_token = if grant.user_id.is_some() && scopes.iter().any(|s| s == "openid") {
             let alg = client.id_token_alg;
             let hash = at_hash(alg, &access_token);

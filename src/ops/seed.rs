@@ -21,6 +21,9 @@ use crate::store::{ScimUserRecordV1, Store, StoreOp, convert};
 /// The password of every seeded account.
 pub const SEED_PASSWORD: &str = "seed-password-1";
 
+/// The seeded client's one redirect URI (never visited: the benchmarks read the code from the redirect).
+pub const SEED_REDIRECT_URI: &str = "https://app.seed.example/callback";
+
 /// Sessions of each of the `--busy-users`.
 pub const BUSY_SESSIONS: usize = 1_000;
 
@@ -43,6 +46,19 @@ pub struct SeedArgs {
     /// Each member of `seed-members` is also a User of that organization's SCIM directory (a record as `POST
     /// /Users` makes: `userName` and the primary e-mail its address), for what a SCIM list costs at scale.
     pub scim: bool,
+    /// One grant per seeded session, for the first N sessions (N at most `--sessions`), all to one confidential
+    /// client, `Seed client`, with the scopes `openid profile email offline_access` and the user's consent: each
+    /// with its refresh token and an access token signed as the token endpoint signs it (valid for a quarter of an
+    /// hour from the seed). What introspection and the token endpoint cost at scale, in the benchmarks.
+    pub access_tokens: usize,
+    /// Where to write the grants' tokens, one grant a line: `ACCESS_TOKEN REFRESH_TOKEN` (live credentials; the
+    /// store keeps only the refresh tokens' hashes).
+    pub grants_out: Option<PathBuf>,
+    /// Where to write the seeded client's credentials: `CLIENT_ID CLIENT_SECRET` (shown nowhere else).
+    pub client_out: Option<PathBuf>,
+    /// The issuer the access tokens name (`iss`): the server's `base_url` + `/api/auth` when not given; the
+    /// server answers only tokens whose issuer is its own, `http://HOST:PORT/api/auth` without a `base_url`.
+    pub issuer: Option<String>,
     /// Erase whatever the directory holds first. Without it a directory that is not empty is refused: seeding
     /// twice would duplicate every seeded e-mail (a store the server refuses to start on), and seeding a real
     /// directory would plant an administrator with a published password in it.
@@ -58,6 +74,28 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
     let roles = RoleSet::new(&config.roles.allowed, &config.roles.default);
     let (dir, tokens_out) = (config.data_dir.clone(), args.tokens_out.clone());
     let limits = config.session.limits();
+    let grants = match args.access_tokens {
+        0 => None,
+        n if n > args.sessions || args.users == 0 => {
+            return Err(OpsError::Invalid(format!(
+                "--access-tokens {n} needs as many --sessions (one grant a session) and --users"
+            )));
+        }
+        _ => {
+            let issuer = args
+                .issuer
+                .clone()
+                .or_else(|| config.base_url.as_deref().map(|base| format!("{}/api/auth", base.trim_end_matches('/'))));
+            let issuer = issuer.ok_or_else(|| {
+                OpsError::Invalid(
+                    "--access-tokens needs --issuer (the server's http://HOST:PORT/api/auth) or a base_url".into(),
+                )
+            })?;
+            let key = crate::data_key::DataKey::load_or_create_file(&config.data_key_path())
+                .map_err(|e| OpsError::Io(format!("the data key: {e}")))?;
+            Some(GrantSeed { issuer, key, out: args.grants_out.clone(), client_out: args.client_out.clone() })
+        }
+    };
     let report = tokio::task::spawn_blocking(move || {
         let store = Store::open(&dir)?;
         if !store.is_empty()? {
@@ -74,17 +112,21 @@ pub async fn seed(config: &Config, args: SeedArgs) -> Result<String, OpsError> {
         let orgs = seed_orgs(&store, args.orgs)?;
         let user_ids = seed_users(&store, args.users, &hash, &roles, &orgs)?;
         let sessions = if user_ids.is_empty() { 0 } else { args.sessions };
-        seed_sessions(&store, sessions, &user_ids, &limits, out.as_mut())?;
+        let granted = seed_sessions(&store, sessions, &user_ids, &limits, out.as_mut(), args.access_tokens)?;
+        if let Some(grants) = grants {
+            seed_grants(&store, &granted, grants)?;
+        }
         let busy = user_ids.get(1..=args.busy_users).unwrap_or_default();
-        seed_sessions(&store, busy.len() * BUSY_SESSIONS, busy, &limits, None::<&mut std::io::Sink>)?;
+        seed_sessions(&store, busy.len() * BUSY_SESSIONS, busy, &limits, None::<&mut std::io::Sink>, 0)?;
         let members = seed_members(&store, user_ids.get(..args.members_in_org).unwrap_or(&user_ids), args.scim)?;
         if let Some(out) = out.as_mut() {
             out.flush().map_err(|e| OpsError::Io(e.to_string()))?;
         }
         Ok::<_, OpsError>(format!(
-            "seeded {} users (admin@seed.example and user<N>@seed.example, password {SEED_PASSWORD:?}), {} sessions, {} organizations, {} members of seed-members in {:.1?}",
+            "seeded {} users (admin@seed.example and user<N>@seed.example, password {SEED_PASSWORD:?}), {} sessions, {} grants with their tokens, {} organizations, {} members of seed-members in {:.1?}",
             user_ids.len(),
             sessions,
+            args.access_tokens,
             orgs.len() + usize::from(members > 0),
             members,
             started.elapsed()
@@ -223,16 +265,19 @@ fn seed_members(store: &Store, users: &[UserId], scim: bool) -> Result<usize, Op
     Ok(users.len())
 }
 
+/// Writes `n` sessions of `users` (in turn); answers the first `keep` of them (what a grant names of one).
 fn seed_sessions(
     store: &Store,
     n: usize,
     users: &[UserId],
     limits: &SessionLimits,
     mut tokens: Option<&mut impl Write>,
-) -> Result<(), OpsError> {
+    keep: usize,
+) -> Result<Vec<Session>, OpsError> {
     if users.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
+    let mut kept = Vec::with_capacity(keep.min(n));
     let mut failed = None;
     let ops = (0..n).map(|i| {
         let token = SessionToken::generate();
@@ -256,13 +301,92 @@ fn seed_sessions(
             remember_me: true,
             rare: SessionRare::default(),
         };
-        StoreOp::PutSession(token.hash(), convert::session_record(&session))
+        let op = StoreOp::PutSession(token.hash(), convert::session_record(&session));
+        if i < keep {
+            kept.push(session);
+        }
+        op
     });
     commit_in_batches(store, ops)?;
     match failed {
         Some(e) => Err(OpsError::Io(format!("writing tokens: {e}"))),
-        None => Ok(()),
+        None => Ok(kept),
     }
+}
+
+/// What `--access-tokens` needs besides the sessions: the issuer the tokens name, the data directory's key (which
+/// seals the signing keys), and where the credentials go.
+struct GrantSeed {
+    issuer: String,
+    key: crate::data_key::DataKey,
+    out: Option<PathBuf>,
+    client_out: Option<PathBuf>,
+}
+
+/// The seeded client, its signing keys, and a grant of each of `sessions` with the user's consent: the records
+/// the token endpoint writes (a grant with its refresh token's hash) and the tokens it answers, signed by the keys
+/// a server on this directory loads. Tokens go to `seed.out`, the client's credentials to `seed.client_out`.
+fn seed_grants(store: &Store, sessions: &[Session], seed: GrantSeed) -> Result<(), OpsError> {
+    use crate::provider::grants::{self, AccessClaims};
+    use crate::store::{OAuthConsentRecordV1, OAuthGrantRecordV1};
+    let new = crate::provider::NewClient {
+        name: "Seed client".into(),
+        redirect_uris: vec![SEED_REDIRECT_URI.into()],
+        grant_types: Some(vec!["authorization_code".into(), "refresh_token".into()]),
+        ..Default::default()
+    };
+    let (client, secret, ops) =
+        crate::provider::clients::created_offline(new).map_err(|e| OpsError::Invalid(e.to_string()))?;
+    store.commit(&ops)?;
+    if let Some(path) = &seed.client_out {
+        let secret = secret.unwrap_or_default();
+        writeln!(private_file(path)?, "{} {secret}", client.client_id).map_err(|e| OpsError::Io(e.to_string()))?;
+    }
+    let now = Timestamp::now();
+    let (keys, ops) = crate::provider::keys::OfflineKeys::generate(&seed.key, now.as_millis());
+    store.commit(&ops)?;
+    let mut out = seed.out.as_deref().map(private_file).transpose()?.map(std::io::BufWriter::new);
+    let scopes: Vec<String> = crate::provider::SCOPES.iter().map(|s| (*s).to_owned()).collect();
+    let mut failed = None;
+    let ops = sessions.iter().flat_map(|session| {
+        let mut grant = OAuthGrantRecordV1 {
+            id: grants::new_grant_id(),
+            client_id: client.client_id.clone(),
+            user_id: Some(session.user_id.to_bytes()),
+            session_id: Some(session.id.to_bytes()),
+            scopes: scopes.clone(),
+            auth_time_ms: session.created_at.as_millis(),
+            refresh_hash: None,
+            retired: Vec::new(),
+            created_at_ms: now.as_millis(),
+            updated_at_ms: now.as_millis(),
+            expires_at_ms: 0,
+        };
+        let refresh = grants::give_refresh_token(&mut grant);
+        let claims = AccessClaims::new(&seed.issuer, &client.client_id, &grant, &scopes, now);
+        let access = keys.sign(crate::provider::Alg::EdDsa, Some("at+jwt"), &claims).expect("a key signs now");
+        if let Some(out) = out.as_mut()
+            && let Err(e) = writeln!(out, "{access} {refresh}")
+        {
+            failed = Some(e);
+        }
+        let consent = OAuthConsentRecordV1 {
+            user_id: session.user_id.to_bytes(),
+            client_id: client.client_id.clone(),
+            scopes: scopes.clone(),
+            created_at_ms: now.as_millis(),
+            updated_at_ms: now.as_millis(),
+        };
+        [StoreOp::PutOAuthGrant(grant), StoreOp::PutOAuthConsent(consent)]
+    });
+    commit_in_batches(store, ops)?;
+    if let Some(e) = failed {
+        return Err(OpsError::Io(format!("writing the grants' tokens: {e}")));
+    }
+    if let Some(out) = out.as_mut() {
+        out.flush().map_err(|e| OpsError::Io(e.to_string()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -283,6 +407,7 @@ mod tests {
             members_in_org: 0,
             scim: false,
             force: false,
+            ..SeedArgs::default()
         };
         seed(&config, args.clone()).await.unwrap();
         let loaded = Store::open(&config.data_dir).unwrap().load().unwrap();
@@ -327,6 +452,7 @@ mod tests {
             members_in_org: 0,
             scim: false,
             force: false,
+            ..SeedArgs::default()
         };
         seed(&config, args).await.unwrap();
         let limits = config.session.limits();

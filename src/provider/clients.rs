@@ -343,11 +343,19 @@ impl Clients {
 /// `service-auth client add`: registers a client in the configured store, the server stopped (the embedded store)
 /// or running (PostgreSQL). Audited with no actor, like the command line's other changes.
 pub fn add_offline(config: &crate::config::Config, new: NewClient) -> Result<(Client, Option<String>), ClientError> {
-    let (record, secret) = build(new, None, Timestamp::now())?;
+    let (client, secret, ops) = created_offline(new)?;
     let store = Store::open_configured(config, crate::store::FaultSwitch::default())?;
-    store.commit(&[StoreOp::PutOAuthClient(record.clone()), created_entry(&record, None, "")])?;
+    store.commit(&ops)?;
     store.close();
-    Ok((view(&record), secret))
+    Ok((client, secret))
+}
+
+/// A new client registered from the command line (no actor): the client, its secret (for a confidential one),
+/// and what to commit, the record and its audit entry. `service-auth client add` and `service-auth seed`.
+pub fn created_offline(new: NewClient) -> Result<(Client, Option<String>, Vec<StoreOp>), ClientError> {
+    let (record, secret) = build(new, None, Timestamp::now())?;
+    let ops = vec![StoreOp::PutOAuthClient(record.clone()), created_entry(&record, None, "")];
+    Ok((view(&record), secret, ops))
 }
 
 fn created_entry(record: &ClientRecord, by: Option<UserId>, ip: &str) -> StoreOp {

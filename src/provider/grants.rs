@@ -225,6 +225,59 @@ fn refresh_token(id: [u8; 16]) -> (String, [u8; 32]) {
     (token, hash)
 }
 
+/// Gives `grant` its first refresh token: the grant then lasts as long as the token ([`REFRESH_LIFETIME`] from its
+/// creation). Answers the token (stored only as its SHA-256). What [`Grants::make`] does with `offline_access`,
+/// and `service-auth seed --access-tokens` (src/ops/seed.rs) for the grants it writes.
+pub fn give_refresh_token(grant: &mut OAuthGrantRecordV1) -> String {
+    let (token, hash) = refresh_token(grant.id);
+    grant.refresh_hash = Some(hash);
+    grant.expires_at_ms = Timestamp::from_millis(grant.created_at_ms).plus(REFRESH_LIFETIME).as_millis();
+    token
+}
+
+/// How long an access token is valid (the plugin's `accessTokenExpiresIn` default is an hour; ours is shorter,
+/// since introspection and userinfo know a revocation at once but a resource server checking the signature alone
+/// does not).
+pub const ACCESS_TOKEN_LIFETIME: Duration = Duration::from_secs(900);
+
+/// An access token's claims (RFC 9068), signed with the header `typ: at+jwt`: made in one place, so the token
+/// endpoint and `service-auth seed` mint the same tokens.
+#[derive(Debug, serde::Serialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub client_id: String,
+    pub azp: String,
+    pub scope: String,
+    /// `None` for a client's own token (client credentials): no session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sid: Option<String>,
+    pub iat: i64,
+    pub exp: i64,
+    pub jti: String,
+}
+
+impl AccessClaims {
+    /// The claims of an access token of `grant` (`client_id`'s) for `scopes`, issued by `issuer` at `now`, valid
+    /// for [`ACCESS_TOKEN_LIFETIME`]: `sub` is the user, or the client for a client's own grant.
+    pub fn new(issuer: &str, client_id: &str, grant: &OAuthGrantRecordV1, scopes: &[String], now: Timestamp) -> Self {
+        let iat = now.as_millis() / 1000;
+        AccessClaims {
+            iss: issuer.to_owned(),
+            sub: grant.user_id.map_or_else(|| client_id.to_owned(), |u| UserId::from_bytes(u).to_string()),
+            aud: client_id.to_owned(),
+            client_id: client_id.to_owned(),
+            azp: client_id.to_owned(),
+            scope: scopes.join(" "),
+            sid: grant.session_id.map(|s| crate::domain::SessionId::from_bytes(s).to_string()),
+            iat,
+            exp: iat + ACCESS_TOKEN_LIFETIME.as_secs() as i64,
+            jti: access_jti(grant.id),
+        }
+    }
+}
+
 /// The grant a refresh token names, if it is shaped as one.
 fn refresh_grant(token: &str) -> Option<[u8; 16]> {
     let bytes = B64.decode(token).ok().filter(|b| b.len() == 48)?;
@@ -364,14 +417,16 @@ impl Grants {
         offline: bool,
         access_ends: Timestamp,
     ) -> Result<Option<String>, GrantError> {
-        let refresh = offline.then(|| refresh_token(grant.id));
-        grant.refresh_hash = refresh.as_ref().map(|(_, hash)| *hash);
-        grant.expires_at_ms = match refresh {
-            Some(_) => Timestamp::from_millis(grant.created_at_ms).plus(REFRESH_LIFETIME).as_millis(),
-            None => access_ends.as_millis(),
+        let refresh = match offline {
+            true => Some(give_refresh_token(&mut grant)),
+            false => {
+                grant.refresh_hash = None;
+                grant.expires_at_ms = access_ends.as_millis();
+                None
+            }
         };
         self.writer.write(vec![StoreOp::PutOAuthGrant(grant)]).await?;
-        Ok(refresh.map(|(token, _)| token))
+        Ok(refresh)
     }
 
     /// Uses the refresh token `token` of `client_id`'s grant: answers the grant as it now is, with the new refresh

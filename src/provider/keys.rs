@@ -549,6 +549,13 @@ impl KeyRing {
     /// (`kid`) and, when given, the type (`at+jwt` for access tokens, RFC 9068). `None` when no key of `alg`
     /// signs now ([`KeyRing::ensure`] first).
     pub fn sign(&self, alg: Alg, typ: Option<&str>, claims: &impl Serialize) -> Option<String> {
+        self.current().sign(alg, typ, claims)
+    }
+}
+
+impl KeySet {
+    /// [`KeyRing::sign`] with the keys of this set.
+    fn sign(&self, alg: Alg, typ: Option<&str>, claims: &impl Serialize) -> Option<String> {
         #[derive(Serialize)]
         struct Header<'a> {
             alg: &'static str,
@@ -556,8 +563,7 @@ impl KeyRing {
             #[serde(skip_serializing_if = "Option::is_none")]
             typ: Option<&'a str>,
         }
-        let set = self.current();
-        let key = set.signing(alg, Timestamp::now().as_millis())?;
+        let key = self.signing(alg, Timestamp::now().as_millis())?;
         let header = serde_json::to_vec(&Header { alg: alg.name(), kid: &key.kid, typ }).expect("a header serialises");
         let payload = serde_json::to_vec(claims).expect("claims serialise");
         let mut jws = B64.encode(header);
@@ -567,6 +573,27 @@ impl KeyRing {
         jws.push('.');
         jws.push_str(&B64.encode(signature));
         Some(jws)
+    }
+}
+
+/// The first keys of a data directory no server holds (`service-auth seed --access-tokens`, src/ops/seed.rs): made
+/// as [`KeyRing::ensure`] makes them, one of each algorithm, so that the tokens signed with them are the ones a
+/// server on that directory signs and verifies.
+pub struct OfflineKeys {
+    set: KeySet,
+}
+
+impl OfflineKeys {
+    /// New keys, signing from `now_ms`, and the records to commit (sealed with `data_key`, the directory's).
+    pub fn generate(data_key: &DataKey, now_ms: i64) -> (OfflineKeys, Vec<StoreOp>) {
+        let made: Vec<Key> = Alg::ALL.into_iter().map(|alg| Key::generate(alg, now_ms, now_ms, data_key)).collect();
+        let ops = made.iter().map(|k| StoreOp::PutSigningKey(k.record.clone())).collect();
+        (OfflineKeys { set: KeySet::new(made.into_iter().map(Arc::new).collect()) }, ops)
+    }
+
+    /// [`KeyRing::sign`].
+    pub fn sign(&self, alg: Alg, typ: Option<&str>, claims: &impl Serialize) -> Option<String> {
+        self.set.sign(alg, typ, claims)
     }
 }
 

@@ -1778,3 +1778,57 @@ async fn a_reused_code_is_refused_and_ends_the_grant_its_first_redemption_made()
     let r = refresh(&s, client, str_of(&other["refresh_token"]), None).await;
     assert_eq!(r.status, 200, "{}", r.text);
 }
+
+/// `service-auth seed --access-tokens` (the grants of benches/provider.sh) writes grants as the token endpoint
+/// makes them: a server on the seeded directory verifies each access token with its published key, introspects it
+/// active for its session's user and session, and refreshes each refresh token once (rotated: the old one is then
+/// a reuse). Before, a benchmark of introspection at scale had no way to make a million grants but the endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeded_grants_verify_introspect_and_refresh_as_the_token_endpoints_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = test_config(&tmp.path().join("data"));
+    config.base_url = Some("http://seed.example".into());
+    let file = |name: &str| tmp.path().join(name);
+    let args = service_auth::ops::seed::SeedArgs {
+        users: 4,
+        sessions: 4,
+        access_tokens: 3,
+        tokens_out: Some(file("sessions.txt")),
+        grants_out: Some(file("grants.txt")),
+        client_out: Some(file("client.txt")),
+        ..Default::default()
+    };
+    let report = service_auth::ops::seed::seed(&config, args).await.unwrap();
+    assert!(report.contains("3 grants"), "{report}");
+    let read = |name: &str| std::fs::read_to_string(file(name)).unwrap();
+    let (client_id, secret) =
+        read("client.txt").trim().split_once(' ').map(|(a, b)| (a.to_owned(), b.to_owned())).unwrap();
+    let client = (client_id.as_str(), secret.as_str());
+    let sessions: Vec<String> = read("sessions.txt").lines().map(str::to_owned).collect();
+    let grants: Vec<(String, String)> = read("grants.txt")
+        .lines()
+        .map(|l| l.split_once(' ').map(|(a, r)| (a.to_owned(), r.to_owned())).unwrap())
+        .collect();
+    assert_eq!(grants.len(), 3);
+    assert!(grants.iter().all(|(a, _)| a.len() == grants[0].0.len()), "fixed width, for the load tool");
+    let s = TestServer::start_embedded(config).await;
+
+    for (i, (access, refresh_token)) in grants.iter().enumerate() {
+        let (header, claims) = verified(&s, access).await;
+        assert_eq!(header["typ"], "at+jwt");
+        assert_eq!(claims["iss"], "http://seed.example/api/auth");
+        let session = s.get("/api/auth/get-session").cookie(&sessions[i]).send().await.json();
+        let answer = active(&s, client, access).await;
+        assert_eq!(answer["active"], true, "{answer}");
+        assert_eq!(answer["sub"], session["user"]["id"], "{answer}");
+        assert_eq!(answer["sid"], session["session"]["id"], "{answer}");
+        assert_eq!(answer["scope"], "openid profile email offline_access");
+        assert_eq!(answer["client_id"], client_id.as_str());
+
+        let r = refresh(&s, client, refresh_token, None).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        assert_ne!(str_of(&r.json()["refresh_token"]), refresh_token.as_str());
+        oauth_error(&refresh(&s, client, refresh_token, None).await, 400, "invalid_grant");
+        assert_eq!(active(&s, client, access).await["active"], false, "the reuse ended the grant");
+    }
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The identity provider (#46): introspection at scale against get-session, and the token endpoint's grants.
+#
+#   benches/provider.sh                   # N=1000000: about 5 minutes after the build, ~5 GB resident at the peak
+#   N=100000 DURATION=5 ROUNDS=3 benches/provider.sh
+#   PARTS=introspect benches/provider.sh  # only some parts: introspect refresh code (all by default)
+#   BIN=target/profiling/service-auth benches/provider.sh   # another build (no cargo build; e.g. to profile)
+#
+# `service-auth seed` writes N users, N sessions and a grant of each session to one confidential client, with its
+# refresh token and an access token signed as the token endpoint signs it (`--access-tokens`; they are valid for a
+# quarter of an hour, so the introspection rounds come first). Then, against the release server:
+# - introspect: ROUNDS rounds, each get-session of a random one of the N sessions (cookie) and then
+#   `POST /api/auth/oauth2/introspect` of a random one of the N access tokens (the client's Basic credentials),
+#   wrk at CONNS connections for DURATION seconds each; the ratio of the two in each round, and the medians.
+# - refresh: examples/grants.rs, `refresh` at each of GRANT_CONNS: each client refreshes grants it owns, each time
+#   with the refresh token the previous answer gave (every grant is a durable write: a rotation).
+# - code: examples/grants.rs, `code`: `oauth2/authorize` with a seeded session's cookie and PKCE, then the code
+#   redeemed at the token endpoint (three durable writes: the code, its take, the grant).
+# Prints one line per round as it goes, then one Markdown table (BENCHMARKS.md, "The identity provider (#46)").
+# wrk and the driver run on the same two cores as the server. Only 127.0.0.1 is contacted. Needs wrk (installed from
+# Debian's packages when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${N:-1000000}"
+DURATION="${DURATION:-10}"
+ROUNDS="${ROUNDS:-3}"
+CONNS="${CONNS:-64}"
+GRANT_CONNS="${GRANT_CONNS:-16 64}"
+PARTS="${PARTS:-introspect refresh code}"
+PORT="${PORT:-3951}"
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet --locked --bin service-auth --example grants
+  BIN=target/release/service-auth
+fi
+BIN=$(realpath "$BIN")
+DRIVER="${DRIVER:-target/release/examples/grants}"
+[ -x "$DRIVER" ] || cargo build --release --quiet --locked --example grants
+WORK=$(mktemp -d)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+. benches/lib.sh
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
+printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\n' > "$WORK/c.toml"
+printf '[limits]\nmax_connections_per_address = 4000\n' >> "$WORK/c.toml"
+URL="http://127.0.0.1:$PORT"
+t0=$(date +%s)
+SERVICE_AUTH_DATA_DIR="$WORK/d" "$BIN" --config "$WORK/c.toml" seed --users "$N" --sessions "$N" --orgs 10 \
+  --access-tokens "$N" --issuer "$URL/api/auth" --tokens-out "$WORK/sessions.txt" --grants-out "$WORK/grants.txt" \
+  --client-out "$WORK/client.txt" > "$WORK/seed.log" 2>&1 </dev/null || { cat "$WORK/seed.log" >&2; exit 1; }
+seeded=$(date +%s)
+echo "seeded $N users, sessions and grants in $((seeded - t0)) s"
+SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN="127.0.0.1:$PORT" SERVICE_AUTH_DATA_DIR="$WORK/d" \
+  start "$PORT" "$BIN" --config "$WORK/c.toml"
+echo "listening $(($(date +%s) - seeded)) s later; resident: $(awk '$1 == "VmRSS:" {print int($2 / 1024)}' "/proc/${PIDS[-1]}/status") MB"
+read -r CLIENT_ID CLIENT_SECRET < "$WORK/client.txt"
+BASIC="Basic $(printf '%s:%s' "$CLIENT_ID" "$CLIENT_SECRET" | base64 -w0)"
+cut -d' ' -f1 "$WORK/grants.txt" > "$WORK/access.txt"
+first=$(head -1 "$WORK/access.txt")
+# A seeded token must introspect active, and a seeded cookie open a session: else the figures measure refusals.
+curl -s -H "authorization: $BASIC" --data-urlencode "token=$first" "$URL/api/auth/oauth2/introspect" |
+  grep -q '"active":true' || { echo "the first seeded access token is not active" >&2; exit 1; }
+[ "$(curl -s -b "service-auth.session_token=$(head -1 "$WORK/sessions.txt")" "$URL/api/auth/get-session" | wc -c)" -gt 100 ] ||
+  { echo "the first seeded session does not open" >&2; exit 1; }
+
+# Each request a random one of the tokens (kept as one string, cut out per request: a table of a million Lua
+# strings stalls wrk itself, see load.sh). KIND: session (get-session by cookie) or introspect.
+cat > "$WORK/random.lua" <<'LUA'
+local threads = {}
+function setup(thread) thread:set("tid", #threads); table.insert(threads, thread) end
+function init(args)
+  local file = assert(io.open(os.getenv("TOKENS"), "rb"))
+  all = file:read("*a")
+  file:close()
+  width = (all:find("\n", 1, true) or 0)
+  count = #all / width
+  assert(width > 1 and count == math.floor(count), "the tokens must all have the same length")
+  math.randomseed(os.time() * 1000 + tid)
+  introspect = os.getenv("KIND") == "introspect"
+  basic = os.getenv("BASIC")
+end
+request = function()
+  local start = (math.random(count) - 1) * width + 1
+  local token = all:sub(start, start + width - 2)
+  if introspect then
+    local h = {["Authorization"] = basic, ["Content-Type"] = "application/x-www-form-urlencoded"}
+    return wrk.format("POST", "/api/auth/oauth2/introspect", h, "token=" .. token)
+  end
+  return wrk.format("GET", "/api/auth/get-session", {["Cookie"] = "service-auth.session_token=" .. token})
+end
+LUA
+
+ROWS=()
+if want introspect; then
+  rm -f "$WORK/rounds"
+  for r in $(seq "$ROUNDS"); do
+    left=$((seeded + 900 - $(date +%s)))
+    [ "$left" -gt $((2 * DURATION + 5)) ] || { echo "the seeded access tokens expire in $left s: stopping the rounds" >&2; break; }
+    g=$(TOKENS="$WORK/sessions.txt" KIND=session run "$CONNS" "$URL" -s "$WORK/random.lua")
+    i=$(TOKENS="$WORK/access.txt" KIND=introspect BASIC="$BASIC" run "$CONNS" "$URL" -s "$WORK/random.lua")
+    [ "${g##* }" = 0 ] && [ "${i##* }" = 0 ] || { echo "non-2xx answers: get-session $g, introspect $i" >&2; exit 1; }
+    echo "$g $i $(ratio "${i%% *}" "${g%% *}")" >> "$WORK/rounds"
+    echo "  round $r: get-session $g | introspect $i | ratio $(ratio "${i%% *}" "${g%% *}") (load $(load))"
+  done
+  # Every answer must have been `active: true` to count: one request after the rounds checks a random token.
+  tok=$(shuf -n1 "$WORK/access.txt")
+  curl -s -H "authorization: $BASIC" --data-urlencode "token=$tok" "$URL/api/auth/oauth2/introspect" |
+    grep -q '"active":true' || { echo "a seeded access token no longer introspects active" >&2; exit 1; }
+  col() { median $(awk -v f="$1" '{print $f}' "$WORK/rounds"); }
+  ROWS+=("| get-session, random one of $N sessions | $CONNS | $(col 1) | $(col 2) | $(col 3) | |")
+  ROWS+=("| introspection, random one of $N access tokens | $CONNS | $(col 5) | $(col 6) | $(col 7) | **$(col 9)** of get-session, per-round ratios: $(awk '{printf "%s ", $9}' "$WORK/rounds")|")
+fi
+
+grants() { # mode, connections, driver args...: ROUNDS rounds, one line each, then the median row
+  local mode=$1 c=$2; shift 2
+  rm -f "$WORK/g"
+  for r in $(seq "$ROUNDS"); do
+    out=$("$DRIVER" "$mode" --url "$URL" --client "$WORK/client.txt" --conns "$c" --secs "$DURATION" "$@")
+    echo "$out" >> "$WORK/g"
+    echo "  $mode, $c connections, round $r: grants/s p50 p99 failures: $out (load $(load))"
+  done
+  col() { median $(awk -v f="$1" '{print $f}' "$WORK/g"); }
+  ROWS+=("| $mode grants/s | $c | $(col 1) | $(col 2) | $(col 3) | failures $(awk '{s += $4} END {print s}' "$WORK/g"); rounds: $(awk '{printf "%s ", $1}' "$WORK/g")|")
+}
+if want refresh; then
+  for c in $GRANT_CONNS; do grants refresh "$c" --grants "$WORK/grants.txt"; done
+fi
+if want code; then
+  for c in $GRANT_CONNS; do grants code "$c" --sessions "$WORK/sessions.txt" --users "$N"; done
+fi
+
+echo
+echo "| scenario | conns | req/s (median) | p50 ms | p99 ms | notes |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${ROWS[@]}"
