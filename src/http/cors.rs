@@ -1,6 +1,6 @@
 //! Cross-origin resource sharing for the configured `trusted_origins`, and for nobody else; except the identity
 //! provider's few endpoints that applications' pages call with their tokens and no cookie (discovery, the JWKS,
-//! token, userinfo, revocation), which any origin may read ([`is_open`]).
+//! token, userinfo, revocation, the device authorization request), which any origin may read ([`is_open`]).
 //!
 //! A browser application on another origin (say `https://app.example.com` calling `https://auth.example.com`)
 //! can read our answers and send its JSON bodies only if we say so. We say so to the trusted origins alone, with
@@ -31,12 +31,14 @@ const EXPOSED_HEADERS: &str = "Retry-After, X-Retry-After";
 
 /// The identity provider's endpoints that an application's pages on any origin call without cookies (issue #46):
 /// a single-page application reads the discovery document and the JWKS, redeems its code, refreshes and revokes
-/// its tokens and asks userinfo, all with the tokens it holds (the bearer token in `Authorization`). None of them
-/// reads the session cookie, so answering every origin lets a page read only what its own tokens already give it;
-/// making each application's origin a trusted origin would instead let it ride its users' sessions everywhere else.
-/// Introspection is left out: it is a confidential client's (a resource server's) call, never a browser's; so is
-/// end-session, a navigation that reads the cookie.
-const OPEN_PATHS: [&str; 7] = [
+/// its tokens and asks userinfo, all with the tokens it holds (the bearer token in `Authorization`); an application
+/// in a browser on a device without a keyboard (a TV's web app, a kiosk) starts the device grant (RFC 8628) with its
+/// client id and polls the token endpoint. None of them reads the session cookie, so answering every origin lets a
+/// page read only what its own tokens already give it; making each application's origin a trusted origin would
+/// instead let it ride its users' sessions everywhere else. Introspection is left out: it is a confidential client's
+/// (a resource server's) call, never a browser's; so are end-session, a navigation that reads the cookie, and the
+/// device page's calls (`/oauth2/device`), which approve with the signed-in user's cookie.
+const OPEN_PATHS: [&str; 8] = [
     "/api/auth/.well-known/openid-configuration",
     "/api/auth/.well-known/oauth-authorization-server",
     "/.well-known/oauth-authorization-server/api/auth",
@@ -44,6 +46,7 @@ const OPEN_PATHS: [&str; 7] = [
     "/api/auth/oauth2/token",
     "/api/auth/oauth2/userinfo",
     "/api/auth/oauth2/revoke",
+    "/api/auth/oauth2/device_authorization",
 ];
 
 /// What a page may send to an open endpoint: userinfo's bearer token besides a body's type.
@@ -152,13 +155,19 @@ mod tests {
 
     #[test]
     fn only_the_providers_cookieless_endpoints_are_open_and_they_allow_authorization() {
-        for path in ["/api/auth/oauth2/token", "/api/auth/oauth2/userinfo", "/api/auth/jwks"] {
+        for path in [
+            "/api/auth/oauth2/token",
+            "/api/auth/oauth2/userinfo",
+            "/api/auth/jwks",
+            "/api/auth/oauth2/device_authorization",
+        ] {
             assert!(is_open(path), "{path}");
         }
         for path in [
             "/api/auth/get-session",
             "/api/auth/oauth2/consent",
             "/api/auth/oauth2/introspect",
+            "/api/auth/oauth2/device",
             "/api/auth/oauth2/token/",
         ] {
             assert!(!is_open(path), "{path}");

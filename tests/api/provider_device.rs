@@ -435,3 +435,64 @@ async fn an_answer_given_while_the_device_polls_is_taken() {
         assert_eq!(r.status, 200, "round {round}: {}", r.text);
     }
 }
+
+/// A page on another origin (a TV's web app) runs the device grant with `fetch`: the device authorization request
+/// and the token endpoint's polls answer any origin (`*`, no credentials), and their preflights allow the
+/// `Authorization` header a confidential client's Basic credentials need; the device page's own calls, which
+/// approve with the user's cookie, stay closed to that origin. Before, the device authorization request carried no
+/// CORS header: the browser kept its answer from the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_another_origin_starts_the_device_grant_and_polls_but_cannot_approve() {
+    const APP: &str = "https://tv.example";
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let id = cli(&s, &admin).await;
+    let open = |r: &Resp, what: &str| {
+        assert_eq!(r.header("access-control-allow-origin").as_deref(), Some("*"), "{what}: {:?}", r.headers);
+        assert!(r.header("access-control-allow-credentials").is_none(), "{what}");
+    };
+    for path in ["/api/auth/oauth2/device_authorization", "/api/auth/oauth2/token"] {
+        let pre = s
+            .req(reqwest::Method::OPTIONS, path)
+            .header("origin", APP)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "authorization")
+            .send()
+            .await;
+        assert_eq!(pre.status, 204, "{path}");
+        open(&pre, path);
+        let methods = pre.header("access-control-allow-methods").unwrap_or_default();
+        assert!(methods.split(", ").any(|m| m == "POST"), "{path}: {methods}");
+        let allowed = pre.header("access-control-allow-headers").unwrap_or_default().to_ascii_lowercase();
+        assert!(allowed.split(',').any(|h| h.trim() == "authorization"), "{path}: {allowed}");
+    }
+    let r = s
+        .post("/api/auth/oauth2/device_authorization")
+        .header("origin", APP)
+        .raw(Some("application/x-www-form-urlencoded"), query(&[("client_id", &id), ("scope", "openid")]))
+        .send()
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    open(&r, "device_authorization");
+    let device_code = r.json()["device_code"].as_str().unwrap().to_owned();
+    let r = s
+        .post("/api/auth/oauth2/token")
+        .header("origin", APP)
+        .raw(
+            Some("application/x-www-form-urlencoded"),
+            query(&[("grant_type", DEVICE_GRANT), ("device_code", &device_code), ("client_id", &id)]),
+        )
+        .send()
+        .await;
+    oauth_error(&r, 400, "authorization_pending");
+    open(&r, "the poll's refusal, which the page must read");
+    for method in ["GET", "POST"] {
+        let pre = s
+            .req(reqwest::Method::OPTIONS, "/api/auth/oauth2/device")
+            .header("origin", APP)
+            .header("access-control-request-method", method)
+            .send()
+            .await;
+        assert!(pre.header("access-control-allow-origin").is_none(), "{method} /oauth2/device: {:?}", pre.headers);
+    }
+}
