@@ -47,6 +47,16 @@ impl Scopes {
         Ok(Scopes(bits))
     }
 
+    /// The bits a token record keeps.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The scopes of a record's bits (bits of no scope are dropped).
+    pub const fn from_bits(bits: u8) -> Scopes {
+        Scopes(bits & Self::ALL.0)
+    }
+
     pub fn names(self) -> Vec<&'static str> {
         Self::NAMES.iter().filter(|(_, bit)| self.0 & bit != 0).map(|(n, _)| *n).collect()
     }

@@ -62,6 +62,88 @@ async fn export_then_import_into_a_fresh_directory_keeps_accounts_and_membership
     s.stop().await;
 }
 
+/// An organization's single sign-on and SCIM survive an export and an import into a fresh directory (issue #48):
+/// its SAML provider with its verified domain, the require-SSO policy, the SCIM token (its hash: the token the
+/// directory holds keeps working) and the directory's Users. Before, the export carried none of them, so the
+/// imported organization had no provider, no policy and a directory whose token was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_carries_sso_and_scim_so_the_imported_directory_works_as_before() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let s = TestServer::start_embedded(test_config(&data)).await;
+    let admin = s.admin_session().await;
+    let org = str_of(&s.new_org(&admin, "Acme", "acme").await["id"]).to_owned();
+    let cert = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/saml/idp-cert.pem")).unwrap();
+    let registration = json!({
+        "providerId": "acme-saml", "issuer": format!("http://{}/api/auth/sso/saml2/sp/metadata?providerId=acme-saml", s.addr),
+        "domain": "acme.test", "organizationId": org,
+        "samlConfig": {"entryPoint": "https://idp.acme.test/sso", "cert": cert, "idpMetadata": {"entityID": "https://idp.acme.test"}},
+    });
+    let r = s.post("/api/auth/sso/register").cookie(&admin).json(&registration).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = s.post("/api/admin/sso/providers/acme-saml/verify-domain").cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let policy = format!("/api/admin/organizations/{org}/sso-policy");
+    let r = s.req(reqwest::Method::PUT, &policy).cookie(&admin).json(&json!({"requireSso": true})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = s.post(&format!("/api/admin/organizations/{org}/scim-tokens")).cookie(&admin).json(&json!({})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let token = str_of(&r.json()["token"]).to_owned();
+    let user = json!({"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "ada@acme.test",
+        "externalId": "00u1", "name": {"givenName": "Ada", "familyName": "Lovelace"}});
+    let scim = |s: &TestServer, method: reqwest::Method, path: &str| {
+        s.req(method, &format!("/api/auth/scim/v2{path}")).header("authorization", &format!("Bearer {token}"))
+    };
+    let r = scim(&s, reqwest::Method::POST, "/Users").json(&user).send().await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let ada = str_of(&r.json()["id"]).to_owned();
+    let before = s.get("/api/auth/sso/providers").cookie(&admin).send().await.json();
+    s.stop().await;
+
+    let (status, _, err) = run_binary(root.path(), &["export", "--out", "all.jsonl"], &[], "");
+    assert!(status.success(), "export: {err}");
+    assert!(err.contains("1 SSO providers, 1 SCIM tokens, 1 SCIM users"), "{err}");
+    let text = std::fs::read_to_string(root.path().join("all.jsonl")).unwrap();
+    assert!(!text.contains(token.rsplit('_').next().unwrap()), "the export holds the token's hash, not the token");
+    let fresh = root.path().join("fresh");
+    let env = [("SERVICE_AUTH_DATA_DIR", fresh.to_str().unwrap())];
+    let (status, _, err) = run_binary(root.path(), &["import", "all.jsonl"], &env, "");
+    assert!(status.success(), "import: {err}");
+    assert!(err.contains("1 SSO providers, 1 SCIM tokens, 1 SCIM users"), "{err}");
+
+    let s = TestServer::start_embedded(test_config(&fresh)).await;
+    let admin = s.admin_session().await;
+    let after = s.get("/api/auth/sso/providers").cookie(&admin).send().await.json();
+    // The same provider, verified, with the same certificate (its metadata URL names the new server's address).
+    let same = |v: &serde_json::Value| {
+        let p = &v["providers"][0];
+        (
+            p["providerId"].clone(),
+            p["type"].clone(),
+            p["domain"].clone(),
+            p["domainVerified"].clone(),
+            p["samlConfig"].clone(),
+        )
+    };
+    assert_eq!(same(&after), same(&before), "{after}");
+    assert_eq!(after["providers"].as_array().unwrap().len(), 1);
+    let r = s.get(&policy).cookie(&admin).send().await;
+    assert_eq!(r.json(), json!({"domains": ["acme.test"], "organizationId": org, "requireSso": true}), "{}", r.text);
+    // The policy is in force: the domain's address signs in only through the provider, which starts the SAML flow.
+    let r = s.sign_in_body(&json!({"email": "ada@acme.test", "password": PASSWORD})).await;
+    assert_auth_error(&r, 403, "SSO_REQUIRED");
+    let r = s.post("/api/auth/sign-in/sso").json(&json!({"providerId": "acme-saml", "callbackURL": "/"})).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(str_of(&r.json()["url"]).starts_with("https://idp.acme.test/sso?SAMLRequest="), "{}", r.text);
+    // The directory's token works, and finds its User by the index its lookups read.
+    let r = scim(&s, reqwest::Method::GET, "/Users?filter=userName%20eq%20%22ada%40acme.test%22").send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!((r.json()["totalResults"].clone(), r.json()["Resources"][0]["id"].clone()), (json!(1), json!(ada)));
+    let r = scim(&s, reqwest::Method::GET, "/Users?filter=externalId%20eq%20%2200u1%22").send().await;
+    assert_eq!(r.json()["totalResults"], 1, "{}", r.text);
+    s.stop().await;
+}
+
 /// `backup` while a server runs: the server writes the snapshot from one read transaction and keeps serving
 /// (sign-ups go on during it); `restore` (server stopped) keeps the store it replaces aside and names it, so a
 /// restore of the wrong file is undone by restoring that one.
