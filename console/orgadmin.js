@@ -8,6 +8,7 @@
 // - Addresses: #/my-organizations (those the account owns or administers) and #/my-organizations/<id>.
 
 import { h, field, messageLine, say, show, at, api, act, ApiError, confirmAction } from "./app.js";
+import { ssoSections } from "./sso.js";
 
 /// Members shown a page (list-members' limit; the server pages with offset and says the total).
 const PAGE = 25;
@@ -99,7 +100,10 @@ async function organizationPage(id, mine) {
   show(org.name, back, h("p", { text: `Slug ${org.slug}; your role: ${org.role}.` }));
   // Who is signed in, for the own row's "(you)": this page is reached without the administrators' status call.
   const me = await api("GET", "/api/auth/get-session").then((s) => s?.user?.id, () => undefined);
-  document.getElementById("main").append(...(await memberSections(org, org.role, me)));
+  // Its single sign-on too (sso.js): an owner changes the policy and manages SCIM tokens; an admin sees them.
+  const [members, sso] = await Promise.all([memberSections(org, org.role, me),
+    ssoSections(org, { administrator: false, owner: isOwner(org.role) })]);
+  document.getElementById("main").append(...members, ...sso);
 }
 
 /// The members (paged, with roles to change and a remove button), an invitation form and the pending

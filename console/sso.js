@@ -33,14 +33,18 @@ function endOfDay(date) {
   return new Date(y, m - 1, d, 23, 59, 59).toISOString();
 }
 
-/// The sections of `org`'s page: providers and domains, the policy, the SCIM tokens.
-export async function ssoSections(org) {
+/// The sections of `org`'s page: providers and domains, the policy, the SCIM tokens. `administrator`: a service
+/// administrator (who alone confirms a domain without DNS); `owner`: may change the policy and manage SCIM tokens
+/// (an owner of the organization, or a service administrator). The page only leaves out what the server would
+/// refuse; the server decides.
+export async function ssoSections(org, { administrator = true, owner = true } = {}) {
   const id = org.id;
 
   // --- the policy (first: the providers' section refreshes it when a domain is confirmed) ---------------------
   const policyLine = messageLine("sso-policy-msg");
   const covered = h("p", { id: "sso-policy-domains" });
-  const toggle = h("input", { type: "checkbox", id: "require-sso", role: "switch", name: "requireSso" });
+  const toggle = h("input", { type: "checkbox", id: "require-sso", role: "switch", name: "requireSso", disabled: !owner,
+    "aria-describedby": owner ? undefined : "sso-policy-owners" });
   let policy;
   function showPolicy(p) {
     policy = p;
@@ -102,8 +106,10 @@ export async function ssoSections(org) {
           h("td", { class: "detail" }, h("code", { text: p.issuer })),
           h("td", { class: "detail", text: p.domain.split(",").join(", ") }),
           h("td", { text: p.domainVerified ? "Verified" : "Not verified" }),
-          h("td", {}, p.domainVerified ? "—" : confirm));
-      })));
+          h("td", {}, p.domainVerified || !administrator ? "—" : confirm));
+      })),
+      ...(!administrator && mine.some((p) => !p.domainVerified) ? [h("p", { class: "note", id: "sso-verify-hint",
+        text: "A domain is verified by a DNS TXT record (sso/request-domain-verification, then sso/verify-domain), or confirmed by an administrator of this service." })] : []));
   }
 
   // --- SCIM tokens --------------------------------------------------------------------------------------------
@@ -111,6 +117,7 @@ export async function ssoSections(org) {
   const tokensLine = messageLine("scim-tokens-msg");
   const shownOnce = h("div", { id: "new-scim-token", class: "secret" });
   async function loadTokens() {
+    if (!owner) return;
     const { tokens } = await api("GET", `${path(id)}/scim-tokens`);
     if (!tokens.length) {
       tokensBox.replaceChildren(h("p", { id: "no-scim-tokens", text: "No SCIM token." }));
@@ -191,10 +198,12 @@ export async function ssoSections(org) {
       h("h2", { id: "sso-policy-heading", text: "Require single sign-on" }),
       h("div", { class: "field inline" }, toggle,
         h("label", { for: "require-sso", text: "Members of the verified domains sign in only through single sign-on" })),
+      owner ? null : h("p", { class: "note", id: "sso-policy-owners", text: "Only an owner of the organization changes it." }),
       covered, policyLine),
     h("section", { "aria-labelledby": "scim-heading" },
       h("h2", { id: "scim-heading", text: "SCIM tokens" }),
       h("p", { class: "note", text: "A directory (Okta, Entra ID) provisions this organization's accounts at /api/auth/scim/v2 with one of these tokens. The server keeps only a hash of each, and does not record when one was last used." }),
-      tokensBox, createForm, shownOnce, tokensLine),
+      ...(owner ? [tokensBox, createForm, shownOnce, tokensLine]
+        : [h("p", { id: "scim-owners", text: "Only an owner of the organization makes, lists and revokes its SCIM tokens." })])),
   ];
 }

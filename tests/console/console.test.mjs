@@ -1238,6 +1238,43 @@ test("an organization's page: its SSO provider's domain confirmed, require-SSO t
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
 });
 
+test("an organization's owner sees its single sign-on and manages its SCIM tokens; an admin of it only sees them", async () => {
+  const open = async (email) => {
+    await page.click("#sign-out");
+    await waitForHeading("Sign in");
+    await signIn(email);
+    await waitForHeading("Your organizations");
+    await page.goto(`${orgBase}/admin/#/my-organizations/${orgIds.riverside}`);
+    await waitForHeading("Riverside Pharmacy");
+    await page.waitForSelector("#sso-providers-table");
+  };
+  const provider = [["riverside-saml", "SAML 2.0", `${orgBase}/api/auth/sso/saml2/sp/metadata?providerId=riverside-saml`,
+    "riverside.example", "Verified", "—"]];
+  await open("owner@riverside.example");
+  assert.deepEqual(await page.$$eval("#sso-providers-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent))), provider);
+  assert.equal(await page.$eval("#require-sso", (c) => c.disabled), false, "an owner changes the policy");
+  await page.waitForSelector("#no-scim-tokens");
+  await page.click("#scim-token-form button[type=submit]");
+  assert.equal(await waitForText("#scim-tokens-msg", /created|rror/), "Token created. Copy it now: it is not shown again.");
+  const token = await textOf("#new-scim-token-value");
+  assert.equal(await scimStatus(token), 200);
+  await checkAccessibility("organization owner: single sign-on");
+  await confirmWith("#scim-tokens-table tbody button.danger", "ok");
+  assert.equal(await waitForText("#scim-tokens-msg", /revoked/), "Token revoked.");
+  assert.equal(await scimStatus(token), 401);
+
+  // An admin of the organization (not an owner): the providers and the policy to read, nothing to change.
+  await open("manager@riverside.example");
+  assert.deepEqual(await page.$$eval("#sso-providers-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent))), provider);
+  assert.equal(await page.$eval("#require-sso", (c) => c.disabled), true);
+  assert.equal(await textOf("#sso-policy-owners"), "Only an owner of the organization changes it.");
+  assert.equal(await page.$("#scim-token-form"), null);
+  assert.match(await textOf("#scim-owners"), /Only an owner/);
+  await checkAccessibility("organization admin: single sign-on");
+  await page.click("#sign-out");
+  await waitForHeading("Sign in");
+});
+
 test("no script error and no policy violation on any page", () => {
   assert.deepEqual(problems, []);
 });
