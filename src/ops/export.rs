@@ -894,30 +894,34 @@ fn org_line(o: &OrgRecord) -> Line {
 }
 
 fn sso_line(p: &SsoProviderRecord) -> Line {
-    let oidc = p.saml.is_none().then(|| Box::new(OidcLine {
-        client_id: p.client_id.clone(),
-        sealed_client_secret: STANDARD.encode(&p.sealed_secret),
-        token_auth: if p.token_auth == 2 { "client_secret_post" } else { "client_secret_basic" }.to_owned(),
-        discovery_endpoint: p.discovery_endpoint.clone(),
-        authorization_endpoint: p.authorization_endpoint.clone(),
-        token_endpoint: p.token_endpoint.clone(),
-        jwks_endpoint: p.jwks_endpoint.clone(),
-        userinfo_endpoint: p.userinfo_endpoint.clone(),
-        scopes: p.scopes.clone(),
-    }));
-    let saml = p.saml.as_ref().map(|s| Box::new(SamlLine {
-        entry_point: s.entry_point.clone(),
-        idp_entity_id: s.idp_entity_id.clone(),
-        certs: s.certs.iter().map(|c| STANDARD.encode(c)).collect(),
-        audience: s.audience.clone(),
-        callback_url: s.callback_url.clone(),
-        want_assertions_signed: s.want_assertions_signed,
-        identifier_format: s.identifier_format.clone(),
-        mapping_email: s.mapping_email.clone(),
-        mapping_name: s.mapping_name.clone(),
-        mapping_first_name: s.mapping_first_name.clone(),
-        mapping_last_name: s.mapping_last_name.clone(),
-    }));
+    let oidc = p.saml.is_none().then(|| {
+        Box::new(OidcLine {
+            client_id: p.client_id.clone(),
+            sealed_client_secret: STANDARD.encode(&p.sealed_secret),
+            token_auth: if p.token_auth == 2 { "client_secret_post" } else { "client_secret_basic" }.to_owned(),
+            discovery_endpoint: p.discovery_endpoint.clone(),
+            authorization_endpoint: p.authorization_endpoint.clone(),
+            token_endpoint: p.token_endpoint.clone(),
+            jwks_endpoint: p.jwks_endpoint.clone(),
+            userinfo_endpoint: p.userinfo_endpoint.clone(),
+            scopes: p.scopes.clone(),
+        })
+    });
+    let saml = p.saml.as_ref().map(|s| {
+        Box::new(SamlLine {
+            entry_point: s.entry_point.clone(),
+            idp_entity_id: s.idp_entity_id.clone(),
+            certs: s.certs.iter().map(|c| STANDARD.encode(c)).collect(),
+            audience: s.audience.clone(),
+            callback_url: s.callback_url.clone(),
+            want_assertions_signed: s.want_assertions_signed,
+            identifier_format: s.identifier_format.clone(),
+            mapping_email: s.mapping_email.clone(),
+            mapping_name: s.mapping_name.clone(),
+            mapping_first_name: s.mapping_first_name.clone(),
+            mapping_last_name: s.mapping_last_name.clone(),
+        })
+    });
     Line::SsoProvider {
         id: uuid(p.id),
         provider_id: p.provider_id.clone(),

@@ -144,6 +144,71 @@ async fn an_export_carries_sso_and_scim_so_the_imported_directory_works_as_befor
     s.stop().await;
 }
 
+/// An OpenID Connect provider's client secret moves sealed (issue #48): imported where the exporting directory's
+/// `data.key` was copied, the provider starts a sign-in at once; imported without it, the start is refused (503,
+/// the secret does not open) until the owner sets the secret again with `sso/update-provider`, after which it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exported_oidc_provider_signs_in_where_the_data_key_went_and_after_its_secret_is_set_again_elsewhere() {
+    let mut idp = super::oauth::Idp::start();
+    let issuer = idp.issuer.clone();
+    idp.configure(json!({"clients": [{"client_id": "acme-sso", "client_secret": "s3cret-of-the-idp",
+        "redirect_uris": ["http://127.0.0.1:9/api/auth/sso/callback/acme-oidc"]}]}));
+    let config = |dir: &std::path::Path| {
+        let mut c = test_config(dir);
+        c.trusted_origins = vec![issuer.clone()];
+        c
+    };
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let s = TestServer::start_embedded(config(&data)).await;
+    let admin = s.admin_session().await;
+    let org = str_of(&s.new_org(&admin, "Acme", "acme").await["id"]).to_owned();
+    let registration = json!({"providerId": "acme-oidc", "issuer": issuer, "domain": "acme.test", "organizationId": org,
+        "oidcConfig": {"clientId": "acme-sso", "clientSecret": "s3cret-of-the-idp"}});
+    let r = s.post("/api/auth/sso/register").cookie(&admin).json(&registration).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = s.post("/api/admin/sso/providers/acme-oidc/verify-domain").cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    s.stop().await;
+    let (status, _, err) = run_binary(root.path(), &["export", "--out", "all.jsonl"], &[], "");
+    assert!(status.success(), "export: {err}");
+    assert!(
+        !std::fs::read_to_string(root.path().join("all.jsonl")).unwrap().contains("s3cret"),
+        "sealed, not in the clear"
+    );
+    let start = |s: &TestServer| {
+        s.post("/api/auth/sign-in/sso").json(&json!({"providerId": "acme-oidc", "callbackURL": "/"})).send()
+    };
+
+    // Where the data key went with the file.
+    let with_key = root.path().join("with-key");
+    std::fs::create_dir(&with_key).unwrap();
+    std::fs::copy(data.join("data.key"), with_key.join("data.key")).unwrap();
+    let env = [("SERVICE_AUTH_DATA_DIR", with_key.to_str().unwrap())];
+    let (status, _, err) = run_binary(root.path(), &["import", "all.jsonl"], &env, "");
+    assert!(status.success() && err.contains("1 OpenID Connect client secret"), "import: {err}");
+    let s = TestServer::start_embedded(config(&with_key)).await;
+    let r = start(&s).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(str_of(&r.json()["url"]).starts_with(&issuer), "{}", r.text);
+    s.stop().await;
+
+    // Where it did not: refused until the secret is set again.
+    let elsewhere = root.path().join("elsewhere");
+    let env = [("SERVICE_AUTH_DATA_DIR", elsewhere.to_str().unwrap())];
+    let (status, _, err) = run_binary(root.path(), &["import", "all.jsonl"], &env, "");
+    assert!(status.success(), "import: {err}");
+    let s = TestServer::start_embedded(config(&elsewhere)).await;
+    assert_eq!(start(&s).await.status, 503, "a secret sealed with another key does not open");
+    let admin = s.admin_session().await;
+    let change = json!({"providerId": "acme-oidc", "oidcConfig": {"clientSecret": "s3cret-of-the-idp"}});
+    let r = s.post("/api/auth/sso/update-provider").cookie(&admin).json(&change).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = start(&s).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    s.stop().await;
+}
+
 /// `backup` while a server runs: the server writes the snapshot from one read transaction and keeps serving
 /// (sign-ups go on during it); `restore` (server stopped) keeps the store it replaces aside and names it, so a
 /// restore of the wrong file is undone by restoring that one.
