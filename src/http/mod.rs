@@ -77,7 +77,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use metrics::serve_metrics;
-pub use ops::OPENAPI;
+pub use ops::openapi_text;
 pub use pages::{ACCOUNT_PATH, CONSOLE_PATH};
 pub use routes::ROUTES;
 pub use state::AppState;

@@ -399,7 +399,7 @@ async fn handle(
         Endpoint::OAuth2UpdateConsent => consents::update(state, ctx, req).await,
         Endpoint::OAuth2DeleteConsent => consents::delete(state, ctx, req).await,
         Endpoint::UserMemberships => user_admin::memberships(state, ctx, req).await,
-        Endpoint::OpenApi => Ok(ops::openapi()),
+        Endpoint::OpenApi => Ok(ops::openapi(req.headers())),
         Endpoint::AuthOk => Ok(ops::auth_ok()),
         Endpoint::Alive => Ok(ops::alive()),
         Endpoint::Ready => Ok(ops::ready(state)),

@@ -81,3 +81,45 @@ async fn head_is_answered_for_every_get_route_without_a_body() {
     assert!(text.to_ascii_lowercase().contains("content-length: 11\r\n"), "{text}");
     s.stop().await;
 }
+
+/// Before: the OpenAPI document went into the binary as its 1 MB of indented JSON (4% of the release binary) and
+/// was sent so to every client. Now the binary holds it gzip-compressed: a client that accepts gzip gets those
+/// bytes (`Content-Encoding: gzip`), one that does not (or refuses it with `q=0`) the document itself; both are
+/// docs/openapi.json, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_is_sent_gzip_compressed_to_clients_that_accept_it() {
+    use std::io::Read;
+    let s = TestServer::start().await;
+    let file = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json")).unwrap();
+    let http = reqwest::Client::new();
+    let url = format!("http://{}/api/openapi.json", s.addr);
+    let get = |accept: Option<&'static str>| {
+        let request = http.get(&url);
+        let request = match accept {
+            Some(value) => request.header("accept-encoding", value),
+            None => request,
+        };
+        async move {
+            let r = request.send().await.expect("GET /api/openapi.json");
+            assert_eq!(r.status(), 200);
+            assert_eq!(r.headers()["content-type"], "application/json");
+            assert_eq!(r.headers()["vary"], "Accept-Encoding");
+            let encoding = r.headers().get("content-encoding").map(|v| v.to_str().unwrap().to_owned());
+            (encoding, r.bytes().await.unwrap().to_vec())
+        }
+    };
+    for accept in ["gzip", "br;q=1.0, gzip;q=0.8, *;q=0.1", "GZIP", "x-gzip", "deflate, *"] {
+        let (encoding, body) = get(Some(accept)).await;
+        assert_eq!(encoding.as_deref(), Some("gzip"), "{accept}");
+        assert!(body.len() < file.len() / 5, "{accept}: {} bytes sent", body.len());
+        let mut inflated = Vec::new();
+        flate2::read::GzDecoder::new(body.as_slice()).read_to_end(&mut inflated).expect("gzip");
+        assert!(inflated == file, "{accept}: the inflated document is docs/openapi.json");
+    }
+    for accept in [None, Some("identity"), Some("gzip;q=0"), Some("br, deflate"), Some("*;q=0"), Some("gzip;q=x")] {
+        let (encoding, body) = get(accept).await;
+        assert_eq!(encoding, None, "{accept:?}");
+        assert!(body == file, "{accept:?}: the document is docs/openapi.json");
+    }
+    s.stop().await;
+}
