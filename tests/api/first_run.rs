@@ -136,10 +136,9 @@ async fn serve_announces_itself_only_once_it_serves_and_says_how_to_add_an_admin
 }
 
 /// Before: `cargo install` (the README's first command) built a 125 MiB binary, its line tables and symbols kept.
-/// The release build is not made by CI (nine minutes on two cores), so what keeps it small is checked here: the
-/// release profile drops the debug information, and the profiling profile is where line tables are kept. The
-/// size itself is checked by tests/binary.sh whenever it builds the release binary (`./test --release`, a suite
-/// run alone).
+/// What keeps it small is checked here, in every test run: the release profile drops the debug information, and
+/// the profiling profile is where line tables are kept. The size itself is checked by tests/binary.sh whenever it
+/// builds the release binary: in CI (`./test --size`), `./test --release`, a suite run alone.
 #[test]
 fn the_release_profile_keeps_the_installed_binary_small() {
     let manifest: toml::Table = include_str!("../../Cargo.toml").parse().expect("Cargo.toml");
