@@ -174,9 +174,16 @@ impl Core {
                 .map_err(|e| AppError::Startup(e.to_string()))??;
             Arc::new(crate::provider::GrantIndex::load(grants))
         };
+        // The clients read so far, on the embedded store alone (src/provider/clients.rs, `ClientCache`).
+        let client_cache = store.postgres().is_none().then(|| Arc::new(crate::provider::ClientCache::default()));
         let on_commit: crate::store::OnCommit = {
-            let index = Arc::clone(&grant_index);
-            Arc::new(move |ops| index.apply(ops))
+            let (index, cache) = (Arc::clone(&grant_index), client_cache.clone());
+            Arc::new(move |ops| {
+                index.apply(ops);
+                if let Some(cache) = &cache {
+                    cache.apply(ops);
+                }
+            })
         };
         let (writer, writer_done) = StoreWriter::spawn_with(Arc::clone(&store), commits, Some(on_commit))?;
         let limits = &config.rate_limit;
@@ -287,7 +294,7 @@ impl Core {
             fresh_age: Arc::new(arc_swap::ArcSwap::from_pointee(config.session.fresh_age())),
             magic_link: config.magic_link.clone(),
             email_otp: config.email_otp.clone(),
-            clients: crate::provider::Clients::new(Arc::clone(&store), writer.clone()),
+            clients: crate::provider::Clients::new(Arc::clone(&store), writer.clone(), client_cache),
             usernames: config.username.enabled.then(|| {
                 let u = &config.username;
                 Arc::new(crate::domain::UsernameRules::new(u.min_length, u.max_length, &u.reserved))

@@ -363,8 +363,8 @@ fn seed_grants(store: &Store, sessions: &[Session], seed: GrantSeed) -> Result<(
             expires_at_ms: 0,
         };
         let refresh = grants::give_refresh_token(&mut grant);
-        let claims = AccessClaims::new(&seed.issuer, &client.client_id, &grant, &scopes, now);
-        let access = keys.sign(crate::provider::Alg::EdDsa, Some("at+jwt"), &claims).expect("a key signs now");
+        let mut claims = AccessClaims::new(&seed.issuer, &client.client_id, &grant, &scopes, now);
+        let access = keys.sign_access(crate::provider::Alg::EdDsa, &mut claims).expect("a key signs now");
         if let Some(out) = out.as_mut()
             && let Err(e) = writeln!(out, "{access} {refresh}")
         {

@@ -6,8 +6,9 @@
 //! disabled or removed on one node is then refused on every node at once, with no change log entry to wait for.
 //! (The token endpoint's hot path will keep what it needs of them with the grants.)
 
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use sha2::{Digest, Sha256};
 
@@ -180,11 +181,58 @@ impl From<StoreError> for ClientError {
 pub struct Clients {
     store: Arc<Store>,
     writer: StoreWriter,
+    /// On the embedded store: the clients read so far (see [`ClientCache`]).
+    cache: Option<Arc<ClientCache>>,
+}
+
+/// The clients this node has read, so that authenticating a client (every token, introspection and revocation
+/// request) is a lookup in memory instead of a read of the store on a blocking thread, which cost more than the
+/// rest of an introspection (BENCHMARKS.md, "The identity provider (#46)"). Only on the embedded store, where
+/// every change of a client is a commit of this node's writer, which shows it to [`ClientCache::apply`] before
+/// whoever made the change hears it is done: a client disabled, changed or deleted is never answered from here
+/// afterwards. On PostgreSQL, clients travel in no change log (another node's change would not reach this cache),
+/// so each authentication reads the database, as before.
+#[derive(Debug, Default)]
+pub struct ClientCache {
+    inner: RwLock<CacheInner>,
+}
+
+#[derive(Debug, Default)]
+struct CacheInner {
+    clients: HashMap<String, Arc<ClientRecord>>,
+    /// Counts the commits that changed a client: a read of the store that began before one is not kept, since it
+    /// may have read what the commit replaced.
+    generation: u64,
+}
+
+impl ClientCache {
+    /// Forgets every client when a durable commit of this node changes one (a rare thing; this keeps it simple).
+    pub fn apply(&self, ops: &[StoreOp]) {
+        if ops.iter().any(|op| matches!(op, StoreOp::PutOAuthClient(_) | StoreOp::DeleteOAuthClient(_))) {
+            let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+            inner.clients.clear();
+            inner.generation += 1;
+        }
+    }
+
+    fn get(&self, client_id: &str) -> (Option<Arc<ClientRecord>>, u64) {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        (inner.clients.get(client_id).cloned(), inner.generation)
+    }
+
+    /// Keeps `record`, read from the store after [`Self::get`] answered `generation`, unless a change came since.
+    fn keep(&self, record: &Arc<ClientRecord>, generation: u64) {
+        let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        if inner.generation == generation {
+            inner.clients.insert(record.client_id.clone(), Arc::clone(record));
+        }
+    }
 }
 
 impl Clients {
-    pub fn new(store: Arc<Store>, writer: StoreWriter) -> Self {
-        Self { store, writer }
+    /// `cache`: on the embedded store only, and the writer's commits shown to it ([`ClientCache`]).
+    pub fn new(store: Arc<Store>, writer: StoreWriter, cache: Option<Arc<ClientCache>>) -> Self {
+        Self { store, writer, cache }
     }
 
     async fn read<T: Send + 'static>(
@@ -218,9 +266,21 @@ impl Clients {
         Ok(view(&self.find(client_id).await?))
     }
 
-    /// The client and its secret's hash (`None`: a public client), for the token endpoint's authentication.
+    /// The client and its secret's hash (`None`: a public client), for the token endpoint's authentication: from
+    /// the cache where there is one ([`ClientCache`]).
     pub async fn with_secret(&self, client_id: &str) -> Result<(Client, Option<[u8; 32]>), ClientError> {
-        let record = self.find(client_id).await?;
+        let Some(cache) = &self.cache else {
+            let record = self.find(client_id).await?;
+            return Ok((view(&record), record.secret_hash));
+        };
+        let record = match cache.get(client_id) {
+            (Some(record), _) => record,
+            (None, generation) => {
+                let record = Arc::new(self.find(client_id).await?);
+                cache.keep(&record, generation);
+                record
+            }
+        };
         Ok((view(&record), record.secret_hash))
     }
 

@@ -5,14 +5,14 @@
 //! all at once, with no change log entry to wait for. A code is taken once: on one node a claim in memory keeps a
 //! second redemption out while the first one's take commits; across nodes the store refuses the second take
 //! ([`crate::store::Conflict::CodeUsed`]).
-
 //!
 //! The grants themselves (what a redeemed code or a client credentials request gave a client, and every token
 //! issued from it since) are held in every node's memory ([`GrantIndex`]): userinfo and introspection answer from
 //! it, so a revoked grant is inactive at once. The index follows every durable commit of this node (the store
 //! writer shows it each one, [`crate::store::OnCommit`]: a ban's or a password reset's commit ends the user's
 //! grants, staged by the actors) and the other nodes' through the change log. A refresh reads its grant from the
-//! store (the one truth about which refresh token is in force), and its rotation is guarded across nodes
+//! store on PostgreSQL (the one truth about which refresh token is in force; from memory on the embedded store,
+//! where this node's writer is the only one), and its rotation is guarded across nodes
 //! ([`crate::store::Conflict::RefreshUsed`]).
 
 use std::collections::{HashMap, HashSet};
@@ -292,9 +292,10 @@ pub fn access_jti(id: [u8; 16]) -> String {
     B64.encode(bytes)
 }
 
-/// The grant an access token's `jti` names.
+/// The grant an access token's `jti` names (before its tag, src/provider/keys.rs `AccessTag`, if it has one).
 pub fn jti_grant(jti: &str) -> Option<[u8; 16]> {
-    let bytes = B64.decode(jti).ok().filter(|b| b.len() == 32)?;
+    let id = jti.split_once('.').map_or(jti, |(id, _)| id);
+    let bytes = B64.decode(id).ok().filter(|b| b.len() == 32)?;
     bytes[..16].try_into().ok()
 }
 
@@ -444,11 +445,21 @@ impl Grants {
     ) -> Result<(OAuthGrantRecordV1, String), RefreshError> {
         let id = refresh_grant(token).ok_or(RefreshError::Invalid)?;
         let _claim = self.refreshing(id).await;
-        let store = Arc::clone(&self.store);
-        let found = tokio::task::spawn_blocking(move || store.oauth_grant(id))
-            .await
-            .map_err(|e| RefreshError::Store(e.to_string()))?
-            .map_err(|e| RefreshError::Store(e.to_string()))?;
+        let found = match self.store.postgres() {
+            // On the embedded store this node's writer makes every change of a grant and shows it to the index
+            // before its caller hears of it, and no other refresh of this grant runs here meanwhile (the claim
+            // above): memory is the truth, and a read of the store on a blocking thread, the costliest step of a
+            // refresh at a million grants (BENCHMARKS.md, "The identity provider (#46)"), is saved.
+            None => self.index.get(id, now.as_millis()).map(|grant| grant.as_ref().clone()),
+            // On PostgreSQL another node may have rotated it a moment ago, its change log entry on its way.
+            Some(_) => {
+                let store = Arc::clone(&self.store);
+                tokio::task::spawn_blocking(move || store.oauth_grant(id))
+                    .await
+                    .map_err(|e| RefreshError::Store(e.to_string()))?
+                    .map_err(|e| RefreshError::Store(e.to_string()))?
+            }
+        };
         let Some(grant) = found else { return Err(RefreshError::Invalid) };
         // Another client's token is refused without effect: it is not that client's to end.
         if grant.client_id != client_id || grant.expires_at_ms < now.as_millis() {

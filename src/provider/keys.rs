@@ -30,6 +30,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::Serialize;
 
+use super::grants::AccessClaims;
 use crate::data_key::DataKey;
 use crate::domain::{Timestamp, UserId, action};
 use crate::store::{SigningKeyRecordV1, Store, StoreError, StoreOp, StoreWriter, audit};
@@ -254,6 +255,71 @@ pub struct Key {
     secret: Secret,
     pub jwk: Jwk,
     record: SigningKeyRecordV1,
+    /// The access tokens' tag key ([`AccessTag`]), derived from the private key.
+    tag: AccessTag,
+}
+
+/// A JWS header (RFC 7515 §4) as the keys write it.
+#[derive(Serialize)]
+struct Header<'a> {
+    alg: &'static str,
+    kid: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    typ: Option<&'a str>,
+}
+
+/// How introspection and userinfo know an access token is one of ours without checking its signature (an Ed25519
+/// verification costs more than the whole of a get-session, BENCHMARKS.md "The identity provider (#46)"): the
+/// token's `jti` ends with `.` and a tag, the first 128 bits of an HMAC-SHA256, under a key derived from the
+/// signing key's private half, of the token's header and payload as they were before the tag was added to the
+/// `jti`. Only a holder of the private key (this service, on any node) makes a tag that holds, so a tag that holds
+/// says the header and every claim are as the service wrote them, which is what introspection answers from. The
+/// signature is still there for resource servers, which check it against the JWKS; a token whose signature alone
+/// was changed introspects as the token it was made from, which gives its holder nothing it did not have.
+struct AccessTag {
+    key: [u8; 32],
+    /// The base64url of the header the key's access tokens carry (`typ: at+jwt`), byte for byte as signed.
+    header: String,
+}
+
+impl AccessTag {
+    fn new(private: &[u8], alg: Alg, kid: &str) -> Self {
+        use hmac::Mac;
+        let mut derive = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(private).expect("HMAC takes any key length");
+        derive.update(b"service-auth access token tag v1");
+        let header = Header { alg: alg.name(), kid, typ: Some(ACCESS_TYP) };
+        AccessTag {
+            key: derive.finalize().into_bytes().into(),
+            header: B64.encode(serde_json::to_vec(&header).expect("a header serialises")),
+        }
+    }
+
+    /// The tag of `header.payload`, `payload` being the JSON before the tag was added.
+    fn of(&self, payload: &[u8]) -> [u8; 16] {
+        use hmac::Mac;
+        let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(self.header.as_bytes());
+        mac.update(b".");
+        mac.update(payload);
+        let full: [u8; 32] = mac.finalize().into_bytes().into();
+        let mut tag = [0u8; 16];
+        tag.copy_from_slice(&full[..16]);
+        tag
+    }
+}
+
+/// The JWS `typ` of access tokens (RFC 9068 §2.1).
+pub const ACCESS_TYP: &str = "at+jwt";
+
+/// What [`KeyRing::check_access`] finds of a presented access token.
+pub enum AccessCheck {
+    /// Tagged by a key this ring holds, the tag holds: the claims, as the token carries them.
+    Ours(serde_json::Map<String, serde_json::Value>),
+    /// Tagged by a key this ring holds, and the tag does not hold (or the token is malformed): not ours.
+    Forged,
+    /// No tag of a key this ring holds: a token signed before tags (its signature decides), or under a key made on
+    /// another node a moment ago ([`KeyRing::verify_fresh`] reads the keys again), or anything else.
+    Untagged,
 }
 
 impl std::fmt::Debug for Key {
@@ -282,7 +348,8 @@ impl Key {
         let bytes = data_key.open(&record.sealed, &seal_context(record.id)).map_err(|e| sealed(e.to_string()))?;
         let secret = Secret::open(alg, &bytes).map_err(sealed)?;
         let jwk = secret.public(&kid, alg);
-        Ok(Key { kid, alg, secret, jwk, record })
+        let tag = AccessTag::new(&bytes, alg, &kid);
+        Ok(Key { kid, alg, secret, jwk, record, tag })
     }
 
     /// A new key of `alg` that signs from `signs_from_ms`, and its record (sealed).
@@ -299,7 +366,8 @@ impl Key {
         };
         let kid = kid_of(id);
         let jwk = secret.public(&kid, alg);
-        Key { kid, alg, secret, jwk, record }
+        let tag = AccessTag::new(&bytes, alg, &kid);
+        Key { kid, alg, secret, jwk, record, tag }
     }
 
     fn signs_at(&self, now_ms: i64) -> bool {
@@ -551,28 +619,95 @@ impl KeyRing {
     pub fn sign(&self, alg: Alg, typ: Option<&str>, claims: &impl Serialize) -> Option<String> {
         self.current().sign(alg, typ, claims)
     }
+
+    /// An access token (RFC 9068) of `claims`, signed with `alg`'s current key, its `jti` ending with the tag
+    /// ([`AccessTag`]) that [`Self::check_access`] checks.
+    pub fn sign_access(&self, alg: Alg, claims: &mut AccessClaims) -> Option<String> {
+        self.current().sign_access(alg, claims)
+    }
+
+    /// The claims of `jws` if it is an access token this service made (claims not checked: `exp`, `iss`, …): by
+    /// its tag ([`Self::check_access`]), else, for a token without one (signed before tags, or under a key made on
+    /// another node a moment ago), by its signature and its `typ`.
+    pub async fn access_claims(&self, jws: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match self.check_access(jws) {
+            AccessCheck::Ours(claims) => Some(claims),
+            AccessCheck::Forged => None,
+            AccessCheck::Untagged => {
+                let (typ, claims) = self.verify_fresh(jws).await?;
+                (typ.as_deref() == Some(ACCESS_TYP)).then_some(claims)
+            }
+        }
+    }
+
+    /// Whether `jws` is an access token this service made, by its tag ([`AccessTag`]): a MAC and a JSON parse,
+    /// not a signature's verification.
+    pub fn check_access(&self, jws: &str) -> AccessCheck {
+        self.current().check_access(jws)
+    }
+}
+
+impl KeySet {
+    /// [`KeyRing::check_access`] with the keys of this set.
+    fn check_access(&self, jws: &str) -> AccessCheck {
+        let set = self;
+        let Some((header, rest)) = jws.split_once('.') else { return AccessCheck::Untagged };
+        let Some(key) = set.keys.iter().find(|k| k.tag.header == header) else { return AccessCheck::Untagged };
+        let Some((payload, _signature)) = rest.split_once('.') else { return AccessCheck::Forged };
+        let Ok(payload) = B64.decode(payload) else { return AccessCheck::Forged };
+        let Ok(claims) = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&payload) else {
+            return AccessCheck::Forged;
+        };
+        let Some(jti) = claims.get("jti").and_then(serde_json::Value::as_str) else { return AccessCheck::Forged };
+        let Some((untagged_jti, tag)) = jti.rsplit_once('.') else { return AccessCheck::Untagged };
+        let Some(tag) = B64.decode(tag).ok().filter(|t| t.len() == 16) else { return AccessCheck::Forged };
+        // The payload as it was tagged: the same bytes without `.` and the tag in the `jti`. Its `"jti":"` is the
+        // only one (the other claims' quotes would be escaped), and the tag covers every byte around it.
+        let needle = format!("\"jti\":\"{jti}\"");
+        let Some(at) = payload.windows(needle.len()).position(|w| w == needle.as_bytes()) else {
+            return AccessCheck::Forged;
+        };
+        let cut = at + "\"jti\":\"".len() + untagged_jti.len();
+        let mut tagged = Vec::with_capacity(payload.len());
+        tagged.extend_from_slice(&payload[..cut]);
+        tagged.extend_from_slice(&payload[cut + 1 + (jti.len() - untagged_jti.len() - 1)..]);
+        use subtle::ConstantTimeEq;
+        match bool::from(key.tag.of(&tagged).ct_eq(tag.as_slice())) {
+            true => AccessCheck::Ours(claims),
+            false => AccessCheck::Forged,
+        }
+    }
 }
 
 impl KeySet {
     /// [`KeyRing::sign`] with the keys of this set.
     fn sign(&self, alg: Alg, typ: Option<&str>, claims: &impl Serialize) -> Option<String> {
-        #[derive(Serialize)]
-        struct Header<'a> {
-            alg: &'static str,
-            kid: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            typ: Option<&'a str>,
-        }
         let key = self.signing(alg, Timestamp::now().as_millis())?;
         let header = serde_json::to_vec(&Header { alg: alg.name(), kid: &key.kid, typ }).expect("a header serialises");
+        Some(key.sign_with(&B64.encode(header), claims))
+    }
+
+    /// [`KeyRing::sign_access`] with the keys of this set.
+    fn sign_access(&self, alg: Alg, claims: &mut AccessClaims) -> Option<String> {
+        let key = self.signing(alg, Timestamp::now().as_millis())?;
+        let tag = key.tag.of(&serde_json::to_vec(claims).expect("claims serialise"));
+        claims.jti.push('.');
+        claims.jti.push_str(&B64.encode(tag));
+        Some(key.sign_with(&key.tag.header, claims))
+    }
+}
+
+impl Key {
+    /// The compact JWS of `claims` under `header` (base64url already).
+    fn sign_with(&self, header: &str, claims: &impl Serialize) -> String {
         let payload = serde_json::to_vec(claims).expect("claims serialise");
-        let mut jws = B64.encode(header);
+        let mut jws = header.to_owned();
         jws.push('.');
         jws.push_str(&B64.encode(payload));
-        let signature = key.secret.sign(jws.as_bytes());
+        let signature = self.secret.sign(jws.as_bytes());
         jws.push('.');
         jws.push_str(&B64.encode(signature));
-        Some(jws)
+        jws
     }
 }
 
@@ -591,9 +726,9 @@ impl OfflineKeys {
         (OfflineKeys { set: KeySet::new(made.into_iter().map(Arc::new).collect()) }, ops)
     }
 
-    /// [`KeyRing::sign`].
-    pub fn sign(&self, alg: Alg, typ: Option<&str>, claims: &impl Serialize) -> Option<String> {
-        self.set.sign(alg, typ, claims)
+    /// [`KeyRing::sign_access`].
+    pub fn sign_access(&self, alg: Alg, claims: &mut AccessClaims) -> Option<String> {
+        self.set.sign_access(alg, claims)
     }
 }
 
@@ -719,6 +854,52 @@ mod tests {
         let mut moved = made.record.clone();
         moved.id = [9; 16];
         assert!(matches!(Key::open(moved, &data_key), Err(KeyError::Sealed { .. })));
+    }
+
+    /// An access token's tag holds for the header and payload its key signed and for nothing else: a claim changed,
+    /// the tag changed, another key's token are not ours; a token whose tag was cut, or one signed without (an ID
+    /// token), is left to its signature. The signature still verifies with the published key.
+    #[test]
+    fn an_access_tokens_tag_holds_only_for_what_its_key_signed() {
+        let data_key = DataKey::ephemeral();
+        let keys = || KeySet::new(Alg::ALL.into_iter().map(|a| Arc::new(Key::generate(a, 1, 1, &data_key))).collect());
+        let (set, other) = (keys(), keys());
+        let claims = || AccessClaims {
+            iss: "https://auth.example/api/auth".into(),
+            sub: "user".into(),
+            aud: "client".into(),
+            client_id: "client".into(),
+            azp: "client".into(),
+            scope: "openid".into(),
+            sid: None,
+            iat: 1,
+            exp: 2,
+            jti: "grant-and-random".into(),
+        };
+        let jws = set.sign_access(Alg::EdDsa, &mut claims()).unwrap();
+        let AccessCheck::Ours(read) = set.check_access(&jws) else { panic!("our own token") };
+        assert_eq!(read["sub"], "user");
+        assert!(read["jti"].as_str().unwrap().starts_with("grant-and-random."), "{read:?}");
+        let key = set.signing(Alg::EdDsa, 2).unwrap();
+        assert!(verify(&key.jwk, &jws), "a resource server verifies it with the JWKS");
+
+        // The payload re-encoded with one change, header and signature kept.
+        let changed = |from: &str, to: &str| {
+            let parts: Vec<&str> = jws.split('.').collect();
+            let payload = String::from_utf8(B64.decode(parts[1]).unwrap()).unwrap();
+            assert!(payload.contains(from), "{payload}");
+            format!("{}.{}.{}", parts[0], B64.encode(payload.replacen(from, to, 1)), parts[2])
+        };
+        assert!(matches!(set.check_access(&changed("\"openid\"", "\"admin\"")), AccessCheck::Forged));
+        assert!(matches!(set.check_access(&changed("\"sub\":\"user\"", "\"sub\":\"root\"")), AccessCheck::Forged));
+        let tag = read["jti"].as_str().unwrap().rsplit_once('.').unwrap().1;
+        let flipped = format!("{}{}", &tag[..tag.len() - 1], if tag.ends_with('A') { 'B' } else { 'A' });
+        assert!(matches!(set.check_access(&changed(tag, &flipped)), AccessCheck::Forged));
+        assert!(matches!(set.check_access(&changed(&format!(".{tag}"), "")), AccessCheck::Untagged));
+        assert!(matches!(other.check_access(&jws), AccessCheck::Untagged), "another key's");
+        let id_token = set.sign(Alg::EdDsa, None, &claims()).unwrap();
+        assert!(matches!(set.check_access(&id_token), AccessCheck::Untagged));
+        assert!(matches!(set.check_access("not.a.token"), AccessCheck::Untagged));
     }
 
     /// The key that signs is the newest whose time has come; a rotated key signs until its successor starts.

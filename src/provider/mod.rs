@@ -17,7 +17,7 @@ pub mod keys;
 pub mod logout;
 
 pub use clients::{
-    AuthMethod, Client, ClientChange, ClientError, Clients, NewClient, USER_SCOPES, redirect_uri_matches,
+    AuthMethod, Client, ClientCache, ClientChange, ClientError, Clients, NewClient, USER_SCOPES, redirect_uri_matches,
 };
 pub use grants::{GrantIndex, Grants};
 pub use keys::{Alg, Jwk, Key, KeyError, KeyRing, KeyStatus};

@@ -1832,3 +1832,46 @@ async fn seeded_grants_verify_introspect_and_refresh_as_the_token_endpoints_do()
         assert_eq!(active(&s, client, access).await["active"], false, "the reuse ended the grant");
     }
 }
+
+/// A client's authentication is answered from memory once it has authenticated (the embedded store's client cache,
+/// src/provider/clients.rs), yet every change of the client holds at the next request: the old secret is refused as
+/// soon as the rotation is answered and the new one works, a disabled client is refused, a deleted one is unknown.
+/// On two nodes (tests/cluster/run.sh) each authentication reads the database, and the same holds on either node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_authenticated_is_refused_at_once_when_rotated_disabled_or_deleted() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let body = json!({"client_name": "API", "redirect_uris": [RP], "skip_consent": true,
+                      "scope": "openid profile email offline_access"});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let u = s.new_user("cache").await;
+    let tokens = granted(&s, &u.cookie, (&id, &secret), "openid offline_access").await;
+    let access = str_of(&tokens["access_token"]).to_owned();
+    // Authenticated several times: from memory after the first.
+    for _ in 0..3 {
+        assert_eq!(active(&s, (&id, &secret), &access).await["active"], true);
+    }
+    let change = |body: Value| {
+        let (s, admin, id) = (&s, &admin, &id);
+        async move {
+            let r = s.patch(&format!("/api/admin/oidc/clients/{id}")).cookie(admin).json(&body).send().await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            r.json()
+        }
+    };
+    let rotated = change(json!({"rotate_secret": true})).await;
+    let new_secret = str_of(&rotated["client_secret"]).to_owned();
+    oauth_error(&introspect(&s, Some((&id, &secret)), &[("token", &access)]).await, 401, "invalid_client");
+    oauth_error(&refresh(&s, (&id, &secret), str_of(&tokens["refresh_token"]), None).await, 401, "invalid_client");
+    assert_eq!(active(&s, (&id, &new_secret), &access).await["active"], true);
+
+    change(json!({"disabled": true})).await;
+    oauth_error(&introspect(&s, Some((&id, &new_secret)), &[("token", &access)]).await, 401, "invalid_client");
+    change(json!({"disabled": false})).await;
+    assert_eq!(active(&s, (&id, &new_secret), &access).await["active"], true);
+
+    let r = s.delete(&format!("/api/admin/oidc/clients/{id}")).cookie(&admin).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    oauth_error(&introspect(&s, Some((&id, &new_secret)), &[("token", &access)]).await, 401, "invalid_client");
+}
