@@ -1101,6 +1101,22 @@ pub(super) fn own_time_buckets(text: &str) -> Vec<(f64, f64)> {
     buckets_of(text, "service_auth_oauth_callback_own_seconds_bucket{le=\"")
 }
 
+/// One phase of a callbacks' own-time measurement: how many of the `count` callbacks between the scrapes `before`
+/// and `after` ([`own_time_buckets`]) fell in each bucket, as p50 and p99 to the bucket and the share within each
+/// bound up to 25 ms. Asserts that the histogram saw exactly `count`.
+pub(super) fn own_time_phase(before: &[(f64, f64)], after: &[(f64, f64)], count: usize) -> String {
+    let buckets: Vec<(f64, f64)> = after.iter().zip(before).map(|((le, a), (_, b))| (*le, a - b)).collect();
+    let total = buckets.last().map(|(_, c)| *c).unwrap_or(0.0);
+    assert_eq!(total as usize, count);
+    let within = |q: f64| buckets.iter().find(|(_, c)| *c >= q * total).map(|(le, _)| *le).unwrap_or(f64::INFINITY);
+    let shares: Vec<String> = buckets
+        .iter()
+        .filter(|(le, _)| *le <= 0.025)
+        .map(|(le, c)| format!("<= {} ms: {:.1}%", le * 1000.0, 100.0 * c / total))
+        .collect();
+    format!("own time p50 <= {} ms, p99 <= {} ms; {}", within(0.5) * 1000.0, within(0.99) * 1000.0, shares.join(", "))
+}
+
 /// The cumulative counts of the buckets whose lines start with `prefix` (up to the bound's opening quote).
 fn buckets_of(text: &str, prefix: &str) -> Vec<(f64, f64)> {
     text.lines()

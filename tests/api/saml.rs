@@ -571,20 +571,9 @@ async fn measure_acs_own_time() {
             assert_eq!(r.status, 302, "{}", r.text);
         }
         let after = super::oauth::own_time_buckets(&super::oauth::scrape(metrics).await);
-        let buckets: Vec<(f64, f64)> = after.iter().zip(&before).map(|((le, a), (_, b))| (*le, a - b)).collect();
-        let total = buckets.last().map(|(_, c)| *c).unwrap_or(0.0);
-        assert_eq!(total as usize, count);
-        let within = |q: f64| buckets.iter().find(|(_, c)| *c >= q * total).map(|(le, _)| *le).unwrap_or(f64::INFINITY);
-        let shares: Vec<String> = buckets
-            .iter()
-            .filter(|(le, _)| *le <= 0.025)
-            .map(|(le, c)| format!("<= {} ms: {:.1}%", le * 1000.0, 100.0 * c / total))
-            .collect();
         println!(
-            "{phase}: {count} SAML responses at the ACS; own time p50 <= {} ms, p99 <= {} ms; {}",
-            within(0.5) * 1000.0,
-            within(0.99) * 1000.0,
-            shares.join(", ")
+            "{phase}: {count} SAML responses at the ACS; {}",
+            super::oauth::own_time_phase(&before, &after, count)
         );
         before = after;
     }

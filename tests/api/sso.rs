@@ -758,21 +758,7 @@ async fn measure_sso_callback_own_time() {
             assert_eq!(redirected_to(&page), landing);
         }
         let after = super::oauth::own_time_buckets(&super::oauth::scrape(metrics).await);
-        let buckets: Vec<(f64, f64)> = after.iter().zip(&before).map(|((le, a), (_, b))| (*le, a - b)).collect();
-        let total = buckets.last().map(|(_, c)| *c).unwrap_or(0.0);
-        assert_eq!(total as usize, count);
-        let within = |q: f64| buckets.iter().find(|(_, c)| *c >= q * total).map(|(le, _)| *le).unwrap_or(f64::INFINITY);
-        let shares: Vec<String> = buckets
-            .iter()
-            .filter(|(le, _)| *le <= 0.025)
-            .map(|(le, c)| format!("<= {} ms: {:.1}%", le * 1000.0, 100.0 * c / total))
-            .collect();
-        println!(
-            "{phase}: {count} SSO callbacks; own time p50 <= {} ms, p99 <= {} ms; {}",
-            within(0.5) * 1000.0,
-            within(0.99) * 1000.0,
-            shares.join(", ")
-        );
+        println!("{phase}: {count} SSO callbacks; {}", super::oauth::own_time_phase(&before, &after, count));
         before = after;
     }
 }
