@@ -50,10 +50,8 @@ mkdir -p "$OUT"
 WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+. benches/lib.sh
 want() { [[ " $PARTS " == *" $1 "* ]]; }
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-# wrk prints 1.23ms, 456.78us or 1.02s: in milliseconds
-ms() { awk -v s="$1" 'BEGIN {u = (s ~ /us$/) ? 0.001 : (s ~ /ms$/ ? 1 : 1000); sub(/[a-z]+$/, "", s); printf "%.3f", s * u}'; }
 header() { # file, columns: the run's provenance, then the column names
   {
     echo "# benches/curves.sh, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%FT%TZ)"
@@ -72,15 +70,6 @@ seed() { # dir, users and sessions, tokens file
   SERVICE_AUTH_DATA_DIR="$1" "$BIN" --config "$WORK/c.toml" seed --users "$2" --sessions "$2" --orgs 10 \
     --tokens-out "$3" > "$WORK/seed.log" 2>&1 </dev/null || { cat "$WORK/seed.log" >&2; exit 1; }
 }
-start() { # port, command...: waits until the port answers (30 s at most)
-  local port=$1; shift
-  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "port $port is already in use" >&2; exit 1; fi
-  "$@" > "$WORK/$port.out" 2> "$WORK/$port.err" &
-  PIDS+=($!)
-  for _ in $(seq 600); do curl -s -o /dev/null "http://127.0.0.1:$port/" && return; sleep 0.05; done
-  echo "nothing answers on port $port" >&2; cat "$WORK/$port.err" >&2; exit 1
-}
-stop_last() { kill "${PIDS[-1]}" 2>/dev/null || true; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'; }
 
 # Each request a random one of the tokens (kept as one string, cut out per request: a table of a million Lua
 # strings stalls wrk itself, see load.sh); WRITES of them an update-user. done() prints the distribution.
@@ -114,16 +103,6 @@ function done(summary, latency, requests)
 end
 LUA
 
-run() { # connections url [wrk args] -> "rps p50_ms p99_ms non2xx"; wrk's output stays in $WORK/wrk.txt
-  local c=$1 url=$2; shift 2
-  wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${DURATION}s" --latency "$@" "$url" > "$WORK/wrk.txt" 2>&1 || true
-  local rps p50 p99 bad
-  rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt")
-  p50=$(ms "$(awk '$1=="50%" {print $2}' "$WORK/wrk.txt")")
-  p99=$(ms "$(awk '$1=="99%" {print $2}' "$WORK/wrk.txt")")
-  bad=$(awk '/Non-2xx/ {print $5}' "$WORK/wrk.txt")
-  echo "${rps:-0} $p50 $p99 ${bad:-0}"
-}
 
 if want sessions; then
   header "$OUT/sessions.csv" "sessions,ours_rps,ours_p50_ms,ours_p99_ms,bare_rps,bare_p50_ms,bare_p99_ms"

@@ -38,24 +38,13 @@ ANCHOR=$(realpath "${ANCHOR:-$(dirname "$BIN")/examples/group_commit}")
 WORK=$(mktemp -d -p "${WORK_DIR:-$PWD/target}" durable.XXXXXX)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-# wrk prints 1.23ms, 456.78us or 1.02s: in milliseconds
-ms() { awk -v s="$1" 'BEGIN {u = (s ~ /us$/) ? 0.001 : (s ~ /ms$/ ? 1 : 1000); sub(/[a-z]+$/, "", s); printf "%.3f", s * u}'; }
-load() { cut -d' ' -f1 /proc/loadavg; }
+. benches/lib.sh
 
 printf '[rate_limit]\nsign_in_per_address = 0\nsign_up_per_address = 0\nfailures_per_account = 1000000\n' > "$WORK/c.toml"
 printf '[limits]\nmax_connections_per_address = 4000\n' >> "$WORK/c.toml"
 SERVICE_AUTH_DATA_DIR="$WORK/d" "$BIN" --config "$WORK/c.toml" seed --users "$SESSIONS" --sessions "$SESSIONS" \
   --orgs 10 --tokens-out "$WORK/tokens.txt" > "$WORK/seed.log" 2>&1 </dev/null || { cat "$WORK/seed.log" >&2; exit 1; }
 
-start() { # port, command...: waits until the port answers (60 s at most)
-  local port=$1; shift
-  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "port $port is already in use" >&2; exit 1; fi
-  "$@" > "$WORK/$port.out" 2> "$WORK/$port.err" &
-  PIDS+=($!)
-  for _ in $(seq 1200); do curl -s -o /dev/null "http://127.0.0.1:$port/" && return; sleep 0.05; done
-  echo "nothing answers on port $port" >&2; cat "$WORK/$port.err" >&2; exit 1
-}
 SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN=127.0.0.1:3941 SERVICE_AUTH_DATA_DIR="$WORK/d" \
   SERVICE_AUTH_METRICS_LISTEN=127.0.0.1:9941 start 3941 "$BIN" --config "$WORK/c.toml"
 SIZE=$(curl -s -b "service-auth.session_token=$(head -1 "$WORK/tokens.txt")" \
