@@ -60,6 +60,8 @@ export const ACTION_WORDS = {
   "oauth_consent.granted": "Application allowed",
   "oauth_consent.updated": "Application's access changed",
   "oauth_consent.revoked": "Application's access withdrawn",
+  "oauth_grant.issued": "Application given tokens",
+  "oauth_grant.revoked": "Application's tokens revoked",
   "invitation.sent": "Invitation sent",
   "invitation.accepted": "Invitation accepted",
   "invitation.rejected": "Invitation declined",

@@ -47,6 +47,7 @@ mod api {
     mod provider;
     mod provider_device;
     mod provider_end_session;
+    mod provider_grants;
     mod provider_logout;
     mod refused_origins;
     mod reload;

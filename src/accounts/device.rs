@@ -227,7 +227,8 @@ impl Accounts {
         };
         let mut tokens = self.issue(&client, &grant, &record.scopes, None, issuer).await?;
         let access_ends = crate::domain::Timestamp::from_millis(tokens.expires_at * 1000);
-        tokens.refresh_token = self.grants.make(grant, offline, access_ends).await.map_err(Unavailable::from)?;
+        tokens.refresh_token =
+            self.grants.make(grant, offline, access_ends, "device_code", &req.ip).await.map_err(Unavailable::from)?;
         Ok(tokens)
     }
 }

@@ -769,7 +769,7 @@ impl Accounts {
         };
         let tokens = self.issue(&client, &grant, &scopes, None, issuer).await?;
         let access_ends = crate::domain::Timestamp::from_millis(tokens.expires_at * 1000);
-        self.grants.make(grant, false, access_ends).await.map_err(Unavailable::from)?;
+        self.grants.make(grant, false, access_ends, "client_credentials", &req.ip).await.map_err(Unavailable::from)?;
         Ok(tokens)
     }
 
@@ -896,7 +896,7 @@ impl Accounts {
             None => self.access_grant(token, issuer).await?.map(|(grant, _)| grant),
         };
         if let Some(grant) = grant.filter(|g| g.client_id == client.client_id) {
-            self.grants.end(grant.id).await.map_err(Unavailable::from)?;
+            self.grants.revoke(&grant, &req.ip).await.map_err(Unavailable::from)?;
         }
         Ok(())
     }
@@ -1133,7 +1133,11 @@ impl Accounts {
         // Made once the tokens are signed (nothing is stored for a request that fails), and before they are
         // answered: a token is never valid for a grant that is not durable.
         let access_ends = crate::domain::Timestamp::from_millis(tokens.expires_at * 1000);
-        tokens.refresh_token = self.grants.make(grant, offline, access_ends).await.map_err(Unavailable::from)?;
+        tokens.refresh_token = self
+            .grants
+            .make(grant, offline, access_ends, "authorization_code", &req.ip)
+            .await
+            .map_err(Unavailable::from)?;
         Ok(tokens)
     }
 

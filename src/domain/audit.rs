@@ -120,6 +120,19 @@ pub mod action {
     /// A refresh token presented again after it was replaced (or twice at once): its grant ended with every token
     /// it issued (RFC 9700 §4.14.2). Same actor, target and detail as [`OAUTH_CODE_REUSED`].
     pub const OAUTH_REFRESH_TOKEN_REUSED: &str = "oauth_refresh_token.reused";
+    /// A grant of the identity provider made for a user: an authorization code or an approved device request
+    /// redeemed at the token endpoint (its refreshes are not: they continue the grant). No actor (the client
+    /// redeemed it; the user's part is their consent's entry); the target is the user; the detail names the
+    /// `client_id`, the grant type, the grant's id and its scopes. A client's own grant (client credentials) is not
+    /// audited: it concerns no user, and a service may ask for one at any rate, which would push administrators'
+    /// changes out of the capped log (its client's registration and secrets are).
+    pub const OAUTH_GRANT_ISSUED: &str = "oauth_grant.issued";
+    /// A user's grant ended before its end: revoked by its client (RFC 7009; no actor), or with the user's consent
+    /// to the client withdrawn (the actor is whoever withdrew it). Target and detail as [`OAUTH_GRANT_ISSUED`], the
+    /// detail saying why. A grant ended with every session of its user (a ban, a password reset, "sign out
+    /// everywhere") is in that change's own entry; a reused code or refresh token in [`OAUTH_CODE_REUSED`] and
+    /// [`OAUTH_REFRESH_TOKEN_REUSED`].
+    pub const OAUTH_GRANT_REVOKED: &str = "oauth_grant.revoked";
     /// An organization's single sign-on provider registered, changed, removed (the target is the organization, the
     /// detail names the `providerId` and what changed; never the client secret).
     pub const SSO_PROVIDER_CREATED: &str = "sso_provider.created";

@@ -410,13 +410,16 @@ impl Grants {
         }
     }
 
-    /// Makes `grant`, durably; with `offline`, a refresh token too (answered; stored only as its SHA-256) and the
-    /// grant lasts as long as it. Otherwise the grant ends with its access token (`access_ends`).
+    /// Makes `grant` (by the grant type `how`, from address `ip`), durably, audited in the same commit when it is a
+    /// user's; with `offline`, a refresh token too (answered; stored only as its SHA-256) and the grant lasts as
+    /// long as it. Otherwise the grant ends with its access token (`access_ends`).
     pub async fn make(
         &self,
         mut grant: OAuthGrantRecordV1,
         offline: bool,
         access_ends: Timestamp,
+        how: &str,
+        ip: &str,
     ) -> Result<Option<String>, GrantError> {
         let refresh = match offline {
             true => Some(give_refresh_token(&mut grant)),
@@ -426,7 +429,8 @@ impl Grants {
                 None
             }
         };
-        self.writer.write(vec![StoreOp::PutOAuthGrant(grant)]).await?;
+        let logged = grant_entry(action::OAUTH_GRANT_ISSUED, None, &grant, how, ip);
+        self.writer.write([StoreOp::PutOAuthGrant(grant)].into_iter().chain(logged).collect()).await?;
         Ok(refresh)
     }
 
@@ -551,9 +555,11 @@ impl Grants {
         Ok(grant.filter(ours))
     }
 
-    /// Ends grant `id`, durably, with every token it issued.
-    pub async fn end(&self, id: [u8; 16]) -> Result<(), GrantError> {
-        Ok(self.writer.write(vec![StoreOp::DeleteOAuthGrant(id)]).await?)
+    /// Ends `grant` at its client's request (RFC 7009), durably, with every token it issued; audited in the same
+    /// commit when it is a user's.
+    pub async fn revoke(&self, grant: &OAuthGrantRecordV1, ip: &str) -> Result<(), GrantError> {
+        let logged = grant_entry(action::OAUTH_GRANT_REVOKED, None, grant, "revoked by the client", ip);
+        Ok(self.writer.write([StoreOp::DeleteOAuthGrant(grant.id)].into_iter().chain(logged).collect()).await?)
     }
 
     /// Housekeeping: deletes from the store the codes and grants past their end (and the sign-in flows through
@@ -731,10 +737,30 @@ impl Grants {
         // A withdrawal means the application no longer acts for the user: what it was given ends with it (the
         // plugin's delete-consent leaves the tokens be). A grant made on another node a moment ago, whose change
         // log entry has not reached this one, is missed; its access token lives 15 minutes.
-        ops.extend(self.index.of(user.to_bytes(), client_id).into_iter().map(StoreOp::DeleteOAuthGrant));
+        let now = Timestamp::now().as_millis();
+        for grant in self.index.of(user.to_bytes(), client_id).into_iter().filter_map(|id| self.index.get(id, now)) {
+            ops.push(StoreOp::DeleteOAuthGrant(grant.id));
+            ops.extend(grant_entry(action::OAUTH_GRANT_REVOKED, Some(by), &grant, "consent withdrawn", ip));
+        }
         self.writer.write(ops).await.map_err(|e| GrantError::Store(e.to_string()))?;
         Ok(true)
     }
+}
+
+/// The audit entry of `action` about `grant`, by `by`, `how` it was made or why it ended: `None` for a client's own
+/// grant (client credentials), which concerns no user ([`action::OAUTH_GRANT_ISSUED`] says why it is not audited).
+/// The detail names the client, the grant (its id, which its tokens carry but which opens nothing) and its scopes;
+/// never a token.
+fn grant_entry(
+    action: &'static str,
+    by: Option<UserId>,
+    grant: &OAuthGrantRecordV1,
+    how: &str,
+    ip: &str,
+) -> Option<StoreOp> {
+    let user = UserId::from_bytes(grant.user_id?);
+    let detail = format!("{}: {how}, grant {} [{}]", grant.client_id, grant_id_text(grant.id), grant.scopes.join(" "));
+    Some(audit::entry(action, by, Some(user.into()), ip, detail))
 }
 
 pub fn sha256(text: &str) -> [u8; 32] {

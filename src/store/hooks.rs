@@ -73,6 +73,14 @@ pub const EVENTS: &[(&str, Source)] = &[
     // A user's consent to a client withdrawn (by the user or an administrator): the user's account, the actor, and
     // the detail naming the `client_id`. The application may end what it holds for the user.
     ("oauth_consent.revoked", Source::Audit(&[action::OAUTH_CONSENT_REVOKED])),
+    // A user's grants to a client: made (a code or a device's approval redeemed; not a refresh), and ended before
+    // their end (revoked by the client, the consent withdrawn, a reused code or refresh token): the user's account,
+    // the actor, and the detail naming the `client_id`, the grant's id and why. Never a token.
+    ("oauth_grant.issued", Source::Audit(&[action::OAUTH_GRANT_ISSUED])),
+    (
+        "oauth_grant.revoked",
+        Source::Audit(&[action::OAUTH_GRANT_REVOKED, action::OAUTH_CODE_REUSED, action::OAUTH_REFRESH_TOKEN_REUSED]),
+    ),
     // An organization's single sign-on providers: the organization's id, the actor, and the detail naming the
     // provider and what changed. Never its client secret.
     ("organization.sso_provider_created", Source::Audit(&[action::SSO_PROVIDER_CREATED])),

@@ -10,7 +10,7 @@ use super::provider::{
 };
 
 /// Signs `cookie`'s user into `client` through the consent page: answers the code's redirect.
-async fn consent_to(s: &TestServer, cookie: &str, client: &str, scope: &str) {
+pub(super) async fn consent_to(s: &TestServer, cookie: &str, client: &str, scope: &str) {
     let (_, challenge) = pkce();
     let request = [
         ("response_type", "code"),

@@ -1454,7 +1454,7 @@ async fn active(s: &TestServer, client: (&str, &str), token: &str) -> Value {
     r.json()
 }
 
-async fn revoke(s: &TestServer, client: (&str, &str), token: &str) -> Resp {
+pub(super) async fn revoke(s: &TestServer, client: (&str, &str), token: &str) -> Resp {
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", client.0, client.1));
     s.post("/api/auth/oauth2/revoke")
         .header("authorization", &format!("Basic {basic}"))
