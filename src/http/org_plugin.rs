@@ -51,15 +51,22 @@ fn append_member(out: &mut Vec<u8>, m: &Membership, u: &User) {
     m.id.append_hyphenated(out);
     out.extend_from_slice(b"\",\"organizationId\":\"");
     m.org.append_hyphenated(out);
-    out.extend_from_slice(b"\",\"role\":\"");
-    // The roles' names (`owner`, `admin`, `member`) need no escaping.
-    for (n, role) in m.roles.roles().enumerate() {
-        if n > 0 {
-            out.push(b',');
+    out.extend_from_slice(b"\",\"role\":");
+    if m.roles.custom().is_empty() {
+        // The built-in roles' names (`owner`, `admin`, `member`) need no escaping, nor a string made for them.
+        out.push(b'"');
+        for (n, role) in m.roles.roles().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(role.as_str().as_bytes());
         }
-        out.extend_from_slice(role.as_str().as_bytes());
+        out.push(b'"');
+    } else {
+        // Roles the organization defined (`dynamic_roles`) are named by people: escaped as any text.
+        json_str(out, &m.roles.to_string());
     }
-    out.extend_from_slice(b"\",\"user\":{\"email\":");
+    out.extend_from_slice(b",\"user\":{\"email\":");
     json_str(out, u.email());
     out.extend_from_slice(b",\"id\":\"");
     u.id.append_hyphenated(out);
@@ -551,12 +558,15 @@ mod tests {
                 image: image.map(Into::into),
                 ..User::fixture(&format!("ann{n}@example.com"), now).fields()
             });
-            let roles =
-                [MemberRoles::parse(["admin", "member"]).unwrap(), MemberRoles::one(crate::domain::OrgRole::Owner)];
+            let roles = [
+                MemberRoles::parse(["admin", "member"]).unwrap(),
+                MemberRoles::one(crate::domain::OrgRole::Owner),
+                MemberRoles::from_store(2, vec!["pm \"lead\" \u{e9}".into()]),
+            ];
             let m = Membership::new(
                 OrgId::new(),
                 user.id,
-                roles[n % 2].clone(),
+                roles[n].clone(),
                 Timestamp::from_millis(1_600_000_000_000 + n as i64),
             );
             page.push((Arc::new(m), Arc::new(user)));
