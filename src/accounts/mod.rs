@@ -29,6 +29,7 @@ mod setup;
 mod sso;
 mod sso_oidc;
 mod sso_policy;
+mod sso_roles;
 mod teams;
 mod two_factor;
 mod usernames;

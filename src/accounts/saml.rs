@@ -16,11 +16,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::oauth::{AdmitAs, CallbackError, FLOW_LIFETIME, Finished, FlowStarted};
-use super::sso::{SsoError, SsoProvider, check_default_role, check_domains, view};
+use super::sso::{SsoError, SsoProvider, check_default_role, check_domains, mapping_detail, view};
+use super::sso_roles::assertion_groups;
 use super::{Accounts, Client, Current};
 use crate::actors::users::SsoSignIn;
-use crate::domain::MemberRoles;
-use crate::domain::{AssertedMultiFactor, EmailDomain, OrgId, OrgRole, SsoProviderId, Timestamp, action};
+use crate::domain::{AssertedMultiFactor, EmailDomain, OrgId, OrgRole, RoleMapping, SsoProviderId, Timestamp, action};
 use crate::oauth::{Identity, Tokens, random_token};
 use crate::saml::{AuthnRequest, EMAIL_FORMAT, Expected, SamlError, Signed};
 use crate::store::linked::OAuthFlowRecordV1;
@@ -58,6 +58,8 @@ pub struct NewSamlProvider {
     pub mapping_first_name: Option<String>,
     pub mapping_last_name: Option<String>,
     pub default_role: Option<OrgRole>,
+    /// `roleMapping`: which of the IdP's groups (an attribute of its assertions) give which roles.
+    pub role_mapping: Option<RoleMapping>,
 }
 
 /// A SAML sign-in to start: where the ACS is (this service's URL as the browser reaches it) and where the
@@ -124,6 +126,9 @@ impl Accounts {
         let issuer = check_entity_id(&new.issuer)?;
         let domains = check_domains(new.domains.clone())?;
         let default_role = check_default_role(new.default_role)?;
+        if let Some(mapping) = &new.role_mapping {
+            self.check_role_mapping(current, org, mapping)?;
+        }
         let saml = saml_config(&new)?;
         let now = Timestamp::now();
         let record = SsoProviderRecord {
@@ -148,16 +153,18 @@ impl Accounts {
             created_at_ms: now.as_millis(),
             updated_at_ms: now.as_millis(),
             saml: Some(saml),
+            role_mapping: new.role_mapping.as_ref().map(Into::into),
         };
         let saml = record.saml.as_ref().map(|s| (s.idp_entity_id.clone(), s.certs.len())).unwrap_or_default();
         let detail = format!(
-            "{}: SAML; entity ID {}; IdP {} ({} certificate(s)); domain {}; default role {}",
+            "{}: SAML; entity ID {}; IdP {} ({} certificate(s)); domain {}; default role {}{}",
             record.provider_id,
             record.issuer,
             saml.0,
             saml.1,
             record.domains.join(","),
-            record.default_role
+            record.default_role,
+            mapping_detail(new.role_mapping.as_ref())
         );
         let logged = audit::entry(action::SSO_PROVIDER_CREATED, Some(current.actor()), Some(org.into()), ip, detail);
         self.sso.write(vec![StoreOp::PutSsoProvider(Box::new(record.clone())), logged]).await?;
@@ -272,11 +279,9 @@ impl Accounts {
             picture: None,
             amr: Vec::new(),
         };
-        let role = match record.default_role.as_str() {
-            "admin" => OrgRole::Admin,
-            _ => OrgRole::Member,
-        };
-        let join = record.organization_id.map(|org| (OrgId::from_bytes(org), MemberRoles::one(role)));
+        // The groups the signed assertion names, mapped to the organization's roles when the provider maps them.
+        let attribute = record.role_mapping.as_ref().and_then(|m| m.claim.as_deref());
+        let (join, roles) = self.sso_membership(&record, &assertion_groups(&signed, attribute));
         // The signed assertion's `AuthnContextClassRef`: a multi-factor class stands in for the second factor here
         // (docs/guides/sso.md names the classes).
         let multi_factor = AssertedMultiFactor::from_authn_context(signed.authn_contexts.iter().map(String::as_str));
@@ -284,7 +289,7 @@ impl Accounts {
             provider: record.provider_id.clone(),
             trusted: true,
             sign_up_unverified: true,
-            sso: Some(SsoSignIn { join, multi_factor }),
+            sso: Some(SsoSignIn { join, roles, multi_factor }),
         };
         let tokens = Tokens { access_token: String::new(), refresh_token: None, id_token: None, expires_at_ms: None };
         let trusted = post.trusted.clone();

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use super::{Accounts, Current};
-use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId, Timestamp, UserId, action};
+use crate::domain::{EmailDomain, OrgId, OrgRole, RoleMapping, SsoProviderId, Timestamp, UserId, action};
 use crate::oauth::DiscoveryFailure;
-use crate::store::{SamlConfigV1, SsoProviderRecord, Store, StoreError, StoreOp, StoreWriter, audit};
+use crate::store::{RoleMappingV1, SamlConfigV1, SsoProviderRecord, Store, StoreError, StoreOp, StoreWriter, audit};
 
 /// The plugin's reserved `providerId`s (better-auth's own account providers), refused as an SSO provider's; the
 /// configured `[[oauth.providers]]` ids are refused too.
@@ -77,6 +77,8 @@ pub struct SsoProvider {
     pub userinfo_endpoint: Option<String>,
     pub scopes: Vec<String>,
     pub default_role: OrgRole,
+    /// Which of the identity provider's groups give which of the organization's roles (`None`: none do).
+    pub role_mapping: Option<RoleMapping>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// A SAML 2.0 provider's part (`None`: OpenID Connect).
@@ -123,6 +125,8 @@ pub struct NewSsoProvider {
     pub scopes: Option<Vec<String>>,
     /// Default: `member`.
     pub default_role: Option<OrgRole>,
+    /// `roleMapping`: which of the provider's groups (a claim of its ID tokens) give which roles.
+    pub role_mapping: Option<RoleMapping>,
 }
 
 /// What `POST /sso/update-provider` changes (`None`: kept).
@@ -135,6 +139,8 @@ pub struct SsoChange {
     pub token_auth: Option<TokenAuth>,
     pub scopes: Option<Vec<String>>,
     pub default_role: Option<OrgRole>,
+    /// `Some(None)`: the mapping removed (`roleMapping: null`).
+    pub role_mapping: Option<Option<RoleMapping>>,
 }
 
 impl SsoChange {
@@ -146,6 +152,7 @@ impl SsoChange {
             && self.token_auth.is_none()
             && self.scopes.is_none()
             && self.default_role.is_none()
+            && self.role_mapping.is_none()
     }
 }
 
@@ -200,6 +207,9 @@ pub enum SsoError {
     /// A service administrator's call, made by someone else.
     #[error("Only a service administrator may confirm a provider's domains")]
     NotAdministrator,
+    /// A role mapping that gives `owner`, set by someone who is not an owner of the organization.
+    #[error("Only an owner of the organization may map a group to the owner role")]
+    OwnerMapping,
     #[error("the store is unavailable: {0}")]
     Store(String),
 }
@@ -364,6 +374,9 @@ impl Accounts {
         let scopes = check_scopes(new.scopes.unwrap_or_default())?;
         let domains = check_domains(new.domains)?;
         let default_role = check_default_role(new.default_role)?;
+        if let Some(mapping) = &new.role_mapping {
+            self.check_role_mapping(current, org, mapping)?;
+        }
         let discovered = self.discover_sso(&issuer).await?;
         let token_auth = new.token_auth.unwrap_or_else(|| preferred_auth(&discovered.token_endpoint_auth_methods));
         let now = Timestamp::now();
@@ -390,14 +403,16 @@ impl Accounts {
             created_at_ms: now.as_millis(),
             updated_at_ms: now.as_millis(),
             saml: None,
+            role_mapping: new.role_mapping.as_ref().map(Into::into),
         };
         let detail = format!(
-            "{}: issuer {}; domain {}; client_id {}; default role {}",
+            "{}: issuer {}; domain {}; client_id {}; default role {}{}",
             record.provider_id,
             record.issuer,
             record.domains.join(","),
             record.client_id,
-            record.default_role
+            record.default_role,
+            mapping_detail(new.role_mapping.as_ref())
         );
         let logged = audit::entry(action::SSO_PROVIDER_CREATED, Some(current.actor()), Some(org.into()), ip, detail);
         self.sso.write(vec![StoreOp::PutSsoProvider(Box::new(record.clone())), logged]).await?;
@@ -482,6 +497,19 @@ impl Accounts {
         if let Some(role) = change.default_role {
             record.default_role = check_default_role(Some(role))?.as_str().to_owned();
             changed.push(format!("default role {}", record.default_role));
+        }
+        if let Some(mapping) = change.role_mapping {
+            if let (Some(m), Some(org)) = (&mapping, record.organization_id.map(OrgId::from_bytes)) {
+                self.check_role_mapping(current, org, m)?;
+            }
+            let stored = mapping.as_ref().map(RoleMappingV1::from);
+            if stored != record.role_mapping {
+                record.role_mapping = stored;
+                changed.push(match &mapping {
+                    Some(m) => format!("role mapping changed to {}", m.describe()),
+                    None => "role mapping removed".to_owned(),
+                });
+            }
         }
         record.updated_at_ms = Timestamp::now().as_millis();
         let mut ops = vec![StoreOp::PutSsoProvider(Box::new(record.clone()))];
@@ -669,6 +697,11 @@ impl Accounts {
     }
 }
 
+/// The audit detail's words for a new provider's role mapping, when it has one.
+pub(super) fn mapping_detail(mapping: Option<&RoleMapping>) -> String {
+    mapping.map(|m| format!("; role mapping {}", m.describe())).unwrap_or_default()
+}
+
 pub(super) fn is_org_admin(roles: &crate::domain::MemberRoles) -> bool {
     roles.has(OrgRole::Owner) || roles.has(OrgRole::Admin)
 }
@@ -794,10 +827,8 @@ pub(super) fn view(r: &SsoProviderRecord) -> SsoProvider {
         jwks_endpoint: r.jwks_endpoint.clone(),
         userinfo_endpoint: r.userinfo_endpoint.clone(),
         scopes: r.scopes.clone(),
-        default_role: match r.default_role.as_str() {
-            "admin" => OrgRole::Admin,
-            _ => OrgRole::Member,
-        },
+        default_role: super::sso_roles::default_role(&r.default_role),
+        role_mapping: r.role_mapping.as_ref().map(|m| m.domain()),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),
         saml: r.saml.as_ref().map(saml_view),

@@ -17,9 +17,10 @@ use std::time::Duration;
 
 use super::oauth::{AdmitAs, Callback, CallbackError, Finished, FlowStart, FlowStarted, Refused, StartError};
 use super::sso::{TokenAuth, secret_context};
+use super::sso_roles::id_token_groups;
 use super::{Accounts, Client, SsoError};
 use crate::actors::users::SsoSignIn;
-use crate::domain::{AssertedMultiFactor, MemberRoles, OrgId, OrgRole, Slug};
+use crate::domain::{AssertedMultiFactor, Slug};
 use crate::oauth::config::{ProviderConfig, ProviderKind, Secret};
 use crate::oauth::{OAuthError, Provider};
 use crate::store::SsoProviderRecord;
@@ -153,7 +154,10 @@ impl Accounts {
             let why = format!("the address is not in a domain of {}", record.provider_id);
             return Err(fail("email_domain_not_allowed", Some(why)));
         }
-        let join = record.organization_id.map(|org| (OrgId::from_bytes(org), MemberRoles::one(default_role(&record))));
+        // The groups the verified ID token names, mapped to the organization's roles when the provider maps them.
+        let claim = record.role_mapping.as_ref().and_then(|m| m.claim.as_deref());
+        let groups = tokens.id_token.as_deref().map(|t| id_token_groups(t, claim)).unwrap_or_default();
+        let (join, roles) = self.sso_membership(&record, &groups.iter().map(String::as_str).collect::<Vec<_>>());
         // The ID token's `amr`, checked with its signature: a multi-factor sign-in at the provider stands in for
         // the second factor here (docs/guides/sso.md names the values).
         let multi_factor = AssertedMultiFactor::from_amr(identity.amr.iter().map(String::as_str));
@@ -163,7 +167,7 @@ impl Accounts {
             trusted: true,
             // The organization's own directory: a first sign-in makes the account, verified only on its word.
             sign_up_unverified: true,
-            sso: Some(SsoSignIn { join, multi_factor }),
+            sso: Some(SsoSignIn { join, roles, multi_factor }),
         };
         let admitted = self.admit(how, identity, tokens, None, trusted.clone(), &client).await;
         // The plugin's OpenID Connect callback words it so (with spaces; its SAML callback says `account_not_linked`).
@@ -246,13 +250,6 @@ impl Accounts {
 /// The plugin's `domainMatches`: `domain` is `of`, or a subdomain of it (both lower case).
 pub(super) fn domain_matches(domain: &str, of: &str) -> bool {
     domain == of || domain.strip_suffix(of).is_some_and(|rest| rest.ends_with('.'))
-}
-
-fn default_role(record: &SsoProviderRecord) -> OrgRole {
-    match record.default_role.as_str() {
-        "admin" => OrgRole::Admin,
-        _ => OrgRole::Member,
-    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod password;
 mod password_policy;
 mod permissions;
 mod role;
+mod role_mapping;
 mod session_limits;
 mod slug;
 mod sso;
@@ -50,6 +51,9 @@ pub use password_policy::{
 };
 pub use permissions::Permissions;
 pub use role::{Role, RoleSet};
+pub use role_mapping::{
+    DEFAULT_GROUPS_ATTRIBUTES, DEFAULT_GROUPS_CLAIM, GroupRole, MappedRole, RoleMapping, RoleMappingError,
+};
 pub use session_limits::{IMPERSONATION_LIFETIME, SessionLimits, Use as SessionUse};
 pub use slug::{Slug, SlugError};
 pub use sso::{

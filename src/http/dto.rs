@@ -1447,7 +1447,31 @@ pub struct SsoProvider<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saml_config: Option<SsoSamlView<'a>>,
     pub default_role: &'static str,
+    pub role_mapping: Option<SsoRoleMapping<'a>>,
     pub sp_metadata_url: String,
+}
+
+/// A provider's `roleMapping` (this service's own field): the claim (OpenID Connect) or attribute (SAML) that
+/// carries the groups, `null` for the defaults, and the pairs.
+#[derive(Serialize)]
+pub struct SsoRoleMapping<'a> {
+    pub claim: Option<&'a str>,
+    pub mappings: Vec<SsoGroupRole<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct SsoGroupRole<'a> {
+    pub group: &'a str,
+    pub role: &'a str,
+}
+
+impl<'a> SsoRoleMapping<'a> {
+    fn of(m: &'a crate::domain::RoleMapping) -> Self {
+        SsoRoleMapping {
+            claim: m.claim(),
+            mappings: m.pairs().iter().map(|p| SsoGroupRole { group: p.group(), role: p.role().as_str() }).collect(),
+        }
+    }
 }
 
 /// A SAML provider's configuration as the plugin's sanitized view gives it: no key, the certificates by
@@ -1532,6 +1556,7 @@ impl<'a> SsoProvider<'a> {
                 token_endpoint_authentication: p.token_auth.name(),
             }),
             default_role: p.default_role.as_str(),
+            role_mapping: p.role_mapping.as_ref().map(SsoRoleMapping::of),
             sp_metadata_url: format!(
                 "{base}/sso/saml2/sp/metadata?providerId={}",
                 url::form_urlencoded::byte_serialize(p.provider_id.as_bytes()).collect::<String>()
@@ -1586,6 +1611,7 @@ pub struct SsoRegistered<'a> {
     pub redirect_uri: String,
     pub domain_verified: bool,
     pub default_role: &'static str,
+    pub role_mapping: Option<SsoRoleMapping<'a>>,
 }
 
 #[derive(Serialize)]
@@ -1682,6 +1708,7 @@ impl<'a> SsoRegistered<'a> {
             redirect_uri: format!("{base}/sso/callback/{}", p.provider_id),
             domain_verified: p.domain_verified,
             default_role: p.default_role.as_str(),
+            role_mapping: p.role_mapping.as_ref().map(SsoRoleMapping::of),
         }
     }
 }

@@ -583,6 +583,7 @@ impl From<crate::accounts::SsoError> for Failure {
             E::Changed => (S::CONFLICT, "SSO_PROVIDER_CHANGED"),
             E::DomainTaken(_) => (S::CONFLICT, "DOMAIN_VERIFIED_FOR_ANOTHER_PROVIDER"),
             E::NotAdministrator => (S::FORBIDDEN, "FORBIDDEN"),
+            E::OwnerMapping => (S::FORBIDDEN, "ONLY_AN_OWNER_MAY_MAP_A_GROUP_TO_OWNER"),
             E::Store(_) => return Self::unavailable(),
         };
         Self::new(status, code, e.to_string())

@@ -324,5 +324,6 @@ pub(super) fn new_provider(
         mapping_first_name: text("firstName")?,
         mapping_last_name: text("lastName")?,
         default_role,
+        role_mapping: None,
     })
 }

@@ -9,8 +9,8 @@ use super::AppState;
 use super::dto::{SUCCESS, SsoPolicy, SsoProvider, SsoProviderList, SsoRegistered, SsoVerificationToken};
 use super::extract::{self, Ctx, Fields};
 use super::response::{Body, Failure, json, ok};
-use crate::accounts::{NewSsoProvider, SsoChange, SsoTokenAuth};
-use crate::domain::{EmailDomain, OrgId, OrgRole, SsoProviderId};
+use crate::accounts::{NewSamlProvider, NewSsoProvider, SsoChange, SsoTokenAuth};
+use crate::domain::{EmailDomain, OrgId, OrgRole, RoleMapping, SsoProviderId};
 
 /// The keys of `oidcConfig` this service reads. The plugin's others (`mapping`, `skipDiscovery`, endpoints given
 /// by hand, `private_key_jwt`) are refused with a reason rather than ignored.
@@ -50,6 +50,7 @@ pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
         "samlConfig",
         "overrideUserInfo",
         "defaultRole",
+        "roleMapping",
     ])?;
     let provider_id =
         SsoProviderId::parse(body.string("providerId")?).map_err(|e| Failure::validation(e.to_string()))?;
@@ -63,6 +64,7 @@ pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
     // Not a UUID: no organization has it, which reads as the caller not being its member.
     let organization = OrgId::parse(organization).unwrap_or_else(|| OrgId::from_bytes([0; 16]));
     refuse_override(&body)?;
+    let mapping = role_mapping(&body)?.flatten();
     if let Some(saml) = super::saml::saml_config(&body)? {
         if body.get("oidcConfig").is_some_and(|v| !v.is_null()) {
             return Err(Failure::validation(
@@ -70,6 +72,7 @@ pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
             ));
         }
         let new = super::saml::new_provider(provider_id, issuer, domains, organization, &saml, default_role(&body)?)?;
+        let new = NewSamlProvider { role_mapping: mapping, ..new };
         let provider = state.accounts.register_saml_provider(&current, new, &ctx.ip.to_string()).await?;
         return Ok(ok(&SsoRegistered::of(&provider, &auth_base(state, &ctx)?)));
     }
@@ -84,6 +87,7 @@ pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Res
         token_auth: token_auth(&oidc)?,
         scopes: scopes(&oidc)?,
         default_role: default_role(&body)?,
+        role_mapping: mapping,
     };
     let provider = state.accounts.register_sso_provider(&current, new, &ctx.ip.to_string()).await?;
     Ok(ok(&SsoRegistered::of(&provider, &auth_base(state, &ctx)?)))
@@ -114,7 +118,16 @@ pub async fn get_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
 pub async fn update_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
-    body.only(&["providerId", "issuer", "domain", "oidcConfig", "samlConfig", "overrideUserInfo", "defaultRole"])?;
+    body.only(&[
+        "providerId",
+        "issuer",
+        "domain",
+        "oidcConfig",
+        "samlConfig",
+        "overrideUserInfo",
+        "defaultRole",
+        "roleMapping",
+    ])?;
     if body.get("samlConfig").is_some_and(|v| !v.is_null()) {
         return Err(saml_not_offered());
     }
@@ -135,6 +148,7 @@ pub async fn update_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>)
         token_auth: oidc.as_ref().map(token_auth).transpose()?.flatten(),
         scopes: oidc.as_ref().map(scopes).transpose()?.flatten(),
         default_role: default_role(&body)?,
+        role_mapping: role_mapping(&body)?,
     };
     if change.is_empty() {
         return Err(Failure::bad_request("NO_FIELDS_PROVIDED_FOR_UPDATE", "No fields provided for update"));
@@ -307,6 +321,33 @@ fn scopes(oidc: &Fields) -> Result<Option<Vec<String>>, Failure> {
             .ok_or_else(|| Failure::validation("oidcConfig.scopes must be an array of strings")),
         Some(_) => Err(Failure::validation("oidcConfig.scopes must be an array of strings")),
     }
+}
+
+/// `roleMapping`: `{claim?, mappings: [{group, role}]}` (`Some(Some)`), `null` (`Some(None)`: none, or on update
+/// the mapping removed), or absent (`None`). Its shape and sizes here; its roles against the organization's by
+/// the accounts layer.
+fn role_mapping(body: &Fields) -> Result<Option<Option<RoleMapping>>, Failure> {
+    let shape = || {
+        Failure::validation("[body.roleMapping] Invalid input: expected {claim?: string, mappings: [{group, role}]}")
+    };
+    let config = match body.get("roleMapping") {
+        None => return Ok(None),
+        Some(Value::Null) => return Ok(Some(None)),
+        Some(Value::Object(map)) => Fields::from(map.clone()),
+        Some(_) => return Err(shape()),
+    };
+    config.only(&["claim", "mappings"])?;
+    let Some(Value::Array(items)) = config.get("mappings") else { return Err(shape()) };
+    let pairs = items
+        .iter()
+        .map(|item| match (item.get("group"), item.get("role"), item.as_object().map(|o| o.len())) {
+            (Some(Value::String(group)), Some(Value::String(role)), Some(2)) => Ok((group.as_str(), role.as_str())),
+            _ => Err(shape()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mapping =
+        RoleMapping::parse(config.optional_string("claim")?, pairs).map_err(|e| Failure::validation(e.to_string()))?;
+    Ok(Some(Some(mapping)))
 }
 
 /// `defaultRole`: `member` (the default) or `admin`.

@@ -24,13 +24,13 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use crate::domain::{
-    BanReason, Email, EmailDomain, ImageUrl, InvitationId, InvitationStatus, MemberRoles, Name, OrgId, RoleSet, Slug,
-    SsoProviderId, TeamId, Timestamp, UserId,
+    BanReason, Email, EmailDomain, ImageUrl, InvitationId, InvitationStatus, MemberRoles, Name, OrgId, RoleMapping,
+    RoleSet, Slug, SsoProviderId, TeamId, Timestamp, UserId,
 };
 use crate::scim::Scopes as ScimScopes;
 use crate::store::{
-    FaultSwitch, InvitationRecordV1, MembershipRecord, OrgRecord, SamlConfigV1, ScimGroupRecordV1, ScimTokenRecordV1,
-    ScimUserRecordV1, SsoProviderRecord, StoreOp, TeamMemberRecordV1, TeamRecordV1, UserRecord,
+    FaultSwitch, InvitationRecordV1, MembershipRecord, OrgRecord, RoleMappingV1, SamlConfigV1, ScimGroupRecordV1,
+    ScimTokenRecordV1, ScimUserRecordV1, SsoProviderRecord, StoreOp, TeamMemberRecordV1, TeamRecordV1, UserRecord,
 };
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -118,6 +118,10 @@ enum Line {
         oidc: Option<Box<OidcLine>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         saml: Option<Box<SamlLine>>,
+        /// Which of the identity provider's groups give which of the organization's roles (none: every new member
+        /// gets the default role).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role_mapping: Option<RoleMappingLine>,
     },
     /// A SCIM token of an organization: its secret only as the SHA-256 the store keeps (the token itself was
     /// shown once and exists nowhere else), so the directory's token works on the new installation.
@@ -174,6 +178,23 @@ struct OidcLine {
     userinfo_endpoint: Option<String>,
     #[serde(default)]
     scopes: Vec<String>,
+}
+
+/// An `sso_provider` line's role mapping: the claim or attribute that carries the groups (absent: the defaults)
+/// and the `group`/`role` pairs, as `sso/register`'s `roleMapping`.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct RoleMappingLine {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    claim: Option<String>,
+    mappings: Vec<GroupRoleLine>,
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct GroupRoleLine {
+    group: String,
+    role: String,
 }
 
 /// A SAML 2.0 provider's part of an `sso_provider` line: the identity provider it trusts (its certificates are
@@ -588,6 +609,7 @@ impl Seen {
                 updated_at,
                 oidc,
                 saml,
+                role_mapping,
             } => self.sso_provider(
                 id,
                 provider_id,
@@ -601,6 +623,7 @@ impl Seen {
                 updated_at,
                 oidc,
                 saml,
+                role_mapping,
             ),
             Line::ScimToken { id, organization_id, secret_hash, scopes, expires_at, created_by, created_at } => {
                 let id = uuid_field("id", &id)?;
@@ -706,6 +729,7 @@ impl Seen {
         updated_at: String,
         oidc: Option<Box<OidcLine>>,
         saml: Option<Box<SamlLine>>,
+        role_mapping: Option<RoleMappingLine>,
     ) -> Result<StoreOp, String> {
         let id = uuid_field("id", &id)?;
         let provider_id =
@@ -724,6 +748,15 @@ impl Seen {
             return Err(format!("default_role: {default_role:?} is not member or admin"));
         }
         let (created_at_ms, updated_at_ms) = (time("created_at", &created_at)?, time("updated_at", &updated_at)?);
+        // `sso/register`'s rules for the pairs; a role the organization does not define (yet) gives nothing at
+        // sign-in, as one it deleted since.
+        let role_mapping = role_mapping
+            .map(|m| {
+                let pairs = m.mappings.iter().map(|p| (p.group.as_str(), p.role.as_str()));
+                RoleMapping::parse(m.claim.as_deref(), pairs).map(|m| RoleMappingV1::from(&m))
+            })
+            .transpose()
+            .map_err(|e| format!("role_mapping: {e}"))?;
         let mut record = SsoProviderRecord {
             id,
             provider_id: provider_id.clone(),
@@ -746,6 +779,7 @@ impl Seen {
             created_at_ms,
             updated_at_ms,
             saml: None,
+            role_mapping,
         };
         match (oidc, saml) {
             (Some(o), None) => {
@@ -935,6 +969,14 @@ fn sso_line(p: &SsoProviderRecord) -> Line {
         updated_at: Timestamp::from_millis(p.updated_at_ms).to_rfc3339(),
         oidc,
         saml,
+        role_mapping: p.role_mapping.as_ref().map(|m| RoleMappingLine {
+            claim: m.claim.clone(),
+            mappings: m
+                .pairs
+                .iter()
+                .map(|(group, role)| GroupRoleLine { group: group.clone(), role: role.clone() })
+                .collect(),
+        }),
     }
 }
 
@@ -1426,6 +1468,10 @@ mod tests {
             default_role: "admin".into(),
             created_at_ms: 10 + i64::from(n),
             updated_at_ms: 20,
+            role_mapping: saml.is_some().then(|| RoleMappingV1 {
+                claim: Some("http://schemas.microsoft.com/ws/2008/06/identity/claims/groups".into()),
+                pairs: vec![("eng-admins".into(), "admin".into()), ("staff".into(), "member".into())],
+            }),
             saml,
         };
         let cert = crate::saml::certificate(include_str!("../../tests/saml/idp-cert.pem")).unwrap();
@@ -1484,6 +1530,9 @@ mod tests {
         );
         let stored = Store::open(&b.data_dir).unwrap();
         assert_eq!(stored.sso_provider("provider-3").unwrap().unwrap().sealed_secret, vec![1, 2, 3, 4]);
+        assert!(stored.sso_provider("provider-3").unwrap().unwrap().role_mapping.is_none());
+        let mapping = stored.sso_provider("provider-4").unwrap().unwrap().role_mapping.unwrap();
+        assert_eq!(mapping.pairs, [("eng-admins".to_owned(), "admin".to_owned()), ("staff".into(), "member".into())]);
         assert_eq!(stored.scim_tokens().unwrap()[0].secret_hash, [6; 32]);
         drop(stored);
 
@@ -1498,6 +1547,9 @@ mod tests {
         let Err(OpsError::Invalid(why)) = import(&c, &file) else { panic!("a broken file was imported") };
         assert!(why.contains("domains:") && why.contains("secret_hash:") && why.contains("default_role:"), "{why}");
         assert!(Store::open(&c.data_dir).unwrap().sso_providers().unwrap().is_empty());
+        std::fs::write(&file, text.replace(r#""group":"staff""#, r#""group":"""#)).unwrap();
+        let Err(OpsError::Invalid(why)) = import(&c, &file) else { panic!("an empty group was imported") };
+        assert!(why.contains("line 4: role_mapping: roleMapping: a group's name must be"), "{why}");
     }
 
     #[test]

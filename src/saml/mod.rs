@@ -34,8 +34,9 @@ pub const EMAIL_FORMAT: &str = "urn:oasis:names:tc:SAML:1.1:nameid-format:emailA
 pub const MAX_RESPONSE: usize = 256 * 1024;
 /// How far the IdP's clock may be from ours, either way, for every time a response carries.
 pub const CLOCK_SKEW_MS: i64 = 2 * 60 * 1000;
-/// The most attributes and values kept of an assertion (a name, an address, a few more).
-const MAX_ATTRIBUTES: usize = 64;
+/// The most attribute values kept of an assertion (a name, an address, and the person's groups: Entra ID sends
+/// at most 150 group ids in a SAML token before it sends a link to Graph instead).
+const MAX_ATTRIBUTES: usize = 256;
 
 /// Why a response was refused. The code is what the ACS answers (`code`, or `error_description` in a redirect).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -207,6 +208,11 @@ impl Signed {
     /// The first value of the attribute `name`.
     pub fn attribute(&self, name: &str) -> Option<&str> {
         self.attributes.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of the attribute `name` (a multi-valued one, such as the person's groups), in order.
+    pub fn attribute_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.attributes.iter().filter(move |(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 }
 
@@ -411,10 +417,11 @@ fn read_assertion(doc: &Document<'_>, root: NodeId, assertion: NodeId) -> Result
     for statement in children(assertion, "AttributeStatement") {
         for attribute in children(statement, "Attribute") {
             let Some(name) = attr(attribute, "Name") else { continue };
-            if let Some(value) = children(attribute, "AttributeValue").into_iter().map(text).find(|v| !v.is_empty())
-                && attributes.len() < MAX_ATTRIBUTES
-            {
-                attributes.push((name, value));
+            // Every value, in order: the first is the attribute's value for a single-valued one (an address).
+            for value in children(attribute, "AttributeValue").into_iter().map(text).filter(|v| !v.is_empty()) {
+                if attributes.len() < MAX_ATTRIBUTES {
+                    attributes.push((name.clone(), value));
+                }
             }
         }
     }

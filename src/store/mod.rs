@@ -55,7 +55,7 @@ pub use records::{
 };
 pub use records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
 pub use scim_records::{ScimGroupRecordV1, ScimLookup, ScimTokenRecordV1, ScimUserRecordV1};
-pub use sso_records::{SamlConfigV1, SsoProviderRecord, SsoProviderRecordV1};
+pub use sso_records::{RoleMappingV1, SamlConfigV1, SsoProviderRecord, SsoProviderRecordV1, SsoProviderRecordV2};
 #[cfg(test)]
 pub(crate) use writer::ManualDisk;
 pub use writer::{CommitMetrics, OnCommit, StoreWriter, WriterDone};

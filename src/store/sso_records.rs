@@ -1,7 +1,7 @@
 //! The persisted format of an organization's single sign-on provider (`@better-auth/sso`'s `ssoProvider` row, for
 //! OpenID Connect or SAML 2.0). Framed and pinned like the other records ([`super::records`]): a version byte,
 //! postcard, golden bytes below. The second format is the first's fields then the SAML part ([`SamlConfigV1`]);
-//! both are read, the second is written.
+//! the third, the second's then the role mapping ([`RoleMappingV1`]). All are read, the third is written.
 
 use serde::{Deserialize, Serialize};
 
@@ -109,8 +109,93 @@ impl Versioned for SsoProviderRecordV2 {
     const KIND: &'static str = "SSO provider";
 }
 
+/// A provider's role mapping (issue #48): the claim or attribute that carries the groups (`None`: the defaults,
+/// `domain::DEFAULT_GROUPS_CLAIM` and `DEFAULT_GROUPS_ATTRIBUTES`) and the `(group, role)` pairs, the role by name
+/// (`owner`, `admin`, `member` or one the organization defined).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleMappingV1 {
+    pub claim: Option<String>,
+    pub pairs: Vec<(String, String)>,
+}
+
+/// The third format: the second's fields, then the role mapping (`None`: every new member gets the default role,
+/// and a later sign-in changes no one's roles).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsoProviderRecordV3 {
+    pub id: [u8; 16],
+    pub provider_id: String,
+    pub organization_id: Option<[u8; 16]>,
+    pub user_id: [u8; 16],
+    pub issuer: String,
+    pub domains: Vec<String>,
+    pub domain_verified: bool,
+    pub verification: Option<(String, i64)>,
+    pub client_id: String,
+    pub sealed_secret: Vec<u8>,
+    pub token_auth: u8,
+    pub discovery_endpoint: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub jwks_endpoint: String,
+    pub userinfo_endpoint: Option<String>,
+    pub scopes: Vec<String>,
+    pub default_role: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub saml: Option<SamlConfigV1>,
+    pub role_mapping: Option<RoleMappingV1>,
+}
+
+impl Versioned for SsoProviderRecordV3 {
+    const VERSION: u8 = 3;
+    const KIND: &'static str = "SSO provider";
+}
+
 /// The format written.
-pub type SsoProviderRecord = SsoProviderRecordV2;
+pub type SsoProviderRecord = SsoProviderRecordV3;
+
+impl From<&crate::domain::RoleMapping> for RoleMappingV1 {
+    fn from(m: &crate::domain::RoleMapping) -> Self {
+        let pairs = m.pairs().iter().map(|p| (p.group().to_owned(), p.role().as_str().to_owned())).collect();
+        Self { claim: m.claim().map(str::to_owned), pairs }
+    }
+}
+
+impl RoleMappingV1 {
+    /// The mapping as the domain holds it (checked when it was written).
+    pub fn domain(&self) -> crate::domain::RoleMapping {
+        crate::domain::RoleMapping::from_trusted(self.claim.clone(), self.pairs.clone())
+    }
+}
+
+impl From<SsoProviderRecordV2> for SsoProviderRecordV3 {
+    fn from(r: SsoProviderRecordV2) -> Self {
+        Self {
+            id: r.id,
+            provider_id: r.provider_id,
+            organization_id: r.organization_id,
+            user_id: r.user_id,
+            issuer: r.issuer,
+            domains: r.domains,
+            domain_verified: r.domain_verified,
+            verification: r.verification,
+            client_id: r.client_id,
+            sealed_secret: r.sealed_secret,
+            token_auth: r.token_auth,
+            discovery_endpoint: r.discovery_endpoint,
+            authorization_endpoint: r.authorization_endpoint,
+            token_endpoint: r.token_endpoint,
+            jwks_endpoint: r.jwks_endpoint,
+            userinfo_endpoint: r.userinfo_endpoint,
+            scopes: r.scopes,
+            default_role: r.default_role,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            saml: r.saml,
+            role_mapping: None,
+        }
+    }
+}
 
 impl From<SsoProviderRecordV1> for SsoProviderRecordV2 {
     fn from(r: SsoProviderRecordV1) -> Self {
@@ -144,8 +229,11 @@ impl From<SsoProviderRecordV1> for SsoProviderRecordV2 {
 pub fn decode_sso_provider(bytes: &[u8]) -> Result<SsoProviderRecord, super::StoreError> {
     use super::codec::decode;
     match bytes.first() {
-        Some(&SsoProviderRecordV1::VERSION) => decode::<SsoProviderRecordV1>(bytes).map(Into::into),
-        _ => decode::<SsoProviderRecordV2>(bytes),
+        Some(&SsoProviderRecordV1::VERSION) => {
+            decode::<SsoProviderRecordV1>(bytes).map(|v1| SsoProviderRecordV2::from(v1).into())
+        }
+        Some(&SsoProviderRecordV2::VERSION) => decode::<SsoProviderRecordV2>(bytes).map(Into::into),
+        _ => decode::<SsoProviderRecordV3>(bytes),
     }
 }
 
@@ -190,7 +278,10 @@ mod tests {
         expected.extend([2, 4]);
         assert_eq!(encode(&provider), expected);
         assert_eq!(decode::<SsoProviderRecordV1>(&expected).unwrap(), provider);
-        assert_eq!(decode_sso_provider(&expected).unwrap(), SsoProviderRecordV2::from(provider));
+        assert_eq!(
+            decode_sso_provider(&expected).unwrap(),
+            SsoProviderRecordV3::from(SsoProviderRecordV2::from(provider))
+        );
     }
 
     #[test]
@@ -236,6 +327,44 @@ mod tests {
         expected.extend(&encode(&v1)[1..]);
         expected.extend([1, 1, b'e', 1, b'd', 1, 1, 7, 0, 1, 1, b'c', 1, 0, 0, 0, 0, 0]);
         assert_eq!(encode(&provider), expected);
+        assert_eq!(decode_sso_provider(&expected).unwrap(), SsoProviderRecordV3::from(provider));
+    }
+
+    #[test]
+    fn sso_provider_v3_golden_bytes() {
+        let v2 = SsoProviderRecordV2 {
+            id: [1; 16],
+            provider_id: "p".into(),
+            organization_id: None,
+            user_id: [3; 16],
+            issuer: "i".into(),
+            domains: vec![],
+            domain_verified: false,
+            verification: None,
+            client_id: String::new(),
+            sealed_secret: vec![],
+            token_auth: 0,
+            discovery_endpoint: String::new(),
+            authorization_endpoint: String::new(),
+            token_endpoint: String::new(),
+            jwks_endpoint: String::new(),
+            userinfo_endpoint: None,
+            scopes: vec![],
+            default_role: "m".into(),
+            created_at_ms: 1,
+            updated_at_ms: 2,
+            saml: None,
+        };
+        let mapping = RoleMappingV1 { claim: Some("g".into()), pairs: vec![("e".into(), "admin".into())] };
+        let provider = SsoProviderRecordV3 { role_mapping: Some(mapping), ..v2.clone().into() };
+        // The second format's bytes after the version byte, then the role mapping.
+        let mut expected = vec![3];
+        expected.extend(&encode(&v2)[1..]);
+        expected.extend([1, 1, 1, b'g', 1, 1, b'e', 5]);
+        expected.extend(b"admin");
+        assert_eq!(encode(&provider), expected);
         assert_eq!(decode_sso_provider(&expected).unwrap(), provider);
+        // A second-format record reads as one without a mapping.
+        assert_eq!(decode_sso_provider(&encode(&v2)).unwrap(), SsoProviderRecordV3::from(v2));
     }
 }

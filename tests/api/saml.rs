@@ -506,6 +506,37 @@ async fn sign_in_sso_reaches_the_saml_provider_by_email_domain_or_organization()
 /// An account with a second factor is asked for it after its IdP's sign-in (as after a password), unless the
 /// signed assertion's `AuthnContextClassRef` is a multi-factor class: then the IdP's word stands in for it, and
 /// the audit entry says so.
+/// A SAML provider's role mapping reads the groups from every value of an assertion attribute: Entra ID's and
+/// ADFS's groups attribute by default, the one named (`roleMapping.claim`) otherwise; each sign-in sets the roles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_idps_group_attribute_maps_to_the_organizations_roles() {
+    const ENTRA: &str = "http://schemas.microsoft.com/ws/2008/06/identity/claims/groups";
+    let mut t = setup().await;
+    let role_of = |members: Vec<Value>| {
+        let ann = members.into_iter().find(|m| m["user"]["email"] == "ann@acme.test").expect("ann is a member");
+        ann["role"].as_str().unwrap().to_owned()
+    };
+    let update = |mapping: Value| json!({"providerId": PROVIDER, "roleMapping": mapping});
+    let admins = json!({"mappings": [{"group": "Admins", "role": "admin"}]});
+    let r =
+        t.s.post("/api/auth/sso/update-provider").cookie(&t.owner.cookie).json(&update(admins.clone())).send().await;
+    assert_eq!(ok(&r)["roleMapping"], json!({"claim": null, "mappings": admins["mappings"]}));
+
+    let groups = |name: &str, values: &[&str]| json!({"attributes": {name: values}});
+    let r = sign_in(&mut t, "ann@acme.test", groups(ENTRA, &["Staff", "Admins"])).await;
+    assert_eq!(r.status, 302, "{}", r.text);
+    assert_eq!(role_of(members(&t).await), "admin", "the second value of the default attribute matched");
+
+    let named = json!({"claim": "memberOf", "mappings": [{"group": "Admins", "role": "admin"}]});
+    ok(&t.s.post("/api/auth/sso/update-provider").cookie(&t.owner.cookie).json(&update(named)).send().await);
+    let r = sign_in(&mut t, "ann@acme.test", groups(ENTRA, &["Admins"])).await;
+    assert_eq!(r.status, 302, "{}", r.text);
+    assert_eq!(role_of(members(&t).await), "member", "only the attribute named is read: no group, the default role");
+    let r = sign_in(&mut t, "ann@acme.test", groups("memberOf", &["Admins"])).await;
+    assert_eq!(r.status, 302, "{}", r.text);
+    assert_eq!(role_of(members(&t).await), "admin");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_second_factor_is_asked_unless_the_idp_asserts_a_multi_factor_context() {
     let mut t = setup().await;

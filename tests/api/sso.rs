@@ -563,6 +563,180 @@ async fn a_first_sign_in_makes_the_account_and_membership_and_the_next_reuses_th
     assert_eq!(through.len(), 1, "one membership made by single sign-on: {audit}");
 }
 
+/// The role mapping the group tests register: a custom role, every built-in one, and `founders` to owner.
+fn mapping() -> Value {
+    json!({"mappings": [
+        {"group": "eng-admins", "role": "admin"},
+        {"group": "auditors", "role": "auditor"},
+        {"group": "founders", "role": "owner"},
+        {"group": "staff", "role": "member"},
+    ]})
+}
+
+/// The organization (with a role of its own, `auditor`) and `acme` registered with [`mapping`] for
+/// `acme.test,example.com` (the owner's address too), its domains confirmed.
+async fn mapped_setup() -> Setup {
+    let t = setup_adjusted(|c| c.organizations.dynamic_roles = true).await;
+    let role = json!({"role": "auditor", "permission": {"member": []}, "organizationId": t.org});
+    ok(&sso(&t.s, "/api/auth/organization/create-role", &t.owner.cookie, &role).await);
+    let mut body = registration(&t, "acme", &t.org);
+    body["domain"] = json!("acme.test,example.com");
+    body["roleMapping"] = mapping();
+    let registered = ok(&call(&t.s, "register", &t.owner.cookie, &body).await);
+    assert_eq!(registered["roleMapping"], json!({"claim": null, "mappings": mapping()["mappings"]}));
+    let admin = t.s.admin_session().await;
+    let confirmed = t.s.post("/api/admin/sso/providers/acme/verify-domain").cookie(&admin).send().await;
+    assert_eq!(confirmed.status, 200, "{}", confirmed.text);
+    t
+}
+
+/// Signs `login` in through `acme` in a fresh browser, the provider saying it is in `groups` (none: no claim).
+async fn sign_in_in(t: &Setup, login: &str, groups: &[&str]) {
+    let login = match groups {
+        [] => login.to_owned(),
+        groups => format!("{login}#groups={}", groups.join(",")),
+    };
+    let page = sso_sign_in(&mut Browser::new(&t.s), &t.s, &json!({"providerId": "acme"}), &login).await;
+    let landed = redirected_to(&page);
+    assert!(["/home", "/welcome"].contains(&landed.as_str()), "{login}: {landed}");
+}
+
+async fn role_of(t: &Setup, email: &str) -> String {
+    let found = members(t).await.into_iter().find(|(e, _)| e == email);
+    found.unwrap_or_else(|| panic!("{email} is no member")).1
+}
+
+/// The ID token's `groups` claim gives the mapped roles at the first sign-in (several: every matching pair's,
+/// a role the organization defined among them), and at every later one: the identity provider is the source of
+/// truth, so a change of groups changes the member's roles, audited as a role change by the provider; no
+/// matching group is the default role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_providers_groups_give_the_mapped_roles_at_every_sign_in() {
+    let t = mapped_setup().await;
+    sign_in_in(&t, "alice@acme.test", &["eng-admins", "auditors", "unrelated"]).await;
+    assert_eq!(role_of(&t, "alice@acme.test").await, "admin,auditor", "every matching pair's role");
+    sign_in_in(&t, "alice@acme.test", &["eng-admins"]).await;
+    assert_eq!(role_of(&t, "alice@acme.test").await, "admin", "a group left: its role goes");
+    sign_in_in(&t, "alice@acme.test", &[]).await;
+    assert_eq!(role_of(&t, "alice@acme.test").await, "member", "no group: the default role");
+    sign_in_in(&t, "bob@acme.test", &["Eng-Admins"]).await;
+    assert_eq!(role_of(&t, "bob@acme.test").await, "member", "groups match exactly; no match: the default role");
+
+    let admin = t.s.admin_session().await;
+    let audit = t.s.get("/api/admin/audit?limit=100&action=member.role_changed").cookie(&admin).send().await.json();
+    let details: Vec<&str> =
+        audit["entries"].as_array().unwrap().iter().map(|e| e["detail"].as_str().unwrap()).collect();
+    assert_eq!(details.len(), 2, "a change each time the roles changed, none when they did not: {details:?}");
+    assert!(details.iter().any(|d| d.ends_with("admin,auditor -> admin, by single sign-on acme")), "{details:?}");
+    assert!(details.iter().any(|d| d.ends_with("admin -> member, by single sign-on acme")), "{details:?}");
+}
+
+/// The provider takes `owner` only when its mapping gives it, and never from the organization's last owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_owner_is_never_demoted_by_the_providers_groups() {
+    let t = mapped_setup().await;
+    let owner = t.owner.email.as_str();
+    // The owner's address proven here: the provider's identity joins the account (as any existing one's).
+    t.s.mark_verified(&t.s.admin_session().await, &t.owner.id).await;
+    sign_in_in(&t, owner, &["staff"]).await;
+    assert_eq!(role_of(&t, owner).await, "owner", "the last owner stays one");
+    sign_in_in(&t, "alice@acme.test", &["founders"]).await;
+    assert_eq!(role_of(&t, "alice@acme.test").await, "owner", "a founder is an owner");
+    sign_in_in(&t, owner, &["staff"]).await;
+    assert_eq!(role_of(&t, owner).await, "member", "not the last owner any more: the groups decide");
+    sign_in_in(&t, "alice@acme.test", &[]).await;
+    assert_eq!(role_of(&t, "alice@acme.test").await, "owner", "now the last owner");
+
+    // Without an owner pair the provider takes `owner` from nobody: ownership is the organization's to change.
+    let without = json!({"mappings": [{"group": "staff", "role": "member"}]});
+    let alice = {
+        let mut b = Browser::new(&t.s);
+        sso_sign_in(&mut b, &t.s, &json!({"providerId": "acme"}), "alice@acme.test#groups=founders").await;
+        b.session(&t.s).unwrap()
+    };
+    ok(&call(&t.s, "update-provider", &alice, &json!({"providerId": "acme", "roleMapping": without})).await);
+    sign_in_in(&t, "bob@acme.test", &[]).await;
+    let listed = format!("/api/auth/organization/list-members?organizationId={}", t.org);
+    let bob_id = ok(&t.s.get(&listed).cookie(&alice).send().await)["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["user"]["email"] == "bob@acme.test")
+        .unwrap()["id"]
+        .clone();
+    let made = json!({"memberId": bob_id, "role": "owner", "organizationId": t.org});
+    ok(&sso(&t.s, "/api/auth/organization/update-member-role", &alice, &made).await);
+    sign_in_in(&t, "bob@acme.test", &["staff"]).await;
+    assert_eq!(role_of(&t, "bob@acme.test").await, "owner", "an owner the organization made stays one");
+}
+
+/// `roleMapping` is checked where it is set: roles of the organization only, `owner` only from an owner, no empty
+/// group, at most 100 pairs, the shape; nothing of a refused call is kept. Changed and removed by update-provider,
+/// audited as a change of the provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_mapping_is_checked_changed_and_removed() {
+    let mut t = setup_adjusted(|c| c.organizations.dynamic_roles = true).await;
+    let owner = t.owner.cookie.clone();
+    let with = |t: &Setup, m: Value| {
+        let mut b = registration(t, "acme", &t.org);
+        b["roleMapping"] = m;
+        b
+    };
+    let pair = |group: &str, role: &str| json!({"mappings": [{"group": group, "role": role}]});
+    let many: Vec<Value> = (0..101).map(|n| json!({"group": format!("g{n}"), "role": "member"})).collect();
+    for (mapping, why) in [
+        (pair("eng", "ghost"), "\"ghost\" is not a role of the organization"),
+        (pair("", "admin"), "a group's name must be 1 to 256 characters"),
+        (pair("eng", ""), "is not a role name"),
+        (json!({"mappings": []}), "1 to 100 pairs"),
+        (json!({"mappings": many}), "1 to 100 pairs"),
+        (json!({"mappings": [{"group": "eng"}]}), "expected {claim?: string, mappings"),
+        (json!({"mappings": [{"group": "eng", "role": "admin", "extra": 1}]}), "expected {claim?"),
+        (json!({"claim": "", "mappings": pair("eng", "admin")["mappings"]}), "roleMapping.claim"),
+        (json!("admins"), "expected {claim?"),
+    ] {
+        let r = call(&t.s, "register", &owner, &with(&t, mapping.clone())).await;
+        assert_auth_error(&r, 400, "VALIDATION_ERROR");
+        assert!(r.json()["message"].as_str().unwrap().contains(why), "{mapping}: {}", r.text);
+    }
+    assert!(ok(&get(&t.s, "providers", &owner).await)["providers"].as_array().unwrap().is_empty());
+
+    // An admin of the organization registers providers, but does not hand out ownership through one.
+    let ann = t.s.new_user("ann").await;
+    join(&t.s, t.mail.path(), &mut t.seen, &owner, &t.org, &ann, "admin").await;
+    let s = &t.s;
+    let r = call(s, "register", &ann.cookie, &with(&t, pair("founders", "owner"))).await;
+    assert_auth_error(&r, 403, "ONLY_AN_OWNER_MAY_MAP_A_GROUP_TO_OWNER");
+    let registered = ok(&call(s, "register", &ann.cookie, &with(&t, pair(" eng ", "Admin"))).await);
+    assert_eq!(registered["roleMapping"], json!({"claim": null, "mappings": [{"group": "eng", "role": "admin"}]}));
+    let r = call(s, "update-provider", &ann.cookie, &json!({"providerId": "acme", "roleMapping": pair("f", "owner")}))
+        .await;
+    assert_auth_error(&r, 403, "ONLY_AN_OWNER_MAY_MAP_A_GROUP_TO_OWNER");
+
+    // A role the organization defined, once it has; the claim named; shown where the provider is shown.
+    let unknown = json!({"providerId": "acme", "roleMapping": {"claim": "roles", "mappings": [{"group": "a", "role": "auditor"}]}});
+    assert_auth_error(&call(s, "update-provider", &owner, &unknown).await, 400, "VALIDATION_ERROR");
+    let role = json!({"role": "auditor", "permission": {"member": []}, "organizationId": t.org});
+    ok(&sso(s, "/api/auth/organization/create-role", &owner, &role).await);
+    let changed = ok(&call(s, "update-provider", &owner, &unknown).await);
+    let expected = json!({"claim": "roles", "mappings": [{"group": "a", "role": "auditor"}]});
+    assert_eq!(changed["roleMapping"], expected);
+    assert_eq!(provider_of(s, &owner, "acme").await["roleMapping"], expected);
+    assert_eq!(ok(&get(s, "providers", &owner).await)["providers"][0]["roleMapping"], expected);
+    let removed = ok(&call(s, "update-provider", &owner, &json!({"providerId": "acme", "roleMapping": null})).await);
+    assert_eq!(removed["roleMapping"], Value::Null);
+    assert_eq!(provider_of(s, &owner, "acme").await["roleMapping"], Value::Null);
+
+    let admin = s.admin_session().await;
+    let audit = s.get("/api/admin/audit?limit=100&action=sso_provider.updated").cookie(&admin).send().await.json();
+    let details: Vec<&str> =
+        audit["entries"].as_array().unwrap().iter().map(|e| e["detail"].as_str().unwrap()).collect();
+    assert!(details.contains(&"acme: role mapping changed to roles: a=auditor"), "{details:?}");
+    assert!(details.contains(&"acme: role mapping removed"), "{details:?}");
+    let created = s.get("/api/admin/audit?limit=100&action=sso_provider.created").cookie(&admin).send().await.json();
+    assert!(created["entries"][0]["detail"].as_str().unwrap().ends_with("; role mapping (default claim): eng=admin"));
+}
+
 /// An account with the same address is linked only when the provider says `email_verified: true` (and the
 /// account's own address was proven here); never by the address alone. A new address the provider did not
 /// verify makes an account whose address is not verified.

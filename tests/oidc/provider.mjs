@@ -14,7 +14,9 @@
 // Logging in: GET /interaction/<uid> shows a form; POST it with login=<e-mail>. The account's subject is the
 // login; "<e-mail>#unverified" is an identity whose address the provider does not say it verified; "<e-mail>#mfa"
 // signs the same account in with a password and a one-time code (the ID token's amr is ["pwd", "otp"]) and
-// "<e-mail>#pwd" with a password alone (["pwd"]). Consent is granted at once.
+// "<e-mail>#pwd" with a password alone (["pwd"]). "#groups=a,b" (beside the others) says which groups the person
+// is in from this login on (the ID token's `groups` claim; none without it), as a directory's change would: the
+// account stays the same. Consent is granted at once.
 import http from 'node:http';
 import crypto from 'node:crypto';
 import readline from 'node:readline';
@@ -28,6 +30,9 @@ function rsaJwk(kid) {
   };
 }
 
+// The groups each account is in, as its last login said.
+const groupsOf = new Map();
+
 function account(login) {
   const [email, flag] = login.split('#');
   return {
@@ -38,6 +43,7 @@ function account(login) {
         email,
         email_verified: flag !== 'unverified',
         name: email.split('@')[0].replace(/^./, (c) => c.toUpperCase()),
+        groups: groupsOf.get(login),
       };
     },
   };
@@ -70,7 +76,9 @@ const server = http.createServer(async (req, res) => {
       // "#mfa" and "#pwd" say how the person authenticated (the ID token's amr) and are not part of the account.
       const [who, ...flags] = body.get('login').split('#');
       const amr = flags.includes('mfa') ? ['pwd', 'otp'] : flags.includes('pwd') ? ['pwd'] : undefined;
-      const accountId = [who, ...flags.filter((f) => f !== 'mfa' && f !== 'pwd')].join('#');
+      const groups = flags.find((f) => f.startsWith('groups='));
+      const accountId = [who, ...flags.filter((f) => f !== 'mfa' && f !== 'pwd' && f !== groups)].join('#');
+      groupsOf.set(accountId, groups ? groups.slice('groups='.length).split(',') : undefined);
       const result = { login: { accountId, ...(amr ? { amr } : {}) } };
       await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
       return;
@@ -107,7 +115,8 @@ server.listen(0, '127.0.0.1', () => {
       findAccount: (ctx, id) => account(id),
       // amr with openid, so the ID token carries it whenever the login gave one (a standalone claim would need
       // the authorization request's claims parameter).
-      claims: { openid: ['sub', 'amr'], email: ['email', 'email_verified'], profile: ['name'] },
+      // groups too: Okta and Entra ID put the groups claim in the ID token, where the service reads it.
+      claims: { openid: ['sub', 'amr', 'groups'], email: ['email', 'email_verified'], profile: ['name'] },
       features: { devInteractions: { enabled: false } },
       interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
       pkce: { required: () => true },

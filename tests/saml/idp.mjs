@@ -10,7 +10,8 @@
 //   wrap: true (a second, unsigned assertion beside the signed one); doctype: "<!DOCTYPE …>" put before the root;
 //   and any of the template's values replaced: Audience, SubjectRecipient, Destination, Issuer, InResponseTo,
 //   AssertionID, ConditionsNotBefore, ConditionsNotOnOrAfter, SubjectConfirmationDataNotOnOrAfter, NameID;
-//   authnContext: the AuthnContextClassRef in place of PasswordProtectedTransport (a multi-factor class, say).
+//   authnContext: the AuthnContextClassRef in place of PasswordProtectedTransport (a multi-factor class, say);
+//   attributes: {name: [values]} more attributes, each value an AttributeValue (the person's groups, say).
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
@@ -81,6 +82,10 @@ async function login({ sp: spMetadata, login: url, email, name, variant = {} }) 
   for (const [k, v] of Object.entries(variant)) if (k in values) values[k] = v;
   const attributes = [attributeTemplate("email", escape(email))];
   if (name) attributes.push(attributeTemplate("name", escape(name)));
+  for (const [attribute, values] of Object.entries(variant.attributes || {})) {
+    const each = values.map((v) => `<saml:AttributeValue xsi:type="xs:string">${escape(v)}</saml:AttributeValue>`);
+    attributes.push(attributeTemplate(escape(attribute), "").replace(/<saml:AttributeValue[\s\S]*<\/saml:AttributeValue>/, () => each.join("")));
+  }
   let xml = lib
     .replaceTagsByValue(lib.defaultLoginResponseTemplate.context, values)
     .replace("{AttributeStatement}", "")

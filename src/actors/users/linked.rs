@@ -36,15 +36,31 @@ pub struct ExternalIdentity {
 }
 
 /// What a sign-in through an organization's single sign-on provider adds to an external one: it is audited as
-/// such (`sign_in.sso`), and the account joins the provider's organization with the provider's default role in
-/// the sign-in's commit (unless it is a member already, or banned).
+/// such (`sign_in.sso`), and the account joins the provider's organization with the provider's default role (or
+/// the roles its groups map to) in the sign-in's commit (unless it is a member already, or banned); with a role
+/// mapping, an existing member's roles become the mapped ones too ([`SsoRoles`]).
 #[derive(Debug, Clone)]
 pub struct SsoSignIn {
     /// The provider's organization and the roles its new members get; `None`: a provider of no organization.
     pub join: Option<(OrgId, MemberRoles)>,
+    /// Whether `join`'s roles come from the provider's role mapping, and so are an existing member's too.
+    pub roles: SsoRoles,
     /// The provider asserted a multi-factor authentication: it stands in for the account's second factor at this
     /// sign-in (no challenge, no passkey asked for), and the audit entry says what the provider said.
     pub multi_factor: Option<AssertedMultiFactor>,
+}
+
+/// Where an SSO sign-in's roles come from (docs/guides/sso.md, "Groups and roles").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SsoRoles {
+    /// The provider's default role, given on joining only: a later sign-in changes no one's roles.
+    Default,
+    /// The provider's role mapping (the default role when no group matched): the identity provider is the source
+    /// of truth for the roles of the members who sign in through it, so an existing member's roles become these.
+    /// Never the organization's last owner's `owner`; and `owner` is taken from nobody unless `grants_owner` (the
+    /// mapping maps a group to owner, which only an owner can have set): ownership is the organization's to
+    /// change otherwise.
+    Mapped { grants_owner: bool },
 }
 
 /// Which account an identity signs into.

@@ -32,8 +32,8 @@ pub(crate) use index::Apart;
 pub use index::{Place, UserIndex};
 use linked::LinkedMsg;
 pub use linked::{
-    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, SsoSignIn,
-    UnlinkError,
+    ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, SsoRoles,
+    SsoSignIn, UnlinkError,
 };
 use members::MemberMsg;
 use scim::ScimMsg;

@@ -12,9 +12,9 @@ use crate::actors::users::linked::LinkedMsg;
 use crate::actors::users::rules;
 use crate::actors::users::{
     ExternalError, ExternalIdentity, ExternalOutcome, ExternalSession, ExternalSignIn, ExternalStart, NewUser,
-    UnlinkError,
+    SsoRoles, UnlinkError,
 };
-use crate::domain::{Membership, Timestamp, TokenKind, User, UserFields, UserId, action};
+use crate::domain::{MemberRoles, Membership, Timestamp, TokenKind, User, UserFields, UserId, action};
 use crate::store::{Conflict, StoreOp, audit, convert};
 
 impl UsersActor {
@@ -170,20 +170,21 @@ impl UsersActor {
         Ok((ops, ExternalOutcome::Created(user), guard))
     }
 
-    /// An organization's single sign-on: `user` joins the provider's organization with its default role, in the
-    /// sign-in's commit (audited `member.added`, which raises its webhook event). Not when already a member (a
-    /// second sign-in changes nothing, and never lowers or raises a role given since), when banned (a refused
-    /// sign-in joins nothing), or when the organization is gone.
+    /// An organization's single sign-on: `user` joins the provider's organization with its default role (or the
+    /// roles its groups map to), in the sign-in's commit (audited `member.added`, which raises its webhook event).
+    /// Not when banned (a refused sign-in joins nothing), or when the organization is gone. Already a member: the
+    /// roles change only with a role mapping ([`Self::sso_roles`]); without one a second sign-in changes nothing,
+    /// and never lowers or raises a role given since.
     fn sso_join(&self, state: &mut State, identity: &ExternalIdentity, user: &User, ip: &str) -> Vec<StoreOp> {
-        let Some((org, roles)) = identity.sso.as_ref().and_then(|sso| sso.join.clone()) else { return Vec::new() };
+        let Some(sso) = identity.sso.as_ref() else { return Vec::new() };
+        let Some((org, roles)) = sso.join.clone() else { return Vec::new() };
         let now = Timestamp::now();
         let pending = state.members.iter().any(|(o, u, m)| *o == org && *u == user.id && m.is_some());
-        if pending
-            || user.is_banned_at(now)
-            || self.indexes.orgs.get(org).is_none()
-            || self.indexes.members.get(org, user.id).is_some()
-        {
+        if pending || user.is_banned_at(now) || self.indexes.orgs.get(org).is_none() {
             return Vec::new();
+        }
+        if let Some(member) = self.indexes.members.get(org, user.id) {
+            return self.sso_roles(state, &member, roles, sso.roles, &identity.provider, ip);
         }
         let member = Arc::new(Membership::new(org, user.id, roles.clone(), now));
         state.members.push((org, user.id, Some(Arc::clone(&member))));
@@ -193,6 +194,37 @@ impl UsersActor {
             StoreOp::PutMember(convert::membership_record(&member)),
             audit::entry(action::MEMBER_ADDED, Some(user.id), Some(user.id.into()), ip, detail),
         ]
+    }
+
+    /// A member's roles at a sign-in through a provider with a role mapping: the mapped ones replace them, audited
+    /// `member.role_changed` (its webhook event) in the sign-in's commit, the member as actor and the provider
+    /// named. Kept as they are when nothing changes, without a mapping, when the member is an owner and the
+    /// mapping grants no ownership, or when it would take the organization's last owner (checked again by the
+    /// shared database on several nodes, [`StoreOp::ExpectOwner`]).
+    fn sso_roles(
+        &self,
+        state: &mut State,
+        member: &Membership,
+        roles: MemberRoles,
+        from: SsoRoles,
+        provider: &str,
+        ip: &str,
+    ) -> Vec<StoreOp> {
+        let SsoRoles::Mapped { grants_owner } = from else { return Vec::new() };
+        let demotes_owner = member.roles.is_owner() && !roles.is_owner();
+        if roles == member.roles || (demotes_owner && (!grants_owner || self.indexes.members.owners(member.org) <= 1)) {
+            return Vec::new();
+        }
+        let detail = format!("{}: {} -> {}, by single sign-on {provider}", member.org, member.roles, roles);
+        let updated = Arc::new(Membership { roles, ..member.clone() });
+        state.members.push((member.org, member.user, Some(Arc::clone(&updated))));
+        state.flush_now = true;
+        let mut ops = vec![StoreOp::PutMember(convert::membership_record(&updated))];
+        if demotes_owner {
+            ops.push(StoreOp::ExpectOwner(member.org.to_bytes()));
+        }
+        ops.push(audit::entry(action::MEMBER_ROLE_CHANGED, Some(member.user), Some(member.user.into()), ip, detail));
+        ops
     }
 
     /// Whether an external sign-in's session starts in the batch's commit (`Some`, and whether through the
