@@ -3,8 +3,9 @@
 // it (sso.providers, sso.getProvider, sso.updateProvider), asks for its domain's TXT record
 // (sso.requestDomainVerification), and signIn.sso reaches it by e-mail, organization slug and providerId; the
 // sign-in is followed to its end through a real SAML identity provider (samlify, tests/saml/idp.mjs) posting to the
-// ACS, and the session is the client's. An OpenID Connect registration whose issuer is not trusted, and the
-// plugin's codes as the client hands them over. Run by ./run.sh.
+// ACS, and the session is the client's; a roleMapping set through sso.updateProvider gives the IdP's groups their
+// role at the next sign-in. An OpenID Connect registration whose issuer is not trusted, and the plugin's codes as
+// the client hands them over. Run by ./run.sh.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -46,6 +47,24 @@ function samlIdp() {
     },
     stop: () => child.kill(),
   };
+}
+
+/** Signs `email` in through the IdP (its response bent by `variant`) from a fresh browser, which posts the IdP's
+ *  signed answer to the ACS as the IdP's page makes it: that browser, the ACS's answer, and the same post again. */
+async function throughIdp(idp, spMetadata, email, variant = {}) {
+  const who = browser();
+  const started = await who.client.signIn.sso({ email, callbackURL: "/dashboard", newUserCallbackURL: "/welcome" });
+  assert.equal(started.error, null);
+  const answer = await idp.login({ sp: spMetadata, login: started.data.url, email, name: "Ann Example", variant });
+  const form = new URLSearchParams({ SAMLResponse: answer.SAMLResponse });
+  if (answer.RelayState) form.set("RelayState", answer.RelayState);
+  const post = () => jarFetch("https://idp.saml.test", who.jar)(answer.acs, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: form,
+    redirect: "manual",
+  });
+  return { who, posted: await post(), postAgain: post };
 }
 
 test("ssoClient: register a SAML provider, read and change it, and signIn.sso by email, slug and id to a session", async (t) => {
@@ -126,35 +145,32 @@ test("ssoClient: register a SAML provider, read and change it, and signIn.sso by
   }
 
   // Followed to its end: the IdP's signed answer posted to the ACS from the browser that started it.
-  const ann = browser();
-  const started = await ann.client.signIn.sso({ email: `ann@${domain}`, callbackURL: "/dashboard", newUserCallbackURL: "/welcome" });
-  assert.equal(started.error, null);
-  const answer = await idp.login({ sp: spMetadata, login: started.data.url, email: `ann@${domain}`, name: "Ann Example" });
-  const form = new URLSearchParams({ SAMLResponse: answer.SAMLResponse });
-  if (answer.RelayState) form.set("RelayState", answer.RelayState);
-  const posted = await jarFetch("https://idp.saml.test", ann.jar)(answer.acs, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: form,
-    redirect: "manual",
-  });
+  const { who: ann, posted, postAgain } = await throughIdp(idp, spMetadata, `ann@${domain}`);
   assert.equal(posted.status, 302, await posted.text());
   assert.equal(posted.headers.get("location"), "/welcome", "a new account goes to newUserCallbackURL");
   const session = await ann.client.getSession();
   assert.equal(session.error, null);
   assert.equal(session.data.user.email, `ann@${domain}`);
   assert.equal(session.data.user.name, "Ann Example");
-  const members = await owner.client.organization.listMembers({ query: { organizationId: org.data.id } });
-  assert.ok(members.data.members.some((m) => m.user.email === `ann@${domain}` && m.role === "member"));
+  const roleOfAnn = async () => {
+    const members = await owner.client.organization.listMembers({ query: { organizationId: org.data.id } });
+    return members.data.members.find((m) => m.user.email === `ann@${domain}`)?.role;
+  };
+  assert.equal(await roleOfAnn(), "member");
 
   // The same response again: refused (it answered a request that is spent).
-  const replay = await jarFetch("https://idp.saml.test", ann.jar)(answer.acs, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: form,
-    redirect: "manual",
-  });
+  const replay = await postAgain();
   assert.equal(replay.status, 400);
+
+  // roleMapping (this service's own field) goes through the client's updateProvider as it is: the IdP's groups
+  // attribute makes ann an admin at her next sign-in.
+  const mappings = [{ group: "Admins", role: "admin" }];
+  const mapped = await owner.client.sso.updateProvider({ providerId, roleMapping: { mappings } });
+  assert.equal(mapped.error, null, JSON.stringify(mapped.error));
+  assert.deepEqual(mapped.data.roleMapping, { claim: null, mappings });
+  const again = await throughIdp(idp, spMetadata, `ann@${domain}`, { attributes: { groups: ["Staff", "Admins"] } });
+  assert.equal(again.posted.status, 302, await again.posted.text());
+  assert.equal(await roleOfAnn(), "admin");
 
   const removed = await owner.client.sso.deleteProvider({ providerId });
   assert.equal(removed.error, null, JSON.stringify(removed.error));
