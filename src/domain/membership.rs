@@ -135,6 +135,14 @@ impl MemberRoles {
         self.has(OrgRole::Owner)
     }
 
+    /// The same roles, in whatever order the custom ones were named (`==` tells `auditor,pm` from `pm,auditor`,
+    /// which grant the same).
+    pub fn same_as(&self, other: &Self) -> bool {
+        self.bits == other.bits
+            && self.custom.len() == other.custom.len()
+            && self.custom.iter().all(|c| other.custom.contains(c))
+    }
+
     pub fn roles(&self) -> impl Iterator<Item = OrgRole> + '_ {
         OrgRole::ALL.into_iter().filter(move |r| self.has(*r))
     }
@@ -269,6 +277,18 @@ mod tests {
         assert_eq!(MemberRoles::parse(["", " , "]), Err(RolesError::Empty));
         assert_eq!(MemberRoles::parse(["member", "boss"]), Err(RolesError::Unknown(vec!["boss".into()])));
         assert_eq!(MemberRoles::from_bits(0), MemberRoles::one(OrgRole::Member));
+    }
+
+    #[test]
+    fn the_same_roles_are_the_same_in_any_order() {
+        let (ab, ba) = (
+            MemberRoles::from_store(2, vec!["a".into(), "b".into()]),
+            MemberRoles::from_store(2, vec!["b".into(), "a".into()]),
+        );
+        assert!(ab.same_as(&ba) && ab != ba);
+        assert!(!ab.same_as(&MemberRoles::from_store(2, vec!["a".into()])));
+        assert!(!ab.same_as(&MemberRoles::from_store(4, vec!["a".into(), "b".into()])));
+        assert!(!MemberRoles::from_store(2, vec!["a".into()]).same_as(&MemberRoles::from_store(2, vec!["c".into()])));
     }
 
     #[test]

@@ -212,7 +212,9 @@ impl UsersActor {
     ) -> Vec<StoreOp> {
         let SsoRoles::Mapped { grants_owner } = from else { return Vec::new() };
         let demotes_owner = member.roles.is_owner() && !roles.is_owner();
-        if roles == member.roles || (demotes_owner && (!grants_owner || self.indexes.members.owners(member.org) <= 1)) {
+        if roles.same_as(&member.roles)
+            || (demotes_owner && (!grants_owner || self.indexes.members.owners(member.org) <= 1))
+        {
             return Vec::new();
         }
         let detail = format!("{}: {} -> {}, by single sign-on {provider}", member.org, member.roles, roles);
