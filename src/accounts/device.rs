@@ -17,7 +17,7 @@ use crate::domain::{SessionId, UserId, action};
 use crate::provider::USER_SCOPES;
 use crate::provider::devices::{DevicePoll, UserCode};
 use crate::provider::grants;
-use crate::store::{DeviceDecisionV1, OAuthGrantRecordV1};
+use crate::store::{DeviceDecisionV1, OAuthGrantRecord};
 
 /// The device authorization endpoint's answer (RFC 8628 §3.2, the plugin's field order).
 #[derive(Debug, Clone, Serialize)]
@@ -208,11 +208,12 @@ impl Accounts {
         let session = self
             .live_session(UserId::from_bytes(user_id), SessionId::from_bytes(session_id))
             .ok_or_else(|| TokenError::InvalidGrant("the session that approved the request has ended".into()))?;
+        let organization = session.active_organization().map(crate::domain::OrgId::to_bytes);
         if self.must_enrol(&Current { session, user, by_key: false }).await {
             return Err(TokenError::InvalidGrant("the account must enrol a second factor first".into()));
         }
         let offline = record.scopes.iter().any(|s| s == "offline_access");
-        let grant = OAuthGrantRecordV1 {
+        let grant = OAuthGrantRecord {
             id: grants::new_grant_id(),
             client_id: client.client_id.clone(),
             user_id: Some(user_id),
@@ -224,6 +225,7 @@ impl Accounts {
             created_at_ms: now.as_millis(),
             updated_at_ms: now.as_millis(),
             expires_at_ms: 0,
+            organization,
         };
         let mut tokens = self.issue(&client, &grant, &record.scopes, None, issuer).await?;
         let access_ends = crate::domain::Timestamp::from_millis(tokens.expires_at * 1000);

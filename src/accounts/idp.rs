@@ -19,10 +19,10 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
 use super::{Accounts, Current, Unavailable};
-use crate::domain::{SessionId, Timestamp, TokenHash, UserId};
-use crate::provider::grants::{self as grants, CODE_LIFETIME, GrantError, RefreshError};
+use crate::domain::{OrgId, SessionId, Timestamp, TokenHash, UserId};
+use crate::provider::grants::{self as grants, CODE_LIFETIME, GrantError, ORG_CLAIMS_SCOPE, OrgClaims, RefreshError};
 use crate::provider::{Alg, AuthMethod, Client, ClientError, USER_SCOPES, redirect_uri_matches};
-use crate::store::{OAuthCodeRecordV1, OAuthGrantRecordV1};
+use crate::store::{OAuthCodeRecordV1, OAuthGrantRecord};
 
 /// Access tokens are JWTs (RFC 9068) that live a quarter of an hour: short, since a JWT is valid wherever it is
 /// checked offline until it expires (the plugin's default is an hour; userinfo here also checks the session).
@@ -272,6 +272,8 @@ pub struct UserInfo {
     pub email: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub email_verified: Option<bool>,
+    #[serde(flatten)]
+    pub org: Option<OrgClaims>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -355,6 +357,8 @@ struct IdClaims<'a> {
     nonce: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sid: Option<&'a str>,
+    #[serde(flatten)]
+    org: Option<&'a OrgClaims>,
 }
 
 impl Accounts {
@@ -754,7 +758,7 @@ impl Accounts {
             }
         };
         let now = self.clock.now();
-        let grant = OAuthGrantRecordV1 {
+        let grant = OAuthGrantRecord {
             id: grants::new_grant_id(),
             client_id: client.client_id.clone(),
             user_id: None,
@@ -766,6 +770,7 @@ impl Accounts {
             created_at_ms: now.as_millis(),
             updated_at_ms: now.as_millis(),
             expires_at_ms: 0,
+            organization: None,
         };
         let tokens = self.issue(&client, &grant, &scopes, None, issuer).await?;
         let access_ends = crate::domain::Timestamp::from_millis(tokens.expires_at * 1000);
@@ -780,7 +785,7 @@ impl Accounts {
         &self,
         token: &str,
         issuer: &str,
-    ) -> Result<Option<(Arc<OAuthGrantRecordV1>, serde_json::Map<String, serde_json::Value>)>, Unavailable> {
+    ) -> Result<Option<(Arc<OAuthGrantRecord>, serde_json::Map<String, serde_json::Value>)>, Unavailable> {
         let Some(claims) = self.keys.access_claims(token).await else { return Ok(None) };
         let now = self.clock.now();
         let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
@@ -798,7 +803,7 @@ impl Accounts {
     }
 
     /// Whether `grant`'s user (if any) is there and not banned, and, without `offline_access`, its session live.
-    fn grant_holds(&self, grant: &OAuthGrantRecordV1) -> bool {
+    fn grant_holds(&self, grant: &OAuthGrantRecord) -> bool {
         let Some(user) = grant.user_id.map(UserId::from_bytes) else { return true };
         let now = self.clock.now();
         if self.indexes.users.get(user).is_none_or(|u| u.is_banned_at(now)) {
@@ -1011,11 +1016,28 @@ impl Accounts {
         Ok(CheckedLogout { hinted, redirect })
     }
 
+    /// The claims of `grant`'s organization for a token of `scopes`: only with [`ORG_CLAIMS_SCOPE`], and only while
+    /// the user is still a member of it, with the roles they hold now (a refresh after a role change carries the
+    /// new roles; after a removal, or the organization's deletion, none).
+    fn org_claims(&self, grant: &OAuthGrantRecord, scopes: &[impl AsRef<str>]) -> Option<OrgClaims> {
+        let (org, user) = (OrgId::from_bytes(grant.organization?), UserId::from_bytes(grant.user_id?));
+        if !scopes.iter().any(|s| s.as_ref() == ORG_CLAIMS_SCOPE) {
+            return None;
+        }
+        let member = self.indexes.members.get(org, user)?;
+        let organization = self.indexes.orgs.get(org)?;
+        Some(OrgClaims {
+            org_id: org.to_string(),
+            org_slug: organization.slug.as_str().to_owned(),
+            org_roles: member.roles.names().into_iter().map(str::to_owned).collect(),
+        })
+    }
+
     /// Signs an access token for `grant` with `scopes` (and an ID token when they hold `openid`).
     pub(super) async fn issue(
         &self,
         client: &Client,
-        grant: &OAuthGrantRecordV1,
+        grant: &OAuthGrantRecord,
         scopes: &[String],
         nonce: Option<&str>,
         issuer: &str,
@@ -1023,9 +1045,10 @@ impl Accounts {
         self.keys.ensure().await.map_err(|_| Unavailable)?;
         let now = self.clock.now();
         let mut access = grants::AccessClaims::new(issuer, &client.client_id, grant, scopes, now);
+        access.org = self.org_claims(grant, scopes);
         let access_token = self.keys.sign_access(Alg::EdDsa, &mut access).ok_or(Unavailable)?;
-        let (sub, sid, scope, iat, exp) =
-            (access.sub, access.sid.unwrap_or_default(), access.scope, access.iat, access.exp);
+        let (sub, sid, scope, iat, exp, org) =
+            (access.sub, access.sid.unwrap_or_default(), access.scope, access.iat, access.exp, access.org);
         let id_token = if grant.user_id.is_some() && scopes.iter().any(|s| s == "openid") {
             let alg = client.id_token_alg;
             let hash = at_hash(alg, &access_token);
@@ -1042,6 +1065,7 @@ impl Accounts {
                 // The plugin names the session only to clients that may end it or hear of its end.
                 sid: ((client.end_session || client.backchannel_logout_uri.is_some()) && !sid.is_empty())
                     .then_some(sid.as_str()),
+                org: org.as_ref(),
             };
             Some(self.keys.sign(alg, None, &claims).ok_or(Unavailable)?)
         } else {
@@ -1111,11 +1135,12 @@ impl Accounts {
         let session = self
             .live_session(user_id, session_id)
             .ok_or_else(|| TokenError::InvalidRequest("session no longer exists".into()))?;
+        let organization = session.active_organization().map(OrgId::to_bytes);
         if self.must_enrol(&Current { session, user, by_key: false }).await {
             return Err(TokenError::InvalidGrant("the account must enrol a second factor first".into()));
         }
         let offline = record.scopes.iter().any(|s| s == "offline_access");
-        let grant = OAuthGrantRecordV1 {
+        let grant = OAuthGrantRecord {
             // Named by the code, so that the code presented again finds the grant to end.
             id: grants::code_grant_id(code),
             client_id: client.client_id.clone(),
@@ -1128,6 +1153,7 @@ impl Accounts {
             created_at_ms: now.as_millis(),
             updated_at_ms: now.as_millis(),
             expires_at_ms: 0,
+            organization,
         };
         let mut tokens = self.issue(&client, &grant, &record.scopes, record.nonce.as_deref(), issuer).await?;
         // Made once the tokens are signed (nothing is stored for a request that fails), and before they are
@@ -1190,6 +1216,7 @@ impl Accounts {
             family_name: None,
             email: None,
             email_verified: None,
+            org: self.org_claims(&grant, &scopes),
         };
         if scopes.contains(&"profile") {
             let name = user.name().to_owned();

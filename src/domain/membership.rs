@@ -176,11 +176,18 @@ impl MemberRoles {
     }
 }
 
-impl fmt::Display for MemberRoles {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl MemberRoles {
+    /// Every role's name: the built-in ones first, then the organization's own.
+    pub fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.roles().map(OrgRole::as_str).collect();
         names.extend(self.custom.iter().map(RoleName::as_str));
-        f.write_str(&names.join(","))
+        names
+    }
+}
+
+impl fmt::Display for MemberRoles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.names().join(","))
     }
 }
 

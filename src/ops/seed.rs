@@ -328,7 +328,7 @@ struct GrantSeed {
 /// a server on this directory loads. Tokens go to `seed.out`, the client's credentials to `seed.client_out`.
 fn seed_grants(store: &Store, sessions: &[Session], seed: GrantSeed) -> Result<(), OpsError> {
     use crate::provider::grants::{self, AccessClaims};
-    use crate::store::{OAuthConsentRecordV1, OAuthGrantRecordV1};
+    use crate::store::{OAuthConsentRecordV1, OAuthGrantRecord};
     let new = crate::provider::NewClient {
         name: "Seed client".into(),
         redirect_uris: vec![SEED_REDIRECT_URI.into()],
@@ -349,7 +349,7 @@ fn seed_grants(store: &Store, sessions: &[Session], seed: GrantSeed) -> Result<(
     let scopes: Vec<String> = crate::provider::SCOPES.iter().map(|s| (*s).to_owned()).collect();
     let mut failed = None;
     let ops = sessions.iter().flat_map(|session| {
-        let mut grant = OAuthGrantRecordV1 {
+        let mut grant = OAuthGrantRecord {
             id: grants::new_grant_id(),
             client_id: client.client_id.clone(),
             user_id: Some(session.user_id.to_bytes()),
@@ -361,6 +361,7 @@ fn seed_grants(store: &Store, sessions: &[Session], seed: GrantSeed) -> Result<(
             created_at_ms: now.as_millis(),
             updated_at_ms: now.as_millis(),
             expires_at_ms: 0,
+            organization: None,
         };
         let refresh = grants::give_refresh_token(&mut grant);
         let mut claims = AccessClaims::new(&seed.issuer, &client.client_id, &grant, &scopes, now);

@@ -26,7 +26,7 @@ use subtle::ConstantTimeEq;
 
 use crate::domain::{Timestamp, UserId, action};
 use crate::store::{
-    OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecordV1, Store, StoreError, StoreOp, StoreWriter, audit,
+    OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecord, Store, StoreError, StoreOp, StoreWriter, audit,
 };
 
 /// How long a code may wait for its redemption (the plugin's `codeExpiresIn`).
@@ -50,14 +50,14 @@ pub struct GrantIndex {
 
 #[derive(Debug, Default)]
 struct IndexInner {
-    grants: HashMap<[u8; 16], Arc<OAuthGrantRecordV1>>,
+    grants: HashMap<[u8; 16], Arc<OAuthGrantRecord>>,
     by_user: HashMap<[u8; 16], HashSet<[u8; 16]>>,
     /// Ended grants, and when: a late entry that made one does not bring it back.
     ended: HashMap<[u8; 16], i64>,
 }
 
 impl IndexInner {
-    fn put(&mut self, grant: &OAuthGrantRecordV1) {
+    fn put(&mut self, grant: &OAuthGrantRecord) {
         if self.ended.contains_key(&grant.id) {
             return;
         }
@@ -96,7 +96,7 @@ impl IndexInner {
 
 impl GrantIndex {
     /// The index of `grants` (those the store holds, read at start).
-    pub fn load(grants: Vec<OAuthGrantRecordV1>) -> Self {
+    pub fn load(grants: Vec<OAuthGrantRecord>) -> Self {
         let index = Self::default();
         {
             let mut inner = index.write();
@@ -162,7 +162,7 @@ impl GrantIndex {
     }
 
     /// The grant `id`, if it has not ended (nor passed its end).
-    pub fn get(&self, id: [u8; 16], now_ms: i64) -> Option<Arc<OAuthGrantRecordV1>> {
+    pub fn get(&self, id: [u8; 16], now_ms: i64) -> Option<Arc<OAuthGrantRecord>> {
         let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
         inner.grants.get(&id).filter(|g| g.expires_at_ms >= now_ms).cloned()
     }
@@ -186,7 +186,7 @@ impl GrantIndex {
 
 /// What memory knows of a grant.
 pub enum Lookup {
-    Live(Arc<OAuthGrantRecordV1>),
+    Live(Arc<OAuthGrantRecord>),
     /// Ended here, or passed its end.
     Ended,
     /// Never heard of: made on another node a moment ago, or ended more than an hour ago, or never made.
@@ -228,7 +228,7 @@ fn refresh_token(id: [u8; 16]) -> (String, [u8; 32]) {
 /// Gives `grant` its first refresh token: the grant then lasts as long as the token ([`REFRESH_LIFETIME`] from its
 /// creation). Answers the token (stored only as its SHA-256). What [`Grants::make`] does with `offline_access`,
 /// and `service-auth seed --access-tokens` (src/ops/seed.rs) for the grants it writes.
-pub fn give_refresh_token(grant: &mut OAuthGrantRecordV1) -> String {
+pub fn give_refresh_token(grant: &mut OAuthGrantRecord) -> String {
     let (token, hash) = refresh_token(grant.id);
     grant.refresh_hash = Some(hash);
     grant.expires_at_ms = Timestamp::from_millis(grant.created_at_ms).plus(REFRESH_LIFETIME).as_millis();
@@ -256,12 +256,33 @@ pub struct AccessClaims {
     pub iat: i64,
     pub exp: i64,
     pub jti: String,
+    /// The user's organization, when the grant has one and the scopes cover it ([`OrgClaims`]).
+    #[serde(flatten)]
+    pub org: Option<OrgClaims>,
 }
+
+/// The claims of the organization a grant was made in (the session's active one) and of the user's membership of
+/// it now: in the access token, the ID token and at userinfo, when the token's scopes hold `profile` (what
+/// describes the person to the application, as `name` does; Grafana's and most relying parties' default scopes
+/// hold it, so no new scope needs configuring). The plugin leaves these to the operator's
+/// `customAccessTokenClaims`, `customIdTokenClaims` and `customUserInfoClaims` (its `postLogin.consentReferenceId`
+/// being the organization); their names here are docs/oidc-provider.md's.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct OrgClaims {
+    pub org_id: String,
+    pub org_slug: String,
+    /// The member's roles, as the organization plugin names them (`owner`, `admin`, `member`, and the
+    /// organization's own roles).
+    pub org_roles: Vec<String>,
+}
+
+/// The scope that brings [`OrgClaims`].
+pub const ORG_CLAIMS_SCOPE: &str = "profile";
 
 impl AccessClaims {
     /// The claims of an access token of `grant` (`client_id`'s) for `scopes`, issued by `issuer` at `now`, valid
     /// for [`ACCESS_TOKEN_LIFETIME`]: `sub` is the user, or the client for a client's own grant.
-    pub fn new(issuer: &str, client_id: &str, grant: &OAuthGrantRecordV1, scopes: &[String], now: Timestamp) -> Self {
+    pub fn new(issuer: &str, client_id: &str, grant: &OAuthGrantRecord, scopes: &[String], now: Timestamp) -> Self {
         let iat = now.as_millis() / 1000;
         AccessClaims {
             iss: issuer.to_owned(),
@@ -274,6 +295,7 @@ impl AccessClaims {
             iat,
             exp: iat + ACCESS_TOKEN_LIFETIME.as_secs() as i64,
             jti: access_jti(grant.id),
+            org: None,
         }
     }
 }
@@ -395,7 +417,7 @@ impl Grants {
     /// The grant `id`, if it has not ended: from memory. Only a grant memory has not heard of at all (made on
     /// another node a moment ago, its change log entry on its way) is read from the store, once; an ended one is
     /// known ended without a read.
-    pub async fn live(&self, id: [u8; 16], now: Timestamp) -> Result<Option<Arc<OAuthGrantRecordV1>>, GrantError> {
+    pub async fn live(&self, id: [u8; 16], now: Timestamp) -> Result<Option<Arc<OAuthGrantRecord>>, GrantError> {
         match self.index.lookup(id, now.as_millis()) {
             Lookup::Live(grant) => Ok(Some(grant)),
             Lookup::Ended => Ok(None),
@@ -415,7 +437,7 @@ impl Grants {
     /// long as it. Otherwise the grant ends with its access token (`access_ends`).
     pub async fn make(
         &self,
-        mut grant: OAuthGrantRecordV1,
+        mut grant: OAuthGrantRecord,
         offline: bool,
         access_ends: Timestamp,
         how: &str,
@@ -446,7 +468,7 @@ impl Grants {
         scopes: Option<&[String]>,
         now: Timestamp,
         ip: &str,
-    ) -> Result<(OAuthGrantRecordV1, String), RefreshError> {
+    ) -> Result<(OAuthGrantRecord, String), RefreshError> {
         let id = refresh_grant(token).ok_or(RefreshError::Invalid)?;
         let _claim = self.refreshing(id).await;
         let found = match self.store.postgres() {
@@ -532,7 +554,7 @@ impl Grants {
         &self,
         token: &str,
         now: Timestamp,
-    ) -> Result<Option<Arc<OAuthGrantRecordV1>>, GrantError> {
+    ) -> Result<Option<Arc<OAuthGrantRecord>>, GrantError> {
         let Some(id) = refresh_grant(token) else { return Ok(None) };
         let hash = sha256(token);
         let grant = self.live(id, now).await?;
@@ -544,11 +566,11 @@ impl Grants {
         &self,
         token: &str,
         now: Timestamp,
-    ) -> Result<Option<Arc<OAuthGrantRecordV1>>, GrantError> {
+    ) -> Result<Option<Arc<OAuthGrantRecord>>, GrantError> {
         let Some(id) = refresh_grant(token) else { return Ok(None) };
         let hash = sha256(token);
         let grant = self.live(id, now).await?;
-        let ours = |g: &Arc<OAuthGrantRecordV1>| {
+        let ours = |g: &Arc<OAuthGrantRecord>| {
             g.refresh_hash.is_some_and(|h| bool::from(h.ct_eq(&hash)))
                 || g.retired.iter().any(|h| bool::from(h.ct_eq(&hash)))
         };
@@ -557,7 +579,7 @@ impl Grants {
 
     /// Ends `grant` at its client's request (RFC 7009), durably, with every token it issued; audited in the same
     /// commit when it is a user's.
-    pub async fn revoke(&self, grant: &OAuthGrantRecordV1, ip: &str) -> Result<(), GrantError> {
+    pub async fn revoke(&self, grant: &OAuthGrantRecord, ip: &str) -> Result<(), GrantError> {
         let logged = grant_entry(action::OAUTH_GRANT_REVOKED, None, grant, "revoked by the client", ip);
         Ok(self.writer.write([StoreOp::DeleteOAuthGrant(grant.id)].into_iter().chain(logged).collect()).await?)
     }
@@ -754,7 +776,7 @@ impl Grants {
 fn grant_entry(
     action: &'static str,
     by: Option<UserId>,
-    grant: &OAuthGrantRecordV1,
+    grant: &OAuthGrantRecord,
     how: &str,
     ip: &str,
 ) -> Option<StoreOp> {

@@ -875,6 +875,7 @@ mod tests {
             iat: 1,
             exp: 2,
             jti: "grant-and-random".into(),
+            org: None,
         };
         let jws = set.sign_access(Alg::EdDsa, &mut claims()).unwrap();
         let AccessCheck::Ours(read) = set.check_access(&jws) else { panic!("our own token") };

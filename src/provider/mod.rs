@@ -43,4 +43,8 @@ pub const CLAIMS: &[&str] = &[
     "family_name",
     "email",
     "email_verified",
+    // With `profile`, from the session's active organization when the grant was made (grants::OrgClaims).
+    "org_id",
+    "org_slug",
+    "org_roles",
 ];

@@ -416,7 +416,7 @@ impl Store {
     }
 
     /// Every grant of the identity provider not past `now_ms`. Blocking.
-    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
+    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecord>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.oauth_grants(now_ms),
             Backend::Postgres(s) => s.oauth_grants(now_ms),
@@ -424,7 +424,7 @@ impl Store {
     }
 
     /// The grant `id`, if it has not ended. Blocking.
-    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecordV1>, StoreError> {
+    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecord>, StoreError> {
         match &self.backend {
             Backend::Embedded(s) => s.oauth_grant(id),
             Backend::Postgres(s) => s.oauth_grant(id),

@@ -140,7 +140,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteAccount(id, user) => StoreOp::DeleteAccount { id, user },
                 Wire::PutApiKey(b) => StoreOp::PutApiKey(codec::decode(&b)?),
                 Wire::DeleteApiKey(id, user) => StoreOp::DeleteApiKey { id, user },
-                Wire::PutOAuthGrant(b) => StoreOp::PutOAuthGrant(codec::decode(&b)?),
+                Wire::PutOAuthGrant(b) => StoreOp::PutOAuthGrant(super::provider_records::decode_grant(&b)?),
                 Wire::DeleteOAuthGrant(id) => StoreOp::DeleteOAuthGrant(id),
                 Wire::UseApiKey(id, user, at_ms) => StoreOp::UseApiKey { id, user, at_ms },
             })

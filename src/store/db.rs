@@ -66,7 +66,7 @@ const OAUTH_DEVICES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("oa
 const OAUTH_USER_CODES: TableDefinition<[u8; 32], [u8; 32]> = TableDefinition::new("oauth_user_codes");
 /// Users' consents to clients, by the user's id ‖ the `client_id` ([`OAuthConsentRecordV1::key`]).
 const OAUTH_CONSENTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("oauth_consents");
-/// The identity provider's grants, by id ([`super::OAuthGrantRecordV1`]).
+/// The identity provider's grants, by id ([`super::OAuthGrantRecord`]).
 const OAUTH_GRANTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("oauth_grants");
 /// SCIM bearer tokens, by id.
 const SCIM_TOKENS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("scim_tokens");
@@ -761,13 +761,13 @@ impl EmbeddedStore {
     }
 
     /// Every grant not past `now_ms`.
-    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
+    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecord>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(OAUTH_GRANTS).map_err(io)?;
             let mut live = Vec::new();
             for entry in table.iter().map_err(io)? {
-                let grant: super::OAuthGrantRecordV1 = codec::decode(entry.map_err(io)?.1.value())?;
+                let grant = super::provider_records::decode_grant(entry.map_err(io)?.1.value())?;
                 if grant.expires_at_ms >= now_ms {
                     live.push(grant);
                 }
@@ -776,12 +776,12 @@ impl EmbeddedStore {
         })
     }
 
-    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecordV1>, StoreError> {
+    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecord>, StoreError> {
         self.with_db(|db| {
             let tx = db.begin_read().map_err(io)?;
             let table = tx.open_table(OAUTH_GRANTS).map_err(io)?;
             let found = table.get(id).map_err(io)?;
-            found.map(|v| codec::decode(v.value())).transpose()
+            found.map(|v| super::provider_records::decode_grant(v.value())).transpose()
         })
     }
 
@@ -1131,7 +1131,7 @@ fn logouts_of(
     // A scan, as at a ban: only a store with a back-channel client comes here.
     let mut held = Vec::new();
     for entry in grants.iter().map_err(io)? {
-        let grant = codec::decode::<super::OAuthGrantRecordV1>(entry.map_err(io)?.1.value())?;
+        let grant = super::provider_records::decode_grant(entry.map_err(io)?.1.value())?;
         if grant.user_id == Some(user) {
             held.push(grant);
         }
@@ -1253,7 +1253,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                         // them (a scan: bans and resets are rare next to the grants' reads, all from memory).
                         grants
                             .retain(|_, v| {
-                                codec::decode::<super::OAuthGrantRecordV1>(v).map_or(true, |g| g.user_id != Some(*user))
+                                super::provider_records::decode_grant(v).map_or(true, |g| g.user_id != Some(*user))
                             })
                             .map_err(io)?;
                     }
@@ -1589,15 +1589,17 @@ impl EmbeddedStore {
     /// Deletes the sign-in flows, authorization codes and grants past their end at `now_ms`; how many. One pass
     /// over each table, from the housekeeping (a redemption or a refresh deletes only its own record).
     pub fn prune_expired_grants(&self, now_ms: i64) -> Result<usize, StoreError> {
-        fn past<R: Versioned>(
+        /// Deletes the records of `table` that `end` says ended before `now_ms` (and those `decode` cannot read).
+        fn past<R>(
             table: &mut redb::Table<'_, impl redb::Key + 'static, &[u8]>,
             now_ms: i64,
+            decode: fn(&[u8]) -> Result<R, StoreError>,
             end: fn(&R) -> i64,
         ) -> Result<usize, StoreError> {
             let mut pruned = 0;
             table
                 .retain(|_, v| {
-                    let over = codec::decode::<R>(v).map_or(true, |r| end(&r) < now_ms);
+                    let over = decode(v).map_or(true, |r| end(&r) < now_ms);
                     pruned += usize::from(over);
                     !over
                 })
@@ -1606,14 +1608,14 @@ impl EmbeddedStore {
         }
         self.with_db(|db| {
             let tx = db.begin_write().map_err(io)?;
-            let pruned =
-                past::<super::linked::OAuthFlowRecordV1>(&mut tx.open_table(FLOWS).map_err(io)?, now_ms, |f| {
-                    f.expires_at_ms
-                })? + past::<super::OAuthCodeRecordV1>(&mut tx.open_table(OAUTH_CODES).map_err(io)?, now_ms, |c| {
-                    c.expires_at_ms
-                })? + past::<super::OAuthGrantRecordV1>(&mut tx.open_table(OAUTH_GRANTS).map_err(io)?, now_ms, |g| {
-                    g.expires_at_ms
-                })? + prune_devices(&tx, now_ms)?;
+            let flows = codec::decode::<super::linked::OAuthFlowRecordV1>;
+            let codes = codec::decode::<super::OAuthCodeRecordV1>;
+            // Either format of a grant: a grant made in an organization is the second's.
+            let grants = super::provider_records::decode_grant;
+            let pruned = past(&mut tx.open_table(FLOWS).map_err(io)?, now_ms, flows, |f| f.expires_at_ms)?
+                + past(&mut tx.open_table(OAUTH_CODES).map_err(io)?, now_ms, codes, |c| c.expires_at_ms)?
+                + past(&mut tx.open_table(OAUTH_GRANTS).map_err(io)?, now_ms, grants, |g| g.expires_at_ms)?
+                + prune_devices(&tx, now_ms)?;
             if pruned > 0 {
                 tx.commit().map_err(io)?;
             }
@@ -2007,7 +2009,7 @@ mod tests {
             auth_time_ms: 0,
             expires_at_ms,
         };
-        let grant = |id: u8, expires_at_ms| super::super::OAuthGrantRecordV1 {
+        let grant = |id: u8, expires_at_ms| super::super::OAuthGrantRecord {
             id: [id; 16],
             client_id: "c".into(),
             user_id: Some([1; 16]),
@@ -2019,6 +2021,7 @@ mod tests {
             created_at_ms: 0,
             updated_at_ms: 0,
             expires_at_ms,
+            organization: None,
         };
         let flow = |expires_at_ms| super::super::linked::OAuthFlowRecordV1 {
             provider: "p".into(),

@@ -351,7 +351,7 @@ pub enum Ended<'a> {
 pub fn logouts(
     user: [u8; 16],
     ended: Ended<'_>,
-    grants: impl IntoIterator<Item = super::OAuthGrantRecordV1>,
+    grants: impl IntoIterator<Item = super::OAuthGrantRecord>,
     client: &mut dyn FnMut(&str) -> Result<Option<super::ClientRecord>, StoreError>,
 ) -> Result<Vec<WebhookMessageRecordV1>, StoreError> {
     let now = Timestamp::now().as_millis();

@@ -46,7 +46,7 @@ pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use provider_records::{
     ClientRecord, ClientRecordV1, ClientRecordV2, DeviceDecisionV1, OAuthCodeRecordV1, OAuthConsentRecordV1,
-    OAuthDeviceRecordV1, OAuthGrantRecordV1, SigningKeyRecordV1,
+    OAuthDeviceRecordV1, OAuthGrantRecord, OAuthGrantRecordV1, OAuthGrantRecordV2, SigningKeyRecordV1,
 };
 pub use records::{
     AuditRecordV1, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
@@ -257,13 +257,13 @@ pub enum StoreOp {
     /// A user's consent to a client given, widened or narrowed.
     PutOAuthConsent(OAuthConsentRecordV1),
     /// A grant of the identity provider made (a code redeemed, client credentials).
-    PutOAuthGrant(OAuthGrantRecordV1),
+    PutOAuthGrant(OAuthGrantRecord),
     /// A grant's refresh token used: the grant with its new one. Several nodes: refused with
     /// [`Conflict::RefreshUsed`] unless the stored grant's refresh token is still `from`, so a refresh token is
     /// used once across all of them.
     RotateOAuthGrant {
         from: TokenHash,
-        grant: OAuthGrantRecordV1,
+        grant: OAuthGrantRecord,
     },
     /// A grant ended (revoked, or a rotated-out refresh token presented again), with every token it issued.
     DeleteOAuthGrant([u8; 16]),
@@ -387,7 +387,7 @@ pub enum Held<'a> {
         at_ms: i64,
     },
     /// A grant of the identity provider made, or refreshed.
-    PutOAuthGrant(&'a OAuthGrantRecordV1),
+    PutOAuthGrant(&'a OAuthGrantRecord),
     DeleteOAuthGrant([u8; 16]),
 }
 

@@ -734,14 +734,14 @@ impl PgStore {
     }
 
     /// Every grant of the identity provider not past its end.
-    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecordV1>, StoreError> {
+    pub fn oauth_grants(&self, now_ms: i64) -> Result<Vec<super::OAuthGrantRecord>, StoreError> {
         let rows = self.pooled(|c| c.query("SELECT record FROM oauth_grants WHERE expires_at_ms >= $1", &[&now_ms]))?;
-        rows.iter().map(|r| codec::decode(r.get(0))).collect()
+        rows.iter().map(|r| super::provider_records::decode_grant(r.get(0))).collect()
     }
 
-    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecordV1>, StoreError> {
+    pub fn oauth_grant(&self, id: [u8; 16]) -> Result<Option<super::OAuthGrantRecord>, StoreError> {
         let row = self.pooled(|c| c.query_opt("SELECT record FROM oauth_grants WHERE id = $1", &[&id.as_slice()]))?;
-        row.map(|r| codec::decode(r.get(0))).transpose()
+        row.map(|r| super::provider_records::decode_grant(r.get(0))).transpose()
     }
 
     pub fn oauth_consent(
@@ -1275,7 +1275,7 @@ impl Backchannel {
         }
         let mut grants = Vec::new();
         for row in tx.query("SELECT record FROM oauth_grants WHERE user_id = $1", &[&user.as_slice()])? {
-            grants.extend(readable(codec::decode::<super::OAuthGrantRecordV1>(row.get(0))));
+            grants.extend(readable(super::provider_records::decode_grant(row.get(0))));
         }
         let which = if all { super::hooks::Ended::All } else { super::hooks::Ended::Sessions(&ended) };
         let mut failed = None;

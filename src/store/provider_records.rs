@@ -224,9 +224,78 @@ pub struct OAuthGrantRecordV1 {
     pub expires_at_ms: i64,
 }
 
+/// A grant of the identity provider, second format: the first's fields, then the organization that was active in
+/// the session that authorized it, whose claims its tokens carry (with the member's roles as they are at each
+/// issue). Written in the first format when it has none, so a node of the release before reads every other grant
+/// as before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthGrantRecordV2 {
+    pub id: [u8; 16],
+    pub client_id: String,
+    pub user_id: Option<[u8; 16]>,
+    pub session_id: Option<[u8; 16]>,
+    pub scopes: Vec<String>,
+    pub auth_time_ms: i64,
+    pub refresh_hash: Option<[u8; 32]>,
+    pub retired: Vec<[u8; 32]>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub expires_at_ms: i64,
+    /// The session's active organization when the grant was made (`None`: none was, or a client's own grant).
+    pub organization: Option<[u8; 16]>,
+}
+
+/// The grant record this release writes and reads.
+pub type OAuthGrantRecord = OAuthGrantRecordV2;
+
+impl From<OAuthGrantRecordV1> for OAuthGrantRecordV2 {
+    fn from(r: OAuthGrantRecordV1) -> Self {
+        Self {
+            id: r.id,
+            client_id: r.client_id,
+            user_id: r.user_id,
+            session_id: r.session_id,
+            scopes: r.scopes,
+            auth_time_ms: r.auth_time_ms,
+            refresh_hash: r.refresh_hash,
+            retired: r.retired,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            organization: None,
+        }
+    }
+}
+
 impl Versioned for OAuthGrantRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "oauth grant";
+}
+
+impl Versioned for OAuthGrantRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "oauth grant";
+
+    /// A grant without an organization is written in the first format: the second is the first's fields then an
+    /// option, so those bytes are the second's without its trailing `None` (a golden test holds it). Only a grant
+    /// made in an organization needs every node upgraded.
+    fn framed(&self) -> Vec<u8> {
+        let mut bytes = vec![Self::VERSION];
+        bytes.extend(postcard::to_stdvec(self).unwrap_or_default());
+        if self.organization.is_none() {
+            bytes.truncate(bytes.len() - 1);
+            bytes[0] = OAuthGrantRecordV1::VERSION;
+        }
+        bytes
+    }
+}
+
+/// A grant record in either format, as the current one: the first has no organization.
+pub fn decode_grant(bytes: &[u8]) -> Result<OAuthGrantRecord, super::StoreError> {
+    match bytes.first() {
+        Some(&OAuthGrantRecordV1::VERSION) => super::codec::decode::<OAuthGrantRecordV1>(bytes).map(Into::into),
+        _ => super::codec::decode::<OAuthGrantRecordV2>(bytes),
+    }
 }
 
 impl Versioned for OAuthCodeRecordV1 {
@@ -434,6 +503,37 @@ mod tests {
         expected.extend([4, 6, 8]);
         assert_eq!(encode(&grant), expected);
         assert_eq!(decode::<OAuthGrantRecordV1>(&expected).unwrap(), grant);
+    }
+
+    #[test]
+    fn grant_v2_golden_bytes() {
+        let v1 = OAuthGrantRecordV1 {
+            id: [1; 16],
+            client_id: "c".into(),
+            user_id: Some([2; 16]),
+            session_id: None,
+            scopes: vec![],
+            auth_time_ms: 1,
+            refresh_hash: None,
+            retired: vec![],
+            created_at_ms: 2,
+            updated_at_ms: 3,
+            expires_at_ms: 4,
+        };
+        let grant = OAuthGrantRecordV2 { organization: Some([5; 16]), ..v1.clone().into() };
+        let mut expected = vec![2];
+        expected.extend([1; 16]);
+        expected.extend([1, b'c', 1]);
+        expected.extend([2; 16]);
+        expected.extend([0, 0, 2, 0, 0, 4, 6, 8, 1]);
+        expected.extend([5; 16]);
+        assert_eq!(encode(&grant), expected);
+        assert_eq!(decode::<OAuthGrantRecordV2>(&expected).unwrap(), grant);
+        assert_eq!(decode_grant(&expected).unwrap(), grant);
+        // Without one, the first format's bytes, which the release before reads.
+        let plain = OAuthGrantRecordV2 { organization: None, ..grant };
+        assert_eq!(encode(&plain), encode(&v1));
+        assert_eq!(decode_grant(&encode(&v1)).unwrap(), plain);
     }
 
     #[test]

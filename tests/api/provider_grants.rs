@@ -1,11 +1,12 @@
-//! The identity provider's grants as administrators and applications hear of them (issue #46): `oauth_grant.issued`
-//! and `oauth_grant.revoked` in the audit log and as webhook events.
+//! The identity provider's grants (issue #46): the claims of the organization a grant was made in and of the user's
+//! roles in it now; and `oauth_grant.issued` and `oauth_grant.revoked` in the audit log and as webhook events.
 
 use serde_json::{Value, json};
 
 use super::consents::consent_to;
 use super::harness::*;
-use super::provider::{RP, granted, oauth_error, receiver, refresh, register, revoke, token};
+use super::org_plugin::{ok, post};
+use super::provider::{RP, granted, oauth_error, receiver, refresh, register, revoke, token, verified};
 
 /// The webhook bodies `received` holds once there are `n` of them (waiting up to ten seconds).
 async fn events(received: &std::sync::Arc<std::sync::Mutex<Vec<String>>>, n: usize) -> Vec<Value> {
@@ -142,4 +143,68 @@ async fn grants_issued_and_revoked_are_audited_and_announced_without_their_token
         assert_eq!(event["data"]["detail"], entry["detail"], "{event}");
         assert_eq!(event["data"]["actor_id"], entry["actor_id"], "{event}");
     }
+}
+
+/// The `org_*` claims of the access token, the ID token and userinfo of `tokens` (`null` where absent), after
+/// checking both tokens' signatures.
+async fn org_claims(s: &TestServer, tokens: &Value) -> [Value; 3] {
+    let pick = |v: &Value| json!({"org_id": v["org_id"], "org_slug": v["org_slug"], "org_roles": v["org_roles"]});
+    let (_, access) = verified(s, str_of(&tokens["access_token"])).await;
+    let (_, id) = verified(s, str_of(&tokens["id_token"])).await;
+    let bearer = format!("Bearer {}", str_of(&tokens["access_token"]));
+    let r = s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    [pick(&access), pick(&id), pick(&r.json())]
+}
+
+/// With `profile`, a grant made while the session had an active organization carries it (`org_id`, `org_slug`)
+/// and the member's roles (`org_roles`) in the access token, the ID token and userinfo; without `profile`, or
+/// without an active organization, there are none. A refresh keeps the organization but reads the roles again: a
+/// role change shows in the next tokens (and at userinfo at once), a removal takes every `org_*` claim away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_carry_the_active_organization_and_the_members_roles_as_they_are_now() {
+    let s = TestServer::start().await;
+    let admin = s.admin_session().await;
+    let body = json!({"client_name": "Grafana", "redirect_uris": [RP], "skip_consent": true,
+                      "scope": "openid profile email offline_access"});
+    let (id, secret) = register(&s, &admin, body).await;
+    let secret = secret.unwrap();
+    let a = (id.as_str(), secret.as_str());
+    let (ann, bob, cai) = (s.new_user("ann").await, s.new_user("bob").await, s.new_user("cai").await);
+    let org = ok(&post(&s, "create", &ann.cookie, &json!({"name": "Acme", "slug": "acme"})).await);
+    let org = str_of(&org["id"]).to_owned();
+    s.patch_ok(&admin, &json!({"userId": bob.id, "organizationId": org})).await;
+    ok(&post(&s, "set-active", &bob.cookie, &json!({"organizationId": org})).await);
+    let none = json!({"org_id": null, "org_slug": null, "org_roles": null});
+    let of = |roles: Value| json!({"org_id": org, "org_slug": "acme", "org_roles": roles});
+
+    let owner = granted(&s, &ann.cookie, a, "openid profile").await;
+    assert_eq!(org_claims(&s, &owner).await, [of(json!(["owner"])), of(json!(["owner"])), of(json!(["owner"]))]);
+    let tokens = granted(&s, &bob.cookie, a, "openid profile offline_access").await;
+    let member = of(json!(["member"]));
+    assert_eq!(org_claims(&s, &tokens).await, [member.clone(), member.clone(), member]);
+    let unscoped = granted(&s, &bob.cookie, a, "openid email").await;
+    assert_eq!(org_claims(&s, &unscoped).await, [none.clone(), none.clone(), none.clone()], "no profile, no claims");
+    let outside = granted(&s, &cai.cookie, a, "openid profile").await;
+    assert_eq!(org_claims(&s, &outside).await, [none.clone(), none.clone(), none.clone()], "no active organization");
+
+    let members =
+        s.get(&format!("/api/auth/organization/list-members?organizationId={org}")).cookie(&ann.cookie).send().await;
+    let members = ok(&members)["members"].clone();
+    let bobs = members.as_array().unwrap().iter().find(|m| m["userId"] == bob.id.as_str()).unwrap()["id"].clone();
+    let change = json!({"memberId": bobs, "role": ["admin", "member"], "organizationId": org});
+    ok(&post(&s, "update-member-role", &ann.cookie, &change).await);
+    let [access, _, info] = org_claims(&s, &tokens).await;
+    assert_eq!(access, of(json!(["member"])), "a signed token keeps what it was signed with");
+    assert_eq!(info, of(json!(["admin", "member"])), "userinfo reads the membership now");
+    let r = refresh(&s, a, str_of(&tokens["refresh_token"]), None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let tokens = r.json();
+    let both = of(json!(["admin", "member"]));
+    assert_eq!(org_claims(&s, &tokens).await, [both.clone(), both.clone(), both]);
+
+    ok(&post(&s, "remove-member", &ann.cookie, &json!({"memberIdOrEmail": bob.email, "organizationId": org})).await);
+    let r = refresh(&s, a, str_of(&tokens["refresh_token"]), None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(org_claims(&s, &r.json()).await, [none.clone(), none.clone(), none], "a removed member has none");
 }
