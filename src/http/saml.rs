@@ -324,6 +324,7 @@ pub(super) fn new_provider(
         mapping_first_name: text("firstName")?,
         mapping_last_name: text("lastName")?,
         default_role,
+        // `roleMapping` is beside `samlConfig`, not in it: the register handler sets it, as for OpenID Connect.
         role_mapping: None,
     })
 }

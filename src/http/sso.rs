@@ -37,7 +37,7 @@ fn auth_base(state: &AppState, ctx: &Ctx) -> Result<String, Failure> {
 }
 
 /// `POST /api/auth/sso/register` `{providerId, issuer, domain, organizationId, oidcConfig: {clientId,
-/// clientSecret, scopes?, tokenEndpointAuthentication?}, defaultRole?}` → the provider registered.
+/// clientSecret, scopes?, tokenEndpointAuthentication?}, defaultRole?, roleMapping?}` → the provider registered.
 pub async fn register(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
@@ -114,7 +114,7 @@ pub async fn get_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>) ->
 }
 
 /// `POST /api/auth/sso/update-provider` `{providerId, issuer?, domain?, oidcConfig?: {clientId?, clientSecret?,
-/// scopes?, tokenEndpointAuthentication?}, defaultRole?}` → the provider changed.
+/// scopes?, tokenEndpointAuthentication?}, defaultRole?, roleMapping?}` → the provider changed.
 pub async fn update_provider(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = extract::signed_in(state, req.headers()).await?;
     let body = extract::json_object(req, true, state.body_timeout()).await?;
