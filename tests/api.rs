@@ -59,6 +59,7 @@ mod api {
     mod sso;
     mod sso_policy;
     mod stats;
+    mod team_invitations;
     mod teams;
     mod test_command;
     mod two_factor;

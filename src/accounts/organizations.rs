@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use super::{Accounts, Current, DeleteOrgError, Unavailable, UpdateOrgError};
 use crate::actors::orgs::CreateOrgError;
-use crate::actors::users::members::{Caller, CallerSession, Invite, InviteMail};
+use crate::actors::users::members::{Caller, CallerSession, Invite, InviteMail, Lent};
 pub use crate::actors::users::members::{MemberError, Target};
 use crate::domain::{
-    Email, Invitation, InvitationId, MemberId, MemberRoles, Membership, Name, OrgId, OrgRole, Organization, Session,
-    Slug, Timestamp, TokenHash, User, UserId,
+    Email, Invitation, InvitationId, InvitedTeams, MemberId, MemberRoles, Membership, Name, OrgId, OrgRole,
+    Organization, Session, Slug, Timestamp, TokenHash, User, UserId,
 };
 
 /// Why an organization call was refused: better-auth's codes (see [`MemberError`] for the members' own).
@@ -45,6 +45,9 @@ pub enum OrgError {
     EmailVerificationRequired,
     #[error("Inviter is no longer a member of the organization")]
     InviterGone,
+    /// invite-member naming teams while teams are off.
+    #[error("Teams are not enabled")]
+    TeamsNotEnabled,
     #[error(transparent)]
     Member(#[from] MemberError),
     #[error(transparent)]
@@ -305,6 +308,10 @@ impl Accounts {
     /// mail transport the invitation is made all the same and not mailed, as better-auth does without
     /// `sendInvitationEmail`: the invitee finds it in `list-user-invitations`, and the application hears of it
     /// through the `organization.invitation_created` webhook to deliver it itself.
+    ///
+    /// `teams` (the plugin's `teamId`, `None` when not given) are checked in the users actor's order: each a team of
+    /// `org`, not full.
+    #[allow(clippy::too_many_arguments)]
     pub async fn invite(
         &self,
         current: &Current,
@@ -312,8 +319,13 @@ impl Accounts {
         email: Email,
         roles: MemberRoles,
         resend: bool,
+        teams: Option<InvitedTeams>,
         ip: String,
     ) -> Result<Arc<Invitation>, OrgError> {
+        if teams.is_some() && !self.organizations.teams {
+            return Err(OrgError::TeamsNotEnabled);
+        }
+        let (teams, team_limit) = (teams.unwrap_or_default(), self.organizations.maximum_members_per_team);
         let link = self.organizations.invitation_url.clone();
         let mail = self.templates.clone().map(|templates| {
             Box::new(move |i: &Invitation, org_name: &str, inviter: &str| {
@@ -322,13 +334,19 @@ impl Accounts {
         });
         let ttl = Duration::from_secs(self.organizations.invitation_ttl_hours.saturating_mul(3600));
         let limit = self.organizations.invitation_limit;
-        let invite = Invite { org, email, roles, resend, ttl, limit, mail };
+        let invite = Invite { org, email, roles, resend, ttl, limit, mail, teams, team_limit };
         Ok(self.actors.users.invite(Self::caller(current), invite, ip).await?)
     }
 
     /// `accept-invitation`: the invitation is used up, the caller joins and the organization becomes the active
     /// one of the session `token`, in one commit. Accepting never verifies the caller's address: only the mailed
     /// verification link does.
+    ///
+    /// An invitation into teams (teams on) puts the caller in each in that same commit, and with exactly one
+    /// makes it the session's active team. The teams live in the organization's record, which the organizations
+    /// actor writes: it lends the organization to the users actor for this one commit (as it holds an
+    /// organization back while the users actor deletes it), so the membership, the places in the teams and the
+    /// invitation's acceptance are durable together or not at all.
     pub async fn accept_invitation(
         &self,
         current: &Current,
@@ -338,7 +356,24 @@ impl Accounts {
     ) -> Result<(Arc<Invitation>, Arc<Membership>), OrgError> {
         let (caller, email) = (Self::caller_in(current, token), current.user.email_address());
         let limit = self.organizations.membership_limit;
-        Ok(self.actors.users.accept_invitation(caller, id, email, limit, ip).await?)
+        let into_teams =
+            self.indexes.members.invitation(id).filter(|i| self.organizations.teams && !i.teams.is_empty());
+        let Some(org) = into_teams.map(|i| i.org) else {
+            return Ok(self.actors.users.accept_invitation(caller, id, email, limit, None, ip).await?);
+        };
+        let (actors, team_limit) = (self.actors.clone(), self.organizations.maximum_members_per_team);
+        // A task of its own: a caller that goes away mid-way must not end the loan before the users actor has
+        // published what it wrote.
+        let task = self.tasks.spawn(async move {
+            let Some((org, loan)) = actors.orgs.lend(org).await? else {
+                return Err(MemberError::OrganizationNotFound);
+            };
+            let lent = Some(Lent { org, team_limit });
+            let accepted = actors.users.accept_invitation(caller, id, email, limit, lent, ip).await;
+            drop(loan);
+            accepted
+        });
+        Ok(task.await.unwrap_or(Err(MemberError::Unavailable(Unavailable)))?)
     }
 
     /// `reject-invitation`: the invitation to the caller's address, rejected.

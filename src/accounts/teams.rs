@@ -171,7 +171,9 @@ impl Accounts {
     }
 
     /// `remove-team`: removes it with its members' entries, for a member allowed `team:delete`; never the team the
-    /// caller's session works in (`active_team`), nor the organization's last (unless allowed).
+    /// caller's session works in (`active_team`), nor the organization's last (unless allowed). The pending
+    /// invitations naming it name it no more from the same commit on (the organizations actor commits a removal
+    /// through the users actor, which owns the invitations).
     pub async fn remove_team(
         &self,
         current: &Current,

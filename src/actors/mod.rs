@@ -137,17 +137,21 @@ impl System {
         let cell = root.get_cell();
         let sessions =
             sessions::spawn(Arc::clone(&indexes), writer.clone(), sessions_config, clock, cell.clone()).await?;
-        let orgs = orgs::spawn(Arc::clone(&indexes), writer.clone(), sessions.clone(), cell.clone()).await?;
-        let users = users::spawn(indexes, writer, sessions.clone(), attempts, mail, cell).await?;
+        let users =
+            users::spawn(Arc::clone(&indexes), writer.clone(), sessions.clone(), attempts, mail, cell.clone()).await?;
+        // After the users actor: a batch that removes teams is committed through it (with the invitations that
+        // named them), and it never waits for this one.
+        let orgs = orgs::spawn(indexes, writer, sessions.clone(), users.clone(), cell).await?;
         Ok(Self { handles: Handles { users, orgs, sessions }, root })
     }
 
-    /// Lets every actor finish what is in its mailbox, then stops them. Users first: a ban in flight still
-    /// needs the sessions actor to end that user's sessions.
+    /// Lets every actor finish what is in its mailbox, then stops them. Organizations first (a team removed in
+    /// flight still needs the users actor to commit it), then users: a ban in flight still needs the sessions
+    /// actor to end that user's sessions.
     pub async fn stop(self) {
         let Handles { users, orgs, sessions } = self.handles;
-        users.drain().await;
         orgs.drain().await;
+        users.drain().await;
         sessions.drain().await;
         self.root.stop(None);
     }

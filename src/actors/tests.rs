@@ -573,3 +573,125 @@ async fn a_full_mailbox_refuses_at_once_and_sheds_what_expired() {
     }
     assert_eq!(w.indexes.orgs.len(), 1);
 }
+
+/// An organization with one team (nobody in it), and a pending invitation of `user@example.com` into that team.
+fn org_and_invitation(inviter: UserId) -> (Organization, crate::domain::Invitation) {
+    use crate::domain::{InvitationId, InvitationStatus, InvitedTeams, MemberRoles, OrgRole, Team, TeamId};
+    let now = Timestamp::now();
+    let team = Team {
+        id: TeamId::new(),
+        name: Name::parse("Ward").unwrap(),
+        created_at: now,
+        updated_at: None,
+        members: vec![],
+    };
+    let org = Organization {
+        id: OrgId::new(),
+        name: Name::parse("Org").unwrap(),
+        slug: Slug::parse("org").unwrap(),
+        logo: None,
+        metadata: None,
+        created_at: now,
+        teams: vec![team.clone()],
+        roles: Vec::new(),
+        require_sso: false,
+    };
+    let invitation = crate::domain::Invitation {
+        id: InvitationId::random(),
+        org: org.id,
+        email: Email::parse("user@example.com").unwrap(),
+        roles: MemberRoles::one(OrgRole::Member),
+        inviter,
+        status: InvitationStatus::Pending,
+        expires_at: now.plus(Duration::from_secs(3600)),
+        created_at: now,
+        teams: InvitedTeams::new([team.id]),
+    };
+    (org, invitation)
+}
+
+/// The world with [`org_and_invitation`] on disk: the organization and the invitation.
+async fn world_with_an_invitation_into_a_team() -> (World, Organization, crate::domain::Invitation) {
+    let (org, invitation) = org_and_invitation(UserId::new());
+    let ops = vec![
+        StoreOp::PutOrg(convert::org_record(&org)),
+        StoreOp::PutInvitation(convert::invitation_record(&invitation)),
+    ];
+    let policy = AttemptPolicy { max_failures: 10, window: Duration::from_secs(60), shared: false };
+    (world_with_more(policy, move |_| ops).await, org, invitation)
+}
+
+fn joiner(user: UserId) -> super::users::members::Caller {
+    super::users::members::Caller { user, actor: user, global_admin: false, session: None }
+}
+
+/// Accepting an invitation into a team writes the membership, the invitation's acceptance and the organization's
+/// new version (the user in the team) in one commit, and while the organizations actor has lent the
+/// organization it changes nothing (a team created meanwhile waits, then builds on the lent version's successor).
+#[tokio::test]
+async fn an_acceptance_into_a_team_is_one_commit_and_the_lending_actor_waits_for_it() {
+    use super::orgs::teams::TeamCaller;
+    use super::users::members::Lent;
+    let (mut w, org, invitation) = world_with_an_invitation_into_a_team().await;
+    let (orgs, users) = (w.system.handles.orgs.clone(), w.system.handles.users.clone());
+    let (lent, loan) = orgs.lend(org.id).await.unwrap().expect("the organization is lent");
+
+    // Another change of the organization waits for the loan to end.
+    let mut creating = tokio::spawn({
+        let orgs = orgs.clone();
+        let caller = TeamCaller { by: w.admin, ip: String::new() };
+        async move { orgs.create_team(org.id, Name::parse("Nights").unwrap(), None, caller).await }
+    });
+    assert!(tokio::time::timeout(QUIET, &mut creating).await.is_err(), "a change while the organization is lent");
+
+    let user = w.user;
+    let accepting = tokio::spawn(async move {
+        let lent = Some(Lent { org: lent, team_limit: None });
+        let email = Email::parse("user@example.com").unwrap();
+        users.accept_invitation(joiner(user), invitation.id, email, 100, lent, String::new()).await
+    });
+    let write = w.disk.next(PATIENCE).await.expect("the acceptance is written");
+    let kinds: Vec<&str> = write
+        .ops()
+        .iter()
+        .filter_map(|op| match op {
+            StoreOp::PutOrg(_) => Some("organization"),
+            StoreOp::PutMember(_) => Some("membership"),
+            StoreOp::PutInvitation(_) => Some("invitation"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["invitation", "organization", "membership"], "one commit: {:?}", write.ops());
+    write.commit();
+    let (accepted, member) = accepting.await.unwrap().unwrap();
+    assert_eq!((accepted.status, member.user), (crate::domain::InvitationStatus::Accepted, user));
+    let published = w.indexes.orgs.get(org.id).unwrap();
+    assert!(published.teams[0].members.iter().any(|m| m.user == user && m.stands(Some(&member))));
+
+    drop(loan);
+    w.disk.next(PATIENCE).await.expect("the team created after the loan is written").commit();
+    creating.await.unwrap().unwrap();
+    let after = w.indexes.orgs.get(org.id).unwrap();
+    assert_eq!(after.teams.len(), 2);
+    assert!(after.teams[0].members.iter().any(|m| m.user == user), "the place in the team kept: {after:?}");
+}
+
+/// A team the invitation names that the organization no longer has: refused before anything is written, the
+/// invitation still pending (remove-team takes a team out of pending invitations, so this is the race of an
+/// acceptance with a removal, which the plugin answers the same).
+#[tokio::test]
+async fn an_acceptance_into_a_team_gone_writes_nothing_and_leaves_the_invitation_pending() {
+    use super::users::members::{Lent, MemberError};
+    let (mut w, org, invitation) = world_with_an_invitation_into_a_team().await;
+    let (orgs, users) = (w.system.handles.orgs.clone(), w.system.handles.users.clone());
+    let (lent, loan) = orgs.lend(org.id).await.unwrap().unwrap();
+    let without = Arc::new(Organization { teams: Vec::new(), ..Organization::clone(&lent) });
+    let email = Email::parse("user@example.com").unwrap();
+    let lent = Some(Lent { org: without, team_limit: None });
+    let refused = users.accept_invitation(joiner(w.user), invitation.id, email, 100, lent, String::new()).await;
+    assert_eq!(refused.unwrap_err(), MemberError::TeamNotFound);
+    drop(loan);
+    assert!(w.disk.next(QUIET).await.is_none(), "something was written");
+    assert!(w.indexes.members.get(org.id, w.user).is_none());
+    assert!(w.indexes.members.invitation(invitation.id).unwrap().is_open(Timestamp::now()));
+}

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use super::{CustomRole, Email, Grants, InvitationId, MemberId, OrgId, Permissions, RoleName, Timestamp, UserId};
+use super::{
+    CustomRole, Email, Grants, InvitationId, MemberId, OrgId, Permissions, RoleName, TeamId, Timestamp, UserId,
+};
 
 /// One of an organization's roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -263,12 +265,63 @@ pub struct Invitation {
     pub status: InvitationStatus,
     pub expires_at: Timestamp,
     pub created_at: Timestamp,
+    /// The teams accepting puts the invitee in (teams on; empty otherwise).
+    pub teams: InvitedTeams,
 }
 
 impl Invitation {
     /// Pending and not expired at `now`: the only kind that can be accepted, rejected or shown to its recipient.
     pub fn is_open(&self, now: Timestamp) -> bool {
         self.status == InvitationStatus::Pending && self.expires_at > now
+    }
+}
+
+/// The teams an invitation puts its invitee in (the plugin's `invitation.teamId`, its ids joined by commas): each
+/// at most once, in the order the inviter named them. Empty: into no team (`teamId: null`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InvitedTeams(Vec<TeamId>);
+
+impl InvitedTeams {
+    /// `ids` in their order, a repeated one kept once (the plugin would store it twice and, accepting, add the
+    /// invitee to it once but count two teams, so not make it the active one).
+    pub fn new(ids: impl IntoIterator<Item = TeamId>) -> Self {
+        let mut teams: Vec<TeamId> = Vec::new();
+        for id in ids {
+            if !teams.contains(&id) {
+                teams.push(id);
+            }
+        }
+        Self(teams)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = TeamId> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The one team named, when there is exactly one (accepting makes it the session's active team).
+    pub fn only(&self) -> Option<TeamId> {
+        match self.0.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// The same teams but `team` (a removed team leaves the invitations that named it).
+    pub fn without(&self, team: TeamId) -> Self {
+        Self(self.0.iter().copied().filter(|t| *t != team).collect())
+    }
+
+    pub fn contains(&self, team: TeamId) -> bool {
+        self.0.contains(&team)
+    }
+
+    /// The plugin's `teamId`: the ids joined by commas, `None` for no team.
+    pub fn joined(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| self.0.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))
     }
 }
 
@@ -318,5 +371,16 @@ mod tests {
         let (org, user) = (OrgId::new(), UserId::new());
         assert_eq!(MemberId::of(org, user), MemberId::of(org, user));
         assert_ne!(MemberId::of(org, user), MemberId::of(org, UserId::new()));
+    }
+
+    #[test]
+    fn invited_teams_keep_their_order_once_each_and_join_with_commas() {
+        let (a, b) = (TeamId::new(), TeamId::new());
+        let teams = InvitedTeams::new([a, b, a]);
+        assert_eq!(teams.joined(), Some(format!("{a},{b}")));
+        assert_eq!(teams.only(), None);
+        assert_eq!(teams.without(a).only(), Some(b));
+        assert_eq!(teams.without(a).without(b).joined(), None, "none left: `teamId: null`");
+        assert!(InvitedTeams::default().is_empty());
     }
 }

@@ -41,7 +41,7 @@ pub use ids::{
 };
 pub use image_url::{ImageUrl, ImageUrlError};
 pub use mail::{CodePurpose, LinkAddress, Mail, OneTimeToken, TokenKind, email_code_hash, email_code_key, requester};
-pub use membership::{Invitation, InvitationStatus, MemberRoles, Membership, OrgRole, RolesError};
+pub use membership::{Invitation, InvitationStatus, InvitedTeams, MemberRoles, Membership, OrgRole, RolesError};
 pub use name::{Name, NameError};
 pub use org_role::{CustomRole, Grants, RoleName, RoleNameError};
 pub use passkey::{Ceremony, CeremonyKind, Passkey, cose_key};

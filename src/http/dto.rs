@@ -630,8 +630,9 @@ pub struct PluginInvitation<'a> {
     pub organization_slug: Option<&'a str>,
     pub role: String,
     pub status: &'static str,
-    /// Teams are not served: always `null`.
-    pub team_id: (),
+    /// The teams accepting puts the invitee in, as the plugin writes them: their ids joined by commas; `null`
+    /// for none (always, with teams off).
+    pub team_id: Option<String>,
 }
 
 impl<'a> From<&'a Invitation> for PluginInvitation<'a> {
@@ -648,7 +649,7 @@ impl<'a> From<&'a Invitation> for PluginInvitation<'a> {
             organization_slug: None,
             role: i.roles.to_string(),
             status: i.status.as_str(),
-            team_id: (),
+            team_id: i.teams.joined(),
         }
     }
 }
@@ -1048,6 +1049,11 @@ mod tests {
                 inviter: account.id,
                 expires_at: now,
                 created_at: now,
+                // Into no team (`teamId: null`), and into two.
+                teams: match metadata {
+                    None => domain::InvitedTeams::default(),
+                    Some(_) => domain::InvitedTeams::new([domain::TeamId::new(), domain::TeamId::new()]),
+                },
             };
             same_as_json(&PluginOrganization::from(&org));
             same_as_json(&PluginOrganization {

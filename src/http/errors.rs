@@ -454,6 +454,8 @@ impl From<MemberError> for Failure {
             MemberError::MembershipLimitReached => (S::FORBIDDEN, "ORGANIZATION_MEMBERSHIP_LIMIT_REACHED"),
             MemberError::NotAllowedToCancel => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_CANCEL_THIS_INVITATION"),
             MemberError::OutboxFull => (S::SERVICE_UNAVAILABLE, "MAIL_OUTBOX_FULL"),
+            MemberError::TeamNotFound => (S::BAD_REQUEST, "TEAM_NOT_FOUND"),
+            MemberError::TeamFull => (S::FORBIDDEN, "TEAM_MEMBER_LIMIT_REACHED"),
             MemberError::Unavailable(u) => return u.into(),
         };
         Self::new(status, code, e.to_string())
@@ -548,6 +550,7 @@ impl From<OrgError> for Failure {
             OrgError::NotAllowedToListInvitations => (S::FORBIDDEN, "YOU_ARE_NOT_ALLOWED_TO_LIST_INVITATIONS"),
             OrgError::EmailVerificationRequired => (S::FORBIDDEN, "EMAIL_VERIFICATION_REQUIRED_FOR_INVITATION"),
             OrgError::InviterGone => (S::BAD_REQUEST, "INVITER_IS_NO_LONGER_A_MEMBER_OF_THE_ORGANIZATION"),
+            OrgError::TeamsNotEnabled => (S::BAD_REQUEST, "BAD_REQUEST"),
             OrgError::Member(m) => return (*m).into(),
             OrgError::Unavailable(u) => return (*u).into(),
         };

@@ -22,8 +22,8 @@ use super::fields::validated_name;
 use super::response::{Body, Failure, json_bytes, ok};
 use crate::accounts::{Current, MemberError, OrgError, OrgRef, Target};
 use crate::domain::{
-    Email, Invitation, InvitationId, MemberId, MemberRoles, Membership, OrgId, Organization, RolesError, SessionToken,
-    Slug, User,
+    Email, Invitation, InvitationId, InvitedTeams, MemberId, MemberRoles, Membership, OrgId, Organization, RolesError,
+    SessionToken, Slug, TeamId, User,
 };
 
 // --- answers --------------------------------------------------------------------------------------------------
@@ -441,19 +441,38 @@ pub async fn has_permission(state: &AppState, _: Ctx, req: Request<Incoming>) ->
 
 // --- invitations -------------------------------------------------------------------------------------------------
 
-/// `POST invite-member` `{email, role, organizationId?, resend?}`: the invitation; its mail is in the outbox.
+/// `POST invite-member` `{email, role, organizationId?, resend?, teamId?}`: the invitation; its mail is in the
+/// outbox.
 pub async fn invite_member(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let (_, current) = signed_in(state, &req).await?;
     let body = body(state, req, &["email", "role", "organizationId", "resend", "teamId"]).await?;
-    if body.get("teamId").is_some_and(|t| !t.is_null()) {
-        return Err(Failure::bad_request("BAD_REQUEST", "Teams are not enabled"));
-    }
+    let teams = invited_teams(body.get("teamId"))?;
     let org = named_id(&current, body.optional_string("organizationId")?, OrgError::NotFound)?;
     let email = Email::parse(body.string("email")?).map_err(|_| super::fields::invalid_email())?;
     let new_roles = roles(body.get("role"))?;
     let resend = body.optional_bool("resend")?.unwrap_or(false);
-    let sent = state.accounts.invite(&current, org, email, new_roles, resend, ip(&ctx)).await?;
+    let sent = state.accounts.invite(&current, org, email, new_roles, resend, teams, ip(&ctx)).await?;
     Ok(ok(&invitation(&sent)))
+}
+
+/// invite-member's `teamId`: one id or a list (`None` when absent or `null`; `""` and `[]` name no team, as the
+/// plugin reads them). An id holding a comma cannot be stored in the plugin's comma-joined field; one that is no
+/// UUID names no team (refused as such once the organization's teams are looked at, in the plugin's order).
+fn invited_teams(value: Option<&Value>) -> Result<Option<InvitedTeams>, Failure> {
+    let ids: Vec<&str> = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Vec::new(),
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(list)) if list.iter().all(Value::is_string) => {
+            list.iter().filter_map(Value::as_str).collect()
+        }
+        _ => return Err(Failure::validation("[body.teamId] Invalid input: expected string or array of strings")),
+    };
+    if ids.iter().any(|id| id.contains(',')) {
+        return Err(Failure::bad_request("INVALID_TEAM_ID", "Team id contains a reserved character"));
+    }
+    let nobody = TeamId::from_bytes([0; 16]);
+    Ok(Some(InvitedTeams::new(ids.into_iter().map(|id| TeamId::parse(id).unwrap_or(nobody)))))
 }
 
 fn invitation_id(raw: &str) -> Result<InvitationId, Failure> {

@@ -24,12 +24,12 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use crate::domain::{
-    BanReason, Email, EmailDomain, ImageUrl, InvitationId, InvitationStatus, MemberRoles, Name, OrgId, RoleMapping,
-    RoleSet, Slug, SsoProviderId, TeamId, Timestamp, UserId,
+    BanReason, Email, EmailDomain, ImageUrl, InvitationId, InvitationStatus, InvitedTeams, MemberRoles, Name, OrgId,
+    RoleMapping, RoleSet, Slug, SsoProviderId, TeamId, Timestamp, UserId,
 };
 use crate::scim::Scopes as ScimScopes;
 use crate::store::{
-    FaultSwitch, InvitationRecordV1, MembershipRecord, OrgRecord, RoleMappingV1, SamlConfigV1, ScimGroupRecordV1,
+    FaultSwitch, InvitationRecord, MembershipRecord, OrgRecord, RoleMappingV1, SamlConfigV1, ScimGroupRecordV1,
     ScimTokenRecordV1, ScimUserRecordV1, SsoProviderRecord, StoreOp, TeamMemberRecordV1, TeamRecordV1, UserRecord,
 };
 
@@ -97,6 +97,10 @@ enum Line {
         inviter_id: String,
         expires_at: String,
         created_at: String,
+        /// The teams of its organization that accepting puts the invitee in, as the plugin's `teamId`: their ids
+        /// joined by commas; absent for none (and in files written before invitations carried teams).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        team_id: Option<String>,
     },
     /// An organization's single sign-on provider (`@better-auth/sso`): OpenID Connect (`oidc`) or SAML 2.0
     /// (`saml`). A pending DNS verification is not carried (it is asked for again); the OIDC client secret is
@@ -563,9 +567,20 @@ impl Seen {
                     custom: Vec::new(),
                 }))
             }
-            Line::Invitation { id, organization_id, email, role, status, inviter_id, expires_at, created_at } => {
+            Line::Invitation {
+                id,
+                organization_id,
+                email,
+                role,
+                status,
+                inviter_id,
+                expires_at,
+                created_at,
+                team_id,
+            } => {
                 let id = InvitationId::parse(&id).ok_or("invitation id is not a UUID")?.to_bytes();
                 let org = self.org(&organization_id)?;
+                let teams = self.invited_teams(org, team_id.as_deref())?;
                 let email = Email::parse(&email).map_err(|_| format!("email: invalid e-mail {email:?}"))?;
                 let roles = member_roles(&role)?;
                 let (expires_at_ms, created_at_ms) =
@@ -585,7 +600,7 @@ impl Seen {
                     return Err("duplicate invitation id".into());
                 }
                 self.new_invitations += 1;
-                Ok(StoreOp::PutInvitation(InvitationRecordV1 {
+                Ok(StoreOp::PutInvitation(InvitationRecord {
                     id,
                     org,
                     email: email.to_string(),
@@ -594,6 +609,7 @@ impl Seen {
                     status: status.code(),
                     expires_at_ms,
                     created_at_ms,
+                    teams,
                 }))
             }
             Line::SsoProvider {
@@ -860,6 +876,21 @@ impl Seen {
         }
         Ok(org)
     }
+
+    /// An invitation's `team_id` (ids joined by commas): each a team of its organization `org`, as invite-member
+    /// checks it.
+    fn invited_teams(&self, org: [u8; 16], joined: Option<&str>) -> Result<Vec<[u8; 16]>, String> {
+        let ids = joined.filter(|j| !j.is_empty()).map(|j| j.split(',').collect::<Vec<_>>()).unwrap_or_default();
+        let mut teams = Vec::new();
+        for raw in ids {
+            let team = TeamId::parse(raw).ok_or_else(|| format!("team_id: {raw:?} is not a UUID"))?;
+            if !self.team_orgs.contains(&(org, team.to_bytes())) {
+                return Err(format!("team_id: {raw} names no team of the organization"));
+            }
+            teams.push(team);
+        }
+        Ok(InvitedTeams::new(teams).iter().map(|t| t.to_bytes()).collect())
+    }
 }
 
 fn member_roles(role: &str) -> Result<MemberRoles, String> {
@@ -1018,7 +1049,7 @@ fn member_line(m: &MembershipRecord) -> Line {
     }
 }
 
-fn invitation_line(i: &InvitationRecordV1) -> Line {
+fn invitation_line(i: &InvitationRecord) -> Line {
     Line::Invitation {
         id: uuid(i.id),
         organization_id: uuid(i.org),
@@ -1028,6 +1059,7 @@ fn invitation_line(i: &InvitationRecordV1) -> Line {
         inviter_id: uuid(i.inviter),
         expires_at: Timestamp::from_millis(i.expires_at_ms).to_rfc3339(),
         created_at: Timestamp::from_millis(i.created_at_ms).to_rfc3339(),
+        team_id: InvitedTeams::new(i.teams.iter().copied().map(TeamId::from_bytes)).joined(),
     }
 }
 
@@ -1122,7 +1154,14 @@ mod tests {
                 created_at_ms: 5,
                 logo: Some("https://example.com/logo.png".into()),
                 metadata: Some(r#"{"branch":7}"#.into()),
-                teams: Vec::new(),
+                // A team, that the invitation below names.
+                teams: vec![TeamRecordV1 {
+                    id: [n + 40; 16],
+                    name: "Ward".into(),
+                    created_at_ms: 5,
+                    updated_at_ms: None,
+                    members: Vec::new(),
+                }],
                 roles: Vec::new(),
                 require_sso: false,
             })
@@ -1136,7 +1175,7 @@ mod tests {
                 custom: Vec::new(),
             })
         };
-        let invitation = StoreOp::PutInvitation(InvitationRecordV1 {
+        let invitation = StoreOp::PutInvitation(InvitationRecord {
             id: *uuid::Uuid::new_v4().as_bytes(),
             org: [9; 16],
             email: "new@example.com".into(),
@@ -1145,6 +1184,7 @@ mod tests {
             status: 3,
             expires_at_ms: 1_000_000,
             created_at_ms: 8,
+            teams: vec![[49; 16]],
         });
         Store::open(&a.data_dir)
             .unwrap()
@@ -1171,12 +1211,23 @@ mod tests {
         assert!(of("membership").iter().any(|m| m["role"] == "admin,member" && m["user_id"] == uuid([1; 16])));
         assert_eq!(of("invitation")[0]["status"], "canceled");
         assert_eq!(of("invitation")[0]["role"], "admin");
+        assert_eq!(of("invitation")[0]["team_id"], uuid([49; 16]), "the plugin's teamId");
         assert_eq!(of("organization")[0]["metadata"], r#"{"branch":7}"#);
         assert_eq!(import(&b, &first).unwrap(), "imported 2 organizations, 2 users, 3 memberships and 1 invitations");
         export(&b, Some(&second)).unwrap();
         assert_eq!(text, std::fs::read_to_string(&second).unwrap());
         let loaded = Store::open(&b.data_dir).unwrap().load().unwrap();
         assert_eq!((loaded.members.len(), loaded.invitations.len()), (3, 1));
+        assert_eq!(loaded.invitations[0].teams, [[49; 16]]);
+        // An invitation into a team of another organization is refused.
+        let stray_team = dir.path().join("stray-team.jsonl");
+        let other_team = |l: &str| match l.contains("\"invitation\"") {
+            true => l.replace(&uuid([49; 16]), &uuid([48; 16])),
+            false => l.to_owned(),
+        };
+        std::fs::write(&stray_team, text.lines().map(other_team).collect::<Vec<_>>().join("\n")).unwrap();
+        let refused = import(&config(dir.path(), "c"), &stray_team).unwrap_err().to_string();
+        assert!(refused.contains("names no team of the organization"), "{refused}");
 
         // A membership of an account the file does not hold, and one twice, are refused with everything else.
         let bad = dir.path().join("bad.jsonl");

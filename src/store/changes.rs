@@ -134,7 +134,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<StoreOp>, StoreError> {
                 Wire::DeleteSessionsOf(user, except) => StoreOp::DeleteSessionsOf { user, except },
                 Wire::PutMember(b) => StoreOp::PutMember(codec::decode_member(&b)?),
                 Wire::DeleteMember(org, user) => StoreOp::DeleteMember(org, user),
-                Wire::PutInvitation(b) => StoreOp::PutInvitation(codec::decode(&b)?),
+                Wire::PutInvitation(b) => StoreOp::PutInvitation(codec::decode_invitation(&b)?),
                 Wire::DeleteInvitation(id) => StoreOp::DeleteInvitation(id),
                 Wire::PutAccount(b) => StoreOp::PutAccount(codec::decode(&b)?),
                 Wire::DeleteAccount(id, user) => StoreOp::DeleteAccount { id, user },
@@ -220,7 +220,7 @@ mod tests {
     /// the other nodes apply what this node holds, nothing more or less.
     #[test]
     fn an_entry_carries_every_held_op_and_only_those() {
-        use crate::store::records::{InvitationRecordV1, MembershipRecord, SessionRecordV3, TokenRecordV3};
+        use crate::store::records::{InvitationRecord, MembershipRecord, SessionRecordV3, TokenRecordV3};
         let session: crate::store::SessionRecord = SessionRecordV3 {
             id: [1; 16],
             user_id: [2; 16],
@@ -235,7 +235,8 @@ mod tests {
         }
         .into();
         let member = MembershipRecord { org: [4; 16], user: [2; 16], roles: 1, created_at_ms: 1, custom: Vec::new() };
-        let invitation = InvitationRecordV1 {
+        // Into a team: the other nodes learn of the invitation's teams too.
+        let invitation = InvitationRecord {
             id: [7; 16],
             org: [4; 16],
             email: "a@b.c".into(),
@@ -244,6 +245,7 @@ mod tests {
             status: 0,
             expires_at_ms: 9,
             created_at_ms: 1,
+            teams: vec![[8; 16]],
         };
         let token: crate::store::TokenRecord = TokenRecordV3 {
             kind: 1,

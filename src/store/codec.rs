@@ -31,10 +31,11 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecord, MembershipRecordV1, MembershipRecordV2, OrgRecord,
-    OrgRecordV1, OrgRecordV2, OrgRecordV3, OrgRecordV4, OrgRecordV5, OutboxRecordV1, SessionRecord, SessionRecordV1,
-    SessionRecordV2, SessionRecordV3, SessionRecordV4, TokenRecord, TokenRecordV1, TokenRecordV2, TokenRecordV3,
-    TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3, UserRecordV4, UserRecordV5,
+    AuditRecordV1, InvitationRecord, InvitationRecordV1, InvitationRecordV2, MembershipRecord, MembershipRecordV1,
+    MembershipRecordV2, OrgRecord, OrgRecordV1, OrgRecordV2, OrgRecordV3, OrgRecordV4, OrgRecordV5, OutboxRecordV1,
+    SessionRecord, SessionRecordV1, SessionRecordV2, SessionRecordV3, SessionRecordV4, TokenRecord, TokenRecordV1,
+    TokenRecordV2, TokenRecordV3, TokenRecordV4, TokenRecordV5, UserRecord, UserRecordV1, UserRecordV2, UserRecordV3,
+    UserRecordV4, UserRecordV5,
 };
 #[cfg(test)]
 use super::records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
@@ -128,6 +129,14 @@ pub fn decode_org(bytes: &[u8]) -> Result<OrgRecord, StoreError> {
         Some(&OrgRecordV3::VERSION) => decode::<OrgRecordV3>(bytes).map(Into::into),
         Some(&OrgRecordV4::VERSION) => decode::<OrgRecordV4>(bytes).map(Into::into),
         _ => decode::<OrgRecordV5>(bytes),
+    }
+}
+
+/// An invitation record in either format, as the current one: the first names no team.
+pub fn decode_invitation(bytes: &[u8]) -> Result<InvitationRecord, StoreError> {
+    match bytes.first() {
+        Some(&InvitationRecordV1::VERSION) => decode::<InvitationRecordV1>(bytes).map(Into::into),
+        _ => decode::<InvitationRecordV2>(bytes),
     }
 }
 
@@ -226,6 +235,24 @@ impl Versioned for MembershipRecordV1 {
 impl Versioned for InvitationRecordV1 {
     const VERSION: u8 = 1;
     const KIND: &'static str = "invitation";
+}
+
+impl Versioned for InvitationRecordV2 {
+    const VERSION: u8 = 2;
+    const KIND: &'static str = "invitation";
+
+    /// An invitation into no team is written in the first format, which the previous release reads: the second is
+    /// the first's fields then one list, so those bytes are the second's without the empty list's one byte (a
+    /// golden test holds it). Only an invitation naming a team needs every node upgraded.
+    fn framed(&self) -> Vec<u8> {
+        let mut bytes = vec![Self::VERSION];
+        bytes.extend(postcard::to_stdvec(self).unwrap_or_default());
+        if self.teams.is_empty() {
+            bytes.truncate(bytes.len() - 1);
+            bytes[0] = InvitationRecordV1::VERSION;
+        }
+        bytes
+    }
 }
 
 impl Versioned for OrgRecordV1 {
@@ -606,9 +633,9 @@ mod tests {
         assert_eq!(decode::<MembershipRecordV1>(&expected).unwrap(), m);
     }
 
-    #[test]
-    fn invitation_golden_bytes() {
-        let i = InvitationRecordV1 {
+    /// The invitation the golden bytes pin; its second format adds teams to it.
+    fn invitation_v1() -> InvitationRecordV1 {
+        InvitationRecordV1 {
             id: [1; 16],
             org: [2; 16],
             email: "a@b".into(),
@@ -617,7 +644,12 @@ mod tests {
             status: 1,
             expires_at_ms: 2,
             created_at_ms: 1,
-        };
+        }
+    }
+
+    #[test]
+    fn invitation_golden_bytes() {
+        let i = invitation_v1();
         let mut expected = vec![1];
         expected.extend([1; 16]);
         expected.extend([2; 16]);
@@ -626,6 +658,22 @@ mod tests {
         expected.extend([1, 4, 2]);
         assert_eq!(encode(&i), expected);
         assert_eq!(decode::<InvitationRecordV1>(&expected).unwrap(), i);
+    }
+
+    #[test]
+    fn invitation_v2_golden_bytes_and_written_only_with_teams() {
+        let v1 = invitation_v1();
+        let bare = InvitationRecordV2::from(v1.clone());
+        assert_eq!(encode(&bare), encode(&v1), "no team: the first format's bytes");
+        assert_eq!(decode_invitation(&encode(&v1)).unwrap(), bare);
+        let v2 = InvitationRecordV2 { teams: vec![[4; 16], [5; 16]], ..bare };
+        let mut expected = encode(&v1);
+        expected[0] = 2;
+        expected.push(2);
+        expected.extend([4; 16]);
+        expected.extend([5; 16]);
+        assert_eq!(encode(&v2), expected);
+        assert_eq!(decode_invitation(&expected).unwrap(), v2);
     }
 
     /// The session the golden bytes pin; its later formats name the same user.
@@ -906,7 +954,9 @@ mod tests {
                     created_at_ms: 0,
                 }))[0],
             ),
-            (InvitationRecordV1::KIND, InvitationRecordV1::VERSION),
+            // An invitation into no team (every one unless teams are turned on, which docs/cluster.md says to do
+            // only once every node runs this release).
+            (InvitationRecord::KIND, encode(&InvitationRecord::from(invitation_v1()))[0]),
             (LinkedAccountRecordV1::KIND, LinkedAccountRecordV1::VERSION),
         ];
         assert_eq!(written, previous_reads);

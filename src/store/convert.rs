@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use super::StoreError;
 use super::records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRoleRecordV1, OutboxRecordV1, SessionRecord,
+    AuditRecordV1, InvitationRecord, MembershipRecord, OrgRecord, OrgRoleRecordV1, OutboxRecordV1, SessionRecord,
     TeamMemberRecordV1, TeamRecordV1, TokenRecord, TwoFactorRecordV1, UserRecord,
 };
 use crate::domain::{
-    AuditEntry, AuditId, CustomRole, Email, Grants, Invitation, InvitationId, InvitationStatus, LinkAddress, Mail,
-    MailId, MemberRoles, Membership, Name, OneTimeToken, OrgId, Organization, RoleId, RoleName, RoleSet, Session,
-    SessionId, SessionRare, Slug, Team, TeamId, TeamMember, Timestamp, TokenKind, TwoFactor, User, UserAgent,
-    UserFields, UserId,
+    AuditEntry, AuditId, CustomRole, Email, Grants, Invitation, InvitationId, InvitationStatus, InvitedTeams,
+    LinkAddress, Mail, MailId, MemberRoles, Membership, Name, OneTimeToken, OrgId, Organization, RoleId, RoleName,
+    RoleSet, Session, SessionId, SessionRare, Slug, Team, TeamId, TeamMember, Timestamp, TokenKind, TwoFactor, User,
+    UserAgent, UserFields, UserId,
 };
 
 pub fn user_record(user: &User) -> UserRecord {
@@ -175,8 +175,8 @@ pub fn membership(r: &MembershipRecord) -> Membership {
     )
 }
 
-pub fn invitation_record(i: &Invitation) -> InvitationRecordV1 {
-    InvitationRecordV1 {
+pub fn invitation_record(i: &Invitation) -> InvitationRecord {
+    InvitationRecord {
         id: i.id.to_bytes(),
         org: i.org.to_bytes(),
         email: i.email.as_str().to_owned(),
@@ -185,10 +185,11 @@ pub fn invitation_record(i: &Invitation) -> InvitationRecordV1 {
         status: i.status.code(),
         expires_at_ms: i.expires_at.as_millis(),
         created_at_ms: i.created_at.as_millis(),
+        teams: i.teams.iter().map(TeamId::to_bytes).collect(),
     }
 }
 
-pub fn invitation(r: &InvitationRecordV1) -> Invitation {
+pub fn invitation(r: &InvitationRecord) -> Invitation {
     Invitation {
         id: InvitationId::from_bytes(r.id),
         org: OrgId::from_bytes(r.org),
@@ -198,6 +199,7 @@ pub fn invitation(r: &InvitationRecordV1) -> Invitation {
         status: InvitationStatus::from_code(r.status),
         expires_at: Timestamp::from_millis(r.expires_at_ms),
         created_at: Timestamp::from_millis(r.created_at_ms),
+        teams: InvitedTeams::new(r.teams.iter().copied().map(TeamId::from_bytes)),
     }
 }
 
@@ -513,6 +515,7 @@ mod tests {
             status: InvitationStatus::Rejected,
             expires_at: now,
             created_at: now,
+            teams: InvitedTeams::new([TeamId::new(), TeamId::new()]),
         };
         assert_eq!(invitation(&invitation_record(&i)), i);
         let a = AuditEntry {

@@ -1057,7 +1057,7 @@ fn visit_members(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), S
 fn visit_rest(tx: &ReadTransaction, mut f: impl FnMut(Record) -> Result<(), StoreError>) -> Result<(), StoreError> {
     if let Ok(table) = tx.open_table(INVITATIONS) {
         for entry in table.iter().map_err(io)? {
-            f(Record::Invitation(codec::decode(entry.map_err(io)?.1.value())?))?;
+            f(Record::Invitation(codec::decode_invitation(entry.map_err(io)?.1.value())?))?;
         }
     }
     for entry in tx.open_table(TOKENS).map_err(io)?.iter().map_err(io)? {

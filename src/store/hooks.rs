@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::hook_records::{WebhookMessageRecordV1, WebhookRecordV1};
-use super::records::{AuditRecordV1, InvitationRecordV1, UserRecord};
+use super::records::{AuditRecordV1, InvitationRecord, UserRecord};
 use super::{StoreError, StoreOp};
 use crate::domain::{Timestamp, action};
 
@@ -131,7 +131,7 @@ pub struct Fanout {
     now: Timestamp,
     /// The invitation last written, and whether its mail followed it: an invitation's audit entry comes after
     /// both in its request's ops (`actors::users::members`).
-    invitation: Option<(InvitationRecordV1, bool)>,
+    invitation: Option<(InvitationRecord, bool)>,
     /// The messages to write, in commit order.
     pub messages: Vec<WebhookMessageRecordV1>,
 }
@@ -573,8 +573,8 @@ mod tests {
         assert!(sent[1]["data"]["user_id"].is_string() && sent[1]["data"]["actor_id"].is_string());
     }
 
-    fn invitation() -> InvitationRecordV1 {
-        InvitationRecordV1 {
+    fn invitation() -> InvitationRecord {
+        InvitationRecord {
             id: [7; 16],
             org: [1; 16],
             email: "new@example.com".into(),
@@ -583,6 +583,7 @@ mod tests {
             status: 0,
             expires_at_ms: 172_800_000,
             created_at_ms: 0,
+            teams: Vec::new(),
         }
     }
 

@@ -49,9 +49,9 @@ pub use provider_records::{
     OAuthDeviceRecordV1, OAuthGrantRecord, OAuthGrantRecordV1, OAuthGrantRecordV2, SigningKeyRecordV1,
 };
 pub use records::{
-    AuditRecordV1, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRecordV1, OrgRecordV2, OutboxRecordV1,
-    SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1, UserRecord,
-    UserRecordV1, UserRecordV2,
+    AuditRecordV1, InvitationRecord, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRecordV1, OrgRecordV2,
+    OutboxRecordV1, SessionRecord, SessionRecordV1, TokenRecord, TokenRecordV1, TokenRecordV2, TwoFactorRecordV1,
+    UserRecord, UserRecordV1, UserRecordV2,
 };
 pub use records::{OrgRoleRecordV1, TeamMemberRecordV1, TeamRecordV1};
 pub use scim_records::{ScimGroupRecordV1, ScimLookup, ScimTokenRecordV1, ScimUserRecordV1};
@@ -136,7 +136,7 @@ pub enum StoreOp {
     /// A membership ended: organization id, user id.
     DeleteMember([u8; 16], [u8; 16]),
     /// An invitation written (sent, or its status changed).
-    PutInvitation(InvitationRecordV1),
+    PutInvitation(InvitationRecord),
     /// An invitation removed (with its organization).
     DeleteInvitation([u8; 16]),
     /// Several nodes: once this request's ops are applied, organization `org` must still have an owner, or the
@@ -368,7 +368,7 @@ pub enum Held<'a> {
     DeleteToken(TokenHash),
     PutMember(&'a MembershipRecord),
     DeleteMember([u8; 16], [u8; 16]),
-    PutInvitation(&'a InvitationRecordV1),
+    PutInvitation(&'a InvitationRecord),
     DeleteInvitation([u8; 16]),
     PutAccount(&'a linked::LinkedAccountRecordV1),
     DeleteAccount {
@@ -476,7 +476,7 @@ impl StoreOp {
 pub enum Record {
     Org(OrgRecord),
     Member(MembershipRecord),
-    Invitation(InvitationRecordV1),
+    Invitation(InvitationRecord),
     User(UserRecord),
     Session(TokenHash, SessionRecord),
     Token(TokenHash, TokenRecord),
@@ -498,7 +498,7 @@ pub struct Loaded {
     pub users: Vec<UserRecord>,
     pub orgs: Vec<OrgRecord>,
     pub members: Vec<MembershipRecord>,
-    pub invitations: Vec<InvitationRecordV1>,
+    pub invitations: Vec<InvitationRecord>,
     pub sessions: Vec<(TokenHash, SessionRecord)>,
     pub accounts: Vec<linked::LinkedAccountRecordV1>,
     pub api_keys: Vec<api_key_records::ApiKeyRecordV1>,

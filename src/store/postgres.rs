@@ -368,7 +368,7 @@ impl PgStore {
             ("SELECT record FROM organizations", |r| Ok(Some(Record::Org(codec::decode_org(r.get(0))?)))),
             ("SELECT record FROM users", |r| Ok(Some(Record::User(codec::decode_user(r.get(0))?)))),
             ("SELECT record FROM memberships", |r| Ok(Some(Record::Member(codec::decode_member(r.get(0))?)))),
-            ("SELECT record FROM invitations", |r| Ok(Some(Record::Invitation(codec::decode(r.get(0))?)))),
+            ("SELECT record FROM invitations", |r| Ok(Some(Record::Invitation(codec::decode_invitation(r.get(0))?)))),
             ("SELECT hash, record FROM tokens", |r| {
                 codec::read_token(r.get(1))?.map(|t| Ok(Record::Token(hash(r.get(0))?, t))).transpose()
             }),

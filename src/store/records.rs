@@ -496,6 +496,43 @@ pub struct InvitationRecordV1 {
     pub created_at_ms: i64,
 }
 
+/// An invitation, second format: [`InvitationRecordV1`] and the teams it puts its invitee in (the organization
+/// plugin's `teamId`, with teams on), in the order given. Invitations written in the first format name no team.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvitationRecordV2 {
+    pub id: [u8; 16],
+    pub org: [u8; 16],
+    /// Normalised (trimmed, lower-case).
+    pub email: String,
+    /// Bits as in [`MembershipRecordV1::roles`].
+    pub roles: u8,
+    pub inviter: [u8; 16],
+    /// 0 pending, 1 accepted, 2 rejected, 3 canceled.
+    pub status: u8,
+    pub expires_at_ms: i64,
+    pub created_at_ms: i64,
+    pub teams: Vec<[u8; 16]>,
+}
+
+impl From<InvitationRecordV1> for InvitationRecordV2 {
+    fn from(r: InvitationRecordV1) -> Self {
+        Self {
+            id: r.id,
+            org: r.org,
+            email: r.email,
+            roles: r.roles,
+            inviter: r.inviter,
+            status: r.status,
+            expires_at_ms: r.expires_at_ms,
+            created_at_ms: r.created_at_ms,
+            teams: Vec::new(),
+        }
+    }
+}
+
+/// The invitation record format of this release (written as [`InvitationRecordV1`] when it names no team).
+pub type InvitationRecord = InvitationRecordV2;
+
 /// A session. Key: SHA-256 of the session token, so a copied data directory yields no usable cookie.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecordV1 {

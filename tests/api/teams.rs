@@ -18,18 +18,18 @@ async fn with_teams(dir: &std::path::Path, mail: &std::path::Path, adjust: impl 
     TestServer::start_with(config).await
 }
 
-struct World {
-    s: TestServer,
-    mail: tempfile::TempDir,
-    _data: tempfile::TempDir,
-    seen: Seen,
+pub(super) struct World {
+    pub(super) s: TestServer,
+    pub(super) mail: tempfile::TempDir,
+    pub(super) _data: tempfile::TempDir,
+    pub(super) seen: Seen,
     /// The owner, and the organization's id.
-    ann: TestUser,
-    org: String,
+    pub(super) ann: TestUser,
+    pub(super) org: String,
 }
 
 /// Ann's organization, with teams on.
-async fn world(adjust: impl FnOnce(&mut Config)) -> World {
+pub(super) async fn world(adjust: impl FnOnce(&mut Config)) -> World {
     let (data, mail) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let s = with_teams(data.path(), mail.path(), adjust).await;
     let ann = s.new_user("ann").await;
@@ -39,18 +39,18 @@ async fn world(adjust: impl FnOnce(&mut Config)) -> World {
 }
 
 impl World {
-    async fn member(&mut self, tag: &str, role: &str) -> TestUser {
+    pub(super) async fn member(&mut self, tag: &str, role: &str) -> TestUser {
         let user = self.s.new_user(tag).await;
         join(&self.s, self.mail.path(), &mut self.seen, &self.ann.cookie, &self.org, &user, role).await;
         user
     }
 
-    async fn team(&self, name: &str) -> Value {
+    pub(super) async fn team(&self, name: &str) -> Value {
         ok(&post(&self.s, "create-team", &self.ann.cookie, &json!({"name": name})).await)
     }
 }
 
-fn query(call: &str, params: &[(&str, &str)]) -> String {
+pub(super) fn query(call: &str, params: &[(&str, &str)]) -> String {
     let q: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if q.is_empty() { call.to_owned() } else { format!("{call}?{}", q.join("&")) }
 }
@@ -350,7 +350,7 @@ async fn members_are_put_in_teams_listed_and_taken_out_and_a_departure_takes_the
 }
 
 /// The session's team, as get-session shows it (`None`: the field is absent, the session works in no team).
-async fn active_team(s: &TestServer, cookie: &str) -> Option<String> {
+pub(super) async fn active_team(s: &TestServer, cookie: &str) -> Option<String> {
     let session = s.session(cookie).await;
     session["session"].get("activeTeamId").map(|t| str_of(t).to_owned())
 }

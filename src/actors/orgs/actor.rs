@@ -13,7 +13,7 @@ mod teams;
 use super::{CreateOrgError, OrgsHandle, OrgsMsg, UpdateOrgError};
 use crate::actors::overlay::{self, Overlay};
 use crate::actors::sessions::Activate;
-use crate::actors::{Indexes, Mailbox, SessionsHandle, Waiting};
+use crate::actors::{Indexes, Mailbox, SessionsHandle, UsersHandle, Waiting};
 use crate::domain::{
     MemberRoles, Membership, OrgId, OrgRole, Organization, Slug, Team, TeamId, TeamMember, Timestamp, action,
 };
@@ -23,10 +23,11 @@ pub(in crate::actors) async fn spawn(
     indexes: Arc<Indexes>,
     writer: StoreWriter,
     sessions: SessionsHandle,
+    users: UsersHandle,
     supervisor: ActorCell,
 ) -> Result<OrgsHandle, ActorProcessingErr> {
     let waiting = Waiting::default();
-    let actor = OrgsActor { indexes, writer, sessions, waiting: waiting.clone() };
+    let actor = OrgsActor { indexes, writer, sessions, users, waiting: waiting.clone() };
     let (actor, _) = Actor::spawn_linked(None, actor, (), supervisor).await?;
     Ok(OrgsHandle(Mailbox::new(actor, waiting)))
 }
@@ -36,6 +37,9 @@ pub(super) struct OrgsActor {
     writer: StoreWriter,
     /// Commits a batch that changes a session with it (an owner's session working in the new organization).
     sessions: SessionsHandle,
+    /// Commits a batch that removes teams, with the pending invitations that named them (the users actor owns
+    /// the invitations).
+    users: UsersHandle,
     /// The calls waiting in this actor's mailbox (see [`super::mailbox`]).
     waiting: Waiting,
 }
@@ -51,6 +55,8 @@ pub(super) struct State {
     /// Sessions that work in an organization created in this batch from its commit on, and those whose team went
     /// (removed, or their user taken out of it).
     activating: Vec<Activate>,
+    /// Teams removed in this batch: the pending invitations naming them no longer do from the same commit on.
+    teams_gone: Vec<(OrgId, TeamId)>,
 }
 
 impl Actor for OrgsActor {
@@ -200,6 +206,16 @@ impl Actor for OrgsActor {
             OrgsMsg::EndDelete { id } => {
                 state.deleting.remove(&id);
             }
+            OrgsMsg::Lend { id, back, reply } => {
+                // What is pending lands first: the borrower builds on the durable version.
+                self.flush(state).await;
+                let lent = self.indexes.orgs.get(id).filter(|_| !state.deleting.contains(&id));
+                let found = lent.is_some();
+                if reply.send(lent).is_ok() && found {
+                    // Until the borrower has published its version (or gave up): sent or dropped, either ends it.
+                    let _ = back.await;
+                }
+            }
             OrgsMsg::Remote { orgs, gate, reply } => {
                 for (id, org) in orgs {
                     let key = crate::store::own::Key::Org(id.to_bytes());
@@ -229,10 +245,15 @@ impl OrgsActor {
         let orgs = &self.indexes.orgs;
         let owners = std::mem::take(&mut state.owners);
         let activating = std::mem::take(&mut state.activating);
+        let teams_gone = std::mem::take(&mut state.teams_gone);
         let members = &self.indexes.members;
-        let (writer, sessions) = (&self.writer, &self.sessions);
+        let (writer, sessions, users) = (&self.writer, &self.sessions, &self.users);
         let commit = |ops| async move {
-            if activating.is_empty() {
+            if !teams_gone.is_empty() {
+                // The users actor strips the removed teams from the pending invitations in its own order and
+                // commits them with this batch (and its sessions' changes): one transaction.
+                users.commit_teams_removed(ops, activating, teams_gone).await
+            } else if activating.is_empty() {
                 overlay::write(writer, ops).await
             } else {
                 // One transaction with the sessions' new active organization (see

@@ -80,6 +80,14 @@ pub(super) enum OrgsMsg {
     EndDelete {
         id: OrgId,
     },
+    /// Organization `id` as it is once everything pending is durable, for the users actor to write its next version
+    /// in one of its own commits (an invitation accepted into its teams); no other message is handled until `back`
+    /// says the loan is over (see [`OrgsHandle::lend`]).
+    Lend {
+        id: OrgId,
+        back: tokio::sync::oneshot::Receiver<()>,
+        reply: RpcReplyPort<Option<Arc<Organization>>>,
+    },
     /// Organizations another node created, changed (`Some`) or deleted (`None`): into the read index.
     Remote {
         orgs: Vec<(OrgId, Option<Arc<Organization>>)>,
@@ -99,6 +107,7 @@ impl super::Letter for OrgsMsg {
             Self::Create { reply, .. } => gone(reply),
             Self::Update { reply, .. } => gone(reply),
             Self::BeginDelete { reply, .. } => gone(reply),
+            Self::Lend { reply, .. } => gone(reply),
             Self::Team(msg) => msg.caller_gone(),
             Self::Group(msg) => msg.caller_gone(),
             Self::Role(msg) => msg.caller_gone(),
@@ -108,6 +117,11 @@ impl super::Letter for OrgsMsg {
             Self::EndDelete { .. } | Self::Flush => None,
         }
     }
+}
+
+/// An organization lent by [`OrgsHandle::lend`]: the loan ends when this is dropped.
+pub struct Loan {
+    _done: tokio::sync::oneshot::Sender<()>,
 }
 
 /// Typed handle to the organizations actor.
@@ -214,6 +228,17 @@ impl OrgsHandle {
 
     pub fn end_delete(&self, id: OrgId) {
         let _ = self.0.send_message(OrgsMsg::EndDelete { id });
+    }
+
+    /// Lends organization `id` (`None` if there is none) to a change another actor commits with its own records: a
+    /// place in its teams that must be durable in the same commit as a membership (accept-invitation). Until the
+    /// [`Loan`] is dropped this actor handles nothing else, so nothing it writes can land between the version lent
+    /// and the one the borrower publishes. Loans are short (one commit of the users actor, which never waits for
+    /// this actor) and rare, so holding every organization back is simpler than queueing per organization.
+    pub async fn lend(&self, id: OrgId) -> Result<Option<(Arc<Organization>, Loan)>, Unavailable> {
+        let (done, back) = tokio::sync::oneshot::channel();
+        let lent = call(&self.0, |reply| OrgsMsg::Lend { id, back, reply }).await?;
+        Ok(lent.map(|org| (org, Loan { _done: done })))
     }
 
     pub(super) async fn drain(&self) {

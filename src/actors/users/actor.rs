@@ -16,8 +16,8 @@ use crate::actors::remote::{ForUsers, MemberChange};
 use crate::actors::sessions::{StartWith, Started};
 use crate::actors::{Indexes, Mailbox, SessionsHandle, Unavailable, Waiting};
 use crate::domain::{
-    Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, Timestamp, TokenHash, TokenKind, User,
-    UserId, Username,
+    Email, Invitation, InvitationId, Mail, Membership, OneTimeToken, OrgId, Organization, Timestamp, TokenHash,
+    TokenKind, User, UserId, Username,
 };
 use crate::mail::MailQueue;
 use crate::store::own::Key;
@@ -92,6 +92,9 @@ pub(super) struct State {
     activating: Vec<crate::actors::sessions::Activate>,
     /// Organizations deleted in this batch: nobody joins them, and they leave the read index once durable.
     closing_orgs: Vec<OrgId>,
+    /// Organizations the organizations actor lent this batch (an invitation accepted into their teams), in their
+    /// new version: published once durable, before the loan ends.
+    pub(super) lent_orgs: Vec<Arc<Organization>>,
     /// Linked identities added (`Some`) or removed (`None`) in this batch, published with it.
     accounts: HashMap<[u8; 16], Option<Arc<LinkedAccount>>>,
     /// Other nodes' changes (see [`Inbox`]).
@@ -123,6 +126,7 @@ impl Actor for UsersActor {
             starting: Vec::new(),
             activating: Vec::new(),
             closing_orgs: Vec::new(),
+            lent_orgs: Vec::new(),
             members: Vec::new(),
             invitations: Vec::new(),
             flush_now: false,
@@ -395,6 +399,7 @@ impl UsersActor {
         let members = std::mem::take(&mut state.members);
         let invitations = std::mem::take(&mut state.invitations);
         let closed = std::mem::take(&mut state.closing_orgs);
+        let lent = std::mem::take(&mut state.lent_orgs);
         // After publishing, before answering: the sessions actor reads the users' new state from the index from
         // then on (a caller's next request, a new session after a password change, is not refused); the tokens
         // are usable and the mail sender has the messages.
@@ -406,6 +411,8 @@ impl UsersActor {
                 // The organizations actor writes this index otherwise; it is waiting for this very deletion
                 // (see `Accounts::delete_organization`), so the two never write it at once.
                 closed.into_iter().for_each(|org| self.indexes.orgs.remove(org));
+                // Likewise for an organization lent to this batch (see `OrgsHandle::lend`).
+                lent.into_iter().for_each(|org| self.indexes.orgs.publish(org));
                 tokens.into_iter().for_each(|(hash, token)| self.indexes.tokens.publish(hash, token));
                 for (org, user, member) in members {
                     match member {

@@ -13,9 +13,13 @@ use ractor::RpcReplyPort;
 
 use super::{UsersHandle, UsersMsg};
 use crate::actors::call;
+use crate::actors::overlay::Refusal;
+use crate::actors::sessions::Activate;
 use crate::domain::{
-    Email, Invitation, InvitationId, Mail, MemberId, MemberRoles, Membership, OrgId, TokenHash, UserId,
+    Email, Invitation, InvitationId, InvitedTeams, Mail, MemberId, MemberRoles, Membership, OrgId, Organization,
+    TeamId, TokenHash, UserId,
 };
+use crate::store::StoreOp;
 
 /// Who calls: the user whose session it is, whom the audit log names (the administrator behind an impersonation),
 /// and whether they are a global administrator on their own session (who may act as an owner of every
@@ -61,6 +65,18 @@ pub struct Invite {
     /// The organization's most pending invitations.
     pub limit: usize,
     pub mail: Option<InviteMail>,
+    /// The teams of `org` accepting puts the invitee in (teams on), and their most members each
+    /// (`maximum_members_per_team`).
+    pub teams: InvitedTeams,
+    pub team_limit: Option<usize>,
+}
+
+/// What accepting an invitation that names teams needs: its organization as the organizations actor lent it (see
+/// [`crate::actors::orgs::OrgsHandle::lend`]: no other change to it until the acceptance is published, so the new
+/// version written with the membership is built on the latest), and the teams' most members.
+pub struct Lent {
+    pub org: Arc<Organization>,
+    pub team_limit: Option<usize>,
 }
 
 /// Why a change was refused: better-auth's codes and messages.
@@ -98,6 +114,11 @@ pub enum MemberError {
     NotAllowedToCancel,
     #[error("Too much mail is waiting to be sent. Please try again later.")]
     OutboxFull,
+    /// A team the invitation names is not one of its organization's (any more).
+    #[error("Team not found")]
+    TeamNotFound,
+    #[error("Team member limit reached")]
+    TeamFull,
     #[error(transparent)]
     Unavailable(#[from] crate::actors::Unavailable),
 }
@@ -120,11 +141,28 @@ pub(in crate::actors) enum MemberMsg {
     /// `invite-member`.
     Invite { caller: Caller, invite: Invite, ip: String, reply: InvitationReply },
     /// `accept-invitation`, by the account with the invited e-mail: the invitation used up and the membership.
-    Accept { caller: Caller, id: InvitationId, email: Email, member_limit: usize, ip: String, reply: AcceptReply },
+    /// `lent`: the invitation's organization, when the invitation names teams.
+    Accept {
+        caller: Caller,
+        id: InvitationId,
+        email: Email,
+        member_limit: usize,
+        lent: Option<Lent>,
+        ip: String,
+        reply: AcceptReply,
+    },
     /// `reject-invitation`, by the account with the invited e-mail.
     Reject { caller: Caller, id: InvitationId, email: Email, ip: String, reply: InvitationReply },
     /// `cancel-invitation`.
     Cancel { caller: Caller, id: InvitationId, ip: String, reply: InvitationReply },
+    /// The organizations actor's batch that removes `teams` (each of its organization): committed here, with the
+    /// pending invitations that named them naming them no more, and the sessions' changes `activating`.
+    CommitTeamsRemoved {
+        ops: Vec<StoreOp>,
+        activating: Vec<Activate>,
+        teams: Vec<(OrgId, TeamId)>,
+        reply: RpcReplyPort<Result<(), Refusal>>,
+    },
 }
 
 impl MemberMsg {
@@ -134,6 +172,8 @@ impl MemberMsg {
             Self::SetRoles { reply, .. } | Self::Remove { reply, .. } | Self::Leave { reply, .. } => gone(reply),
             Self::Invite { reply, .. } | Self::Reject { reply, .. } | Self::Cancel { reply, .. } => gone(reply),
             Self::Accept { reply, .. } => gone(reply),
+            // Another actor's batch, whose caller waits for its real outcome.
+            Self::CommitTeamsRemoved { .. } => None,
         }
     }
 }
@@ -172,16 +212,18 @@ impl UsersHandle {
         call(&self.0, |reply| UsersMsg::Members(MemberMsg::Invite { caller, invite, ip, reply })).await?
     }
 
-    /// `accept-invitation`: the invitation used up and the caller's membership, in one commit.
+    /// `accept-invitation`: the invitation used up and the caller's membership, in one commit; with the places in
+    /// the invitation's teams in it too (a new version of the `lent` organization).
     pub async fn accept_invitation(
         &self,
         caller: Caller,
         id: InvitationId,
         email: Email,
         member_limit: usize,
+        lent: Option<Lent>,
         ip: String,
     ) -> Result<(Arc<Invitation>, Arc<Membership>), MemberError> {
-        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Accept { caller, id, email, member_limit, ip, reply }))
+        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Accept { caller, id, email, member_limit, lent, ip, reply }))
             .await?
     }
 
@@ -194,6 +236,23 @@ impl UsersHandle {
         ip: String,
     ) -> Result<Arc<Invitation>, MemberError> {
         call(&self.0, |reply| UsersMsg::Members(MemberMsg::Reject { caller, id, email, ip, reply })).await?
+    }
+
+    /// Commits the organizations actor's batch `ops`, which removes `teams`, with the pending invitations that named
+    /// them stripped of them, in one transaction (see [`MemberMsg::CommitTeamsRemoved`]). No timeout: the caller
+    /// must learn the real outcome, or its memory would disagree with the disk; a conflict with another node's
+    /// change comes back as such.
+    pub(in crate::actors) async fn commit_teams_removed(
+        &self,
+        ops: Vec<StoreOp>,
+        activating: Vec<Activate>,
+        teams: Vec<(OrgId, TeamId)>,
+    ) -> Result<(), Refusal> {
+        let msg = |reply| UsersMsg::Members(MemberMsg::CommitTeamsRemoved { ops, activating, teams, reply });
+        match self.0.call(msg, None).await {
+            Ok(ractor::rpc::CallResult::Success(result)) => result,
+            _ => Err(Refusal::Unavailable),
+        }
     }
 
     /// `cancel-invitation`: the invitation as canceled.

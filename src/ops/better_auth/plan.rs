@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::{ACCOUNT, Cell, Column, INVITATION, MAX_FIELD_BYTES, MEMBER, ORGANIZATION, Snapshot, USER};
 use crate::domain::{BanReason, Email, ImageUrl, Name, NameError, OrgId, Role, RoleSet, Slug, Timestamp, UserId};
 use crate::domain::{MemberRoles, OrgRole, RolesError, Username, display_username};
-use crate::store::{InvitationRecordV1, Loaded, MembershipRecord, OrgRecord, StoreOp, UserRecord};
+use crate::store::{InvitationRecord, Loaded, MembershipRecord, OrgRecord, StoreOp, UserRecord};
 
 /// One line of the mapping file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -671,7 +671,7 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             id: new_id.to_string(),
             key: email.to_string(),
         });
-        plan.ops.push(StoreOp::PutInvitation(InvitationRecordV1 {
+        plan.ops.push(StoreOp::PutInvitation(InvitationRecord {
             id: new_id.to_bytes(),
             org,
             email: email.to_string(),
@@ -680,6 +680,8 @@ pub fn plan<F: FnOnce() -> Result<String, String>>(
             status: 0,
             expires_at_ms: expires.unwrap_or_default(),
             created_at_ms: date(&row[7], "createdAt").ok().flatten().unwrap_or(now.as_millis()),
+            // better-auth's `teamId` is not carried (see `teams`).
+            teams: Vec::new(),
         }));
         plan.counts.invitations += 1;
     }

@@ -179,6 +179,9 @@ impl OrgsActor {
             let _ = reply.send(Ok(answer));
             return;
         }
+        // A team removed (remove-team, a SCIM Group deleted): whatever removed it, the invitations naming it stop.
+        let gone = current.teams.iter().filter(|t| !next.teams.iter().any(|n| n.id == t.id));
+        state.teams_gone.extend(gone.map(|t| (org, t.id)));
         self.prune(&mut next);
         let next = Arc::new(next);
         state.overlay.stage(next.slug.clone(), Arc::clone(&next));

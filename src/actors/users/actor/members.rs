@@ -7,12 +7,13 @@ use std::sync::Arc;
 use ractor::RpcReplyPort;
 
 use super::{State, UsersActor};
+use crate::actors::overlay::Refusal;
 use crate::actors::sessions::Activate;
 use crate::actors::users::UpdateUserError;
-use crate::actors::users::members::{Caller, Invite, MemberError, MemberMsg, Target};
+use crate::actors::users::members::{Caller, Invite, Lent, MemberError, MemberMsg, Target};
 use crate::domain::{
-    Email, Invitation, InvitationId, InvitationStatus, MemberId, MemberRoles, Membership, OrgId, OrgRole, Timestamp,
-    User, UserFields, UserId, action,
+    Email, Invitation, InvitationId, InvitationStatus, InvitedTeams, MemberId, MemberRoles, Membership, OrgId, OrgRole,
+    Organization, Team, TeamId, TeamMember, Timestamp, User, UserFields, UserId, action,
 };
 use crate::store::{Conflict, StoreOp, audit, convert};
 
@@ -44,9 +45,8 @@ impl UsersActor {
                 let done = self.invite(state, caller, invite, &ip);
                 commit(state, done, reply, only_owner);
             }
-            MemberMsg::Accept { caller, id, email, member_limit, ip, reply } => {
-                let done = self.accept(state, caller, id, email, member_limit, &ip);
-                let done = done.inspect(|(_, (_, m))| state.activating.extend(joined(&caller, m.org)));
+            MemberMsg::Accept { caller, id, email, member_limit, lent, ip, reply } => {
+                let done = self.accept(state, caller, id, email, member_limit, lent, &ip);
                 commit(state, done, reply, only_owner);
             }
             MemberMsg::Reject { caller, id, email, ip, reply } => {
@@ -56,6 +56,12 @@ impl UsersActor {
             MemberMsg::Cancel { caller, id, ip, reply } => {
                 let done = self.cancel(state, caller, id, &ip);
                 commit(state, done, reply, only_owner);
+            }
+            MemberMsg::CommitTeamsRemoved { mut ops, activating, teams, reply } => {
+                ops.extend(self.strip_teams(state, &teams));
+                state.activating.extend(activating);
+                state.flush_now = true;
+                state.overlay.add_answering(ops, reply, Ok(()), |c| Some(Err(Refusal::Conflict(c.clone()))));
             }
         }
     }
@@ -160,7 +166,7 @@ impl UsersActor {
         &self,
         state: &mut State,
         caller: Caller,
-        Invite { org, email, roles, resend, ttl, limit, mail }: Invite,
+        Invite { org, email, roles, resend, ttl, limit, mail, teams, team_limit }: Invite,
         ip: &str,
     ) -> Changed<Arc<Invitation>> {
         let now = Timestamp::now();
@@ -190,19 +196,29 @@ impl UsersActor {
                 Invitation { expires_at: now.plus(ttl), ..Invitation::clone(existing) }
             }
             None if pending.len() >= limit => return Err(MemberError::InvitationLimitReached),
-            None => Invitation {
-                id: InvitationId::random(),
-                org,
-                email,
-                roles,
-                inviter: caller.user,
-                status: InvitationStatus::Pending,
-                expires_at: now.plus(ttl),
-                created_at: now,
-            },
+            None => {
+                for team in teams.iter() {
+                    let members = self.team_members(&organization, team).ok_or(MemberError::TeamNotFound)?;
+                    if team_limit.is_some_and(|l| members >= l) {
+                        return Err(MemberError::TeamFull);
+                    }
+                }
+                Invitation {
+                    id: InvitationId::random(),
+                    org,
+                    email,
+                    roles,
+                    inviter: caller.user,
+                    status: InvitationStatus::Pending,
+                    expires_at: now.plus(ttl),
+                    created_at: now,
+                    teams,
+                }
+            }
         };
         let invitation = Arc::new(invitation);
         let mut detail = format!("{} as {} into {}", invitation.email, invitation.roles, organization.slug);
+        detail.push_str(&teams_named(&invitation));
         // The invitation first, its mail (if any) next, the audit entry last: the webhook's fan-out reads
         // them in this order (`store::hooks`).
         let mut ops = vec![StoreOp::PutInvitation(convert::invitation_record(&invitation))];
@@ -219,7 +235,9 @@ impl UsersActor {
         Ok((ops, invitation))
     }
 
-    /// `accept-invitation`.
+    /// `accept-invitation`; with the invitation's organization `lent`, the caller takes a place in each of the
+    /// teams it names, in the same commit (a new version of the organization, published with the membership).
+    #[allow(clippy::too_many_arguments)]
     fn accept(
         &self,
         state: &mut State,
@@ -227,6 +245,7 @@ impl UsersActor {
         id: InvitationId,
         email: Email,
         member_limit: usize,
+        lent: Option<Lent>,
         ip: &str,
     ) -> Changed<(Arc<Invitation>, Arc<Membership>)> {
         let now = Timestamp::now();
@@ -243,8 +262,29 @@ impl UsersActor {
         if existing.is_none() && self.indexes.members.count(org) >= member_limit {
             return Err(MemberError::MembershipLimitReached);
         }
+        // Checked before anything is staged: a team gone (or full) leaves the invitation pending. Without a loan
+        // (teams off, or turned off since it was sent) its teams are ignored, as the plugin then ignores them.
+        let joined_at = existing.as_ref().map_or(now, |m| now.max(m.created_at));
+        let placed = match &lent {
+            Some(lent) if !invitation.teams.is_empty() => {
+                Some(self.placed_in_teams(lent, &invitation.teams, caller.user, joined_at)?)
+            }
+            _ => None,
+        };
+        let only_team = placed.as_ref().and(invitation.teams.only());
         let accepted = Arc::new(Invitation { status: InvitationStatus::Accepted, ..Invitation::clone(&invitation) });
         let mut ops = vec![StoreOp::PutInvitation(convert::invitation_record(&accepted))];
+        // In every team already (invited although a member of them): nothing of the organization changes.
+        if let Some((org_now, added)) = placed
+            && !added.is_empty()
+        {
+            ops.push(StoreOp::PutOrg(convert::org_record(&org_now)));
+            for team in added {
+                let detail = format!("{} ({}): {}", team.id, team.name, caller.user);
+                ops.push(audit::entry(action::TEAM_MEMBER_ADDED, Some(caller.actor), Some(org.into()), ip, detail));
+            }
+            state.lent_orgs.push(org_now);
+        }
         // Already a member (joined otherwise meanwhile): the invitation is used up, the membership kept.
         let member = match existing {
             Some(member) => member,
@@ -258,10 +298,80 @@ impl UsersActor {
                 member
             }
         };
-        let detail = format!("{} as {}", invitation.email, invitation.roles);
+        let detail = format!("{} as {}{}", invitation.email, invitation.roles, teams_named(&accepted));
         ops.push(audit::entry(action::INVITATION_ACCEPTED, Some(caller.actor), Some(org.into()), ip, detail));
         state.invitations.push((id, Some(Arc::clone(&accepted))));
+        state.activating.extend(joined(&caller, org, only_team));
         Ok((ops, (accepted, member)))
+    }
+
+    /// How many members of `team` of `org` stand now (see [`crate::domain::TeamMember`]); `None` if `org` has no
+    /// such team.
+    fn team_members(&self, org: &Organization, team: TeamId) -> Option<usize> {
+        let found = org.teams.iter().find(|t| t.id == team)?;
+        Some(found.standing(|u| self.indexes.members.get(org.id, u)).count())
+    }
+
+    /// The `lent` organization with `user` in each of `teams` (already in one: left as is, as add-team-member is
+    /// idempotent), and the teams they were added to; refused if a team is gone or full.
+    fn placed_in_teams(
+        &self,
+        lent: &Lent,
+        teams: &InvitedTeams,
+        user: UserId,
+        joined_at: Timestamp,
+    ) -> Result<(Arc<Organization>, Vec<Team>), MemberError> {
+        let mut next = Organization::clone(&lent.org);
+        let mut added = Vec::new();
+        for id in teams.iter() {
+            let standing = self.team_members(&next, id).ok_or(MemberError::TeamNotFound)?;
+            let team = next.teams.iter_mut().find(|t| t.id == id).ok_or(MemberError::TeamNotFound)?;
+            // Already in it by the membership they have now (invited although a member): nothing to add.
+            let membership = self.indexes.members.get(next.id, user);
+            if team.members.iter().any(|m| m.user == user && m.stands(membership.as_deref())) {
+                continue;
+            }
+            if lent.team_limit.is_some_and(|l| standing >= l) {
+                return Err(MemberError::TeamFull);
+            }
+            team.members.retain(|m| m.user != user);
+            team.members.push(TeamMember { user, created_at: joined_at });
+            added.push(team.clone());
+        }
+        Ok((Arc::new(next), added))
+    }
+
+    /// The pending invitations naming any of `teams` (each with its organization), without them: the ops that
+    /// write them (the invitations are staged to publish with the batch). remove-team's part in the plugin's
+    /// `invitation.teamId` (an invitation left naming no team is into none: `teamId: null`).
+    fn strip_teams(&self, state: &mut State, teams: &[(OrgId, TeamId)]) -> Vec<StoreOp> {
+        let mut stripped: Vec<Invitation> = Vec::new();
+        for &(org, team) in teams {
+            for invitation in self.indexes.members.invitations_of(org) {
+                if invitation.status != InvitationStatus::Pending {
+                    continue;
+                }
+                // Two teams of one invitation removed in one batch: the second strips the first's result.
+                let at = stripped.iter().position(|i| i.id == invitation.id);
+                let current = at.map_or(&*invitation, |at| &stripped[at]);
+                if !current.teams.contains(team) {
+                    continue;
+                }
+                let next = Invitation { teams: current.teams.without(team), ..current.clone() };
+                match at {
+                    Some(at) => stripped[at] = next,
+                    None => stripped.push(next),
+                }
+            }
+        }
+        stripped
+            .into_iter()
+            .map(|i| {
+                let i = Arc::new(i);
+                state.invitations.push((i.id, Some(Arc::clone(&i))));
+                StoreOp::PutInvitation(convert::invitation_record(&i))
+            })
+            .collect()
     }
 
     /// `reject-invitation`.
@@ -440,10 +550,19 @@ fn commit<T: Send + 'static>(
 }
 
 /// The caller's session's active organization after joining `org`, committed with the joining (a failure between
-/// the two would leave a member who joined but whose session works elsewhere). `None`: unchanged.
-fn joined(caller: &Caller, org: OrgId) -> Option<Activate> {
+/// the two would leave a member who joined but whose session works elsewhere). `None`: unchanged. Joining exactly
+/// one team (`team`) makes it the session's active team too, as the plugin does; several leave it alone.
+fn joined(caller: &Caller, org: OrgId, team: Option<TeamId>) -> Option<Activate> {
     let session = caller.session?;
-    (session.active != Some(org)).then_some(Activate::org(session.token, Some(org)))
+    match team {
+        Some(team) => Some(Activate::Session { hash: session.token, org: Some(org), team: Some(team) }),
+        None => (session.active != Some(org)).then_some(Activate::org(session.token, Some(org))),
+    }
+}
+
+/// What the audit detail of an invitation adds for its teams: `; teams <id>, <id>` (nothing for none).
+fn teams_named(invitation: &Invitation) -> String {
+    invitation.teams.joined().map(|ids| format!("; teams {}", ids.replace(',', ", "))).unwrap_or_default()
 }
 
 /// The caller's session's active organization after `ended` ended: cleared when it was the caller's own
