@@ -61,7 +61,7 @@ async fn decide(s: &Client, cookie: &str, user_code: &str, accept: bool) -> Resp
 /// page's call names the client and the scopes (the code typed in lower case, without its dash); after the approval
 /// the next poll gets the code flow's tokens (an ID token for the user, signed with the published key; a refresh
 /// token that refreshes), and the device code is spent: polled again, `invalid_grant`. The approval is audited and
-/// remembered as a consent.
+/// remembered as a consent, and the redemption as the grant it made (`oauth_grant.issued`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_device_gets_the_code_flows_tokens_once_and_polls_are_paced() {
     let (s, clock) = TestServer::start_clocked(|_| {}).await;
@@ -140,6 +140,14 @@ async fn an_approved_device_gets_the_code_flows_tokens_once_and_polls_are_paced(
 
     let audit = s.get("/api/admin/audit?action=oauth_device.approved").cookie(&admin).send().await.text;
     assert!(audit.contains(&format!("{id}: scopes [openid email offline_access]")), "{audit}");
+    // The redemption made a grant (audited once: the refresh continues it).
+    let issued = s.get("/api/admin/audit?action=oauth_grant.issued").cookie(&admin).send().await.json();
+    let issued = issued["entries"].as_array().unwrap().clone();
+    assert_eq!(issued.len(), 1, "{issued:?}");
+    assert_eq!(issued[0]["target_id"], u.id.as_str());
+    let detail = str_of(&issued[0]["detail"]);
+    assert!(detail.starts_with(&format!("{id}: device_code, grant ")), "{detail}");
+    assert!(detail.ends_with(" [openid email offline_access]"), "{detail}");
     let consents = s.get(&format!("/api/admin/users/{}/consents", u.id)).cookie(&admin).send().await.text;
     assert!(consents.contains(&id), "the approval is remembered as a consent: {consents}");
 }
