@@ -15,6 +15,12 @@ const PAGE = 25;
 
 const ROLES = ["member", "admin", "owner"];
 
+/// How many teams an invitation puts its invitee in (the plugin's `teamId`: ids joined by commas, or null).
+function teamCount(invitation) {
+  const n = invitation.teamId ? invitation.teamId.split(",").length : 0;
+  return n ? `${n} team${n === 1 ? "" : "s"}` : "none";
+}
+
 /// Whether a role string of the plugin ("admin", "owner", "admin,member") may manage members and invitations.
 function manages(role) {
   return role.split(",").some((r) => r === "owner" || r === "admin");
@@ -188,7 +194,7 @@ export async function memberSections(org, role, me) {
     }
     invitationsBox.replaceChildren(h("table", { id: "invitations-table" },
       h("caption", { text: `${pending.length} pending invitation${pending.length === 1 ? "" : "s"}` }),
-      h("thead", {}, h("tr", {}, ["E-mail", "Role", "Expires", "Action"].map((c) => h("th", { scope: "col", text: c })))),
+      h("thead", {}, h("tr", {}, ["E-mail", "Role", "Teams", "Expires", "Action"].map((c) => h("th", { scope: "col", text: c })))),
       h("tbody", {}, pending.map((i) => {
         const cancel = h("button", { type: "button", class: "danger", text: "Cancel", "aria-label": `Cancel the invitation of ${i.email}` });
         cancel.addEventListener("click", async () => {
@@ -201,7 +207,8 @@ export async function memberSections(org, role, me) {
           })) await loadInvitations().catch((e) => say(invitationsLine, e.message, true));
         });
         return h("tr", { "data-invitation": i.id },
-          h("td", { text: i.email }), h("td", { text: i.role }), h("td", {}, at(i.expiresAt)), h("td", {}, cancel));
+          h("td", { text: i.email }), h("td", { text: i.role }), h("td", { text: teamCount(i) }), h("td", {}, at(i.expiresAt)),
+          h("td", {}, cancel));
       }))));
   }
 

@@ -375,6 +375,13 @@ async function loadOrganizations() {
   }
 }
 
+/// ` · into N teams` for an invitation into teams (the plugin's `teamId`: ids joined by commas); the invitee may not
+/// list the organization's teams before joining, so their names are not shown.
+function intoTeams(i) {
+  const n = i.teamId ? i.teamId.split(",").length : 0;
+  return n ? ` · into ${n} team${n === 1 ? "" : "s"}` : "";
+}
+
 function invitationRow(i) {
   const org = i.organizationName ?? "an organization";
   const accept = h("button", { type: "button", text: "Accept", "aria-label": `Accept the invitation to ${org}` });
@@ -392,7 +399,7 @@ function invitationRow(i) {
     return `Invitation to ${org} declined.`;
   }));
   return h("li", { "data-invitation": i.id },
-    h("span", { class: "what" }, h("strong", { text: org }), ` · as ${i.role} · until `, when(i.expiresAt)),
+    h("span", { class: "what" }, h("strong", { text: org }), ` · as ${i.role}${intoTeams(i)} · until `, when(i.expiresAt)),
     h("span", { class: "actions" }, accept, reject));
 }
 

@@ -98,3 +98,51 @@ test("organizationClient with teams: default team, create, list, update, members
   const hidden = await stranger.client.organization.listTeams({ query: { organizationId: org } });
   assert.equal(hidden.error.code, "YOU_ARE_NOT_ALLOWED_TO_ACCESS_THIS_ORGANIZATION");
 });
+
+test("organizationClient with teams: inviteMember with teamId, acceptInvitation, listTeamMembers shows the invitee", async () => {
+  const owner = await signedUp("teaminv-owner");
+  const created = await owner.client.organization.create({ name: "Invite Org", slug: `teaminv-${Date.now()}` });
+  assert.equal(created.error, null);
+  const org = created.data.id;
+  const team = await owner.client.organization.createTeam({ name: "Days", organizationId: org });
+  const other = await owner.client.organization.createTeam({ name: "Nights", organizationId: org });
+  await owner.client.organization.addTeamMember({ teamId: team.data.id, userId: owner.id, organizationId: org });
+
+  // One team: the invitation carries it, accepting puts the invitee in it and makes it the session's team.
+  const invitee = await signedUp("teaminv-invitee");
+  const email = (await invitee.client.getSession()).data.user.email;
+  const invited = await owner.client.organization.inviteMember({ email, role: "member", organizationId: org, teamId: team.data.id });
+  assert.equal(invited.error, null);
+  assert.equal(invited.data.teamId, team.data.id);
+  const accepted = await invitee.client.organization.acceptInvitation({ invitationId: invited.data.id });
+  assert.equal(accepted.error, null);
+  assert.equal(accepted.data.invitation.teamId, team.data.id);
+  const members = await owner.client.organization.listTeamMembers({ query: { teamId: team.data.id } });
+  assert.deepEqual(members.data.map((m) => m.userId).sort(), [owner.id, invitee.id].sort());
+  const session = await invitee.client.getSession();
+  assert.equal(session.data.session.activeOrganizationId, org);
+  assert.equal(session.data.session.activeTeamId, team.data.id);
+  const own = await invitee.client.organization.listTeamMembers();
+  assert.ok(own.data.some((m) => m.userId === invitee.id), "the active team's members, the invitee among them");
+
+  // Several teams (the client sends the array as it is): stored joined by commas; the plugin's codes as they are.
+  const second = await signedUp("teaminv-second");
+  const secondEmail = (await second.client.getSession()).data.user.email;
+  const both = await owner.client.organization.inviteMember({
+    email: secondEmail, role: "member", organizationId: org, teamId: [team.data.id, other.data.id],
+  });
+  assert.equal(both.error, null);
+  assert.equal(both.data.teamId, `${team.data.id},${other.data.id}`);
+  const bad = await owner.client.organization.inviteMember({ email: unique("teaminv-bad"), role: "member", organizationId: org, teamId: "a,b" });
+  assert.equal(bad.error.status, 400);
+  assert.equal(bad.error.code, "INVALID_TEAM_ID");
+  const missing = await owner.client.organization.inviteMember({
+    email: unique("teaminv-missing"), role: "member", organizationId: org, teamId: "00000000-0000-7000-8000-000000000000",
+  });
+  assert.equal(missing.error.code, "TEAM_NOT_FOUND");
+  const joined = await second.client.organization.acceptInvitation({ invitationId: both.data.id });
+  assert.equal(joined.error, null);
+  const teams = await second.client.organization.listUserTeams({ query: { organizationId: org } });
+  assert.deepEqual(teams.data.map((t) => t.name).sort(), ["Days", "Nights"]);
+  assert.equal((await second.client.getSession()).data.session.activeTeamId ?? null, null, "two teams: none active");
+});

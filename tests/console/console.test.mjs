@@ -974,8 +974,9 @@ test("organization admin: invites staff by mail; the invitation is listed, one i
   await page.click("#invite-form button[type=submit]");
   assert.equal(await waitForText("#invite-msg", /temp@/), "Invitation sent to temp@riverside.example as admin.");
   await page.waitForFunction(() => document.querySelectorAll("#invitations-table tbody tr").length === 2);
-  assert.deepEqual(await page.$$eval("#invitations-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].slice(0, 2).map((c) => c.textContent))),
-    [["staff@riverside.example", "member"], ["temp@riverside.example", "admin"]]);
+  // Into no team (the form names none): the Teams column says so.
+  assert.deepEqual(await page.$$eval("#invitations-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].slice(0, 3).map((c) => c.textContent))),
+    [["staff@riverside.example", "member", "none"], ["temp@riverside.example", "admin", "none"]]);
   await checkAccessibility("organization admin: members and invitations");
   await screenshot("my-organization");
   // Cancel one, through the confirmation dialog: the server marks it canceled.
