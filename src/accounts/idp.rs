@@ -9,6 +9,7 @@
 //! sign-in page (which sends it on to enrol) and gets no code either; and at the token endpoint the code's session
 //! must still be live and its user not banned, so a ban or a sign-out between the two steps ends the grant.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +22,8 @@ use subtle::ConstantTimeEq;
 use super::{Accounts, Current, Unavailable};
 use crate::domain::{OrgId, SessionId, Timestamp, TokenHash, UserId};
 use crate::provider::grants::{self as grants, CODE_LIFETIME, GrantError, ORG_CLAIMS_SCOPE, OrgClaims, RefreshError};
-use crate::provider::{Alg, AuthMethod, Client, ClientError, USER_SCOPES, redirect_uri_matches};
+use crate::provider::keys::AccessRead;
+use crate::provider::{Alg, AuthMethod, Authenticating, Client, ClientError, USER_SCOPES, redirect_uri_matches};
 use crate::store::{OAuthCodeRecordV1, OAuthGrantRecord};
 
 /// Access tokens are JWTs (RFC 9068) that live a quarter of an hour: short, since a JWT is valid wherever it is
@@ -627,7 +629,7 @@ impl Accounts {
 
     /// The client a token request is from, authenticated as it was registered (RFC 6749 §2.3): a confidential
     /// client by its secret (compared in constant time with the stored hash), a public one by its id alone.
-    pub(super) async fn token_client(&self, req: &TokenRequest) -> Result<Client, TokenError> {
+    pub(super) async fn token_client(&self, req: &TokenRequest) -> Result<Arc<Client>, TokenError> {
         let basic = req.basic.is_some();
         let invalid = |description: &str| TokenError::InvalidClient { description: description.into(), basic };
         if basic && (req.client_secret.is_some()) {
@@ -641,7 +643,7 @@ impl Accounts {
             (None, Some(id)) => id.clone(),
             (None, None) => return Err(invalid("client authentication is required")),
         };
-        let (client, secret_hash) = match self.clients.with_secret(&client_id).await {
+        let Authenticating { client, secret_hash } = match self.clients.with_secret(&client_id).await {
             Ok(found) => found,
             Err(ClientError::NotFound) => return Err(invalid("invalid client")),
             Err(_) => return Err(Unavailable.into()),
@@ -779,22 +781,20 @@ impl Accounts {
     }
 
     /// The grant of an access token this provider signed, if the token is valid and its grant, user and (without
-    /// `offline_access`) session are live: what userinfo and introspection accept. Answers the grant and the
-    /// token's claims.
-    async fn access_grant(
+    /// `offline_access`) session are live: what introspection and revocation accept. Answers the grant and the
+    /// token's claims, borrowed from `payload` (where the token's payload is decoded).
+    async fn access_grant<'p>(
         &self,
         token: &str,
         issuer: &str,
-    ) -> Result<Option<(Arc<OAuthGrantRecord>, serde_json::Map<String, serde_json::Value>)>, Unavailable> {
-        let Some(claims) = self.keys.access_claims(token).await else { return Ok(None) };
+        payload: &'p mut Vec<u8>,
+    ) -> Result<Option<(Arc<OAuthGrantRecord>, AccessRead<'p>)>, Unavailable> {
+        let Some(claims) = self.keys.access_claims(token, payload).await else { return Ok(None) };
         let now = self.clock.now();
-        let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
-        if claims.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|exp| exp <= now.as_millis() / 1000)
-            || text("iss") != Some(issuer)
-        {
+        if claims.exp <= now.as_millis() / 1000 || claims.iss != issuer {
             return Ok(None);
         }
-        let Some(id) = text("jti").and_then(grants::jti_grant) else { return Ok(None) };
+        let Some(id) = grants::jti_grant(&claims.jti) else { return Ok(None) };
         let Some(grant) = self.grants.live(id, now).await? else { return Ok(None) };
         if !self.grant_holds(&grant) {
             return Ok(None);
@@ -837,22 +837,21 @@ impl Accounts {
         {
             return Ok(answer);
         }
-        if let Some((grant, claims)) = self.access_grant(token, issuer).await? {
+        let mut payload = Vec::new();
+        if let Some((grant, claims)) = self.access_grant(token, issuer, &mut payload).await? {
             if grant.client_id != client.client_id {
                 return Ok(inactive);
             }
-            let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str).map(str::to_owned);
-            let number = |name: &str| claims.get(name).and_then(serde_json::Value::as_i64);
             return Ok(Introspection {
                 active: true,
-                iss: text("iss"),
-                client_id: text("client_id"),
-                azp: text("azp"),
-                sub: text("sub"),
-                sid: text("sid"),
-                exp: number("exp"),
-                iat: number("iat"),
-                scope: text("scope"),
+                iss: Some(claims.iss.into_owned()),
+                client_id: claims.client_id.map(Cow::into_owned),
+                azp: claims.azp.map(Cow::into_owned),
+                sub: claims.sub.map(Cow::into_owned),
+                sid: claims.sid.map(Cow::into_owned),
+                exp: Some(claims.exp),
+                iat: claims.iat,
+                scope: claims.scope.map(Cow::into_owned),
                 token_type: Some("Bearer"),
             });
         }
@@ -898,7 +897,7 @@ impl Accounts {
         let now = self.clock.now();
         let grant = match self.grants.by_any_refresh_token(token, now).await.map_err(Unavailable::from)? {
             Some(grant) => Some(grant),
-            None => self.access_grant(token, issuer).await?.map(|(grant, _)| grant),
+            None => self.access_grant(token, issuer, &mut Vec::new()).await?.map(|(grant, _)| grant),
         };
         if let Some(grant) = grant.filter(|g| g.client_id == client.client_id) {
             self.grants.revoke(&grant, &req.ip).await.map_err(Unavailable::from)?;
@@ -1172,26 +1171,31 @@ impl Accounts {
     /// though the JWT itself would still verify until it expires).
     pub async fn userinfo(&self, token: &str, issuer: &str) -> Result<UserInfo, UserInfoError> {
         let invalid = |why: &str| UserInfoError::InvalidToken(why.into());
-        let claims = self.keys.access_claims(token).await.ok_or_else(|| invalid("invalid access token"))?;
+        let mut payload = Vec::new();
+        let claims =
+            self.keys.access_claims(token, &mut payload).await.ok_or_else(|| invalid("invalid access token"))?;
         let now = self.clock.now().as_millis() / 1000;
-        if claims.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|exp| exp <= now) {
+        if claims.exp <= now {
             return Err(invalid("the access token has expired"));
         }
-        if claims.get("iss").and_then(serde_json::Value::as_str) != Some(issuer) {
+        if claims.iss != issuer {
             return Err(invalid("the access token is another issuer's"));
         }
-        let text = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
         // Before the user: a client's own token (client credentials) has no openid, and no user either.
-        let scopes: Vec<&str> = text("scope").unwrap_or("").split(' ').collect();
+        let scopes: Vec<&str> = claims.scope.as_deref().unwrap_or("").split(' ').collect();
         if !scopes.contains(&"openid") {
             return Err(UserInfoError::InsufficientScope);
         }
-        let user_id = text("sub").and_then(UserId::parse).ok_or_else(|| invalid("the access token names no user"))?;
-        let session_id =
-            text("sid").and_then(SessionId::parse).ok_or_else(|| invalid("the access token names no session"))?;
+        let user_id =
+            claims.sub.as_deref().and_then(UserId::parse).ok_or_else(|| invalid("the access token names no user"))?;
+        let session_id = claims
+            .sid
+            .as_deref()
+            .and_then(SessionId::parse)
+            .ok_or_else(|| invalid("the access token names no session"))?;
         // Its grant, from memory: revoked, or ended with a reused refresh token, a ban, a reset, "sign out
         // everywhere", the token is no longer valid, though the JWT would verify until it expires.
-        let grant_id = text("jti").and_then(grants::jti_grant).ok_or_else(|| invalid("the grant has ended"))?;
+        let grant_id = grants::jti_grant(&claims.jti).ok_or_else(|| invalid("the grant has ended"))?;
         let grant = self
             .grants
             .live(grant_id, self.clock.now())

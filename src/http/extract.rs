@@ -160,13 +160,18 @@ pub async fn scim_object(req: Request<Incoming>, timeout: Duration) -> Result<Va
 
 /// An `application/x-www-form-urlencoded` body (a provider's `form_post` callback), as name-value pairs.
 pub async fn form_body(req: Request<Incoming>, timeout: Duration) -> Result<Vec<(String, String)>, Failure> {
-    let read = req.extensions().get::<BodyRead>().cloned();
-    let bytes = match tokio::time::timeout(timeout, read_body(req.into_body(), MAX_DRAIN, read)).await {
-        Ok(Ok(Some(bytes))) => bytes,
-        Ok(Ok(None)) => return Err(too_large()),
-        _ => return Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
-    };
+    let bytes = form_bytes(req, timeout).await?;
     Ok(url::form_urlencoded::parse(&bytes).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+}
+
+/// A form body as it came, for a caller that parses it itself (the token endpoints, which note repeated names).
+pub async fn form_bytes(req: Request<Incoming>, timeout: Duration) -> Result<Bytes, Failure> {
+    let read = req.extensions().get::<BodyRead>().cloned();
+    match tokio::time::timeout(timeout, read_body(req.into_body(), MAX_DRAIN, read)).await {
+        Ok(Ok(Some(bytes))) => Ok(bytes),
+        Ok(Ok(None)) => Err(too_large()),
+        _ => Err(Failure::bad_request("BAD_REQUEST", "Could not read the request body")),
+    }
 }
 
 const DUPLICATE_KEY: &str = "duplicate key";

@@ -3,6 +3,7 @@
 //! keys (the list, and a rotation) and its clients; and the flows: the authorization request, the consent page's
 //! answer, the token endpoint and userinfo.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -333,16 +334,39 @@ fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<B
 
 /// The request's parameters by name; the first name given twice is noted (RFC 6749 §3.1 refuses repeats).
 fn pairs(raw: &[u8]) -> (Vec<(String, String)>, Option<String>) {
+    pairs_noting(raw, |_| true)
+}
+
+/// [`pairs`], noting only a repeat of a name `noted` says is the endpoint's (others may come twice, ignored).
+fn pairs_noting(raw: &[u8], noted: impl Fn(&str) -> bool) -> (Vec<(String, String)>, Option<String>) {
     let mut seen: Vec<(String, String)> = Vec::new();
     let mut repeated = None;
-    for (k, v) in url::form_urlencoded::parse(raw) {
+    each_pair(raw, |k, v| {
         if seen.iter().any(|(name, _)| *name == k) {
-            repeated.get_or_insert_with(|| k.clone().into_owned());
-            continue;
+            if repeated.is_none() && noted(&k) {
+                repeated = Some(k.into_owned());
+            }
+            return;
         }
         seen.push((k.into_owned(), v.into_owned()));
-    }
+    });
     (seen, repeated)
+}
+
+/// Each `name=value` of a form or a query, as `url::form_urlencoded::parse` decodes it. A text with nothing to
+/// decode (valid UTF-8 without `%` or `+`, as every token the service makes) is only cut at `&` and `=`: the
+/// decoder's byte-by-byte passes over a 500-byte access token cost more than the rest of an introspection's
+/// parsing (BENCHMARKS.md, "The identity provider (#46)").
+fn each_pair<'a>(raw: &'a [u8], mut f: impl FnMut(Cow<'a, str>, Cow<'a, str>)) {
+    match std::str::from_utf8(raw) {
+        Ok(text) if !raw.iter().any(|&b| b == b'%' || b == b'+') => {
+            for pair in text.split('&').filter(|pair| !pair.is_empty()) {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                f(Cow::Borrowed(k), Cow::Borrowed(v));
+            }
+        }
+        _ => url::form_urlencoded::parse(raw).for_each(|(k, v)| f(k, v)),
+    }
 }
 
 fn take(pairs: &mut Vec<(String, String)>, name: &str) -> Option<String> {
@@ -529,8 +553,14 @@ fn basic_credentials(headers: &hyper::HeaderMap) -> Result<Option<(String, Strin
     let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| Malformed)?;
     let decoded = String::from_utf8(decoded).map_err(|_| Malformed)?;
     let (id, secret) = decoded.split_once(':').ok_or(Malformed)?;
-    let unescape = |s: &str| {
-        url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+    // What form decoding would change (`%`, `+`) or cut (`&`); the ids and secrets we make have none of them, and
+    // are then taken as they are, without a decoder's copies (every introspection decodes them).
+    let unescape = |s: &str| match s.contains(['%', '+', '&']) {
+        false => s.to_owned(),
+        true => url::form_urlencoded::parse(format!("x={s}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default(),
     };
     Ok(Some((unescape(id), unescape(secret))))
 }
@@ -556,14 +586,10 @@ async fn client_form(
             return Ok(Err(oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", "malformed Basic credentials")));
         }
     };
-    let body = extract::form_body(req, state.body_timeout()).await?;
-    let raw: Vec<u8> = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&body).finish().into_bytes();
-    let (mut p, _) = pairs(&raw);
-    let repeated = known
-        .iter()
-        .chain(&["client_id", "client_secret"])
-        .find(|name| body.iter().filter(|(k, _)| k == *name).count() > 1)
-        .map(|name| (*name).to_owned());
+    // Parsed once, as it came: the first of each name kept, a repeat of one of the endpoint's noted.
+    let raw = extract::form_bytes(req, state.body_timeout()).await?;
+    let (mut p, repeated) =
+        pairs_noting(&raw, |name| known.contains(&name) || name == "client_id" || name == "client_secret");
     let client = TokenRequest {
         client_id: take(&mut p, "client_id"),
         client_secret: take(&mut p, "client_secret"),
@@ -905,5 +931,40 @@ pub async fn device_decision(state: &AppState, ctx: Ctx, req: Request<Incoming>)
     match state.accounts.decide_device(&current, &typed, accept).await {
         Ok(()) => Ok(ok(&SUCCESS)),
         Err(e) => Err(device_refusal(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cut without a decoder gives what the decoder gives, for every shape of pair, and the decoder is still
+    /// used where there is something to decode.
+    #[test]
+    fn each_pair_reads_a_form_as_the_form_decoder_does() {
+        let forms = [
+            "",
+            "&&",
+            "a",
+            "a=",
+            "=b",
+            "a=b=c",
+            "a=1&a=2&",
+            "&token=eyJ.eyJ.sig-_&token_type_hint=access_token",
+            "a=%41%zz&b=x+y",
+            "é=ü",
+            "a=b%26c",
+        ];
+        for form in forms {
+            let mut ours = Vec::new();
+            each_pair(form.as_bytes(), |k, v| ours.push((k.into_owned(), v.into_owned())));
+            let theirs: Vec<(String, String)> =
+                url::form_urlencoded::parse(form.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+            assert_eq!(ours, theirs, "{form:?}");
+        }
+        let invalid = b"a=\xff";
+        let mut ours = Vec::new();
+        each_pair(invalid, |k, v| ours.push((k.into_owned(), v.into_owned())));
+        assert_eq!(ours, vec![("a".to_owned(), "\u{fffd}".to_owned())], "invalid UTF-8 goes to the decoder");
     }
 }

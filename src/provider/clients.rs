@@ -199,7 +199,8 @@ pub struct ClientCache {
 
 #[derive(Debug, Default)]
 struct CacheInner {
-    clients: HashMap<String, Arc<ClientRecord>>,
+    /// Each client's view made once when it was read, shared with every request that authenticates as it.
+    clients: HashMap<String, Authenticating>,
     /// Counts the commits that changed a client: a read of the store that began before one is not kept, since it
     /// may have read what the commit replaced.
     generation: u64,
@@ -215,17 +216,32 @@ impl ClientCache {
         }
     }
 
-    fn get(&self, client_id: &str) -> (Option<Arc<ClientRecord>>, u64) {
+    fn get(&self, client_id: &str) -> (Option<Authenticating>, u64) {
         let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
         (inner.clients.get(client_id).cloned(), inner.generation)
     }
 
-    /// Keeps `record`, read from the store after [`Self::get`] answered `generation`, unless a change came since.
-    fn keep(&self, record: &Arc<ClientRecord>, generation: u64) {
+    /// Keeps `client`, read from the store after [`Self::get`] answered `generation`, unless a change came since.
+    fn keep(&self, client: &Authenticating, generation: u64) {
         let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         if inner.generation == generation {
-            inner.clients.insert(record.client_id.clone(), Arc::clone(record));
+            inner.clients.insert(client.client.client_id.clone(), client.clone());
         }
+    }
+}
+
+/// What authenticating a client reads: its view, shared and never changed (a change of the client makes a new one,
+/// [`ClientCache::apply`]), and its secret's hash. Cloning it counts a reference; it copies nothing of the view.
+#[derive(Debug, Clone)]
+pub struct Authenticating {
+    pub client: Arc<Client>,
+    /// `None`: a public client.
+    pub secret_hash: Option<[u8; 32]>,
+}
+
+impl From<&ClientRecord> for Authenticating {
+    fn from(record: &ClientRecord) -> Self {
+        Authenticating { client: Arc::new(view(record)), secret_hash: record.secret_hash }
     }
 }
 
@@ -268,20 +284,18 @@ impl Clients {
 
     /// The client and its secret's hash (`None`: a public client), for the token endpoint's authentication: from
     /// the cache where there is one ([`ClientCache`]).
-    pub async fn with_secret(&self, client_id: &str) -> Result<(Client, Option<[u8; 32]>), ClientError> {
+    pub async fn with_secret(&self, client_id: &str) -> Result<Authenticating, ClientError> {
         let Some(cache) = &self.cache else {
-            let record = self.find(client_id).await?;
-            return Ok((view(&record), record.secret_hash));
+            return Ok(Authenticating::from(&self.find(client_id).await?));
         };
-        let record = match cache.get(client_id) {
-            (Some(record), _) => record,
+        match cache.get(client_id) {
+            (Some(known), _) => Ok(known),
             (None, generation) => {
-                let record = Arc::new(self.find(client_id).await?);
-                cache.keep(&record, generation);
-                record
+                let known = Authenticating::from(&self.find(client_id).await?);
+                cache.keep(&known, generation);
+                Ok(known)
             }
-        };
-        Ok((view(&record), record.secret_hash))
+        }
     }
 
     /// Registers a client; answers it and, for a confidential one, its secret (shown this once). Audited in the

@@ -23,6 +23,7 @@
 //! two nodes rotating at once each add a key, and both keys are valid. Signing needs only a shared read of the
 //! decoded set (an `Arc` behind a lock taken for a pointer copy), which no actor's mailbox should stand in front of.
 
+use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -277,7 +278,9 @@ struct Header<'a> {
 /// signature is still there for resource servers, which check it against the JWKS; a token whose signature alone
 /// was changed introspects as the token it was made from, which gives its holder nothing it did not have.
 struct AccessTag {
-    key: [u8; 32],
+    /// The HMAC keyed with the tag key and already fed the header and its `.`, the same for every token of the key:
+    /// each tag is then a copy of this state and the payload's blocks, not the key's and the header's again.
+    keyed: hmac::Hmac<sha2::Sha256>,
     /// The base64url of the header the key's access tokens carry (`typ: at+jwt`), byte for byte as signed.
     header: String,
 }
@@ -287,20 +290,23 @@ impl AccessTag {
         use hmac::Mac;
         let mut derive = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(private).expect("HMAC takes any key length");
         derive.update(b"service-auth access token tag v1");
+        let key: [u8; 32] = derive.finalize().into_bytes().into();
         let header = Header { alg: alg.name(), kid, typ: Some(ACCESS_TYP) };
-        AccessTag {
-            key: derive.finalize().into_bytes().into(),
-            header: B64.encode(serde_json::to_vec(&header).expect("a header serialises")),
-        }
+        let header = B64.encode(serde_json::to_vec(&header).expect("a header serialises"));
+        let mut keyed = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&key).expect("HMAC takes any key length");
+        keyed.update(header.as_bytes());
+        keyed.update(b".");
+        AccessTag { keyed, header }
     }
 
-    /// The tag of `header.payload`, `payload` being the JSON before the tag was added.
-    fn of(&self, payload: &[u8]) -> [u8; 16] {
+    /// The tag of `header.payload`, `payload` being the JSON before the tag was added, given in `parts` (the
+    /// bytes around a presented token's tag, so that checking it copies nothing).
+    fn of(&self, parts: &[&[u8]]) -> [u8; 16] {
         use hmac::Mac;
-        let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(self.header.as_bytes());
-        mac.update(b".");
-        mac.update(payload);
+        let mut mac = self.keyed.clone();
+        for part in parts {
+            mac.update(part);
+        }
         let full: [u8; 32] = mac.finalize().into_bytes().into();
         let mut tag = [0u8; 16];
         tag.copy_from_slice(&full[..16]);
@@ -312,14 +318,41 @@ impl AccessTag {
 pub const ACCESS_TYP: &str = "at+jwt";
 
 /// What [`KeyRing::check_access`] finds of a presented access token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AccessCheck {
-    /// Tagged by a key this ring holds, the tag holds: the claims, as the token carries them.
-    Ours(serde_json::Map<String, serde_json::Value>),
+    /// Tagged by a key this ring holds, the tag holds: its payload, decoded, is as the service wrote it.
+    Ours,
     /// Tagged by a key this ring holds, and the tag does not hold (or the token is malformed): not ours.
     Forged,
     /// No tag of a key this ring holds: a token signed before tags (its signature decides), or under a key made on
     /// another node a moment ago ([`KeyRing::verify_fresh`] reads the keys again), or anything else.
     Untagged,
+}
+
+/// The claims of an access token that introspection and userinfo read ([`super::grants::AccessClaims`] writes
+/// them), borrowed from the decoded payload: no map and no copy of each claim (a string with a JSON escape, which
+/// the service never writes in these claims, is the one copied). Claims not named here (another release's) are
+/// skipped; a payload without `iss`, `exp` or `jti`, or with one of them of another type, is not an access token.
+#[derive(Debug, serde::Deserialize)]
+pub struct AccessRead<'a> {
+    #[serde(borrow)]
+    pub iss: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub sub: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub client_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub azp: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub scope: Option<Cow<'a, str>>,
+    /// `None` for a client's own token (client credentials).
+    #[serde(borrow, default)]
+    pub sid: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub iat: Option<i64>,
+    pub exp: i64,
+    #[serde(borrow)]
+    pub jti: Cow<'a, str>,
 }
 
 impl std::fmt::Debug for Key {
@@ -626,54 +659,67 @@ impl KeyRing {
         self.current().sign_access(alg, claims)
     }
 
-    /// The claims of `jws` if it is an access token this service made (claims not checked: `exp`, `iss`, …): by
-    /// its tag ([`Self::check_access`]), else, for a token without one (signed before tags, or under a key made on
-    /// another node a moment ago), by its signature and its `typ`.
-    pub async fn access_claims(&self, jws: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
-        match self.check_access(jws) {
-            AccessCheck::Ours(claims) => Some(claims),
-            AccessCheck::Forged => None,
+    /// The claims of `jws` if it is an access token this service made (claims not checked: `exp`, `iss`, …),
+    /// borrowed from `payload`, where its payload is decoded: by its tag ([`Self::check_access`]), else, for a
+    /// token without one (signed before tags, or under a key made on another node a moment ago), by its signature
+    /// and its `typ`.
+    pub async fn access_claims<'p>(&self, jws: &str, payload: &'p mut Vec<u8>) -> Option<AccessRead<'p>> {
+        match self.check_access(jws, payload) {
+            AccessCheck::Ours => {}
+            AccessCheck::Forged => return None,
             AccessCheck::Untagged => {
-                let (typ, claims) = self.verify_fresh(jws).await?;
-                (typ.as_deref() == Some(ACCESS_TYP)).then_some(claims)
+                let (typ, _) = self.verify_fresh(jws).await?;
+                if typ.as_deref() != Some(ACCESS_TYP) {
+                    return None;
+                }
+                payload.clear();
+                B64.decode_vec(jws.split('.').nth(1)?, payload).ok()?;
             }
         }
+        let payload: &'p Vec<u8> = payload;
+        serde_json::from_slice(payload).ok()
     }
 
-    /// Whether `jws` is an access token this service made, by its tag ([`AccessTag`]): a MAC and a JSON parse,
-    /// not a signature's verification.
-    pub fn check_access(&self, jws: &str) -> AccessCheck {
-        self.current().check_access(jws)
+    /// Whether `jws` is an access token this service made, by its tag ([`AccessTag`]): a MAC, not a signature's
+    /// verification. `payload`: where the token's payload is decoded (a buffer the caller reads the claims from).
+    pub fn check_access(&self, jws: &str, payload: &mut Vec<u8>) -> AccessCheck {
+        self.current().check_access(jws, payload)
     }
 }
 
+/// How a payload's `jti` claim begins, as the service writes it (`serde_json`, no spaces).
+const JTI: &[u8; 7] = b"\"jti\":\"";
+
 impl KeySet {
-    /// [`KeyRing::check_access`] with the keys of this set.
-    fn check_access(&self, jws: &str) -> AccessCheck {
+    /// [`KeyRing::check_access`] with the keys of this set. Reads the tag from the payload's bytes, before any
+    /// JSON is parsed: the tag covers every byte around it, so bytes whose tag holds are the service's own JSON.
+    fn check_access(&self, jws: &str, payload: &mut Vec<u8>) -> AccessCheck {
         let set = self;
         let Some((header, rest)) = jws.split_once('.') else { return AccessCheck::Untagged };
         let Some(key) = set.keys.iter().find(|k| k.tag.header == header) else { return AccessCheck::Untagged };
-        let Some((payload, _signature)) = rest.split_once('.') else { return AccessCheck::Forged };
-        let Ok(payload) = B64.decode(payload) else { return AccessCheck::Forged };
-        let Ok(claims) = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&payload) else {
+        let Some((encoded, _signature)) = rest.split_once('.') else { return AccessCheck::Forged };
+        payload.clear();
+        if B64.decode_vec(encoded, payload).is_err() {
+            return AccessCheck::Forged;
+        }
+        // The payload as it was tagged: the same bytes without `.` and the tag at the end of the `jti`'s value.
+        // Its `"jti":"` is the only one in the service's JSON (the quotes of a string value are escaped: `\"`);
+        // found from the end, where the service writes it.
+        let Some(at) = payload.windows(JTI.len()).rposition(|w| w[0] == b'"' && w == JTI) else {
             return AccessCheck::Forged;
         };
-        let Some(jti) = claims.get("jti").and_then(serde_json::Value::as_str) else { return AccessCheck::Forged };
-        let Some((untagged_jti, tag)) = jti.rsplit_once('.') else { return AccessCheck::Untagged };
-        let Some(tag) = B64.decode(tag).ok().filter(|t| t.len() == 16) else { return AccessCheck::Forged };
-        // The payload as it was tagged: the same bytes without `.` and the tag in the `jti`. Its `"jti":"` is the
-        // only one (the other claims' quotes would be escaped), and the tag covers every byte around it.
-        let needle = format!("\"jti\":\"{jti}\"");
-        let Some(at) = payload.windows(needle.len()).position(|w| w == needle.as_bytes()) else {
+        let value = at + JTI.len();
+        let Some(length) = payload[value..].iter().position(|&b| b == b'"') else { return AccessCheck::Forged };
+        let jti = &payload[value..value + length];
+        let Some(dot) = jti.iter().rposition(|&b| b == b'.') else { return AccessCheck::Untagged };
+        let mut tag = [0u8; 16];
+        if !matches!(B64.decode_slice(&jti[dot + 1..], &mut tag), Ok(16)) {
             return AccessCheck::Forged;
-        };
-        let cut = at + "\"jti\":\"".len() + untagged_jti.len();
-        let mut tagged = Vec::with_capacity(payload.len());
-        tagged.extend_from_slice(&payload[..cut]);
-        tagged.extend_from_slice(&payload[cut + 1 + (jti.len() - untagged_jti.len() - 1)..]);
+        }
+        let cut = value + dot;
         use subtle::ConstantTimeEq;
-        match bool::from(key.tag.of(&tagged).ct_eq(tag.as_slice())) {
-            true => AccessCheck::Ours(claims),
+        match bool::from(key.tag.of(&[&payload[..cut], &payload[value + length..]]).ct_eq(&tag)) {
+            true => AccessCheck::Ours,
             false => AccessCheck::Forged,
         }
     }
@@ -690,7 +736,7 @@ impl KeySet {
     /// [`KeyRing::sign_access`] with the keys of this set.
     fn sign_access(&self, alg: Alg, claims: &mut AccessClaims) -> Option<String> {
         let key = self.signing(alg, Timestamp::now().as_millis())?;
-        let tag = key.tag.of(&serde_json::to_vec(claims).expect("claims serialise"));
+        let tag = key.tag.of(&[&serde_json::to_vec(claims).expect("claims serialise")]);
         claims.jti.push('.');
         claims.jti.push_str(&B64.encode(tag));
         Some(key.sign_with(&key.tag.header, claims))
@@ -878,9 +924,13 @@ mod tests {
             org: None,
         };
         let jws = set.sign_access(Alg::EdDsa, &mut claims()).unwrap();
-        let AccessCheck::Ours(read) = set.check_access(&jws) else { panic!("our own token") };
-        assert_eq!(read["sub"], "user");
-        assert!(read["jti"].as_str().unwrap().starts_with("grant-and-random."), "{read:?}");
+        let check = |set: &KeySet, jws: &str| set.check_access(jws, &mut Vec::new());
+        let mut payload = Vec::new();
+        assert_eq!(set.check_access(&jws, &mut payload), AccessCheck::Ours, "our own token");
+        let read: AccessRead = serde_json::from_slice(&payload).unwrap();
+        assert_eq!(read.sub.as_deref(), Some("user"));
+        assert!(matches!(read.iss, Cow::Borrowed(_)), "borrowed from the payload, not copied");
+        assert!(read.jti.starts_with("grant-and-random."), "{read:?}");
         let key = set.signing(Alg::EdDsa, 2).unwrap();
         assert!(verify(&key.jwk, &jws), "a resource server verifies it with the JWKS");
 
@@ -891,16 +941,20 @@ mod tests {
             assert!(payload.contains(from), "{payload}");
             format!("{}.{}.{}", parts[0], B64.encode(payload.replacen(from, to, 1)), parts[2])
         };
-        assert!(matches!(set.check_access(&changed("\"openid\"", "\"admin\"")), AccessCheck::Forged));
-        assert!(matches!(set.check_access(&changed("\"sub\":\"user\"", "\"sub\":\"root\"")), AccessCheck::Forged));
-        let tag = read["jti"].as_str().unwrap().rsplit_once('.').unwrap().1;
+        assert_eq!(check(&set, &changed("\"openid\"", "\"admin\"")), AccessCheck::Forged);
+        assert_eq!(check(&set, &changed("\"sub\":\"user\"", "\"sub\":\"root\"")), AccessCheck::Forged);
+        // Bytes added where the tag does not look (after the object, a second `jti` before the real one).
+        assert_eq!(check(&set, &changed("}", "}{}")), AccessCheck::Forged);
+        assert_eq!(check(&set, &changed("{", "{\"jti\":\"x\",")), AccessCheck::Forged);
+        let tag = read.jti.rsplit_once('.').unwrap().1;
         let flipped = format!("{}{}", &tag[..tag.len() - 1], if tag.ends_with('A') { 'B' } else { 'A' });
-        assert!(matches!(set.check_access(&changed(tag, &flipped)), AccessCheck::Forged));
-        assert!(matches!(set.check_access(&changed(&format!(".{tag}"), "")), AccessCheck::Untagged));
-        assert!(matches!(other.check_access(&jws), AccessCheck::Untagged), "another key's");
+        assert_eq!(check(&set, &changed(tag, &flipped)), AccessCheck::Forged);
+        assert_eq!(check(&set, &changed(tag, &tag[1..])), AccessCheck::Forged, "a tag cut short");
+        assert_eq!(check(&set, &changed(&format!(".{tag}"), "")), AccessCheck::Untagged);
+        assert_eq!(check(&other, &jws), AccessCheck::Untagged, "another key's");
         let id_token = set.sign(Alg::EdDsa, None, &claims()).unwrap();
-        assert!(matches!(set.check_access(&id_token), AccessCheck::Untagged));
-        assert!(matches!(set.check_access("not.a.token"), AccessCheck::Untagged));
+        assert_eq!(check(&set, &id_token), AccessCheck::Untagged);
+        assert_eq!(check(&set, "not.a.token"), AccessCheck::Untagged);
     }
 
     /// The key that signs is the newest whose time has come; a rotated key signs until its successor starts.

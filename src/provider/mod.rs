@@ -17,7 +17,8 @@ pub mod keys;
 pub mod logout;
 
 pub use clients::{
-    AuthMethod, Client, ClientCache, ClientChange, ClientError, Clients, NewClient, USER_SCOPES, redirect_uri_matches,
+    AuthMethod, Authenticating, Client, ClientCache, ClientChange, ClientError, Clients, NewClient, USER_SCOPES,
+    redirect_uri_matches,
 };
 pub use grants::{GrantIndex, Grants};
 pub use keys::{Alg, Jwk, Key, KeyError, KeyRing, KeyStatus};
