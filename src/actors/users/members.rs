@@ -171,6 +171,8 @@ impl MemberMsg {
         match self {
             Self::SetRoles { reply, .. } | Self::Remove { reply, .. } | Self::Leave { reply, .. } => gone(reply),
             Self::Invite { reply, .. } | Self::Reject { reply, .. } | Self::Cancel { reply, .. } => gone(reply),
+            // Into a lent organization: the loan waits for this very answer (see `accept_invitation`).
+            Self::Accept { lent: Some(_), .. } => None,
             Self::Accept { reply, .. } => gone(reply),
             // Another actor's batch, whose caller waits for its real outcome.
             Self::CommitTeamsRemoved { .. } => None,
@@ -223,8 +225,17 @@ impl UsersHandle {
         lent: Option<Lent>,
         ip: String,
     ) -> Result<(Arc<Invitation>, Arc<Membership>), MemberError> {
-        call(&self.0, |reply| UsersMsg::Members(MemberMsg::Accept { caller, id, email, member_limit, lent, ip, reply }))
-            .await?
+        let has_loan = lent.is_some();
+        let msg = |reply| UsersMsg::Members(MemberMsg::Accept { caller, id, email, member_limit, lent, ip, reply });
+        if !has_loan {
+            return call(&self.0, msg).await?;
+        }
+        // The real outcome, without a timeout: given up on while its commit is being written, the loan would end
+        // and the organizations actor build its next version on one without the places this commit writes.
+        match self.0.call(msg, None).await {
+            Ok(ractor::rpc::CallResult::Success(result)) => result,
+            _ => Err(MemberError::Unavailable(crate::actors::Unavailable)),
+        }
     }
 
     /// `reject-invitation`: the invitation as rejected.
