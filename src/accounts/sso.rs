@@ -810,6 +810,14 @@ pub(super) fn check_default_role(role: Option<OrgRole>) -> Result<OrgRole, SsoEr
     }
 }
 
+/// A provider's stored `default_role`: `admin`, or `member` (a first sign-in never makes an owner).
+pub(super) fn default_role(stored: &str) -> OrgRole {
+    match stored {
+        "admin" => OrgRole::Admin,
+        _ => OrgRole::Member,
+    }
+}
+
 pub(super) fn view(r: &SsoProviderRecord) -> SsoProvider {
     SsoProvider {
         id: uuid::Uuid::from_bytes(r.id),
@@ -827,7 +835,7 @@ pub(super) fn view(r: &SsoProviderRecord) -> SsoProvider {
         jwks_endpoint: r.jwks_endpoint.clone(),
         userinfo_endpoint: r.userinfo_endpoint.clone(),
         scopes: r.scopes.clone(),
-        default_role: super::sso_roles::default_role(&r.default_role),
+        default_role: default_role(&r.default_role),
         role_mapping: r.role_mapping.as_ref().map(|m| m.domain()),
         created_at: Timestamp::from_millis(r.created_at_ms),
         updated_at: Timestamp::from_millis(r.updated_at_ms),

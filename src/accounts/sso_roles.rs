@@ -5,6 +5,7 @@
 
 use base64::Engine;
 
+use super::sso::default_role;
 use super::{Accounts, Current, SsoError};
 use crate::actors::users::SsoRoles;
 use crate::domain::{
@@ -63,14 +64,6 @@ impl Accounts {
 
 fn grants_owner(mapping: &RoleMapping) -> bool {
     mapping.pairs().iter().any(|p| *p.role() == MappedRole::BuiltIn(OrgRole::Owner))
-}
-
-/// A provider's stored `default_role`: `admin`, or `member` (a first sign-in never makes an owner).
-pub(super) fn default_role(stored: &str) -> OrgRole {
-    match stored {
-        "admin" => OrgRole::Admin,
-        _ => OrgRole::Member,
-    }
 }
 
 /// The groups in claim `claim` (default `groups`) of an ID token the callback verified (its signature, issuer,
