@@ -127,11 +127,11 @@ pub mod action {
     /// audited: it concerns no user, and a service may ask for one at any rate, which would push administrators'
     /// changes out of the capped log (its client's registration and secrets are).
     pub const OAUTH_GRANT_ISSUED: &str = "oauth_grant.issued";
-    /// A user's grant ended before its end: revoked by its client (RFC 7009; no actor), or with the user's consent
-    /// to the client withdrawn (the actor is whoever withdrew it). Target and detail as [`OAUTH_GRANT_ISSUED`], the
-    /// detail saying why. A grant ended with every session of its user (a ban, a password reset, "sign out
-    /// everywhere") is in that change's own entry; a reused code or refresh token in [`OAUTH_CODE_REUSED`] and
-    /// [`OAUTH_REFRESH_TOKEN_REUSED`].
+    /// A user's grant ended before its end: revoked by its client (RFC 7009; no actor), with the user's consent to
+    /// the client withdrawn (the actor is whoever withdrew it), or with every session of its user (a ban, a
+    /// password reset, "sign out everywhere": written by the store, which alone knows which grants those are; no
+    /// actor, the change's own entry has it). Target and detail as [`OAUTH_GRANT_ISSUED`], the detail saying why.
+    /// A reused code or refresh token is in [`OAUTH_CODE_REUSED`] and [`OAUTH_REFRESH_TOKEN_REUSED`].
     pub const OAUTH_GRANT_REVOKED: &str = "oauth_grant.revoked";
     /// An organization's single sign-on provider registered, changed, removed (the target is the organization, the
     /// detail names the `providerId` and what changed; never the client secret).

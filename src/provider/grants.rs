@@ -451,7 +451,7 @@ impl Grants {
                 None
             }
         };
-        let logged = grant_entry(action::OAUTH_GRANT_ISSUED, None, &grant, how, ip);
+        let logged = audit::grant_entry(action::OAUTH_GRANT_ISSUED, None, &grant, how, ip);
         self.writer.write([StoreOp::PutOAuthGrant(grant)].into_iter().chain(logged).collect()).await?;
         Ok(refresh)
     }
@@ -580,7 +580,7 @@ impl Grants {
     /// Ends `grant` at its client's request (RFC 7009), durably, with every token it issued; audited in the same
     /// commit when it is a user's.
     pub async fn revoke(&self, grant: &OAuthGrantRecord, ip: &str) -> Result<(), GrantError> {
-        let logged = grant_entry(action::OAUTH_GRANT_REVOKED, None, grant, "revoked by the client", ip);
+        let logged = audit::grant_entry(action::OAUTH_GRANT_REVOKED, None, grant, "revoked by the client", ip);
         Ok(self.writer.write([StoreOp::DeleteOAuthGrant(grant.id)].into_iter().chain(logged).collect()).await?)
     }
 
@@ -762,27 +762,11 @@ impl Grants {
         let now = Timestamp::now().as_millis();
         for grant in self.index.of(user.to_bytes(), client_id).into_iter().filter_map(|id| self.index.get(id, now)) {
             ops.push(StoreOp::DeleteOAuthGrant(grant.id));
-            ops.extend(grant_entry(action::OAUTH_GRANT_REVOKED, Some(by), &grant, "consent withdrawn", ip));
+            ops.extend(audit::grant_entry(action::OAUTH_GRANT_REVOKED, Some(by), &grant, "consent withdrawn", ip));
         }
         self.writer.write(ops).await.map_err(|e| GrantError::Store(e.to_string()))?;
         Ok(true)
     }
-}
-
-/// The audit entry of `action` about `grant`, by `by`, `how` it was made or why it ended: `None` for a client's own
-/// grant (client credentials), which concerns no user ([`action::OAUTH_GRANT_ISSUED`] says why it is not audited).
-/// The detail names the client, the grant (its id, which its tokens carry but which opens nothing) and its scopes;
-/// never a token.
-fn grant_entry(
-    action: &'static str,
-    by: Option<UserId>,
-    grant: &OAuthGrantRecord,
-    how: &str,
-    ip: &str,
-) -> Option<StoreOp> {
-    let user = UserId::from_bytes(grant.user_id?);
-    let detail = format!("{}: {how}, grant {} [{}]", grant.client_id, grant_id_text(grant.id), grant.scopes.join(" "));
-    Some(audit::entry(action, by, Some(user.into()), ip, detail))
 }
 
 pub fn sha256(text: &str) -> [u8; 32] {

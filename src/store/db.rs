@@ -1143,6 +1143,17 @@ fn logouts_of(
     })
 }
 
+/// An account as the transaction holds it now (what the webhooks' fanout reads).
+fn user_in(
+    users: &impl ReadableTable<[u8; 16], &'static [u8]>,
+    id: [u8; 16],
+) -> Result<Option<super::UserRecord>, StoreError> {
+    match users.get(id).map_err(io)? {
+        Some(value) => codec::decode_user(value.value()).map(Some),
+        None => Ok(None),
+    }
+}
+
 fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
     let tx = db.begin_write().map_err(io)?;
     {
@@ -1220,10 +1231,7 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                 }
             }
             if let Some(fanout) = fanout.as_mut() {
-                fanout.op(op, &mut |id| match users.get(id).map_err(io)? {
-                    Some(value) => codec::decode_user(value.value()).map(Some),
-                    None => Ok(None),
-                })?;
+                fanout.op(op, &mut |id| user_in(&users, id))?;
             }
             match op {
                 StoreOp::PutUser(r) => put(&mut users, r.id, r)?,
@@ -1250,12 +1258,26 @@ fn commit(db: &Database, ops: &[&StoreOp]) -> Result<(), StoreError> {
                     sessions.retain_in(range, |key, _| Some(key) == kept).map_err(io)?;
                     if except.is_none() {
                         // Every session of the account: its grants to the identity provider's clients end with
-                        // them (a scan: bans and resets are rare next to the grants' reads, all from memory).
+                        // them (a scan: bans and resets are rare next to the grants' reads, all from memory),
+                        // each audited here, in this commit, as the store alone knows which they are.
+                        let mut ended = Vec::new();
                         grants
-                            .retain(|_, v| {
-                                super::provider_records::decode_grant(v).map_or(true, |g| g.user_id != Some(*user))
+                            .retain(|_, v| match super::provider_records::decode_grant(v) {
+                                Ok(g) if g.user_id == Some(*user) => {
+                                    ended.push(g);
+                                    false
+                                }
+                                _ => true,
                             })
                             .map_err(io)?;
+                        for logged in ended.iter().filter_map(super::audit::grant_ended_with_sessions) {
+                            if let Some(fanout) = fanout.as_mut() {
+                                fanout.op(&logged, &mut |id| user_in(&users, id))?;
+                            }
+                            if let StoreOp::PutAudit(r) = &logged {
+                                put(&mut audit, r.id, r)?;
+                            }
+                        }
                     }
                 }
                 StoreOp::PutAudit(r) => {

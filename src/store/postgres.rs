@@ -1307,6 +1307,26 @@ fn readable<T>(decoded: Result<T, StoreError>) -> Option<T> {
     decoded.map_err(|error| tracing::warn!(%error, "a back-channel logout skipped: a record does not decode")).ok()
 }
 
+/// Feeds `op` to the webhooks' `fanout`, before it is applied, with the accounts as this transaction holds them
+/// (their rows are locked: `lock_in_order`).
+fn feed(tx: &mut Transaction<'_>, s: &Prepared, fanout: &mut Fanout, op: &StoreOp) -> Result<(), Refused> {
+    let mut failed = None;
+    let fed = fanout.op(op, &mut |id| match tx.query_opt(&s.get_user, &[&id.as_slice()]) {
+        Ok(Some(row)) => codec::decode_user(row.get(0)).map(Some),
+        Ok(None) => Ok(None),
+        Err(e) => {
+            let message = e.to_string();
+            failed = Some(e);
+            Err(StoreError::Io(message))
+        }
+    });
+    match (fed, failed) {
+        (Ok(()), _) => Ok(()),
+        (Err(_), Some(e)) => Err(Refused::Failed(e)),
+        (Err(_), None) => Err(Refused::Conflict(Conflict::Changed { user: user_of(op) })),
+    }
+}
+
 fn apply(
     tx: &mut Transaction<'_>,
     s: &Prepared,
@@ -1327,23 +1347,7 @@ fn apply(
     for op in ops {
         backchannel.before(tx, op)?;
         if let Some(fanout) = fanout.as_deref_mut() {
-            // The account as this transaction holds it (its row is locked: `lock_in_order`).
-            let mut failed = None;
-            let fed = fanout.op(op, &mut |id| match tx.query_opt(&s.get_user, &[&id.as_slice()]) {
-                Ok(Some(row)) => codec::decode_user(row.get(0)).map(Some),
-                Ok(None) => Ok(None),
-                Err(e) => {
-                    let message = e.to_string();
-                    failed = Some(e);
-                    Err(StoreError::Io(message))
-                }
-            });
-            if fed.is_err() {
-                return Err(match failed {
-                    Some(e) => Refused::Failed(e),
-                    None => Refused::Conflict(Conflict::Changed { user: user_of(op) }),
-                });
-            }
+            feed(tx, s, fanout, op)?;
         }
         let done = match op {
             StoreOp::PutUser(r) => {
@@ -1363,8 +1367,21 @@ fn apply(
             StoreOp::DeleteSession(user, hash) => tx.execute(&s.delete_session, &[&user.as_slice(), &hash.as_slice()]),
             StoreOp::DeleteSessionsOf { user, except } => {
                 if except.is_none() {
-                    // Every session of the account: its grants to the identity provider's clients end with them.
-                    tx.execute("DELETE FROM oauth_grants WHERE user_id = $1", &[&user.as_slice()])?;
+                    // Every session of the account: its grants to the identity provider's clients end with them,
+                    // each audited here, in this commit, as the store alone knows which they are.
+                    let ended =
+                        tx.query("DELETE FROM oauth_grants WHERE user_id = $1 RETURNING record", &[&user.as_slice()])?;
+                    // One a newer release wrote, unreadable here, ends unaudited rather than failing the change.
+                    let grants: Vec<_> =
+                        ended.iter().filter_map(|row| super::provider_records::decode_grant(row.get(0)).ok()).collect();
+                    for logged in grants.iter().filter_map(super::audit::grant_ended_with_sessions) {
+                        if let Some(fanout) = fanout.as_deref_mut() {
+                            feed(tx, s, fanout, &logged)?;
+                        }
+                        if let StoreOp::PutAudit(r) = &logged {
+                            tx.execute(&s.put_audit, &[&r.id.as_slice(), &false, &codec::encode(r)])?;
+                        }
+                    }
                 }
                 let except = except.as_ref().map(|h| h.as_slice());
                 tx.execute(&s.delete_sessions_of, &[&user.as_slice(), &except])

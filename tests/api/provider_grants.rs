@@ -30,8 +30,9 @@ fn grant_of(detail: &str) -> &str {
 /// type, the grant and its scopes); its refreshes are not, nor is a client's own token (client credentials).
 /// Revoked by its client (RFC 7009) it is `oauth_grant.revoked` with no actor; with the consent an administrator
 /// withdrew, `oauth_grant.revoked` with the administrator as actor; a reused refresh token's end raises
-/// `oauth_grant.revoked` too. Each entry is written in its change's commit and becomes the webhook event of the same
-/// name, in commit order; neither the log nor an event holds a token.
+/// `oauth_grant.revoked` too; a ban, ending every grant of the user, writes one `oauth_grant.revoked` per grant
+/// (no actor: the ban's own entry names the administrator). Each entry is written in its change's commit and
+/// becomes the webhook event of the same name, in commit order; neither the log nor an event holds a token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_issued_and_revoked_are_audited_and_announced_without_their_tokens() {
     let s = TestServer::start_adjusted(|c| c.webhooks.allow_internal_targets = true).await;
@@ -77,9 +78,12 @@ async fn grants_issued_and_revoked_are_audited_and_announced_without_their_token
     let third = granted(&s, &u.cookie, a, scope).await;
     assert_eq!(refresh(&s, a, str_of(&third["refresh_token"]), None).await.status, 200);
     oauth_error(&refresh(&s, a, str_of(&third["refresh_token"]), None).await, 400, "invalid_grant");
+    let fourth = granted(&s, &u.cookie, a, scope).await;
+    s.patch_ok(&admin, &json!({"userId": u.id, "banned": true})).await;
+    oauth_error(&refresh(&s, a, str_of(&fourth["refresh_token"]), None).await, 400, "invalid_grant");
 
     let audit = s.get("/api/admin/audit?limit=200").cookie(&admin).send().await;
-    for tokens in [&first, &refreshed, &second, &third, &own.json()] {
+    for tokens in [&first, &refreshed, &second, &third, &fourth, &own.json()] {
         for field in ["access_token", "refresh_token", "id_token"] {
             if let Some(t) = tokens[field].as_str() {
                 assert!(!audit.text.contains(t), "no token in the audit log");
@@ -105,7 +109,9 @@ async fn grants_issued_and_revoked_are_audited_and_announced_without_their_token
             "oauth_grant.issued",
             "oauth_grant.revoked",
             "oauth_grant.issued",
-            "oauth_refresh_token.reused"
+            "oauth_refresh_token.reused",
+            "oauth_grant.issued",
+            "oauth_grant.revoked"
         ],
         "one issued per code (none for the refreshes or the client's own token), oldest first: {seen:?}"
     );
@@ -123,12 +129,17 @@ async fn grants_issued_and_revoked_are_audited_and_announced_without_their_token
     assert_ne!(grant, grant_of(detail(0)));
     assert_eq!(detail(3), format!("{id}: consent withdrawn, grant {grant} [openid offline_access]"));
     assert_eq!(ours[3]["actor_id"], admin_id, "the administrator who withdrew the consent");
+    let grant = grant_of(detail(6));
+    assert_eq!(detail(7), format!("{id}: every session of the account ended, grant {grant} [openid offline_access]"));
+    assert!(ours[7]["actor_id"].is_null(), "the ban's own entry names its administrator: {ours:?}");
 
-    let sent = events(&received, 6).await;
+    let sent = events(&received, 8).await;
     let types: Vec<&str> = sent.iter().map(|e| str_of(&e["type"])).collect();
     assert_eq!(
         types,
         [
+            "oauth_grant.issued",
+            "oauth_grant.revoked",
             "oauth_grant.issued",
             "oauth_grant.revoked",
             "oauth_grant.issued",
