@@ -29,6 +29,7 @@ mod consents;
 mod console;
 mod cors;
 pub mod dto;
+mod embedded;
 mod errors;
 mod event_loops;
 mod export;

@@ -19,6 +19,8 @@
 //! And the two calls the pages need beyond better-auth's wire: `GET /api/account/providers` (the sign-in buttons)
 //! and `POST /api/account/totp-qr` (the authenticator's QR code, drawn here so the page needs no QR library).
 
+use std::sync::LazyLock;
+
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
@@ -27,6 +29,7 @@ use hyper::{Request, Response, StatusCode};
 use super::AppState;
 use super::console::CONTENT_SECURITY_POLICY;
 use super::dto::{ProviderName, Providers};
+use super::embedded::embedded;
 use super::extract::{self, Ctx};
 use super::response::{Body, Failure, ok};
 
@@ -44,19 +47,21 @@ const SIGN_OUT_HTML: &[u8] = include_bytes!("../../pages/sign-out.html");
 const DEVICE_HTML: &[u8] = include_bytes!("../../pages/device.html");
 
 /// The files the pages load, by their name under `/auth/`.
-const ASSETS: &[(&str, &str, &[u8])] = &[
-    ("pages.css", "text/css; charset=utf-8", include_bytes!("../../pages/pages.css")),
-    ("reset-password.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/reset-password.js")),
-    ("setup.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/setup.js")),
-    // The sign-in, account and invitation pages, and what they share (the API call, WebAuthn's encoding).
-    ("common.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/common.js")),
-    ("sign-in.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/sign-in.js")),
-    ("account.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/account.js")),
-    ("accept-invitation.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/accept-invitation.js")),
-    ("consent.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/consent.js")),
-    ("sign-out.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/sign-out.js")),
-    ("device.js", "text/javascript; charset=utf-8", include_bytes!("../../pages/device.js")),
-];
+static ASSETS: LazyLock<[(&str, &str, &[u8]); 10]> = LazyLock::new(|| {
+    [
+        ("pages.css", "text/css; charset=utf-8", embedded!("pages", "pages.css")),
+        ("reset-password.js", "text/javascript; charset=utf-8", embedded!("pages", "reset-password.js")),
+        ("setup.js", "text/javascript; charset=utf-8", embedded!("pages", "setup.js")),
+        // The sign-in, account and invitation pages, and what they share (the API call, WebAuthn's encoding).
+        ("common.js", "text/javascript; charset=utf-8", embedded!("pages", "common.js")),
+        ("sign-in.js", "text/javascript; charset=utf-8", embedded!("pages", "sign-in.js")),
+        ("account.js", "text/javascript; charset=utf-8", embedded!("pages", "account.js")),
+        ("accept-invitation.js", "text/javascript; charset=utf-8", embedded!("pages", "accept-invitation.js")),
+        ("consent.js", "text/javascript; charset=utf-8", embedded!("pages", "consent.js")),
+        ("sign-out.js", "text/javascript; charset=utf-8", embedded!("pages", "sign-out.js")),
+        ("device.js", "text/javascript; charset=utf-8", embedded!("pages", "device.js")),
+    ]
+});
 
 /// `GET /`: a small page linking the console and the account page, the two places a person opening the server's
 /// address may be looking for (an administrator, or a user of an application that signs in here).
@@ -226,7 +231,7 @@ mod tests {
                 assert!(ASSETS.iter().any(|(n, _, _)| *n == src), "{src} is not served");
             }
         }
-        for (name, _, body) in ASSETS {
+        for (name, _, body) in ASSETS.iter() {
             let text = std::str::from_utf8(body).unwrap();
             assert!(!text.contains("innerHTML") && !text.contains("eval("), "{name}");
         }

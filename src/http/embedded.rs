@@ -1,0 +1,31 @@
+//! The console's files and the pages' scripts and style sheet, carried gzip-compressed in the binary (build.rs
+//! writes them; the release binary's size, README) and inflated once, at their first use, for the life of the
+//! process: what is served is byte for byte the file in the repository.
+
+use std::io::Read;
+
+/// `gz`, inflated into memory the process keeps (each file is inflated once, by a `LazyLock`).
+pub fn inflate(gz: &'static [u8]) -> &'static [u8] {
+    let mut bytes = Vec::with_capacity(gz.len() * 4);
+    flate2::read::GzDecoder::new(gz).read_to_end(&mut bytes).expect("build.rs wrote the file as gzip");
+    bytes.leak()
+}
+
+/// The bytes of file `$name` of the repository's folder `$dir` (`console` or `pages`), as build.rs compressed it.
+macro_rules! embedded {
+    ($dir:literal, $name:literal) => {
+        $crate::http::embedded::inflate(include_bytes!(concat!(env!("OUT_DIR"), "/embedded/", $dir, "/", $name, ".gz")))
+    };
+}
+pub(crate) use embedded;
+
+#[cfg(test)]
+mod tests {
+    /// What is served is the repository's file, byte for byte, for each folder build.rs compresses.
+    #[test]
+    fn an_embedded_file_inflates_to_the_repositorys_file() {
+        assert_eq!(embedded!("console", "app.js"), include_bytes!("../../console/app.js"));
+        assert_eq!(embedded!("console", "index.html"), include_bytes!("../../console/index.html"));
+        assert_eq!(embedded!("pages", "pages.css"), include_bytes!("../../pages/pages.css"));
+    }
+}
