@@ -18,7 +18,6 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::dto::{ConfigInEffect, LastDelivery, MailQueued};
-use super::embedded::embedded;
 use super::extract::Ctx;
 use super::extract::{self, Refusal};
 use super::response::{Body, Failure, json as answer, ok};
@@ -51,15 +50,15 @@ impl Asset {
 /// A script module of `console/` (each page beyond the shell is a module of its own, imported by `app.js`).
 macro_rules! script {
     ($name:literal) => {
-        Asset::new($name, "text/javascript; charset=utf-8", embedded!("console", $name))
+        Asset::new($name, "text/javascript; charset=utf-8", crate::embedded_file!("console", $name))
     };
 }
 
 static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
     vec![
-        Asset::new("", "text/html; charset=utf-8", embedded!("console", "index.html")),
+        Asset::new("", "text/html; charset=utf-8", crate::embedded_file!("console", "index.html")),
         script!("app.js"),
-        Asset::new("console.css", "text/css; charset=utf-8", embedded!("console", "console.css")),
+        Asset::new("console.css", "text/css; charset=utf-8", crate::embedded_file!("console", "console.css")),
         // Console, round two: the user-agent parser, the overview, the audit search, the users' tools.
         script!("ua.js"),
         script!("overview.js"),

@@ -12,20 +12,21 @@ pub fn inflate(gz: &'static [u8]) -> &'static [u8] {
 }
 
 /// The bytes of file `$name` of the repository's folder `$dir` (`console` or `pages`), as build.rs compressed it.
-macro_rules! embedded {
+/// Exported at the crate's root (`crate::embedded_file!`), the one place a macro is named from without an import.
+#[macro_export]
+macro_rules! embedded_file {
     ($dir:literal, $name:literal) => {
         $crate::http::embedded::inflate(include_bytes!(concat!(env!("OUT_DIR"), "/embedded/", $dir, "/", $name, ".gz")))
     };
 }
-pub(crate) use embedded;
 
 #[cfg(test)]
 mod tests {
     /// What is served is the repository's file, byte for byte, for each folder build.rs compresses.
     #[test]
     fn an_embedded_file_inflates_to_the_repositorys_file() {
-        assert_eq!(embedded!("console", "app.js"), include_bytes!("../../console/app.js"));
-        assert_eq!(embedded!("console", "index.html"), include_bytes!("../../console/index.html"));
-        assert_eq!(embedded!("pages", "pages.css"), include_bytes!("../../pages/pages.css"));
+        assert_eq!(crate::embedded_file!("console", "app.js"), include_bytes!("../../console/app.js"));
+        assert_eq!(crate::embedded_file!("console", "index.html"), include_bytes!("../../console/index.html"));
+        assert_eq!(crate::embedded_file!("pages", "pages.css"), include_bytes!("../../pages/pages.css"));
     }
 }

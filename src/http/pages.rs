@@ -29,7 +29,6 @@ use hyper::{Request, Response, StatusCode};
 use super::AppState;
 use super::console::CONTENT_SECURITY_POLICY;
 use super::dto::{ProviderName, Providers};
-use super::embedded::embedded;
 use super::extract::{self, Ctx};
 use super::response::{Body, Failure, ok};
 
@@ -49,17 +48,21 @@ const DEVICE_HTML: &[u8] = include_bytes!("../../pages/device.html");
 /// The files the pages load, by their name under `/auth/`.
 static ASSETS: LazyLock<[(&str, &str, &[u8]); 10]> = LazyLock::new(|| {
     [
-        ("pages.css", "text/css; charset=utf-8", embedded!("pages", "pages.css")),
-        ("reset-password.js", "text/javascript; charset=utf-8", embedded!("pages", "reset-password.js")),
-        ("setup.js", "text/javascript; charset=utf-8", embedded!("pages", "setup.js")),
+        ("pages.css", "text/css; charset=utf-8", crate::embedded_file!("pages", "pages.css")),
+        ("reset-password.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "reset-password.js")),
+        ("setup.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "setup.js")),
         // The sign-in, account and invitation pages, and what they share (the API call, WebAuthn's encoding).
-        ("common.js", "text/javascript; charset=utf-8", embedded!("pages", "common.js")),
-        ("sign-in.js", "text/javascript; charset=utf-8", embedded!("pages", "sign-in.js")),
-        ("account.js", "text/javascript; charset=utf-8", embedded!("pages", "account.js")),
-        ("accept-invitation.js", "text/javascript; charset=utf-8", embedded!("pages", "accept-invitation.js")),
-        ("consent.js", "text/javascript; charset=utf-8", embedded!("pages", "consent.js")),
-        ("sign-out.js", "text/javascript; charset=utf-8", embedded!("pages", "sign-out.js")),
-        ("device.js", "text/javascript; charset=utf-8", embedded!("pages", "device.js")),
+        ("common.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "common.js")),
+        ("sign-in.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "sign-in.js")),
+        ("account.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "account.js")),
+        (
+            "accept-invitation.js",
+            "text/javascript; charset=utf-8",
+            crate::embedded_file!("pages", "accept-invitation.js"),
+        ),
+        ("consent.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "consent.js")),
+        ("sign-out.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "sign-out.js")),
+        ("device.js", "text/javascript; charset=utf-8", crate::embedded_file!("pages", "device.js")),
     ]
 });
 
