@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+
+use crate::store::grant_id_text;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -207,11 +209,6 @@ pub enum RefreshError {
     Scope(String),
     #[error("the store is unavailable: {0}")]
     Store(String),
-}
-
-/// A grant's id, as its tokens carry it.
-pub fn grant_id_text(id: [u8; 16]) -> String {
-    B64.encode(id)
 }
 
 /// A refresh token: the grant's id, then 256 random bits (base64url). Only its SHA-256 is stored; the id lets the

@@ -22,10 +22,9 @@ pub fn grant_entry(
     how: &str,
     ip: &str,
 ) -> Option<StoreOp> {
-    use base64::Engine;
     let user = UserId::from_bytes(grant.user_id?);
-    let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(grant.id);
-    let detail = format!("{}: {how}, grant {id} [{}]", grant.client_id, grant.scopes.join(" "));
+    let detail =
+        format!("{}: {how}, grant {} [{}]", grant.client_id, super::grant_id_text(grant.id), grant.scopes.join(" "));
     Some(entry(action, by, Some(user.into()), ip, detail))
 }
 

@@ -46,7 +46,7 @@ pub use hook_records::{DeliveryRecordV1, WebhookMessageRecordV1, WebhookRecordV1
 pub use passkey_records::{PasskeyChallengeRecordV1, PasskeyRecordV1};
 pub use provider_records::{
     ClientRecord, ClientRecordV1, ClientRecordV2, DeviceDecisionV1, OAuthCodeRecordV1, OAuthConsentRecordV1,
-    OAuthDeviceRecordV1, OAuthGrantRecord, OAuthGrantRecordV1, OAuthGrantRecordV2, SigningKeyRecordV1,
+    OAuthDeviceRecordV1, OAuthGrantRecord, OAuthGrantRecordV1, OAuthGrantRecordV2, SigningKeyRecordV1, grant_id_text,
 };
 pub use records::{
     AuditRecordV1, InvitationRecord, InvitationRecordV1, MembershipRecord, OrgRecord, OrgRecordV1, OrgRecordV2,

@@ -349,6 +349,12 @@ impl Versioned for SigningKeyRecordV1 {
     const KIND: &'static str = "signing key";
 }
 
+/// A grant's id, as its tokens carry it (base64url): what logs and audit entries name a grant by.
+pub fn grant_id_text(id: [u8; 16]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id)
+}
+
 #[cfg(test)]
 mod tests {
     //! Golden bytes: do not update them; add a `…V2` record with a new version byte instead.
