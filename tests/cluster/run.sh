@@ -33,8 +33,23 @@ PGPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
 
 export SERVICE_AUTH_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/postgres"
 if [ $# -gt 0 ]; then cargo test --test api -- "$@"; exit; fi
+# Left out: the modules whose tests never start the harness's TestServer, so they run here exactly as in the cargo
+# suite (which runs them): tests/api/cluster.rs starts PostgreSQL servers of its own; the others run the binary as
+# a child process on its embedded store, or as a reader of the guides does (docs, whose one in-process test reads
+# the reference). Checked below, so that a TestServer test added to one of them is not left out unseen.
+ELSEWHERE="cluster docs crash first_run refused_origins reload setup test_command upgrade"
+SKIPS=()
+for m in $ELSEWHERE; do
+  case $m in
+    cluster | docs) ;;
+    *) if grep -q 'TestServer::' "tests/api/$m.rs"; then
+         echo "tests/cluster/run.sh: tests/api/$m.rs starts a TestServer now: take it out of ELSEWHERE" >&2; exit 2
+       fi ;;
+  esac
+  SKIPS+=(--skip "api::$m::")
+done
 # Eight tests at a time (they mostly wait); the timing tests (*same_time*) afterwards, one at a time.
 status=0
-RUST_TEST_THREADS=${RUST_TEST_THREADS:-8} cargo test --test api -- --skip same_time || status=1
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-8} cargo test --test api -- --skip same_time "${SKIPS[@]}" || status=1
 cargo test --test api same_time -- --test-threads=1 || status=1
 exit $status
