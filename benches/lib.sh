@@ -17,9 +17,13 @@ start() { # port, command...: waits until the port answers (60 s at most)
 }
 stop_last() { kill "${PIDS[-1]}" 2>/dev/null || true; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'; }
 
+# A script whose init is long can make its threads wait for each other (provider.sh): WRK_THREADS is their count,
+# WRK_READY an empty directory of this run where each writes a file when ready.
 run() { # connections url [wrk args] -> "rps p50_ms p99_ms non2xx"; wrk's output stays in $WORK/wrk.txt
   local c=$1 url=$2; shift 2
-  wrk -t"$((c < 2 ? 1 : 2))" -c"$c" -d"${DURATION}s" --latency "$@" "$url" > "$WORK/wrk.txt" 2>&1 || true
+  local t=$((c < 2 ? 1 : 2)) ready
+  ready=$(mktemp -d -p "$WORK")
+  WRK_THREADS=$t WRK_READY=$ready wrk -t"$t" -c"$c" -d"${DURATION}s" --latency "$@" "$url" > "$WORK/wrk.txt" 2>&1 || true
   local rps p50 p99 bad
   rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.txt")
   p50=$(ms "$(awk '$1=="50%" {print $2}' "$WORK/wrk.txt")")
