@@ -234,28 +234,32 @@ pub struct SessionEnded {
     pub redirect: Option<String>,
 }
 
-/// Introspection's answer (RFC 7662 §2.2): `{active: false}` alone, or what the token is.
+/// Introspection's answer (RFC 7662 §2.2): `{active: false}` alone, or what the token is. An access token's answer
+/// borrows its claims from the token's decoded payload (no copy of each: introspection is the hot path).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Introspection {
+pub struct Introspection<'a> {
     pub active: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub iss: Option<String>,
+    pub iss: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
+    pub client_id: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub azp: Option<String>,
+    pub azp: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sub: Option<String>,
+    pub sub: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sid: Option<String>,
+    pub sid: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exp: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iat: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
+    pub scope: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_type: Option<&'static str>,
+    /// The organization claims as userinfo reads them: the grant's organization and the member's roles now.
+    #[serde(flatten)]
+    pub org: Option<OrgClaims>,
 }
 
 /// Userinfo's answer: the claims of the scopes the token carries.
@@ -815,14 +819,17 @@ impl Accounts {
 
     /// `POST /oauth2/introspect` (RFC 7662) by a confidential client: what `token` (an access token or a refresh
     /// token of this client's) is, answered from memory. Anything else, another client's token included, is
-    /// `{active: false}`.
-    pub async fn introspect(
+    /// `{active: false}`. With `profile` among the token's scopes, the answer carries the organization claims as
+    /// userinfo does (the membership now, not as the token was signed: a removal shows at once). `payload`: where an
+    /// access token's payload is decoded, which the answer borrows its claims from.
+    pub async fn introspect<'p>(
         &self,
         req: &TokenRequest,
         token: &str,
         hint: Option<&str>,
         issuer: &str,
-    ) -> Result<Introspection, TokenError> {
+        payload: &'p mut Vec<u8>,
+    ) -> Result<Introspection<'p>, TokenError> {
         let client = self.token_client(req).await?;
         if client.auth_method == AuthMethod::None {
             return Err(TokenError::InvalidClient {
@@ -837,22 +844,23 @@ impl Accounts {
         {
             return Ok(answer);
         }
-        let mut payload = Vec::new();
-        if let Some((grant, claims)) = self.access_grant(token, issuer, &mut payload).await? {
+        if let Some((grant, claims)) = self.access_grant(token, issuer, payload).await? {
             if grant.client_id != client.client_id {
                 return Ok(inactive);
             }
+            let org = self.org_claims(&grant, claims.scope.as_deref().unwrap_or("").split(' '));
             return Ok(Introspection {
                 active: true,
-                iss: Some(claims.iss.into_owned()),
-                client_id: claims.client_id.map(Cow::into_owned),
-                azp: claims.azp.map(Cow::into_owned),
-                sub: claims.sub.map(Cow::into_owned),
-                sid: claims.sid.map(Cow::into_owned),
+                iss: Some(claims.iss),
+                client_id: claims.client_id,
+                azp: claims.azp,
+                sub: claims.sub,
+                sid: claims.sid,
                 exp: Some(claims.exp),
                 iat: claims.iat,
-                scope: claims.scope.map(Cow::into_owned),
+                scope: claims.scope,
                 token_type: Some("Bearer"),
+                org,
             });
         }
         if hint != Some("refresh_token")
@@ -869,7 +877,7 @@ impl Accounts {
         token: &str,
         client_id: &str,
         issuer: &str,
-    ) -> Result<Option<Introspection>, Unavailable> {
+    ) -> Result<Option<Introspection<'static>>, Unavailable> {
         let now = self.clock.now();
         let Some(grant) = self.grants.by_refresh_token(token, now).await? else { return Ok(None) };
         if grant.client_id != client_id || !self.grant_holds(&grant) {
@@ -877,15 +885,16 @@ impl Accounts {
         }
         Ok(Some(Introspection {
             active: true,
-            iss: Some(issuer.to_owned()),
-            client_id: Some(grant.client_id.clone()),
+            iss: Some(issuer.to_owned().into()),
+            client_id: Some(grant.client_id.clone().into()),
             azp: None,
-            sub: grant.user_id.map(|u| UserId::from_bytes(u).to_string()),
-            sid: grant.session_id.map(|s| SessionId::from_bytes(s).to_string()),
+            sub: grant.user_id.map(|u| UserId::from_bytes(u).to_string().into()),
+            sid: grant.session_id.map(|s| SessionId::from_bytes(s).to_string().into()),
             exp: Some(grant.expires_at_ms / 1000),
             iat: Some(grant.updated_at_ms / 1000),
-            scope: Some(grant.scopes.join(" ")),
+            scope: Some(grant.scopes.join(" ").into()),
             token_type: None,
+            org: self.org_claims(&grant, &grant.scopes),
         }))
     }
 
@@ -1018,9 +1027,13 @@ impl Accounts {
     /// The claims of `grant`'s organization for a token of `scopes`: only with [`ORG_CLAIMS_SCOPE`], and only while
     /// the user is still a member of it, with the roles they hold now (a refresh after a role change carries the
     /// new roles; after a removal, or the organization's deletion, none).
-    fn org_claims(&self, grant: &OAuthGrantRecord, scopes: &[impl AsRef<str>]) -> Option<OrgClaims> {
+    fn org_claims(
+        &self,
+        grant: &OAuthGrantRecord,
+        scopes: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> Option<OrgClaims> {
         let (org, user) = (OrgId::from_bytes(grant.organization?), UserId::from_bytes(grant.user_id?));
-        if !scopes.iter().any(|s| s.as_ref() == ORG_CLAIMS_SCOPE) {
+        if !scopes.into_iter().any(|s| s.as_ref() == ORG_CLAIMS_SCOPE) {
             return None;
         }
         let member = self.indexes.members.get(org, user)?;

@@ -1,15 +1,34 @@
 //! Which origins are our own or trusted, and which redirect targets are safe.
 
+use std::borrow::Cow;
+
 /// The server's own origin (from `base_url`, else from the request's `Host`) and the configured trusted ones.
 #[derive(Debug, Clone, Default)]
 pub struct Origins {
     base: Option<String>,
+    /// The identity provider's issuer under `base` ([`ISSUER_PATH`]), made once: every token, introspection and
+    /// userinfo request names it.
+    base_issuer: Option<String>,
     trusted: Vec<String>,
 }
 
+/// Where the identity provider's issuer is under our origin (better-auth's `basePath`).
+pub const ISSUER_PATH: &str = "/api/auth";
+
 impl Origins {
     pub fn new(base_url: Option<&str>, trusted: &[String]) -> Self {
-        Self { base: base_url.and_then(origin_of), trusted: trusted.iter().filter_map(|o| origin_of(o)).collect() }
+        let base = base_url.and_then(origin_of);
+        let base_issuer = base.as_ref().map(|base| format!("{base}{ISSUER_PATH}"));
+        Self { base, base_issuer, trusted: trusted.iter().filter_map(|o| origin_of(o)).collect() }
+    }
+
+    /// The identity provider's issuer: `<base_url>/api/auth` as made once, else `http://<Host>/api/auth`.
+    pub fn issuer(&self, host: Option<&str>) -> Option<Cow<'_, str>> {
+        match (&self.base_issuer, host) {
+            (Some(issuer), _) => Some(Cow::Borrowed(issuer)),
+            (None, Some(host)) => Some(Cow::Owned(format!("http://{host}{ISSUER_PATH}"))),
+            (None, None) => None,
+        }
     }
 
     /// Whether `origin` (an `Origin` header value) is ours or trusted. Without a configured `base_url`, our own

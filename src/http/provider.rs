@@ -34,9 +34,8 @@ const MAX_LEAD_SECS: u64 = 30 * 86_400;
 
 /// The issuer: the server's own origin (`base_url`, else the request's `Host`) and better-auth's base path, as
 /// the plugin's `baseURL` is `<base>/api/auth`.
-fn issuer(state: &AppState, ctx: &Ctx) -> Result<String, Failure> {
-    let own = state.origins.own(ctx.host()).ok_or_else(|| Failure::bad_request("BAD_REQUEST", "No Host header"))?;
-    Ok(format!("{own}/api/auth"))
+fn issuer<'s>(state: &'s AppState, ctx: &Ctx) -> Result<Cow<'s, str>, Failure> {
+    state.origins.issuer(ctx.host()).ok_or_else(|| Failure::bad_request("BAD_REQUEST", "No Host header"))
 }
 
 fn public(mut response: Response<Body>) -> Response<Body> {
@@ -640,14 +639,15 @@ async fn token_form(
 
 /// `POST /api/auth/oauth2/introspect` (RFC 7662; form `token`, `token_type_hint`; a confidential client's
 /// credentials) → `{active: false}` or `{active: true, iss, client_id, azp?, sub, sid?, exp, iat, scope,
-/// token_type?}` for a live token of the calling client's, answered from memory.
+/// token_type?, org_id?, org_slug?, org_roles?}` for a live token of the calling client's, answered from memory.
 pub async fn introspect(state: &AppState, ctx: Ctx, req: Request<Incoming>) -> Result<Response<Body>, Failure> {
     let issuer = issuer(state, &ctx)?;
     let (client, token, hint) = match token_form(state, req).await? {
         Ok(parsed) => parsed,
         Err(refused) => return Ok(refused),
     };
-    match state.accounts.introspect(&client, &token, hint.as_deref(), &issuer).await {
+    let mut payload = Vec::new();
+    match state.accounts.introspect(&client, &token, hint.as_deref(), &issuer, &mut payload).await {
         Ok(answer) => Ok(ok(&answer)),
         Err(e) => token_refusal(e),
     }

@@ -1447,7 +1447,7 @@ async fn introspect(s: &TestServer, client: Option<(&str, &str)>, form: &[(&str,
     r.raw(Some("application/x-www-form-urlencoded"), query(form)).send().await
 }
 
-async fn active(s: &TestServer, client: (&str, &str), token: &str) -> Value {
+pub(super) async fn active(s: &TestServer, client: (&str, &str), token: &str) -> Value {
     let r = introspect(s, Some(client), &[("token", token)]).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));

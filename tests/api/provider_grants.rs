@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::consents::consent_to;
 use super::harness::*;
 use super::org_plugin::{ok, post};
-use super::provider::{RP, granted, oauth_error, receiver, refresh, register, revoke, token, verified};
+use super::provider::{RP, active, granted, oauth_error, receiver, refresh, register, revoke, token, verified};
 
 /// The webhook bodies `received` holds once there are `n` of them (waiting up to ten seconds).
 async fn events(received: &std::sync::Arc<std::sync::Mutex<Vec<String>>>, n: usize) -> Vec<Value> {
@@ -156,22 +156,34 @@ async fn grants_issued_and_revoked_are_audited_and_announced_without_their_token
     }
 }
 
-/// The `org_*` claims of the access token, the ID token and userinfo of `tokens` (`null` where absent), after
-/// checking both tokens' signatures.
-async fn org_claims(s: &TestServer, tokens: &Value) -> [Value; 3] {
-    let pick = |v: &Value| json!({"org_id": v["org_id"], "org_slug": v["org_slug"], "org_roles": v["org_roles"]});
+/// The `org_*` claims of the access token, the ID token, userinfo and the access token's introspection by `client`
+/// of `tokens` (`null` where absent), after checking both tokens' signatures and that the token is active.
+async fn org_claims(s: &TestServer, client: (&str, &str), tokens: &Value) -> [Value; 4] {
     let (_, access) = verified(s, str_of(&tokens["access_token"])).await;
     let (_, id) = verified(s, str_of(&tokens["id_token"])).await;
     let bearer = format!("Bearer {}", str_of(&tokens["access_token"]));
     let r = s.get("/api/auth/oauth2/userinfo").header("authorization", &bearer).send().await;
     assert_eq!(r.status, 200, "{}", r.text);
-    [pick(&access), pick(&id), pick(&r.json())]
+    let introspected = introspected_org(s, client, str_of(&tokens["access_token"])).await;
+    [pick_org(&access), pick_org(&id), pick_org(&r.json()), introspected]
+}
+
+fn pick_org(v: &Value) -> Value {
+    json!({"org_id": v["org_id"], "org_slug": v["org_slug"], "org_roles": v["org_roles"]})
+}
+
+/// The `org_*` claims of `token`'s introspection by `client`, which must find it active.
+async fn introspected_org(s: &TestServer, client: (&str, &str), token: &str) -> Value {
+    let v = active(s, client, token).await;
+    assert_eq!(v["active"], true, "{v}");
+    pick_org(&v)
 }
 
 /// With `profile`, a grant made while the session had an active organization carries it (`org_id`, `org_slug`)
-/// and the member's roles (`org_roles`) in the access token, the ID token and userinfo; without `profile`, or
-/// without an active organization, there are none. A refresh keeps the organization but reads the roles again: a
-/// role change shows in the next tokens (and at userinfo at once), a removal takes every `org_*` claim away.
+/// and the member's roles (`org_roles`) in the access token, the ID token, userinfo and introspection (of its
+/// access and its refresh tokens); without `profile`, or without an active organization, there are none. A refresh
+/// keeps the organization but reads the roles again: a role change shows in the next tokens, and at userinfo and
+/// introspection at once; a removal takes every `org_*` claim away, at introspection at once too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_carry_the_active_organization_and_the_members_roles_as_they_are_now() {
     let s = TestServer::start().await;
@@ -190,14 +202,18 @@ async fn tokens_carry_the_active_organization_and_the_members_roles_as_they_are_
     let of = |roles: Value| json!({"org_id": org, "org_slug": "acme", "org_roles": roles});
 
     let owner = granted(&s, &ann.cookie, a, "openid profile").await;
-    assert_eq!(org_claims(&s, &owner).await, [of(json!(["owner"])), of(json!(["owner"])), of(json!(["owner"]))]);
+    let owns = of(json!(["owner"]));
+    assert_eq!(org_claims(&s, a, &owner).await, [owns.clone(), owns.clone(), owns.clone(), owns]);
     let tokens = granted(&s, &bob.cookie, a, "openid profile offline_access").await;
     let member = of(json!(["member"]));
-    assert_eq!(org_claims(&s, &tokens).await, [member.clone(), member.clone(), member]);
-    let unscoped = granted(&s, &bob.cookie, a, "openid email").await;
-    assert_eq!(org_claims(&s, &unscoped).await, [none.clone(), none.clone(), none.clone()], "no profile, no claims");
+    assert_eq!(org_claims(&s, a, &tokens).await, [member.clone(), member.clone(), member.clone(), member.clone()]);
+    assert_eq!(introspected_org(&s, a, str_of(&tokens["refresh_token"])).await, member, "the refresh token's");
+    let nothing = [none.clone(), none.clone(), none.clone(), none.clone()];
+    let unscoped = granted(&s, &bob.cookie, a, "openid email offline_access").await;
+    assert_eq!(org_claims(&s, a, &unscoped).await, nothing, "no profile, no claims");
+    assert_eq!(introspected_org(&s, a, str_of(&unscoped["refresh_token"])).await, none, "nor for its refresh token");
     let outside = granted(&s, &cai.cookie, a, "openid profile").await;
-    assert_eq!(org_claims(&s, &outside).await, [none.clone(), none.clone(), none.clone()], "no active organization");
+    assert_eq!(org_claims(&s, a, &outside).await, nothing, "no active organization");
 
     let members =
         s.get(&format!("/api/auth/organization/list-members?organizationId={org}")).cookie(&ann.cookie).send().await;
@@ -205,17 +221,22 @@ async fn tokens_carry_the_active_organization_and_the_members_roles_as_they_are_
     let bobs = members.as_array().unwrap().iter().find(|m| m["userId"] == bob.id.as_str()).unwrap()["id"].clone();
     let change = json!({"memberId": bobs, "role": ["admin", "member"], "organizationId": org});
     ok(&post(&s, "update-member-role", &ann.cookie, &change).await);
-    let [access, _, info] = org_claims(&s, &tokens).await;
+    let both = of(json!(["admin", "member"]));
+    let [access, _, info, introspected] = org_claims(&s, a, &tokens).await;
     assert_eq!(access, of(json!(["member"])), "a signed token keeps what it was signed with");
-    assert_eq!(info, of(json!(["admin", "member"])), "userinfo reads the membership now");
+    assert_eq!(info, both, "userinfo reads the membership now");
+    assert_eq!(introspected, both, "and so does introspection");
+    assert_eq!(introspected_org(&s, a, str_of(&tokens["refresh_token"])).await, both);
     let r = refresh(&s, a, str_of(&tokens["refresh_token"]), None).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let tokens = r.json();
-    let both = of(json!(["admin", "member"]));
-    assert_eq!(org_claims(&s, &tokens).await, [both.clone(), both.clone(), both]);
+    assert_eq!(org_claims(&s, a, &tokens).await, [both.clone(), both.clone(), both.clone(), both]);
 
     ok(&post(&s, "remove-member", &ann.cookie, &json!({"memberIdOrEmail": bob.email, "organizationId": org})).await);
+    let removed = introspected_org(&s, a, str_of(&tokens["access_token"])).await;
+    assert_eq!(removed, none, "a token signed before the removal introspects without them at once");
+    assert_eq!(introspected_org(&s, a, str_of(&tokens["refresh_token"])).await, none);
     let r = refresh(&s, a, str_of(&tokens["refresh_token"]), None).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(org_claims(&s, &r.json()).await, [none.clone(), none.clone(), none], "a removed member has none");
+    assert_eq!(org_claims(&s, a, &r.json()).await, nothing, "a removed member has none");
 }
