@@ -11,7 +11,8 @@
 # quarter of an hour, so the introspection rounds come first). Then, against the release server:
 # - introspect: ROUNDS rounds, each get-session of a random one of the N sessions (cookie) and then
 #   `POST /api/auth/oauth2/introspect` of a random one of the N access tokens (the client's Basic credentials),
-#   wrk at CONNS connections for DURATION seconds each; the ratio of the two in each round, and the medians.
+#   wrk at CONNS connections for DURATION seconds each; the ratio of the two in each round, and the medians; and
+#   the server's CPU per request of each (from /proc), whose ratio the host's other work disturbs far less.
 # - refresh: examples/grants.rs, `refresh` at each of GRANT_CONNS: each client refreshes grants it owns, each time
 #   with the refresh token the previous answer gave (every grant is a durable write: a rotation).
 # - code: examples/grants.rs, `code`: `oauth2/authorize` with a seeded session's cookie and PKCE, then the code
@@ -53,7 +54,15 @@ seeded=$(date +%s)
 echo "seeded $N users, sessions and grants in $((seeded - t0)) s"
 SERVICE_AUTH_LOG=warn SERVICE_AUTH_LISTEN="127.0.0.1:$PORT" SERVICE_AUTH_DATA_DIR="$WORK/d" \
   start "$PORT" "$BIN" --config "$WORK/c.toml"
-echo "listening $(($(date +%s) - seeded)) s later; resident: $(awk '$1 == "VmRSS:" {print int($2 / 1024)}' "/proc/${PIDS[-1]}/status") MB"
+SERVER=${PIDS[-1]}
+echo "listening $(($(date +%s) - seeded)) s later; resident: $(awk '$1 == "VmRSS:" {print int($2 / 1024)}' "/proc/$SERVER/status") MB"
+# The server's CPU (user and system, clock ticks) and, from two readings around a wrk run, its CPU per request in
+# microseconds: what each request costs the server, which a host shared with other work disturbs far less than the
+# requests per second (wrk and the other work take the cores, not the server's instructions).
+ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
+per_request() { # ticks before, ticks after, req/s
+  awk -v a="$1" -v b="$2" -v r="$3" -v d="$DURATION" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", (b - a) * 1e6 / hz / (r * d)}'
+}
 read -r CLIENT_ID CLIENT_SECRET < "$WORK/client.txt"
 BASIC="Basic $(printf '%s:%s' "$CLIENT_ID" "$CLIENT_SECRET" | base64 -w0)"
 cut -d' ' -f1 "$WORK/grants.txt" > "$WORK/access.txt"
@@ -130,19 +139,27 @@ if want introspect; then
   for r in $(seq "$ROUNDS"); do
     left=$((seeded + 900 - $(date +%s)))
     [ "$left" -gt $((2 * DURATION + 5)) ] || { echo "the seeded access tokens expire in $left s: stopping the rounds" >&2; break; }
+    t0=$(ticks)
     g=$(TOKENS="$WORK/sessions.txt" KIND=session run "$CONNS" "$URL" -s "$WORK/random.lua")
+    t1=$(ticks)
     i=$(TOKENS="$WORK/access.txt" KIND=introspect BASIC="$BASIC" run "$CONNS" "$URL" -s "$WORK/random.lua")
+    t2=$(ticks)
     [ "${g##* }" = 0 ] && [ "${i##* }" = 0 ] || { echo "non-2xx answers: get-session $g, introspect $i" >&2; exit 1; }
-    echo "$g $i $(ratio "${i%% *}" "${g%% *}")" >> "$WORK/rounds"
-    echo "  round $r: get-session $g | introspect $i | ratio $(ratio "${i%% *}" "${g%% *}") (load $(load))"
+    gc=$(per_request "$t0" "$t1" "${g%% *}")
+    ic=$(per_request "$t1" "$t2" "${i%% *}")
+    # Fields: get-session 1-4, introspection 5-8, their ratio 9, the server's CPU per request of each 10-11, and
+    # the ratio that CPU gives (get-session's over introspection's: the throughput ratio on cores of its own) 12.
+    echo "$g $i $(ratio "${i%% *}" "${g%% *}") $gc $ic $(ratio "$gc" "$ic")" >> "$WORK/rounds"
+    echo "  round $r: get-session $g | introspect $i | ratio $(ratio "${i%% *}" "${g%% *}") | server CPU per" \
+      "request: get-session $gc us, introspect $ic us, ratio $(ratio "$gc" "$ic") (load $(load))"
   done
   # Every answer must have been `active: true` to count: one request after the rounds checks a random token.
   tok=$(shuf -n1 "$WORK/access.txt")
   curl -s -H "authorization: $BASIC" --data-urlencode "token=$tok" "$URL/api/auth/oauth2/introspect" |
     grep -q '"active":true' || { echo "a seeded access token no longer introspects active" >&2; exit 1; }
   col() { median $(awk -v f="$1" '{print $f}' "$WORK/rounds"); }
-  ROWS+=("| get-session, random one of $N sessions | $CONNS | $(col 1) | $(col 2) | $(col 3) | |")
-  ROWS+=("| introspection, random one of $N access tokens | $CONNS | $(col 5) | $(col 6) | $(col 7) | **$(col 9)** of get-session, per-round ratios: $(awk '{printf "%s ", $9}' "$WORK/rounds")|")
+  ROWS+=("| get-session, random one of $N sessions | $CONNS | $(col 1) | $(col 2) | $(col 3) | server CPU $(col 10) us a request |")
+  ROWS+=("| introspection, random one of $N access tokens | $CONNS | $(col 5) | $(col 6) | $(col 7) | **$(col 9)** of get-session, per-round ratios: $(awk '{printf "%s ", $9}' "$WORK/rounds"); server CPU $(col 11) us a request, **$(col 12)** of get-session's, per round: $(awk '{printf "%s ", $12}' "$WORK/rounds")|")
 fi
 
 grants() { # mode, connections, driver args...: ROUNDS rounds, one line each, then the median row

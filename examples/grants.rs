@@ -82,11 +82,12 @@ async fn main() {
     let (id, secret) = text.trim().split_once(' ').expect("CLIENT_ID CLIENT_SECRET");
     let basic = Arc::new(format!("Basic {}", STANDARD.encode(format!("{id}:{secret}"))));
     let client_id = Arc::new(id.to_owned());
-    let deadline = Instant::now() + Duration::from_secs(args.secs);
     let url = Arc::new(args.url.trim_end_matches('/').to_owned());
+    // The clock starts once the file is read and stops when the clients are done, before it is written back:
+    // reading and writing a million grants took seconds of a five-second run, and counted as if no grant was made.
+    let window = Duration::from_secs(args.secs);
 
     let mut tasks = Vec::new();
-    let started = Instant::now();
     match &args.mode {
         Mode::Refresh { grants } => {
             let lines: Vec<(String, String)> = std::fs::read_to_string(grants)
@@ -95,20 +96,25 @@ async fn main() {
                 .map(|l| l.split_once(' ').map(|(a, r)| (a.to_owned(), r.to_owned())).expect("ACCESS REFRESH"))
                 .collect();
             assert!(lines.len() >= args.conns, "fewer grants than --conns");
-            for c in 0..args.conns {
-                let mine: Vec<(usize, String)> =
-                    lines.iter().enumerate().skip(c).step_by(args.conns).map(|(i, (_, r))| (i, r.clone())).collect();
+            let shares: Vec<Vec<(usize, String)>> = (0..args.conns)
+                .map(|c| {
+                    lines.iter().enumerate().skip(c).step_by(args.conns).map(|(i, (_, r))| (i, r.clone())).collect()
+                })
+                .collect();
+            let (started, deadline) = (Instant::now(), Instant::now() + window);
+            for mine in shares {
                 let (http, url, basic) = (connection(), Arc::clone(&url), Arc::clone(&basic));
                 tasks.push(tokio::spawn(async move { refresh_loop(http, &url, &basic, mine, deadline).await }));
             }
             let outcomes = join(tasks).await;
+            let elapsed = started.elapsed();
             let mut lines = lines;
             for (i, token) in outcomes.iter().flat_map(|o| o.held.iter()) {
                 lines[*i].1.clone_from(token);
             }
             let text: String = lines.iter().map(|(a, r)| format!("{a} {r}\n")).collect();
             std::fs::write(grants, text).expect("writing the grants back");
-            report(&outcomes, started.elapsed());
+            report(&outcomes, elapsed);
         }
         Mode::Code { sessions, users, redirect_uri, cookie } => {
             let tokens: Vec<String> = std::fs::read_to_string(sessions)
@@ -118,9 +124,11 @@ async fn main() {
                 .map(str::to_owned)
                 .collect();
             assert!(tokens.len() >= args.conns, "fewer sessions than --conns");
-            for c in 0..args.conns {
-                let mine: Vec<String> =
-                    tokens.iter().skip(c).step_by(args.conns).map(|t| format!("{cookie}={t}")).collect();
+            let shares: Vec<Vec<String>> = (0..args.conns)
+                .map(|c| tokens.iter().skip(c).step_by(args.conns).map(|t| format!("{cookie}={t}")).collect())
+                .collect();
+            let (started, deadline) = (Instant::now(), Instant::now() + window);
+            for mine in shares {
                 let (http, url, basic) = (connection(), Arc::clone(&url), Arc::clone(&basic));
                 let (client_id, redirect) = (Arc::clone(&client_id), redirect_uri.clone());
                 tasks.push(tokio::spawn(async move {
