@@ -489,10 +489,14 @@ mod fuzz {
         let config = ProptestConfig { cases: 150, failure_persistence: None, ..ProptestConfig::default() };
         let outcome = proptest::test_runner::TestRunner::new(config).run(&requests, |requests| {
             rt.block_on(async {
-                if s.session(&admin.borrow()).await.is_null() {
-                    *admin.borrow_mut() = s.admin_session().await;
-                }
-                let admin = admin.borrow().clone();
+                let current = admin.borrow().clone();
+                let admin = if s.session(&current).await.is_null() {
+                    let fresh = s.admin_session().await;
+                    admin.replace(fresh.clone());
+                    fresh
+                } else {
+                    current
+                };
                 for (method, path, ct, body, cookie, origin) in requests {
                     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
                     let mut req = s.req(method, &path);
