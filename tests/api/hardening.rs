@@ -1,7 +1,7 @@
 //! What a disconnecting client, a flood of failures or a full hashing pool could do before the hardening issue,
 //! one test each (the store's and the connection layer's items have theirs in `disk.rs` and `security.rs`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -55,9 +55,19 @@ async fn hang_ups_with_the_right_password_leave_nothing_behind() {
     for _ in 0..5 {
         sign_in_and_hang_up(&s, "owner@example.com", PASSWORD).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let (status, _, _) = s.sign_in("owner@example.com", PASSWORD).await;
-    assert_eq!(status, 200, "reservations of finished checks still count");
+    // The five checks (five hashes) end on their own time: on a loaded machine, later than any fixed pause. Until
+    // they do, their reservations count; a reservation left behind would count for the whole 300 s window, far
+    // beyond this wait.
+    let started = Instant::now();
+    loop {
+        let (status, _, _) = s.sign_in("owner@example.com", PASSWORD).await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 429);
+        assert!(started.elapsed() < Duration::from_secs(60), "reservations of finished checks still count");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// Before: only existing accounts were limited, so "429 after N failures" told an attacker which e-mails exist.
@@ -119,9 +129,12 @@ async fn a_flood_of_failed_sign_ins_writes_a_bounded_number_of_audit_rows() {
             client.sign_in_body(&json!({"email": email, "password": "a wrong password"})).await.status
         }));
     }
+    // 503 too: on two nodes each check first reserves its attempt in PostgreSQL under the account's row lock, one
+    // after the other, and forty at once on a loaded machine can wait past the statement timeout, which fails
+    // closed. That is the overload tests' subject; this one counts rows.
     for request in flood {
         let status = request.await.unwrap();
-        assert!(status == 401 || status == 429, "{status}");
+        assert!(status == 401 || status == 429 || status == 503, "{status}");
     }
     let rows = sign_in_rows(&s, &admin).await;
     let on_target = rows.iter().filter(|r| r["detail"] != "unknown e-mail" && r["target_id"] != Value::Null).count();
