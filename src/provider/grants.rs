@@ -21,14 +21,13 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-
-use crate::store::grant_id_text;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::domain::{Timestamp, UserId, action};
 use crate::store::{
     OAuthCodeRecordV1, OAuthConsentRecordV1, OAuthGrantRecord, Store, StoreError, StoreOp, StoreWriter, audit,
+    grant_id_text,
 };
 
 /// How long a code may wait for its redemption (the plugin's `codeExpiresIn`).
