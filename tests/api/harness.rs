@@ -68,6 +68,30 @@ pub const BOOTSTRAP_ENV: &[(&str, &str)] = &[
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
+// Node helpers
+
+/// `tests/<dir>`, with its Node packages installed (`npm ci`) when `package` is missing from them. `./test` installs
+/// them before any suite starts; this covers a `cargo test` run alone. The cargo and cluster suites run the same
+/// tests in two processes at once, and one's `npm ci` empties `node_modules` while the other's node reads it, so
+/// the check and the install hold an exclusive lock on the directory's `package-lock.json` (which `npm ci` only
+/// reads), and each process checks once.
+pub fn node_packages(dir: &str, package: &str) -> &'static Path {
+    static CHECKED: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir);
+    let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
+    if !checked.contains(dir) {
+        let lock = std::fs::File::open(path.join("package-lock.json")).expect("the helper's package-lock.json");
+        lock.lock().expect("a lock on the helper's package-lock.json");
+        if !path.join("node_modules").join(package).is_dir() {
+            let status = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&path).status();
+            assert!(status.is_ok_and(|s| s.success()), "npm ci in tests/{dir} failed");
+        }
+        checked.insert(dir.to_owned());
+    }
+    Box::leak(path.into_boxed_path())
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Servers
 
 /// The configuration of a test server: defaults, the given data directory and the bootstrap admin.

@@ -5,9 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Mutex;
 
 use serde_json::{Value, json};
 use service_auth::config::Config;
@@ -17,19 +15,6 @@ use super::harness::*;
 
 // ---------------------------------------------------------------------------------------------------------------
 // The provider
-
-/// `npm ci` in tests/oidc once per test run, when its packages are missing (CI installs them first).
-fn node_helper() -> &'static Path {
-    static INSTALLED: Mutex<bool> = Mutex::new(false);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oidc");
-    let mut installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
-    if !*installed && !dir.join("node_modules/oidc-provider").is_dir() {
-        let status = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir).status();
-        assert!(status.is_ok_and(|s| s.success()), "npm ci in tests/oidc failed");
-    }
-    *installed = true;
-    Box::leak(dir.into_boxed_path())
-}
 
 /// A running oidc-provider: its issuer, and its stdin (closing it ends the provider).
 pub(super) struct Idp {
@@ -41,7 +26,7 @@ pub(super) struct Idp {
 
 impl Idp {
     pub(super) fn start() -> Self {
-        let dir = node_helper();
+        let dir = node_packages("oidc", "oidc-provider");
         let mut child = Command::new("node")
             .arg(dir.join("provider.mjs"))
             .current_dir(dir)

@@ -6,27 +6,12 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
 use super::harness::*;
 use super::org_plugin::ok;
-
-/// `npm ci` in tests/saml once per test run, when its packages are missing (CI installs them first).
-fn node_helper() -> &'static Path {
-    static INSTALLED: Mutex<bool> = Mutex::new(false);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/saml");
-    let mut installed = INSTALLED.lock().unwrap_or_else(|p| p.into_inner());
-    if !*installed && !dir.join("node_modules/samlify").is_dir() {
-        let status = Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&dir).status();
-        assert!(status.is_ok_and(|s| s.success()), "npm ci in tests/saml failed");
-    }
-    *installed = true;
-    Box::leak(dir.into_boxed_path())
-}
 
 /// A running samlify identity provider: its entity ID, SSO URL and signing certificate (and another, untrusted).
 struct SamlIdp {
@@ -40,7 +25,7 @@ struct SamlIdp {
 
 impl SamlIdp {
     fn start() -> Self {
-        let dir = node_helper();
+        let dir = node_packages("saml", "samlify");
         let mut child = Command::new("node")
             .arg(dir.join("idp.mjs"))
             .current_dir(dir)
