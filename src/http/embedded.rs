@@ -4,11 +4,12 @@
 
 use std::io::Read;
 
-/// `gz`, inflated into memory the process keeps (each file is inflated once, by a `LazyLock`).
+/// `gz`, inflated into memory the process keeps (each file is inflated once, by a `LazyLock`): exactly the file's
+/// bytes, not the capacity the inflating grew to.
 pub fn inflate(gz: &'static [u8]) -> &'static [u8] {
     let mut bytes = Vec::with_capacity(gz.len() * 4);
     flate2::read::GzDecoder::new(gz).read_to_end(&mut bytes).expect("build.rs wrote the file as gzip");
-    bytes.leak()
+    Box::leak(bytes.into_boxed_slice())
 }
 
 /// The bytes of file `$name` of the repository's folder `$dir` (`console` or `pages`), as build.rs compressed it.

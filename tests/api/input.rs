@@ -196,6 +196,23 @@ async fn chunked_body_over_64_kib_is_413() {
     .concat();
     let (status, text) = raw_http(s.addr, &request).await;
     assert_eq!(status, 200, "{text}");
+    // A small body in several chunks is read whole: the chunks are joined in order (one chunk is taken as it is).
+    let body = serde_json::to_vec(&json!({"name": "M", "email": "chunks@example.com", "password": PASSWORD})).unwrap();
+    let mut request = format!(
+        "POST /api/auth/sign-up/email HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        s.addr
+    )
+    .into_bytes();
+    for chunk in body.chunks(7) {
+        request.extend(format!("{:x}\r\n", chunk.len()).bytes());
+        request.extend(chunk);
+        request.extend(b"\r\n");
+    }
+    request.extend(b"0\r\n\r\n");
+    let (status, text) = raw_http(s.addr, &request).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("chunks@example.com"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
