@@ -63,3 +63,43 @@ fn a_missing_tool_it_cannot_install_stops_with_one_line_saying_what_to_install()
     assert_eq!(code, Some(2));
     assert_eq!(err.trim(), "./test: no suite named cargoo (./test --list names them)");
 }
+
+/// `./test` runs the timing tests (those that compare how long two answers take, each printing a `timing:` line)
+/// after every suite has finished, one at a time, by the part of their name it filters on: `same_time`. A timing
+/// test named otherwise runs beside the suites on a loaded machine, where it fails now and then (one did in CI).
+/// So every test function of tests/api that prints `timing:` must have `same_time` in its name.
+#[test]
+fn every_timing_test_is_named_so_that_the_test_command_runs_it_alone() {
+    let mut files = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api")];
+    let mut timing = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        let mut function = None;
+        for line in source.lines() {
+            let line = line.trim_start();
+            for start in ["async fn ", "fn "] {
+                if let Some(rest) = line.strip_prefix(start) {
+                    function = rest.split(['(', '<']).next().map(str::to_owned);
+                }
+            }
+            if line.contains("eprintln!(\"timing:") {
+                let name = function.clone().unwrap_or_default();
+                timing.push(name.clone());
+                assert!(
+                    name.contains("same_time"),
+                    "{}: {name} measures timing but is not named *same_time*, so ./test would run it beside the suites",
+                    path.display()
+                );
+            }
+        }
+    }
+    // The check found the timing tests there are (and would fail if their `timing:` lines were renamed away).
+    assert!(timing.len() >= 6, "timing tests found: {timing:?}");
+}
