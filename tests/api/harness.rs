@@ -75,7 +75,7 @@ pub const BOOTSTRAP_ENV: &[(&str, &str)] = &[
 /// tests in two processes at once, and one's `npm ci` empties `node_modules` while the other's node reads it, so
 /// the check and the install hold an exclusive lock on the directory's `package-lock.json` (which `npm ci` only
 /// reads), and each process checks once.
-pub fn node_packages(dir: &str, package: &str) -> &'static Path {
+pub fn node_packages(dir: &str, package: &str) -> PathBuf {
     static CHECKED: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir);
     let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
@@ -88,7 +88,7 @@ pub fn node_packages(dir: &str, package: &str) -> &'static Path {
         }
         checked.insert(dir.to_owned());
     }
-    Box::leak(path.into_boxed_path())
+    path
 }
 
 // ---------------------------------------------------------------------------------------------------------------

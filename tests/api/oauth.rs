@@ -29,7 +29,7 @@ impl Idp {
         let dir = node_packages("oidc", "oidc-provider");
         let mut child = Command::new("node")
             .arg(dir.join("provider.mjs"))
-            .current_dir(dir)
+            .current_dir(&dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

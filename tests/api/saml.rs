@@ -28,7 +28,7 @@ impl SamlIdp {
         let dir = node_packages("saml", "samlify");
         let mut child = Command::new("node")
             .arg(dir.join("idp.mjs"))
-            .current_dir(dir)
+            .current_dir(&dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
